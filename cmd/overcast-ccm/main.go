@@ -1,0 +1,23 @@
+// Command overcast-ccm is the Overcast cloud-controller-manager.
+package main
+
+import (
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"          // JSON log format
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
+
+	"github.com/overcast-ccm/overcast/internal/ccm"
+)
+
+func main() {
+	cmd, err := ccm.NewCommand(wait.NeverStop, os.Stderr)
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(1)
+	}
+	os.Exit(cli.Run(cmd))
+}

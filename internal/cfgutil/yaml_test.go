@@ -1,0 +1,66 @@
+package cfgutil
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type inner struct {
+	Addresses []string `json:"addresses"`
+	Name      string   `json:"name"`
+}
+
+type doc struct {
+	Enabled  bool              `json:"enabled"`
+	Interval Duration          `json:"interval"`
+	Pools    []inner           `json:"pools"`
+	Labels   map[string]string `json:"labels"`
+	Nested   struct {
+		Inner inner `json:"inner"`
+	} `json:"nested"`
+}
+
+func TestDecodeYAML(t *testing.T) {
+	tests := []struct {
+		name     string
+		in       string
+		contains []string
+	}{
+		{"a valid document decodes", "enabled: true\ninterval: 3s\npools: [{name: a, addresses: [x]}]\nlabels: {k: v}\n", nil},
+		{"every unknown key is reported with its path", "enabeld: true\npools:\n- name: a\n  adresses: [x]\nnested: {inner: {nme: b}}\n",
+			[]string{"enabeld: unknown key", "pools[0].adresses: unknown key", "nested.inner.nme: unknown key"}},
+		{"a wrong case gets a suggestion", "Enabled: true\n", []string{`did you mean "enabled"`}},
+		{"a type error names the field", "pools: 3\n", []string{"pools: cannot use a number here, want a list"}},
+		{"a bad duration is explained", "interval: soon\n", []string{`invalid duration "soon"`}},
+		{"a document that is a list is refused", "- a\n- b\n", []string{"must be a mapping"}},
+		{"broken YAML is refused", "a: [\n", []string{"not valid YAML"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d doc
+			err := DecodeYAML([]byte(tt.in), &d)
+			if len(tt.contains) == 0 {
+				require.NoError(t, err)
+				assert.Equal(t, 3*time.Second, d.Interval.Duration)
+				return
+			}
+			require.Error(t, err)
+			for _, c := range tt.contains {
+				assert.Contains(t, err.Error(), c)
+			}
+		})
+	}
+}
+
+func FuzzDecodeYAML(f *testing.F) {
+	for _, s := range []string{"", "enabled: true", "pools: [{name: a}]", "interval: 1s", "a: [", "- x", "labels: {a: 1}", "nested: {inner: 3}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var d doc
+		_ = DecodeYAML([]byte(s), &d) // must not panic
+	})
+}

@@ -1,0 +1,188 @@
+// Package cloudapi is the HTTP plumbing shared by every cloud provider's API
+// client (OpenStack via gophercloud, CloudStack, OCI).
+//
+// NewTransport wraps an http.RoundTripper with, per request:
+//
+//   - client-side rate limiting, with separate token buckets for reads
+//     (GET/HEAD/OPTIONS) and writes (everything else);
+//   - bounded retries with full-jitter exponential backoff or the server's
+//     Retry-After, restricted to requests that are safe to repeat;
+//   - a per-attempt timeout, always inside the caller's context deadline;
+//   - Prometheus metrics in k8s.io/component-base/metrics/legacyregistry, so they
+//     appear on the controller manager's /metrics endpoint;
+//   - klog logging taken from the request's context.
+//
+// Nothing secret is ever put in errors, logs or metric labels: URLs are reduced
+// to scheme://host/path, and header values and query parameters are never
+// logged. Note that *http.Client itself wraps transport errors in a *url.Error
+// holding the full request URL, query string included; providers whose SDK puts
+// credentials in the query (CloudStack's apiKey and signature) must pass such
+// errors through RedactError before logging or returning them.
+package cloudapi
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+)
+
+// Defaults applied by NewTransport to the zero value of the matching Config field.
+const (
+	// DefaultReadQPS is the default sustained rate of GET, HEAD and OPTIONS requests.
+	DefaultReadQPS = 20.0
+	// DefaultReadBurst is the default burst of GET, HEAD and OPTIONS requests.
+	DefaultReadBurst = 40
+	// DefaultWriteQPS is the default sustained rate of POST, PUT, PATCH and DELETE requests.
+	DefaultWriteQPS = 5.0
+	// DefaultWriteBurst is the default burst of POST, PUT, PATCH and DELETE requests.
+	DefaultWriteBurst = 10
+	// DefaultMaxRetries is the default number of retries after the first attempt.
+	DefaultMaxRetries = 4
+	// DefaultBaseBackoff is the default backoff ceiling before the first retry.
+	DefaultBaseBackoff = 500 * time.Millisecond
+	// DefaultMaxBackoff is the default upper bound of the exponential backoff.
+	DefaultMaxBackoff = 30 * time.Second
+	// DefaultMaxRetryAfter is the default cap on a server's Retry-After.
+	DefaultMaxRetryAfter = 60 * time.Second
+	// DefaultTimeout is the default timeout of a single attempt.
+	DefaultTimeout = 30 * time.Second
+)
+
+// NoRetries, as Config.MaxRetries, disables retries: every request is sent once.
+const NoRetries = -1
+
+// Config configures a transport built by NewTransport. Zero values of numeric
+// fields mean "use the default" (see the Default* constants); Cloud is required.
+type Config struct {
+	// Cloud is the value of the "cloud" metric label, such as "openstack",
+	// "cloudstack" or "oci". Required.
+	Cloud string
+
+	// ReadQPS and ReadBurst size the client-side token bucket shared by the
+	// transport's GET, HEAD and OPTIONS requests. ReadQPS may be +Inf to
+	// disable read rate limiting.
+	ReadQPS   float64
+	ReadBurst int
+
+	// WriteQPS and WriteBurst size the client-side token bucket shared by all
+	// other requests (POST, PUT, PATCH, DELETE). WriteQPS may be +Inf to
+	// disable write rate limiting.
+	WriteQPS   float64
+	WriteBurst int
+
+	// MaxRetries is the number of retries after the first attempt. Set it to
+	// NoRetries to send every request exactly once.
+	MaxRetries int
+
+	// BaseBackoff and MaxBackoff parametrise the full-jitter exponential
+	// backoff used when the server gives no Retry-After: before retry n
+	// (counting from 0) the transport sleeps a random duration in
+	// [0, min(MaxBackoff, BaseBackoff*2^n)].
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+
+	// MaxRetryAfter caps the delay a server may ask for with Retry-After.
+	MaxRetryAfter time.Duration
+
+	// Timeout bounds a single attempt, from sending the request to closing the
+	// response body (like http.Client.Timeout, it includes reading the body).
+	// The caller's context deadline still applies on top of it.
+	Timeout time.Duration
+
+	// Classify names the service and operation of a request for metric labels
+	// and logs. It must not return anything derived from secrets or from
+	// unbounded sets (such as resource IDs). Defaults to OperationFor.
+	Classify func(*http.Request) (service, operation string)
+}
+
+// Validate reports every invalid field of c, joined with errors.Join; each
+// error names its field. Zero values are valid and mean "use the default".
+func (c Config) Validate() error {
+	var errs []error
+	if c.Cloud == "" {
+		errs = append(errs, errors.New("cloudapi: Cloud must be set (it is the \"cloud\" metric label)"))
+	}
+	errs = append(errs,
+		checkQPS("ReadQPS", c.ReadQPS),
+		checkNonNegative("ReadBurst", c.ReadBurst),
+		checkQPS("WriteQPS", c.WriteQPS),
+		checkNonNegative("WriteBurst", c.WriteBurst),
+	)
+	if c.MaxRetries < NoRetries {
+		errs = append(errs, fmt.Errorf("cloudapi: MaxRetries must be >= 0, or NoRetries (-1), got %d", c.MaxRetries))
+	}
+	errs = append(errs,
+		checkDuration("BaseBackoff", c.BaseBackoff),
+		checkDuration("MaxBackoff", c.MaxBackoff),
+		checkDuration("MaxRetryAfter", c.MaxRetryAfter),
+		checkDuration("Timeout", c.Timeout),
+	)
+	if c.BaseBackoff >= 0 && c.MaxBackoff >= 0 {
+		d := c.withDefaults()
+		if d.BaseBackoff > d.MaxBackoff {
+			errs = append(errs, fmt.Errorf("cloudapi: BaseBackoff (%v) must not exceed MaxBackoff (%v)", d.BaseBackoff, d.MaxBackoff))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkQPS(field string, v float64) error {
+	if math.IsNaN(v) || v < 0 {
+		return fmt.Errorf("cloudapi: %s must be a non-negative number (or +Inf for no limit), got %v", field, v)
+	}
+	return nil
+}
+
+func checkNonNegative(field string, v int) error {
+	if v < 0 {
+		return fmt.Errorf("cloudapi: %s must not be negative, got %d", field, v)
+	}
+	return nil
+}
+
+func checkDuration(field string, v time.Duration) error {
+	if v < 0 {
+		return fmt.Errorf("cloudapi: %s must not be negative, got %v", field, v)
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() Config {
+	if c.ReadQPS == 0 {
+		c.ReadQPS = DefaultReadQPS
+	}
+	if c.ReadBurst == 0 {
+		c.ReadBurst = DefaultReadBurst
+	}
+	if c.WriteQPS == 0 {
+		c.WriteQPS = DefaultWriteQPS
+	}
+	if c.WriteBurst == 0 {
+		c.WriteBurst = DefaultWriteBurst
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	if c.BaseBackoff == 0 {
+		c.BaseBackoff = DefaultBaseBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.MaxRetryAfter == 0 {
+		c.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Classify == nil {
+		c.Classify = OperationFor
+	}
+	return c
+}

@@ -1,0 +1,177 @@
+// Package local is the local cloud: instances from an inventory (or the Nodes
+// themselves), load balancers from address pools served by a real L4 proxy inside
+// the controller manager. It is the default cloud of `make run`, useful on bare
+// metal, in development and in demos.
+package local
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/ccm"
+	"github.com/overcast-ccm/overcast/internal/l4proxy"
+)
+
+// ProviderName is the name given to --cloud-provider.
+const ProviderName = "local"
+
+// EventComponent is the source of the Events this cloud records.
+const EventComponent = "overcast-ccm"
+
+func init() { Register() }
+
+var registerOnce sync.Once
+
+// Register adds the local cloud to the cloud-provider registry.
+func Register() {
+	registerOnce.Do(func() {
+		ccm.Registered(ProviderName)
+		cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
+			if r != nil {
+				// The framework passes a nil *os.File as a non-nil io.Reader when
+				// --cloud-config is not given.
+				data, err := io.ReadAll(r)
+				if err != nil || len(bytes.TrimSpace(data)) == 0 {
+					r = nil
+				} else {
+					r = bytes.NewReader(data)
+				}
+			}
+			cfg, err := Read(r)
+			if err != nil {
+				return nil, err
+			}
+			return New(cfg)
+		})
+	})
+}
+
+// Cloud is the local cloud provider.
+type Cloud struct {
+	cfg   Config
+	pools []Pool
+	inv   *inventory
+	proxy *l4proxy.Manager
+
+	mu       sync.Mutex
+	recorder record.EventRecorder
+	services corelisters.ServiceLister
+	nodes    corelisters.NodeLister
+	synced   []cache.InformerSynced
+	served   map[types.UID]*servedLB
+}
+
+var (
+	_ cloudprovider.Interface    = (*Cloud)(nil)
+	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
+	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
+	_ cloudprovider.InformerUser = (*Cloud)(nil)
+)
+
+// New validates cfg and builds the cloud. Every problem of cfg is in the error.
+func New(cfg Config) (*Cloud, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pools, err := ParsePools(cfg.LoadBalancer.Pools)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := newInventory(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cloud{
+		cfg:      cfg,
+		pools:    pools,
+		inv:      inv,
+		recorder: &record.FakeRecorder{}, // replaced in Initialize; drops events until then
+		served:   map[types.UID]*servedLB{},
+	}
+	c.proxy = l4proxy.NewManager(l4proxy.Options{
+		Logger:   klog.Background().WithName("l4proxy"),
+		Eligible: c.nodeEligible,
+	})
+	return c, nil
+}
+
+// Initialize starts the inventory reload and the event recorder; stop ends both and
+// closes every load balancer listener of this process.
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	client := clientBuilder.ClientOrDie("overcast-local-cloud")
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	c.mu.Lock()
+	c.recorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent})
+	c.mu.Unlock()
+	go c.inv.run(stop)
+	go func() {
+		<-stop
+		c.proxy.Close()
+		broadcaster.Shutdown()
+	}()
+}
+
+// SetInformers gives the cloud the Service and Node caches of the controller manager.
+func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
+	svc := f.Core().V1().Services()
+	node := f.Core().V1().Nodes()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.services = svc.Lister()
+	c.nodes = node.Lister()
+	c.synced = []cache.InformerSynced{svc.Informer().HasSynced, node.Informer().HasSynced}
+}
+
+// event records an Event on obj (a Service or a Node).
+func (c *Cloud) event(obj runtime.Object, eventType, reason, format string, args ...any) {
+	c.mu.Lock()
+	r := c.recorder
+	c.mu.Unlock()
+	r.Eventf(obj, eventType, reason, format, args...)
+}
+
+// ProviderName returns "local".
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID is true: Services are owned by UID, not by cloud tags.
+func (c *Cloud) HasClusterID() bool { return true }
+
+// LoadBalancer is served unless loadBalancer.disabled is set.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if c.cfg.LoadBalancer.Disabled {
+		return nil, false
+	}
+	return c, true
+}
+
+// Instances is not implemented: InstancesV2 is.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 serves Node initialisation and lifecycle from the inventory.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
+
+// Zones is deprecated in favour of InstancesV2.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters is not implemented.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes: the local cloud has no routers; pod networking is the CNI's job.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+func (c *Cloud) String() string { return fmt.Sprintf("local cloud (%d pools)", len(c.pools)) }

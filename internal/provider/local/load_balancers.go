@@ -1,0 +1,372 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	cloudprovider "k8s.io/cloud-provider"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/l4proxy"
+)
+
+// Labels and taints that keep a Node out of load balancer backends.
+const (
+	excludeLBLabel      = "node.kubernetes.io/exclude-from-external-load-balancers"
+	toBeDeletedTaintKey = "ToBeDeletedByClusterAutoscaler"
+)
+
+// Event reasons on Services.
+const (
+	ReasonInvalidAnnotation   = "InvalidAnnotation"
+	ReasonUnsupportedService  = "UnsupportedService"
+	ReasonIPPoolExhausted     = "IPPoolExhausted"
+	ReasonIPNotAvailable      = "IPNotAvailable"
+	ReasonListenFailed        = "ListenFailed"
+	ReasonEnsuredLoadBalancer = "LoadBalancerServing"
+)
+
+// servedLB is a Service this process serves.
+type servedLB struct {
+	key        string
+	ip         netip.Addr
+	sharingKey string
+	ports      []PortKey
+}
+
+// lbOptions are the parsed annotations and spec of one Service.
+type lbOptions struct {
+	pool          string
+	ip            netip.Addr
+	sharingKey    string
+	hcInterval    time.Duration
+	udpIdle       time.Duration
+	ports         []PortKey
+	sourceRanges  []netip.Prefix
+	family        v1.IPFamily
+	healthCheckNP int32
+}
+
+// GetLoadBalancer reports whether this process serves the Service.
+func (c *Cloud) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.served[svc.UID]
+	if !ok {
+		return nil, false, nil
+	}
+	return statusFor(s.ip), true, nil
+}
+
+// GetLoadBalancerName is the framework's default name (from the Service UID).
+func (c *Cloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return cloudprovider.DefaultLoadBalancerName(svc)
+}
+
+// EnsureLoadBalancer allocates the Service's IP (keeping the one in its status) and
+// serves every port on it. Bad input gets a Warning Event and changes nothing.
+func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	return c.ensure(ctx, svc, nodes)
+}
+
+// UpdateLoadBalancer updates the backends (and anything else that changed).
+func (c *Cloud) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
+	_, err := c.ensure(ctx, svc, nodes)
+	return err
+}
+
+// EnsureLoadBalancerDeleted stops serving the Service; it is idempotent.
+func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.proxy.Delete(string(svc.UID))
+	if s, ok := c.served[svc.UID]; ok {
+		klog.FromContext(ctx).Info("Released load balancer IP", "service", klog.KObj(svc), "ip", s.ip)
+		delete(c.served, svc.UID)
+	}
+	return nil
+}
+
+func (c *Cloud) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
+	opts, err := c.parseOptions(svc)
+	if err != nil {
+		reason := ReasonUnsupportedService
+		if errors.As(err, new(*annotation.InvalidError)) {
+			reason = ReasonInvalidAnnotation
+		}
+		c.event(svc, v1.EventTypeWarning, reason, "%v; the load balancer was left as it was", err)
+		return nil, err
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, synced := range c.synced {
+		if !synced() {
+			return nil, errors.New("the Service and Node caches have not synced yet")
+		}
+	}
+	used, err := c.usedAddresses(svc)
+	if err != nil {
+		return nil, err
+	}
+	var current netip.Addr
+	if s, ok := c.served[svc.UID]; ok {
+		current = s.ip
+	} else {
+		current = statusIP(svc)
+	}
+	ip, err := Allocate(c.pools, used, Request{
+		Key:        svc.Namespace + "/" + svc.Name,
+		Namespace:  svc.Namespace,
+		Pool:       opts.pool,
+		IP:         opts.ip,
+		Current:    current,
+		Family:     opts.family,
+		SharingKey: opts.sharingKey,
+		Ports:      opts.ports,
+	})
+	if err != nil {
+		reason := ReasonIPNotAvailable
+		if errors.Is(err, ErrPoolExhausted) {
+			reason = ReasonIPPoolExhausted
+		}
+		c.event(svc, v1.EventTypeWarning, reason, "Cannot allocate a load balancer IP: %v", err)
+		return nil, err
+	}
+
+	specs := c.listenerSpecs(svc, ip, opts, nodes)
+	if err := c.proxy.Ensure(string(svc.UID), specs); err != nil {
+		c.event(svc, v1.EventTypeWarning, ReasonListenFailed, "Cannot serve %s: %v", ip, err)
+		return nil, err
+	}
+	prev, existed := c.served[svc.UID]
+	c.served[svc.UID] = &servedLB{key: svc.Namespace + "/" + svc.Name, ip: ip, sharingKey: opts.sharingKey, ports: opts.ports}
+	if !existed || prev.ip != ip {
+		logger.Info("Serving load balancer", "ip", ip, "ports", len(specs), "backends", len(nodes))
+		c.event(svc, v1.EventTypeNormal, ReasonEnsuredLoadBalancer, "Serving %s on %d port(s) through %d node(s)", ip, len(svc.Spec.Ports), len(nodes))
+	} else {
+		logger.V(2).Info("Load balancer up to date", "ip", ip, "backends", len(nodes))
+	}
+	return statusFor(ip), nil
+}
+
+func statusFor(ip netip.Addr) *v1.LoadBalancerStatus {
+	mode := v1.LoadBalancerIPModeProxy
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip.String(), IPMode: &mode}}}
+}
+
+func statusIP(svc *v1.Service) netip.Addr {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err == nil {
+			return a.Unmap()
+		}
+	}
+	return netip.Addr{}
+}
+
+// usedAddresses: who holds which pool address, from every Service's status and from
+// what this process serves. Status is the only record of an allocation, so a new
+// process or a new leader rebuilds the same picture and never hands an IP out twice.
+func (c *Cloud) usedAddresses(self *v1.Service) (map[netip.Addr][]Holder, error) {
+	used := map[netip.Addr][]Holder{}
+	seen := map[string]bool{}
+	for _, s := range c.served {
+		used[s.ip] = append(used[s.ip], Holder{Key: s.key, SharingKey: s.sharingKey, Ports: s.ports})
+		seen[s.key+"|"+s.ip.String()] = true
+	}
+	if c.services == nil {
+		return used, nil
+	}
+	svcs, err := c.services.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing Services from the cache: %w", err)
+	}
+	for _, s := range svcs {
+		key := s.Namespace + "/" + s.Name
+		if s.UID == self.UID {
+			continue
+		}
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			a, err := netip.ParseAddr(in.IP)
+			if err != nil || !c.inPools(a.Unmap()) || seen[key+"|"+a.Unmap().String()] {
+				continue
+			}
+			sharing, _ := annotation.LocalAllowSharedIP.NonEmptyString(s)
+			used[a.Unmap()] = append(used[a.Unmap()], Holder{Key: key, SharingKey: sharing, Ports: portKeys(s)})
+		}
+	}
+	return used, nil
+}
+
+func (c *Cloud) inPools(a netip.Addr) bool {
+	return slices.ContainsFunc(c.pools, func(p Pool) bool { return p.Contains(a) })
+}
+
+func portKeys(svc *v1.Service) []PortKey {
+	out := make([]PortKey, 0, len(svc.Spec.Ports))
+	for _, p := range svc.Spec.Ports {
+		out = append(out, PortKey{Protocol: p.Protocol, Port: p.Port})
+	}
+	return out
+}
+
+// parseOptions reads and checks everything of the Service this cloud uses, and
+// reports every problem at once.
+func (c *Cloud) parseOptions(svc *v1.Service) (lbOptions, error) {
+	var errs []error
+	o := lbOptions{
+		hcInterval:    c.cfg.LoadBalancer.HealthCheck.Interval.Duration,
+		udpIdle:       c.cfg.LoadBalancer.UDPIdleTimeout.Duration,
+		ports:         portKeys(svc),
+		healthCheckNP: svc.Spec.HealthCheckNodePort,
+	}
+	keep := func(err error) bool {
+		if err != nil && !errors.Is(err, annotation.ErrNotSet) {
+			errs = append(errs, err)
+			return false
+		}
+		return err == nil
+	}
+	if v, err := annotation.LocalPool.NonEmptyString(svc); keep(err) {
+		o.pool = v
+	}
+	if v, err := annotation.LocalLoadBalancerIP.IP(svc); keep(err) {
+		o.ip = v
+	} else if !annotation.LocalLoadBalancerIP.IsSet(svc) && svc.Spec.LoadBalancerIP != "" {
+		a, err := netip.ParseAddr(svc.Spec.LoadBalancerIP)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %q is not an IP address", svc.Spec.LoadBalancerIP))
+		} else {
+			o.ip = a.Unmap()
+		}
+	}
+	if v, err := annotation.LocalAllowSharedIP.NonEmptyString(svc); keep(err) {
+		o.sharingKey = v
+	}
+	if v, err := annotation.LocalHealthCheckInterval.Duration(svc, time.Second, 5*time.Minute); keep(err) {
+		o.hcInterval = v
+	}
+	if v, err := annotation.LocalUDPIdleTimeout.Duration(svc, time.Second, time.Hour); keep(err) {
+		o.udpIdle = v
+	}
+	if len(svc.Spec.IPFamilies) > 0 {
+		o.family = svc.Spec.IPFamilies[0]
+	}
+	for _, p := range svc.Spec.Ports {
+		switch {
+		case p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP:
+			errs = append(errs, fmt.Errorf("port %q: protocol %s is not supported by the local cloud (TCP and UDP are)", p.Name, p.Protocol))
+		case p.NodePort == 0:
+			errs = append(errs, fmt.Errorf("port %q has no NodePort: the local cloud forwards to NodePorts, so allocateLoadBalancerNodePorts must not be false", p.Name))
+		}
+	}
+	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("load balancer source ranges: %w", err))
+	} else if !servicehelpers.IsAllowAll(ranges) {
+		for _, n := range ranges {
+			if p, err := netip.ParsePrefix(n.String()); err == nil {
+				o.sourceRanges = append(o.sourceRanges, p.Masked())
+			}
+		}
+		slices.SortFunc(o.sourceRanges, func(a, b netip.Prefix) int { return strings.Compare(a.String(), b.String()) })
+	}
+	return o, errors.Join(errs...)
+}
+
+func (c *Cloud) listenerSpecs(svc *v1.Service, ip netip.Addr, o lbOptions, nodes []*v1.Node) []l4proxy.ListenerSpec {
+	hc := l4proxy.HealthCheck{
+		Interval:           o.hcInterval,
+		Timeout:            min(c.cfg.LoadBalancer.HealthCheck.Timeout.Duration, o.hcInterval),
+		HealthyThreshold:   c.cfg.LoadBalancer.HealthCheck.HealthyThreshold,
+		UnhealthyThreshold: c.cfg.LoadBalancer.HealthCheck.UnhealthyThreshold,
+	}
+	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && o.healthCheckNP != 0 {
+		// kube-proxy answers 200 on this port only on nodes with a local endpoint.
+		hc.HTTPPort = int(o.healthCheckNP)
+		hc.HTTPPath = "/healthz"
+	}
+	specs := make([]l4proxy.ListenerSpec, 0, len(svc.Spec.Ports))
+	for _, p := range svc.Spec.Ports {
+		var backends []l4proxy.Backend
+		for _, n := range nodes {
+			if a, ok := nodeInternalIP(n, ip.Is4()); ok {
+				backends = append(backends, l4proxy.Backend{Name: n.Name, Addr: netip.AddrPortFrom(a, uint16(p.NodePort))})
+			}
+		}
+		specs = append(specs, l4proxy.ListenerSpec{
+			Protocol:       l4proxy.Protocol(p.Protocol),
+			Address:        netip.AddrPortFrom(ip, uint16(p.Port)),
+			Backends:       backends,
+			SourceRanges:   o.sourceRanges,
+			HealthCheck:    hc,
+			UDPIdleTimeout: o.udpIdle,
+		})
+	}
+	return specs
+}
+
+// nodeInternalIP picks the Node's first InternalIP of the wanted family, else its
+// first InternalIP.
+func nodeInternalIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
+	var fallback netip.Addr
+	for _, a := range n.Status.Addresses {
+		if a.Type != v1.NodeInternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			continue
+		}
+		ip = ip.Unmap()
+		if ip.Is4() == want4 {
+			return ip, true
+		}
+		if !fallback.IsValid() {
+			fallback = ip
+		}
+	}
+	return fallback, fallback.IsValid()
+}
+
+// nodeEligible is asked by the proxy for every new connection: a Node gets traffic
+// while it is Ready, not excluded and not being removed.
+func (c *Cloud) nodeEligible(name string) bool {
+	c.mu.Lock()
+	lister := c.nodes
+	c.mu.Unlock()
+	if lister == nil {
+		return true
+	}
+	n, err := lister.Get(name)
+	if err != nil {
+		return false
+	}
+	if n.DeletionTimestamp != nil {
+		return false
+	}
+	if _, ok := n.Labels[excludeLBLabel]; ok {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == toBeDeletedTaintKey {
+			return false
+		}
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == v1.NodeReady {
+			return cond.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
