@@ -10,13 +10,14 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/app/config"
 	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
 	cliflag "k8s.io/component-base/cli/flag"
+
+	"github.com/overcast-ccm/overcast/internal/provider/local"
 )
 
 // Defaults that differ from the framework's. The framework's client-side limits
@@ -41,43 +42,57 @@ func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) 
 	opts.ServiceController.ConcurrentServiceSyncs = DefaultConcurrentServiceSyncs
 	opts.NodeController.ConcurrentNodeSyncs = DefaultConcurrentNodeSyncs
 
-	cmd := app.NewCloudControllerManagerCommand(opts, cloudInitializer(stderr), app.DefaultInitFuncConstructors,
+	init := &cloudInit{stderr: stderr}
+	cmd := app.NewCloudControllerManagerCommand(opts, init.get, app.DefaultInitFuncConstructors,
 		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, stop)
 	cmd.Use = "overcast-ccm"
 	cmd.Long = "overcast-ccm is a Kubernetes cloud-controller-manager for OpenStack, CloudStack, OCI and the local cloud."
+	// Check the cloud config before anything else (kubeconfig, ports), so that a bad
+	// file is reported in full even where the cluster cannot be reached.
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		cc := opts.KubeCloudShared.CloudProvider
+		return init.build(cc.Name, cc.CloudConfigFile)
+	}
+	cmd.SilenceUsage = true
 	return cmd, nil
 }
 
 // ExitCodeConfig is the exit code of an invalid cloud configuration.
 const ExitCodeConfig = 2
 
-func cloudInitializer(stderr io.Writer) app.InitCloudFunc {
-	return func(c *config.CompletedConfig) cloudprovider.Interface {
-		cc := c.ComponentConfig.KubeCloudShared.CloudProvider
-		cloud, err := cloudprovider.InitCloudProvider(cc.Name, cc.CloudConfigFile)
-		if err == nil && cloud == nil {
-			err = fmt.Errorf("unknown --cloud-provider %q (known: %v)", cc.Name, Providers())
-		}
-		if err != nil {
-			// Every problem of the configuration is in err, one per line.
-			fmt.Fprintf(stderr, "overcast-ccm: cannot start cloud provider %q:\n%v\n", cc.Name, err)
-			os.Exit(ExitCodeConfig)
-		}
-		if !cloud.HasClusterID() && !c.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
-			fmt.Fprintf(stderr, "overcast-ccm: cloud provider %q has no cluster ID; set one or pass --allow-untagged-cloud\n", cc.Name)
-			os.Exit(ExitCodeConfig)
-		}
-		return cloud
-	}
+// cloudInit builds the cloud once, in PreRunE, and hands it to the framework.
+type cloudInit struct {
+	stderr io.Writer
+	name   string
+	cloud  cloudprovider.Interface
 }
 
-// Providers lists the registered cloud provider names.
-func Providers() []string { return registered }
+func (i *cloudInit) build(name, configFile string) error {
+	cloud, err := cloudprovider.InitCloudProvider(name, configFile)
+	if err == nil && cloud == nil {
+		err = fmt.Errorf("unknown cloud provider (this binary serves: %v)", Providers())
+	}
+	if err != nil {
+		// Every problem of the configuration is in err, one per line.
+		fmt.Fprintf(i.stderr, "overcast-ccm: invalid --cloud-provider=%s --cloud-config=%s:\n%v\n", name, configFile, err)
+		os.Exit(ExitCodeConfig)
+	}
+	i.name, i.cloud = name, cloud
+	return nil
+}
 
-var registered []string
+func (i *cloudInit) get(c *config.CompletedConfig) cloudprovider.Interface {
+	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
+	if i.cloud == nil || i.name != cc.Name {
+		_ = i.build(cc.Name, cc.CloudConfigFile)
+	}
+	if !i.cloud.HasClusterID() && !c.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
+		fmt.Fprintf(i.stderr, "overcast-ccm: cloud provider %q has no cluster ID; set one or pass --allow-untagged-cloud\n", cc.Name)
+		os.Exit(ExitCodeConfig)
+	}
+	return i.cloud
+}
 
-// Registered records a provider name for error messages; providers call it from
-// their Register function.
-func Registered(name string) { registered = append(registered, name) }
-
-var _ = wait.NeverStop
+// Providers lists the cloud providers this binary serves. Each registers itself
+// with k8s.io/cloud-provider when its package is imported.
+func Providers() []string { return []string{local.ProviderName} }

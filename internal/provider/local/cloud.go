@@ -6,6 +6,7 @@ package local
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -22,7 +23,6 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/overcast-ccm/overcast/internal/ccm"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
 )
 
@@ -39,7 +39,6 @@ var registerOnce sync.Once
 // Register adds the local cloud to the cloud-provider registry.
 func Register() {
 	registerOnce.Do(func() {
-		ccm.Registered(ProviderName)
 		cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
 			if r != nil {
 				// The framework passes a nil *os.File as a non-nil io.Reader when
@@ -51,11 +50,16 @@ func Register() {
 					r = bytes.NewReader(data)
 				}
 			}
-			cfg, err := Read(r)
-			if err != nil {
-				return nil, err
+			cfg, readErr := Read(r)
+			if r == nil {
+				return nil, readErr
 			}
-			return New(cfg)
+			// Validate what could be decoded too, so every problem is listed at once.
+			c, err := New(cfg)
+			if readErr != nil || err != nil {
+				return nil, errors.Join(readErr, err)
+			}
+			return c, nil
 		})
 	})
 }

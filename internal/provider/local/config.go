@@ -30,12 +30,12 @@ import (
 type Config struct {
 	AutoInventory bool `json:"autoInventory"`
 	// InventoryFile holds an Inventory document; it is re-read every ReloadInterval.
-	InventoryFile  string            `json:"inventoryFile"`
-	ReloadInterval cfgutil.Duration  `json:"reloadInterval"`
-	Instances      []Instance        `json:"instances"`
-	Region         string            `json:"region"`
-	Zone           string            `json:"zone"`
-	InstanceType   string            `json:"instanceType"`
+	InventoryFile  string             `json:"inventoryFile"`
+	ReloadInterval cfgutil.Duration   `json:"reloadInterval"`
+	Instances      []Instance         `json:"instances"`
+	Region         string             `json:"region"`
+	Zone           string             `json:"zone"`
+	InstanceType   string             `json:"instanceType"`
 	LoadBalancer   LoadBalancerConfig `json:"loadBalancer"`
 }
 
@@ -106,8 +106,9 @@ const (
 	ProviderIDPrefix      = "local://"
 )
 
-// Read parses a config; it reports every unknown key and type error at once. It does
-// not validate meaning: call Validate.
+// Read parses a config and fills defaults; it reports every unknown key and type
+// error at once, and returns what it could decode even then, so that Validate can
+// add the remaining problems. It does not validate meaning: call Validate.
 func Read(r io.Reader) (Config, error) {
 	var c Config
 	if r == nil {
@@ -117,11 +118,9 @@ func Read(r io.Reader) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("reading the cloud config: %w", err)
 	}
-	if err := cfgutil.DecodeYAML(data, &c); err != nil {
-		return c, err
-	}
+	err = cfgutil.DecodeYAML(data, &c)
 	c.setDefaults()
-	return c, nil
+	return c, err
 }
 
 func (c *Config) setDefaults() {

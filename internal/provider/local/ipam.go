@@ -71,11 +71,12 @@ func ParseRange(s string) (Range, error) {
 		if err != nil {
 			return Range{}, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/24", s)
 		}
-		if p.Masked() != p {
-			return Range{}, fmt.Errorf("%q has host bits set; did you mean %s?", s, p.Masked())
-		}
+		// Checked before host bits, so that the suggested prefix is one that parses.
 		if p.Addr().Is4In6() {
 			return Range{}, fmt.Errorf("%q: write IPv4 prefixes without ::ffff:", s)
+		}
+		if p.Masked() != p {
+			return Range{}, fmt.Errorf("%q has host bits set; did you mean %s?", s, p.Masked())
 		}
 		first := p.Addr()
 		last := lastAddr(p)
