@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/component-base/configz"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/overcast-ccm/overcast/internal/ccm"

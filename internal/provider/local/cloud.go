@@ -71,12 +71,21 @@ type Cloud struct {
 	inv   *inventory
 	proxy *l4proxy.Manager
 
-	mu       sync.Mutex
-	recorder record.EventRecorder
+	// mu guards served and serialises allocation. The locks below are
+	// leaves: code holding one of them never takes mu, so mu may be held while
+	// taking them (events, cache reads, the proxy's eligibility checks).
+	mu     sync.Mutex
+	served map[types.UID]*servedLB
+
+	// infMu guards the caches given by SetInformers; read on every proxied
+	// connection (nodeEligible), so it must never wait for mu.
+	infMu    sync.RWMutex
 	services corelisters.ServiceLister
 	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
-	served   map[types.UID]*servedLB
+
+	recMu    sync.RWMutex
+	recorder record.EventRecorder
 }
 
 var (
@@ -119,9 +128,9 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	client := clientBuilder.ClientOrDie("overcast-local-cloud")
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	c.mu.Lock()
+	c.recMu.Lock()
 	c.recorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent})
-	c.mu.Unlock()
+	c.recMu.Unlock()
 	go c.inv.run(stop)
 	go func() {
 		<-stop
@@ -134,8 +143,8 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	svc := f.Core().V1().Services()
 	node := f.Core().V1().Nodes()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.infMu.Lock()
+	defer c.infMu.Unlock()
 	c.services = svc.Lister()
 	c.nodes = node.Lister()
 	c.synced = []cache.InformerSynced{svc.Informer().HasSynced, node.Informer().HasSynced}
@@ -143,9 +152,9 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 
 // event records an Event on obj (a Service or a Node).
 func (c *Cloud) event(obj runtime.Object, eventType, reason, format string, args ...any) {
-	c.mu.Lock()
+	c.recMu.RLock()
 	r := c.recorder
-	c.mu.Unlock()
+	c.recMu.RUnlock()
 	r.Eventf(obj, eventType, reason, format, args...)
 }
 

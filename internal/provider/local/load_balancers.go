@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
@@ -108,14 +109,18 @@ func (c *Cloud) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (
 		return nil, err
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, synced := range c.synced {
-		if !synced() {
+	c.infMu.RLock()
+	synced, services := c.synced, c.services
+	c.infMu.RUnlock()
+	for _, ok := range synced {
+		if !ok() {
 			return nil, errors.New("the Service and Node caches have not synced yet")
 		}
 	}
-	used, err := c.usedAddresses(svc)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	used, err := c.usedAddresses(services, svc)
 	if err != nil {
 		return nil, err
 	}
@@ -177,17 +182,17 @@ func statusIP(svc *v1.Service) netip.Addr {
 // usedAddresses: who holds which pool address, from every Service's status and from
 // what this process serves. Status is the only record of an allocation, so a new
 // process or a new leader rebuilds the same picture and never hands an IP out twice.
-func (c *Cloud) usedAddresses(self *v1.Service) (map[netip.Addr][]Holder, error) {
+func (c *Cloud) usedAddresses(services corelisters.ServiceLister, self *v1.Service) (map[netip.Addr][]Holder, error) {
 	used := map[netip.Addr][]Holder{}
 	seen := map[string]bool{}
 	for _, s := range c.served {
 		used[s.ip] = append(used[s.ip], Holder{Key: s.key, SharingKey: s.sharingKey, Ports: s.ports})
 		seen[s.key+"|"+s.ip.String()] = true
 	}
-	if c.services == nil {
+	if services == nil {
 		return used, nil
 	}
-	svcs, err := c.services.List(labels.Everything())
+	svcs, err := services.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing Services from the cache: %w", err)
 	}
@@ -342,9 +347,9 @@ func nodeInternalIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
 // nodeEligible is asked by the proxy for every new connection: a Node gets traffic
 // while it is Ready, not excluded and not being removed.
 func (c *Cloud) nodeEligible(name string) bool {
-	c.mu.Lock()
+	c.infMu.RLock()
 	lister := c.nodes
-	c.mu.Unlock()
+	c.infMu.RUnlock()
 	if lister == nil {
 		return true
 	}

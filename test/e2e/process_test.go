@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/overcast-ccm/overcast/test/framework"
+)
+
+func TestInvalidConfigExitsListingEveryProblem(t *testing.T) {
+	p := env.StartCCMProcess(t, "bad-config", framework.CCMOptions{CloudConfig: `instances:
+- name: Not_A_Node
+  state: sleeping
+- name: ok
+  addresses: [{type: InternalIP, address: 300.1.1.1}]
+reloadInterval: 1ms
+loadBalancer:
+  pols: []
+  pools:
+  - name: a
+    addresses: ["127.0.0.0/8", "127.0.0.5-127.0.0.1"]
+`})
+	code := p.Wait(30 * time.Second)
+	out := p.Output()
+	assert.Equal(t, 2, code, "exit code of an invalid cloud config; output:\n%s", out)
+	for _, want := range []string{
+		"loadBalancer.pols: unknown key",
+		"instances[0].name",
+		"instances[0].state",
+		"instances[1].addresses[0].address",
+		"reloadInterval",
+		"loadBalancer.pools[0].addresses[1]",
+	} {
+		assert.Contains(t, out, want)
+	}
+}
+
+func TestManifestsAreValidAgainstTheAPIServer(t *testing.T) {
+	// TestMain applied deploy/ server-side; check what the CCM relies on is there.
+	_, err := env.Client.RbacV1().ClusterRoles().Get(t.Context(), "system:overcast-ccm", metav1.GetOptions{})
+	require.NoError(t, err)
+	d, err := env.Client.AppsV1().Deployments("kube-system").Get(t.Context(), "overcast-ccm", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), *d.Spec.Replicas)
+	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true")
+}
+
+// Two replicas with leader election: only the leader serves a VIP, and when it dies
+// the other takes over the same VIP. At no time do two processes listen on it.
+func TestLeaderElectionNeverServesAVIPTwice(t *testing.T) {
+	ns := namespace(t)
+	opts := framework.CCMOptions{
+		CloudConfig: autoConfig(`  - name: p
+    addresses: ["127.1.31.0/28"]`),
+		ExtraArgs: []string{
+			"--leader-elect=true",
+			"--leader-elect-lease-duration=4s",
+			"--leader-elect-renew-deadline=3s",
+			"--leader-elect-retry-period=500ms",
+		},
+	}
+	a := env.StartCCMProcess(t, "replica-a", opts)
+	b := env.StartCCMProcess(t, "replica-b", opts)
+	pids := []int{a.Cmd.Process.Pid, b.Cmd.Process.Pid}
+
+	k := env.NewKubelet(t, "le-node", "127.0.31.1")
+	waitNodeInitialised(t, k.Name)
+	svc := lbService(t, ns, "ha", nil)
+	k.ServeService(t, svc, true)
+	ip := waitIngressIP(t, ns, "ha")
+	vip := netip.AddrPortFrom(ip, 80)
+	waitTCP(t, netip.Addr{}, vip)
+
+	holders := listeners(t, vip, pids)
+	require.Len(t, holders, 1, "exactly one process listens on %s", vip)
+	leader, standby := a, b
+	if holders[0] == b.Cmd.Process.Pid {
+		leader, standby = b, a
+	}
+
+	// Watch the VIP while the leader dies: never two listeners.
+	stopWatch := make(chan struct{})
+	maxHolders := make(chan int, 1)
+	go func() {
+		most := 0
+		for {
+			select {
+			case <-stopWatch:
+				maxHolders <- most
+				return
+			case <-time.After(50 * time.Millisecond):
+				most = max(most, len(listeners(t, vip, pids)))
+			}
+		}
+	}()
+	leader.Kill()
+	assert.Equal(t, k.Name, waitTCPLong(t, vip), "the standby serves the VIP after the leader died")
+	close(stopWatch)
+	assert.LessOrEqual(t, <-maxHolders, 1, "two processes listened on %s at once", vip)
+	assert.Equal(t, []int{standby.Cmd.Process.Pid}, listeners(t, vip, pids))
+	assert.Equal(t, ip, waitIngressIP(t, ns, "ha"), "the new leader keeps the address")
+
+	deleteService(t, ns, "ha")
+}
+
+func waitTCPLong(t *testing.T, dst netip.AddrPort) string {
+	t.Helper()
+	var got string
+	err := framework.Poll(waitLong, tick, func() error {
+		var err error
+		got, err = framework.RequestTCP(netip.Addr{}, dst)
+		return err
+	})
+	require.NoError(t, err)
+	return got
+}
+
+// listeners returns which of pids have a TCP socket listening on addr, read from
+// /proc: the socket's inode in /proc/net/tcp, then each process's fds.
+func listeners(t *testing.T, addr netip.AddrPort, pids []int) []int {
+	t.Helper()
+	inodes := map[string]bool{}
+	f, err := os.Open("/proc/net/tcp")
+	require.NoError(t, err)
+	defer f.Close()
+	a4 := addr.Addr().As4()
+	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", a4[3], a4[2], a4[1], a4[0], addr.Port())
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 9 && fields[1] == want && fields[3] == "0A" { // 0A: LISTEN
+			inodes["socket:["+fields[9]+"]"] = true
+		}
+	}
+	var out []int
+	for _, pid := range pids {
+		dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // exited
+		}
+		for _, e := range entries {
+			if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && inodes[l] {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
