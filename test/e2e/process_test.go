@@ -158,4 +158,3 @@ func listeners(t *testing.T, addr netip.AddrPort, pids []int) []int {
 	}
 	return out
 }
-

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -52,8 +51,25 @@ type closer interface{ Close() error }
 // listeners are removed when the test ends.
 func (e *Env) NewKubelet(t testing.TB, name string, ip string) *Kubelet {
 	t.Helper()
-	ctx := context.Background()
-	k := &Kubelet{Name: name, IP: netip.MustParseAddr(ip), env: e}
+	k, err := e.RegisterKubelet(context.Background(), name, ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := k.Remove(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return k
+}
+
+// RegisterKubelet is NewKubelet without a test: the caller calls Remove.
+func (e *Env) RegisterKubelet(ctx context.Context, name string, ip string) (*Kubelet, error) {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kubelet{Name: name, IP: addr, env: e}
 	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -63,21 +79,24 @@ func (e *Env) NewKubelet(t testing.TB, name string, ip string) *Kubelet {
 		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: UninitializedTaint, Value: "true", Effect: v1.TaintEffectNoSchedule}}},
 	}
 	if _, err := e.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("registering Node %s: %v", name, err)
+		return nil, fmt.Errorf("registering Node %s: %w", name, err)
 	}
 	if err := k.setReady(ctx, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"); err != nil {
-		t.Fatalf("marking Node %s Ready: %v", name, err)
+		return nil, fmt.Errorf("marking Node %s Ready: %w", name, err)
 	}
 	k.startHeartbeats()
-	t.Cleanup(func() {
-		k.StopHeartbeats(false)
-		k.CloseBackends()
-		err := e.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting Node %s: %v", name, err)
-		}
-	})
-	return k
+	return k, nil
+}
+
+// Remove stops heartbeats and backends and deletes the Node.
+func (k *Kubelet) Remove(ctx context.Context) error {
+	k.StopHeartbeats(false)
+	k.CloseBackends()
+	err := k.env.Client.CoreV1().Nodes().Delete(ctx, k.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Node %s: %w", k.Name, err)
+	}
+	return nil
 }
 
 func (k *Kubelet) setReady(ctx context.Context, status v1.ConditionStatus, reason, msg string) error {
@@ -151,42 +170,51 @@ func (k *Kubelet) ResumeHeartbeats() error {
 // the healthCheckNodePort with 200 when healthy is true, 503 otherwise.
 func (k *Kubelet) ServeService(t testing.TB, svc *v1.Service, healthy bool) {
 	t.Helper()
+	if err := k.Serve(svc, healthy); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Serve is ServeService without a test.
+func (k *Kubelet) Serve(svc *v1.Service, healthy bool) error {
 	for _, p := range svc.Spec.Ports {
 		addr := netip.AddrPortFrom(k.IP, uint16(p.NodePort)).String()
 		switch p.Protocol {
 		case v1.ProtocolUDP:
 			pc, err := net.ListenPacket("udp", addr)
 			if err != nil {
-				t.Fatalf("node %s: listening on udp %s: %v", k.Name, addr, err)
+				return fmt.Errorf("node %s: listening on udp %s: %w", k.Name, addr, err)
 			}
 			k.track(pc)
 			go serveUDP(pc, k.Name)
 		default:
 			l, err := net.Listen("tcp", addr)
 			if err != nil {
-				t.Fatalf("node %s: listening on tcp %s: %v", k.Name, addr, err)
+				return fmt.Errorf("node %s: listening on tcp %s: %w", k.Name, addr, err)
 			}
 			k.track(l)
 			go serveTCP(l, k.Name)
 		}
 	}
-	if svc.Spec.HealthCheckNodePort != 0 {
-		addr := netip.AddrPortFrom(k.IP, uint16(svc.Spec.HealthCheckNodePort)).String()
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Fatalf("node %s: health port %s: %v", k.Name, addr, err)
-		}
-		k.track(l)
-		code := http.StatusOK
-		if !healthy {
-			code = http.StatusServiceUnavailable
-		}
-		srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.WriteHeader(code)
-			_, _ = w.Write([]byte(`{"localEndpoints": ` + strconv.Itoa(map[bool]int{true: 1}[healthy]) + `}`))
-		})}
-		go func() { _ = srv.Serve(l) }()
+	if svc.Spec.HealthCheckNodePort == 0 {
+		return nil
 	}
+	addr := netip.AddrPortFrom(k.IP, uint16(svc.Spec.HealthCheckNodePort)).String()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("node %s: health port %s: %w", k.Name, addr, err)
+	}
+	k.track(l)
+	code, local := http.StatusOK, 1
+	if !healthy {
+		code, local = http.StatusServiceUnavailable, 0
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(code)
+		_, _ = fmt.Fprintf(w, `{"localEndpoints": %d}`, local)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	return nil
 }
 
 func (k *Kubelet) track(c closer) {
@@ -281,13 +309,18 @@ func RequestUDP(src netip.Addr, dst netip.AddrPort) (string, error) {
 }
 
 // Poll calls f every interval until it returns nil or timeout passes; it returns
-// f's last error. Every wait in the e2e suite is bounded this way.
+// f's last error. An error wrapped by Permanent ends the wait at once. Every wait in
+// the e2e suite is bounded this way.
 func Poll(timeout, interval time.Duration, f func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := f()
 		if err == nil {
 			return nil
+		}
+		var p permanent
+		if errors.As(err, &p) {
+			return p.error
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("still failing after %s: %w", timeout, err)
@@ -296,8 +329,10 @@ func Poll(timeout, interval time.Duration, f func() error) error {
 	}
 }
 
-// ErrNotYet is a convenience for Poll conditions.
-var ErrNotYet = errors.New("not yet")
+// Permanent marks an error that no amount of waiting fixes: Poll returns it at once.
+func Permanent(err error) error { return permanent{err} }
+
+type permanent struct{ error }
 
 // DumpEvents logs the Events of the namespace (and of Nodes), for failed tests.
 func (e *Env) DumpEvents(t testing.TB, namespace string) {

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/overcast-ccm/overcast/test/framework"
+)
+
+// The dev cluster's addresses: all loopback.
+var devNodes = []struct{ name, ip, typ, zone string }{
+	{"node-1", "127.0.50.1", "local.small", "dc1-a"},
+	{"node-2", "127.0.50.2", "local.small", "dc1-b"},
+	{"node-3", "127.0.50.3", "local.large", "dc1-c"},
+}
+
+const devPool = "127.0.240.0/28"
+
+func runDev(args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	once := fs.Bool("once", false, "stop after the demo instead of waiting for Ctrl-C (a smoke test)")
+	dir := fs.String("dir", "tmp/dev", "where the kubeconfig, cloud config, inventory and CCM log go")
+	ccmBin := fs.String("ccm", "bin/overcast-ccm", "the overcast-ccm binary to run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	absDir, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(absDir, 0o755); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	step("Starting etcd and kube-apiserver (the first run on a machine builds them from source: about 15 minutes on 2 cores; later runs take seconds)")
+	start := time.Now()
+	env, err := framework.Start()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("Stopping etcd and kube-apiserver")
+		env.Stop()
+	}()
+	kubeconfig := filepath.Join(absDir, "admin.kubeconfig")
+	if err := copyFile(env.AdminKubeconfig, kubeconfig); err != nil {
+		return err
+	}
+	done("control plane up in %s; deploy/ manifests applied server-side", time.Since(start).Round(100*time.Millisecond))
+
+	cloudConfig, err := writeDevCloud(absDir)
+	if err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	step("Starting overcast-ccm --cloud-provider=local (as the overcast-ccm ServiceAccount, RBAC from deploy/rbac.yaml)")
+	logPath := filepath.Join(absDir, "overcast-ccm.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	ccm := exec.Command(*ccmBin,
+		"--cloud-provider=local",
+		"--cloud-config="+cloudConfig,
+		"--kubeconfig="+env.CCMKubeconfig,
+		"--authentication-kubeconfig="+env.CCMKubeconfig,
+		"--authorization-kubeconfig="+env.CCMKubeconfig,
+		"--cluster-name=overcast-dev",
+		"--leader-elect=true",
+		"--configure-cloud-routes=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--node-monitor-period=2s",
+		"--v=2",
+	)
+	ccm.Stdout, ccm.Stderr = logFile, logFile
+	if err := ccm.Start(); err != nil {
+		return fmt.Errorf("starting %s (run `make build` first): %w", *ccmBin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- ccm.Wait() }()
+	defer func() {
+		step("Stopping overcast-ccm (pid %d)", ccm.Process.Pid)
+		_ = ccm.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = ccm.Process.Kill()
+			<-exited
+		}
+	}()
+	done("pid %d, log %s, https://127.0.0.1:%d/healthz", ccm.Process.Pid, logPath, port)
+
+	step("Registering %d simulated nodes (uninitialized taint, Ready heartbeats, NodePort backends)", len(devNodes))
+	var kubelets []*framework.Kubelet
+	defer func() {
+		for _, k := range kubelets {
+			_ = k.Remove(context.Background())
+		}
+	}()
+	for _, n := range devNodes {
+		k, err := env.RegisterKubelet(ctx, n.name, n.ip)
+		if err != nil {
+			return err
+		}
+		kubelets = append(kubelets, k)
+	}
+	if err := framework.Poll(60*time.Second, 200*time.Millisecond, func() error {
+		if err := ccmAlive(exited, logPath); err != nil {
+			return framework.Permanent(err)
+		}
+		return nodesInitialised(ctx, env)
+	}); err != nil {
+		return err
+	}
+	if err := printNodes(ctx, env); err != nil {
+		return err
+	}
+
+	step("Creating the demo LoadBalancer Service demo/hello (TCP 8080)")
+	svc, err := createDemoService(ctx, env)
+	if err != nil {
+		return err
+	}
+	for _, k := range kubelets {
+		if err := k.Serve(svc, true); err != nil {
+			return err
+		}
+	}
+	var ip netip.Addr
+	if err := framework.Poll(60*time.Second, 200*time.Millisecond, func() error {
+		if err := ccmAlive(exited, logPath); err != nil {
+			return framework.Permanent(err)
+		}
+		s, err := env.Client.CoreV1().Services("demo").Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(s.Status.LoadBalancer.Ingress) == 0 {
+			return errors.New("no external IP yet")
+		}
+		ip, err = netip.ParseAddr(s.Status.LoadBalancer.Ingress[0].IP)
+		return err
+	}); err != nil {
+		return err
+	}
+	done("EXTERNAL-IP %s (from pool %s)", ip, devPool)
+
+	vip := netip.AddrPortFrom(ip, 8080)
+	step("Sending requests through the load balancer %s", vip)
+	for i := range 3 {
+		var answer string
+		err := framework.Poll(20*time.Second, 200*time.Millisecond, func() error {
+			var err error
+			answer, err = framework.RequestTCP(netip.Addr{}, vip)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("request %d through %s: %w", i+1, vip, err)
+		}
+		done("request %d: answered by %s", i+1, answer)
+	}
+
+	bin, _ := framework.BinaryDir(env.RepoRoot)
+	fmt.Printf(`
+The cluster is yours:
+  export KUBECONFIG=%s
+  %s/kubectl get nodes -L node.kubernetes.io/instance-type,topology.kubernetes.io/zone
+  %s/kubectl -n demo get service hello
+  printf 'hi\n' | nc -q1 %s %d      # through the load balancer
+  %s lists the instances; overcast-ccm re-reads it while running.
+  overcast-ccm log: %s
+`, kubeconfig, bin, bin, ip, 8080, filepath.Join(absDir, "inventory.yaml"), logPath)
+	if *once {
+		step("--once: stopping")
+		return nil
+	}
+	fmt.Println("\nPress Ctrl-C to stop everything this command started.")
+	select {
+	case <-ctx.Done():
+		fmt.Println()
+		return nil
+	case err := <-exited:
+		exited <- err
+		return fmt.Errorf("overcast-ccm exited (%v); see %s", err, logPath)
+	}
+}
+
+func ccmAlive(exited chan error, log string) error {
+	select {
+	case err := <-exited:
+		exited <- err
+		return fmt.Errorf("overcast-ccm exited (%v); see %s", err, log)
+	default:
+		return nil
+	}
+}
+
+func writeDevCloud(dir string) (string, error) {
+	var inv strings.Builder
+	inv.WriteString("# Instances of the local cloud; overcast-ccm re-reads this file every 2s.\ninstances:\n")
+	for _, n := range devNodes {
+		fmt.Fprintf(&inv, "- name: %s\n  instanceType: %s\n  zone: %s\n  addresses:\n  - {type: InternalIP, address: %s}\n  - {type: Hostname, address: %s}\n", n.name, n.typ, n.zone, n.ip, n.name)
+	}
+	invPath := filepath.Join(dir, "inventory.yaml")
+	if err := os.WriteFile(invPath, []byte(inv.String()), 0o644); err != nil {
+		return "", err
+	}
+	cfg := fmt.Sprintf(`inventoryFile: %s
+region: dc1
+loadBalancer:
+  pools:
+  - name: default
+    addresses: [%q]
+`, invPath, devPool)
+	cfgPath := filepath.Join(dir, "cloud-config.yaml")
+	return cfgPath, os.WriteFile(cfgPath, []byte(cfg), 0o644)
+}
+
+func nodesInitialised(ctx context.Context, env *framework.Env) error {
+	for _, n := range devNodes {
+		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, t := range node.Spec.Taints {
+			if t.Key == framework.UninitializedTaint {
+				return fmt.Errorf("%s not initialised yet", n.name)
+			}
+		}
+	}
+	return nil
+}
+
+func printNodes(ctx context.Context, env *framework.Env) error {
+	fmt.Printf("    %-8s %-18s %-12s %-8s %-12s %s\n", "NODE", "PROVIDER-ID", "TYPE", "ZONE", "INTERNAL-IP", "UNINITIALIZED-TAINT")
+	for _, n := range devNodes {
+		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ip := ""
+		for _, a := range node.Status.Addresses {
+			if a.Type == v1.NodeInternalIP {
+				ip = a.Address
+			}
+		}
+		taint := "removed"
+		for _, t := range node.Spec.Taints {
+			if t.Key == framework.UninitializedTaint {
+				taint = "present"
+			}
+		}
+		fmt.Printf("    %-8s %-18s %-12s %-8s %-12s %s\n", node.Name, node.Spec.ProviderID,
+			node.Labels[v1.LabelInstanceTypeStable], node.Labels[v1.LabelTopologyZone], ip, taint)
+	}
+	return nil
+}
+
+func createDemoService(ctx context.Context, env *framework.Env) (*v1.Service, error) {
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	return env.Client.CoreV1().Services("demo").Create(ctx, &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "demo"},
+		Spec: v1.ServiceSpec{
+			Type:     v1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": "hello"},
+			Ports:    []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 8080}},
+		},
+	}, metav1.CreateOptions{})
+}
+
+func step(format string, a ...any) { fmt.Printf("==> "+format+"\n", a...) }
+func done(format string, a ...any) { fmt.Printf("    "+format+"\n", a...) }
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o600)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

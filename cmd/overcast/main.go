@@ -1,0 +1,38 @@
+// Command overcast is the operator's CLI. `overcast dev` runs a whole cluster on
+// this machine: etcd, kube-apiserver, overcast-ccm on the local cloud, three
+// simulated nodes and a demo LoadBalancer Service (this is `make run`).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage: overcast <command> [flags]
+
+commands:
+  dev     run etcd + kube-apiserver + overcast-ccm (local cloud) + 3 simulated nodes
+          and a demo LoadBalancer Service on this machine, until Ctrl-C
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "dev":
+		err = runDev(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "overcast: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "overcast %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
