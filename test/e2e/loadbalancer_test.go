@@ -146,10 +146,15 @@ func TestLoadBalancerIPsSurviveARestartOfTheCCM(t *testing.T) {
 	waitNodeInitialised(t, k.Name)
 	ips := map[string]netip.Addr{}
 	for _, name := range []string{"one", "two", "three"} {
-		svc := lbService(t, ns, name, nil)
+		svc := lbService(t, ns, name, func(s *v1.Service) {
+			if name == "two" { // asks for an address of its own
+				s.Annotations = map[string]string{"local.overcast.io/load-balancer-ip": "127.1.24.9"}
+			}
+		})
 		k.ServeService(t, svc, true)
 		ips[name] = waitIngressIP(t, ns, name)
 	}
+	assert.Equal(t, "127.1.24.9", ips["two"].String(), "a requested free address in the pool is honoured")
 	assert.Len(t, map[netip.Addr]bool{ips["one"]: true, ips["two"]: true, ips["three"]: true}, 3, "distinct addresses")
 
 	ccm.Stop()

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"strconv"
@@ -12,6 +16,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authnv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/overcast-ccm/overcast/test/framework"
@@ -157,4 +164,82 @@ func listeners(t *testing.T, addr netip.AddrPort, pids []int) []int {
 		}
 	}
 	return out
+}
+
+func TestSecurePortServesHealthzAndMetrics(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	p := env.StartCCMProcess(t, "secure-port", framework.CCMOptions{
+		CloudConfig: autoConfig(`  - name: p
+    addresses: ["127.1.32.0/28"]`),
+		ExtraArgs: []string{
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(port),
+			"--authentication-kubeconfig=" + env.CCMKubeconfig,
+			"--authorization-kubeconfig=" + env.CCMKubeconfig,
+		},
+	})
+	// Scrape as Prometheus would: a ServiceAccount token allowed GET /metrics,
+	// checked by the CCM through TokenReview and SubjectAccessReview.
+	ns := namespace(t)
+	_, err = env.Client.CoreV1().ServiceAccounts(ns).Create(t.Context(), &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	role := "overcast-e2e-metrics-" + ns
+	_, err = env.Client.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: role},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: ns}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tok, err := env.Client.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), "scraper", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // the CCM's serving certificate is self-signed in this test
+	}}}
+	token := ""
+	get := func(path string) (int, string, error) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, path), nil)
+		if err != nil {
+			return 0, "", err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	require.NoError(t, framework.Poll(waitShort, tick, func() error {
+		if exited, code := p.Exited(); exited {
+			return framework.Permanent(fmt.Errorf("overcast-ccm exited with %d", code))
+		}
+		code, body, err := get("/healthz")
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK || body != "ok" {
+			return fmt.Errorf("/healthz: %d %q", code, body)
+		}
+		return nil
+	}))
+	code, _, err := get("/metrics")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, code, "anonymous users may not read /metrics")
+	token = tok.Status.Token
+	code, body, err := get("/metrics")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "rest_client_requests_total", "client-go metrics are on /metrics")
+	assert.Contains(t, body, "workqueue_adds_total", "controller workqueue metrics are on /metrics")
 }
