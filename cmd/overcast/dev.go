@@ -80,7 +80,7 @@ func runDev(args []string) error {
 		return err
 	}
 	defer logFile.Close()
-	ccm := exec.Command(*ccmBin,
+	ccm := exec.CommandContext(context.Background(), *ccmBin, // stopped by SIGTERM below, not by ctx
 		"--cloud-provider=local",
 		"--cloud-config="+cloudConfig,
 		"--kubeconfig="+env.CCMKubeconfig,
@@ -104,10 +104,12 @@ func runDev(args []string) error {
 		step("Stopping overcast-ccm (pid %d)", ccm.Process.Pid)
 		_ = ccm.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case err := <-exited:
+			_ = err // a signalled process exits non-zero
 		case <-time.After(15 * time.Second):
 			_ = ccm.Process.Kill()
-			<-exited
+			err := <-exited
+			_ = err // killed: a non-zero exit is expected
 		}
 	}()
 	done("pid %d, log %s, https://127.0.0.1:%d/healthz", ccm.Process.Pid, logPath, port)
@@ -203,7 +205,7 @@ The cluster is yours:
 		return nil
 	case err := <-exited:
 		exited <- err
-		return fmt.Errorf("overcast-ccm exited (%v); see %s", err, logPath)
+		return fmt.Errorf("overcast-ccm exited (%w); see %s", err, logPath)
 	}
 }
 
@@ -211,7 +213,7 @@ func ccmAlive(exited chan error, log string) error {
 	select {
 	case err := <-exited:
 		exited <- err
-		return fmt.Errorf("overcast-ccm exited (%v); see %s", err, log)
+		return fmt.Errorf("overcast-ccm exited (%w); see %s", err, log)
 	default:
 		return nil
 	}
@@ -304,7 +306,8 @@ func copyFile(src, dst string) error {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}

@@ -50,7 +50,7 @@ const (
 	DefaultTimeout = 30 * time.Second
 )
 
-// NoRetries, as Config.MaxRetries, disables retries: every request is sent once.
+// NoRetries as Config.MaxRetries disables retries: every request is sent once.
 const NoRetries = -1
 
 // Config configures a transport built by NewTransport. Zero values of numeric

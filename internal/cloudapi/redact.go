@@ -101,7 +101,7 @@ func rewriteURLErrors(err error) error {
 	if !errors.As(err, &ue) {
 		return err
 	}
-	top, ok := err.(*url.Error)
+	top, ok := err.(*url.Error) //nolint:errorlint // only the outermost error is rewritten here; inner ones below
 	if !ok {
 		return err
 	}
@@ -116,10 +116,10 @@ func urlErrors(err error) []*url.Error {
 		if err == nil || depth > 32 {
 			return
 		}
-		if ue, ok := err.(*url.Error); ok {
+		if ue, ok := err.(*url.Error); ok { //nolint:errorlint // this walks the whole tree itself
 			out = append(out, ue)
 		}
-		switch u := err.(type) {
+		switch u := err.(type) { //nolint:errorlint // this walks the whole tree itself
 		case interface{ Unwrap() error }:
 			walk(u.Unwrap(), depth+1)
 		case interface{ Unwrap() []error }:

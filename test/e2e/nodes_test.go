@@ -137,7 +137,7 @@ func TestNodeLifecycleFollowsTheInventory(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("node life-gone still exists (err %v)", err)
+		return fmt.Errorf("node life-gone still exists (err %w)", err)
 	}), "the Node of a removed instance is deleted")
 	require.NoError(t, framework.Poll(waitLong, tick, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), "life-shutdown", metav1.GetOptions{})

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -110,7 +111,8 @@ func (c *InProcessCCM) Stop() {
 	c.once.Do(func() {
 		close(c.stop)
 		select {
-		case <-c.done:
+		case err := <-c.done:
+			_ = err // the manager's own error was logged by it
 		case <-time.After(30 * time.Second):
 			panic("overcast-ccm did not stop within 30s")
 		}
@@ -139,7 +141,7 @@ func (e *Env) CCMBinary() (string, error) {
 	}
 	buildOnce.Do(func() {
 		buildOnce.path = filepath.Join(e.Dir, "overcast-ccm")
-		cmd := exec.Command("go", "build", "-o", buildOnce.path, "./cmd/overcast-ccm")
+		cmd := exec.CommandContext(context.Background(), "go", "build", "-o", buildOnce.path, "./cmd/overcast-ccm")
 		cmd.Dir = e.RepoRoot
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -166,7 +168,7 @@ func (e *Env) startProcess(t testing.TB, bin, name string, args []string) *Proce
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.CommandContext(context.Background(), bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func BinaryDir(root string) (string, error) {
 	if d := os.Getenv("OVERCAST_TEST_BINARIES"); d != "" {
 		return d, nil
 	}
-	cmd := exec.Command("bash", filepath.Join(root, "hack", "test-binaries.sh"))
+	cmd := exec.CommandContext(context.Background(), "bash", filepath.Join(root, "hack", "test-binaries.sh"))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -170,7 +170,7 @@ func (e *Env) ApplyDir(ctx context.Context, dir string) error {
 		return err
 	}
 	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+		if err != nil || d.IsDir() || (!strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml")) {
 			return err
 		}
 		data, err := os.ReadFile(path)

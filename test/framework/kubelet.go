@@ -26,6 +26,8 @@ const (
 	ProvidedNodeIP     = "alpha.kubernetes.io/provided-node-ip"
 )
 
+var listenConfig net.ListenConfig
+
 // HeartbeatInterval is how often a simulated kubelet renews NodeReady.
 const HeartbeatInterval = 5 * time.Second
 
@@ -181,14 +183,14 @@ func (k *Kubelet) Serve(svc *v1.Service, healthy bool) error {
 		addr := netip.AddrPortFrom(k.IP, uint16(p.NodePort)).String()
 		switch p.Protocol {
 		case v1.ProtocolUDP:
-			pc, err := net.ListenPacket("udp", addr)
+			pc, err := listenConfig.ListenPacket(context.Background(), "udp", addr)
 			if err != nil {
 				return fmt.Errorf("node %s: listening on udp %s: %w", k.Name, addr, err)
 			}
 			k.track(pc)
 			go serveUDP(pc, k.Name)
 		default:
-			l, err := net.Listen("tcp", addr)
+			l, err := listenConfig.Listen(context.Background(), "tcp", addr)
 			if err != nil {
 				return fmt.Errorf("node %s: listening on tcp %s: %w", k.Name, addr, err)
 			}
@@ -200,7 +202,7 @@ func (k *Kubelet) Serve(svc *v1.Service, healthy bool) error {
 		return nil
 	}
 	addr := netip.AddrPortFrom(k.IP, uint16(svc.Spec.HealthCheckNodePort)).String()
-	l, err := net.Listen("tcp", addr)
+	l, err := listenConfig.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("node %s: health port %s: %w", k.Name, addr, err)
 	}

@@ -184,7 +184,7 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
 // Clusters is not implemented.
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
-// Routes: the local cloud has no routers; pod networking is the CNI's job.
+// Routes is not implemented: the local cloud has no routers; pod networking is the CNI's job.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 
 func (c *Cloud) String() string { return fmt.Sprintf("local cloud (%d pools)", len(c.pools)) }

@@ -217,7 +217,7 @@ func TestInventoryFile(t *testing.T) {
 	// An invalid file keeps the last good inventory and remembers why.
 	for _, bad := range []string{
 		"instances:\n- name: Not_A_Node\n",
-		"instances:\n- nmae: node-c\n",
+		"instances:\n- nmae: node-c\n", //nolint:misspell // a misspelt key is the point
 		"instances: [\n",
 	} {
 		writeInventory(t, path, bad)
@@ -265,7 +265,7 @@ func TestInventoryFileMustBeGoodAtStart(t *testing.T) {
 	}{
 		{"a missing file is an error", "", "inventoryFile"},
 		{"an invalid instance is an error", "instances:\n- name: Not_A_Node\n", `instances[0].name: "Not_A_Node"`},
-		{"an unknown key is an error", "instances:\n- name: a\n  adress: x\n", "instances[0].adress: unknown key"},
+		{"an unknown key is an error", "instances:\n- name: a\n  adress: x\n", "instances[0].adress: unknown key"}, //nolint:misspell // a misspelt key is the point
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -73,7 +73,7 @@ func ParseRange(s string) (Range, error) {
 		}
 		// Checked before host bits, so that the suggested prefix is one that parses.
 		if p.Addr().Is4In6() {
-			return Range{}, fmt.Errorf("%q: write IPv4 prefixes without ::ffff:", s)
+			return Range{}, fmt.Errorf("%q: write IPv4 prefixes without the ::ffff: form", s)
 		}
 		if p.Masked() != p {
 			return Range{}, fmt.Errorf("%q has host bits set; did you mean %s?", s, p.Masked())
@@ -271,7 +271,7 @@ func candidatePools(pools []Pool, req Request) ([]*Pool, error) {
 			own = append(own, &pools[i])
 		}
 	}
-	out := append(own, global...)
+	out := slices.Concat(own, global)
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: every pool is reserved for other namespaces than %q", ErrPoolNotAllowed, req.Namespace)
 	}
