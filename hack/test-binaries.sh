@@ -11,7 +11,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tools="$here/tools"
 key=$(cat "$tools/go.mod" "$tools/go.sum" | sha256sum | cut -c1-16)
-root=${OVERCAST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/overcast}
+root=${OVERCAST_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/overcast}
 dir="$root/k8s-bin-$key"
 
 if [[ -x "$dir/kube-apiserver" && -x "$dir/etcd" && -x "$dir/kubectl" && -f "$dir/.complete" ]]; then

@@ -49,7 +49,7 @@ func (e *Env) ccmArgs(t testing.TB, o CCMOptions) []string {
 		"--node-monitor-period=1s",
 		"--node-status-update-frequency=5s",
 		"--configure-cloud-routes=false",
-		"--v=2",
+		fmt.Sprintf("--v=%d", logVerbosity),
 	}
 	hasFlag := func(name string) bool {
 		for _, a := range o.ExtraArgs {
@@ -79,17 +79,25 @@ type InProcessCCM struct {
 // state are process globals.
 var inProcessMu sync.Mutex
 
+// logVerbosity is the -v of every manager the framework starts.
+const logVerbosity = 2
+
+// applyLogging configures logging for the whole test process, once, before any
+// goroutine logs. Every in-process manager then applies the same settings, which
+// is a no-op: the global logger is never rewritten while others use it.
+func applyLogging() error {
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+	c := logsapi.NewLoggingConfiguration()
+	c.Verbosity = logVerbosity
+	return logsapi.ValidateAndApply(c, utilfeature.DefaultFeatureGate)
+}
+
 // StartCCM runs overcast-ccm in-process until the test ends (or Stop).
 func (e *Env) StartCCM(t testing.TB, o CCMOptions) *InProcessCCM {
 	t.Helper()
 	inProcessMu.Lock()
-	// The manager's /configz and logging setup are process globals, applied once
-	// per process by design: reset them for the next in-process manager.
+	// The manager's /configz is a process global: free it for this manager.
 	configz.Delete(app.ConfigzName)
-	if err := logsapi.ResetForTest(utilfeature.DefaultFeatureGate); err != nil {
-		inProcessMu.Unlock()
-		t.Fatal(err)
-	}
 	c := &InProcessCCM{stop: make(chan struct{}), done: make(chan error, 1)}
 	cmd, err := ccm.NewCommand(c.stop, os.Stderr)
 	if err != nil {

@@ -83,6 +83,9 @@ func BinaryDir(root string) (string, error) {
 // Start starts etcd and kube-apiserver, applies deploy/ (server-side) and writes an
 // admin and a CCM kubeconfig. Call it once per package, from TestMain.
 func Start() (*Env, error) {
+	if err := applyLogging(); err != nil {
+		return nil, err
+	}
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
