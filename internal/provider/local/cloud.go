@@ -11,26 +11,20 @@ import (
 	"io"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/events"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
 )
 
 // ProviderName is the name given to --cloud-provider.
 const ProviderName = "local"
-
-// EventComponent is the source of the Events this cloud records.
-const EventComponent = "overcast-ccm"
 
 func init() { Register() }
 
@@ -84,8 +78,7 @@ type Cloud struct {
 	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
 
-	recMu    sync.RWMutex
-	recorder record.EventRecorder
+	events events.Recorder
 }
 
 var (
@@ -109,11 +102,10 @@ func New(cfg Config) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{
-		cfg:      cfg,
-		pools:    pools,
-		inv:      inv,
-		recorder: &record.FakeRecorder{}, // replaced in Initialize; drops events until then
-		served:   map[types.UID]*servedLB{},
+		cfg:    cfg,
+		pools:  pools,
+		inv:    inv,
+		served: map[types.UID]*servedLB{},
 	}
 	c.proxy = l4proxy.NewManager(l4proxy.Options{
 		Logger:   klog.Background().WithName("l4proxy"),
@@ -125,17 +117,11 @@ func New(cfg Config) (*Cloud, error) {
 // Initialize starts the inventory reload and the event recorder; stop ends both and
 // closes every load balancer listener of this process.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
-	client := clientBuilder.ClientOrDie("overcast-local-cloud")
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	c.recMu.Lock()
-	c.recorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: EventComponent})
-	c.recMu.Unlock()
+	c.events.Start(clientBuilder, "overcast-local-cloud", stop)
 	go c.inv.run(stop)
 	go func() {
 		<-stop
 		c.proxy.Close()
-		broadcaster.Shutdown()
 	}()
 }
 
@@ -152,10 +138,7 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 
 // event records an Event on obj (a Service or a Node).
 func (c *Cloud) event(obj runtime.Object, eventType, reason, format string, args ...any) {
-	c.recMu.RLock()
-	r := c.recorder
-	c.recMu.RUnlock()
-	r.Eventf(obj, eventType, reason, format, args...)
+	c.events.Eventf(obj, eventType, reason, format, args...)
 }
 
 // ProviderName returns "local".

@@ -13,7 +13,7 @@ import (
 )
 
 // newTestCloud builds the local cloud from a config with the given instances and
-// one pool, without Initialize: events go to the constructor's no-op recorder.
+// one pool, without Initialize: events are dropped until a recorder is set.
 func newTestCloud(t *testing.T, instances ...Instance) *Cloud {
 	t.Helper()
 	c, err := New(testConfig(func(c *Config) {
@@ -154,7 +154,7 @@ func TestNotFoundMapping(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newTestCloud(t, testInstances...)
 			events := record.NewFakeRecorder(10)
-			c.recorder = events
+			c.events.Set(events)
 
 			exists, err := c.InstanceExists(t.Context(), tt.node)
 			if tt.existsErr {

@@ -1,0 +1,142 @@
+// Package snapshot serves per-Node instance look-ups from one list of all
+// instances, refreshed at most once per interval and shared by every caller, so
+// steady-state cloud API calls do not grow with the number of Nodes.
+package snapshot
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	lookups = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "overcast_snapshot_lookups_total",
+		Help:           "Instance look-ups served by the snapshot, by result (hit, miss).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"cloud", "result"})
+	refreshes = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "overcast_snapshot_refreshes_total",
+		Help:           "Full listings of instances, by result (ok, error).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"cloud", "result"})
+	register sync.Once
+)
+
+// Snapshot is a cache of every instance, indexed by the keys Keys returns (e.g. ID
+// and name).
+type Snapshot[T any] struct {
+	cloud   string
+	list    func(context.Context) ([]T, error)
+	keys    func(T) []string
+	maxAge  time.Duration // a hit is served from a list at most this old
+	minMiss time.Duration // a miss refreshes only if the list is at least this old
+	now     func() time.Time
+
+	mu      sync.Mutex
+	items   map[string]T
+	fetched time.Time
+	call    *call // the refresh in flight, shared by concurrent callers
+}
+
+type call struct {
+	done chan struct{}
+	err  error
+}
+
+// New builds a snapshot. list returns every instance (all pages); keys returns
+// the keys an instance is found by. A hit is served from a list at most maxAge
+// old; a miss refreshes the list only when it is at least minMiss old, so a burst
+// of new Nodes costs one listing, not one per Node.
+func New[T any](cloud string, maxAge, minMiss time.Duration, list func(context.Context) ([]T, error), keys func(T) []string) *Snapshot[T] {
+	register.Do(func() { legacyregistry.MustRegister(lookups, refreshes) })
+	return &Snapshot[T]{cloud: cloud, list: list, keys: keys, maxAge: maxAge, minMiss: minMiss, now: time.Now}
+}
+
+// Get finds the instance under key. found is false when a fresh enough list has
+// no such key; that is not proof the instance is gone (confirm with a direct GET
+// before destroying anything). err means the list could not be fetched.
+func (s *Snapshot[T]) Get(ctx context.Context, key string) (item T, found bool, err error) {
+	s.mu.Lock()
+	age := s.now().Sub(s.fetched)
+	if s.items != nil && age < s.maxAge {
+		if it, ok := s.items[key]; ok {
+			s.mu.Unlock()
+			lookups.WithLabelValues(s.cloud, "hit").Inc()
+			return it, true, nil
+		}
+		if age < s.minMiss {
+			s.mu.Unlock()
+			lookups.WithLabelValues(s.cloud, "miss").Inc()
+			return item, false, nil
+		}
+	}
+	s.mu.Unlock()
+	if err := s.refresh(ctx); err != nil {
+		return item, false, err
+	}
+	s.mu.Lock()
+	it, ok := s.items[key]
+	s.mu.Unlock()
+	result := "hit"
+	if !ok {
+		result = "miss"
+	}
+	lookups.WithLabelValues(s.cloud, result).Inc()
+	return it, ok, nil
+}
+
+// Put records an instance learnt another way (a direct GET), until the next list.
+func (s *Snapshot[T]) Put(item T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.items == nil {
+		return
+	}
+	for _, k := range s.keys(item) {
+		s.items[k] = item
+	}
+}
+
+// refresh lists every instance once for all concurrent callers.
+func (s *Snapshot[T]) refresh(ctx context.Context) error {
+	s.mu.Lock()
+	if c := s.call; c != nil {
+		s.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c := &call{done: make(chan struct{})}
+	s.call = c
+	s.mu.Unlock()
+
+	// The listing outlives a cancelled caller: others may be waiting for it.
+	items, err := s.list(context.WithoutCancel(ctx))
+	s.mu.Lock()
+	if err == nil {
+		idx := make(map[string]T, 2*len(items))
+		for _, it := range items {
+			for _, k := range s.keys(it) {
+				if k != "" {
+					idx[k] = it
+				}
+			}
+		}
+		s.items, s.fetched = idx, s.now()
+		refreshes.WithLabelValues(s.cloud, "ok").Inc()
+	} else {
+		refreshes.WithLabelValues(s.cloud, "error").Inc()
+	}
+	s.call = nil
+	s.mu.Unlock()
+	c.err = err
+	close(c.done)
+	return err
+}
