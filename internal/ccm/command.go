@@ -18,6 +18,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/overcast-ccm/overcast/internal/provider/local"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack"
 )
 
 // Defaults that differ from the framework's. The framework's client-side limits
@@ -95,4 +96,4 @@ func (i *cloudInit) get(c *config.CompletedConfig) cloudprovider.Interface {
 
 // Providers lists the cloud providers this binary serves. Each registers itself
 // with k8s.io/cloud-provider when its package is imported.
-func Providers() []string { return []string{local.ProviderName} }
+func Providers() []string { return []string{local.ProviderName, openstack.ProviderName} }

@@ -1,0 +1,92 @@
+package openstack
+
+import (
+	"errors"
+	"io"
+	"sync"
+
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/events"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
+)
+
+// ProviderName is the name given to --cloud-provider.
+const ProviderName = "openstack"
+
+func init() { Register() }
+
+var registerOnce sync.Once
+
+// Register adds the OpenStack cloud to the cloud-provider registry.
+func Register() {
+	registerOnce.Do(func() {
+		cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
+			cfg, readErr := Read(r)
+			if r == nil {
+				return nil, readErr
+			}
+			c, err := New(cfg)
+			if readErr != nil || err != nil {
+				return nil, errors.Join(readErr, err)
+			}
+			return c, nil
+		})
+	})
+}
+
+// Cloud is the OpenStack cloud provider.
+type Cloud struct {
+	cfg     Config
+	clients *clients
+	servers *snapshot.Snapshot[server]
+	events  events.Recorder
+}
+
+var (
+	_ cloudprovider.Interface   = (*Cloud)(nil)
+	_ cloudprovider.InstancesV2 = (*Cloud)(nil)
+)
+
+// New validates cfg and builds the cloud; it does not call OpenStack (the first
+// look-up authenticates, so a Keystone outage at start is retried, not fatal).
+func New(cfg Config) (*Cloud, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings() {
+		klog.Background().Info("Warning: "+w, "cloud", ProviderName)
+	}
+	cl := &clients{cfg: cfg}
+	return &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl)}, nil
+}
+
+// Initialize starts the event recorder.
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	c.events.Start(clientBuilder, "overcast-openstack-cloud", stop)
+}
+
+// ProviderName returns "openstack".
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID is true.
+func (c *Cloud) HasClusterID() bool { return true }
+
+// LoadBalancer is not served yet: Octavia support is the next step.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
+
+// Instances is not implemented: InstancesV2 is.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 serves Node initialisation and lifecycle from Nova.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
+
+// Zones is deprecated in favour of InstancesV2.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters is not implemented.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes is not served yet.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }

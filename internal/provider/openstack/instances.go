@@ -1,0 +1,209 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/snapshot"
+)
+
+// ProviderIDPrefix is the scheme of OpenStack providerIDs: openstack:///<server
+// UUID>, or openstack://<region>/<server UUID>.
+const ProviderIDPrefix = "openstack://"
+
+// Snapshot timing: a hit is served from a list at most snapshotMaxAge old; a miss
+// (a new Node) lists again at most every snapshotMinMiss.
+const (
+	snapshotMaxAge  = 60 * time.Second
+	snapshotMinMiss = 10 * time.Second
+)
+
+// server is the part of a Nova server the CCM uses.
+type server struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Flavor struct {
+		ID           string `json:"id"`
+		OriginalName string `json:"original_name"`
+	} `json:"flavor"`
+	AvailabilityZone string                   `json:"OS-EXT-AZ:availability_zone"`
+	Addresses        map[string][]novaAddress `json:"addresses"`
+	AccessIPv4       string                   `json:"accessIPv4"`
+	AccessIPv6       string                   `json:"accessIPv6"`
+
+	ambiguousName bool // another server has the same name
+}
+
+func serverKeys(s server) []string {
+	keys := []string{"id/" + s.ID}
+	if !s.ambiguousName {
+		keys = append(keys, "name/"+s.Name)
+	}
+	return keys
+}
+
+func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
+	return snapshot.New("openstack", snapshotMaxAge, snapshotMinMiss, func(ctx context.Context) ([]server, error) {
+		compute, err := cl.computeClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		pages, err := servers.List(compute, servers.ListOpts{Limit: 1000}).AllPages(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing servers: %w", redact(err))
+		}
+		var list []server
+		if err := servers.ExtractServersInto(pages, &list); err != nil {
+			return nil, fmt.Errorf("decoding servers: %w", err)
+		}
+		names := make(map[string]int, len(list))
+		for _, s := range list {
+			names[s.Name]++
+		}
+		for i := range list {
+			list[i].ambiguousName = names[list[i].Name] > 1
+		}
+		return list, nil
+	}, serverKeys)
+}
+
+// ErrForeignProviderID: a Node whose providerID is not openstack:// is never taken
+// for a missing server.
+var ErrForeignProviderID = errors.New("providerID does not belong to OpenStack")
+
+// serverID returns the server UUID of a providerID ("" for none).
+func serverID(providerID string) (string, error) {
+	if providerID == "" {
+		return "", nil
+	}
+	rest, ok := strings.CutPrefix(providerID, ProviderIDPrefix)
+	if !ok {
+		return "", fmt.Errorf("%w: %q (want %s/<server UUID>)", ErrForeignProviderID, providerID, ProviderIDPrefix)
+	}
+	// "/<id>" or "<region>/<id>"
+	_, id, found := strings.Cut(rest, "/")
+	if !found || id == "" || strings.Contains(id, "/") {
+		return "", fmt.Errorf("malformed providerID %q (want %s/<server UUID>)", providerID, ProviderIDPrefix)
+	}
+	return id, nil
+}
+
+// find locates the Node's server: in the snapshot, else directly (GET by ID, or a
+// list filtered by exact name). found=false only when the API itself said there is
+// no such server; any failure is an error, never "gone".
+func (c *Cloud) find(ctx context.Context, node *v1.Node) (server, bool, error) {
+	id, err := serverID(node.Spec.ProviderID)
+	if err != nil {
+		return server{}, false, err
+	}
+	key := "name/" + node.Name
+	if id != "" {
+		key = "id/" + id
+	}
+	s, found, err := c.servers.Get(ctx, key)
+	if err != nil {
+		return server{}, false, err
+	}
+	if found {
+		return s, true, nil
+	}
+	compute, err := c.clients.computeClient(ctx)
+	if err != nil {
+		return server{}, false, err
+	}
+	if id != "" {
+		var got server
+		err := servers.Get(ctx, compute, id).ExtractInto(&got)
+		switch {
+		case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
+			return server{}, false, nil
+		case err != nil:
+			return server{}, false, fmt.Errorf("getting server %s: %w", id, redact(err))
+		}
+		c.servers.Put(got)
+		return got, true, nil
+	}
+	pages, err := servers.List(compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(node.Name) + "$"}).AllPages(ctx)
+	if err != nil {
+		return server{}, false, fmt.Errorf("listing servers named %s: %w", node.Name, redact(err))
+	}
+	var list []server
+	if err := servers.ExtractServersInto(pages, &list); err != nil {
+		return server{}, false, err
+	}
+	switch len(list) {
+	case 0:
+		return server{}, false, nil
+	case 1:
+		return list[0], true, nil
+	}
+	ids := make([]string, len(list))
+	for i, s := range list {
+		ids[i] = s.ID
+	}
+	return server{}, false, fmt.Errorf("%d servers are named %s (%s): set the Node's providerID", len(list), node.Name, strings.Join(ids, ", "))
+}
+
+// InstanceExists is false only when Nova says the server is gone (404, no server
+// of that name, or status DELETED). Errors, 401/403, timeouts and 5xx are errors.
+func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	s, found, err := c.find(ctx, node)
+	if err != nil {
+		return false, err
+	}
+	exists := found && s.Status != "DELETED"
+	if !exists {
+		klog.FromContext(ctx).Info("Server of Node is gone", "node", klog.KObj(node), "providerID", node.Spec.ProviderID)
+	}
+	return exists, nil
+}
+
+// InstanceShutdown is true for a SHUTOFF server.
+func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	s, found, err := c.find(ctx, node)
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		return false, cloudprovider.InstanceNotFound
+	}
+	return s.Status == "SHUTOFF", nil
+}
+
+// InstanceMetadata returns providerID, flavor, availability zone, region and
+// addresses. A Node that matches no server gets a Warning Event.
+func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	s, found, err := c.find(ctx, node)
+	if err != nil {
+		c.events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the OpenStack server of Node %s: %v", node.Name, err)
+		return nil, err
+	}
+	if !found {
+		c.events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
+			"Node %s matches no OpenStack server (looked up by providerID %q, else by name) in the project of the CCM's credentials", node.Name, node.Spec.ProviderID)
+		return nil, fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
+	}
+	flavor := s.Flavor.OriginalName
+	if flavor == "" {
+		flavor = s.Flavor.ID
+	}
+	return &cloudprovider.InstanceMetadata{
+		ProviderID:    ProviderIDPrefix + "/" + s.ID,
+		InstanceType:  flavor,
+		Zone:          s.AvailabilityZone,
+		Region:        c.cfg.Global.Region,
+		NodeAddresses: nodeAddresses(s.Name, s.Addresses, []string{s.AccessIPv4, s.AccessIPv6}, c.cfg.Networking),
+	}, nil
+}

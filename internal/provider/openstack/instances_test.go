@@ -1,0 +1,172 @@
+package openstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+func TestServerID(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+		wantErr        string
+	}{
+		{"no providerID means look up by name", "", "", ""},
+		{"the usual form", "openstack:///0b7f0c2e-1111-2222-3333-444455556666", "0b7f0c2e-1111-2222-3333-444455556666", ""},
+		{"the regional form", "openstack://RegionOne/0b7f0c2e-1111-2222-3333-444455556666", "0b7f0c2e-1111-2222-3333-444455556666", ""},
+		{"another cloud's providerID is an error, never a miss", "aws:///us-east-1a/i-0123", "", "does not belong to OpenStack"},
+		{"a providerID without a server is malformed", "openstack:///", "", "malformed"},
+		{"a providerID with extra parts is malformed", "openstack://r/a/b", "", "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := serverID(tt.in)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestNodeAddresses(t *testing.T) {
+	addrs := map[string][]novaAddress{
+		"private": {{Addr: "10.0.0.5", Version: 4, Type: "fixed"}, {Addr: "fd00::5", Version: 6, Type: "fixed"}, {Addr: "203.0.113.9", Version: 4, Type: "floating"}},
+		"storage": {{Addr: "192.168.7.5", Version: 4, Type: "fixed"}},
+		"public":  {{Addr: "198.51.100.5", Version: 4, Type: "fixed"}},
+	}
+	tests := []struct {
+		name string
+		n    Networking
+		want []v1.NodeAddress
+	}{
+		{"fixed IPs are internal, floating ones external, networks in name order", Networking{},
+			[]v1.NodeAddress{
+				{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeInternalIP, Address: "fd00::5"}, {Type: v1.NodeExternalIP, Address: "203.0.113.9"},
+				{Type: v1.NodeInternalIP, Address: "198.51.100.5"}, {Type: v1.NodeInternalIP, Address: "192.168.7.5"},
+				{Type: v1.NodeHostName, Address: "node-1"}}},
+		{"public and internal network names choose", Networking{PublicNetworkName: []string{"public"}, InternalNetworkName: []string{"private"}, IPv6SupportDisabled: true},
+			[]v1.NodeAddress{
+				{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeExternalIP, Address: "203.0.113.9"},
+				{Type: v1.NodeExternalIP, Address: "198.51.100.5"},
+				{Type: v1.NodeHostName, Address: "node-1"}}},
+		{"address-sort-order puts its CIDRs first", Networking{AddressSortOrder: "192.168.0.0/16, 198.51.100.0/24", IPv6SupportDisabled: true},
+			[]v1.NodeAddress{
+				{Type: v1.NodeInternalIP, Address: "192.168.7.5"}, {Type: v1.NodeInternalIP, Address: "198.51.100.5"},
+				{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeExternalIP, Address: "203.0.113.9"},
+				{Type: v1.NodeHostName, Address: "node-1"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, nodeAddresses("node-1", addrs, nil, tt.n))
+		})
+	}
+}
+
+// novaStub is a Keystone and Nova that answer GET /servers/{id} with a chosen
+// status code, reached through the real gophercloud client and the cloudapi
+// transport. It exists to pin the mapping of answers to "gone" and "error".
+func novaStub(t *testing.T, serverStatus *atomic.Int32) *httptest.Server {
+	t.Helper()
+	var srv *httptest.Server
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v3/auth/tokens", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Subject-Token", "tok")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"token":{"expires_at":"2099-01-01T00:00:00.000000Z","catalog":[
+{"type":"compute","name":"nova","endpoints":[{"interface":"public","region":"RegionOne","region_id":"RegionOne","url":"%[1]s/compute/v2.1"}]},
+{"type":"network","name":"neutron","endpoints":[{"interface":"public","region":"RegionOne","region_id":"RegionOne","url":"%[1]s/network"}]}]}}`, srv.URL)
+	})
+	mux.HandleFunc("GET /compute/v2.1/servers/detail", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"servers": []any{}})
+	})
+	mux.HandleFunc("GET /compute/v2.1/servers/{id}", func(w http.ResponseWriter, r *http.Request) {
+		code := int(serverStatus.Load())
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		if code == http.StatusOK {
+			fmt.Fprintf(w, `{"server":{"id":%q,"name":"node-x","status":"SHUTOFF","flavor":{"original_name":"m1.small"},"OS-EXT-AZ:availability_zone":"nova","addresses":{}}}`, r.PathValue("id"))
+			return
+		}
+		fmt.Fprintf(w, `{"itemNotFound":{"code":%d,"message":"nope"}}`, code)
+	})
+	srv = httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestNeverGoneOnDoubt(t *testing.T) {
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-x"}, Spec: v1.NodeSpec{ProviderID: "openstack:///0b7f0c2e-1111-2222-3333-444455556666"}}
+	tests := []struct {
+		name       string
+		status     int
+		wantExists bool
+		wantErr    bool
+	}{
+		{"404 from Nova means gone", http.StatusNotFound, false, false},
+		{"a server that answers exists", http.StatusOK, true, false},
+		{"500 is an error, not gone", http.StatusInternalServerError, false, true},
+		{"403 is an error, not gone", http.StatusForbidden, false, true},
+		{"400 is an error, not gone", http.StatusBadRequest, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var status atomic.Int32
+			status.Store(int32(tt.status))
+			srv := novaStub(t, &status)
+			cfg, err := Read(strings.NewReader("[Global]\nauth-url=" + srv.URL + "/v3\napplication-credential-id=i\napplication-credential-secret=s\nregion=RegionOne\n"))
+			require.NoError(t, err)
+			c, err := New(cfg)
+			require.NoError(t, err)
+			exists, err := c.InstanceExists(t.Context(), node)
+			if tt.wantErr {
+				require.Error(t, err)
+				assert.NotErrorIs(t, err, cloudprovider.InstanceNotFound)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantExists, exists)
+			if tt.wantExists {
+				shut, err := c.InstanceShutdown(t.Context(), node)
+				require.NoError(t, err)
+				assert.True(t, shut, "SHUTOFF is shut down")
+				md, err := c.InstanceMetadata(t.Context(), node)
+				require.NoError(t, err)
+				assert.Equal(t, "openstack:///0b7f0c2e-1111-2222-3333-444455556666", md.ProviderID)
+				assert.Equal(t, "m1.small", md.InstanceType)
+				assert.Equal(t, "nova", md.Zone)
+				assert.Equal(t, "RegionOne", md.Region)
+			} else {
+				_, err := c.InstanceMetadata(t.Context(), node)
+				require.ErrorIs(t, err, cloudprovider.InstanceNotFound)
+			}
+		})
+	}
+}
+
+func TestKeystoneDownIsAnErrorNotGone(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
+	t.Cleanup(srv.Close)
+	cfg, err := Read(strings.NewReader("[Global]\nauth-url=" + srv.URL + "/v3\nusername=u\npassword=VerySecretPassword\ntenant-id=p\n"))
+	require.NoError(t, err)
+	c, err := New(cfg)
+	require.NoError(t, err)
+	exists, err := c.InstanceExists(t.Context(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-x"}})
+	require.Error(t, err)
+	assert.False(t, exists)
+	assert.NotContains(t, err.Error(), "VerySecretPassword")
+}
