@@ -13,7 +13,7 @@ LDFLAGS := -X k8s.io/component-base/version.gitCommit=$(COMMIT)
 TEST_FLAGS ?= -race -shuffle=on -count=1
 RUN_ARGS ?=
 
-.PHONY: all build run test test-unit test-e2e test-binaries lint generate verify clean help
+.PHONY: all build run test test-unit test-e2e test-binaries test-openstack openstack-up openstack-down lint generate verify clean help
 
 all: build
 
@@ -37,7 +37,19 @@ test-unit: ## unit tests and the seeds of every fuzz test
 
 test-e2e: build test-binaries ## e2e: real etcd + kube-apiserver, overcast-ccm under deploy/ RBAC
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
-		$(GO) test $(TEST_FLAGS) -timeout 30m ./test/...
+		$(GO) test $(TEST_FLAGS) -timeout 30m ./test/e2e/
+
+openstack-up: ## install (first time ~6.5 min) and start a real OpenStack on 127.0.0.1 (test/openstack)
+	test/openstack/install.sh
+	test/openstack/up.sh
+
+openstack-down: ## stop the OpenStack that openstack-up started
+	test/openstack/down.sh
+
+test-openstack: build test-binaries openstack-up ## e2e against the real OpenStack (left running; make openstack-down stops it)
+	test/openstack/reset.sh
+	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
+		$(GO) test $(TEST_FLAGS) -timeout 30m ./test/e2e/openstack/
 
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
@@ -47,6 +59,7 @@ lint: $(GOLANGCI_LINT) ## golangci-lint v2 with .golangci.yml
 
 generate: ## regenerate docs/reference from the annotation tables
 	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix Local -title "local cloud" -out docs/reference/local-annotations.md
+	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix OpenStack -title "OpenStack cloud" -out docs/reference/openstack-annotations.md
 
 verify: generate ## generate, then fail if anything changed
 	git diff --exit-code -- docs/

@@ -16,6 +16,7 @@ var pages = []struct {
 	prefix, title, out string
 }{
 	{"Local", "local cloud", "docs/reference/local-annotations.md"},
+	{"OpenStack", "OpenStack cloud", "docs/reference/openstack-annotations.md"},
 }
 
 const repoRoot = "../.."

@@ -25,8 +25,47 @@ const novaMicroversion = "2.47"
 type clients struct {
 	cfg Config
 
-	mu      sync.Mutex
-	compute *gophercloud.ServiceClient
+	mu       sync.Mutex
+	provider *gophercloud.ProviderClient
+	compute  *gophercloud.ServiceClient
+	network  *gophercloud.ServiceClient
+}
+
+func (c *clients) endpointOpts() gophercloud.EndpointOpts {
+	return gophercloud.EndpointOpts{Region: c.cfg.Global.Region, Availability: availability(c.cfg.Global.EndpointType)}
+}
+
+// providerClient authenticates once; the provider re-authenticates by itself.
+// Callers hold c.mu.
+func (c *clients) providerClient(ctx context.Context) (*gophercloud.ProviderClient, error) {
+	if c.provider != nil {
+		return c.provider, nil
+	}
+	p, err := newProvider(ctx, c.cfg.Global)
+	if err != nil {
+		return nil, err
+	}
+	c.provider = p
+	return p, nil
+}
+
+// networkClient returns the Neutron client, authenticating on first use.
+func (c *clients) networkClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.network != nil {
+		return c.network, nil
+	}
+	provider, err := c.providerClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	network, err := openstack.NewNetworkV2(provider, c.endpointOpts())
+	if err != nil {
+		return nil, fmt.Errorf("finding the network endpoint: %w", redact(err))
+	}
+	c.network = network
+	return network, nil
 }
 
 // computeClient returns the Nova client, authenticating on first use.
@@ -36,12 +75,11 @@ func (c *clients) computeClient(ctx context.Context) (*gophercloud.ServiceClient
 	if c.compute != nil {
 		return c.compute, nil
 	}
-	provider, err := newProvider(ctx, c.cfg.Global)
+	provider, err := c.providerClient(ctx)
 	if err != nil {
 		return nil, err
 	}
-	eo := gophercloud.EndpointOpts{Region: c.cfg.Global.Region, Availability: availability(c.cfg.Global.EndpointType)}
-	compute, err := openstack.NewComputeV2(provider, eo)
+	compute, err := openstack.NewComputeV2(provider, c.endpointOpts())
 	if err != nil {
 		return nil, fmt.Errorf("finding the compute endpoint: %w", redact(err))
 	}

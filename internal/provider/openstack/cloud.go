@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
@@ -42,11 +44,15 @@ type Cloud struct {
 	clients *clients
 	servers *snapshot.Snapshot[server]
 	events  events.Recorder
+
+	mu    sync.Mutex
+	nodes corelisters.NodeLister
 }
 
 var (
-	_ cloudprovider.Interface   = (*Cloud)(nil)
-	_ cloudprovider.InstancesV2 = (*Cloud)(nil)
+	_ cloudprovider.Interface    = (*Cloud)(nil)
+	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
+	_ cloudprovider.InformerUser = (*Cloud)(nil)
 )
 
 // New validates cfg and builds the cloud; it does not call OpenStack (the first
@@ -88,5 +94,24 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
 // Clusters is not implemented.
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
-// Routes is not served yet.
-func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+// Routes are served through the [Route] router-id router's extraroutes.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
+	if c.cfg.Route.RouterID == "" {
+		return nil, false
+	}
+	return routes{c}, true
+}
+
+// SetInformers gives the cloud the controller manager's Node cache.
+func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
+	lister := f.Core().V1().Nodes().Lister()
+	c.mu.Lock()
+	c.nodes = lister
+	c.mu.Unlock()
+}
+
+func (c *Cloud) nodeLister() corelisters.NodeLister {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes
+}

@@ -1,0 +1,540 @@
+package annotation
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Annotations of the openstack cloud (--cloud-provider=openstack). The names are
+// cloud-provider-openstack's, so that Services written for it work unchanged.
+const (
+	// OpenStackFloatingNetworkID is the external Neutron network the load balancer's
+	// floating IP comes from. It has no effect on an internal load balancer.
+	// Type: Neutron network UUID
+	// Default: the class's floating-network-id, then the cloud.conf [LoadBalancer]
+	//   floating-network-id, then the only external network of the project
+	OpenStackFloatingNetworkID Name = "loadbalancer.openstack.org/floating-network-id"
+
+	// OpenStackFloatingSubnet picks the floating IP's subnet of the floating network
+	// by name: a glob with * and ?, a regular expression after "~", either negated by
+	// a leading "!". Subnets that match are tried in turn.
+	// Type: subnet name pattern
+	// Default: the cloud.conf [LoadBalancer] floating-subnet, else any subnet
+	OpenStackFloatingSubnet Name = "loadbalancer.openstack.org/floating-subnet"
+
+	// OpenStackFloatingSubnetID picks the floating IP's subnet of the floating network
+	// by ID. It wins over floating-subnet and floating-subnet-tags.
+	// Type: Neutron subnet UUID
+	// Default: the cloud.conf [LoadBalancer] floating-subnet-id, else any subnet
+	OpenStackFloatingSubnetID Name = "loadbalancer.openstack.org/floating-subnet-id"
+
+	// OpenStackFloatingSubnetTags picks the floating IP's subnet of the floating network
+	// by Neutron tags. A subnet matches when it carries at least one of the tags, or
+	// all of them when the list starts with "&"; a leading "!" inverts the match.
+	// Type: comma-separated tag list, optionally prefixed by "!", "&" or "!&"
+	// Default: the cloud.conf [LoadBalancer] floating-subnet-tags, else any subnet
+	OpenStackFloatingSubnetTags Name = "loadbalancer.openstack.org/floating-subnet-tags"
+
+	// OpenStackKeepFloatingIP keeps the floating IP in the project when the Service is
+	// deleted or turned internal, instead of releasing it. Floating IPs the CCM did not
+	// allocate are never released either way.
+	// Type: boolean
+	// Default: false
+	OpenStackKeepFloatingIP Name = "loadbalancer.openstack.org/keep-floatingip"
+
+	// OpenStackPortID gives the load balancer an existing Neutron port as its VIP port
+	// instead of a new one on subnet-id or network-id.
+	// Type: Neutron port UUID
+	// Default: a new VIP port
+	OpenStackPortID Name = "loadbalancer.openstack.org/port-id"
+
+	// OpenStackSubnetID is the Neutron subnet the load balancer's VIP is allocated on.
+	// Type: Neutron subnet UUID
+	// Default: the class's subnet-id, then the cloud.conf [LoadBalancer] subnet-id,
+	//   then the subnet of the nodes' addresses
+	OpenStackSubnetID Name = "loadbalancer.openstack.org/subnet-id"
+
+	// OpenStackNetworkID is the Neutron network the load balancer's VIP is allocated
+	// on, when no subnet-id says which subnet of it.
+	// Type: Neutron network UUID
+	// Default: the class's network-id, then the cloud.conf [LoadBalancer] network-id,
+	//   else the network of subnet-id
+	OpenStackNetworkID Name = "loadbalancer.openstack.org/network-id"
+
+	// OpenStackMemberSubnetID is the Neutron subnet through which the load balancer
+	// reaches the nodes (its pool members).
+	// Type: Neutron subnet UUID
+	// Default: the class's member-subnet-id, then the cloud.conf [LoadBalancer]
+	//   member-subnet-id, else the VIP subnet
+	OpenStackMemberSubnetID Name = "loadbalancer.openstack.org/member-subnet-id"
+
+	// OpenStackLoadBalancerAddress is written by the CCM, not read: it records the
+	// address the load balancer is reached at (its floating IP, or the VIP of an
+	// internal one). It is the one place that address shows when hostname replaces it
+	// in the Service status. A value set by hand is overwritten.
+	// Type: IP address
+	// Default: set by the CCM
+	OpenStackLoadBalancerAddress Name = "loadbalancer.openstack.org/load-balancer-address"
+
+	// OpenStackConnectionLimit caps the concurrent connections of each listener.
+	// Type: integer, -1 (no limit) or 1 to 2147483647
+	// Default: -1
+	OpenStackConnectionLimit Name = "loadbalancer.openstack.org/connection-limit"
+
+	// OpenStackLBMethod is the algorithm the pools spread connections with. The OVN
+	// provider supports only SOURCE_IP_PORT.
+	// Type: one of ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP, SOURCE_IP_PORT
+	// Default: the cloud.conf [LoadBalancer] lb-method (ROUND_ROBIN)
+	OpenStackLBMethod Name = "loadbalancer.openstack.org/lb-method"
+
+	// OpenStackProxyProtocol makes the pools send a PROXY protocol header to the nodes,
+	// so that the backends learn the client's address; the Service status then reports
+	// ipMode Proxy. It cannot be combined with x-forwarded-for, and the OVN provider
+	// does not support it.
+	// Type: "true" (same as "v1"), "v1", "v2" or "false"
+	// Default: false
+	OpenStackProxyProtocol Name = "loadbalancer.openstack.org/proxy-protocol"
+
+	// OpenStackXForwardedFor turns the listeners into HTTP listeners that add an
+	// X-Forwarded-For header with the client's address (TERMINATED_HTTPS listeners
+	// when default-tls-container-ref is set). It cannot be combined with proxy-protocol,
+	// and the OVN provider does not support it.
+	// Type: boolean
+	// Default: false
+	OpenStackXForwardedFor Name = "loadbalancer.openstack.org/x-forwarded-for"
+
+	// OpenStackTimeoutClientData is how long a listener keeps an idle client
+	// connection open. The OVN provider ignores it.
+	// Type: integer milliseconds (0 to 31536000000)
+	// Default: 50000
+	OpenStackTimeoutClientData Name = "loadbalancer.openstack.org/timeout-client-data"
+
+	// OpenStackTimeoutMemberConnect is how long the load balancer waits for a
+	// connection to a node to be established. The OVN provider ignores it.
+	// Type: integer milliseconds (0 to 31536000000)
+	// Default: 5000
+	OpenStackTimeoutMemberConnect Name = "loadbalancer.openstack.org/timeout-member-connect"
+
+	// OpenStackTimeoutMemberData is how long the load balancer keeps an idle
+	// connection to a node open. The OVN provider ignores it.
+	// Type: integer milliseconds (0 to 31536000000)
+	// Default: 50000
+	OpenStackTimeoutMemberData Name = "loadbalancer.openstack.org/timeout-member-data"
+
+	// OpenStackTimeoutTCPInspect is how long a listener waits for more TCP data to
+	// inspect the content of a connection. The OVN provider ignores it.
+	// Type: integer milliseconds (0 to 31536000000)
+	// Default: 0
+	OpenStackTimeoutTCPInspect Name = "loadbalancer.openstack.org/timeout-tcp-inspect"
+
+	// OpenStackDefaultTLSContainerRef makes the listeners terminate TLS with this
+	// certificate: the URL of a Barbican container or secret, such as
+	// https://barbican.example:9311/v1/containers/ followed by its UUID, or any
+	// reference when the cloud.conf [LoadBalancer] container-store is "external".
+	// Type: string
+	// Default: the cloud.conf [LoadBalancer] default-tls-container-ref, else no TLS
+	OpenStackDefaultTLSContainerRef Name = "loadbalancer.openstack.org/default-tls-container-ref"
+
+	// OpenStackEnableHealthMonitor adds a health monitor to each pool, so that nodes
+	// that fail it get no traffic. Services with externalTrafficPolicy Local need one;
+	// it probes their healthCheckNodePort.
+	// Type: boolean
+	// Default: the cloud.conf [LoadBalancer] create-monitor (false)
+	OpenStackEnableHealthMonitor Name = "loadbalancer.openstack.org/enable-health-monitor"
+
+	// OpenStackHealthMonitorDelay is the time between two probes of a node.
+	// Type: whole seconds such as "5", or a duration of whole seconds such as "5s"
+	//   (1s to 24h)
+	// Default: the cloud.conf [LoadBalancer] monitor-delay (5s)
+	OpenStackHealthMonitorDelay Name = "loadbalancer.openstack.org/health-monitor-delay"
+
+	// OpenStackHealthMonitorTimeout is how long a probe may take before it counts as
+	// failed. It must not exceed the delay.
+	// Type: whole seconds such as "3", or a duration of whole seconds such as "3s"
+	//   (1s to 24h)
+	// Default: the cloud.conf [LoadBalancer] monitor-timeout (3s)
+	OpenStackHealthMonitorTimeout Name = "loadbalancer.openstack.org/health-monitor-timeout"
+
+	// OpenStackHealthMonitorMaxRetries is how many probes in a row must pass before a
+	// node counts as healthy.
+	// Type: integer (1 to 10)
+	// Default: the cloud.conf [LoadBalancer] monitor-max-retries (1)
+	OpenStackHealthMonitorMaxRetries Name = "loadbalancer.openstack.org/health-monitor-max-retries"
+
+	// OpenStackHealthMonitorMaxRetriesDown is how many probes in a row must fail before
+	// a node counts as unhealthy.
+	// Type: integer (1 to 10)
+	// Default: the cloud.conf [LoadBalancer] monitor-max-retries-down (3)
+	OpenStackHealthMonitorMaxRetriesDown Name = "loadbalancer.openstack.org/health-monitor-max-retries-down"
+
+	// OpenStackNodeSelector limits the pool members to the nodes that carry these
+	// labels: "key=value" requires that value, a bare "key" (or "key=") only the label.
+	// An empty value selects every node, whatever the cloud.conf says.
+	// Type: comma-separated list of key or key=value
+	// Default: the cloud.conf [LoadBalancer] node-selector, else every node
+	OpenStackNodeSelector Name = "loadbalancer.openstack.org/node-selector"
+
+	// OpenStackClass names a [LoadBalancerClass "name"] section of the cloud.conf whose
+	// network choices (floating network and subnet, VIP network and subnet, member
+	// subnet) win over the matching annotations.
+	// Type: string
+	// Default: no class
+	OpenStackClass Name = "loadbalancer.openstack.org/class"
+
+	// OpenStackFlavorID is the Octavia flavor the load balancer is created with. The
+	// OVN provider ignores it.
+	// Type: Octavia flavor UUID
+	// Default: the cloud.conf [LoadBalancer] flavor-id, else Octavia's default flavor
+	OpenStackFlavorID Name = "loadbalancer.openstack.org/flavor-id"
+
+	// OpenStackAvailabilityZone is the Octavia availability zone the load balancer is
+	// created in (Octavia API 2.14 or later).
+	// Type: string
+	// Default: the cloud.conf [LoadBalancer] availability-zone, else Octavia's choice
+	OpenStackAvailabilityZone Name = "loadbalancer.openstack.org/availability-zone"
+
+	// OpenStackHostname puts this DNS name into the Service status instead of the
+	// load balancer's address (see load-balancer-address). Useful with PROXY protocol,
+	// where a hostname keeps kube-proxy from short-circuiting in-cluster traffic.
+	// Type: DNS name
+	// Default: the address; with PROXY protocol and the cloud.conf [LoadBalancer]
+	//   enable-ingress-hostname, the address followed by the ingress-hostname-suffix
+	OpenStackHostname Name = "loadbalancer.openstack.org/hostname"
+
+	// OpenStackLoadBalancerID ties the Service to an Octavia load balancer. The CCM
+	// writes it once it has created one; set it when creating the Service to adopt or
+	// share an existing load balancer instead, and never change it afterwards. While it
+	// is set, the annotations that shape a new load balancer are ignored.
+	// Type: Octavia load balancer UUID
+	// Default: set by the CCM to the load balancer it creates
+	OpenStackLoadBalancerID Name = "loadbalancer.openstack.org/load-balancer-id"
+
+	// OpenStackInternalLoadBalancer keeps the load balancer private: no floating IP is
+	// attached, and the Service status shows the VIP.
+	// Type: boolean
+	// Default: the cloud.conf [LoadBalancer] internal-lb (false)
+	OpenStackInternalLoadBalancer Name = "service.beta.kubernetes.io/openstack-internal-load-balancer"
+
+	// OpenStackPublishOnlyPublicAddress is an Overcast extension: when "true" the
+	// Service status shows only the floating IP, not the VIP as well.
+	// Type: boolean
+	// Default: the cloud.conf [LoadBalancer] publish-only-public-address (false)
+	OpenStackPublishOnlyPublicAddress Name = "loadbalancer.openstack.org/publish-only-public-address"
+)
+
+// Limits of the OpenStack annotations' values: Octavia's own, except for the health
+// monitor interval, whose range is Overcast's (Octavia takes any whole seconds).
+const (
+	// OctaviaConnectionLimitMax is the largest connection-limit.
+	OctaviaConnectionLimitMax = math.MaxInt32
+	// OctaviaTimeoutMaxMillis is the largest listener and member timeout: one year.
+	OctaviaTimeoutMaxMillis = min(365*24*60*60*1000, math.MaxInt)
+	// OctaviaMonitorIntervalMin and OctaviaMonitorIntervalMax bound the health
+	// monitor's delay and timeout.
+	OctaviaMonitorIntervalMin = time.Second
+	OctaviaMonitorIntervalMax = 24 * time.Hour
+	// OctaviaMaxRetriesMin and OctaviaMaxRetriesMax bound health-monitor-max-retries
+	// and health-monitor-max-retries-down.
+	OctaviaMaxRetriesMin = 1
+	OctaviaMaxRetriesMax = 10
+	// NeutronTagMaxLength is the longest Neutron tag, in characters.
+	NeutronTagMaxLength = 60
+)
+
+// ProxyProtocol is the PROXY protocol version a pool speaks to its members.
+type ProxyProtocol string
+
+// The values of the proxy-protocol annotation.
+const (
+	ProxyProtocolNone ProxyProtocol = ""
+	ProxyProtocolV1   ProxyProtocol = "v1"
+	ProxyProtocolV2   ProxyProtocol = "v2"
+)
+
+// ParseProxyProtocol parses the proxy-protocol annotation: "true" or "v1" is
+// version 1, "v2" version 2, "false" none (case-insensitive).
+func ParseProxyProtocol(v string) (ProxyProtocol, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "v1":
+		return ProxyProtocolV1, nil
+	case "v2":
+		return ProxyProtocolV2, nil
+	case "false":
+		return ProxyProtocolNone, nil
+	}
+	return ProxyProtocolNone, &InvalidError{Name: OpenStackProxyProtocol, Value: v, Accepted: `"true" or "v1" (PROXY v1), "v2" (PROXY v2), or "false"`}
+}
+
+// LBMethod is an Octavia pool's load-balancing algorithm.
+type LBMethod string
+
+// The values of the lb-method annotation.
+const (
+	LBMethodRoundRobin       LBMethod = "ROUND_ROBIN"
+	LBMethodLeastConnections LBMethod = "LEAST_CONNECTIONS"
+	LBMethodSourceIP         LBMethod = "SOURCE_IP"
+	LBMethodSourceIPPort     LBMethod = "SOURCE_IP_PORT"
+)
+
+var lbMethods = []LBMethod{LBMethodRoundRobin, LBMethodLeastConnections, LBMethodSourceIP, LBMethodSourceIPPort}
+
+// ParseLBMethod parses the lb-method annotation. Case does not matter; the result
+// is in Octavia's upper case.
+func ParseLBMethod(v string) (LBMethod, error) {
+	m := LBMethod(strings.ToUpper(strings.TrimSpace(v)))
+	if slices.Contains(lbMethods, m) {
+		return m, nil
+	}
+	return "", &InvalidError{Name: OpenStackLBMethod, Value: v, Accepted: "ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT"}
+}
+
+// ParseConnectionLimit parses the connection-limit annotation: -1 for no limit, or
+// a positive number of connections.
+func ParseConnectionLimit(v string) (int, error) {
+	i, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || (i != -1 && (i < 1 || i > OctaviaConnectionLimitMax)) {
+		return 0, &InvalidError{Name: OpenStackConnectionLimit, Value: v,
+			Accepted: fmt.Sprintf("-1 (no limit) or whole numbers from 1 to %d", OctaviaConnectionLimitMax)}
+	}
+	return i, nil
+}
+
+// ParseNodeSelector parses the node-selector annotation, a comma-separated list of
+// "key=value" (the node's label must have that value) and "key" or "key=" (the node
+// must carry the label). In the result an empty value stands for "any value". Keys
+// and values must be valid label keys and values; empty items are skipped, so an
+// empty annotation yields an empty, non-nil map (every node).
+func ParseNodeSelector(v string) (map[string]string, error) {
+	const accepted = `comma-separated label keys or key=value pairs such as "node-role.kubernetes.io/lb,zone=a"`
+	sel := map[string]string{}
+	for item := range strings.SplitSeq(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		key, value, _ := strings.Cut(item, "=")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return nil, &InvalidError{Name: OpenStackNodeSelector, Value: v, Accepted: accepted,
+				Err: fmt.Errorf("label key %q: %s", key, strings.Join(errs, "; "))}
+		}
+		if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+			return nil, &InvalidError{Name: OpenStackNodeSelector, Value: v, Accepted: accepted,
+				Err: fmt.Errorf("label value %q of %s: %s", value, key, strings.Join(errs, "; "))}
+		}
+		if old, dup := sel[key]; dup && old != value {
+			return nil, &InvalidError{Name: OpenStackNodeSelector, Value: v, Accepted: accepted,
+				Err: fmt.Errorf("label key %s is given twice, with %q and %q", key, old, value)}
+		}
+		sel[key] = value
+	}
+	return sel, nil
+}
+
+// ParseTags parses a bare comma-separated list of Neutron tags, as in the
+// floating-subnet-tags annotation after its optional "!" and "&" prefixes (see
+// ParseSubnetTags, which the annotation's value should go through). Blanks around
+// tags are trimmed; every tag must be 1 to 60 printable characters.
+func ParseTags(v string) ([]string, error) {
+	const accepted = "comma-separated Neutron tags of 1 to 60 printable characters each, optionally prefixed by \"!\" (none of them), \"&\" (all of them) or \"!&\""
+	var tags []string
+	seen := map[string]bool{}
+	for t := range strings.SplitSeq(v, ",") {
+		t = strings.TrimSpace(t)
+		var problem string
+		switch {
+		case t == "":
+			problem = "an empty tag"
+		case !utf8.ValidString(t):
+			problem = "a tag that is not valid UTF-8"
+		case utf8.RuneCountInString(t) > NeutronTagMaxLength:
+			problem = fmt.Sprintf("tag %q is longer than %d characters", t, NeutronTagMaxLength)
+		case strings.ContainsFunc(t, func(r rune) bool { return !unicode.IsPrint(r) }):
+			problem = fmt.Sprintf("tag %q has a control character", t)
+		}
+		if problem != "" {
+			return nil, &InvalidError{Name: OpenStackFloatingSubnetTags, Value: v, Accepted: accepted, Err: fmt.Errorf("%s", problem)}
+		}
+		if !seen[t] {
+			seen[t] = true
+			tags = append(tags, t)
+		}
+	}
+	return tags, nil
+}
+
+// SubnetTags is the parsed floating-subnet-tags annotation.
+type SubnetTags struct {
+	Tags []string
+	// All: a subnet must carry every tag, not just one of them.
+	All bool
+	// Negate: a subnet matches when the condition above does not hold.
+	Negate bool
+}
+
+// Match reports whether a subnet with the given tags matches.
+func (s SubnetTags) Match(subnetTags []string) bool {
+	has := func(t string) bool { return slices.Contains(subnetTags, t) }
+	var ok bool
+	if s.All {
+		ok = !slices.ContainsFunc(s.Tags, func(t string) bool { return !has(t) })
+	} else {
+		ok = slices.ContainsFunc(s.Tags, has)
+	}
+	return ok != s.Negate
+}
+
+// ParseSubnetTags parses the floating-subnet-tags annotation: an optional "!"
+// (negate), then an optional "&" (all tags), then a tag list (see ParseTags).
+func ParseSubnetTags(v string) (SubnetTags, error) {
+	var s SubnetTags
+	rest := strings.TrimSpace(v)
+	rest, s.Negate = strings.CutPrefix(rest, "!")
+	rest, s.All = strings.CutPrefix(rest, "&")
+	tags, err := ParseTags(rest)
+	if err != nil {
+		var inv *InvalidError
+		if errors.As(err, &inv) {
+			inv.Value = v // name the whole value, prefixes included
+		}
+		return SubnetTags{}, err
+	}
+	s.Tags = tags
+	return s, nil
+}
+
+// SubnetPattern is the parsed floating-subnet annotation.
+type SubnetPattern struct {
+	// Negate: a subnet matches when its name does not match Regexp.
+	Negate bool
+	// Regexp matches the whole subnet name.
+	Regexp *regexp.Regexp
+}
+
+// Match reports whether a subnet with this name matches.
+func (p SubnetPattern) Match(name string) bool {
+	return p.Regexp.MatchString(name) != p.Negate
+}
+
+// ParseSubnetPattern parses the floating-subnet annotation: an optional "!"
+// (negate), then either "~" and a regular expression (RE2 syntax) or a glob in which
+// "*" matches any run of characters and "?" one character. Either must match the
+// whole subnet name.
+func ParseSubnetPattern(v string) (SubnetPattern, error) {
+	const accepted = `a subnet name, a glob such as "public-*", or "~" and a regular expression, each optionally negated by a leading "!"`
+	var p SubnetPattern
+	rest := strings.TrimSpace(v)
+	rest, p.Negate = strings.CutPrefix(rest, "!")
+	var expr string
+	if re, ok := strings.CutPrefix(rest, "~"); ok {
+		expr = re
+	} else {
+		var b strings.Builder
+		for _, r := range rest {
+			switch r {
+			case '*':
+				b.WriteString(".*")
+			case '?':
+				b.WriteString(".")
+			default:
+				b.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		expr = b.String()
+	}
+	if rest == "" || expr == "" {
+		return SubnetPattern{}, &InvalidError{Name: OpenStackFloatingSubnet, Value: v, Accepted: accepted, Err: fmt.Errorf("the pattern is empty")}
+	}
+	// Compile the expression on its own first: only a balanced one may be anchored
+	// by wrapping it, or "a)|(b" would escape the anchors.
+	re, err := regexp.Compile(expr)
+	if err == nil {
+		re, err = regexp.Compile(`^(?:` + expr + `)$`)
+	}
+	if err != nil {
+		return SubnetPattern{}, &InvalidError{Name: OpenStackFloatingSubnet, Value: v, Accepted: accepted, Err: err}
+	}
+	p.Regexp = re
+	return p, nil
+}
+
+// ParseMilliseconds parses a whole number of milliseconds within [min, max], as in
+// the timeout-* annotations.
+func ParseMilliseconds(n Name, v string, min, max int) (time.Duration, error) {
+	i, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || i < int64(min) || i > int64(max) {
+		return 0, &InvalidError{Name: n, Value: v, Accepted: fmt.Sprintf("whole numbers of milliseconds from %d to %d", min, max)}
+	}
+	return time.Duration(i) * time.Millisecond, nil
+}
+
+// ParseSecondsOrDuration parses a whole number of seconds ("5") or a Go duration
+// that is a whole number of seconds ("5s", "1m30s") within [min, max], as in the
+// health-monitor-delay and health-monitor-timeout annotations.
+func ParseSecondsOrDuration(n Name, v string, min, max time.Duration) (time.Duration, error) {
+	s := strings.TrimSpace(v)
+	var d time.Duration
+	var ok bool
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		ok = i >= int64(min/time.Second) && i <= int64(max/time.Second)
+		if ok {
+			d = time.Duration(i) * time.Second
+		}
+	} else if pd, err := time.ParseDuration(s); err == nil {
+		d, ok = pd, pd%time.Second == 0
+	}
+	if !ok || d < min || d > max {
+		return 0, &InvalidError{Name: n, Value: v,
+			Accepted: fmt.Sprintf("whole seconds from %d to %d such as \"5\", or durations of whole seconds from %s to %s such as \"5s\"",
+				int64(min/time.Second), int64(max/time.Second), min, max)}
+	}
+	return d, nil
+}
+
+// ParseUUID parses an OpenStack resource ID such as a network, subnet, port, flavor
+// or load balancer ID: a UUID in its 8-4-4-4-12 hexadecimal form. The result is in
+// lower case.
+func ParseUUID(n Name, v string) (string, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	valid := len(s) == 36
+	for i := 0; valid && i < len(s); i++ {
+		switch c := s[i]; i {
+		case 8, 13, 18, 23:
+			valid = c == '-'
+		default:
+			valid = ('0' <= c && c <= '9') || ('a' <= c && c <= 'f')
+		}
+	}
+	if !valid {
+		return "", &InvalidError{Name: n, Value: v, Accepted: "OpenStack IDs (UUIDs) such as 6f1a2b3c-4d5e-4f60-8a9b-0c1d2e3f4a5b"}
+	}
+	return s, nil
+}
+
+// ParseHostname parses the hostname annotation: a DNS name (RFC 1123 subdomain)
+// that is not an IP address, as the Service status requires.
+func ParseHostname(v string) (string, error) {
+	s := strings.TrimSpace(v)
+	errs := validation.IsDNS1123Subdomain(s)
+	if len(errs) == 0 {
+		if _, err := ParseIP(OpenStackHostname, s); err == nil {
+			errs = []string{"it is an IP address"}
+		}
+	}
+	if len(errs) > 0 {
+		return "", &InvalidError{Name: OpenStackHostname, Value: v,
+			Accepted: `DNS names of lower-case letters, digits, "-" and "." such as lb.example.com`,
+			Err:      fmt.Errorf("%s", strings.Join(errs, "; "))}
+	}
+	return s, nil
+}
