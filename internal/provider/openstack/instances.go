@@ -79,7 +79,7 @@ func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
 	}, serverKeys)
 }
 
-// ErrForeignProviderID: a Node whose providerID is not openstack:// is never taken
+// ErrForeignProviderID says a Node's providerID is not openstack://; such a Node is never taken
 // for a missing server.
 var ErrForeignProviderID = errors.New("providerID does not belong to OpenStack")
 

@@ -109,7 +109,7 @@ func TestNodeLifecycleFollowsNova(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("node %s still exists (%v)", gone, err)
+		return fmt.Errorf("node %s still exists (%w)", gone, err)
 	}), "the Node of a deleted server is deleted")
 	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), stopped, metav1.GetOptions{})
