@@ -134,7 +134,11 @@ func createServer(t *testing.T, name string) novaServer {
 	t.Cleanup(func() { deleteServer(t, created.ID) })
 	var s novaServer
 	err = framework.Poll(2*time.Minute, time.Second, func() error {
-		if err := servers.Get(ctx, compute, created.ID).ExtractInto(&s); err != nil {
+		err := servers.Get(ctx, compute, created.ID).ExtractInto(&s)
+		if gophercloud.ResponseCodeIs(err, 404) {
+			return framework.Permanent(fmt.Errorf("server %s vanished while booting: %w", name, err))
+		}
+		if err != nil {
 			return err
 		}
 		if s.Status == "ERROR" {

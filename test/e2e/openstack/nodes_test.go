@@ -45,7 +45,7 @@ func TestNodesAreInitialisedFromNovaServers(t *testing.T) {
 	name := "os-init-" + suffix()
 	s := createServer(t, name)
 	env.StartCCM(t, ccmOptions(cloudConf(t, "OVERCAST_OS_CLOUD_CONF")))
-	env.NewKubelet(t, name, "127.0.61.1")
+	env.NewKubelet(t, name, s.fixedIP())
 	unknown := "os-unknown-" + suffix()
 	env.NewKubelet(t, unknown, "127.0.61.2")
 
@@ -85,7 +85,7 @@ func TestTheClassicPasswordCloudConfWorks(t *testing.T) {
 	name := "os-classic-" + suffix()
 	s := createServer(t, name)
 	env.StartCCM(t, ccmOptions(cloudConf(t, "OVERCAST_OS_CLOUD_PASSWORD_CONF")))
-	env.NewKubelet(t, name, "127.0.62.1")
+	env.NewKubelet(t, name, s.fixedIP())
 	assert.Equal(t, "openstack:///"+s.ID, waitInitialised(t, name).Spec.ProviderID)
 }
 
@@ -94,8 +94,8 @@ func TestNodeLifecycleFollowsNova(t *testing.T) {
 	gs := createServer(t, gone)
 	ss := createServer(t, stopped)
 	env.StartCCM(t, ccmOptions(cloudConf(t, "OVERCAST_OS_CLOUD_CONF")))
-	kg := env.NewKubelet(t, gone, "127.0.63.1")
-	ks := env.NewKubelet(t, stopped, "127.0.63.2")
+	kg := env.NewKubelet(t, gone, gs.fixedIP())
+	ks := env.NewKubelet(t, stopped, ss.fixedIP())
 	waitInitialised(t, gone)
 	waitInitialised(t, stopped)
 

@@ -40,7 +40,7 @@ func TestRoutesFollowNodePodCIDRs(t *testing.T) {
 	opts.ExtraArgs = []string{"--configure-cloud-routes=true", "--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--route-reconciliation-period=2s"}
 	env.StartCCM(t, opts)
 
-	k := env.NewKubelet(t, name, "127.0.64.1")
+	k := env.NewKubelet(t, name, s.fixedIP())
 	// kube-controller-manager's IPAM would give the Node its pod CIDR.
 	_, err := env.Client.CoreV1().Nodes().Patch(t.Context(), name, types.MergePatchType,
 		[]byte(fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, podCIDR, podCIDR)), metav1.PatchOptions{})
