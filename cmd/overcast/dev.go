@@ -63,7 +63,7 @@ func runDev(args []string) error {
 	if err := copyFile(env.AdminKubeconfig, kubeconfig); err != nil {
 		return err
 	}
-	done("control plane up in %s; deploy/ manifests applied server-side", time.Since(start).Round(100*time.Millisecond))
+	done("control plane up in %s; deploy/rbac.yaml applied server-side", time.Since(start).Round(100*time.Millisecond))
 
 	cloudConfig, err := writeDevCloud(absDir)
 	if err != nil {

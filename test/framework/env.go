@@ -143,6 +143,11 @@ func (e *Env) setup() error {
 	return e.ApplyDir(context.Background(), filepath.Join(e.RepoRoot, "deploy"))
 }
 
+// ApplyCloud applies deploy/<cloud>/ (its Deployment and example config).
+func (e *Env) ApplyCloud(ctx context.Context, cloud string) error {
+	return e.ApplyDir(ctx, filepath.Join(e.RepoRoot, "deploy", cloud))
+}
+
 func (e *Env) writeKubeconfig(name string, u *envtest.AuthenticatedUser) (string, error) {
 	data, err := u.KubeConfig()
 	if err != nil {
@@ -160,8 +165,9 @@ func (e *Env) Stop() {
 	_ = os.RemoveAll(e.Dir)
 }
 
-// ApplyDir applies every YAML file under dir (recursively) server-side, as kubectl
-// apply --server-side would, so manifests are proven valid against the real API.
+// ApplyDir applies every YAML file of dir (not of its subdirectories) server-side,
+// as kubectl apply --server-side would, so manifests are proven valid against the
+// real API. Start applies deploy/ (RBAC); each suite applies its cloud's directory.
 func (e *Env) ApplyDir(ctx context.Context, dir string) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(e.Admin)
 	if err != nil {
@@ -173,8 +179,17 @@ func (e *Env) ApplyDir(ctx context.Context, dir string) error {
 		return err
 	}
 	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || (!strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml")) {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() {
+			if path != dir {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml") {
+			return nil
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {

@@ -40,6 +40,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "openstack e2e: cannot start the control plane: %v\n", err)
 		os.Exit(1)
 	}
+	if err := env.ApplyCloud(context.Background(), "openstack"); err != nil {
+		fmt.Fprintf(os.Stderr, "openstack e2e: applying deploy/openstack: %v\n", err)
+		env.Stop()
+		os.Exit(1)
+	}
 	code := m.Run()
 	env.Stop()
 	os.Exit(code)

@@ -124,3 +124,11 @@ func TestNodeLifecycleFollowsNova(t *testing.T) {
 		return fmt.Errorf("no shutdown taint on %s yet", stopped)
 	}), "the Node of a SHUTOFF server is tainted, not deleted")
 }
+
+func TestOpenStackManifestsAreValid(t *testing.T) {
+	d, err := env.Client.AppsV1().Deployments("kube-system").Get(t.Context(), "overcast-ccm", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, d.Spec.Template.Spec.Containers[0].Args, "--cloud-provider=openstack")
+	_, err = env.Client.CoreV1().Secrets("kube-system").Get(t.Context(), "overcast-ccm-openstack", metav1.GetOptions{})
+	require.NoError(t, err)
+}
