@@ -5,10 +5,7 @@
 package local
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/events"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // ProviderName is the name given to --cloud-provider.
@@ -33,28 +31,7 @@ var registerOnce sync.Once
 // Register adds the local cloud to the cloud-provider registry.
 func Register() {
 	registerOnce.Do(func() {
-		cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
-			if r != nil {
-				// The framework passes a nil *os.File as a non-nil io.Reader when
-				// --cloud-config is not given.
-				data, err := io.ReadAll(r)
-				if err != nil || len(bytes.TrimSpace(data)) == 0 {
-					r = nil
-				} else {
-					r = bytes.NewReader(data)
-				}
-			}
-			cfg, readErr := Read(r)
-			if r == nil {
-				return nil, readErr
-			}
-			// Validate what could be decoded too, so every problem is listed at once.
-			c, err := New(cfg)
-			if readErr != nil || err != nil {
-				return nil, errors.Join(readErr, err)
-			}
-			return c, nil
-		})
+		provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
 	})
 }
 

@@ -1,8 +1,6 @@
 package openstack
 
 import (
-	"errors"
-	"io"
 	"sync"
 
 	"k8s.io/client-go/informers"
@@ -11,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/events"
+	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -24,17 +23,7 @@ var registerOnce sync.Once
 // Register adds the OpenStack cloud to the cloud-provider registry.
 func Register() {
 	registerOnce.Do(func() {
-		cloudprovider.RegisterCloudProvider(ProviderName, func(r io.Reader) (cloudprovider.Interface, error) {
-			cfg, readErr := Read(r)
-			if r == nil {
-				return nil, readErr
-			}
-			c, err := New(cfg)
-			if readErr != nil || err != nil {
-				return nil, errors.Join(readErr, err)
-			}
-			return c, nil
-		})
+		provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
 	})
 }
 

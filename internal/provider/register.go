@@ -1,0 +1,42 @@
+// Package provider holds what every Overcast cloud provider shares.
+package provider
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	cloudprovider "k8s.io/cloud-provider"
+)
+
+// Register adds a cloud to the k8s.io/cloud-provider registry. read parses the
+// --cloud-config (nil when none was given) and returns what it could decode even
+// on error; build validates and constructs. When both fail, every problem is
+// reported at once, so an operator fixes the file in one go.
+func Register[C any](name string, read func(io.Reader) (C, error), build func(C) (cloudprovider.Interface, error)) {
+	cloudprovider.RegisterCloudProvider(name, func(r io.Reader) (cloudprovider.Interface, error) {
+		r = nonEmpty(r)
+		cfg, readErr := read(r)
+		if r == nil {
+			return nil, readErr
+		}
+		c, err := build(cfg)
+		if readErr != nil || err != nil {
+			return nil, errors.Join(readErr, err)
+		}
+		return c, nil
+	})
+}
+
+// nonEmpty returns nil for a missing or empty config. The framework passes a nil
+// *os.File as a non-nil io.Reader when --cloud-config is not given.
+func nonEmpty(r io.Reader) io.Reader {
+	if r == nil {
+		return nil
+	}
+	data, err := io.ReadAll(r)
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	return bytes.NewReader(data)
+}
