@@ -54,7 +54,7 @@ trap cleanup EXIT
 export DEBIAN_FRONTEND=noninteractive
 say "apt-get update"
 apt-get update -q
-say "apt-get install (about 6.5 min and 191 MB the first time)"
+say "apt-get install (about 5 min the first time)"
 apt-get install -y -q --no-install-recommends \
   -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
   "${PACKAGES[@]}"

@@ -58,6 +58,7 @@ def log(msg):
 
 def admin_conn():
     return openstack.connect(
+        load_yaml_config=False, load_envvars=False,
         auth_url=AUTH_URL, username="admin", password=E["ADMIN_PASS"],
         project_name="admin", user_domain_id="default", project_domain_id="default",
         region_name=REGION, identity_api_version="3")
@@ -65,6 +66,7 @@ def admin_conn():
 
 def ccm_conn(project_id):
     return openstack.connect(
+        load_yaml_config=False, load_envvars=False,
         auth_url=AUTH_URL, username=CCM_USER, password=E["CCM_PASS"],
         project_id=project_id, user_domain_id="default",
         region_name=REGION, identity_api_version="3")

@@ -130,6 +130,8 @@ start_daemon() {
     say "$name already running (pid $pid)"
     return 0
   fi
+  # its leader gone but some of its processes still stopping: let them finish first
+  if group_alive "$name"; then stop_daemons 15 "$name"; fi
   local log=$LOG_DIR/$name.log tmp=$PID_DIR/$name.pid.new
   rm -f "$tmp"
   printf '\n==== %s: starting %s\n' "$(date '+%F %T')" "$*" >>"$log"

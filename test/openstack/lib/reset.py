@@ -69,6 +69,7 @@ def main():
     with open(os.path.join(STATE, "base.json")) as f:
         base = json.load(f)
     conn = openstack.connect(
+        load_yaml_config=False, load_envvars=False,
         auth_url=AUTH_URL, username="admin", password=E["ADMIN_PASS"],
         project_name="admin", user_domain_id="default", project_domain_id="default",
         region_name=E["REGION"], identity_api_version="3")

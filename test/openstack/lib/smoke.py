@@ -41,6 +41,7 @@ def active(x):
 
 def main():
     conn = openstack.connect(
+        load_yaml_config=False, load_envvars=False,
         auth_type="v3applicationcredential", auth_url=E["OS_AUTH_URL"],
         application_credential_id=E["OVERCAST_OS_APPLICATION_CREDENTIAL_ID"],
         application_credential_secret=E["OVERCAST_OS_APPLICATION_CREDENTIAL_SECRET"],
