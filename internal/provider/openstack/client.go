@@ -29,6 +29,26 @@ type clients struct {
 	provider *gophercloud.ProviderClient
 	compute  *gophercloud.ServiceClient
 	network  *gophercloud.ServiceClient
+	octavia  *gophercloud.ServiceClient
+}
+
+// octaviaClient returns the Octavia client, authenticating on first use.
+func (c *clients) octaviaClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.octavia != nil {
+		return c.octavia, nil
+	}
+	provider, err := c.providerClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	octavia, err := openstack.NewLoadBalancerV2(provider, c.endpointOpts())
+	if err != nil {
+		return nil, fmt.Errorf("finding the load-balancer endpoint: %w", redact(err))
+	}
+	c.octavia = octavia
+	return octavia, nil
 }
 
 func (c *clients) endpointOpts() gophercloud.EndpointOpts {

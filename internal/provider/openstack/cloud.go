@@ -1,8 +1,13 @@
 package openstack
 
 import (
+	"context"
 	"sync"
+	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -34,14 +39,16 @@ type Cloud struct {
 	servers *snapshot.Snapshot[server]
 	events  events.Recorder
 
-	mu    sync.Mutex
-	nodes corelisters.NodeLister
+	mu        sync.Mutex
+	nodes     corelisters.NodeLister
+	clusterID string
 }
 
 var (
 	_ cloudprovider.Interface    = (*Cloud)(nil)
 	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
 	_ cloudprovider.InformerUser = (*Cloud)(nil)
+	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
 )
 
 // New validates cfg and builds the cloud; it does not call OpenStack (the first
@@ -57,9 +64,41 @@ func New(cfg Config) (*Cloud, error) {
 	return &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl)}, nil
 }
 
-// Initialize starts the event recorder.
+// Initialize starts the event recorder and learns the cluster's UID (the
+// kube-system namespace's), which tags every load balancer this cluster owns.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.events.Start(clientBuilder, "overcast-openstack-cloud", stop)
+	client := clientBuilder.ClientOrDie("overcast-openstack-cloud")
+	go func() {
+		ctx := wait.ContextForChannel(stop)
+		_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+			ns, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+			if err != nil {
+				klog.FromContext(ctx).Error(err, "Cannot read the kube-system namespace for the cluster UID; retrying")
+				return false, nil
+			}
+			c.mu.Lock()
+			c.clusterID = string(ns.UID)
+			c.mu.Unlock()
+			return true, nil
+		})
+	}()
+}
+
+func (c *Cloud) clusterUID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clusterID
+}
+
+func (c *Cloud) lbClients(ctx context.Context) (octavia, network *gophercloud.ServiceClient, err error) {
+	if octavia, err = c.clients.octaviaClient(ctx); err != nil {
+		return nil, nil, err
+	}
+	if network, err = c.clients.networkClient(ctx); err != nil {
+		return nil, nil, err
+	}
+	return octavia, network, nil
 }
 
 // ProviderName returns "openstack".
@@ -68,8 +107,13 @@ func (c *Cloud) ProviderName() string { return ProviderName }
 // HasClusterID is true.
 func (c *Cloud) HasClusterID() bool { return true }
 
-// LoadBalancer is not served yet: Octavia support is the next step.
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
+// LoadBalancer serves Services through Octavia unless [LoadBalancer] enabled=false.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if e := c.cfg.LoadBalancer.Enabled; e != nil && !*e {
+		return nil, false
+	}
+	return c, true
+}
 
 // Instances is not implemented: InstancesV2 is.
 func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
