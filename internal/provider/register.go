@@ -40,3 +40,21 @@ func nonEmpty(r io.Reader) io.Reader {
 	}
 	return bytes.NewReader(data)
 }
+
+// Common answers the parts of cloudprovider.Interface that every Overcast cloud
+// answers the same way; embed it. Instances and Zones are the deprecated forms of
+// InstancesV2, Clusters is unused by the controllers, and ownership comes from
+// UIDs and tags, so a cluster ID is always present.
+type Common struct{}
+
+// Instances is not implemented: InstancesV2 is.
+func (Common) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// Zones is deprecated in favour of InstancesV2.
+func (Common) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters is not implemented.
+func (Common) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// HasClusterID is true.
+func (Common) HasClusterID() bool { return true }

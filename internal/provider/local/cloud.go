@@ -37,6 +37,8 @@ func Register() {
 
 // Cloud is the local cloud provider.
 type Cloud struct {
+	provider.Common
+
 	cfg   Config
 	pools []Pool
 	inv   *inventory
@@ -121,9 +123,6 @@ func (c *Cloud) event(obj runtime.Object, eventType, reason, format string, args
 // ProviderName returns "local".
 func (c *Cloud) ProviderName() string { return ProviderName }
 
-// HasClusterID is true: Services are owned by UID, not by cloud tags.
-func (c *Cloud) HasClusterID() bool { return true }
-
 // LoadBalancer is served unless loadBalancer.disabled is set.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	if c.cfg.LoadBalancer.Disabled {
@@ -132,17 +131,8 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	return c, true
 }
 
-// Instances is not implemented: InstancesV2 is.
-func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
-
 // InstancesV2 serves Node initialisation and lifecycle from the inventory.
 func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
-
-// Zones is deprecated in favour of InstancesV2.
-func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
-
-// Clusters is not implemented.
-func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
 // Routes is not implemented: the local cloud has no routers; pod networking is the CNI's job.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }

@@ -34,6 +34,8 @@ func Register() {
 
 // Cloud is the OpenStack cloud provider.
 type Cloud struct {
+	provider.Common
+
 	cfg     Config
 	clients *clients
 	servers *snapshot.Snapshot[server]
@@ -104,9 +106,6 @@ func (c *Cloud) lbClients(ctx context.Context) (octavia, network *gophercloud.Se
 // ProviderName returns "openstack".
 func (c *Cloud) ProviderName() string { return ProviderName }
 
-// HasClusterID is true.
-func (c *Cloud) HasClusterID() bool { return true }
-
 // LoadBalancer serves Services through Octavia unless [LoadBalancer] enabled=false.
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	if e := c.cfg.LoadBalancer.Enabled; e != nil && !*e {
@@ -115,17 +114,8 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 	return c, true
 }
 
-// Instances is not implemented: InstancesV2 is.
-func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
-
 // InstancesV2 serves Node initialisation and lifecycle from Nova.
 func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
-
-// Zones is deprecated in favour of InstancesV2.
-func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
-
-// Clusters is not implemented.
-func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
 // Routes are served through the [Route] router-id router's extraroutes.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
