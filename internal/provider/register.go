@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 
 	cloudprovider "k8s.io/cloud-provider"
 )
@@ -12,8 +13,15 @@ import (
 // Register adds a cloud to the k8s.io/cloud-provider registry. read parses the
 // --cloud-config (nil when none was given) and returns what it could decode even
 // on error; build validates and constructs. When both fail, every problem is
-// reported at once, so an operator fixes the file in one go.
+// reported at once, so an operator fixes the file in one go. Registering a name
+// again is a no-op.
 func Register[C any](name string, read func(io.Reader) (C, error), build func(C) (cloudprovider.Interface, error)) {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	if registered[name] {
+		return
+	}
+	registered[name] = true
 	cloudprovider.RegisterCloudProvider(name, func(r io.Reader) (cloudprovider.Interface, error) {
 		r = nonEmpty(r)
 		cfg, readErr := read(r)
@@ -27,6 +35,11 @@ func Register[C any](name string, read func(io.Reader) (C, error), build func(C)
 		return c, nil
 	})
 }
+
+var (
+	registeredMu sync.Mutex
+	registered   = map[string]bool{}
+)
 
 // nonEmpty returns nil for a missing or empty config. The framework passes a nil
 // *os.File as a non-nil io.Reader when --cloud-config is not given.

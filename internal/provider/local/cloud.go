@@ -24,15 +24,8 @@ import (
 // ProviderName is the name given to --cloud-provider.
 const ProviderName = "local"
 
-func init() { Register() }
-
-var registerOnce sync.Once
-
-// Register adds the local cloud to the cloud-provider registry.
-func Register() {
-	registerOnce.Do(func() {
-		provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
-	})
+func init() {
+	provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
 }
 
 // Cloud is the local cloud provider.

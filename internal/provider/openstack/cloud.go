@@ -21,15 +21,8 @@ import (
 // ProviderName is the name given to --cloud-provider.
 const ProviderName = "openstack"
 
-func init() { Register() }
-
-var registerOnce sync.Once
-
-// Register adds the OpenStack cloud to the cloud-provider registry.
-func Register() {
-	registerOnce.Do(func() {
-		provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
-	})
+func init() {
+	provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
 }
 
 // Cloud is the OpenStack cloud provider.

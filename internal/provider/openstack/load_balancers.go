@@ -243,12 +243,18 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 		}
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being updated", lb.ID), pendingRetry)
 	}
-	if !spec.internal {
-		if err := c.ensureFloatingIP(ctx, network, svc, lb, spec); err != nil {
-			return nil, err
-		}
+	if spec.internal {
+		return ingress(lb.VipAddress), nil
 	}
-	return c.status(ctx, network, lb)
+	fip, err := c.ensureFloatingIP(ctx, network, svc, lb, spec)
+	if err != nil {
+		return nil, err
+	}
+	return ingress(fip), nil
+}
+
+func ingress(ip string) *v1.LoadBalancerStatus {
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip}}}
 }
 
 // UpdateLoadBalancer converges members (and anything else that changed).
@@ -407,10 +413,15 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 	return true, nil
 }
 
-func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) error {
+// ensureFloatingIP returns the address of the floating IP on the VIP port,
+// attaching one first if there is none.
+func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
 	fip, err := c.vipFloatingIP(ctx, network, lb)
-	if err != nil || fip != nil {
-		return err
+	if err != nil {
+		return "", err
+	}
+	if fip != nil {
+		return fip.FloatingIP, nil
 	}
 	created, err := floatingips.Create(ctx, network, floatingips.CreateOpts{
 		FloatingNetworkID: s.floatingNetworkID,
@@ -419,10 +430,10 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 	}).Extract()
 	if err != nil {
 		c.events.Eventf(svc, v1.EventTypeWarning, "FloatingIPFailed", "Cannot attach a floating IP from network %s: %v", s.floatingNetworkID, redact(err))
-		return fmt.Errorf("creating a floating IP for load balancer %s: %w", lb.ID, redact(err))
+		return "", fmt.Errorf("creating a floating IP for load balancer %s: %w", lb.ID, redact(err))
 	}
 	klog.FromContext(ctx).Info("Attached floating IP", "service", klog.KObj(svc), "ip", created.FloatingIP)
-	return nil
+	return created.FloatingIP, nil
 }
 
 func (c *Cloud) vipFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, lb *loadbalancers.LoadBalancer) (*floatingips.FloatingIP, error) {
@@ -437,16 +448,16 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, network *gophercloud.ServiceC
 	return &fips[0], nil
 }
 
+// status publishes the floating IP on the VIP port, else the VIP.
 func (c *Cloud) status(ctx context.Context, network *gophercloud.ServiceClient, lb *loadbalancers.LoadBalancer) (*v1.LoadBalancerStatus, error) {
 	fip, err := c.vipFloatingIP(ctx, network, lb)
 	if err != nil {
 		return nil, err
 	}
-	ip := lb.VipAddress
 	if fip != nil {
-		ip = fip.FloatingIP
+		return ingress(fip.FloatingIP), nil
 	}
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip}}}, nil
+	return ingress(lb.VipAddress), nil
 }
 
 // EnsureLoadBalancerDeleted deletes the Service's load balancer (cascade) and the
