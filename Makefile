@@ -11,6 +11,14 @@ COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X k8s.io/component-base/version.gitCommit=$(COMMIT)
 # Flags of every go test run; -race and -shuffle catch what a quiet run hides.
 TEST_FLAGS ?= -race -shuffle=on -count=1
+# The e2e suites run the controller manager in-process, so the race detector sees
+# k8s.io/cloud-provider too. Its service controller has a known data race of its own
+# (processServiceCreateOrUpdate writes cachedService.state without the cache's lock
+# while syncNodes reads it through allServices), which fails a run about once in a
+# dozen. That one package is compiled without race instrumentation; every other
+# package, ours included, stays instrumented. Synchronisation still reaches the
+# detector through the runtime and package sync.
+E2E_FLAGS ?= $(TEST_FLAGS) -gcflags=k8s.io/cloud-provider/controllers/service=-race=false
 RUN_ARGS ?=
 
 .PHONY: all build run test test-unit test-e2e test-binaries test-openstack openstack-up openstack-down lint generate verify clean help
@@ -37,7 +45,7 @@ test-unit: ## unit tests and the seeds of every fuzz test
 
 test-e2e: build test-binaries ## e2e: real etcd + kube-apiserver, overcast-ccm under deploy/ RBAC
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
-		$(GO) test $(TEST_FLAGS) -timeout 30m ./test/e2e/
+		$(GO) test $(E2E_FLAGS) -timeout 30m ./test/e2e/
 
 openstack-up: ## install (first time ~6.5 min) and start a real OpenStack on 127.0.0.1 (test/openstack)
 	test/openstack/install.sh
@@ -49,7 +57,7 @@ openstack-down: ## stop the OpenStack that openstack-up started
 test-openstack: build test-binaries openstack-up ## e2e against the real OpenStack (left running; make openstack-down stops it)
 	test/openstack/reset.sh
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
-		$(GO) test $(TEST_FLAGS) -timeout 30m ./test/e2e/openstack/
+		$(GO) test $(E2E_FLAGS) -timeout 30m ./test/e2e/openstack/
 
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
