@@ -60,8 +60,7 @@ const (
 
 	// OpenStackSubnetID is the Neutron subnet the load balancer's VIP is allocated on.
 	// Type: Neutron subnet UUID
-	// Default: the class's subnet-id, then the cloud.conf [LoadBalancer] subnet-id,
-	//   then the subnet of the nodes' addresses
+	// Default: the class's subnet-id, then the cloud.conf [LoadBalancer] subnet-id
 	OpenStackSubnetID Name = "loadbalancer.openstack.org/subnet-id"
 
 	// OpenStackNetworkID is the Neutron network the load balancer's VIP is allocated
@@ -211,12 +210,15 @@ const (
 	//   enable-ingress-hostname, the address followed by the ingress-hostname-suffix
 	OpenStackHostname Name = "loadbalancer.openstack.org/hostname"
 
-	// OpenStackLoadBalancerID ties the Service to an Octavia load balancer. The CCM
-	// writes it once it has created one; set it when creating the Service to adopt or
-	// share an existing load balancer instead, and never change it afterwards. While it
-	// is set, the annotations that shape a new load balancer are ignored.
+	// OpenStackLoadBalancerID ties the Service to an existing Octavia load balancer,
+	// to adopt or share one this cluster did not create. Overcast finds the load
+	// balancers it creates by their tags, so it does not write this annotation.
+	// On an adopted load balancer the Service gets listeners of its own (tagged with
+	// its UID) and only those are ever changed or deleted; the load balancer itself
+	// is never deleted. The annotations that shape a new load balancer (subnet,
+	// flavor, availability zone) have no effect on it.
 	// Type: Octavia load balancer UUID
-	// Default: set by the CCM to the load balancer it creates
+	// Default: a load balancer of the Service's own
 	OpenStackLoadBalancerID Name = "loadbalancer.openstack.org/load-balancer-id"
 
 	// OpenStackInternalLoadBalancer keeps the load balancer private: no floating IP is
@@ -225,10 +227,12 @@ const (
 	// Default: the cloud.conf [LoadBalancer] internal-lb (false)
 	OpenStackInternalLoadBalancer Name = "service.beta.kubernetes.io/openstack-internal-load-balancer"
 
-	// OpenStackPublishOnlyPublicAddress is an Overcast extension: when "true" the
-	// Service status shows only the floating IP, not the VIP as well.
+	// OpenStackPublishOnlyPublicAddress is an Overcast extension. With "true" the
+	// Service status of a public load balancer shows only its floating IP, as
+	// cloud-provider-openstack does; with "false" the VIP follows it, for clients
+	// inside the OpenStack network.
 	// Type: boolean
-	// Default: the cloud.conf [LoadBalancer] publish-only-public-address (false)
+	// Default: the cloud.conf [LoadBalancer] publish-only-public-address (true)
 	OpenStackPublishOnlyPublicAddress Name = "loadbalancer.openstack.org/publish-only-public-address"
 )
 

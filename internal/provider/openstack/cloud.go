@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -37,7 +38,10 @@ type Cloud struct {
 	mu        sync.Mutex
 	nodes     corelisters.NodeLister
 	clusterID string
+	kube      kubernetes.Interface
 }
+
+var metav1PatchOptions = metav1.PatchOptions{FieldManager: "overcast-ccm"}
 
 var (
 	_ cloudprovider.Interface    = (*Cloud)(nil)
@@ -64,6 +68,9 @@ func New(cfg Config) (*Cloud, error) {
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.events.Start(clientBuilder, "overcast-openstack-cloud", stop)
 	client := clientBuilder.ClientOrDie("overcast-openstack-cloud")
+	c.mu.Lock()
+	c.kube = client
+	c.mu.Unlock()
 	go func() {
 		ctx := wait.ContextForChannel(stop)
 		_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -78,6 +85,12 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 			return true, nil
 		})
 	}()
+}
+
+func (c *Cloud) kubeClient() kubernetes.Interface {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kube
 }
 
 func (c *Cloud) clusterUID() string {

@@ -88,9 +88,11 @@ type LoadBalancer struct {
 	ContainerStore                 string           `ini:"container-store"`
 	MaxSharedLB                    *int             `ini:"max-shared-lb"`
 	ProviderRequiresSerialAPICalls bool             `ini:"provider-requires-serial-api-calls"`
-	// PublishOnlyPublicAddress puts only the floating IP into the Service status,
-	// not the VIP as well (an Overcast extension).
-	PublishOnlyPublicAddress bool `ini:"publish-only-public-address"`
+	// PublishOnlyPublicAddress (an Overcast extension): true (the default, as
+	// cloud-provider-openstack does) puts only the floating IP of a public load
+	// balancer into the Service status; false publishes the VIP after it, for
+	// clients inside the OpenStack network.
+	PublishOnlyPublicAddress *bool `ini:"publish-only-public-address"`
 }
 
 // LoadBalancerClass is a named set of network choices selected by the

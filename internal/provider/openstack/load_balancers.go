@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,11 +15,11 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cloud-provider/api"
-	servicehelpers "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
@@ -27,102 +28,34 @@ import (
 // Tags that say a load balancer is ours: the Service's UID and the cluster's
 // (the kube-system namespace's UID), so that two clusters with the same
 // --cluster-name in one project never touch each other's load balancers.
+// Listeners carry the Service's tag too, which is what scopes a Service to its
+// own listeners on a load balancer it shares (load-balancer-id).
 const (
 	tagService = "overcast-service-uid="
 	tagCluster = "overcast-cluster-uid="
 	// fipDescription marks a floating IP this CCM created for a Service.
 	fipDescription = "overcast-ccm floating IP of Service UID "
-	// pendingRetry is how soon a Service is looked at again while Octavia works.
-	pendingRetry = 5 * time.Second
+	// pendingRetry is how soon a Service is looked at again while Octavia works:
+	// a look costs one read, and each step of a new load balancer is one pass.
+	pendingRetry = 2 * time.Second
 )
 
-// lbSpec is what a Service asks of Octavia.
-type lbSpec struct {
-	name, subnetID, floatingNetworkID, method string
-	internal, keepFIP                         bool
-	ports                                     []v1.ServicePort
-	members                                   []string // node InternalIPs, sorted
-	allowedCIDRs                              []string // sorted; nil: everyone
-}
+// Event reasons of the OpenStack load balancers.
+const (
+	reasonInvalidAnnotation   = "InvalidAnnotation"
+	reasonUnsupportedService  = "UnsupportedService"
+	reasonCreateFailed        = "CreateLoadBalancerFailed"
+	reasonUpdateFailed        = "UpdateLoadBalancerFailed"
+	reasonFloatingIPFailed    = "FloatingIPFailed"
+	reasonImmutableIgnored    = "LoadBalancerSettingIgnored"
+	reasonReplacingInError    = "ReplacingLoadBalancer"
+	reasonRecreatingPool      = "RecreatingPool"
+	reasonAdoptedLoadBalancer = "SharedLoadBalancer"
+)
 
 func (c *Cloud) lbName(clusterName string, svc *v1.Service) string {
 	// cloud-provider-openstack's name, so existing tooling recognises it.
 	return fmt.Sprintf("kube_service_%s_%s_%s", clusterName, svc.Namespace, svc.Name)
-}
-
-func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, error) {
-	cfg := c.cfg.LoadBalancer
-	s := lbSpec{
-		name:              c.lbName(clusterName, svc),
-		subnetID:          cfg.SubnetID,
-		floatingNetworkID: cfg.FloatingNetworkID,
-		method:            strings.ToUpper(cfg.LBMethod),
-		internal:          cfg.InternalLB,
-	}
-	if s.method == "" {
-		s.method = "ROUND_ROBIN"
-	}
-	var errs []error
-	keep := func(err error) bool {
-		if err != nil && !errors.Is(err, annotation.ErrNotSet) {
-			errs = append(errs, err)
-			return false
-		}
-		return err == nil
-	}
-	if v, err := annotation.OpenStackInternalLoadBalancer.Bool(svc); keep(err) {
-		s.internal = v
-	}
-	if v, err := annotation.OpenStackSubnetID.NonEmptyString(svc); keep(err) {
-		s.subnetID = v
-	}
-	if v, err := annotation.OpenStackFloatingNetworkID.NonEmptyString(svc); keep(err) {
-		s.floatingNetworkID = v
-	}
-	if v, err := annotation.OpenStackKeepFloatingIP.Bool(svc); keep(err) {
-		s.keepFIP = v
-	}
-	if v, err := annotation.OpenStackLBMethod.String(svc); keep(err) {
-		m, err := annotation.ParseLBMethod(v)
-		if keep(err) {
-			s.method = string(m)
-		}
-	}
-	if s.subnetID == "" {
-		errs = append(errs, errors.New("no subnet for the VIP: set [LoadBalancer] subnet-id or the annotation "+string(annotation.OpenStackSubnetID)))
-	}
-	if !s.internal && s.floatingNetworkID == "" {
-		errs = append(errs, errors.New("a public load balancer needs a floating network: set [LoadBalancer] floating-network-id or the annotation "+string(annotation.OpenStackFloatingNetworkID)+", or make it internal"))
-	}
-	for _, p := range svc.Spec.Ports {
-		switch p.Protocol {
-		case v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP:
-		default:
-			errs = append(errs, fmt.Errorf("port %q: protocol %s is not supported", p.Name, p.Protocol))
-		}
-		if p.NodePort == 0 {
-			errs = append(errs, fmt.Errorf("port %q has no NodePort: Octavia members are NodePorts", p.Name))
-		}
-	}
-	s.ports = slices.Clone(svc.Spec.Ports)
-	sort.Slice(s.ports, func(i, j int) bool { return portKey(s.ports[i]) < portKey(s.ports[j]) })
-	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
-	if err != nil {
-		errs = append(errs, err)
-	} else if !servicehelpers.IsAllowAll(ranges) {
-		s.allowedCIDRs = ranges.StringSlice()
-		sort.Strings(s.allowedCIDRs)
-	}
-	for _, n := range nodes {
-		for _, a := range n.Status.Addresses {
-			if a.Type == v1.NodeInternalIP {
-				s.members = append(s.members, a.Address)
-				break
-			}
-		}
-	}
-	sort.Strings(s.members)
-	return s, errors.Join(errs...)
 }
 
 func portKey(p v1.ServicePort) string { return fmt.Sprintf("%s/%05d", p.Protocol, p.Port) }
@@ -131,8 +64,13 @@ func (c *Cloud) tags(svc *v1.Service, name string) []string {
 	return []string{name, tagService + string(svc.UID), tagCluster + c.clusterUID()}
 }
 
+// owned says whether lb was created by this cluster for svc.
+func (c *Cloud) owned(lb *loadbalancers.LoadBalancer, svc *v1.Service) bool {
+	return slices.Contains(lb.Tags, tagService+string(svc.UID)) && slices.Contains(lb.Tags, tagCluster+c.clusterUID())
+}
+
 // findLB returns the Service's load balancer (found by its UID tag), or nil. An
-// explicit load-balancer-id annotation adopts that load balancer.
+// explicit load-balancer-id annotation names a load balancer to share instead.
 func (c *Cloud) findLB(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service) (*loadbalancers.LoadBalancer, error) {
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
 		lb, err := loadbalancers.Get(ctx, octavia, id).Extract()
@@ -149,13 +87,16 @@ func (c *Cloud) findLB(ctx context.Context, octavia *gophercloud.ServiceClient, 
 	if err != nil {
 		return nil, err
 	}
+	// A Service UID is unique, but only a load balancer with this cluster's tag too
+	// is ours: never act on another cluster's.
+	lbs = slices.DeleteFunc(lbs, func(lb loadbalancers.LoadBalancer) bool { return !c.owned(&lb, svc) })
 	switch len(lbs) {
 	case 0:
 		return nil, nil
 	case 1:
 		return &lbs[0], nil
 	}
-	return nil, fmt.Errorf("%d load balancers carry the tag of Service %s/%s: resolve by hand", len(lbs), svc.Namespace, svc.Name)
+	return nil, fmt.Errorf("%d load balancers carry the tags of Service %s/%s: resolve by hand", len(lbs), svc.Namespace, svc.Name)
 }
 
 // busyOr turns Octavia's 409 (the load balancer is PENDING: immutable) into a
@@ -175,7 +116,7 @@ func redactErr(err error) error {
 }
 
 // GetLoadBalancer reports the Service's load balancer.
-func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	octavia, network, err := c.lbClients(ctx)
 	if err != nil {
 		return nil, false, err
@@ -184,8 +125,20 @@ func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) 
 	if err != nil || lb == nil {
 		return nil, false, err
 	}
-	st, err := c.status(ctx, network, lb)
-	return st, true, err
+	spec, err := c.spec(clusterName, svc, nil)
+	if err != nil {
+		// The status of what exists, however the Service reads now.
+		spec = lbSpec{onlyPublic: true}
+	}
+	fip, err := c.vipFloatingIP(ctx, network, lb)
+	if err != nil {
+		return nil, true, err
+	}
+	addr := lb.VipAddress
+	if fip != nil {
+		addr = fip.FloatingIP
+	}
+	return c.statusFor(spec, addr, lb.VipAddress), true, nil
 }
 
 // GetLoadBalancerName is cloud-provider-openstack's name.
@@ -199,9 +152,9 @@ func (c *Cloud) GetLoadBalancerName(_ context.Context, clusterName string, svc *
 func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	spec, err := c.spec(clusterName, svc, nodes)
 	if err != nil {
-		reason := "UnsupportedService"
+		reason := reasonUnsupportedService
 		if errors.As(err, new(*annotation.InvalidError)) {
-			reason = "InvalidAnnotation"
+			reason = reasonInvalidAnnotation
 		}
 		c.events.Eventf(svc, v1.EventTypeWarning, reason, "%v; the load balancer was left as it was", err)
 		return nil, err
@@ -219,42 +172,130 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 		return nil, err
 	}
 	if lb == nil {
+		if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
+			c.events.Eventf(svc, v1.EventTypeWarning, reasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
+			return nil, fmt.Errorf("load balancer %s named by %s does not exist", id, annotation.OpenStackLoadBalancerID)
+		}
 		created, err := loadbalancers.Create(ctx, octavia, c.createOpts(svc, spec)).Extract()
 		if err != nil {
-			c.events.Eventf(svc, v1.EventTypeWarning, "CreateLoadBalancerFailed", "Octavia refused the load balancer: %v", redact(err))
+			c.events.Eventf(svc, v1.EventTypeWarning, reasonCreateFailed, "Octavia refused the load balancer: %v", redact(err))
 			return nil, fmt.Errorf("creating load balancer %s: %w", spec.name, redact(err))
 		}
 		logger.Info("Created load balancer", "id", created.ID, "listeners", len(spec.ports))
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being created", created.ID), pendingRetry)
 	}
+	shared := !c.owned(lb, svc)
 	switch {
 	case strings.HasPrefix(lb.ProvisioningStatus, "PENDING"):
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), pendingRetry)
-	case lb.ProvisioningStatus == "ERROR":
+	case lb.ProvisioningStatus == "ERROR" && !shared:
 		logger.Info("Replacing load balancer in ERROR", "id", lb.ID)
+		c.events.Eventf(svc, v1.EventTypeWarning, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
+		if err := c.releaseFloatingIP(ctx, network, svc, lb, spec.keepFIP); err != nil {
+			return nil, err
+		}
 		if err := loadbalancers.Delete(ctx, octavia, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return nil, fmt.Errorf("deleting load balancer %s in ERROR: %w", lb.ID, redact(err))
+			return nil, busyOr(fmt.Errorf("deleting load balancer %s in ERROR: %w", lb.ID, redact(err)))
 		}
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s was in ERROR and is being replaced", lb.ID), pendingRetry)
 	}
-	if changed, err := c.converge(ctx, octavia, lb, spec); err != nil || changed {
-		if err != nil {
-			return nil, err // a RetryError when Octavia was busy
-		}
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being updated", lb.ID), pendingRetry)
+	if !shared {
+		c.warnImmutable(svc, lb, spec)
 	}
-	if spec.internal {
-		return ingress(lb.VipAddress), nil
-	}
-	fip, err := c.ensureFloatingIP(ctx, network, svc, lb, spec)
+	changed, err := c.converge(ctx, octavia, svc, lb, spec, shared)
 	if err != nil {
+		if !isRetry(err) {
+			c.events.Eventf(svc, v1.EventTypeWarning, reasonUpdateFailed, "Cannot update load balancer %s: %v", lb.ID, err)
+		}
 		return nil, err
 	}
-	return ingress(fip), nil
+	if changed {
+		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being updated", lb.ID), pendingRetry)
+	}
+	addr := lb.VipAddress
+	if spec.internal {
+		if !shared {
+			// A Service made internal gives its floating IP back.
+			if err := c.releaseFloatingIP(ctx, network, svc, lb, spec.keepFIP); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		if addr, err = c.ensureFloatingIP(ctx, network, svc, lb, spec); err != nil {
+			return nil, err
+		}
+	}
+	c.recordAddress(ctx, svc, addr)
+	return c.statusFor(spec, addr, lb.VipAddress), nil
 }
 
-func ingress(ip string) *v1.LoadBalancerStatus {
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip}}}
+func isRetry(err error) bool {
+	var re *api.RetryError
+	return errors.As(err, &re)
+}
+
+// statusFor: the hostname when one is asked for (the address is then in the
+// load-balancer-address annotation), else the address, then the VIP unless only
+// the public address is to be published. PROXY protocol makes ipMode Proxy, so
+// kube-proxy sends in-cluster traffic through the load balancer too.
+func (c *Cloud) statusFor(s lbSpec, addr, vip string) *v1.LoadBalancerStatus {
+	hostname := s.hostname
+	if hostname == "" && s.proxy != annotation.ProxyProtocolNone && c.cfg.LoadBalancer.EnableIngressHostname {
+		suffix := c.cfg.LoadBalancer.IngressHostnameSuffix
+		if suffix == "" {
+			suffix = "nip.io"
+		}
+		hostname = addr + "." + suffix
+	}
+	if hostname != "" {
+		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: hostname}}}
+	}
+	mode := v1.LoadBalancerIPModeVIP
+	if s.proxy != annotation.ProxyProtocolNone {
+		mode = v1.LoadBalancerIPModeProxy
+	}
+	st := &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: addr, IPMode: &mode}}}
+	if !s.onlyPublic && vip != "" && vip != addr {
+		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: vip, IPMode: &mode})
+	}
+	return st
+}
+
+// recordAddress writes the load-balancer-address annotation when it changed: the
+// one place the address shows when a hostname is published instead.
+func (c *Cloud) recordAddress(ctx context.Context, svc *v1.Service, addr string) {
+	if addr == "" || svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)] == addr {
+		return
+	}
+	kube := c.kubeClient()
+	if kube == nil {
+		return
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{string(annotation.OpenStackLoadBalancerAddress): addr},
+	}})
+	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1PatchOptions); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot record the load balancer's address on the Service", "service", klog.KObj(svc))
+	}
+}
+
+// warnImmutable tells the user when a setting Octavia cannot change on an existing
+// load balancer differs from what the Service asks now.
+func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) {
+	var diffs []string
+	if s.flavorID != "" && lb.FlavorID != "" && s.flavorID != lb.FlavorID {
+		diffs = append(diffs, fmt.Sprintf("flavor %s (it has %s)", s.flavorID, lb.FlavorID))
+	}
+	if s.availabilityZone != "" && s.availabilityZone != lb.AvailabilityZone {
+		diffs = append(diffs, fmt.Sprintf("availability zone %q (it has %q)", s.availabilityZone, lb.AvailabilityZone))
+	}
+	if s.subnetID != "" && lb.VipSubnetID != "" && s.subnetID != lb.VipSubnetID {
+		diffs = append(diffs, fmt.Sprintf("VIP subnet %s (it has %s)", s.subnetID, lb.VipSubnetID))
+	}
+	if len(diffs) > 0 {
+		c.events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
+			"Load balancer %s keeps its %s: Octavia cannot change them; recreate the Service to apply", lb.ID, strings.Join(diffs, ", "))
+	}
 }
 
 // UpdateLoadBalancer converges members (and anything else that changed).
@@ -268,46 +309,92 @@ func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) loadbalancers.CreateOpts {
 		Name:             s.name,
 		Description:      fmt.Sprintf("Kubernetes Service %s/%s", svc.Namespace, svc.Name),
 		VipSubnetID:      s.subnetID,
+		VipNetworkID:     s.networkID,
+		VipPortID:        s.portID,
+		VipAddress:       s.vipAddress,
 		Provider:         c.cfg.LoadBalancer.LBProvider,
-		FlavorID:         c.cfg.LoadBalancer.FlavorID,
-		AvailabilityZone: c.cfg.LoadBalancer.AvailabilityZone,
+		FlavorID:         s.flavorID,
+		AvailabilityZone: s.availabilityZone,
 		Tags:             c.tags(svc, s.name),
 	}
+	// Only the listeners ride along: Octavia (Zed, measured) leaves pools created
+	// in a load balancer graph PENDING_CREATE for good, and fails a listener
+	// created with its pool inline. Pools, members and monitors follow one call a
+	// pass (converge), each reaching ACTIVE in about a second.
 	for _, p := range s.ports {
-		opts.Listeners = append(opts.Listeners, c.listenerOpts(s, p))
+		opts.Listeners = append(opts.Listeners, c.listenerOpts(svc, s, p))
 	}
 	return opts
 }
 
-func (c *Cloud) listenerOpts(s lbSpec, p v1.ServicePort) listeners.CreateOpts {
-	name := fmt.Sprintf("%s_%s_%d", s.name, strings.ToLower(string(p.Protocol)), p.Port)
-	pool := &pools.CreateOpts{
-		Name:     name,
-		Protocol: pools.Protocol(p.Protocol),
-		LBMethod: pools.LBMethod(s.method),
-	}
-	for _, m := range s.members {
-		pool.Members = append(pool.Members, pools.CreateMemberOpts{Address: m, ProtocolPort: int(p.NodePort), SubnetID: c.memberSubnet(s)})
-	}
-	return listeners.CreateOpts{
-		Name:         name,
-		Protocol:     listeners.Protocol(p.Protocol),
+func (c *Cloud) objectName(s lbSpec, p v1.ServicePort) string {
+	return fmt.Sprintf("%s_%s_%d", s.name, strings.ToLower(string(p.Protocol)), p.Port)
+}
+
+func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listeners.CreateOpts {
+	limit := s.connLimit
+	opts := listeners.CreateOpts{
+		Name:         c.objectName(s, p),
+		Protocol:     listeners.Protocol(s.listenerProtocol(p)),
 		ProtocolPort: int(p.Port),
-		DefaultPool:  pool,
 		AllowedCIDRs: s.allowedCIDRs,
+		ConnLimit:    &limit,
+		Tags:         []string{tagService + string(svc.UID)},
+	}
+	if p.Protocol == v1.ProtocolTCP {
+		opts.TimeoutClientData = s.timeouts.clientData
+		opts.TimeoutMemberConnect = s.timeouts.memberConnect
+		opts.TimeoutMemberData = s.timeouts.memberData
+		opts.TimeoutTCPInspect = s.timeouts.tcpInspect
+	}
+	if s.xff && p.Protocol == v1.ProtocolTCP {
+		opts.InsertHeaders = map[string]string{"X-Forwarded-For": "true"}
+	}
+	return opts
+}
+
+func (c *Cloud) poolOpts(s lbSpec, p v1.ServicePort) pools.CreateOpts {
+	return pools.CreateOpts{
+		Name:     c.objectName(s, p),
+		Protocol: pools.Protocol(s.poolProtocol(p)),
+		LBMethod: pools.LBMethod(s.method),
 	}
 }
 
-func (c *Cloud) memberSubnet(s lbSpec) string {
-	if c.cfg.LoadBalancer.MemberSubnetID != "" {
-		return c.cfg.LoadBalancer.MemberSubnetID
+func (c *Cloud) memberOpts(s lbSpec, p v1.ServicePort) []pools.CreateMemberOpts {
+	out := make([]pools.CreateMemberOpts, 0, len(s.members))
+	for _, m := range s.members {
+		o := pools.CreateMemberOpts{Address: m, ProtocolPort: int(p.NodePort), SubnetID: s.memberSubnetID}
+		if s.monitor != nil && s.monitor.httpPort != 0 {
+			port := s.monitor.httpPort
+			o.MonitorPort = &port
+		}
+		out = append(out, o)
 	}
-	return s.subnetID
+	return out
+}
+
+func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) monitors.CreateOpts {
+	m := s.monitor
+	o := monitors.CreateOpts{
+		Name:           c.objectName(s, p),
+		Type:           m.monitorType(p.Protocol),
+		Delay:          m.delay,
+		Timeout:        m.timeout,
+		MaxRetries:     m.maxRetries,
+		MaxRetriesDown: m.maxRetriesDown,
+	}
+	if o.Type == "HTTP" {
+		o.HTTPMethod, o.URLPath, o.ExpectedCodes = "GET", "/healthz", "200"
+	}
+	return o
 }
 
 // converge makes at most one change (Octavia allows one at a time per load
-// balancer) and says whether it made one.
-func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient, lb *loadbalancers.LoadBalancer, s lbSpec) (bool, error) {
+// balancer) and says whether it made one. Removals come first, so that a port
+// whose listener must change protocol is free when its new listener is created.
+// On a shared load balancer only the listeners tagged with the Service are its.
+func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec, shared bool) (bool, error) {
 	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", redact(err))
@@ -316,53 +403,45 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 	if err != nil {
 		return false, err
 	}
+	mine := tagService + string(svc.UID)
 	byKey := map[string]listeners.Listener{}
+	taken := map[string]bool{} // ports of other Services' listeners on a shared LB
 	for _, l := range have {
-		byKey[fmt.Sprintf("%s/%05d", l.Protocol, l.ProtocolPort)] = l
-	}
-	want := map[string]bool{}
-	for _, p := range s.ports {
-		k := portKey(p)
-		want[k] = true
-		l, ok := byKey[k]
-		if !ok {
-			// One object a call: Octavia (Zed) fails a listener created with its
-			// pool and members inline; a whole load balancer graph works.
-			opts := c.listenerOpts(s, p)
-			opts.LoadbalancerID, opts.DefaultPool = lb.ID, nil
-			if _, err := listeners.Create(ctx, octavia, opts).Extract(); err != nil {
-				return false, busyOr(fmt.Errorf("creating listener %s: %w", k, redact(err)))
-			}
-			return true, nil
-		}
-		if l.DefaultPoolID == "" {
-			pool := *c.listenerOpts(s, p).DefaultPool
-			pool.ListenerID, pool.Members = l.ID, nil
-			if _, err := pools.Create(ctx, octavia, pool).Extract(); err != nil {
-				return false, busyOr(fmt.Errorf("creating the pool of listener %s: %w", k, redact(err)))
-			}
-			return true, nil
-		}
-		cidrs := slices.Clone(l.AllowedCIDRs)
-		sort.Strings(cidrs)
-		if !slices.Equal(cidrs, s.allowedCIDRs) && (len(cidrs) != 0 || len(s.allowedCIDRs) != 0) {
-			update := s.allowedCIDRs
-			if update == nil {
-				update = []string{"0.0.0.0/0"}
-			}
-			if _, err := listeners.Update(ctx, octavia, l.ID, listeners.UpdateOpts{AllowedCIDRs: &update}).Extract(); err != nil {
-				return false, busyOr(fmt.Errorf("updating allowed CIDRs of listener %s: %w", k, redact(err)))
-			}
-			return true, nil
-		}
-		if changed, err := c.convergeMembers(ctx, octavia, l.DefaultPoolID, s, p); err != nil || changed {
-			return changed, err
-		}
-	}
-	for k, l := range byKey {
-		if want[k] {
+		k := fmt.Sprintf("%s/%05d", l.Protocol, l.ProtocolPort)
+		if shared && !slices.Contains(l.Tags, mine) {
+			taken[k] = true
 			continue
 		}
+		byKey[k] = l
+	}
+	want := map[string]v1.ServicePort{}
+	for _, p := range s.ports {
+		want[s.listenerKey(p)] = p
+	}
+	// Pools are listed once: protocol, method and health monitor of each.
+	poolPages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+	if err != nil {
+		return false, fmt.Errorf("listing pools: %w", redact(err))
+	}
+	allPools, err := pools.ExtractPools(poolPages)
+	if err != nil {
+		return false, err
+	}
+	poolByID := map[string]pools.Pool{}
+	for _, p := range allPools {
+		poolByID[p.ID] = p
+	}
+
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, ok := want[k]; ok {
+			continue
+		}
+		l := byKey[k]
 		if l.DefaultPoolID != "" {
 			if err := pools.Delete(ctx, octavia, l.DefaultPoolID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 				return false, busyOr(fmt.Errorf("deleting pool of listener %s: %w", k, redact(err)))
@@ -374,13 +453,142 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 		}
 		return true, nil
 	}
+
+	for _, p := range s.ports {
+		k := s.listenerKey(p)
+		if taken[k] {
+			return false, fmt.Errorf("port %s of shared load balancer %s belongs to another Service", k, lb.ID)
+		}
+		l, ok := byKey[k]
+		if !ok {
+			opts := c.listenerOpts(svc, s, p)
+			opts.LoadbalancerID = lb.ID
+			if _, err := listeners.Create(ctx, octavia, opts).Extract(); err != nil {
+				return false, busyOr(fmt.Errorf("creating listener %s: %w", k, redact(err)))
+			}
+			return true, nil
+		}
+		if changed, err := c.convergeListener(ctx, octavia, l, s, p); err != nil || changed {
+			return changed, err
+		}
+		pool, ok := poolByID[l.DefaultPoolID]
+		if !ok {
+			opts := c.poolOpts(s, p)
+			opts.ListenerID = l.ID
+			if _, err := pools.Create(ctx, octavia, opts).Extract(); err != nil {
+				return false, busyOr(fmt.Errorf("creating the pool of listener %s: %w", k, redact(err)))
+			}
+			return true, nil
+		}
+		if pool.Protocol != s.poolProtocol(p) {
+			// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
+			c.events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
+			if err := pools.Delete(ctx, octavia, pool.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+				return false, busyOr(fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, redact(err)))
+			}
+			return true, nil
+		}
+		if pool.LBMethod != s.method {
+			if _, err := pools.Update(ctx, octavia, pool.ID, pools.UpdateOpts{LBMethod: pools.LBMethod(s.method)}).Extract(); err != nil {
+				return false, busyOr(fmt.Errorf("updating the method of pool %s: %w", pool.ID, redact(err)))
+			}
+			return true, nil
+		}
+		if changed, err := c.convergeMembers(ctx, octavia, pool.ID, s, p); err != nil || changed {
+			return changed, err
+		}
+		if changed, err := c.convergeMonitor(ctx, octavia, pool, s, p); err != nil || changed {
+			return changed, err
+		}
+	}
 	return false, nil
 }
 
-func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string, s lbSpec, p v1.ServicePort) (bool, error) {
-	if poolID == "" {
+// convergeListener updates what Octavia can change in place.
+func (c *Cloud) convergeListener(ctx context.Context, octavia *gophercloud.ServiceClient, l listeners.Listener, s lbSpec, p v1.ServicePort) (bool, error) {
+	var u listeners.UpdateOpts
+	changed := false
+	cidrs := slices.Clone(l.AllowedCIDRs)
+	sort.Strings(cidrs)
+	if !slices.Equal(cidrs, s.allowedCIDRs) && (len(cidrs) != 0 || len(s.allowedCIDRs) != 0) {
+		update := s.allowedCIDRs
+		if update == nil {
+			update = []string{}
+		}
+		u.AllowedCIDRs, changed = &update, true
+	}
+	if l.ConnLimit != s.connLimit {
+		limit := s.connLimit
+		u.ConnLimit, changed = &limit, true
+	}
+	if p.Protocol == v1.ProtocolTCP {
+		for _, t := range []struct {
+			want *int
+			have int
+			into **int
+		}{
+			{s.timeouts.clientData, l.TimeoutClientData, &u.TimeoutClientData},
+			{s.timeouts.memberConnect, l.TimeoutMemberConnect, &u.TimeoutMemberConnect},
+			{s.timeouts.memberData, l.TimeoutMemberData, &u.TimeoutMemberData},
+			{s.timeouts.tcpInspect, l.TimeoutTCPInspect, &u.TimeoutTCPInspect},
+		} {
+			if t.want != nil && *t.want != t.have {
+				*t.into, changed = t.want, true
+			}
+		}
+	}
+	if !changed {
 		return false, nil
 	}
+	if _, err := listeners.Update(ctx, octavia, l.ID, u).Extract(); err != nil {
+		return false, busyOr(fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, redact(err)))
+	}
+	return true, nil
+}
+
+// convergeMonitor creates, updates or deletes the pool's health monitor. Its type
+// cannot change in place, so a new type replaces it.
+func (c *Cloud) convergeMonitor(ctx context.Context, octavia *gophercloud.ServiceClient, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+	if s.monitor == nil {
+		if pool.MonitorID == "" {
+			return false, nil
+		}
+		if err := monitors.Delete(ctx, octavia, pool.MonitorID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return false, busyOr(fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, redact(err)))
+		}
+		return true, nil
+	}
+	want := c.monitorOpts(s, p)
+	if pool.MonitorID == "" {
+		want.PoolID = pool.ID
+		if _, err := monitors.Create(ctx, octavia, want).Extract(); err != nil {
+			return false, busyOr(fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, redact(err)))
+		}
+		return true, nil
+	}
+	have, err := monitors.Get(ctx, octavia, pool.MonitorID).Extract()
+	if err != nil {
+		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, redact(err))
+	}
+	if have.Type != want.Type {
+		if err := monitors.Delete(ctx, octavia, have.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return false, busyOr(fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, redact(err)))
+		}
+		return true, nil
+	}
+	if have.Delay == want.Delay && have.Timeout == want.Timeout && have.MaxRetries == want.MaxRetries &&
+		have.MaxRetriesDown == want.MaxRetriesDown && (want.Type != "HTTP" || have.URLPath == want.URLPath) {
+		return false, nil
+	}
+	u := monitors.UpdateOpts{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
+	if _, err := monitors.Update(ctx, octavia, have.ID, u).Extract(); err != nil {
+		return false, busyOr(fmt.Errorf("updating health monitor %s: %w", have.ID, redact(err)))
+	}
+	return true, nil
+}
+
+// convergeMembers replaces the pool's members in one batch call when they differ.
+func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string, s lbSpec, p v1.ServicePort) (bool, error) {
 	pages, err := pools.ListMembers(octavia, poolID, pools.ListMembersOpts{}).AllPages(ctx)
 	if err != nil {
 		return false, fmt.Errorf("listing members: %w", redact(err))
@@ -389,13 +597,17 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 	if err != nil {
 		return false, err
 	}
+	monitorPort := 0
+	if s.monitor != nil {
+		monitorPort = s.monitor.httpPort
+	}
 	have := make([]string, 0, len(members))
 	for _, m := range members {
-		have = append(have, m.Address+":"+strconv.Itoa(m.ProtocolPort))
+		have = append(have, m.Address+":"+strconv.Itoa(m.ProtocolPort)+"/"+strconv.Itoa(m.MonitorPort))
 	}
 	want := make([]string, 0, len(s.members))
 	for _, m := range s.members {
-		want = append(want, m+":"+strconv.Itoa(int(p.NodePort)))
+		want = append(want, m+":"+strconv.Itoa(int(p.NodePort))+"/"+strconv.Itoa(monitorPort))
 	}
 	sort.Strings(have)
 	sort.Strings(want)
@@ -403,9 +615,13 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 		return false, nil
 	}
 	batch := make([]pools.BatchUpdateMemberOpts, 0, len(s.members))
-	subnet := c.memberSubnet(s)
-	for _, m := range s.members {
-		batch = append(batch, pools.BatchUpdateMemberOpts{Address: m, ProtocolPort: int(p.NodePort), SubnetID: &subnet})
+	for _, m := range c.memberOpts(s, p) {
+		o := pools.BatchUpdateMemberOpts{Address: m.Address, ProtocolPort: m.ProtocolPort, MonitorPort: m.MonitorPort}
+		if m.SubnetID != "" {
+			subnet := m.SubnetID
+			o.SubnetID = &subnet
+		}
+		batch = append(batch, o)
 	}
 	if err := pools.BatchUpdateMembers(ctx, octavia, poolID, batch).ExtractErr(); err != nil {
 		return false, busyOr(fmt.Errorf("updating members of pool %s: %w", poolID, redact(err)))
@@ -413,56 +629,11 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 	return true, nil
 }
 
-// ensureFloatingIP returns the address of the floating IP on the VIP port,
-// attaching one first if there is none.
-func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
-	fip, err := c.vipFloatingIP(ctx, network, lb)
-	if err != nil {
-		return "", err
-	}
-	if fip != nil {
-		return fip.FloatingIP, nil
-	}
-	created, err := floatingips.Create(ctx, network, floatingips.CreateOpts{
-		FloatingNetworkID: s.floatingNetworkID,
-		PortID:            lb.VipPortID,
-		Description:       fipDescription + string(svc.UID),
-	}).Extract()
-	if err != nil {
-		c.events.Eventf(svc, v1.EventTypeWarning, "FloatingIPFailed", "Cannot attach a floating IP from network %s: %v", s.floatingNetworkID, redact(err))
-		return "", fmt.Errorf("creating a floating IP for load balancer %s: %w", lb.ID, redact(err))
-	}
-	klog.FromContext(ctx).Info("Attached floating IP", "service", klog.KObj(svc), "ip", created.FloatingIP)
-	return created.FloatingIP, nil
-}
-
-func (c *Cloud) vipFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, lb *loadbalancers.LoadBalancer) (*floatingips.FloatingIP, error) {
-	pages, err := floatingips.List(network, floatingips.ListOpts{PortID: lb.VipPortID}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
-	}
-	fips, err := floatingips.ExtractFloatingIPs(pages)
-	if err != nil || len(fips) == 0 {
-		return nil, err
-	}
-	return &fips[0], nil
-}
-
-// status publishes the floating IP on the VIP port, else the VIP.
-func (c *Cloud) status(ctx context.Context, network *gophercloud.ServiceClient, lb *loadbalancers.LoadBalancer) (*v1.LoadBalancerStatus, error) {
-	fip, err := c.vipFloatingIP(ctx, network, lb)
-	if err != nil {
-		return nil, err
-	}
-	if fip != nil {
-		return ingress(fip.FloatingIP), nil
-	}
-	return ingress(lb.VipAddress), nil
-}
-
 // EnsureLoadBalancerDeleted deletes the Service's load balancer (cascade) and the
-// floating IP this CCM created for it (kept with keep-floatingip). Already gone is
-// success; only our own (tagged) load balancer is ever deleted.
+// floating IP this CCM created for it (detached instead with keep-floatingip, and
+// always when the CCM did not create it). Already gone is success; only our own
+// (tagged) load balancer is ever deleted. On a shared load balancer only the
+// Service's own listeners go.
 func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	octavia, network, err := c.lbClients(ctx)
 	if err != nil {
@@ -472,29 +643,26 @@ func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1
 	if err != nil || lb == nil {
 		return err
 	}
-	if !slices.Contains(lb.Tags, tagService+string(svc.UID)) {
-		// Adopted through load-balancer-id: not ours to delete.
-		return nil
-	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING") {
 		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), pendingRetry)
 	}
+	if !c.owned(lb, svc) {
+		// Shared through load-balancer-id: remove this Service's listeners only.
+		changed, err := c.converge(ctx, octavia, svc, lb, lbSpec{}, true)
+		if err != nil || changed {
+			if err == nil {
+				err = api.NewRetryError(fmt.Sprintf("removing the listeners of %s/%s from shared load balancer %s", svc.Namespace, svc.Name, lb.ID), pendingRetry)
+			}
+			return err
+		}
+		return nil
+	}
 	keep, _ := annotation.OpenStackKeepFloatingIP.Bool(svc)
-	fip, err := c.vipFloatingIP(ctx, network, lb)
-	if err != nil {
+	if err := c.releaseFloatingIP(ctx, network, svc, lb, keep); err != nil {
 		return err
 	}
-	if fip != nil && !keep && fip.Description == fipDescription+string(svc.UID) {
-		if err := floatingips.Delete(ctx, network, fip.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, redact(err))
-		}
-	} else if fip != nil && keep {
-		if _, err := floatingips.Update(ctx, network, fip.ID, floatingips.UpdateOpts{PortID: new(string)}).Extract(); err != nil {
-			return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, redact(err))
-		}
-	}
 	if err := loadbalancers.Delete(ctx, octavia, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return fmt.Errorf("deleting load balancer %s: %w", lb.ID, redact(err))
+		return busyOr(fmt.Errorf("deleting load balancer %s: %w", lb.ID, redact(err)))
 	}
 	klog.FromContext(ctx).Info("Deleted load balancer", "service", klog.KObj(svc), "id", lb.ID)
 	return nil

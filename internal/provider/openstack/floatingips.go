@@ -1,0 +1,210 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// ensureFloatingIP returns the address of the floating IP on the VIP port,
+// attaching one first if there is none: spec.loadBalancerIP names an existing one
+// (created with that address if the project may), else a new one is allocated
+// from the floating network, on the subnet the Service picks.
+func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
+	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
+	fip, err := c.vipFloatingIP(ctx, network, lb)
+	if err != nil {
+		return "", err
+	}
+	if fip != nil && (s.floatingIP == "" || fip.FloatingIP == s.floatingIP) {
+		return fip.FloatingIP, nil
+	}
+	if fip != nil {
+		// spec.loadBalancerIP changed: give the old address back first.
+		if err := c.releaseFloatingIP(ctx, network, svc, lb, s.keepFIP); err != nil {
+			return "", err
+		}
+	}
+	if s.floatingIP != "" {
+		return c.attachRequestedFloatingIP(ctx, network, svc, lb, s)
+	}
+	netID := s.floatingNetworkID
+	if netID == "" {
+		if netID, err = c.onlyExternalNetwork(ctx, network); err != nil {
+			c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "%v", err)
+			return "", err
+		}
+	}
+	subnetIDs, err := c.floatingSubnets(ctx, network, netID, s)
+	if err != nil {
+		c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "%v", err)
+		return "", err
+	}
+	var lastErr error
+	for _, subnet := range subnetIDs {
+		created, err := floatingips.Create(ctx, network, floatingips.CreateOpts{
+			FloatingNetworkID: netID,
+			SubnetID:          subnet,
+			PortID:            lb.VipPortID,
+			Description:       fipDescription + string(svc.UID),
+		}).Extract()
+		if err == nil {
+			logger.Info("Attached floating IP", "ip", created.FloatingIP, "network", netID)
+			return created.FloatingIP, nil
+		}
+		lastErr = redact(err)
+	}
+	c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "Cannot allocate a floating IP from network %s: %v", netID, lastErr)
+	return "", fmt.Errorf("creating a floating IP for load balancer %s: %w", lb.ID, lastErr)
+}
+
+// attachRequestedFloatingIP attaches the floating IP spec.loadBalancerIP names.
+// One attached elsewhere is never taken away.
+func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
+	pages, err := floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}).AllPages(ctx)
+	if err != nil {
+		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, redact(err))
+	}
+	fips, err := floatingips.ExtractFloatingIPs(pages)
+	if err != nil {
+		return "", err
+	}
+	if len(fips) == 0 {
+		// Not in the project yet: allocate that very address (clouds often allow
+		// this to admins only).
+		opts := floatingips.CreateOpts{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
+		if opts.FloatingNetworkID == "" {
+			if opts.FloatingNetworkID, err = c.onlyExternalNetwork(ctx, network); err != nil {
+				c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "%v", err)
+				return "", err
+			}
+		}
+		created, err := floatingips.Create(ctx, network, opts).Extract()
+		if err != nil {
+			c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed,
+				"spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %v", s.floatingIP, redact(err))
+			return "", fmt.Errorf("allocating floating IP %s: %w", s.floatingIP, redact(err))
+		}
+		return created.FloatingIP, nil
+	}
+	fip := fips[0]
+	if fip.PortID != "" && fip.PortID != lb.VipPortID {
+		err := fmt.Errorf("spec.loadBalancerIP %s is attached to port %s; detach it first", s.floatingIP, fip.PortID)
+		c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "%v", err)
+		return "", err
+	}
+	if fip.PortID == "" {
+		port := lb.VipPortID
+		if _, err := floatingips.Update(ctx, network, fip.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
+			c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "Cannot attach floating IP %s: %v", s.floatingIP, redact(err))
+			return "", fmt.Errorf("attaching floating IP %s: %w", s.floatingIP, redact(err))
+		}
+		klog.FromContext(ctx).Info("Attached requested floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
+	}
+	return fip.FloatingIP, nil
+}
+
+// releaseFloatingIP takes the floating IP off the VIP port: deleted when this CCM
+// allocated it for this Service and it is not to be kept, detached otherwise.
+func (c *Cloud) releaseFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, keep bool) error {
+	fip, err := c.vipFloatingIP(ctx, network, lb)
+	if err != nil || fip == nil {
+		return err
+	}
+	if !keep && fip.Description == fipDescription+string(svc.UID) {
+		if err := floatingips.Delete(ctx, network, fip.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, redact(err))
+		}
+		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
+		return nil
+	}
+	if _, err := floatingips.Update(ctx, network, fip.ID, floatingips.UpdateOpts{PortID: new(string)}).Extract(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, redact(err))
+	}
+	klog.FromContext(ctx).Info("Detached floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
+	return nil
+}
+
+func (c *Cloud) vipFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, lb *loadbalancers.LoadBalancer) (*floatingips.FloatingIP, error) {
+	if lb.VipPortID == "" {
+		return nil, nil
+	}
+	pages, err := floatingips.List(network, floatingips.ListOpts{PortID: lb.VipPortID}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
+	}
+	fips, err := floatingips.ExtractFloatingIPs(pages)
+	if err != nil || len(fips) == 0 {
+		return nil, err
+	}
+	return &fips[0], nil
+}
+
+// onlyExternalNetwork is the floating network when none is configured: the one
+// external network the project sees, and an error naming them when not one.
+func (c *Cloud) onlyExternalNetwork(ctx context.Context, network *gophercloud.ServiceClient) (string, error) {
+	iTrue := true
+	opts := external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &iTrue}
+	pages, err := networks.List(network, opts).AllPages(ctx)
+	if err != nil {
+		return "", fmt.Errorf("listing external networks: %w", redact(err))
+	}
+	var nets []networks.Network
+	if err := networks.ExtractNetworksInto(pages, &nets); err != nil {
+		return "", err
+	}
+	switch len(nets) {
+	case 1:
+		return nets[0].ID, nil
+	case 0:
+		return "", errors.New("no floating network: set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id (the project sees no external network)")
+	}
+	ids := make([]string, 0, len(nets))
+	for _, n := range nets {
+		ids = append(ids, n.ID)
+	}
+	return "", fmt.Errorf("no floating network chosen and the project sees %d external networks (%v): set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id", len(nets), ids)
+}
+
+// floatingSubnets are the subnets to try in turn: the one by ID, those matching
+// the name pattern or the tags, or "" (Neutron's choice).
+func (c *Cloud) floatingSubnets(ctx context.Context, network *gophercloud.ServiceClient, netID string, s lbSpec) ([]string, error) {
+	if s.floatingSubnetID != "" {
+		return []string{s.floatingSubnetID}, nil
+	}
+	if s.floatingSubnet == nil && s.floatingSubnetTags == nil {
+		return []string{""}, nil
+	}
+	pages, err := subnets.List(network, subnets.ListOpts{NetworkID: netID}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, redact(err))
+	}
+	all, err := subnets.ExtractSubnets(pages)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, sn := range all {
+		if s.floatingSubnet != nil && !s.floatingSubnet.Match(sn.Name) {
+			continue
+		}
+		if s.floatingSubnetTags != nil && !s.floatingSubnetTags.Match(sn.Tags) {
+			continue
+		}
+		ids = append(ids, sn.ID)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no subnet of floating network %s matches the floating-subnet or floating-subnet-tags choice", netID)
+	}
+	return ids, nil
+}

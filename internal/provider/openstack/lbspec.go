@@ -1,0 +1,402 @@
+package openstack
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+)
+
+// lbSpec is everything a Service asks of Octavia and Neutron, resolved from its
+// annotations, its [LoadBalancerClass] and the cloud.conf, in that order of
+// strength where a class is named (the class wins over annotations).
+type lbSpec struct {
+	name string
+
+	// Where the VIP lives (one of them at least) and how members are reached.
+	subnetID, networkID, portID, memberSubnetID string
+	vipAddress                                  string // spec.loadBalancerIP of an internal LB
+
+	// Floating IP of a public load balancer.
+	internal           bool
+	floatingNetworkID  string
+	floatingSubnetID   string
+	floatingSubnet     *annotation.SubnetPattern
+	floatingSubnetTags *annotation.SubnetTags
+	floatingIP         string // spec.loadBalancerIP of a public LB: an existing floating IP
+	keepFIP            bool
+	onlyPublic         bool
+
+	// Create-time choices (Octavia cannot change them later).
+	flavorID, availabilityZone string
+
+	// Listeners.
+	ports        []v1.ServicePort // sorted by protocol/port
+	allowedCIDRs []string         // sorted; nil: everyone
+	connLimit    int              // -1: no limit
+	timeouts     listenerTimeouts
+	xff          bool // HTTP listeners adding X-Forwarded-For
+
+	// Pools.
+	method  string
+	proxy   annotation.ProxyProtocol
+	members []string // the eligible Nodes' InternalIPs, sorted
+	monitor *monitorSpec
+
+	// The Service status.
+	hostname string
+}
+
+// listenerTimeouts are in milliseconds; nil leaves Octavia's value alone.
+type listenerTimeouts struct {
+	clientData, memberConnect, memberData, tcpInspect *int
+}
+
+// monitorSpec is a pool's health monitor. With externalTrafficPolicy Local it
+// probes kube-proxy's healthCheckNodePort over HTTP, so that only the Nodes that
+// run an endpoint get traffic; otherwise it probes the NodePort itself.
+type monitorSpec struct {
+	delay, timeout, maxRetries, maxRetriesDown int
+	httpPort                                   int // healthCheckNodePort; 0: probe the member port
+}
+
+func (m *monitorSpec) monitorType(proto v1.Protocol) string {
+	switch {
+	case m.httpPort != 0:
+		return "HTTP"
+	case proto == v1.ProtocolUDP:
+		return "UDP-CONNECT"
+	case proto == v1.ProtocolSCTP:
+		return "SCTP"
+	}
+	return "TCP"
+}
+
+// listenerProtocol is what the listener of p speaks.
+func (s *lbSpec) listenerProtocol(p v1.ServicePort) string {
+	if s.xff && p.Protocol == v1.ProtocolTCP {
+		return "HTTP"
+	}
+	return string(p.Protocol)
+}
+
+// poolProtocol is what the pool of p speaks to the Nodes.
+func (s *lbSpec) poolProtocol(p v1.ServicePort) string {
+	switch {
+	case p.Protocol != v1.ProtocolTCP:
+		return string(p.Protocol)
+	case s.xff:
+		return "HTTP"
+	case s.proxy == annotation.ProxyProtocolV1:
+		return "PROXY"
+	case s.proxy == annotation.ProxyProtocolV2:
+		return "PROXYV2"
+	}
+	return "TCP"
+}
+
+func (s *lbSpec) listenerKey(p v1.ServicePort) string {
+	return fmt.Sprintf("%s/%05d", s.listenerProtocol(p), p.Port)
+}
+
+// fixed records an error of the Service a user can fix.
+type specErrors struct{ errs []error }
+
+func (e *specErrors) keep(err error) bool {
+	if err != nil && !errors.Is(err, annotation.ErrNotSet) {
+		e.errs = append(e.errs, err)
+		return false
+	}
+	return err == nil
+}
+
+func (e *specErrors) add(format string, a ...any) { e.errs = append(e.errs, fmt.Errorf(format, a...)) }
+
+// spec resolves what the Service asks for. Every problem is in the error, and an
+// error means nothing may be changed in the cloud.
+func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, error) {
+	cfg := c.cfg.LoadBalancer
+	s := lbSpec{
+		name:              c.lbName(clusterName, svc),
+		subnetID:          cfg.SubnetID,
+		networkID:         cfg.NetworkID,
+		memberSubnetID:    cfg.MemberSubnetID,
+		floatingNetworkID: cfg.FloatingNetworkID,
+		floatingSubnetID:  cfg.FloatingSubnetID,
+		internal:          cfg.InternalLB,
+		onlyPublic:        cfg.PublishOnlyPublicAddress == nil || *cfg.PublishOnlyPublicAddress,
+		flavorID:          cfg.FlavorID,
+		availabilityZone:  cfg.AvailabilityZone,
+		method:            strings.ToUpper(cfg.LBMethod),
+		connLimit:         -1,
+	}
+	if s.method == "" {
+		s.method = "ROUND_ROBIN"
+	}
+	var e specErrors
+	floatingSubnet, floatingSubnetTags := cfg.FloatingSubnet, cfg.FloatingSubnetTags
+	str := func(n annotation.Name, into *string) {
+		if v, err := n.NonEmptyString(svc); e.keep(err) {
+			*into = v
+		}
+	}
+	uuid := func(n annotation.Name, into *string) {
+		if v, err := n.NonEmptyString(svc); e.keep(err) {
+			if id, err := annotation.ParseUUID(n, v); e.keep(err) {
+				*into = id
+			}
+		}
+	}
+	boolean := func(n annotation.Name, into *bool) {
+		if v, err := n.Bool(svc); e.keep(err) {
+			*into = v
+		}
+	}
+	uuid(annotation.OpenStackSubnetID, &s.subnetID)
+	uuid(annotation.OpenStackNetworkID, &s.networkID)
+	uuid(annotation.OpenStackPortID, &s.portID)
+	uuid(annotation.OpenStackMemberSubnetID, &s.memberSubnetID)
+	uuid(annotation.OpenStackFloatingNetworkID, &s.floatingNetworkID)
+	uuid(annotation.OpenStackFloatingSubnetID, &s.floatingSubnetID)
+	str(annotation.OpenStackFloatingSubnet, &floatingSubnet)
+	str(annotation.OpenStackFloatingSubnetTags, &floatingSubnetTags)
+	uuid(annotation.OpenStackFlavorID, &s.flavorID)
+	str(annotation.OpenStackAvailabilityZone, &s.availabilityZone)
+	boolean(annotation.OpenStackInternalLoadBalancer, &s.internal)
+	boolean(annotation.OpenStackKeepFloatingIP, &s.keepFIP)
+	boolean(annotation.OpenStackPublishOnlyPublicAddress, &s.onlyPublic)
+	boolean(annotation.OpenStackXForwardedFor, &s.xff)
+
+	// A class names network choices that win over the annotations.
+	if name, err := annotation.OpenStackClass.NonEmptyString(svc); e.keep(err) {
+		class, ok := c.cfg.LoadBalancerClasses[name]
+		if !ok {
+			e.errs = append(e.errs, &annotation.InvalidError{Name: annotation.OpenStackClass, Value: name,
+				Accepted: "the names of the cloud.conf's [LoadBalancerClass] sections: " + strings.Join(c.classNames(), ", ")})
+		} else {
+			for _, f := range []struct {
+				from string
+				into *string
+			}{
+				{class.SubnetID, &s.subnetID}, {class.NetworkID, &s.networkID}, {class.MemberSubnetID, &s.memberSubnetID},
+				{class.FloatingNetworkID, &s.floatingNetworkID}, {class.FloatingSubnetID, &s.floatingSubnetID},
+				{class.FloatingSubnet, &floatingSubnet}, {class.FloatingSubnetTags, &floatingSubnetTags},
+			} {
+				if f.from != "" {
+					*f.into = f.from
+				}
+			}
+		}
+	}
+	if floatingSubnet != "" {
+		if p, err := annotation.ParseSubnetPattern(floatingSubnet); e.keep(err) {
+			s.floatingSubnet = &p
+		}
+	}
+	if floatingSubnetTags != "" {
+		if t, err := annotation.ParseSubnetTags(floatingSubnetTags); e.keep(err) {
+			s.floatingSubnetTags = &t
+		}
+	}
+	if s.subnetID == "" && s.networkID == "" && s.portID == "" {
+		e.add("no network for the VIP: set [LoadBalancer] subnet-id (or network-id) in the cloud.conf, or the annotation %s", annotation.OpenStackSubnetID)
+	}
+	if s.memberSubnetID == "" {
+		s.memberSubnetID = s.subnetID
+	}
+
+	// spec.loadBalancerIP: the floating IP of a public load balancer, the VIP of
+	// an internal one.
+	if ip := svc.Spec.LoadBalancerIP; ip != "" {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			e.add("spec.loadBalancerIP %q is not an IP address", ip)
+		} else if s.internal {
+			s.vipAddress = ip
+		} else {
+			s.floatingIP = ip
+		}
+	}
+
+	if v, err := annotation.OpenStackLBMethod.String(svc); e.keep(err) {
+		if m, err := annotation.ParseLBMethod(v); e.keep(err) {
+			s.method = string(m)
+		}
+	}
+	if v, err := annotation.OpenStackProxyProtocol.String(svc); e.keep(err) {
+		if p, err := annotation.ParseProxyProtocol(v); e.keep(err) {
+			s.proxy = p
+		}
+	}
+	if s.proxy != annotation.ProxyProtocolNone && s.xff {
+		e.add("%s and %s cannot be combined: choose one way to pass the client address", annotation.OpenStackProxyProtocol, annotation.OpenStackXForwardedFor)
+	}
+	if v, err := annotation.OpenStackConnectionLimit.String(svc); e.keep(err) {
+		if n, err := annotation.ParseConnectionLimit(v); e.keep(err) {
+			s.connLimit = n
+		}
+	}
+	for _, t := range []struct {
+		n    annotation.Name
+		into **int
+	}{
+		{annotation.OpenStackTimeoutClientData, &s.timeouts.clientData},
+		{annotation.OpenStackTimeoutMemberConnect, &s.timeouts.memberConnect},
+		{annotation.OpenStackTimeoutMemberData, &s.timeouts.memberData},
+		{annotation.OpenStackTimeoutTCPInspect, &s.timeouts.tcpInspect},
+	} {
+		if v, err := t.n.String(svc); e.keep(err) {
+			if d, err := annotation.ParseMilliseconds(t.n, v, 0, annotation.OctaviaTimeoutMaxMillis); e.keep(err) {
+				ms := int(d / time.Millisecond)
+				*t.into = &ms
+			}
+		}
+	}
+	tlsRef := cfg.DefaultTLSContainerRef
+	str(annotation.OpenStackDefaultTLSContainerRef, &tlsRef)
+	if s.xff && tlsRef != "" {
+		e.add("%s: TLS termination (Barbican) is not supported yet; terminate TLS in the cluster, or drop %s", annotation.OpenStackDefaultTLSContainerRef, annotation.OpenStackXForwardedFor)
+	}
+
+	s.monitor = c.monitorFor(svc, &e)
+
+	if v, err := annotation.OpenStackHostname.NonEmptyString(svc); e.keep(err) {
+		if h, err := annotation.ParseHostname(v); e.keep(err) {
+			s.hostname = h
+		}
+	}
+
+	for _, p := range svc.Spec.Ports {
+		switch p.Protocol {
+		case v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP:
+		default:
+			e.add("port %q: protocol %s is not supported", p.Name, p.Protocol)
+		}
+		if p.NodePort == 0 {
+			e.add("port %q has no NodePort: Octavia members are NodePorts", p.Name)
+		}
+	}
+	s.ports = slices.Clone(svc.Spec.Ports)
+	sort.Slice(s.ports, func(i, j int) bool { return portKey(s.ports[i]) < portKey(s.ports[j]) })
+	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
+	if err != nil {
+		e.errs = append(e.errs, err)
+	} else if !servicehelpers.IsAllowAll(ranges) {
+		s.allowedCIDRs = ranges.StringSlice()
+		sort.Strings(s.allowedCIDRs)
+	}
+
+	selector := c.cfg.LoadBalancer.NodeSelector
+	if v, err := annotation.OpenStackNodeSelector.String(svc); e.keep(err) {
+		selector = v
+	}
+	sel := labels.Everything()
+	if selector != "" {
+		if m, err := annotation.ParseNodeSelector(selector); e.keep(err) {
+			sel = nodeSelector(m)
+		}
+	}
+	for _, n := range nodes {
+		if !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == v1.NodeInternalIP {
+				s.members = append(s.members, a.Address)
+				break
+			}
+		}
+	}
+	sort.Strings(s.members)
+	return s, errors.Join(e.errs...)
+}
+
+// nodeSelector: "key=value" requires the value, "key" only the label.
+func nodeSelector(m map[string]string) labels.Selector {
+	sel := labels.NewSelector()
+	for k, v := range m {
+		var r *labels.Requirement
+		var err error
+		if v == "" {
+			r, err = labels.NewRequirement(k, selection.Exists, nil)
+		} else {
+			r, err = labels.NewRequirement(k, selection.Equals, []string{v})
+		}
+		if err == nil {
+			sel = sel.Add(*r)
+		}
+	}
+	return sel
+}
+
+func (c *Cloud) classNames() []string {
+	names := make([]string, 0, len(c.cfg.LoadBalancerClasses))
+	for n := range c.cfg.LoadBalancerClasses {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return []string{"none"}
+	}
+	return names
+}
+
+// monitorFor: a health monitor when the annotation says so, else when the
+// cloud.conf's create-monitor does, else whenever externalTrafficPolicy is Local
+// (without one, Nodes with no endpoint would blackhole their share of traffic).
+func (c *Cloud) monitorFor(svc *v1.Service, e *specErrors) *monitorSpec {
+	cfg := c.cfg.LoadBalancer
+	local := servicehelpers.RequestsOnlyLocalTraffic(svc)
+	enabled := cfg.CreateMonitor || local
+	if v, err := annotation.OpenStackEnableHealthMonitor.Bool(svc); e.keep(err) {
+		enabled = v
+	}
+	m := &monitorSpec{delay: 5, timeout: 3, maxRetries: 1, maxRetriesDown: 3}
+	if d := cfg.MonitorDelay.Duration; d > 0 {
+		m.delay = int(d.Round(time.Second) / time.Second)
+	}
+	if d := cfg.MonitorTimeout.Duration; d > 0 {
+		m.timeout = int(d.Round(time.Second) / time.Second)
+	}
+	if cfg.MonitorMaxRetries > 0 {
+		m.maxRetries = int(cfg.MonitorMaxRetries)
+	}
+	if cfg.MonitorMaxRetriesDown > 0 {
+		m.maxRetriesDown = int(cfg.MonitorMaxRetriesDown)
+	}
+	seconds := func(n annotation.Name, into *int) {
+		if v, err := n.String(svc); e.keep(err) {
+			if d, err := annotation.ParseSecondsOrDuration(n, v, annotation.OctaviaMonitorIntervalMin, annotation.OctaviaMonitorIntervalMax); e.keep(err) {
+				*into = int(d / time.Second)
+			}
+		}
+	}
+	retries := func(n annotation.Name, into *int) {
+		if v, err := n.Int(svc, annotation.OctaviaMaxRetriesMin, annotation.OctaviaMaxRetriesMax); e.keep(err) {
+			*into = v
+		}
+	}
+	seconds(annotation.OpenStackHealthMonitorDelay, &m.delay)
+	seconds(annotation.OpenStackHealthMonitorTimeout, &m.timeout)
+	retries(annotation.OpenStackHealthMonitorMaxRetries, &m.maxRetries)
+	retries(annotation.OpenStackHealthMonitorMaxRetriesDown, &m.maxRetriesDown)
+	if m.timeout > m.delay {
+		e.add("%s (%ds) must not exceed %s (%ds)", annotation.OpenStackHealthMonitorTimeout, m.timeout, annotation.OpenStackHealthMonitorDelay, m.delay)
+	}
+	if !enabled {
+		return nil
+	}
+	if local && svc.Spec.HealthCheckNodePort != 0 {
+		m.httpPort = int(svc.Spec.HealthCheckNodePort)
+	}
+	return m
+}

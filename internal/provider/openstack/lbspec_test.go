@@ -1,0 +1,216 @@
+package openstack
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+)
+
+const (
+	confSubnet   = "6b1f4e0c-2d3e-4f5a-8b9c-0d1e2f3a4b5c"
+	confFloating = "7a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d"
+	classSubnet  = "11111111-2222-4333-8444-555555555555"
+	annotSubnet  = "99999999-8888-4777-8666-555555555555"
+)
+
+func specCloud(t *testing.T, extra string) *Cloud {
+	t.Helper()
+	c, err := Read(strings.NewReader(`[Global]
+auth-url=http://127.0.0.1:5000/v3
+application-credential-id=abc
+application-credential-secret=xyz
+[LoadBalancer]
+subnet-id=` + confSubnet + `
+floating-network-id=` + confFloating + `
+` + extra + `
+[LoadBalancerClass "inside"]
+subnet-id=` + classSubnet + `
+`))
+	require.NoError(t, err)
+	cloud, err := New(c)
+	require.NoError(t, err)
+	return cloud
+}
+
+func specService(annotations map[string]string, mutate ...func(*v1.Service)) *v1.Service {
+	s := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1", Annotations: annotations},
+		Spec: v1.ServiceSpec{
+			Type:  v1.ServiceTypeLoadBalancer,
+			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}, {Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053}},
+		},
+	}
+	for _, m := range mutate {
+		m(s)
+	}
+	return s
+}
+
+func node(name, ip string, labels map[string]string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "203.0.113.9"}, {Type: v1.NodeInternalIP, Address: ip}}}}
+}
+
+func TestSpecDefaultsComeFromTheCloudConf(t *testing.T) {
+	c := specCloud(t, "")
+	s, err := c.spec("k8s", specService(nil), []*v1.Node{node("b", "10.0.0.2", nil), node("a", "10.0.0.1", nil)})
+	require.NoError(t, err)
+	assert.Equal(t, "kube_service_k8s_shop_web", s.name)
+	assert.Equal(t, confSubnet, s.subnetID)
+	assert.Equal(t, confSubnet, s.memberSubnetID, "members are reached through the VIP subnet by default")
+	assert.Equal(t, confFloating, s.floatingNetworkID)
+	assert.Equal(t, "ROUND_ROBIN", s.method)
+	assert.Equal(t, -1, s.connLimit)
+	assert.Nil(t, s.monitor, "no monitor for a Cluster traffic policy without create-monitor")
+	assert.True(t, s.onlyPublic)
+	assert.Equal(t, []string{"10.0.0.1", "10.0.0.2"}, s.members, "InternalIPs, sorted")
+	assert.Equal(t, "TCP", s.poolProtocol(s.ports[0]))
+	assert.Equal(t, []string{"TCP/00080", "UDP/00053"}, []string{s.listenerKey(s.ports[0]), s.listenerKey(s.ports[1])})
+}
+
+func TestSpecClassWinsOverAnnotations(t *testing.T) {
+	c := specCloud(t, "")
+	s, err := c.spec("k8s", specService(map[string]string{
+		string(annotation.OpenStackClass):    "inside",
+		string(annotation.OpenStackSubnetID): annotSubnet,
+	}), nil)
+	require.NoError(t, err)
+	assert.Equal(t, classSubnet, s.subnetID)
+
+	_, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackClass): "outside"}), nil)
+	var inv *annotation.InvalidError
+	require.ErrorAs(t, err, &inv)
+	assert.Contains(t, err.Error(), "inside", "the error lists the classes there are")
+}
+
+func TestSpecMonitorIsOnForLocalTrafficAndProbesTheHealthCheckNodePort(t *testing.T) {
+	c := specCloud(t, "monitor-delay=10s\nmonitor-timeout=4s")
+	local := func(s *v1.Service) {
+		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 32000
+	}
+	s, err := c.spec("k8s", specService(nil, local), nil)
+	require.NoError(t, err)
+	require.NotNil(t, s.monitor)
+	assert.Equal(t, 32000, s.monitor.httpPort)
+	assert.Equal(t, "HTTP", s.monitor.monitorType(v1.ProtocolUDP), "UDP pools are probed on the HTTP health port too")
+	assert.Equal(t, 10, s.monitor.delay)
+	assert.Equal(t, 4, s.monitor.timeout)
+
+	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackEnableHealthMonitor): "false"}, local), nil)
+	require.NoError(t, err)
+	assert.Nil(t, s.monitor, "the annotation turns it off")
+
+	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackEnableHealthMonitor): "true"}), nil)
+	require.NoError(t, err)
+	require.NotNil(t, s.monitor)
+	assert.Equal(t, "TCP", s.monitor.monitorType(v1.ProtocolTCP))
+	assert.Equal(t, "UDP-CONNECT", s.monitor.monitorType(v1.ProtocolUDP))
+
+	_, err = c.spec("k8s", specService(map[string]string{
+		string(annotation.OpenStackEnableHealthMonitor):  "true",
+		string(annotation.OpenStackHealthMonitorDelay):   "2",
+		string(annotation.OpenStackHealthMonitorTimeout): "5",
+	}), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "must not exceed")
+}
+
+func TestSpecListenerAndPoolOptions(t *testing.T) {
+	c := specCloud(t, "")
+	s, err := c.spec("k8s", specService(map[string]string{
+		string(annotation.OpenStackProxyProtocol):        "v2",
+		string(annotation.OpenStackConnectionLimit):      "500",
+		string(annotation.OpenStackTimeoutClientData):    "60000",
+		string(annotation.OpenStackTimeoutMemberConnect): "4000",
+		string(annotation.OpenStackLBMethod):             "source_ip",
+	}), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "PROXYV2", s.poolProtocol(s.ports[0]))
+	assert.Equal(t, "UDP", s.poolProtocol(s.ports[1]), "no PROXY header over UDP")
+	assert.Equal(t, 500, s.connLimit)
+	require.NotNil(t, s.timeouts.clientData)
+	assert.Equal(t, 60000, *s.timeouts.clientData)
+	assert.Equal(t, 4000, *s.timeouts.memberConnect)
+	assert.Nil(t, s.timeouts.memberData, "unset timeouts are left to Octavia")
+	assert.Equal(t, "SOURCE_IP", s.method)
+
+	_, err = c.spec("k8s", specService(map[string]string{
+		string(annotation.OpenStackProxyProtocol): "true",
+		string(annotation.OpenStackXForwardedFor): "true",
+	}), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot be combined")
+}
+
+func TestSpecCollectsEveryProblem(t *testing.T) {
+	c := specCloud(t, "")
+	_, err := c.spec("k8s", specService(map[string]string{
+		string(annotation.OpenStackConnectionLimit): "lots",
+		string(annotation.OpenStackLBMethod):        "RANDOM",
+		string(annotation.OpenStackSubnetID):        "not-a-uuid",
+	}), nil)
+	require.Error(t, err)
+	for _, want := range []string{"connection-limit", "lb-method", "subnet-id"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	var inv *annotation.InvalidError
+	assert.True(t, errors.As(err, &inv))
+}
+
+func TestSpecNodeSelectorPicksMembers(t *testing.T) {
+	c := specCloud(t, "node-selector=pool=edge")
+	nodes := []*v1.Node{node("a", "10.0.0.1", map[string]string{"pool": "edge"}), node("b", "10.0.0.2", map[string]string{"pool": "core"}), node("c", "10.0.0.3", nil)}
+	s, err := c.spec("k8s", specService(nil), nodes)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.0.0.1"}, s.members, "the cloud.conf's selector")
+
+	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackNodeSelector): "pool"}), nodes)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.0.0.1", "10.0.0.2"}, s.members, "a bare key requires only the label")
+
+	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackNodeSelector): ""}), nodes)
+	require.NoError(t, err)
+	assert.Len(t, s.members, 3, "an empty annotation selects every node")
+}
+
+func TestSpecLoadBalancerIPIsTheFloatingIPOrTheVIP(t *testing.T) {
+	c := specCloud(t, "")
+	withIP := func(s *v1.Service) { s.Spec.LoadBalancerIP = "203.0.113.7" }
+	s, err := c.spec("k8s", specService(nil, withIP), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "203.0.113.7", s.floatingIP)
+	assert.Empty(t, s.vipAddress)
+
+	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackInternalLoadBalancer): "true"}, withIP), nil)
+	require.NoError(t, err)
+	assert.Empty(t, s.floatingIP)
+	assert.Equal(t, "203.0.113.7", s.vipAddress)
+}
+
+func TestStatusPublishesWhatIsAsked(t *testing.T) {
+	c := specCloud(t, "")
+	st := c.statusFor(lbSpec{onlyPublic: true}, "203.0.113.7", "10.0.0.50")
+	require.Len(t, st.Ingress, 1)
+	assert.Equal(t, "203.0.113.7", st.Ingress[0].IP)
+	assert.Equal(t, v1.LoadBalancerIPModeVIP, *st.Ingress[0].IPMode)
+
+	st = c.statusFor(lbSpec{onlyPublic: false, proxy: annotation.ProxyProtocolV1}, "203.0.113.7", "10.0.0.50")
+	require.Len(t, st.Ingress, 2)
+	assert.Equal(t, "10.0.0.50", st.Ingress[1].IP)
+	assert.Equal(t, v1.LoadBalancerIPModeProxy, *st.Ingress[0].IPMode)
+
+	st = c.statusFor(lbSpec{onlyPublic: true, hostname: "shop.example.com"}, "203.0.113.7", "10.0.0.50")
+	assert.Equal(t, []v1.LoadBalancerIngress{{Hostname: "shop.example.com"}}, st.Ingress)
+
+	c = specCloud(t, "enable-ingress-hostname=true\ningress-hostname-suffix=lb.example.net")
+	st = c.statusFor(lbSpec{onlyPublic: true, proxy: annotation.ProxyProtocolV2}, "203.0.113.7", "10.0.0.50")
+	assert.Equal(t, []v1.LoadBalancerIngress{{Hostname: "203.0.113.7.lb.example.net"}}, st.Ingress)
+}
