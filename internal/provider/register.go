@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"sync"
 
 	cloudprovider "k8s.io/cloud-provider"
@@ -42,17 +43,33 @@ var (
 )
 
 // nonEmpty returns nil for a missing or empty config. The framework passes a nil
-// *os.File as a non-nil io.Reader when --cloud-config is not given.
+// *os.File as a non-nil io.Reader when --cloud-config is not given. A file keeps
+// its name (a FileReader), so that a provider can read it again when it changes.
 func nonEmpty(r io.Reader) io.Reader {
 	if r == nil {
+		return nil
+	}
+	if f, ok := r.(*os.File); ok && f == nil {
 		return nil
 	}
 	data, err := io.ReadAll(r)
 	if err != nil || len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
+	if f, ok := r.(interface{ Name() string }); ok {
+		return &FileReader{Reader: bytes.NewReader(data), Path: f.Name()}
+	}
 	return bytes.NewReader(data)
 }
+
+// FileReader is the --cloud-config's content with the path it was read from.
+type FileReader struct {
+	*bytes.Reader
+	Path string
+}
+
+// Name is the file's path, as os.File's Name.
+func (f *FileReader) Name() string { return f.Path }
 
 // Common answers the parts of cloudprovider.Interface that every Overcast cloud
 // answers the same way; embed it. Instances and Zones are the deprecated forms of

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
 )
@@ -26,6 +27,7 @@ type clients struct {
 	cfg Config
 
 	mu       sync.Mutex
+	endpoint gophercloud.EndpointOpts
 	provider *gophercloud.ProviderClient
 	compute  *gophercloud.ServiceClient
 	network  *gophercloud.ServiceClient
@@ -52,7 +54,20 @@ func (c *clients) octaviaClient(ctx context.Context) (*gophercloud.ServiceClient
 }
 
 func (c *clients) endpointOpts() gophercloud.EndpointOpts {
-	return gophercloud.EndpointOpts{Region: c.cfg.Global.Region, Availability: availability(c.cfg.Global.EndpointType)}
+	return c.endpoint
+}
+
+// setGlobal swaps in new [Global] settings (rotated credentials): the next call
+// authenticates with them. It says whether anything changed.
+func (c *clients) setGlobal(g Global) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g == c.cfg.Global {
+		return false
+	}
+	c.cfg.Global = g
+	c.provider, c.compute, c.network, c.octavia = nil, nil, nil, nil
+	return true
 }
 
 // providerClient authenticates once; the provider re-authenticates by itself.
@@ -61,11 +76,15 @@ func (c *clients) providerClient(ctx context.Context) (*gophercloud.ProviderClie
 	if c.provider != nil {
 		return c.provider, nil
 	}
-	p, err := newProvider(ctx, c.cfg.Global)
+	a, err := resolveAuth(c.cfg.Global)
 	if err != nil {
 		return nil, err
 	}
-	c.provider = p
+	p, err := newProvider(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	c.provider, c.endpoint = p, a.endpoint
 	return p, nil
 }
 
@@ -118,25 +137,62 @@ func availability(endpointType string) gophercloud.Availability {
 	return gophercloud.AvailabilityPublic
 }
 
+// auth is how to reach and authenticate to Keystone, from [Global] or from a
+// clouds.yaml.
+type auth struct {
+	opts     gophercloud.AuthOptions
+	endpoint gophercloud.EndpointOpts
+	tls      *tls.Config
+}
+
+// resolveAuth turns [Global] into auth options: a clouds.yaml entry (use-clouds),
+// a trust (the trustee's password scoped to the trust), an application
+// credential, a token, or a password.
+func resolveAuth(g Global) (auth, error) {
+	a := auth{endpoint: gophercloud.EndpointOpts{Region: g.Region, Availability: availability(g.EndpointType)}}
+	if g.UseClouds {
+		opts := []clouds.ParseOption{}
+		if g.CloudsFile != "" {
+			opts = append(opts, clouds.WithLocations(g.CloudsFile))
+		}
+		if g.Cloud != "" {
+			opts = append(opts, clouds.WithCloudName(g.Cloud))
+		}
+		ao, eo, tlsCfg, err := clouds.Parse(opts...)
+		if err != nil {
+			return a, fmt.Errorf("[Global] use-clouds: %w", redact(err))
+		}
+		ao.AllowReauth = ao.TokenID == ""
+		a.opts, a.tls = ao, tlsCfg
+		if a.endpoint.Region == "" {
+			a.endpoint.Region = eo.Region
+		}
+		if g.EndpointType == "" && eo.Availability != "" {
+			a.endpoint.Availability = eo.Availability
+		}
+		return a, nil
+	}
+	a.opts = authOptions(g)
+	tlsCfg, err := globalTLS(g)
+	a.tls = tlsCfg
+	return a, err
+}
+
 // newProvider authenticates against Keystone through the shared cloudapi transport
 // (rate limits, retries, metrics, secrets kept out of errors).
-func newProvider(ctx context.Context, g Global) (*gophercloud.ProviderClient, error) {
-	base, err := baseTransport(g)
+func newProvider(ctx context.Context, a auth) (*gophercloud.ProviderClient, error) {
+	hc, err := cloudapi.NewClient(cloudapi.Config{Cloud: "openstack"}, baseTransport(a))
 	if err != nil {
 		return nil, err
 	}
-	hc, err := cloudapi.NewClient(cloudapi.Config{Cloud: "openstack"}, base)
+	provider, err := openstack.NewClient(a.opts.IdentityEndpoint)
 	if err != nil {
-		return nil, err
-	}
-	provider, err := openstack.NewClient(g.AuthURL)
-	if err != nil {
-		return nil, fmt.Errorf("[Global] auth-url: %w", err)
+		return nil, fmt.Errorf("auth-url: %w", err)
 	}
 	provider.HTTPClient = *hc
 	provider.UserAgent.Prepend("overcast-ccm")
-	if err := openstack.Authenticate(ctx, provider, authOptions(g)); err != nil {
-		return nil, fmt.Errorf("authenticating to %s: %w", redactURL(g.AuthURL), redact(err))
+	if err := openstack.Authenticate(ctx, provider, a.opts); err != nil {
+		return nil, fmt.Errorf("authenticating to %s: %w", redactURL(a.opts.IdentityEndpoint), redact(err))
 	}
 	return provider, nil
 }
@@ -169,6 +225,16 @@ func authOptions(g Global) gophercloud.AuthOptions {
 		ApplicationCredentialSecret: g.ApplicationCredentialSecret,
 		AllowReauth:                 g.Token == "",
 	}
+	if g.TrustID != "" {
+		// The trustee acts for the trustor, within the trust's roles and project.
+		return gophercloud.AuthOptions{
+			IdentityEndpoint: g.AuthURL,
+			UserID:           g.TrusteeID,
+			Password:         g.TrusteePassword,
+			AllowReauth:      true,
+			Scope:            &gophercloud.AuthScope{TrustID: g.TrustID},
+		}
+	}
 	if o.ApplicationCredentialID != "" || o.ApplicationCredentialName != "" {
 		// An application credential carries its own project scope.
 		o.TenantID, o.TenantName = "", ""
@@ -193,8 +259,14 @@ func firstNonEmpty(a ...string) string {
 	return ""
 }
 
-func baseTransport(g Global) (http.RoundTripper, error) {
+func baseTransport(a auth) http.RoundTripper {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = a.tls
+	return tr
+}
+
+// globalTLS: ca-file, cert-file/key-file and tls-insecure of [Global].
+func globalTLS(g Global) (*tls.Config, error) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: g.TLSInsecure} //nolint:gosec // tls-insecure is the operator's explicit choice
 	if g.CAFile != "" {
 		pem, err := os.ReadFile(g.CAFile)
@@ -214,6 +286,5 @@ func baseTransport(g Global) (http.RoundTripper, error) {
 		}
 		tlsCfg.Certificates = []tls.Certificate{cert}
 	}
-	tr.TLSClientConfig = tlsCfg
-	return tr, nil
+	return tlsCfg, nil
 }

@@ -68,6 +68,9 @@ func New(cfg Config) (*Cloud, error) {
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.events.Start(clientBuilder, "overcast-openstack-cloud", stop)
 	client := clientBuilder.ClientOrDie("overcast-openstack-cloud")
+	if c.cfg.path != "" {
+		go c.watchConfig(stop, credentialsReload)
+	}
 	c.mu.Lock()
 	c.kube = client
 	c.mu.Unlock()
@@ -143,4 +146,35 @@ func (c *Cloud) nodeLister() corelisters.NodeLister {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nodes
+}
+
+// credentialsReload is how often the cloud.conf (and its credentials-file) is
+// read again for rotated credentials. Kubelet refreshes a mounted Secret about
+// every minute, so a new password is in use within about 70 s.
+const credentialsReload = 10 * time.Second
+
+// watchConfig reads the cloud.conf again every interval. New [Global] settings
+// (credentials, endpoint, TLS) take effect at the next call, which
+// authenticates with them. A file that cannot be read or is invalid changes
+// nothing: the CCM keeps working with what it has. Other sections need a restart.
+func (c *Cloud) watchConfig(stop <-chan struct{}, interval time.Duration) {
+	logger := klog.Background().WithValues("cloud", ProviderName, "file", c.cfg.path)
+	var lastErr string
+	wait.Until(func() {
+		cfg, err := c.cfg.Reread()
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			if msg := err.Error(); msg != lastErr {
+				logger.Error(err, "The cloud config changed but is not valid; keeping the credentials in use")
+				lastErr = msg
+			}
+			return
+		}
+		lastErr = ""
+		if c.clients.setGlobal(cfg.Global) {
+			logger.Info("The [Global] settings changed; authenticating anew with them")
+		}
+	}, interval, stop)
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -24,6 +25,10 @@ type Config struct {
 	Metadata            Metadata                      `ini:"Metadata"`
 	// BlockStorage belongs to the Cinder CSI driver; accepted, with a warning.
 	BlockStorage BlockStorage `ini:"BlockStorage"`
+
+	// path is where the cloud.conf was read from ("" for a stream): the CCM
+	// reads it again, and its credentials-file, to pick up new credentials.
+	path string
 }
 
 // Global holds the credentials and endpoint.
@@ -56,6 +61,11 @@ type Global struct {
 	ApplicationCredentialSecret string `ini:"application-credential-secret"`
 	TLSInsecure                 bool   `ini:"tls-insecure"`
 	Token                       string `ini:"token"`
+	// CredentialsFile (an Overcast extension) names a second INI file, typically
+	// a mounted Secret, whose [Global] keys override these: the rest of the
+	// cloud.conf can then live in a ConfigMap. Both files are read again every
+	// few seconds; changed credentials take effect without a restart.
+	CredentialsFile string `ini:"credentials-file"`
 }
 
 // LoadBalancer configures Octavia load balancers.
@@ -147,7 +157,51 @@ func Read(r io.Reader) (Config, error) {
 		return c, fmt.Errorf("reading the cloud config: %w", err)
 	}
 	err = cfgutil.DecodeINI(data, &c)
+	if f, ok := r.(interface{ Name() string }); ok {
+		c.path = f.Name()
+	}
+	if c.Global.CredentialsFile != "" {
+		err = errors.Join(err, mergeCredentials(&c.Global, c.Global.CredentialsFile))
+	}
 	return c, err
+}
+
+// mergeCredentials overlays the [Global] keys of a credentials file.
+func mergeCredentials(g *Global, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("[Global] credentials-file: %w", err)
+	}
+	var creds struct {
+		Global Global `ini:"Global"`
+	}
+	if err := cfgutil.DecodeINI(data, &creds); err != nil {
+		return fmt.Errorf("credentials-file %s: %w", path, err)
+	}
+	if creds.Global.CredentialsFile != "" {
+		return fmt.Errorf("credentials-file %s: credentials-file cannot point further", path)
+	}
+	dst, src := reflect.ValueOf(g).Elem(), reflect.ValueOf(creds.Global)
+	for i := range src.NumField() {
+		if !src.Field(i).IsZero() {
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+	return nil
+}
+
+// Reread reads the cloud.conf (and its credentials-file) again from where it
+// was first read.
+func (c *Config) Reread() (Config, error) {
+	if c.path == "" {
+		return *c, nil
+	}
+	f, err := os.Open(c.path)
+	if err != nil {
+		return Config{}, err
+	}
+	defer f.Close()
+	return Read(f)
 }
 
 // Warnings are things worth telling the operator that do not stop the CCM.
@@ -210,7 +264,11 @@ func (c *Config) Validate() error {
 	} else if g.CloudsFile != "" {
 		if _, err := os.Stat(g.CloudsFile); err != nil {
 			add("[Global] clouds-file: %v", err)
+		} else if _, err := resolveAuth(g); err != nil {
+			add("%v", err)
 		}
+	} else if _, err := resolveAuth(g); err != nil {
+		add("%v", err)
 	}
 	for _, f := range []struct{ key, path string }{{"ca-file", g.CAFile}, {"cert-file", g.CertFile}, {"key-file", g.KeyFile}} {
 		if f.path == "" {
