@@ -65,7 +65,8 @@ $(GOLANGCI_LINT):
 lint: $(GOLANGCI_LINT) ## golangci-lint v2 with .golangci.yml
 	$(GOLANGCI_LINT) run ./...
 
-generate: ## regenerate docs/reference from the annotation tables
+generate: ## regenerate docs/reference from the annotation tables and config structs
+	$(GO) run ./hack/gen-config-docs -file internal/provider/openstack/config.go -root Config -title "OpenStack cloud.conf" -out docs/reference/openstack-cloud-conf.md
 	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix Local -title "local cloud" -out docs/reference/local-annotations.md
 	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix OpenStack -title "OpenStack cloud" -out docs/reference/openstack-annotations.md
 

@@ -33,34 +33,68 @@ type Config struct {
 
 // Global holds the credentials and endpoint.
 type Global struct {
-	AuthURL                     string `ini:"auth-url"`
-	EndpointType                string `ini:"os-endpoint-type"`
-	CAFile                      string `ini:"ca-file"`
-	CertFile                    string `ini:"cert-file"`
-	KeyFile                     string `ini:"key-file"`
-	Username                    string `ini:"username"`
-	UserID                      string `ini:"user-id"`
-	Password                    string `ini:"password"`
-	Region                      string `ini:"region"`
-	DomainID                    string `ini:"domain-id"`
-	DomainName                  string `ini:"domain-name"`
-	TenantID                    string `ini:"tenant-id"`
-	TenantName                  string `ini:"tenant-name"`
-	TenantDomainID              string `ini:"tenant-domain-id"`
-	TenantDomainName            string `ini:"tenant-domain-name"`
-	UserDomainID                string `ini:"user-domain-id"`
-	UserDomainName              string `ini:"user-domain-name"`
-	TrustID                     string `ini:"trust-id"`
-	TrusteeID                   string `ini:"trustee-id"`
-	TrusteePassword             string `ini:"trustee-password"`
-	UseClouds                   bool   `ini:"use-clouds"`
-	CloudsFile                  string `ini:"clouds-file"`
-	Cloud                       string `ini:"cloud"`
-	ApplicationCredentialID     string `ini:"application-credential-id"`
-	ApplicationCredentialName   string `ini:"application-credential-name"`
+	// Keystone v3 URL, such as https://keystone.example:5000/v3. Required unless use-clouds.
+	AuthURL string `ini:"auth-url"`
+	// Which catalog endpoints to call: public, internal or admin.
+	// Default: public
+	EndpointType string `ini:"os-endpoint-type"`
+	// PEM file of the CAs that sign the OpenStack endpoints' certificates.
+	// Default: the system's CAs
+	CAFile string `ini:"ca-file"`
+	// PEM client certificate for the OpenStack endpoints (with key-file).
+	CertFile string `ini:"cert-file"`
+	// PEM private key of cert-file.
+	KeyFile string `ini:"key-file"`
+	// User name for password authentication (with user-domain-name or domain-name).
+	Username string `ini:"username"`
+	// User ID for password authentication, instead of username.
+	UserID string `ini:"user-id"`
+	// Password of username or user-id. A secret: never logged.
+	Password string `ini:"password"`
+	// Region of the catalog endpoints; also the Nodes' topology.kubernetes.io/region label.
+	Region string `ini:"region"`
+	// Domain ID of the user (and of the project when no tenant-domain-id is given).
+	DomainID string `ini:"domain-id"`
+	// Domain name of the user (and of the project when no tenant-domain-name is given).
+	DomainName string `ini:"domain-name"`
+	// Project ID to scope the token to (password authentication).
+	TenantID string `ini:"tenant-id"`
+	// Project name to scope the token to, instead of tenant-id.
+	TenantName string `ini:"tenant-name"`
+	// Domain ID of the project, when it differs from the user's.
+	TenantDomainID string `ini:"tenant-domain-id"`
+	// Domain name of the project, when it differs from the user's.
+	TenantDomainName string `ini:"tenant-domain-name"`
+	// Domain ID of the user; wins over domain-id.
+	UserDomainID string `ini:"user-domain-id"`
+	// Domain name of the user; wins over domain-name.
+	UserDomainName string `ini:"user-domain-name"`
+	// Keystone trust to act under: the trustee (trustee-id, trustee-password) gets the trustor's roles on the trust's project.
+	TrustID string `ini:"trust-id"`
+	// User ID of the trustee of trust-id.
+	TrusteeID string `ini:"trustee-id"`
+	// Password of trustee-id. A secret: never logged.
+	TrusteePassword string `ini:"trustee-password"`
+	// Authenticate with an entry of a clouds.yaml instead of this section's credentials.
+	// Default: false
+	UseClouds bool `ini:"use-clouds"`
+	// The clouds.yaml of use-clouds.
+	// Default: the standard locations (./clouds.yaml, ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml)
+	CloudsFile string `ini:"clouds-file"`
+	// The entry of the clouds.yaml to use.
+	// Default: $OS_CLOUD
+	Cloud string `ini:"cloud"`
+	// Application credential ID (it carries its own project scope).
+	ApplicationCredentialID string `ini:"application-credential-id"`
+	// Application credential name, with the user (username or user-id and its domain).
+	ApplicationCredentialName string `ini:"application-credential-name"`
+	// Secret of the application credential. A secret: never logged.
 	ApplicationCredentialSecret string `ini:"application-credential-secret"`
-	TLSInsecure                 bool   `ini:"tls-insecure"`
-	Token                       string `ini:"token"`
+	// Skip verification of the endpoints' TLS certificates. Only for tests.
+	// Default: false
+	TLSInsecure bool `ini:"tls-insecure"`
+	// A Keystone token to use as it is (it cannot be renewed).
+	Token string `ini:"token"`
 	// CredentialsFile (an Overcast extension) names a second INI file, typically
 	// a mounted Secret, whose [Global] keys override these: the rest of the
 	// cloud.conf can then live in a ConfigMap. Both files are read again every
@@ -70,34 +104,81 @@ type Global struct {
 
 // LoadBalancer configures Octavia load balancers.
 type LoadBalancer struct {
-	Enabled                        *bool            `ini:"enabled"`
-	FloatingNetworkID              string           `ini:"floating-network-id"`
-	FloatingSubnet                 string           `ini:"floating-subnet"`
-	FloatingSubnetID               string           `ini:"floating-subnet-id"`
-	FloatingSubnetTags             string           `ini:"floating-subnet-tags"`
-	LBMethod                       string           `ini:"lb-method"`
-	LBProvider                     string           `ini:"lb-provider"`
-	LBVersion                      string           `ini:"lb-version"`
-	SubnetID                       string           `ini:"subnet-id"`
-	MemberSubnetID                 string           `ini:"member-subnet-id"`
-	NetworkID                      string           `ini:"network-id"`
-	ManageSecurityGroups           bool             `ini:"manage-security-groups"`
-	CreateMonitor                  bool             `ini:"create-monitor"`
-	MonitorDelay                   cfgutil.Duration `ini:"monitor-delay"`
-	MonitorTimeout                 cfgutil.Duration `ini:"monitor-timeout"`
-	MonitorMaxRetries              uint             `ini:"monitor-max-retries"`
-	MonitorMaxRetriesDown          uint             `ini:"monitor-max-retries-down"`
-	InternalLB                     bool             `ini:"internal-lb"`
-	NodeSelector                   string           `ini:"node-selector"`
-	CascadeDelete                  *bool            `ini:"cascade-delete"`
-	FlavorID                       string           `ini:"flavor-id"`
-	AvailabilityZone               string           `ini:"availability-zone"`
-	EnableIngressHostname          bool             `ini:"enable-ingress-hostname"`
-	IngressHostnameSuffix          string           `ini:"ingress-hostname-suffix"`
-	DefaultTLSContainerRef         string           `ini:"default-tls-container-ref"`
-	ContainerStore                 string           `ini:"container-store"`
-	MaxSharedLB                    *int             `ini:"max-shared-lb"`
-	ProviderRequiresSerialAPICalls bool             `ini:"provider-requires-serial-api-calls"`
+	// Serve Services of type LoadBalancer through Octavia.
+	// Default: true
+	Enabled *bool `ini:"enabled"`
+	// External network the floating IPs of public load balancers come from.
+	// Default: the only external network the project sees
+	FloatingNetworkID string `ini:"floating-network-id"`
+	// Subnet of the floating network, by name pattern (see the floating-subnet annotation).
+	FloatingSubnet string `ini:"floating-subnet"`
+	// Subnet of the floating network, by ID.
+	FloatingSubnetID string `ini:"floating-subnet-id"`
+	// Subnet of the floating network, by Neutron tags (see the floating-subnet-tags annotation).
+	FloatingSubnetTags string `ini:"floating-subnet-tags"`
+	// Pool algorithm: ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP or SOURCE_IP_PORT.
+	// Default: ROUND_ROBIN
+	LBMethod string `ini:"lb-method"`
+	// Octavia provider driver, such as amphora or ovn.
+	// Default: Octavia's default provider
+	LBProvider string `ini:"lb-provider"`
+	// Accepted for compatibility; Octavia v2 is the only API (any other value gets a warning).
+	LBVersion string `ini:"lb-version"`
+	// Subnet of the load balancers' VIPs.
+	SubnetID string `ini:"subnet-id"`
+	// Subnet through which the load balancers reach the Nodes.
+	// Default: the VIP subnet
+	MemberSubnetID string `ini:"member-subnet-id"`
+	// Network of the VIPs, when no subnet-id says which subnet of it.
+	NetworkID string `ini:"network-id"`
+	// Not implemented yet (accepted, with a warning): open the NodePort range to the load balancers' subnet in the Nodes' security group yourself.
+	// Default: false
+	ManageSecurityGroups bool `ini:"manage-security-groups"`
+	// Give every pool a health monitor. Services with externalTrafficPolicy Local get one regardless.
+	// Default: false
+	CreateMonitor bool `ini:"create-monitor"`
+	// Time between two probes of a Node, a duration such as 5s.
+	// Default: 5s
+	MonitorDelay cfgutil.Duration `ini:"monitor-delay"`
+	// How long a probe may take, at most monitor-delay.
+	// Default: 3s
+	MonitorTimeout cfgutil.Duration `ini:"monitor-timeout"`
+	// Probes in a row that must pass before a Node counts as healthy (1 to 10).
+	// Default: 1
+	MonitorMaxRetries uint `ini:"monitor-max-retries"`
+	// Probes in a row that must fail before a Node counts as unhealthy (1 to 10).
+	// Default: 3
+	MonitorMaxRetriesDown uint `ini:"monitor-max-retries-down"`
+	// Make load balancers internal (no floating IP) unless a Service says otherwise.
+	// Default: false
+	InternalLB bool `ini:"internal-lb"`
+	// Only Nodes with these labels become members: comma-separated key or key=value.
+	// Default: every Node
+	NodeSelector string `ini:"node-selector"`
+	// Accepted for compatibility; Overcast always deletes its load balancers with Octavia's cascade delete.
+	// Default: true
+	CascadeDelete *bool `ini:"cascade-delete"`
+	// Octavia flavor of new load balancers.
+	// Default: Octavia's default flavor
+	FlavorID string `ini:"flavor-id"`
+	// Octavia availability zone of new load balancers.
+	// Default: Octavia's choice
+	AvailabilityZone string `ini:"availability-zone"`
+	// With PROXY protocol, publish the hostname <address>.<ingress-hostname-suffix> instead of the address, so kube-proxy sends in-cluster traffic through the load balancer.
+	// Default: false
+	EnableIngressHostname bool `ini:"enable-ingress-hostname"`
+	// Suffix of enable-ingress-hostname's names.
+	// Default: nip.io
+	IngressHostnameSuffix string `ini:"ingress-hostname-suffix"`
+	// Not supported yet: a Service that would terminate TLS with it gets an UnsupportedService Event.
+	DefaultTLSContainerRef string `ini:"default-tls-container-ref"`
+	// Accepted for compatibility; only used with TLS termination, which is not supported yet.
+	ContainerStore string `ini:"container-store"`
+	// Accepted for compatibility; Services share a load balancer only when they name it with the load-balancer-id annotation.
+	// Default: 2
+	MaxSharedLB *int `ini:"max-shared-lb"`
+	// Accepted for compatibility; Overcast always makes one change per load balancer at a time.
+	ProviderRequiresSerialAPICalls bool `ini:"provider-requires-serial-api-calls"`
 	// PublishOnlyPublicAddress (an Overcast extension): true (the default, as
 	// cloud-provider-openstack does) puts only the floating IP of a public load
 	// balancer into the Service status; false publishes the VIP after it, for
@@ -108,41 +189,62 @@ type LoadBalancer struct {
 // LoadBalancerClass is a named set of network choices selected by the
 // loadbalancer.openstack.org/class annotation.
 type LoadBalancerClass struct {
-	FloatingNetworkID  string `ini:"floating-network-id"`
-	FloatingSubnetID   string `ini:"floating-subnet-id"`
-	FloatingSubnet     string `ini:"floating-subnet"`
+	// Floating network of the class.
+	FloatingNetworkID string `ini:"floating-network-id"`
+	// Floating subnet of the class, by ID.
+	FloatingSubnetID string `ini:"floating-subnet-id"`
+	// Floating subnet of the class, by name pattern.
+	FloatingSubnet string `ini:"floating-subnet"`
+	// Floating subnet of the class, by tags.
 	FloatingSubnetTags string `ini:"floating-subnet-tags"`
-	NetworkID          string `ini:"network-id"`
-	SubnetID           string `ini:"subnet-id"`
-	MemberSubnetID     string `ini:"member-subnet-id"`
+	// VIP network of the class.
+	NetworkID string `ini:"network-id"`
+	// VIP subnet of the class.
+	SubnetID string `ini:"subnet-id"`
+	// Member subnet of the class.
+	MemberSubnetID string `ini:"member-subnet-id"`
 }
 
 // Networking chooses which server addresses become Node addresses.
 type Networking struct {
-	IPv6SupportDisabled bool     `ini:"ipv6-support-disabled"`
-	PublicNetworkName   []string `ini:"public-network-name"`
+	// Leave IPv6 addresses out of the Node addresses.
+	// Default: false
+	IPv6SupportDisabled bool `ini:"ipv6-support-disabled"`
+	// Networks whose fixed IPs are ExternalIPs (repeat the key for more).
+	PublicNetworkName []string `ini:"public-network-name"`
+	// Only fixed IPs on these networks are InternalIPs (repeat the key for more).
+	// Default: every network that is not public
 	InternalNetworkName []string `ini:"internal-network-name"`
-	AddressSortOrder    string   `ini:"address-sort-order"`
+	// Comma-separated CIDRs: Node addresses inside them come first, in this order.
+	AddressSortOrder string `ini:"address-sort-order"`
 }
 
 // Route enables routes through a Neutron router's extraroutes.
 type Route struct {
+	// Neutron router whose extraroutes carry the pod CIDRs (needs --configure-cloud-routes, --allocate-node-cidrs and --cluster-cidr).
 	RouterID string `ini:"router-id"`
 }
 
 // Metadata says where instance metadata comes from.
 type Metadata struct {
-	SearchOrder    string           `ini:"search-order"`
+	// Accepted for compatibility; Overcast reads everything from the APIs, never from config drive or the metadata service.
+	SearchOrder string `ini:"search-order"`
+	// Accepted for compatibility (see search-order).
 	RequestTimeout cfgutil.Duration `ini:"request-timeout"`
 }
 
 // BlockStorage is the Cinder CSI driver's section; Overcast ignores it.
 type BlockStorage struct {
-	BSVersion             string `ini:"bs-version"`
-	TrustDevicePath       bool   `ini:"trust-device-path"`
-	IgnoreVolumeAZ        bool   `ini:"ignore-volume-az"`
-	NodeVolumeAttachLimit int    `ini:"node-volume-attach-limit"`
-	RescanOnResize        bool   `ini:"rescan-on-resize"`
+	// The Cinder CSI driver\'s; ignored here (with a warning).
+	BSVersion string `ini:"bs-version"`
+	// The Cinder CSI driver\'s; ignored here (with a warning).
+	TrustDevicePath bool `ini:"trust-device-path"`
+	// The Cinder CSI driver\'s; ignored here (with a warning).
+	IgnoreVolumeAZ bool `ini:"ignore-volume-az"`
+	// The Cinder CSI driver\'s; ignored here (with a warning).
+	NodeVolumeAttachLimit int `ini:"node-volume-attach-limit"`
+	// The Cinder CSI driver\'s; ignored here (with a warning).
+	RescanOnResize bool `ini:"rescan-on-resize"`
 }
 
 // Read parses a cloud.conf. It reports every unknown section and key and every
@@ -209,6 +311,9 @@ func (c *Config) Warnings() []string {
 	var w []string
 	if c.BlockStorage != (BlockStorage{}) {
 		w = append(w, "[BlockStorage] is ignored: volumes are the Cinder CSI driver's job, configure it there")
+	}
+	if c.LoadBalancer.ManageSecurityGroups {
+		w = append(w, "[LoadBalancer] manage-security-groups is not implemented yet: open the NodePort range (and healthCheckNodePorts) to the load balancers' subnet in the Nodes' security group")
 	}
 	if c.LoadBalancer.LBVersion != "" && c.LoadBalancer.LBVersion != "v2" {
 		w = append(w, fmt.Sprintf("[LoadBalancer] lb-version %q is ignored: Octavia v2 is the only API", c.LoadBalancer.LBVersion))
