@@ -33,6 +33,7 @@ type Cloud struct {
 	cfg     Config
 	clients *clients
 	servers *snapshot.Snapshot[server]
+	ports   *portAddresses
 	events  events.Recorder
 
 	mu        sync.Mutex
@@ -60,7 +61,7 @@ func New(cfg Config) (*Cloud, error) {
 		klog.Background().Info("Warning: "+w, "cloud", ProviderName)
 	}
 	cl := &clients{cfg: cfg}
-	return &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl)}, nil
+	return &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl}}, nil
 }
 
 // Initialize starts the event recorder and learns the cluster's UID (the

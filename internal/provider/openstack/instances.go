@@ -182,6 +182,17 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 	return s.Status == "SHUTOFF", nil
 }
 
+// addressesOf is the server's addresses by network: Neutron's ports when known,
+// else Nova's view of them.
+func (c *Cloud) addressesOf(ctx context.Context, s server) map[string][]novaAddress {
+	if c.ports != nil {
+		if a, ok := c.ports.of(ctx, s.ID); ok {
+			return a
+		}
+	}
+	return s.Addresses
+}
+
 // InstanceMetadata returns providerID, flavor, availability zone, region and
 // addresses. A Node that matches no server gets a Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
@@ -204,6 +215,6 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 		InstanceType:  flavor,
 		Zone:          s.AvailabilityZone,
 		Region:        c.cfg.Global.Region,
-		NodeAddresses: nodeAddresses(s.Name, s.Addresses, []string{s.AccessIPv4, s.AccessIPv6}, c.cfg.Networking),
+		NodeAddresses: nodeAddresses(s.Name, c.addressesOf(ctx, s), []string{s.AccessIPv4, s.AccessIPv6}, c.cfg.Networking),
 	}, nil
 }

@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -169,4 +172,28 @@ func TestKeystoneDownIsAnErrorNotGone(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, exists)
 	assert.NotContains(t, err.Error(), "VerySecretPassword")
+}
+
+func TestServerAddressesFromNeutronPorts(t *testing.T) {
+	allPorts := []ports.Port{
+		{ID: "p1", DeviceID: "s1", DeviceOwner: "compute:nova", NetworkID: "n-int", FixedIPs: []ports.IP{{IPAddress: "10.0.0.5"}, {IPAddress: "fd00::5"}}},
+		{ID: "p2", DeviceID: "trunk-1", DeviceOwner: "trunk:subport", NetworkID: "n-vlan", FixedIPs: []ports.IP{{IPAddress: "192.168.7.5"}}},
+		{ID: "p3", DeviceID: "lb-1", DeviceOwner: "Octavia", NetworkID: "n-int", FixedIPs: []ports.IP{{IPAddress: "10.0.0.99"}}},
+		{ID: "p4", DeviceID: "s2", DeviceOwner: "compute:az2", NetworkID: "n-gone", FixedIPs: []ports.IP{{IPAddress: "172.16.0.2"}}},
+	}
+	nets := []networks.Network{{ID: "n-int", Name: "internal"}, {ID: "n-vlan", Name: "vlan7"}}
+	fips := []floatingips.FloatingIP{{PortID: "p1", FloatingIP: "203.0.113.5"}, {PortID: "", FloatingIP: "203.0.113.6"}}
+	got := serverAddresses(allPorts, nets, fips, map[string]string{"p2": "p1"})
+	assert.Equal(t, map[string]map[string][]novaAddress{
+		"s1": {
+			"internal": {{Addr: "10.0.0.5", Type: "fixed"}, {Addr: "fd00::5", Type: "fixed"}, {Addr: "203.0.113.5", Type: "floating"}},
+			"vlan7":    {{Addr: "192.168.7.5", Type: "fixed"}},
+		},
+		"s2": {"n-gone": {{Addr: "172.16.0.2", Type: "fixed"}}},
+	}, got, "a trunk subport belongs to its parent's server; load balancer ports are nobody's")
+	addrs := nodeAddresses("s1", got["s1"], nil, Networking{InternalNetworkName: []string{"internal"}})
+	assert.Equal(t, []v1.NodeAddress{
+		{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeInternalIP, Address: "fd00::5"},
+		{Type: v1.NodeExternalIP, Address: "203.0.113.5"}, {Type: v1.NodeHostName, Address: "s1"},
+	}, addrs, "internal-network-name keeps the VLAN subport out of InternalIPs")
 }

@@ -1,0 +1,144 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/trunks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"k8s.io/klog/v2"
+)
+
+// portAddressesMaxAge is how old the Neutron view of the servers' addresses may
+// get: the Node controller refreshes addresses every --node-status-update-frequency
+// (5 min by default), so a fresher view would not show sooner. One refresh is four
+// paged lists (ports, floating IPs, networks, trunks) for the whole project.
+const portAddressesMaxAge = 5 * time.Minute
+
+// portAddresses is the servers' addresses as Neutron has them: the fixed IPs of
+// every port a server owns (trunk subports included), by network name, with the
+// floating IPs on them. A server it does not know yet (a new one) is served from
+// Nova's addresses instead, so a new Node never waits for it.
+type portAddresses struct {
+	clients *clients
+
+	mu        sync.Mutex
+	fetched   time.Time
+	byID      map[string]map[string][]novaAddress // server ID → network name → addresses
+	loggedErr string
+}
+
+// of returns the server's addresses by network from Neutron, or false when it
+// has none for the server (or cannot read Neutron: never an error for a Node).
+func (p *portAddresses) of(ctx context.Context, serverID string) (map[string][]novaAddress, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.fetched) > portAddressesMaxAge {
+		byID, err := p.fetch(ctx)
+		p.fetched = time.Now() // a failure waits a period too: no retry storm
+		if err != nil {
+			if msg := err.Error(); msg != p.loggedErr {
+				klog.FromContext(ctx).Error(err, "Cannot read the servers' ports from Neutron; Node addresses come from Nova until it answers")
+				p.loggedErr = msg
+			}
+		} else {
+			p.byID, p.loggedErr = byID, ""
+		}
+	}
+	a, ok := p.byID[serverID]
+	return a, ok
+}
+
+func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]novaAddress, error) {
+	network, err := p.clients.networkClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pp, err := ports.List(network, ports.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing ports: %w", redact(err))
+	}
+	allPorts, err := ports.ExtractPorts(pp)
+	if err != nil {
+		return nil, err
+	}
+	np, err := networks.List(network, networks.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing networks: %w", redact(err))
+	}
+	nets, err := networks.ExtractNetworks(np)
+	if err != nil {
+		return nil, err
+	}
+	fp, err := floatingips.List(network, floatingips.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
+	}
+	fips, err := floatingips.ExtractFloatingIPs(fp)
+	if err != nil {
+		return nil, err
+	}
+	// Subports belong to the server of their trunk's parent port. A cloud
+	// without the trunk extension answers 404: no subports then.
+	subportOf := map[string]string{} // subport ID → parent port ID
+	if tp, err := trunks.List(network, trunks.ListOpts{}).AllPages(ctx); err == nil {
+		if ts, err := trunks.ExtractTrunks(tp); err == nil {
+			for _, t := range ts {
+				for _, sp := range t.Subports {
+					subportOf[sp.PortID] = t.PortID
+				}
+			}
+		}
+	}
+	return serverAddresses(allPorts, nets, fips, subportOf), nil
+}
+
+// serverAddresses groups the fixed IPs of servers' ports by server and network
+// name, each followed by the floating IPs on that port.
+func serverAddresses(allPorts []ports.Port, nets []networks.Network, fips []floatingips.FloatingIP, subportOf map[string]string) map[string]map[string][]novaAddress {
+	netName := make(map[string]string, len(nets))
+	for _, n := range nets {
+		netName[n.ID] = n.Name
+	}
+	floating := map[string][]string{}
+	for _, f := range fips {
+		if f.PortID != "" {
+			floating[f.PortID] = append(floating[f.PortID], f.FloatingIP)
+		}
+	}
+	owner := make(map[string]string, len(allPorts)) // port ID → server ID
+	for _, p := range allPorts {
+		if strings.HasPrefix(p.DeviceOwner, "compute:") {
+			owner[p.ID] = p.DeviceID
+		}
+	}
+	out := map[string]map[string][]novaAddress{}
+	for _, p := range allPorts {
+		server := owner[p.ID]
+		if server == "" {
+			server = owner[subportOf[p.ID]]
+		}
+		if server == "" {
+			continue
+		}
+		name := netName[p.NetworkID]
+		if name == "" {
+			name = p.NetworkID
+		}
+		if out[server] == nil {
+			out[server] = map[string][]novaAddress{}
+		}
+		for _, ip := range p.FixedIPs {
+			out[server][name] = append(out[server][name], novaAddress{Addr: ip.IPAddress, Type: "fixed"})
+		}
+		for _, f := range floating[p.ID] {
+			out[server][name] = append(out[server][name], novaAddress{Addr: f, Type: "floating"})
+		}
+	}
+	return out
+}
