@@ -3,6 +3,9 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"testing"
@@ -109,7 +112,7 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 	second := createServer(t, "os-lbopt-b-"+suffix())
 	opts := ccmOptions(cloudConf(t, "OVERCAST_OS_CLOUD_CONF"))
 	opts.Controllers = []string{"cloud-node", "service"}
-	env.StartCCM(t, opts)
+	ccm := env.StartCCM(t, opts)
 	env.NewKubelet(t, first.Name, first.fixedIP())
 	waitInitialised(t, first.Name)
 
@@ -172,6 +175,20 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 		return nil
 	})
 
+	// A restarted CCM looks at every Service again: a converged load balancer
+	// costs reads, not one write.
+	writes := octaviaWrites(t)
+	ensured := eventCount(t, ns, "opts", "EnsuredLoadBalancer")
+	ccm.Stop()
+	ccm = env.StartCCM(t, opts)
+	require.NoError(t, framework.Poll(time.Minute, time.Second, func() error {
+		if n := eventCount(t, ns, "opts", "EnsuredLoadBalancer"); n <= ensured {
+			return fmt.Errorf("the restarted CCM has not ensured the load balancer yet (%d events)", n)
+		}
+		return nil
+	}))
+	assert.Equal(t, writes, octaviaWrites(t), "no-op reconcile: no write call to Octavia")
+
 	// PROXY protocol off (the pool is replaced), monitor off, another limit.
 	patchSvc(t, ns, "opts", `{"metadata":{"annotations":{"loadbalancer.openstack.org/proxy-protocol":null,`+
 		`"loadbalancer.openstack.org/enable-health-monitor":"false","loadbalancer.openstack.org/connection-limit":"-1"}}}`)
@@ -205,6 +222,25 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 		return nil
 	})
 	deleteSvcAndWait(t, ns, "opts")
+}
+
+// octaviaWrites counts the POST, PUT and DELETE requests in octavia-api's access log.
+func octaviaWrites(t *testing.T) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(stateDir(), "log", "octavia-api.log"))
+	require.NoError(t, err)
+	return len(regexp.MustCompile(`\] (POST|PUT|DELETE) /v2`).FindAll(data, -1))
+}
+
+func eventCount(t *testing.T, ns, name, reason string) int32 {
+	t.Helper()
+	evs, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
+	require.NoError(t, err)
+	var n int32
+	for _, e := range evs.Items {
+		n += max(e.Count, 1)
+	}
+	return n
 }
 
 func waitPool(t *testing.T, octavia *gophercloud.ServiceClient, lbID string, port int, check func(octaviaPool) error) {

@@ -50,13 +50,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// stateDir is the harness's state directory (test/openstack/env.sh).
+func stateDir() string {
+	if s := os.Getenv("OVERCAST_OPENSTACK_STATE"); s != "" {
+		return s
+	}
+	return "/var/tmp/overcast-openstack"
+}
+
 // readEnv reads the KEY=VALUE file test/openstack/up.sh writes.
 func readEnv() (map[string]string, error) {
-	state := os.Getenv("OVERCAST_OPENSTACK_STATE")
-	if state == "" {
-		state = "/var/tmp/overcast-openstack"
-	}
-	f, err := os.Open(filepath.Join(state, "openstack.env"))
+	f, err := os.Open(filepath.Join(stateDir(), "openstack.env"))
 	if err != nil {
 		return nil, err
 	}
