@@ -20,6 +20,8 @@ TEST_FLAGS ?= -race -shuffle=on -count=1
 # detector through the runtime and package sync.
 E2E_FLAGS ?= $(TEST_FLAGS) -gcflags=k8s.io/cloud-provider/controllers/service=-race=false
 RUN_ARGS ?=
+# make run CLOUD=openstack runs the dev cluster on the OpenStack emulator.
+CLOUD ?= local
 
 .PHONY: all build run test test-unit test-e2e test-binaries test-openstack openstack-up openstack-down lint generate verify clean help
 
@@ -35,8 +37,8 @@ build: ## build bin/overcast-ccm and bin/overcast
 test-binaries: ## build kube-apiserver, etcd, kubectl into the cache (once per hack/tools/go.sum)
 	@hack/test-binaries.sh >/dev/null
 
-run: build test-binaries ## a local cluster with overcast-ccm, 3 nodes and a demo LoadBalancer (Ctrl-C stops it)
-	$(BIN)/overcast dev --ccm $(BIN)/overcast-ccm $(RUN_ARGS)
+run: build test-binaries ## a local cluster with overcast-ccm, 3 nodes and a demo LoadBalancer (Ctrl-C stops it; CLOUD=openstack: on the emulator)
+	$(BIN)/overcast dev --cloud $(CLOUD) --ccm $(BIN)/overcast-ccm $(RUN_ARGS)
 
 test: test-unit test-e2e ## unit tests, fuzz seeds and the e2e suite against a real apiserver
 
@@ -54,8 +56,10 @@ openstack-up: ## install (first time ~6.5 min) and start a real OpenStack on 127
 openstack-down: ## stop the OpenStack that openstack-up started
 	test/openstack/down.sh
 
-test-openstack: build test-binaries openstack-up ## e2e against the real OpenStack (left running; make openstack-down stops it)
+test-openstack: build test-binaries openstack-up ## contract suite and e2e against the real OpenStack (left running; make openstack-down stops it)
 	test/openstack/reset.sh
+	OVERCAST_CONTRACT_OPENSTACK_ENV=$${OVERCAST_OPENSTACK_STATE:-/var/tmp/overcast-openstack}/openstack.env \
+		$(GO) test $(TEST_FLAGS) -timeout 15m -run '^TestContract' ./internal/provider/openstack/
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
 		$(GO) test $(E2E_FLAGS) -timeout 30m ./test/e2e/openstack/
 

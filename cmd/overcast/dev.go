@@ -19,11 +19,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
+// devNode is a simulated node of the dev cluster.
+type devNode struct{ name, ip, typ, zone string }
+
 // The dev cluster's addresses: all loopback.
-var devNodes = []struct{ name, ip, typ, zone string }{
+var devNodes = []devNode{
 	{"node-1", "127.0.50.1", "local.small", "dc1-a"},
 	{"node-2", "127.0.50.2", "local.small", "dc1-b"},
 	{"node-3", "127.0.50.3", "local.large", "dc1-c"},
@@ -36,8 +40,12 @@ func runDev(args []string) error {
 	once := fs.Bool("once", false, "stop after the demo instead of waiting for Ctrl-C (a smoke test)")
 	dir := fs.String("dir", "tmp/dev", "where the kubeconfig, cloud config, inventory and CCM log go")
 	ccmBin := fs.String("ccm", "bin/overcast-ccm", "the overcast-ccm binary to run")
+	cloud := fs.String("cloud", "local", "the cloud: local (a real L4 proxy serves the load balancer) or openstack (the OpenStack emulator; no data plane)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cloud != "local" && *cloud != "openstack" {
+		return fmt.Errorf("--cloud %q: local or openstack", *cloud)
 	}
 	absDir, err := filepath.Abs(*dir)
 	if err != nil {
@@ -65,15 +73,24 @@ func runDev(args []string) error {
 	}
 	done("control plane up in %s; deploy/rbac.yaml applied server-side", time.Since(start).Round(100*time.Millisecond))
 
-	cloudConfig, err := writeDevCloud(absDir)
-	if err != nil {
+	nodes := devNodes
+	var cloudConfig string
+	if *cloud == "openstack" {
+		step("Starting the OpenStack emulator (Keystone, Nova, Neutron, Octavia) with a server per node")
+		var closeEmu func()
+		cloudConfig, nodes, closeEmu, err = startDevOpenStack(absDir)
+		if err != nil {
+			return err
+		}
+		defer closeEmu()
+	} else if cloudConfig, err = writeDevCloud(absDir); err != nil {
 		return err
 	}
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	step("Starting overcast-ccm --cloud-provider=local (as the overcast-ccm ServiceAccount, RBAC from deploy/rbac.yaml)")
+	step("Starting overcast-ccm --cloud-provider=%s (as the overcast-ccm ServiceAccount, RBAC from deploy/rbac.yaml)", *cloud)
 	logPath := filepath.Join(absDir, "overcast-ccm.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -81,7 +98,7 @@ func runDev(args []string) error {
 	}
 	defer logFile.Close()
 	ccm := exec.CommandContext(context.Background(), *ccmBin, // stopped by SIGTERM below, not by ctx
-		"--cloud-provider=local",
+		"--cloud-provider="+*cloud,
 		"--cloud-config="+cloudConfig,
 		"--kubeconfig="+env.CCMKubeconfig,
 		"--authentication-kubeconfig="+env.CCMKubeconfig,
@@ -114,14 +131,14 @@ func runDev(args []string) error {
 	}()
 	done("pid %d, log %s, https://127.0.0.1:%d/healthz", ccm.Process.Pid, logPath, port)
 
-	step("Registering %d simulated nodes (uninitialized taint, Ready heartbeats, NodePort backends)", len(devNodes))
+	step("Registering %d simulated nodes (uninitialized taint, Ready heartbeats, NodePort backends)", len(nodes))
 	var kubelets []*framework.Kubelet
 	defer func() {
 		for _, k := range kubelets {
 			_ = k.Remove(context.Background())
 		}
 	}()
-	for _, n := range devNodes {
+	for _, n := range nodes {
 		k, err := env.RegisterKubelet(ctx, n.name, n.ip)
 		if err != nil {
 			return err
@@ -132,11 +149,11 @@ func runDev(args []string) error {
 		if err := ccmAlive(exited, logPath); err != nil {
 			return framework.Permanent(err)
 		}
-		return nodesInitialised(ctx, env)
+		return nodesInitialised(ctx, env, nodes)
 	}); err != nil {
 		return err
 	}
-	if err := printNodes(ctx, env); err != nil {
+	if err := printNodes(ctx, env, nodes); err != nil {
 		return err
 	}
 
@@ -151,7 +168,7 @@ func runDev(args []string) error {
 		}
 	}
 	var ip netip.Addr
-	if err := framework.Poll(60*time.Second, 200*time.Millisecond, func() error {
+	if err := framework.Poll(3*time.Minute, 200*time.Millisecond, func() error {
 		if err := ccmAlive(exited, logPath); err != nil {
 			return framework.Permanent(err)
 		}
@@ -166,6 +183,19 @@ func runDev(args []string) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	bin, _ := framework.BinaryDir(env.RepoRoot)
+	if *cloud == "openstack" {
+		done("EXTERNAL-IP %s (a floating IP of the emulator's Octavia load balancer; the emulator has no data plane)", ip)
+		fmt.Printf(`
+The cluster is yours:
+  export KUBECONFIG=%s
+  %s/kubectl get nodes -L node.kubernetes.io/instance-type,topology.kubernetes.io/zone
+  %s/kubectl -n demo get service hello
+  cloud.conf: %s
+  overcast-ccm log: %s
+`, kubeconfig, bin, bin, cloudConfig, logPath)
+		return waitDev(ctx, *once, exited, logPath)
 	}
 	done("EXTERNAL-IP %s (from pool %s)", ip, devPool)
 
@@ -184,7 +214,6 @@ func runDev(args []string) error {
 		done("request %d: answered by %s", i+1, answer)
 	}
 
-	bin, _ := framework.BinaryDir(env.RepoRoot)
 	fmt.Printf(`
 The cluster is yours:
   export KUBECONFIG=%s
@@ -194,7 +223,12 @@ The cluster is yours:
   %s lists the instances; overcast-ccm re-reads it while running.
   overcast-ccm log: %s
 `, kubeconfig, bin, bin, ip, 8080, filepath.Join(absDir, "inventory.yaml"), logPath)
-	if *once {
+	return waitDev(ctx, *once, exited, logPath)
+}
+
+// waitDev returns at once with --once, else when Ctrl-C comes or the CCM dies.
+func waitDev(ctx context.Context, once bool, exited chan error, logPath string) error {
+	if once {
 		step("--once: stopping")
 		return nil
 	}
@@ -240,8 +274,8 @@ loadBalancer:
 	return cfgPath, os.WriteFile(cfgPath, []byte(cfg), 0o644)
 }
 
-func nodesInitialised(ctx context.Context, env *framework.Env) error {
-	for _, n := range devNodes {
+func nodesInitialised(ctx context.Context, env *framework.Env, nodes []devNode) error {
+	for _, n := range nodes {
 		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -255,9 +289,9 @@ func nodesInitialised(ctx context.Context, env *framework.Env) error {
 	return nil
 }
 
-func printNodes(ctx context.Context, env *framework.Env) error {
-	fmt.Printf("    %-8s %-18s %-12s %-8s %-12s %s\n", "NODE", "PROVIDER-ID", "TYPE", "ZONE", "INTERNAL-IP", "UNINITIALIZED-TAINT")
-	for _, n := range devNodes {
+func printNodes(ctx context.Context, env *framework.Env, nodes []devNode) error {
+	fmt.Printf("    %-8s %-50s %-12s %-8s %-12s %s\n", "NODE", "PROVIDER-ID", "TYPE", "ZONE", "INTERNAL-IP", "UNINITIALIZED-TAINT")
+	for _, n := range nodes {
 		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -274,7 +308,7 @@ func printNodes(ctx context.Context, env *framework.Env) error {
 				taint = "present"
 			}
 		}
-		fmt.Printf("    %-8s %-18s %-12s %-8s %-12s %s\n", node.Name, node.Spec.ProviderID,
+		fmt.Printf("    %-8s %-50s %-12s %-8s %-12s %s\n", node.Name, node.Spec.ProviderID,
 			node.Labels[v1.LabelInstanceTypeStable], node.Labels[v1.LabelTopologyZone], ip, taint)
 	}
 	return nil
@@ -313,4 +347,30 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startDevOpenStack starts the OpenStack emulator with a server per dev node, on a
+// loopback tenant subnet so the simulated kubelets can use the servers' addresses,
+// and writes its cloud.conf.
+func startDevOpenStack(dir string) (string, []devNode, func(), error) {
+	e := emulator.New(emulator.Options{ProvisioningDelay: 2 * time.Second, PrivateCIDR: "127.0.60.0/24"})
+	if err := e.Start("127.0.0.1:0"); err != nil {
+		return "", nil, nil, err
+	}
+	var nodes []devNode
+	for _, n := range devNodes {
+		_, ip := e.AddServer(emulator.ServerSpec{Name: n.name})
+		nodes = append(nodes, devNode{name: n.name, ip: ip})
+	}
+	path := filepath.Join(dir, "cloud.conf")
+	if err := os.WriteFile(path, []byte(e.CloudConf()), 0o600); err != nil {
+		_ = e.Close()
+		return "", nil, nil, err
+	}
+	var list []string
+	for _, n := range nodes {
+		list = append(list, n.name+"="+n.ip)
+	}
+	done("emulator at %s (calls: GET %s/_emulator/calls); servers %s", e.URL(), e.URL(), strings.Join(list, " "))
+	return path, nodes, func() { step("Stopping the OpenStack emulator"); _ = e.Close() }, nil
 }

@@ -1,6 +1,7 @@
 // Command overcast is the operator's CLI. `overcast dev` runs a whole cluster on
-// this machine: etcd, kube-apiserver, overcast-ccm on the local cloud, three
-// simulated nodes and a demo LoadBalancer Service (this is `make run`).
+// this machine: etcd, kube-apiserver, overcast-ccm on the local cloud (or on the
+// OpenStack emulator), three simulated nodes and a demo LoadBalancer Service (this
+// is `make run`). `overcast emulate openstack` runs the OpenStack emulator alone.
 package main
 
 import (
@@ -11,8 +12,10 @@ import (
 const usage = `usage: overcast <command> [flags]
 
 commands:
-  dev     run etcd + kube-apiserver + overcast-ccm (local cloud) + 3 simulated nodes
-          and a demo LoadBalancer Service on this machine, until Ctrl-C
+  dev      run etcd + kube-apiserver + overcast-ccm + 3 simulated nodes and a demo
+           LoadBalancer Service on this machine, until Ctrl-C
+           (--cloud local, the default, or --cloud openstack on the emulator)
+  emulate  openstack: run the OpenStack emulator and print a cloud.conf for it
 `
 
 func main() {
@@ -24,6 +27,8 @@ func main() {
 	switch os.Args[1] {
 	case "dev":
 		err = runDev(os.Args[2:])
+	case "emulate":
+		err = runEmulate(os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -89,6 +89,14 @@ func (s *Snapshot[T]) Get(ctx context.Context, key string) (item T, found bool, 
 	return it, ok, nil
 }
 
+// Invalidate makes the next Get list again (used when a caller knows the cloud
+// changed, and by tests that must not wait maxAge).
+func (s *Snapshot[T]) Invalidate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fetched = time.Time{}
+}
+
 // Put records an instance learnt another way (a direct GET), until the next list.
 func (s *Snapshot[T]) Put(item T) {
 	s.mu.Lock()

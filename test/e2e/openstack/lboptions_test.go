@@ -180,7 +180,7 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 	writes := octaviaWrites(t)
 	ensured := eventCount(t, ns, "opts", "EnsuredLoadBalancer")
 	ccm.Stop()
-	ccm = env.StartCCM(t, opts)
+	env.StartCCM(t, opts)
 	require.NoError(t, framework.Poll(time.Minute, time.Second, func() error {
 		if n := eventCount(t, ns, "opts", "EnsuredLoadBalancer"); n <= ensured {
 			return fmt.Errorf("the restarted CCM has not ensured the load balancer yet (%d events)", n)

@@ -1,0 +1,189 @@
+package openstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// filterable is an object whose attributes can be filtered on in a list.
+type filterable interface {
+	// field returns the value of a filterable attribute as a string
+	// (booleans "true"/"false", numbers in decimal); ok is false when the
+	// attribute cannot be filtered on.
+	field(name string) (value string, ok bool)
+	tagList() []string
+}
+
+// multiSep separates the values of a multi-valued attribute returned by
+// filterable.field (such as a port's security groups): the filter matches
+// when any value is equal.
+const multiSep = "\x00"
+
+func multi(vs ...string) string { return strings.Join(vs, multiSep) + multiSep }
+
+// listQuery is a parsed list request of Neutron or Octavia.
+type listQuery struct {
+	limit   int
+	marker  string
+	filters map[string][]string
+	tags    [4][]string // tags, tags-any, not-tags, not-tags-any
+	fields  []string
+}
+
+var reservedListKeys = map[string]bool{
+	"limit": true, "marker": true, "page_reverse": true, "sort_key": true, "sort_dir": true,
+	"fields": true, "tags": true, "tags-any": true, "not-tags": true, "not-tags-any": true,
+}
+
+// parseListQuery parses limit, marker, tags and attribute filters; every
+// filter key must be known to proto.
+func parseListQuery(q url.Values, proto filterable) (*listQuery, error) {
+	lq := &listQuery{marker: q.Get("marker"), filters: map[string][]string{}}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("limit must be a non-negative integer, got %q", s)
+		}
+		lq.limit = n
+	}
+	for i, k := range []string{"tags", "tags-any", "not-tags", "not-tags-any"} {
+		for _, v := range q[k] {
+			for _, t := range strings.Split(v, ",") {
+				if t != "" {
+					lq.tags[i] = append(lq.tags[i], t)
+				}
+			}
+		}
+	}
+	for _, v := range q["fields"] {
+		lq.fields = append(lq.fields, strings.Split(v, ",")...)
+	}
+	for k, vs := range q {
+		if reservedListKeys[k] {
+			continue
+		}
+		if _, ok := proto.field(k); !ok {
+			return nil, fmt.Errorf("[%s] is invalid attribute for filtering", k)
+		}
+		lq.filters[k] = vs
+	}
+	return lq, nil
+}
+
+// match reports whether o passes the filters and tag filters.
+func (lq *listQuery) match(o filterable) bool {
+	for k, vs := range lq.filters {
+		v, _ := o.field(k)
+		ok := false
+		for _, want := range vs {
+			if v == want || (v == "true" || v == "false") && strings.EqualFold(v, want) ||
+				strings.Contains(v, multiSep) && has(strings.Split(v, multiSep), want) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(lq.tags[0])+len(lq.tags[1])+len(lq.tags[2])+len(lq.tags[3]) > 0 {
+		return matchTags(o.tagList(), lq.tags[0], lq.tags[1], lq.tags[2], lq.tags[3])
+	}
+	return true
+}
+
+// matchTags applies the tags (all of), tags-any, not-tags (not all of) and
+// not-tags-any filters.
+func matchTags(have, all, anyOf, notAll, notAny []string) bool {
+	hasAll := func(ts []string) bool {
+		for _, t := range ts {
+			if !has(have, t) {
+				return false
+			}
+		}
+		return true
+	}
+	hasAny := func(ts []string) bool {
+		for _, t := range ts {
+			if has(have, t) {
+				return true
+			}
+		}
+		return false
+	}
+	return (len(all) == 0 || hasAll(all)) &&
+		(len(anyOf) == 0 || hasAny(anyOf)) &&
+		(len(notAll) == 0 || !hasAll(notAll)) &&
+		(len(notAny) == 0 || !hasAny(notAny))
+}
+
+// nextLink builds the href of the next page: the request URL with the marker
+// replaced.
+func nextLink(r *http.Request, marker string) string {
+	q := r.URL.Query()
+	q.Set("marker", marker)
+	return baseURL(r) + r.URL.Path + "?" + q.Encode()
+}
+
+// selectFields keeps only the given top-level JSON fields of each view.
+func selectFields(views []any, fields []string) []any {
+	out := make([]any, len(views))
+	for i, v := range views {
+		b, _ := json.Marshal(v)
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(b, &m)
+		sel := map[string]json.RawMessage{}
+		for _, f := range fields {
+			if raw, ok := m[f]; ok {
+				sel[f] = raw
+			}
+		}
+		out[i] = sel
+	}
+	return out
+}
+
+// listResponse serves a Neutron- or Octavia-style list: {coll: [...],
+// coll_links: [...]} with a next link when more objects follow.
+func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Request, st *store[T], proto T, coll string,
+	pre func(T) bool, onError func(w http.ResponseWriter, code int, msg string), view func(T) any) {
+	lq, err := parseListQuery(r.URL.Query(), proto)
+	if err != nil {
+		onError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	e.lock()
+	items, more, err := st.page(lq.marker, lq.limit, false, func(o T) bool { return (pre == nil || pre(o)) && lq.match(o) })
+	if err != nil {
+		e.mu.Unlock()
+		onError(w, http.StatusBadRequest, fmt.Sprintf("marker %s not found", lq.marker))
+		return
+	}
+	views := make([]any, len(items))
+	for i, o := range items {
+		views[i] = view(o)
+	}
+	var lastID string
+	if more && len(items) > 0 {
+		lastID, _ = items[len(items)-1].field("id")
+	}
+	e.mu.Unlock()
+	if len(lq.fields) > 0 {
+		views = selectFields(views, lq.fields)
+	}
+	body := map[string]any{coll: views}
+	if lq.limit > 0 || lq.marker != "" {
+		links := []map[string]string{}
+		if more {
+			links = append(links, map[string]string{"rel": "next", "href": nextLink(r, lastID)})
+		}
+		body[coll+"_links"] = links
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func boolStr(b bool) string { return strconv.FormatBool(b) }

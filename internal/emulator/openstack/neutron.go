@@ -1,0 +1,1242 @@
+package openstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+)
+
+const neutronPrefix = "/network/v2.0"
+
+// Device owners of the ports the emulator creates.
+const (
+	ownerCompute         = "compute:nova"
+	ownerRouterInterface = "network:router_interface"
+	ownerRouterGateway   = "network:router_gateway"
+	ownerFloatingIP      = "network:floatingip"
+	ownerOctavia         = "Octavia"
+)
+
+// apiErr is a service-neutral error of an internal operation; each service
+// renders it in its own format.
+type apiErr struct {
+	code int
+	typ  string // Neutron's error type, e.g. "PortNotFound"
+	msg  string
+}
+
+func (a *apiErr) Error() string { return a.msg }
+
+func errf(code int, typ, format string, args ...any) *apiErr {
+	return &apiErr{code: code, typ: typ, msg: fmt.Sprintf(format, args...)}
+}
+
+func neutronError(w http.ResponseWriter, code int, typ, msg string) {
+	writeJSON(w, code, map[string]any{"NeutronError": map[string]any{"type": typ, "message": msg, "detail": ""}})
+}
+
+func neutronErr(w http.ResponseWriter, a *apiErr) { neutronError(w, a.code, a.typ, a.msg) }
+
+func neutronBadRequest(w http.ResponseWriter, code int, msg string) {
+	neutronError(w, code, "HTTPBadRequest", msg)
+}
+
+// standard attributes of every Neutron resource.
+type neutronStd struct {
+	ProjectID string      `json:"project_id"`
+	TenantID  string      `json:"tenant_id"`
+	Tags      []string    `json:"tags"`
+	Created   neutronTime `json:"created_at"`
+	Updated   neutronTime `json:"updated_at"`
+	Revision  int         `json:"revision_number"`
+}
+
+func (e *Emulator) std(now time.Time) neutronStd {
+	return neutronStd{ProjectID: e.fx.ProjectID, TenantID: e.fx.ProjectID, Tags: []string{},
+		Created: neutronTime(now), Updated: neutronTime(now), Revision: 1}
+}
+
+func (s *neutronStd) touch(now time.Time) {
+	s.Updated = neutronTime(now)
+	s.Revision++
+}
+
+func (s *neutronStd) stdField(name string) (string, bool) {
+	switch name {
+	case "project_id":
+		return s.ProjectID, true
+	case "tenant_id":
+		return s.TenantID, true
+	case "revision_number":
+		return strconv.Itoa(s.Revision), true
+	}
+	return "", false
+}
+
+func (s *neutronStd) tagList() []string { return s.Tags }
+
+type network struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Description  string   `json:"description"`
+	AdminStateUp bool     `json:"admin_state_up"`
+	Status       string   `json:"status"`
+	Subnets      []string `json:"subnets"`
+	Shared       bool     `json:"shared"`
+	External     bool     `json:"router:external"`
+	MTU          int      `json:"mtu"`
+	PortSecurity bool     `json:"port_security_enabled"`
+	AZs          []string `json:"availability_zones"`
+	neutronStd
+}
+
+func (n *network) field(k string) (string, bool) {
+	switch k {
+	case "id":
+		return n.ID, true
+	case "name":
+		return n.Name, true
+	case "description":
+		return n.Description, true
+	case "admin_state_up":
+		return boolStr(n.AdminStateUp), true
+	case "status":
+		return n.Status, true
+	case "shared":
+		return boolStr(n.Shared), true
+	case "router:external":
+		return boolStr(n.External), true
+	case "mtu":
+		return strconv.Itoa(n.MTU), true
+	case "port_security_enabled":
+		return boolStr(n.PortSecurity), true
+	}
+	return n.stdField(k)
+}
+
+type allocPool struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
+}
+
+type subnet struct {
+	ID              string      `json:"id"`
+	Name            string      `json:"name"`
+	Description     string      `json:"description"`
+	NetworkID       string      `json:"network_id"`
+	CIDR            string      `json:"cidr"`
+	IPVersion       int         `json:"ip_version"`
+	GatewayIP       string      `json:"gateway_ip"`
+	AllocationPools []allocPool `json:"allocation_pools"`
+	EnableDHCP      bool        `json:"enable_dhcp"`
+	DNSNameservers  []string    `json:"dns_nameservers"`
+	HostRoutes      []any       `json:"host_routes"`
+	ServiceTypes    []string    `json:"service_types"`
+	SubnetPoolID    *string     `json:"subnetpool_id"`
+	IPv6AddressMode *string     `json:"ipv6_address_mode"`
+	IPv6RAMode      *string     `json:"ipv6_ra_mode"`
+	neutronStd
+
+	ipam *ipam
+}
+
+func (s *subnet) field(k string) (string, bool) {
+	switch k {
+	case "id":
+		return s.ID, true
+	case "name":
+		return s.Name, true
+	case "description":
+		return s.Description, true
+	case "network_id":
+		return s.NetworkID, true
+	case "cidr":
+		return s.CIDR, true
+	case "ip_version":
+		return strconv.Itoa(s.IPVersion), true
+	case "gateway_ip":
+		return s.GatewayIP, true
+	case "enable_dhcp":
+		return boolStr(s.EnableDHCP), true
+	case "subnetpool_id":
+		return "", true
+	}
+	return s.stdField(k)
+}
+
+type fixedIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+type addressPair struct {
+	IPAddress  string `json:"ip_address"`
+	MACAddress string `json:"mac_address,omitempty"`
+}
+
+type port struct {
+	ID                  string        `json:"id"`
+	Name                string        `json:"name"`
+	Description         string        `json:"description"`
+	NetworkID           string        `json:"network_id"`
+	AdminStateUp        bool          `json:"admin_state_up"`
+	MACAddress          string        `json:"mac_address"`
+	FixedIPs            []fixedIP     `json:"fixed_ips"`
+	DeviceID            string        `json:"device_id"`
+	DeviceOwner         string        `json:"device_owner"`
+	Status              string        `json:"status"`
+	SecurityGroups      []string      `json:"security_groups"`
+	AllowedAddressPairs []addressPair `json:"allowed_address_pairs"`
+	PortSecurity        bool          `json:"port_security_enabled"`
+	VNICType            string        `json:"binding:vnic_type"`
+	neutronStd
+}
+
+func (p *port) field(k string) (string, bool) {
+	switch k {
+	case "id":
+		return p.ID, true
+	case "name":
+		return p.Name, true
+	case "description":
+		return p.Description, true
+	case "network_id":
+		return p.NetworkID, true
+	case "admin_state_up":
+		return boolStr(p.AdminStateUp), true
+	case "mac_address":
+		return p.MACAddress, true
+	case "device_id":
+		return p.DeviceID, true
+	case "device_owner":
+		return p.DeviceOwner, true
+	case "status":
+		return p.Status, true
+	case "security_groups":
+		return multi(p.SecurityGroups...), true
+	case "fixed_ips":
+		var vs []string
+		for _, f := range p.FixedIPs {
+			vs = append(vs, "ip_address="+f.IPAddress, "subnet_id="+f.SubnetID)
+		}
+		return multi(vs...), true
+	case "port_security_enabled":
+		return boolStr(p.PortSecurity), true
+	}
+	return p.stdField(k)
+}
+
+type floatingIP struct {
+	ID                string
+	Description       string
+	FloatingIPAddress string
+	FloatingNetworkID string
+	SubnetID          string
+	RouterID          string
+	PortID            string
+	FixedIPAddress    string
+	ownPortID         string // the network:floatingip port holding the address
+	neutronStd
+}
+
+func (f *floatingIP) field(k string) (string, bool) {
+	switch k {
+	case "id":
+		return f.ID, true
+	case "description":
+		return f.Description, true
+	case "floating_ip_address":
+		return f.FloatingIPAddress, true
+	case "floating_network_id":
+		return f.FloatingNetworkID, true
+	case "router_id":
+		return f.RouterID, true
+	case "port_id":
+		return f.PortID, true
+	case "fixed_ip_address":
+		return f.FixedIPAddress, true
+	case "status":
+		return f.status(), true
+	}
+	return f.stdField(k)
+}
+
+func (f *floatingIP) status() string {
+	if f.PortID != "" {
+		return "ACTIVE"
+	}
+	return "DOWN"
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+type floatingIPView struct {
+	ID                string  `json:"id"`
+	Description       string  `json:"description"`
+	FloatingIPAddress string  `json:"floating_ip_address"`
+	FloatingNetworkID string  `json:"floating_network_id"`
+	RouterID          *string `json:"router_id"`
+	PortID            *string `json:"port_id"`
+	FixedIPAddress    *string `json:"fixed_ip_address"`
+	Status            string  `json:"status"`
+	QoSPolicyID       *string `json:"qos_policy_id"`
+	neutronStd
+}
+
+func (f *floatingIP) view() any {
+	return floatingIPView{ID: f.ID, Description: f.Description, FloatingIPAddress: f.FloatingIPAddress,
+		FloatingNetworkID: f.FloatingNetworkID, RouterID: nullable(f.RouterID), PortID: nullable(f.PortID),
+		FixedIPAddress: nullable(f.FixedIPAddress), Status: f.status(), neutronStd: f.neutronStd}
+}
+
+type route struct {
+	Destination string `json:"destination"`
+	NextHop     string `json:"nexthop"`
+}
+
+type router struct {
+	ID               string
+	Name             string
+	Description      string
+	AdminStateUp     bool
+	GatewayNetworkID string
+	GatewayIPs       []fixedIP
+	Routes           []route
+	Interfaces       []string // subnet ids
+	neutronStd
+}
+
+func (rt *router) field(k string) (string, bool) {
+	switch k {
+	case "id":
+		return rt.ID, true
+	case "name":
+		return rt.Name, true
+	case "description":
+		return rt.Description, true
+	case "admin_state_up":
+		return boolStr(rt.AdminStateUp), true
+	case "status":
+		return "ACTIVE", true
+	}
+	return rt.stdField(k)
+}
+
+type routerView struct {
+	ID                  string         `json:"id"`
+	Name                string         `json:"name"`
+	Description         string         `json:"description"`
+	AdminStateUp        bool           `json:"admin_state_up"`
+	Status              string         `json:"status"`
+	ExternalGatewayInfo map[string]any `json:"external_gateway_info"`
+	Routes              []route        `json:"routes"`
+	AZHints             []string       `json:"availability_zone_hints"`
+	AZs                 []string       `json:"availability_zones"`
+	neutronStd
+}
+
+func (rt *router) view() any {
+	v := routerView{ID: rt.ID, Name: rt.Name, Description: rt.Description, AdminStateUp: rt.AdminStateUp,
+		Status: "ACTIVE", Routes: nonNil(rt.Routes), AZHints: []string{}, AZs: []string{"nova"}, neutronStd: rt.neutronStd}
+	if rt.GatewayNetworkID != "" {
+		v.ExternalGatewayInfo = map[string]any{"network_id": rt.GatewayNetworkID, "enable_snat": true,
+			"external_fixed_ips": rt.GatewayIPs}
+	}
+	return v
+}
+
+type secGroup struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Stateful    bool   `json:"stateful"`
+	Rules       []any  `json:"security_group_rules"`
+	neutronStd
+}
+
+func (g *secGroup) field(k string) (string, bool) {
+	switch k {
+	case "id":
+		return g.ID, true
+	case "name":
+		return g.Name, true
+	case "description":
+		return g.Description, true
+	case "stateful":
+		return boolStr(g.Stateful), true
+	}
+	return g.stdField(k)
+}
+
+type sgRule struct {
+	ID              string  `json:"id"`
+	SecurityGroupID string  `json:"security_group_id"`
+	Direction       string  `json:"direction"`
+	EtherType       string  `json:"ethertype"`
+	Protocol        *string `json:"protocol"`
+	PortRangeMin    *int    `json:"port_range_min"`
+	PortRangeMax    *int    `json:"port_range_max"`
+	RemoteIPPrefix  *string `json:"remote_ip_prefix"`
+	RemoteGroupID   *string `json:"remote_group_id"`
+	Description     string  `json:"description"`
+	neutronStd
+}
+
+func (s *sgRule) field(k string) (string, bool) { //nolint:unparam // the lister's field interface
+	deref := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	itoa := func(p *int) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.Itoa(*p)
+	}
+	switch k {
+	case "id":
+		return s.ID, true
+	case "security_group_id":
+		return s.SecurityGroupID, true
+	case "direction":
+		return s.Direction, true
+	case "ethertype":
+		return s.EtherType, true
+	case "protocol":
+		return deref(s.Protocol), true
+	case "port_range_min":
+		return itoa(s.PortRangeMin), true
+	case "port_range_max":
+		return itoa(s.PortRangeMax), true
+	case "remote_ip_prefix":
+		return deref(s.RemoteIPPrefix), true
+	case "remote_group_id":
+		return deref(s.RemoteGroupID), true
+	case "description":
+		return s.Description, true
+	}
+	return s.stdField(k)
+}
+
+// viewCopy returns a shallow copy for marshalling outside the lock (slices
+// in the state are never modified in place).
+func viewCopy[T any](p *T) any { c := *p; return &c }
+
+func (e *Emulator) routeNeutron() {
+	np := neutronPrefix
+	e.handlePublic("GET /network/{$}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"versions": []any{map[string]any{
+			"id": "v2.0", "status": "CURRENT",
+			"links": []any{map[string]string{"rel": "self", "href": baseURL(r) + np + "/"}},
+		}}})
+	})
+	e.handle("GET "+np+"/extensions", e.listExtensions)
+	e.handle("GET "+np+"/extensions/{alias}", e.getExtension)
+
+	e.handle("GET "+np+"/networks", func(w http.ResponseWriter, r *http.Request) {
+		listResponse(e, w, r, e.networks, &network{}, "networks", nil, neutronBadRequest,
+			viewCopy[network])
+	})
+	e.handle("GET "+np+"/networks/{id}", func(w http.ResponseWriter, r *http.Request) {
+		neutronGet(e, w, r, e.networks, "network", "NetworkNotFound", "Network", viewCopy[network])
+	})
+	e.handle("GET "+np+"/subnets", func(w http.ResponseWriter, r *http.Request) {
+		listResponse(e, w, r, e.subnets, &subnet{}, "subnets", nil, neutronBadRequest,
+			viewCopy[subnet])
+	})
+	e.handle("GET "+np+"/subnets/{id}", func(w http.ResponseWriter, r *http.Request) {
+		neutronGet(e, w, r, e.subnets, "subnet", "SubnetNotFound", "Subnet", viewCopy[subnet])
+	})
+
+	e.handle("GET "+np+"/ports", func(w http.ResponseWriter, r *http.Request) {
+		listResponse(e, w, r, e.ports, &port{}, "ports", nil, neutronBadRequest, viewCopy[port])
+	})
+	e.handle("GET "+np+"/ports/{id}", func(w http.ResponseWriter, r *http.Request) {
+		neutronGet(e, w, r, e.ports, "port", "PortNotFound", "Port", viewCopy[port])
+	})
+	e.handle("POST "+np+"/ports", e.createPortHTTP)
+	e.handle("PUT "+np+"/ports/{id}", e.updatePortHTTP)
+	e.handle("DELETE "+np+"/ports/{id}", e.deletePortHTTP)
+
+	e.handle("GET "+np+"/floatingips", func(w http.ResponseWriter, r *http.Request) {
+		listResponse(e, w, r, e.fips, &floatingIP{}, "floatingips", nil, neutronBadRequest, (*floatingIP).view)
+	})
+	e.handle("GET "+np+"/floatingips/{id}", func(w http.ResponseWriter, r *http.Request) {
+		neutronGet(e, w, r, e.fips, "floatingip", "FloatingIPNotFound", "Floating IP", (*floatingIP).view)
+	})
+	e.handle("POST "+np+"/floatingips", e.createFloatingIP)
+	e.handle("PUT "+np+"/floatingips/{id}", e.updateFloatingIP)
+	e.handle("DELETE "+np+"/floatingips/{id}", e.deleteFloatingIP)
+
+	e.handle("GET "+np+"/routers", func(w http.ResponseWriter, r *http.Request) {
+		listResponse(e, w, r, e.routers, &router{}, "routers", nil, neutronBadRequest, (*router).view)
+	})
+	e.handle("GET "+np+"/routers/{id}", func(w http.ResponseWriter, r *http.Request) {
+		neutronGet(e, w, r, e.routers, "router", "RouterNotFound", "Router", (*router).view)
+	})
+	e.handle("PUT "+np+"/routers/{id}", e.updateRouter)
+	e.handle("PUT "+np+"/routers/{id}/add_extraroutes", func(w http.ResponseWriter, r *http.Request) { e.extraRoutes(w, r, true) })
+	e.handle("PUT "+np+"/routers/{id}/remove_extraroutes", func(w http.ResponseWriter, r *http.Request) { e.extraRoutes(w, r, false) })
+
+	e.handle("GET "+np+"/security-groups", func(w http.ResponseWriter, r *http.Request) {
+		listResponse(e, w, r, e.secGroups, &secGroup{}, "security_groups", nil, neutronBadRequest, e.secGroupView)
+	})
+	e.handle("GET "+np+"/security-groups/{id}", func(w http.ResponseWriter, r *http.Request) {
+		neutronGet(e, w, r, e.secGroups, "security_group", "SecurityGroupNotFound", "Security group", e.secGroupView)
+	})
+	e.handle("POST "+np+"/security-groups", e.createSecGroup)
+	e.handle("DELETE "+np+"/security-groups/{id}", e.deleteSecGroup)
+	e.handle("GET "+np+"/security-group-rules", func(w http.ResponseWriter, r *http.Request) {
+		listResponse(e, w, r, e.sgRules, &sgRule{}, "security_group_rules", nil, neutronBadRequest, viewCopy[sgRule])
+	})
+	e.handle("GET "+np+"/security-group-rules/{id}", func(w http.ResponseWriter, r *http.Request) {
+		neutronGet(e, w, r, e.sgRules, "security_group_rule", "SecurityGroupRuleNotFound", "Security group rule", viewCopy[sgRule])
+	})
+	e.handle("POST "+np+"/security-group-rules", e.createSGRule)
+	e.handle("DELETE "+np+"/security-group-rules/{id}", e.deleteSGRule)
+
+	// The trunk extension is not enabled: answer as neutron-server does for an
+	// unknown resource.
+	trunks := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte("404 Not Found\n\nThe resource could not be found.\n\n   "))
+	}
+	e.handle("GET "+np+"/trunks", trunks)
+	e.handle("GET "+np+"/trunks/{id}", trunks)
+	e.handle("POST "+np+"/trunks", trunks)
+}
+
+// neutronGet serves GET of one object.
+func neutronGet[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *store[T], key, notFoundType, noun string, view func(T) any) {
+	id := r.PathValue("id")
+	e.lock()
+	o, ok := st.get(id)
+	var v any
+	if ok {
+		v = view(o)
+	}
+	e.mu.Unlock()
+	if !ok {
+		neutronError(w, http.StatusNotFound, notFoundType, fmt.Sprintf("%s %s could not be found.", noun, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{key: v})
+}
+
+var neutronExtensions = [][2]string{
+	{"agent", "agent"}, {"allowed-address-pairs", "Allowed Address Pairs"},
+	{"availability_zone", "Availability Zone"}, {"binding", "Port Binding"},
+	{"external-net", "Neutron external network"}, {"extra_dhcp_opt", "Neutron Extra DHCP options"},
+	{"extraroute", "Neutron Extra Route"}, {"extraroute-atomic", "Atomically add/remove extra routes"},
+	{"fip-port-details", "Floating IP Port Details Extension"}, {"filter-validation", "Filter parameters validation"},
+	{"network-ip-availability", "Network IP Availability"}, {"port-security", "Port Security"},
+	{"project-id", "project_id field enabled"}, {"quotas", "Quota management support"},
+	{"router", "Neutron L3 Router"}, {"security-group", "security-group"},
+	{"standard-attr-description", "standard-attr-description"}, {"standard-attr-revisions", "Resource revision numbers"},
+	{"standard-attr-tag", "Tag support for resources with standard attribute: port, subnet, network, router, floatingip, security_group"},
+	{"standard-attr-timestamp", "Resource timestamps"}, {"stateful-security-group", "Stateful security group"},
+	{"subnet_allocation", "Subnet Allocation"},
+}
+
+func extensionView(alias, name string) map[string]any {
+	return map[string]any{"alias": alias, "name": name, "description": name, "links": []any{}, "updated": "2021-01-01T10:00:00-00:00"}
+}
+
+func (e *Emulator) listExtensions(w http.ResponseWriter, r *http.Request) {
+	out := make([]any, 0, len(neutronExtensions))
+	for _, x := range neutronExtensions {
+		out = append(out, extensionView(x[0], x[1]))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"extensions": out})
+}
+
+func (e *Emulator) getExtension(w http.ResponseWriter, r *http.Request) {
+	alias := r.PathValue("alias")
+	for _, x := range neutronExtensions {
+		if x[0] == alias {
+			writeJSON(w, http.StatusOK, map[string]any{"extension": extensionView(x[0], x[1])})
+			return
+		}
+	}
+	neutronError(w, http.StatusNotFound, "ExtensionNotFound", fmt.Sprintf("Extension with alias %s does not exist", alias))
+}
+
+// ---- internal network operations (call with mu held) ----
+
+// portSpec describes a port to create.
+type portSpec struct {
+	NetworkID, Name, Description, DeviceID, DeviceOwner string
+	FixedIPs                                            []fixedIP // subnet and/or address; empty: one address from any subnet
+	SecurityGroups                                      *[]string // nil: the default group (for non-network ports)
+	AllowedAddressPairs                                 []addressPair
+	AdminStateUp                                        bool
+}
+
+// allocateIP allocates an address on network n, from subnet (if given) and
+// at address (if given).
+func (e *Emulator) allocateIP(n *network, subnetID, address string) (fixedIP, *apiErr) {
+	if address != "" {
+		a, err := netip.ParseAddr(address)
+		if err != nil || !a.Is4() {
+			return fixedIP{}, errf(400, "InvalidInput", "Invalid input for operation: '%s' is not a valid IPv4 address.", address)
+		}
+		for _, sid := range n.Subnets {
+			s, _ := e.subnets.get(sid)
+			if subnetID != "" && sid != subnetID || !s.ipam.prefix.Contains(a) {
+				continue
+			}
+			if !s.ipam.claim(a) {
+				return fixedIP{}, errf(409, "IpAddressAlreadyAllocated", "IP address %s already allocated in subnet %s", address, sid)
+			}
+			return fixedIP{SubnetID: sid, IPAddress: a.String()}, nil
+		}
+		return fixedIP{}, errf(400, "InvalidIpForNetwork", "IP address %s is not a valid IP for any of the subnets on the specified network.", address)
+	}
+	for _, sid := range n.Subnets {
+		if subnetID != "" && sid != subnetID {
+			continue
+		}
+		s, _ := e.subnets.get(sid)
+		if a, ok := s.ipam.allocate(); ok {
+			return fixedIP{SubnetID: sid, IPAddress: a.String()}, nil
+		}
+	}
+	return fixedIP{}, errf(409, "IpAddressGenerationFailure", "No more IP addresses available on network %s.", n.ID)
+}
+
+func (e *Emulator) releaseIPs(ips []fixedIP) {
+	for _, f := range ips {
+		if s, ok := e.subnets.get(f.SubnetID); ok {
+			if a, err := netip.ParseAddr(f.IPAddress); err == nil {
+				s.ipam.release(a)
+			}
+		}
+	}
+}
+
+func (e *Emulator) createPort(spec portSpec, now time.Time) (*port, *apiErr) {
+	n, ok := e.networks.get(spec.NetworkID)
+	if !ok {
+		return nil, errf(404, "NetworkNotFound", "Network %s could not be found.", spec.NetworkID)
+	}
+	var ips []fixedIP
+	fail := func(a *apiErr) (*port, *apiErr) { e.releaseIPs(ips); return nil, a }
+	reqs := spec.FixedIPs
+	if len(reqs) == 0 {
+		reqs = []fixedIP{{}}
+	}
+	for _, req := range reqs {
+		if req.SubnetID != "" {
+			if s, ok := e.subnets.get(req.SubnetID); !ok || s.NetworkID != n.ID {
+				return fail(errf(400, "InvalidInput", "Invalid input for operation: Failed to create port on network %s, because fixed_ips included invalid subnet %s.", n.ID, req.SubnetID))
+			}
+		}
+		ip, err := e.allocateIP(n, req.SubnetID, req.IPAddress)
+		if err != nil {
+			return fail(err)
+		}
+		ips = append(ips, ip)
+	}
+	sgs := []string{}
+	if spec.SecurityGroups != nil {
+		for _, id := range *spec.SecurityGroups {
+			if _, ok := e.secGroups.get(id); !ok {
+				return fail(errf(404, "SecurityGroupNotFound", "Security group %s does not exist", id))
+			}
+		}
+		sgs = slices.Clone(*spec.SecurityGroups)
+	} else if spec.DeviceOwner == "" || spec.DeviceOwner == ownerCompute {
+		sgs = []string{e.defaultSG}
+	}
+	p := &port{ID: e.newID(), Name: spec.Name, Description: spec.Description, NetworkID: n.ID,
+		AdminStateUp: spec.AdminStateUp, MACAddress: e.newMAC(), FixedIPs: ips, DeviceID: spec.DeviceID,
+		DeviceOwner: spec.DeviceOwner, SecurityGroups: sgs, AllowedAddressPairs: nonNil(spec.AllowedAddressPairs),
+		PortSecurity: true, VNICType: "normal", neutronStd: e.std(now)}
+	p.Status = portStatus(p)
+	e.ports.add(p.ID, p)
+	e.indexPortDevice(p.ID, "", p.DeviceID)
+	return p, nil
+}
+
+func portStatus(p *port) string {
+	switch p.DeviceOwner {
+	case ownerCompute, ownerRouterInterface, ownerRouterGateway:
+		return "ACTIVE"
+	}
+	return "DOWN"
+}
+
+func (e *Emulator) indexPortDevice(portID, oldDev, newDev string) {
+	if oldDev == newDev {
+		return
+	}
+	if oldDev != "" {
+		if rest := without(e.portsByDev[oldDev], portID); len(rest) > 0 {
+			e.portsByDev[oldDev] = rest
+		} else {
+			delete(e.portsByDev, oldDev)
+		}
+	}
+	if newDev != "" {
+		e.portsByDev[newDev] = with(e.portsByDev[newDev], portID)
+	}
+}
+
+// deletePort removes a port, releasing its addresses and disassociating
+// its floating IP.
+func (e *Emulator) deletePort(id string, now time.Time) {
+	p, ok := e.ports.get(id)
+	if !ok {
+		return
+	}
+	if fid, ok := e.fipByPort[id]; ok {
+		if f, ok := e.fips.get(fid); ok {
+			f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
+			f.touch(now)
+		}
+		delete(e.fipByPort, id)
+	}
+	e.releaseIPs(p.FixedIPs)
+	e.indexPortDevice(id, p.DeviceID, "")
+	e.ports.remove(id)
+}
+
+// ---- ports over HTTP ----
+
+type portBody struct {
+	Port struct {
+		NetworkID           string         `json:"network_id"`
+		Name                *string        `json:"name"`
+		Description         *string        `json:"description"`
+		AdminStateUp        *bool          `json:"admin_state_up"`
+		FixedIPs            *[]fixedIP     `json:"fixed_ips"`
+		DeviceID            *string        `json:"device_id"`
+		DeviceOwner         *string        `json:"device_owner"`
+		SecurityGroups      *[]string      `json:"security_groups"`
+		AllowedAddressPairs *[]addressPair `json:"allowed_address_pairs"`
+		PortSecurity        *bool          `json:"port_security_enabled"`
+		MACAddress          *string        `json:"mac_address"`
+	} `json:"port"`
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func (e *Emulator) createPortHTTP(w http.ResponseWriter, r *http.Request) {
+	var b portBody
+	if err := decodeJSON(r, &b); err != nil {
+		neutronBadRequest(w, 400, "Invalid input: "+err.Error())
+		return
+	}
+	if b.Port.NetworkID == "" {
+		neutronBadRequest(w, 400, "Invalid input for operation: network_id is required.")
+		return
+	}
+	now := e.lock()
+	p, aerr := e.createPort(portSpec{NetworkID: b.Port.NetworkID, Name: deref(b.Port.Name, ""),
+		Description: deref(b.Port.Description, ""), DeviceID: deref(b.Port.DeviceID, ""),
+		DeviceOwner: deref(b.Port.DeviceOwner, ""), FixedIPs: deref(b.Port.FixedIPs, nil),
+		SecurityGroups: b.Port.SecurityGroups, AllowedAddressPairs: deref(b.Port.AllowedAddressPairs, nil),
+		AdminStateUp: deref(b.Port.AdminStateUp, true)}, now)
+	var v any
+	if aerr == nil {
+		if b.Port.PortSecurity != nil {
+			p.PortSecurity = *b.Port.PortSecurity
+		}
+		if b.Port.MACAddress != nil {
+			p.MACAddress = *b.Port.MACAddress
+		}
+		v = viewCopy(p)
+	}
+	e.mu.Unlock()
+	if aerr != nil {
+		neutronErr(w, aerr)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"port": v})
+}
+
+func (e *Emulator) updatePortHTTP(w http.ResponseWriter, r *http.Request) {
+	var b portBody
+	if err := decodeJSON(r, &b); err != nil {
+		neutronBadRequest(w, 400, "Invalid input: "+err.Error())
+		return
+	}
+	if b.Port.FixedIPs != nil || b.Port.NetworkID != "" {
+		neutronBadRequest(w, 400, "The emulator does not support changing network_id or fixed_ips of a port.")
+		return
+	}
+	id := r.PathValue("id")
+	now := e.lock()
+	defer e.mu.Unlock()
+	p, ok := e.ports.get(id)
+	if !ok {
+		neutronError(w, 404, "PortNotFound", fmt.Sprintf("Port %s could not be found.", id))
+		return
+	}
+	if b.Port.SecurityGroups != nil {
+		for _, sg := range *b.Port.SecurityGroups {
+			if _, ok := e.secGroups.get(sg); !ok {
+				neutronError(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", sg))
+				return
+			}
+		}
+		p.SecurityGroups = slices.Clone(*b.Port.SecurityGroups)
+	}
+	p.Name = deref(b.Port.Name, p.Name)
+	p.Description = deref(b.Port.Description, p.Description)
+	p.AdminStateUp = deref(b.Port.AdminStateUp, p.AdminStateUp)
+	p.PortSecurity = deref(b.Port.PortSecurity, p.PortSecurity)
+	if b.Port.AllowedAddressPairs != nil {
+		p.AllowedAddressPairs = nonNil(slices.Clone(*b.Port.AllowedAddressPairs))
+	}
+	if b.Port.DeviceID != nil {
+		e.indexPortDevice(p.ID, p.DeviceID, *b.Port.DeviceID)
+		p.DeviceID = *b.Port.DeviceID
+	}
+	p.DeviceOwner = deref(b.Port.DeviceOwner, p.DeviceOwner)
+	p.Status = portStatus(p)
+	p.touch(now)
+	writeJSON(w, http.StatusOK, map[string]any{"port": viewCopy(p)})
+}
+
+func (e *Emulator) deletePortHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	now := e.lock()
+	defer e.mu.Unlock()
+	p, ok := e.ports.get(id)
+	if !ok {
+		neutronError(w, 404, "PortNotFound", fmt.Sprintf("Port %s could not be found.", id))
+		return
+	}
+	switch p.DeviceOwner {
+	case ownerRouterInterface, ownerRouterGateway, ownerFloatingIP:
+		neutronError(w, 409, "ServicePortInUse", fmt.Sprintf("Port %s cannot be deleted directly via the port API: has device owner %s.", id, p.DeviceOwner))
+		return
+	}
+	e.deletePort(id, now)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// ---- floating IPs ----
+
+// associate checks that floating IP f can be associated with port portID
+// (at fixedAddr, default its first address) and does it.
+func (e *Emulator) associate(f *floatingIP, portID, fixedAddr string) *apiErr {
+	p, ok := e.ports.get(portID)
+	if !ok {
+		return errf(404, "PortNotFound", "Port %s could not be found.", portID)
+	}
+	var fip *fixedIP
+	for i := range p.FixedIPs {
+		if fixedAddr == "" || p.FixedIPs[i].IPAddress == fixedAddr {
+			fip = &p.FixedIPs[i]
+			break
+		}
+	}
+	if fip == nil {
+		if fixedAddr != "" {
+			return errf(400, "BadRequest", "Bad floatingip request: Port %s does not have fixed ip %s.", portID, fixedAddr)
+		}
+		return errf(400, "BadRequest", "Bad floatingip request: Port %s does not have any IPv4 address.", portID)
+	}
+	if n, _ := e.networks.get(p.NetworkID); n != nil && n.External {
+		return errf(400, "BadRequest", "Bad floatingip request: Port %s is on an external network.", portID)
+	}
+	var rt *router
+	for _, cand := range e.routers.all() {
+		if cand.GatewayNetworkID == f.FloatingNetworkID && has(cand.Interfaces, fip.SubnetID) {
+			rt = cand
+			break
+		}
+	}
+	if rt == nil {
+		return errf(404, "ExternalGatewayForFloatingIPNotFound",
+			"External network %s is not reachable from subnet %s.  Therefore, cannot associate Port %s with a Floating IP.",
+			f.FloatingNetworkID, fip.SubnetID, portID)
+	}
+	if other, ok := e.fipByPort[portID]; ok && other != f.ID {
+		o, _ := e.fips.get(other)
+		return errf(409, "FloatingIPPortAlreadyAssociated",
+			"Cannot associate floating IP %s (%s) with port %s using fixed IP %s, as that fixed IP already has a floating IP on external network %s.",
+			f.FloatingIPAddress, f.ID, portID, fip.IPAddress, o.FloatingNetworkID)
+	}
+	if f.PortID != "" && f.PortID != portID {
+		delete(e.fipByPort, f.PortID)
+	}
+	f.PortID, f.FixedIPAddress, f.RouterID = portID, fip.IPAddress, rt.ID
+	e.fipByPort[portID] = f.ID
+	return nil
+}
+
+func (e *Emulator) createFloatingIP(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		FloatingIP struct {
+			FloatingNetworkID string `json:"floating_network_id"`
+			SubnetID          string `json:"subnet_id"`
+			PortID            string `json:"port_id"`
+			FixedIPAddress    string `json:"fixed_ip_address"`
+			FloatingIPAddress string `json:"floating_ip_address"`
+			Description       string `json:"description"`
+		} `json:"floatingip"`
+	}
+	if err := decodeJSON(r, &b); err != nil {
+		neutronBadRequest(w, 400, "Invalid input: "+err.Error())
+		return
+	}
+	req := b.FloatingIP
+	now := e.lock()
+	defer e.mu.Unlock()
+	n, ok := e.networks.get(req.FloatingNetworkID)
+	if !ok {
+		neutronError(w, 404, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", req.FloatingNetworkID))
+		return
+	}
+	if !n.External {
+		neutronError(w, 400, "BadRequest", fmt.Sprintf("Bad floatingip request: Network %s is not a valid external network.", n.ID))
+		return
+	}
+	if req.SubnetID != "" {
+		if s, ok := e.subnets.get(req.SubnetID); !ok || s.NetworkID != n.ID {
+			neutronError(w, 400, "BadRequest", fmt.Sprintf("Bad floatingip request: Subnet %s is not on network %s.", req.SubnetID, n.ID))
+			return
+		}
+	}
+	f := &floatingIP{ID: e.newID(), Description: req.Description, FloatingNetworkID: n.ID, neutronStd: e.std(now)}
+	if req.PortID != "" {
+		// check the association first, so that a failure allocates nothing
+		probe := *f
+		probe.FloatingIPAddress = req.FloatingIPAddress
+		if aerr := e.associate(&probe, req.PortID, req.FixedIPAddress); aerr != nil {
+			neutronErr(w, aerr)
+			return
+		}
+		delete(e.fipByPort, req.PortID)
+	}
+	fp, aerr := e.createPort(portSpec{NetworkID: n.ID, DeviceID: f.ID, DeviceOwner: ownerFloatingIP,
+		FixedIPs: []fixedIP{{SubnetID: req.SubnetID, IPAddress: req.FloatingIPAddress}}, AdminStateUp: true}, now)
+	if aerr != nil {
+		neutronErr(w, aerr)
+		return
+	}
+	f.ownPortID = fp.ID
+	f.FloatingIPAddress = fp.FixedIPs[0].IPAddress
+	f.SubnetID = fp.FixedIPs[0].SubnetID
+	if req.PortID != "" {
+		_ = e.associate(f, req.PortID, req.FixedIPAddress)
+	}
+	e.fips.add(f.ID, f)
+	writeJSON(w, http.StatusCreated, map[string]any{"floatingip": f.view()})
+}
+
+func (e *Emulator) updateFloatingIP(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		FloatingIP map[string]json.RawMessage `json:"floatingip"`
+	}
+	if err := decodeJSON(r, &b); err != nil || b.FloatingIP == nil {
+		neutronBadRequest(w, 400, "Invalid input: a floatingip object is required.")
+		return
+	}
+	str := func(k string) (val string, present bool, err error) {
+		raw, ok := b.FloatingIP[k]
+		if !ok || string(raw) == "null" {
+			return "", ok, nil
+		}
+		return val, true, json.Unmarshal(raw, &val)
+	}
+	portID, portGiven, err1 := str("port_id")
+	fixed, _, err2 := str("fixed_ip_address")
+	desc, descGiven, err3 := str("description")
+	if err1 != nil || err2 != nil || err3 != nil {
+		neutronBadRequest(w, 400, "Invalid input: port_id, fixed_ip_address and description must be strings.")
+		return
+	}
+	id := r.PathValue("id")
+	now := e.lock()
+	defer e.mu.Unlock()
+	f, ok := e.fips.get(id)
+	if !ok {
+		neutronError(w, 404, "FloatingIPNotFound", fmt.Sprintf("Floating IP %s could not be found.", id))
+		return
+	}
+	if portGiven {
+		if portID == "" {
+			if f.PortID != "" {
+				delete(e.fipByPort, f.PortID)
+			}
+			f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
+		} else if aerr := e.associate(f, portID, fixed); aerr != nil {
+			neutronErr(w, aerr)
+			return
+		}
+	}
+	if descGiven {
+		f.Description = desc
+	}
+	f.touch(now)
+	writeJSON(w, http.StatusOK, map[string]any{"floatingip": f.view()})
+}
+
+func (e *Emulator) deleteFloatingIP(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	now := e.lock()
+	defer e.mu.Unlock()
+	f, ok := e.fips.get(id)
+	if !ok {
+		neutronError(w, 404, "FloatingIPNotFound", fmt.Sprintf("Floating IP %s could not be found.", id))
+		return
+	}
+	if f.PortID != "" {
+		delete(e.fipByPort, f.PortID)
+	}
+	e.deletePort(f.ownPortID, now)
+	e.fips.remove(id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// ---- routers ----
+
+// validateRoutes checks destinations and that every nexthop is on a subnet
+// attached to the router.
+func (e *Emulator) validateRoutes(rt *router, routes []route) *apiErr {
+	for _, ro := range routes {
+		if _, err := netip.ParsePrefix(ro.Destination); err != nil {
+			return errf(400, "InvalidInput", "Invalid input for routes. Reason: '%s' is not a valid IP subnet.", ro.Destination)
+		}
+		hop, err := netip.ParseAddr(ro.NextHop)
+		if err != nil {
+			return errf(400, "InvalidInput", "Invalid input for routes. Reason: '%s' is not a valid IP address.", ro.NextHop)
+		}
+		connected := false
+		for _, sid := range rt.Interfaces {
+			if s, ok := e.subnets.get(sid); ok && s.ipam.prefix.Contains(hop) {
+				connected = true
+			}
+		}
+		if !connected {
+			return errf(400, "InvalidRoutes", "Invalid format for routes: [{'destination': '%s', 'nexthop': '%s'}], the nexthop is not connected with router", ro.Destination, ro.NextHop)
+		}
+	}
+	return nil
+}
+
+type routesBody struct {
+	Router struct {
+		Name         *string          `json:"name"`
+		Description  *string          `json:"description"`
+		AdminStateUp *bool            `json:"admin_state_up"`
+		Routes       *[]route         `json:"routes"`
+		Gateway      *json.RawMessage `json:"external_gateway_info"`
+	} `json:"router"`
+}
+
+func (e *Emulator) updateRouter(w http.ResponseWriter, r *http.Request) {
+	var b routesBody
+	if err := decodeJSON(r, &b); err != nil {
+		neutronBadRequest(w, 400, "Invalid input: "+err.Error())
+		return
+	}
+	if b.Router.Gateway != nil {
+		neutronBadRequest(w, 400, "The emulator does not support changing external_gateway_info.")
+		return
+	}
+	id := r.PathValue("id")
+	now := e.lock()
+	defer e.mu.Unlock()
+	rt, ok := e.routers.get(id)
+	if !ok {
+		neutronError(w, 404, "RouterNotFound", fmt.Sprintf("Router %s could not be found", id))
+		return
+	}
+	if b.Router.Routes != nil {
+		if aerr := e.validateRoutes(rt, *b.Router.Routes); aerr != nil {
+			neutronErr(w, aerr)
+			return
+		}
+		rt.Routes = slices.Clone(*b.Router.Routes)
+	}
+	rt.Name = deref(b.Router.Name, rt.Name)
+	rt.Description = deref(b.Router.Description, rt.Description)
+	rt.AdminStateUp = deref(b.Router.AdminStateUp, rt.AdminStateUp)
+	rt.touch(now)
+	writeJSON(w, http.StatusOK, map[string]any{"router": rt.view()})
+}
+
+// extraRoutes serves add_extraroutes and remove_extraroutes: atomic and
+// idempotent.
+func (e *Emulator) extraRoutes(w http.ResponseWriter, r *http.Request, add bool) {
+	var b routesBody
+	if err := decodeJSON(r, &b); err != nil || b.Router.Routes == nil {
+		neutronBadRequest(w, 400, "Invalid input: {\"router\": {\"routes\": [...]}} is required.")
+		return
+	}
+	id := r.PathValue("id")
+	now := e.lock()
+	defer e.mu.Unlock()
+	rt, ok := e.routers.get(id)
+	if !ok {
+		neutronError(w, 404, "RouterNotFound", fmt.Sprintf("Router %s could not be found", id))
+		return
+	}
+	routes := slices.Clone(rt.Routes)
+	if add {
+		if aerr := e.validateRoutes(rt, *b.Router.Routes); aerr != nil {
+			neutronErr(w, aerr)
+			return
+		}
+		for _, ro := range *b.Router.Routes {
+			if !slices.Contains(routes, ro) {
+				routes = append(routes, ro)
+			}
+		}
+	} else {
+		routes = slices.DeleteFunc(routes, func(ro route) bool { return slices.Contains(*b.Router.Routes, ro) })
+	}
+	rt.Routes = routes
+	rt.touch(now)
+	writeJSON(w, http.StatusOK, map[string]any{"router": rt.view()})
+}
+
+// ---- security groups ----
+
+func (e *Emulator) secGroupView(g *secGroup) any {
+	c := *g
+	c.Rules = []any{}
+	for _, ru := range e.sgRules.all() {
+		if ru.SecurityGroupID == g.ID {
+			c.Rules = append(c.Rules, viewCopy(ru))
+		}
+	}
+	return &c
+}
+
+func (e *Emulator) addSGRule(sgID, direction, ether string, now time.Time) {
+	ru := &sgRule{ID: e.newID(), SecurityGroupID: sgID, Direction: direction, EtherType: ether, neutronStd: e.std(now)}
+	e.sgRules.add(ru.ID, ru)
+}
+
+func (e *Emulator) createSecGroup(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		SG struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+			Stateful    *bool  `json:"stateful"`
+		} `json:"security_group"`
+	}
+	if err := decodeJSON(r, &b); err != nil {
+		neutronBadRequest(w, 400, "Invalid input: "+err.Error())
+		return
+	}
+	now := e.lock()
+	defer e.mu.Unlock()
+	g := &secGroup{ID: e.newID(), Name: b.SG.Name, Description: b.SG.Description,
+		Stateful: deref(b.SG.Stateful, true), neutronStd: e.std(now)}
+	e.secGroups.add(g.ID, g)
+	e.addSGRule(g.ID, "egress", "IPv4", now)
+	e.addSGRule(g.ID, "egress", "IPv6", now)
+	writeJSON(w, http.StatusCreated, map[string]any{"security_group": e.secGroupView(g)})
+}
+
+func (e *Emulator) deleteSecGroup(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	e.lock()
+	defer e.mu.Unlock()
+	if _, ok := e.secGroups.get(id); !ok {
+		neutronError(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", id))
+		return
+	}
+	for _, p := range e.ports.all() {
+		if has(p.SecurityGroups, id) {
+			neutronError(w, 409, "SecurityGroupInUse", fmt.Sprintf("Security Group %s in use.", id))
+			return
+		}
+	}
+	for _, ru := range e.sgRules.all() {
+		if ru.SecurityGroupID == id {
+			e.sgRules.remove(ru.ID)
+		}
+	}
+	e.secGroups.remove(id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (e *Emulator) createSGRule(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Rule sgRule `json:"security_group_rule"`
+	}
+	if err := decodeJSON(r, &b); err != nil {
+		neutronBadRequest(w, 400, "Invalid input: "+err.Error())
+		return
+	}
+	ru := b.Rule
+	if ru.EtherType == "" {
+		ru.EtherType = "IPv4"
+	}
+	if ru.Direction != "ingress" && ru.Direction != "egress" {
+		neutronError(w, 400, "InvalidInput", fmt.Sprintf("Invalid input for direction. Reason: '%s' is not in ['ingress', 'egress'].", ru.Direction))
+		return
+	}
+	if ru.EtherType != "IPv4" && ru.EtherType != "IPv6" {
+		neutronError(w, 400, "SecurityGroupRuleInvalidEtherType", fmt.Sprintf("Security group rule for ethertype '%s' not supported. Allowed values are ['IPv4', 'IPv6'].", ru.EtherType))
+		return
+	}
+	if ru.PortRangeMin != nil && ru.PortRangeMax != nil && *ru.PortRangeMin > *ru.PortRangeMax {
+		neutronError(w, 400, "SecurityGroupInvalidPortRange", "For TCP/UDP protocols, port_range_min must be <= port_range_max")
+		return
+	}
+	now := e.lock()
+	defer e.mu.Unlock()
+	if _, ok := e.secGroups.get(ru.SecurityGroupID); !ok {
+		neutronError(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", ru.SecurityGroupID))
+		return
+	}
+	for _, old := range e.sgRules.all() {
+		if old.SecurityGroupID == ru.SecurityGroupID && sameRule(old, &ru) {
+			neutronError(w, 409, "SecurityGroupRuleExists", fmt.Sprintf("Security group rule already exists. Rule id is %s.", old.ID))
+			return
+		}
+	}
+	ru.ID = e.newID()
+	ru.neutronStd = e.std(now)
+	nr := ru
+	e.sgRules.add(nr.ID, &nr)
+	writeJSON(w, http.StatusCreated, map[string]any{"security_group_rule": viewCopy(&nr)})
+}
+
+func sameRule(a, b *sgRule) bool {
+	for _, k := range []string{"direction", "ethertype", "protocol", "port_range_min", "port_range_max", "remote_ip_prefix", "remote_group_id"} {
+		va, _ := a.field(k)
+		vb, _ := b.field(k)
+		if va != vb {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Emulator) deleteSGRule(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	e.lock()
+	defer e.mu.Unlock()
+	if !e.sgRules.remove(id) {
+		neutronError(w, 404, "SecurityGroupRuleNotFound", fmt.Sprintf("Security group rule %s does not exist", id))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

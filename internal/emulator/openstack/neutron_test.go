@@ -1,0 +1,229 @@
+package openstack
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/trunks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNetworksAndSubnets(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	iTrue := true
+	pages, err := networks.List(ev.network, external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &iTrue}).AllPages(ctx)
+	require.NoError(t, err)
+	var nets []struct {
+		networks.Network
+		external.NetworkExternalExt
+	}
+	require.NoError(t, networks.ExtractNetworksInto(pages, &nets))
+	require.Len(t, nets, 1)
+	assert.Equal(t, ev.fx.PublicNetworkID, nets[0].ID)
+	assert.True(t, nets[0].External)
+
+	n, err := networks.Get(ctx, ev.network, ev.fx.NetworkID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "private", n.Name)
+	assert.Equal(t, []string{ev.fx.SubnetID}, n.Subnets)
+
+	sp, err := subnets.List(ev.network, subnets.ListOpts{NetworkID: ev.fx.NetworkID}).AllPages(ctx)
+	require.NoError(t, err)
+	ss, err := subnets.ExtractSubnets(sp)
+	require.NoError(t, err)
+	require.Len(t, ss, 1)
+	assert.Equal(t, "10.0.0.0/24", ss[0].CIDR)
+	assert.Equal(t, []string{}, ss[0].Tags)
+
+	_, err = networks.Get(ctx, ev.network, "nope").Extract()
+	assert.Equal(t, 404, codeOf(err))
+
+	// Unknown filters are refused, as with Neutron's filter validation.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ev.e.URL()+"/network/v2.0/networks?colour=red", nil)
+	req.Header.Set("X-Auth-Token", ev.pc.Token())
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+
+	// Trunks are not enabled; the extension list says so too.
+	_, err = trunks.Get(ctx, ev.network, "x").Extract()
+	assert.Equal(t, 404, codeOf(err))
+	ep, err := extensions.List(ev.network).AllPages(ctx)
+	require.NoError(t, err)
+	exts, err := extensions.ExtractExtensions(ep)
+	require.NoError(t, err)
+	aliases := map[string]bool{}
+	for _, x := range exts {
+		aliases[x.Alias] = true
+	}
+	assert.True(t, aliases["extraroute-atomic"])
+	assert.False(t, aliases["trunk"])
+}
+
+func TestPortsPagingAndFilters(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	var ids []string
+	for range 7 {
+		id, _ := ev.e.AddServer(ServerSpec{})
+		ids = append(ids, id)
+	}
+	count := 0
+	pages := 0
+	err := ports.List(ev.network, ports.ListOpts{DeviceOwner: "compute:nova", Limit: 3}).EachPage(ctx, func(_ context.Context, p pagination.Page) (bool, error) {
+		ps, err := ports.ExtractPorts(p)
+		pages++
+		count += len(ps)
+		return err == nil, err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 7, count)
+	assert.Equal(t, 3, pages)
+
+	pl, err := ports.List(ev.network, ports.ListOpts{DeviceID: ids[3]}).AllPages(ctx)
+	require.NoError(t, err)
+	ps, err := ports.ExtractPorts(pl)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	assert.Equal(t, ids[3], ps[0].DeviceID)
+
+	// A port for a load balancer VIP.
+	p, err := ports.Create(ctx, ev.network, ports.CreateOpts{NetworkID: ev.fx.NetworkID, Name: "vip",
+		FixedIPs: []ports.IP{{SubnetID: ev.fx.SubnetID, IPAddress: "10.0.0.200"}}}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "10.0.0.200", p.FixedIPs[0].IPAddress)
+	_, err = ports.Create(ctx, ev.network, ports.CreateOpts{NetworkID: ev.fx.NetworkID,
+		FixedIPs: []ports.IP{{SubnetID: ev.fx.SubnetID, IPAddress: "10.0.0.200"}}}).Extract()
+	assert.Equal(t, 409, codeOf(err), "the address is taken")
+	require.NoError(t, ports.Delete(ctx, ev.network, p.ID).ExtractErr())
+	_, err = ports.Get(ctx, ev.network, p.ID).Extract()
+	assert.Equal(t, 404, codeOf(err))
+}
+
+func TestFloatingIPs(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	srv, fixed := ev.e.AddServer(ServerSpec{Name: "web"})
+	pl, err := ports.List(ev.network, ports.ListOpts{DeviceID: srv}).AllPages(ctx)
+	require.NoError(t, err)
+	ps, err := ports.ExtractPorts(pl)
+	require.NoError(t, err)
+	portID := ps[0].ID
+
+	fip, err := floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID,
+		PortID: portID, Description: "owned"}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, fixed, fip.FixedIP)
+	assert.Equal(t, ev.fx.RouterID, fip.RouterID)
+	assert.Equal(t, "ACTIVE", fip.Status)
+	assert.Equal(t, "203.0.113.11", fip.FloatingIP, "the router's gateway has .10")
+
+	s, err := servers.Get(ctx, ev.compute, srv).Extract()
+	require.NoError(t, err)
+	addrs := s.Addresses["private"].([]any)
+	require.Len(t, addrs, 2)
+	assert.Equal(t, "floating", addrs[1].(map[string]any)["OS-EXT-IPS:type"])
+	assert.Equal(t, fip.FloatingIP, addrs[1].(map[string]any)["addr"])
+
+	fl, err := floatingips.List(ev.network, floatingips.ListOpts{PortID: portID}).AllPages(ctx)
+	require.NoError(t, err)
+	fips, err := floatingips.ExtractFloatingIPs(fl)
+	require.NoError(t, err)
+	require.Len(t, fips, 1)
+
+	_, err = floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID,
+		PortID: portID}).Extract()
+	assert.Equal(t, 409, codeOf(err), "the port already has a floating IP")
+	_, err = floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.NetworkID}).Extract()
+	assert.Equal(t, 400, codeOf(err), "not an external network")
+	_, err = floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID,
+		FloatingIP: fip.FloatingIP}).Extract()
+	assert.Equal(t, 409, codeOf(err), "the address is taken")
+
+	empty := ""
+	fip, err = floatingips.Update(ctx, ev.network, fip.ID, floatingips.UpdateOpts{PortID: &empty}).Extract()
+	require.NoError(t, err)
+	assert.Empty(t, fip.PortID)
+	assert.Empty(t, fip.FixedIP)
+	assert.Equal(t, "DOWN", fip.Status)
+	fip, err = floatingips.Update(ctx, ev.network, fip.ID, floatingips.UpdateOpts{PortID: &portID}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, fixed, fip.FixedIP)
+
+	require.NoError(t, floatingips.Delete(ctx, ev.network, fip.ID).ExtractErr())
+	_, err = floatingips.Get(ctx, ev.network, fip.ID).Extract()
+	assert.Equal(t, 404, codeOf(err))
+
+	// The pool .10-.250 minus the router gateway: 240 addresses, then 409.
+	n := 0
+	for range 300 {
+		_, err := floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID}).Extract()
+		if err != nil {
+			assert.Equal(t, 409, codeOf(err))
+			break
+		}
+		n++
+	}
+	assert.Equal(t, 240, n)
+}
+
+func TestRouterExtraRoutes(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	r1 := routers.Route{DestinationCIDR: "10.244.1.0/24", NextHop: "10.0.0.5"}
+	r2 := routers.Route{DestinationCIDR: "10.244.2.0/24", NextHop: "10.0.0.6"}
+
+	rt, err := extraroutes.Add(ctx, ev.network, ev.fx.RouterID, extraroutes.Opts{Routes: &[]routers.Route{r1, r2}}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, []routers.Route{r1, r2}, rt.Routes)
+	rt, err = extraroutes.Add(ctx, ev.network, ev.fx.RouterID, extraroutes.Opts{Routes: &[]routers.Route{r1}}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, []routers.Route{r1, r2}, rt.Routes, "adding is idempotent")
+
+	rt, err = extraroutes.Remove(ctx, ev.network, ev.fx.RouterID, extraroutes.Opts{Routes: &[]routers.Route{r1}}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, []routers.Route{r2}, rt.Routes)
+	rt, err = extraroutes.Remove(ctx, ev.network, ev.fx.RouterID, extraroutes.Opts{Routes: &[]routers.Route{r1}}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, []routers.Route{r2}, rt.Routes, "removing is idempotent")
+
+	_, err = extraroutes.Add(ctx, ev.network, ev.fx.RouterID, extraroutes.Opts{Routes: &[]routers.Route{
+		{DestinationCIDR: "10.244.3.0/24", NextHop: "192.168.9.9"}}}).Extract()
+	assert.Equal(t, 400, codeOf(err), "a nexthop off the router's subnets")
+
+	got, err := routers.Get(ctx, ev.network, ev.fx.RouterID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, []routers.Route{r2}, got.Routes)
+	assert.Equal(t, ev.fx.PublicNetworkID, got.GatewayInfo.NetworkID)
+}
+
+func TestSecurityGroups(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	g, err := groups.Create(ctx, ev.network, groups.CreateOpts{Name: "lb-sg"}).Extract()
+	require.NoError(t, err)
+	assert.Len(t, g.Rules, 2)
+	pages, err := groups.List(ev.network, groups.ListOpts{Name: "lb-sg"}).AllPages(ctx)
+	require.NoError(t, err)
+	gs, err := groups.ExtractGroups(pages)
+	require.NoError(t, err)
+	require.Len(t, gs, 1)
+	require.NoError(t, groups.Delete(ctx, ev.network, g.ID).ExtractErr())
+	_, err = groups.Get(ctx, ev.network, g.ID).Extract()
+	assert.Equal(t, 404, codeOf(err))
+}

@@ -1,0 +1,209 @@
+package openstack
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLoadBalancerLifecycle(t *testing.T) {
+	const delay = 2 * time.Second
+	ev := newEnv(t, Options{ProvisioningDelay: delay})
+	ctx := t.Context()
+	lb, err := loadbalancers.Create(ctx, ev.lb, loadbalancers.CreateOpts{
+		Name: "kube_service_a", VipSubnetID: ev.fx.SubnetID, Tags: []string{"kube_service_a", "cluster-x"},
+		Listeners: []listeners.CreateOpts{
+			{Name: "l-80", Protocol: listeners.ProtocolTCP, ProtocolPort: 80},
+			{Name: "l-443", Protocol: listeners.ProtocolTCP, ProtocolPort: 443},
+		},
+	}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "PENDING_CREATE", lb.ProvisioningStatus)
+	assert.Equal(t, "OFFLINE", lb.OperatingStatus)
+	assert.Len(t, lb.Listeners, 2)
+	assert.NotEmpty(t, lb.VipAddress)
+
+	// The VIP is a real Neutron port that a floating IP can point at.
+	vip, err := ports.Get(ctx, ev.network, lb.VipPortID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "Octavia", vip.DeviceOwner)
+	assert.Equal(t, lb.VipAddress, vip.FixedIPs[0].IPAddress)
+	fip, err := floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID,
+		PortID: lb.VipPortID}).Extract()
+	require.NoError(t, err)
+
+	// Pending: every mutation of the load balancer and its children conflicts.
+	_, err = listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: listeners.ProtocolTCP, ProtocolPort: 8080}).Extract()
+	assert.Equal(t, 409, codeOf(err))
+	ev.clock.Advance(delay / 2)
+	name := "renamed"
+	_, err = loadbalancers.Update(ctx, ev.lb, lb.ID, loadbalancers.UpdateOpts{Name: &name}).Extract()
+	assert.Equal(t, 409, codeOf(err))
+
+	ev.clock.Advance(delay / 2)
+	lb, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "ACTIVE", lb.ProvisioningStatus)
+	assert.Equal(t, "ONLINE", lb.OperatingStatus)
+
+	ls, err := listeners.List(ev.lb, listeners.ListOpts{LoadbalancerID: lb.ID, ProtocolPort: 80}).AllPages(ctx)
+	require.NoError(t, err)
+	l80s, err := listeners.ExtractListeners(ls)
+	require.NoError(t, err)
+	require.Len(t, l80s, 1)
+	l80 := l80s[0]
+	assert.Equal(t, "ACTIVE", l80.ProvisioningStatus)
+	assert.Equal(t, -1, l80.ConnLimit)
+	assert.Equal(t, 50000, l80.TimeoutClientData)
+	assert.Equal(t, 5000, l80.TimeoutMemberConnect)
+
+	_, err = listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: listeners.ProtocolTCP, ProtocolPort: 80}).Extract()
+	assert.Equal(t, 409, codeOf(err), "a duplicate protocol_port")
+
+	// A pool on the listener, then members by batch, then a monitor.
+	pool, err := pools.Create(ctx, ev.lb, pools.CreateOpts{ListenerID: l80.ID, Protocol: pools.ProtocolTCP,
+		LBMethod: pools.LBMethodRoundRobin, Name: "pool-80"}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "PENDING_CREATE", pool.ProvisioningStatus)
+	lb, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "PENDING_UPDATE", lb.ProvisioningStatus)
+	err = pools.BatchUpdateMembers(ctx, ev.lb, pool.ID, []pools.BatchUpdateMemberOpts{{Address: "10.0.0.5", ProtocolPort: 30080}}).ExtractErr()
+	assert.Equal(t, 409, codeOf(err), "the pool is pending")
+	ev.clock.Advance(delay)
+
+	l, err := listeners.Get(ctx, ev.lb, l80.ID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, pool.ID, l.DefaultPoolID)
+
+	w := 5
+	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, pool.ID, []pools.BatchUpdateMemberOpts{
+		{Address: "10.0.0.5", ProtocolPort: 30080}, {Address: "10.0.0.6", ProtocolPort: 30080},
+	}).ExtractErr())
+	ev.clock.Advance(delay)
+	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, pool.ID, []pools.BatchUpdateMemberOpts{
+		{Address: "10.0.0.6", ProtocolPort: 30080, Weight: &w}, {Address: "10.0.0.7", ProtocolPort: 30080},
+	}).ExtractErr())
+	mp, err := pools.ListMembers(ev.lb, pool.ID, nil).AllPages(ctx)
+	require.NoError(t, err)
+	members, err := pools.ExtractMembers(mp)
+	require.NoError(t, err)
+	status := map[string]string{}
+	for _, m := range members {
+		status[m.Address] = m.ProvisioningStatus
+	}
+	assert.Equal(t, map[string]string{"10.0.0.5": "PENDING_DELETE", "10.0.0.6": "PENDING_UPDATE", "10.0.0.7": "PENDING_CREATE"}, status)
+	ev.clock.Advance(delay)
+	mp, err = pools.ListMembers(ev.lb, pool.ID, nil).AllPages(ctx)
+	require.NoError(t, err)
+	members, err = pools.ExtractMembers(mp)
+	require.NoError(t, err)
+	require.Len(t, members, 2)
+	for _, m := range members {
+		assert.Equal(t, "ACTIVE", m.ProvisioningStatus)
+		assert.Equal(t, "NO_MONITOR", m.OperatingStatus)
+		if m.Address == "10.0.0.6" {
+			assert.Equal(t, 5, m.Weight)
+		}
+	}
+
+	mon, err := monitors.Create(ctx, ev.lb, monitors.CreateOpts{PoolID: pool.ID, Type: monitors.TypeTCP, Delay: 10, Timeout: 5, MaxRetries: 3}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, 3, mon.MaxRetriesDown)
+	ev.clock.Advance(delay)
+	_, err = monitors.Create(ctx, ev.lb, monitors.CreateOpts{PoolID: pool.ID, Type: monitors.TypeTCP, Delay: 10, Timeout: 5, MaxRetries: 3}).Extract()
+	assert.Equal(t, 409, codeOf(err), "one monitor per pool")
+	p, err := pools.Get(ctx, ev.lb, pool.ID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, mon.ID, p.MonitorID)
+	assert.Len(t, p.Members, 2)
+
+	// Tags filter the list.
+	lp, err := loadbalancers.List(ev.lb, loadbalancers.ListOpts{Tags: []string{"kube_service_a", "cluster-x"}}).AllPages(ctx)
+	require.NoError(t, err)
+	lbs, err := loadbalancers.ExtractLoadBalancers(lp)
+	require.NoError(t, err)
+	assert.Len(t, lbs, 1)
+	lp, err = loadbalancers.List(ev.lb, loadbalancers.ListOpts{Tags: []string{"kube_service_a", "other"}}).AllPages(ctx)
+	require.NoError(t, err)
+	lbs, err = loadbalancers.ExtractLoadBalancers(lp)
+	require.NoError(t, err)
+	assert.Empty(t, lbs)
+
+	// Without cascade a load balancer with children is refused; with it, it goes.
+	err = loadbalancers.Delete(ctx, ev.lb, lb.ID, nil).ExtractErr()
+	assert.Equal(t, 400, codeOf(err))
+	require.NoError(t, loadbalancers.Delete(ctx, ev.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr())
+	lb, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "PENDING_DELETE", lb.ProvisioningStatus)
+	ev.clock.Advance(delay)
+	_, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
+	assert.Equal(t, 404, codeOf(err))
+	_, err = listeners.Get(ctx, ev.lb, l80.ID).Extract()
+	assert.Equal(t, 404, codeOf(err))
+	_, err = ports.Get(ctx, ev.network, lb.VipPortID).Extract()
+	assert.Equal(t, 404, codeOf(err), "the VIP port goes with the load balancer")
+	fip, err = floatingips.Get(ctx, ev.network, fip.ID).Extract()
+	require.NoError(t, err)
+	assert.Empty(t, fip.PortID, "the floating IP is released from the VIP")
+}
+
+func TestLoadBalancerGraphWithPools(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	lb, err := loadbalancers.Create(ctx, ev.lb, loadbalancers.CreateOpts{
+		Name: "graph", VipNetworkID: ev.fx.NetworkID,
+		Listeners: []listeners.CreateOpts{{
+			Protocol: listeners.ProtocolTCP, ProtocolPort: 80,
+			DefaultPool: &pools.CreateOpts{Protocol: pools.ProtocolTCP, LBMethod: pools.LBMethodRoundRobin,
+				Members: []pools.CreateMemberOpts{{Address: "10.0.0.9", ProtocolPort: 31000}},
+				Monitor: monitors.CreateOpts{Type: monitors.TypeHTTP, Delay: 5, Timeout: 3, MaxRetries: 2, HTTPVersion: "1.1"}},
+		}},
+	}).Extract()
+	require.NoError(t, err)
+	// With no provisioning delay the next request sees everything ACTIVE.
+	pp, err := pools.List(ev.lb, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+	require.NoError(t, err)
+	ps, err := pools.ExtractPools(pp)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	assert.Equal(t, "ACTIVE", ps[0].ProvisioningStatus)
+	assert.Len(t, ps[0].Members, 1)
+	mon, err := monitors.Get(ctx, ev.lb, ps[0].MonitorID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "/", mon.URLPath)
+	assert.Equal(t, "1.1", mon.HTTPVersion)
+	m, err := pools.GetMember(ctx, ev.lb, ps[0].ID, ps[0].Members[0].ID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "ONLINE", m.OperatingStatus, "monitored members are healthy")
+
+	require.NoError(t, pools.Delete(ctx, ev.lb, ps[0].ID).ExtractErr())
+	_, err = monitors.Get(ctx, ev.lb, mon.ID).Extract()
+	assert.Equal(t, 404, codeOf(err), "a pool takes its monitor along")
+	l, err := listeners.Get(ctx, ev.lb, lb.Listeners[0].ID).Extract()
+	require.NoError(t, err)
+	assert.Empty(t, l.DefaultPoolID)
+}
+
+func TestLoadBalancerInError(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	lb, err := loadbalancers.Create(ctx, ev.lb, loadbalancers.CreateOpts{VipSubnetID: ev.fx.SubnetID}).Extract()
+	require.NoError(t, err)
+	require.NoError(t, ev.e.SetLoadBalancerError(lb.ID))
+	_, err = listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: listeners.ProtocolUDP, ProtocolPort: 53}).Extract()
+	assert.Equal(t, 409, codeOf(err))
+	require.NoError(t, loadbalancers.Delete(ctx, ev.lb, lb.ID, nil).ExtractErr())
+	_, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
+	assert.Equal(t, 404, codeOf(err))
+	require.ErrorIs(t, ev.e.SetLoadBalancerError(lb.ID), ErrNotFound)
+}

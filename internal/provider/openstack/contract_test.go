@@ -1,0 +1,440 @@
+package openstack
+
+// The contract suite: what the provider does, through the real gophercloud client,
+// against a target that is either the emulator (internal/emulator/openstack, in
+// `make test`) or the real OpenStack of test/openstack (in `make test-openstack`,
+// with OVERCAST_CONTRACT_OPENSTACK_ENV naming the harness's openstack.env). Both
+// must pass the same assertions: a behaviour the real one has and the emulator
+// lacks is an emulator bug.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+)
+
+// contractTarget is where the suite runs.
+type contractTarget struct {
+	name                                 string
+	conf                                 string // the CCM's cloud.conf
+	imageID, flavorID, flavorName, netID string
+	publicCIDR                           netip.Prefix
+	routerID                             string
+	compute, network                     *gophercloud.ServiceClient // as the CCM's user
+	emu                                  *emulator.Emulator         // nil against the real one
+}
+
+var targetCounter atomic.Int64
+
+func newContractTarget(t *testing.T) *contractTarget {
+	t.Helper()
+	if path := os.Getenv("OVERCAST_CONTRACT_OPENSTACK_ENV"); path != "" {
+		return realTarget(t, path)
+	}
+	e := emulator.New(emulator.Options{ProvisioningDelay: 200 * time.Millisecond})
+	require.NoError(t, e.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = e.Close() })
+	f := e.Fixture()
+	tg := &contractTarget{
+		name: "emulator", conf: e.CloudConf(), imageID: f.ImageID, flavorID: f.FlavorID, flavorName: f.FlavorName,
+		netID: f.NetworkID, publicCIDR: netip.MustParsePrefix("203.0.113.0/24"), routerID: f.RouterID, emu: e,
+	}
+	tg.clients(t, gophercloud.AuthOptions{
+		IdentityEndpoint: e.URL() + "/identity/v3", ApplicationCredentialID: f.AppCredentialID, ApplicationCredentialSecret: f.AppCredentialSecret,
+	}, "RegionOne")
+	return tg
+}
+
+func realTarget(t *testing.T, path string) *contractTarget {
+	t.Helper()
+	env := map[string]string{}
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			env[k] = strings.Trim(v, `'"`)
+		}
+	}
+	conf, err := os.ReadFile(env["OVERCAST_OS_CLOUD_CONF"])
+	require.NoError(t, err)
+	tg := &contractTarget{
+		name: "real", conf: string(conf), imageID: env["OVERCAST_OS_IMAGE_ID"], flavorID: env["OVERCAST_OS_FLAVOR_ID"],
+		flavorName: env["OVERCAST_OS_FLAVOR_NAME"], netID: env["OVERCAST_OS_NETWORK_ID"],
+		publicCIDR: netip.MustParsePrefix("203.0.113.0/24"), routerID: env["OVERCAST_OS_ROUTER_ID"],
+	}
+	tg.clients(t, gophercloud.AuthOptions{
+		IdentityEndpoint: env["OS_AUTH_URL"], ApplicationCredentialID: env["OVERCAST_OS_APPLICATION_CREDENTIAL_ID"],
+		ApplicationCredentialSecret: env["OVERCAST_OS_APPLICATION_CREDENTIAL_SECRET"],
+	}, env["OS_REGION_NAME"])
+	return tg
+}
+
+func (tg *contractTarget) clients(t *testing.T, ao gophercloud.AuthOptions, region string) {
+	t.Helper()
+	ao.AllowReauth = true
+	p, err := gopenstack.AuthenticatedClient(t.Context(), ao)
+	require.NoError(t, err)
+	eo := gophercloud.EndpointOpts{Region: region}
+	tg.compute, err = gopenstack.NewComputeV2(p, eo)
+	require.NoError(t, err)
+	tg.compute.Microversion = "2.47"
+	tg.network, err = gopenstack.NewNetworkV2(p, eo)
+	require.NoError(t, err)
+}
+
+// cloud is the provider under test, with a cluster UID of its own.
+func (tg *contractTarget) cloud(t *testing.T, extra string) *Cloud {
+	t.Helper()
+	cfg, err := Read(strings.NewReader(tg.conf + extra))
+	require.NoError(t, err)
+	c, err := New(cfg)
+	require.NoError(t, err)
+	c.clusterID = fmt.Sprintf("contract-%d-%d", os.Getpid(), targetCounter.Add(1))
+	return c
+}
+
+type contractServer struct{ id, name, fixedIP string }
+
+// server boots a server through Nova and waits for its address; it is deleted at
+// the end of the test.
+func (tg *contractTarget) server(t *testing.T, name string) contractServer {
+	t.Helper()
+	ctx := context.Background()
+	created, err := servers.Create(ctx, tg.compute, servers.CreateOpts{
+		Name: name, ImageRef: tg.imageID, FlavorRef: tg.flavorID, Networks: []servers.Network{{UUID: tg.netID}},
+	}, nil).Extract()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = servers.Delete(context.Background(), tg.compute, created.ID).ExtractErr() })
+	var s contractServer
+	require.NoError(t, poll(2*time.Minute, func() error {
+		var got struct {
+			Status    string `json:"status"`
+			Addresses map[string][]struct {
+				Addr string `json:"addr"`
+			} `json:"addresses"`
+		}
+		if err := servers.Get(ctx, tg.compute, created.ID).ExtractInto(&got); err != nil {
+			return err
+		}
+		for _, as := range got.Addresses {
+			for _, a := range as {
+				s = contractServer{id: created.ID, name: name, fixedIP: a.Addr}
+			}
+		}
+		if got.Status != "ACTIVE" || s.fixedIP == "" {
+			return fmt.Errorf("server %s is %s", name, got.Status)
+		}
+		return nil
+	}))
+	return s
+}
+
+func poll(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		var p backoffPermanent
+		if errors.As(err, &p) {
+			return p.error
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still failing after %s: %w", timeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func contractName(prefix string) string { return fmt.Sprintf("%s-%06d", prefix, rand.IntN(1000000)) }
+
+func contractNode(name, providerID, ip string) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: providerID}}
+	if ip != "" {
+		n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}
+	}
+	return n
+}
+
+func TestContractInstances(t *testing.T) {
+	tg := newContractTarget(t)
+	c := tg.cloud(t, "")
+	ctx := t.Context()
+	s := tg.server(t, contractName("contract-node"))
+
+	node := contractNode(s.name, "", "")
+	var md *cloudprovider.InstanceMetadata
+	require.NoError(t, poll(time.Minute, func() error {
+		var err error
+		md, err = c.InstanceMetadata(ctx, node)
+		return err
+	}), "a Node named after a server is found by name")
+	assert.Equal(t, "openstack:///"+s.id, md.ProviderID)
+	assert.Equal(t, tg.flavorName, md.InstanceType)
+	assert.Equal(t, "nova", md.Zone)
+	assert.Contains(t, md.NodeAddresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: s.fixedIP})
+	assert.Contains(t, md.NodeAddresses, v1.NodeAddress{Type: v1.NodeHostName, Address: s.name})
+
+	node.Spec.ProviderID = md.ProviderID
+	exists, err := c.InstanceExists(ctx, node)
+	require.NoError(t, err)
+	assert.True(t, exists)
+	down, err := c.InstanceShutdown(ctx, node)
+	require.NoError(t, err)
+	assert.False(t, down)
+
+	_, err = c.InstanceMetadata(ctx, contractNode(contractName("contract-nobody"), "", ""))
+	assert.ErrorIs(t, err, cloudprovider.InstanceNotFound, "a Node that matches no server")
+
+	require.NoError(t, servers.Stop(ctx, tg.compute, s.id).ExtractErr())
+	require.NoError(t, poll(2*time.Minute, func() error {
+		c.servers.Invalidate()
+		down, err := c.InstanceShutdown(ctx, node)
+		if err != nil || !down {
+			return fmt.Errorf("shutdown %v, err %w", down, err)
+		}
+		return nil
+	}), "SHUTOFF is shutdown")
+
+	require.NoError(t, servers.Delete(ctx, tg.compute, s.id).ExtractErr())
+	require.NoError(t, poll(2*time.Minute, func() error {
+		c.servers.Invalidate()
+		exists, err := c.InstanceExists(ctx, node)
+		if err != nil || exists {
+			return fmt.Errorf("exists %v, err %w", exists, err)
+		}
+		return nil
+	}), "a deleted server does not exist")
+}
+
+func TestContractBadCredentialsAreErrorsNeverGone(t *testing.T) {
+	tg := newContractTarget(t)
+	conf := tg.conf
+	for _, key := range []string{"application-credential-secret", "password"} {
+		conf = replaceINIValue(conf, key, "not-the-secret")
+	}
+	cfg, err := Read(strings.NewReader(conf))
+	require.NoError(t, err)
+	c, err := New(cfg)
+	require.NoError(t, err)
+	node := contractNode("contract-x", "openstack:///0b7f0c2e-1111-2222-3333-444455556666", "")
+	_, err = c.InstanceExists(t.Context(), node)
+	require.Error(t, err, "a 401 is an error, which the lifecycle controller never takes for a deleted server")
+	assert.NotErrorIs(t, err, cloudprovider.InstanceNotFound)
+	assert.NotContains(t, err.Error(), "not-the-secret")
+	_, err = c.InstanceMetadata(t.Context(), node)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, cloudprovider.InstanceNotFound, "nor a missing instance")
+}
+
+func replaceINIValue(conf, key, value string) string {
+	lines := strings.Split(conf, "\n")
+	for i, l := range lines {
+		if k, _, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == key {
+			lines[i] = key + "=" + value
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ensure calls EnsureLoadBalancer as the service controller does: again after a
+// RetryError, until it answers.
+func ensure(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) *v1.LoadBalancerStatus {
+	t.Helper()
+	var st *v1.LoadBalancerStatus
+	require.NoError(t, poll(3*time.Minute, func() error {
+		var err error
+		st, err = c.EnsureLoadBalancer(t.Context(), "contract", svc, nodes)
+		var re *api.RetryError
+		if errors.As(err, &re) {
+			return err
+		}
+		if err != nil {
+			return backoffPermanent{err}
+		}
+		return nil
+	}))
+	return st
+}
+
+func deleteLB(t *testing.T, c *Cloud, svc *v1.Service) {
+	t.Helper()
+	require.NoError(t, poll(3*time.Minute, func() error {
+		err := c.EnsureLoadBalancerDeleted(t.Context(), "contract", svc)
+		if err != nil {
+			return err
+		}
+		_, exists, err := c.GetLoadBalancer(t.Context(), "contract", svc)
+		if err != nil || exists {
+			return fmt.Errorf("still exists (err %w)", err)
+		}
+		return nil
+	}))
+}
+
+type backoffPermanent struct{ error }
+
+func contractService(name string, annotations map[string]string) *v1.Service {
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "contract", UID: types.UID(fmt.Sprintf("uid-%s-%d", name, rand.Int64())), Annotations: annotations},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{
+			{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080},
+			{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053},
+		}},
+	}
+}
+
+func TestContractLoadBalancer(t *testing.T) {
+	tg := newContractTarget(t)
+	c := tg.cloud(t, "")
+	svc := contractService(contractName("web"), nil)
+	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201")}
+
+	st := ensure(t, c, svc, nodes)
+	require.Len(t, st.Ingress, 1)
+	fip := netip.MustParseAddr(st.Ingress[0].IP)
+	assert.True(t, tg.publicCIDR.Contains(fip), "a floating IP from the public network: %s", fip)
+	got, exists, err := c.GetLoadBalancer(t.Context(), "contract", svc)
+	require.NoError(t, err)
+	require.True(t, exists)
+	assert.Equal(t, st.Ingress[0].IP, got.Ingress[0].IP)
+
+	// Converged: the same call again writes nothing (counted on the emulator).
+	if tg.emu != nil {
+		tg.emu.ResetCalls()
+	}
+	again := ensure(t, c, svc, nodes)
+	assert.Equal(t, st.Ingress[0].IP, again.Ingress[0].IP)
+	if tg.emu != nil {
+		for _, call := range tg.emu.Calls() {
+			assert.Equal(t, http.MethodGet, call.Method, "no-op reconcile made a write: %+v", call)
+		}
+	}
+
+	// A second Node: every pool gets it, in one batch call per pool.
+	nodes = append(nodes, contractNode("n2", "", "10.0.0.202"))
+	if tg.emu != nil {
+		tg.emu.ResetCalls()
+	}
+	require.NoError(t, poll(3*time.Minute, func() error { return c.UpdateLoadBalancer(t.Context(), "contract", svc, nodes) }))
+	if tg.emu != nil {
+		writes := 0
+		for _, call := range tg.emu.Calls() {
+			if call.Method != http.MethodGet {
+				writes += call.Count
+				assert.Equal(t, http.MethodPut, call.Method, "only batch member updates: %+v", call)
+			}
+		}
+		assert.Equal(t, 2, writes, "one batch member write per pool")
+	}
+
+	deleteLB(t, c, svc)
+	pages, err := floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: fip.String()}).AllPages(t.Context())
+	require.NoError(t, err)
+	fips, err := floatingips.ExtractFloatingIPs(pages)
+	require.NoError(t, err)
+	assert.Empty(t, fips, "the floating IP the CCM allocated is released")
+	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "contract", svc), "deleting again is success")
+}
+
+func TestContractInternalLoadBalancerAndKeptFloatingIP(t *testing.T) {
+	tg := newContractTarget(t)
+	c := tg.cloud(t, "")
+	internal := contractService(contractName("inside"), map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"})
+	st := ensure(t, c, internal, nil)
+	require.Len(t, st.Ingress, 1)
+	assert.False(t, tg.publicCIDR.Contains(netip.MustParseAddr(st.Ingress[0].IP)), "an internal load balancer publishes its VIP")
+	deleteLB(t, c, internal)
+
+	kept := contractService(contractName("kept"), map[string]string{"loadbalancer.openstack.org/keep-floatingip": "true"})
+	st = ensure(t, c, kept, nil)
+	deleteLB(t, c, kept)
+	pages, err := floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: st.Ingress[0].IP}).AllPages(t.Context())
+	require.NoError(t, err)
+	fips, err := floatingips.ExtractFloatingIPs(pages)
+	require.NoError(t, err)
+	require.Len(t, fips, 1, "keep-floatingip keeps it")
+	assert.Empty(t, fips[0].PortID, "detached")
+	require.NoError(t, floatingips.Delete(t.Context(), tg.network, fips[0].ID).ExtractErr())
+}
+
+func TestContractLoadBalancerInErrorIsReplaced(t *testing.T) {
+	tg := newContractTarget(t)
+	if tg.emu == nil {
+		t.Skip("an ERROR load balancer can only be made on demand in the emulator")
+	}
+	c := tg.cloud(t, "")
+	svc := contractService(contractName("broken"), map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"})
+	ensure(t, c, svc, nil)
+	octavia, err := c.clients.octaviaClient(t.Context())
+	require.NoError(t, err)
+	lb, err := c.findLB(t.Context(), octavia, svc)
+	require.NoError(t, err)
+	require.NoError(t, tg.emu.SetLoadBalancerError(lb.ID))
+	ensure(t, c, svc, nil)
+	replaced, err := c.findLB(t.Context(), octavia, svc)
+	require.NoError(t, err)
+	assert.NotEqual(t, lb.ID, replaced.ID, "a new load balancer replaces the one in ERROR")
+	deleteLB(t, c, svc)
+}
+
+func TestContractRoutes(t *testing.T) {
+	tg := newContractTarget(t)
+	c := tg.cloud(t, "")
+	s := tg.server(t, contractName("contract-route"))
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	require.NoError(t, indexer.Add(contractNode(s.name, "", s.fixedIP)))
+	c.nodes = corelisters.NewNodeLister(indexer)
+	r, ok := c.Routes()
+	require.True(t, ok)
+	dest := fmt.Sprintf("10.%d.%d.0/24", 100+rand.IntN(100), rand.IntN(250))
+	route := &cloudprovider.Route{Name: "r", TargetNode: types.NodeName(s.name), DestinationCIDR: dest}
+	require.NoError(t, r.CreateRoute(t.Context(), "contract", "", route))
+	require.NoError(t, r.CreateRoute(t.Context(), "contract", "", route), "creating it again is a no-op")
+	list, err := r.ListRoutes(t.Context(), "contract")
+	require.NoError(t, err)
+	found := false
+	for _, rt := range list {
+		if rt.DestinationCIDR == dest {
+			found = true
+			assert.Equal(t, types.NodeName(s.name), rt.TargetNode)
+		}
+	}
+	assert.True(t, found, "the route is listed")
+	require.NoError(t, r.DeleteRoute(t.Context(), "contract", route))
+	router, err := routers.Get(t.Context(), tg.network, tg.routerID).Extract()
+	require.NoError(t, err)
+	for _, rt := range router.Routes {
+		assert.NotEqual(t, dest, rt.DestinationCIDR, "the route is gone")
+	}
+}
