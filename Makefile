@@ -23,7 +23,7 @@ RUN_ARGS ?=
 # make run CLOUD=openstack runs the dev cluster on the OpenStack emulator.
 CLOUD ?= local
 
-.PHONY: all build run test test-unit test-e2e test-binaries test-openstack openstack-up openstack-down lint generate verify clean help
+.PHONY: bench all build run test test-unit test-e2e test-binaries test-openstack openstack-up openstack-down lint generate verify clean help
 
 all: build
 
@@ -62,6 +62,10 @@ test-openstack: build test-binaries openstack-up ## contract suite and e2e again
 		$(GO) test $(TEST_FLAGS) -timeout 15m -run '^TestContract' ./internal/provider/openstack/
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
 		$(GO) test $(E2E_FLAGS) -timeout 30m ./test/e2e/openstack/
+
+BENCH_ARGS ?=
+bench: build test-binaries ## scale and API-cost benchmark on the OpenStack emulator (hours with the defaults; BENCH_ARGS to narrow)
+	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" $(GO) run ./bench -ccm $(BIN)/overcast-ccm $(BENCH_ARGS)
 
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/cloud-provider/app"
 	"k8s.io/component-base/configz"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/overcast-ccm/overcast/internal/ccm"
 )
@@ -86,6 +88,9 @@ const logVerbosity = 2
 // goroutine logs. Every in-process manager then applies the same settings, which
 // is a no-op: the global logger is never rewritten while others use it.
 func applyLogging() error {
+	// envtest logs through controller-runtime's logger: route it to klog, or it
+	// prints a stack trace complaining that no logger was set.
+	ctrllog.SetLogger(klog.Background())
 	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	c := logsapi.NewLoggingConfiguration()
 	c.Verbosity = logVerbosity

@@ -40,6 +40,10 @@ type Env struct {
 	Client          kubernetes.Interface // admin
 	AdminKubeconfig string
 	CCMKubeconfig   string
+	// HeartbeatInterval is how often simulated kubelets renew NodeReady; 0 means
+	// the package default. Benchmarks with thousands of Nodes set it to minutes,
+	// as a real kubelet posts its status only every few minutes.
+	HeartbeatInterval time.Duration
 
 	testEnv *envtest.Environment
 }

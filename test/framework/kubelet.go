@@ -126,7 +126,11 @@ func (k *Kubelet) startHeartbeats() {
 	stop, done := k.stopBeat, k.beatDone
 	go func() {
 		defer close(done)
-		t := time.NewTicker(HeartbeatInterval)
+		interval := HeartbeatInterval
+		if k.env.HeartbeatInterval > 0 {
+			interval = k.env.HeartbeatInterval
+		}
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {

@@ -1,0 +1,618 @@
+// Command bench measures what operators of big clusters care about: cloud API
+// calls and time as the cluster grows. It runs a real kube-apiserver (test
+// binaries of hack/tools), N simulated Nodes, M LoadBalancer Services and the
+// OpenStack emulator (50 ms a call, 2 s load balancer provisioning by default),
+// with the CCM under test as a process of its own: -ccm takes any binary that
+// accepts the k8s.io/cloud-provider flags and an OpenStack cloud.conf, so another
+// CCM can be measured on the same bench.
+//
+//	go run ./bench -scenarios init,steady -nodes 500,2000 -runs 3 -report docs/benchmarks.md
+//
+// It is not a pass/fail test: it prints each figure and, with -report, writes the
+// Markdown report (medians of the runs with their min and max, and the command).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/test/framework"
+)
+
+type options struct {
+	ccm          string
+	scenarios    []string
+	nodes        []int
+	services     []int
+	runs         int
+	steady       time.Duration
+	notReady     time.Duration
+	latency      time.Duration
+	provisioning time.Duration
+	heartbeat    time.Duration
+	report       string
+	dir          string
+}
+
+func main() {
+	var o options
+	var scen, nodes, services string
+	flag.StringVar(&o.ccm, "ccm", "bin/overcast-ccm", "the CCM binary under test")
+	flag.StringVar(&scen, "scenarios", "init,steady,notready,resync,addnode,create,rss", "scenarios to run")
+	flag.StringVar(&nodes, "nodes", "500,2000", "Node counts N (add 5000 for the big run)")
+	flag.StringVar(&services, "services", "200,1000", "LoadBalancer Service counts M for resync and addnode")
+	flag.IntVar(&o.runs, "runs", 3, "runs of each figure (the report gives the median, min and max)")
+	flag.DurationVar(&o.steady, "steady", 10*time.Minute, "steady-state measuring window")
+	flag.DurationVar(&o.notReady, "notready", 10*time.Minute, "how long 100 Nodes stay NotReady")
+	flag.DurationVar(&o.latency, "latency", 50*time.Millisecond, "emulator latency per call")
+	flag.DurationVar(&o.provisioning, "provisioning", 2*time.Second, "emulator load balancer provisioning delay")
+	flag.DurationVar(&o.heartbeat, "heartbeat", time.Minute, "how often each simulated kubelet posts NodeReady")
+	flag.StringVar(&o.report, "report", "", "write the Markdown report here")
+	flag.StringVar(&o.dir, "dir", "tmp/bench", "scratch directory (CCM logs)")
+	flag.Parse()
+	o.scenarios = strings.Split(scen, ",")
+	var err error
+	if o.nodes, err = ints(nodes); err == nil {
+		o.services, err = ints(services)
+	}
+	if err == nil {
+		err = run(o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// figure is one measured quantity over the runs.
+type figure struct {
+	scenario, name, unit, target string
+	values                       []float64
+	detail                       string // e.g. calls by operation of the last run
+}
+
+func (f *figure) median() (med, lo, hi float64) {
+	v := append([]float64(nil), f.values...)
+	sort.Float64s(v)
+	if len(v) == 0 {
+		return 0, 0, 0
+	}
+	return v[len(v)/2], v[0], v[len(v)-1]
+}
+
+func run(o options) error {
+	ccm, err := filepath.Abs(o.ccm)
+	if err != nil {
+		return err
+	}
+	o.ccm = ccm
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	var figures []*figure
+	add := func(f *figure) { figures = append(figures, f) }
+	want := map[string]bool{}
+	for _, s := range o.scenarios {
+		want[strings.TrimSpace(s)] = true
+	}
+	for _, n := range o.nodes {
+		if want["init"] || want["steady"] || want["notready"] || want["rss"] {
+			figs, err := nodeScenarios(o, n, want)
+			if err != nil {
+				return err
+			}
+			for _, f := range figs {
+				add(f)
+			}
+		}
+	}
+	for _, m := range o.services {
+		if want["resync"] || want["addnode"] {
+			figs, err := serviceScenarios(o, min(o.nodes[0], 100), m, want)
+			if err != nil {
+				return err
+			}
+			for _, f := range figs {
+				add(f)
+			}
+		}
+	}
+	if want["create"] {
+		f, err := createScenario(o)
+		if err != nil {
+			return err
+		}
+		for _, x := range f {
+			add(x)
+		}
+	}
+	report := render(o, figures)
+	fmt.Print(report)
+	if o.report != "" {
+		return os.WriteFile(o.report, []byte(report), 0o644)
+	}
+	return nil
+}
+
+// bed is one run's cluster: control plane, emulator, kubelets, CCM.
+type bed struct {
+	o        options
+	env      *framework.Env
+	emu      *emulator.Emulator
+	conf     string
+	kubelets []*framework.Kubelet
+	ccm      *exec.Cmd
+	ccmDone  chan error
+	log      string
+}
+
+func newBed(o options, nodes int) (*bed, error) {
+	env, err := framework.Start()
+	if err != nil {
+		return nil, err
+	}
+	env.HeartbeatInterval = o.heartbeat
+	b := &bed{o: o, env: env}
+	b.emu = emulator.New(emulator.Options{Latency: o.latency, ProvisioningDelay: o.provisioning})
+	if err := b.emu.Start("127.0.0.1:0"); err != nil {
+		b.close()
+		return nil, err
+	}
+	b.conf = filepath.Join(o.dir, "cloud.conf")
+	if err := os.WriteFile(b.conf, []byte(b.emu.CloudConf()), 0o600); err != nil {
+		b.close()
+		return nil, err
+	}
+	// Register every Node (tainted, Ready) before the CCM starts: "N Nodes
+	// registered at once".
+	type reg struct {
+		k   *framework.Kubelet
+		err error
+	}
+	results := make(chan reg, nodes)
+	sem := make(chan struct{}, 32)
+	for i := range nodes {
+		name := fmt.Sprintf("bench-node-%05d", i)
+		_, ip := b.emu.AddServer(emulator.ServerSpec{Name: name})
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			k, err := env.RegisterKubelet(context.Background(), name, ip)
+			results <- reg{k, err}
+		}()
+	}
+	var errs []error
+	for range nodes {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		b.kubelets = append(b.kubelets, r.k)
+	}
+	if err := errors.Join(errs...); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *bed) startCCM() error {
+	b.log = filepath.Join(b.o.dir, fmt.Sprintf("ccm-%d.log", time.Now().UnixNano()))
+	f, err := os.Create(b.log)
+	if err != nil {
+		return err
+	}
+	b.ccm = exec.CommandContext(context.Background(), b.o.ccm, // stopped by SIGTERM in stopCCM
+		"--cloud-provider=openstack",
+		"--cloud-config="+b.conf,
+		"--kubeconfig="+b.env.CCMKubeconfig,
+		"--cluster-name=bench",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--controllers=cloud-node,cloud-node-lifecycle,service",
+		"--configure-cloud-routes=false",
+		"--v=1",
+	)
+	b.ccm.Stdout, b.ccm.Stderr = f, f
+	if err := b.ccm.Start(); err != nil {
+		f.Close()
+		return err
+	}
+	b.ccmDone = make(chan error, 1)
+	go func() { b.ccmDone <- b.ccm.Wait(); f.Close() }()
+	return nil
+}
+
+func (b *bed) stopCCM() {
+	if b.ccm == nil {
+		return
+	}
+	_ = b.ccm.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-b.ccmDone:
+		_ = err // a signalled process exits non-zero
+	case <-time.After(20 * time.Second):
+		_ = b.ccm.Process.Kill()
+		err := <-b.ccmDone
+		_ = err // killed: non-zero is expected
+	}
+	b.ccm = nil
+}
+
+// peakRSS is the CCM's VmHWM in MiB.
+func (b *bed) peakRSS() (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.ccm.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return float64(kb) / 1024, err
+		}
+	}
+	return 0, errors.New("no VmHWM")
+}
+
+func (b *bed) close() {
+	b.stopCCM()
+	for _, k := range b.kubelets {
+		k.StopHeartbeats(false)
+	}
+	if b.emu != nil {
+		_ = b.emu.Close()
+	}
+	b.env.Stop()
+}
+
+// waitInitialised waits until no Node has the uninitialized taint.
+func (b *bed) waitInitialised(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		nodes, err := b.env.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+		if err == nil {
+			left := 0
+			for _, n := range nodes.Items {
+				for _, t := range n.Spec.Taints {
+					if t.Key == framework.UninitializedTaint {
+						left++
+					}
+				}
+			}
+			if left == 0 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%d Nodes still uninitialised after %s (CCM log %s)", left, timeout, b.log)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// calls sums the emulator's calls: reads and writes, and by operation.
+func calls(e *emulator.Emulator) (reads, writes int, byOp map[string]int) {
+	byOp = map[string]int{}
+	for _, c := range e.Calls() {
+		if c.Service == "identity" {
+			continue // token requests are not cloud API calls of the CCM's work
+		}
+		byOp[c.Route] += c.Count
+		if c.Method == http.MethodGet || c.Method == http.MethodHead {
+			reads += c.Count
+		} else {
+			writes += c.Count
+		}
+	}
+	return reads, writes, byOp
+}
+
+func topOps(byOp map[string]int, scale float64) string {
+	type kv struct {
+		k string
+		v int
+	}
+	var list []kv
+	for k, v := range byOp {
+		list = append(list, kv{k, v})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v || (list[i].v == list[j].v && list[i].k < list[j].k) })
+	var parts []string
+	for _, e := range list {
+		parts = append(parts, fmt.Sprintf("`%s` %.0f", e.k, float64(e.v)*scale))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// nodeScenarios: 1 (init time), 2 (steady calls/hour), 3 (NotReady extra), 7 (RSS).
+func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
+	initF := &figure{scenario: "1", name: fmt.Sprintf("%d Nodes registered at once → all initialised", n), unit: "s", target: "2,000 in ≤ 120 s"}
+	steadyR := &figure{scenario: "2", name: fmt.Sprintf("steady state, N = %d: reads/hour", n), unit: "calls/h", target: "≤ 120, same at every N"}
+	steadyW := &figure{scenario: "2", name: fmt.Sprintf("steady state, N = %d: writes/hour", n), unit: "calls/h", target: "0"}
+	notReady := &figure{scenario: "3", name: fmt.Sprintf("100 of %d Nodes NotReady: reads/hour above steady state", n), unit: "%", target: "≤ 10 %"}
+	rss := &figure{scenario: "7", name: fmt.Sprintf("overcast-ccm peak RSS, N = %d", n), unit: "MiB", target: "≤ 150 MiB at N = 2,000, M = 1,000"}
+	for r := range o.runs {
+		fmt.Printf("== N=%d run %d/%d\n", n, r+1, o.runs)
+		b, err := newBed(o, n)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		if err := b.startCCM(); err != nil {
+			b.close()
+			return nil, err
+		}
+		if err := b.waitInitialised(30 * time.Minute); err != nil {
+			b.close()
+			return nil, err
+		}
+		initF.values = append(initF.values, time.Since(start).Seconds())
+		fmt.Printf("   init %.1fs\n", time.Since(start).Seconds())
+		if want["steady"] {
+			b.emu.ResetCalls()
+			time.Sleep(o.steady)
+			reads, writes, byOp := calls(b.emu)
+			scale := float64(time.Hour) / float64(o.steady)
+			steadyR.values = append(steadyR.values, float64(reads)*scale)
+			steadyW.values = append(steadyW.values, float64(writes)*scale)
+			steadyR.detail = topOps(byOp, scale)
+			fmt.Printf("   steady %.0f reads/h %.0f writes/h\n", float64(reads)*scale, float64(writes)*scale)
+			if want["notready"] {
+				for _, k := range b.kubelets[:min(100, len(b.kubelets))] {
+					k.StopHeartbeats(true)
+				}
+				b.emu.ResetCalls()
+				time.Sleep(o.notReady)
+				nr, _, byOp := calls(b.emu)
+				nrScale := float64(time.Hour) / float64(o.notReady)
+				base := float64(reads) * scale
+				extra := 100 * (float64(nr)*nrScale - base) / max(base, 1)
+				notReady.values = append(notReady.values, extra)
+				notReady.detail = topOps(byOp, nrScale)
+				fmt.Printf("   notready %.0f reads/h (%+.0f%%)\n", float64(nr)*nrScale, extra)
+			}
+		}
+		if v, err := b.peakRSS(); err == nil {
+			rss.values = append(rss.values, v)
+		}
+		b.close()
+	}
+	out := []*figure{initF}
+	if want["steady"] {
+		out = append(out, steadyR, steadyW)
+		if want["notready"] {
+			out = append(out, notReady)
+		}
+	}
+	return append(out, rss), nil
+}
+
+func lbService(ns, name string) *v1.Service {
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}},
+	}
+}
+
+// createServices creates m Services in namespace ns and waits for every ingress.
+func (b *bed) createServices(ns string, m int, timeout time.Duration) (time.Duration, error) {
+	ctx := context.Background()
+	if _, err := b.env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for i := range m {
+		if _, err := b.env.Client.CoreV1().Services(ns).Create(ctx, lbService(ns, fmt.Sprintf("svc-%05d", i)), metav1.CreateOptions{}); err != nil {
+			return 0, err
+		}
+	}
+	deadline := start.Add(timeout)
+	for {
+		list, err := b.env.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			ready := 0
+			for _, s := range list.Items {
+				if len(s.Status.LoadBalancer.Ingress) > 0 {
+					ready++
+				}
+			}
+			if ready == m {
+				return time.Since(start), nil
+			}
+			if time.Now().After(deadline) {
+				return 0, fmt.Errorf("%d of %d Services have an ingress after %s (CCM log %s)", ready, m, timeout, b.log)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// quiet waits until the emulator has seen no call for d, and returns when the
+// last call came (relative to start).
+func (b *bed) quiet(start time.Time, d, timeout time.Duration) (time.Duration, error) {
+	last, lastAt := -1, time.Now()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		r, w, _ := calls(b.emu)
+		if r+w != last {
+			last, lastAt = r+w, time.Now()
+		} else if time.Since(lastAt) >= d {
+			return lastAt.Sub(start), nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("the CCM never went quiet within %s", timeout)
+}
+
+// serviceScenarios: 4 (no-op resync of M Services) and 5 (one Node added).
+func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, error) {
+	resyncT := &figure{scenario: "4", name: fmt.Sprintf("no-op resync (CCM restart), M = %d: time", m), unit: "s", target: "≤ 60 s for 1,000"}
+	resyncR := &figure{scenario: "4", name: fmt.Sprintf("no-op resync, M = %d: reads per Service", m), unit: "calls", target: "≤ 2"}
+	resyncW := &figure{scenario: "4", name: fmt.Sprintf("no-op resync, M = %d: writes", m), unit: "calls", target: "0"}
+	addT := &figure{scenario: "5", name: fmt.Sprintf("one Node added, M = %d: time until every pool has it", m), unit: "s", target: "≤ 60 s"}
+	addW := &figure{scenario: "5", name: fmt.Sprintf("one Node added, M = %d: writes per pool", m), unit: "calls", target: "1 (a batch member update)"}
+	for r := range o.runs {
+		fmt.Printf("== M=%d run %d/%d\n", m, r+1, o.runs)
+		b, err := newBed(o, n)
+		if err != nil {
+			return nil, err
+		}
+		err = func() error {
+			if err := b.startCCM(); err != nil {
+				return err
+			}
+			if err := b.waitInitialised(10 * time.Minute); err != nil {
+				return err
+			}
+			if _, err := b.createServices("bench", m, 30*time.Minute); err != nil {
+				return err
+			}
+			if want["resync"] {
+				if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
+					return err
+				}
+				b.stopCCM()
+				b.emu.ResetCalls()
+				start := time.Now()
+				if err := b.startCCM(); err != nil {
+					return err
+				}
+				took, err := b.quiet(start, 10*time.Second, 20*time.Minute)
+				if err != nil {
+					return err
+				}
+				reads, writes, byOp := calls(b.emu)
+				resyncT.values = append(resyncT.values, took.Seconds())
+				resyncR.values = append(resyncR.values, float64(reads)/float64(m))
+				resyncW.values = append(resyncW.values, float64(writes))
+				resyncR.detail = topOps(byOp, 1)
+				fmt.Printf("   resync %.1fs, %d reads, %d writes\n", took.Seconds(), reads, writes)
+			}
+			if want["addnode"] {
+				if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
+					return err
+				}
+				b.emu.ResetCalls()
+				name := "bench-node-added"
+				_, ip := b.emu.AddServer(emulator.ServerSpec{Name: name})
+				start := time.Now()
+				k, err := b.env.RegisterKubelet(context.Background(), name, ip)
+				if err != nil {
+					return err
+				}
+				b.kubelets = append(b.kubelets, k)
+				took, err := b.quiet(start, 10*time.Second, 20*time.Minute)
+				if err != nil {
+					return err
+				}
+				_, writes, byOp := calls(b.emu)
+				addT.values = append(addT.values, took.Seconds())
+				addW.values = append(addW.values, float64(writes)/float64(m))
+				addW.detail = topOps(byOp, 1)
+				fmt.Printf("   add node %.1fs, %d writes\n", took.Seconds(), writes)
+			}
+			return nil
+		}()
+		b.close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	var out []*figure
+	if want["resync"] {
+		out = append(out, resyncT, resyncR, resyncW)
+	}
+	if want["addnode"] {
+		out = append(out, addT, addW)
+	}
+	return out, nil
+}
+
+// createScenario: 6 (100 Services at once vs one).
+func createScenario(o options) ([]*figure, error) {
+	one := &figure{scenario: "6", name: "one LB Service: time to ingress", unit: "s"}
+	hundred := &figure{scenario: "6", name: "100 LB Services at once: time until all have an ingress", unit: "s"}
+	ratio := &figure{scenario: "6", name: "100 at once ÷ one", unit: "×", target: "≤ 2"}
+	for r := range o.runs {
+		fmt.Printf("== create run %d/%d\n", r+1, o.runs)
+		b, err := newBed(o, 3)
+		if err != nil {
+			return nil, err
+		}
+		err = func() error {
+			if err := b.startCCM(); err != nil {
+				return err
+			}
+			if err := b.waitInitialised(5 * time.Minute); err != nil {
+				return err
+			}
+			t1, err := b.createServices("one", 1, 10*time.Minute)
+			if err != nil {
+				return err
+			}
+			t100, err := b.createServices("hundred", 100, 30*time.Minute)
+			if err != nil {
+				return err
+			}
+			one.values = append(one.values, t1.Seconds())
+			hundred.values = append(hundred.values, t100.Seconds())
+			ratio.values = append(ratio.values, t100.Seconds()/t1.Seconds())
+			fmt.Printf("   one %.1fs, 100 %.1fs\n", t1.Seconds(), t100.Seconds())
+			return nil
+		}()
+		b.close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return []*figure{one, hundred, ratio}, nil
+}
+
+func render(o options, figures []*figure) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| # | Figure | Median | Min | Max | Target |\n|---|---|---|---|---|---|\n")
+	for _, f := range figures {
+		med, lo, hi := f.median()
+		fmt.Fprintf(&b, "| %s | %s | %.1f %s | %.1f | %.1f | %s |\n", f.scenario, f.name, med, f.unit, lo, hi, f.target)
+	}
+	for _, f := range figures {
+		if f.detail != "" {
+			fmt.Fprintf(&b, "\n%s (%s), by operation in the last run: %s\n", f.name, f.unit, f.detail)
+		}
+	}
+	fmt.Fprintf(&b, "\nRuns: %d each. Emulator: %s a call, %s provisioning. Kubelets post NodeReady every %s. CCM: %s.\n",
+		o.runs, o.latency, o.provisioning, o.heartbeat, o.ccm)
+	fmt.Fprintf(&b, "Command: `go run ./bench %s`\n", strings.Join(os.Args[1:], " "))
+	return b.String()
+}
