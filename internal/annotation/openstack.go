@@ -221,6 +221,15 @@ const (
 	// Default: a load balancer of the Service's own
 	OpenStackLoadBalancerID Name = "loadbalancer.openstack.org/load-balancer-id"
 
+	// OpenStackConverged is written by the CCM, not read from users: the Octavia
+	// load balancer and a fingerprint of the Service's spec it was last converged
+	// to. While it matches, a resync checks the load balancer with two reads
+	// instead of walking its listeners, pools, members and monitors (a full walk
+	// still happens once an hour). Removing it only forces a full walk.
+	// Type: load balancer UUID "/" fingerprint
+	// Default: set by the CCM
+	OpenStackConverged Name = "overcast.io/openstack-converged"
+
 	// OpenStackInternalLoadBalancer keeps the load balancer private: no floating IP is
 	// attached, and the Service status shows the VIP.
 	// Type: boolean

@@ -40,6 +40,34 @@ type Cloud struct {
 	nodes     corelisters.NodeLister
 	clusterID string
 	kube      kubernetes.Interface
+	// checked is when each load balancer's graph was last walked in full.
+	checked map[string]time.Time
+}
+
+// fullCheckDue says whether a load balancer whose fingerprint matches should be
+// walked anyway (drift repair). One seen for the first time is trusted: a
+// restarted CCM does not walk every load balancer at once.
+func (c *Cloud) fullCheckDue(lbID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checked == nil {
+		c.checked = map[string]time.Time{}
+	}
+	last, ok := c.checked[lbID]
+	if !ok {
+		c.checked[lbID] = time.Now()
+		return false
+	}
+	return time.Since(last) > fullCheckInterval
+}
+
+func (c *Cloud) fullCheckDone(lbID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.checked == nil {
+		c.checked = map[string]time.Time{}
+	}
+	c.checked[lbID] = time.Now()
 }
 
 var metav1PatchOptions = metav1.PatchOptions{FieldManager: "overcast-ccm"}

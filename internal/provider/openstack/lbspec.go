@@ -1,6 +1,8 @@
 package openstack
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -399,4 +401,26 @@ func (c *Cloud) monitorFor(svc *v1.Service, e *specErrors) *monitorSpec {
 		m.httpPort = int(svc.Spec.HealthCheckNodePort)
 	}
 	return m
+}
+
+// fingerprint is a short hash of everything converge acts on; a change of any of
+// it changes the fingerprint.
+func (s *lbSpec) fingerprint() string {
+	h := sha256.New()
+	w := func(a ...any) { fmt.Fprintln(h, a...) }
+	w("v1", s.name, s.memberSubnetID, s.method, s.proxy, s.xff, s.connLimit, s.allowedCIDRs, s.members)
+	for _, p := range s.ports {
+		w("port", p.Protocol, p.Port, p.NodePort)
+	}
+	for _, t := range []*int{s.timeouts.clientData, s.timeouts.memberConnect, s.timeouts.memberData, s.timeouts.tcpInspect} {
+		if t == nil {
+			w("timeout", "-")
+		} else {
+			w("timeout", *t)
+		}
+	}
+	if m := s.monitor; m != nil {
+		w("monitor", m.delay, m.timeout, m.maxRetries, m.maxRetriesDown, m.httpPort)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -214,3 +214,28 @@ func TestStatusPublishesWhatIsAsked(t *testing.T) {
 	st = c.statusFor(lbSpec{onlyPublic: true, proxy: annotation.ProxyProtocolV2}, "203.0.113.7", "10.0.0.50")
 	assert.Equal(t, []v1.LoadBalancerIngress{{Hostname: "203.0.113.7.lb.example.net"}}, st.Ingress)
 }
+
+func TestFingerprintFollowsWhatConvergeActsOn(t *testing.T) {
+	c := specCloud(t, "")
+	nodes := []*v1.Node{node("a", "10.0.0.1", nil)}
+	base, err := c.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), nodes)
+	require.NoError(t, err)
+	same, err := c.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), nodes)
+	require.NoError(t, err)
+	assert.Equal(t, base.fingerprint(), same.fingerprint(), "the same ask, the same fingerprint (no pointer addresses in it)")
+	assert.Len(t, base.fingerprint(), 16)
+
+	for name, svc := range map[string]*v1.Service{
+		"a timeout":   specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60001"}),
+		"a port":      specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}, func(s *v1.Service) { s.Spec.Ports[0].Port = 81 }),
+		"a NodePort":  specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}, func(s *v1.Service) { s.Spec.Ports[0].NodePort = 30081 }),
+		"the monitor": specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000", string(annotation.OpenStackEnableHealthMonitor): "true"}),
+	} {
+		other, err := c.spec("k8s", svc, nodes)
+		require.NoError(t, err)
+		assert.NotEqual(t, base.fingerprint(), other.fingerprint(), name)
+	}
+	more, err := c.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), append(nodes, node("b", "10.0.0.2", nil)))
+	require.NoError(t, err)
+	assert.NotEqual(t, base.fingerprint(), more.fingerprint(), "a new member")
+}

@@ -33,6 +33,10 @@ import (
 const (
 	tagService = "overcast-service-uid="
 	tagCluster = "overcast-cluster-uid="
+	// fullCheckInterval: an ACTIVE load balancer whose converged annotation
+	// matches what the Service asks now is not walked (listeners, pools, members,
+	// monitors) except once in this interval, which repairs drift.
+	fullCheckInterval = time.Hour
 	// fipDescription marks a floating IP this CCM created for a Service.
 	fipDescription = "overcast-ccm floating IP of Service UID "
 	// pendingRetry is how soon a Service is looked at again while Octavia works:
@@ -199,18 +203,25 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 		}
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s was in ERROR and is being replaced", lb.ID), pendingRetry)
 	}
-	if !shared {
-		c.warnImmutable(svc, lb, spec)
-	}
-	changed, err := c.converge(ctx, octavia, svc, lb, spec, shared)
-	if err != nil {
-		if !isRetry(err) {
-			c.events.Eventf(svc, v1.EventTypeWarning, reasonUpdateFailed, "Cannot update load balancer %s: %v", lb.ID, err)
+	converged := lb.ID + "/" + spec.fingerprint()
+	if shared || svc.Annotations[string(annotation.OpenStackConverged)] != converged || c.fullCheckDue(lb.ID) {
+		if !shared {
+			c.warnImmutable(svc, lb, spec)
 		}
-		return nil, err
+		changed, err := c.converge(ctx, octavia, svc, lb, spec, shared)
+		if err != nil {
+			if !isRetry(err) {
+				c.events.Eventf(svc, v1.EventTypeWarning, reasonUpdateFailed, "Cannot update load balancer %s: %v", lb.ID, err)
+			}
+			return nil, err
+		}
+		if changed {
+			return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being updated", lb.ID), pendingRetry)
+		}
+		c.fullCheckDone(lb.ID)
 	}
-	if changed {
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being updated", lb.ID), pendingRetry)
+	if shared {
+		converged = ""
 	}
 	addr := lb.VipAddress
 	if spec.internal {
@@ -225,7 +236,10 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 			return nil, err
 		}
 	}
-	c.recordAddress(ctx, svc, addr)
+	c.recordAnnotations(ctx, svc, map[annotation.Name]string{
+		annotation.OpenStackLoadBalancerAddress: addr,
+		annotation.OpenStackConverged:           converged,
+	})
 	return c.statusFor(spec, addr, lb.VipAddress), nil
 }
 
@@ -261,21 +275,26 @@ func (c *Cloud) statusFor(s lbSpec, addr, vip string) *v1.LoadBalancerStatus {
 	return st
 }
 
-// recordAddress writes the load-balancer-address annotation when it changed: the
-// one place the address shows when a hostname is published instead.
-func (c *Cloud) recordAddress(ctx context.Context, svc *v1.Service, addr string) {
-	if addr == "" || svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)] == addr {
-		return
+// recordAnnotations writes the annotations the CCM keeps on the Service when
+// they changed (one patch): load-balancer-address, the one place the address
+// shows when a hostname is published instead, and the fingerprint of the spec the
+// load balancer was converged to, which lets the next look at an unchanged
+// Service skip walking the load balancer's graph (two reads instead of one per
+// object) — a Kubernetes write, never a cloud one. An empty value is not written.
+func (c *Cloud) recordAnnotations(ctx context.Context, svc *v1.Service, values map[annotation.Name]string) {
+	patch := map[string]string{}
+	for name, v := range values {
+		if v != "" && svc.Annotations[string(name)] != v {
+			patch[string(name)] = v
+		}
 	}
 	kube := c.kubeClient()
-	if kube == nil {
+	if len(patch) == 0 || kube == nil {
 		return
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{string(annotation.OpenStackLoadBalancerAddress): addr},
-	}})
-	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch, metav1PatchOptions); err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot record the load balancer's address on the Service", "service", klog.KObj(svc))
+	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
+	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1PatchOptions); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot record the load balancer's annotations on the Service", "service", klog.KObj(svc))
 	}
 }
 
@@ -664,6 +683,9 @@ func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1
 	if err := loadbalancers.Delete(ctx, octavia, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		return busyOr(fmt.Errorf("deleting load balancer %s: %w", lb.ID, redact(err)))
 	}
+	c.mu.Lock()
+	delete(c.checked, lb.ID)
+	c.mu.Unlock()
 	klog.FromContext(ctx).Info("Deleted load balancer", "service", klog.KObj(svc), "id", lb.ID)
 	return nil
 }
