@@ -25,11 +25,14 @@ NOVA_PORT=$((8774 + PORT_OFFSET))
 GLANCE_PORT=$((9292 + PORT_OFFSET))
 NEUTRON_PORT=$((9696 + PORT_OFFSET))
 OCTAVIA_PORT=$((9876 + PORT_OFFSET))
-# Non-default ports so that a system MariaDB/RabbitMQ/epmd never collides with ours.
+# Non-default ports so that a system MariaDB/RabbitMQ/epmd never collides with ours, and
+# all below 32768, out of Linux's ephemeral range (ip_local_port_range 32768-60999): a
+# listener there can lose its port to any client's outgoing connection (measured: RabbitMQ
+# on 45672 failed with eaddrinuse right after the e2e suites had run).
 MYSQL_PORT=$((13306 + PORT_OFFSET))
-RABBIT_PORT=$((45672 + PORT_OFFSET))
+RABBIT_PORT=$((26672 + PORT_OFFSET))
 RABBIT_DIST_PORT=$((RABBIT_PORT + 1))
-EPMD_PORT=$((44369 + PORT_OFFSET))
+EPMD_PORT=$((24369 + PORT_OFFSET))
 # uwsgi worker processes of nova-api (one serialises requests; see README).
 NOVA_API_PROCESSES=${OVERCAST_OPENSTACK_NOVA_API_PROCESSES:-2}
 
