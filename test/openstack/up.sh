@@ -267,6 +267,17 @@ $(tail -n 30 "$LOG_DIR/dbsync-$svc.log")"
   say "database schemas done"
 fi
 
+# cell1 keeps the transport URL it was created with (in nova_api's cell_mappings): a
+# changed RabbitMQ port must reach it, or nova-conductor casts builds to a dead broker
+# and servers stay BUILD. Measured when the port moved out of the ephemeral range.
+if [[ $MODE != first ]]; then
+  cell1=$("${NOVA_MANAGE[@]}" cell_v2 list_cells 2>/dev/null | awk -F'|' '$2 ~ /^ *cell1 *$/ {gsub(/ /, "", $3); print $3}')
+  if [[ -n $cell1 ]]; then
+    run_logged nova-manage "${NOVA_MANAGE[@]}" cell_v2 update_cell --cell_uuid "$cell1" ||
+      die "nova-manage cell_v2 update_cell failed (see $LOG_DIR/nova-manage.log)"
+  fi
+fi
+
 # ---------------------------------------------------------------------------------------
 # The OpenStack services.
 # nova-compute must report after this moment (0 if it was already running: any report will do)
