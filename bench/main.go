@@ -47,6 +47,8 @@ type options struct {
 	heartbeat    time.Duration
 	report       string
 	dir          string
+	ccmArgs      []string
+	global       []string // extra [Global] keys of the cloud.conf
 }
 
 func main() {
@@ -64,7 +66,11 @@ func main() {
 	flag.DurationVar(&o.heartbeat, "heartbeat", time.Minute, "how often each simulated kubelet posts NodeReady")
 	flag.StringVar(&o.report, "report", "", "write the Markdown report here")
 	flag.StringVar(&o.dir, "dir", "tmp/bench", "scratch directory (CCM logs)")
+	ccmArgs := flag.String("ccm-args", "", "extra flags for the CCM, space-separated (e.g. --concurrent-service-syncs=20)")
+	global := flag.String("global", "", "extra [Global] keys of the cloud.conf, space-separated (e.g. api-write-qps=20)")
 	flag.Parse()
+	o.ccmArgs = strings.Fields(*ccmArgs)
+	o.global = strings.Fields(*global)
 	o.scenarios = strings.Split(scen, ",")
 	var err error
 	if o.nodes, err = ints(nodes); err == nil {
@@ -186,7 +192,11 @@ func newBed(o options, nodes int) (*bed, error) {
 		return nil, err
 	}
 	b.conf = filepath.Join(o.dir, "cloud.conf")
-	if err := os.WriteFile(b.conf, []byte(b.emu.CloudConf()), 0o600); err != nil {
+	conf := b.emu.CloudConf()
+	if len(o.global) > 0 {
+		conf = strings.Replace(conf, "[Global]\n", "[Global]\n"+strings.Join(o.global, "\n")+"\n", 1)
+	}
+	if err := os.WriteFile(b.conf, []byte(conf), 0o600); err != nil {
 		b.close()
 		return nil, err
 	}
@@ -230,7 +240,7 @@ func (b *bed) startCCM() error {
 	if err != nil {
 		return err
 	}
-	b.ccm = exec.CommandContext(context.Background(), b.o.ccm, // stopped by SIGTERM in stopCCM
+	args := append([]string{
 		"--cloud-provider=openstack",
 		"--cloud-config="+b.conf,
 		"--kubeconfig="+b.env.CCMKubeconfig,
@@ -240,7 +250,8 @@ func (b *bed) startCCM() error {
 		"--controllers=cloud-node,cloud-node-lifecycle,service",
 		"--configure-cloud-routes=false",
 		"--v=1",
-	)
+	}, b.o.ccmArgs...)
+	b.ccm = exec.CommandContext(context.Background(), b.o.ccm, args...) // stopped by SIGTERM in stopCCM
 	b.ccm.Stdout, b.ccm.Stderr = f, f
 	if err := b.ccm.Start(); err != nil {
 		f.Close()
@@ -581,10 +592,13 @@ func createScenario(o options) ([]*figure, error) {
 			if err != nil {
 				return err
 			}
+			b.emu.ResetCalls()
 			t100, err := b.createServices("hundred", 100, 30*time.Minute)
 			if err != nil {
 				return err
 			}
+			reads, writes, byOp := calls(b.emu)
+			hundred.detail = fmt.Sprintf("%d reads (%.1f a second), %d writes: %s", reads, float64(reads)/t100.Seconds(), writes, topOps(byOp, 1))
 			one.values = append(one.values, t1.Seconds())
 			hundred.values = append(hundred.values, t100.Seconds())
 			ratio.values = append(ratio.values, t100.Seconds()/t1.Seconds())
@@ -611,8 +625,8 @@ func render(o options, figures []*figure) string {
 			fmt.Fprintf(&b, "\n%s (%s), by operation in the last run: %s\n", f.name, f.unit, f.detail)
 		}
 	}
-	fmt.Fprintf(&b, "\nRuns: %d each. Emulator: %s a call, %s provisioning. Kubelets post NodeReady every %s. CCM: %s.\n",
-		o.runs, o.latency, o.provisioning, o.heartbeat, o.ccm)
+	fmt.Fprintf(&b, "\nRuns: %d each. Emulator: %s a call, %s provisioning. Kubelets post NodeReady every %s. CCM: %s %s; extra [Global]: %s.\n",
+		o.runs, o.latency, o.provisioning, o.heartbeat, o.ccm, strings.Join(o.ccmArgs, " "), strings.Join(o.global, " "))
 	fmt.Fprintf(&b, "Command: `go run ./bench %s`\n", strings.Join(os.Args[1:], " "))
 	return b.String()
 }

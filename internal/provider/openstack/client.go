@@ -143,6 +143,7 @@ type auth struct {
 	opts     gophercloud.AuthOptions
 	endpoint gophercloud.EndpointOpts
 	tls      *tls.Config
+	limits   cloudapi.Config // client-side rate limits
 }
 
 // resolveAuth turns [Global] into auth options: a clouds.yaml entry (use-clouds),
@@ -150,6 +151,13 @@ type auth struct {
 // credential, a token, or a password.
 func resolveAuth(g Global) (auth, error) {
 	a := auth{endpoint: gophercloud.EndpointOpts{Region: g.Region, Availability: availability(g.EndpointType)}}
+	a.limits = cloudapi.Config{Cloud: "openstack"}
+	if g.APIReadQPS > 0 {
+		a.limits.ReadQPS, a.limits.ReadBurst = float64(g.APIReadQPS), 2*g.APIReadQPS
+	}
+	if g.APIWriteQPS > 0 {
+		a.limits.WriteQPS, a.limits.WriteBurst = float64(g.APIWriteQPS), 2*g.APIWriteQPS
+	}
 	if g.UseClouds {
 		opts := []clouds.ParseOption{}
 		if g.CloudsFile != "" {
@@ -181,7 +189,7 @@ func resolveAuth(g Global) (auth, error) {
 // newProvider authenticates against Keystone through the shared cloudapi transport
 // (rate limits, retries, metrics, secrets kept out of errors).
 func newProvider(ctx context.Context, a auth) (*gophercloud.ProviderClient, error) {
-	hc, err := cloudapi.NewClient(cloudapi.Config{Cloud: "openstack"}, baseTransport(a))
+	hc, err := cloudapi.NewClient(a.limits, baseTransport(a))
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,16 @@ type Global struct {
 	// cloud.conf can then live in a ConfigMap. Both files are read again every
 	// few seconds; changed credentials take effect without a restart.
 	CredentialsFile string `ini:"credentials-file"`
+	// Client-side limit of read calls (GET) to OpenStack, per second, with a burst
+	// of twice as many (an Overcast extension).
+	// Default: 20
+	APIReadQPS int `ini:"api-read-qps"`
+	// Client-side limit of write calls (POST, PUT, DELETE) to OpenStack, per
+	// second, with a burst of twice as many (an Overcast extension). Creating a
+	// load balancer takes four writes, so this bounds how fast many Services get
+	// theirs.
+	// Default: 5
+	APIWriteQPS int `ini:"api-write-qps"`
 }
 
 // LoadBalancer configures Octavia load balancers.
@@ -385,6 +395,12 @@ func (c *Config) Validate() error {
 	}
 	if (g.CertFile == "") != (g.KeyFile == "") {
 		add("[Global] cert-file and key-file: give both or neither")
+	}
+	if g.APIReadQPS < 0 || g.APIReadQPS > 10000 {
+		add("[Global] api-read-qps: %d is outside 1..10000", g.APIReadQPS)
+	}
+	if g.APIWriteQPS < 0 || g.APIWriteQPS > 10000 {
+		add("[Global] api-write-qps: %d is outside 1..10000", g.APIWriteQPS)
 	}
 	switch g.EndpointType {
 	case "", "public", "publicURL", "internal", "internalURL", "admin", "adminURL":
