@@ -242,8 +242,8 @@ func (b *bed) startCCM() error {
 	}
 	args := append([]string{
 		"--cloud-provider=openstack",
-		"--cloud-config="+b.conf,
-		"--kubeconfig="+b.env.CCMKubeconfig,
+		"--cloud-config=" + b.conf,
+		"--kubeconfig=" + b.env.CCMKubeconfig,
 		"--cluster-name=bench",
 		"--leader-elect=false",
 		"--secure-port=0",
