@@ -50,9 +50,6 @@ type Cloud struct {
 func (c *Cloud) fullCheckDue(lbID string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.checked == nil {
-		c.checked = map[string]time.Time{}
-	}
 	last, ok := c.checked[lbID]
 	if !ok {
 		c.checked[lbID] = time.Now()
@@ -64,9 +61,6 @@ func (c *Cloud) fullCheckDue(lbID string) bool {
 func (c *Cloud) fullCheckDone(lbID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.checked == nil {
-		c.checked = map[string]time.Time{}
-	}
 	c.checked[lbID] = time.Now()
 }
 
@@ -89,7 +83,8 @@ func New(cfg Config) (*Cloud, error) {
 		klog.Background().Info("Warning: "+w, "cloud", ProviderName)
 	}
 	cl := &clients{cfg: cfg}
-	return &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl}}, nil
+	return &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},
+		checked: map[string]time.Time{}}, nil
 }
 
 // Initialize starts the event recorder and learns the cluster's UID (the
