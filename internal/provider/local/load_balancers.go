@@ -305,7 +305,7 @@ func (c *Cloud) listenerSpecs(svc *v1.Service, ip netip.Addr, o lbOptions, nodes
 	for _, p := range svc.Spec.Ports {
 		var backends []l4proxy.Backend
 		for _, n := range nodes {
-			if a, ok := nodeInternalIP(n, ip.Is4()); ok {
+			if a, ok := c.backendIP(n, ip.Is4()); ok {
 				backends = append(backends, l4proxy.Backend{Name: n.Name, Addr: netip.AddrPortFrom(a, uint16(p.NodePort))})
 			}
 		}
@@ -321,11 +321,30 @@ func (c *Cloud) listenerSpecs(svc *v1.Service, ip netip.Addr, o lbOptions, nodes
 	return specs
 }
 
-// nodeInternalIP picks the Node's first InternalIP of the wanted family, else its
+// backendIP is where a Node is reached. The node controller writes a Node's
+// providerID first and its addresses a moment later, and only the first change
+// makes the service controller sync; a Node caught in between is reached at the
+// InternalIP its instance is about to give it.
+func (c *Cloud) backendIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
+	if len(n.Status.Addresses) > 0 || n.Spec.ProviderID == "" {
+		return nodeInternalIP(n.Status.Addresses, want4)
+	}
+	in, found, err := c.inv.lookup(n)
+	if err != nil || !found || in.State == StateTerminated {
+		return netip.Addr{}, false
+	}
+	addrs := make([]v1.NodeAddress, 0, len(in.Addresses))
+	for _, a := range in.Addresses {
+		addrs = append(addrs, v1.NodeAddress{Type: a.Type, Address: a.Address})
+	}
+	return nodeInternalIP(addrs, want4)
+}
+
+// nodeInternalIP picks the first InternalIP of the wanted family, else the
 // first InternalIP.
-func nodeInternalIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
+func nodeInternalIP(addrs []v1.NodeAddress, want4 bool) (netip.Addr, bool) {
 	var fallback netip.Addr
-	for _, a := range n.Status.Addresses {
+	for _, a := range addrs {
 		if a.Type != v1.NodeInternalIP {
 			continue
 		}

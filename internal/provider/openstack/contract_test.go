@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/stretchr/testify/assert"
@@ -365,6 +367,48 @@ func TestContractLoadBalancer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, fips, "the floating IP the CCM allocated is released")
 	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "contract", svc), "deleting again is success")
+}
+
+// TestContractANodeWithoutAddressesYetIsAMember: the node controller sets a
+// Node's providerID, then its addresses; the service controller syncs on the
+// first change only. The Node's member comes from its server meanwhile.
+func TestContractANodeWithoutAddressesYetIsAMember(t *testing.T) {
+	tg := newContractTarget(t)
+	c := tg.cloud(t, "")
+	srv := tg.server(t, contractName("member"))
+	svc := contractService(contractName("early"), map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"})
+	nodes := []*v1.Node{
+		contractNode("n1", "", "10.0.0.201"),
+		contractNode(srv.name, ProviderIDPrefix+"/"+srv.id, ""),
+		contractNode("not-yet-initialised", "", ""),
+	}
+	ensure(t, c, svc, nodes)
+
+	octavia, _, err := c.lbClients(t.Context())
+	require.NoError(t, err)
+	lb, err := c.findLB(t.Context(), octavia, svc)
+	require.NoError(t, err)
+	require.NotNil(t, lb)
+	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(t.Context())
+	require.NoError(t, err)
+	ps, err := pools.ExtractPools(pages)
+	require.NoError(t, err)
+	require.NotEmpty(t, ps)
+	want := []string{"10.0.0.201", srv.fixedIP}
+	slices.Sort(want)
+	for _, p := range ps {
+		mpages, err := pools.ListMembers(octavia, p.ID, nil).AllPages(t.Context())
+		require.NoError(t, err)
+		members, err := pools.ExtractMembers(mpages)
+		require.NoError(t, err)
+		var got []string
+		for _, m := range members {
+			got = append(got, m.Address)
+		}
+		slices.Sort(got)
+		assert.Equal(t, want, got, "pool %s: the Node without addresses is reached at its server's fixed IP; the uninitialised one is left out", p.Name)
+	}
+	deleteLB(t, c, svc)
 }
 
 func TestContractInternalLoadBalancerAndKeptFloatingIP(t *testing.T) {

@@ -54,6 +54,11 @@ type lbSpec struct {
 	proxy   annotation.ProxyProtocol
 	members []string // the eligible Nodes' InternalIPs, sorted
 	monitor *monitorSpec
+	// Eligible Nodes that have a providerID but no addresses yet: the node
+	// controller sets the providerID first and the addresses a moment later, and
+	// only the first change makes the service controller sync, so their members
+	// come from the cloud (see resolveMembers).
+	unaddressed []*v1.Node
 
 	// The Service status.
 	hostname string
@@ -311,11 +316,12 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}
-		for _, a := range n.Status.Addresses {
-			if a.Type == v1.NodeInternalIP {
-				s.members = append(s.members, a.Address)
-				break
-			}
+		if len(n.Status.Addresses) == 0 && n.Spec.ProviderID != "" {
+			s.unaddressed = append(s.unaddressed, n)
+			continue
+		}
+		if ip := internalIP(n.Status.Addresses); ip != "" {
+			s.members = append(s.members, ip)
 		}
 	}
 	sort.Strings(s.members)
@@ -423,4 +429,14 @@ func (s *lbSpec) fingerprint() string {
 		w("monitor", m.delay, m.timeout, m.maxRetries, m.maxRetriesDown, m.httpPort)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// internalIP is the first InternalIP of a Node's addresses, "" if it has none.
+func internalIP(addrs []v1.NodeAddress) string {
+	for _, a := range addrs {
+		if a.Type == v1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
 }

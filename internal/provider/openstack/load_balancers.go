@@ -166,6 +166,9 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 	if c.clusterUID() == "" {
 		return nil, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
 	}
+	if err := c.resolveMembers(ctx, &spec); err != nil {
+		return nil, err
+	}
 	octavia, network, err := c.lbClients(ctx)
 	if err != nil {
 		return nil, err
@@ -241,6 +244,34 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 		annotation.OpenStackConverged:           converged,
 	})
 	return c.statusFor(spec, addr, lb.VipAddress), nil
+}
+
+// resolveMembers adds the members of Nodes whose addresses the node controller
+// has not written yet: their InternalIP is the one it is about to write, taken
+// from the same (usually cached) view of the server. Without this, such a Node
+// would stay out of its pools until the next unrelated sync, since a change of
+// addresses alone does not make the service controller sync. A Node whose server
+// is not found is left out, as an uninitialised one is.
+func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
+	if len(s.unaddressed) == 0 {
+		return nil
+	}
+	for _, n := range s.unaddressed {
+		srv, found, err := c.find(ctx, n)
+		if err != nil {
+			return fmt.Errorf("looking up the addresses of Node %s: %w", n.Name, err)
+		}
+		if !found {
+			continue
+		}
+		addrs := nodeAddresses(srv.Name, c.addressesOf(ctx, srv), []string{srv.AccessIPv4, srv.AccessIPv6}, c.cfg.Networking)
+		if ip := internalIP(addrs); ip != "" {
+			s.members = append(s.members, ip)
+		}
+	}
+	sort.Strings(s.members)
+	s.members = slices.Compact(s.members)
+	return nil
 }
 
 func isRetry(err error) bool {
