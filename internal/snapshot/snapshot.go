@@ -60,9 +60,18 @@ func New[T any](cloud string, maxAge, minMiss time.Duration, list func(context.C
 // no such key; that is not proof the instance is gone (confirm with a direct GET
 // before destroying anything). err means the list could not be fetched.
 func (s *Snapshot[T]) Get(ctx context.Context, key string) (item T, found bool, err error) {
+	return s.GetWithin(ctx, key, s.maxAge)
+}
+
+// GetWithin is Get with a caller's own bound on the age of a hit: a caller that
+// asks often and can wait for news (e.g. about NotReady Nodes every few seconds)
+// passes a longer one, so its questions are answered by the listings other
+// callers make anyway instead of causing listings of their own. A miss still
+// refreshes once the list is minMiss old.
+func (s *Snapshot[T]) GetWithin(ctx context.Context, key string, maxAge time.Duration) (item T, found bool, err error) {
 	s.mu.Lock()
 	age := s.now().Sub(s.fetched)
-	if s.items != nil && age < s.maxAge {
+	if s.items != nil && age < maxAge {
 		if it, ok := s.items[key]; ok {
 			s.mu.Unlock()
 			lookups.WithLabelValues(s.cloud, "hit").Inc()

@@ -57,6 +57,13 @@ func (c *clients) endpointOpts() gophercloud.EndpointOpts {
 	return c.endpoint
 }
 
+// global is the [Global] section in effect (it changes when the cloud.conf does).
+func (c *clients) global() Global {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg.Global
+}
+
 // setGlobal swaps in new [Global] settings (rotated credentials): the next call
 // authenticates with them. It says whether anything changed.
 func (c *clients) setGlobal(g Global) bool {

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
 )
@@ -110,6 +111,16 @@ type Global struct {
 	// theirs.
 	// Default: 5
 	APIWriteQPS int `ini:"api-write-qps"`
+	// How old the shared list of servers may be when the node lifecycle
+	// controller asks, every few seconds, whether a NotReady Node's server still
+	// exists or is shut down (an Overcast extension). The list is refreshed for
+	// Node initialisation and the periodic address update anyway, so with the
+	// default these questions cost no call of their own; a shorter age finds a
+	// shut down or deleted server sooner at one listing per that age while any
+	// Node is NotReady. A server missing from the list is always confirmed by a
+	// direct GET before its Node is deleted.
+	// Default: 5m
+	LifecycleMaxAge cfgutil.Duration `ini:"lifecycle-max-age"`
 }
 
 // LoadBalancer configures Octavia load balancers.
@@ -401,6 +412,9 @@ func (c *Config) Validate() error {
 	}
 	if g.APIWriteQPS < 0 || g.APIWriteQPS > 10000 {
 		add("[Global] api-write-qps: %d is outside 1..10000", g.APIWriteQPS)
+	}
+	if d := g.LifecycleMaxAge.Duration; d < 0 || d > time.Hour {
+		add("[Global] lifecycle-max-age: %s is outside 0s..1h", d)
 	}
 	switch g.EndpointType {
 	case "", "public", "publicURL", "internal", "internalURL", "admin", "adminURL":

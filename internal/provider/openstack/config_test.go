@@ -3,6 +3,7 @@ package openstack
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -185,4 +186,30 @@ func TestAPIRateLimitsAreConfigurableAndChecked(t *testing.T) {
 	c, err = Read(strings.NewReader(base + "api-write-qps=-1\n"))
 	require.NoError(t, err)
 	assert.ErrorContains(t, c.Validate(), "api-write-qps")
+}
+
+func TestLifecycleMaxAge(t *testing.T) {
+	base := "[Global]\nauth-url=http://127.0.0.1:5000/v3\napplication-credential-id=a\napplication-credential-secret=s\n"
+	for _, tc := range []struct {
+		conf string
+		want time.Duration
+	}{
+		{"", 5 * time.Minute},
+		{"lifecycle-max-age=2m\n", 2 * time.Minute},
+		{"lifecycle-max-age=10s\n", time.Minute}, // never below what other look-ups accept
+	} {
+		cfg, err := Read(strings.NewReader(base + tc.conf))
+		require.NoError(t, err)
+		require.NoError(t, cfg.Validate())
+		c, err := New(cfg)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, c.lifecycleMaxAge(), tc.conf)
+	}
+	for _, bad := range []string{"lifecycle-max-age=-1s\n", "lifecycle-max-age=2h\n"} {
+		cfg, err := Read(strings.NewReader(base + bad))
+		require.NoError(t, err)
+		assert.ErrorContains(t, cfg.Validate(), "lifecycle-max-age", bad)
+	}
+	_, err := Read(strings.NewReader(base + "lifecycle-max-age=soon\n"))
+	assert.ErrorContains(t, err, "lifecycle-max-age")
 }

@@ -25,8 +25,12 @@ const ProviderIDPrefix = "openstack://"
 // Snapshot timing: a hit is served from a list at most snapshotMaxAge old; a miss
 // (a new Node) lists again at most every snapshotMinMiss.
 const (
-	snapshotMaxAge  = 60 * time.Second
-	snapshotMinMiss = 10 * time.Second
+	snapshotMaxAge = 60 * time.Second
+	// defaultLifecycleMaxAge bounds the list's age for the lifecycle controller's
+	// questions ([Global] lifecycle-max-age): the default period of Node address
+	// updates, which list servers anyway.
+	defaultLifecycleMaxAge = 5 * time.Minute
+	snapshotMinMiss        = 10 * time.Second
 )
 
 // server is the part of a Nova server the CCM uses.
@@ -100,10 +104,10 @@ func serverID(providerID string) (string, error) {
 	return id, nil
 }
 
-// find locates the Node's server: in the snapshot, else directly (GET by ID, or a
+// find locates the Node's server: in a snapshot at most maxAge old, else directly (GET by ID, or a
 // list filtered by exact name). found=false only when the API itself said there is
 // no such server; any failure is an error, never "gone".
-func (c *Cloud) find(ctx context.Context, node *v1.Node) (server, bool, error) {
+func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (server, bool, error) {
 	id, err := serverID(node.Spec.ProviderID)
 	if err != nil {
 		return server{}, false, err
@@ -112,7 +116,7 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node) (server, bool, error) {
 	if id != "" {
 		key = "id/" + id
 	}
-	s, found, err := c.servers.Get(ctx, key)
+	s, found, err := c.servers.GetWithin(ctx, key, maxAge)
 	if err != nil {
 		return server{}, false, err
 	}
@@ -159,7 +163,7 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node) (server, bool, error) {
 // InstanceExists is false only when Nova says the server is gone (404, no server
 // of that name, or status DELETED). Errors, 401/403, timeouts and 5xx are errors.
 func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
-	s, found, err := c.find(ctx, node)
+	s, found, err := c.find(ctx, node, c.lifecycleMaxAge())
 	if err != nil {
 		return false, err
 	}
@@ -172,7 +176,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 
 // InstanceShutdown is true for a SHUTOFF server.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
-	s, found, err := c.find(ctx, node)
+	s, found, err := c.find(ctx, node, c.lifecycleMaxAge())
 	if err != nil {
 		return false, err
 	}
@@ -180,6 +184,16 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 		return false, cloudprovider.InstanceNotFound
 	}
 	return s.Status == "SHUTOFF", nil
+}
+
+// lifecycleMaxAge is [Global] lifecycle-max-age, never below the age any other
+// look-up accepts.
+func (c *Cloud) lifecycleMaxAge() time.Duration {
+	d := c.clients.global().LifecycleMaxAge.Duration
+	if d == 0 {
+		d = defaultLifecycleMaxAge
+	}
+	return max(d, snapshotMaxAge)
 }
 
 // addressesOf is the server's addresses by network: Neutron's ports when known,
@@ -196,7 +210,7 @@ func (c *Cloud) addressesOf(ctx context.Context, s server) map[string][]novaAddr
 // InstanceMetadata returns providerID, flavor, availability zone, region and
 // addresses. A Node that matches no server gets a Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	s, found, err := c.find(ctx, node)
+	s, found, err := c.find(ctx, node, snapshotMaxAge)
 	if err != nil {
 		c.events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the OpenStack server of Node %s: %v", node.Name, err)
 		return nil, err

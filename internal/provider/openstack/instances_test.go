@@ -17,6 +17,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 )
 
 func TestServerID(t *testing.T) {
@@ -196,4 +198,54 @@ func TestServerAddressesFromNeutronPorts(t *testing.T) {
 		{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeInternalIP, Address: "fd00::5"},
 		{Type: v1.NodeExternalIP, Address: "203.0.113.5"}, {Type: v1.NodeHostName, Address: "s1"},
 	}, addrs, "internal-network-name keeps the VLAN subport out of InternalIPs")
+}
+
+// The lifecycle controller asks about every NotReady Node every few seconds: the
+// answers come from the server list the CCM makes anyway (up to
+// lifecycle-max-age old), and a missing server is still confirmed by a GET.
+func TestLifecycleQuestionsCostNoListingOfTheirOwn(t *testing.T) {
+	e := emulator.New(emulator.Options{})
+	require.NoError(t, e.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = e.Close() })
+	cfg, err := Read(strings.NewReader(e.CloudConf()))
+	require.NoError(t, err)
+	c, err := New(cfg)
+	require.NoError(t, err)
+	id, _ := e.AddServer(emulator.ServerSpec{Name: "node-a"})
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: v1.NodeSpec{ProviderID: ProviderIDPrefix + "/" + id}}
+	_, err = c.InstanceMetadata(t.Context(), node)
+	require.NoError(t, err)
+
+	computeCalls := func() (n int) {
+		for _, call := range e.Calls() {
+			if call.Service == "compute" {
+				n += call.Count
+			}
+		}
+		return n
+	}
+	e.ResetCalls()
+	require.NoError(t, e.SetServerStatus(id, "SHUTOFF"))
+	for range 50 {
+		shut, err := c.InstanceShutdown(t.Context(), node)
+		require.NoError(t, err)
+		require.False(t, shut, "the list is less than lifecycle-max-age old: its answer stands")
+		exists, err := c.InstanceExists(t.Context(), node)
+		require.NoError(t, err)
+		require.True(t, exists)
+	}
+	assert.Zero(t, computeCalls(), "100 lifecycle questions, no call")
+
+	// The next listing (made for Node updates, or when the list is older than
+	// lifecycle-max-age) brings the news.
+	c.servers.Invalidate()
+	shut, err := c.InstanceShutdown(t.Context(), node)
+	require.NoError(t, err)
+	assert.True(t, shut)
+	require.NoError(t, e.RemoveServer(id))
+	c.servers.Invalidate()
+	exists, err := c.InstanceExists(t.Context(), node)
+	require.NoError(t, err)
+	assert.False(t, exists, "gone: the list misses it and a GET says 404")
+	assert.Equal(t, 3, computeCalls(), "two listings and the confirming GET")
 }

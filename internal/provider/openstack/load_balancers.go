@@ -257,7 +257,7 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 		return nil
 	}
 	for _, n := range s.unaddressed {
-		srv, found, err := c.find(ctx, n)
+		srv, found, err := c.find(ctx, n, snapshotMaxAge)
 		if err != nil {
 			return fmt.Errorf("looking up the addresses of Node %s: %w", n.Name, err)
 		}
