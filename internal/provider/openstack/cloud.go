@@ -34,6 +34,7 @@ type Cloud struct {
 	clients *clients
 	servers *snapshot.Snapshot[server]
 	ports   *portAddresses
+	index   *lbIndex
 	events  events.Recorder
 
 	mu        sync.Mutex
@@ -83,8 +84,10 @@ func New(cfg Config) (*Cloud, error) {
 		klog.Background().Info("Warning: "+w, "cloud", ProviderName)
 	}
 	cl := &clients{cfg: cfg}
-	return &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},
-		checked: map[string]time.Time{}}, nil
+	c := &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},
+		checked: map[string]time.Time{}}
+	c.index = newLBIndex(c)
+	return c, nil
 }
 
 // Initialize starts the event recorder and learns the cluster's UID (the

@@ -38,6 +38,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
+	"github.com/overcast-ccm/overcast/internal/annotation"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 )
 
@@ -409,6 +410,72 @@ func TestContractANodeWithoutAddressesYetIsAMember(t *testing.T) {
 		assert.Equal(t, want, got, "pool %s: the Node without addresses is reached at its server's fixed IP; the uninitialised one is left out", p.Name)
 	}
 	deleteLB(t, c, svc)
+}
+
+// TestContractUnchangedServicesShareTwoListings: a CCM that looks again at
+// Services whose load balancers it converged (a restart) reads this cluster's
+// load balancers and the floating IPs once for all of them, and anything that
+// does not match what the Service recorded takes the direct path.
+func TestContractUnchangedServicesShareTwoListings(t *testing.T) {
+	tg := newContractTarget(t)
+	c := tg.cloud(t, "")
+	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201")}
+	var svcs []*v1.Service
+	for i := range 3 {
+		ann := map[string]string{}
+		if i == 2 {
+			ann["service.beta.kubernetes.io/openstack-internal-load-balancer"] = "true"
+		}
+		svcs = append(svcs, contractService(contractName("same"), ann))
+	}
+	want := map[string]string{}
+	for _, svc := range svcs {
+		st := ensure(t, c, svc, nodes)
+		// What the CCM records on the Service (it has no Kubernetes client here).
+		octavia, _, err := c.lbClients(t.Context())
+		require.NoError(t, err)
+		lb, err := c.findLB(t.Context(), octavia, svc)
+		require.NoError(t, err)
+		spec, err := c.spec("contract", svc, nodes)
+		require.NoError(t, err)
+		svc.Annotations[string(annotation.OpenStackConverged)] = lb.ID + "/" + spec.fingerprint()
+		svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)] = st.Ingress[0].IP
+		want[svc.Name] = st.Ingress[0].IP
+	}
+	// A CCM that starts again.
+	cluster := c.clusterID
+	c = tg.cloud(t, "")
+	c.clusterID = cluster
+	if tg.emu != nil {
+		tg.emu.ResetCalls()
+	}
+	for range 2 {
+		for _, svc := range svcs {
+			st, err := c.EnsureLoadBalancer(t.Context(), "contract", svc, nodes)
+			require.NoError(t, err)
+			require.Len(t, st.Ingress, 1)
+			assert.Equal(t, want[svc.Name], st.Ingress[0].IP)
+		}
+	}
+	if tg.emu != nil {
+		reads := 0
+		for _, call := range tg.emu.Calls() {
+			if call.Service == "identity" {
+				continue
+			}
+			assert.Equal(t, http.MethodGet, call.Method, "unchanged Services made a write: %+v", call)
+			reads += call.Count
+		}
+		assert.LessOrEqual(t, reads, 4, "6 looks at 3 unchanged Services: 2 listings (plus version discovery)")
+	}
+
+	// A recorded address that is not the floating IP's: the direct path answers.
+	svcs[0].Annotations[string(annotation.OpenStackLoadBalancerAddress)] = "203.0.113.254"
+	st := ensure(t, c, svcs[0], nodes)
+	assert.Equal(t, want[svcs[0].Name], st.Ingress[0].IP)
+	for _, svc := range svcs {
+		deleteLB(t, c, svc)
+	}
 }
 
 func TestContractInternalLoadBalancerAndKeptFloatingIP(t *testing.T) {

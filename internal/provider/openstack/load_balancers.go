@@ -169,6 +169,9 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 	if err := c.resolveMembers(ctx, &spec); err != nil {
 		return nil, err
 	}
+	if st, ok := c.unchanged(ctx, svc, spec); ok {
+		return st, nil
+	}
 	octavia, network, err := c.lbClients(ctx)
 	if err != nil {
 		return nil, err
