@@ -24,10 +24,12 @@ import (
 // Defaults that differ from the framework's. The framework's client-side limits
 // (20 QPS, burst 30) and single workers make a 5,000-node cluster wait minutes for
 // initialisation; these keep it to seconds without overloading the apiserver.
+// Service workers never wait on a load balancer being provisioned (they requeue),
+// so 20 of them keep 100 new Services moving at once.
 const (
 	DefaultKubeAPIQPS             = 100
 	DefaultKubeAPIBurst           = 200
-	DefaultConcurrentServiceSyncs = 5
+	DefaultConcurrentServiceSyncs = 20
 	DefaultConcurrentNodeSyncs    = 10
 )
 

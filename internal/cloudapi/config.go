@@ -29,15 +29,21 @@ import (
 )
 
 // Defaults applied by NewTransport to the zero value of the matching Config field.
+//
+// The rate limits guard the cloud against a runaway loop, not against normal
+// work: the cloud's own limits are honoured anyway (429 and 503 are retried after
+// their Retry-After). Creating a load balancer takes about four writes and a dozen
+// reads, so these let 100 Services created at once get theirs in about the time
+// one takes (docs/benchmarks.md, figure 6); at 5 writes a second it was 11×.
 const (
 	// DefaultReadQPS is the default sustained rate of GET, HEAD and OPTIONS requests.
-	DefaultReadQPS = 20.0
+	DefaultReadQPS = 100.0
 	// DefaultReadBurst is the default burst of GET, HEAD and OPTIONS requests.
-	DefaultReadBurst = 40
+	DefaultReadBurst = 200
 	// DefaultWriteQPS is the default sustained rate of POST, PUT, PATCH and DELETE requests.
-	DefaultWriteQPS = 5.0
+	DefaultWriteQPS = 50.0
 	// DefaultWriteBurst is the default burst of POST, PUT, PATCH and DELETE requests.
-	DefaultWriteBurst = 10
+	DefaultWriteBurst = 100
 	// DefaultMaxRetries is the default number of retries after the first attempt.
 	DefaultMaxRetries = 4
 	// DefaultBaseBackoff is the default backoff ceiling before the first retry.

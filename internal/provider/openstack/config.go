@@ -103,13 +103,13 @@ type Global struct {
 	CredentialsFile string `ini:"credentials-file"`
 	// Client-side limit of read calls (GET) to OpenStack, per second, with a burst
 	// of twice as many (an Overcast extension).
-	// Default: 20
+	// Default: 100
 	APIReadQPS int `ini:"api-read-qps"`
 	// Client-side limit of write calls (POST, PUT, DELETE) to OpenStack, per
 	// second, with a burst of twice as many (an Overcast extension). Creating a
 	// load balancer takes four writes, so this bounds how fast many Services get
 	// theirs.
-	// Default: 5
+	// Default: 50
 	APIWriteQPS int `ini:"api-write-qps"`
 	// How old the shared list of servers may be when the node lifecycle
 	// controller asks, every few seconds, whether a NotReady Node's server still

@@ -471,14 +471,17 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 	for _, p := range s.ports {
 		want[s.listenerKey(p)] = p
 	}
-	// Pools are listed once: protocol, method and health monitor of each.
-	poolPages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
-	if err != nil {
-		return false, fmt.Errorf("listing pools: %w", redact(err))
-	}
-	allPools, err := pools.ExtractPools(poolPages)
-	if err != nil {
-		return false, err
+	// Pools are listed once: protocol, method and health monitor of each. The
+	// load balancer names its pools: a new one has none to list.
+	var allPools []pools.Pool
+	if len(lb.Pools) > 0 {
+		poolPages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+		if err != nil {
+			return false, fmt.Errorf("listing pools: %w", redact(err))
+		}
+		if allPools, err = pools.ExtractPools(poolPages); err != nil {
+			return false, err
+		}
 	}
 	poolByID := map[string]pools.Pool{}
 	for _, p := range allPools {
@@ -547,7 +550,7 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 			}
 			return true, nil
 		}
-		if changed, err := c.convergeMembers(ctx, octavia, pool.ID, s, p); err != nil || changed {
+		if changed, err := c.convergeMembers(ctx, octavia, pool, s, p); err != nil || changed {
 			return changed, err
 		}
 		if changed, err := c.convergeMonitor(ctx, octavia, pool, s, p); err != nil || changed {
@@ -641,14 +644,17 @@ func (c *Cloud) convergeMonitor(ctx context.Context, octavia *gophercloud.Servic
 }
 
 // convergeMembers replaces the pool's members in one batch call when they differ.
-func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string, s lbSpec, p v1.ServicePort) (bool, error) {
-	pages, err := pools.ListMembers(octavia, poolID, pools.ListMembersOpts{}).AllPages(ctx)
-	if err != nil {
-		return false, fmt.Errorf("listing members: %w", redact(err))
-	}
-	members, err := pools.ExtractMembers(pages)
-	if err != nil {
-		return false, err
+func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.ServiceClient, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+	poolID := pool.ID
+	var members []pools.Member
+	if len(pool.Members) > 0 { // the pool names its members: a new one has none to list
+		pages, err := pools.ListMembers(octavia, poolID, pools.ListMembersOpts{}).AllPages(ctx)
+		if err != nil {
+			return false, fmt.Errorf("listing members: %w", redact(err))
+		}
+		if members, err = pools.ExtractMembers(pages); err != nil {
+			return false, err
+		}
 	}
 	monitorPort := 0
 	if s.monitor != nil {
