@@ -46,6 +46,8 @@ type options struct {
 	provisioning time.Duration
 	heartbeat    time.Duration
 	report       string
+	chart        string
+	serviceNodes int
 	dir          string
 	ccmArgs      []string
 	global       []string // extra [Global] keys of the cloud.conf
@@ -65,10 +67,20 @@ func main() {
 	flag.DurationVar(&o.provisioning, "provisioning", 2*time.Second, "emulator load balancer provisioning delay")
 	flag.DurationVar(&o.heartbeat, "heartbeat", time.Minute, "how often each simulated kubelet posts NodeReady")
 	flag.StringVar(&o.report, "report", "", "write the Markdown report here")
+	flag.StringVar(&o.chart, "chart", "", "write an SVG chart of steady-state calls/hour against N here (needs the steady scenario)")
+	flag.IntVar(&o.serviceNodes, "service-nodes", 100, "Node count of the resync and addnode runs (and of rss with Services)")
 	flag.StringVar(&o.dir, "dir", "tmp/bench", "scratch directory (CCM logs)")
 	ccmArgs := flag.String("ccm-args", "", "extra flags for the CCM, space-separated (e.g. --concurrent-service-syncs=20)")
 	global := flag.String("global", "", "extra [Global] keys of the cloud.conf, space-separated (e.g. api-write-qps=20)")
+	chartData := flag.String("chart-data", "", "with -chart: draw these medians (N=reads/h,…, e.g. 500=36,2000=36) from earlier runs instead of running anything")
 	flag.Parse()
+	if *chartData != "" {
+		if err := chartFrom(*chartData, o.chart); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o.ccmArgs = strings.Fields(*ccmArgs)
 	o.global = strings.Fields(*global)
 	o.scenarios = strings.Split(scen, ",")
@@ -102,6 +114,7 @@ type figure struct {
 	scenario, name, unit, target string
 	values                       []float64
 	detail                       string // e.g. calls by operation of the last run
+	nodes                        int    // N of a steady-state reads figure (for the chart)
 }
 
 func (f *figure) median() (med, lo, hi float64) {
@@ -129,7 +142,7 @@ func run(o options) error {
 		want[strings.TrimSpace(s)] = true
 	}
 	for _, n := range o.nodes {
-		if want["init"] || want["steady"] || want["notready"] || want["rss"] {
+		if want["init"] || want["steady"] || want["notready"] {
 			figs, err := nodeScenarios(o, n, want)
 			if err != nil {
 				return err
@@ -140,8 +153,8 @@ func run(o options) error {
 		}
 	}
 	for _, m := range o.services {
-		if want["resync"] || want["addnode"] {
-			figs, err := serviceScenarios(o, min(o.nodes[0], 100), m, want)
+		if want["resync"] || want["addnode"] || (want["rss"] && !want["init"]) {
+			figs, err := serviceScenarios(o, o.serviceNodes, m, want)
 			if err != nil {
 				return err
 			}
@@ -157,6 +170,11 @@ func run(o options) error {
 		}
 		for _, x := range f {
 			add(x)
+		}
+	}
+	if o.chart != "" {
+		if err := os.WriteFile(o.chart, []byte(chart(figures)), 0o644); err != nil {
+			return err
 		}
 	}
 	report := render(o, figures)
@@ -369,7 +387,7 @@ func topOps(byOp map[string]int, scale float64) string {
 // nodeScenarios: 1 (init time), 2 (steady calls/hour), 3 (NotReady extra), 7 (RSS).
 func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 	initF := &figure{scenario: "1", name: fmt.Sprintf("%d Nodes registered at once → all initialised", n), unit: "s", target: "2,000 in ≤ 120 s"}
-	steadyR := &figure{scenario: "2", name: fmt.Sprintf("steady state, N = %d: reads/hour", n), unit: "calls/h", target: "≤ 120, same at every N"}
+	steadyR := &figure{scenario: "2", name: fmt.Sprintf("steady state, N = %d: reads/hour", n), unit: "calls/h", target: "≤ 120, same at every N", nodes: n}
 	steadyW := &figure{scenario: "2", name: fmt.Sprintf("steady state, N = %d: writes/hour", n), unit: "calls/h", target: "0"}
 	notReady := &figure{scenario: "3", name: fmt.Sprintf("100 of %d Nodes NotReady: reads/hour above steady state", n), unit: "%", target: "≤ 10 %"}
 	rss := &figure{scenario: "7", name: fmt.Sprintf("overcast-ccm peak RSS, N = %d", n), unit: "MiB", target: "≤ 150 MiB at N = 2,000, M = 1,000"}
@@ -426,7 +444,10 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 			out = append(out, notReady)
 		}
 	}
-	return append(out, rss), nil
+	if want["rss"] {
+		out = append(out, rss)
+	}
+	return out, nil
 }
 
 func lbService(ns, name string) *v1.Service {
@@ -493,6 +514,7 @@ func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, err
 	resyncW := &figure{scenario: "4", name: fmt.Sprintf("no-op resync, M = %d: writes", m), unit: "calls", target: "0"}
 	addT := &figure{scenario: "5", name: fmt.Sprintf("one Node added, M = %d: time until every pool has it", m), unit: "s", target: "≤ 60 s"}
 	addW := &figure{scenario: "5", name: fmt.Sprintf("one Node added, M = %d: writes per pool", m), unit: "calls", target: "1 (a batch member update)"}
+	rss := &figure{scenario: "7", name: fmt.Sprintf("overcast-ccm peak RSS, N = %d, M = %d (creating the load balancers, or resyncing them)", n, m), unit: "MiB", target: "≤ 150 MiB at N = 2,000, M = 1,000"}
 	for r := range o.runs {
 		fmt.Printf("== M=%d run %d/%d\n", m, r+1, o.runs)
 		b, err := newBed(o, n)
@@ -506,13 +528,28 @@ func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, err
 			if err := b.waitInitialised(10 * time.Minute); err != nil {
 				return err
 			}
-			if _, err := b.createServices("bench", m, 30*time.Minute); err != nil {
+			took, err := b.createServices("bench", m, 30*time.Minute)
+			if err != nil {
 				return err
 			}
+			fmt.Printf("   created %d Services in %.1fs\n", m, took.Seconds())
+			peak := 0.0
+			measure := func() {
+				if v, err := b.peakRSS(); err == nil {
+					peak = max(peak, v)
+				}
+			}
+			defer func() {
+				if want["rss"] {
+					rss.values = append(rss.values, peak)
+					fmt.Printf("   peak RSS %.1f MiB\n", peak)
+				}
+			}()
 			if want["resync"] {
 				if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
 					return err
 				}
+				measure()
 				b.stopCCM()
 				b.emu.ResetCalls()
 				start := time.Now()
@@ -553,6 +590,10 @@ func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, err
 				addW.detail = topOps(byOp, 1)
 				fmt.Printf("   add node %.1fs, %d writes\n", took.Seconds(), writes)
 			}
+			if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
+				return err
+			}
+			measure()
 			return nil
 		}()
 		b.close()
@@ -566,6 +607,9 @@ func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, err
 	}
 	if want["addnode"] {
 		out = append(out, addT, addW)
+	}
+	if want["rss"] {
+		out = append(out, rss)
 	}
 	return out, nil
 }
