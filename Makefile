@@ -64,8 +64,8 @@ test-openstack: build test-binaries openstack-up ## contract suite and e2e again
 		$(GO) test $(E2E_FLAGS) -timeout 30m ./test/e2e/openstack/
 
 BENCH_ARGS ?=
-bench: build test-binaries ## scale and API-cost benchmark on the OpenStack emulator (hours with the defaults; BENCH_ARGS to narrow)
-	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" $(GO) run ./bench -ccm $(BIN)/overcast-ccm $(BENCH_ARGS)
+bench: build test-binaries ## scale and API-cost benchmark on the OpenStack emulator, into docs/benchmarks.md (hours with the defaults; BENCH_ARGS to narrow)
+	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" $(GO) run ./bench -ccm $(BIN)/overcast-ccm -report docs/benchmarks.md -chart docs/benchmarks-calls.svg $(BENCH_ARGS)
 
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

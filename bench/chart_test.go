@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/xml"
+	"os"
 	"strings"
 	"testing"
 )
@@ -29,5 +30,27 @@ func TestChartIsWellFormedSVGWithOurPoints(t *testing.T) {
 	}
 	if thousands(48000) != "48,000" || thousands(500) != "500" {
 		t.Errorf("thousands: %s %s", thousands(48000), thousands(500))
+	}
+}
+
+func TestWriteReportKeepsTheProseAroundTheMarkers(t *testing.T) {
+	path := t.TempDir() + "/benchmarks.md"
+	doc := "# Benchmarks\n\nprose\n\n" + beginMark + "\nold table\n" + endMark + "\n\nmore prose\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReport(path, "| new | table |\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	want := "# Benchmarks\n\nprose\n\n" + beginMark + "\n| new | table |\n" + endMark + "\n\nmore prose\n"
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if err := os.WriteFile(path, []byte(beginMark+" without an end"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReport(path, "x"); err == nil {
+		t.Error("a file with a begin marker and no end was overwritten")
 	}
 }

@@ -66,7 +66,7 @@ func main() {
 	flag.DurationVar(&o.latency, "latency", 50*time.Millisecond, "emulator latency per call")
 	flag.DurationVar(&o.provisioning, "provisioning", 2*time.Second, "emulator load balancer provisioning delay")
 	flag.DurationVar(&o.heartbeat, "heartbeat", time.Minute, "how often each simulated kubelet posts NodeReady")
-	flag.StringVar(&o.report, "report", "", "write the Markdown report here")
+	flag.StringVar(&o.report, "report", "", "write the Markdown report here (in a file with the markers "+beginMark+" and "+endMark+", only between them)")
 	flag.StringVar(&o.chart, "chart", "", "write an SVG chart of steady-state calls/hour against N here (needs the steady scenario)")
 	flag.IntVar(&o.serviceNodes, "service-nodes", 100, "Node count of the resync and addnode runs (and of rss with Services)")
 	flag.StringVar(&o.dir, "dir", "tmp/bench", "scratch directory (CCM logs)")
@@ -180,7 +180,7 @@ func run(o options) error {
 	report := render(o, figures)
 	fmt.Print(report)
 	if o.report != "" {
-		return os.WriteFile(o.report, []byte(report), 0o644)
+		return writeReport(o.report, report)
 	}
 	return nil
 }
@@ -673,4 +673,27 @@ func render(o options, figures []*figure) string {
 		o.runs, o.latency, o.provisioning, o.heartbeat, o.ccm, strings.Join(o.ccmArgs, " "), strings.Join(o.global, " "))
 	fmt.Fprintf(&b, "Command: `go run ./bench %s`\n", strings.Join(os.Args[1:], " "))
 	return b.String()
+}
+
+const (
+	beginMark = "<!-- bench:begin -->"
+	endMark   = "<!-- bench:end -->"
+)
+
+// writeReport puts the report between the markers of an existing file, leaving
+// the prose around them, or writes the whole file when it has no markers.
+func writeReport(path, report string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	before, rest, ok := strings.Cut(string(old), beginMark)
+	if !ok {
+		return os.WriteFile(path, []byte(report), 0o644)
+	}
+	_, after, ok := strings.Cut(rest, endMark)
+	if !ok {
+		return fmt.Errorf("%s has %s but no %s", path, beginMark, endMark)
+	}
+	return os.WriteFile(path, []byte(before+beginMark+"\n"+report+endMark+after), 0o644)
 }
