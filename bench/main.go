@@ -172,7 +172,7 @@ func run(o options) error {
 			add(x)
 		}
 	}
-	if o.chart != "" {
+	if o.chart != "" && want["steady"] { // a run without steady-state figures leaves the chart alone
 		if err := os.WriteFile(o.chart, []byte(chart(figures)), 0o644); err != nil {
 			return err
 		}
