@@ -204,7 +204,10 @@ func newBed(o options, nodes int) (*bed, error) {
 	}
 	env.HeartbeatInterval = o.heartbeat
 	b := &bed{o: o, env: env}
-	b.emu = emulator.New(emulator.Options{Latency: o.latency, ProvisioningDelay: o.provisioning})
+	// Room for thousands of servers, VIPs and floating IPs (198.18.0.0/15 is the
+	// benchmarking range; the addresses are data, never contacted).
+	b.emu = emulator.New(emulator.Options{Latency: o.latency, ProvisioningDelay: o.provisioning,
+		PrivateCIDR: "10.0.0.0/16", PublicCIDR: "198.18.0.0/16"})
 	if err := b.emu.Start("127.0.0.1:0"); err != nil {
 		b.close()
 		return nil, err

@@ -30,10 +30,15 @@ type Options struct {
 	TokenTTL time.Duration
 	// Seed seeds the generated ids and the random faults (Fault.Rate).
 	Seed int64
-	// PrivateCIDR is the tenant subnet, a /24; default 10.0.0.0/24. The dev
-	// cluster uses a loopback one (127.0.60.0/24) so that its simulated kubelets
-	// can listen on their servers' addresses.
+	// PrivateCIDR is the tenant subnet, an IPv4 prefix of /8 to /24; default
+	// 10.0.0.0/24. The dev cluster uses a loopback one (127.0.60.0/24) so that
+	// its simulated kubelets can listen on their servers' addresses; the
+	// benchmark a /16, for thousands of servers and load balancer VIPs.
 	PrivateCIDR string
+	// PublicCIDR is the external network's subnet, where floating IPs come from
+	// (from its 10th address on); default 203.0.113.0/24 (floating IPs
+	// .10–.250). Addresses only: nothing is ever sent to them.
+	PublicCIDR string
 }
 
 // Emulator is an in-memory OpenStack. It is an http.Handler and can also

@@ -93,20 +93,24 @@ func (e *Emulator) seedFixture() {
 	}
 
 	pub := e.addNetwork("public", true, 1500, now)
-	pubSub := e.addSubnet(pub, "public-subnet", "203.0.113.0/24", "203.0.113.1",
-		[][2]string{{"203.0.113.10", "203.0.113.250"}}, false, now)
+	var pubSub *subnet
+	if e.opts.PublicCIDR == "" {
+		pubSub = e.addSubnet(pub, "public-subnet", "203.0.113.0/24", "203.0.113.1",
+			[][2]string{{"203.0.113.10", "203.0.113.250"}}, false, now)
+	} else {
+		p := mustIPv4Prefix("PublicCIDR", e.opts.PublicCIDR)
+		base, last := ip4(p.Addr()), ip4(p.Addr())+uint32(1)<<(32-p.Bits())-1
+		pubSub = e.addSubnet(pub, "public-subnet", p.String(), addr4(base+1).String(),
+			[][2]string{{addr4(base + 10).String(), addr4(last - 1).String()}}, false, now)
+	}
 	priv := e.addNetwork("private", false, 1450, now)
 	cidr := netip.MustParsePrefix("10.0.0.0/24")
 	if e.opts.PrivateCIDR != "" {
-		p, err := netip.ParsePrefix(e.opts.PrivateCIDR)
-		if err != nil || !p.Addr().Is4() || p.Bits() != 24 {
-			panic("openstack emulator: Options.PrivateCIDR must be an IPv4 /24, got " + e.opts.PrivateCIDR)
-		}
-		cidr = p.Masked()
+		cidr = mustIPv4Prefix("PrivateCIDR", e.opts.PrivateCIDR)
 	}
-	base := ip4(cidr.Addr())
+	base, last := ip4(cidr.Addr()), ip4(cidr.Addr())+uint32(1)<<(32-cidr.Bits())-1
 	privSub := e.addSubnet(priv, "private-subnet", cidr.String(), addr4(base+1).String(),
-		[][2]string{{addr4(base + 2).String(), addr4(base + 254).String()}}, true, now)
+		[][2]string{{addr4(base + 2).String(), addr4(last - 1).String()}}, true, now)
 	fx.PublicNetworkID, fx.PublicSubnetID = pub.ID, pubSub.ID
 	fx.NetworkID, fx.SubnetID = priv.ID, privSub.ID
 
@@ -165,12 +169,13 @@ func (e *Emulator) addOverflowSubnet(networkID string, now time.Time) {
 	e.overflow[networkID]++
 	k := e.overflow[networkID]
 	first, _ := e.subnets.get(n.Subnets[0])
-	base := first.ipam.prefix.Addr().As4()
-	// 10.0.0.0/24 -> 10.0.1.0/24, 10.0.2.0/24, ... (and on into the next /16)
-	u := ip4(netip.AddrFrom4(base)) + uint32(k)<<8
-	a := addr4(u)
-	cidr := netip.PrefixFrom(a, 24).String()
-	gw, lo, hi := addr4(u+1).String(), addr4(u+2).String(), addr4(u+254).String()
+	bits := first.ipam.prefix.Bits()
+	size := uint32(1) << (32 - bits)
+	// 10.0.0.0/24 -> 10.0.1.0/24, 10.0.2.0/24, ... (and on into the next /16);
+	// a bigger first subnet is followed by ones of its size.
+	u := ip4(first.ipam.prefix.Addr()) + uint32(k)*size
+	cidr := netip.PrefixFrom(addr4(u), bits).String()
+	gw, lo, hi := addr4(u+1).String(), addr4(u+2).String(), addr4(u+size-2).String()
 	s := e.addSubnet(n, fmt.Sprintf("%s-overflow-%d", n.Name, k), cidr, gw, [][2]string{{lo, hi}}, true, now)
 	for _, rt := range e.routers.all() {
 		if has(rt.Interfaces, first.ID) {
@@ -252,4 +257,14 @@ func (e *Emulator) RemoveServer(id string) error {
 		return fmt.Errorf("server %s: %w", id, ErrNotFound)
 	}
 	return nil
+}
+
+// mustIPv4Prefix parses an Options CIDR: IPv4, /8 to /24. Anything else is a bug
+// in the caller.
+func mustIPv4Prefix(option, v string) netip.Prefix {
+	p, err := netip.ParsePrefix(v)
+	if err != nil || !p.Addr().Is4() || p.Bits() < 8 || p.Bits() > 24 {
+		panic("openstack emulator: Options." + option + " must be an IPv4 prefix of /8 to /24, got " + v)
+	}
+	return p.Masked()
 }
