@@ -493,6 +493,35 @@ func (b *bed) createServices(ns string, m int, timeout time.Duration) (time.Dura
 	}
 }
 
+// ensuredCount sums the EnsuredLoadBalancer Events of namespace ns (an Event
+// stands for Count occurrences).
+func (b *bed) ensuredCount(ns string) (int32, error) {
+	list, err := b.env.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=EnsuredLoadBalancer"})
+	if err != nil {
+		return 0, err
+	}
+	var n int32
+	for _, e := range list.Items {
+		n += max(e.Count, 1)
+	}
+	return n, nil
+}
+
+// waitEnsured waits until ensuredCount reaches want, and says when it did.
+func (b *bed) waitEnsured(ns string, want int32, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := b.ensuredCount(ns)
+		if err == nil && n >= want {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("%d of %d EnsuredLoadBalancer Events after %s (CCM log %s)", n, want, timeout, b.log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // quiet waits until the emulator has seen no call for d, and returns when the
 // last call came (relative to start).
 func (b *bed) quiet(start time.Time, d, timeout time.Duration) (time.Duration, error) {
@@ -554,15 +583,26 @@ func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, err
 				}
 				measure()
 				b.stopCCM()
+				ensured, err := b.ensuredCount("bench")
+				if err != nil {
+					return err
+				}
 				b.emu.ResetCalls()
 				start := time.Now()
 				if err := b.startCCM(); err != nil {
 					return err
 				}
-				took, err := b.quiet(start, 10*time.Second, 20*time.Minute)
+				// Done when every Service has been ensured again (an
+				// EnsuredLoadBalancer Event each) and the cloud calls stopped.
+				synced, err := b.waitEnsured("bench", ensured+int32(m), 20*time.Minute)
 				if err != nil {
 					return err
 				}
+				lastCall, err := b.quiet(start, 10*time.Second, 20*time.Minute)
+				if err != nil {
+					return err
+				}
+				took := max(synced.Sub(start), lastCall)
 				reads, writes, byOp := calls(b.emu)
 				resyncT.values = append(resyncT.values, took.Seconds())
 				resyncR.values = append(resyncR.values, float64(reads)/float64(m))
