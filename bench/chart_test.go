@@ -54,3 +54,11 @@ func TestWriteReportKeepsTheProseAroundTheMarkers(t *testing.T) {
 		t.Error("a file with a begin marker and no end was overwritten")
 	}
 }
+
+func TestNum(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 0.009: "0.009", 36: "36.0", 1.25: "1.2", 0.4444: "0.444"} {
+		if got := num(v); got != want {
+			t.Errorf("num(%v) = %s, want %s", v, got, want)
+		}
+	}
+}

@@ -699,7 +699,7 @@ func render(o options, figures []*figure) string {
 	fmt.Fprintf(&b, "| # | Figure | Median | Min | Max | Target |\n|---|---|---|---|---|---|\n")
 	for _, f := range figures {
 		med, lo, hi := f.median()
-		fmt.Fprintf(&b, "| %s | %s | %.1f %s | %.1f | %.1f | %s |\n", f.scenario, f.name, med, f.unit, lo, hi, f.target)
+		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %s | %s |\n", f.scenario, f.name, num(med), f.unit, num(lo), num(hi), f.target)
 	}
 	for _, f := range figures {
 		if f.detail != "" {
@@ -733,4 +733,13 @@ func writeReport(path, report string) error {
 		return fmt.Errorf("%s has %s but no %s", path, beginMark, endMark)
 	}
 	return os.WriteFile(path, []byte(before+beginMark+"\n"+report+endMark+after), 0o644)
+}
+
+// num prints a figure with one decimal, or three significant digits below 1
+// (0.009 reads per Service is not 0.0).
+func num(v float64) string {
+	if v != 0 && v < 1 && v > -1 {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
 }
