@@ -43,7 +43,7 @@ run: build test-binaries ## a local cluster with overcast-ccm, 3 nodes and a dem
 test: test-unit test-e2e ## unit tests, fuzz seeds and the e2e suite against a real apiserver
 
 test-unit: ## unit tests and the seeds of every fuzz test
-	$(GO) test $(TEST_FLAGS) ./internal/... ./hack/... ./cmd/...
+	$(GO) test $(TEST_FLAGS) ./internal/... ./hack/... ./cmd/... ./bench/
 
 test-e2e: build test-binaries ## e2e: real etcd + kube-apiserver, overcast-ccm under deploy/ RBAC
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
