@@ -36,7 +36,8 @@
 // The fixture created by [New] has one domain, one project, a user with a
 // password and an application credential, a private network with a
 // 10.0.0.0/24 subnet, an external network "public" with a 203.0.113.0/24
-// subnet, a router between them, flavors, an image and the availability zone
+// subnet (both can be moved and made bigger: Options.PrivateCIDR and
+// Options.PublicCIDR), a router between them, flavors, an image and the availability zone
 // "nova". See [Emulator.Fixture] and [Emulator.CloudConf].
 //
 // # Control
@@ -71,8 +72,9 @@
 // not honour sort_key/sort_dir.
 //
 // Servers added with [Emulator.AddServer] never fail for want of addresses:
-// when every subnet of the network is full an overflow subnet (10.0.1.0/24,
-// 10.0.2.0/24, ... for the private network), attached to the router, is added.
+// when every subnet of the network is full an overflow subnet of the first
+// one's size (10.0.1.0/24, 10.0.2.0/24, ... for the default private network),
+// attached to the router, is added.
 // Servers created over HTTP on a full network go to ERROR instead, as they would
 // in Nova.
 package openstack
