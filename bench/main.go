@@ -454,6 +454,23 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 	return out, nil
 }
 
+// withBed runs f on a fresh bed of n Nodes with the CCM started and every Node
+// initialised, and closes the bed afterwards.
+func withBed(o options, n int, f func(b *bed) error) error {
+	b, err := newBed(o, n)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	if err := b.startCCM(); err != nil {
+		return err
+	}
+	if err := b.waitInitialised(10 * time.Minute); err != nil {
+		return err
+	}
+	return f(b)
+}
+
 func lbService(ns, name string) *v1.Service {
 	return &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -546,17 +563,7 @@ func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, err
 	rss := &figure{scenario: "7", name: fmt.Sprintf("overcast-ccm peak RSS, N = %d, M = %d (creating the load balancers, or resyncing them)", n, m), unit: "MiB", target: "≤ 150 MiB at N = 2,000, M = 1,000"}
 	for r := range o.runs {
 		fmt.Printf("== M=%d run %d/%d\n", m, r+1, o.runs)
-		b, err := newBed(o, n)
-		if err != nil {
-			return nil, err
-		}
-		err = func() error {
-			if err := b.startCCM(); err != nil {
-				return err
-			}
-			if err := b.waitInitialised(10 * time.Minute); err != nil {
-				return err
-			}
+		err := withBed(o, n, func(b *bed) error {
 			took, err := b.createServices("bench", m, 30*time.Minute)
 			if err != nil {
 				return err
@@ -632,8 +639,7 @@ func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, err
 			}
 			measure()
 			return nil
-		}()
-		b.close()
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -658,17 +664,7 @@ func createScenario(o options) ([]*figure, error) {
 	ratio := &figure{scenario: "6", name: "100 at once ÷ one", unit: "×", target: "≤ 2"}
 	for r := range o.runs {
 		fmt.Printf("== create run %d/%d\n", r+1, o.runs)
-		b, err := newBed(o, 3)
-		if err != nil {
-			return nil, err
-		}
-		err = func() error {
-			if err := b.startCCM(); err != nil {
-				return err
-			}
-			if err := b.waitInitialised(5 * time.Minute); err != nil {
-				return err
-			}
+		err := withBed(o, 3, func(b *bed) error {
 			t1, err := b.createServices("one", 1, 10*time.Minute)
 			if err != nil {
 				return err
@@ -685,8 +681,7 @@ func createScenario(o options) ([]*figure, error) {
 			ratio.values = append(ratio.values, t100.Seconds()/t1.Seconds())
 			fmt.Printf("   one %.1fs, 100 %.1fs\n", t1.Seconds(), t100.Seconds())
 			return nil
-		}()
-		b.close()
+		})
 		if err != nil {
 			return nil, err
 		}

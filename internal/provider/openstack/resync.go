@@ -104,12 +104,12 @@ func (c *Cloud) unchanged(ctx context.Context, svc *v1.Service, s lbSpec) (*v1.L
 	case s.internal && hasFIP:
 		return nil, false // to be given back: the direct path does it
 	case !s.internal:
-		recorded := svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)]
-		if !hasFIP || fip.FloatingIP != recorded || (s.floatingIP != "" && s.floatingIP != recorded) {
+		if !hasFIP || (s.floatingIP != "" && s.floatingIP != fip.FloatingIP) {
 			return nil, false
 		}
 		addr = fip.FloatingIP
 	}
+	// The address must be the one recorded when the load balancer converged.
 	if svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)] != addr {
 		return nil, false
 	}
