@@ -351,6 +351,41 @@ func (b *bed) waitInitialised(timeout time.Duration) error {
 	}
 }
 
+// timeline waits d, printing the cloud calls made meanwhile as they happen (to
+// the nearest 5 s), e.g. "   +301s GET /compute/v2.1/servers/detail ×2": it
+// shows which periodic work a steady-state call belongs to.
+func timeline(e *emulator.Emulator, d time.Duration) {
+	start := time.Now()
+	seen := map[string]int{}
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	end := time.NewTimer(d)
+	defer end.Stop()
+	report := func() {
+		_, _, byOp := calls(e)
+		ops := make([]string, 0, len(byOp))
+		for op := range byOp {
+			ops = append(ops, op)
+		}
+		sort.Strings(ops)
+		for _, op := range ops {
+			if n := byOp[op] - seen[op]; n > 0 {
+				fmt.Printf("   %+6.0fs %s ×%d\n", time.Since(start).Seconds(), op, n)
+				seen[op] = byOp[op]
+			}
+		}
+	}
+	for {
+		select {
+		case <-tick.C:
+			report()
+		case <-end.C:
+			report()
+			return
+		}
+	}
+}
+
 // calls sums the emulator's calls: reads and writes, and by operation.
 func calls(e *emulator.Emulator) (reads, writes int, byOp map[string]int) {
 	byOp = map[string]int{}
@@ -414,7 +449,7 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 		fmt.Printf("   init %.1fs\n", time.Since(start).Seconds())
 		if want["steady"] {
 			b.emu.ResetCalls()
-			time.Sleep(o.steady)
+			timeline(b.emu, o.steady)
 			reads, writes, byOp := calls(b.emu)
 			scale := float64(time.Hour) / float64(o.steady)
 			steadyR.values = append(steadyR.values, float64(reads)*scale)
@@ -426,7 +461,7 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 					k.StopHeartbeats(true)
 				}
 				b.emu.ResetCalls()
-				time.Sleep(o.notReady)
+				timeline(b.emu, o.notReady)
 				nr, _, byOp := calls(b.emu)
 				nrScale := float64(time.Hour) / float64(o.notReady)
 				base := float64(reads) * scale

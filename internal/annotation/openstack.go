@@ -226,7 +226,9 @@ const (
 	// to. While it matches, a resync checks the load balancer with two reads
 	// instead of walking its listeners, pools, members and monitors (a full walk
 	// still happens once an hour). Removing it only forces a full walk.
-	// Type: load balancer UUID "/" fingerprint
+	// A change of Nodes alone changes only the members' part of the
+	// fingerprint, and is made by updating the pools' members alone.
+	// Type: load balancer UUID "/" fingerprint of the configuration "." fingerprint of the members
 	// Default: set by the CCM
 	OpenStackConverged Name = "overcast.io/openstack-converged"
 

@@ -20,26 +20,47 @@ var (
 	}, []string{"cloud", "result"})
 	refreshes = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "overcast_snapshot_refreshes_total",
-		Help:           "Full listings of instances, by result (ok, error).",
+		Help:           "Listings of instances, by kind (full, incremental) and result (ok, error).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"cloud", "result"})
+	}, []string{"cloud", "kind", "result"})
 	register sync.Once
 )
 
 // Snapshot is a cache of every instance, indexed by the keys Keys returns (e.g. ID
-// and name).
+// and name). The first key is the instance's identity.
 type Snapshot[T any] struct {
 	cloud   string
 	list    func(context.Context) ([]T, error)
 	keys    func(T) []string
 	maxAge  time.Duration // a hit is served from a list at most this old
 	minMiss time.Duration // a miss refreshes only if the list is at least this old
+	inc     *Incremental[T]
 	now     func() time.Time
 
-	mu      sync.Mutex
-	items   map[string]T
-	fetched time.Time
-	call    *call // the refresh in flight, shared by concurrent callers
+	mu       sync.Mutex
+	all      map[string]T // by identity
+	items    map[string]T // by every key no two instances share
+	fetched  time.Time    // last refresh, full or incremental
+	listedAt time.Time    // last full listing
+	mark     string       // where the next incremental listing starts
+	call     *call        // the refresh in flight, shared by concurrent callers
+}
+
+// Incremental lets refreshes between full listings ask the cloud only for what
+// changed, so a refresh costs one call however many instances there are (e.g.
+// Nova's changes-since, which lists deleted servers too).
+type Incremental[T any] struct {
+	// Since lists the instances changed since mark, gone ones included.
+	Since func(ctx context.Context, mark string) ([]T, error)
+	// Mark is where the listing after this one starts, given what this one
+	// returned and the last mark ("" after a full listing). An empty Mark
+	// makes the next refresh a full listing.
+	Mark func(items []T, last string) string
+	// Gone says an instance the incremental listing returned no longer exists.
+	Gone func(T) bool
+	// FullEvery is how often a full listing is made anyway: it drops what an
+	// incremental listing cannot report (e.g. rows the cloud purged meanwhile).
+	FullEvery time.Duration
 }
 
 type call struct {
@@ -54,6 +75,12 @@ type call struct {
 func New[T any](cloud string, maxAge, minMiss time.Duration, list func(context.Context) ([]T, error), keys func(T) []string) *Snapshot[T] {
 	register.Do(func() { legacyregistry.MustRegister(lookups, refreshes) })
 	return &Snapshot[T]{cloud: cloud, list: list, keys: keys, maxAge: maxAge, minMiss: minMiss, now: time.Now}
+}
+
+// WithIncremental makes refreshes incremental between full listings.
+func (s *Snapshot[T]) WithIncremental(inc Incremental[T]) *Snapshot[T] {
+	s.inc = &inc
+	return s
 }
 
 // Get finds the instance under key. found is false when a fresh enough list has
@@ -113,9 +140,37 @@ func (s *Snapshot[T]) Put(item T) {
 	if s.items == nil {
 		return
 	}
-	for _, k := range s.keys(item) {
-		s.items[k] = item
+	ks := s.keys(item)
+	if len(ks) == 0 || ks[0] == "" {
+		return
 	}
+	s.all[ks[0]] = item
+	s.items = s.index(s.all)
+}
+
+// index maps every key to its instance, leaving out keys two instances share
+// (e.g. two servers of one name): a look-up of such a key is a miss, and the
+// caller's direct path reports the ambiguity.
+func (s *Snapshot[T]) index(all map[string]T) map[string]T {
+	idx := make(map[string]T, 2*len(all))
+	owner := make(map[string]string, 2*len(all))
+	shared := map[string]bool{}
+	for id, it := range all {
+		for _, k := range s.keys(it) {
+			if k == "" {
+				continue
+			}
+			if o, ok := owner[k]; ok && o != id {
+				shared[k] = true
+				continue
+			}
+			owner[k], idx[k] = id, it
+		}
+	}
+	for k := range shared {
+		delete(idx, k)
+	}
+	return idx
 }
 
 // refresh lists every instance once for all concurrent callers.
@@ -132,24 +187,52 @@ func (s *Snapshot[T]) refresh(ctx context.Context) error {
 	}
 	c := &call{done: make(chan struct{})}
 	s.call = c
+	incremental := s.inc != nil && s.items != nil && s.mark != "" && s.now().Sub(s.listedAt) < s.inc.FullEvery
+	mark := s.mark
 	s.mu.Unlock()
 
 	// The listing outlives a cancelled caller: others may be waiting for it.
-	items, err := s.list(context.WithoutCancel(ctx))
+	lctx := context.WithoutCancel(ctx)
+	kind := "full"
+	var items []T
+	var err error
+	if incremental {
+		kind = "incremental"
+		items, err = s.inc.Since(lctx, mark)
+	} else {
+		items, err = s.list(lctx)
+	}
 	s.mu.Lock()
 	if err == nil {
-		idx := make(map[string]T, 2*len(items))
-		for _, it := range items {
-			for _, k := range s.keys(it) {
-				if k != "" {
-					idx[k] = it
+		now := s.now()
+		if incremental {
+			for _, it := range items {
+				ks := s.keys(it)
+				if len(ks) == 0 || ks[0] == "" {
+					continue
+				}
+				if s.inc.Gone(it) {
+					delete(s.all, ks[0])
+				} else {
+					s.all[ks[0]] = it
 				}
 			}
+		} else {
+			s.all = make(map[string]T, len(items))
+			for _, it := range items {
+				if ks := s.keys(it); len(ks) > 0 && ks[0] != "" {
+					s.all[ks[0]] = it
+				}
+			}
+			s.listedAt, mark = now, ""
 		}
-		s.items, s.fetched = idx, s.now()
-		refreshes.WithLabelValues(s.cloud, "ok").Inc()
+		if s.inc != nil {
+			s.mark = s.inc.Mark(items, mark)
+		}
+		s.items, s.fetched = s.index(s.all), now
+		refreshes.WithLabelValues(s.cloud, kind, "ok").Inc()
 	} else {
-		refreshes.WithLabelValues(s.cloud, "error").Inc()
+		refreshes.WithLabelValues(s.cloud, kind, "error").Inc()
 	}
 	s.call = nil
 	s.mu.Unlock()

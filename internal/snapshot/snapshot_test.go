@@ -135,3 +135,186 @@ func TestSnapshot(t *testing.T) {
 		assert.Equal(t, int32(1), f.calls.Load())
 	})
 }
+
+func TestSharedKeys(t *testing.T) {
+	f := &fixture{now: time.Unix(0, 0), items: []inst{{"a", "twin"}, {"b", "twin"}, {"c", "solo"}}}
+	s := f.snapshot()
+	for _, key := range []string{"a", "b", "c", "name/solo"} {
+		_, found, err := s.Get(t.Context(), key)
+		require.NoError(t, err)
+		assert.True(t, found, key)
+	}
+	got, found, err := s.Get(t.Context(), "name/twin")
+	require.NoError(t, err)
+	assert.False(t, found, "a key two instances share is no answer: got %v", got)
+	s.Put(inst{"b", "twin"})
+	_, found, _ = s.Get(t.Context(), "name/twin")
+	assert.False(t, found, "a direct GET of one twin does not make the name unique")
+}
+
+// deltaFixture is a cloud whose instances carry the time they last changed, and
+// that can list the changes since a time, deleted instances included.
+type deltaFixture struct {
+	fixture
+	changes []change // every change, in order
+	since   atomic.Int32
+	marks   []string
+}
+
+type change struct {
+	inst
+	at   time.Time
+	gone bool
+}
+
+func (f *deltaFixture) set(i inst, gone bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.changes = append(f.changes, change{i, f.now, gone})
+	f.items = f.items[:0:0]
+	latest := map[string]change{}
+	var order []string
+	for _, c := range f.changes {
+		if _, ok := latest[c.id]; !ok {
+			order = append(order, c.id)
+		}
+		latest[c.id] = c
+	}
+	for _, id := range order {
+		if c := latest[id]; !c.gone {
+			f.items = append(f.items, c.inst)
+		}
+	}
+}
+
+func (f *deltaFixture) snapshot() *Snapshot[change] {
+	list := func(context.Context) ([]change, error) {
+		f.calls.Add(1)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		out := make([]change, 0, len(f.items))
+		for _, i := range f.items {
+			out = append(out, change{inst: i, at: f.now})
+		}
+		return out, f.err
+	}
+	s := New("test", time.Minute, 10*time.Second, list, func(c change) []string { return []string{c.id, "name/" + c.name} })
+	s.now = func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
+	return s.WithIncremental(Incremental[change]{
+		Since: func(_ context.Context, mark string) ([]change, error) {
+			f.since.Add(1)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.marks = append(f.marks, mark)
+			t, err := time.Parse(time.RFC3339, mark)
+			if err != nil {
+				return nil, err
+			}
+			var out []change
+			for _, c := range f.changes {
+				if !c.at.Before(t) {
+					out = append(out, c)
+				}
+			}
+			return out, f.err
+		},
+		Mark: func(items []change, last string) string {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if last == "" {
+				return f.now.UTC().Format(time.RFC3339)
+			}
+			m, _ := time.Parse(time.RFC3339, last)
+			for _, c := range items {
+				if c.at.After(m) {
+					m = c.at
+				}
+			}
+			return m.UTC().Format(time.RFC3339)
+		},
+		Gone:      func(c change) bool { return c.gone },
+		FullEvery: time.Hour,
+	})
+}
+
+func TestIncremental(t *testing.T) {
+	t.Run("refreshes between full listings ask only for changes", func(t *testing.T) {
+		f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}
+		f.set(inst{"a", "node-a"}, false)
+		f.set(inst{"b", "node-b"}, false)
+		s := f.snapshot()
+		_, found, err := s.Get(t.Context(), "a")
+		require.NoError(t, err)
+		require.True(t, found)
+		assert.Equal(t, int32(1), f.calls.Load())
+
+		f.advance(time.Minute)
+		f.set(inst{"c", "node-c"}, false)
+		f.set(inst{"a", "node-a2"}, false) // renamed
+		f.set(inst{"b", "node-b"}, true)   // deleted
+		f.advance(time.Second)
+		_, found, err = s.Get(t.Context(), "c")
+		require.NoError(t, err)
+		assert.True(t, found, "a new instance arrives by the incremental listing")
+		assert.Equal(t, int32(1), f.calls.Load(), "no full listing")
+		assert.Equal(t, int32(1), f.since.Load())
+		_, found, _ = s.Get(t.Context(), "name/node-a2")
+		assert.True(t, found, "a changed instance is found by its new key")
+		_, found, _ = s.Get(t.Context(), "name/node-a")
+		assert.False(t, found, "and no longer by its old one")
+		_, found, _ = s.Get(t.Context(), "b")
+		assert.False(t, found, "a gone instance is dropped")
+	})
+	t.Run("each incremental listing starts where the last one left off", func(t *testing.T) {
+		f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}
+		f.set(inst{"a", "node-a"}, false)
+		s := f.snapshot()
+		_, _, _ = s.Get(t.Context(), "a")
+		f.advance(2 * time.Minute)
+		f.set(inst{"b", "node-b"}, false)
+		_, _, _ = s.Get(t.Context(), "a")
+		f.advance(2 * time.Minute)
+		_, _, _ = s.Get(t.Context(), "a")
+		assert.Equal(t, []string{"1970-01-01T00:16:40Z", "1970-01-01T00:18:40Z"}, f.marks)
+	})
+	t.Run("a full listing comes every FullEvery and replaces everything", func(t *testing.T) {
+		f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}
+		f.set(inst{"a", "node-a"}, false)
+		s := f.snapshot()
+		_, _, _ = s.Get(t.Context(), "a")
+		for range 59 {
+			f.advance(61 * time.Second)
+			_, _, _ = s.Get(t.Context(), "a")
+		}
+		assert.Equal(t, int32(1), f.calls.Load(), "an hour of incremental refreshes")
+		// A change the incremental listings never reported (purged by the
+		// cloud): only a full listing can see it.
+		f.mu.Lock()
+		f.items = nil
+		f.mu.Unlock()
+		f.advance(61 * time.Second)
+		_, found, err := s.Get(t.Context(), "a")
+		require.NoError(t, err)
+		assert.Equal(t, int32(2), f.calls.Load(), "then one full listing")
+		assert.False(t, found)
+	})
+	t.Run("a failed incremental listing keeps what is known and is an error", func(t *testing.T) {
+		f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}
+		f.set(inst{"a", "node-a"}, false)
+		s := f.snapshot()
+		_, _, _ = s.Get(t.Context(), "a")
+		f.advance(61 * time.Second)
+		f.mu.Lock()
+		f.err = errors.New("503")
+		f.mu.Unlock()
+		_, _, err := s.Get(t.Context(), "a")
+		require.Error(t, err)
+		f.mu.Lock()
+		f.err = nil
+		f.mu.Unlock()
+		_, found, err := s.Get(t.Context(), "a")
+		require.NoError(t, err)
+		assert.True(t, found)
+		assert.Equal(t, int32(2), f.since.Load(), "the next look-up tries again")
+	})
+}

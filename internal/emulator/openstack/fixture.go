@@ -237,7 +237,7 @@ func (e *Emulator) AddServer(s ServerSpec) (id string, fixedIP string) {
 func (e *Emulator) SetServerStatus(id, status string) error {
 	now := e.lock()
 	defer e.mu.Unlock()
-	s, ok := e.servers.get(id)
+	s, ok := e.server(id)
 	if !ok {
 		return fmt.Errorf("server %s: %w", id, ErrNotFound)
 	}

@@ -45,6 +45,10 @@ type server struct {
 	Metadata          map[string]string
 	Tags              []string
 	Fault             *serverFault
+	// Deleted marks a deleted server: like Nova's soft-deleted rows, it is
+	// listed (status DELETED) only by a list with changes-since, and is
+	// otherwise gone (404).
+	Deleted bool
 }
 
 func novaError(w http.ResponseWriter, code int, msg string) {
@@ -278,7 +282,8 @@ func (e *Emulator) serverFilter(q map[string][]string) (func(*server) bool, erro
 	}
 	tagsAll, tagsAny, notAll, notAny := split("tags"), split("tags-any"), split("not-tags"), split("not-tags-any")
 	return func(s *server) bool {
-		if nameRe != nil && !nameRe.MatchString(s.Name) ||
+		if s.Deleted && since.IsZero() ||
+			nameRe != nil && !nameRe.MatchString(s.Name) ||
 			status != "" && s.Status != status ||
 			flavorID != "" && s.FlavorID != flavorID ||
 			imageID != "" && s.ImageID != imageID ||
@@ -353,7 +358,7 @@ func serverNotFound(w http.ResponseWriter, id string) {
 func (e *Emulator) getServer(w http.ResponseWriter, r *http.Request, mv int) {
 	id := r.PathValue("id")
 	e.lock()
-	s, ok := e.servers.get(id)
+	s, ok := e.server(id)
 	var v map[string]any
 	if ok {
 		v = e.serverView(s, baseURL(r), mv, true)
@@ -510,7 +515,8 @@ func nonNilMap(m map[string]string) map[string]string {
 
 // removeServer deletes a server and its ports; call with mu held.
 func (e *Emulator) removeServer(id string, now time.Time) bool {
-	if _, ok := e.servers.get(id); !ok {
+	s, ok := e.server(id)
+	if !ok {
 		return false
 	}
 	for _, pid := range e.portsByDev[id] {
@@ -518,8 +524,17 @@ func (e *Emulator) removeServer(id string, now time.Time) bool {
 			e.deletePort(pid, now)
 		}
 	}
-	e.servers.remove(id)
+	s.Status, s.Deleted, s.Updated = "DELETED", true, now
 	return true
+}
+
+// server is the live (not deleted) server with this ID; call with mu held.
+func (e *Emulator) server(id string) (*server, bool) {
+	s, ok := e.servers.get(id)
+	if !ok || s.Deleted {
+		return nil, false
+	}
+	return s, true
 }
 
 func (e *Emulator) deleteServer(w http.ResponseWriter, r *http.Request, mv int) {
@@ -543,7 +558,7 @@ func (e *Emulator) serverAction(w http.ResponseWriter, r *http.Request, mv int) 
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	s, ok := e.servers.get(id)
+	s, ok := e.server(id)
 	if !ok {
 		serverNotFound(w, id)
 		return
@@ -585,7 +600,7 @@ func (e *Emulator) listInterfaces(w http.ResponseWriter, r *http.Request, mv int
 	id := r.PathValue("id")
 	e.lock()
 	defer e.mu.Unlock()
-	if _, ok := e.servers.get(id); !ok {
+	if _, ok := e.server(id); !ok {
 		serverNotFound(w, id)
 		return
 	}

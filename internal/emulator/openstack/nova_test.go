@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -92,6 +93,35 @@ func TestServerListFilters(t *testing.T) {
 	all, _ := listAllServers(t, ev, servers.ListOpts{Status: "SHUTOFF"})
 	require.Len(t, all, 1)
 	assert.Equal(t, id, all[0].ID)
+}
+
+func TestServerChangesSince(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	kept, _ := ev.e.AddServer(ServerSpec{Name: "kept"})
+	gone, _ := ev.e.AddServer(ServerSpec{Name: "gone"})
+	ev.clock.Advance(time.Minute)
+	cut := ev.clock.Now().UTC().Format(time.RFC3339)
+	fresh, _ := ev.e.AddServer(ServerSpec{Name: "fresh"})
+	require.NoError(t, servers.Delete(ctx, ev.compute, gone).ExtractErr())
+
+	status := func(opts servers.ListOpts) map[string]string {
+		all, _ := listAllServers(t, ev, opts)
+		out := map[string]string{}
+		for _, s := range all {
+			out[s.ID] = s.Status
+		}
+		return out
+	}
+	assert.Equal(t, map[string]string{kept: "ACTIVE", fresh: "ACTIVE"}, status(servers.ListOpts{}),
+		"a plain list leaves the deleted server out")
+	assert.Equal(t, map[string]string{gone: "DELETED", fresh: "ACTIVE"}, status(servers.ListOpts{ChangesSince: cut}),
+		"changes-since lists what changed since, the deleted server as DELETED")
+	_, err := servers.Get(ctx, ev.compute, gone).Extract()
+	assert.Equal(t, 404, codeOf(err), "a deleted server is not found")
+	assert.Equal(t, 404, codeOf(servers.Delete(ctx, ev.compute, gone).ExtractErr()), "nor deleted twice")
+	_, err = servers.List(ev.compute, servers.ListOpts{ChangesSince: "yesterday"}).AllPages(ctx)
+	assert.Equal(t, 400, codeOf(err))
 }
 
 func TestServerLifecycle(t *testing.T) {

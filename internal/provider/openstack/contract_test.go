@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
@@ -240,6 +241,108 @@ func TestContractInstances(t *testing.T) {
 	}), "a deleted server does not exist")
 }
 
+// TestContractServerChangesCostOneCall holds Nova to what the snapshot's
+// incremental refresh relies on, and the refresh to its cost: changes-since
+// lists a server deleted since (status DELETED) and a new one, not the
+// unchanged ones; one such listing takes the new server in and the deleted one
+// out.
+func TestContractServerChangesCostOneCall(t *testing.T) {
+	tg := newContractTarget(t)
+	c := tg.cloud(t, "")
+	ctx := t.Context()
+	kept, gone := tg.server(t, contractName("contract-kept")), tg.server(t, contractName("contract-gone"))
+	for _, s := range []contractServer{kept, gone} {
+		_, found, err := c.servers.Get(ctx, "id/"+s.id)
+		require.NoError(t, err)
+		require.True(t, found, "the first, full listing has %s", s.name)
+	}
+	// Nova's times have whole seconds: the next server is created at least one
+	// whole second after the others last changed.
+	time.Sleep(2 * time.Second)
+	fresh := tg.server(t, contractName("contract-fresh"))
+	var created struct {
+		Created string `json:"created"`
+	}
+	require.NoError(t, servers.Get(ctx, tg.compute, fresh.id).ExtractInto(&created))
+	require.NoError(t, servers.Delete(ctx, tg.compute, gone.id).ExtractErr())
+	require.NoError(t, poll(2*time.Minute, func() error {
+		err := servers.Get(ctx, tg.compute, gone.id).Err
+		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return nil
+		}
+		return fmt.Errorf("server %s is still there: %w", gone.name, err)
+	}))
+
+	var since []server
+	pages, err := servers.List(tg.compute, servers.ListOpts{ChangesSince: created.Created}).AllPages(ctx)
+	require.NoError(t, err)
+	require.NoError(t, servers.ExtractServersInto(pages, &since))
+	status := map[string]string{}
+	var mark string
+	for _, s := range since {
+		status[s.ID] = s.Status
+		mark = max(mark, s.Updated)
+	}
+	assert.Equal(t, "DELETED", status[gone.id], "changes-since lists a deleted server as DELETED")
+	assert.Equal(t, "ACTIVE", status[fresh.id], "and a new one")
+	assert.NotContains(t, status, kept.id, "but not an unchanged one")
+	assert.NotEmpty(t, mark, "with its updated time")
+
+	if tg.emu != nil {
+		tg.emu.ResetCalls()
+	}
+	incremental := snapshotRefreshes(t, "incremental")
+	c.servers.Invalidate()
+	_, found, err := c.servers.Get(ctx, "name/"+fresh.name)
+	require.NoError(t, err)
+	assert.True(t, found, "the incremental refresh takes the new server in")
+	_, found, err = c.servers.Get(ctx, "id/"+gone.id)
+	require.NoError(t, err)
+	assert.False(t, found, "and the deleted one out")
+	_, found, err = c.servers.Get(ctx, "id/"+kept.id)
+	require.NoError(t, err)
+	assert.True(t, found, "and keeps the unchanged one")
+	node := contractNode(gone.name, "openstack:///"+gone.id, "")
+	exists, err := c.InstanceExists(ctx, node)
+	require.NoError(t, err)
+	assert.False(t, exists, "the deleted server's Node is gone, confirmed by a GET")
+	assert.Equal(t, incremental+1, snapshotRefreshes(t, "incremental"), "one incremental listing")
+	if tg.emu != nil {
+		byRoute := map[string]int{}
+		for _, call := range tg.emu.Calls() {
+			if call.Service == "compute" {
+				byRoute[call.Route] += call.Count
+			}
+		}
+		assert.Equal(t, map[string]int{"GET /compute/v2.1/servers/detail": 1, "GET /compute/v2.1/servers/{id}": 1}, byRoute,
+			"one listing of the changes, and the GET that confirms the deletion")
+	}
+}
+
+// snapshotRefreshes reads overcast_snapshot_refreshes_total for OpenStack's
+// successful refreshes of one kind.
+func snapshotRefreshes(t *testing.T, kind string) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "overcast_snapshot_refreshes_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cloud"] == "openstack" && labels["kind"] == kind && labels["result"] == "ok" {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
 func TestContractBadCredentialsAreErrorsNeverGone(t *testing.T) {
 	tg := newContractTarget(t)
 	conf := tg.conf
@@ -431,15 +534,7 @@ func TestContractUnchangedServicesShareTwoListings(t *testing.T) {
 	want := map[string]string{}
 	for _, svc := range svcs {
 		st := ensure(t, c, svc, nodes)
-		// What the CCM records on the Service (it has no Kubernetes client here).
-		octavia, _, err := c.lbClients(t.Context())
-		require.NoError(t, err)
-		lb, err := c.findLB(t.Context(), octavia, svc)
-		require.NoError(t, err)
-		spec, err := c.spec("contract", svc, nodes)
-		require.NoError(t, err)
-		svc.Annotations[string(annotation.OpenStackConverged)] = lb.ID + "/" + spec.fingerprint()
-		svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)] = st.Ingress[0].IP
+		record(t, c, svc, nodes, st)
 		want[svc.Name] = st.Ingress[0].IP
 	}
 	// A CCM that starts again.
@@ -474,6 +569,108 @@ func TestContractUnchangedServicesShareTwoListings(t *testing.T) {
 	st := ensure(t, c, svcs[0], nodes)
 	assert.Equal(t, want[svcs[0].Name], st.Ingress[0].IP)
 	for _, svc := range svcs {
+		deleteLB(t, c, svc)
+	}
+}
+
+// record writes on svc the annotations the CCM records after converging (it
+// has no Kubernetes client here).
+func record(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node, st *v1.LoadBalancerStatus) {
+	t.Helper()
+	octavia, _, err := c.lbClients(t.Context())
+	require.NoError(t, err)
+	lb, err := c.findLB(t.Context(), octavia, svc)
+	require.NoError(t, err)
+	spec, err := c.spec("contract", svc, nodes)
+	require.NoError(t, err)
+	if svc.Annotations == nil {
+		svc.Annotations = map[string]string{}
+	}
+	svc.Annotations[string(annotation.OpenStackConverged)] = lb.ID + "/" + spec.fingerprint()
+	svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)] = st.Ingress[0].IP
+}
+
+// TestContractNodeChangeUpdatesMembersAlone: when only the Nodes changed since
+// the load balancer converged, an update reads the pools and their members and
+// writes one batch member update per pool, nothing else; it is done once
+// Octavia accepts the last one.
+func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
+	tg := newContractTarget(t)
+	c := tg.cloud(t, "")
+	ctx := t.Context()
+	one := contractService(contractName("one"), nil)
+	one.Spec.Ports = one.Spec.Ports[:1]
+	two := contractService(contractName("two"), nil)
+	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201")}
+	for _, svc := range []*v1.Service{one, two} {
+		record(t, c, svc, nodes, ensure(t, c, svc, nodes))
+	}
+	nodes = append(nodes, contractNode("n2", "", "10.0.0.202"))
+	octavia, _, err := c.lbClients(ctx)
+	require.NoError(t, err)
+	calls := func() (reads, writes map[string]int) {
+		reads, writes = map[string]int{}, map[string]int{}
+		for _, call := range tg.emu.Calls() {
+			if call.Service == "identity" {
+				continue
+			}
+			if call.Method == http.MethodGet {
+				reads[call.Route] += call.Count
+			} else {
+				writes[call.Route] += call.Count
+			}
+		}
+		tg.emu.ResetCalls()
+		return reads, writes
+	}
+	if tg.emu != nil {
+		calls()
+	}
+
+	// One pool: done at once.
+	require.NoError(t, c.UpdateLoadBalancer(ctx, "contract", one, nodes), "accepted is done: no retry")
+	if tg.emu != nil {
+		reads, writes := calls()
+		assert.Equal(t, map[string]int{"PUT /load-balancer/v2.0/lbaas/pools/{id}/members": 1}, writes)
+		assert.Equal(t, map[string]int{
+			"GET /load-balancer/v2.0/lbaas/loadbalancers":      1, // the cluster's, shared by every Service
+			"GET /load-balancer/v2.0/lbaas/pools":              1,
+			"GET /load-balancer/v2.0/lbaas/pools/{id}/members": 1,
+		}, reads)
+	}
+
+	// Two pools: one update at a time, the second once Octavia is done with the first.
+	err = c.UpdateLoadBalancer(ctx, "contract", two, nodes)
+	require.True(t, isRetry(err), "the second pool waits for the first: %v", err)
+	require.NoError(t, poll(3*time.Minute, func() error {
+		c.index.lbs.Invalidate()
+		return c.UpdateLoadBalancer(ctx, "contract", two, nodes)
+	}))
+	if tg.emu != nil {
+		_, writes := calls()
+		assert.Equal(t, map[string]int{"PUT /load-balancer/v2.0/lbaas/pools/{id}/members": 2}, writes, "one batch update per pool")
+	}
+	for _, svc := range []*v1.Service{one, two} {
+		lb, err := c.findLB(ctx, octavia, svc)
+		require.NoError(t, err)
+		pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+		require.NoError(t, err)
+		all, err := pools.ExtractPools(pages)
+		require.NoError(t, err)
+		require.Len(t, all, len(svc.Spec.Ports))
+		for _, pool := range all {
+			mp, err := pools.ListMembers(octavia, pool.ID, pools.ListMembersOpts{}).AllPages(ctx)
+			require.NoError(t, err)
+			ms, err := pools.ExtractMembers(mp)
+			require.NoError(t, err)
+			var got []string
+			for _, m := range ms {
+				got = append(got, m.Address)
+			}
+			assert.ElementsMatch(t, []string{"10.0.0.201", "10.0.0.202"}, got, "pool %s", pool.Name)
+		}
+	}
+	for _, svc := range []*v1.Service{one, two} {
 		deleteLB(t, c, svc)
 	}
 }

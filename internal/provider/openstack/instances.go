@@ -31,6 +31,15 @@ const (
 	// updates, which list servers anyway.
 	defaultLifecycleMaxAge = 5 * time.Minute
 	snapshotMinMiss        = 10 * time.Second
+	// serversFullEvery is how often the snapshot lists every server; in between
+	// it asks Nova only for the servers changed since (changes-since, which
+	// lists deleted servers too), one call however many servers there are. A
+	// full listing drops what changes-since cannot report: servers whose
+	// deleted rows were archived before the CCM saw them go.
+	serversFullEvery = time.Hour
+	// changesOverlap reaches back before the newest change seen, for changes
+	// whose transaction committed after a listing with an earlier updated_at.
+	changesOverlap = time.Minute
 )
 
 // server is the part of a Nova server the CCM uses.
@@ -46,25 +55,23 @@ type server struct {
 	Addresses        map[string][]novaAddress `json:"addresses"`
 	AccessIPv4       string                   `json:"accessIPv4"`
 	AccessIPv6       string                   `json:"accessIPv6"`
-
-	ambiguousName bool // another server has the same name
+	Updated          string                   `json:"updated"`
 }
 
+// serverKeys: the ID first (its identity), then the name; a name two servers
+// share is left out of the snapshot's index, so a Node of that name takes the
+// direct path, which reports the ambiguity.
 func serverKeys(s server) []string {
-	keys := []string{"id/" + s.ID}
-	if !s.ambiguousName {
-		keys = append(keys, "name/"+s.Name)
-	}
-	return keys
+	return []string{"id/" + s.ID, "name/" + s.Name}
 }
 
 func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
-	return snapshot.New("openstack", snapshotMaxAge, snapshotMinMiss, func(ctx context.Context) ([]server, error) {
+	list := func(ctx context.Context, changesSince string) ([]server, error) {
 		compute, err := cl.computeClient(ctx)
 		if err != nil {
 			return nil, err
 		}
-		pages, err := servers.List(compute, servers.ListOpts{Limit: 1000}).AllPages(ctx)
+		pages, err := servers.List(compute, servers.ListOpts{Limit: 1000, ChangesSince: changesSince}).AllPages(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing servers: %w", redact(err))
 		}
@@ -72,15 +79,36 @@ func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
 		if err := servers.ExtractServersInto(pages, &list); err != nil {
 			return nil, fmt.Errorf("decoding servers: %w", err)
 		}
-		names := make(map[string]int, len(list))
-		for _, s := range list {
-			names[s.Name]++
-		}
-		for i := range list {
-			list[i].ambiguousName = names[list[i].Name] > 1
-		}
 		return list, nil
-	}, serverKeys)
+	}
+	full := func(ctx context.Context) ([]server, error) { return list(ctx, "") }
+	return snapshot.New("openstack", snapshotMaxAge, snapshotMinMiss, full, serverKeys).WithIncremental(snapshot.Incremental[server]{
+		Since: func(ctx context.Context, mark string) ([]server, error) {
+			t, err := time.Parse(time.RFC3339, mark)
+			if err != nil {
+				return nil, fmt.Errorf("changes-since mark %q: %w", mark, err)
+			}
+			return list(ctx, t.Add(-changesOverlap).UTC().Format(time.RFC3339))
+		},
+		Mark:      newestUpdate,
+		Gone:      func(s server) bool { return s.Status == "DELETED" },
+		FullEvery: serversFullEvery,
+	})
+}
+
+// newestUpdate is the newest "updated" time of the servers and the last mark:
+// Nova's own clock, so the CCM's clock never matters.
+func newestUpdate(list []server, last string) string {
+	newest, _ := time.Parse(time.RFC3339, last)
+	for _, s := range list {
+		if t, err := time.Parse(time.RFC3339, s.Updated); err == nil && t.After(newest) {
+			newest = t
+		}
+	}
+	if newest.IsZero() {
+		return ""
+	}
+	return newest.UTC().Format(time.RFC3339)
 }
 
 // ErrForeignProviderID says a Node's providerID is not openstack://; such a Node is never taken

@@ -410,11 +410,18 @@ func (c *Cloud) monitorFor(svc *v1.Service, e *specErrors) *monitorSpec {
 }
 
 // fingerprint is a short hash of everything converge acts on; a change of any of
-// it changes the fingerprint.
+// it changes the fingerprint. It has two parts, "<config>.<members>": a change of
+// Nodes alone changes only the second, and is made by updating the members alone
+// (see updateMembers).
 func (s *lbSpec) fingerprint() string {
+	return s.configFingerprint() + "." + s.membersFingerprint()
+}
+
+// configFingerprint covers everything but the members.
+func (s *lbSpec) configFingerprint() string {
 	h := sha256.New()
 	w := func(a ...any) { fmt.Fprintln(h, a...) }
-	w("v1", s.name, s.memberSubnetID, s.method, s.proxy, s.xff, s.connLimit, s.allowedCIDRs, s.members)
+	w("v2", s.name, s.memberSubnetID, s.method, s.proxy, s.xff, s.connLimit, s.allowedCIDRs)
 	for _, p := range s.ports {
 		w("port", p.Protocol, p.Port, p.NodePort)
 	}
@@ -429,6 +436,13 @@ func (s *lbSpec) fingerprint() string {
 		w("monitor", m.delay, m.timeout, m.maxRetries, m.maxRetriesDown, m.httpPort)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// membersFingerprint covers the members' addresses (sorted).
+func (s *lbSpec) membersFingerprint() string {
+	h := sha256.New()
+	fmt.Fprintln(h, s.members)
+	return hex.EncodeToString(h.Sum(nil))[:8]
 }
 
 // internalIP is the first InternalIP of a Node's addresses, "" if it has none.

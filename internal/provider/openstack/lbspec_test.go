@@ -223,7 +223,7 @@ func TestFingerprintFollowsWhatConvergeActsOn(t *testing.T) {
 	same, err := c.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), nodes)
 	require.NoError(t, err)
 	assert.Equal(t, base.fingerprint(), same.fingerprint(), "the same ask, the same fingerprint (no pointer addresses in it)")
-	assert.Len(t, base.fingerprint(), 16)
+	assert.Len(t, base.fingerprint(), 16+1+8)
 
 	for name, svc := range map[string]*v1.Service{
 		"a timeout":   specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60001"}),
@@ -234,8 +234,11 @@ func TestFingerprintFollowsWhatConvergeActsOn(t *testing.T) {
 		other, err := c.spec("k8s", svc, nodes)
 		require.NoError(t, err)
 		assert.NotEqual(t, base.fingerprint(), other.fingerprint(), name)
+		assert.NotEqual(t, base.configFingerprint(), other.configFingerprint(), name)
 	}
 	more, err := c.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), append(nodes, node("b", "10.0.0.2", nil)))
 	require.NoError(t, err)
 	assert.NotEqual(t, base.fingerprint(), more.fingerprint(), "a new member")
+	assert.Equal(t, base.configFingerprint(), more.configFingerprint(), "a new member changes the members alone")
+	assert.NotEqual(t, base.membersFingerprint(), more.membersFingerprint())
 }

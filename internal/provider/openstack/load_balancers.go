@@ -351,10 +351,107 @@ func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadbalancers.LoadBalancer, s
 	}
 }
 
-// UpdateLoadBalancer converges members (and anything else that changed).
+// UpdateLoadBalancer converges members (and anything else that changed). When
+// only the Nodes changed since the load balancer last converged, it updates the
+// members alone (updateMembers); anything else takes EnsureLoadBalancer's path.
 func (c *Cloud) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	if done, err := c.updateMembers(ctx, clusterName, svc, nodes); done || err != nil {
+		return err
+	}
 	_, err := c.EnsureLoadBalancer(ctx, clusterName, svc, nodes)
 	return err
+}
+
+// updateMembers handles a change of Nodes alone: the Service's converged record
+// names the load balancer and says its configuration is what the Service asks
+// now, so only members can differ. The load balancer comes from the cluster's
+// shared listing, its pools from one listing; each pool whose members differ
+// gets one declarative batch update, and the update counts as done once Octavia
+// accepts it: nothing else is read or written. A pool that must wait for
+// Octavia (one update at a time per load balancer) makes a RetryError, and the
+// retry finds the pools already updated equal. done is false (and err nil) when
+// this path does not apply or is in doubt: the caller takes the full path.
+func (c *Cloud) updateMembers(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (done bool, err error) {
+	spec, lb, ok := c.membersOnly(ctx, clusterName, svc, nodes)
+	if !ok {
+		return false, nil
+	}
+	octavia, err := c.clients.octaviaClient(ctx)
+	if err != nil {
+		return false, err
+	}
+	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+	if err != nil {
+		return false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, redact(err))
+	}
+	all, err := pools.ExtractPools(pages)
+	if err != nil {
+		return false, err
+	}
+	byName := map[string]pools.Pool{}
+	for _, p := range all {
+		if _, dup := byName[p.Name]; dup {
+			return false, nil
+		}
+		byName[p.Name] = p
+	}
+	mine := make([]pools.Pool, len(spec.ports))
+	for i, p := range spec.ports {
+		pool, ok := byName[c.objectName(spec, p)]
+		if !ok || pool.Protocol != spec.poolProtocol(p) {
+			return false, nil // not as converged: the full path repairs it
+		}
+		mine[i] = pool
+	}
+	updated := 0
+	for i, p := range spec.ports {
+		if updated > 0 {
+			// Octavia takes one update at a time: the next pool after it is done.
+			return true, api.NewRetryError(fmt.Sprintf("members of load balancer %s are being updated", lb.ID), pendingRetry)
+		}
+		changed, err := c.convergeMembers(ctx, octavia, mine[i], spec, p)
+		if err != nil {
+			if !isRetry(err) {
+				c.events.Eventf(svc, v1.EventTypeWarning, reasonUpdateFailed, "Cannot update the members of load balancer %s: %v", lb.ID, err)
+			}
+			return true, err
+		}
+		if changed {
+			updated++
+		}
+	}
+	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members), "pools", updated)
+	c.recordAnnotations(ctx, svc, map[annotation.Name]string{annotation.OpenStackConverged: lb.ID + "/" + spec.fingerprint()})
+	return true, nil
+}
+
+// membersOnly says whether only the members of the Service's load balancer can
+// differ from what it asks now, with the spec and the load balancer (ACTIVE,
+// from the shared listing). Any doubt, a failed look-up included, is a no: the
+// full path then decides, and reports what it finds.
+func (c *Cloud) membersOnly(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, loadbalancers.LoadBalancer, bool) {
+	rec := svc.Annotations[string(annotation.OpenStackConverged)]
+	id, fp, _ := strings.Cut(rec, "/")
+	config, members, ok := strings.Cut(fp, ".")
+	if !ok || id == "" || c.clusterUID() == "" || c.fullCheckDue(id) {
+		return lbSpec{}, loadbalancers.LoadBalancer{}, false
+	}
+	if _, shared := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]; shared {
+		return lbSpec{}, loadbalancers.LoadBalancer{}, false
+	}
+	spec, err := c.spec(clusterName, svc, nodes)
+	if err != nil || config != spec.configFingerprint() {
+		return lbSpec{}, loadbalancers.LoadBalancer{}, false
+	}
+	// Equal members: nothing to do, and the full path answers from the shared listings.
+	if err := c.resolveMembers(ctx, &spec); err != nil || members == spec.membersFingerprint() {
+		return lbSpec{}, loadbalancers.LoadBalancer{}, false
+	}
+	lb, found, err := c.index.lbs.Get(ctx, "svc/"+string(svc.UID))
+	if err != nil || !found || lb.ID != id || lb.ProvisioningStatus != "ACTIVE" || !c.owned(&lb, svc) {
+		return lbSpec{}, loadbalancers.LoadBalancer{}, false
+	}
+	return spec, lb, true
 }
 
 func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) loadbalancers.CreateOpts {

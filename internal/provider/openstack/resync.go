@@ -50,7 +50,7 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return loadbalancers.ExtractLoadBalancers(pages)
 		}, func(lb loadbalancers.LoadBalancer) []string {
-			var keys []string
+			keys := []string{"lb/" + lb.ID} // its identity, then its Services
 			for _, t := range lb.Tags {
 				if uid, ok := strings.CutPrefix(t, tagService); ok {
 					keys = append(keys, "svc/"+uid)
@@ -69,10 +69,13 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return floatingips.ExtractFloatingIPs(pages)
 		}, func(f floatingips.FloatingIP) []string {
-			if f.PortID == "" {
-				return nil
+			// Its identity, then its port: a port with two floating IPs is
+			// found by neither, and takes the direct path.
+			keys := []string{"fip/" + f.ID}
+			if f.PortID != "" {
+				keys = append(keys, "port/"+f.PortID)
 			}
-			return []string{"port/" + f.PortID}
+			return keys
 		}),
 	}
 }
