@@ -50,13 +50,13 @@ type Snapshot[T any] struct {
 // changed, so a refresh costs one call however many instances there are (e.g.
 // Nova's changes-since, which lists deleted servers too).
 type Incremental[T any] struct {
-	// Since lists the instances changed since mark, gone ones included.
-	Since func(ctx context.Context, mark string) ([]T, error)
-	// Mark is where the listing after this one starts, given what this one
-	// returned and the last mark ("" after a full listing). An empty Mark
-	// makes the next refresh a full listing.
-	Mark func(items []T, last string) string
-	// Gone says an instance the incremental listing returned no longer exists.
+	// Since lists every instance when mark is "", else the instances changed
+	// since mark, gone ones included. next is where the listing after this one
+	// starts: e.g. the cloud's own time when it answered, so that a quiet cloud
+	// answers the next one with nothing. An empty next makes the next refresh a
+	// full listing.
+	Since func(ctx context.Context, mark string) (items []T, next string, err error)
+	// Gone says an instance an incremental listing returned no longer exists.
 	Gone func(T) bool
 	// FullEvery is how often a full listing is made anyway: it drops what an
 	// incremental listing cannot report (e.g. rows the cloud purged meanwhile).
@@ -68,7 +68,8 @@ type call struct {
 	err  error
 }
 
-// New builds a snapshot. list returns every instance (all pages); keys returns
+// New builds a snapshot. list returns every instance (all pages; unused once
+// WithIncremental gives Since); keys returns
 // the keys an instance is found by. A hit is served from a list at most maxAge
 // old; a miss refreshes the list only when it is at least minMiss old, so a burst
 // of new Nodes costs one listing, not one per Node.
@@ -194,11 +195,16 @@ func (s *Snapshot[T]) refresh(ctx context.Context) error {
 	// The listing outlives a cancelled caller: others may be waiting for it.
 	lctx := context.WithoutCancel(ctx)
 	kind := "full"
-	var items []T
-	var err error
 	if incremental {
 		kind = "incremental"
-		items, err = s.inc.Since(lctx, mark)
+	} else {
+		mark = ""
+	}
+	var items []T
+	var next string
+	var err error
+	if s.inc != nil {
+		items, next, err = s.inc.Since(lctx, mark)
 	} else {
 		items, err = s.list(lctx)
 	}
@@ -220,15 +226,13 @@ func (s *Snapshot[T]) refresh(ctx context.Context) error {
 		} else {
 			s.all = make(map[string]T, len(items))
 			for _, it := range items {
-				if ks := s.keys(it); len(ks) > 0 && ks[0] != "" {
+				if ks := s.keys(it); len(ks) > 0 && ks[0] != "" && (s.inc == nil || !s.inc.Gone(it)) {
 					s.all[ks[0]] = it
 				}
 			}
-			s.listedAt, mark = now, ""
+			s.listedAt = now
 		}
-		if s.inc != nil {
-			s.mark = s.inc.Mark(items, mark)
-		}
+		s.mark = next
 		s.items, s.fetched = s.index(s.all), now
 		refreshes.WithLabelValues(s.cloud, kind, "ok").Inc()
 	} else {

@@ -187,28 +187,35 @@ func (f *deltaFixture) set(i inst, gone bool) {
 	}
 }
 
+// snapshot lists like Nova: every instance for no mark, else the changes
+// since it, and the time the cloud answered as the next mark.
 func (f *deltaFixture) snapshot() *Snapshot[change] {
-	list := func(context.Context) ([]change, error) {
-		f.calls.Add(1)
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		out := make([]change, 0, len(f.items))
-		for _, i := range f.items {
-			out = append(out, change{inst: i, at: f.now})
-		}
-		return out, f.err
-	}
-	s := New("test", time.Minute, 10*time.Second, list, func(c change) []string { return []string{c.id, "name/" + c.name} })
+	s := New("test", time.Minute, 10*time.Second, nil, func(c change) []string { return []string{c.id, "name/" + c.name} })
 	s.now = func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
 	return s.WithIncremental(Incremental[change]{
-		Since: func(_ context.Context, mark string) ([]change, error) {
-			f.since.Add(1)
+		Since: func(_ context.Context, mark string) ([]change, string, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
+			next := f.now.UTC().Format(time.RFC3339)
+			if mark == "" {
+				f.calls.Add(1)
+			} else {
+				f.since.Add(1)
+			}
+			if f.err != nil {
+				return nil, "", f.err
+			}
+			if mark == "" {
+				out := make([]change, 0, len(f.items))
+				for _, i := range f.items {
+					out = append(out, change{inst: i, at: f.now})
+				}
+				return out, next, nil
+			}
 			f.marks = append(f.marks, mark)
 			t, err := time.Parse(time.RFC3339, mark)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			var out []change
 			for _, c := range f.changes {
@@ -216,21 +223,7 @@ func (f *deltaFixture) snapshot() *Snapshot[change] {
 					out = append(out, c)
 				}
 			}
-			return out, f.err
-		},
-		Mark: func(items []change, last string) string {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if last == "" {
-				return f.now.UTC().Format(time.RFC3339)
-			}
-			m, _ := time.Parse(time.RFC3339, last)
-			for _, c := range items {
-				if c.at.After(m) {
-					m = c.at
-				}
-			}
-			return m.UTC().Format(time.RFC3339)
+			return out, next, nil
 		},
 		Gone:      func(c change) bool { return c.gone },
 		FullEvery: time.Hour,
@@ -275,7 +268,8 @@ func TestIncremental(t *testing.T) {
 		_, _, _ = s.Get(t.Context(), "a")
 		f.advance(2 * time.Minute)
 		_, _, _ = s.Get(t.Context(), "a")
-		assert.Equal(t, []string{"1970-01-01T00:16:40Z", "1970-01-01T00:18:40Z"}, f.marks)
+		assert.Equal(t, []string{"1970-01-01T00:16:40Z", "1970-01-01T00:18:40Z"}, f.marks,
+			"the time the cloud answered the last listing, even when nothing changed")
 	})
 	t.Run("a full listing comes every FullEvery and replaces everything", func(t *testing.T) {
 		f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -37,8 +38,9 @@ const (
 	// full listing drops what changes-since cannot report: servers whose
 	// deleted rows were archived before the CCM saw them go.
 	serversFullEvery = time.Hour
-	// changesOverlap reaches back before the newest change seen, for changes
-	// whose transaction committed after a listing with an earlier updated_at.
+	// changesOverlap reaches back before the time Nova answered the last
+	// listing: for a change whose transaction committed after that answer with
+	// an earlier updated_at, and for hosts whose clocks differ a little.
 	changesOverlap = time.Minute
 )
 
@@ -66,49 +68,65 @@ func serverKeys(s server) []string {
 }
 
 func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
-	list := func(ctx context.Context, changesSince string) ([]server, error) {
-		compute, err := cl.computeClient(ctx)
-		if err != nil {
-			return nil, err
-		}
-		pages, err := servers.List(compute, servers.ListOpts{Limit: 1000, ChangesSince: changesSince}).AllPages(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing servers: %w", redact(err))
-		}
-		var list []server
-		if err := servers.ExtractServersInto(pages, &list); err != nil {
-			return nil, fmt.Errorf("decoding servers: %w", err)
-		}
-		return list, nil
-	}
-	full := func(ctx context.Context) ([]server, error) { return list(ctx, "") }
-	return snapshot.New("openstack", snapshotMaxAge, snapshotMinMiss, full, serverKeys).WithIncremental(snapshot.Incremental[server]{
-		Since: func(ctx context.Context, mark string) ([]server, error) {
+	since := func(ctx context.Context, mark string) ([]server, string, error) {
+		changesSince := ""
+		if mark != "" {
 			t, err := time.Parse(time.RFC3339, mark)
 			if err != nil {
-				return nil, fmt.Errorf("changes-since mark %q: %w", mark, err)
+				return nil, "", fmt.Errorf("changes-since mark %q: %w", mark, err)
 			}
-			return list(ctx, t.Add(-changesOverlap).UTC().Format(time.RFC3339))
-		},
-		Mark:      newestUpdate,
+			changesSince = t.Add(-changesOverlap).UTC().Format(time.RFC3339)
+		}
+		return listServers(ctx, cl, changesSince)
+	}
+	full := func(ctx context.Context) ([]server, error) {
+		list, _, err := since(ctx, "")
+		return list, err
+	}
+	return snapshot.New("openstack", snapshotMaxAge, snapshotMinMiss, full, serverKeys).WithIncremental(snapshot.Incremental[server]{
+		Since:     since,
 		Gone:      func(s server) bool { return s.Status == "DELETED" },
 		FullEvery: serversFullEvery,
 	})
 }
 
-// newestUpdate is the newest "updated" time of the servers and the last mark:
-// Nova's own clock, so the CCM's clock never matters.
-func newestUpdate(list []server, last string) string {
-	newest, _ := time.Parse(time.RFC3339, last)
-	for _, s := range list {
-		if t, err := time.Parse(time.RFC3339, s.Updated); err == nil && t.After(newest) {
-			newest = t
+// listServers lists every server, or those changed since changesSince (deleted
+// ones included). next is Nova's own time when it answered the first page (its
+// Date header): every change committed before then is in this listing, so the
+// next listing starts there, and a quiet cloud answers it with nothing. Without
+// a Date header it is the newest "updated" time listed, or "" (the next
+// listing is then a full one).
+func listServers(ctx context.Context, cl *clients, changesSince string) (list []server, next string, err error) {
+	compute, err := cl.computeClient(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var answered time.Time
+	err = servers.List(compute, servers.ListOpts{Limit: 1000, ChangesSince: changesSince}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
+		if sp, ok := page.(servers.ServerPage); ok && answered.IsZero() {
+			answered, _ = http.ParseTime(sp.Header.Get("Date"))
+		}
+		var batch []server
+		if err := servers.ExtractServersInto(page, &batch); err != nil {
+			return false, fmt.Errorf("decoding servers: %w", err)
+		}
+		list = append(list, batch...)
+		return true, nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("listing servers: %w", redact(err))
+	}
+	if answered.IsZero() {
+		for _, s := range list {
+			if t, err := time.Parse(time.RFC3339, s.Updated); err == nil && t.After(answered) {
+				answered = t
+			}
 		}
 	}
-	if newest.IsZero() {
-		return ""
+	if answered.IsZero() {
+		return list, "", nil
 	}
-	return newest.UTC().Format(time.RFC3339)
+	return list, answered.UTC().Format(time.RFC3339), nil
 }
 
 // ErrForeignProviderID says a Node's providerID is not openstack://; such a Node is never taken
