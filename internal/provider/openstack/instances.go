@@ -40,8 +40,12 @@ const (
 	serversFullEvery = time.Hour
 	// changesOverlap reaches back before the time Nova answered the last
 	// listing: for a change whose transaction committed after that answer with
-	// an earlier updated_at, and for hosts whose clocks differ a little.
-	changesOverlap = time.Minute
+	// an earlier updated_at, and for hosts whose clocks differ a little (NTP
+	// keeps them well within it). Longer is not safer for free: every change
+	// made within it before an answer is listed again by the next refresh (e.g.
+	// 2,000 servers booted at once, three pages). A change missed anyway shows
+	// at the next full listing.
+	changesOverlap = 10 * time.Second
 )
 
 // server is the part of a Nova server the CCM uses.
