@@ -147,6 +147,9 @@ func selectFields(views []any, fields []string) []any {
 	return out
 }
 
+// octaviaMaxLimit is Octavia's default [api_settings] pagination_max_limit.
+const octaviaMaxLimit = 1000
+
 // listResponse serves a Neutron- or Octavia-style list: {coll: [...],
 // coll_links: [...]} with a next link when more objects follow.
 func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Request, st *store[T], proto T, coll string,
@@ -155,6 +158,12 @@ func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		onError(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	// Octavia pages every list: at most [api_settings] pagination_max_limit
+	// (1,000 by default) objects, whatever limit asks. Neutron's default has
+	// no such bound.
+	if strings.HasPrefix(r.URL.Path, "/load-balancer/") && (lq.limit == 0 || lq.limit > octaviaMaxLimit) {
+		lq.limit = octaviaMaxLimit
 	}
 	e.lock()
 	items, more, err := st.page(lq.marker, lq.limit, false, func(o T) bool { return (pre == nil || pre(o)) && lq.match(o) })

@@ -380,13 +380,9 @@ func (c *Cloud) updateMembers(ctx context.Context, clusterName string, svc *v1.S
 	if err != nil {
 		return false, err
 	}
-	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+	all, err := listPools(ctx, octavia, lb.ID)
 	if err != nil {
 		return false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, redact(err))
-	}
-	all, err := pools.ExtractPools(pages)
-	if err != nil {
-		return false, err
 	}
 	byName := map[string]pools.Pool{}
 	for _, p := range all {
@@ -572,12 +568,8 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 	// load balancer names its pools: a new one has none to list.
 	var allPools []pools.Pool
 	if len(lb.Pools) > 0 {
-		poolPages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
-		if err != nil {
+		if allPools, err = listPools(ctx, octavia, lb.ID); err != nil {
 			return false, fmt.Errorf("listing pools: %w", redact(err))
-		}
-		if allPools, err = pools.ExtractPools(poolPages); err != nil {
-			return false, err
 		}
 	}
 	poolByID := map[string]pools.Pool{}
@@ -743,14 +735,11 @@ func (c *Cloud) convergeMonitor(ctx context.Context, octavia *gophercloud.Servic
 // convergeMembers replaces the pool's members in one batch call when they differ.
 func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.ServiceClient, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
 	poolID := pool.ID
-	var members []pools.Member
+	var members []leanMember
 	if len(pool.Members) > 0 { // the pool names its members: a new one has none to list
-		pages, err := pools.ListMembers(octavia, poolID, pools.ListMembersOpts{}).AllPages(ctx)
-		if err != nil {
+		var err error
+		if members, err = listMembers(ctx, octavia, poolID); err != nil {
 			return false, fmt.Errorf("listing members: %w", redact(err))
-		}
-		if members, err = pools.ExtractMembers(pages); err != nil {
-			return false, err
 		}
 	}
 	monitorPort := 0
@@ -759,7 +748,11 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 	}
 	have := make([]string, 0, len(members))
 	for _, m := range members {
-		have = append(have, m.Address+":"+strconv.Itoa(m.ProtocolPort)+"/"+strconv.Itoa(m.MonitorPort))
+		monitor := 0
+		if m.MonitorPort != nil {
+			monitor = *m.MonitorPort
+		}
+		have = append(have, m.Address+":"+strconv.Itoa(m.ProtocolPort)+"/"+strconv.Itoa(monitor))
 	}
 	want := make([]string, 0, len(s.members))
 	for _, m := range s.members {

@@ -1,0 +1,80 @@
+package openstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+)
+
+// Lists of pools and members are read without gophercloud's pagers: those decode
+// every page into generic maps, encode them back to JSON and decode that into
+// the typed structs. With every Node a member of every pool, a member list of
+// 2,000 Nodes is about a megabyte, and the service workers each hold such lists
+// at once: the maps made most of the CCM's peak memory. Here each page is
+// decoded once, straight into the type, and member lists ask Octavia only for
+// the fields the CCM compares (Octavia's fields parameter).
+
+// maxListPages bounds the pages of one list (at Octavia's 1,000 a page, far
+// above any real pool).
+const maxListPages = 1000
+
+// listAll GETs every page of an Octavia list under path (the items under key,
+// the next page in key_links) into T.
+func listAll[T any](ctx context.Context, client *gophercloud.ServiceClient, key string, query url.Values, path ...string) ([]T, error) {
+	next := client.ServiceURL(path...)
+	if len(query) > 0 {
+		next += "?" + query.Encode()
+	}
+	var out []T
+	for range maxListPages {
+		var page map[string]json.RawMessage
+		if _, err := client.Get(ctx, next, &page, nil); err != nil {
+			return nil, err
+		}
+		var items []T
+		if raw, ok := page[key]; ok {
+			if err := json.Unmarshal(raw, &items); err != nil {
+				return nil, fmt.Errorf("decoding %s: %w", key, err)
+			}
+		}
+		out = append(out, items...)
+		next = ""
+		if raw, ok := page[key+"_links"]; ok {
+			var links []gophercloud.Link
+			if err := json.Unmarshal(raw, &links); err != nil {
+				return nil, fmt.Errorf("decoding %s_links: %w", key, err)
+			}
+			for _, l := range links {
+				if l.Rel == "next" {
+					next = l.Href
+				}
+			}
+		}
+		if next == "" || len(items) == 0 {
+			return out, nil
+		}
+	}
+	return nil, errors.New("listing " + key + ": more than 1,000 pages")
+}
+
+// listPools lists the load balancer's pools.
+func listPools(ctx context.Context, octavia *gophercloud.ServiceClient, lbID string) ([]pools.Pool, error) {
+	return listAll[pools.Pool](ctx, octavia, "pools", url.Values{"loadbalancer_id": {lbID}}, "lbaas", "pools")
+}
+
+// leanMember is what the CCM compares of a member.
+type leanMember struct {
+	Address      string `json:"address"`
+	ProtocolPort int    `json:"protocol_port"`
+	MonitorPort  *int   `json:"monitor_port"`
+}
+
+// listMembers lists the pool's members, with only the fields compared.
+func listMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string) ([]leanMember, error) {
+	return listAll[leanMember](ctx, octavia, "members", url.Values{"fields": {"address", "protocol_port", "monitor_port"}}, "lbaas", "pools", poolID, "members")
+}

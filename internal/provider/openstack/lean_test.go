@@ -1,0 +1,80 @@
+package openstack
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+)
+
+// TestListsFollowOctaviasPages: Octavia pages every list at 1,000; a pool of
+// 2,500 members is read in three pages, with only the fields compared.
+func TestListsFollowOctaviasPages(t *testing.T) {
+	e := emulator.New(emulator.Options{})
+	require.NoError(t, e.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = e.Close() })
+	cfg, err := Read(strings.NewReader(e.CloudConf()))
+	require.NoError(t, err)
+	c, err := New(cfg)
+	require.NoError(t, err)
+	ctx := t.Context()
+	octavia, err := c.clients.octaviaClient(ctx)
+	require.NoError(t, err)
+
+	lb, err := loadbalancers.Create(ctx, octavia, loadbalancers.CreateOpts{Name: "lb", VipNetworkID: e.Fixture().NetworkID}).Extract()
+	require.NoError(t, err)
+	active := func() {
+		require.NoError(t, poll(time.Minute, func() error {
+			got, err := loadbalancers.Get(ctx, octavia, lb.ID).Extract()
+			if err != nil || got.ProvisioningStatus != "ACTIVE" {
+				return fmt.Errorf("load balancer %v (%v)", got, err)
+			}
+			return nil
+		}))
+	}
+	active()
+	pool, err := pools.Create(ctx, octavia, pools.CreateOpts{LoadbalancerID: lb.ID, Protocol: pools.ProtocolTCP, LBMethod: pools.LBMethodRoundRobin, Name: "p"}).Extract()
+	require.NoError(t, err)
+	active()
+	var batch []pools.BatchUpdateMemberOpts
+	for i := range 2500 {
+		monitor := 10256
+		batch = append(batch, pools.BatchUpdateMemberOpts{Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), ProtocolPort: 30080, MonitorPort: &monitor})
+	}
+	require.NoError(t, pools.BatchUpdateMembers(ctx, octavia, pool.ID, batch).ExtractErr())
+	active()
+
+	e.ResetCalls()
+	members, err := listMembers(ctx, octavia, pool.ID)
+	require.NoError(t, err)
+	require.Len(t, members, 2500)
+	assert.Equal(t, "10.1.0.1", members[0].Address)
+	assert.Equal(t, 30080, members[0].ProtocolPort)
+	require.NotNil(t, members[0].MonitorPort)
+	assert.Equal(t, 10256, *members[0].MonitorPort)
+	seen := map[string]bool{}
+	for _, m := range members {
+		seen[m.Address] = true
+	}
+	assert.Len(t, seen, 2500, "no member twice, none left out")
+	pages := 0
+	for _, call := range e.Calls() {
+		if strings.HasSuffix(call.Route, "/members") && call.Method == "GET" {
+			pages += call.Count
+		}
+	}
+	assert.Equal(t, 3, pages)
+
+	all, err := listPools(ctx, octavia, lb.ID)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	assert.Equal(t, "p", all[0].Name)
+	assert.Len(t, all[0].Members, 2500)
+}
