@@ -16,6 +16,7 @@ import (
 	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/provider/local"
 	"github.com/overcast-ccm/overcast/internal/provider/openstack"
@@ -92,6 +93,10 @@ func (i *cloudInit) get(c *config.CompletedConfig) cloudprovider.Interface {
 	if !i.cloud.HasClusterID() && !c.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
 		fmt.Fprintf(i.stderr, "overcast-ccm: cloud provider %q has no cluster ID; set one or pass --allow-untagged-cloud\n", cc.Name)
 		os.Exit(ExitCodeConfig)
+	}
+	// Called before any informer starts.
+	if err := trimCaches(c.SharedInformers); err != nil {
+		klog.ErrorS(err, "Cannot trim the Node and Service caches; they keep whole objects")
 	}
 	return i.cloud
 }

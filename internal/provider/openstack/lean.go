@@ -78,3 +78,15 @@ type leanMember struct {
 func listMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string) ([]leanMember, error) {
 	return listAll[leanMember](ctx, octavia, "members", url.Values{"fields": {"address", "protocol_port", "monitor_port"}}, "lbaas", "pools", poolID, "members")
 }
+
+// putMembers replaces the pool's members in one batch update. The body is
+// encoded straight from the typed list (gophercloud builds a generic map per
+// member first).
+func putMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string, members []pools.BatchUpdateMemberOpts) error {
+	body := struct {
+		Members []pools.BatchUpdateMemberOpts `json:"members"`
+	}{Members: members}
+	resp, err := octavia.Put(ctx, octavia.ServiceURL("lbaas", "pools", poolID, "members"), body, nil, &gophercloud.RequestOpts{OkCodes: []int{202}})
+	_, _, err = gophercloud.ParseResponse(resp, err)
+	return err
+}

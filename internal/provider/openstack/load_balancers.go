@@ -772,7 +772,7 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 		}
 		batch = append(batch, o)
 	}
-	if err := pools.BatchUpdateMembers(ctx, octavia, poolID, batch).ExtractErr(); err != nil {
+	if err := putMembers(ctx, octavia, poolID, batch); err != nil {
 		return false, busyOr(fmt.Errorf("updating members of pool %s: %w", poolID, redact(err)))
 	}
 	return true, nil
