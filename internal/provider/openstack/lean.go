@@ -33,7 +33,7 @@ func listAll[T any](ctx context.Context, client *gophercloud.ServiceClient, key 
 	var out []T
 	for range maxListPages {
 		var page map[string]json.RawMessage
-		if _, err := client.Get(ctx, next, &page, nil); err != nil {
+		if _, err := client.Get(ctx, next, &page, nil); err != nil { //nolint:bodyclose // gophercloud decodes and closes it
 			return nil, err
 		}
 		var items []T
@@ -86,7 +86,8 @@ func putMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID 
 	body := struct {
 		Members []pools.BatchUpdateMemberOpts `json:"members"`
 	}{Members: members}
-	resp, err := octavia.Put(ctx, octavia.ServiceURL("lbaas", "pools", poolID, "members"), body, nil, &gophercloud.RequestOpts{OkCodes: []int{202}})
+	// gophercloud drains and closes the body (no KeepResponseBody).
+	resp, err := octavia.Put(ctx, octavia.ServiceURL("lbaas", "pools", poolID, "members"), body, nil, &gophercloud.RequestOpts{OkCodes: []int{202}}) //nolint:bodyclose // closed by gophercloud
 	_, _, err = gophercloud.ParseResponse(resp, err)
 	return err
 }

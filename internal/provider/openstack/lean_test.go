@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ func TestListsFollowOctaviasPages(t *testing.T) {
 		require.NoError(t, poll(time.Minute, func() error {
 			got, err := loadbalancers.Get(ctx, octavia, lb.ID).Extract()
 			if err != nil || got.ProvisioningStatus != "ACTIVE" {
-				return fmt.Errorf("load balancer %v (%v)", got, err)
+				return fmt.Errorf("load balancer %v: %w", got, err)
 			}
 			return nil
 		}))
@@ -66,7 +67,7 @@ func TestListsFollowOctaviasPages(t *testing.T) {
 	assert.Len(t, seen, 2500, "no member twice, none left out")
 	pages := 0
 	for _, call := range e.Calls() {
-		if strings.HasSuffix(call.Route, "/members") && call.Method == "GET" {
+		if strings.HasSuffix(call.Route, "/members") && call.Method == http.MethodGet {
 			pages += call.Count
 		}
 	}
