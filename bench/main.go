@@ -51,6 +51,7 @@ type options struct {
 	serviceNodes int
 	dir          string
 	ccmArgs      []string
+	ccmEnv       []string
 	global       []string // extra [Global] keys of the cloud.conf
 }
 
@@ -71,6 +72,7 @@ func main() {
 	flag.StringVar(&o.chart, "chart", "", "write an SVG chart of steady-state calls/hour against N here (needs the steady scenario)")
 	flag.IntVar(&o.serviceNodes, "service-nodes", 100, "Node count of the resync and addnode runs (and of rss with Services)")
 	flag.StringVar(&o.dir, "dir", "tmp/bench", "scratch directory (CCM logs)")
+	ccmEnv := flag.String("ccm-env", "", "extra environment of the CCM only, space-separated (e.g. GOMEMLIMIT=150MiB)")
 	ccmArgs := flag.String("ccm-args", "", "extra flags for the CCM, space-separated (e.g. --concurrent-service-syncs=20)")
 	global := flag.String("global", "", "extra [Global] keys of the cloud.conf, space-separated (e.g. api-write-qps=20)")
 	chartData := flag.String("chart-data", "", "with -chart: draw these medians (N=reads/h,…, e.g. 500=36,2000=36) from earlier runs instead of running anything")
@@ -83,6 +85,7 @@ func main() {
 		return
 	}
 	o.ccmArgs = strings.Fields(*ccmArgs)
+	o.ccmEnv = strings.Fields(*ccmEnv)
 	o.global = strings.Fields(*global)
 	o.scenarios = strings.Split(scen, ",")
 	var err error
@@ -275,6 +278,7 @@ func (b *bed) startCCM(extra ...string) error {
 	}, append(extra, b.o.ccmArgs...)...)
 	b.ccm = exec.CommandContext(context.Background(), b.o.ccm, args...) // stopped by SIGTERM in stopCCM
 	b.ccm.Stdout, b.ccm.Stderr = f, f
+	b.ccm.Env = append(os.Environ(), b.o.ccmEnv...)
 	if err := b.ccm.Start(); err != nil {
 		f.Close()
 		return err
@@ -736,8 +740,8 @@ func render(o options, figures []*figure) string {
 			fmt.Fprintf(&b, "\n%s (%s), by operation in the last run: %s\n", f.name, f.unit, f.detail)
 		}
 	}
-	fmt.Fprintf(&b, "\nRuns: %d each. Emulator: %s a call, %s provisioning. Kubelets post NodeReady every %s. CCM: %s %s; extra [Global]: %s.\n",
-		o.runs, o.latency, o.provisioning, o.heartbeat, o.ccm, strings.Join(o.ccmArgs, " "), strings.Join(o.global, " "))
+	fmt.Fprintf(&b, "\nRuns: %d each. Emulator: %s a call, %s provisioning. Kubelets post NodeReady every %s. CCM: %s %s %s; extra [Global]: %s.\n",
+		o.runs, o.latency, o.provisioning, o.heartbeat, strings.Join(o.ccmEnv, " "), o.ccm, strings.Join(o.ccmArgs, " "), strings.Join(o.global, " "))
 	fmt.Fprintf(&b, "Command: `go run ./bench %s`\n", strings.Join(os.Args[1:], " "))
 	return b.String()
 }
