@@ -399,9 +399,9 @@ func (c *Cloud) updateMembers(ctx context.Context, clusterName string, svc *v1.S
 		}
 		mine[i] = pool
 	}
-	updated := 0
+	wrote := false
 	for i, p := range spec.ports {
-		if updated > 0 {
+		if wrote {
 			// Octavia takes one update at a time: the next pool after it is done.
 			return true, api.NewRetryError(fmt.Sprintf("members of load balancer %s are being updated", lb.ID), pendingRetry)
 		}
@@ -412,11 +412,9 @@ func (c *Cloud) updateMembers(ctx context.Context, clusterName string, svc *v1.S
 			}
 			return true, err
 		}
-		if changed {
-			updated++
-		}
+		wrote = wrote || changed
 	}
-	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members), "pools", updated)
+	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))
 	c.recordAnnotations(ctx, svc, map[annotation.Name]string{annotation.OpenStackConverged: lb.ID + "/" + spec.fingerprint()})
 	return true, nil
 }
