@@ -230,6 +230,18 @@ func (f *deltaFixture) snapshot() *Snapshot[change] {
 	})
 }
 
+// listedDelta is a cloud of one instance, "a", listed once in full.
+func listedDelta(t *testing.T) (*deltaFixture, *Snapshot[change]) {
+	t.Helper()
+	f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}
+	f.set(inst{"a", "node-a"}, false)
+	s := f.snapshot()
+	_, found, err := s.Get(t.Context(), "a")
+	require.NoError(t, err)
+	require.True(t, found)
+	return f, s
+}
+
 func TestIncremental(t *testing.T) {
 	t.Run("refreshes between full listings ask only for changes", func(t *testing.T) {
 		f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}
@@ -259,10 +271,7 @@ func TestIncremental(t *testing.T) {
 		assert.False(t, found, "a gone instance is dropped")
 	})
 	t.Run("each incremental listing starts where the last one left off", func(t *testing.T) {
-		f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}
-		f.set(inst{"a", "node-a"}, false)
-		s := f.snapshot()
-		_, _, _ = s.Get(t.Context(), "a")
+		f, s := listedDelta(t)
 		f.advance(2 * time.Minute)
 		f.set(inst{"b", "node-b"}, false)
 		_, _, _ = s.Get(t.Context(), "a")
@@ -272,10 +281,7 @@ func TestIncremental(t *testing.T) {
 			"the time the cloud answered the last listing, even when nothing changed")
 	})
 	t.Run("a full listing comes every FullEvery and replaces everything", func(t *testing.T) {
-		f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}
-		f.set(inst{"a", "node-a"}, false)
-		s := f.snapshot()
-		_, _, _ = s.Get(t.Context(), "a")
+		f, s := listedDelta(t)
 		for range 59 {
 			f.advance(61 * time.Second)
 			_, _, _ = s.Get(t.Context(), "a")
@@ -293,10 +299,7 @@ func TestIncremental(t *testing.T) {
 		assert.False(t, found)
 	})
 	t.Run("a failed incremental listing keeps what is known and is an error", func(t *testing.T) {
-		f := &deltaFixture{fixture: fixture{now: time.Unix(1000, 0)}}
-		f.set(inst{"a", "node-a"}, false)
-		s := f.snapshot()
-		_, _, _ = s.Get(t.Context(), "a")
+		f, s := listedDelta(t)
 		f.advance(61 * time.Second)
 		f.mu.Lock()
 		f.err = errors.New("503")

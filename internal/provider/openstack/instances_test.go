@@ -204,16 +204,10 @@ func TestServerAddressesFromNeutronPorts(t *testing.T) {
 // answers come from the server list the CCM makes anyway (up to
 // lifecycle-max-age old), and a missing server is still confirmed by a GET.
 func TestLifecycleQuestionsCostNoListingOfTheirOwn(t *testing.T) {
-	e := emulator.New(emulator.Options{})
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
-	cfg, err := Read(strings.NewReader(e.CloudConf()))
-	require.NoError(t, err)
-	c, err := New(cfg)
-	require.NoError(t, err)
+	e, c := emulatorCloud(t)
 	id, _ := e.AddServer(emulator.ServerSpec{Name: "node-a"})
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: v1.NodeSpec{ProviderID: ProviderIDPrefix + "/" + id}}
-	_, err = c.InstanceMetadata(t.Context(), node)
+	_, err := c.InstanceMetadata(t.Context(), node)
 	require.NoError(t, err)
 
 	computeCalls := func() (n int) {
@@ -248,4 +242,17 @@ func TestLifecycleQuestionsCostNoListingOfTheirOwn(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, exists, "gone: the list misses it and a GET says 404")
 	assert.Equal(t, 3, computeCalls(), "two listings and the confirming GET")
+}
+
+// emulatorCloud is a started emulator and the provider configured for it.
+func emulatorCloud(t *testing.T) (*emulator.Emulator, *Cloud) {
+	t.Helper()
+	e := emulator.New(emulator.Options{})
+	require.NoError(t, e.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = e.Close() })
+	cfg, err := Read(strings.NewReader(e.CloudConf()))
+	require.NoError(t, err)
+	c, err := New(cfg)
+	require.NoError(t, err)
+	return e, c
 }

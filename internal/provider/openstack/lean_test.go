@@ -11,20 +11,12 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 )
 
 // TestListsFollowOctaviasPages: Octavia pages every list at 1,000; a pool of
 // 2,500 members is read in three pages, with only the fields compared.
 func TestListsFollowOctaviasPages(t *testing.T) {
-	e := emulator.New(emulator.Options{})
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
-	cfg, err := Read(strings.NewReader(e.CloudConf()))
-	require.NoError(t, err)
-	c, err := New(cfg)
-	require.NoError(t, err)
+	e, c := emulatorCloud(t)
 	ctx := t.Context()
 	octavia, err := c.clients.octaviaClient(ctx)
 	require.NoError(t, err)
