@@ -68,8 +68,7 @@ type call struct {
 	err  error
 }
 
-// New builds a snapshot. list returns every instance (all pages; unused once
-// WithIncremental gives Since); keys returns
+// New builds a snapshot. list returns every instance (all pages); keys returns
 // the keys an instance is found by. A hit is served from a list at most maxAge
 // old; a miss refreshes the list only when it is at least minMiss old, so a burst
 // of new Nodes costs one listing, not one per Node.
@@ -78,10 +77,20 @@ func New[T any](cloud string, maxAge, minMiss time.Duration, list func(context.C
 	return &Snapshot[T]{cloud: cloud, list: list, keys: keys, maxAge: maxAge, minMiss: minMiss, now: time.Now}
 }
 
-// WithIncremental makes refreshes incremental between full listings.
-func (s *Snapshot[T]) WithIncremental(inc Incremental[T]) *Snapshot[T] {
+// NewIncremental builds a snapshot whose refreshes between full listings ask
+// inc.Since for the changes only.
+func NewIncremental[T any](cloud string, maxAge, minMiss time.Duration, keys func(T) []string, inc Incremental[T]) *Snapshot[T] {
+	s := New(cloud, maxAge, minMiss, nil, keys)
 	s.inc = &inc
 	return s
+}
+
+// id is the instance's identity, its first key ("" for none).
+func (s *Snapshot[T]) id(it T) string {
+	if ks := s.keys(it); len(ks) > 0 {
+		return ks[0]
+	}
+	return ""
 }
 
 // Get finds the instance under key. found is false when a fresh enough list has
@@ -141,12 +150,10 @@ func (s *Snapshot[T]) Put(item T) {
 	if s.items == nil {
 		return
 	}
-	ks := s.keys(item)
-	if len(ks) == 0 || ks[0] == "" {
-		return
+	if id := s.id(item); id != "" {
+		s.all[id] = item
+		s.items = s.index(s.all)
 	}
-	s.all[ks[0]] = item
-	s.items = s.index(s.all)
 }
 
 // index maps every key to its instance, leaving out keys two instances share
@@ -211,26 +218,18 @@ func (s *Snapshot[T]) refresh(ctx context.Context) error {
 	s.mu.Lock()
 	if err == nil {
 		now := s.now()
-		if incremental {
-			for _, it := range items {
-				ks := s.keys(it)
-				if len(ks) == 0 || ks[0] == "" {
-					continue
-				}
-				if s.inc.Gone(it) {
-					delete(s.all, ks[0])
-				} else {
-					s.all[ks[0]] = it
-				}
+		if !incremental {
+			s.all, s.listedAt = make(map[string]T, len(items)), now
+		}
+		for _, it := range items {
+			id := s.id(it)
+			switch {
+			case id == "":
+			case s.inc != nil && s.inc.Gone(it):
+				delete(s.all, id)
+			default:
+				s.all[id] = it
 			}
-		} else {
-			s.all = make(map[string]T, len(items))
-			for _, it := range items {
-				if ks := s.keys(it); len(ks) > 0 && ks[0] != "" && (s.inc == nil || !s.inc.Gone(it)) {
-					s.all[ks[0]] = it
-				}
-			}
-			s.listedAt = now
 		}
 		s.mark = next
 		s.items, s.fetched = s.index(s.all), now

@@ -190,9 +190,7 @@ func (f *deltaFixture) set(i inst, gone bool) {
 // snapshot lists like Nova: every instance for no mark, else the changes
 // since it, and the time the cloud answered as the next mark.
 func (f *deltaFixture) snapshot() *Snapshot[change] {
-	s := New("test", time.Minute, 10*time.Second, nil, func(c change) []string { return []string{c.id, "name/" + c.name} })
-	s.now = func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
-	return s.WithIncremental(Incremental[change]{
+	s := NewIncremental("test", time.Minute, 10*time.Second, func(c change) []string { return []string{c.id, "name/" + c.name} }, Incremental[change]{
 		Since: func(_ context.Context, mark string) ([]change, string, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -228,6 +226,8 @@ func (f *deltaFixture) snapshot() *Snapshot[change] {
 		Gone:      func(c change) bool { return c.gone },
 		FullEvery: time.Hour,
 	})
+	s.now = func() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
+	return s
 }
 
 // listedDelta is a cloud of one instance, "a", listed once in full.

@@ -58,8 +58,10 @@ type Emulator struct {
 	faultRand *rand.Rand
 	faults    []*faultEntry
 	faultSeq  int
-	calls     map[callKey]int
 	macSeq    uint32
+
+	callsMu sync.Mutex
+	calls   map[callKey]int // guarded by callsMu
 
 	fx Fixture
 
@@ -231,8 +233,12 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	service := serviceOf(r.URL.Path)
 	_, pattern := e.mux.Handler(r)
 	route := routeTemplate(r.Method, pattern, service)
-	rec := &statusRecorder{ResponseWriter: w}
-	defer func() { e.countCall(service, r.Method, route, rec.code) }()
+	rec := &statusRecorder{ResponseWriter: w, counted: func(code int) { e.countCall(service, r.Method, route, code) }}
+	defer func() {
+		if rec.code == 0 { // no response: the client gave up, or the emulator closed
+			e.countCall(service, r.Method, route, 0)
+		}
+	}()
 
 	e.mu.Lock()
 	latency := e.latency
@@ -307,23 +313,30 @@ func routeTemplate(method, pattern, service string) string {
 	return b.String()
 }
 
+// statusRecorder calls counted with the response code before the response
+// leaves: a client that decodes the body may act (and read the counters) before
+// the handler has returned.
 type statusRecorder struct {
 	http.ResponseWriter
-	code int
+	code    int
+	counted func(code int)
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	if s.code == 0 {
-		s.code = code
-	}
+	s.record(code)
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.code == 0 {
-		s.code = http.StatusOK
-	}
+	s.record(http.StatusOK)
 	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) record(code int) {
+	if s.code == 0 {
+		s.code = code
+		s.counted(code)
+	}
 }
 
 // handle registers an API route that needs a token.

@@ -200,21 +200,22 @@ type CallCount struct {
 	Count   int    `json:"count"`
 }
 
+// countCall counts under callsMu, not mu: a handler may answer with mu held.
 func (e *Emulator) countCall(service, method, route string, code int) {
-	e.mu.Lock()
+	e.callsMu.Lock()
 	e.calls[callKey{service, method, route, code}]++
-	e.mu.Unlock()
+	e.callsMu.Unlock()
 }
 
 // Calls returns every API call so far, grouped by service, method, route
 // template (ids replaced by {id}) and response code, sorted by those.
 func (e *Emulator) Calls() []CallCount {
-	e.mu.Lock()
+	e.callsMu.Lock()
 	out := make([]CallCount, 0, len(e.calls))
 	for k, n := range e.calls {
 		out = append(out, CallCount{Service: k.service, Method: k.method, Route: k.route, Code: k.code, Count: n})
 	}
-	e.mu.Unlock()
+	e.callsMu.Unlock()
 	slices.SortFunc(out, func(a, b CallCount) int {
 		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Method, b.Method),
 			cmp.Compare(a.Route, b.Route), cmp.Compare(a.Code, b.Code))
@@ -224,7 +225,7 @@ func (e *Emulator) Calls() []CallCount {
 
 // ResetCalls forgets the counted calls.
 func (e *Emulator) ResetCalls() {
-	e.mu.Lock()
+	e.callsMu.Lock()
 	e.calls = map[callKey]int{}
-	e.mu.Unlock()
+	e.callsMu.Unlock()
 }

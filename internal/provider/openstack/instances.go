@@ -83,11 +83,7 @@ func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
 		}
 		return listServers(ctx, cl, changesSince)
 	}
-	full := func(ctx context.Context) ([]server, error) {
-		list, _, err := since(ctx, "")
-		return list, err
-	}
-	return snapshot.New("openstack", snapshotMaxAge, snapshotMinMiss, full, serverKeys).WithIncremental(snapshot.Incremental[server]{
+	return snapshot.NewIncremental("openstack", snapshotMaxAge, snapshotMinMiss, serverKeys, snapshot.Incremental[server]{
 		Since:     since,
 		Gone:      func(s server) bool { return s.Status == "DELETED" },
 		FullEvery: serversFullEvery,
