@@ -501,15 +501,7 @@ func TestContractANodeWithoutAddressesYetIsAMember(t *testing.T) {
 	want := []string{"10.0.0.201", srv.fixedIP}
 	slices.Sort(want)
 	for _, p := range ps {
-		mpages, err := pools.ListMembers(octavia, p.ID, nil).AllPages(t.Context())
-		require.NoError(t, err)
-		members, err := pools.ExtractMembers(mpages)
-		require.NoError(t, err)
-		var got []string
-		for _, m := range members {
-			got = append(got, m.Address)
-		}
-		slices.Sort(got)
+		got := memberAddresses(t, octavia, p.ID)
 		assert.Equal(t, want, got, "pool %s: the Node without addresses is reached at its server's fixed IP; the uninitialised one is left out", p.Name)
 	}
 	deleteLB(t, c, svc)
@@ -571,6 +563,22 @@ func TestContractUnchangedServicesShareTwoListings(t *testing.T) {
 	for _, svc := range svcs {
 		deleteLB(t, c, svc)
 	}
+}
+
+// memberAddresses is the addresses of the pool's members, sorted, as Octavia
+// lists them through gophercloud (not the CCM's own listing).
+func memberAddresses(t *testing.T, octavia *gophercloud.ServiceClient, poolID string) []string {
+	t.Helper()
+	pages, err := pools.ListMembers(octavia, poolID, nil).AllPages(t.Context())
+	require.NoError(t, err)
+	members, err := pools.ExtractMembers(pages)
+	require.NoError(t, err)
+	var got []string
+	for _, m := range members {
+		got = append(got, m.Address)
+	}
+	slices.Sort(got)
+	return got
 }
 
 // record writes on svc the annotations the CCM records after converging (it
@@ -659,15 +667,7 @@ func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, all, len(svc.Spec.Ports))
 		for _, pool := range all {
-			mp, err := pools.ListMembers(octavia, pool.ID, pools.ListMembersOpts{}).AllPages(ctx)
-			require.NoError(t, err)
-			ms, err := pools.ExtractMembers(mp)
-			require.NoError(t, err)
-			var got []string
-			for _, m := range ms {
-				got = append(got, m.Address)
-			}
-			assert.ElementsMatch(t, []string{"10.0.0.201", "10.0.0.202"}, got, "pool %s", pool.Name)
+			assert.ElementsMatch(t, []string{"10.0.0.201", "10.0.0.202"}, memberAddresses(t, octavia, pool.ID), "pool %s", pool.Name)
 		}
 	}
 	for _, svc := range []*v1.Service{one, two} {

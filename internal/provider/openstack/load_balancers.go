@@ -424,13 +424,8 @@ func (c *Cloud) updateMembers(ctx context.Context, clusterName string, svc *v1.S
 // from the shared listing). Any doubt, a failed look-up included, is a no: the
 // full path then decides, and reports what it finds.
 func (c *Cloud) membersOnly(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, loadbalancers.LoadBalancer, bool) {
-	rec := svc.Annotations[string(annotation.OpenStackConverged)]
-	id, fp, _ := strings.Cut(rec, "/")
-	config, members, ok := strings.Cut(fp, ".")
-	if !ok || id == "" || c.clusterUID() == "" || c.fullCheckDue(id) {
-		return lbSpec{}, loadbalancers.LoadBalancer{}, false
-	}
-	if _, shared := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]; shared {
+	id, config, members, ok := convergedRecord(svc)
+	if !ok || c.clusterUID() == "" {
 		return lbSpec{}, loadbalancers.LoadBalancer{}, false
 	}
 	spec, err := c.spec(clusterName, svc, nodes)
@@ -441,11 +436,8 @@ func (c *Cloud) membersOnly(ctx context.Context, clusterName string, svc *v1.Ser
 	if err := c.resolveMembers(ctx, &spec); err != nil || members == spec.membersFingerprint() {
 		return lbSpec{}, loadbalancers.LoadBalancer{}, false
 	}
-	lb, found, err := c.index.lbs.Get(ctx, "svc/"+string(svc.UID))
-	if err != nil || !found || lb.ID != id || lb.ProvisioningStatus != "ACTIVE" || !c.owned(&lb, svc) {
-		return lbSpec{}, loadbalancers.LoadBalancer{}, false
-	}
-	return spec, lb, true
+	lb, ok := c.recordedLB(ctx, svc, id)
+	return spec, lb, ok
 }
 
 func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) loadbalancers.CreateOpts {

@@ -87,16 +87,12 @@ func newLBIndex(c *Cloud) *lbIndex {
 // have none). Anything else, or any doubt (a listing failed, the hourly full
 // check is due), sends the Service down the direct path, which reads and repairs.
 func (c *Cloud) unchanged(ctx context.Context, svc *v1.Service, s lbSpec) (*v1.LoadBalancerStatus, bool) {
-	rec := svc.Annotations[string(annotation.OpenStackConverged)]
-	id, fp, ok := strings.Cut(rec, "/")
-	if !ok || fp != s.fingerprint() {
+	id, config, members, ok := convergedRecord(svc)
+	if !ok || config+"."+members != s.fingerprint() {
 		return nil, false
 	}
-	if _, shared := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]; shared {
-		return nil, false
-	}
-	lb, found, err := c.index.lbs.Get(ctx, "svc/"+string(svc.UID))
-	if err != nil || !found || lb.ID != id || lb.ProvisioningStatus != "ACTIVE" || !c.owned(&lb, svc) || c.fullCheckDue(lb.ID) {
+	lb, ok := c.recordedLB(ctx, svc, id)
+	if !ok {
 		return nil, false
 	}
 	addr := lb.VipAddress
@@ -117,4 +113,28 @@ func (c *Cloud) unchanged(ctx context.Context, svc *v1.Service, s lbSpec) (*v1.L
 		return nil, false
 	}
 	return c.statusFor(s, addr, lb.VipAddress), true
+}
+
+// convergedRecord is the Service's converged record: its load balancer and the
+// two parts of the fingerprint of the spec it was converged to. ok is false when
+// there is none (or one of an older form), and for a Service on a shared load
+// balancer, which is always walked.
+func convergedRecord(svc *v1.Service) (lbID, config, members string, ok bool) {
+	if _, shared := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]; shared {
+		return "", "", "", false
+	}
+	lbID, fp, _ := strings.Cut(svc.Annotations[string(annotation.OpenStackConverged)], "/")
+	config, members, ok = strings.Cut(fp, ".")
+	return lbID, config, members, ok && lbID != ""
+}
+
+// recordedLB is the Service's load balancer from the cluster's shared listing,
+// when it is the recorded one, ACTIVE and this cluster's, and its hourly full
+// check is not due.
+func (c *Cloud) recordedLB(ctx context.Context, svc *v1.Service, id string) (loadbalancers.LoadBalancer, bool) {
+	lb, found, err := c.index.lbs.Get(ctx, "svc/"+string(svc.UID))
+	if err != nil || !found || lb.ID != id || lb.ProvisioningStatus != "ACTIVE" || !c.owned(&lb, svc) || c.fullCheckDue(lb.ID) {
+		return loadbalancers.LoadBalancer{}, false
+	}
+	return lb, true
 }
