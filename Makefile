@@ -7,8 +7,15 @@ BIN := $(ROOT)/bin
 CACHE ?= $(or $(OVERCAST_CACHE),$(or $(HOME),/tmp)/.cache/overcast)
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
-COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -X k8s.io/component-base/version.gitCommit=$(COMMIT)
+# One version string for --version, overcast_build_info and the image's tag/labels.
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null)
+# The image: make image writes tmp/image/oci (OCI layout) and
+# tmp/image/overcast-ccm.oci.tar; make image-push IMAGE=registry/overcast-ccm pushes it.
+IMAGE ?= ghcr.io/overcast-ccm/overcast-ccm
+IMAGE_TAG ?= $(VERSION)
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_DIR := $(ROOT)/tmp/image
 # Flags of every go test run; -race and -shuffle catch what a quiet run hides.
 TEST_FLAGS ?= -race -shuffle=on -count=1
 # The e2e suites run the controller manager in-process, so the race detector sees
@@ -23,16 +30,29 @@ RUN_ARGS ?=
 # make run CLOUD=openstack runs the dev cluster on the OpenStack emulator.
 CLOUD ?= local
 
-.PHONY: bench all build run test test-unit test-e2e test-binaries test-openstack openstack-up openstack-down lint generate verify clean help
+.PHONY: bench all build image image-push test-image run test test-unit test-e2e test-binaries test-openstack openstack-up openstack-down lint generate verify clean help
 
 all: build
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## build bin/overcast-ccm and bin/overcast
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/overcast-ccm ./cmd/overcast-ccm
-	$(GO) build -o $(BIN)/overcast ./cmd/overcast
+build: ## build bin/overcast-ccm and bin/overcast (static, version stamped: hack/build.sh)
+	VERSION=$(VERSION) REVISION=$(REVISION) hack/build.sh $(BIN)
+
+image: ## build the OCI image (linux/amd64 + linux/arm64) into tmp/image, offline, no Docker
+	for p in $(IMAGE_PLATFORMS); do \
+		VERSION=$(VERSION) REVISION=$(REVISION) hack/build.sh $(IMAGE_DIR)/bin/$${p/\//_} $$p; \
+	done
+	cd hack/image && $(GO) run . build --bin-dir $(IMAGE_DIR)/bin --out $(IMAGE_DIR) \
+		--platforms "$$(echo $(IMAGE_PLATFORMS) | tr ' ' ,)" --name $(IMAGE):$(IMAGE_TAG) \
+		--version $(VERSION) --revision $(REVISION) --created "$$(git log -1 --format=%cI)"
+
+test-image: image ## open the built image, check its config and file system, run its binary
+	cd hack/image && OVERCAST_IMAGE=$(IMAGE_DIR)/overcast-ccm.oci.tar $(GO) test $(TEST_FLAGS) .
+
+image-push: image ## push the image to $(IMAGE):$(IMAGE_TAG) (credentials: ~/.docker/config.json)
+	cd hack/image && $(GO) run . push --image $(IMAGE_DIR)/oci --to $(IMAGE):$(IMAGE_TAG)
 
 test-binaries: ## build kube-apiserver, etcd, kubectl into the cache (once per hack/tools/go.sum)
 	@hack/test-binaries.sh >/dev/null
@@ -40,7 +60,7 @@ test-binaries: ## build kube-apiserver, etcd, kubectl into the cache (once per h
 run: build test-binaries ## a local cluster with overcast-ccm, 3 nodes and a demo LoadBalancer (Ctrl-C stops it; CLOUD=openstack: on the emulator)
 	$(BIN)/overcast dev --cloud $(CLOUD) --ccm $(BIN)/overcast-ccm $(RUN_ARGS)
 
-test: test-unit test-e2e ## unit tests, fuzz seeds and the e2e suite against a real apiserver
+test: test-unit test-image test-e2e ## unit tests, fuzz seeds, the image, and the e2e suites against a real apiserver
 
 test-unit: ## unit tests and the seeds of every fuzz test
 	$(GO) test $(TEST_FLAGS) ./internal/... ./hack/... ./cmd/... ./bench/
@@ -73,13 +93,14 @@ $(GOLANGCI_LINT):
 lint: $(GOLANGCI_LINT) ## golangci-lint v2 with .golangci.yml
 	$(GOLANGCI_LINT) run ./...
 
-generate: ## regenerate docs/reference from the annotation tables and config structs
+generate: ## regenerate docs/reference and deploy/ (plain manifests rendered from the Helm chart)
+	hack/gen-manifests.sh
 	$(GO) run ./hack/gen-config-docs -file internal/provider/openstack/config.go -root Config -title "OpenStack cloud.conf" -out docs/reference/openstack-cloud-conf.md
 	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix Local -title "local cloud" -out docs/reference/local-annotations.md
 	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix OpenStack -title "OpenStack cloud" -out docs/reference/openstack-annotations.md
 
 verify: generate ## generate, then fail if anything changed
-	git diff --exit-code -- docs/
+	git diff --exit-code -- docs/ deploy/
 
 clean: ## remove build output (the test-binary cache stays)
 	rm -rf $(BIN) tmp

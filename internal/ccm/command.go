@@ -20,6 +20,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/provider/local"
 	"github.com/overcast-ccm/overcast/internal/provider/openstack"
+	"github.com/overcast-ccm/overcast/internal/version"
 )
 
 // Defaults that differ from the framework's. The framework's client-side limits
@@ -37,6 +38,10 @@ const (
 // NewCommand returns the cobra command of overcast-ccm. stop ends the manager.
 // stderr receives configuration errors before the process exits.
 func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) {
+	return newCommand(stop, os.Stdout, stderr)
+}
+
+func newCommand(stop <-chan struct{}, stdout, stderr io.Writer) (*cobra.Command, error) {
 	opts, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
 		return nil, fmt.Errorf("initialising controller-manager options: %w", err)
@@ -53,12 +58,33 @@ func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) 
 	cmd.Long = "overcast-ccm is a Kubernetes cloud-controller-manager for OpenStack, CloudStack, OCI and the local cloud."
 	// Check the cloud config before anything else (kubeconfig, ports), so that a bad
 	// file is reported in full even where the cluster cannot be reached.
-	cmd.PreRunE = func(*cobra.Command, []string) error {
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if printVersion(cmd, stdout) {
+			os.Exit(0)
+		}
 		cc := opts.KubeCloudShared.CloudProvider
 		return init.build(cc.Name, cc.CloudConfigFile)
 	}
 	cmd.SilenceUsage = true
+	version.RegisterMetric()
 	return cmd, nil
+}
+
+// printVersion answers --version (and --version=raw) with Overcast's version, the
+// same string overcast_build_info reports, before the cloud config is read: the
+// framework's own answer would name the Kubernetes libraries' version instead.
+func printVersion(cmd *cobra.Command, stdout io.Writer) bool {
+	f := cmd.Flags().Lookup("version")
+	if f == nil || !f.Changed || f.Value.String() == "false" {
+		return false
+	}
+	i := version.Get()
+	if f.Value.String() == "raw" {
+		fmt.Fprintf(stdout, "%#v\n", i)
+	} else {
+		fmt.Fprintf(stdout, "overcast-ccm %s\n", i)
+	}
+	return true
 }
 
 // ExitCodeConfig is the exit code of an invalid cloud configuration.
