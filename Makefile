@@ -65,9 +65,14 @@ test: test-unit test-image test-e2e ## unit tests, fuzz seeds, the image, and th
 test-unit: ## unit tests and the seeds of every fuzz test
 	$(GO) test $(TEST_FLAGS) ./internal/... ./hack/... ./cmd/... ./bench/
 
-test-e2e: build test-binaries ## e2e: real etcd + kube-apiserver, overcast-ccm under deploy/ RBAC
+test-e2e: build test-binaries image ## e2e: real etcd + kube-apiserver, overcast-ccm under deploy/ RBAC; the README's quick starts with the image
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
 		$(GO) test $(E2E_FLAGS) -timeout 30m ./test/e2e/
+	rm -rf $(IMAGE_DIR)/rootfs $(IMAGE_DIR)/rootfs.config.json
+	cd hack/image && $(GO) run . rootfs --image $(IMAGE_DIR)/oci --platform linux/$$($(GO) env GOARCH) \
+		--to $(IMAGE_DIR)/rootfs --config $(IMAGE_DIR)/rootfs.config.json
+	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_HELM="$$(hack/helm.sh)" OVERCAST_IMAGE_ROOTFS=$(IMAGE_DIR)/rootfs \
+		$(GO) test $(TEST_FLAGS) -timeout 15m ./test/e2e/quickstart/
 
 openstack-up: ## install (first time ~6.5 min) and start a real OpenStack on 127.0.0.1 (test/openstack)
 	test/openstack/install.sh

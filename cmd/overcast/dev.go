@@ -56,6 +56,15 @@ func runDev(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// This process's own logs (client-go, envtest) go to a file: the terminal shows
+	// the demo's steps and nothing else.
+	devLogPath := filepath.Join(absDir, "dev.log")
+	devLog, err := os.Create(devLogPath)
+	if err != nil {
+		return err
+	}
+	defer devLog.Close()
+	framework.LogOutput = devLog
 
 	step("Starting etcd and kube-apiserver (the first run on a machine builds them from source: about 15 minutes on 2 cores; later runs take seconds)")
 	start := time.Now()
@@ -71,7 +80,7 @@ func runDev(args []string) error {
 	if err := copyFile(env.AdminKubeconfig, kubeconfig); err != nil {
 		return err
 	}
-	done("control plane up in %s; deploy/rbac.yaml applied server-side", time.Since(start).Round(100*time.Millisecond))
+	done("control plane up in %s; deploy/rbac.yaml applied server-side; log %s", time.Since(start).Round(100*time.Millisecond), devLogPath)
 
 	nodes := devNodes
 	var cloudConfig string

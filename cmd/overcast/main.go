@@ -2,9 +2,12 @@
 // this machine: etcd, kube-apiserver, overcast-ccm on the local cloud (or on the
 // OpenStack emulator), three simulated nodes and a demo LoadBalancer Service (this
 // is `make run`). `overcast emulate openstack` runs the OpenStack emulator alone.
+// `overcast doctor` checks a cluster and a cloud for what overcast-ccm needs.
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -16,6 +19,10 @@ commands:
            LoadBalancer Service on this machine, until Ctrl-C
            (--cloud local, the default, or --cloud openstack on the emulator)
   emulate  openstack: run the OpenStack emulator and print a cloud.conf for it
+  doctor   check that overcast-ccm can work here: cloud config, cloud API and
+           credentials, RBAC, kubelets, Nodes to instances, leader Lease
+           (overcast doctor --cloud-provider=openstack --cloud-config=cloud.conf
+           [--kubeconfig FILE]; exit status 1 when a check fails)
 `
 
 func main() {
@@ -29,12 +36,20 @@ func main() {
 		err = runDev(os.Args[2:])
 	case "emulate":
 		err = runEmulate(os.Args[2:])
+	case "doctor":
+		err = runDoctor(os.Args[2:], os.Stdout)
+		if errors.Is(err, errChecksFailed) {
+			os.Exit(1)
+		}
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
 	default:
 		fmt.Fprintf(os.Stderr, "overcast: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // the flag set printed the command's usage
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "overcast %s: %v\n", os.Args[1], err)

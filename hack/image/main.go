@@ -120,6 +120,7 @@ func runRootfs(args []string) error {
 	image := fs.String("image", "tmp/image/oci", "an OCI layout directory or archive")
 	platform := fs.String("platform", "linux/amd64", "which image of the index")
 	to := fs.String("to", "", "the directory to unpack into (created; must be empty)")
+	config := fs.String("config", "", "also write the image's config (entrypoint, user, env) here, as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,6 +139,15 @@ func runRootfs(args []string) error {
 	img, err := PlatformImage(idx, goos, arch)
 	if err != nil {
 		return err
+	}
+	if *config != "" {
+		raw, err := img.RawConfigFile()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*config, raw, 0o644); err != nil {
+			return err
+		}
 	}
 	return Unpack(img, *to)
 }

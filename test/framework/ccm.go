@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,8 +95,13 @@ func applyLogging() error {
 	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	c := logsapi.NewLoggingConfiguration()
 	c.Verbosity = logVerbosity
-	return logsapi.ValidateAndApply(c, utilfeature.DefaultFeatureGate)
+	return logsapi.ValidateAndApplyWithOptions(c, &logsapi.LoggingOptions{ErrorStream: LogOutput, InfoStream: LogOutput}, utilfeature.DefaultFeatureGate)
 }
+
+// LogOutput receives the logs of this process (client-go, envtest, in-process
+// managers). Set it before Start; `overcast dev` points it at a file so the
+// terminal shows only the demo's steps.
+var LogOutput io.Writer = os.Stderr
 
 // StartCCM runs overcast-ccm in-process until the test ends (or Stop).
 func (e *Env) StartCCM(t testing.TB, o CCMOptions) *InProcessCCM {

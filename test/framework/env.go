@@ -35,6 +35,7 @@ const CCMUser = "system:serviceaccount:kube-system:overcast-ccm"
 // Env is a running control plane, shared by the tests of one package.
 type Env struct {
 	RepoRoot        string
+	Binaries        string // the directory of kube-apiserver, etcd, kubectl
 	Dir             string // scratch files of this run
 	Admin           *rest.Config
 	Client          kubernetes.Interface // admin
@@ -86,7 +87,17 @@ func BinaryDir(root string) (string, error) {
 
 // Start starts etcd and kube-apiserver, applies deploy/ (server-side) and writes an
 // admin and a CCM kubeconfig. Call it once per package, from TestMain.
-func Start() (*Env, error) {
+func Start() (*Env, error) { return StartWith(StartOptions{}) }
+
+// StartOptions change what Start sets up.
+type StartOptions struct {
+	// Bare leaves deploy/ unapplied: the quick-start tests install it themselves,
+	// as an operator would.
+	Bare bool
+}
+
+// StartWith is Start with options.
+func StartWith(o StartOptions) (*Env, error) {
 	if err := applyLogging(); err != nil {
 		return nil, err
 	}
@@ -116,15 +127,15 @@ func Start() (*Env, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting the control plane from %s: %w", bin, err)
 	}
-	e := &Env{RepoRoot: root, Dir: dir, Admin: cfg, testEnv: te}
-	if err := e.setup(); err != nil {
+	e := &Env{RepoRoot: root, Dir: dir, Admin: cfg, Binaries: bin, testEnv: te}
+	if err := e.setup(!o.Bare); err != nil {
 		e.Stop()
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *Env) setup() error {
+func (e *Env) setup(applyDeploy bool) error {
 	var err error
 	e.Admin.QPS, e.Admin.Burst = 200, 400
 	if e.Client, err = kubernetes.NewForConfig(e.Admin); err != nil {
@@ -143,6 +154,9 @@ func (e *Env) setup() error {
 	}
 	if e.CCMKubeconfig, err = e.writeKubeconfig("ccm.kubeconfig", user); err != nil {
 		return err
+	}
+	if !applyDeploy {
+		return nil
 	}
 	return e.ApplyDir(context.Background(), filepath.Join(e.RepoRoot, "deploy"))
 }

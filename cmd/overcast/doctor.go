@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/doctor"
+	_ "github.com/overcast-ccm/overcast/internal/provider/local"     // --cloud-provider=local
+	_ "github.com/overcast-ccm/overcast/internal/provider/openstack" // --cloud-provider=openstack
+)
+
+// errChecksFailed makes the exit status 1 after the table is printed.
+var errChecksFailed = errors.New("some checks failed")
+
+func runDoctor(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	cloud := fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider (openstack, local)")
+	cloudConfig := fs.String("cloud-config", "", "the cloud config file, as overcast-ccm's --cloud-config")
+	kubeconfig := fs.String("kubeconfig", "", "the cluster; default: in-cluster when run in a pod, else $KUBECONFIG or ~/.kube/config")
+	namespace := fs.String("namespace", "kube-system", "namespace of the CCM's ServiceAccount and leader Lease")
+	sa := fs.String("service-account", "overcast-ccm", "the CCM's ServiceAccount, whose RBAC is checked")
+	lease := fs.String("lease", "cloud-controller-manager", "the leader Lease (--leader-elect-resource-name)")
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *cloud == "" || *cloudConfig == "" {
+		return errors.New("--cloud-provider and --cloud-config are required (e.g. --cloud-provider=openstack --cloud-config=/etc/overcast/cloud.conf)")
+	}
+	// The providers log through klog; the table is this command's output.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	o := doctor.Options{Cloud: *cloud, CloudConfig: *cloudConfig, Namespace: *namespace, ServiceAccount: *sa, Lease: *lease}
+	cfg, inCluster, err := kubeConfig(*kubeconfig)
+	var results []doctor.Result
+	if err != nil {
+		results = append(results, doctor.Result{Check: "kubernetes", Status: doctor.Fail, Detail: err.Error(),
+			Fix: "pass --kubeconfig, or run doctor inside the CCM's pod"})
+	} else {
+		cfg.UserAgent = "overcast-doctor"
+		if o.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+			return err
+		}
+		o.InCluster = inCluster
+	}
+	results = append(doctor.Run(ctx, o), results...)
+	if err := doctor.Print(stdout, results); err != nil {
+		return err
+	}
+	if doctor.Failed(results) {
+		return errChecksFailed
+	}
+	return nil
+}
+
+// kubeConfig is --kubeconfig, else the pod's own credentials, else the usual
+// kubeconfig of kubectl.
+func kubeConfig(path string) (*rest.Config, bool, error) {
+	if path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		return cfg, false, err
+	}
+	if cfg, err := rest.InClusterConfig(); err == nil {
+		return cfg, true, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, false, fmt.Errorf("no cluster to check: %w", err)
+	}
+	return cfg, false, nil
+}

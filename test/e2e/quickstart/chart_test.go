@@ -1,0 +1,119 @@
+package quickstart
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const chart = "deploy/chart/overcast-ccm"
+
+func TestChartLintsWithEveryExampleValues(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(env.RepoRoot, chart, "ci", "*-values.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		run(t, env.RepoRoot, fmt.Sprintf("helm lint --strict %s -f %s", chart, f))
+	}
+}
+
+// For each cloud, helm template with its example values, applied server-side to
+// the real apiserver (created, not dry-run): the objects are valid as the API
+// server validates them, in a namespace of their own.
+func TestChartOfEveryCloudAppliesToTheAPIServer(t *testing.T) {
+	for _, cloud := range []string{"openstack", "local"} {
+		t.Run(cloud, func(t *testing.T) {
+			ns := "chart-" + cloud
+			_, err := env.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				require.NoError(t, err)
+			}
+			release := "ccm-" + cloud
+			out, err := shell(t, env.RepoRoot, fmt.Sprintf("helm template %s %s --namespace %s --kube-version 1.37.1 -f %s/ci/%s-values.yaml",
+				release, chart, ns, chart, cloud))
+			require.NoError(t, err, out)
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "chart.yaml"), []byte(out), 0o600))
+			require.NoError(t, env.ApplyDir(t.Context(), dir))
+			t.Cleanup(func() {
+				_, _ = shell(t, dir, "kubectl delete --ignore-not-found -f chart.yaml")
+			})
+
+			fullname := release + "-overcast-ccm"
+			d, err := env.Client.AppsV1().Deployments(ns).Get(t.Context(), fullname, metav1.GetOptions{})
+			require.NoError(t, err)
+			spec := d.Spec.Template.Spec
+			c := spec.Containers[0]
+			assert.Equal(t, int32(2), *d.Spec.Replicas)
+			assert.Equal(t, "system-cluster-critical", spec.PriorityClassName)
+			assert.Equal(t, cloud == "local", spec.HostNetwork, "hostNetwork only where the cloud needs it")
+			assert.Contains(t, c.Args, "--cloud-provider="+cloud)
+			assert.Contains(t, c.Args, "--leader-elect=true")
+			assert.Contains(t, c.Args, "--leader-elect-resource-namespace="+ns)
+			assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+			assert.Equal(t, []v1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+			require.NotNil(t, c.Resources.Limits.Memory())
+			assert.Equal(t, "512Mi", c.Resources.Limits.Memory().String())
+			assert.Contains(t, c.Env, v1.EnvVar{Name: "GOMEMLIMIT", Value: "460MiB"}, "GOMEMLIMIT at 90%% of the limit")
+			tolerated := map[string]bool{}
+			for _, tol := range spec.Tolerations {
+				tolerated[tol.Key] = true
+			}
+			for _, k := range []string{"node.cloudprovider.kubernetes.io/uninitialized", "node-role.kubernetes.io/control-plane", "node.kubernetes.io/not-ready"} {
+				assert.True(t, tolerated[k], "tolerates %s", k)
+			}
+			_, err = env.Client.PolicyV1().PodDisruptionBudgets(ns).Get(t.Context(), fullname, metav1.GetOptions{})
+			require.NoError(t, err)
+			s, err := env.Client.CoreV1().Secrets(ns).Get(t.Context(), fullname+"-cloud-config", metav1.GetOptions{})
+			require.NoError(t, err)
+			key := map[string]string{"openstack": "cloud.conf", "local": "cloud-config.yaml"}[cloud]
+			assert.NotEmpty(t, s.Data[key], "the inline config in the Secret under %s", key)
+			assert.Contains(t, c.Args, "--cloud-config=/etc/overcast/"+key)
+			_, err = env.Client.RbacV1().RoleBindings("kube-system").Get(t.Context(), fullname+":extension-apiserver-authentication-reader", metav1.GetOptions{})
+			require.NoError(t, err, "delegated authentication reads its CA in kube-system")
+		})
+	}
+}
+
+func TestChartWithoutACloudConfigSaysWhatIsMissing(t *testing.T) {
+	out, err := shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --set cloud=ostack")
+	require.Error(t, err)
+	assert.Contains(t, out, `cloud: "ostack" is not a cloud of this chart (openstack, local)`)
+	assert.Contains(t, out, "cloudConfig: set existingSecret")
+	out, err = shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --set-string cloudConfig.inline=x --set resources.limits.memory=0.5G")
+	require.Error(t, err)
+	assert.Contains(t, out, `resources.limits.memory "0.5G": write a whole number of Mi or Gi`)
+}
+
+// The optional monitoring objects render, and their alerts name metrics with the
+// ServiceMonitor's job.
+func TestChartMonitoringObjects(t *testing.T) {
+	out, err := shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --namespace kube-system -f "+chart+"/ci/monitoring-values.yaml")
+	require.NoError(t, err, out)
+	kinds := map[string]map[string]any{}
+	for _, doc := range strings.Split(out, "\n---\n") {
+		var obj map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj))
+		if k, ok := obj["kind"].(string); ok {
+			kinds[k] = obj
+		}
+	}
+	for _, k := range []string{"ServiceMonitor", "PrometheusRule", "Service", "Deployment"} {
+		assert.Contains(t, kinds, k)
+	}
+	rules, err := yaml.Marshal(kinds["PrometheusRule"])
+	require.NoError(t, err)
+	for _, alert := range []string{"OvercastCloudAPIErrors", "OvercastCloudAPIThrottled", "OvercastNoLeader", "OvercastLoadBalancerSyncFailing"} {
+		assert.Contains(t, string(rules), alert)
+	}
+	assert.Contains(t, string(rules), `job="overcast-ccm-metrics"`)
+}

@@ -1,0 +1,151 @@
+package quickstart
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+)
+
+// doctor runs the image's overcast doctor on this machine with the admin's
+// kubeconfig, as an operator would from a workstation.
+func doctor(t *testing.T, rootfs, cloudConf string) (string, int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cloud.conf")
+	require.NoError(t, os.WriteFile(path, []byte(cloudConf), 0o600))
+	cmd := exec.CommandContext(t.Context(), filepath.Join(rootfs, "usr/local/bin/overcast"), "doctor",
+		"--cloud-provider=openstack", "--cloud-config="+path, "--kubeconfig="+env.AdminKubeconfig, "--timeout=60s")
+	out, err := cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); ok { //nolint:errorlint // exec returns it unwrapped
+		return string(out), exit.ExitCode()
+	}
+	require.NoError(t, err, "%s", out)
+	return string(out), 0
+}
+
+// row returns the lines of the report's row for check (the row and its fix).
+func row(out, check string) string {
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, check+" ") {
+			if i+1 < len(lines) && strings.Contains(lines[i+1], "fix: ") {
+				return l + "\n" + lines[i+1]
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+// Everything broken at once: each broken thing gets its own failing row with its
+// fix, and the exit status says so.
+func TestDoctorNamesEachBrokenThing(t *testing.T) {
+	rootfs, _ := image(t)
+	ctx := t.Context()
+	emu := emulator.New(emulator.Options{PrivateCIDR: "127.0.65.0/24"})
+	require.NoError(t, emu.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = emu.Close() })
+
+	// A Node whose server exists, one whose server does not, and one registered
+	// by a kubelet without --cloud-provider=external (no taint, no providerID).
+	_, ip := emu.AddServer(emulator.ServerSpec{Name: "dr-ok"})
+	env.NewKubelet(t, "dr-ok", ip)
+	env.NewKubelet(t, "dr-ghost", "127.0.65.200")
+	_, err := env.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dr-legacy"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = env.Client.CoreV1().Nodes().Delete(context.Background(), "dr-legacy", metav1.DeleteOptions{}) })
+
+	// Another CCM's pod holds the leader Lease.
+	if _, err := env.Client.CoreV1().ServiceAccounts("kube-system").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	_, err = env.Client.CoreV1().Pods("kube-system").Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "openstack-cloud-controller-manager-x7k2p"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "ccm",
+			Image: "registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.31.0"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().Pods("kube-system").Delete(context.Background(), "openstack-cloud-controller-manager-x7k2p", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+	})
+	now := metav1.NewMicroTime(time.Now())
+	_, err = env.Client.CoordinationV1().Leases("kube-system").Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "cloud-controller-manager"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("openstack-cloud-controller-manager-x7k2p_0f4d2c1e"),
+			LeaseDurationSeconds: ptr(int32(3600)), AcquireTime: &now, RenewTime: &now},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Client.CoordinationV1().Leases("kube-system").Delete(context.Background(), "cloud-controller-manager", metav1.DeleteOptions{})
+	})
+
+	// The user lacks the load-balancer role: Octavia answers 403 (its default
+	// policy for a project user without load-balancer_member or _observer).
+	emu.InjectFault(emulator.Fault{Service: "load-balancer", Status: 403})
+
+	// No RBAC installed (this control plane starts bare).
+	out, code := doctor(t, rootfs, emu.CloudConf())
+	t.Logf("overcast doctor:\n%s", out)
+	assert.Equal(t, 1, code, "a failed check makes the exit status 1")
+	assert.Regexp(t, `^cloud config +ok `, row(out, "cloud config"))
+	assert.Regexp(t, `^openstack: credentials +ok `, row(out, "openstack: credentials"))
+	assert.Regexp(t, `^openstack: compute \(servers\) +ok `, row(out, "openstack: compute (servers)"))
+
+	octavia := row(out, "openstack: load-balancer (Octavia)")
+	assert.Contains(t, octavia, "FAIL")
+	assert.Contains(t, octavia, "403 Forbidden")
+	assert.Contains(t, octavia, "load-balancer_member role")
+
+	rbac := row(out, "kubernetes: RBAC")
+	assert.Contains(t, rbac, "FAIL")
+	assert.Contains(t, rbac, "system:serviceaccount:kube-system:overcast-ccm may not: get nodes")
+	assert.Contains(t, rbac, "deploy/rbac.yaml")
+
+	kubelets := row(out, "kubernetes: kubelets")
+	assert.Contains(t, kubelets, "FAIL")
+	assert.Contains(t, kubelets, "dr-legacy")
+	assert.NotContains(t, kubelets, "dr-ok")
+	assert.Contains(t, kubelets, "--cloud-provider=external")
+
+	nodes := row(out, "nodes ↔ instances")
+	assert.Contains(t, nodes, "FAIL")
+	assert.Contains(t, nodes, "dr-ghost")
+	assert.Contains(t, nodes, "dr-legacy")
+	assert.NotContains(t, nodes, "dr-ok,")
+
+	lease := row(out, "leader lease")
+	assert.Contains(t, lease, "FAIL")
+	assert.Contains(t, lease, "openstack-cloud-controller-manager-x7k2p")
+	assert.Contains(t, lease, "stop the other cloud-controller-manager")
+
+	// A wrong secret: the credentials row fails on its own, and says what to check.
+	wrong := strings.Replace(emu.CloudConf(), "application-credential-secret=", "application-credential-secret=wrong-", 1)
+	out, code = doctor(t, rootfs, wrong)
+	t.Logf("overcast doctor with a wrong secret:\n%s", out)
+	assert.Equal(t, 1, code)
+	creds := row(out, "openstack: credentials")
+	assert.Contains(t, creds, "FAIL")
+	assert.Contains(t, creds, "application-credential-id/-secret")
+	assert.NotContains(t, out, "wrong-appcred", "the secret never appears in doctor's output")
+
+	// A config that does not parse: every problem named.
+	out, code = doctor(t, rootfs, "[Global]\nauth-url=ftp://x\n[LoadBalancer]\nlb-method=FASTEST\n")
+	t.Logf("overcast doctor with a bad config:\n%s", out)
+	assert.Equal(t, 1, code)
+	cfg := row(out, "cloud config")
+	assert.Contains(t, cfg, "FAIL")
+	assert.Contains(t, cfg, "auth-url")
+	assert.Contains(t, cfg, "lb-method")
+}
