@@ -15,7 +15,7 @@ RUN go mod download
 COPY . .
 ARG TARGETOS TARGETARCH VERSION REVISION
 RUN test -n "$VERSION" || { echo "pass --build-arg VERSION=\$(git describe --tags --always --dirty)"; exit 1; }
-RUN VERSION="$VERSION" REVISION="$REVISION" hack/build.sh /out "$TARGETOS/$TARGETARCH"
+RUN TAGS=nodev VERSION="$VERSION" REVISION="$REVISION" hack/build.sh /out "$TARGETOS/$TARGETARCH"
 
 # distroless static: CA roots, /etc/passwd with nonroot (65532), /tmp, no shell.
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -42,7 +42,7 @@ build: ## build bin/overcast-ccm and bin/overcast (static, version stamped: hack
 
 image: ## build the OCI image (linux/amd64 + linux/arm64) into tmp/image, offline, no Docker
 	for p in $(IMAGE_PLATFORMS); do \
-		VERSION=$(VERSION) REVISION=$(REVISION) hack/build.sh $(IMAGE_DIR)/bin/$${p/\//_} $$p; \
+		TAGS=nodev VERSION=$(VERSION) REVISION=$(REVISION) hack/build.sh $(IMAGE_DIR)/bin/$${p/\//_} $$p; \
 	done
 	cd hack/image && $(GO) run . build --bin-dir $(IMAGE_DIR)/bin --out $(IMAGE_DIR) \
 		--platforms "$$(echo $(IMAGE_PLATFORMS) | tr ' ' ,)" --name $(IMAGE):$(IMAGE_TAG) \
@@ -95,8 +95,9 @@ bench: build test-binaries ## scale and API-cost benchmark on the OpenStack emul
 $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-lint: $(GOLANGCI_LINT) ## golangci-lint v2 with .golangci.yml
+lint: $(GOLANGCI_LINT) ## golangci-lint v2 with .golangci.yml (the main module and hack/image)
 	$(GOLANGCI_LINT) run ./...
+	cd hack/image && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
 generate: ## regenerate docs/reference and deploy/ (plain manifests rendered from the Helm chart)
 	hack/gen-manifests.sh

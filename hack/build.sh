@@ -7,6 +7,8 @@
 #
 #   VERSION   the version string; default `git describe --tags --always --dirty`
 #   REVISION  the full commit;    default `git rev-parse HEAD`
+#   TAGS      build tags; the image uses nodev (overcast without `dev`, which links
+#             envtest: it needs a writable /tmp and the repository anyway)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: hack/build.sh OUTDIR [GOOS/GOARCH]}
@@ -29,5 +31,5 @@ ldflags="-s -w
 mkdir -p "$out"
 for cmd in overcast-ccm overcast; do
 	CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} \
-		go build -trimpath -ldflags "$ldflags" -o "$out/$cmd" "./cmd/$cmd"
+		go build -trimpath -tags "${TAGS:-}" -ldflags "$ldflags" -o "$out/$cmd" "./cmd/$cmd"
 done

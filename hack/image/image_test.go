@@ -218,6 +218,10 @@ func TestBuiltImage(t *testing.T) {
 			out, err = exec.CommandContext(t.Context(), filepath.Join(dir, "overcast"), "--help").CombinedOutput()
 			require.NoError(t, err, "%s", out)
 			assert.Contains(t, string(out), "doctor")
+			// No package of the image's overcast may need a writable file system at
+			// start (envtest's did: it panicked under readOnlyRootFilesystem).
+			out, _ = exec.CommandContext(t.Context(), filepath.Join(dir, "overcast"), "dev").CombinedOutput()
+			assert.Contains(t, string(out), "not part of this build")
 		})
 	}
 }

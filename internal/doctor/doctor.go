@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -111,7 +112,12 @@ func Print(w io.Writer, results []Result) error {
 	fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
 	failed := 0
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Check, r.Status, oneLine(r.Detail))
+		// Each line of the detail (one problem per line) gets a line of its own.
+		lines := strings.Split(strings.TrimSpace(r.Detail), "\n")
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Check, r.Status, oneLine(lines[0]))
+		for _, l := range lines[1:] {
+			fmt.Fprintf(tw, "\t\t%s\n", oneLine(l))
+		}
 		if r.Status != OK && r.Fix != "" {
 			fmt.Fprintf(tw, "\t\tfix: %s\n", oneLine(r.Fix))
 		}
@@ -229,6 +235,12 @@ func checkRBAC(ctx context.Context, o Options) Result {
 			missing = append(missing, p.String())
 		}
 	}
+	if n := len(permissions(o.Lease)); len(missing) == n {
+		r.Status = Fail
+		r.Detail = fmt.Sprintf("%s may do none of the %d things the CCM does (no RBAC installed for it)", user, n)
+		r.Fix = "install the RBAC of this release: kubectl apply -f deploy/rbac.yaml, or helm upgrade with rbac.create=true"
+		return r
+	}
 	if len(missing) > 0 {
 		r.Status = Fail
 		r.Detail = fmt.Sprintf("%s may not: %s", user, strings.Join(missing, ", "))
@@ -282,7 +294,8 @@ func checkNodeInstances(ctx context.Context, cloud cloudprovider.Interface, node
 		r.Status, r.Detail = Warn, "no Nodes to match"
 		return r
 	}
-	var none, other []string
+	var none []string
+	byErr := map[string][]string{} // error text → Nodes
 	for i := range nodes {
 		n := &nodes[i]
 		_, err := inst.InstanceMetadata(ctx, n)
@@ -295,10 +308,10 @@ func checkNodeInstances(ctx context.Context, cloud cloudprovider.Interface, node
 				r.Status, r.Detail = Fail, "timed out matching Nodes to instances"
 				return r
 			}
-			other = append(other, fmt.Sprintf("%s (%v)", n.Name, err))
+			byErr[err.Error()] = append(byErr[err.Error()], n.Name)
 		}
 	}
-	if len(none) == 0 && len(other) == 0 {
+	if len(none) == 0 && len(byErr) == 0 {
 		r.Detail = fmt.Sprintf("each of the %d Nodes maps to exactly one instance", len(nodes))
 		return r
 	}
@@ -307,8 +320,14 @@ func checkNodeInstances(ctx context.Context, cloud cloudprovider.Interface, node
 	if len(none) > 0 {
 		parts = append(parts, fmt.Sprintf("%d match no instance: %s", len(none), list(none)))
 	}
-	if len(other) > 0 {
-		parts = append(parts, fmt.Sprintf("%d cannot be matched: %s", len(other), strings.Join(other, "; ")))
+	errs := slices.Sorted(maps.Keys(byErr))
+	for _, e := range errs {
+		names := byErr[e]
+		if len(names) == len(nodes) {
+			parts = append(parts, "no Node can be looked up: "+e)
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%d cannot be looked up (%s): %s", len(names), list(names), e))
 	}
 	r.Detail = strings.Join(parts, "; ")
 	r.Fix = "name each Node as its instance, or set its providerID; the CCM's credentials must see the instances' project"

@@ -320,7 +320,7 @@ if [[ $MODE == first ]]; then
   say "compute host $COMPUTE_HOST mapped to cell1"
 fi
 
-if [[ $MODE == first || ! -s $STATE/openstack.env || ! -s $STATE/cloud.conf ]]; then
+if [[ $MODE == first || ! -s $STATE/openstack.env || ! -s $STATE/cloud.conf || ! -s $STATE/cloud-no-lb.conf ]]; then
   say "image, flavors, project k8s, user ccm, networks, router, application credential"
   "$PY" "$HARNESS_DIR/lib/bootstrap.py" resources
 fi

@@ -1,6 +1,7 @@
 package quickstart
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func TestChartOfEveryCloudAppliesToTheAPIServer(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "chart.yaml"), []byte(out), 0o600))
 			require.NoError(t, env.ApplyDir(t.Context(), dir))
 			t.Cleanup(func() {
-				_, _ = shell(t, dir, "kubectl delete --ignore-not-found -f chart.yaml")
+				_, _ = shellCtx(context.Background(), t, dir, "kubectl delete --ignore-not-found -f chart.yaml")
 			})
 
 			fullname := release + "-overcast-ccm"
@@ -85,11 +86,11 @@ func TestChartOfEveryCloudAppliesToTheAPIServer(t *testing.T) {
 }
 
 func TestChartWithoutACloudConfigSaysWhatIsMissing(t *testing.T) {
-	out, err := shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --set cloud=ostack")
+	out, err := shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --kube-version 1.37.1 --set cloud=ostack")
 	require.Error(t, err)
 	assert.Contains(t, out, `cloud: "ostack" is not a cloud of this chart (openstack, local)`)
 	assert.Contains(t, out, "cloudConfig: set existingSecret")
-	out, err = shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --set-string cloudConfig.inline=x --set resources.limits.memory=0.5G")
+	out, err = shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --kube-version 1.37.1 --set-string cloudConfig.inline=x --set resources.limits.memory=0.5G")
 	require.Error(t, err)
 	assert.Contains(t, out, `resources.limits.memory "0.5G": write a whole number of Mi or Gi`)
 }
@@ -97,7 +98,7 @@ func TestChartWithoutACloudConfigSaysWhatIsMissing(t *testing.T) {
 // The optional monitoring objects render, and their alerts name metrics with the
 // ServiceMonitor's job.
 func TestChartMonitoringObjects(t *testing.T) {
-	out, err := shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --namespace kube-system -f "+chart+"/ci/monitoring-values.yaml")
+	out, err := shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --kube-version 1.37.1 --namespace kube-system -f "+chart+"/ci/monitoring-values.yaml")
 	require.NoError(t, err, out)
 	kinds := map[string]map[string]any{}
 	for _, doc := range strings.Split(out, "\n---\n") {

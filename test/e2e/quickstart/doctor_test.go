@@ -93,7 +93,10 @@ func TestDoctorNamesEachBrokenThing(t *testing.T) {
 
 	// The user lacks the load-balancer role: Octavia answers 403 (its default
 	// policy for a project user without load-balancer_member or _observer).
-	emu.InjectFault(emulator.Fault{Service: "load-balancer", Status: 403})
+	// Version discovery stays public, as in Octavia.
+	for _, pre := range []string{"/load-balancer/v2/lbaas", "/load-balancer/v2.0/lbaas"} {
+		emu.InjectFault(emulator.Fault{Service: "load-balancer", Route: "GET " + pre + "/loadbalancers", Status: 403})
+	}
 
 	// No RBAC installed (this control plane starts bare).
 	out, code := doctor(t, rootfs, emu.CloudConf())

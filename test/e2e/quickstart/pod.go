@@ -83,6 +83,13 @@ func startPod(t *testing.T, env *framework.Env, rootfs, configPath, namespace, d
 	if err := linkTree(rootfs, root); err != nil {
 		t.Fatal(err)
 	}
+	if sc := c.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+		// Nothing of the image is writable for the container's user (root still
+		// could: a limit of this stand-in for a read-only mount).
+		if err := readOnlyDirs(root); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Volumes, as the kubelet writes them.
 	volumes := map[string]v1.Volume{}
@@ -353,6 +360,20 @@ func linkTree(src, dst string) error {
 			return os.Lchown(target, int(st.Uid), int(st.Gid))
 		}
 		return nil
+	})
+}
+
+// readOnlyDirs makes every directory of root (a copy: its files are shared hard
+// links and stay untouched) root-owned and 0755.
+func readOnlyDirs(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if err := os.Lchown(p, 0, 0); err != nil {
+			return err
+		}
+		return os.Chmod(p, 0o755)
 	})
 }
 

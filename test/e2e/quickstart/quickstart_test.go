@@ -103,11 +103,17 @@ func run(t *testing.T, dir, commands string) {
 }
 
 func shell(t *testing.T, dir, commands string) (string, error) {
+	return shellCtx(t.Context(), t, dir, commands)
+}
+
+// shellCtx is shell with a context of its own (cleanups run after the test's
+// context has ended).
+func shellCtx(ctx context.Context, t *testing.T, dir, commands string) (string, error) {
 	helm := os.Getenv("OVERCAST_HELM")
 	if helm == "" {
 		t.Skip("OVERCAST_HELM is not set: run `make test-e2e` (it builds helm with hack/helm.sh)")
 	}
-	cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", commands)
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", commands)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"PATH="+env.Binaries+":"+filepath.Dir(helm)+":"+os.Getenv("PATH"),
@@ -134,7 +140,7 @@ func workdir(t *testing.T, file, content string) string {
 // uninstall removes what the quick start installed, and the leader's Lease.
 func uninstall(t *testing.T, dir, commands string) {
 	t.Cleanup(func() {
-		if out, err := shell(t, dir, commands); err != nil {
+		if out, err := shellCtx(context.Background(), t, dir, commands); err != nil {
 			t.Errorf("uninstall: %v\n%s", err, out)
 		}
 		err := env.Client.CoordinationV1().Leases("kube-system").Delete(context.Background(), "cloud-controller-manager", metav1.DeleteOptions{})

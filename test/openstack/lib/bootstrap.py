@@ -39,6 +39,9 @@ CATALOG = [
 
 PROJECT = "k8s"
 CCM_USER = "ccm"
+# A user with the member role only: Octavia's default policy refuses it (overcast
+# doctor must say which role is missing).
+NOLB_USER = "ccm-no-lb"
 APP_CRED_NAME = "overcast-ccm"
 IMAGE_NAME = "overcast-tiny"
 FLAVORS = [  # name, id, ram MiB, vcpus, disk GiB
@@ -251,6 +254,8 @@ def cmd_resources():
     user = ensure_user(conn, CCM_USER, E["CCM_PASS"], default_project=project)
     for role in ("member", "load-balancer_member"):
         grant(conn, project, user, conn.identity.find_role(role))
+    nolb = ensure_user(conn, NOLB_USER, E["CCM_PASS"], default_project=project)
+    grant(conn, project, nolb, conn.identity.find_role("member"))
     # e2e tests create many servers, ports and security groups: no quota gets in the way.
     conn.set_compute_quotas(project.id, instances=-1, cores=-1, ram=-1)
     conn.set_network_quotas(project.id, network=-1, subnet=-1, port=-1, router=-1,
@@ -306,6 +311,7 @@ def cmd_resources():
         ("OVERCAST_OS_COMPUTE_HOST", E["COMPUTE_HOST"]),
         ("OVERCAST_OS_CLOUD_CONF", os.path.join(STATE, "cloud.conf")),
         ("OVERCAST_OS_CLOUD_PASSWORD_CONF", os.path.join(STATE, "cloud-password.conf")),
+        ("OVERCAST_OS_CLOUD_NO_LB_CONF", os.path.join(STATE, "cloud-no-lb.conf")),
     ]
     write_private(os.path.join(STATE, "openstack.env"),
                   "# Written by test/openstack/up.sh; source it (or test/openstack/env.sh).\n"
@@ -340,6 +346,19 @@ floating-network-id=%s
 [Route]
 router-id=%s
 """ % (AUTH_URL, CCM_USER, E["CCM_PASS"], project.id, REGION, tsub.id, pub.id, router.id))
+
+    write_private(os.path.join(STATE, "cloud-no-lb.conf"), """[Global]
+auth-url=%s
+username=%s
+password=%s
+tenant-id=%s
+domain-id=default
+region=%s
+
+[LoadBalancer]
+subnet-id=%s
+floating-network-id=%s
+""" % (AUTH_URL, NOLB_USER, E["CCM_PASS"], project.id, REGION, tsub.id, pub.id))
 
     write_private(os.path.join(STATE, "clouds.yaml"), """# openstack --os-cloud NAME ...
 clouds:
