@@ -65,7 +65,9 @@ func TestDoctorNamesEachBrokenThing(t *testing.T) {
 	env.NewKubelet(t, "dr-ghost", "127.0.65.200")
 	_, err := env.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dr-legacy"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = env.Client.CoreV1().Nodes().Delete(context.Background(), "dr-legacy", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().Nodes().Delete(context.Background(), "dr-legacy", metav1.DeleteOptions{})
+	})
 
 	// Another CCM's pod holds the leader Lease.
 	if _, err := env.Client.CoreV1().ServiceAccounts("kube-system").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

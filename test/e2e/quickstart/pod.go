@@ -54,10 +54,10 @@ type pod struct {
 	environ []string
 	uid     uint32
 	gid     uint32
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	exited chan struct{}
-	port   int // the container's first port (the secure port)
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	exited  chan struct{}
+	port    int // the container's first port (the secure port)
 }
 
 func startPod(t *testing.T, env *framework.Env, rootfs, configPath, namespace, deployment string) *pod {
