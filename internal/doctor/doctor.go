@@ -277,7 +277,7 @@ func checkKubelets(nodes []v1.Node) Result {
 		r.Fix = "restart those kubelets with --cloud-provider=external (the CCM then initialises their Nodes)"
 		return r
 	}
-	r.Detail = fmt.Sprintf("all %d Nodes are external-cloud Nodes (providerID or uninitialized taint)", len(nodes))
+	r.Detail = fmt.Sprintf("%s external-cloud (providerID or uninitialized taint)", nodesAre(len(nodes)))
 	return r
 }
 
@@ -312,7 +312,7 @@ func checkNodeInstances(ctx context.Context, cloud cloudprovider.Interface, node
 		}
 	}
 	if len(none) == 0 && len(byErr) == 0 {
-		r.Detail = fmt.Sprintf("each of the %d Nodes maps to exactly one instance", len(nodes))
+		r.Detail = fmt.Sprintf("%s exactly one instance each", nodesMap(len(nodes)))
 		return r
 	}
 	r.Status = Fail
@@ -331,6 +331,9 @@ func checkNodeInstances(ctx context.Context, cloud cloudprovider.Interface, node
 	}
 	r.Detail = strings.Join(parts, "; ")
 	r.Fix = "name each Node as its instance, or set its providerID; the CCM's credentials must see the instances' project"
+	if len(byErr) == 1 && len(byErr[errs[0]]) == len(nodes) {
+		r.Fix = "fix the cloud's API access (the rows above) first"
+	}
 	return r
 }
 
@@ -385,6 +388,20 @@ func image(p *v1.Pod) string {
 		return ""
 	}
 	return p.Spec.Containers[0].Image
+}
+
+func nodesAre(n int) string {
+	if n == 1 {
+		return "the one Node is"
+	}
+	return fmt.Sprintf("all %d Nodes are", n)
+}
+
+func nodesMap(n int) string {
+	if n == 1 {
+		return "the one Node maps to"
+	}
+	return fmt.Sprintf("the %d Nodes map to", n)
 }
 
 // list names at most 10 items, then says how many more.

@@ -197,7 +197,7 @@ func quickStartOpenStack(t *testing.T, block, remove, net string) {
 	for _, row := range []string{"cloud config", "openstack: credentials", "openstack: load-balancer (Octavia)", "kubernetes: RBAC", "kubernetes: kubelets", "nodes ↔ instances", "leader lease"} {
 		assert.Contains(t, out, row)
 	}
-	assert.Contains(t, out, "each of the 2 Nodes maps to exactly one instance")
+	assert.Contains(t, out, "the 2 Nodes map to exactly one instance each")
 
 	ns := namespace(t)
 	svc := lbService(t, ns, 8080)
