@@ -142,39 +142,14 @@ func OpenIndex(p string) (idx v1.ImageIndex, cleanup func(), err error) {
 	return idx, cleanup, nil
 }
 
-// untar unpacks a plain archive of regular files and directories (an OCI archive).
+// untar unpacks an OCI archive (regular files and directories) into dir.
 func untar(archive, dir string) error {
 	f, err := os.Open(archive)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		target, err := within(dir, h.Name)
-		if err != nil {
-			return err
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := writeFile(target, tr, 0o644); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: unexpected entry type %q in an OCI archive", h.Name, h.Typeflag)
-		}
-	}
+	return extract(tar.NewReader(f), dir, false)
 }
 
 // within joins an archive's entry name to dir. Cleaning it as an absolute path
@@ -233,8 +208,12 @@ func Unpack(img v1.Image, dir string) error {
 	}
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	tr := tar.NewReader(rc)
-	asRoot := os.Geteuid() == 0
+	return extract(tar.NewReader(rc), dir, os.Geteuid() == 0)
+}
+
+// extract writes the entries of tr under dir (never outside it) with their
+// modes, and their owners when owners is set.
+func extract(tr *tar.Reader, dir string, owners bool) error {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -271,7 +250,7 @@ func Unpack(img v1.Image, dir string) error {
 		default:
 			return fmt.Errorf("%s: entry type %q is not unpacked", h.Name, h.Typeflag)
 		}
-		if asRoot {
+		if owners {
 			if err := os.Lchown(target, h.Uid, h.Gid); err != nil {
 				return err
 			}

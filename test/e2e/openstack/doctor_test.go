@@ -2,14 +2,14 @@ package openstack
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // doctor runs bin/overcast doctor against the real OpenStack with the admin's
@@ -22,30 +22,10 @@ func doctor(t *testing.T, conf string) (string, int) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("%s: run `make test-openstack`, which builds it", bin)
 	}
-	path := filepath.Join(t.TempDir(), "cloud.conf")
-	require.NoError(t, os.WriteFile(path, []byte(conf), 0o600))
-	out, err := exec.CommandContext(t.Context(), bin, "doctor", "--cloud-provider=openstack", "--cloud-config="+path,
-		"--kubeconfig="+env.AdminKubeconfig, "--timeout=2m").CombinedOutput()
-	t.Logf("overcast doctor:\n%s", out)
-	if exit, ok := err.(*exec.ExitError); ok { //nolint:errorlint // exec returns it unwrapped
-		return string(out), exit.ExitCode()
-	}
-	require.NoError(t, err)
-	return string(out), 0
+	return framework.RunDoctor(t, bin, "openstack", conf, "--kubeconfig="+env.AdminKubeconfig, "--timeout=2m")
 }
 
-func doctorRow(out, check string) string {
-	lines := strings.Split(out, "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, check+" ") {
-			if i+1 < len(lines) && strings.Contains(lines[i+1], "fix: ") {
-				return l + "\n" + lines[i+1]
-			}
-			return l
-		}
-	}
-	return ""
-}
+var doctorRow = framework.DoctorRow
 
 var apiRows = []string{"openstack: credentials", "openstack: compute (servers)", "openstack: network (ports)",
 	"openstack: network (floating IPs)", "openstack: load-balancer (Octavia)"}

@@ -2,8 +2,6 @@ package quickstart
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,37 +15,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // doctor runs the image's overcast doctor on this machine with the admin's
 // kubeconfig, as an operator would from a workstation.
 func doctor(t *testing.T, rootfs, cloudConf string) (string, int) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "cloud.conf")
-	require.NoError(t, os.WriteFile(path, []byte(cloudConf), 0o600))
-	cmd := exec.CommandContext(t.Context(), filepath.Join(rootfs, "usr/local/bin/overcast"), "doctor",
-		"--cloud-provider=openstack", "--cloud-config="+path, "--kubeconfig="+env.AdminKubeconfig, "--timeout=60s")
-	out, err := cmd.CombinedOutput()
-	if exit, ok := err.(*exec.ExitError); ok { //nolint:errorlint // exec returns it unwrapped
-		return string(out), exit.ExitCode()
-	}
-	require.NoError(t, err, "%s", out)
-	return string(out), 0
+	return framework.RunDoctor(t, filepath.Join(rootfs, "usr/local/bin/overcast"), "openstack", cloudConf,
+		"--kubeconfig="+env.AdminKubeconfig, "--timeout=60s")
 }
 
-// row returns the lines of the report's row for check (the row and its fix).
-func row(out, check string) string {
-	lines := strings.Split(out, "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, check+" ") {
-			if i+1 < len(lines) && strings.Contains(lines[i+1], "fix: ") {
-				return l + "\n" + lines[i+1]
-			}
-			return l
-		}
-	}
-	return ""
-}
+var row = framework.DoctorRow
 
 // Everything broken at once: each broken thing gets its own failing row with its
 // fix, and the exit status says so.
@@ -102,7 +81,6 @@ func TestDoctorNamesEachBrokenThing(t *testing.T) {
 
 	// No RBAC installed (this control plane starts bare).
 	out, code := doctor(t, rootfs, emu.CloudConf())
-	t.Logf("overcast doctor:\n%s", out)
 	assert.Equal(t, 1, code, "a failed check makes the exit status 1")
 	assert.Regexp(t, `^cloud config +ok `, row(out, "cloud config"))
 	assert.Regexp(t, `^openstack: credentials +ok `, row(out, "openstack: credentials"))
@@ -138,7 +116,6 @@ func TestDoctorNamesEachBrokenThing(t *testing.T) {
 	// A wrong secret: the credentials row fails on its own, and says what to check.
 	wrong := strings.Replace(emu.CloudConf(), "application-credential-secret=", "application-credential-secret=wrong-", 1)
 	out, code = doctor(t, rootfs, wrong)
-	t.Logf("overcast doctor with a wrong secret:\n%s", out)
 	assert.Equal(t, 1, code)
 	creds := row(out, "openstack: credentials")
 	assert.Contains(t, creds, "FAIL")
@@ -147,7 +124,6 @@ func TestDoctorNamesEachBrokenThing(t *testing.T) {
 
 	// A config that does not parse: every problem named.
 	out, code = doctor(t, rootfs, "[Global]\nauth-url=ftp://x\n[LoadBalancer]\nlb-method=FASTEST\n")
-	t.Logf("overcast doctor with a bad config:\n%s", out)
 	assert.Equal(t, 1, code)
 	cfg := row(out, "cloud config")
 	assert.Contains(t, cfg, "FAIL")

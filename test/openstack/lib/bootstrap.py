@@ -331,7 +331,8 @@ floating-network-id=%s
 router-id=%s
 """ % (AUTH_URL, cred["id"], cred["secret"], REGION, tsub.id, pub.id, router.id))
 
-    write_private(os.path.join(STATE, "cloud-password.conf"), """[Global]
+    def password_conf(user, route):
+        return """[Global]
 auth-url=%s
 username=%s
 password=%s
@@ -342,23 +343,11 @@ region=%s
 [LoadBalancer]
 subnet-id=%s
 floating-network-id=%s
+""" % (AUTH_URL, user, E["CCM_PASS"], project.id, REGION, tsub.id, pub.id) + (
+            "\n[Route]\nrouter-id=%s\n" % router.id if route else "")
 
-[Route]
-router-id=%s
-""" % (AUTH_URL, CCM_USER, E["CCM_PASS"], project.id, REGION, tsub.id, pub.id, router.id))
-
-    write_private(os.path.join(STATE, "cloud-no-lb.conf"), """[Global]
-auth-url=%s
-username=%s
-password=%s
-tenant-id=%s
-domain-id=default
-region=%s
-
-[LoadBalancer]
-subnet-id=%s
-floating-network-id=%s
-""" % (AUTH_URL, NOLB_USER, E["CCM_PASS"], project.id, REGION, tsub.id, pub.id))
+    write_private(os.path.join(STATE, "cloud-password.conf"), password_conf(CCM_USER, True))
+    write_private(os.path.join(STATE, "cloud-no-lb.conf"), password_conf(NOLB_USER, False))
 
     write_private(os.path.join(STATE, "clouds.yaml"), """# openstack --os-cloud NAME ...
 clouds:
