@@ -95,13 +95,18 @@ func applyLogging() error {
 	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	c := logsapi.NewLoggingConfiguration()
 	c.Verbosity = logVerbosity
+	if LogOutput == nil {
+		// The managers' own default: an in-process manager applies the same
+		// again, and logsapi refuses a change (streams included).
+		return logsapi.ValidateAndApply(c, utilfeature.DefaultFeatureGate)
+	}
 	return logsapi.ValidateAndApplyWithOptions(c, &logsapi.LoggingOptions{ErrorStream: LogOutput, InfoStream: LogOutput}, utilfeature.DefaultFeatureGate)
 }
 
-// LogOutput receives the logs of this process (client-go, envtest, in-process
-// managers). Set it before Start; `overcast dev` points it at a file so the
-// terminal shows only the demo's steps.
-var LogOutput io.Writer = os.Stderr
+// LogOutput, when set before Start, receives the logs of this process (client-go,
+// envtest) instead of stderr: `overcast dev` points it at a file so the terminal
+// shows only the demo's steps. Leave it nil where managers run in-process.
+var LogOutput io.Writer
 
 // StartCCM runs overcast-ccm in-process until the test ends (or Stop).
 func (e *Env) StartCCM(t testing.TB, o CCMOptions) *InProcessCCM {
