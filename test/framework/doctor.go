@@ -30,16 +30,19 @@ func RunDoctor(t testing.TB, bin, cloud, conf string, args ...string) (string, i
 	return string(out), 0
 }
 
-// DoctorRow returns the row of check in doctor's table, with its fix line.
+// DoctorRow returns the row of check in doctor's table: its line and the
+// indented lines under it (further lines of the detail, the fix).
 func DoctorRow(out, check string) string {
 	lines := strings.Split(out, "\n")
 	for i, l := range lines {
-		if strings.HasPrefix(l, check+" ") {
-			if i+1 < len(lines) && strings.Contains(lines[i+1], "fix: ") {
-				return l + "\n" + lines[i+1]
-			}
-			return l
+		if !strings.HasPrefix(l, check+" ") {
+			continue
 		}
+		end := i + 1
+		for end < len(lines) && strings.HasPrefix(lines[end], " ") {
+			end++
+		}
+		return strings.Join(lines[i:end], "\n")
 	}
 	return ""
 }
