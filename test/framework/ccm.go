@@ -103,7 +103,7 @@ func applyLogging() error {
 	return logsapi.ValidateAndApplyWithOptions(c, &logsapi.LoggingOptions{ErrorStream: LogOutput, InfoStream: LogOutput}, utilfeature.DefaultFeatureGate)
 }
 
-// LogOutput, when set before Start, receives the logs of this process (client-go,
+// LogOutput receives, when set before Start, the logs of this process (client-go,
 // envtest) instead of stderr: `overcast dev` points it at a file so the terminal
 // shows only the demo's steps. Leave it nil where managers run in-process.
 var LogOutput io.Writer
