@@ -101,45 +101,44 @@ func TarDir(dir, archive string) (err error) {
 // OpenIndex opens an OCI layout directory or an OCI archive (unpacked into a
 // temporary directory, removed by cleanup).
 func OpenIndex(p string) (idx v1.ImageIndex, cleanup func(), err error) {
-	cleanup = func() {}
 	st, err := os.Stat(p)
 	if err != nil {
-		return nil, cleanup, fmt.Errorf("%w (make image builds it)", err)
+		return nil, func() {}, fmt.Errorf("%w (make image builds it)", err)
 	}
-	dir := p
-	if !st.IsDir() {
-		tmp, err := os.MkdirTemp("", "overcast-oci-")
-		if err != nil {
-			return nil, cleanup, err
-		}
-		cleanup = func() { _ = os.RemoveAll(tmp) }
-		if err := untar(p, tmp); err != nil {
-			cleanup()
-			return nil, func() {}, fmt.Errorf("unpacking %s: %w", p, err)
-		}
-		dir = tmp
+	if st.IsDir() {
+		idx, err := layoutIndex(p)
+		return idx, func() {}, err
 	}
-	outer, err := layout.ImageIndexFromPath(dir)
+	tmp, err := os.MkdirTemp("", "overcast-oci-")
 	if err != nil {
-		cleanup()
 		return nil, func() {}, err
 	}
-	// The layout's index.json points at our image index.
-	m, err := outer.IndexManifest()
-	if err != nil {
+	cleanup = func() { _ = os.RemoveAll(tmp) }
+	if err := untar(p, tmp); err != nil {
 		cleanup()
-		return nil, func() {}, err
+		return nil, func() {}, fmt.Errorf("unpacking %s: %w", p, err)
 	}
-	if len(m.Manifests) != 1 {
+	if idx, err = layoutIndex(tmp); err != nil {
 		cleanup()
-		return nil, func() {}, fmt.Errorf("%s: want one image index in the layout, found %d entries", p, len(m.Manifests))
-	}
-	idx, err = outer.ImageIndex(m.Manifests[0].Digest)
-	if err != nil {
-		cleanup()
-		return nil, func() {}, err
+		return nil, func() {}, fmt.Errorf("%s: %w", p, err)
 	}
 	return idx, cleanup, nil
+}
+
+// layoutIndex is the image index that an OCI layout's index.json points at.
+func layoutIndex(dir string) (v1.ImageIndex, error) {
+	outer, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := outer.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Manifests) != 1 {
+		return nil, fmt.Errorf("want one image index in the layout, found %d entries", len(m.Manifests))
+	}
+	return outer.ImageIndex(m.Manifests[0].Digest)
 }
 
 // untar unpacks an OCI archive (regular files and directories) into dir.

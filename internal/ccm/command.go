@@ -38,10 +38,6 @@ const (
 // NewCommand returns the cobra command of overcast-ccm. stop ends the manager.
 // stderr receives configuration errors before the process exits.
 func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) {
-	return newCommand(stop, os.Stdout, stderr)
-}
-
-func newCommand(stop <-chan struct{}, stdout, stderr io.Writer) (*cobra.Command, error) {
 	opts, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
 		return nil, fmt.Errorf("initialising controller-manager options: %w", err)
@@ -59,7 +55,7 @@ func newCommand(stop <-chan struct{}, stdout, stderr io.Writer) (*cobra.Command,
 	// Check the cloud config before anything else (kubeconfig, ports), so that a bad
 	// file is reported in full even where the cluster cannot be reached.
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
-		if printVersion(cmd, stdout) {
+		if printVersion(cmd, os.Stdout) {
 			os.Exit(0)
 		}
 		cc := opts.KubeCloudShared.CloudProvider

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
 // Status of one check.
@@ -251,8 +252,6 @@ func checkRBAC(ctx context.Context, o Options) Result {
 	return r
 }
 
-const uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
-
 func checkKubelets(nodes []v1.Node) Result {
 	r := Result{Check: "kubernetes: kubelets"}
 	if len(nodes) == 0 {
@@ -265,7 +264,7 @@ func checkKubelets(nodes []v1.Node) Result {
 		if n.Spec.ProviderID != "" {
 			continue
 		}
-		if slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == uninitializedTaint }) {
+		if slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider }) {
 			continue
 		}
 		bad = append(bad, n.Name)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
 func TestTheTableShowsEachFixUnderItsFailedRow(t *testing.T) {
@@ -38,7 +39,7 @@ func TestKubeletsWithoutExternalCloudProviderAreNamed(t *testing.T) {
 	node := func(name, providerID string, tainted bool) v1.Node {
 		n := v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: providerID}}
 		if tainted {
-			n.Spec.Taints = []v1.Taint{{Key: uninitializedTaint, Effect: v1.TaintEffectNoSchedule}}
+			n.Spec.Taints = []v1.Taint{{Key: cloudproviderapi.TaintExternalCloudProvider, Effect: v1.TaintEffectNoSchedule}}
 		}
 		return n
 	}

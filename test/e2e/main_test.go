@@ -7,8 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,25 +45,8 @@ const (
 	tick      = 200 * time.Millisecond
 )
 
-var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
-
 // namespace creates a namespace for the test and dumps its Events if the test fails.
-func namespace(t *testing.T) string {
-	t.Helper()
-	name := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	if len(name) > 50 {
-		name = name[:50]
-	}
-	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-	_, err := env.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			env.DumpEvents(t, name)
-		}
-	})
-	return name
-}
+func namespace(t *testing.T) string { return env.Namespace(t) }
 
 // inventory writes an inventory file and returns its path.
 func writeInventory(t *testing.T, path, content string) {

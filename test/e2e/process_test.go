@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"bufio"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,9 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	authnv1 "k8s.io/api/authentication/v1"
-	v1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/overcast-ccm/overcast/test/framework"
@@ -183,42 +178,10 @@ func TestSecurePortServesHealthzAndMetrics(t *testing.T) {
 	})
 	// Scrape as Prometheus would: a ServiceAccount token allowed GET /metrics,
 	// checked by the CCM through TokenReview and SubjectAccessReview.
-	ns := namespace(t)
-	_, err = env.Client.CoreV1().ServiceAccounts(ns).Create(t.Context(), &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	role := "overcast-e2e-metrics-" + ns
-	_, err = env.Client.RbacV1().ClusterRoles().Create(t.Context(), &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: role},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = env.Client.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: ns}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	tok, err := env.Client.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), "scraper", &authnv1.TokenRequest{}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		InsecureSkipVerify: true, //nolint:gosec // the CCM's serving certificate is self-signed in this test
-	}}}
+	tok := env.MetricsToken(t, namespace(t))
 	token := ""
 	get := func(path string) (int, string, error) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, path), nil)
-		if err != nil {
-			return 0, "", err
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), err
+		return framework.GetSecurePort(t.Context(), port, path, token)
 	}
 	require.NoError(t, framework.Poll(waitShort, tick, func() error {
 		if exited, code := p.Exited(); exited {
@@ -236,7 +199,7 @@ func TestSecurePortServesHealthzAndMetrics(t *testing.T) {
 	code, _, err := get("/metrics")
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusForbidden, code, "anonymous users may not read /metrics")
-	token = tok.Status.Token
+	token = tok
 	code, body, err := get("/metrics")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, code, body)

@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -73,12 +72,11 @@ func probe(ctx context.Context, check, service string, sc *gophercloud.ServiceCl
 		return r
 	}
 	err := list(sc).EachPage(ctx, func(context.Context, pagination.Page) (bool, error) { return false, nil })
-	var code gophercloud.ErrUnexpectedResponseCode
 	switch {
 	case err == nil:
 		r.Detail = fmt.Sprintf("%s answers and the credentials may read it", sc.Endpoint)
 		return r
-	case errors.As(err, &code) && code.Actual == http.StatusForbidden:
+	case gophercloud.ResponseCodeIs(err, http.StatusForbidden):
 		r.Status = doctor.Fail
 		r.Detail = fmt.Sprintf("%s: 403 Forbidden", redactURL(sc.Endpoint))
 		r.Fix = fmt.Sprintf("the user lacks the %s role in the project: openstack role add --user <user> --project <project> %s", role, role)

@@ -3,14 +3,11 @@ package quickstart
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -260,26 +257,9 @@ func (p *pod) alive() error {
 	}
 }
 
-// get requests the container's secure port over HTTPS (the certificate is the
-// CCM's self-signed one, as the kubelet's probes accept it).
+// get requests the container's secure port, as a probe or Prometheus would.
 func (p *pod) get(path, token string) (int, string, error) {
-	ctx, cancel := context.WithTimeout(p.t.Context(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))+path, nil)
-	if err != nil {
-		return 0, "", err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the probe's own behaviour
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
+	return framework.GetSecurePort(p.t.Context(), p.port, path, token)
 }
 
 func (p *pod) stop() {

@@ -22,9 +22,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -291,33 +289,10 @@ func checkProbeAndVersion(t *testing.T, p *pod, rootfs string) {
 	require.NoError(t, err)
 	require.Equal(t, 200, code, "livenessProbe /healthz: %s", body)
 
-	ctx := t.Context()
-	cs := env.Client
-	sa := "qs-scraper"
-	_, err = cs.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: "default"}},
-	}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	tok, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa, &authnv1.TokenRequest{}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	tok := env.MetricsToken(t, env.Namespace(t))
 	var metrics string
 	require.NoError(t, framework.Poll(30*time.Second, 500*time.Millisecond, func() error {
-		code, body, err := p.get("/metrics", tok.Status.Token)
+		code, body, err := p.get("/metrics", tok)
 		if err != nil {
 			return err
 		}
@@ -329,23 +304,12 @@ func checkProbeAndVersion(t *testing.T, p *pod, rootfs string) {
 	}))
 	m := buildInfo.FindStringSubmatch(metrics)
 	require.NotNil(t, m, "overcast_build_info in /metrics")
-	out, err := exec.CommandContext(ctx, filepath.Join(rootfs, "usr/local/bin/overcast-ccm"), "--version").Output()
+	out, err := exec.CommandContext(t.Context(), filepath.Join(rootfs, "usr/local/bin/overcast-ccm"), "--version").Output()
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(out), "overcast-ccm "+m[1]+" "), "--version %q and overcast_build_info{version=%q} agree", out, m[1])
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	name := fmt.Sprintf("qs-%d", time.Now().UnixNano()%1000000)
-	_, err := env.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			env.DumpEvents(t, name)
-		}
-	})
-	return name
-}
+func namespace(t *testing.T) string { return env.Namespace(t) }
 
 func lbService(t *testing.T, ns string, port int32) *v1.Service {
 	t.Helper()

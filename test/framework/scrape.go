@@ -1,0 +1,99 @@
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// Namespace creates a namespace named after the test and dumps its Events if the
+// test fails.
+func (e *Env) Namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
+	_, err := e.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.DumpEvents(t, name)
+		}
+	})
+	return name
+}
+
+// MetricsToken returns the token of a ServiceAccount "scraper" in ns that may GET
+// /metrics, as Prometheus's would: the CCM checks it through TokenReview and
+// SubjectAccessReview.
+func (e *Env) MetricsToken(t *testing.T, ns string) string {
+	t.Helper()
+	ctx := t.Context()
+	role := "overcast-e2e-metrics-" + ns
+	_, err := e.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "scraper"}}, metav1.CreateOptions{})
+	if err == nil {
+		_, err = e.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: role},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+		}, metav1.CreateOptions{})
+	}
+	if err == nil {
+		_, err = e.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: ns}},
+		}, metav1.CreateOptions{})
+	}
+	var tok *authnv1.TokenRequest
+	if err == nil {
+		tok, err = e.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "scraper", &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatalf("a token allowed GET /metrics: %v", err)
+	}
+	return tok.Status.Token
+}
+
+// GetSecurePort requests path on a CCM's secure port on 127.0.0.1 over HTTPS,
+// with token as bearer when set. The serving certificate is the CCM's
+// self-signed one, which a kubelet's probe and Prometheus accept too.
+func GetSecurePort(ctx context.Context, port int, path, token string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(port))+path, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // the CCM's serving certificate is self-signed
+	}}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
