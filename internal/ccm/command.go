@@ -15,7 +15,6 @@ import (
 	"k8s.io/cloud-provider/app/config"
 	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
-	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/provider/local"
@@ -48,8 +47,9 @@ func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) 
 	opts.NodeController.ConcurrentNodeSyncs = DefaultConcurrentNodeSyncs
 
 	init := &cloudInit{stderr: stderr}
-	cmd := app.NewCloudControllerManagerCommand(opts, init.get, app.DefaultInitFuncConstructors,
-		names.CCMControllerAliases(), cliflag.NamedFlagSets{}, stop)
+	svc := &serviceOptions{}
+	cmd := app.NewCloudControllerManagerCommand(opts, init.get, controllers(svc),
+		names.CCMControllerAliases(), svc.flags(), stop)
 	cmd.Use = "overcast-ccm"
 	cmd.Long = "overcast-ccm is a Kubernetes cloud-controller-manager for OpenStack, CloudStack, OCI and the local cloud."
 	// Check the cloud config before anything else (kubeconfig, ports), so that a bad

@@ -18,6 +18,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // Labels and taints that keep a Node out of load balancer backends.
@@ -26,14 +27,11 @@ const (
 	toBeDeletedTaintKey = "ToBeDeletedByClusterAutoscaler"
 )
 
-// Event reasons on Services.
+// Event reasons of the local cloud's Problems (provider has the shared ones).
 const (
-	ReasonInvalidAnnotation   = "InvalidAnnotation"
-	ReasonUnsupportedService  = "UnsupportedService"
-	ReasonIPPoolExhausted     = "IPPoolExhausted"
-	ReasonIPNotAvailable      = "IPNotAvailable"
-	ReasonListenFailed        = "ListenFailed"
-	ReasonEnsuredLoadBalancer = "LoadBalancerServing"
+	ReasonIPPoolExhausted = "IPPoolExhausted"
+	ReasonIPNotAvailable  = "IPNotAvailable"
+	ReasonListenFailed    = "ListenFailed"
 )
 
 // servedLB is a Service this process serves.
@@ -101,12 +99,7 @@ func (c *Cloud) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	opts, err := c.parseOptions(svc)
 	if err != nil {
-		reason := ReasonUnsupportedService
-		if errors.As(err, new(*annotation.InvalidError)) {
-			reason = ReasonInvalidAnnotation
-		}
-		c.event(svc, v1.EventTypeWarning, reason, "%v; the load balancer was left as it was", err)
-		return nil, err
+		return nil, provider.Invalid(err)
 	}
 
 	c.infMu.RLock()
@@ -145,20 +138,17 @@ func (c *Cloud) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (
 		if errors.Is(err, ErrPoolExhausted) {
 			reason = ReasonIPPoolExhausted
 		}
-		c.event(svc, v1.EventTypeWarning, reason, "Cannot allocate a load balancer IP: %v", err)
-		return nil, err
+		return nil, &provider.Problem{Reason: reason, Message: "Cannot allocate a load balancer IP: " + err.Error(), Err: err}
 	}
 
 	specs := c.listenerSpecs(svc, ip, opts, nodes)
 	if err := c.proxy.Ensure(string(svc.UID), specs); err != nil {
-		c.event(svc, v1.EventTypeWarning, ReasonListenFailed, "Cannot serve %s: %v", ip, err)
-		return nil, err
+		return nil, &provider.Problem{Reason: ReasonListenFailed, Message: fmt.Sprintf("Cannot serve %s: %v", ip, err), Err: err}
 	}
 	prev, existed := c.served[svc.UID]
 	c.served[svc.UID] = &servedLB{key: svc.Namespace + "/" + svc.Name, ip: ip, sharingKey: opts.sharingKey, ports: opts.ports}
 	if !existed || prev.ip != ip {
 		logger.Info("Serving load balancer", "ip", ip, "ports", len(specs), "backends", len(nodes))
-		c.event(svc, v1.EventTypeNormal, ReasonEnsuredLoadBalancer, "Serving %s on %d port(s) through %d node(s)", ip, len(svc.Spec.Ports), len(nodes))
 	} else {
 		logger.V(2).Info("Load balancer up to date", "ip", ip, "backends", len(nodes))
 	}

@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -14,6 +13,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // ensureFloatingIP returns the address of the floating IP on the VIP port,
@@ -41,13 +42,11 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 	netID := s.floatingNetworkID
 	if netID == "" {
 		if netID, err = c.onlyExternalNetwork(ctx, network); err != nil {
-			c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "%v", err)
 			return "", err
 		}
 	}
 	subnetIDs, err := c.floatingSubnets(ctx, network, netID, s)
 	if err != nil {
-		c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "%v", err)
 		return "", err
 	}
 	var lastErr error
@@ -64,8 +63,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 		}
 		lastErr = redact(err)
 	}
-	c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "Cannot allocate a floating IP from network %s: %v", netID, lastErr)
-	return "", fmt.Errorf("creating a floating IP for load balancer %s: %w", lb.ID, lastErr)
+	return "", fipRefusedOr(fmt.Errorf("cannot allocate a floating IP from network %s for load balancer %s: %w", netID, lb.ID, lastErr))
 }
 
 // attachRequestedFloatingIP attaches the floating IP spec.loadBalancerIP names.
@@ -85,33 +83,36 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 		opts := floatingips.CreateOpts{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
 		if opts.FloatingNetworkID == "" {
 			if opts.FloatingNetworkID, err = c.onlyExternalNetwork(ctx, network); err != nil {
-				c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "%v", err)
 				return "", err
 			}
 		}
 		created, err := floatingips.Create(ctx, network, opts).Extract()
 		if err != nil {
-			c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed,
-				"spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %v", s.floatingIP, redact(err))
-			return "", fmt.Errorf("allocating floating IP %s: %w", s.floatingIP, redact(err))
+			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, redact(err)))
 		}
 		return created.FloatingIP, nil
 	}
 	fip := fips[0]
 	if fip.PortID != "" && fip.PortID != lb.VipPortID {
-		err := fmt.Errorf("spec.loadBalancerIP %s is attached to port %s; detach it first", s.floatingIP, fip.PortID)
-		c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "%v", err)
-		return "", err
+		return "", provider.Refuse(provider.ReasonAddressUnavailable, "spec.loadBalancerIP %s is attached to port %s; detach it first", s.floatingIP, fip.PortID)
 	}
 	if fip.PortID == "" {
 		port := lb.VipPortID
 		if _, err := floatingips.Update(ctx, network, fip.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
-			c.events.Eventf(svc, v1.EventTypeWarning, reasonFloatingIPFailed, "Cannot attach floating IP %s: %v", s.floatingIP, redact(err))
-			return "", fmt.Errorf("attaching floating IP %s: %w", s.floatingIP, redact(err))
+			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, redact(err)))
 		}
 		klog.FromContext(ctx).Info("Attached requested floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	}
 	return fip.FloatingIP, nil
+}
+
+// fipRefusedOr is refusedOr with the floating IP's reason.
+func fipRefusedOr(err error) error {
+	err = refusedOr(err)
+	if p, ok := provider.AsProblem(err); ok {
+		p.Reason = reasonFloatingIPFailed
+	}
+	return err
 }
 
 // releaseFloatingIP takes the floating IP off the VIP port: deleted when this CCM
@@ -167,13 +168,13 @@ func (c *Cloud) onlyExternalNetwork(ctx context.Context, network *gophercloud.Se
 	case 1:
 		return nets[0].ID, nil
 	case 0:
-		return "", errors.New("no floating network: set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id (the project sees no external network)")
+		return "", provider.Refuse(reasonFloatingIPFailed, "no floating network: set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id (the project sees no external network)")
 	}
 	ids := make([]string, 0, len(nets))
 	for _, n := range nets {
 		ids = append(ids, n.ID)
 	}
-	return "", fmt.Errorf("no floating network chosen and the project sees %d external networks (%v): set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id", len(nets), ids)
+	return "", provider.Refuse(reasonFloatingIPFailed, "no floating network chosen and the project sees %d external networks (%v): set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id", len(nets), ids)
 }
 
 // floatingSubnets are the subnets to try in turn: the one by ID, those matching
@@ -204,7 +205,7 @@ func (c *Cloud) floatingSubnets(ctx context.Context, network *gophercloud.Servic
 		ids = append(ids, sn.ID)
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("no subnet of floating network %s matches the floating-subnet or floating-subnet-tags choice", netID)
+		return nil, provider.Refuse(reasonFloatingIPFailed, "no subnet of floating network %s matches the floating-subnet or floating-subnet-tags choice", netID)
 	}
 	return ids, nil
 }

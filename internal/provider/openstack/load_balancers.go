@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // Tags that say a load balancer is ours: the Service's UID and the cluster's
@@ -46,10 +47,6 @@ const (
 
 // Event reasons of the OpenStack load balancers.
 const (
-	reasonInvalidAnnotation   = "InvalidAnnotation"
-	reasonUnsupportedService  = "UnsupportedService"
-	reasonCreateFailed        = "CreateLoadBalancerFailed"
-	reasonUpdateFailed        = "UpdateLoadBalancerFailed"
 	reasonFloatingIPFailed    = "FloatingIPFailed"
 	reasonImmutableIgnored    = "LoadBalancerSettingIgnored"
 	reasonReplacingInError    = "ReplacingLoadBalancer"
@@ -156,12 +153,7 @@ func (c *Cloud) GetLoadBalancerName(_ context.Context, clusterName string, svc *
 func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	spec, err := c.spec(clusterName, svc, nodes)
 	if err != nil {
-		reason := reasonUnsupportedService
-		if errors.As(err, new(*annotation.InvalidError)) {
-			reason = reasonInvalidAnnotation
-		}
-		c.events.Eventf(svc, v1.EventTypeWarning, reason, "%v; the load balancer was left as it was", err)
-		return nil, err
+		return nil, provider.Invalid(err)
 	}
 	if c.clusterUID() == "" {
 		return nil, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
@@ -183,13 +175,11 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 	}
 	if lb == nil {
 		if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
-			c.events.Eventf(svc, v1.EventTypeWarning, reasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
-			return nil, fmt.Errorf("load balancer %s named by %s does not exist", id, annotation.OpenStackLoadBalancerID)
+			return nil, provider.Refuse(provider.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
 		}
 		created, err := loadbalancers.Create(ctx, octavia, c.createOpts(svc, spec)).Extract()
 		if err != nil {
-			c.events.Eventf(svc, v1.EventTypeWarning, reasonCreateFailed, "Octavia refused the load balancer: %v", redact(err))
-			return nil, fmt.Errorf("creating load balancer %s: %w", spec.name, redact(err))
+			return nil, refusedOr(fmt.Errorf("octavia refused load balancer %s: %w", spec.name, redact(err)))
 		}
 		logger.Info("Created load balancer", "id", created.ID, "listeners", len(spec.ports))
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being created", created.ID), pendingRetry)
@@ -200,7 +190,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), pendingRetry)
 	case lb.ProvisioningStatus == "ERROR" && !shared:
 		logger.Info("Replacing load balancer in ERROR", "id", lb.ID)
-		c.events.Eventf(svc, v1.EventTypeWarning, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
+		c.events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
 		if err := c.releaseFloatingIP(ctx, network, svc, lb, spec.keepFIP); err != nil {
 			return nil, err
 		}
@@ -216,10 +206,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 		}
 		changed, err := c.converge(ctx, octavia, svc, lb, spec, shared)
 		if err != nil {
-			if !isRetry(err) {
-				c.events.Eventf(svc, v1.EventTypeWarning, reasonUpdateFailed, "Cannot update load balancer %s: %v", lb.ID, err)
-			}
-			return nil, err
+			return nil, refusedOr(fmt.Errorf("cannot update load balancer %s: %w", lb.ID, err))
 		}
 		if changed {
 			return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being updated", lb.ID), pendingRetry)
@@ -280,6 +267,30 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 func isRetry(err error) bool {
 	var re *api.RetryError
 	return errors.As(err, &re)
+}
+
+// refusedOr makes a Problem of a request the cloud refused for what it was (a
+// 4xx other than busy or throttled: a bad value, a quota, a missing network),
+// which retrying does not fix; other errors stay as they are. A progress
+// (RetryError) passes through.
+func refusedOr(err error) error {
+	if err == nil || isRetry(err) {
+		return err
+	}
+	var code gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &code) && code.Actual >= 400 && code.Actual < 500 &&
+		code.Actual != http.StatusConflict && code.Actual != http.StatusTooManyRequests &&
+		code.Actual != http.StatusUnauthorized && code.Actual != http.StatusRequestTimeout {
+		return &provider.Problem{Reason: provider.ReasonCloudRefused, Message: capitalise(err.Error()), Err: err}
+	}
+	return err
+}
+
+func capitalise(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // statusFor: the hostname when one is asked for (the address is then in the
@@ -407,10 +418,7 @@ func (c *Cloud) updateMembers(ctx context.Context, clusterName string, svc *v1.S
 		}
 		changed, err := c.convergeMembers(ctx, octavia, mine[i], spec, p)
 		if err != nil {
-			if !isRetry(err) {
-				c.events.Eventf(svc, v1.EventTypeWarning, reasonUpdateFailed, "Cannot update the members of load balancer %s: %v", lb.ID, err)
-			}
-			return true, err
+			return true, refusedOr(fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err))
 		}
 		wrote = wrote || changed
 	}

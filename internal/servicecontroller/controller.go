@@ -1,0 +1,694 @@
+// Package servicecontroller is Overcast's service controller: it gives Services
+// of type LoadBalancer a load balancer of the cloud, for every cloud. It keeps
+// the contract of k8s.io/cloud-provider's service controller (the cleanup
+// finalizer, spec.loadBalancerClass, which Nodes back load balancers, the
+// status) and registers under its name, "service". Beyond it:
+//
+//   - Progress is not failure. While the cloud works (a provider returns an
+//     api.RetryError) the Service gets Normal Events and the
+//     LoadBalancerProgressing condition; a Warning is only for what a person must
+//     act on (a provider.Problem, or an error that persists).
+//   - Conditions (LoadBalancerReady, LoadBalancerProgressing) on the Service's
+//     status tell where its load balancer is at a glance.
+//   - Drift is found from one shared listing per period (a cloud that implements
+//     Drifter) and repaired without any change to the Service.
+//   - Nodes are read from the shared cache when a Service syncs; what is kept
+//     per Service is a few numbers, never a list of Nodes.
+package servicecontroller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/api"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/provider"
+)
+
+// Defaults.
+const (
+	// DefaultDriftPeriod is how often the cloud's load balancers are listed to
+	// find those changed behind the controller's back: a drift is repaired
+	// within this period and one sync.
+	DefaultDriftPeriod = 3 * time.Minute
+	// warnAfter is how many failed passes in a row an error not known to need a
+	// person (a timeout, a 5xx) takes before it is a Warning Event.
+	warnAfter = 3
+	// Failed passes are retried after 5 s, doubling up to 5 min, as the
+	// framework's controller does.
+	minRetryDelay = 5 * time.Second
+	maxRetryDelay = 5 * time.Minute
+	// nodesKey is the one key of the Node queue: every Node event asks for one
+	// look at the set of Nodes, however many came at once.
+	nodesKey = "nodes"
+)
+
+// Event reasons of the controller. Clouds add reasons of their own to Problems.
+const (
+	ReasonEnsuring        = "EnsuringLoadBalancer"
+	ReasonEnsured         = "EnsuredLoadBalancer"
+	ReasonUpdatedNodes    = "UpdatedLoadBalancer"
+	ReasonRepairing       = "RepairingLoadBalancer"
+	ReasonDeleting        = "DeletingLoadBalancer"
+	ReasonDeleted         = "DeletedLoadBalancer"
+	ReasonSyncFailed      = "SyncLoadBalancerFailed"
+	ReasonDeleteFailed    = "DeleteLoadBalancerFailed"
+	ReasonNoNodes         = "UnAvailableLoadBalancer"
+	ReasonImplementedElse = "ImplementedElsewhere"
+)
+
+// Drifter is a cloud that can tell, from one shared listing of the cluster's
+// load balancers, which Services' load balancers are no longer as they were
+// left: deleted behind the controller's back, in an error state, or not
+// matching what the Service's converged record says. It is given the Services
+// whose load balancers are converged and returns the UIDs of those that are
+// not, each with a sentence saying why. Its cost must not grow with the
+// number of Services: one listing (and its pages) per call.
+type Drifter interface {
+	Drifted(ctx context.Context, services []*v1.Service) (map[types.UID]string, error)
+}
+
+// Options of the controller.
+type Options struct {
+	ClusterName string
+	// Workers is how many Services sync at once.
+	Workers int
+	// DriftPeriod is how often a Drifter cloud is asked for drift (default
+	// DefaultDriftPeriod; negative: never).
+	DriftPeriod time.Duration
+	// IgnoredAnnotations are annotations the clouds write on Services for their
+	// own records: a change of them is not a change of what the Service asks.
+	IgnoredAnnotations []string
+}
+
+// Controller is Overcast's service controller.
+type Controller struct {
+	balancer cloudprovider.LoadBalancer
+	drifter  Drifter
+	kube     clientset.Interface
+	opts     Options
+	ignored  map[string]bool
+
+	services corelisters.ServiceLister
+	nodes    corelisters.NodeLister
+	synced   []cache.InformerSynced
+
+	queue     workqueue.TypedRateLimitingInterface[string]
+	nodeQueue workqueue.TypedRateLimitingInterface[string]
+	recorder  record.EventRecorder
+
+	mu    sync.Mutex
+	state map[string]*serviceState // by namespace/name
+}
+
+// serviceState is what the controller remembers of a Service between passes:
+// a few numbers and the last messages it published, never Nodes. uid, spec,
+// nodes and phase are read by the Node and drift loops and guarded by the
+// controller's lock; the rest only by the worker that holds the Service's key.
+type serviceState struct {
+	uid types.UID
+	// spec and nodes identify what the load balancer was last converged to (0:
+	// not converged, or drift found since).
+	spec, nodes uint64
+	phase       phase
+
+	progress string // the last progress message published
+	problem  string // the last Problem published
+	failures int    // failed passes in a row
+	noNodes  bool   // the no-eligible-Node Warning was published
+	deleting bool   // the DeletingLoadBalancer Event was published
+}
+
+// converged returns what the Service's load balancer was last converged to.
+func (c *Controller) converged(st *serviceState) (spec, nodes uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return st.spec, st.nodes
+}
+
+// setConverged records what it was converged to (0, 0: to be looked at again)
+// and the phase of the pass.
+func (c *Controller) setConverged(st *serviceState, spec, nodes uint64, p phase) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.spec, st.nodes = spec, nodes
+	st.setPhase(p)
+}
+
+func (c *Controller) setPhase(st *serviceState, p phase) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.setPhase(p)
+}
+
+func (c *Controller) phaseOf(st *serviceState) phase {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return st.phase
+}
+
+// New builds the controller. cloud must serve load balancers.
+func New(cloud cloudprovider.Interface, kube clientset.Interface, services coreinformers.ServiceInformer, nodes coreinformers.NodeInformer, opts Options) (*Controller, error) {
+	balancer, ok := cloud.LoadBalancer()
+	if !ok {
+		return nil, errors.New("the cloud provider does not serve load balancers")
+	}
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	if opts.DriftPeriod == 0 {
+		opts.DriftPeriod = DefaultDriftPeriod
+	}
+	registerMetrics()
+	c := &Controller{
+		balancer: balancer,
+		kube:     kube,
+		opts:     opts,
+		ignored:  map[string]bool{},
+		services: services.Lister(),
+		nodes:    nodes.Lister(),
+		synced:   []cache.InformerSynced{services.Informer().HasSynced, nodes.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetryDelay, maxRetryDelay),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "service"}),
+		nodeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetryDelay, maxRetryDelay),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "node"}),
+		state: map[string]*serviceState{},
+	}
+	c.drifter, _ = cloud.(Drifter)
+	if d, ok := balancer.(Drifter); ok {
+		c.drifter = d
+	}
+	for _, a := range opts.IgnoredAnnotations {
+		c.ignored[a] = true
+	}
+	if _, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if svc, ok := obj.(*v1.Service); ok && (wantsLoadBalancer(svc) || needsCleanup(svc)) {
+				c.enqueue(obj)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*v1.Service)
+			n, ok2 := cur.(*v1.Service)
+			if ok1 && ok2 && (c.needsUpdate(o, n) || needsCleanup(n)) {
+				c.enqueue(cur)
+			}
+		},
+		// A deletion is seen first as the deletion timestamp (the finalizer holds
+		// the Service); one deleted without it had no load balancer of ours.
+		DeleteFunc: func(obj any) { c.forget(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.nodeQueue.Add(nodesKey) },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*v1.Node)
+			n, ok2 := cur.(*v1.Node)
+			if ok1 && ok2 && nodeChangeMatters(o, n) {
+				c.nodeQueue.Add(nodesKey)
+			}
+		},
+		DeleteFunc: func(any) { c.nodeQueue.Add(nodesKey) },
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+func (c *Controller) forget(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.state[key]; ok {
+		st.setPhase(phaseNone)
+		delete(c.state, key)
+	}
+}
+
+// Run syncs Services until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	defer c.nodeQueue.ShutDown()
+	logger := klog.FromContext(ctx)
+
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartStructuredLogging(3)
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
+	defer b.Shutdown()
+	c.recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: "service-controller"})
+
+	logger.Info("Starting service controller", "workers", c.opts.Workers, "driftPeriod", c.driftPeriod())
+	defer logger.Info("Stopped service controller")
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		return
+	}
+	for range c.opts.Workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for c.processNext(ctx) {
+			}
+		}, time.Second)
+	}
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		for c.processNodes(ctx) {
+		}
+	}, time.Second)
+	if c.drifter != nil && c.opts.DriftPeriod > 0 {
+		go wait.JitterUntilWithContext(ctx, c.checkDrift, c.opts.DriftPeriod, 0.1, false)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) driftPeriod() string {
+	if c.drifter == nil || c.opts.DriftPeriod < 0 {
+		return "never"
+	}
+	return c.opts.DriftPeriod.String()
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	after, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).V(2).Info("Service sync failed; retrying with backoff", "service", key, "err", err)
+		c.queue.AddRateLimited(key)
+	case after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, after)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// processNodes looks at the set of eligible Nodes once and requeues every
+// Service whose load balancer was converged with another set.
+func (c *Controller) processNodes(ctx context.Context) bool {
+	key, quit := c.nodeQueue.Get()
+	if quit {
+		return false
+	}
+	defer c.nodeQueue.Done(key)
+	nodes, err := eligibleNodes(c.nodes)
+	if err != nil {
+		utilruntime.HandleError(err)
+		c.nodeQueue.AddRateLimited(key)
+		return true
+	}
+	c.nodeQueue.Forget(key)
+	h := nodeSetHash(nodes)
+	var stale []string
+	c.mu.Lock()
+	for k, st := range c.state {
+		if st.spec != 0 && st.nodes != h {
+			stale = append(stale, k)
+		}
+	}
+	c.mu.Unlock()
+	if len(stale) > 0 {
+		klog.FromContext(ctx).V(2).Info("The set of Nodes changed; updating load balancers", "nodes", len(nodes), "services", len(stale))
+	}
+	for _, k := range stale {
+		c.queue.Add(k)
+	}
+	return true
+}
+
+// checkDrift asks the cloud, once, which converged load balancers are no
+// longer as they were left, and requeues their Services.
+func (c *Controller) checkDrift(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	c.mu.Lock()
+	var svcs []*v1.Service
+	for k, st := range c.state {
+		if st.spec == 0 {
+			continue
+		}
+		ns, name, _ := cache.SplitMetaNamespaceKey(k)
+		if svc, err := c.services.Services(ns).Get(name); err == nil && svc.UID == st.uid && svc.DeletionTimestamp == nil {
+			svcs = append(svcs, svc)
+		}
+	}
+	c.mu.Unlock()
+	if len(svcs) == 0 {
+		return
+	}
+	drifted, err := c.drifter.Drifted(ctx, svcs)
+	if err != nil {
+		logger.Error(err, "Cannot check the load balancers for drift; trying again next period")
+		return
+	}
+	for _, svc := range svcs {
+		why, ok := drifted[svc.UID]
+		if !ok {
+			continue
+		}
+		key := svc.Namespace + "/" + svc.Name
+		c.mu.Lock()
+		if st, ok := c.state[key]; ok && st.uid == svc.UID {
+			st.spec, st.nodes = 0, 0
+		}
+		c.mu.Unlock()
+		logger.Info("Load balancer drifted; repairing", "service", klog.KObj(svc), "why", why)
+		msg := "Repairing load balancer: " + why
+		c.recorder.Event(svc, v1.EventTypeNormal, ReasonRepairing, msg)
+		copied := svc.DeepCopy()
+		if err := c.patch(ctx, copied, func(s *v1.Service) { setConditions(s, progressingConditions(s, ReasonRepairing, msg, true)) }); err != nil {
+			logger.V(2).Info("Cannot write the Service's conditions", "service", klog.KObj(svc), "err", err)
+		}
+		driftRepairs.Inc()
+		c.queue.Add(key)
+	}
+}
+
+// stateOf returns the Service's state, a new one when the Service is new or
+// was recreated under the same name.
+func (c *Controller) stateOf(key string, uid types.UID) *serviceState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.state[key]
+	if !ok || st.uid != uid {
+		if ok {
+			st.setPhase(phaseNone)
+		}
+		st = &serviceState{uid: uid}
+		c.state[key] = st
+	}
+	return st
+}
+
+func (c *Controller) dropState(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.state[key]; ok {
+		st.setPhase(phaseNone)
+		delete(c.state, key)
+	}
+}
+
+// sync makes the Service's load balancer what it asks. It returns a delay when
+// the cloud is still working (the Service is looked at again then), an error
+// for a failed pass (retried with backoff).
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	start := time.Now()
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0, nil
+	}
+	cached, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.dropState(key)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	// The cache's object is shared: every write goes to a copy.
+	svc := cached.DeepCopy()
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("service", klog.KObj(svc)))
+	st := c.stateOf(key, svc.UID)
+	var after time.Duration
+	var op string
+	switch {
+	case needsCleanup(svc):
+		op = "delete"
+		after, err = c.cleanup(ctx, key, svc, st)
+	case wantsLoadBalancer(svc):
+		op = "ensure"
+		after, err = c.ensure(ctx, svc, st)
+	default:
+		// Not ours (another class, another type) and no finalizer of ours.
+		c.dropState(key)
+		return 0, nil
+	}
+	observeSync(op, after, err, time.Since(start))
+	return after, err
+}
+
+// ensure creates or converges the load balancer.
+func (c *Controller) ensure(ctx context.Context, svc *v1.Service, st *serviceState) (time.Duration, error) {
+	logger := klog.FromContext(ctx)
+	nodes, err := eligibleNodes(c.nodes)
+	if err != nil {
+		return 0, err
+	}
+	nodeHash, specHash := nodeSetHash(nodes), c.specHash(svc)
+	convergedSpec, convergedNodes := c.converged(st)
+	if convergedSpec == specHash && convergedNodes == nodeHash {
+		return 0, nil // converged, and nothing changed since
+	}
+	// The finalizer first: a Service must not go before what was built for it.
+	if err := c.patch(ctx, svc, func(s *v1.Service) { addFinalizer(s) }); err != nil {
+		return 0, fmt.Errorf("adding the load balancer cleanup finalizer: %w", err)
+	}
+	if len(nodes) == 0 && !st.noNodes {
+		c.recorder.Event(svc, v1.EventTypeWarning, ReasonNoNodes,
+			"No Node can back the load balancer: every Node is excluded (node.kubernetes.io/exclude-from-external-load-balancers), tainted "+ToBeDeletedTaint+", or being deleted")
+	}
+	st.noNodes = len(nodes) == 0
+
+	membersOnly := convergedSpec == specHash // converged before, and only the Nodes changed
+	var status *v1.LoadBalancerStatus
+	if membersOnly {
+		logger.V(2).Info("Updating load balancer members", "nodes", len(nodes))
+		err = c.balancer.UpdateLoadBalancer(ctx, c.opts.ClusterName, svc, nodes)
+		status = svc.Status.LoadBalancer.DeepCopy()
+	} else {
+		if st.progress == "" && !isReady(svc) {
+			logger.V(2).Info("Ensuring load balancer", "nodes", len(nodes))
+			c.recorder.Event(svc, v1.EventTypeNormal, ReasonEnsuring, "Ensuring load balancer")
+		}
+		status, err = c.balancer.EnsureLoadBalancer(ctx, c.opts.ClusterName, svc, nodes)
+		if err == nil && status == nil {
+			err = errors.New("the cloud provider returned no load balancer status")
+		}
+	}
+	if errors.Is(err, cloudprovider.ImplementedElsewhere) {
+		logger.V(4).Info("Load balancer implemented elsewhere")
+		return 0, nil
+	}
+	if after, done := c.failed(ctx, svc, st, err, ReasonSyncFailed, "Error syncing load balancer"); done {
+		return after, err
+	}
+	st.progress, st.problem, st.failures = "", "", 0
+	wasReady := isReady(svc) && servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, status)
+	msg := "Serving " + describe(status)
+	if err := c.patch(ctx, svc, func(s *v1.Service) {
+		s.Status.LoadBalancer = *status
+		setConditions(s, readyConditions(s.Generation, msg))
+	}); err != nil {
+		// Not converged until the status is written: the next pass writes it.
+		c.setConverged(st, 0, 0, phaseFailed)
+		return 0, fmt.Errorf("writing the load balancer status: %w", err)
+	}
+	c.setConverged(st, specHash, nodeHash, phaseReady)
+	switch {
+	case !wasReady:
+		logger.Info("Load balancer ready", "ingress", describe(status), "nodes", len(nodes))
+		c.recorder.Event(svc, v1.EventTypeNormal, ReasonEnsured, "Ensured load balancer: "+msg)
+	case membersOnly:
+		c.recorder.Eventf(svc, v1.EventTypeNormal, ReasonUpdatedNodes, "Updated load balancer: %d Node(s) back it", len(nodes))
+	}
+	return 0, nil
+}
+
+// failed publishes what err says about a pass, when err is not nil: progress
+// (the cloud is working), a Problem (a person must act), or a failure. done is
+// true when err is not nil; after is when to look again for progress.
+func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceState, err error, failReason, failPrefix string) (after time.Duration, done bool) {
+	if err == nil {
+		return 0, false
+	}
+	logger := klog.FromContext(ctx)
+	var conds []condition
+	var retry *api.RetryError
+	switch {
+	case errors.As(err, &retry):
+		msg := retry.Error()
+		if msg != st.progress {
+			logger.V(2).Info("Load balancer in progress", "status", msg)
+			c.recorder.Event(svc, v1.EventTypeNormal, progressReason(svc), capitalise(msg))
+			st.progress = msg
+		}
+		st.failures = 0
+		c.setPhase(st, phaseProgressing)
+		conds = progressingConditions(svc, progressReason(svc), capitalise(msg), false)
+		after = jitter(retry.RetryAfter())
+	default:
+		st.failures++
+		c.setPhase(st, phaseFailed)
+		reason, msg := failReason, fmt.Sprintf("%s: %v", failPrefix, err)
+		if p, ok := provider.AsProblem(err); ok {
+			reason, msg = p.Reason, capitalise(p.Message)
+			if msg != st.problem {
+				c.recorder.Event(svc, v1.EventTypeWarning, reason, msg)
+				st.problem = msg
+			}
+		} else if st.failures >= warnAfter {
+			c.recorder.Eventf(svc, v1.EventTypeWarning, reason, "%s (%d attempts)", msg, st.failures)
+		}
+		logger.Info("Load balancer sync failed", "reason", reason, "attempt", st.failures, "err", err)
+		conds = failedConditions(svc, reason, msg)
+	}
+	if perr := c.patch(ctx, svc, func(s *v1.Service) { setConditions(s, conds) }); perr != nil {
+		logger.V(2).Info("Cannot write the Service's conditions", "err", perr)
+	}
+	return after, true
+}
+
+func progressReason(svc *v1.Service) string {
+	if needsCleanup(svc) {
+		return ReasonDeleting
+	}
+	return ReasonEnsuring
+}
+
+// cleanup deletes the load balancer of a Service that is being deleted or no
+// longer wants one, then lets the Service go (removes the finalizer and the
+// load balancer status). The cloud is always asked, not only when it reports a
+// load balancer: it also frees what a load balancer deleted behind our back
+// left (an address).
+func (c *Controller) cleanup(ctx context.Context, key string, svc *v1.Service, st *serviceState) (time.Duration, error) {
+	if !st.deleting {
+		klog.FromContext(ctx).V(2).Info("Deleting load balancer")
+		c.recorder.Event(svc, v1.EventTypeNormal, ReasonDeleting, "Deleting load balancer")
+		st.deleting = true
+	}
+	err := c.balancer.EnsureLoadBalancerDeleted(ctx, c.opts.ClusterName, svc)
+	if errors.Is(err, cloudprovider.ImplementedElsewhere) {
+		err = nil
+	}
+	if after, done := c.failed(ctx, svc, st, err, ReasonDeleteFailed, "Error deleting load balancer"); done {
+		return after, err
+	}
+	if err := c.patch(ctx, svc, func(s *v1.Service) {
+		removeFinalizer(s)
+		s.Status.LoadBalancer = v1.LoadBalancerStatus{}
+		removeConditions(s)
+	}); err != nil && !apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("removing the load balancer cleanup finalizer: %w", err)
+	}
+	klog.FromContext(ctx).Info("Deleted load balancer")
+	c.recorder.Event(svc, v1.EventTypeNormal, ReasonDeleted, "Deleted load balancer")
+	c.dropState(key)
+	return 0, nil
+}
+
+// specHash identifies what the Service asks of its load balancer: its UID,
+// spec and annotations, less those the clouds write for their own records.
+func (c *Controller) specHash(svc *v1.Service) uint64 {
+	ann := make(map[string]string, len(svc.Annotations))
+	for k, v := range svc.Annotations {
+		if !c.ignored[k] {
+			ann[k] = v
+		}
+	}
+	data, _ := json.Marshal(struct {
+		UID         types.UID
+		Spec        v1.ServiceSpec
+		Annotations map[string]string
+	}{svc.UID, svc.Spec, ann})
+	h := fnv.New64a()
+	h.Write(data)
+	if s := h.Sum64(); s != 0 {
+		return s
+	}
+	return 1 // 0 means "not converged"
+}
+
+// wantsLoadBalancer: a Service of type LoadBalancer without a
+// loadBalancerClass (a class names another implementation).
+func wantsLoadBalancer(svc *v1.Service) bool {
+	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil
+}
+
+// needsCleanup: the Service holds our finalizer and is being deleted or no
+// longer wants a load balancer of ours.
+func needsCleanup(svc *v1.Service) bool {
+	return servicehelper.HasLBFinalizer(svc) && (svc.DeletionTimestamp != nil || !wantsLoadBalancer(svc))
+}
+
+// needsUpdate: a change that can change the load balancer. Status-only
+// changes (ours included) are not, nor are the annotations clouds write for
+// their own records.
+func (c *Controller) needsUpdate(old, cur *v1.Service) bool {
+	if !wantsLoadBalancer(old) && !wantsLoadBalancer(cur) {
+		return false
+	}
+	return old.UID != cur.UID || c.specHash(old) != c.specHash(cur) ||
+		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil)
+}
+
+func describe(st *v1.LoadBalancerStatus) string {
+	var out []string
+	for _, in := range st.Ingress {
+		switch {
+		case in.Hostname != "":
+			out = append(out, in.Hostname)
+		case in.IP != "":
+			out = append(out, in.IP)
+		}
+	}
+	if len(out) == 0 {
+		return "(no address)"
+	}
+	s := out[0]
+	for _, o := range out[1:] {
+		s += ", " + o
+	}
+	return s
+}
+
+func capitalise(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// jitter spreads retries of many Services that failed at once.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}

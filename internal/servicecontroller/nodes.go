@@ -1,0 +1,94 @@
+package servicecontroller
+
+import (
+	"hash/fnv"
+	"slices"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+)
+
+// ToBeDeletedTaint is the Cluster Autoscaler's taint on a Node it is about to
+// remove; such a Node leaves load balancers first.
+const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+// Node eligibility is exactly k8s.io/cloud-provider v0.37's (controllers/service:
+// stableNodeSetPredicates): a Node backs load balancers unless it is being
+// deleted, carries node.kubernetes.io/exclude-from-external-load-balancers with a
+// value that is not a false boolean, or has the Cluster Autoscaler's
+// ToBeDeleted taint. Readiness does not count: a NotReady Node stays a member
+// and the load balancer's health check takes it out, so that a flapping kubelet
+// does not rewrite every load balancer. externalTrafficPolicy: Local does not
+// change the set either: the health check node port finds the Nodes with
+// endpoints.
+
+// included: not labelled for exclusion. A label whose value is not a boolean
+// excludes, as the framework does.
+func included(n *v1.Node) bool {
+	v, ok := n.Labels[v1.LabelNodeExcludeBalancers]
+	if !ok {
+		return true
+	}
+	b, err := strconv.ParseBool(v)
+	return err == nil && !b
+}
+
+// untainted: not about to be removed by the Cluster Autoscaler.
+func untainted(n *v1.Node) bool {
+	return !slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == ToBeDeletedTaint })
+}
+
+func notDeleted(n *v1.Node) bool { return n.DeletionTimestamp.IsZero() }
+
+// Eligible says whether n backs load balancers.
+func Eligible(n *v1.Node) bool { return notDeleted(n) && included(n) && untainted(n) }
+
+// eligibleNodes lists the Nodes that back load balancers, from the shared cache:
+// the pointers are the cache's own, not copies, and are never written.
+func eligibleNodes(lister corelisters.NodeLister) ([]*v1.Node, error) {
+	all, err := lister.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0:0]
+	for _, n := range all {
+		if Eligible(n) {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1.Node) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// nodeSetHash identifies a set of Nodes by what makes a load balancer change:
+// their names and provider IDs (as the framework's nodesSufficientlyEqual).
+// nodes are sorted by name.
+func nodeSetHash(nodes []*v1.Node) uint64 {
+	h := fnv.New64a()
+	for _, n := range nodes {
+		h.Write([]byte(n.Name))
+		h.Write([]byte{0})
+		h.Write([]byte(n.Spec.ProviderID))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// nodeChangeMatters says whether an update of a Node makes load balancers sync,
+// as the framework's shouldSyncUpdatedNode: a change of its exclusion label's
+// verdict or of its provider ID. Heartbeats, readiness, taints and other labels
+// cost nothing; a Node tainted by the Cluster Autoscaler leaves at the next
+// sync, so that its connections drain meanwhile.
+func nodeChangeMatters(old, cur *v1.Node) bool {
+	return included(old) != included(cur) || old.Spec.ProviderID != cur.Spec.ProviderID
+}
