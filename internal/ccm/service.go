@@ -78,4 +78,3 @@ func startServiceController(ctx context.Context, initContext app.ControllerInitC
 	go c.Run(ctx)
 	return nil, true, nil
 }
-
