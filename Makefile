@@ -19,13 +19,8 @@ IMAGE_DIR := $(ROOT)/tmp/image
 # Flags of every go test run; -race and -shuffle catch what a quiet run hides.
 TEST_FLAGS ?= -race -shuffle=on -count=1
 # The e2e suites run the controller manager in-process, so the race detector sees
-# k8s.io/cloud-provider too. Its service controller has a known data race of its own
-# (processServiceCreateOrUpdate writes cachedService.state without the cache's lock
-# while syncNodes reads it through allServices), which fails a run about once in a
-# dozen. That one package is compiled without race instrumentation; every other
-# package, ours included, stays instrumented. Synchronisation still reaches the
-# detector through the runtime and package sync.
-E2E_FLAGS ?= $(TEST_FLAGS) -gcflags=k8s.io/cloud-provider/controllers/service=-race=false
+# k8s.io/cloud-provider's controllers too.
+E2E_FLAGS ?= $(TEST_FLAGS)
 RUN_ARGS ?=
 # make run CLOUD=openstack runs the dev cluster on the OpenStack emulator.
 CLOUD ?= local

@@ -509,8 +509,8 @@ func (c *Controller) ensure(ctx context.Context, svc *v1.Service, st *serviceSta
 		logger.V(4).Info("Load balancer implemented elsewhere")
 		return 0, nil
 	}
-	if after, done := c.failed(ctx, svc, st, err, ReasonSyncFailed, "Error syncing load balancer"); done {
-		return after, err
+	if err != nil {
+		return c.failed(ctx, svc, st, err, ReasonSyncFailed, "Error syncing load balancer")
 	}
 	st.progress, st.problem, st.failures = "", "", 0
 	wasReady := isReady(svc) && servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, status)
@@ -534,15 +534,13 @@ func (c *Controller) ensure(ctx context.Context, svc *v1.Service, st *serviceSta
 	return 0, nil
 }
 
-// failed publishes what err says about a pass, when err is not nil: progress
-// (the cloud is working), a Problem (a person must act), or a failure. done is
-// true when err is not nil; after is when to look again for progress.
-func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceState, err error, failReason, failPrefix string) (after time.Duration, done bool) {
-	if err == nil {
-		return 0, false
-	}
+// failed publishes what err, which is not nil, says about a pass: progress
+// (the cloud is working: look again after the delay returned), a Problem (a
+// person must act) or a failure (both returned, to retry with backoff).
+func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceState, err error, failReason, failPrefix string) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	var conds []condition
+	var after time.Duration
 	var retry *api.RetryError
 	switch {
 	case errors.As(err, &retry):
@@ -555,7 +553,7 @@ func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceSta
 		st.failures = 0
 		c.setPhase(st, phaseProgressing)
 		conds = progressingConditions(svc, progressReason(svc), capitalise(msg), false)
-		after = jitter(retry.RetryAfter())
+		after, err = jitter(retry.RetryAfter()), nil
 	default:
 		st.failures++
 		c.setPhase(st, phaseFailed)
@@ -575,7 +573,7 @@ func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceSta
 	if perr := c.patch(ctx, svc, func(s *v1.Service) { setConditions(s, conds) }); perr != nil {
 		logger.V(2).Info("Cannot write the Service's conditions", "err", perr)
 	}
-	return after, true
+	return after, err
 }
 
 func progressReason(svc *v1.Service) string {
@@ -600,8 +598,8 @@ func (c *Controller) cleanup(ctx context.Context, key string, svc *v1.Service, s
 	if errors.Is(err, cloudprovider.ImplementedElsewhere) {
 		err = nil
 	}
-	if after, done := c.failed(ctx, svc, st, err, ReasonDeleteFailed, "Error deleting load balancer"); done {
-		return after, err
+	if err != nil {
+		return c.failed(ctx, svc, st, err, ReasonDeleteFailed, "Error deleting load balancer")
 	}
 	if err := c.patch(ctx, svc, func(s *v1.Service) {
 		removeFinalizer(s)

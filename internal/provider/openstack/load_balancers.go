@@ -814,6 +814,7 @@ func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1
 	c.mu.Lock()
 	delete(c.checked, lb.ID)
 	c.mu.Unlock()
-	klog.FromContext(ctx).Info("Deleted load balancer", "service", klog.KObj(svc), "id", lb.ID)
-	return nil
+	klog.FromContext(ctx).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID)
+	// Done when it is gone: the Service keeps its finalizer until then.
+	return api.NewRetryError(fmt.Sprintf("load balancer %s is being deleted", lb.ID), pendingRetry)
 }
