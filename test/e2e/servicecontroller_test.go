@@ -42,6 +42,10 @@ type lbCloud struct {
 	// members lists the backend addresses of the Service's load balancer (nil
 	// where the cloud cannot tell without traffic).
 	members func(t *testing.T, svc *v1.Service) []string
+
+	// The OpenStack emulator and clients of its APIs.
+	emu              *emulator.Emulator
+	octavia, network *gophercloud.ServiceClient
 }
 
 // localLBCloud: the local cloud with n Nodes on 127.0.third.x and a pool on
@@ -86,6 +90,7 @@ func openStackLBCloud(t *testing.T, third, n int) *lbCloud {
 		waitNodeInitialised(t, k.Name)
 	}
 	octavia, network := emulatorClients(t, e)
+	c.emu, c.octavia, c.network = e, octavia, network
 	c.holds = func(t *testing.T, svc *v1.Service, _ string) []string {
 		var out []string
 		for _, lb := range listLBs(t, octavia, svc.UID) {
@@ -355,3 +360,69 @@ func patchNode(t *testing.T, name, patch string) {
 	require.NoError(t, err)
 }
 
+
+// A load balancer lost behind the controller's back (deleted, or in ERROR) is
+// found by the drift check and rebuilt with the Service's address, with no
+// change to the Service and no Warning; deleting the Service then leaves no
+// floating IP behind.
+func TestLostLoadBalancerIsRebuiltWithTheSameAddress(t *testing.T) {
+	for _, lose := range []struct {
+		name string
+		do   func(t *testing.T, c *lbCloud, id string)
+	}{
+		{"deleted", func(t *testing.T, c *lbCloud, id string) {
+			require.NoError(t, loadbalancers.Delete(t.Context(), c.octavia, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr())
+		}},
+		{"in ERROR", func(t *testing.T, c *lbCloud, id string) { require.NoError(t, c.emu.SetLoadBalancerError(id)) }},
+	} {
+		t.Run(lose.name, func(t *testing.T) {
+			ns := namespace(t)
+			c := openStackLBCloud(t, 46, 1)
+			lbService(t, ns, "web", nil)
+			got := waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+			addr, gen := ingressAddr(got), got.Generation
+			lbs := listLBs(t, c.octavia, got.UID)
+			require.Len(t, lbs, 1)
+			lose.do(t, c, lbs[0].ID)
+
+			require.NoError(t, framework.Poll(waitLong, tick, func() error {
+				lbs := listLBs(t, c.octavia, got.UID)
+				if len(lbs) != 1 || lbs[0].ProvisioningStatus != "ACTIVE" {
+					return fmt.Errorf("load balancers %v", lbs)
+				}
+				s := getService(t, ns, "web")
+				if !isReadyNow(s) || ingressAddr(s) != addr || len(listLBs(t, c.octavia, got.UID)) != 1 {
+					return fmt.Errorf("service %v %v", ingressAddr(s), s.Status.Conditions)
+				}
+				return nil
+			}))
+			now := listLBs(t, c.octavia, got.UID)
+			assert.NotEqual(t, lbs[0].ID, now[0].ID, "a new load balancer")
+			assert.Equal(t, gen, getService(t, ns, "web").Generation, "the Service was not changed")
+			assert.Contains(t, events(t, ns, "web"), "Normal "+servicecontroller.ReasonRepairing)
+			assert.Equal(t, []string{"load balancer " + now[0].ID + " ACTIVE", "floating IP " + addr}, c.holds(t, got, addr), "one load balancer and the one floating IP")
+			assert.Empty(t, warnings(t, ns))
+
+			deleteService(t, ns, "web")
+			assert.Empty(t, c.holds(t, got, addr), "nothing of the Service is left")
+		})
+	}
+}
+
+func isReadyNow(s *v1.Service) bool {
+	c := meta.FindStatusCondition(s.Status.Conditions, servicecontroller.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// A Service that asks for a floating IP another holds is refused before
+// anything is created for it.
+func TestServiceRefusedForATakenAddressCreatesNothing(t *testing.T) {
+	ns := namespace(t)
+	c := openStackLBCloud(t, 47, 1)
+	lbService(t, ns, "first", nil)
+	first := waitCondition(t, ns, "first", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+	lbService(t, ns, "second", func(s *v1.Service) { s.Spec.LoadBalancerIP = ingressAddr(first) })
+	second := waitCondition(t, ns, "second", servicecontroller.ConditionReady, metav1.ConditionFalse, "LoadBalancerIPUnavailable")
+	assert.Contains(t, meta.FindStatusCondition(second.Status.Conditions, servicecontroller.ConditionReady).Message, "nothing was created")
+	assert.Empty(t, c.holds(t, second, ""), "no load balancer for the refused Service")
+}

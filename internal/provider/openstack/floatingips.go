@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"slices"
 	"fmt"
 	"net/http"
 
@@ -14,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
@@ -38,6 +40,14 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 	}
 	if s.floatingIP != "" {
 		return c.attachRequestedFloatingIP(ctx, network, svc, lb, s)
+	}
+	// A Service that had an address keeps it: the floating IP created for it
+	// earlier is free when its load balancer was lost (deleted behind our back,
+	// or replaced after ERROR). A new Service has none to look for.
+	if _, had := svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)]; had {
+		if addr, ok, err := c.reattachOwnFloatingIP(ctx, network, svc, lb, s.floatingNetworkID); err != nil || ok {
+			return addr, err
+		}
 	}
 	netID := s.floatingNetworkID
 	if netID == "" {
@@ -104,6 +114,85 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 		klog.FromContext(ctx).Info("Attached requested floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	}
 	return fip.FloatingIP, nil
+}
+
+// ownFloatingIPs lists the floating IPs this CCM created for the Service.
+func (c *Cloud) ownFloatingIPs(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) ([]floatingips.FloatingIP, error) {
+	desc := fipDescription + string(svc.UID)
+	pages, err := floatingips.List(network, floatingips.ListOpts{Description: desc}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, redact(err))
+	}
+	all, err := floatingips.ExtractFloatingIPs(pages)
+	if err != nil {
+		return nil, err
+	}
+	// The filter is the server's; ownership is checked here too.
+	return slices.DeleteFunc(all, func(f floatingips.FloatingIP) bool { return f.Description != desc }), nil
+}
+
+// reattachOwnFloatingIP puts a free floating IP this CCM created for the
+// Service on the load balancer's VIP port: the Service keeps its address when
+// its load balancer is rebuilt. ok is false when there is none.
+func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, netID string) (string, bool, error) {
+	own, err := c.ownFloatingIPs(ctx, network, svc)
+	if err != nil {
+		return "", false, err
+	}
+	for _, f := range own {
+		if f.PortID != "" || (netID != "" && f.FloatingNetworkID != netID) {
+			continue
+		}
+		port := lb.VipPortID
+		if _, err := floatingips.Update(ctx, network, f.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
+			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, redact(err)))
+		}
+		klog.FromContext(ctx).Info("Kept the Service's floating IP on its new load balancer", "service", klog.KObj(svc), "ip", f.FloatingIP, "loadBalancer", lb.ID)
+		return f.FloatingIP, true, nil
+	}
+	return "", false, nil
+}
+
+// deleteOwnFloatingIPs deletes the floating IPs this CCM created for the
+// Service that are on no port (those of load balancers lost or deleted).
+func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) error {
+	own, err := c.ownFloatingIPs(ctx, network, svc)
+	if err != nil {
+		return err
+	}
+	for _, f := range own {
+		if f.PortID != "" {
+			continue
+		}
+		if err := floatingips.Delete(ctx, network, f.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, redact(err))
+		}
+		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", f.FloatingIP)
+	}
+	return nil
+}
+
+// requestedFloatingIPFree refuses, before anything is created, a Service whose
+// spec.loadBalancerIP is a floating IP already on a port.
+func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gophercloud.ServiceClient, s lbSpec) error {
+	if s.internal || s.floatingIP == "" {
+		return nil
+	}
+	pages, err := floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}).AllPages(ctx)
+	if err != nil {
+		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, redact(err))
+	}
+	fips, err := floatingips.ExtractFloatingIPs(pages)
+	if err != nil {
+		return err
+	}
+	for _, f := range fips {
+		if f.PortID != "" {
+			return provider.Refuse(provider.ReasonAddressUnavailable,
+				"spec.loadBalancerIP %s is attached to port %s; detach it or choose another address (nothing was created)", s.floatingIP, f.PortID)
+		}
+	}
+	return nil
 }
 
 // fipRefusedOr is refusedOr with the floating IP's reason.

@@ -177,6 +177,11 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 		if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
 			return nil, provider.Refuse(provider.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
 		}
+		// Check before building: what would refuse the Service later must
+		// refuse it before anything is created for it.
+		if err := c.requestedFloatingIPFree(ctx, network, spec); err != nil {
+			return nil, err
+		}
 		created, err := loadbalancers.Create(ctx, octavia, c.createOpts(svc, spec)).Extract()
 		if err != nil {
 			return nil, refusedOr(fmt.Errorf("octavia refused load balancer %s: %w", spec.name, redact(err)))
@@ -191,7 +196,8 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 	case lb.ProvisioningStatus == "ERROR" && !shared:
 		logger.Info("Replacing load balancer in ERROR", "id", lb.ID)
 		c.events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
-		if err := c.releaseFloatingIP(ctx, network, svc, lb, spec.keepFIP); err != nil {
+		// Its floating IP is kept, detached, for the new load balancer.
+		if err := c.releaseFloatingIP(ctx, network, svc, lb, true); err != nil {
 			return nil, err
 		}
 		if err := loadbalancers.Delete(ctx, octavia, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
@@ -787,8 +793,17 @@ func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1
 		return err
 	}
 	lb, err := c.findLB(ctx, octavia, svc)
-	if err != nil || lb == nil {
+	if err != nil {
 		return err
+	}
+	keep, _ := annotation.OpenStackKeepFloatingIP.Bool(svc)
+	if lb == nil {
+		// Gone (deleted now, or behind our back before): what it left of ours
+		// goes too.
+		if keep {
+			return nil
+		}
+		return c.deleteOwnFloatingIPs(ctx, network, svc)
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING") {
 		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), pendingRetry)
@@ -804,7 +819,6 @@ func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1
 		}
 		return nil
 	}
-	keep, _ := annotation.OpenStackKeepFloatingIP.Bool(svc)
 	if err := c.releaseFloatingIP(ctx, network, svc, lb, keep); err != nil {
 		return err
 	}
