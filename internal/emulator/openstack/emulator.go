@@ -35,6 +35,13 @@ type Options struct {
 	// its simulated kubelets can listen on their servers' addresses; the
 	// benchmark a /16, for thousands of servers and load balancer VIPs.
 	PrivateCIDR string
+	// StrandGraphChildren makes Octavia behave as the Octavia 11.0.0 (Zed,
+	// Debian 12 packages) of the test harness does, measured 2026-11-23: a load
+	// balancer created fully populated (with listeners, and their pools, members
+	// and monitors) becomes ACTIVE, but the objects created with it stay
+	// PENDING_CREATE for good, and so immutable (409); a cascade delete of the
+	// load balancer still removes them. Objects created later settle normally.
+	StrandGraphChildren bool
 	// PublicCIDR is the external network's subnet, where floating IPs come from
 	// (from its 10th address on); default 203.0.113.0/24 (floating IPs
 	// .10–.250). Addresses only: nothing is ever sent to them.

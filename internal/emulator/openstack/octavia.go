@@ -50,6 +50,16 @@ type octStd struct {
 	Tags                  []string
 	Prov, Oper            string
 	Created, Updated      time.Time
+	// stranded: created in a fully populated load balancer under
+	// Options.StrandGraphChildren; it never leaves PENDING_CREATE.
+	stranded bool
+}
+
+// settle moves a pending object to ACTIVE, unless it is stranded.
+func (o *octStd) settle() {
+	if isPending(o.Prov) && !o.stranded {
+		o.Prov = provActive
+	}
 }
 
 func (o *octStd) stdField(k string) (string, bool) {
@@ -341,8 +351,8 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 		switch {
 		case l.Prov == provPendingDelete:
 			e.purgeListener(lb, l)
-		case isPending(l.Prov):
-			l.Prov = provActive
+		default:
+			l.settle()
 		}
 	}
 	for _, pid := range lb.Pools {
@@ -357,8 +367,8 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 			case m.Prov == provPendingDelete:
 				p.Members = without(p.Members, mid)
 				e.members.remove(mid)
-			case isPending(m.Prov):
-				m.Prov = provActive
+			default:
+				m.settle()
 			}
 		}
 		if h, ok := e.monitors.get(p.MonitorID); ok {
@@ -366,13 +376,11 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 			case h.Prov == provPendingDelete:
 				e.monitors.remove(h.ID)
 				p.MonitorID = ""
-			case isPending(h.Prov):
-				h.Prov = provActive
+			default:
+				h.settle()
 			}
 		}
-		if isPending(p.Prov) {
-			p.Prov = provActive
-		}
+		p.settle()
 	}
 	if isPending(lb.Prov) {
 		lb.Prov = provActive
@@ -866,6 +874,7 @@ func (e *Emulator) routeOctavia() {
 		e.handle("GET "+pre+"/loadbalancers/{id}", func(w http.ResponseWriter, r *http.Request) {
 			octaviaGet(e, w, r, e.lbs, "loadbalancer", "Load Balancer", e.lbView)
 		})
+		e.handle("GET "+pre+"/loadbalancers/{id}/status", e.lbStatusTree)
 		e.handle("POST "+pre+"/loadbalancers", e.createLB)
 		e.handle("PUT "+pre+"/loadbalancers/{id}", e.updateLB)
 		e.handle("DELETE "+pre+"/loadbalancers/{id}", e.deleteLB)
@@ -1056,11 +1065,20 @@ func (e *Emulator) createLB(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.lbs.add(lb.ID, lb)
+	strand := e.opts.StrandGraphChildren
 	for i, l := range ls {
+		l.stranded = strand
 		e.listeners.add(l.ID, l)
 		lb.Listeners = with(lb.Listeners, l.ID)
-		if pgs[i] != nil {
-			e.storePool(lb, l, pgs[i])
+		if g := pgs[i]; g != nil {
+			g.pool.stranded = strand
+			for _, m := range g.members {
+				m.stranded = strand
+			}
+			if g.monitor != nil {
+				g.monitor.stranded = strand
+			}
+			e.storePool(lb, l, g)
 		}
 	}
 	e.markPending(lb, provPendingCreate, now)
@@ -1227,6 +1245,10 @@ func (e *Emulator) updateListener(w http.ResponseWriter, r *http.Request) {
 	}
 	lb, ok := e.childLB(w, l.LBID)
 	if !ok {
+		return
+	}
+	if isPending(l.Prov) {
+		octaviaError(w, 409, fmt.Sprintf("Listener %s is immutable and cannot be updated.", l.ID))
 		return
 	}
 	if req.Protocol != "" && req.Protocol != l.Protocol || req.ProtocolPort != 0 && req.ProtocolPort != l.ProtocolPort {
@@ -1733,4 +1755,67 @@ func (e *Emulator) SetLoadBalancerError(id string) error {
 	lb.Prov, lb.Oper = provError, operError
 	delete(e.pendingLBs, id)
 	return nil
+}
+
+// lbStatusTree answers GET /v2/lbaas/loadbalancers/{id}/status: the load
+// balancer with its listeners, their pools, the pools' members and health
+// monitor, each with its id, name and statuses (Octavia API reference, "Get
+// the Load Balancer status tree"; the shape recorded from the harness's Octavia
+// 11.0.0: statuses.loadbalancer.listeners[].pools[].{members[],health_monitor}).
+func (e *Emulator) lbStatusTree(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	e.lock()
+	defer e.mu.Unlock()
+	lb, ok := e.lbs.get(id)
+	if !ok {
+		octaviaNotFound(w, "Load Balancer", id)
+		return
+	}
+	std := func(o octStd) map[string]any {
+		return map[string]any{"id": o.ID, "name": o.Name, "provisioning_status": o.Prov, "operating_status": o.Oper}
+	}
+	var ls []any
+	for _, lid := range lb.Listeners {
+		l, ok := e.listeners.get(lid)
+		if !ok {
+			continue
+		}
+		lv := std(l.octStd)
+		lv["type"] = l.Protocol
+		var ps []any
+		for _, pid := range lb.Pools {
+			p, ok := e.pools.get(pid)
+			if !ok || !slices.Contains(p.Listeners, l.ID) {
+				continue
+			}
+			pv := std(p.octStd)
+			var ms []any
+			for _, mid := range p.Members {
+				if m, ok := e.members.get(mid); ok {
+					mv := std(m.octStd)
+					mv["address"], mv["protocol_port"] = m.Address, m.ProtocolPort
+					ms = append(ms, mv)
+				}
+			}
+			pv["members"] = orEmpty(ms)
+			if h, ok := e.monitors.get(p.MonitorID); ok {
+				hv := std(h.octStd)
+				hv["type"] = h.Type
+				pv["health_monitor"] = hv
+			}
+			ps = append(ps, pv)
+		}
+		lv["pools"] = orEmpty(ps)
+		ls = append(ls, lv)
+	}
+	lbv := std(lb.octStd)
+	lbv["listeners"] = orEmpty(ls)
+	writeJSON(w, http.StatusOK, map[string]any{"statuses": map[string]any{"loadbalancer": lbv}})
+}
+
+func orEmpty(v []any) []any {
+	if v == nil {
+		return []any{}
+	}
+	return v
 }

@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -43,6 +44,32 @@ type Cloud struct {
 	kube      kubernetes.Interface
 	// checked is when each load balancer's graph was last walked in full.
 	checked map[string]time.Time
+	// serial: load balancers are created step by step, not fully populated
+	// (configured, or found out from a provider that strands the children of
+	// a fully populated one).
+	serial atomic.Bool
+	// created is the fingerprint of the spec each load balancer this process
+	// created (fully populated) was created from, until it is converged: one
+	// that becomes ACTIVE is as created, and needs no walk.
+	created map[string]string
+}
+
+// createdAs is the fingerprint lbID was created from by this process ("" if
+// none); forgetCreated drops it.
+func (c *Cloud) createdAs(lbID string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.created[lbID]
+}
+
+func (c *Cloud) setCreated(lbID, fingerprint string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fingerprint == "" {
+		delete(c.created, lbID)
+	} else {
+		c.created[lbID] = fingerprint
+	}
 }
 
 // fullCheckDue says whether a load balancer whose fingerprint matches should be
@@ -85,8 +112,9 @@ func New(cfg Config) (*Cloud, error) {
 	}
 	cl := &clients{cfg: cfg}
 	c := &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},
-		checked: map[string]time.Time{}}
+		checked: map[string]time.Time{}, created: map[string]string{}}
 	c.index = newLBIndex(c)
+	c.serial.Store(cfg.LoadBalancer.ProviderRequiresSerialAPICalls)
 	return c, nil
 }
 

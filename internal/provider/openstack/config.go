@@ -143,6 +143,13 @@ type LoadBalancer struct {
 	// Octavia provider driver, such as amphora or ovn.
 	// Default: Octavia's default provider
 	LBProvider string `ini:"lb-provider"`
+	// Create load balancers step by step (the load balancer, then each
+	// listener, pool, members and monitor) instead of in one fully populated
+	// create, for providers that leave the listeners and pools of a fully
+	// populated load balancer pending. Such a provider is also found out on the
+	// first load balancer, which is then rebuilt step by step.
+	// Default: false
+	ProviderRequiresSerialAPICalls bool `ini:"provider-requires-serial-api-calls"`
 	// Accepted for compatibility; Octavia v2 is the only API (any other value gets a warning).
 	LBVersion string `ini:"lb-version"`
 	// Subnet of the load balancers' VIPs.
@@ -198,8 +205,6 @@ type LoadBalancer struct {
 	// Accepted for compatibility; Services share a load balancer only when they name it with the load-balancer-id annotation.
 	// Default: 2
 	MaxSharedLB *int `ini:"max-shared-lb"`
-	// Accepted for compatibility; Overcast always makes one change per load balancer at a time.
-	ProviderRequiresSerialAPICalls bool `ini:"provider-requires-serial-api-calls"`
 	// PublishOnlyPublicAddress (an Overcast extension): true (the default, as
 	// cloud-provider-openstack does) puts only the floating IP of a public load
 	// balancer into the Service status; false publishes the VIP after it, for
