@@ -360,7 +360,6 @@ func patchNode(t *testing.T, name, patch string) {
 	require.NoError(t, err)
 }
 
-
 // A load balancer lost behind the controller's back (deleted, or in ERROR) is
 // found by the drift check and rebuilt with the Service's address, with no
 // change to the Service and no Warning; deleting the Service then leaves no

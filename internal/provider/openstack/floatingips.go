@@ -2,9 +2,9 @@ package openstack
 
 import (
 	"context"
-	"slices"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
