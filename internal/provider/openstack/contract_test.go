@@ -833,7 +833,9 @@ func TestContractStrandedChildrenAreRebuiltStepByStep(t *testing.T) {
 	require.NoError(t, poll(3*time.Minute, func() error { return c.UpdateLoadBalancer(t.Context(), "contract", svc, nodes) }))
 	ps, err := listPools(t.Context(), octavia, lb.ID)
 	require.NoError(t, err)
+	require.Len(t, ps, 2, "a pool per port")
 	for _, p := range ps {
+		assert.Equal(t, "ACTIVE", p.ProvisioningStatus)
 		assert.ElementsMatch(t, []string{"10.0.0.201", "10.0.0.202"}, memberAddresses(t, octavia, p.ID), "pool %s", p.Name)
 	}
 	deleteLB(t, c, svc)

@@ -182,11 +182,14 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 		if err := c.requestedFloatingIPFree(ctx, network, spec); err != nil {
 			return nil, err
 		}
-		created, err := loadbalancers.Create(ctx, octavia, c.createOpts(svc, spec)).Extract()
+		opts := c.createOpts(svc, spec)
+		created, err := loadbalancers.Create(ctx, octavia, opts).Extract()
 		if err != nil {
 			return nil, refusedOr(fmt.Errorf("octavia refused load balancer %s: %w", spec.name, redact(err)))
 		}
-		c.setCreated(created.ID, spec.fingerprint())
+		if len(opts.Listeners) == len(spec.ports) {
+			c.setCreated(created.ID, spec.fingerprint()) // fully populated
+		}
 		logger.Info("Created load balancer", "id", created.ID, "listeners", len(spec.ports), "members", len(spec.members))
 		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being created", created.ID), pendingRetry)
 	}

@@ -260,6 +260,11 @@ def cmd_resources():
     conn.set_compute_quotas(project.id, instances=-1, cores=-1, ram=-1)
     conn.set_network_quotas(project.id, network=-1, subnet=-1, port=-1, router=-1,
                             floatingip=-1, security_group=-1, security_group_rule=-1)
+    # Octavia makes each load balancer's VIP security group (and its rules) in its
+    # service project: with Neutron's default quota of 10, the eleventh load
+    # balancer goes to ERROR.
+    service = conn.identity.find_project("service")
+    conn.set_network_quotas(service.id, port=-1, security_group=-1, security_group_rule=-1)
 
     pub, pub_sub, tnet, tsub, router = ensure_networks(conn, project)
     cred = ensure_app_credential(conn, user, project)
