@@ -828,6 +828,9 @@ func TestContractStrandedChildrenAreRebuiltStepByStep(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, c.serial.Load(), "later load balancers are built step by step")
 	assert.Empty(t, strandedChildren(tree), "nothing is left pending")
+	built, err := listPools(t.Context(), octavia, lb.ID)
+	require.NoError(t, err)
+	assert.Len(t, built, 2, "the rebuilt load balancer has its pools when it is reported ready")
 
 	nodes = append(nodes, contractNode("n2", "", "10.0.0.202"))
 	require.NoError(t, poll(3*time.Minute, func() error { return c.UpdateLoadBalancer(t.Context(), "contract", svc, nodes) }))
