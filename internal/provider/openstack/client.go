@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
 )
@@ -91,8 +93,57 @@ func (c *clients) providerClient(ctx context.Context) (*gophercloud.ProviderClie
 	if err != nil {
 		return nil, err
 	}
+	if a.endpoint.Region == "" {
+		// The classic guide's cloud.conf names no region: one the catalog has
+		// alone is the region (of the endpoints, and of the Nodes' label).
+		a.endpoint.Region = catalogRegion(p)
+	}
 	c.provider, c.endpoint = p, a.endpoint
 	return p, nil
+}
+
+// region is the region of the endpoints in use: the configured one, else the
+// catalog's only one once authenticated ("" before, or when it has several).
+func (c *clients) region() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfg.Global.Region != "" {
+		return c.cfg.Global.Region
+	}
+	return c.endpoint.Region
+}
+
+// catalogRegion is the one region of the token's catalog, "" when it has none
+// or several (a choice the cloud.conf must make).
+func catalogRegion(p *gophercloud.ProviderClient) string {
+	var cat *tokens.ServiceCatalog
+	var err error
+	switch r := p.GetAuthResult().(type) {
+	case tokens.CreateResult:
+		cat, err = r.ExtractServiceCatalog()
+	case tokens.GetResult:
+		cat, err = r.ExtractServiceCatalog()
+	default:
+		return ""
+	}
+	if err != nil || cat == nil {
+		return ""
+	}
+	regions := map[string]bool{}
+	for _, e := range cat.Entries {
+		for _, ep := range e.Endpoints {
+			if r := cmp.Or(ep.RegionID, ep.Region); r != "" {
+				regions[r] = true
+			}
+		}
+	}
+	if len(regions) != 1 {
+		return ""
+	}
+	for r := range regions {
+		return r
+	}
+	return ""
 }
 
 // networkClient returns the Neutron client, authenticating on first use.

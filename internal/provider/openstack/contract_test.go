@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -842,4 +843,24 @@ func TestContractStrandedChildrenAreRebuiltStepByStep(t *testing.T) {
 		assert.ElementsMatch(t, []string{"10.0.0.201", "10.0.0.202"}, memberAddresses(t, octavia, p.ID), "pool %s", p.Name)
 	}
 	deleteLB(t, c, svc)
+}
+
+// A cloud.conf without a region (the classic guide's form) takes the region
+// of the catalog when it has only one, for the endpoints and the Nodes' label.
+func TestContractRegionComesFromTheCatalogWhenNotConfigured(t *testing.T) {
+	tg := newContractTarget(t)
+	conf := regexp.MustCompile(`(?m)^region\s*=.*\n`).ReplaceAllString(tg.conf, "")
+	require.NotEqual(t, tg.conf, conf, "the target's cloud.conf names a region")
+	cfg, err := Read(strings.NewReader(conf))
+	require.NoError(t, err)
+	c, err := New(cfg)
+	require.NoError(t, err)
+	s := tg.server(t, contractName("region-node"))
+	var md *cloudprovider.InstanceMetadata
+	require.NoError(t, poll(time.Minute, func() error {
+		var err error
+		md, err = c.InstanceMetadata(t.Context(), contractNode(s.name, "", ""))
+		return err
+	}))
+	assert.Equal(t, "RegionOne", md.Region, "the catalog's one region")
 }

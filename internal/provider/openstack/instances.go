@@ -274,7 +274,7 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 		ProviderID:    ProviderIDPrefix + "/" + s.ID,
 		InstanceType:  flavor,
 		Zone:          s.AvailabilityZone,
-		Region:        c.cfg.Global.Region,
+		Region:        c.clients.region(),
 		NodeAddresses: nodeAddresses(s.Name, c.addressesOf(ctx, s), []string{s.AccessIPv4, s.AccessIPv6}, c.cfg.Networking),
 	}, nil
 }
