@@ -42,7 +42,7 @@ func runDev(args []string) error {
 	once := fs.Bool("once", false, "stop after the demo instead of waiting for Ctrl-C (a smoke test)")
 	dir := fs.String("dir", "tmp/dev", "where the kubeconfig, cloud config, inventory and CCM log go")
 	ccmBin := fs.String("ccm", "bin/overcast-ccm", "the overcast-ccm binary to run")
-	cloud := fs.String("cloud", "local", "the cloud: local (a real L4 proxy serves the load balancer) or openstack (the OpenStack emulator; no data plane)")
+	cloud := fs.String("cloud", "local", "the cloud: local (a real L4 proxy serves the load balancer) or openstack (the OpenStack emulator, whose load balancers carry traffic on loopback)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -197,18 +197,10 @@ func runDev(args []string) error {
 	}
 	bin, _ := framework.BinaryDir(env.RepoRoot)
 	if *cloud == "openstack" {
-		done("EXTERNAL-IP %s (a floating IP of the emulator's Octavia load balancer; the emulator has no data plane)", ip)
-		fmt.Printf(`
-The cluster is yours:
-  export KUBECONFIG=%s
-  %s/kubectl get nodes -L node.kubernetes.io/instance-type,topology.kubernetes.io/zone
-  %s/kubectl -n demo get service hello
-  cloud.conf: %s
-  overcast-ccm log: %s
-`, kubeconfig, bin, bin, cloudConfig, logPath)
-		return waitDev(ctx, *once, exited, logPath)
+		done("EXTERNAL-IP %s (the floating IP of an Octavia load balancer of the emulator)", ip)
+	} else {
+		done("EXTERNAL-IP %s (from pool %s)", ip, devPool)
 	}
-	done("EXTERNAL-IP %s (from pool %s)", ip, devPool)
 
 	vip := netip.AddrPortFrom(ip, 8080)
 	step("Sending requests through the load balancer %s", vip)
@@ -225,15 +217,19 @@ The cluster is yours:
 		done("request %d: answered by %s", i+1, answer)
 	}
 
+	cloudLine := filepath.Join(absDir, "inventory.yaml") + " lists the instances; overcast-ccm re-reads it while running."
+	if *cloud == "openstack" {
+		cloudLine = "cloud.conf: " + cloudConfig
+	}
 	fmt.Printf(`
 The cluster is yours:
   export KUBECONFIG=%s
   %s/kubectl get nodes -L node.kubernetes.io/instance-type,topology.kubernetes.io/zone
   %s/kubectl -n demo get service hello
   printf 'hi\n' | nc -q1 %s %d      # through the load balancer
-  %s lists the instances; overcast-ccm re-reads it while running.
+  %s
   overcast-ccm log: %s
-`, kubeconfig, bin, bin, ip, 8080, filepath.Join(absDir, "inventory.yaml"), logPath)
+`, kubeconfig, bin, bin, ip, 8080, cloudLine, logPath)
 	return waitDev(ctx, *once, exited, logPath)
 }
 
@@ -364,7 +360,10 @@ func freePort() (int, error) {
 // loopback tenant subnet so the simulated kubelets can use the servers' addresses,
 // and writes its cloud.conf.
 func startDevOpenStack(dir string) (string, []devNode, func(), error) {
-	e := emulator.New(emulator.Options{ProvisioningDelay: 2 * time.Second, PrivateCIDR: "127.0.60.0/24"})
+	// Loopback subnets, so that the load balancers carry traffic: VIPs from the
+	// tenant subnet, floating IPs from the public one.
+	e := emulator.New(emulator.Options{ProvisioningDelay: 2 * time.Second, PrivateCIDR: "127.0.60.0/24",
+		PublicCIDR: "127.0.61.0/24", ServeTraffic: true})
 	if err := e.Start("127.0.0.1:0"); err != nil {
 		return "", nil, nil, err
 	}

@@ -19,7 +19,7 @@ import (
 // points at it.
 func runEmulate(args []string) error {
 	if len(args) == 0 || args[0] != "openstack" {
-		return errors.New("usage: overcast emulate openstack [--listen 127.0.0.1:PORT] [--latency 50ms] [--provisioning-delay 2s] [--servers N] [--cloud-conf FILE]")
+		return errors.New("usage: overcast emulate openstack [--listen 127.0.0.1:PORT] [--latency 50ms] [--provisioning-delay 2s] [--servers N] [--cloud-conf FILE] [--serve-traffic]")
 	}
 	fs := flag.NewFlagSet("emulate openstack", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address to serve on (loopback only)")
@@ -27,13 +27,18 @@ func runEmulate(args []string) error {
 	provisioning := fs.Duration("provisioning-delay", 2*time.Second, "how long Octavia objects stay PENDING_* (amphora-like ~60s, OVN-like ~2s)")
 	nServers := fs.Int("servers", 0, "servers to create at start (named server-0001, ...)")
 	confPath := fs.String("cloud-conf", "", "also write the cloud.conf to this file")
+	serve := fs.Bool("serve-traffic", false, "load balancers carry traffic: VIPs from 127.0.80.0/24 and floating IPs from 127.0.81.0/24 forward to their members")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if err := loopbackOnly(*listen); err != nil {
 		return err
 	}
-	e := emulator.New(emulator.Options{Latency: *latency, ProvisioningDelay: *provisioning})
+	opts := emulator.Options{Latency: *latency, ProvisioningDelay: *provisioning}
+	if *serve {
+		opts.ServeTraffic, opts.PrivateCIDR, opts.PublicCIDR = true, "127.0.80.0/24", "127.0.81.0/24"
+	}
+	e := emulator.New(opts)
 	if err := e.Start(*listen); err != nil {
 		return err
 	}

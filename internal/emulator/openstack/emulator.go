@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/l4proxy"
 )
 
 // ErrNotFound is returned by the direct-state methods for an unknown id.
@@ -35,6 +37,10 @@ type Options struct {
 	// its simulated kubelets can listen on their servers' addresses; the
 	// benchmark a /16, for thousands of servers and load balancer VIPs.
 	PrivateCIDR string
+	// ServeTraffic serves each load balancer's listeners on its VIP and
+	// floating IP, forwarding to its members (see dataplane.go). PrivateCIDR and
+	// PublicCIDR must then be loopback prefixes (Start refuses otherwise).
+	ServeTraffic bool
 	// StrandGraphChildren makes Octavia behave as the Octavia 11.0.0 (Zed,
 	// Debian 12 packages) of the test harness does, measured 2026-11-23: a load
 	// balancer created fully populated (with listeners, and their pools, members
@@ -107,6 +113,9 @@ type Emulator struct {
 	srvMu sync.Mutex
 	srv   *http.Server
 	url   string
+
+	dpMu   sync.Mutex
+	dpErrs map[string]string // load balancer → why the data plane cannot serve it
 }
 
 // New returns an emulator with its fixture (see Fixture).
@@ -152,6 +161,7 @@ func New(opts Options) *Emulator {
 		members:    newStore[*lbMember](),
 		monitors:   newStore[*healthMonitor](),
 		pendingLBs: map[string]bool{},
+		dpErrs:     map[string]string{},
 	}
 	e.routeKeystone()
 	e.routeNova()
@@ -172,6 +182,9 @@ func (e *Emulator) Start(addr string) error {
 	if e.srv != nil {
 		return errors.New("openstack emulator: already started")
 	}
+	if err := checkServeTraffic(e.opts); err != nil {
+		return fmt.Errorf("openstack emulator: %w", err)
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
@@ -180,6 +193,9 @@ func (e *Emulator) Start(addr string) error {
 	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	e.url = "http://" + ln.Addr().String()
 	go func() { _ = e.srv.Serve(ln) }()
+	if e.opts.ServeTraffic {
+		go e.runDataPlane(l4proxy.NewManager(l4proxy.Options{}))
+	}
 	return nil
 }
 

@@ -1,0 +1,195 @@
+package openstack
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/overcast-ccm/overcast/internal/l4proxy"
+)
+
+// The data plane: with Options.ServeTraffic, every load balancer that is not
+// being created or deleted serves its TCP and UDP listeners on its VIP and on
+// the floating IP attached to its VIP port, forwarding to the members of each
+// listener's default pool (internal/l4proxy), as an amphora would. Source
+// ranges (allowed_cidrs) are enforced; a pool's health monitor picks the probe
+// (HTTP on the members' monitor port and url_path, else a TCP connect). So a
+// CCM on the emulator can be tested by traffic, and `overcast dev --cloud
+// openstack` answers through its load balancer. Addresses must be loopback
+// (127.0.0.0/8): nothing else is ever bound.
+
+// dataPlanePeriod is how soon a change of the load balancers reaches the data
+// plane.
+const dataPlanePeriod = 100 * time.Millisecond
+
+var loopback = netip.MustParsePrefix("127.0.0.0/8")
+
+// checkServeTraffic refuses ServeTraffic unless every address the emulator
+// hands out (VIPs from the private subnet, floating IPs from the public one)
+// is a loopback address.
+func checkServeTraffic(o Options) error {
+	if !o.ServeTraffic {
+		return nil
+	}
+	var errs []error
+	for _, c := range []struct{ name, cidr string }{{"PrivateCIDR", o.PrivateCIDR}, {"PublicCIDR", o.PublicCIDR}} {
+		p, err := netip.ParsePrefix(c.cidr)
+		if err != nil || !loopback.Contains(p.Addr()) || p.Bits() < loopback.Bits() {
+			errs = append(errs, fmt.Errorf("ServeTraffic: %s %q must be within 127.0.0.0/8", c.name, c.cidr))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runDataPlane applies the load balancers' state to the proxy until the
+// emulator is closed.
+func (e *Emulator) runDataPlane(proxy *l4proxy.Manager) {
+	applied := map[string]string{} // load balancer → fingerprint of what is served
+	t := time.NewTicker(dataPlanePeriod)
+	defer t.Stop()
+	defer proxy.Close()
+	for {
+		want := e.dataPlaneSpecs()
+		for id, specs := range want {
+			fp := fmt.Sprint(specs)
+			if applied[id] == fp {
+				continue
+			}
+			applied[id] = fp
+			if err := proxy.Ensure(id, specs); err != nil {
+				e.setDataPlaneError(id, err)
+			} else {
+				e.setDataPlaneError(id, nil)
+			}
+		}
+		for id := range applied {
+			if _, ok := want[id]; !ok {
+				_ = proxy.Ensure(id, nil)
+				delete(applied, id)
+				e.setDataPlaneError(id, nil)
+			}
+		}
+		select {
+		case <-e.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (e *Emulator) setDataPlaneError(id string, err error) {
+	e.dpMu.Lock()
+	defer e.dpMu.Unlock()
+	if err == nil {
+		delete(e.dpErrs, id)
+	} else {
+		e.dpErrs[id] = err.Error()
+	}
+}
+
+// DataPlaneErrors are the load balancers the data plane could not serve, with
+// why (an address taken, for example).
+func (e *Emulator) DataPlaneErrors() map[string]string {
+	e.dpMu.Lock()
+	defer e.dpMu.Unlock()
+	out := make(map[string]string, len(e.dpErrs))
+	for k, v := range e.dpErrs {
+		out[k] = v
+	}
+	return out
+}
+
+// dataPlaneSpecs is what every serving load balancer should serve.
+func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
+	e.lock()
+	defer e.mu.Unlock()
+	out := map[string][]l4proxy.ListenerSpec{}
+	for _, lb := range e.lbs.all() {
+		if lb.Prov == provPendingCreate || lb.Prov == provPendingDelete || !lb.AdminStateUp {
+			continue
+		}
+		var addrs []netip.Addr
+		if a, err := netip.ParseAddr(lb.VipAddress); err == nil && loopback.Contains(a) {
+			addrs = append(addrs, a)
+		}
+		if fid, ok := e.fipByPort[lb.VipPortID]; ok {
+			if f, ok := e.fips.get(fid); ok {
+				if a, err := netip.ParseAddr(f.FloatingIPAddress); err == nil && loopback.Contains(a) {
+					addrs = append(addrs, a)
+				}
+			}
+		}
+		var specs []l4proxy.ListenerSpec
+		for _, lid := range lb.Listeners {
+			l, ok := e.listeners.get(lid)
+			if !ok || !l.AdminStateUp || l.Prov == provPendingDelete {
+				continue
+			}
+			proto := l4proxy.Protocol(l.Protocol)
+			if l.Protocol == "HTTP" {
+				proto = l4proxy.TCP // served at L4
+			}
+			if proto != l4proxy.TCP && proto != l4proxy.UDP {
+				continue
+			}
+			backends, hc := e.poolBackends(l.DefaultPoolID)
+			var ranges []netip.Prefix
+			for _, c := range l.AllowedCIDRs {
+				if p, err := netip.ParsePrefix(c); err == nil {
+					ranges = append(ranges, p)
+				}
+			}
+			for _, a := range addrs {
+				specs = append(specs, l4proxy.ListenerSpec{Protocol: proto, Address: netip.AddrPortFrom(a, uint16(l.ProtocolPort)),
+					Backends: backends, SourceRanges: ranges, HealthCheck: hc})
+			}
+		}
+		if len(specs) > 0 {
+			out[lb.ID] = specs
+		}
+	}
+	return out
+}
+
+// poolBackends are the pool's members (admin state up) and the probe its
+// health monitor asks for.
+func (e *Emulator) poolBackends(poolID string) ([]l4proxy.Backend, l4proxy.HealthCheck) {
+	p, ok := e.pools.get(poolID)
+	if !ok {
+		return nil, l4proxy.HealthCheck{}
+	}
+	var hc l4proxy.HealthCheck
+	h, monitored := e.monitors.get(p.MonitorID)
+	if monitored {
+		hc.Interval = time.Duration(h.Delay) * time.Second
+		hc.Timeout = time.Duration(h.Timeout) * time.Second
+		hc.HealthyThreshold = max(h.MaxRetries, 1)
+		hc.UnhealthyThreshold = max(h.MaxRetDown, 1)
+		if strings.HasPrefix(h.Type, "HTTP") {
+			hc.HTTPPath = h.URLPath
+		}
+	}
+	var out []l4proxy.Backend
+	for _, mid := range p.Members {
+		m, ok := e.members.get(mid)
+		if !ok || !m.AdminStateUp || m.Prov == provPendingDelete {
+			continue
+		}
+		a, err := netip.ParseAddr(m.Address)
+		if err != nil {
+			continue
+		}
+		if monitored && strings.HasPrefix(h.Type, "HTTP") {
+			hc.HTTPPort = m.ProtocolPort
+			if m.MonitorPort != nil {
+				hc.HTTPPort = *m.MonitorPort
+			}
+		}
+		out = append(out, l4proxy.Backend{Name: m.ID, Addr: netip.AddrPortFrom(a, uint16(m.ProtocolPort))})
+	}
+	slices.SortFunc(out, func(a, b l4proxy.Backend) int { return strings.Compare(a.Name, b.Name) })
+	return out, hc
+}
