@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -75,7 +76,8 @@ func localLBCloud(t *testing.T, third, n int) *lbCloud {
 // seconds as Octavia's do), a CCM on it, and n servers with Nodes.
 func openStackLBCloud(t *testing.T, third, n int) *lbCloud {
 	t.Helper()
-	e := emulator.New(emulator.Options{ProvisioningDelay: 300 * time.Millisecond, PrivateCIDR: fmt.Sprintf("127.0.%d.0/24", third)})
+	e := emulator.New(emulator.Options{ProvisioningDelay: 300 * time.Millisecond, ServeTraffic: true,
+		PrivateCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.2.%d.0/24", third)})
 	require.NoError(t, e.Start("127.0.0.1:0"))
 	t.Cleanup(func() { _ = e.Close() })
 	env.StartCCM(t, framework.CCMOptions{Cloud: "openstack", CloudConfig: e.CloudConf(),
@@ -241,6 +243,13 @@ func TestServiceControllerKeepsTheFrameworksContract(t *testing.T) {
 			assert.Equal(t, metav1.ConditionFalse, prog.Status)
 			assert.Equal(t, "Converged", prog.Reason)
 			assert.NotEmpty(t, c.holds(t, got, addr))
+			// Traffic to the address reaches the Nodes' NodePort.
+			for _, k := range c.nodes {
+				k.ServeService(t, got, true)
+			}
+			dst := netip.AddrPortFrom(netip.MustParseAddr(addr), uint16(got.Spec.Ports[0].Port))
+			answer := waitTCP(t, netip.Addr{}, dst)
+			assert.True(t, slices.ContainsFunc(c.nodes, func(k *framework.Kubelet) bool { return k.Name == answer }), "answered by a Node: %q", answer)
 			evs := events(t, ns, "web")
 			assert.Contains(t, evs, "Normal "+servicecontroller.ReasonEnsuring)
 			assert.Contains(t, evs, "Normal "+servicecontroller.ReasonEnsured)
