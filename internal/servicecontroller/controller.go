@@ -163,12 +163,6 @@ func (c *Controller) setPhase(st *serviceState, p phase) {
 	st.setPhase(p)
 }
 
-func (c *Controller) phaseOf(st *serviceState) phase {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return st.phase
-}
-
 // New builds the controller. cloud must serve load balancers.
 func New(cloud cloudprovider.Interface, kube clientset.Interface, services coreinformers.ServiceInformer, nodes coreinformers.NodeInformer, opts Options) (*Controller, error) {
 	balancer, ok := cloud.LoadBalancer()
@@ -435,7 +429,8 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 	start := time.Now()
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
-		return 0, nil
+		utilruntime.HandleError(err) // a key the handlers never make: not retried
+		return 0, nil                //nolint:nilerr // retrying a malformed key cannot help
 	}
 	cached, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {

@@ -348,10 +348,9 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 	}
 	for _, lid := range lb.Listeners {
 		l, _ := e.listeners.get(lid)
-		switch {
-		case l.Prov == provPendingDelete:
+		if l.Prov == provPendingDelete {
 			e.purgeListener(lb, l)
-		default:
+		} else {
 			l.settle()
 		}
 	}
@@ -363,20 +362,18 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 		}
 		for _, mid := range p.Members {
 			m, _ := e.members.get(mid)
-			switch {
-			case m.Prov == provPendingDelete:
+			if m.Prov == provPendingDelete {
 				p.Members = without(p.Members, mid)
 				e.members.remove(mid)
-			default:
+			} else {
 				m.settle()
 			}
 		}
 		if h, ok := e.monitors.get(p.MonitorID); ok {
-			switch {
-			case h.Prov == provPendingDelete:
+			if h.Prov == provPendingDelete {
 				e.monitors.remove(h.ID)
 				p.MonitorID = ""
-			default:
+			} else {
 				h.settle()
 			}
 		}

@@ -40,7 +40,7 @@ func TestServiceControllerOnOctavia(t *testing.T) {
 	ns := lbNamespace(t)
 
 	// Progressing, then Ready, and no Warning.
-	svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), webService(ns, "web"), metav1.CreateOptions{})
+	_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), webService(ns, "web"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	sawProgressing := false
 	require.NoError(t, framework.Poll(3*time.Minute, 200*time.Millisecond, func() error {
@@ -54,7 +54,7 @@ func TestServiceControllerOnOctavia(t *testing.T) {
 		return nil
 	}))
 	assert.True(t, sawProgressing, "LoadBalancerProgressing was True while Octavia worked")
-	svc = getSvc(t, ns, "web")
+	svc := getSvc(t, ns, "web")
 	addr := svc.Status.LoadBalancer.Ingress[0].IP
 	assert.Empty(t, warningEvents(t, ns), "no Warning for a load balancer that is being built")
 
