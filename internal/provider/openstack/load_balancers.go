@@ -868,18 +868,19 @@ func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1
 }
 
 // rebuildIfStranded looks at the status tree of an ACTIVE load balancer of the
-// Service: when Octavia left any of its listeners, pools or members pending, they never finish (a provider that does not complete the children of
+// Service: when Octavia left any of its listeners, pools, monitors or members
+// pending, they never finish (a provider that does not complete the children of
 // a fully populated load balancer: the test harness's Octavia 11.0.0 is one),
 // and nothing of them can be changed. The load balancer is then deleted to be
 // built again step by step, as every later one is. Its floating IP is kept for
 // the new one. It returns a RetryError when it rebuilds, nil when all is well.
 func (c *Cloud) rebuildIfStranded(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer) error {
-	tree, err := loadbalancers.GetStatuses(ctx, octavia, lb.ID).Extract()
-	if err != nil {
+	var tree statusTree
+	if err := loadbalancers.GetStatuses(ctx, octavia, lb.ID).ExtractInto(&tree); err != nil {
 		return fmt.Errorf("reading the status tree of load balancer %s: %w", lb.ID, redact(err))
 	}
-	pending := strandedChildren(tree)
-	if tree.Loadbalancer == nil || tree.Loadbalancer.ProvisioningStatus != "ACTIVE" || pending == "" {
+	pending := tree.pending()
+	if tree.Statuses.LoadBalancer.ProvisioningStatus != "ACTIVE" || pending == "" {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
@@ -902,30 +903,53 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, octavia *gophercloud.Serv
 	return api.NewRetryError(fmt.Sprintf("load balancer %s is being rebuilt step by step", lb.ID), pendingRetry)
 }
 
-// strandedChildren counts the pending listeners, pools and members of a status
-// tree ("" if none).
-func strandedChildren(tree *loadbalancers.StatusTree) string {
-	if tree == nil || tree.Loadbalancer == nil {
-		return ""
-	}
+// statusTree is Octavia's status tree of a load balancer (GET
+// /v2/lbaas/loadbalancers/{id}/status), with only the provisioning statuses:
+// gophercloud's StatusTree reads pools' monitors under "healthmonitor", but the
+// tree names them "health_monitor".
+type statusTree struct {
+	Statuses struct {
+		LoadBalancer struct {
+			ProvisioningStatus string `json:"provisioning_status"`
+			Listeners          []struct {
+				ProvisioningStatus string `json:"provisioning_status"`
+				Pools              []struct {
+					ProvisioningStatus string `json:"provisioning_status"`
+					HealthMonitor      *struct {
+						ProvisioningStatus string `json:"provisioning_status"`
+					} `json:"health_monitor"`
+					Members []struct {
+						ProvisioningStatus string `json:"provisioning_status"`
+					} `json:"members"`
+				} `json:"pools"`
+			} `json:"listeners"`
+		} `json:"loadbalancer"`
+	} `json:"statuses"`
+}
+
+// pending says how many listeners, pools, monitors and members of the tree
+// are pending ("" if none).
+func (t *statusTree) pending() string {
 	n := 0
-	for _, l := range tree.Loadbalancer.Listeners {
-		if strings.HasPrefix(l.ProvisioningStatus, "PENDING") {
+	count := func(status string) {
+		if strings.HasPrefix(status, "PENDING") {
 			n++
 		}
+	}
+	for _, l := range t.Statuses.LoadBalancer.Listeners {
+		count(l.ProvisioningStatus)
 		for _, p := range l.Pools {
-			if strings.HasPrefix(p.ProvisioningStatus, "PENDING") {
-				n++
+			count(p.ProvisioningStatus)
+			if p.HealthMonitor != nil {
+				count(p.HealthMonitor.ProvisioningStatus)
 			}
 			for _, m := range p.Members {
-				if strings.HasPrefix(m.ProvisioningStatus, "PENDING") {
-					n++
-				}
+				count(m.ProvisioningStatus)
 			}
 		}
 	}
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d listener(s), pool(s) or member(s)", n)
+	return fmt.Sprintf("%d listener(s), pool(s), monitor(s) or member(s)", n)
 }
