@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -19,5 +20,13 @@ func main() {
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(1)
 	}
-	os.Exit(cli.Run(cmd))
+	// An invalid cloud config (exit 2, every problem already written) and
+	// --version (exit 0) end the command before it runs.
+	var exit *ccm.Exit
+	if err := cli.RunNoErrOutput(cmd); errors.As(err, &exit) {
+		os.Exit(exit.Code)
+	} else if err != nil {
+		os.Stderr.WriteString("overcast-ccm: " + err.Error() + "\n")
+		os.Exit(1)
+	}
 }

@@ -5,6 +5,7 @@
 package ccm
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,10 +57,17 @@ func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) 
 	// file is reported in full even where the cluster cannot be reached.
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		if printVersion(cmd, os.Stdout) {
-			os.Exit(0)
+			return &Exit{Code: 0}
 		}
 		cc := opts.KubeCloudShared.CloudProvider
-		return init.build(cc.Name, cc.CloudConfigFile)
+		if err := init.build(cc.Name, cc.CloudConfigFile); err != nil {
+			return err
+		}
+		if !init.cloud.HasClusterID() && !opts.KubeCloudShared.AllowUntaggedCloud {
+			fmt.Fprintf(stderr, "overcast-ccm: cloud provider %q has no cluster ID; set one or pass --allow-untagged-cloud\n", cc.Name)
+			return &Exit{Code: ExitCodeConfig, Err: errors.New("the cloud has no cluster ID")}
+		}
+		return nil
 	}
 	cmd.SilenceUsage = true
 	version.RegisterMetric()
@@ -86,6 +94,22 @@ func printVersion(cmd *cobra.Command, stdout io.Writer) bool {
 // ExitCodeConfig is the exit code of an invalid cloud configuration.
 const ExitCodeConfig = 2
 
+// Exit is an error that ends the command with Code, its message already
+// written (Code 0: --version answered).
+type Exit struct {
+	Code int
+	Err  error
+}
+
+func (e *Exit) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *Exit) Unwrap() error { return e.Err }
+
 // cloudInit builds the cloud once, in PreRunE, and hands it to the framework.
 type cloudInit struct {
 	stderr io.Writer
@@ -93,28 +117,26 @@ type cloudInit struct {
 	cloud  cloudprovider.Interface
 }
 
+// build makes the cloud; an invalid configuration is written to stderr, every
+// problem on a line, and returned as an Exit with ExitCodeConfig.
 func (i *cloudInit) build(name, configFile string) error {
 	cloud, err := cloudprovider.InitCloudProvider(name, configFile)
 	if err == nil && cloud == nil {
 		err = fmt.Errorf("unknown cloud provider (this binary serves: %v)", Providers())
 	}
 	if err != nil {
-		// Every problem of the configuration is in err, one per line.
 		fmt.Fprintf(i.stderr, "overcast-ccm: invalid --cloud-provider=%s --cloud-config=%s:\n%v\n", name, configFile, err)
-		os.Exit(ExitCodeConfig)
+		return &Exit{Code: ExitCodeConfig, Err: err}
 	}
 	i.name, i.cloud = name, cloud
 	return nil
 }
 
+// get hands the framework the cloud PreRunE built (from the same flags).
 func (i *cloudInit) get(c *config.CompletedConfig) cloudprovider.Interface {
-	cc := c.ComponentConfig.KubeCloudShared.CloudProvider
-	if i.cloud == nil || i.name != cc.Name {
-		_ = i.build(cc.Name, cc.CloudConfigFile)
-	}
-	if !i.cloud.HasClusterID() && !c.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
-		fmt.Fprintf(i.stderr, "overcast-ccm: cloud provider %q has no cluster ID; set one or pass --allow-untagged-cloud\n", cc.Name)
-		os.Exit(ExitCodeConfig)
+	if cc := c.ComponentConfig.KubeCloudShared.CloudProvider; i.name != cc.Name {
+		// Not reached: PreRunE built it from the same flags.
+		klog.ErrorS(nil, "The cloud provider changed after the flags were read; keeping the first", "first", i.name, "now", cc.Name)
 	}
 	// Called before any informer starts.
 	if err := trimCaches(c.SharedInformers); err != nil {

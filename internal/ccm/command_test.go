@@ -1,0 +1,44 @@
+package ccm
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// An invalid cloud config ends the command with an Exit of ExitCodeConfig,
+// every problem written, and never ends the process itself: the e2e suites
+// run the manager in-process.
+func TestAnInvalidCloudConfigIsAnExitErrorListingEveryProblem(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "cloud.conf")
+	require.NoError(t, os.WriteFile(conf, []byte("[Global]\nauth-url=ftp://x\n"), 0o600))
+	var stderr bytes.Buffer
+	stop := make(chan struct{})
+	defer close(stop)
+	cmd, err := NewCommand(stop, &stderr)
+	require.NoError(t, err)
+	cmd.SetArgs([]string{"--cloud-provider=openstack", "--cloud-config=" + conf})
+	err = cmd.Execute()
+	var exit *Exit
+	require.True(t, errors.As(err, &exit), "an Exit: %v", err)
+	assert.Equal(t, ExitCodeConfig, exit.Code)
+	for _, want := range []string{"auth-url", "username", "password", "tenant-id"} {
+		assert.Contains(t, stderr.String(), "[Global] "+want)
+	}
+}
+
+func TestVersionIsAnExitOfZero(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	cmd, err := NewCommand(stop, &bytes.Buffer{})
+	require.NoError(t, err)
+	cmd.SetArgs([]string{"--version"})
+	var exit *Exit
+	require.True(t, errors.As(cmd.Execute(), &exit))
+	assert.Equal(t, 0, exit.Code)
+}
