@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 )
 
 // TestListsFollowOctaviasPages: Octavia pages every list at 1,000; a pool of
@@ -70,4 +72,35 @@ func TestListsFollowOctaviasPages(t *testing.T) {
 	require.Len(t, all, 1)
 	assert.Equal(t, "p", all[0].Name)
 	assert.Len(t, all[0].Members, 2500)
+}
+
+// The create body encoded straight from the options is the body gophercloud
+// builds, key for key, for a fully populated load balancer with every option
+// the spec sets (timeouts, allowed CIDRs, a monitor on the health check port).
+func TestTheLeanCreateBodyIsGophercloudsBody(t *testing.T) {
+	c := specCloud(t, "")
+	c.clusterID = "cluster-1"
+	svc := specService(map[string]string{
+		"loadbalancer.openstack.org/timeout-client-data": "5000",
+		"loadbalancer.openstack.org/connection-limit":    "100",
+	}, func(s *v1.Service) {
+		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 32000
+		s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
+	})
+	s, err := c.spec("k8s", svc, []*v1.Node{node("a", "10.0.0.1", nil), node("b", "10.0.0.2", nil)})
+	require.NoError(t, err)
+	opts := c.createOpts(svc, s)
+	require.Len(t, opts.Listeners, 2)
+	require.NotNil(t, opts.Listeners[0].DefaultPool.Monitor)
+
+	want, err := opts.ToLoadBalancerCreateMap()
+	require.NoError(t, err)
+	wantJSON, err := json.Marshal(want)
+	require.NoError(t, err)
+	got, err := json.Marshal(struct {
+		LoadBalancer loadbalancers.CreateOpts `json:"loadbalancer"`
+	}{opts})
+	require.NoError(t, err)
+	assert.JSONEq(t, string(wantJSON), string(got))
 }

@@ -183,7 +183,7 @@ func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc 
 			return nil, err
 		}
 		opts := c.createOpts(svc, spec)
-		created, err := loadbalancers.Create(ctx, octavia, opts).Extract()
+		created, err := createLoadBalancer(ctx, octavia, opts)
 		if err != nil {
 			return nil, refusedOr(fmt.Errorf("octavia refused load balancer %s: %w", spec.name, redact(err)))
 		}
