@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,8 +65,13 @@ func localLBCloud(t *testing.T, third, n int) *lbCloud {
 		for _, p := range svc.Spec.Ports {
 			a := net.JoinHostPort(addr, fmt.Sprint(p.Port))
 			c, err := net.DialTimeout("tcp", a, time.Second)
-			if err == nil {
+			switch {
+			case err == nil:
 				_ = c.Close()
+				out = append(out, "listener "+a)
+			case errors.Is(err, syscall.ECONNRESET):
+				// Listening, with no healthy backend yet: the proxy resets
+				// the connection, at times before the dial returns.
 				out = append(out, "listener "+a)
 			}
 		}
