@@ -70,6 +70,9 @@ func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) 
 		return nil
 	}
 	cmd.SilenceUsage = true
+	// Errors are written where they happen (every problem of a config, the
+	// framework's own); main maps an Exit to its code.
+	cmd.SilenceErrors = true
 	version.RegisterMetric()
 	return cmd, nil
 }
