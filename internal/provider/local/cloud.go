@@ -18,6 +18,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/events"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
@@ -36,6 +37,7 @@ type Cloud struct {
 	pools []Pool
 	inv   *inventory
 	proxy *l4proxy.Manager
+	cycle *lbcycle.Cycle[localSpec, servedLB]
 
 	// mu guards served and serialises allocation. The locks below are
 	// leaves: code holding one of them never takes mu, so mu may be held while
@@ -79,6 +81,7 @@ func New(cfg Config) (*Cloud, error) {
 		inv:    inv,
 		served: map[types.UID]*servedLB{},
 	}
+	c.cycle = newCycle(c)
 	c.proxy = l4proxy.NewManager(l4proxy.Options{
 		Logger:   klog.Background().WithName("l4proxy"),
 		Eligible: c.nodeEligible,

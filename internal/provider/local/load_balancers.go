@@ -18,6 +18,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
@@ -40,6 +41,7 @@ type servedLB struct {
 	ip         netip.Addr
 	sharingKey string
 	ports      []PortKey
+	fp         lbcycle.Fingerprint // what it was converged to (the cycle's record)
 }
 
 // lbOptions are the parsed annotations and spec of one Service.
@@ -73,41 +75,29 @@ func (c *Cloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service
 
 // EnsureLoadBalancer allocates the Service's IP (keeping the one in its status) and
 // serves every port on it. Bad input gets a Warning Event and changes nothing.
-func (c *Cloud) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return c.ensure(ctx, svc, nodes)
+func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	return c.cycle.Ensure(ctx, clusterName, svc, nodes)
 }
 
 // UpdateLoadBalancer updates the backends (and anything else that changed).
-func (c *Cloud) UpdateLoadBalancer(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) error {
-	_, err := c.ensure(ctx, svc, nodes)
-	return err
+func (c *Cloud) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	return c.cycle.Update(ctx, clusterName, svc, nodes)
 }
 
 // EnsureLoadBalancerDeleted stops serving the Service; it is idempotent.
 func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.proxy.Delete(string(svc.UID))
-	if s, ok := c.served[svc.UID]; ok {
-		klog.FromContext(ctx).Info("Released load balancer IP", "service", klog.KObj(svc), "ip", s.ip)
-		delete(c.served, svc.UID)
-	}
-	return nil
+	return c.cycle.Delete(ctx, svc)
 }
 
-func (c *Cloud) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+// serve allocates the Service's address and serves every port on it.
+func (c *Cloud) serve(ctx context.Context, svc *v1.Service, opts lbOptions, nodes []*v1.Node) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	opts, err := c.parseOptions(svc)
-	if err != nil {
-		return nil, provider.Invalid(err)
-	}
-
 	c.infMu.RLock()
 	synced, services := c.synced, c.services
 	c.infMu.RUnlock()
 	for _, ok := range synced {
 		if !ok() {
-			return nil, errors.New("the Service and Node caches have not synced yet")
+			return errors.New("the Service and Node caches have not synced yet")
 		}
 	}
 
@@ -115,7 +105,7 @@ func (c *Cloud) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (
 	defer c.mu.Unlock()
 	used, err := c.usedAddresses(services, svc)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var current netip.Addr
 	if s, ok := c.served[svc.UID]; ok {
@@ -138,12 +128,12 @@ func (c *Cloud) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (
 		if errors.Is(err, ErrPoolExhausted) {
 			reason = ReasonIPPoolExhausted
 		}
-		return nil, &provider.Problem{Reason: reason, Message: "Cannot allocate a load balancer IP: " + err.Error(), Err: err}
+		return &provider.Problem{Reason: reason, Message: "Cannot allocate a load balancer IP: " + err.Error(), Err: err}
 	}
 
 	specs := c.listenerSpecs(svc, ip, opts, nodes)
 	if err := c.proxy.Ensure(string(svc.UID), specs); err != nil {
-		return nil, &provider.Problem{Reason: ReasonListenFailed, Message: fmt.Sprintf("Cannot serve %s: %v", ip, err), Err: err}
+		return &provider.Problem{Reason: ReasonListenFailed, Message: fmt.Sprintf("Cannot serve %s: %v", ip, err), Err: err}
 	}
 	prev, existed := c.served[svc.UID]
 	c.served[svc.UID] = &servedLB{key: svc.Namespace + "/" + svc.Name, ip: ip, sharingKey: opts.sharingKey, ports: opts.ports}
@@ -152,7 +142,7 @@ func (c *Cloud) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.Node) (
 	} else {
 		logger.V(2).Info("Load balancer up to date", "ip", ip, "backends", len(nodes))
 	}
-	return statusFor(ip), nil
+	return nil
 }
 
 func statusFor(ip netip.Addr) *v1.LoadBalancerStatus {

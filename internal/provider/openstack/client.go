@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // novaMicroversion gives servers' flavor names (original_name) and tags.
@@ -274,6 +276,41 @@ func redactURL(s string) string {
 // redact strips URLs' query strings from an SDK error (tokens never appear in
 // gophercloud's messages; query strings could).
 func redact(err error) error { return cloudapi.RedactError(err) }
+
+// octaviaErr is an error of Octavia (or of another service answering as REST
+// clouds do) translated once: redacted, and classified by its HTTP status
+// (provider.KindByStatus; Octavia's 409 is a load balancer that is PENDING,
+// busy). nil stays nil.
+func octaviaErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return provider.Classify(provider.KindByStatus(statusOf(err)), redact(err))
+}
+
+// neutronErr is a Neutron error translated once. Neutron's 409 is a conflict
+// that waiting does not solve (OverQuota, IpAddressAlreadyAllocated,
+// FloatingIPPortAlreadyAssociated: api-ref of the Networking API, "Floating
+// IPs"), so it is a refusal, not a busy object.
+func neutronErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	kind := provider.KindByStatus(statusOf(err))
+	if kind == provider.ErrBusy {
+		kind = provider.ErrRefused
+	}
+	return provider.Classify(kind, redact(err))
+}
+
+// statusOf is the HTTP status of gophercloud's error, 0 if it has none.
+func statusOf(err error) int {
+	var code gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &code) {
+		return code.Actual
+	}
+	return 0
+}
 
 func authOptions(g Global) gophercloud.AuthOptions {
 	o := gophercloud.AuthOptions{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/events"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -36,14 +38,13 @@ type Cloud struct {
 	servers *snapshot.Snapshot[server]
 	ports   *portAddresses
 	index   *lbIndex
+	cycle   *lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer]
 	events  events.Recorder
 
 	mu        sync.Mutex
 	nodes     corelisters.NodeLister
 	clusterID string
 	kube      kubernetes.Interface
-	// checked is when each load balancer's graph was last walked in full.
-	checked map[string]time.Time
 	// serial: load balancers are created step by step, not fully populated
 	// (configured, or found out from a provider that strands the children of
 	// a fully populated one).
@@ -72,26 +73,6 @@ func (c *Cloud) setCreated(lbID, fingerprint string) {
 	}
 }
 
-// fullCheckDue says whether a load balancer whose fingerprint matches should be
-// walked anyway (drift repair). One seen for the first time is trusted: a
-// restarted CCM does not walk every load balancer at once.
-func (c *Cloud) fullCheckDue(lbID string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	last, ok := c.checked[lbID]
-	if !ok {
-		c.checked[lbID] = time.Now()
-		return false
-	}
-	return time.Since(last) > fullCheckInterval
-}
-
-func (c *Cloud) fullCheckDone(lbID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.checked[lbID] = time.Now()
-}
-
 var metav1PatchOptions = metav1.PatchOptions{FieldManager: "overcast-ccm"}
 
 var (
@@ -112,8 +93,9 @@ func New(cfg Config) (*Cloud, error) {
 	}
 	cl := &clients{cfg: cfg}
 	c := &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},
-		checked: map[string]time.Time{}, created: map[string]string{}}
+		created: map[string]string{}}
 	c.index = newLBIndex(c)
+	c.cycle = newCycle(c)
 	c.serial.Store(cfg.LoadBalancer.ProviderRequiresSerialAPICalls)
 	return c, nil
 }

@@ -658,7 +658,7 @@ func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 
 	// Two pools: one update at a time, the second once Octavia is done with the first.
 	err = c.UpdateLoadBalancer(ctx, "contract", two, nodes)
-	require.True(t, isRetry(err), "the second pool waits for the first: %v", err)
+	require.ErrorAs(t, err, new(*api.RetryError), "the second pool waits for the first")
 	require.NoError(t, poll(3*time.Minute, func() error {
 		c.index.lbs.Invalidate()
 		return c.UpdateLoadBalancer(ctx, "contract", two, nodes)

@@ -71,7 +71,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 			logger.Info("Attached floating IP", "ip", created.FloatingIP, "network", netID)
 			return created.FloatingIP, nil
 		}
-		lastErr = redact(err)
+		lastErr = neutronErr(err)
 	}
 	return "", fipRefusedOr(fmt.Errorf("cannot allocate a floating IP from network %s for load balancer %s: %w", netID, lb.ID, lastErr))
 }
@@ -81,7 +81,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
 	pages, err := floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}).AllPages(ctx)
 	if err != nil {
-		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, redact(err))
+		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
 	}
 	fips, err := floatingips.ExtractFloatingIPs(pages)
 	if err != nil {
@@ -98,7 +98,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 		}
 		created, err := floatingips.Create(ctx, network, opts).Extract()
 		if err != nil {
-			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, redact(err)))
+			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, neutronErr(err)))
 		}
 		return created.FloatingIP, nil
 	}
@@ -109,7 +109,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 	if fip.PortID == "" {
 		port := lb.VipPortID
 		if _, err := floatingips.Update(ctx, network, fip.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
-			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, redact(err)))
+			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, neutronErr(err)))
 		}
 		klog.FromContext(ctx).Info("Attached requested floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	}
@@ -121,7 +121,7 @@ func (c *Cloud) ownFloatingIPs(ctx context.Context, network *gophercloud.Service
 	desc := fipDescription + string(svc.UID)
 	pages, err := floatingips.List(network, floatingips.ListOpts{Description: desc}).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, redact(err))
+		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, neutronErr(err))
 	}
 	all, err := floatingips.ExtractFloatingIPs(pages)
 	if err != nil {
@@ -145,7 +145,7 @@ func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, network *gophercloud.
 		}
 		port := lb.VipPortID
 		if _, err := floatingips.Update(ctx, network, f.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
-			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, redact(err)))
+			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, neutronErr(err)))
 		}
 		klog.FromContext(ctx).Info("Kept the Service's floating IP on its new load balancer", "service", klog.KObj(svc), "ip", f.FloatingIP, "loadBalancer", lb.ID)
 		return f.FloatingIP, true, nil
@@ -165,7 +165,7 @@ func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, network *gophercloud.S
 			continue
 		}
 		if err := floatingips.Delete(ctx, network, f.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, redact(err))
+			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, neutronErr(err))
 		}
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", f.FloatingIP)
 	}
@@ -180,7 +180,7 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gopherclou
 	}
 	pages, err := floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}).AllPages(ctx)
 	if err != nil {
-		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, redact(err))
+		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
 	}
 	fips, err := floatingips.ExtractFloatingIPs(pages)
 	if err != nil {
@@ -195,14 +195,9 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gopherclou
 	return nil
 }
 
-// fipRefusedOr is refusedOr with the floating IP's reason.
-func fipRefusedOr(err error) error {
-	err = refusedOr(err)
-	if p, ok := provider.AsProblem(err); ok {
-		p.Reason = reasonFloatingIPFailed
-	}
-	return err
-}
+// fipRefusedOr makes a Problem of a floating IP the cloud refused (a quota
+// met, an address taken); other errors pass as they are.
+func fipRefusedOr(err error) error { return provider.RefusedProblem(reasonFloatingIPFailed, err) }
 
 // releaseFloatingIP takes the floating IP off the VIP port: deleted when this CCM
 // allocated it for this Service and it is not to be kept, detached otherwise.
@@ -213,13 +208,13 @@ func (c *Cloud) releaseFloatingIP(ctx context.Context, network *gophercloud.Serv
 	}
 	if !keep && fip.Description == fipDescription+string(svc.UID) {
 		if err := floatingips.Delete(ctx, network, fip.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, redact(err))
+			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, neutronErr(err))
 		}
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 		return nil
 	}
 	if _, err := floatingips.Update(ctx, network, fip.ID, floatingips.UpdateOpts{PortID: new(string)}).Extract(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, redact(err))
+		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, neutronErr(err))
 	}
 	klog.FromContext(ctx).Info("Detached floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	return nil
@@ -231,7 +226,7 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, network *gophercloud.ServiceC
 	}
 	pages, err := floatingips.List(network, floatingips.ListOpts{PortID: lb.VipPortID}).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
+		return nil, fmt.Errorf("listing floating IPs: %w", neutronErr(err))
 	}
 	fips, err := floatingips.ExtractFloatingIPs(pages)
 	if err != nil || len(fips) == 0 {
@@ -247,7 +242,7 @@ func (c *Cloud) onlyExternalNetwork(ctx context.Context, network *gophercloud.Se
 	opts := external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &iTrue}
 	pages, err := networks.List(network, opts).AllPages(ctx)
 	if err != nil {
-		return "", fmt.Errorf("listing external networks: %w", redact(err))
+		return "", fmt.Errorf("listing external networks: %w", neutronErr(err))
 	}
 	var nets []networks.Network
 	if err := networks.ExtractNetworksInto(pages, &nets); err != nil {
@@ -277,7 +272,7 @@ func (c *Cloud) floatingSubnets(ctx context.Context, network *gophercloud.Servic
 	}
 	pages, err := subnets.List(network, subnets.ListOpts{NetworkID: netID}).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, redact(err))
+		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, neutronErr(err))
 	}
 	all, err := subnets.ExtractSubnets(pages)
 	if err != nil {

@@ -2,8 +2,6 @@ package openstack
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,12 +16,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
-	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // Tags that say a load balancer is ours: the Service's UID and the cluster's
@@ -78,11 +73,11 @@ func (c *Cloud) findLB(ctx context.Context, octavia *gophercloud.ServiceClient, 
 		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			return nil, nil
 		}
-		return lb, redactErr(err)
+		return lb, octaviaErr(err)
 	}
 	pages, err := loadbalancers.List(octavia, loadbalancers.ListOpts{Tags: []string{tagService + string(svc.UID)}}).AllPages(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing load balancers: %w", redact(err))
+		return nil, fmt.Errorf("listing load balancers: %w", octaviaErr(err))
 	}
 	lbs, err := loadbalancers.ExtractLoadBalancers(pages)
 	if err != nil {
@@ -98,22 +93,6 @@ func (c *Cloud) findLB(ctx context.Context, octavia *gophercloud.ServiceClient, 
 		return &lbs[0], nil
 	}
 	return nil, fmt.Errorf("%d load balancers carry the tags of Service %s/%s: resolve by hand", len(lbs), svc.Namespace, svc.Name)
-}
-
-// busyOr turns Octavia's 409 (the load balancer is PENDING: immutable) into a
-// requeue; other errors stay errors.
-func busyOr(err error) error {
-	if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
-		return api.NewRetryError("Octavia is busy with this load balancer: "+err.Error(), pendingRetry)
-	}
-	return err
-}
-
-func redactErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return redact(err)
 }
 
 // GetLoadBalancer reports the Service's load balancer.
@@ -147,122 +126,6 @@ func (c *Cloud) GetLoadBalancerName(_ context.Context, clusterName string, svc *
 	return c.lbName(clusterName, svc)
 }
 
-// EnsureLoadBalancer creates or converges the Service's Octavia load balancer. It
-// never waits for Octavia: while anything is PENDING it returns a RetryError and
-// the Service is looked at again. A converged load balancer costs no write.
-func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	spec, err := c.spec(clusterName, svc, nodes)
-	if err != nil {
-		return nil, provider.Invalid(err)
-	}
-	if c.clusterUID() == "" {
-		return nil, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
-	}
-	if err := c.resolveMembers(ctx, &spec); err != nil {
-		return nil, err
-	}
-	if st, ok := c.unchanged(ctx, svc, spec); ok {
-		return st, nil
-	}
-	octavia, network, err := c.lbClients(ctx)
-	if err != nil {
-		return nil, err
-	}
-	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	lb, err := c.findLB(ctx, octavia, svc)
-	if err != nil {
-		return nil, err
-	}
-	if lb == nil {
-		if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
-			return nil, provider.Refuse(provider.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
-		}
-		// Check before building: what would refuse the Service later must
-		// refuse it before anything is created for it.
-		if err := c.requestedFloatingIPFree(ctx, network, spec); err != nil {
-			return nil, err
-		}
-		opts := c.createOpts(svc, spec)
-		created, err := createLoadBalancer(ctx, octavia, opts)
-		if err != nil {
-			return nil, refusedOr(fmt.Errorf("octavia refused load balancer %s: %w", spec.name, redact(err)))
-		}
-		if len(opts.Listeners) == len(spec.ports) {
-			c.setCreated(created.ID, spec.fingerprint()) // fully populated
-		}
-		logger.Info("Created load balancer", "id", created.ID, "listeners", len(spec.ports), "members", len(spec.members))
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being created", created.ID), pendingRetry)
-	}
-	shared := !c.owned(lb, svc)
-	switch {
-	case strings.HasPrefix(lb.ProvisioningStatus, "PENDING"):
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), pendingRetry)
-	case lb.ProvisioningStatus == "ERROR" && !shared:
-		logger.Info("Replacing load balancer in ERROR", "id", lb.ID)
-		c.events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
-		// Its floating IP is kept, detached, for the new load balancer.
-		if err := c.releaseFloatingIP(ctx, network, svc, lb, true); err != nil {
-			return nil, err
-		}
-		if err := loadbalancers.Delete(ctx, octavia, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return nil, busyOr(fmt.Errorf("deleting load balancer %s in ERROR: %w", lb.ID, redact(err)))
-		}
-		return nil, api.NewRetryError(fmt.Sprintf("load balancer %s was in ERROR and is being replaced", lb.ID), pendingRetry)
-	}
-	converged := lb.ID + "/" + spec.fingerprint()
-	asCreated := !shared && c.createdAs(lb.ID) == spec.fingerprint()
-	if asCreated {
-		// ACTIVE as created, provided Octavia finished its children too.
-		if err := c.rebuildIfStranded(ctx, octavia, svc, lb); err != nil {
-			return nil, err
-		}
-	}
-	if !asCreated && (shared || svc.Annotations[string(annotation.OpenStackConverged)] != converged || c.fullCheckDue(lb.ID)) {
-		if !shared {
-			c.warnImmutable(svc, lb, spec)
-		}
-		changed, err := c.converge(ctx, octavia, svc, lb, spec, shared)
-		if err != nil {
-			if isRetry(err) && !shared && lb.ProvisioningStatus == "ACTIVE" {
-				// Busy children of an ACTIVE load balancer may never finish.
-				if serr := c.rebuildIfStranded(ctx, octavia, svc, lb); serr != nil {
-					return nil, serr
-				}
-			}
-			return nil, refusedOr(fmt.Errorf("cannot update load balancer %s: %w", lb.ID, err))
-		}
-		if changed {
-			return nil, api.NewRetryError(fmt.Sprintf("load balancer %s is being updated", lb.ID), pendingRetry)
-		}
-		c.fullCheckDone(lb.ID)
-	}
-	if shared {
-		converged = ""
-	}
-	addr := lb.VipAddress
-	if spec.internal {
-		if !shared {
-			// A Service made internal gives its floating IP back.
-			if err := c.releaseFloatingIP(ctx, network, svc, lb, spec.keepFIP); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		if addr, err = c.ensureFloatingIP(ctx, network, svc, lb, spec); err != nil {
-			return nil, err
-		}
-	}
-	c.recordAnnotations(ctx, svc, map[annotation.Name]string{
-		annotation.OpenStackLoadBalancerAddress: addr,
-		annotation.OpenStackConverged:           converged,
-	})
-	if asCreated {
-		c.fullCheckDone(lb.ID)
-		c.setCreated(lb.ID, "")
-	}
-	return c.statusFor(spec, addr, lb.VipAddress), nil
-}
-
 // resolveMembers adds the members of Nodes whose addresses the node controller
 // has not written yet: their InternalIP is the one it is about to write, taken
 // from the same (usually cached) view of the server. Without this, such a Node
@@ -289,35 +152,6 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 	sort.Strings(s.members)
 	s.members = slices.Compact(s.members)
 	return nil
-}
-
-func isRetry(err error) bool {
-	var re *api.RetryError
-	return errors.As(err, &re)
-}
-
-// refusedOr makes a Problem of a request the cloud refused for what it was (a
-// 4xx other than busy or throttled: a bad value, a quota, a missing network),
-// which retrying does not fix; other errors stay as they are. A progress
-// (RetryError) passes through.
-func refusedOr(err error) error {
-	if err == nil || isRetry(err) {
-		return err
-	}
-	var code gophercloud.ErrUnexpectedResponseCode
-	if errors.As(err, &code) && code.Actual >= 400 && code.Actual < 500 &&
-		code.Actual != http.StatusConflict && code.Actual != http.StatusTooManyRequests &&
-		code.Actual != http.StatusUnauthorized && code.Actual != http.StatusRequestTimeout {
-		return &provider.Problem{Reason: provider.ReasonCloudRefused, Message: capitalise(err.Error()), Err: err}
-	}
-	return err
-}
-
-func capitalise(s string) string {
-	if s == "" || s[0] < 'a' || s[0] > 'z' {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // statusFor: the hostname when one is asked for (the address is then in the
@@ -347,29 +181,6 @@ func (c *Cloud) statusFor(s lbSpec, addr, vip string) *v1.LoadBalancerStatus {
 	return st
 }
 
-// recordAnnotations writes the annotations the CCM keeps on the Service when
-// they changed (one patch): load-balancer-address, the one place the address
-// shows when a hostname is published instead, and the fingerprint of the spec the
-// load balancer was converged to, which lets the next look at an unchanged
-// Service skip walking the load balancer's graph (two reads instead of one per
-// object) — a Kubernetes write, never a cloud one. An empty value is not written.
-func (c *Cloud) recordAnnotations(ctx context.Context, svc *v1.Service, values map[annotation.Name]string) {
-	patch := map[string]string{}
-	for name, v := range values {
-		if v != "" && svc.Annotations[string(name)] != v {
-			patch[string(name)] = v
-		}
-	}
-	kube := c.kubeClient()
-	if len(patch) == 0 || kube == nil {
-		return
-	}
-	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
-	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1PatchOptions); err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot record the load balancer's annotations on the Service", "service", klog.KObj(svc))
-	}
-}
-
 // warnImmutable tells the user when a setting Octavia cannot change on an existing
 // load balancer differs from what the Service asks now.
 func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) {
@@ -387,92 +198,6 @@ func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadbalancers.LoadBalancer, s
 		c.events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
 			"Load balancer %s keeps its %s: Octavia cannot change them; recreate the Service to apply", lb.ID, strings.Join(diffs, ", "))
 	}
-}
-
-// UpdateLoadBalancer converges members (and anything else that changed). When
-// only the Nodes changed since the load balancer last converged, it updates the
-// members alone (updateMembers); anything else takes EnsureLoadBalancer's path.
-func (c *Cloud) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
-	if done, err := c.updateMembers(ctx, clusterName, svc, nodes); done || err != nil {
-		return err
-	}
-	_, err := c.EnsureLoadBalancer(ctx, clusterName, svc, nodes)
-	return err
-}
-
-// updateMembers handles a change of Nodes alone: the Service's converged record
-// names the load balancer and says its configuration is what the Service asks
-// now, so only members can differ. The load balancer comes from the cluster's
-// shared listing, its pools from one listing; each pool whose members differ
-// gets one declarative batch update, and the update counts as done once Octavia
-// accepts it: nothing else is read or written. A pool that must wait for
-// Octavia (one update at a time per load balancer) makes a RetryError, and the
-// retry finds the pools already updated equal. done is false (and err nil) when
-// this path does not apply or is in doubt: the caller takes the full path.
-func (c *Cloud) updateMembers(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (done bool, err error) {
-	spec, lb, ok := c.membersOnly(ctx, clusterName, svc, nodes)
-	if !ok {
-		return false, nil
-	}
-	octavia, err := c.clients.octaviaClient(ctx)
-	if err != nil {
-		return false, err
-	}
-	all, err := listPools(ctx, octavia, lb.ID)
-	if err != nil {
-		return false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, redact(err))
-	}
-	byName := map[string]pools.Pool{}
-	for _, p := range all {
-		if _, dup := byName[p.Name]; dup {
-			return false, nil
-		}
-		byName[p.Name] = p
-	}
-	mine := make([]pools.Pool, len(spec.ports))
-	for i, p := range spec.ports {
-		pool, ok := byName[c.objectName(spec, p)]
-		if !ok || pool.Protocol != spec.poolProtocol(p) {
-			return false, nil // not as converged: the full path repairs it
-		}
-		mine[i] = pool
-	}
-	wrote := false
-	for i, p := range spec.ports {
-		if wrote {
-			// Octavia takes one update at a time: the next pool after it is done.
-			return true, api.NewRetryError(fmt.Sprintf("members of load balancer %s are being updated", lb.ID), pendingRetry)
-		}
-		changed, err := c.convergeMembers(ctx, octavia, mine[i], spec, p)
-		if err != nil {
-			return true, refusedOr(fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err))
-		}
-		wrote = wrote || changed
-	}
-	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))
-	c.recordAnnotations(ctx, svc, map[annotation.Name]string{annotation.OpenStackConverged: lb.ID + "/" + spec.fingerprint()})
-	return true, nil
-}
-
-// membersOnly says whether only the members of the Service's load balancer can
-// differ from what it asks now, with the spec and the load balancer (ACTIVE,
-// from the shared listing). Any doubt, a failed look-up included, is a no: the
-// full path then decides, and reports what it finds.
-func (c *Cloud) membersOnly(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, loadbalancers.LoadBalancer, bool) {
-	id, config, members, ok := convergedRecord(svc)
-	if !ok || c.clusterUID() == "" {
-		return lbSpec{}, loadbalancers.LoadBalancer{}, false
-	}
-	spec, err := c.spec(clusterName, svc, nodes)
-	if err != nil || config != spec.configFingerprint() {
-		return lbSpec{}, loadbalancers.LoadBalancer{}, false
-	}
-	// Equal members: nothing to do, and the full path answers from the shared listings.
-	if err := c.resolveMembers(ctx, &spec); err != nil || members == spec.membersFingerprint() {
-		return lbSpec{}, loadbalancers.LoadBalancer{}, false
-	}
-	lb, ok := c.recordedLB(ctx, svc, id)
-	return spec, lb, ok
 }
 
 func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) loadbalancers.CreateOpts {
@@ -581,7 +306,7 @@ func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) monitors.CreateOpts {
 func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec, shared bool) (bool, error) {
 	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
 	if err != nil {
-		return false, fmt.Errorf("listing listeners: %w", redact(err))
+		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
 	}
 	have, err := listeners.ExtractListeners(pages)
 	if err != nil {
@@ -607,7 +332,7 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 	var allPools []pools.Pool
 	if len(lb.Pools) > 0 {
 		if allPools, err = listPools(ctx, octavia, lb.ID); err != nil {
-			return false, fmt.Errorf("listing pools: %w", redact(err))
+			return false, fmt.Errorf("listing pools: %w", octaviaErr(err))
 		}
 	}
 	poolByID := map[string]pools.Pool{}
@@ -627,12 +352,12 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 		l := byKey[k]
 		if l.DefaultPoolID != "" {
 			if err := pools.Delete(ctx, octavia, l.DefaultPoolID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-				return false, busyOr(fmt.Errorf("deleting pool of listener %s: %w", k, redact(err)))
+				return false, fmt.Errorf("deleting pool of listener %s: %w", k, octaviaErr(err))
 			}
 			return true, nil
 		}
 		if err := listeners.Delete(ctx, octavia, l.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return false, busyOr(fmt.Errorf("deleting listener %s: %w", k, redact(err)))
+			return false, fmt.Errorf("deleting listener %s: %w", k, octaviaErr(err))
 		}
 		return true, nil
 	}
@@ -647,7 +372,7 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 			opts := c.listenerOpts(svc, s, p)
 			opts.LoadbalancerID = lb.ID
 			if _, err := listeners.Create(ctx, octavia, opts).Extract(); err != nil {
-				return false, busyOr(fmt.Errorf("creating listener %s: %w", k, redact(err)))
+				return false, fmt.Errorf("creating listener %s: %w", k, octaviaErr(err))
 			}
 			return true, nil
 		}
@@ -659,7 +384,7 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 			opts := c.poolOpts(s, p)
 			opts.ListenerID = l.ID
 			if _, err := pools.Create(ctx, octavia, opts).Extract(); err != nil {
-				return false, busyOr(fmt.Errorf("creating the pool of listener %s: %w", k, redact(err)))
+				return false, fmt.Errorf("creating the pool of listener %s: %w", k, octaviaErr(err))
 			}
 			return true, nil
 		}
@@ -667,13 +392,13 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 			// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
 			c.events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
 			if err := pools.Delete(ctx, octavia, pool.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-				return false, busyOr(fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, redact(err)))
+				return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, octaviaErr(err))
 			}
 			return true, nil
 		}
 		if pool.LBMethod != s.method {
 			if _, err := pools.Update(ctx, octavia, pool.ID, pools.UpdateOpts{LBMethod: pools.LBMethod(s.method)}).Extract(); err != nil {
-				return false, busyOr(fmt.Errorf("updating the method of pool %s: %w", pool.ID, redact(err)))
+				return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, octaviaErr(err))
 			}
 			return true, nil
 		}
@@ -724,7 +449,7 @@ func (c *Cloud) convergeListener(ctx context.Context, octavia *gophercloud.Servi
 		return false, nil
 	}
 	if _, err := listeners.Update(ctx, octavia, l.ID, u).Extract(); err != nil {
-		return false, busyOr(fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, redact(err)))
+		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, octaviaErr(err))
 	}
 	return true, nil
 }
@@ -737,7 +462,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, octavia *gophercloud.Servic
 			return false, nil
 		}
 		if err := monitors.Delete(ctx, octavia, pool.MonitorID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return false, busyOr(fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, redact(err)))
+			return false, fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, octaviaErr(err))
 		}
 		return true, nil
 	}
@@ -745,17 +470,17 @@ func (c *Cloud) convergeMonitor(ctx context.Context, octavia *gophercloud.Servic
 	if pool.MonitorID == "" {
 		want.PoolID = pool.ID
 		if _, err := monitors.Create(ctx, octavia, want).Extract(); err != nil {
-			return false, busyOr(fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, redact(err)))
+			return false, fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, octaviaErr(err))
 		}
 		return true, nil
 	}
 	have, err := monitors.Get(ctx, octavia, pool.MonitorID).Extract()
 	if err != nil {
-		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, redact(err))
+		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, octaviaErr(err))
 	}
 	if have.Type != want.Type {
 		if err := monitors.Delete(ctx, octavia, have.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return false, busyOr(fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, redact(err)))
+			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, octaviaErr(err))
 		}
 		return true, nil
 	}
@@ -765,7 +490,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, octavia *gophercloud.Servic
 	}
 	u := monitors.UpdateOpts{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
 	if _, err := monitors.Update(ctx, octavia, have.ID, u).Extract(); err != nil {
-		return false, busyOr(fmt.Errorf("updating health monitor %s: %w", have.ID, redact(err)))
+		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, octaviaErr(err))
 	}
 	return true, nil
 }
@@ -777,7 +502,7 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 	if len(pool.Members) > 0 { // the pool names its members: a new one has none to list
 		var err error
 		if members, err = listMembers(ctx, octavia, poolID); err != nil {
-			return false, fmt.Errorf("listing members: %w", redact(err))
+			return false, fmt.Errorf("listing members: %w", octaviaErr(err))
 		}
 	}
 	monitorPort := 0
@@ -811,60 +536,9 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 		batch = append(batch, o)
 	}
 	if err := putMembers(ctx, octavia, poolID, batch); err != nil {
-		return false, busyOr(fmt.Errorf("updating members of pool %s: %w", poolID, redact(err)))
+		return false, fmt.Errorf("updating members of pool %s: %w", poolID, octaviaErr(err))
 	}
 	return true, nil
-}
-
-// EnsureLoadBalancerDeleted deletes the Service's load balancer (cascade) and the
-// floating IP this CCM created for it (detached instead with keep-floatingip, and
-// always when the CCM did not create it). Already gone is success; only our own
-// (tagged) load balancer is ever deleted. On a shared load balancer only the
-// Service's own listeners go.
-func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
-	octavia, network, err := c.lbClients(ctx)
-	if err != nil {
-		return err
-	}
-	lb, err := c.findLB(ctx, octavia, svc)
-	if err != nil {
-		return err
-	}
-	keep, _ := annotation.OpenStackKeepFloatingIP.Bool(svc)
-	if lb == nil {
-		// Gone (deleted now, or behind our back before): what it left of ours
-		// goes too.
-		if keep {
-			return nil
-		}
-		return c.deleteOwnFloatingIPs(ctx, network, svc)
-	}
-	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING") {
-		return api.NewRetryError(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), pendingRetry)
-	}
-	if !c.owned(lb, svc) {
-		// Shared through load-balancer-id: remove this Service's listeners only.
-		changed, err := c.converge(ctx, octavia, svc, lb, lbSpec{}, true)
-		if err != nil || changed {
-			if err == nil {
-				err = api.NewRetryError(fmt.Sprintf("removing the listeners of %s/%s from shared load balancer %s", svc.Namespace, svc.Name, lb.ID), pendingRetry)
-			}
-			return err
-		}
-		return nil
-	}
-	if err := c.releaseFloatingIP(ctx, network, svc, lb, keep); err != nil {
-		return err
-	}
-	if err := loadbalancers.Delete(ctx, octavia, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return busyOr(fmt.Errorf("deleting load balancer %s: %w", lb.ID, redact(err)))
-	}
-	c.mu.Lock()
-	delete(c.checked, lb.ID)
-	c.mu.Unlock()
-	klog.FromContext(ctx).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID)
-	// Done when it is gone: the Service keeps its finalizer until then.
-	return api.NewRetryError(fmt.Sprintf("load balancer %s is being deleted", lb.ID), pendingRetry)
 }
 
 // rebuildIfStranded looks at the status tree of an ACTIVE load balancer of the
@@ -874,14 +548,18 @@ func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1
 // and nothing of them can be changed. The load balancer is then deleted to be
 // built again step by step, as every later one is. Its floating IP is kept for
 // the new one. It returns a RetryError when it rebuilds, nil when all is well.
-func (c *Cloud) rebuildIfStranded(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer) error {
+func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer) (string, error) {
+	octavia, err := c.clients.octaviaClient(ctx)
+	if err != nil {
+		return "", err
+	}
 	var tree statusTree
 	if err := loadbalancers.GetStatuses(ctx, octavia, lb.ID).ExtractInto(&tree); err != nil {
-		return fmt.Errorf("reading the status tree of load balancer %s: %w", lb.ID, redact(err))
+		return "", fmt.Errorf("reading the status tree of load balancer %s: %w", lb.ID, octaviaErr(err))
 	}
 	pending := tree.pending()
 	if tree.Statuses.LoadBalancer.ProvisioningStatus != "ACTIVE" || pending == "" {
-		return nil
+		return "", nil
 	}
 	logger := klog.FromContext(ctx)
 	if c.serial.CompareAndSwap(false, true) {
@@ -890,17 +568,32 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, octavia *gophercloud.Serv
 	}
 	c.events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Octavia left %s of load balancer %s pending for good; rebuilding it step by step", pending, lb.ID)
 	c.setCreated(lb.ID, "")
-	network, err := c.clients.networkClient(ctx)
+	if err := c.deleteKeepingAddress(ctx, svc, lb); err != nil {
+		return "", fmt.Errorf("deleting load balancer %s to rebuild it: %w", lb.ID, err)
+	}
+	return fmt.Sprintf("load balancer %s is being rebuilt step by step", lb.ID), nil
+}
+
+// deleteKeepingAddress deletes the Service's load balancer (cascade) to build
+// it anew; its floating IP is detached and kept for the new one.
+func (c *Cloud) deleteKeepingAddress(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer) error {
+	octavia, network, err := c.lbClients(ctx)
 	if err != nil {
 		return err
 	}
 	if err := c.releaseFloatingIP(ctx, network, svc, lb, true); err != nil {
 		return err
 	}
-	if err := loadbalancers.Delete(ctx, octavia, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return busyOr(fmt.Errorf("deleting load balancer %s to rebuild it: %w", lb.ID, redact(err)))
+	return deleteCascade(ctx, octavia, lb.ID)
+}
+
+// deleteCascade deletes a load balancer with all it has; already gone is success.
+func deleteCascade(ctx context.Context, octavia *gophercloud.ServiceClient, id string) error {
+	err := loadbalancers.Delete(ctx, octavia, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
+	if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return octaviaErr(err)
 	}
-	return api.NewRetryError(fmt.Sprintf("load balancer %s is being rebuilt step by step", lb.ID), pendingRetry)
+	return nil
 }
 
 // statusTree is Octavia's status tree of a load balancer (GET

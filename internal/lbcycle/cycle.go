@@ -1,0 +1,382 @@
+// Package lbcycle is the load-balancer cycle every Overcast cloud runs on, in
+// one place:
+//
+//	spec → fingerprint → converged record → shared-listing fast path
+//	     → one converge step → requeue while the cloud is busy
+//
+// A cloud supplies the steps (Cloud): what the Service asks and its
+// fingerprint, its load balancer from a listing shared by all Services and from
+// a direct read, create, replace, one converge step, publishing the address,
+// and one delete step. The cycle decides which step runs, records what a load
+// balancer was converged to (Records), answers an unchanged Service from the
+// shared listing without a write, and turns the cloud's progress and errors into
+// what the service controller understands: a RetryError while the cloud works
+// (progress, not failure), a provider.Problem for what the cloud refused.
+package lbcycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cloud-provider/api"
+
+	"github.com/overcast-ccm/overcast/internal/provider"
+)
+
+// State is a load balancer's state as the cycle needs it.
+type State int
+
+const (
+	// Ready: serving, and the cloud takes changes (Octavia's ACTIVE).
+	Ready State = iota
+	// Busy: the cloud is working on it and takes no change (PENDING_*).
+	Busy
+	// Failed: broken for good (ERROR); the Service's own is replaced.
+	Failed
+)
+
+// LB is a load balancer as the cycle sees it; Obj is the cloud's own object.
+type LB[L any] struct {
+	ID string
+	// Status is the cloud's word for its state ("PENDING_UPDATE"), for messages.
+	Status string
+	State  State
+	// Shared: not the Service's own (it was named to share): never replaced,
+	// deleted or recorded, and always converged by a walk.
+	Shared bool
+	Obj    L
+}
+
+// Fingerprint is a short hash of what a Service asks of its load balancer, in
+// two parts: a change of Nodes alone changes only Members.
+type Fingerprint struct {
+	Config, Members string
+}
+
+func (f Fingerprint) String() string { return f.Config + "." + f.Members }
+
+// Record is what is remembered of a Service's load balancer once converged:
+// which one, to what, and the address published.
+type Record struct {
+	ID string
+	Fingerprint
+	Address string
+}
+
+// Records keeps each Service's Record where the cloud keeps it: on the Service
+// (annotations, which survive restarts and leader changes) or in memory for a
+// cloud that lives in the process.
+type Records interface {
+	// Get is the Service's Record; false when it has none.
+	Get(svc *v1.Service) (Record, bool)
+	// Put records r; a Record with no ID records the address alone.
+	Put(ctx context.Context, svc *v1.Service, r Record)
+}
+
+// Cloud is what a cloud supplies. Each step makes at most one change; a step
+// that made one, or found the cloud at work, says what is under way in a
+// sentence ("load balancer 1f2e is being created") and the Service is looked at
+// again. Errors come translated by the cloud's gateway (provider.ErrBusy,
+// provider.ErrRefused, …) or as a provider.Problem.
+type Cloud[S, L any] interface {
+	// Spec is what the Service asks with the Nodes given, checked, and its
+	// fingerprint. A Service the cloud cannot serve as it asks is a Problem.
+	Spec(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (S, Fingerprint, error)
+	// Listed is the Service's load balancer from the listing of the cluster's
+	// load balancers shared by all Services (it may be a little old).
+	Listed(ctx context.Context, svc *v1.Service) (LB[L], bool, error)
+	// Find is the Service's load balancer, read now.
+	Find(ctx context.Context, svc *v1.Service) (LB[L], bool, error)
+	// Create checks everything that could refuse the Service, and only then
+	// creates its load balancer.
+	Create(ctx context.Context, svc *v1.Service, spec S) (string, error)
+	// Replace deletes the Service's Failed load balancer to create it anew;
+	// its public address is kept for the new one.
+	Replace(ctx context.Context, svc *v1.Service, lb LB[L]) (string, error)
+	// Converge makes at most one change of a Ready load balancer toward spec;
+	// "" when it is as spec asks.
+	Converge(ctx context.Context, svc *v1.Service, spec S, lb LB[L]) (string, error)
+	// Publish makes a converged load balancer reachable at its public address
+	// (and gives back what it no longer needs), and says the status and the
+	// address.
+	Publish(ctx context.Context, svc *v1.Service, spec S, lb LB[L]) (*v1.LoadBalancerStatus, string, error)
+	// Published is the status of a load balancer converged to spec as rec
+	// says, from shared listings only; false when anything is not as recorded.
+	Published(ctx context.Context, svc *v1.Service, spec S, rec Record, lb LB[L]) (*v1.LoadBalancerStatus, bool, error)
+	// Delete makes one step of deleting the Service's load balancer and what
+	// was created for it; "" when nothing of it is left.
+	Delete(ctx context.Context, svc *v1.Service) (string, error)
+}
+
+// MemberUpdater is a cloud that can change a converged load balancer's members
+// alone, cheaper than a walk, when only the Nodes changed. ok false: the path
+// does not apply (anything in doubt), and the full cycle runs.
+type MemberUpdater[S, L any] interface {
+	UpdateMembers(ctx context.Context, svc *v1.Service, spec S, lb LB[L]) (progress string, ok bool, err error)
+}
+
+// DriftChecker is a cloud that finds more drift in a Ready load balancer of the
+// shared listing than the cycle does (which finds it gone, Failed or another):
+// a missing listener, an address moved. It reads shared listings only.
+type DriftChecker[L any] interface {
+	Drift(ctx context.Context, svc *v1.Service, rec Record, lb LB[L]) (string, error)
+}
+
+// Relister is a cloud whose shared listing can be made fresh for the next
+// Listed: the drift check wants it as it is now.
+type Relister interface {
+	Relist()
+}
+
+// Options of a Cycle.
+type Options struct {
+	// Retry is how soon a Service is looked at again while the cloud works.
+	Retry time.Duration
+	// FullCheck is how often a converged load balancer is walked anyway (0:
+	// never), which repairs what drift detection cannot see.
+	FullCheck time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Cycle runs a cloud's load balancers.
+type Cycle[S, L any] struct {
+	cloud   Cloud[S, L]
+	records Records
+	opts    Options
+
+	mu      sync.Mutex
+	checked map[string]time.Time // when each load balancer was last walked
+}
+
+// New returns the cycle of cloud.
+func New[S, L any](cloud Cloud[S, L], records Records, opts Options) *Cycle[S, L] {
+	if opts.Retry <= 0 {
+		opts.Retry = 2 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Cycle[S, L]{cloud: cloud, records: records, opts: opts, checked: map[string]time.Time{}}
+}
+
+// Ensure converges the Service's load balancer by one step, or answers an
+// unchanged Service from the shared listing with no call of its own. While the
+// cloud works it returns a RetryError.
+func (c *Cycle[S, L]) Ensure(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	spec, fp, err := c.cloud.Spec(ctx, clusterName, svc, nodes)
+	if err != nil {
+		return nil, err
+	}
+	return c.ensure(ctx, svc, spec, fp)
+}
+
+// Update is Ensure for a change of Nodes: when only the members can differ,
+// a MemberUpdater cloud updates them alone.
+func (c *Cycle[S, L]) Update(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	spec, fp, err := c.cloud.Spec(ctx, clusterName, svc, nodes)
+	if err != nil {
+		return err
+	}
+	if mu, ok := c.cloud.(MemberUpdater[S, L]); ok {
+		rec, has := c.records.Get(svc)
+		if has && rec.Config == fp.Config && rec.Members != fp.Members {
+			if lb, ok := c.listedAsRecorded(ctx, svc, rec); ok {
+				progress, ok, err := mu.UpdateMembers(ctx, svc, spec, lb)
+				if err != nil {
+					return c.outcome(err)
+				}
+				if ok && progress != "" {
+					return c.progress(progress)
+				}
+				if ok {
+					rec.Fingerprint = fp
+					c.records.Put(ctx, svc, rec)
+					return nil
+				}
+			}
+		}
+	}
+	_, err = c.ensure(ctx, svc, spec, fp)
+	return err
+}
+
+func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fingerprint) (*v1.LoadBalancerStatus, error) {
+	rec, hasRec := c.records.Get(svc)
+	if hasRec && rec.Fingerprint == fp {
+		// The fast path: as converged, by the shared listings.
+		if lb, ok := c.listedAsRecorded(ctx, svc, rec); ok {
+			if st, ok, err := c.cloud.Published(ctx, svc, spec, rec, lb); err == nil && ok {
+				return st, nil
+			}
+		}
+	}
+	lb, found, err := c.cloud.Find(ctx, svc)
+	if err != nil {
+		return nil, c.outcome(err)
+	}
+	built := false
+	if !found || (lb.State == Failed && !lb.Shared) {
+		var progress string
+		if found {
+			progress, err = c.cloud.Replace(ctx, svc, lb)
+		} else {
+			progress, err = c.cloud.Create(ctx, svc, spec)
+		}
+		if err != nil || progress != "" {
+			return nil, c.step(progress, err)
+		}
+		// Built at once (a cloud in the process): on to publishing it.
+		if lb, found, err = c.cloud.Find(ctx, svc); err != nil || !found {
+			return nil, c.step("the load balancer is being created", err)
+		}
+		built = true // as spec asks: no walk
+	}
+	if lb.State == Busy {
+		return nil, c.progress(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.Status))
+	}
+	if !built && (lb.Shared || !hasRec || rec.ID != lb.ID || rec.Fingerprint != fp || c.fullCheckDue(lb.ID)) {
+		progress, err := c.cloud.Converge(ctx, svc, spec, lb)
+		if err != nil || progress != "" {
+			return nil, c.step(progress, err)
+		}
+		c.walked(lb.ID)
+	}
+	st, addr, err := c.cloud.Publish(ctx, svc, spec, lb)
+	if err != nil {
+		return nil, c.outcome(err)
+	}
+	r := Record{Fingerprint: fp, Address: addr}
+	if !lb.Shared {
+		r.ID = lb.ID
+	}
+	c.records.Put(ctx, svc, r)
+	return st, nil
+}
+
+// Delete makes one step of deleting the Service's load balancer: nil when
+// nothing of it is left, a RetryError while there is.
+func (c *Cycle[S, L]) Delete(ctx context.Context, svc *v1.Service) error {
+	progress, err := c.cloud.Delete(ctx, svc)
+	if err != nil || progress != "" {
+		return c.step(progress, err)
+	}
+	if rec, ok := c.records.Get(svc); ok {
+		c.mu.Lock()
+		delete(c.checked, rec.ID)
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// Drifted finds, from one fresh shared listing, the Services whose load
+// balancer is no longer as it was converged: gone, Failed, another one, or
+// (DriftChecker) drifted in a way the cloud sees. A load balancer the cloud is
+// working on is not drift; Services with no record are not checked.
+func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[types.UID]string, error) {
+	if r, ok := c.cloud.(Relister); ok {
+		r.Relist()
+	}
+	checker, _ := c.cloud.(DriftChecker[L])
+	out := map[types.UID]string{}
+	for _, svc := range svcs {
+		rec, ok := c.records.Get(svc)
+		if !ok || rec.ID == "" {
+			continue
+		}
+		lb, found, err := c.cloud.Listed(ctx, svc)
+		if err != nil {
+			return nil, err
+		}
+		why := ""
+		switch {
+		case !found:
+			why = fmt.Sprintf("load balancer %s is gone", rec.ID)
+		case lb.Shared || lb.State == Busy:
+		case lb.State == Failed:
+			why = fmt.Sprintf("load balancer %s is %s", lb.ID, lb.Status)
+		case lb.ID != rec.ID:
+			why = fmt.Sprintf("load balancer %s is not %s, which it was converged to", lb.ID, rec.ID)
+		case checker != nil:
+			if why, err = checker.Drift(ctx, svc, rec, lb); err != nil {
+				return nil, err
+			}
+		}
+		if why != "" {
+			out[svc.UID] = why
+		}
+	}
+	return out, nil
+}
+
+// listedAsRecorded is the Service's load balancer from the shared listing when
+// it is the recorded one, its own, Ready, and not due for its full check.
+func (c *Cycle[S, L]) listedAsRecorded(ctx context.Context, svc *v1.Service, rec Record) (LB[L], bool) {
+	if rec.ID == "" {
+		return LB[L]{}, false
+	}
+	lb, found, err := c.cloud.Listed(ctx, svc)
+	if err != nil || !found || lb.Shared || lb.ID != rec.ID || lb.State != Ready || c.fullCheckDue(lb.ID) {
+		return LB[L]{}, false
+	}
+	return lb, true
+}
+
+// fullCheckDue says whether a load balancer is due its walk. One not seen
+// before starts its interval now.
+func (c *Cycle[S, L]) fullCheckDue(id string) bool {
+	if c.opts.FullCheck <= 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.checked[id]
+	if !ok {
+		c.checked[id] = c.opts.Now()
+		return false
+	}
+	return c.opts.Now().Sub(last) > c.opts.FullCheck
+}
+
+func (c *Cycle[S, L]) walked(id string) {
+	if c.opts.FullCheck <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.checked[id] = c.opts.Now()
+	c.mu.Unlock()
+}
+
+// step is the outcome of a step: its error, else its progress, else nil.
+func (c *Cycle[S, L]) step(progress string, err error) error {
+	if err != nil {
+		return c.outcome(err)
+	}
+	if progress != "" {
+		return c.progress(progress)
+	}
+	return nil
+}
+
+func (c *Cycle[S, L]) progress(what string) error { return api.NewRetryError(what, c.opts.Retry) }
+
+// outcome is what the service controller is told of a step's error: the cloud
+// busy is progress (a RetryError), a refusal a Problem; a Problem, a
+// RetryError and any other error pass as they are.
+func (c *Cycle[S, L]) outcome(err error) error {
+	if _, ok := provider.AsProblem(err); ok {
+		return err
+	}
+	if errors.As(err, new(*api.RetryError)) {
+		return err
+	}
+	if errors.Is(err, provider.ErrBusy) {
+		return api.NewRetryError("the cloud is busy: "+err.Error(), c.opts.Retry)
+	}
+	return provider.RefusedProblem(provider.ReasonCloudRefused, err)
+}

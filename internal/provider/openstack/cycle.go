@@ -1,0 +1,388 @@
+package openstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider"
+)
+
+// Octavia's steps of the load-balancer cycle (internal/lbcycle). The cycle
+// decides which runs; each makes at most one change, since Octavia takes one at
+// a time per load balancer.
+type octaviaSteps struct{ *Cloud }
+
+type octaviaLB = lbcycle.LB[loadbalancers.LoadBalancer]
+
+var (
+	_ lbcycle.Cloud[lbSpec, loadbalancers.LoadBalancer]         = octaviaSteps{}
+	_ lbcycle.MemberUpdater[lbSpec, loadbalancers.LoadBalancer] = octaviaSteps{}
+	_ lbcycle.DriftChecker[loadbalancers.LoadBalancer]          = octaviaSteps{}
+	_ lbcycle.Relister                                          = octaviaSteps{}
+)
+
+func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer] {
+	return lbcycle.New[lbSpec, loadbalancers.LoadBalancer](octaviaSteps{c}, annotationRecords{c},
+		lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
+}
+
+// EnsureLoadBalancer creates or converges the Service's Octavia load balancer by
+// one step of the cycle: while anything is PENDING it returns a RetryError and
+// the Service is looked at again. A converged load balancer costs no write.
+func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	return c.cycle.Ensure(ctx, clusterName, svc, nodes)
+}
+
+// UpdateLoadBalancer converges members (and anything else that changed): when
+// only the Nodes changed since the load balancer converged, the members alone.
+func (c *Cloud) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+	return c.cycle.Update(ctx, clusterName, svc, nodes)
+}
+
+// EnsureLoadBalancerDeleted deletes the Service's load balancer and what was
+// created for it, one step a call; nil once nothing of it is left.
+func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
+	return c.cycle.Delete(ctx, svc)
+}
+
+// Drifted finds the Services whose load balancer is no longer as it was
+// converged, from one fresh listing of the cluster's load balancers (and one of
+// floating IPs).
+func (c *Cloud) Drifted(ctx context.Context, svcs []*v1.Service) (map[types.UID]string, error) {
+	return c.cycle.Drifted(ctx, svcs)
+}
+
+func (s octaviaSteps) Spec(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, lbcycle.Fingerprint, error) {
+	spec, err := s.spec(clusterName, svc, nodes)
+	if err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, provider.Invalid(err)
+	}
+	if s.clusterUID() == "" {
+		return lbSpec{}, lbcycle.Fingerprint{}, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
+	}
+	if err := s.resolveMembers(ctx, &spec); err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, err
+	}
+	return spec, lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}, nil
+}
+
+// asLB is an Octavia load balancer as the cycle sees it.
+func (s octaviaSteps) asLB(lb *loadbalancers.LoadBalancer, svc *v1.Service) octaviaLB {
+	state := lbcycle.Ready
+	switch {
+	case strings.HasPrefix(lb.ProvisioningStatus, "PENDING"):
+		state = lbcycle.Busy
+	case lb.ProvisioningStatus == "ERROR":
+		state = lbcycle.Failed
+	}
+	return octaviaLB{ID: lb.ID, Status: lb.ProvisioningStatus, State: state, Shared: !s.owned(lb, svc), Obj: *lb}
+}
+
+func (s octaviaSteps) Listed(ctx context.Context, svc *v1.Service) (octaviaLB, bool, error) {
+	lb, found, err := s.index.lbs.Get(ctx, "svc/"+string(svc.UID))
+	if err != nil || !found {
+		return octaviaLB{}, false, err
+	}
+	return s.asLB(&lb, svc), true, nil
+}
+
+func (s octaviaSteps) Find(ctx context.Context, svc *v1.Service) (octaviaLB, bool, error) {
+	octavia, err := s.clients.octaviaClient(ctx)
+	if err != nil {
+		return octaviaLB{}, false, err
+	}
+	lb, err := s.findLB(ctx, octavia, svc)
+	if err != nil || lb == nil {
+		return octaviaLB{}, false, err
+	}
+	return s.asLB(lb, svc), true, nil
+}
+
+// Create refuses, before anything is created, what would refuse the Service
+// later (a load-balancer-id that names nothing, a taken floating IP), then
+// creates the load balancer: fully populated, one provisioning round, unless
+// the cloud needs it step by step.
+func (s octaviaSteps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
+		return "", provider.Refuse(provider.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
+	}
+	octavia, network, err := s.lbClients(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := s.requestedFloatingIPFree(ctx, network, spec); err != nil {
+		return "", err
+	}
+	opts := s.createOpts(svc, spec)
+	created, err := createLoadBalancer(ctx, octavia, opts)
+	if err != nil {
+		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, octaviaErr(err))
+	}
+	if len(opts.Listeners) == len(spec.ports) {
+		s.setCreated(created.ID, spec.fingerprint()) // fully populated
+	}
+	klog.FromContext(ctx).Info("Created load balancer", "service", klog.KObj(svc), "id", created.ID, "listeners", len(spec.ports), "members", len(spec.members))
+	return fmt.Sprintf("load balancer %s is being created", created.ID), nil
+}
+
+// Replace deletes a load balancer in ERROR; its floating IP is kept, detached,
+// for the new one.
+func (s octaviaSteps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (string, error) {
+	klog.FromContext(ctx).Info("Replacing load balancer in ERROR", "service", klog.KObj(svc), "id", lb.ID)
+	s.events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
+	if err := s.deleteKeepingAddress(ctx, svc, &lb.Obj); err != nil {
+		return "", fmt.Errorf("deleting load balancer %s in ERROR: %w", lb.ID, err)
+	}
+	return fmt.Sprintf("load balancer %s was in ERROR and is being replaced", lb.ID), nil
+}
+
+// Converge walks the load balancer's listeners, pools, members and monitors and
+// makes the first change it needs. One this process created fully populated
+// from the very spec is not walked: only its status tree is read, to catch
+// children Octavia never finished.
+func (s octaviaSteps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, error) {
+	if !lb.Shared && s.createdAs(lb.ID) == spec.fingerprint() {
+		if progress, err := s.rebuildIfStranded(ctx, svc, &lb.Obj); err != nil || progress != "" {
+			return progress, err
+		}
+		s.setCreated(lb.ID, "")
+		return "", nil
+	}
+	octavia, err := s.clients.octaviaClient(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !lb.Shared {
+		s.warnImmutable(svc, &lb.Obj, spec)
+	}
+	changed, err := s.converge(ctx, octavia, svc, &lb.Obj, spec, lb.Shared)
+	if err != nil {
+		if errors.Is(err, provider.ErrBusy) && !lb.Shared {
+			// Busy children of an ACTIVE load balancer may never finish.
+			if progress, serr := s.rebuildIfStranded(ctx, svc, &lb.Obj); serr != nil || progress != "" {
+				return progress, serr
+			}
+		}
+		return "", fmt.Errorf("cannot update load balancer %s: %w", lb.ID, err)
+	}
+	if changed {
+		return fmt.Sprintf("load balancer %s is being updated", lb.ID), nil
+	}
+	return "", nil
+}
+
+// Publish attaches the floating IP (an internal Service gives its own back) and
+// says the status.
+func (s octaviaSteps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (*v1.LoadBalancerStatus, string, error) {
+	network, err := s.clients.networkClient(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	addr := lb.Obj.VipAddress
+	switch {
+	case spec.internal && !lb.Shared:
+		// A Service made internal gives its floating IP back.
+		if err := s.releaseFloatingIP(ctx, network, svc, &lb.Obj, spec.keepFIP); err != nil {
+			return nil, "", err
+		}
+	case !spec.internal:
+		if addr, err = s.ensureFloatingIP(ctx, network, svc, &lb.Obj, spec); err != nil {
+			return nil, "", err
+		}
+	}
+	return s.statusFor(spec, addr, lb.Obj.VipAddress), addr, nil
+}
+
+// Published answers from the shared listing of floating IPs: the address must
+// be the recorded one, on the VIP's port (an internal Service must have none).
+func (s octaviaSteps) Published(ctx context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb octaviaLB) (*v1.LoadBalancerStatus, bool, error) {
+	addr := lb.Obj.VipAddress
+	fip, hasFIP, err := s.index.fips.Get(ctx, "port/"+lb.Obj.VipPortID)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case spec.internal && hasFIP:
+		return nil, false, nil // to be given back
+	case !spec.internal:
+		if !hasFIP || (spec.floatingIP != "" && spec.floatingIP != fip.FloatingIP) {
+			return nil, false, nil
+		}
+		addr = fip.FloatingIP
+	}
+	if rec.Address != addr {
+		return nil, false, nil
+	}
+	return s.statusFor(spec, addr, lb.Obj.VipAddress), true, nil
+}
+
+// UpdateMembers handles a change of Nodes alone: its pools from one listing,
+// and one declarative batch update of each pool whose members differ, counted
+// as done once Octavia accepts it. Octavia takes one update at a time, so a
+// second pool to update waits for the next pass. Any doubt (a pool missing or
+// named twice) is not ok: the full cycle repairs it.
+func (s octaviaSteps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, bool, error) {
+	octavia, err := s.clients.octaviaClient(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	all, err := listPools(ctx, octavia, lb.ID)
+	if err != nil {
+		return "", false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, octaviaErr(err))
+	}
+	byName := map[string]pools.Pool{}
+	for _, p := range all {
+		if _, dup := byName[p.Name]; dup {
+			return "", false, nil
+		}
+		byName[p.Name] = p
+	}
+	mine := make([]pools.Pool, len(spec.ports))
+	for i, p := range spec.ports {
+		pool, ok := byName[s.objectName(spec, p)]
+		if !ok || pool.Protocol != spec.poolProtocol(p) {
+			return "", false, nil
+		}
+		mine[i] = pool
+	}
+	wrote := false
+	for i, p := range spec.ports {
+		if wrote {
+			return fmt.Sprintf("members of load balancer %s are being updated", lb.ID), true, nil
+		}
+		changed, err := s.convergeMembers(ctx, octavia, mine[i], spec, p)
+		if err != nil {
+			return "", true, fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err)
+		}
+		wrote = wrote || changed
+	}
+	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))
+	return "", true, nil
+}
+
+// Drift sees, in the shared listings, a load balancer short of a listener or a
+// pool, and a floating IP no longer on it.
+func (s octaviaSteps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l octaviaLB) (string, error) {
+	lb := l.Obj
+	switch {
+	case len(lb.Listeners) < len(svc.Spec.Ports):
+		return fmt.Sprintf("load balancer %s has %d listener(s) for %d port(s)", lb.ID, len(lb.Listeners), len(svc.Spec.Ports)), nil
+	case len(lb.Pools) < len(lb.Listeners):
+		return fmt.Sprintf("load balancer %s has %d pool(s) for %d listener(s)", lb.ID, len(lb.Pools), len(lb.Listeners)), nil
+	}
+	if rec.Address == "" || rec.Address == lb.VipAddress {
+		return "", nil // internal: its address is the VIP
+	}
+	fip, has, err := s.index.fips.Get(ctx, "port/"+lb.VipPortID)
+	if err != nil {
+		return "", err
+	}
+	if !has || fip.FloatingIP != rec.Address {
+		return fmt.Sprintf("floating IP %s is no longer on load balancer %s", rec.Address, lb.ID), nil
+	}
+	return "", nil
+}
+
+func (s octaviaSteps) Relist() {
+	s.index.lbs.Invalidate()
+	s.index.fips.Invalidate()
+}
+
+// Delete deletes the Service's load balancer (cascade) and the floating IP this
+// CCM created for it (detached instead with keep-floatingip, and always when
+// the CCM did not create it). Already gone is success; only our own (tagged)
+// load balancer is ever deleted, and the Service's own listeners on a shared
+// one. Done once the load balancer is gone: the Service keeps its finalizer
+// until then, and its free floating IPs go last.
+func (s octaviaSteps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+	octavia, network, err := s.lbClients(ctx)
+	if err != nil {
+		return "", err
+	}
+	lb, err := s.findLB(ctx, octavia, svc)
+	if err != nil {
+		return "", err
+	}
+	keep, _ := annotation.OpenStackKeepFloatingIP.Bool(svc)
+	if lb == nil {
+		// Gone (deleted now, or behind our back before): what it left of ours
+		// goes too.
+		if keep {
+			return "", nil
+		}
+		return "", s.deleteOwnFloatingIPs(ctx, network, svc)
+	}
+	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING") {
+		return fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), nil
+	}
+	if !s.owned(lb, svc) {
+		changed, err := s.converge(ctx, octavia, svc, lb, lbSpec{}, true)
+		if err != nil || !changed {
+			return "", err
+		}
+		return fmt.Sprintf("removing the listeners of %s/%s from shared load balancer %s", svc.Namespace, svc.Name, lb.ID), nil
+	}
+	if err := s.releaseFloatingIP(ctx, network, svc, lb, keep); err != nil {
+		return "", err
+	}
+	if err := deleteCascade(ctx, octavia, lb.ID); err != nil {
+		return "", fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
+	}
+	klog.FromContext(ctx).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID)
+	return fmt.Sprintf("load balancer %s is being deleted", lb.ID), nil
+}
+
+// annotationRecords keeps the cycle's Record on the Service, in the
+// annotations cloud-provider-openstack users know: load-balancer-address (the
+// address, the one place it shows when a hostname is published instead) and
+// the converged record "<load balancer ID>/<config>.<members>". Writing them is
+// a Kubernetes write, never a cloud one.
+type annotationRecords struct{ *Cloud }
+
+// Get is the Service's converged record. A Service on a shared load balancer
+// (load-balancer-id) has none: it is always walked.
+func (r annotationRecords) Get(svc *v1.Service) (lbcycle.Record, bool) {
+	if _, shared := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]; shared {
+		return lbcycle.Record{}, false
+	}
+	id, fp, _ := strings.Cut(svc.Annotations[string(annotation.OpenStackConverged)], "/")
+	config, members, ok := strings.Cut(fp, ".")
+	if !ok || id == "" {
+		return lbcycle.Record{}, false
+	}
+	return lbcycle.Record{ID: id, Fingerprint: lbcycle.Fingerprint{Config: config, Members: members},
+		Address: svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)]}, true
+}
+
+// Put writes the annotations that changed, in one patch; a failure is logged
+// (the record is an optimisation: without it the next pass walks).
+func (r annotationRecords) Put(ctx context.Context, svc *v1.Service, rec lbcycle.Record) {
+	patch := map[string]string{}
+	set := func(name annotation.Name, v string) {
+		if v != "" && svc.Annotations[string(name)] != v {
+			patch[string(name)] = v
+		}
+	}
+	set(annotation.OpenStackLoadBalancerAddress, rec.Address)
+	if rec.ID != "" {
+		set(annotation.OpenStackConverged, rec.ID+"/"+rec.Fingerprint.String())
+	}
+	kube := r.kubeClient()
+	if len(patch) == 0 || kube == nil {
+		return
+	}
+	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
+	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1PatchOptions); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot record the load balancer's annotations on the Service", "service", klog.KObj(svc))
+	}
+}
