@@ -73,7 +73,7 @@ func (e *Emulator) runDataPlane(proxy *l4proxy.Manager) {
 			}
 		}
 		select {
-		case <-e.done:
+		case <-e.Done():
 			return
 		case <-t.C:
 		}

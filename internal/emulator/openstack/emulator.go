@@ -1,23 +1,22 @@
 package openstack
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
 )
 
 // ErrNotFound is returned by the direct-state methods for an unknown id.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = core.ErrNotFound
 
 // Options configures an Emulator. The zero value is usable.
 type Options struct {
@@ -57,24 +56,19 @@ type Options struct {
 // Emulator is an in-memory OpenStack. It is an http.Handler and can also
 // listen by itself (Start). All methods are safe for concurrent use.
 type Emulator struct {
+	// Server is the emulator core: serving on loopback, latency, faults,
+	// counting calls, /_emulator.
+	*core.Server
+
 	opts   Options
 	mux    *http.ServeMux
-	ctl    *http.ServeMux
 	noAuth map[string]bool // route patterns that need no token
-	done   chan struct{}
 
 	mu        sync.Mutex
 	clock     func() time.Time // read under mu
-	latency   time.Duration
 	provDelay time.Duration
 	idRand    *rand.Rand
-	faultRand *rand.Rand
-	faults    []*faultEntry
-	faultSeq  int
 	macSeq    uint32
-
-	callsMu sync.Mutex
-	calls   map[callKey]int // guarded by callsMu
 
 	fx Fixture
 
@@ -110,10 +104,6 @@ type Emulator struct {
 	pendingLBs map[string]bool
 	defaultSG  string
 
-	srvMu sync.Mutex
-	srv   *http.Server
-	url   string
-
 	dpMu   sync.Mutex
 	dpErrs map[string]string // load balancer → why the data plane cannot serve it
 }
@@ -130,15 +120,10 @@ func New(opts Options) *Emulator {
 	e := &Emulator{
 		opts:       opts,
 		mux:        http.NewServeMux(),
-		ctl:        http.NewServeMux(),
 		noAuth:     map[string]bool{},
-		done:       make(chan struct{}),
 		clock:      time.Now,
-		latency:    opts.Latency,
 		provDelay:  opts.ProvisioningDelay,
 		idRand:     rand.New(rand.NewPCG(seed, 0x6f70656e737461)),
-		faultRand:  rand.New(rand.NewPCG(seed, 0x6661756c7473)),
-		calls:      map[callKey]int{},
 		tokens:     map[string]*token{},
 		users:      map[string]*user{},
 		appCreds:   map[string]*appCred{},
@@ -163,6 +148,19 @@ func New(opts Options) *Emulator {
 		pendingLBs: map[string]bool{},
 		dpErrs:     map[string]string{},
 	}
+	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{
+		Name:       "openstack emulator",
+		Latency:    opts.Latency,
+		Seed:       opts.Seed,
+		Classify:   e.classify,
+		WriteError: writeFault,
+		Services:   []string{"identity", "compute", "network", "load-balancer"},
+		Clock: func() time.Time {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.clock()
+		},
+	})
 	e.routeKeystone()
 	e.routeNova()
 	e.routeNeutron()
@@ -174,60 +172,20 @@ func New(opts Options) *Emulator {
 	return e
 }
 
-// Start listens on addr (for example "127.0.0.1:0") and serves in the
-// background until Close.
+// Start listens on addr, a loopback address (for example "127.0.0.1:0"), and
+// serves in the background until Close; with ServeTraffic, the load balancers
+// carry traffic too.
 func (e *Emulator) Start(addr string) error {
-	e.srvMu.Lock()
-	defer e.srvMu.Unlock()
-	if e.srv != nil {
-		return errors.New("openstack emulator: already started")
-	}
 	if err := checkServeTraffic(e.opts); err != nil {
 		return fmt.Errorf("openstack emulator: %w", err)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("openstack emulator: listen: %w", err)
+	if err := e.Server.Start(addr); err != nil {
+		return err
 	}
-	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
-	e.url = "http://" + ln.Addr().String()
-	go func() { _ = e.srv.Serve(ln) }()
 	if e.opts.ServeTraffic {
 		go e.runDataPlane(l4proxy.NewManager(l4proxy.Options{}))
 	}
 	return nil
-}
-
-// URL is the base URL, "http://127.0.0.1:PORT", once started; "" before.
-func (e *Emulator) URL() string {
-	e.srvMu.Lock()
-	defer e.srvMu.Unlock()
-	return e.url
-}
-
-// Close stops the server started by Start and releases hanging requests.
-func (e *Emulator) Close() error {
-	e.srvMu.Lock()
-	defer e.srvMu.Unlock()
-	select {
-	case <-e.done:
-	default:
-		close(e.done)
-	}
-	if e.srv == nil {
-		return nil
-	}
-	err := e.srv.Close()
-	e.srv = nil
-	return err
-}
-
-// SetLatency changes the latency added to every API call.
-func (e *Emulator) SetLatency(d time.Duration) {
-	e.mu.Lock()
-	e.latency = d
-	e.mu.Unlock()
 }
 
 // SetProvisioningDelay changes how long Octavia mutations stay pending. It
@@ -247,57 +205,28 @@ func (e *Emulator) lock() time.Time {
 	return now
 }
 
-// ServeHTTP serves the emulated APIs and the /_emulator control endpoints.
-func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/_emulator" || strings.HasPrefix(r.URL.Path, "/_emulator/") {
-		e.ctl.ServeHTTP(w, r)
-		return
-	}
+// classify names a request as Calls and faults see it: its service by the
+// path's first segment, its route as the mux pattern with every wildcard
+// spelled {id} ("GET /compute/v2.1/servers/{id}"), the operation names of
+// cloudapi's metrics for these paths.
+func (e *Emulator) classify(r *http.Request) (string, string) {
 	service := serviceOf(r.URL.Path)
 	_, pattern := e.mux.Handler(r)
-	route := routeTemplate(r.Method, pattern, service)
-	rec := &statusRecorder{ResponseWriter: w, counted: func(code int) { e.countCall(service, r.Method, route, code) }}
-	defer func() {
-		if rec.code == 0 { // no response: the client gave up, or the emulator closed
-			e.countCall(service, r.Method, route, 0)
-		}
-	}()
+	return service, routeTemplate(r.Method, pattern, service)
+}
 
-	e.mu.Lock()
-	latency := e.latency
-	f := e.matchFault(service, r.Method, route, e.clock())
-	e.mu.Unlock()
-
-	if latency > 0 && !e.wait(r.Context(), latency) {
-		return // the client gave up
-	}
-	if f != nil {
-		e.applyFault(rec, r, service, f)
-		return
-	}
+// serveAPI serves the emulated APIs (behind the core's latency and faults).
+func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
+	_, pattern := e.mux.Handler(r)
 	if pattern != "" && !e.noAuth[pattern] && !e.authorized(r) {
-		writeUnauthorized(rec)
+		writeUnauthorized(w)
 		return
 	}
 	if pattern == "" {
-		notFound(rec, service, "The resource could not be found.")
+		notFound(w, serviceOf(r.URL.Path), "The resource could not be found.")
 		return
 	}
-	e.mux.ServeHTTP(rec, r)
-}
-
-// wait sleeps for d unless the request is cancelled or the emulator closed.
-func (e *Emulator) wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-e.done:
-		return false
-	}
+	e.mux.ServeHTTP(w, r)
 }
 
 func serviceOf(path string) string {
@@ -336,32 +265,6 @@ func routeTemplate(method, pattern, service string) string {
 	return b.String()
 }
 
-// statusRecorder calls counted with the response code before the response
-// leaves: a client that decodes the body may act (and read the counters) before
-// the handler has returned.
-type statusRecorder struct {
-	http.ResponseWriter
-	code    int
-	counted func(code int)
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	s.record(code)
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	s.record(http.StatusOK)
-	return s.ResponseWriter.Write(b)
-}
-
-func (s *statusRecorder) record(code int) {
-	if s.code == 0 {
-		s.code = code
-		s.counted(code)
-	}
-}
-
 // handle registers an API route that needs a token.
 func (e *Emulator) handle(pattern string, h http.HandlerFunc) {
 	e.mux.HandleFunc(pattern, h)
@@ -398,16 +301,7 @@ func baseURL(r *http.Request) string {
 	return scheme + "://" + r.Host
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(b)
-}
+func writeJSON(w http.ResponseWriter, code int, v any) { core.WriteJSON(w, code, v) }
 
 // decodeJSON reads a JSON request body into v.
 func decodeJSON(r *http.Request, v any) error {

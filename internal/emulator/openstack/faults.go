@@ -1,231 +1,34 @@
 package openstack
 
 import (
-	"cmp"
-	"encoding/json"
-	"fmt"
-	"math"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
-// Fault makes matching API calls fail. A call matches when Service, Method and
-// Route match (empty means any) and the call falls inside [From, Until) of the
-// emulator's clock (zero means unbounded). Of the matching faults, the one
-// injected first answers.
-type Fault struct {
-	// Service is "identity", "compute", "network", "load-balancer" or "" for all.
-	Service string
-	// Method is an HTTP method or "" for all.
-	Method string
-	// Route is a route template as in Calls (for example
-	// "GET /compute/v2.1/servers/detail") or "" for all of Service and Method.
-	Route string
-	// Status is the HTTP status to answer, e.g. 500, 503, 429, 401, 409.
-	Status int
-	// RetryAfter adds a Retry-After header in whole seconds (rounded up).
-	RetryAfter time.Duration
-	// Hang does not answer until the client gives up (its request context is
-	// done) or the emulator is closed: a timeout. Such calls are counted with
-	// code 0.
-	Hang bool
-	// Rate: 0 or 1 fails every matching call; 0<Rate<1 fails that fraction,
-	// at random from Options.Seed.
-	Rate float64
-	// Count: 0 is unlimited; otherwise only the next Count matching calls fail.
-	Count int
-	// From and Until bound an outage window; zero means no bound.
-	From, Until time.Time
-}
-
-type faultEntry struct {
-	id   int
-	f    Fault
-	left int // remaining count when f.Count > 0
-}
-
-// faultJSON is the wire form of Fault on /_emulator/faults.
-type faultJSON struct {
-	ID         int             `json:"id,omitempty"`
-	Service    string          `json:"Service"`
-	Method     string          `json:"Method"`
-	Route      string          `json:"Route"`
-	Status     int             `json:"Status"`
-	RetryAfter json.RawMessage `json:"RetryAfter,omitempty"`
-	Hang       bool            `json:"Hang"`
-	Rate       float64         `json:"Rate"`
-	Count      int             `json:"Count"`
-	From       *time.Time      `json:"From,omitempty"`
-	Until      *time.Time      `json:"Until,omitempty"`
-}
-
-func (fj faultJSON) fault() (Fault, error) {
-	f := Fault{Service: fj.Service, Method: strings.ToUpper(fj.Method), Route: fj.Route,
-		Status: fj.Status, Hang: fj.Hang, Rate: fj.Rate, Count: fj.Count}
-	if fj.From != nil {
-		f.From = *fj.From
-	}
-	if fj.Until != nil {
-		f.Until = *fj.Until
-	}
-	if len(fj.RetryAfter) > 0 && string(fj.RetryAfter) != "null" {
-		var s string
-		if err := json.Unmarshal(fj.RetryAfter, &s); err == nil {
-			d, err := time.ParseDuration(s)
-			if err != nil {
-				return f, fmt.Errorf("RetryAfter: %w", err)
-			}
-			f.RetryAfter = d
-		} else {
-			var n int64
-			if err := json.Unmarshal(fj.RetryAfter, &n); err != nil {
-				return f, fmt.Errorf("RetryAfter: want a duration string such as \"2s\" or nanoseconds")
-			}
-			f.RetryAfter = time.Duration(n)
-		}
-	}
-	return f, f.validate()
-}
-
-func (f Fault) validate() error {
-	switch f.Service {
-	case "", "identity", "compute", "network", "load-balancer":
-	default:
-		return fmt.Errorf("fault service %q: want identity, compute, network, load-balancer or empty", f.Service)
-	}
-	if !f.Hang && (f.Status < 100 || f.Status > 599) {
-		return fmt.Errorf("fault status %d: want an HTTP status (or Hang)", f.Status)
-	}
-	if f.Rate < 0 || f.Rate > 1 {
-		return fmt.Errorf("fault rate %v: want 0..1", f.Rate)
-	}
-	if f.Count < 0 {
-		return fmt.Errorf("fault count %d: want >= 0", f.Count)
-	}
-	return nil
-}
-
-// InjectFault adds a fault and returns its id. An invalid fault (unknown
-// service, no status and no Hang, Rate outside 0..1, negative Count) panics:
-// it is a bug in the test that injects it.
-func (e *Emulator) InjectFault(f Fault) int {
-	f.Method = strings.ToUpper(f.Method)
-	if err := f.validate(); err != nil {
-		panic("openstack emulator: InjectFault: " + err.Error())
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.faultSeq++
-	e.faults = append(e.faults, &faultEntry{id: e.faultSeq, f: f, left: f.Count})
-	return e.faultSeq
-}
-
-// ClearFaults removes every fault.
-func (e *Emulator) ClearFaults() {
-	e.mu.Lock()
-	e.faults = nil
-	e.mu.Unlock()
-}
-
-// matchFault returns the fault that answers this call, if any, and consumes
-// one of its Count. Call with mu held.
-func (e *Emulator) matchFault(service, method, route string, now time.Time) *Fault {
-	for i, fe := range e.faults {
-		f := &fe.f
-		if f.Service != "" && f.Service != service ||
-			f.Method != "" && f.Method != method ||
-			f.Route != "" && f.Route != route ||
-			!f.From.IsZero() && now.Before(f.From) ||
-			!f.Until.IsZero() && !now.Before(f.Until) {
-			continue
-		}
-		if f.Rate > 0 && f.Rate < 1 && e.faultRand.Float64() >= f.Rate {
-			continue
-		}
-		out := *f
-		if f.Count > 0 {
-			fe.left--
-			if fe.left <= 0 {
-				e.faults = slices.Delete(slices.Clone(e.faults), i, i+1)
-			}
-		}
-		return &out
-	}
-	return nil
-}
-
-// applyFault answers a call with a fault.
-func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request, service string, f *Fault) {
-	if f.Hang {
-		select {
-		case <-r.Context().Done():
-		case <-e.done:
-		}
-		return
-	}
-	if f.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds()))))
-	}
-	msg := fmt.Sprintf("injected fault: %d %s", f.Status, http.StatusText(f.Status))
-	switch {
-	case f.Status == http.StatusUnauthorized:
-		writeUnauthorized(w)
-	case service == "compute":
-		novaError(w, f.Status, msg)
-	case service == "network":
-		neutronError(w, f.Status, strings.ReplaceAll(http.StatusText(f.Status), " ", ""), msg)
-	case service == "load-balancer":
-		octaviaError(w, f.Status, msg)
-	default:
-		keystoneError(w, f.Status, msg)
-	}
-}
-
-type callKey struct {
-	service, method, route string
-	code                   int
-}
+// Fault makes matching API calls fail (see core.Fault). Its Service is
+// "identity", "compute", "network", "load-balancer" or "" for all; its Route a
+// route template as in Calls ("GET /compute/v2.1/servers/detail").
+type Fault = core.Fault
 
 // CallCount is the number of API calls with one service, method, route
-// template and response code. Code 0 is a call that got no answer (the client
-// gave up, see Fault.Hang and Options.Latency).
-type CallCount struct {
-	Service string `json:"service"`
-	Method  string `json:"method"`
-	Route   string `json:"route"`
-	Code    int    `json:"code"`
-	Count   int    `json:"count"`
-}
+// template and response code (see core.CallCount).
+type CallCount = core.CallCount
 
-// countCall counts under callsMu, not mu: a handler may answer with mu held.
-func (e *Emulator) countCall(service, method, route string, code int) {
-	e.callsMu.Lock()
-	e.calls[callKey{service, method, route, code}]++
-	e.callsMu.Unlock()
-}
-
-// Calls returns every API call so far, grouped by service, method, route
-// template (ids replaced by {id}) and response code, sorted by those.
-func (e *Emulator) Calls() []CallCount {
-	e.callsMu.Lock()
-	out := make([]CallCount, 0, len(e.calls))
-	for k, n := range e.calls {
-		out = append(out, CallCount{Service: k.service, Method: k.method, Route: k.route, Code: k.code, Count: n})
+// writeFault answers a call with an injected fault, in the error shape of
+// the service it was made to.
+func writeFault(w http.ResponseWriter, _ *http.Request, service string, status int, msg string) {
+	switch {
+	case status == http.StatusUnauthorized:
+		writeUnauthorized(w)
+	case service == "compute":
+		novaError(w, status, msg)
+	case service == "network":
+		neutronError(w, status, strings.ReplaceAll(http.StatusText(status), " ", ""), msg)
+	case service == "load-balancer":
+		octaviaError(w, status, msg)
+	default:
+		keystoneError(w, status, msg)
 	}
-	e.callsMu.Unlock()
-	slices.SortFunc(out, func(a, b CallCount) int {
-		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Method, b.Method),
-			cmp.Compare(a.Route, b.Route), cmp.Compare(a.Code, b.Code))
-	})
-	return out
-}
-
-// ResetCalls forgets the counted calls.
-func (e *Emulator) ResetCalls() {
-	e.callsMu.Lock()
-	e.calls = map[callKey]int{}
-	e.callsMu.Unlock()
 }

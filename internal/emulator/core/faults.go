@@ -1,0 +1,171 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Fault makes matching API calls fail. A call matches when Service, Method and
+// Route match (empty means any) and the call falls inside [From, Until) of the
+// emulator's clock (zero means unbounded). Of the matching faults, the one
+// injected first answers.
+type Fault struct {
+	// Service is one of the emulator's services, or "" for all.
+	Service string
+	// Method is an HTTP method or "" for all.
+	Method string
+	// Route is an operation as in Calls (for example
+	// "GET /compute/v2.1/servers/detail", or "GET listVirtualMachines") or ""
+	// for all of Service and Method.
+	Route string
+	// Status is the HTTP status to answer, e.g. 500, 503, 429, 401, 409.
+	Status int
+	// RetryAfter adds a Retry-After header in whole seconds (rounded up).
+	RetryAfter time.Duration
+	// Hang does not answer until the client gives up (its request context is
+	// done) or the emulator is closed: a timeout. Such calls are counted with
+	// code 0.
+	Hang bool
+	// Rate: 0 or 1 fails every matching call; 0<Rate<1 fails that fraction,
+	// at random from Options.Seed.
+	Rate float64
+	// Count: 0 is unlimited; otherwise only the next Count matching calls fail.
+	Count int
+	// From and Until bound an outage window; zero means no bound.
+	From, Until time.Time
+}
+
+type faultEntry struct {
+	id   int
+	f    Fault
+	left int // remaining count when f.Count > 0
+}
+
+// faultJSON is the wire form of Fault on /_emulator/faults.
+type faultJSON struct {
+	ID         int             `json:"id,omitempty"`
+	Service    string          `json:"Service"`
+	Method     string          `json:"Method"`
+	Route      string          `json:"Route"`
+	Status     int             `json:"Status"`
+	RetryAfter json.RawMessage `json:"RetryAfter,omitempty"`
+	Hang       bool            `json:"Hang"`
+	Rate       float64         `json:"Rate"`
+	Count      int             `json:"Count"`
+	From       *time.Time      `json:"From,omitempty"`
+	Until      *time.Time      `json:"Until,omitempty"`
+}
+
+func (fj faultJSON) fault() (Fault, error) {
+	f := Fault{Service: fj.Service, Method: strings.ToUpper(fj.Method), Route: fj.Route,
+		Status: fj.Status, Hang: fj.Hang, Rate: fj.Rate, Count: fj.Count}
+	if fj.From != nil {
+		f.From = *fj.From
+	}
+	if fj.Until != nil {
+		f.Until = *fj.Until
+	}
+	if len(fj.RetryAfter) > 0 && string(fj.RetryAfter) != "null" {
+		var s string
+		if err := json.Unmarshal(fj.RetryAfter, &s); err == nil {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return f, fmt.Errorf("RetryAfter: %w", err)
+			}
+			f.RetryAfter = d
+		} else {
+			var n int64
+			if err := json.Unmarshal(fj.RetryAfter, &n); err != nil {
+				return f, fmt.Errorf("RetryAfter: want a duration string such as \"2s\" or nanoseconds")
+			}
+			f.RetryAfter = time.Duration(n)
+		}
+	}
+	return f, nil
+}
+
+func (s *Server) validate(f Fault) error {
+	if f.Service != "" && len(s.opts.Services) > 0 && !slices.Contains(s.opts.Services, f.Service) {
+		return fmt.Errorf("fault service %q: want %s or empty", f.Service, strings.Join(s.opts.Services, ", "))
+	}
+	if !f.Hang && (f.Status < 100 || f.Status > 599) {
+		return fmt.Errorf("fault status %d: want an HTTP status (or Hang)", f.Status)
+	}
+	if f.Rate < 0 || f.Rate > 1 {
+		return fmt.Errorf("fault rate %v: want 0..1", f.Rate)
+	}
+	if f.Count < 0 {
+		return fmt.Errorf("fault count %d: want >= 0", f.Count)
+	}
+	return nil
+}
+
+// InjectFault adds a fault and returns its id. An invalid fault (unknown
+// service, no status and no Hang, Rate outside 0..1, negative Count) panics:
+// it is a bug in the test that injects it.
+func (s *Server) InjectFault(f Fault) int {
+	f.Method = strings.ToUpper(f.Method)
+	if err := s.validate(f); err != nil {
+		panic(s.opts.Name + ": InjectFault: " + err.Error())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faultSeq++
+	s.faults = append(s.faults, &faultEntry{id: s.faultSeq, f: f, left: f.Count})
+	return s.faultSeq
+}
+
+// ClearFaults removes every fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	s.faults = nil
+	s.mu.Unlock()
+}
+
+// matchFault returns the fault that answers this call, if any, and consumes
+// one of its Count. Call with mu held.
+func (s *Server) matchFault(service, method, op string, now time.Time) *Fault {
+	for i, fe := range s.faults {
+		f := &fe.f
+		if f.Service != "" && f.Service != service ||
+			f.Method != "" && f.Method != method ||
+			f.Route != "" && f.Route != op ||
+			!f.From.IsZero() && now.Before(f.From) ||
+			!f.Until.IsZero() && !now.Before(f.Until) {
+			continue
+		}
+		if f.Rate > 0 && f.Rate < 1 && s.faultRand.Float64() >= f.Rate {
+			continue
+		}
+		out := *f
+		if f.Count > 0 {
+			fe.left--
+			if fe.left <= 0 {
+				s.faults = slices.Delete(slices.Clone(s.faults), i, i+1)
+			}
+		}
+		return &out
+	}
+	return nil
+}
+
+// applyFault answers a call with a fault.
+func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, service string, f *Fault) {
+	if f.Hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+		return
+	}
+	if f.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds()))))
+	}
+	s.opts.WriteError(w, r, service, f.Status, fmt.Sprintf("injected fault: %d %s", f.Status, http.StatusText(f.Status)))
+}
