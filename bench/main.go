@@ -1,10 +1,10 @@
 // Command bench measures what operators of big clusters care about: cloud API
 // calls and time as the cluster grows. It runs a real kube-apiserver (test
-// binaries of hack/tools), N simulated Nodes, M LoadBalancer Services and the
-// OpenStack emulator (50 ms a call, 2 s load balancer provisioning by default),
-// with the CCM under test as a process of its own: -ccm takes any binary that
-// accepts the k8s.io/cloud-provider flags and an OpenStack cloud.conf, so another
-// CCM can be measured on the same bench.
+// binaries of hack/tools), N simulated Nodes, M LoadBalancer Services and a
+// cloud's emulator (-cloud, OpenStack by default; 50 ms a call, 2 s load
+// balancer provisioning by default), with the CCM under test as a process of its
+// own: -ccm takes any binary that accepts the k8s.io/cloud-provider flags and the
+// cloud's config, so another CCM can be measured on the same bench.
 //
 //	go run ./bench -scenarios init,steady -nodes 500,2000 -runs 3 -report docs/benchmarks.md
 //
@@ -31,11 +31,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/internal/kit"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 type options struct {
+	cloud        string
 	ccm          string
 	scenarios    []string
 	nodes        []int
@@ -58,6 +59,7 @@ type options struct {
 func main() {
 	var o options
 	var scen, nodes, services string
+	flag.StringVar(&o.cloud, "cloud", "openstack", "the cloud whose emulator the CCM runs against ("+strings.Join(kit.EmulatedNames(), ", ")+")")
 	flag.StringVar(&o.ccm, "ccm", "bin/overcast-ccm", "the CCM binary under test")
 	flag.StringVar(&scen, "scenarios", "init,steady,notready,resync,addnode,create,rss", "scenarios to run")
 	flag.StringVar(&nodes, "nodes", "500,2000", "Node counts N (add 5000 for the big run)")
@@ -193,7 +195,7 @@ func run(o options) error {
 type bed struct {
 	o        options
 	env      *framework.Env
-	emu      *emulator.Emulator
+	emu      kit.Emulator
 	conf     string
 	kubelets []*framework.Kubelet
 	ccm      *exec.Cmd
@@ -210,14 +212,18 @@ func newBed(o options, nodes int) (*bed, error) {
 	b := &bed{o: o, env: env}
 	// Room for thousands of servers, VIPs and floating IPs (198.18.0.0/15 is the
 	// benchmarking range; the addresses are data, never contacted).
-	b.emu = emulator.New(emulator.Options{Latency: o.latency, ProvisioningDelay: o.provisioning,
-		PrivateCIDR: "10.0.0.0/16", PublicCIDR: "198.18.0.0/16"})
-	if err := b.emu.Start("127.0.0.1:0"); err != nil {
+	k, err := kit.Emulated(o.cloud)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	if b.emu, err = k.Emulate(kit.EmulatorOptions{Latency: o.latency, Provisioning: o.provisioning,
+		MachineCIDR: "10.0.0.0/16", PublicCIDR: "198.18.0.0/16"}); err != nil {
 		b.close()
 		return nil, err
 	}
 	b.conf = filepath.Join(o.dir, "cloud.conf")
-	conf := b.emu.CloudConf()
+	conf := b.emu.CloudConfig()
 	if len(o.global) > 0 {
 		conf = strings.Replace(conf, "[Global]\n", "[Global]\n"+strings.Join(o.global, "\n")+"\n", 1)
 	}
@@ -235,7 +241,7 @@ func newBed(o options, nodes int) (*bed, error) {
 	sem := make(chan struct{}, 32)
 	for i := range nodes {
 		name := fmt.Sprintf("bench-node-%05d", i)
-		_, ip := b.emu.AddServer(emulator.ServerSpec{Name: name})
+		_, ip := b.emu.AddMachine(name)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
@@ -266,7 +272,7 @@ func (b *bed) startCCM(extra ...string) error {
 		return err
 	}
 	args := append([]string{
-		"--cloud-provider=openstack",
+		"--cloud-provider="+b.o.cloud,
 		"--cloud-config=" + b.conf,
 		"--kubeconfig=" + b.env.CCMKubeconfig,
 		"--cluster-name=bench",
@@ -363,7 +369,7 @@ func (b *bed) waitInitialised(timeout time.Duration) error {
 // timeline waits d, printing the cloud calls made meanwhile as they happen (to
 // the nearest 5 s), e.g. "   +301s GET /compute/v2.1/servers/detail ×2": it
 // shows which periodic work a steady-state call belongs to.
-func timeline(e *emulator.Emulator, d time.Duration) {
+func timeline(e kit.Emulator, d time.Duration) {
 	start := time.Now()
 	seen := map[string]int{}
 	tick := time.NewTicker(5 * time.Second)
@@ -396,7 +402,7 @@ func timeline(e *emulator.Emulator, d time.Duration) {
 }
 
 // calls sums the emulator's calls: reads and writes, and by operation.
-func calls(e *emulator.Emulator) (reads, writes int, byOp map[string]int) {
+func calls(e kit.Emulator) (reads, writes int, byOp map[string]int) {
 	byOp = map[string]int{}
 	for _, c := range e.Calls() {
 		if c.Service == "identity" {
@@ -661,7 +667,7 @@ func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, err
 				}
 				b.emu.ResetCalls()
 				name := "bench-node-added"
-				_, ip := b.emu.AddServer(emulator.ServerSpec{Name: name})
+				_, ip := b.emu.AddMachine(name)
 				start := time.Now()
 				k, err := b.env.RegisterKubelet(context.Background(), name, ip)
 				if err != nil {

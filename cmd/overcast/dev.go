@@ -21,33 +21,30 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/internal/kit"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
-// devNode is a simulated node of the dev cluster.
-type devNode struct{ name, ip, typ, zone string }
-
-// The dev cluster's addresses: all loopback.
-var devNodes = []devNode{
-	{"node-1", "127.0.50.1", "local.small", "dc1-a"},
-	{"node-2", "127.0.50.2", "local.small", "dc1-b"},
-	{"node-3", "127.0.50.3", "local.large", "dc1-c"},
+// The dev cluster's nodes, with loopback addresses (a cloud whose machines get
+// addresses of their own gives them others).
+var devNodes = []kit.Node{
+	{Name: "node-1", IP: "127.0.50.1", InstanceType: "local.small", Zone: "dc1-a"},
+	{Name: "node-2", IP: "127.0.50.2", InstanceType: "local.small", Zone: "dc1-b"},
+	{Name: "node-3", IP: "127.0.50.3", InstanceType: "local.large", Zone: "dc1-c"},
 }
-
-const devPool = "127.0.240.0/28"
 
 func runDev(args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	once := fs.Bool("once", false, "stop after the demo instead of waiting for Ctrl-C (a smoke test)")
 	dir := fs.String("dir", "tmp/dev", "where the kubeconfig, cloud config, inventory and CCM log go")
 	ccmBin := fs.String("ccm", "bin/overcast-ccm", "the overcast-ccm binary to run")
-	cloud := fs.String("cloud", "local", "the cloud: local (a real L4 proxy serves the load balancer) or openstack (the OpenStack emulator, whose load balancers carry traffic on loopback)")
+	cloud := fs.String("cloud", "local", "the cloud: "+strings.Join(kit.Names(), ", ")+" (local: a real L4 proxy serves the load balancer; the others run on their emulator, whose load balancers carry traffic on loopback)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cloud != "local" && *cloud != "openstack" {
-		return fmt.Errorf("--cloud %q: local or openstack", *cloud)
+	cloudKit, err := kit.Get(*cloud)
+	if err != nil {
+		return fmt.Errorf("--cloud: %w", err)
 	}
 	absDir, err := filepath.Abs(*dir)
 	if err != nil {
@@ -84,19 +81,23 @@ func runDev(args []string) error {
 	}
 	done("control plane up in %s; deploy/rbac.yaml applied server-side; log %s", time.Since(start).Round(100*time.Millisecond), devLogPath)
 
-	nodes := devNodes
-	var cloudConfig string
-	if *cloud == "openstack" {
-		step("Starting the OpenStack emulator (Keystone, Nova, Neutron, Octavia) with a server per node")
-		var closeEmu func()
-		cloudConfig, nodes, closeEmu, err = startDevOpenStack(absDir)
-		if err != nil {
-			return err
-		}
-		defer closeEmu()
-	} else if cloudConfig, err = writeDevCloud(absDir); err != nil {
+	if cloudKit.Emulator != "" {
+		step("Starting the %s with a machine per node", cloudKit.Emulator)
+	}
+	dev, err := cloudKit.Dev(absDir, devNodes)
+	if err != nil {
 		return err
 	}
+	defer func() {
+		if cloudKit.Emulator != "" {
+			step("Stopping the %s", cloudKit.Emulator)
+		}
+		dev.Close()
+	}()
+	if dev.Started != "" {
+		done("%s", dev.Started)
+	}
+	nodes, cloudConfig := dev.Nodes, dev.Config
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -150,7 +151,7 @@ func runDev(args []string) error {
 		}
 	}()
 	for _, n := range nodes {
-		k, err := env.RegisterKubelet(ctx, n.name, n.ip)
+		k, err := env.RegisterKubelet(ctx, n.Name, n.IP)
 		if err != nil {
 			return err
 		}
@@ -196,11 +197,7 @@ func runDev(args []string) error {
 		return err
 	}
 	bin, _ := framework.BinaryDir(env.RepoRoot)
-	if *cloud == "openstack" {
-		done("EXTERNAL-IP %s (the floating IP of an Octavia load balancer of the emulator)", ip)
-	} else {
-		done("EXTERNAL-IP %s (from pool %s)", ip, devPool)
-	}
+	done("EXTERNAL-IP %s (%s)", ip, dev.Address)
 
 	vip := netip.AddrPortFrom(ip, 8080)
 	step("Sending requests through the load balancer %s", vip)
@@ -217,10 +214,7 @@ func runDev(args []string) error {
 		done("request %d: answered by %s", i+1, answer)
 	}
 
-	cloudLine := filepath.Join(absDir, "inventory.yaml") + " lists the instances; overcast-ccm re-reads it while running."
-	if *cloud == "openstack" {
-		cloudLine = "cloud.conf: " + cloudConfig
-	}
+	cloudLine := dev.Note
 	fmt.Printf(`
 The cluster is yours:
   export KUBECONFIG=%s
@@ -260,46 +254,25 @@ func ccmAlive(exited chan error, log string) error {
 	}
 }
 
-func writeDevCloud(dir string) (string, error) {
-	var inv strings.Builder
-	inv.WriteString("# Instances of the local cloud; overcast-ccm re-reads this file every 2s.\ninstances:\n")
-	for _, n := range devNodes {
-		fmt.Fprintf(&inv, "- name: %s\n  instanceType: %s\n  zone: %s\n  addresses:\n  - {type: InternalIP, address: %s}\n  - {type: Hostname, address: %s}\n", n.name, n.typ, n.zone, n.ip, n.name)
-	}
-	invPath := filepath.Join(dir, "inventory.yaml")
-	if err := os.WriteFile(invPath, []byte(inv.String()), 0o644); err != nil {
-		return "", err
-	}
-	cfg := fmt.Sprintf(`inventoryFile: %s
-region: dc1
-loadBalancer:
-  pools:
-  - name: default
-    addresses: [%q]
-`, invPath, devPool)
-	cfgPath := filepath.Join(dir, "cloud-config.yaml")
-	return cfgPath, os.WriteFile(cfgPath, []byte(cfg), 0o644)
-}
-
-func nodesInitialised(ctx context.Context, env *framework.Env, nodes []devNode) error {
+func nodesInitialised(ctx context.Context, env *framework.Env, nodes []kit.Node) error {
 	for _, n := range nodes {
-		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		for _, t := range node.Spec.Taints {
 			if t.Key == framework.UninitializedTaint {
-				return fmt.Errorf("%s not initialised yet", n.name)
+				return fmt.Errorf("%s not initialised yet", n.Name)
 			}
 		}
 	}
 	return nil
 }
 
-func printNodes(ctx context.Context, env *framework.Env, nodes []devNode) error {
+func printNodes(ctx context.Context, env *framework.Env, nodes []kit.Node) error {
 	fmt.Printf("    %-8s %-50s %-12s %-8s %-12s %s\n", "NODE", "PROVIDER-ID", "TYPE", "ZONE", "INTERNAL-IP", "UNINITIALIZED-TAINT")
 	for _, n := range nodes {
-		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -354,33 +327,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// startDevOpenStack starts the OpenStack emulator with a server per dev node, on a
-// loopback tenant subnet so the simulated kubelets can use the servers' addresses,
-// and writes its cloud.conf.
-func startDevOpenStack(dir string) (string, []devNode, func(), error) {
-	// Loopback subnets, so that the load balancers carry traffic: VIPs from the
-	// tenant subnet, floating IPs from the public one.
-	e := emulator.New(emulator.Options{ProvisioningDelay: 2 * time.Second, PrivateCIDR: "127.0.60.0/24",
-		PublicCIDR: "127.0.61.0/24", ServeTraffic: true})
-	if err := e.Start("127.0.0.1:0"); err != nil {
-		return "", nil, nil, err
-	}
-	var nodes []devNode
-	for _, n := range devNodes {
-		_, ip := e.AddServer(emulator.ServerSpec{Name: n.name})
-		nodes = append(nodes, devNode{name: n.name, ip: ip})
-	}
-	path := filepath.Join(dir, "cloud.conf")
-	if err := os.WriteFile(path, []byte(e.CloudConf()), 0o600); err != nil {
-		_ = e.Close()
-		return "", nil, nil, err
-	}
-	var list []string
-	for _, n := range nodes {
-		list = append(list, n.name+"="+n.ip)
-	}
-	done("emulator at %s (calls: GET %s/_emulator/calls); servers %s", e.URL(), e.URL(), strings.Join(list, " "))
-	return path, nodes, func() { step("Stopping the OpenStack emulator"); _ = e.Close() }, nil
 }

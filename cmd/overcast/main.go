@@ -1,7 +1,7 @@
 // Command overcast is the operator's CLI. `overcast dev` runs a whole cluster on
 // this machine: etcd, kube-apiserver, overcast-ccm on the local cloud (or on the
 // OpenStack emulator), three simulated nodes and a demo LoadBalancer Service (this
-// is `make run`). `overcast emulate openstack` runs the OpenStack emulator alone.
+// is `make run`). `overcast emulate <cloud>` runs a cloud's emulator alone.
 // `overcast doctor` checks a cluster and a cloud for what overcast-ccm needs.
 package main
 
@@ -17,8 +17,8 @@ const usage = `usage: overcast <command> [flags]
 commands:
   dev      run etcd + kube-apiserver + overcast-ccm + 3 simulated nodes and a demo
            LoadBalancer Service on this machine, until Ctrl-C
-           (--cloud local, the default, or --cloud openstack on the emulator)
-  emulate  openstack: run the OpenStack emulator and print a cloud.conf for it
+           (--cloud local, the default, or --cloud openstack on its emulator)
+  emulate  openstack: run a cloud's emulator and print a cloud config for it
   doctor   check that overcast-ccm can work here: cloud config, cloud API and
            credentials, RBAC, kubelets, Nodes to instances, leader Lease
            (overcast doctor --cloud-provider=openstack --cloud-config=cloud.conf

@@ -1,0 +1,141 @@
+// Package kit is the registry of what each cloud brings to the tools around
+// overcast-ccm: `overcast dev`, `overcast emulate` and the bench find a cloud
+// here by its --cloud-provider name, and nowhere else ask which cloud it is.
+// (overcast-ccm itself finds its clouds in k8s.io/cloud-provider's registry
+// and never links an emulator.) A cloud adds a file that registers its Kit.
+package kit
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
+)
+
+// Kit is one cloud's part of the tools.
+type Kit struct {
+	// Name is the cloud's --cloud-provider name.
+	Name string
+	// Emulator names what Emulate runs ("OpenStack emulator (Keystone, Nova,
+	// Neutron, Octavia)"); "" when the cloud has none.
+	Emulator string
+	// Emulate starts the cloud's emulator on loopback; nil when it has none
+	// (the local cloud is real on this machine).
+	Emulate func(EmulatorOptions) (Emulator, error)
+	// Dev readies the cloud of the dev cluster for its nodes.
+	Dev func(dir string, nodes []Node) (*Dev, error)
+}
+
+// EmulatorOptions are what every emulator takes.
+type EmulatorOptions struct {
+	// Listen is where its API is served: a loopback IP:PORT.
+	Listen string
+	// Latency is added to every API call.
+	Latency time.Duration
+	// Provisioning is how long a load balancer (or an asynchronous job)
+	// takes to finish.
+	Provisioning time.Duration
+	// ServeTraffic makes its load balancers carry traffic; MachineCIDR and
+	// PublicCIDR must then be loopback prefixes.
+	ServeTraffic bool
+	// MachineCIDR is where machines' (and internal load balancers')
+	// addresses come from; PublicCIDR where public addresses come from. ""
+	// for the emulator's defaults.
+	MachineCIDR, PublicCIDR string
+}
+
+// Emulator is a running emulator.
+type Emulator interface {
+	// URL is its API's base URL.
+	URL() string
+	// CloudConfig is a --cloud-config for overcast-ccm that points at it.
+	CloudConfig() string
+	// AddMachine adds a running machine named name (a Node's name) and
+	// returns its id and its address.
+	AddMachine(name string) (id, ip string)
+	// Calls are the API calls made so far, by operation.
+	Calls() []core.CallCount
+	ResetCalls()
+	Close() error
+}
+
+// Node is a node of the dev cluster.
+type Node struct {
+	Name, IP, InstanceType, Zone string
+}
+
+// Dev is the dev cluster's cloud.
+type Dev struct {
+	// Config is the path of the --cloud-config written for overcast-ccm.
+	Config string
+	// Nodes are the nodes with the addresses their machines have.
+	Nodes []Node
+	// Started says what was started, one line ("" when nothing was).
+	Started string
+	// Address says where a load balancer's address comes from.
+	Address string
+	// Note tells the user where the cloud can be looked at or changed.
+	Note string
+	// Close stops what Dev started.
+	Close func()
+}
+
+var (
+	mu    sync.Mutex
+	kits  = map[string]Kit{}
+	names []string
+)
+
+// Register adds k; registering a name twice is a bug and panics.
+func Register(k Kit) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := kits[k.Name]; dup {
+		panic("kit: " + k.Name + " registered twice")
+	}
+	kits[k.Name] = k
+	names = append(names, k.Name)
+	slices.Sort(names)
+}
+
+// Get is the kit of the cloud named name, or an error naming the clouds there are.
+func Get(name string) (Kit, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if k, ok := kits[name]; ok {
+		return k, nil
+	}
+	return Kit{}, fmt.Errorf("no cloud %q: the clouds are %s", name, strings.Join(names, ", "))
+}
+
+// Emulated is the kit of the cloud named name when it has an emulator.
+func Emulated(name string) (Kit, error) {
+	k, err := Get(name)
+	if err == nil && k.Emulate == nil {
+		err = fmt.Errorf("the %s cloud has no emulator; the clouds with one are %s", name, strings.Join(EmulatedNames(), ", "))
+	}
+	return k, err
+}
+
+// Names are the registered clouds, sorted.
+func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(names)
+}
+
+// EmulatedNames are the clouds with an emulator, sorted.
+func EmulatedNames() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	var out []string
+	for _, n := range names {
+		if kits[n].Emulate != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,67 @@
+package kit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+)
+
+func init() {
+	Register(Kit{
+		Name:     "openstack",
+		Emulator: "OpenStack emulator (Keystone, Nova, Neutron, Octavia)",
+		Emulate:  emulateOpenStack,
+		Dev:      devOpenStack,
+	})
+}
+
+type openStackEmulator struct{ *emulator.Emulator }
+
+func (e openStackEmulator) CloudConfig() string { return e.CloudConf() }
+
+func (e openStackEmulator) AddMachine(name string) (string, string) {
+	return e.AddServer(emulator.ServerSpec{Name: name})
+}
+
+func emulateOpenStack(o EmulatorOptions) (Emulator, error) {
+	e := emulator.New(emulator.Options{Latency: o.Latency, ProvisioningDelay: o.Provisioning,
+		PrivateCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR, ServeTraffic: o.ServeTraffic})
+	listen := o.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	if err := e.Start(listen); err != nil {
+		return nil, err
+	}
+	return openStackEmulator{e}, nil
+}
+
+// devOpenStack runs the emulator with a server per dev node, on a loopback
+// tenant subnet so the simulated kubelets can listen on the servers'
+// addresses, and load balancers that carry traffic.
+func devOpenStack(dir string, nodes []Node) (*Dev, error) {
+	e, err := emulateOpenStack(EmulatorOptions{Provisioning: emulatorProvisioning, ServeTraffic: true,
+		MachineCIDR: "127.0.60.0/24", PublicCIDR: "127.0.61.0/24"})
+	if err != nil {
+		return nil, err
+	}
+	d := &Dev{Close: func() { _ = e.Close() }}
+	var list []string
+	for _, n := range nodes {
+		_, ip := e.AddMachine(n.Name)
+		d.Nodes = append(d.Nodes, Node{Name: n.Name, IP: ip})
+		list = append(list, n.Name+"="+ip)
+	}
+	d.Config = filepath.Join(dir, "cloud.conf")
+	if err := os.WriteFile(d.Config, []byte(e.CloudConfig()), 0o600); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.Started = fmt.Sprintf("OpenStack emulator at %s (calls: GET %[1]s/_emulator/calls); servers %s", e.URL(), strings.Join(list, " "))
+	d.Address = "the floating IP of an Octavia load balancer of the emulator"
+	d.Note = "cloud.conf: " + d.Config
+	return d, nil
+}
