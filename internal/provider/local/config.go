@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
+	"github.com/overcast-ccm/overcast/internal/providerid"
 )
 
 // Config is the local cloud's --cloud-config file (YAML).
@@ -103,7 +104,7 @@ const (
 	DefaultZone           = "local-a"
 	DefaultInstanceType   = "local.standard"
 	DefaultReloadInterval = 2 * time.Second
-	ProviderIDPrefix      = "local://"
+	ProviderIDPrefix      = providerid.LocalPrefix
 )
 
 // Read parses a config and fills defaults; it reports every unknown key and type

@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/providerid"
 )
 
 // providedNodeIPAnnotation is set by a kubelet started with --node-ip and
@@ -58,7 +60,7 @@ func (inv *inventory) set(instances []Instance, raw []byte) {
 	byID := make(map[string]Instance, len(instances))
 	for _, in := range instances {
 		if in.ProviderID == "" {
-			in.ProviderID = ProviderIDPrefix + in.Name
+			in.ProviderID = providerid.Local(in.Name)
 		}
 		if in.State == "" {
 			in.State = StateRunning
@@ -114,22 +116,14 @@ func (inv *inventory) reload(logger klog.Logger) {
 	logger.Info("Reloaded the inventory", "file", inv.cfg.InventoryFile, "instances", len(instances))
 }
 
-// errForeignProviderID: a Node whose providerID belongs to another cloud is never
-// taken for a missing instance.
-type errForeignProviderID struct{ id string }
-
-func (e errForeignProviderID) Error() string {
-	return fmt.Sprintf("providerID %q does not belong to the local cloud (want %s<name>)", e.id, ProviderIDPrefix)
-}
-
 // lookup finds the instance of node. found is false only when the inventory
 // certainly has no such instance; err means "cannot tell".
 func (inv *inventory) lookup(node *v1.Node) (Instance, bool, error) {
 	inv.mu.RLock()
 	defer inv.mu.RUnlock()
 	if id := node.Spec.ProviderID; id != "" {
-		if !strings.HasPrefix(id, ProviderIDPrefix) {
-			return Instance{}, false, errForeignProviderID{id}
+		if _, err := providerid.ParseLocal(id); err != nil {
+			return Instance{}, false, err
 		}
 		if in, ok := inv.byID[id]; ok {
 			return inv.complete(in, node), true, nil

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/providerid"
 )
 
 // testConfig is a Config with defaults filled, changed by edit.
@@ -162,8 +163,7 @@ func TestInventoryLookup(t *testing.T) {
 			got, found, err := inv.lookup(tt.node)
 			if tt.wantErr {
 				require.Error(t, err)
-				var foreign errForeignProviderID
-				assert.True(t, errors.As(err, &foreign))
+				assert.ErrorIs(t, err, providerid.ErrForeign)
 				assert.Contains(t, err.Error(), tt.node.Spec.ProviderID)
 				assert.False(t, found)
 				return

@@ -306,8 +306,12 @@ func (c *Cloud) listenerSpecs(svc *v1.Service, ip netip.Addr, o lbOptions, nodes
 // makes the service controller sync; a Node caught in between is reached at the
 // InternalIP its instance is about to give it.
 func (c *Cloud) backendIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
-	if len(n.Status.Addresses) > 0 || n.Spec.ProviderID == "" {
-		return nodeInternalIP(n.Status.Addresses, want4)
+	family := v1.IPv6Protocol
+	if want4 {
+		family = v1.IPv4Protocol
+	}
+	if !provider.AwaitingAddresses(n) {
+		return provider.InternalIP(n.Status.Addresses, family)
 	}
 	in, found, err := c.inv.lookup(n)
 	if err != nil || !found || in.State == StateTerminated {
@@ -317,30 +321,7 @@ func (c *Cloud) backendIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
 	for _, a := range in.Addresses {
 		addrs = append(addrs, v1.NodeAddress{Type: a.Type, Address: a.Address})
 	}
-	return nodeInternalIP(addrs, want4)
-}
-
-// nodeInternalIP picks the first InternalIP of the wanted family, else the
-// first InternalIP.
-func nodeInternalIP(addrs []v1.NodeAddress, want4 bool) (netip.Addr, bool) {
-	var fallback netip.Addr
-	for _, a := range addrs {
-		if a.Type != v1.NodeInternalIP {
-			continue
-		}
-		ip, err := netip.ParseAddr(a.Address)
-		if err != nil {
-			continue
-		}
-		ip = ip.Unmap()
-		if ip.Is4() == want4 {
-			return ip, true
-		}
-		if !fallback.IsValid() {
-			fallback = ip
-		}
-	}
-	return fallback, fallback.IsValid()
+	return provider.InternalIP(addrs, family)
 }
 
 // nodeEligible is asked by the proxy for every new connection: a Node gets traffic

@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -16,12 +15,12 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/providerid"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
-// ProviderIDPrefix is the scheme of OpenStack providerIDs: openstack:///<server
-// UUID>, or openstack://<region>/<server UUID>.
-const ProviderIDPrefix = "openstack://"
+// ProviderIDPrefix is the scheme of OpenStack providerIDs (see providerid).
+const ProviderIDPrefix = providerid.OpenStackPrefix
 
 // Snapshot timing: a hit is served from a list at most snapshotMaxAge old; a miss
 // (a new Node) lists again at most every snapshotMinMiss.
@@ -131,24 +130,10 @@ func listServers(ctx context.Context, cl *clients, changesSince string) (list []
 
 // ErrForeignProviderID says a Node's providerID is not openstack://; such a Node is never taken
 // for a missing server.
-var ErrForeignProviderID = errors.New("providerID does not belong to OpenStack")
+var ErrForeignProviderID = providerid.ErrForeign
 
 // serverID returns the server UUID of a providerID ("" for none).
-func serverID(providerID string) (string, error) {
-	if providerID == "" {
-		return "", nil
-	}
-	rest, ok := strings.CutPrefix(providerID, ProviderIDPrefix)
-	if !ok {
-		return "", fmt.Errorf("%w: %q (want %s/<server UUID>)", ErrForeignProviderID, providerID, ProviderIDPrefix)
-	}
-	// "/<id>" or "<region>/<id>"
-	_, id, found := strings.Cut(rest, "/")
-	if !found || id == "" || strings.Contains(id, "/") {
-		return "", fmt.Errorf("malformed providerID %q (want %s/<server UUID>)", providerID, ProviderIDPrefix)
-	}
-	return id, nil
-}
+func serverID(providerID string) (string, error) { return providerid.ParseOpenStack(providerID) }
 
 // find locates the Node's server: in a snapshot at most maxAge old, else directly (GET by ID, or a
 // list filtered by exact name). found=false only when the API itself said there is
@@ -271,7 +256,7 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 		flavor = s.Flavor.ID
 	}
 	return &cloudprovider.InstanceMetadata{
-		ProviderID:    ProviderIDPrefix + "/" + s.ID,
+		ProviderID:    providerid.OpenStack(s.ID),
 		InstanceType:  flavor,
 		Zone:          s.AvailabilityZone,
 		Region:        c.clients.region(),

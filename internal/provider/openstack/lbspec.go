@@ -17,6 +17,7 @@ import (
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // lbSpec is everything a Service asks of Octavia and Neutron, resolved from its
@@ -316,12 +317,12 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}
-		if len(n.Status.Addresses) == 0 && n.Spec.ProviderID != "" {
+		if provider.AwaitingAddresses(n) {
 			s.unaddressed = append(s.unaddressed, n)
 			continue
 		}
-		if ip := internalIP(n.Status.Addresses); ip != "" {
-			s.members = append(s.members, ip)
+		if ip, ok := provider.InternalIP(n.Status.Addresses, ""); ok {
+			s.members = append(s.members, ip.String())
 		}
 	}
 	sort.Strings(s.members)
@@ -443,14 +444,4 @@ func (s *lbSpec) membersFingerprint() string {
 	h := sha256.New()
 	fmt.Fprintln(h, s.members)
 	return hex.EncodeToString(h.Sum(nil))[:8]
-}
-
-// internalIP is the first InternalIP of a Node's addresses, "" if it has none.
-func internalIP(addrs []v1.NodeAddress) string {
-	for _, a := range addrs {
-		if a.Type == v1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	return ""
 }

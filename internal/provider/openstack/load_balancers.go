@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // Tags that say a load balancer is ours: the Service's UID and the cluster's
@@ -145,8 +146,8 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 			continue
 		}
 		addrs := nodeAddresses(srv.Name, c.addressesOf(ctx, srv), []string{srv.AccessIPv4, srv.AccessIPv6}, c.cfg.Networking)
-		if ip := internalIP(addrs); ip != "" {
-			s.members = append(s.members, ip)
+		if ip, ok := provider.InternalIP(addrs, ""); ok {
+			s.members = append(s.members, ip.String())
 		}
 	}
 	sort.Strings(s.members)
