@@ -21,6 +21,9 @@ const (
 	// ReasonCloudRefused: the cloud refused the load balancer as asked (quota,
 	// a flavor or network that does not exist); its answer says why.
 	ReasonCloudRefused = "CloudRefusedLoadBalancer"
+	// ReasonQuotaExceeded: a quota of the project is known to be met, so the
+	// load balancer was not started (nothing was created).
+	ReasonQuotaExceeded = "QuotaExceeded"
 )
 
 // Problem is why a Service's load balancer cannot be built or changed as the

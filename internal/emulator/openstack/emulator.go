@@ -104,6 +104,8 @@ type Emulator struct {
 	pendingLBs map[string]bool
 	defaultSG  string
 
+	quotas map[string]int // resource → limit (absent: unlimited); under mu
+
 	dpMu   sync.Mutex
 	dpErrs map[string]string // load balancer → why the data plane cannot serve it
 }
@@ -147,6 +149,7 @@ func New(opts Options) *Emulator {
 		monitors:   newStore[*healthMonitor](),
 		pendingLBs: map[string]bool{},
 		dpErrs:     map[string]string{},
+		quotas:     map[string]int{},
 	}
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{
 		Name:       "openstack emulator",
@@ -194,6 +197,37 @@ func (e *Emulator) SetProvisioningDelay(d time.Duration) {
 	e.mu.Lock()
 	e.provDelay = d
 	e.mu.Unlock()
+}
+
+// Quota resources of SetQuota.
+const (
+	// QuotaFloatingIP is Neutron's "floatingip" quota of the project.
+	QuotaFloatingIP = "floatingip"
+	// QuotaLoadBalancer is Octavia's "loadbalancer" quota of the project.
+	QuotaLoadBalancer = "loadbalancer"
+)
+
+// SetQuota limits the project's floating IPs or load balancers to limit (a
+// negative limit: unlimited, the default). A create beyond it is refused as
+// the real services refuse it: Neutron with 409 OverQuota, Octavia with 403.
+func (e *Emulator) SetQuota(resource string, limit int) {
+	if resource != QuotaFloatingIP && resource != QuotaLoadBalancer {
+		panic("openstack emulator: SetQuota: unknown resource " + resource)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if limit < 0 {
+		delete(e.quotas, resource)
+		return
+	}
+	e.quotas[resource] = limit
+}
+
+// quotaMet says whether one more of resource, with used in use, is beyond the
+// quota. Call with mu held.
+func (e *Emulator) quotaMet(resource string, used int) bool {
+	limit, ok := e.quotas[resource]
+	return ok && used >= limit
 }
 
 // lock takes the state lock, settles due Octavia transitions and returns the

@@ -918,6 +918,13 @@ func (e *Emulator) createFloatingIP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if e.quotaMet(QuotaFloatingIP, e.fips.len()) {
+		// neutron_lib/exceptions/__init__.py OverQuota (a Conflict: HTTP 409),
+		// "Quota exceeded for resources: %(overs)s." with the sorted list of
+		// resources as Python prints it.
+		neutronError(w, http.StatusConflict, "OverQuota", "Quota exceeded for resources: ['floatingip'].")
+		return
+	}
 	f := &floatingIP{ID: e.newID(), Description: req.Description, FloatingNetworkID: n.ID, neutronStd: e.std(now)}
 	if req.PortID != "" {
 		// check the association first, so that a failure allocates nothing

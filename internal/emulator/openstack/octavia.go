@@ -1030,6 +1030,13 @@ func (e *Emulator) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	now := e.lock()
 	defer e.mu.Unlock()
+	if e.quotaMet(QuotaLoadBalancer, e.lbs.len()) {
+		// octavia/common/exceptions.py QuotaException: HTTP 403, "Quota has
+		// been met for resources: %(resource)s", the resource being
+		// data_models.LoadBalancer._name(), the class name in snake case.
+		octaviaError(w, http.StatusForbidden, "Quota has been met for resources: load_balancer")
+		return
+	}
 	lb := &loadBalancer{octStd: e.newOctStd(req.Name, req.Description, req.AdminStateUp, req.Tags, now),
 		FlavorID: req.FlavorID, AZ: req.AZ, Provider: provider, projectID: e.fx.ProjectID}
 	// Validate the whole graph before changing anything.

@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // keystone is a minimal Keystone v3 token endpoint that records what each
@@ -175,4 +178,40 @@ func TestCloudsYAMLIsUsedWithUseClouds(t *testing.T) {
 	err = c.Validate()
 	require.Error(t, err, "a cloud that is not in the file is a config error")
 	assert.NotContains(t, err.Error(), "from-yaml")
+}
+
+func TestAnOpenStackErrorIsToldInTheServicesOwnWords(t *testing.T) {
+	for _, tc := range []struct {
+		name, service string
+		code          int
+		body, want    string
+		kind          error
+	}{
+		{"Neutron's quota", "Neutron", 409, `{"NeutronError":{"type":"OverQuota","message":"Quota exceeded for resources: ['floatingip'].","detail":""}}`,
+			"Neutron answered 409 (OverQuota): Quota exceeded for resources: ['floatingip'].", provider.ErrRefused},
+		{"Octavia busy", "Octavia", 409, `{"faultcode":"Client","faultstring":"Load Balancer 1f2e is immutable and cannot be updated.","debuginfo":null}`,
+			"Octavia answered 409: Load Balancer 1f2e is immutable and cannot be updated.", provider.ErrBusy},
+		{"Octavia's quota", "Octavia", 403, `{"faultcode":"Client","faultstring":"Quota has been met for resources: load_balancer","debuginfo":null}`,
+			"Octavia answered 403: Quota has been met for resources: load_balancer", provider.ErrRefused},
+		{"no body to read", "Octavia", 503, `<html>Service Unavailable</html>`, "Octavia answered 503 Service Unavailable to POST http://127.0.0.1/v2/x", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := gophercloud.ErrUnexpectedResponseCode{Method: "POST", URL: "http://127.0.0.1/v2/x?token=secret", Expected: []int{201}, Actual: tc.code, Body: []byte(tc.body)}
+			var err error
+			if tc.service == "Neutron" {
+				err = neutronErr(raw)
+			} else {
+				err = octaviaErr(raw)
+			}
+			if tc.want != "" {
+				assert.Equal(t, tc.want, err.Error())
+			}
+			assert.NotContains(t, err.Error(), "secret")
+			if tc.kind != nil {
+				assert.ErrorIs(t, err, tc.kind)
+			}
+			var code gophercloud.ErrUnexpectedResponseCode
+			assert.ErrorAs(t, err, &code, "the SDK's error stays in the chain")
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -285,7 +286,7 @@ func octaviaErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	return provider.Classify(provider.KindByStatus(statusOf(err)), redact(err))
+	return provider.Classify(provider.KindByStatus(statusOf(err)), answered("Octavia", err))
 }
 
 // neutronErr is a Neutron error translated once. Neutron's 409 is a conflict
@@ -300,8 +301,64 @@ func neutronErr(err error) error {
 	if kind == provider.ErrBusy {
 		kind = provider.ErrRefused
 	}
-	return provider.Classify(kind, redact(err))
+	return provider.Classify(kind, answered("Neutron", err))
 }
+
+// answered is an HTTP error of an OpenStack service told as a person reads
+// it: "Neutron answered 409 (OverQuota): Quota exceeded for resources:
+// ['floatingip']." from the body's own message (Neutron's NeutronError,
+// Octavia's faultstring, Nova's and Keystone's message), instead of
+// gophercloud's "Expected HTTP response code [...] when accessing [...]". The
+// original stays in the chain. Any other error is only redacted.
+func answered(service string, err error) error {
+	var code gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &code) {
+		return redact(err)
+	}
+	var body struct {
+		NeutronError *struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"NeutronError"`
+		Faultstring string `json:"faultstring"`
+		Message     string `json:"message"`
+		Error       *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	msg := ""
+	if json.Unmarshal(code.Body, &body) == nil {
+		switch {
+		case body.NeutronError != nil:
+			msg = ": " + body.NeutronError.Message
+			if body.NeutronError.Type != "" {
+				msg = " (" + body.NeutronError.Type + ")" + msg
+			}
+		case body.Faultstring != "":
+			msg = ": " + body.Faultstring
+		case body.Message != "":
+			msg = ": " + body.Message
+		case body.Error != nil && body.Error.Message != "":
+			msg = ": " + body.Error.Message
+		}
+	}
+	if msg == "" {
+		// No message of its own (an HTML page of a proxy): the status and the
+		// request, without its query.
+		msg = " " + http.StatusText(code.Actual) + " to " + code.Method + " " + redactURL(code.URL)
+	}
+	return &apiError{msg: fmt.Sprintf("%s answered %d%s", service, code.Actual, msg), err: redact(err)}
+}
+
+// apiError is an OpenStack service's error with a readable message.
+type apiError struct {
+	msg string
+	err error
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func (e *apiError) Unwrap() error { return e.err }
 
 // statusOf is the HTTP status of gophercloud's error, 0 if it has none.
 func statusOf(err error) int {

@@ -53,6 +53,8 @@ type Cloud struct {
 	// created (fully populated) was created from, until it is converged: one
 	// that becomes ACTIVE is as created, and needs no walk.
 	created map[string]string
+	// fipQuota: the project's floating IP quota is known to be met.
+	fipQuota quotaMemory
 }
 
 // createdAs is the fingerprint lbID was created from by this process ("" if

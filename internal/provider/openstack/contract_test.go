@@ -43,6 +43,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // contractTarget is where the suite runs.
@@ -865,4 +866,79 @@ func TestContractRegionComesFromTheCatalogWhenNotConfigured(t *testing.T) {
 		return err
 	}))
 	assert.Equal(t, "RegionOne", md.Region, "the catalog's one region")
+}
+
+// settle calls EnsureLoadBalancer as the service controller does, again after
+// a RetryError, and returns its first other answer.
+func settle(t *testing.T, c *Cloud, svc *v1.Service) error {
+	t.Helper()
+	var last error
+	require.NoError(t, poll(3*time.Minute, func() error {
+		_, last = c.EnsureLoadBalancer(t.Context(), "contract", svc, nil)
+		if errors.As(last, new(*api.RetryError)) {
+			return last
+		}
+		return nil
+	}))
+	return last
+}
+
+// Check before you build: once Neutron has refused a floating IP for the
+// project's quota, a new Service that needs one is refused before its load
+// balancer is created, and is built once a floating IP is released.
+func TestContractAFloatingIPQuotaKnownMetCreatesNothing(t *testing.T) {
+	tg := newContractTarget(t)
+	if tg.emu == nil {
+		t.Skip("the project's quota is for an admin to change: the emulator's")
+	}
+	c := tg.cloud(t, "")
+	tg.emu.SetQuota(emulator.QuotaFloatingIP, 1)
+	lbsOf := func(svc *v1.Service) int {
+		octavia, err := c.clients.octaviaClient(t.Context())
+		require.NoError(t, err)
+		lb, err := c.findLB(t.Context(), octavia, svc)
+		require.NoError(t, err)
+		if lb == nil {
+			return 0
+		}
+		return 1
+	}
+
+	first := contractService(contractName("quota-first"), nil)
+	ensure(t, c, first, nil)
+
+	// The second learns the quota: its load balancer exists, its address waits.
+	second := contractService(contractName("quota-second"), nil)
+	err := settle(t, c, second)
+	p, ok := provider.AsProblem(err)
+	require.True(t, ok, "a Problem, not %v", err)
+	assert.Equal(t, reasonFloatingIPFailed, p.Reason)
+	assert.Contains(t, p.Message, "Quota exceeded for resources: ['floatingip'].")
+	assert.Equal(t, 1, lbsOf(second), "the second's load balancer waits for its address")
+
+	// The third is refused before anything is built for it.
+	third := contractService(contractName("quota-third"), nil)
+	tg.emu.ResetCalls()
+	err = settle(t, c, third)
+	p, ok = provider.AsProblem(err)
+	require.True(t, ok, "a Problem, not %v", err)
+	assert.Equal(t, provider.ReasonQuotaExceeded, p.Reason)
+	assert.Contains(t, p.Message, "no load balancer was created")
+	assert.Equal(t, 0, lbsOf(third))
+	for _, call := range tg.emu.Calls() {
+		assert.Contains(t, []string{"GET", "HEAD"}, call.Method, "no write for the refused Service: %s", call.Route)
+	}
+	internal := contractService(contractName("quota-internal"), map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"})
+	ensure(t, c, internal, nil)
+
+	// The first is deleted: its floating IP is released, and both others get theirs.
+	deleteLB(t, c, first)
+	st := ensure(t, c, second, nil)
+	assert.NotEmpty(t, st.Ingress)
+	tg.emu.SetQuota(emulator.QuotaFloatingIP, 2)
+	st = ensure(t, c, third, nil)
+	assert.NotEmpty(t, st.Ingress)
+	for _, svc := range []*v1.Service{second, third, internal} {
+		deleteLB(t, c, svc)
+	}
 }

@@ -121,7 +121,7 @@ func (s octaviaSteps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) 
 	if err != nil {
 		return "", err
 	}
-	if err := s.requestedFloatingIPFree(ctx, network, spec); err != nil {
+	if err := s.requestedFloatingIPFree(ctx, network, svc, spec); err != nil {
 		return "", err
 	}
 	opts := s.createOpts(svc, spec)

@@ -68,9 +68,11 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 			Description:       fipDescription + string(svc.UID),
 		}).Extract()
 		if err == nil {
+			c.fipQuota.forget()
 			logger.Info("Attached floating IP", "ip", created.FloatingIP, "network", netID)
 			return created.FloatingIP, nil
 		}
+		c.fipQuota.learn(err)
 		lastErr = neutronErr(err)
 	}
 	return "", fipRefusedOr(fmt.Errorf("cannot allocate a floating IP from network %s for load balancer %s: %w", netID, lb.ID, lastErr))
@@ -97,6 +99,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 			}
 		}
 		created, err := floatingips.Create(ctx, network, opts).Extract()
+		c.fipQuota.learn(err)
 		if err != nil {
 			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, neutronErr(err)))
 		}
@@ -167,15 +170,28 @@ func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, network *gophercloud.S
 		if err := floatingips.Delete(ctx, network, f.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, neutronErr(err))
 		}
+		c.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", f.FloatingIP)
 	}
 	return nil
 }
 
 // requestedFloatingIPFree refuses, before anything is created, a Service whose
-// spec.loadBalancerIP is a floating IP already on a port.
-func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gophercloud.ServiceClient, s lbSpec) error {
-	if s.internal || s.floatingIP == "" {
+// spec.loadBalancerIP is a floating IP already on a port, and a new Service
+// that needs a new floating IP while the project's quota of them is known to
+// be met (a Service that had an address gets its own back, and needs none).
+func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, s lbSpec) error {
+	if s.internal {
+		return nil
+	}
+	if _, had := svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)]; s.floatingIP == "" && !had {
+		if msg, met := c.fipQuota.met(); met {
+			return provider.Refuse(provider.ReasonQuotaExceeded,
+				"The project's floating IP quota is met (Neutron: %s): no load balancer was created for this Service. It is tried again when this cluster releases a floating IP, or within %s",
+				msg, quotaRecheck)
+		}
+	}
+	if s.floatingIP == "" {
 		return nil
 	}
 	pages, err := floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}).AllPages(ctx)
@@ -210,6 +226,7 @@ func (c *Cloud) releaseFloatingIP(ctx context.Context, network *gophercloud.Serv
 		if err := floatingips.Delete(ctx, network, fip.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, neutronErr(err))
 		}
+		c.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 		return nil
 	}

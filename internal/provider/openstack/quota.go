@@ -1,0 +1,82 @@
+package openstack
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+)
+
+// quotaRecheck is how long a met quota is believed without news: after it, one
+// Service may try again (and, if the quota is still met, its load balancer
+// waits for a floating IP as the first one's does).
+const quotaRecheck = 10 * time.Minute
+
+// quotaMemory remembers that the project's floating IP quota was met, learned
+// from Neutron refusing one (409 OverQuota). While it holds, a new Service
+// that would need a new floating IP is refused before its load balancer is
+// created: a load balancer that could get no address would sit unused. It is
+// forgotten when a floating IP is created (the quota has room again) or
+// released by this CCM, and after quotaRecheck.
+type quotaMemory struct {
+	mu    sync.Mutex
+	since time.Time
+	msg   string
+	now   func() time.Time
+}
+
+func (q *quotaMemory) clock() time.Time {
+	if q.now != nil {
+		return q.now()
+	}
+	return time.Now()
+}
+
+// met is Neutron's answer when the quota is known to be met.
+func (q *quotaMemory) met() (string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.since.IsZero() || q.clock().Sub(q.since) > quotaRecheck {
+		return "", false
+	}
+	return q.msg, true
+}
+
+// learn remembers the quota met when err says so; other errors are no news.
+func (q *quotaMemory) learn(err error) {
+	msg, ok := overQuota(err)
+	if !ok {
+		return
+	}
+	q.mu.Lock()
+	q.since, q.msg = q.clock(), msg
+	q.mu.Unlock()
+}
+
+func (q *quotaMemory) forget() {
+	q.mu.Lock()
+	q.since, q.msg = time.Time{}, ""
+	q.mu.Unlock()
+}
+
+// overQuota says whether err is Neutron's OverQuota (neutron_lib's OverQuota,
+// a 409 whose NeutronError type is "OverQuota"), with its message.
+func overQuota(err error) (string, bool) {
+	var code gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &code) || code.Actual != http.StatusConflict || !bytes.Contains(code.Body, []byte(`"OverQuota"`)) {
+		return "", false
+	}
+	var body struct {
+		NeutronError struct {
+			Message string `json:"message"`
+		} `json:"NeutronError"`
+	}
+	if jsonErr := json.Unmarshal(code.Body, &body); jsonErr != nil || body.NeutronError.Message == "" {
+		return "Neutron answered OverQuota", true
+	}
+	return body.NeutronError.Message, true
+}
