@@ -43,6 +43,7 @@ type options struct {
 	services     []int
 	runs         int
 	steady       time.Duration
+	steadySvcs   int
 	notReady     time.Duration
 	latency      time.Duration
 	provisioning time.Duration
@@ -66,6 +67,7 @@ func main() {
 	flag.StringVar(&services, "services", "200,1000", "LoadBalancer Service counts M for resync and addnode")
 	flag.IntVar(&o.runs, "runs", 3, "runs of each figure (the report gives the median, min and max)")
 	flag.DurationVar(&o.steady, "steady", 10*time.Minute, "steady-state measuring window")
+	flag.IntVar(&o.steadySvcs, "steady-services", 0, "LoadBalancer Services that exist (converged) through the steady-state window: their drift checks are in its calls")
 	flag.DurationVar(&o.notReady, "notready", 10*time.Minute, "how long 100 Nodes stay NotReady")
 	flag.DurationVar(&o.latency, "latency", 50*time.Millisecond, "emulator latency per call")
 	flag.DurationVar(&o.provisioning, "provisioning", 2*time.Second, "emulator load balancer provisioning delay")
@@ -463,6 +465,14 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 		initF.values = append(initF.values, time.Since(start).Seconds())
 		fmt.Printf("   init %.1fs\n", time.Since(start).Seconds())
 		if want["steady"] {
+			if o.steadySvcs > 0 {
+				if _, err := b.createServices("steady", o.steadySvcs, 20*time.Minute); err != nil {
+					b.close()
+					return nil, err
+				}
+				steadyR.name = fmt.Sprintf("steady state, N = %d, M = %d: reads/hour", n, o.steadySvcs)
+				steadyW.name = fmt.Sprintf("steady state, N = %d, M = %d: writes/hour", n, o.steadySvcs)
+			}
 			b.emu.ResetCalls()
 			timeline(b.emu, o.steady)
 			reads, writes, byOp := calls(b.emu)
