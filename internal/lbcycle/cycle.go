@@ -165,10 +165,11 @@ func New[S, L any](cloud Cloud[S, L], records Records, opts Options) *Cycle[S, L
 	return &Cycle[S, L]{cloud: cloud, records: records, opts: opts, checked: map[string]time.Time{}}
 }
 
-// Ensure converges the Service's load balancer by one step, or answers an
-// unchanged Service from the shared listing with no call of its own. While the
-// cloud works it returns a RetryError.
-func (c *Cycle[S, L]) Ensure(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+// EnsureLoadBalancer converges the Service's load balancer by one step, or
+// answers an unchanged Service from the shared listing with no call of its own.
+// While the cloud works it returns a RetryError. A cloud embeds the Cycle, and
+// this is its cloudprovider.LoadBalancer method.
+func (c *Cycle[S, L]) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	spec, fp, err := c.cloud.Spec(ctx, clusterName, svc, nodes)
 	if err != nil {
 		return nil, err
@@ -176,9 +177,9 @@ func (c *Cycle[S, L]) Ensure(ctx context.Context, clusterName string, svc *v1.Se
 	return c.ensure(ctx, svc, spec, fp)
 }
 
-// Update is Ensure for a change of Nodes: when only the members can differ,
-// a MemberUpdater cloud updates them alone.
-func (c *Cycle[S, L]) Update(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
+// UpdateLoadBalancer is EnsureLoadBalancer for a change of Nodes: when only the
+// members can differ, a MemberUpdater cloud updates them alone.
+func (c *Cycle[S, L]) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
 	spec, fp, err := c.cloud.Spec(ctx, clusterName, svc, nodes)
 	if err != nil {
 		return err
@@ -259,9 +260,9 @@ func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fi
 	return st, nil
 }
 
-// Delete makes one step of deleting the Service's load balancer: nil when
-// nothing of it is left, a RetryError while there is.
-func (c *Cycle[S, L]) Delete(ctx context.Context, svc *v1.Service) error {
+// EnsureLoadBalancerDeleted makes one step of deleting the Service's load
+// balancer: nil when nothing of it is left, a RetryError while there is.
+func (c *Cycle[S, L]) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	progress, err := c.cloud.Delete(ctx, svc)
 	if err != nil || progress != "" {
 		return c.step(progress, err)

@@ -220,7 +220,7 @@ func TestEnsureTakesOneStepAndSaysWhatIsUnderWay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cloud := tc.cloud
 			c := New[string, string](&cloud, tc.records, Options{})
-			st, err := c.Ensure(t.Context(), "kubernetes", service, nil)
+			st, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
 			assert.Equal(t, tc.ran, cloud.ran)
 			if tc.progress != "" {
 				assert.Equal(t, tc.progress, retryMessage(t, err))
@@ -270,7 +270,7 @@ func TestErrorsAreToldAsTheServiceControllerUnderstandsThem(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cloud := script{spec: fp, errs: map[string]error{"create": tc.err}}
-			_, err := New[string, string](&cloud, memRecords{}, Options{}).Ensure(t.Context(), "kubernetes", service, nil)
+			_, err := New[string, string](&cloud, memRecords{}, Options{}).EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
 			require.Error(t, err)
 			tc.check(t, err)
 		})
@@ -281,10 +281,10 @@ func TestAnInvalidServiceMakesNoCall(t *testing.T) {
 	invalid := provider.Invalid(errors.New("annotation x: not a number"))
 	cloud := script{specErr: invalid}
 	c := New[string, string](&cloud, memRecords{}, Options{})
-	_, err := c.Ensure(t.Context(), "kubernetes", service, nil)
+	_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
 	assert.Same(t, invalid, err)
 	assert.Empty(t, cloud.ran)
-	assert.Same(t, invalid, c.Update(t.Context(), "kubernetes", service, nil))
+	assert.Same(t, invalid, c.UpdateLoadBalancer(t.Context(), "kubernetes", service, nil))
 	assert.Empty(t, cloud.ran)
 }
 
@@ -305,7 +305,7 @@ func TestUpdateChangesMembersAloneWhenOnlyNodesChanged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cloud := tc.cloud
 			records := converged("lb1")
-			err := New[string, string](&cloud, records, Options{}).Update(t.Context(), "kubernetes", service, nil)
+			err := New[string, string](&cloud, records, Options{}).UpdateLoadBalancer(t.Context(), "kubernetes", service, nil)
 			if tc.retry {
 				retryMessage(t, err)
 			} else {
@@ -322,18 +322,18 @@ func TestAConvergedLoadBalancerIsWalkedOnceAFullCheckIsDue(t *testing.T) {
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	cloud := script{spec: fp, listed: ready, found: ready, publish: true}
 	c := New[string, string](&cloud, converged("lb1"), Options{FullCheck: time.Hour, Now: func() time.Time { return now }})
-	_, err := c.Ensure(t.Context(), "kubernetes", service, nil)
+	_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"listed", "published"}, cloud.ran, "first seen: the interval starts")
 
 	now = now.Add(61 * time.Minute)
 	cloud.ran = nil
-	_, err = c.Ensure(t.Context(), "kubernetes", service, nil)
+	_, err = c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"listed", "find", "converge", "publish"}, cloud.ran, "due: walked")
 
 	cloud.ran = nil
-	_, err = c.Ensure(t.Context(), "kubernetes", service, nil)
+	_, err = c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"listed", "published"}, cloud.ran, "walked: the next interval starts")
 }
@@ -341,11 +341,11 @@ func TestAConvergedLoadBalancerIsWalkedOnceAFullCheckIsDue(t *testing.T) {
 func TestDeleteIsDoneWhenNothingIsLeft(t *testing.T) {
 	cloud := script{answer: map[string]string{"delete": "load balancer lb1 is being deleted"}}
 	c := New[string, string](&cloud, converged("lb1"), Options{})
-	assert.Equal(t, "load balancer lb1 is being deleted", retryMessage(t, c.Delete(t.Context(), service)))
+	assert.Equal(t, "load balancer lb1 is being deleted", retryMessage(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", service)))
 	cloud.answer = nil
-	require.NoError(t, c.Delete(t.Context(), service))
+	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", service))
 	cloud.errs = map[string]error{"delete": provider.Classify(provider.ErrBusy, errors.New("409"))}
-	retryMessage(t, c.Delete(t.Context(), service))
+	retryMessage(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", service))
 }
 
 func TestDriftIsFoundFromOneFreshListing(t *testing.T) {

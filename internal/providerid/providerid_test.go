@@ -12,7 +12,7 @@ func TestOpenStackProviderIDs(t *testing.T) {
 	assert.Equal(t, "openstack:///"+id, OpenStack(id))
 	for _, tc := range []struct {
 		name, in, want string
-		err             error
+		err            error
 	}{
 		{"written by either CCM", "openstack:///" + id, id, nil},
 		{"with a region, as cloud-provider-openstack writes it when it has one", "openstack://RegionOne/" + id, id, nil},

@@ -33,7 +33,7 @@ func (s *Server) routeControl() {
 	})
 	s.ctl.HandleFunc("POST /_emulator/faults", func(w http.ResponseWriter, r *http.Request) {
 		var fj faultJSON
-		if err := decodeJSON(r, &fj); err != nil {
+		if err := DecodeJSON(r, &fj); err != nil {
 			BadControl(w, "invalid fault: "+err.Error())
 			return
 		}
@@ -84,8 +84,9 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 	_, _ = w.Write(b)
 }
 
-func decodeJSON(r *http.Request, v any) error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+// DecodeJSON reads a JSON request body (up to 16 MiB) into v.
+func DecodeJSON(r *http.Request, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,7 @@
 package openstack
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -337,17 +334,7 @@ func baseURL(r *http.Request) string {
 
 func writeJSON(w http.ResponseWriter, code int, v any) { core.WriteJSON(w, code, v) }
 
-// decodeJSON reads a JSON request body into v.
-func decodeJSON(r *http.Request, v any) error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if len(b) == 0 {
-		return errors.New("the request body is empty")
-	}
-	return json.Unmarshal(b, v)
-}
+func decodeJSON(r *http.Request, v any) error { return core.DecodeJSON(r, v) }
 
 // notFound answers 404 in the style of the service.
 func notFound(w http.ResponseWriter, service, msg string) {

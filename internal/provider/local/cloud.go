@@ -32,12 +32,14 @@ func init() {
 // Cloud is the local cloud provider.
 type Cloud struct {
 	provider.Common
+	// Cycle runs the load balancers (EnsureLoadBalancer, UpdateLoadBalancer,
+	// EnsureLoadBalancerDeleted, Drifted) on the local steps (cycle.go).
+	*lbcycle.Cycle[localSpec, servedLB]
 
 	cfg   Config
 	pools []Pool
 	inv   *inventory
 	proxy *l4proxy.Manager
-	cycle *lbcycle.Cycle[localSpec, servedLB]
 
 	// mu guards served and serialises allocation. The locks below are
 	// leaves: code holding one of them never takes mu, so mu may be held while
@@ -81,7 +83,7 @@ func New(cfg Config) (*Cloud, error) {
 		inv:    inv,
 		served: map[types.UID]*servedLB{},
 	}
-	c.cycle = newCycle(c)
+	c.Cycle = newCycle(c)
 	c.proxy = l4proxy.NewManager(l4proxy.Options{
 		Logger:   klog.Background().WithName("l4proxy"),
 		Eligible: c.nodeEligible,

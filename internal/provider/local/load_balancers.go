@@ -73,22 +73,6 @@ func (c *Cloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service
 	return cloudprovider.DefaultLoadBalancerName(svc)
 }
 
-// EnsureLoadBalancer allocates the Service's IP (keeping the one in its status) and
-// serves every port on it. Bad input gets a Warning Event and changes nothing.
-func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return c.cycle.Ensure(ctx, clusterName, svc, nodes)
-}
-
-// UpdateLoadBalancer updates the backends (and anything else that changed).
-func (c *Cloud) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
-	return c.cycle.Update(ctx, clusterName, svc, nodes)
-}
-
-// EnsureLoadBalancerDeleted stops serving the Service; it is idempotent.
-func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
-	return c.cycle.Delete(ctx, svc)
-}
-
 // serve allocates the Service's address and serves every port on it.
 func (c *Cloud) serve(ctx context.Context, svc *v1.Service, opts lbOptions, nodes []*v1.Node) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))

@@ -32,13 +32,15 @@ func init() {
 // Cloud is the OpenStack cloud provider.
 type Cloud struct {
 	provider.Common
+	// Cycle runs the load balancers (EnsureLoadBalancer, UpdateLoadBalancer,
+	// EnsureLoadBalancerDeleted, Drifted) on Octavia's steps (cycle.go).
+	*lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer]
 
 	cfg     Config
 	clients *clients
 	servers *snapshot.Snapshot[server]
 	ports   *portAddresses
 	index   *lbIndex
-	cycle   *lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer]
 	events  events.Recorder
 
 	mu        sync.Mutex
@@ -97,7 +99,7 @@ func New(cfg Config) (*Cloud, error) {
 	c := &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},
 		created: map[string]string{}}
 	c.index = newLBIndex(c)
-	c.cycle = newCycle(c)
+	c.Cycle = newCycle(c)
 	c.serial.Store(cfg.LoadBalancer.ProviderRequiresSerialAPICalls)
 	return c, nil
 }

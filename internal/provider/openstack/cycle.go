@@ -37,32 +37,6 @@ func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer] {
 		lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
 }
 
-// EnsureLoadBalancer creates or converges the Service's Octavia load balancer by
-// one step of the cycle: while anything is PENDING it returns a RetryError and
-// the Service is looked at again. A converged load balancer costs no write.
-func (c *Cloud) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
-	return c.cycle.Ensure(ctx, clusterName, svc, nodes)
-}
-
-// UpdateLoadBalancer converges members (and anything else that changed): when
-// only the Nodes changed since the load balancer converged, the members alone.
-func (c *Cloud) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) error {
-	return c.cycle.Update(ctx, clusterName, svc, nodes)
-}
-
-// EnsureLoadBalancerDeleted deletes the Service's load balancer and what was
-// created for it, one step a call; nil once nothing of it is left.
-func (c *Cloud) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
-	return c.cycle.Delete(ctx, svc)
-}
-
-// Drifted finds the Services whose load balancer is no longer as it was
-// converged, from one fresh listing of the cluster's load balancers (and one of
-// floating IPs).
-func (c *Cloud) Drifted(ctx context.Context, svcs []*v1.Service) (map[types.UID]string, error) {
-	return c.cycle.Drifted(ctx, svcs)
-}
-
 func (s octaviaSteps) Spec(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, lbcycle.Fingerprint, error) {
 	spec, err := s.spec(clusterName, svc, nodes)
 	if err != nil {
