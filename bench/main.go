@@ -274,7 +274,7 @@ func (b *bed) startCCM(extra ...string) error {
 		return err
 	}
 	args := append([]string{
-		"--cloud-provider="+b.o.cloud,
+		"--cloud-provider=" + b.o.cloud,
 		"--cloud-config=" + b.conf,
 		"--kubeconfig=" + b.env.CCMKubeconfig,
 		"--cluster-name=bench",

@@ -32,11 +32,11 @@ import (
 type State int
 
 const (
-	// Ready: serving, and the cloud takes changes (Octavia's ACTIVE).
+	// Ready is serving, and the cloud takes changes (Octavia's ACTIVE).
 	Ready State = iota
-	// Busy: the cloud is working on it and takes no change (PENDING_*).
+	// Busy is being worked on by the cloud, which takes no change (PENDING_*).
 	Busy
-	// Failed: broken for good (ERROR); the Service's own is replaced.
+	// Failed is broken for good (ERROR); the Service's own is replaced.
 	Failed
 )
 

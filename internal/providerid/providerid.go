@@ -11,10 +11,10 @@ import (
 )
 
 var (
-	// ErrForeign: the providerID is another cloud's. Such a Node is never taken
+	// ErrForeign is a providerID of another cloud. Such a Node is never taken
 	// for one whose machine is gone.
 	ErrForeign = errors.New("providerID belongs to another cloud")
-	// ErrMalformed: the providerID has the cloud's scheme but not its form.
+	// ErrMalformed is a providerID with the cloud's scheme but not its form.
 	ErrMalformed = errors.New("malformed providerID")
 )
 

@@ -11,8 +11,11 @@ import (
 type JobStatus int
 
 const (
+	// JobPending is a job not done yet.
 	JobPending JobStatus = iota
+	// JobSucceeded is a job done with a result.
 	JobSucceeded
+	// JobFailed is a job done with an error.
 	JobFailed
 )
 

@@ -75,7 +75,7 @@ func (s localSteps) fingerprint(svc *v1.Service, o lbOptions, nodes []*v1.Node) 
 func (s localSteps) current(svc *v1.Service) (localLB, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lb, ok := s.Cloud.served[svc.UID]
+	lb, ok := s.served[svc.UID]
 	if !ok {
 		return localLB{}, false
 	}
@@ -127,9 +127,9 @@ func (s localSteps) Delete(ctx context.Context, svc *v1.Service) (string, error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.proxy.Delete(string(svc.UID))
-	if lb, ok := s.Cloud.served[svc.UID]; ok {
+	if lb, ok := s.served[svc.UID]; ok {
 		klog.FromContext(ctx).Info("Released load balancer IP", "service", klog.KObj(svc), "ip", lb.ip)
-		delete(s.Cloud.served, svc.UID)
+		delete(s.served, svc.UID)
 	}
 	return "", nil
 }

@@ -298,7 +298,7 @@ func neutronErr(err error) error {
 		return nil
 	}
 	kind := provider.KindByStatus(statusOf(err))
-	if kind == provider.ErrBusy {
+	if errors.Is(kind, provider.ErrBusy) {
 		kind = provider.ErrRefused
 	}
 	return provider.Classify(kind, answered("Neutron", err))

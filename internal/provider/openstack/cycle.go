@@ -349,7 +349,7 @@ func (r annotationRecords) Put(ctx context.Context, svc *v1.Service, rec lbcycle
 	}
 	set(annotation.OpenStackLoadBalancerAddress, rec.Address)
 	if rec.ID != "" {
-		set(annotation.OpenStackConverged, rec.ID+"/"+rec.Fingerprint.String())
+		set(annotation.OpenStackConverged, rec.ID+"/"+rec.String())
 	}
 	kube := r.kubeClient()
 	if len(patch) == 0 || kube == nil {
