@@ -42,7 +42,7 @@ func runDev(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cloudKit, err := kit.Get(*cloud)
+	cloudKit, err := kit.DevCloud(*cloud)
 	if err != nil {
 		return fmt.Errorf("--cloud: %w", err)
 	}

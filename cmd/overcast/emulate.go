@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	cloudprovider "k8s.io/cloud-provider"
+
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/kit"
 )
@@ -62,15 +64,19 @@ func runEmulate(args []string) error {
 			return err
 		}
 	}
+	configFor := "overcast-ccm --cloud-provider=" + k.Name
+	if !cloudprovider.IsCloudProvider(k.Name) {
+		configFor = "the cloud's own CCM (overcast-ccm has no " + k.Name + " provider yet)"
+	}
 	fmt.Printf(`%s on %s
 Control: GET %[2]s/_emulator/calls, POST %[2]s/_emulator/faults, DELETE %[2]s/_emulator/faults,
          POST %[2]s/_emulator/latency?d=50ms, POST %[2]s/_emulator/provisioning-delay?d=2s
 
-A cloud config for overcast-ccm --cloud-provider=%s:
+A cloud config for %s:
 -----
 %s-----
 Ctrl-C stops it.
-`, k.Emulator, e.URL(), k.Name, conf)
+`, k.Emulator, e.URL(), configFor, conf)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()

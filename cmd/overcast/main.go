@@ -18,7 +18,8 @@ commands:
   dev      run etcd + kube-apiserver + overcast-ccm + 3 simulated nodes and a demo
            LoadBalancer Service on this machine, until Ctrl-C
            (--cloud local, the default, or --cloud openstack on its emulator)
-  emulate  openstack: run a cloud's emulator and print a cloud config for it
+  emulate  openstack|cloudstack: run a cloud's emulator and print a cloud config
+           for it
   doctor   check that overcast-ccm can work here: cloud config, cloud API and
            credentials, RBAC, kubelets, Nodes to instances, leader Lease
            (overcast doctor --cloud-provider=openstack --cloud-config=cloud.conf

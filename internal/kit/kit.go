@@ -25,7 +25,8 @@ type Kit struct {
 	// Emulate starts the cloud's emulator on loopback; nil when it has none
 	// (the local cloud is real on this machine).
 	Emulate func(EmulatorOptions) (Emulator, error)
-	// Dev readies the cloud of the dev cluster for its nodes.
+	// Dev readies the cloud of the dev cluster for its nodes; nil while the
+	// cloud has no dev cluster.
 	Dev func(dir string, nodes []Node) (*Dev, error)
 }
 
@@ -116,6 +117,21 @@ func Emulated(name string) (Kit, error) {
 	k, err := Get(name)
 	if err == nil && k.Emulate == nil {
 		err = fmt.Errorf("the %s cloud has no emulator; the clouds with one are %s", name, strings.Join(EmulatedNames(), ", "))
+	}
+	return k, err
+}
+
+// DevCloud is the kit of the cloud named name when it has a dev cluster.
+func DevCloud(name string) (Kit, error) {
+	k, err := Get(name)
+	if err == nil && k.Dev == nil {
+		var have []string
+		for _, n := range Names() {
+			if d, _ := Get(n); d.Dev != nil {
+				have = append(have, n)
+			}
+		}
+		err = fmt.Errorf("the %s cloud has no dev cluster yet; the clouds with one are %s", name, strings.Join(have, ", "))
 	}
 	return k, err
 }

@@ -1,0 +1,239 @@
+package cloudstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CloudStack's error codes (api/ApiErrorCode.java) and exception codes
+// (CSExceptionErrorCode) the emulator answers with.
+const (
+	codeUnauthorized = 401
+	codeParamError   = 431
+	codeUnsupported  = 432
+	codeInternal     = 530
+
+	csDefault      = 9999 // ServerApiException and anything unmapped
+	csInvalidValue = 4350 // InvalidParameterValueException
+)
+
+// apiError is an error answer.
+type apiError struct {
+	code, cs int // cs 0: no cserrorcode (the 401 of a failed signature check)
+	text     string
+}
+
+func paramError(format string, a ...any) *apiError {
+	return &apiError{code: codeParamError, cs: csDefault, text: fmt.Sprintf(format, a...)}
+}
+
+// invalidID is ParamProcessWorker's answer for an id that resolves to nothing
+// (cloudstack-go's Get*ByID helpers match this text to mean "no match").
+func invalidID(command, id string) *apiError {
+	return paramError("Unable to execute API command %s due to invalid value. Invalid parameter id value=%s due to incorrect long value format, or entity does not exist or due to incorrect parameter annotation for the field in api cmd class.",
+		strings.ToLower(command), id)
+}
+
+// handler answers a command for an account with the parsed parameters. An
+// asynchronous command's answer is its job's ({"jobid": …}).
+type handler func(a *account, p url.Values, now time.Time) (any, *apiError)
+
+type command struct {
+	admin bool // admin keys only
+	fn    handler
+}
+
+func (e *Emulator) commands() map[string]command {
+	return map[string]command{
+		"listZones":                    {fn: e.listZones},
+		"listProjects":                 {fn: e.listProjects},
+		"listCapabilities":             {fn: e.listCapabilities},
+		"listManagementServersMetrics": {admin: true, fn: e.listManagementServersMetrics},
+		"listVirtualMachines":          {fn: e.listVirtualMachines},
+		"listPublicIpAddresses":        {fn: e.listPublicIPAddresses},
+		"associateIpAddress":           {fn: e.associateIPAddress},
+		"disassociateIpAddress":        {fn: e.disassociateIPAddress},
+		"queryAsyncJobResult":          {fn: e.queryAsyncJobResult},
+	}
+}
+
+// responseName is the envelope's key: the lower-cased command and "response"
+// (BaseCmd.getCommandName), "errorresponse" for no command.
+func responseName(cmd string) string {
+	if cmd == "" {
+		return "errorresponse"
+	}
+	return strings.ToLower(cmd) + "response"
+}
+
+// serveAPI serves /client/api: GET with the parameters in the query, or POST
+// with them as a form body (cloudstack-go's PostForm).
+func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/client/api" {
+		http.NotFound(w, r)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		writeError(w, "errorresponse", paramError("cannot parse the request: %v", err))
+		return
+	}
+	p := r.Form
+	name := p.Get("command")
+	cmd, known := e.commands()[name]
+	now := e.lock()
+	defer e.mu.Unlock()
+	a := e.keys[p.Get("apiKey")]
+	if a == nil || !verified(p, a.secret, now) {
+		resp := "errorresponse"
+		if known {
+			resp = responseName(name)
+		}
+		writeError(w, resp, &apiError{code: codeUnauthorized, text: "unable to verify user credentials and/or request signature"})
+		return
+	}
+	if !known || (cmd.admin && !a.admin) {
+		// Newer servers (seen verbatim in cloudstack-kubernetes-provider issue #94).
+		writeError(w, "errorresponse", &apiError{code: codeUnsupported, cs: csDefault,
+			text: fmt.Sprintf("The API [%s] does not exist or is not available for the account for user id [%s].", name, a.userID)})
+		return
+	}
+	body, aerr := cmd.fn(a, p, now)
+	if aerr != nil {
+		writeError(w, responseName(name), aerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{responseName(name): body})
+}
+
+// writeError writes CloudStack's error envelope with the code as HTTP status
+// (ApiServlet) and in X-Description.
+func writeError(w http.ResponseWriter, resp string, e *apiError) {
+	body := map[string]any{"uuidList": []string{}, "errorcode": e.code, "errortext": e.text}
+	if e.cs != 0 {
+		body["cserrorcode"] = e.cs
+	}
+	w.Header().Set("X-Description", e.text)
+	writeJSON(w, e.code, map[string]any{resp: body})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+// list is a list answer: the total count and the page's items under key; an
+// empty list is an empty object, as the server answers it.
+func list(key string, total int, items []any) map[string]any {
+	if total == 0 {
+		return map[string]any{}
+	}
+	return map[string]any{"count": total, key: items}
+}
+
+// paging reads page and pagesize as BaseListCmd does: both or neither;
+// pagesize -1 (without page) is unlimited; none is default.page.size.
+func (e *Emulator) paging(p url.Values) (page, size int, err *apiError) {
+	ps, pg := p.Get("pagesize"), p.Get("page")
+	if ps == "" && pg == "" {
+		return 1, e.opts.PageSize, nil
+	}
+	if ps != "" && pg == "" {
+		if ps == "-1" {
+			return 0, 0, nil
+		}
+		return 0, 0, paramError("\"page\" parameter is required when \"pagesize\" is specified")
+	}
+	if pg != "" && ps == "" {
+		return 0, 0, paramError("\"pagesize\" parameter is required when \"page\" is specified")
+	}
+	page, perr := strconv.Atoi(pg)
+	size, serr := strconv.Atoi(ps)
+	if perr != nil || serr != nil || page < 1 || size < 1 {
+		return 0, 0, paramError("Unable to execute API command due to invalid value: page %q, pagesize %q", pg, ps)
+	}
+	if size > e.opts.PageSize {
+		return 0, 0, paramError("Page size can't exceed max allowed page size value: %d", e.opts.PageSize)
+	}
+	return page, size, nil
+}
+
+// isUUID says whether s has the form of the ids the server resolves.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// inScope says whether an object of projectID is listed for p: with
+// projectid, that project's (-1: every project's); without, the account's own.
+func (e *Emulator) inScope(p url.Values, projectID string) bool {
+	switch want := p.Get("projectid"); want {
+	case "":
+		return projectID == ""
+	case "-1":
+		return projectID != ""
+	default:
+		return projectID == want
+	}
+}
+
+func (e *Emulator) checkProject(command string, p url.Values) *apiError {
+	if id := p.Get("projectid"); id != "" && id != "-1" && id != e.fx.ProjectID {
+		if !isUUID(id) {
+			return paramError("Unable to execute API command %s due to invalid value. Invalid parameter projectid value=%s due to incorrect long value format, or entity does not exist or due to incorrect parameter annotation for the field in api cmd class.", strings.ToLower(command), id)
+		}
+		return &apiError{code: codeParamError, cs: csInvalidValue, text: "Unable to find project by id " + id}
+	}
+	return nil
+}
+
+func (e *Emulator) listZones(_ *account, _ url.Values, _ time.Time) (any, *apiError) {
+	return list("zone", 1, []any{map[string]any{
+		"id": e.fx.ZoneID, "name": e.fx.ZoneName, "networktype": "Advanced", "allocationstate": "Enabled",
+		"securitygroupsenabled": false, "localstorageenabled": false, "dhcpprovider": "VirtualRouter", "tags": []any{},
+	}}), nil
+}
+
+func (e *Emulator) listProjects(_ *account, _ url.Values, _ time.Time) (any, *apiError) {
+	return list("project", 1, []any{map[string]any{
+		"id": e.fx.ProjectID, "name": e.fx.ProjectName, "displaytext": e.fx.ProjectName, "state": "Active",
+		"domainid": e.fx.DomainID, "domain": "ROOT", "account": e.fx.AccountName, "tags": []any{},
+	}}), nil
+}
+
+func (e *Emulator) listCapabilities(_ *account, _ url.Values, _ time.Time) (any, *apiError) {
+	return map[string]any{"capability": map[string]any{
+		"cloudstackversion": Version, "apilimitinterval": 1, "apilimitmax": 0, "allowusercreateprojects": true,
+		"userpublictemplateenabled": true, "kubernetesserviceenabled": true, "kubernetesclusterexperimentalfeaturesenabled": false,
+	}}, nil
+}
+
+func (e *Emulator) listManagementServersMetrics(_ *account, _ url.Values, _ time.Time) (any, *apiError) {
+	return list("managementserver", 1, []any{map[string]any{
+		"id": e.fx.ZoneID, "name": "management-1", "state": "Up", "version": Version, "agentcount": 1,
+	}}), nil
+}

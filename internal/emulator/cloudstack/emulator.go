@@ -1,0 +1,229 @@
+// Package cloudstack is an in-memory Apache CloudStack management server API
+// (/client/api) for tests, the bench and `overcast emulate cloudstack`, reached
+// through the real client library (cloudstack-go). It runs on the emulator core
+// (internal/emulator/core): latency, faults, calls counted by command,
+// /_emulator.
+//
+// Held to the real server (sources in ../shared/facts/cloudstack-api.md §1–2,
+// and the recorded responses of cloudstack-go's test/testdata): request
+// signatures checked as ApiServer.verifyRequest checks them (401 otherwise),
+// one "<command>response" envelope per answer, errors with their code as the
+// HTTP status (cloudstack-go takes a 200 for success whatever the body), list
+// answers with the total count and default.page.size paging, asynchronous
+// commands answered with a job polled through queryAsyncJobResult, admin-only
+// commands refused to user keys (432), and Destroyed or Expunging machines
+// hidden from user keys.
+//
+// This first slice serves zones, projects, virtual machines, public IP
+// addresses (associate and disassociate as asynchronous jobs), jobs, and the
+// version commands. Load balancer rules, firewall rules, network ACLs,
+// networks and tags come with the provider that needs them.
+package cloudstack
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
+)
+
+// Version is the management server version the emulator answers with.
+const Version = "4.20.1.0"
+
+// Options of an Emulator; the zero value is usable.
+type Options struct {
+	// Latency is added to every API call.
+	Latency time.Duration
+	// JobDelay is how long asynchronous jobs take; 0: done by the first poll.
+	JobDelay time.Duration
+	// Seed seeds the ids and the random faults.
+	Seed int64
+	// MachineCIDR is the guest network's CIDR, where machines' NIC addresses
+	// come from; default 10.1.1.0/24.
+	MachineCIDR string
+	// PublicCIDR is where public IP addresses come from (from its 10th
+	// address on); default 203.0.113.0/24.
+	PublicCIDR string
+	// PageSize is the server's default.page.size; default 500.
+	PageSize int
+	// InProject puts the machines and addresses in the fixture's project
+	// (listed with projectid), as for clusters deployed in a project.
+	InProject bool
+}
+
+// Fixture is what the emulator starts with: two accounts' keys (an admin and
+// a user, the kind CloudStack gives CKS clusters), a zone, a project, a guest
+// network and a service offering.
+type Fixture struct {
+	AdminKey, AdminSecret    string
+	UserKey, UserSecret      string
+	AccountName, AccountID   string
+	UserID, DomainID         string
+	ZoneID, ZoneName         string
+	ProjectID, ProjectName   string
+	NetworkID, NetworkName   string
+	OfferingID, OfferingName string
+}
+
+type account struct {
+	name, id, userID, secret string
+	admin                    bool
+}
+
+// Emulator is an in-memory CloudStack. It is an http.Handler (through its
+// core.Server) and listens by itself with Start.
+type Emulator struct {
+	*core.Server
+	opts Options
+	fx   Fixture
+
+	mu      sync.Mutex
+	clock   func() time.Time
+	idRand  *rand.Rand
+	seq     int
+	keys    map[string]*account
+	vms     []*vm
+	vmByID  map[string]*vm
+	ips     []*publicIP
+	ipByID  map[string]*publicIP
+	jobs    *core.Jobs
+	jobMeta map[string]jobMeta
+
+	machineNet, publicNet netip.Prefix
+	machineNext           netip.Addr
+	publicNext            netip.Addr
+}
+
+// New returns an emulator with its Fixture.
+func New(opts Options) (*Emulator, error) {
+	if opts.MachineCIDR == "" {
+		opts.MachineCIDR = "10.1.1.0/24"
+	}
+	if opts.PublicCIDR == "" {
+		opts.PublicCIDR = "203.0.113.0/24"
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 500
+	}
+	machineNet, err := netip.ParsePrefix(opts.MachineCIDR)
+	if err != nil || !machineNet.Addr().Is4() {
+		return nil, fmt.Errorf("cloudstack emulator: MachineCIDR %q: want an IPv4 prefix", opts.MachineCIDR)
+	}
+	publicNet, err := netip.ParsePrefix(opts.PublicCIDR)
+	if err != nil || !publicNet.Addr().Is4() {
+		return nil, fmt.Errorf("cloudstack emulator: PublicCIDR %q: want an IPv4 prefix", opts.PublicCIDR)
+	}
+	seed := uint64(opts.Seed)
+	e := &Emulator{
+		opts:       opts,
+		clock:      time.Now,
+		idRand:     rand.New(rand.NewPCG(seed, 0x636c6f7564)),
+		keys:       map[string]*account{},
+		vmByID:     map[string]*vm{},
+		ipByID:     map[string]*publicIP{},
+		jobs:       core.NewJobs(),
+		jobMeta:    map[string]jobMeta{},
+		machineNet: machineNet.Masked(),
+		publicNet:  publicNet.Masked(),
+	}
+	e.machineNext = e.machineNet.Addr().Next().Next() // .1 is the gateway
+	e.publicNext = e.publicNet.Addr()
+	for range 10 {
+		e.publicNext = e.publicNext.Next()
+	}
+	e.seedFixture()
+	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{
+		Name:     "cloudstack emulator",
+		Latency:  opts.Latency,
+		Seed:     opts.Seed,
+		Classify: cloudapi.OperationFor,
+		WriteError: func(w http.ResponseWriter, r *http.Request, _ string, status int, msg string) {
+			_ = r.ParseForm()
+			writeError(w, responseName(r.Form.Get("command")), &apiError{code: status, cs: csDefault, text: msg})
+		},
+		Clock: func() time.Time {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.clock()
+		},
+	})
+	e.Control().HandleFunc("POST /_emulator/provisioning-delay", core.DurationSetter(e.SetJobDelay))
+	return e, nil
+}
+
+// SetJobDelay changes how long asynchronous jobs started from now take.
+func (e *Emulator) SetJobDelay(d time.Duration) {
+	e.mu.Lock()
+	e.opts.JobDelay = d
+	e.mu.Unlock()
+}
+
+func (e *Emulator) seedFixture() {
+	e.fx = Fixture{
+		AdminKey: e.token(), AdminSecret: e.token(),
+		UserKey: e.token(), UserSecret: e.token(),
+		AccountName: "kubernetes", AccountID: e.newID(), UserID: e.newID(), DomainID: e.newID(),
+		ZoneID: e.newID(), ZoneName: "zone-1",
+		ProjectID: e.newID(), ProjectName: "k8s",
+		NetworkID: e.newID(), NetworkName: "k8s-guest",
+		OfferingID: e.newID(), OfferingName: "Medium Instance",
+	}
+	e.keys[e.fx.AdminKey] = &account{name: "admin", id: e.newID(), userID: e.newID(), secret: e.fx.AdminSecret, admin: true}
+	e.keys[e.fx.UserKey] = &account{name: e.fx.AccountName, id: e.fx.AccountID, userID: e.fx.UserID, secret: e.fx.UserSecret}
+}
+
+// Fixture is the emulator's fixture.
+func (e *Emulator) Fixture() Fixture { return e.fx }
+
+// CloudConfig is a cloud-config for the cloud's CCM with the user keys, in
+// the peer's form ([Global] api-url, api-key, secret-key, zone, project-id
+// with InProject).
+func (e *Emulator) CloudConfig() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Global]\napi-url = %s/client/api\napi-key = %s\nsecret-key = %s\nzone = %s\n",
+		e.URL(), e.fx.UserKey, e.fx.UserSecret, e.fx.ZoneName)
+	if e.opts.InProject {
+		fmt.Fprintf(&b, "project-id = %s\n", e.fx.ProjectID)
+	}
+	return b.String()
+}
+
+// SetClock replaces the emulator's clock (tests).
+func (e *Emulator) SetClock(now func() time.Time) {
+	e.mu.Lock()
+	e.clock = now
+	e.mu.Unlock()
+}
+
+// lock takes the state lock, runs the jobs that are due and returns the time.
+func (e *Emulator) lock() time.Time {
+	e.mu.Lock()
+	now := e.clock()
+	e.jobs.Settle(now)
+	return now
+}
+
+// newID is a random UUID from the seeded generator. Call with mu held (or
+// before serving).
+func (e *Emulator) newID() string {
+	hi, lo := e.idRand.Uint64(), e.idRand.Uint64()
+	hi = (hi &^ (0xf << 12)) | (4 << 12)
+	lo = (lo &^ (0x3 << 62)) | (0x2 << 62)
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", hi>>32, (hi>>16)&0xffff, hi&0xffff, lo>>48, lo&0xffffffffffff)
+}
+
+// token is a key of 40 URL-safe characters.
+func (e *Emulator) token() string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	b := make([]byte, 40)
+	for i := range b {
+		b[i] = alphabet[e.idRand.IntN(len(alphabet))]
+	}
+	return string(b)
+}

@@ -1,0 +1,301 @@
+package cloudstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
+)
+
+func started(t *testing.T, opts Options) *Emulator {
+	t.Helper()
+	e, err := New(opts)
+	require.NoError(t, err)
+	require.NoError(t, e.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// client is cloudstack-go's client as the peer builds it (NewAsyncClient).
+func client(e *Emulator, key, secret string) *cs.CloudStackClient {
+	c := cs.NewAsyncClient(e.URL()+"/client/api", key, secret, false)
+	c.AsyncTimeout(30)
+	return c
+}
+
+func user(e *Emulator) *cs.CloudStackClient  { return client(e, e.fx.UserKey, e.fx.UserSecret) }
+func admin(e *Emulator) *cs.CloudStackClient { return client(e, e.fx.AdminKey, e.fx.AdminSecret) }
+
+func TestMachinesAreListedInPagesOfTheServersSize(t *testing.T) {
+	e := started(t, Options{MachineCIDR: "10.1.0.0/16"})
+	for i := range 1000 {
+		e.AddMachine(fmt.Sprintf("node-%04d", i))
+	}
+	c := user(e)
+	p := c.VirtualMachine.NewListVirtualMachinesParams()
+	r, err := c.VirtualMachine.ListVirtualMachines(p)
+	require.NoError(t, err)
+	assert.Equal(t, 1000, r.Count, "count is the total")
+	assert.Len(t, r.VirtualMachines, 500, "without paging the server answers default.page.size (the peer's issue #99)")
+
+	seen := map[string]bool{}
+	for page := 1; page <= 3; page++ {
+		p := c.VirtualMachine.NewListVirtualMachinesParams()
+		p.SetPage(page)
+		p.SetPagesize(400)
+		r, err := c.VirtualMachine.ListVirtualMachines(p)
+		require.NoError(t, err)
+		assert.Equal(t, 1000, r.Count)
+		for _, v := range r.VirtualMachines {
+			seen[v.Id] = true
+		}
+	}
+	assert.Len(t, seen, 1000, "three pages of 400 hold all 1,000")
+
+	p = c.VirtualMachine.NewListVirtualMachinesParams()
+	p.SetPagesize(100)
+	_, err = c.VirtualMachine.ListVirtualMachines(p)
+	require.ErrorContains(t, err, "CloudStack API error 431")
+	assert.ErrorContains(t, err, `"page" parameter is required when "pagesize" is specified`)
+	p = c.VirtualMachine.NewListVirtualMachinesParams()
+	p.SetPage(1)
+	p.SetPagesize(501)
+	_, err = c.VirtualMachine.ListVirtualMachines(p)
+	assert.ErrorContains(t, err, "CloudStack API error 431", "a page larger than the server's")
+}
+
+func TestAMachineIsFoundByNameAndByID(t *testing.T) {
+	e := started(t, Options{})
+	id, ip := e.AddMachine("worker-1")
+	e.AddMachine("worker-10")
+	c := user(e)
+	v, n, err := c.VirtualMachine.GetVirtualMachineByName("WORKER-1")
+	require.NoError(t, err, "names match exactly, without case (newer servers)")
+	assert.Equal(t, 1, n)
+	assert.Equal(t, id, v.Id)
+	assert.Equal(t, ip, v.Nic[0].Ipaddress)
+	assert.Equal(t, e.fx.OfferingName, v.Serviceofferingname)
+	assert.Equal(t, e.fx.ZoneName, v.Zonename)
+	assert.Empty(t, v.Hostname, "the hypervisor host is a root admin's to see")
+
+	v, n, err = c.VirtualMachine.GetVirtualMachineByID(id)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, "worker-1", v.Name)
+
+	_, n, err = c.VirtualMachine.GetVirtualMachineByID("0b7f0c2e-1111-4222-8333-444455556666")
+	require.Error(t, err)
+	assert.Equal(t, 0, n, "an id that resolves to nothing is the SDK's 'no match' (431 with the server's text)")
+}
+
+func TestAUserNeverSeesDestroyedMachinesAndAnExpungedOneIsNoError(t *testing.T) {
+	e := started(t, Options{})
+	id, _ := e.AddMachine("gone-1")
+	require.NoError(t, e.SetMachineState(id, StateDestroyed))
+	_, n, err := user(e).VirtualMachine.GetVirtualMachineByID(id)
+	require.Error(t, err)
+	assert.Equal(t, 0, n, "hidden from user keys")
+	v, n, err := admin(e).VirtualMachine.GetVirtualMachineByID(id)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.Equal(t, StateDestroyed, v.State, "an admin sees it")
+
+	require.NoError(t, e.SetMachineState(id, "Expunged"))
+	p := user(e).VirtualMachine.NewListVirtualMachinesParams()
+	p.SetId(id)
+	r, err := user(e).VirtualMachine.ListVirtualMachines(p)
+	require.NoError(t, err, "an expunged machine's id still resolves: an empty list, not an error")
+	assert.Equal(t, 0, r.Count)
+}
+
+func TestASignatureThatDoesNotVerifyIsRefused(t *testing.T) {
+	e := started(t, Options{})
+	e.AddMachine("node-1")
+	for _, tc := range []struct {
+		name string
+		c    *cs.CloudStackClient
+	}{
+		{"a wrong secret", client(e, e.fx.UserKey, "not-the-secret")},
+		{"an unknown key", client(e, "no-such-key", e.fx.UserSecret)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.c.VirtualMachine.ListVirtualMachines(tc.c.VirtualMachine.NewListVirtualMachinesParams())
+			require.ErrorContains(t, err, "CloudStack API error 401")
+			assert.ErrorContains(t, err, "unable to verify user credentials and/or request signature")
+			assoc := tc.c.Address.NewAssociateIpAddressParams()
+			assoc.SetNetworkid(e.fx.NetworkID)
+			_, err = tc.c.Address.AssociateIpAddress(assoc)
+			assert.ErrorContains(t, err, "CloudStack API error 401", "a POST is checked as a GET is")
+		})
+	}
+
+	signed := func(expires time.Time, tamper func(url.Values)) int {
+		p := url.Values{"command": {"listZones"}, "apiKey": {e.fx.UserKey}, "response": {"json"},
+			"signatureversion": {"3"}, "expires": {expires.UTC().Format(time.RFC3339)}}
+		p.Set("signature", Sign(p, e.fx.UserSecret))
+		if tamper != nil {
+			tamper(p)
+		}
+		resp, err := http.Get(e.URL() + "/client/api?" + p.Encode())
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusOK, signed(time.Now().Add(time.Minute), nil))
+	assert.Equal(t, http.StatusUnauthorized, signed(time.Now().Add(-time.Minute), nil), "expired")
+	assert.Equal(t, http.StatusUnauthorized, signed(time.Now().Add(time.Minute), func(p url.Values) { p.Del("expires") }), "expires is mandatory with signatureversion=3")
+	assert.Equal(t, http.StatusUnauthorized, signed(time.Now().Add(time.Minute), func(p url.Values) { p.Set("command", "listProjects") }), "a parameter changed after signing")
+}
+
+func TestTheServersSignatureIsTheClientLibrarys(t *testing.T) {
+	// Values with every character class the SDK and the server encode: the
+	// two agree on all but '~', which Java escapes and Go does not.
+	p := url.Values{"name": {"a b*c_d.e-f+g/h=i&j%k"}, "Upper": {"X"}, "apiKey": {"k"}}
+	assert.Equal(t, strings.ToLower(cs.EncodeValues(p)), canonical(p))
+}
+
+func TestUserKeysAreRefusedAdminOnlyCommands(t *testing.T) {
+	e := started(t, Options{})
+	_, err := user(e).Management.ListManagementServersMetrics(user(e).Management.NewListManagementServersMetricsParams())
+	require.ErrorContains(t, err, "CloudStack API error 432")
+	assert.ErrorContains(t, err, "The API [listManagementServersMetrics] does not exist or is not available for the account")
+	r, err := admin(e).Management.ListManagementServersMetrics(admin(e).Management.NewListManagementServersMetricsParams())
+	require.NoError(t, err)
+	assert.Equal(t, Version, r.ManagementServersMetrics[0].Version)
+	caps, err := user(e).Configuration.ListCapabilities(user(e).Configuration.NewListCapabilitiesParams())
+	require.NoError(t, err, "what a user may ask")
+	require.NotNil(t, caps.Capabilities)
+	assert.Equal(t, Version, caps.Capabilities.Cloudstackversion)
+}
+
+func TestAsynchronousJobsFinishAfterTheirDelay(t *testing.T) {
+	e := started(t, Options{JobDelay: 1500 * time.Millisecond})
+	c := user(e)
+	p := c.Address.NewAssociateIpAddressParams()
+	p.SetNetworkid(e.fx.NetworkID)
+	start := time.Now()
+	ip, err := c.Address.AssociateIpAddress(p)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 1500*time.Millisecond, "the async client polled until the job was done")
+	assert.NotEmpty(t, ip.Ipaddress)
+	assert.Equal(t, "Allocated", ip.State)
+	assert.NotEmpty(t, ip.Allocated)
+
+	// The plain client gets the job, and sees it pending until it is done.
+	plain := cs.NewClient(e.URL()+"/client/api", e.fx.UserKey, e.fx.UserSecret, false)
+	d := plain.Address.NewDisassociateIpAddressParams(ip.Id)
+	dr, err := plain.Address.DisassociateIpAddress(d)
+	require.NoError(t, err)
+	require.NotEmpty(t, dr.JobID)
+	q, err := plain.Asyncjob.QueryAsyncJobResult(plain.Asyncjob.NewQueryAsyncJobResultParams(dr.JobID))
+	require.NoError(t, err)
+	assert.Equal(t, 0, q.Jobstatus)
+	require.Eventually(t, func() bool {
+		q, err := plain.Asyncjob.QueryAsyncJobResult(plain.Asyncjob.NewQueryAsyncJobResultParams(dr.JobID))
+		return err == nil && q.Jobstatus == 1
+	}, 10*time.Second, 100*time.Millisecond)
+	l, err := c.Address.ListPublicIpAddresses(c.Address.NewListPublicIpAddressesParams())
+	require.NoError(t, err)
+	assert.Equal(t, 0, l.Count, "released")
+}
+
+func TestAnInjectedFaultIsAnErrorOfItsCode(t *testing.T) {
+	e := started(t, Options{})
+	e.InjectFault(core.Fault{Route: "GET listVirtualMachines", Status: 530, Count: 1})
+	c := user(e)
+	_, err := c.VirtualMachine.ListVirtualMachines(c.VirtualMachine.NewListVirtualMachinesParams())
+	require.ErrorContains(t, err, "CloudStack API error 530", "cloudstack-go takes any 200 for success: the code must be the status")
+	_, err = c.VirtualMachine.ListVirtualMachines(c.VirtualMachine.NewListVirtualMachinesParams())
+	require.NoError(t, err)
+	var ops []string
+	for _, call := range e.Calls() {
+		ops = append(ops, fmt.Sprintf("%s %d", call.Route, call.Code))
+	}
+	assert.Equal(t, []string{"GET listVirtualMachines 200", "GET listVirtualMachines 530"}, ops, "calls are counted by command, as cloudapi's metrics name them")
+}
+
+// The emulator's answers decode into cloudstack-go's types with no field
+// unknown to them, and their keys are the recorded answers' keys but for
+// those listed here.
+func TestAnswersHaveTheRecordedShape(t *testing.T) {
+	e := started(t, Options{InProject: true})
+	e.AddMachine("node-1")
+	raw := func(p url.Values, key, secret string) []byte {
+		p.Set("apiKey", key)
+		p.Set("response", "json")
+		p.Set("signatureversion", "3")
+		p.Set("expires", time.Now().Add(time.Minute).UTC().Format(time.RFC3339))
+		p.Set("signature", Sign(p, secret))
+		resp, err := http.Get(e.URL() + "/client/api?" + p.Encode())
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var env map[string]json.RawMessage
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&env))
+		require.Len(t, env, 1, "exactly one top-level key")
+		for _, v := range env {
+			return v
+		}
+		return nil
+	}
+	body := raw(url.Values{"command": {"listVirtualMachines"}, "projectid": {e.fx.ProjectID}}, e.fx.AdminKey, e.fx.AdminSecret)
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	var typed cs.ListVirtualMachinesResponse
+	require.NoError(t, dec.Decode(&typed), "no field cloudstack-go does not know")
+	require.Equal(t, 1, typed.Count)
+
+	var ours struct {
+		VirtualMachine []map[string]any `json:"virtualmachine"`
+	}
+	require.NoError(t, json.Unmarshal(body, &ours))
+	recorded := recordedVM(t)
+	notEmulated := []string{"cpuused", "diskioread", "diskiowrite", "diskkbsread", "diskkbswrite", "memoryintfreekbs", "memorykbs", "memorytargetkbs", "networkkbsread", "networkkbswrite"}
+	projectOnly := []string{"project", "projectid"}
+	var missing, extra []string
+	for k := range recorded {
+		if _, ok := ours.VirtualMachine[0][k]; !ok && !slices.Contains(notEmulated, k) {
+			missing = append(missing, k)
+		}
+	}
+	for k := range ours.VirtualMachine[0] {
+		if _, ok := recorded[k]; !ok && !slices.Contains(projectOnly, k) {
+			extra = append(extra, k)
+		}
+	}
+	assert.Empty(t, missing, "keys of the recording the emulator lacks")
+	assert.Empty(t, extra, "keys the emulator has that the recording lacks")
+
+	empty := raw(url.Values{"command": {"listPublicIpAddresses"}}, e.fx.UserKey, e.fx.UserSecret)
+	assert.JSONEq(t, `{}`, string(empty), "an empty list is an empty object")
+}
+
+// recordedVM is the virtual machine of cloudstack-go's recorded
+// listVirtualMachines answer (test/testdata/VirtualMachineService.json).
+func recordedVM(t *testing.T) map[string]any {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/apache/cloudstack-go/v2").Output()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "test", "testdata", "VirtualMachineService.json"))
+	require.NoError(t, err)
+	var rec map[string]map[string]struct {
+		VirtualMachine []map[string]any `json:"virtualmachine"`
+	}
+	require.NoError(t, json.Unmarshal(data, &rec))
+	vms := rec["listVirtualMachines"]["listVirtualMachines"].VirtualMachine
+	require.NotEmpty(t, vms, "keys %v", slices.Collect(maps.Keys(rec)))
+	return vms[0]
+}

@@ -1,0 +1,274 @@
+package cloudstack
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
+)
+
+// VM states (VirtualMachine.State) the emulator uses.
+const (
+	StateRunning   = "Running"
+	StateStopped   = "Stopped"
+	StateDestroyed = "Destroyed"
+	StateExpunging = "Expunging"
+)
+
+type vm struct {
+	seq                    int
+	id, name, state        string
+	nicID, ip, mac         string
+	projectID, created     string
+	expunged               bool // gone from lists, still resolved by id
+	offeringID, offeringNm string
+}
+
+// AddMachine adds a Running virtual machine named name with a NIC on the
+// guest network, and returns its id and address.
+func (e *Emulator) AddMachine(name string) (string, string) {
+	now := e.lock()
+	defer e.mu.Unlock()
+	e.seq++
+	v := &vm{seq: e.seq, id: e.newID(), name: name, state: StateRunning, nicID: e.newID(),
+		ip: e.machineNext.String(), mac: fmt.Sprintf("02:00:%02x:%02x:%02x:%02x", byte(e.seq>>24), byte(e.seq>>16), byte(e.seq>>8), byte(e.seq)),
+		created: csDate(now), offeringID: e.fx.OfferingID, offeringNm: e.fx.OfferingName}
+	if e.opts.InProject {
+		v.projectID = e.fx.ProjectID
+	}
+	e.machineNext = e.machineNext.Next()
+	e.vms = append(e.vms, v)
+	e.vmByID[v.id] = v
+	return v.id, v.ip
+}
+
+// SetMachineState sets a machine's state (Running, Stopped, Destroyed,
+// Expunging); "Expunged" removes it from every list while its id still
+// resolves, as the server's lookups include removed rows.
+func (e *Emulator) SetMachineState(id, state string) error {
+	e.lock()
+	defer e.mu.Unlock()
+	v, ok := e.vmByID[id]
+	if !ok {
+		return core.ErrNotFound
+	}
+	if state == "Expunged" {
+		v.expunged = true
+		return nil
+	}
+	v.state = state
+	return nil
+}
+
+func (e *Emulator) vmView(a *account, v *vm) map[string]any {
+	m := map[string]any{
+		"id": v.id, "name": v.name, "displayname": v.name, "state": v.state,
+		"account": e.fx.AccountName, "domain": "ROOT", "domainid": e.fx.DomainID, "userid": e.fx.UserID, "username": e.fx.AccountName,
+		"zoneid": e.fx.ZoneID, "zonename": e.fx.ZoneName,
+		"serviceofferingid": v.offeringID, "serviceofferingname": v.offeringNm,
+		"cpunumber": 2, "cpuspeed": 2000, "memory": 4096, "created": v.created,
+		"hypervisor": "Simulator", "haenable": false, "isdynamicallyscalable": false, "passwordenabled": false,
+		"displayvm": true, "rootdeviceid": 0, "rootdevicetype": "ROOT",
+		"templateid": e.fx.OfferingID, "templatename": "ubuntu-22.04-kube", "templatedisplaytext": "Ubuntu 22.04 (Kubernetes)",
+		"guestosid": e.fx.OfferingID, "ostypeid": e.fx.OfferingID, "osdisplayname": "Ubuntu 22.04 LTS",
+		"affinitygroup": []any{}, "securitygroup": []any{}, "tags": []any{}, "details": map[string]any{},
+		"nic": []any{map[string]any{
+			"id": v.nicID, "ipaddress": v.ip, "networkid": e.fx.NetworkID, "networkname": e.fx.NetworkName,
+			"isdefault": true, "macaddress": v.mac, "netmask": netmask(e.machineNet.Bits()),
+			"gateway": e.machineNet.Addr().Next().String(), "traffictype": "Guest", "type": "Isolated",
+			"broadcasturi": "vlan://1994", "isolationuri": "vlan://1994", "secondaryip": []any{}, "extradhcpoption": []any{},
+		}},
+	}
+	if a.admin {
+		// The hypervisor host and the instance name are a root admin's to see.
+		m["hostname"] = "SimulatedAgent.1"
+		m["hostid"] = e.fx.ZoneID
+		m["instancename"] = fmt.Sprintf("i-2-%d-VM", v.seq)
+	}
+	if v.projectID != "" {
+		m["projectid"], m["project"] = v.projectID, e.fx.ProjectName
+	}
+	return m
+}
+
+func netmask(bits int) string {
+	m := uint32(0xffffffff) << (32 - bits)
+	return fmt.Sprintf("%d.%d.%d.%d", byte(m>>24), byte(m>>16), byte(m>>8), byte(m))
+}
+
+// listVirtualMachines: by id, name (exact, case-insensitive: newer servers
+// match the name with "="), state, project; paged. A user never sees
+// Destroyed or Expunging machines; an expunged one is in no list, but its id
+// still resolves (an empty answer, not an error).
+func (e *Emulator) listVirtualMachines(a *account, p url.Values, _ time.Time) (any, *apiError) {
+	if err := e.checkProject("listVirtualMachines", p); err != nil {
+		return nil, err
+	}
+	page, size, perr := e.paging(p)
+	if perr != nil {
+		return nil, perr
+	}
+	id := p.Get("id")
+	if id != "" {
+		if _, ok := e.vmByID[id]; !ok {
+			return nil, invalidID("listVirtualMachines", id)
+		}
+	}
+	var items []any
+	for _, v := range e.vms {
+		switch {
+		case v.expunged,
+			id != "" && v.id != id,
+			p.Get("name") != "" && !strings.EqualFold(p.Get("name"), v.name),
+			p.Get("state") != "" && !strings.EqualFold(p.Get("state"), v.state),
+			!a.admin && (v.state == StateDestroyed || v.state == StateExpunging),
+			!e.inScope(p, v.projectID):
+			continue
+		}
+		items = append(items, e.vmView(a, v))
+	}
+	return list("virtualmachine", len(items), core.PageNumber(items, page, size)), nil
+}
+
+type publicIP struct {
+	seq                int
+	id, address, state string
+	allocated          string
+	networkID          string
+	projectID          string
+}
+
+func (e *Emulator) ipView(ip *publicIP) map[string]any {
+	m := map[string]any{
+		"id": ip.id, "ipaddress": ip.address, "allocated": ip.allocated, "state": ip.state,
+		"zoneid": e.fx.ZoneID, "zonename": e.fx.ZoneName, "account": e.fx.AccountName, "domainid": e.fx.DomainID, "domain": "ROOT",
+		"issourcenat": false, "isstaticnat": false, "issystem": false, "isportable": false, "forvirtualnetwork": true, "fordisplay": true,
+		"vlanid": e.fx.ZoneID, "vlanname": "vlan://untagged", "networkid": e.fx.ZoneID, "physicalnetworkid": e.fx.ZoneID,
+		"tags": []any{},
+	}
+	if ip.networkID != "" {
+		m["associatednetworkid"], m["associatednetworkname"] = ip.networkID, e.fx.NetworkName
+	}
+	if ip.projectID != "" {
+		m["projectid"], m["project"] = ip.projectID, e.fx.ProjectName
+	}
+	return m
+}
+
+func (e *Emulator) listPublicIPAddresses(_ *account, p url.Values, _ time.Time) (any, *apiError) {
+	if err := e.checkProject("listPublicIpAddresses", p); err != nil {
+		return nil, err
+	}
+	page, size, perr := e.paging(p)
+	if perr != nil {
+		return nil, perr
+	}
+	id := p.Get("id")
+	if id != "" {
+		if _, ok := e.ipByID[id]; !ok {
+			return nil, invalidID("listPublicIpAddresses", id)
+		}
+	}
+	var items []any
+	for _, ip := range e.ips {
+		switch {
+		case id != "" && ip.id != id,
+			p.Get("ipaddress") != "" && p.Get("ipaddress") != ip.address,
+			p.Get("associatednetworkid") != "" && p.Get("associatednetworkid") != ip.networkID,
+			id == "" && !e.inScope(p, ip.projectID):
+			continue
+		}
+		items = append(items, e.ipView(ip))
+	}
+	return list("publicipaddress", len(items), core.PageNumber(items, page, size)), nil
+}
+
+// associateIpAddress acquires the next free public address for the guest
+// network: asynchronous, Allocating until its job is done, then Allocated.
+func (e *Emulator) associateIPAddress(a *account, p url.Values, now time.Time) (any, *apiError) {
+	if err := e.checkProject("associateIpAddress", p); err != nil {
+		return nil, err
+	}
+	if p.Get("ipaddress") != "" {
+		return nil, paramError("the emulator does not take ipaddress yet (a specific address)")
+	}
+	if net := p.Get("networkid"); net != e.fx.NetworkID {
+		if net == "" && p.Get("vpcid") == "" {
+			return nil, paramError("Unable to figure out zone to assign IP to. Please specify either zoneId, or networkId, or vpcId in the call")
+		}
+		return nil, invalidID("associateIpAddress", net)
+	}
+	if !e.publicNet.Contains(e.publicNext) {
+		return nil, &apiError{code: 533, cs: 4370, text: "Insufficient address capacity"}
+	}
+	e.seq++
+	ip := &publicIP{seq: e.seq, id: e.newID(), address: e.publicNext.String(), state: "Allocating", networkID: p.Get("networkid"), projectID: p.Get("projectid")}
+	e.publicNext = e.publicNext.Next()
+	e.ips = append(e.ips, ip)
+	e.ipByID[ip.id] = ip
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.address.AssociateIPAddrCmd", "IpAddress", ip.id, now, func() (any, error) {
+		ip.state, ip.allocated = "Allocated", csDate(e.clock())
+		return map[string]any{"ipaddress": e.ipView(ip)}, nil
+	})
+	return map[string]any{"id": ip.id, "jobid": job}, nil
+}
+
+// disassociateIpAddress releases an address: asynchronous.
+func (e *Emulator) disassociateIPAddress(a *account, p url.Values, now time.Time) (any, *apiError) {
+	id := p.Get("id")
+	ip, ok := e.ipByID[id]
+	if !ok {
+		return nil, invalidID("disassociateIpAddress", id)
+	}
+	ip.state = "Releasing"
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.address.DisassociateIPAddrCmd", "IpAddress", id, now, func() (any, error) {
+		delete(e.ipByID, id)
+		for i, x := range e.ips {
+			if x == ip {
+				e.ips = append(e.ips[:i], e.ips[i+1:]...)
+				break
+			}
+		}
+		return map[string]any{"success": true}, nil
+	})
+	return map[string]any{"jobid": job}, nil
+}
+
+type jobMeta struct {
+	accountID, userID, cmd, instanceType, instanceID, created string
+}
+
+// startJob starts an asynchronous job done after Options.JobDelay. Call with
+// mu held; run is called with mu held too (jobs settle in lock).
+func (e *Emulator) startJob(a *account, cmd, instanceType, instanceID string, now time.Time, run func() (any, error)) string {
+	id := e.newID()
+	e.jobMeta[id] = jobMeta{accountID: a.id, userID: a.userID, cmd: cmd, instanceType: instanceType, instanceID: instanceID, created: csDate(now)}
+	e.jobs.Start(id, now, e.opts.JobDelay, run)
+	return id
+}
+
+// queryAsyncJobResult answers a job as the server does: jobstatus 0 while it
+// runs, 1 with its result object, 2 with jobresultcode 530 and an error object.
+func (e *Emulator) queryAsyncJobResult(_ *account, p url.Values, _ time.Time) (any, *apiError) {
+	id := p.Get("jobid")
+	job, ok := e.jobs.Get(id)
+	if !ok {
+		return nil, invalidID("queryAsyncJobResult", id)
+	}
+	meta := e.jobMeta[id]
+	out := map[string]any{
+		"accountid": meta.accountID, "userid": meta.userID, "cmd": meta.cmd, "jobstatus": int(job.Status),
+		"jobprocstatus": 0, "jobresultcode": 0, "jobinstancetype": meta.instanceType, "jobinstanceid": meta.instanceID,
+		"created": meta.created, "jobid": id,
+	}
+	switch job.Status {
+	case core.JobSucceeded:
+		out["jobresulttype"], out["jobresult"], out["completed"] = "object", job.Result, csDate(job.Due)
+	case core.JobFailed:
+		out["jobresultcode"], out["jobresulttype"], out["completed"] = codeInternal, "object", csDate(job.Due)
+		out["jobresult"] = map[string]any{"errorcode": codeInternal, "errortext": job.Err.Error()}
+	}
+	return out, nil
+}
