@@ -38,7 +38,7 @@ func runDev(args []string) error {
 	once := fs.Bool("once", false, "stop after the demo instead of waiting for Ctrl-C (a smoke test)")
 	dir := fs.String("dir", "tmp/dev", "where the kubeconfig, cloud config, inventory and CCM log go")
 	ccmBin := fs.String("ccm", "bin/overcast-ccm", "the overcast-ccm binary to run")
-	cloud := fs.String("cloud", "local", "the cloud: "+strings.Join(kit.Names(), ", ")+" (local: a real L4 proxy serves the load balancer; the others run on their emulator, whose load balancers carry traffic on loopback)")
+	cloud := fs.String("cloud", "local", "the cloud: "+strings.Join(kit.DevNames(), ", ")+" (local: a real L4 proxy serves the load balancer; the others run on their emulator, whose load balancers carry traffic on loopback)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

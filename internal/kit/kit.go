@@ -125,15 +125,22 @@ func Emulated(name string) (Kit, error) {
 func DevCloud(name string) (Kit, error) {
 	k, err := Get(name)
 	if err == nil && k.Dev == nil {
-		var have []string
-		for _, n := range Names() {
-			if d, _ := Get(n); d.Dev != nil {
-				have = append(have, n)
-			}
-		}
-		err = fmt.Errorf("the %s cloud has no dev cluster yet; the clouds with one are %s", name, strings.Join(have, ", "))
+		err = fmt.Errorf("the %s cloud has no dev cluster yet; the clouds with one are %s", name, strings.Join(DevNames(), ", "))
 	}
 	return k, err
+}
+
+// DevNames are the clouds with a dev cluster, sorted.
+func DevNames() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	var out []string
+	for _, n := range names {
+		if kits[n].Dev != nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Names are the registered clouds, sorted.
