@@ -50,15 +50,22 @@ type command struct {
 
 func (e *Emulator) commands() map[string]command {
 	return map[string]command{
-		"listZones":                    {fn: e.listZones},
-		"listProjects":                 {fn: e.listProjects},
-		"listCapabilities":             {fn: e.listCapabilities},
-		"listManagementServersMetrics": {admin: true, fn: e.listManagementServersMetrics},
-		"listVirtualMachines":          {fn: e.listVirtualMachines},
-		"listPublicIpAddresses":        {fn: e.listPublicIPAddresses},
-		"associateIpAddress":           {fn: e.associateIPAddress},
-		"disassociateIpAddress":        {fn: e.disassociateIPAddress},
-		"queryAsyncJobResult":          {fn: e.queryAsyncJobResult},
+		"listZones":                     {fn: e.listZones},
+		"listProjects":                  {fn: e.listProjects},
+		"listCapabilities":              {fn: e.listCapabilities},
+		"listManagementServersMetrics":  {admin: true, fn: e.listManagementServersMetrics},
+		"listVirtualMachines":           {fn: e.listVirtualMachines},
+		"listPublicIpAddresses":         {fn: e.listPublicIPAddresses},
+		"associateIpAddress":            {fn: e.associateIPAddress},
+		"disassociateIpAddress":         {fn: e.disassociateIPAddress},
+		"queryAsyncJobResult":           {fn: e.queryAsyncJobResult},
+		"createLoadBalancerRule":        {fn: e.createLoadBalancerRule},
+		"listLoadBalancerRules":         {fn: e.listLoadBalancerRules},
+		"updateLoadBalancerRule":        {fn: e.updateLoadBalancerRule},
+		"deleteLoadBalancerRule":        {fn: e.deleteLoadBalancerRule},
+		"assignToLoadBalancerRule":      {fn: e.assignToLoadBalancerRule},
+		"removeFromLoadBalancerRule":    {fn: e.removeFromLoadBalancerRule},
+		"listLoadBalancerRuleInstances": {fn: e.listLoadBalancerRuleInstances},
 	}
 }
 

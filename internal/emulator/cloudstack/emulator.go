@@ -14,10 +14,10 @@
 // commands refused to user keys (432), and Destroyed or Expunging machines
 // hidden from user keys.
 //
-// This first slice serves zones, projects, virtual machines, public IP
-// addresses (associate and disassociate as asynchronous jobs), jobs, and the
-// version commands. Load balancer rules, firewall rules, network ACLs,
-// networks and tags come with the provider that needs them.
+// It serves zones, projects, virtual machines, public IP addresses, load
+// balancer rules and their machines (changes as asynchronous jobs), jobs, and
+// the version commands. Firewall rules, network ACLs, networks, tags and
+// health-check policies come with the provider that needs them.
 package cloudstack
 
 import (
@@ -83,17 +83,19 @@ type Emulator struct {
 	opts Options
 	fx   Fixture
 
-	mu      sync.Mutex
-	clock   func() time.Time
-	idRand  *rand.Rand
-	seq     int
-	keys    map[string]*account
-	vms     []*vm
-	vmByID  map[string]*vm
-	ips     []*publicIP
-	ipByID  map[string]*publicIP
-	jobs    *core.Jobs
-	jobMeta map[string]jobMeta
+	mu       sync.Mutex
+	clock    func() time.Time
+	idRand   *rand.Rand
+	seq      int
+	keys     map[string]*account
+	vms      []*vm
+	vmByID   map[string]*vm
+	ips      []*publicIP
+	ipByID   map[string]*publicIP
+	rules    []*lbRule
+	ruleByID map[string]*lbRule
+	jobs     *core.Jobs
+	jobMeta  map[string]jobMeta
 
 	machineNet, publicNet netip.Prefix
 	machineNext           netip.Addr
@@ -127,6 +129,7 @@ func New(opts Options) (*Emulator, error) {
 		keys:       map[string]*account{},
 		vmByID:     map[string]*vm{},
 		ipByID:     map[string]*publicIP{},
+		ruleByID:   map[string]*lbRule{},
 		jobs:       core.NewJobs(),
 		jobMeta:    map[string]jobMeta{},
 		machineNet: machineNet.Masked(),

@@ -299,3 +299,82 @@ func recordedVM(t *testing.T) map[string]any {
 	require.NotEmpty(t, vms, "keys %v", slices.Collect(maps.Keys(rec)))
 	return vms[0]
 }
+
+// The rules the peer makes: one per Service port named <lb>-<proto>-<port>,
+// TCP and UDP on one port side by side, machines assigned and listed, found
+// by keyword (the server's LIKE, so a longer name matches too) or by exact
+// name, and deleted.
+func TestLoadBalancerRulesAsThePeerDrivesThem(t *testing.T) {
+	e := started(t, Options{})
+	m1, _ := e.AddMachine("node-1")
+	m2, _ := e.AddMachine("node-2")
+	c := user(e)
+	assoc := c.Address.NewAssociateIpAddressParams()
+	assoc.SetNetworkid(e.fx.NetworkID)
+	ip, err := c.Address.AssociateIpAddress(assoc)
+	require.NoError(t, err)
+
+	create := func(name, proto string, port int) (*cs.CreateLoadBalancerRuleResponse, error) {
+		p := c.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", name, 30000+port, port)
+		p.SetPublicipid(ip.Id)
+		p.SetNetworkid(e.fx.NetworkID)
+		p.SetProtocol(proto)
+		p.SetOpenfirewall(false)
+		p.SetCidrlist([]string{"10.0.0.0/8", "192.168.0.0/16"})
+		return c.LoadBalancer.CreateLoadBalancerRule(p)
+	}
+	const lb = "a3f1e2d4c5b6a7980112233445566778"
+	tcp, err := create(lb+"-tcp-53", "tcp", 53)
+	require.NoError(t, err)
+	assert.Equal(t, "53", tcp.Publicport, "ports are strings")
+	assert.Equal(t, ip.Ipaddress, tcp.Publicip)
+	assert.Equal(t, "10.0.0.0/8 192.168.0.0/16", tcp.Cidrlist, "the cidrlist comes back space-separated")
+	_, err = create(lb+"-udp-53", "udp", 53)
+	require.NoError(t, err, "UDP on the TCP rule's port")
+	_, err = create(lb+"-tcp-proxy-53", "tcp-proxy", 53)
+	require.ErrorContains(t, err, "CloudStack API error 537", "tcp-proxy is TCP: a conflict")
+	_, err = create(lb+"x-tcp-80", "tcp", 80)
+	require.NoError(t, err)
+
+	assign := c.LoadBalancer.NewAssignToLoadBalancerRuleParams(tcp.Id)
+	assign.SetVirtualmachineids([]string{m1, m2})
+	_, err = c.LoadBalancer.AssignToLoadBalancerRule(assign)
+	require.NoError(t, err)
+	inst, err := c.LoadBalancer.ListLoadBalancerRuleInstances(c.LoadBalancer.NewListLoadBalancerRuleInstancesParams(tcp.Id))
+	require.NoError(t, err)
+	require.Equal(t, 2, inst.Count)
+	assert.ElementsMatch(t, []string{m1, m2}, []string{inst.LoadBalancerRuleInstances[0].Id, inst.LoadBalancerRuleInstances[1].Id})
+	remove := c.LoadBalancer.NewRemoveFromLoadBalancerRuleParams(tcp.Id)
+	remove.SetVirtualmachineids([]string{m2})
+	_, err = c.LoadBalancer.RemoveFromLoadBalancerRule(remove)
+	require.NoError(t, err)
+	inst, err = c.LoadBalancer.ListLoadBalancerRuleInstances(c.LoadBalancer.NewListLoadBalancerRuleInstancesParams(tcp.Id))
+	require.NoError(t, err)
+	assert.Equal(t, 1, inst.Count)
+
+	byKeyword := c.LoadBalancer.NewListLoadBalancerRulesParams()
+	byKeyword.SetKeyword(lb)
+	byKeyword.SetListall(true)
+	rules, err := c.LoadBalancer.ListLoadBalancerRules(byKeyword)
+	require.NoError(t, err)
+	assert.Equal(t, 3, rules.Count, "the keyword is LIKE %kw%: another Service's longer name matches too (the peer's fuzzy search)")
+	byName := c.LoadBalancer.NewListLoadBalancerRulesParams()
+	byName.SetName(lb + "-udp-53")
+	rules, err = c.LoadBalancer.ListLoadBalancerRules(byName)
+	require.NoError(t, err)
+	require.Equal(t, 1, rules.Count, "a name is exact")
+	assert.Equal(t, "udp", rules.LoadBalancerRules[0].Protocol)
+	assert.Equal(t, "Active", rules.LoadBalancerRules[0].State)
+
+	update := c.LoadBalancer.NewUpdateLoadBalancerRuleParams(tcp.Id)
+	update.SetAlgorithm("source")
+	updated, err := c.LoadBalancer.UpdateLoadBalancerRule(update)
+	require.NoError(t, err)
+	assert.Equal(t, "source", updated.Algorithm)
+
+	_, err = c.LoadBalancer.DeleteLoadBalancerRule(c.LoadBalancer.NewDeleteLoadBalancerRuleParams(tcp.Id))
+	require.NoError(t, err)
+	_, n, err := c.LoadBalancer.GetLoadBalancerRuleByID(tcp.Id)
+	require.Error(t, err)
+	assert.Equal(t, 0, n, "gone")
+}

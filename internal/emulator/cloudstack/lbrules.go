@@ -1,0 +1,302 @@
+package cloudstack
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
+)
+
+// Load balancer rules, as the peer drives them (../shared/facts/cloudstack-api.md
+// §3) and cloudstack-go's recorded createLoadBalancerRule answer shows them:
+// ports are JSON strings, the cidrlist is stored and answered space-separated
+// (the server's generateCidrString), a rule's member machines are listed with
+// listLoadBalancerRuleInstances. Create, update, delete, assign and remove are
+// asynchronous.
+
+type lbRule struct {
+	seq                     int
+	id, name, description   string
+	algorithm, protocol     string
+	publicPort, privatePort int
+	publicIPID, networkID   string
+	cidrs                   []string
+	projectID, state        string
+	members                 []string // machine ids
+}
+
+func (e *Emulator) ruleView(r *lbRule) map[string]any {
+	ip := e.ipByID[r.publicIPID]
+	m := map[string]any{
+		"id": r.id, "name": r.name, "algorithm": r.algorithm, "protocol": r.protocol,
+		"publicport": strconv.Itoa(r.publicPort), "privateport": strconv.Itoa(r.privatePort),
+		"publicipid": r.publicIPID, "networkid": r.networkID, "cidrlist": strings.Join(r.cidrs, " "),
+		"state": r.state, "account": e.fx.AccountName, "domain": "ROOT", "domainid": e.fx.DomainID,
+		"zoneid": e.fx.ZoneID, "zonename": e.fx.ZoneName, "fordisplay": true, "tags": []any{},
+	}
+	if ip != nil {
+		m["publicip"] = ip.address
+	}
+	if r.description != "" {
+		m["description"] = r.description
+	}
+	if r.projectID != "" {
+		m["projectid"], m["project"] = r.projectID, e.fx.ProjectName
+	}
+	return m
+}
+
+var (
+	algorithms = []string{"roundrobin", "leastconn", "source"}
+	protocols  = []string{"tcp", "udp", "tcp-proxy"}
+)
+
+// ruleOptions reads the settable parameters of a rule into r.
+func ruleOptions(p url.Values, r *lbRule) *apiError {
+	if v := p.Get("algorithm"); v != "" {
+		if !slices.Contains(algorithms, v) {
+			return &apiError{code: codeParamError, cs: csInvalidValue, text: fmt.Sprintf("Invalid algorithm: %s", v)}
+		}
+		r.algorithm = v
+	}
+	if v := p.Get("protocol"); v != "" {
+		if !slices.Contains(protocols, strings.ToLower(v)) {
+			return &apiError{code: codeParamError, cs: csInvalidValue, text: fmt.Sprintf("Invalid protocol %s; the load balancer supports %s", v, strings.Join(protocols, ", "))}
+		}
+		r.protocol = strings.ToLower(v)
+	}
+	if v := p.Get("name"); v != "" {
+		r.name = v
+	}
+	if v, ok := p["description"]; ok {
+		r.description = v[0]
+	}
+	if v, ok := p["cidrlist"]; ok {
+		r.cidrs = nil
+		for _, c := range strings.Split(v[0], ",") {
+			c = strings.TrimSpace(c)
+			if c == "" {
+				continue
+			}
+			if _, err := netip.ParsePrefix(c); err != nil {
+				return &apiError{code: codeParamError, cs: csInvalidValue, text: fmt.Sprintf("Source cidrs formatting error %s", c)}
+			}
+			r.cidrs = append(r.cidrs, c)
+		}
+	}
+	return nil
+}
+
+func port(p url.Values, name string) (int, *apiError) {
+	n, err := strconv.Atoi(p.Get(name))
+	if err != nil || n < 1 || n > 65535 {
+		return 0, paramError("Unable to execute API command createloadbalancerrule due to invalid value. Invalid parameter %s value=%s due to incorrect long value format, or entity does not exist or due to incorrect parameter annotation for the field in api cmd class.", name, p.Get(name))
+	}
+	return n, nil
+}
+
+func (e *Emulator) createLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
+	for _, req := range []string{"algorithm", "name", "privateport", "publicport"} {
+		if p.Get(req) == "" {
+			return nil, paramError("Unable to execute API command createloadbalancerrule due to missing parameter %s", req)
+		}
+	}
+	r := &lbRule{algorithm: "roundrobin", protocol: "tcp", cidrs: nil, state: "Add", projectID: p.Get("projectid")}
+	if err := ruleOptions(p, r); err != nil {
+		return nil, err
+	}
+	var aerr *apiError
+	if r.publicPort, aerr = port(p, "publicport"); aerr != nil {
+		return nil, aerr
+	}
+	if r.privatePort, aerr = port(p, "privateport"); aerr != nil {
+		return nil, aerr
+	}
+	ip, ok := e.ipByID[p.Get("publicipid")]
+	if !ok {
+		return nil, invalidID("createLoadBalancerRule", p.Get("publicipid"))
+	}
+	r.publicIPID = ip.id
+	r.networkID = p.Get("networkid")
+	if r.networkID == "" {
+		r.networkID = ip.networkID
+	}
+	if r.networkID != e.fx.NetworkID {
+		return nil, invalidID("createLoadBalancerRule", r.networkID)
+	}
+	// NetworkRuleConflictException: one rule per address, port and protocol
+	// (tcp-proxy is TCP); TCP and UDP on one port coexist.
+	for _, other := range e.rules {
+		if other.publicIPID == r.publicIPID && other.publicPort == r.publicPort && l4(other.protocol) == l4(r.protocol) {
+			return nil, &apiError{code: 537, cs: 4360, text: fmt.Sprintf("The range specified, %d-%d, conflicts with rule %s which has %d-%d", r.publicPort, r.publicPort, other.id, other.publicPort, other.publicPort)}
+		}
+	}
+	e.seq++
+	r.seq, r.id = e.seq, e.newID()
+	e.rules = append(e.rules, r)
+	e.ruleByID[r.id] = r
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.CreateLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
+		view := e.ruleView(r)
+		r.state = "Active"
+		return map[string]any{"loadbalancer": view}, nil
+	})
+	return map[string]any{"id": r.id, "jobid": job}, nil
+}
+
+func l4(protocol string) string {
+	if protocol == "tcp-proxy" {
+		return "tcp"
+	}
+	return protocol
+}
+
+// listLoadBalancerRules: by id, name (exact), keyword (the server's LIKE
+// %keyword% on the name or the description: what the peer finds its rules
+// with), publicipid, networkid; paged.
+func (e *Emulator) listLoadBalancerRules(_ *account, p url.Values, _ time.Time) (any, *apiError) {
+	if err := e.checkProject("listLoadBalancerRules", p); err != nil {
+		return nil, err
+	}
+	page, size, perr := e.paging(p)
+	if perr != nil {
+		return nil, perr
+	}
+	id := p.Get("id")
+	if id != "" {
+		if _, ok := e.ruleByID[id]; !ok {
+			return nil, invalidID("listLoadBalancerRules", id)
+		}
+	}
+	kw := strings.ToLower(p.Get("keyword"))
+	var items []any
+	for _, r := range e.rules {
+		switch {
+		case id != "" && r.id != id,
+			p.Get("name") != "" && p.Get("name") != r.name,
+			kw != "" && !strings.Contains(strings.ToLower(r.name), kw) && !strings.Contains(strings.ToLower(r.description), kw),
+			p.Get("publicipid") != "" && p.Get("publicipid") != r.publicIPID,
+			p.Get("networkid") != "" && p.Get("networkid") != r.networkID,
+			id == "" && !e.inScope(p, r.projectID):
+			continue
+		}
+		items = append(items, e.ruleView(r))
+	}
+	return list("loadbalancerrule", len(items), core.PageNumber(items, page, size)), nil
+}
+
+func (e *Emulator) rule(command string, p url.Values) (*lbRule, *apiError) {
+	r, ok := e.ruleByID[p.Get("id")]
+	if !ok {
+		return nil, invalidID(command, p.Get("id"))
+	}
+	return r, nil
+}
+
+func (e *Emulator) updateLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
+	r, aerr := e.rule("updateLoadBalancerRule", p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	next := *r
+	if err := ruleOptions(p, &next); err != nil {
+		return nil, err
+	}
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.UpdateLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
+		r.algorithm, r.protocol, r.name, r.description, r.cidrs = next.algorithm, next.protocol, next.name, next.description, next.cidrs
+		return map[string]any{"loadbalancer": e.ruleView(r)}, nil
+	})
+	return map[string]any{"jobid": job}, nil
+}
+
+func (e *Emulator) deleteLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
+	r, aerr := e.rule("deleteLoadBalancerRule", p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	r.state = "Revoke"
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.DeleteLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
+		delete(e.ruleByID, r.id)
+		e.rules = slices.DeleteFunc(e.rules, func(x *lbRule) bool { return x == r })
+		return map[string]any{"success": true}, nil
+	})
+	return map[string]any{"jobid": job}, nil
+}
+
+// machines reads virtualmachineids (comma-separated); every one must exist.
+func (e *Emulator) machines(command string, p url.Values) ([]string, *apiError) {
+	var ids []string
+	for _, id := range strings.Split(p.Get("virtualmachineids"), ",") {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			continue
+		}
+		if v, ok := e.vmByID[id]; !ok || v.expunged {
+			return nil, invalidID(command, id)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return nil, paramError("Unable to execute API command %s due to missing parameter virtualmachineids", strings.ToLower(command))
+	}
+	return ids, nil
+}
+
+func (e *Emulator) assignToLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
+	r, aerr := e.rule("assignToLoadBalancerRule", p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	ids, aerr := e.machines("assignToLoadBalancerRule", p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.AssignToLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
+		for _, id := range ids {
+			if !slices.Contains(r.members, id) {
+				r.members = append(r.members, id)
+			}
+		}
+		return map[string]any{"success": true}, nil
+	})
+	return map[string]any{"jobid": job}, nil
+}
+
+func (e *Emulator) removeFromLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
+	r, aerr := e.rule("removeFromLoadBalancerRule", p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	ids, aerr := e.machines("removeFromLoadBalancerRule", p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.RemoveFromLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
+		r.members = slices.DeleteFunc(r.members, func(id string) bool { return slices.Contains(ids, id) })
+		return map[string]any{"success": true}, nil
+	})
+	return map[string]any{"jobid": job}, nil
+}
+
+// listLoadBalancerRuleInstances lists a rule's machines (as machine objects).
+func (e *Emulator) listLoadBalancerRuleInstances(a *account, p url.Values, _ time.Time) (any, *apiError) {
+	r, aerr := e.rule("listLoadBalancerRuleInstances", p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	page, size, perr := e.paging(p)
+	if perr != nil {
+		return nil, perr
+	}
+	var items []any
+	for _, id := range r.members {
+		if v := e.vmByID[id]; v != nil && !v.expunged {
+			items = append(items, e.vmView(a, v))
+		}
+	}
+	return list("loadbalancerruleinstance", len(items), core.PageNumber(items, page, size)), nil
+}
