@@ -66,6 +66,17 @@ func (e *Emulator) commands() map[string]command {
 		"assignToLoadBalancerRule":      {fn: e.assignToLoadBalancerRule},
 		"removeFromLoadBalancerRule":    {fn: e.removeFromLoadBalancerRule},
 		"listLoadBalancerRuleInstances": {fn: e.listLoadBalancerRuleInstances},
+		"listNetworks":                  {fn: e.listNetworks},
+		"createFirewallRule":            {fn: e.createFirewallRule},
+		"listFirewallRules":             {fn: e.listFirewallRules},
+		"deleteFirewallRule":            {fn: e.deleteFirewallRule},
+		"listNetworkACLLists":           {fn: e.listNetworkACLLists},
+		"listNetworkACLs":               {fn: e.listNetworkACLs},
+		"createNetworkACL":              {fn: e.createNetworkACL},
+		"deleteNetworkACL":              {fn: e.deleteNetworkACL},
+		"createTags":                    {fn: e.createTags},
+		"deleteTags":                    {fn: e.deleteTags},
+		"listTags":                      {fn: e.listTags},
 	}
 }
 

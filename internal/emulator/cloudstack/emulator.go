@@ -14,10 +14,11 @@
 // commands refused to user keys (432), and Destroyed or Expunging machines
 // hidden from user keys.
 //
-// It serves zones, projects, virtual machines, public IP addresses, load
-// balancer rules and their machines (changes as asynchronous jobs), jobs, and
-// the version commands. Firewall rules, network ACLs, networks, tags and
-// health-check policies come with the provider that needs them.
+// It serves zones, projects, virtual machines, the guest network (isolated,
+// or a VPC tier), public IP addresses, load balancer rules and their machines,
+// firewall rules, network ACLs and tags (changes as asynchronous jobs), jobs,
+// and the version commands. Health-check and stickiness policies come with the
+// provider that needs them.
 package cloudstack
 
 import (
@@ -55,6 +56,9 @@ type Options struct {
 	// InProject puts the machines and addresses in the fixture's project
 	// (listed with projectid), as for clusters deployed in a project.
 	InProject bool
+	// VPC makes the guest network a VPC tier: network ACLs instead of
+	// firewall rules.
+	VPC bool
 }
 
 // Fixture is what the emulator starts with: two accounts' keys (an admin and
@@ -68,6 +72,7 @@ type Fixture struct {
 	ZoneID, ZoneName         string
 	ProjectID, ProjectName   string
 	NetworkID, NetworkName   string
+	VPCID, ACLListID         string
 	OfferingID, OfferingName string
 }
 
@@ -94,6 +99,10 @@ type Emulator struct {
 	ipByID   map[string]*publicIP
 	rules    []*lbRule
 	ruleByID map[string]*lbRule
+	firewall []*firewallRule
+	acl      []*aclItem
+	tags     []*tag
+	freeIPs  map[string]string // address → id of a public address not allocated
 	jobs     *core.Jobs
 	jobMeta  map[string]jobMeta
 
@@ -130,6 +139,7 @@ func New(opts Options) (*Emulator, error) {
 		vmByID:     map[string]*vm{},
 		ipByID:     map[string]*publicIP{},
 		ruleByID:   map[string]*lbRule{},
+		freeIPs:    map[string]string{},
 		jobs:       core.NewJobs(),
 		jobMeta:    map[string]jobMeta{},
 		machineNet: machineNet.Masked(),
@@ -174,7 +184,7 @@ func (e *Emulator) seedFixture() {
 		AccountName: "kubernetes", AccountID: e.newID(), UserID: e.newID(), DomainID: e.newID(),
 		ZoneID: e.newID(), ZoneName: "zone-1",
 		ProjectID: e.newID(), ProjectName: "k8s",
-		NetworkID: e.newID(), NetworkName: "k8s-guest",
+		NetworkID: e.newID(), NetworkName: "k8s-guest", VPCID: e.newID(), ACLListID: e.newID(),
 		OfferingID: e.newID(), OfferingName: "Medium Instance",
 	}
 	e.keys[e.fx.AdminKey] = &account{name: "admin", id: e.newID(), userID: e.newID(), secret: e.fx.AdminSecret, admin: true}

@@ -378,3 +378,174 @@ func TestLoadBalancerRulesAsThePeerDrivesThem(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 0, n, "gone")
 }
+
+func associate(t *testing.T, e *Emulator, c *cs.CloudStackClient, addr string) *cs.AssociateIpAddressResponse {
+	t.Helper()
+	p := c.Address.NewAssociateIpAddressParams()
+	p.SetNetworkid(e.fx.NetworkID)
+	if addr != "" {
+		p.SetIpaddress(addr)
+	}
+	ip, err := c.Address.AssociateIpAddress(p)
+	require.NoError(t, err)
+	return ip
+}
+
+// An isolated network filters with firewall rules (ports as numbers, CIDRs
+// comma-separated), a VPC tier with network ACL items (ports as strings):
+// the peer picks the path by the network's services.
+func TestTheNetworkSaysWhetherFirewallRulesOrACLsFilter(t *testing.T) {
+	t.Run("isolated network: firewall rules", func(t *testing.T) {
+		e := started(t, Options{})
+		c := user(e)
+		n, _, err := c.Network.GetNetworkByID(e.fx.NetworkID)
+		require.NoError(t, err)
+		var services []string
+		for _, s := range n.Service {
+			services = append(services, s.Name)
+		}
+		assert.Contains(t, services, "Firewall")
+		assert.NotContains(t, services, "NetworkACL")
+		assert.Empty(t, n.Vpcid)
+
+		ip := associate(t, e, c, "")
+		p := c.Firewall.NewCreateFirewallRuleParams(ip.Id, "tcp")
+		p.SetStartport(443)
+		p.SetEndport(443)
+		p.SetCidrlist([]string{"10.0.0.0/8", "192.168.1.0/24"})
+		_, err = c.Firewall.CreateFirewallRule(p)
+		require.NoError(t, err)
+		l := c.Firewall.NewListFirewallRulesParams()
+		l.SetIpaddressid(ip.Id)
+		rules, err := c.Firewall.ListFirewallRules(l)
+		require.NoError(t, err)
+		require.Equal(t, 1, rules.Count)
+		assert.Equal(t, 443, rules.FirewallRules[0].Startport)
+		assert.Equal(t, "10.0.0.0/8,192.168.1.0/24", rules.FirewallRules[0].Cidrlist)
+		_, err = c.Firewall.DeleteFirewallRule(c.Firewall.NewDeleteFirewallRuleParams(rules.FirewallRules[0].Id))
+		require.NoError(t, err)
+		rules, err = c.Firewall.ListFirewallRules(l)
+		require.NoError(t, err)
+		assert.Equal(t, 0, rules.Count)
+	})
+	t.Run("VPC tier: network ACLs", func(t *testing.T) {
+		e := started(t, Options{VPC: true})
+		c := user(e)
+		n, _, err := c.Network.GetNetworkByID(e.fx.NetworkID)
+		require.NoError(t, err)
+		assert.Equal(t, e.fx.VPCID, n.Vpcid)
+		assert.Equal(t, e.fx.ACLListID, n.Aclid)
+		ip := associate(t, e, c, "")
+		_, err = c.Firewall.CreateFirewallRule(c.Firewall.NewCreateFirewallRuleParams(ip.Id, "tcp"))
+		require.ErrorContains(t, err, "CloudStack API error 431", "no firewall service in a VPC tier")
+
+		lists, err := c.NetworkACL.ListNetworkACLLists(func() *cs.ListNetworkACLListsParams {
+			p := c.NetworkACL.NewListNetworkACLListsParams()
+			p.SetId(n.Aclid)
+			return p
+		}())
+		require.NoError(t, err)
+		require.Equal(t, 1, lists.Count)
+		assert.NotContains(t, []string{"default_allow", "default_deny"}, lists.NetworkACLLists[0].Name, "a list of the cluster's own")
+
+		acl := func(proto string) error {
+			p := c.NetworkACL.NewCreateNetworkACLParams(proto)
+			p.SetAclid(n.Aclid)
+			p.SetNetworkid(n.Id)
+			p.SetAction("Allow")
+			p.SetTraffictype("Ingress")
+			p.SetCidrlist([]string{"0.0.0.0/0"})
+			p.SetStartport(8443)
+			p.SetEndport(8443)
+			_, err := c.NetworkACL.CreateNetworkACL(p)
+			return err
+		}
+		require.NoError(t, acl("tcp"))
+		require.ErrorContains(t, acl("tcp-proxy"), "CloudStack API error 431", "the peer's tcp-proxy ACL is refused (its latent bug)")
+		l := c.NetworkACL.NewListNetworkACLsParams()
+		l.SetAclid(n.Aclid)
+		l.SetNetworkid(n.Id)
+		items, err := c.NetworkACL.ListNetworkACLs(l)
+		require.NoError(t, err)
+		require.Equal(t, 1, items.Count)
+		assert.Equal(t, "8443", items.NetworkACLs[0].Startport, "ACL ports are strings")
+		_, err = c.NetworkACL.DeleteNetworkACL(c.NetworkACL.NewDeleteNetworkACLParams(items.NetworkACLs[0].Id))
+		require.NoError(t, err)
+	})
+}
+
+// Ownership by tags: a rule and an address tagged with the cluster's and the
+// Service's UIDs are found by those tags, and nothing else is.
+func TestResourcesAreFoundByTheirTags(t *testing.T) {
+	e := started(t, Options{})
+	c := user(e)
+	ip := associate(t, e, c, "")
+	mine := map[string]string{"overcast-cluster-uid": "c-1", "overcast-service-uid": "s-1"}
+	rule := func(name string, port int) string {
+		p := c.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", name, 30000+port, port)
+		p.SetPublicipid(ip.Id)
+		p.SetNetworkid(e.fx.NetworkID)
+		r, err := c.LoadBalancer.CreateLoadBalancerRule(p)
+		require.NoError(t, err)
+		return r.Id
+	}
+	ours, theirs := rule("ours-tcp-80", 80), rule("theirs-tcp-81", 81)
+	_, err := c.Resourcetags.CreateTags(c.Resourcetags.NewCreateTagsParams([]string{ours}, "LoadBalancer", mine))
+	require.NoError(t, err)
+	_, err = c.Resourcetags.CreateTags(c.Resourcetags.NewCreateTagsParams([]string{theirs}, "LoadBalancer", map[string]string{"overcast-cluster-uid": "c-2"}))
+	require.NoError(t, err)
+	_, err = c.Resourcetags.CreateTags(c.Resourcetags.NewCreateTagsParams([]string{ip.Id}, "PublicIpAddress", mine))
+	require.NoError(t, err)
+
+	l := c.LoadBalancer.NewListLoadBalancerRulesParams()
+	l.SetTags(mine)
+	rules, err := c.LoadBalancer.ListLoadBalancerRules(l)
+	require.NoError(t, err)
+	require.Equal(t, 1, rules.Count)
+	assert.Equal(t, ours, rules.LoadBalancerRules[0].Id)
+	assert.Len(t, rules.LoadBalancerRules[0].Tags, 2, "a rule carries its tags")
+	ips := c.Address.NewListPublicIpAddressesParams()
+	ips.SetTags(mine)
+	addrs, err := c.Address.ListPublicIpAddresses(ips)
+	require.NoError(t, err)
+	assert.Equal(t, 1, addrs.Count)
+
+	_, err = c.Resourcetags.CreateTags(c.Resourcetags.NewCreateTagsParams([]string{ours}, "LoadBalancer", mine))
+	require.ErrorContains(t, err, "CloudStack API error 431", "a key once per resource")
+
+	_, err = c.LoadBalancer.DeleteLoadBalancerRule(c.LoadBalancer.NewDeleteLoadBalancerRuleParams(ours))
+	require.NoError(t, err)
+	lt := c.Resourcetags.NewListTagsParams()
+	lt.SetResourceid(ours)
+	tags, err := c.Resourcetags.ListTags(lt)
+	require.NoError(t, err)
+	assert.Equal(t, 0, tags.Count, "a deleted resource's tags go with it")
+}
+
+// A requested address: listed as Free (no allocated date) until it is
+// associated, as the peer checks before it asks for it.
+func TestARequestedAddressIsFreeUntilAssociated(t *testing.T) {
+	e := started(t, Options{})
+	c := user(e)
+	lookup := func() *cs.PublicIpAddress {
+		p := c.Address.NewListPublicIpAddressesParams()
+		p.SetIpaddress("203.0.113.77")
+		p.SetAllocatedonly(false)
+		p.SetListall(true)
+		r, err := c.Address.ListPublicIpAddresses(p)
+		require.NoError(t, err)
+		require.Equal(t, 1, r.Count)
+		return r.PublicIpAddresses[0]
+	}
+	free := lookup()
+	assert.Empty(t, free.Allocated)
+	assert.Equal(t, "Free", free.State)
+	ip := associate(t, e, c, "203.0.113.77")
+	assert.Equal(t, free.Id, ip.Id, "the address keeps its id")
+	assert.NotEmpty(t, lookup().Allocated)
+	p := c.Address.NewAssociateIpAddressParams()
+	p.SetNetworkid(e.fx.NetworkID)
+	p.SetIpaddress("203.0.113.77")
+	_, err := c.Address.AssociateIpAddress(p)
+	assert.ErrorContains(t, err, "CloudStack API error 431", "taken")
+}

@@ -37,7 +37,7 @@ func (e *Emulator) ruleView(r *lbRule) map[string]any {
 		"publicport": strconv.Itoa(r.publicPort), "privateport": strconv.Itoa(r.privatePort),
 		"publicipid": r.publicIPID, "networkid": r.networkID, "cidrlist": strings.Join(r.cidrs, " "),
 		"state": r.state, "account": e.fx.AccountName, "domain": "ROOT", "domainid": e.fx.DomainID,
-		"zoneid": e.fx.ZoneID, "zonename": e.fx.ZoneName, "fordisplay": true, "tags": []any{},
+		"zoneid": e.fx.ZoneID, "zonename": e.fx.ZoneName, "fordisplay": true, "tags": e.tagsOf(r.id),
 	}
 	if ip != nil {
 		m["publicip"] = ip.address
@@ -173,6 +173,7 @@ func (e *Emulator) listLoadBalancerRules(_ *account, p url.Values, _ time.Time) 
 		}
 	}
 	kw := strings.ToLower(p.Get("keyword"))
+	tagged := tagsParam(p)
 	var items []any
 	for _, r := range e.rules {
 		switch {
@@ -181,6 +182,7 @@ func (e *Emulator) listLoadBalancerRules(_ *account, p url.Values, _ time.Time) 
 			kw != "" && !strings.Contains(strings.ToLower(r.name), kw) && !strings.Contains(strings.ToLower(r.description), kw),
 			p.Get("publicipid") != "" && p.Get("publicipid") != r.publicIPID,
 			p.Get("networkid") != "" && p.Get("networkid") != r.networkID,
+			!e.tagged(r.id, tagged),
 			id == "" && !e.inScope(p, r.projectID):
 			continue
 		}
@@ -222,6 +224,7 @@ func (e *Emulator) deleteLoadBalancerRule(a *account, p url.Values, now time.Tim
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.DeleteLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
 		delete(e.ruleByID, r.id)
 		e.rules = slices.DeleteFunc(e.rules, func(x *lbRule) bool { return x == r })
+		e.forget(r.id)
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil

@@ -2,7 +2,9 @@ package cloudstack
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,7 +148,11 @@ func (e *Emulator) ipView(ip *publicIP) map[string]any {
 		"zoneid": e.fx.ZoneID, "zonename": e.fx.ZoneName, "account": e.fx.AccountName, "domainid": e.fx.DomainID, "domain": "ROOT",
 		"issourcenat": false, "isstaticnat": false, "issystem": false, "isportable": false, "forvirtualnetwork": true, "fordisplay": true,
 		"vlanid": e.fx.ZoneID, "vlanname": "vlan://untagged", "networkid": e.fx.ZoneID, "physicalnetworkid": e.fx.ZoneID,
-		"tags": []any{},
+		"tags": e.tagsOf(ip.id),
+	}
+	if ip.state == "Free" {
+		delete(m, "allocated")
+		delete(m, "account")
 	}
 	if ip.networkID != "" {
 		m["associatednetworkid"], m["associatednetworkname"] = ip.networkID, e.fx.NetworkName
@@ -157,6 +163,10 @@ func (e *Emulator) ipView(ip *publicIP) map[string]any {
 	return m
 }
 
+// listPublicIpAddresses lists the allocated addresses; with
+// allocatedonly=false and an ipaddress, a free address of the zone's range is
+// listed too (state Free, no allocated date), as the peer expects when it
+// looks up a requested loadBalancerIP.
 func (e *Emulator) listPublicIPAddresses(_ *account, p url.Values, _ time.Time) (any, *apiError) {
 	if err := e.checkProject("listPublicIpAddresses", p); err != nil {
 		return nil, err
@@ -171,45 +181,80 @@ func (e *Emulator) listPublicIPAddresses(_ *account, p url.Values, _ time.Time) 
 			return nil, invalidID("listPublicIpAddresses", id)
 		}
 	}
+	tagged := tagsParam(p)
 	var items []any
 	for _, ip := range e.ips {
 		switch {
 		case id != "" && ip.id != id,
 			p.Get("ipaddress") != "" && p.Get("ipaddress") != ip.address,
 			p.Get("associatednetworkid") != "" && p.Get("associatednetworkid") != ip.networkID,
+			!e.tagged(ip.id, tagged),
 			id == "" && !e.inScope(p, ip.projectID):
 			continue
 		}
 		items = append(items, e.ipView(ip))
 	}
+	if addr := p.Get("ipaddress"); len(items) == 0 && id == "" && p.Get("allocatedonly") == "false" && e.freeAddress(addr) {
+		items = append(items, e.ipView(&publicIP{id: e.freeID(addr), address: addr, state: "Free"}))
+	}
 	return list("publicipaddress", len(items), core.PageNumber(items, page, size)), nil
 }
 
-// associateIpAddress acquires the next free public address for the guest
-// network: asynchronous, Allocating until its job is done, then Allocated.
+// freeAddress says whether addr is in the public range and not allocated.
+func (e *Emulator) freeAddress(addr string) bool {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !e.publicNet.Contains(a) || a.Compare(e.publicNet.Addr().Next()) < 0 {
+		return false
+	}
+	return !slices.ContainsFunc(e.ips, func(ip *publicIP) bool { return ip.address == addr })
+}
+
+// freeID is the stable id of a free address (the server has a row for every
+// address of its public ranges).
+func (e *Emulator) freeID(addr string) string {
+	if id, ok := e.freeIPs[addr]; ok {
+		return id
+	}
+	id := e.newID()
+	e.freeIPs[addr] = id
+	return id
+}
+
+// associateIpAddress acquires a public address for the guest network (the
+// next free one, or the one asked for): asynchronous, Allocating until its
+// job is done, then Allocated.
 func (e *Emulator) associateIPAddress(a *account, p url.Values, now time.Time) (any, *apiError) {
 	if err := e.checkProject("associateIpAddress", p); err != nil {
 		return nil, err
 	}
-	if p.Get("ipaddress") != "" {
-		return nil, paramError("the emulator does not take ipaddress yet (a specific address)")
-	}
-	if net := p.Get("networkid"); net != e.fx.NetworkID {
+	if net := p.Get("networkid"); net != e.fx.NetworkID && (!e.opts.VPC || p.Get("vpcid") != e.fx.VPCID) {
 		if net == "" && p.Get("vpcid") == "" {
 			return nil, paramError("Unable to figure out zone to assign IP to. Please specify either zoneId, or networkId, or vpcId in the call")
 		}
-		return nil, invalidID("associateIpAddress", net)
+		return nil, invalidID("associateIpAddress", net+p.Get("vpcid"))
 	}
-	if !e.publicNet.Contains(e.publicNext) {
-		return nil, &apiError{code: 533, cs: 4370, text: "Insufficient address capacity"}
+	addr := p.Get("ipaddress")
+	switch {
+	case addr != "" && !e.freeAddress(addr):
+		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Unable to find a free public IP address " + addr + " in the zone"}
+	case addr == "":
+		for e.publicNet.Contains(e.publicNext) && !e.freeAddress(e.publicNext.String()) {
+			e.publicNext = e.publicNext.Next()
+		}
+		if !e.publicNet.Contains(e.publicNext) {
+			return nil, &apiError{code: 533, cs: 4370, text: "Insufficient address capacity"}
+		}
+		addr = e.publicNext.String()
+		e.publicNext = e.publicNext.Next()
 	}
 	e.seq++
-	ip := &publicIP{seq: e.seq, id: e.newID(), address: e.publicNext.String(), state: "Allocating", networkID: p.Get("networkid"), projectID: p.Get("projectid")}
-	e.publicNext = e.publicNext.Next()
+	id := e.freeID(addr)
+	delete(e.freeIPs, addr)
+	ip := &publicIP{seq: e.seq, id: id, address: addr, state: "Allocating", allocated: csDate(now), networkID: e.fx.NetworkID, projectID: p.Get("projectid")}
 	e.ips = append(e.ips, ip)
 	e.ipByID[ip.id] = ip
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.address.AssociateIPAddrCmd", "IpAddress", ip.id, now, func() (any, error) {
-		ip.state, ip.allocated = "Allocated", csDate(e.clock())
+		ip.state = "Allocated"
 		return map[string]any{"ipaddress": e.ipView(ip)}, nil
 	})
 	return map[string]any{"id": ip.id, "jobid": job}, nil
@@ -225,12 +270,8 @@ func (e *Emulator) disassociateIPAddress(a *account, p url.Values, now time.Time
 	ip.state = "Releasing"
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.address.DisassociateIPAddrCmd", "IpAddress", id, now, func() (any, error) {
 		delete(e.ipByID, id)
-		for i, x := range e.ips {
-			if x == ip {
-				e.ips = append(e.ips[:i], e.ips[i+1:]...)
-				break
-			}
-		}
+		e.ips = slices.DeleteFunc(e.ips, func(x *publicIP) bool { return x == ip })
+		e.forget(id)
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil

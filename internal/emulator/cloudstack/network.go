@@ -1,0 +1,248 @@
+package cloudstack
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
+)
+
+// The guest network, its firewall rules (an isolated network) or its network
+// ACL (a VPC tier), as the peer reads them (../shared/facts/cloudstack-api.md
+// §3–4): which path a port takes is decided by the network's services
+// (Firewall, or NetworkACL); firewall rules carry start and end ports as JSON
+// numbers and a comma-separated cidrlist, ACL items as JSON strings.
+
+func (e *Emulator) networkView() map[string]any {
+	services := []any{svc("Dhcp"), svc("Dns"), svc("UserData"), svc("SourceNat"), svc("StaticNat"), svc("PortForwarding"),
+		map[string]any{"name": "Lb", "capability": []any{
+			capability("SupportedLBIsolation", "dedicated"), capability("SupportedLbAlgorithms", "roundrobin,leastconn,source"),
+			capability("SupportedProtocols", "tcp, udp, tcp-proxy"), capability("LbSchemes", "Public"),
+		}}}
+	m := map[string]any{
+		"id": e.fx.NetworkID, "name": e.fx.NetworkName, "displaytext": e.fx.NetworkName, "state": "Implemented",
+		"traffictype": "Guest", "type": "Isolated", "broadcastdomaintype": "Vlan", "acltype": "Account",
+		"cidr": e.machineNet.String(), "gateway": e.machineNet.Addr().Next().String(), "netmask": netmask(e.machineNet.Bits()),
+		"zoneid": e.fx.ZoneID, "zonename": e.fx.ZoneName, "account": e.fx.AccountName, "domainid": e.fx.DomainID, "domain": "ROOT",
+		"issystem": false, "related": e.fx.NetworkID, "tags": []any{},
+	}
+	if e.opts.VPC {
+		services = append(services, svc("NetworkACL"))
+		m["vpcid"], m["aclid"] = e.fx.VPCID, e.fx.ACLListID
+	} else {
+		services = append(services, svc("Firewall"))
+	}
+	m["service"] = services
+	if e.opts.InProject {
+		m["projectid"], m["project"] = e.fx.ProjectID, e.fx.ProjectName
+	}
+	return m
+}
+
+func svc(name string) map[string]any { return map[string]any{"name": name, "capability": []any{}} }
+
+func capability(name, value string) map[string]any {
+	return map[string]any{"name": name, "value": value, "canchooseservicecapability": false}
+}
+
+func (e *Emulator) listNetworks(_ *account, p url.Values, _ time.Time) (any, *apiError) {
+	if err := e.checkProject("listNetworks", p); err != nil {
+		return nil, err
+	}
+	if id := p.Get("id"); id != "" && id != e.fx.NetworkID {
+		return nil, invalidID("listNetworks", id)
+	}
+	return list("network", 1, []any{e.networkView()}), nil
+}
+
+type firewallRule struct {
+	id, protocol, ipID string
+	start, end         int
+	cidrs              []string
+}
+
+func (e *Emulator) firewallView(f *firewallRule) map[string]any {
+	m := map[string]any{"id": f.id, "protocol": f.protocol, "startport": f.start, "endport": f.end,
+		"ipaddressid": f.ipID, "networkid": e.fx.NetworkID, "cidrlist": strings.Join(f.cidrs, ","),
+		"state": "Active", "fordisplay": true, "tags": []any{}}
+	if ip := e.ipByID[f.ipID]; ip != nil {
+		m["ipaddress"] = ip.address
+	}
+	return m
+}
+
+// cidrList reads a comma-separated cidrlist (0.0.0.0/0 when absent).
+func cidrList(p url.Values) ([]string, *apiError) {
+	v, ok := p["cidrlist"]
+	if !ok || strings.TrimSpace(v[0]) == "" {
+		return []string{"0.0.0.0/0"}, nil
+	}
+	var out []string
+	for _, c := range strings.Split(v[0], ",") {
+		c = strings.TrimSpace(c)
+		if _, err := netip.ParsePrefix(c); err != nil {
+			return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: fmt.Sprintf("Source cidrs formatting error %s", c)}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func ports(command string, p url.Values) (int, int, *apiError) {
+	start, err1 := strconv.Atoi(p.Get("startport"))
+	end, err2 := strconv.Atoi(p.Get("endport"))
+	if p.Get("endport") == "" {
+		end, err2 = start, nil
+	}
+	if err1 != nil || err2 != nil || start < 1 || end > 65535 || start > end {
+		return 0, 0, paramError("Unable to execute API command %s due to invalid value: startport %q, endport %q", strings.ToLower(command), p.Get("startport"), p.Get("endport"))
+	}
+	return start, end, nil
+}
+
+func (e *Emulator) createFirewallRule(a *account, p url.Values, now time.Time) (any, *apiError) {
+	if e.opts.VPC {
+		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Firewall service is not supported in the network of the VPC; use network ACLs"}
+	}
+	ip, ok := e.ipByID[p.Get("ipaddressid")]
+	if !ok {
+		return nil, invalidID("createFirewallRule", p.Get("ipaddressid"))
+	}
+	proto := strings.ToLower(p.Get("protocol"))
+	if !slices.Contains([]string{"tcp", "udp", "icmp", "all"}, proto) {
+		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Invalid protocol " + p.Get("protocol")}
+	}
+	start, end, aerr := ports("createFirewallRule", p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	cidrs, aerr := cidrList(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	f := &firewallRule{id: e.newID(), protocol: proto, ipID: ip.id, start: start, end: end, cidrs: cidrs}
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.firewall.CreateFirewallRuleCmd", "FirewallRule", f.id, now, func() (any, error) {
+		e.firewall = append(e.firewall, f)
+		return map[string]any{"firewallrule": e.firewallView(f)}, nil
+	})
+	return map[string]any{"id": f.id, "jobid": job}, nil
+}
+
+func (e *Emulator) listFirewallRules(_ *account, p url.Values, _ time.Time) (any, *apiError) {
+	page, size, perr := e.paging(p)
+	if perr != nil {
+		return nil, perr
+	}
+	var items []any
+	for _, f := range e.firewall {
+		if (p.Get("ipaddressid") != "" && p.Get("ipaddressid") != f.ipID) || (p.Get("id") != "" && p.Get("id") != f.id) {
+			continue
+		}
+		items = append(items, e.firewallView(f))
+	}
+	return list("firewallrule", len(items), core.PageNumber(items, page, size)), nil
+}
+
+func (e *Emulator) deleteFirewallRule(a *account, p url.Values, now time.Time) (any, *apiError) {
+	i := slices.IndexFunc(e.firewall, func(f *firewallRule) bool { return f.id == p.Get("id") })
+	if i < 0 {
+		return nil, invalidID("deleteFirewallRule", p.Get("id"))
+	}
+	f := e.firewall[i]
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.firewall.DeleteFirewallRuleCmd", "FirewallRule", f.id, now, func() (any, error) {
+		e.firewall = slices.DeleteFunc(e.firewall, func(x *firewallRule) bool { return x == f })
+		return map[string]any{"success": true}, nil
+	})
+	return map[string]any{"jobid": job}, nil
+}
+
+type aclItem struct {
+	id, protocol, action, trafficType string
+	start, end, number                int
+	cidrs                             []string
+}
+
+func (e *Emulator) aclView(r *aclItem) map[string]any {
+	return map[string]any{"id": r.id, "protocol": r.protocol, "startport": strconv.Itoa(r.start), "endport": strconv.Itoa(r.end),
+		"traffictype": r.trafficType, "action": r.action, "number": r.number, "aclid": e.fx.ACLListID,
+		"cidrlist": strings.Join(r.cidrs, ","), "state": "Active", "fordisplay": true, "tags": []any{}}
+}
+
+func (e *Emulator) listNetworkACLLists(_ *account, p url.Values, _ time.Time) (any, *apiError) {
+	if !e.opts.VPC {
+		return map[string]any{}, nil
+	}
+	if id := p.Get("id"); id != "" && id != e.fx.ACLListID {
+		return nil, invalidID("listNetworkACLLists", id)
+	}
+	return list("networkacllist", 1, []any{map[string]any{"id": e.fx.ACLListID, "name": "k8s-acl", "description": "the cluster tier's ACL",
+		"vpcid": e.fx.VPCID, "fordisplay": true}}), nil
+}
+
+func (e *Emulator) listNetworkACLs(_ *account, p url.Values, _ time.Time) (any, *apiError) {
+	page, size, perr := e.paging(p)
+	if perr != nil {
+		return nil, perr
+	}
+	if !e.opts.VPC {
+		return map[string]any{}, nil // a network without an ACL: an empty list
+	}
+	var items []any
+	for _, r := range e.acl {
+		items = append(items, e.aclView(r))
+	}
+	return list("networkacl", len(items), core.PageNumber(items, page, size)), nil
+}
+
+func (e *Emulator) createNetworkACL(a *account, p url.Values, now time.Time) (any, *apiError) {
+	if !e.opts.VPC {
+		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Network ACLs can only be created for networks of a VPC"}
+	}
+	if id := p.Get("aclid"); id != "" && id != e.fx.ACLListID {
+		return nil, invalidID("createNetworkACL", id)
+	}
+	proto := strings.ToLower(p.Get("protocol"))
+	if !slices.Contains([]string{"tcp", "udp", "icmp", "all"}, proto) {
+		// The peer sends "tcp-proxy" for PROXY-protocol Services (a latent bug).
+		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Invalid protocol: " + p.Get("protocol")}
+	}
+	start, end, aerr := ports("createNetworkACL", p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	cidrs, aerr := cidrList(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	action, traffic := p.Get("action"), p.Get("traffictype")
+	if action == "" {
+		action = "Allow"
+	}
+	if traffic == "" {
+		traffic = "Ingress"
+	}
+	r := &aclItem{id: e.newID(), protocol: proto, action: action, trafficType: traffic, start: start, end: end, number: len(e.acl) + 1, cidrs: cidrs}
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.network.CreateNetworkACLCmd", "NetworkAcl", r.id, now, func() (any, error) {
+		e.acl = append(e.acl, r)
+		return map[string]any{"networkacl": e.aclView(r)}, nil
+	})
+	return map[string]any{"id": r.id, "jobid": job}, nil
+}
+
+func (e *Emulator) deleteNetworkACL(a *account, p url.Values, now time.Time) (any, *apiError) {
+	i := slices.IndexFunc(e.acl, func(r *aclItem) bool { return r.id == p.Get("id") })
+	if i < 0 {
+		return nil, invalidID("deleteNetworkACL", p.Get("id"))
+	}
+	r := e.acl[i]
+	job := e.startJob(a, "org.apache.cloudstack.api.command.user.network.DeleteNetworkACLCmd", "NetworkAcl", r.id, now, func() (any, error) {
+		e.acl = slices.DeleteFunc(e.acl, func(x *aclItem) bool { return x == r })
+		return map[string]any{"success": true}, nil
+	})
+	return map[string]any{"jobid": job}, nil
+}
