@@ -1,8 +1,6 @@
 package kit
 
 import (
-	"errors"
-
 	"github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 )
 
@@ -12,7 +10,7 @@ import (
 func init() {
 	Register(Kit{
 		Name:     "cloudstack",
-		Emulator: "CloudStack emulator (/client/api: zones, projects, virtual machines, public IPs, async jobs)",
+		Emulator: "CloudStack emulator (/client/api: machines, networks, public IPs, load balancer rules, firewall rules, ACLs, tags, async jobs)",
 		Emulate:  emulateCloudStack,
 	})
 }
@@ -20,11 +18,8 @@ func init() {
 type cloudStackEmulator struct{ *cloudstack.Emulator }
 
 func emulateCloudStack(o EmulatorOptions) (Emulator, error) {
-	if o.ServeTraffic {
-		return nil, errors.New("the CloudStack emulator does not carry traffic yet")
-	}
 	e, err := cloudstack.New(cloudstack.Options{Latency: o.Latency, JobDelay: o.Provisioning,
-		MachineCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR})
+		MachineCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR, ServeTraffic: o.ServeTraffic})
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,9 @@ type Options struct {
 	// VPC makes the guest network a VPC tier: network ACLs instead of
 	// firewall rules.
 	VPC bool
+	// ServeTraffic makes load balancer rules carry traffic (dataplane.go);
+	// MachineCIDR and PublicCIDR must then be loopback prefixes.
+	ServeTraffic bool
 }
 
 // Fixture is what the emulator starts with: two accounts' keys (an admin and
@@ -106,6 +109,7 @@ type Emulator struct {
 	jobs     *core.Jobs
 	jobMeta  map[string]jobMeta
 
+	dataPlane             core.DataPlane
 	machineNet, publicNet netip.Prefix
 	machineNext           netip.Addr
 	publicNext            netip.Addr
@@ -121,6 +125,11 @@ func New(opts Options) (*Emulator, error) {
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
+	}
+	if opts.ServeTraffic {
+		if err := core.CheckLoopback(map[string]string{"MachineCIDR": opts.MachineCIDR, "PublicCIDR": opts.PublicCIDR}); err != nil {
+			return nil, fmt.Errorf("cloudstack emulator: %w", err)
+		}
 	}
 	machineNet, err := netip.ParsePrefix(opts.MachineCIDR)
 	if err != nil || !machineNet.Addr().Is4() {
@@ -168,6 +177,18 @@ func New(opts Options) (*Emulator, error) {
 	})
 	e.Control().HandleFunc("POST /_emulator/provisioning-delay", core.DurationSetter(e.SetJobDelay))
 	return e, nil
+}
+
+// Start serves the API on addr, a loopback address ("127.0.0.1:0"), and with
+// ServeTraffic the load balancer rules too, until Close.
+func (e *Emulator) Start(addr string) error {
+	if err := e.Server.Start(addr); err != nil {
+		return err
+	}
+	if e.opts.ServeTraffic {
+		go e.dataPlane.Run(e.Done(), e.dataPlaneSpecs)
+	}
+	return nil
 }
 
 // SetJobDelay changes how long asynchronous jobs started from now take.

@@ -1,13 +1,12 @@
 package openstack
 
 import (
-	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
 )
 
@@ -21,11 +20,7 @@ import (
 // openstack` answers through its load balancer. Addresses must be loopback
 // (127.0.0.0/8): nothing else is ever bound.
 
-// dataPlanePeriod is how soon a change of the load balancers reaches the data
-// plane.
-const dataPlanePeriod = 100 * time.Millisecond
-
-var loopback = netip.MustParsePrefix("127.0.0.0/8")
+var loopback = core.Loopback
 
 // checkServeTraffic refuses ServeTraffic unless every address the emulator
 // hands out (VIPs from the private subnet, floating IPs from the public one)
@@ -34,73 +29,12 @@ func checkServeTraffic(o Options) error {
 	if !o.ServeTraffic {
 		return nil
 	}
-	var errs []error
-	for _, c := range []struct{ name, cidr string }{{"PrivateCIDR", o.PrivateCIDR}, {"PublicCIDR", o.PublicCIDR}} {
-		p, err := netip.ParsePrefix(c.cidr)
-		if err != nil || !loopback.Contains(p.Addr()) || p.Bits() < loopback.Bits() {
-			errs = append(errs, fmt.Errorf("ServeTraffic: %s %q must be within 127.0.0.0/8", c.name, c.cidr))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// runDataPlane applies the load balancers' state to the proxy until the
-// emulator is closed.
-func (e *Emulator) runDataPlane(proxy *l4proxy.Manager) {
-	applied := map[string]string{} // load balancer → fingerprint of what is served
-	t := time.NewTicker(dataPlanePeriod)
-	defer t.Stop()
-	defer proxy.Close()
-	for {
-		want := e.dataPlaneSpecs()
-		for id, specs := range want {
-			fp := fmt.Sprint(specs)
-			if applied[id] == fp {
-				continue
-			}
-			applied[id] = fp
-			if err := proxy.Ensure(id, specs); err != nil {
-				e.setDataPlaneError(id, err)
-			} else {
-				e.setDataPlaneError(id, nil)
-			}
-		}
-		for id := range applied {
-			if _, ok := want[id]; !ok {
-				_ = proxy.Ensure(id, nil)
-				delete(applied, id)
-				e.setDataPlaneError(id, nil)
-			}
-		}
-		select {
-		case <-e.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (e *Emulator) setDataPlaneError(id string, err error) {
-	e.dpMu.Lock()
-	defer e.dpMu.Unlock()
-	if err == nil {
-		delete(e.dpErrs, id)
-	} else {
-		e.dpErrs[id] = err.Error()
-	}
+	return core.CheckLoopback(map[string]string{"PrivateCIDR": o.PrivateCIDR, "PublicCIDR": o.PublicCIDR})
 }
 
 // DataPlaneErrors are the load balancers the data plane could not serve, with
 // why (an address taken, for example).
-func (e *Emulator) DataPlaneErrors() map[string]string {
-	e.dpMu.Lock()
-	defer e.dpMu.Unlock()
-	out := make(map[string]string, len(e.dpErrs))
-	for k, v := range e.dpErrs {
-		out[k] = v
-	}
-	return out
-}
+func (e *Emulator) DataPlaneErrors() map[string]string { return e.dataPlane.Errors() }
 
 // dataPlaneSpecs is what every serving load balancer should serve.
 func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
-	"github.com/overcast-ccm/overcast/internal/l4proxy"
 )
 
 // ErrNotFound is returned by the direct-state methods for an unknown id.
@@ -103,8 +102,7 @@ type Emulator struct {
 
 	quotas map[string]int // resource → limit (absent: unlimited); under mu
 
-	dpMu   sync.Mutex
-	dpErrs map[string]string // load balancer → why the data plane cannot serve it
+	dataPlane core.DataPlane
 }
 
 // New returns an emulator with its fixture (see Fixture).
@@ -145,7 +143,6 @@ func New(opts Options) *Emulator {
 		members:    newStore[*lbMember](),
 		monitors:   newStore[*healthMonitor](),
 		pendingLBs: map[string]bool{},
-		dpErrs:     map[string]string{},
 		quotas:     map[string]int{},
 	}
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{
@@ -183,7 +180,7 @@ func (e *Emulator) Start(addr string) error {
 		return err
 	}
 	if e.opts.ServeTraffic {
-		go e.runDataPlane(l4proxy.NewManager(l4proxy.Options{}))
+		go e.dataPlane.Run(e.Done(), e.dataPlaneSpecs)
 	}
 	return nil
 }
