@@ -64,6 +64,60 @@ func ParseLocal(providerID string) (string, error) {
 	return name, nil
 }
 
+// CloudStackPrefix is the scheme of CloudStack providerIDs as
+// cloudstack-kubernetes-provider writes them (its provider name).
+const CloudStackPrefix = "external-cloudstack://"
+
+// CloudStack is the providerID of a virtual machine, in the peer's form
+// (external-cloudstack://<VM UUID>), so that an operator can switch between
+// the peer and overcast-ccm in either direction: a Node's providerID never
+// changes.
+func CloudStack(vmID string) string { return CloudStackPrefix + vmID }
+
+// ParseCloudStack is the VM UUID of a CloudStack providerID, in every form the
+// peer wrote: external-cloudstack://<UUID>, a bare UUID (its versions before
+// 1.0), and cloudstack:///<UUID> or cloudstack://<UUID>. "" for "".
+func ParseCloudStack(providerID string) (string, error) {
+	if providerID == "" {
+		return "", nil
+	}
+	id := providerID
+	for _, prefix := range []string{CloudStackPrefix, "cloudstack:///", "cloudstack://"} {
+		if rest, ok := strings.CutPrefix(providerID, prefix); ok {
+			id = rest
+			break
+		}
+	}
+	if id == providerID && strings.Contains(providerID, "://") {
+		return "", kindError{ErrForeign, fmt.Sprintf("providerID %q does not belong to CloudStack (want %s<VM UUID>)", providerID, CloudStackPrefix)}
+	}
+	if !isUUID(id) {
+		return "", kindError{ErrMalformed, fmt.Sprintf("malformed providerID %q (want %s<VM UUID>)", providerID, CloudStackPrefix)}
+	}
+	return id, nil
+}
+
+// isUUID says whether s is a UUID in its text form (8-4-4-4-12 hex digits).
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // kindError is an error of a kind (ErrForeign, ErrMalformed) with a message of
 // its own.
 type kindError struct {

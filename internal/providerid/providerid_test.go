@@ -45,3 +45,32 @@ func TestLocalProviderIDs(t *testing.T) {
 	_, err = ParseLocal("local://")
 	assert.ErrorIs(t, err, ErrMalformed)
 }
+
+func TestCloudStackProviderIDsInEveryFormThePeerWrote(t *testing.T) {
+	const id = "915653c4-298b-4d74-bdee-4ced282114f1"
+	assert.Equal(t, "external-cloudstack://"+id, CloudStack(id), "the peer's form, both ways")
+	for _, tc := range []struct {
+		name, in, want string
+		err             error
+	}{
+		{"the peer's form", "external-cloudstack://" + id, id, nil},
+		{"a bare UUID (the peer before 1.0)", id, id, nil},
+		{"cloudstack:/// form", "cloudstack:///" + id, id, nil},
+		{"cloudstack:// form", "cloudstack://" + id, id, nil},
+		{"none yet", "", "", nil},
+		{"another cloud's", "openstack:///" + id, "", ErrForeign},
+		{"the peer's early bug: no UUID", "external-cloudstack", "", ErrMalformed},
+		{"not a UUID", "external-cloudstack://node-1", "", ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseCloudStack(tc.in)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				assert.Contains(t, err.Error(), "external-cloudstack://<VM UUID>")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
