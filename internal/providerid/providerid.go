@@ -110,7 +110,7 @@ func isUUID(s string) bool {
 				return false
 			}
 		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			if !strings.ContainsRune("0123456789abcdefABCDEF", rune(c)) {
 				return false
 			}
 		}

@@ -51,7 +51,7 @@ func TestCloudStackProviderIDsInEveryFormThePeerWrote(t *testing.T) {
 	assert.Equal(t, "external-cloudstack://"+id, CloudStack(id), "the peer's form, both ways")
 	for _, tc := range []struct {
 		name, in, want string
-		err             error
+		err            error
 	}{
 		{"the peer's form", "external-cloudstack://" + id, id, nil},
 		{"a bare UUID (the peer before 1.0)", id, id, nil},
