@@ -575,7 +575,9 @@ func (b *bed) createServices(ns string, m int, timeout time.Duration) (time.Dura
 // syncing m distinct Services of namespace ns (Events would not do: the event
 // broadcaster drops what does not fit its queue), and says when.
 func (b *bed) waitSynced(ns string, m int, timeout time.Duration) (time.Time, error) {
-	re := regexp.MustCompile(`Finished syncing service "` + regexp.QuoteMeta(ns) + `/([^"]+)"`)
+	// The framework's controller logs `Finished syncing service "ns/name"`,
+	// Overcast's `"Finished syncing service" service="ns/name"`.
+	re := regexp.MustCompile(`Finished syncing service"? (?:service=)?"` + regexp.QuoteMeta(ns) + `/([^"]+)"`)
 	deadline := time.Now().Add(timeout)
 	for {
 		data, err := os.ReadFile(b.log)

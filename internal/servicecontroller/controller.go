@@ -303,7 +303,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	start := time.Now()
 	after, err := c.sync(ctx, key)
+	klog.FromContext(ctx).V(4).Info("Finished syncing service", "service", key, "duration", time.Since(start))
 	switch {
 	case err != nil:
 		klog.FromContext(ctx).V(2).Info("Service sync failed; retrying with backoff", "service", key, "err", err)
