@@ -1,0 +1,96 @@
+// Package cloudstack will be the Apache CloudStack cloud (issue 10), a drop-in
+// for cloudstack-kubernetes-provider. This first part reads its cloud-config;
+// the provider that registers --cloud-provider=cloudstack (and the peer's
+// external-cloudstack) comes with the instances and load balancers.
+package cloudstack
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/overcast-ccm/overcast/internal/cfgutil"
+)
+
+// Config is the peer's cloud-config, read as it reads it (gcfg INI):
+//
+//	[Global]
+//	api-url = https://cloud.example.com/client/api
+//	api-key = …
+//	secret-key = …
+//	project-id = …      ; optional: a project's UUID or name
+//	zone = …            ; optional: the zone of the cluster's machines
+//	region = …          ; optional: the region label (default: the zone)
+//	ssl-no-verify = false
+type Config struct {
+	Global Global `ini:"Global"`
+}
+
+// Global is the [Global] section.
+type Global struct {
+	APIURL      string `ini:"api-url"`
+	APIKey      string `ini:"api-key"`
+	SecretKey   string `ini:"secret-key"`
+	SSLNoVerify bool   `ini:"ssl-no-verify"`
+	ProjectID   string `ini:"project-id"`
+	Zone        string `ini:"zone"`
+	Region      string `ini:"region"`
+}
+
+// Read parses a cloud-config, reporting every problem of its form at once
+// (an unknown section or key, a key given twice, a value of the wrong type),
+// each with its line.
+func Read(r io.Reader) (Config, error) {
+	var c Config
+	if r == nil {
+		return c, errors.New("no --cloud-config given: the cloudstack cloud needs a cloud-config with [Global] api-url, api-key and secret-key")
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return c, fmt.Errorf("reading the cloud config: %w", err)
+	}
+	return c, cfgutil.DecodeINI(data, &c)
+}
+
+// Validate reports every problem of the values at once, each with its key.
+// The secret key is never repeated in an error.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	g := c.Global
+	switch u, err := url.Parse(g.APIURL); {
+	case g.APIURL == "":
+		add("[Global] api-url: required (the management server's API, e.g. https://cloud.example.com/client/api)")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		add("[Global] api-url: %q is not an http(s) URL", redactURL(g.APIURL))
+	case u.User != nil:
+		add("[Global] api-url: must not carry credentials (use api-key and secret-key)")
+	}
+	if g.APIKey == "" {
+		add("[Global] api-key: required")
+	}
+	if g.SecretKey == "" {
+		add("[Global] secret-key: required")
+	}
+	return errors.Join(errs...)
+}
+
+// redactURL is the URL without user info and query, for errors.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// RegionOf is the region label of a machine in zone: the configured region,
+// else the zone, as the peer labels it.
+func (c *Config) RegionOf(zone string) string {
+	if c.Global.Region != "" {
+		return c.Global.Region
+	}
+	return zone
+}
