@@ -186,6 +186,21 @@ func (e *Emulator) paging(p url.Values) (page, size int, err *apiError) {
 	return page, size, nil
 }
 
+// listParams checks what every list command checks: the project, the paging,
+// and an id that must resolve (resolves is asked only when p has an id).
+func (e *Emulator) listParams(command string, p url.Values, resolves func() bool) (page, size int, err *apiError) {
+	if err := e.checkProject(command, p); err != nil {
+		return 0, 0, err
+	}
+	if page, size, err = e.paging(p); err != nil {
+		return 0, 0, err
+	}
+	if id := p.Get("id"); id != "" && !resolves() {
+		return 0, 0, invalidID(command, id)
+	}
+	return page, size, nil
+}
+
 // isUUID says whether s has the form of the ids the server resolves.
 func isUUID(s string) bool {
 	if len(s) != 36 {

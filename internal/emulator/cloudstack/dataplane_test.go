@@ -1,42 +1,14 @@
 package cloudstack
 
 import (
-	"bufio"
-	"net"
 	"testing"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// answerer accepts TCP connections on addr and writes name to each.
-func answerer(t *testing.T, addr, name string) {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte(name + "\n"))
-			_ = c.Close()
-		}
-	}()
-}
-
-func ask(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	return bufio.NewReader(c).ReadString('\n')
-}
 
 func TestServingTrafficNeedsLoopbackAddresses(t *testing.T) {
 	_, err := New(Options{ServeTraffic: true, MachineCIDR: "10.1.1.0/24", PublicCIDR: "127.0.75.0/24"})
@@ -52,7 +24,7 @@ func TestRulesCarryTrafficWhereTheFirewallOpensThem(t *testing.T) {
 	e := started(t, Options{ServeTraffic: true, MachineCIDR: "127.0.76.0/24", PublicCIDR: "127.0.77.0/24"})
 	c := user(e)
 	m1, ip1 := e.AddMachine("node-1")
-	answerer(t, ip1+":30080", "node-1")
+	coretest.Answerer(t, ip1+":30080", "node-1")
 	ip := associate(t, e, c, "")
 	p := c.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", "web-tcp-80", 30080, 80)
 	p.SetPublicipid(ip.Id)
@@ -66,7 +38,7 @@ func TestRulesCarryTrafficWhereTheFirewallOpensThem(t *testing.T) {
 	vip := ip.Ipaddress + ":80"
 
 	time.Sleep(500 * time.Millisecond)
-	_, err = ask(vip)
+	_, err = coretest.Ask(vip)
 	require.Error(t, err, "no firewall rule opens port 80: nothing gets through")
 
 	fw := c.Firewall.NewCreateFirewallRuleParams(ip.Id, "tcp")
@@ -77,7 +49,7 @@ func TestRulesCarryTrafficWhereTheFirewallOpensThem(t *testing.T) {
 	require.NoError(t, err)
 	var got string
 	require.Eventually(t, func() bool {
-		got, err = ask(vip)
+		got, err = coretest.Ask(vip)
 		return err == nil
 	}, 10*time.Second, 50*time.Millisecond, "%s answers: %v", vip, err)
 	assert.Equal(t, "node-1\n", got)
@@ -87,7 +59,7 @@ func TestRulesCarryTrafficWhereTheFirewallOpensThem(t *testing.T) {
 	_, err = c.LoadBalancer.UpdateLoadBalancerRule(update)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		_, err := ask(vip)
+		_, err := coretest.Ask(vip)
 		return err != nil
 	}, 10*time.Second, 50*time.Millisecond, "the rule's cidrlist does not admit loopback")
 

@@ -159,18 +159,10 @@ func l4(protocol string) string {
 // %keyword% on the name or the description: what the peer finds its rules
 // with), publicipid, networkid; paged.
 func (e *Emulator) listLoadBalancerRules(_ *account, p url.Values, _ time.Time) (any, *apiError) {
-	if err := e.checkProject("listLoadBalancerRules", p); err != nil {
-		return nil, err
-	}
-	page, size, perr := e.paging(p)
-	if perr != nil {
-		return nil, perr
-	}
 	id := p.Get("id")
-	if id != "" {
-		if _, ok := e.ruleByID[id]; !ok {
-			return nil, invalidID("listLoadBalancerRules", id)
-		}
+	page, size, aerr := e.listParams("listLoadBalancerRules", p, func() bool { _, ok := e.ruleByID[id]; return ok })
+	if aerr != nil {
+		return nil, aerr
 	}
 	kw := strings.ToLower(p.Get("keyword"))
 	tagged := tagsParam(p)

@@ -105,18 +105,10 @@ func netmask(bits int) string {
 // Destroyed or Expunging machines; an expunged one is in no list, but its id
 // still resolves (an empty answer, not an error).
 func (e *Emulator) listVirtualMachines(a *account, p url.Values, _ time.Time) (any, *apiError) {
-	if err := e.checkProject("listVirtualMachines", p); err != nil {
-		return nil, err
-	}
-	page, size, perr := e.paging(p)
-	if perr != nil {
-		return nil, perr
-	}
 	id := p.Get("id")
-	if id != "" {
-		if _, ok := e.vmByID[id]; !ok {
-			return nil, invalidID("listVirtualMachines", id)
-		}
+	page, size, aerr := e.listParams("listVirtualMachines", p, func() bool { _, ok := e.vmByID[id]; return ok })
+	if aerr != nil {
+		return nil, aerr
 	}
 	var items []any
 	for _, v := range e.vms {
@@ -168,18 +160,10 @@ func (e *Emulator) ipView(ip *publicIP) map[string]any {
 // listed too (state Free, no allocated date), as the peer expects when it
 // looks up a requested loadBalancerIP.
 func (e *Emulator) listPublicIPAddresses(_ *account, p url.Values, _ time.Time) (any, *apiError) {
-	if err := e.checkProject("listPublicIpAddresses", p); err != nil {
-		return nil, err
-	}
-	page, size, perr := e.paging(p)
-	if perr != nil {
-		return nil, perr
-	}
 	id := p.Get("id")
-	if id != "" {
-		if _, ok := e.ipByID[id]; !ok {
-			return nil, invalidID("listPublicIpAddresses", id)
-		}
+	page, size, aerr := e.listParams("listPublicIpAddresses", p, func() bool { _, ok := e.ipByID[id]; return ok })
+	if aerr != nil {
+		return nil, aerr
 	}
 	tagged := tagsParam(p)
 	var items []any

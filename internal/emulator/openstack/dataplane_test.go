@@ -1,10 +1,10 @@
 package openstack
 
 import (
-	"bufio"
-	"net"
 	"testing"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
@@ -22,38 +22,10 @@ func TestServeTrafficNeedsLoopbackAddresses(t *testing.T) {
 	assert.NotContains(t, err.Error(), "PublicCIDR")
 }
 
-// answerer accepts TCP connections on addr and writes name to each.
-func answerer(t *testing.T, addr, name string) {
-	t.Helper()
-	l, err := net.Listen("tcp", addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte(name + "\n"))
-			_ = c.Close()
-		}
-	}()
-}
-
-func ask(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	return bufio.NewReader(c).ReadString('\n')
-}
-
 func TestLoadBalancersCarryTrafficOnLoopback(t *testing.T) {
 	ev := newEnv(t, Options{ServeTraffic: true, PrivateCIDR: "127.0.73.0/24", PublicCIDR: "127.0.74.0/24"})
 	ctx := t.Context()
-	answerer(t, "127.0.73.50:31080", "member-a")
+	coretest.Answerer(t, "127.0.73.50:31080", "member-a")
 	lb, err := loadbalancers.Create(ctx, ev.lb, loadbalancers.CreateOpts{
 		Name: "web", VipSubnetID: ev.fx.SubnetID,
 		Listeners: []listeners.CreateOpts{{
@@ -69,26 +41,26 @@ func TestLoadBalancersCarryTrafficOnLoopback(t *testing.T) {
 	for _, addr := range []string{lb.VipAddress + ":8080", fip.FloatingIP + ":8080"} {
 		var got string
 		require.Eventually(t, func() bool {
-			got, err = ask(addr)
+			got, err = coretest.Ask(addr)
 			return err == nil
 		}, 10*time.Second, 50*time.Millisecond, "%s answers: %v", addr, err)
 		assert.Equal(t, "member-a\n", got, "through %s", addr)
 	}
 
 	// A new member set reaches the data plane; a deleted load balancer stops listening.
-	answerer(t, "127.0.73.51:31080", "member-b")
+	coretest.Answerer(t, "127.0.73.51:31080", "member-b")
 	pages, err := pools.List(ev.lb, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
 	require.NoError(t, err)
 	ps, err := pools.ExtractPools(pages)
 	require.NoError(t, err)
 	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, ps[0].ID, []pools.BatchUpdateMemberOpts{{Address: "127.0.73.51", ProtocolPort: 31080}}).ExtractErr())
 	require.Eventually(t, func() bool {
-		got, err := ask(fip.FloatingIP + ":8080")
+		got, err := coretest.Ask(fip.FloatingIP + ":8080")
 		return err == nil && got == "member-b\n"
 	}, 10*time.Second, 50*time.Millisecond)
 	require.NoError(t, loadbalancers.Delete(ctx, ev.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr())
 	require.Eventually(t, func() bool {
-		_, err := ask(lb.VipAddress + ":8080")
+		_, err := coretest.Ask(lb.VipAddress + ":8080")
 		return err != nil
 	}, 10*time.Second, 50*time.Millisecond)
 	assert.Empty(t, ev.e.DataPlaneErrors())
