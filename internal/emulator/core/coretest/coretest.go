@@ -4,6 +4,7 @@ package coretest
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -13,7 +14,8 @@ import (
 // writes name and a newline to each.
 func Answerer(t testing.TB, addr, name string) {
 	t.Helper()
-	l, err := net.Listen("tcp", addr)
+	var lc net.ListenConfig
+	l, err := lc.Listen(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatalf("listening on %s: %v", addr, err)
 	}
@@ -32,7 +34,10 @@ func Answerer(t testing.TB, addr, name string) {
 
 // Ask connects to addr and returns the line it answers.
 func Ask(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
 	}
