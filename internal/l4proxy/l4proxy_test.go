@@ -2,10 +2,14 @@ package l4proxy_test
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -596,4 +600,33 @@ func TestCloseEndsEverythingAndLeaksNoGoroutines(t *testing.T) {
 			t.Logf("%s", buf[:runtime.Stack(buf, true)])
 		}
 	})
+}
+
+func TestATCPBackendIsToldTheClientByThePROXYProtocol(t *testing.T) {
+	b := startServer(t, "b", l4proxy.TCP, netip.AddrPortFrom(uniqueLoopback(), 0))
+	m := newManager(t, l4proxy.Options{})
+	vip := freeAddr(t, l4proxy.TCP, uniqueLoopback())
+	require.NoError(t, m.Ensure("svc", []l4proxy.ListenerSpec{{Protocol: l4proxy.TCP, Address: vip,
+		Backends: []l4proxy.Backend{b.backend()}, ProxyProtocol: 1}}))
+	client := uniqueLoopback()
+	d := net.Dialer{Timeout: ioTimeout, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(client, 0))}
+	c, err := d.DialContext(t.Context(), "tcp", vip.String())
+	require.NoError(t, err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.WriteString(c, "hello\n")
+	require.NoError(t, err)
+	require.NoError(t, c.(*net.TCPConn).CloseWrite())
+	answer, err := io.ReadAll(c)
+	require.NoError(t, err)
+	got := strings.TrimSuffix(string(answer), "\n")
+	// The backend answers each line: the first it reads is the header.
+	assert.Regexp(t, `^b:PROXY TCP4 `+regexp.QuoteMeta(client.String())+` `+regexp.QuoteMeta(vip.Addr().String())+` \d+ `+strconv.Itoa(int(vip.Port()))+"\r\nb:hello$", got)
+
+	for _, bad := range []l4proxy.ListenerSpec{
+		{Protocol: l4proxy.UDP, Address: freeAddr(t, l4proxy.UDP, uniqueLoopback()), ProxyProtocol: 1},
+		{Protocol: l4proxy.TCP, Address: freeAddr(t, l4proxy.TCP, uniqueLoopback()), ProxyProtocol: 3},
+	} {
+		assert.ErrorIs(t, m.Ensure("bad", []l4proxy.ListenerSpec{bad}), l4proxy.ErrInvalidSpec)
+	}
 }

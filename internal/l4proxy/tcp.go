@@ -84,6 +84,17 @@ func (l *listener) serveTCP(client *net.TCPConn, clientAddr netip.AddrPort) {
 		reset(client)
 		return
 	}
+	if v := l.cfg.Load().proxyProtocol; v != 0 {
+		dst, _ := netip.ParseAddrPort(client.LocalAddr().String())
+		_ = upstream.SetWriteDeadline(time.Now().Add(l.m.opts.DialTimeout))
+		if _, err := upstream.Write(proxyHeader(v, clientAddr, dst)); err != nil {
+			l.log.V(4).Info("Writing the PROXY header failed; connection reset", "client", clientAddr.String(), "backend", b.Name, "err", err)
+			reset(upstream)
+			reset(client)
+			return
+		}
+		_ = upstream.SetWriteDeadline(time.Time{})
+	}
 	l.log.V(4).Info("Connection proxied", "client", clientAddr.String(), "backend", b.Name)
 	start := time.Now()
 	in, out := pipe(client, upstream, &l.stats.bytesIn, &l.stats.bytesOut)

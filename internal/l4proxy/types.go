@@ -106,6 +106,10 @@ type ListenerSpec struct {
 	// UDPIdleTimeout ends a UDP flow after this long without traffic in either
 	// direction; DefaultUDPIdleTimeout when zero. Ignored for TCP.
 	UDPIdleTimeout time.Duration
+	// ProxyProtocol sends each TCP backend connection a PROXY protocol header
+	// first, with the client's address and the listener's: 1 for version 1
+	// (text), 2 for version 2 (binary); 0 for none. TCP only.
+	ProxyProtocol int
 }
 
 // Options configure a Manager.
@@ -248,8 +252,9 @@ type probeConfig struct {
 // runtimeConfig is the part of a spec that the data path reads on every
 // connection or datagram; it is swapped atomically.
 type runtimeConfig struct {
-	sourceRanges []netip.Prefix
-	udpIdle      time.Duration
+	sourceRanges  []netip.Prefix
+	udpIdle       time.Duration
+	proxyProtocol int
 }
 
 // allows reports whether a client IP may use the listener.
@@ -275,7 +280,7 @@ type spec struct {
 }
 
 func (s *spec) equal(o *spec) bool {
-	return s.id == o.id && s.probe == o.probe && s.cfg.udpIdle == o.cfg.udpIdle &&
+	return s.id == o.id && s.probe == o.probe && s.cfg.udpIdle == o.cfg.udpIdle && s.cfg.proxyProtocol == o.cfg.proxyProtocol &&
 		slices.Equal(s.backends, o.backends) && slices.Equal(s.cfg.sourceRanges, o.cfg.sourceRanges)
 }
 
@@ -315,6 +320,14 @@ func normalize(s ListenerSpec) (spec, error) {
 		}
 		out.cfg.sourceRanges = append(out.cfg.sourceRanges, p.Masked())
 	}
+
+	switch {
+	case s.ProxyProtocol < 0 || s.ProxyProtocol > 2:
+		return spec{}, invalid("PROXY protocol version %d: want 1 or 2 (0 for none)", s.ProxyProtocol)
+	case s.ProxyProtocol != 0 && s.Protocol != TCP:
+		return spec{}, invalid("the PROXY protocol is for TCP listeners")
+	}
+	out.cfg.proxyProtocol = s.ProxyProtocol
 
 	out.cfg.udpIdle = s.UDPIdleTimeout
 	switch {

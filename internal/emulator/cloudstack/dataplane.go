@@ -16,9 +16,9 @@ import (
 // those of the Allow Ingress ACL items, each narrowed to the rule's own
 // cidrlist. Every address, public and machine, must be loopback.
 //
-// Not emulated: PROXY protocol headers of tcp-proxy rules (served as TCP),
-// Deny ACL items, and health-check policies (members are probed by TCP
-// connect).
+// A tcp-proxy rule sends each connection a PROXY protocol v1 header (the
+// router's HAProxy "send-proxy"). Not emulated: Deny ACL items, and
+// health-check policies (members are probed by TCP connect).
 
 func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 	e.lock()
@@ -45,8 +45,12 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 			}
 		}
 		ranges := narrow(e.opened(ip.id, l4(r.protocol), r.publicPort), prefixes(r.cidrs))
-		out[ip.id] = append(out[ip.id], l4proxy.ListenerSpec{Protocol: proto, Address: netip.AddrPortFrom(addr, uint16(r.publicPort)),
-			Backends: backends, SourceRanges: ranges})
+		spec := l4proxy.ListenerSpec{Protocol: proto, Address: netip.AddrPortFrom(addr, uint16(r.publicPort)),
+			Backends: backends, SourceRanges: ranges}
+		if r.protocol == "tcp-proxy" {
+			spec.ProxyProtocol = 1 // the virtual router's HAProxy: send-proxy
+		}
+		out[ip.id] = append(out[ip.id], spec)
 	}
 	for id, specs := range out {
 		if slices.ContainsFunc(specs, func(s l4proxy.ListenerSpec) bool { return len(s.SourceRanges) == 0 }) {

@@ -70,6 +70,15 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 				continue
 			}
 			backends, hc := e.poolBackends(l.DefaultPoolID)
+			proxyProtocol := 0
+			if pool, ok := e.pools.get(l.DefaultPoolID); ok && proto == l4proxy.TCP {
+				switch pool.Protocol {
+				case "PROXY":
+					proxyProtocol = 1
+				case "PROXYV2":
+					proxyProtocol = 2
+				}
+			}
 			var ranges []netip.Prefix
 			for _, c := range l.AllowedCIDRs {
 				if p, err := netip.ParsePrefix(c); err == nil {
@@ -78,7 +87,7 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 			}
 			for _, a := range addrs {
 				specs = append(specs, l4proxy.ListenerSpec{Protocol: proto, Address: netip.AddrPortFrom(a, uint16(l.ProtocolPort)),
-					Backends: backends, SourceRanges: ranges, HealthCheck: hc})
+					Backends: backends, SourceRanges: ranges, HealthCheck: hc, ProxyProtocol: proxyProtocol})
 			}
 		}
 		if len(specs) > 0 {
