@@ -163,9 +163,9 @@ func (s *Server) Start(addr string) error {
 	if err != nil {
 		return fmt.Errorf("%s: listen: %w", s.opts.Name, err)
 	}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	s.url = "http://" + ln.Addr().String()
-	go func() { _ = s.srv.Serve(ln) }()
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.srv, s.url = srv, "http://"+ln.Addr().String()
+	go func() { _ = srv.Serve(ln) }() // srv, not s.srv: Close clears that
 	return nil
 }
 
