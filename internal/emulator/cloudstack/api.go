@@ -77,6 +77,9 @@ func (e *Emulator) commands() map[string]command {
 		"createTags":                    {fn: e.createTags},
 		"deleteTags":                    {fn: e.deleteTags},
 		"listTags":                      {fn: e.listTags},
+		"createLBHealthCheckPolicy":     {fn: e.createLBHealthCheckPolicy},
+		"listLBHealthCheckPolicies":     {fn: e.listLBHealthCheckPolicies},
+		"deleteLBHealthCheckPolicy":     {fn: e.deleteLBHealthCheckPolicy},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
 )
@@ -17,8 +18,9 @@ import (
 // cidrlist. Every address, public and machine, must be loopback.
 //
 // A tcp-proxy rule sends each connection a PROXY protocol v1 header (the
-// router's HAProxy "send-proxy"). Not emulated: Deny ACL items, and
-// health-check policies (members are probed by TCP connect).
+// router's HAProxy "send-proxy"). A rule's health-check policy probes its
+// members by HTTP (pingpath on the private port); without one, by TCP
+// connect. Not emulated: Deny ACL items.
 
 func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 	e.lock()
@@ -47,6 +49,11 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 		ranges := narrow(e.opened(ip.id, l4(r.protocol), r.publicPort), prefixes(r.cidrs))
 		spec := l4proxy.ListenerSpec{Protocol: proto, Address: netip.AddrPortFrom(addr, uint16(r.publicPort)),
 			Backends: backends, SourceRanges: ranges}
+		if h := e.healthCheckOf(r.id); h != nil && proto == l4proxy.TCP {
+			spec.HealthCheck = l4proxy.HealthCheck{HTTPPort: r.privatePort, HTTPPath: h.pingPath,
+				Interval: time.Duration(h.interval) * time.Second, Timeout: time.Duration(h.responseTime) * time.Second,
+				HealthyThreshold: h.healthy, UnhealthyThreshold: h.unhealthy}
+		}
 		if r.protocol == "tcp-proxy" {
 			spec.ProxyProtocol = 1 // the virtual router's HAProxy: send-proxy
 		}

@@ -54,6 +54,25 @@ func TestRulesCarryTrafficWhereTheFirewallOpensThem(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "%s answers: %v", vip, err)
 	assert.Equal(t, "node-1\n", got)
 
+	// A health-check policy probes the members by HTTP: this one answers no
+	// HTTP, so it goes down and nothing is served.
+	hc := c.LoadBalancer.NewCreateLBHealthCheckPolicyParams(rule.Id)
+	hc.SetIntervaltime(3)
+	hc.SetResponsetimeout(2)
+	hc.SetUnhealthythreshold(1)
+	policy, err := c.LoadBalancer.CreateLBHealthCheckPolicy(hc)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := coretest.Ask(vip)
+		return err != nil
+	}, 15*time.Second, 100*time.Millisecond, "an unhealthy member gets no traffic")
+	_, err = c.LoadBalancer.DeleteLBHealthCheckPolicy(c.LoadBalancer.NewDeleteLBHealthCheckPolicyParams(policy.Healthcheckpolicy[0].Id))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := coretest.Ask(vip)
+		return err == nil
+	}, 15*time.Second, 100*time.Millisecond, "without the policy, a TCP connect is health enough")
+
 	update := c.LoadBalancer.NewUpdateLoadBalancerRuleParams(rule.Id)
 	update.SetCidrlist([]string{"10.0.0.0/8"})
 	_, err = c.LoadBalancer.UpdateLoadBalancerRule(update)

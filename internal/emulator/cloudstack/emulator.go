@@ -91,23 +91,24 @@ type Emulator struct {
 	opts Options
 	fx   Fixture
 
-	mu       sync.Mutex
-	clock    func() time.Time
-	idRand   *rand.Rand
-	seq      int
-	keys     map[string]*account
-	vms      []*vm
-	vmByID   map[string]*vm
-	ips      []*publicIP
-	ipByID   map[string]*publicIP
-	rules    []*lbRule
-	ruleByID map[string]*lbRule
-	firewall []*firewallRule
-	acl      []*aclItem
-	tags     []*tag
-	freeIPs  map[string]string // address → id of a public address not allocated
-	jobs     *core.Jobs
-	jobMeta  map[string]jobMeta
+	mu           sync.Mutex
+	clock        func() time.Time
+	idRand       *rand.Rand
+	seq          int
+	keys         map[string]*account
+	vms          []*vm
+	vmByID       map[string]*vm
+	ips          []*publicIP
+	ipByID       map[string]*publicIP
+	rules        []*lbRule
+	ruleByID     map[string]*lbRule
+	firewall     []*firewallRule
+	acl          []*aclItem
+	tags         []*tag
+	healthChecks []*healthCheck
+	freeIPs      map[string]string // address → id of a public address not allocated
+	jobs         *core.Jobs
+	jobMeta      map[string]jobMeta
 
 	dataPlane             core.DataPlane
 	machineNet, publicNet netip.Prefix
