@@ -131,17 +131,7 @@ func DevCloud(name string) (Kit, error) {
 }
 
 // DevNames are the clouds with a dev cluster, sorted.
-func DevNames() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	var out []string
-	for _, n := range names {
-		if kits[n].Dev != nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func DevNames() []string { return namesWhere(func(k Kit) bool { return k.Dev != nil }) }
 
 // Names are the registered clouds, sorted.
 func Names() []string {
@@ -151,12 +141,15 @@ func Names() []string {
 }
 
 // EmulatedNames are the clouds with an emulator, sorted.
-func EmulatedNames() []string {
+func EmulatedNames() []string { return namesWhere(func(k Kit) bool { return k.Emulate != nil }) }
+
+// namesWhere are the registered clouds whose kit has, sorted.
+func namesWhere(has func(Kit) bool) []string {
 	mu.Lock()
 	defer mu.Unlock()
 	var out []string
 	for _, n := range names {
-		if kits[n].Emulate != nil {
+		if has(kits[n]) {
 			out = append(out, n)
 		}
 	}

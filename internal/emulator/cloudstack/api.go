@@ -105,7 +105,7 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	p := r.Form
 	name := p.Get("command")
-	cmd, known := e.commands()[name]
+	cmd, known := e.cmds[name]
 	now := e.lock()
 	defer e.mu.Unlock()
 	a := e.keys[p.Get("apiKey")]

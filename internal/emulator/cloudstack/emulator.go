@@ -106,7 +106,8 @@ type Emulator struct {
 	acl          []*aclItem
 	tags         []*tag
 	healthChecks []*healthCheck
-	freeIPs      map[string]string // address → id of a public address not allocated
+	cmds         map[string]command // the commands served, built once
+	freeIPs      map[string]string  // address → id of a public address not allocated
 	jobs         *core.Jobs
 	jobMeta      map[string]jobMeta
 
@@ -161,6 +162,7 @@ func New(opts Options) (*Emulator, error) {
 		e.publicNext = e.publicNext.Next()
 	}
 	e.seedFixture()
+	e.cmds = e.commands()
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{
 		Name:     "cloudstack emulator",
 		Latency:  opts.Latency,

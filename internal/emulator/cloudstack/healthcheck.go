@@ -2,6 +2,7 @@ package cloudstack
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -107,38 +108,22 @@ func (e *Emulator) listLBHealthCheckPolicies(_ *account, p url.Values, _ time.Ti
 
 func (e *Emulator) deleteLBHealthCheckPolicy(a *account, p url.Values, now time.Time) (any, *apiError) {
 	id := p.Get("id")
-	var found *healthCheck
-	for _, h := range e.healthChecks {
-		if h.id == id {
-			found = h
-		}
-	}
-	if found == nil {
+	i := slices.IndexFunc(e.healthChecks, func(h *healthCheck) bool { return h.id == id })
+	if i < 0 {
 		return nil, invalidID("deleteLBHealthCheckPolicy", id)
 	}
+	found := e.healthChecks[i]
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.DeleteLBHealthCheckPolicyCmd", "LoadBalancer", found.ruleID, now, func() (any, error) {
-		e.dropHealthChecks(func(h *healthCheck) bool { return h == found })
+		e.healthChecks = slices.DeleteFunc(e.healthChecks, func(h *healthCheck) bool { return h == found })
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil
 }
 
-func (e *Emulator) dropHealthChecks(drop func(*healthCheck) bool) {
-	kept := e.healthChecks[:0]
-	for _, h := range e.healthChecks {
-		if !drop(h) {
-			kept = append(kept, h)
-		}
-	}
-	e.healthChecks = kept
-}
-
 // healthCheckOf is the rule's policy, nil if it has none.
 func (e *Emulator) healthCheckOf(ruleID string) *healthCheck {
-	for _, h := range e.healthChecks {
-		if h.ruleID == ruleID {
-			return h
-		}
+	if i := slices.IndexFunc(e.healthChecks, func(h *healthCheck) bool { return h.ruleID == ruleID }); i >= 0 {
+		return e.healthChecks[i]
 	}
 	return nil
 }

@@ -217,7 +217,7 @@ func (e *Emulator) deleteLoadBalancerRule(a *account, p url.Values, now time.Tim
 		delete(e.ruleByID, r.id)
 		e.rules = slices.DeleteFunc(e.rules, func(x *lbRule) bool { return x == r })
 		e.forget(r.id)
-		e.dropHealthChecks(func(h *healthCheck) bool { return h.ruleID == r.id })
+		e.healthChecks = slices.DeleteFunc(e.healthChecks, func(h *healthCheck) bool { return h.ruleID == r.id })
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil

@@ -26,21 +26,13 @@ type quotaMemory struct {
 	mu    sync.Mutex
 	since time.Time
 	msg   string
-	now   func() time.Time
-}
-
-func (q *quotaMemory) clock() time.Time {
-	if q.now != nil {
-		return q.now()
-	}
-	return time.Now()
 }
 
 // met is Neutron's answer when the quota is known to be met.
 func (q *quotaMemory) met() (string, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.since.IsZero() || q.clock().Sub(q.since) > quotaRecheck {
+	if q.since.IsZero() || time.Since(q.since) > quotaRecheck {
 		return "", false
 	}
 	return q.msg, true
@@ -53,7 +45,7 @@ func (q *quotaMemory) learn(err error) {
 		return
 	}
 	q.mu.Lock()
-	q.since, q.msg = q.clock(), msg
+	q.since, q.msg = time.Now(), msg
 	q.mu.Unlock()
 }
 
