@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
+	_ "github.com/overcast-ccm/overcast/internal/provider/cloudstack" // --cloud-provider=cloudstack
 	_ "github.com/overcast-ccm/overcast/internal/provider/local"     // --cloud-provider=local
 	_ "github.com/overcast-ccm/overcast/internal/provider/openstack" // --cloud-provider=openstack
 )
@@ -26,7 +27,7 @@ var errChecksFailed = errors.New("some checks failed")
 
 func runDoctor(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	cloud := fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider (openstack, local)")
+	cloud := fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider (openstack, cloudstack, local)")
 	cloudConfig := fs.String("cloud-config", "", "the cloud config file, as overcast-ccm's --cloud-config")
 	kubeconfig := fs.String("kubeconfig", "", "the cluster; default: in-cluster when run in a pod, else $KUBECONFIG or ~/.kube/config")
 	namespace := fs.String("namespace", "kube-system", "namespace of the CCM's ServiceAccount and leader Lease")

@@ -18,6 +18,7 @@ import (
 	"k8s.io/cloud-provider/options"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/provider/local"
 	"github.com/overcast-ccm/overcast/internal/provider/openstack"
 	"github.com/overcast-ccm/overcast/internal/version"
@@ -150,4 +151,6 @@ func (i *cloudInit) get(c *config.CompletedConfig) cloudprovider.Interface {
 
 // Providers lists the cloud providers this binary serves. Each registers itself
 // with k8s.io/cloud-provider when its package is imported.
-func Providers() []string { return []string{local.ProviderName, openstack.ProviderName} }
+func Providers() []string {
+	return []string{local.ProviderName, openstack.ProviderName, cloudstack.ProviderName, cloudstack.PeerProviderName}
+}

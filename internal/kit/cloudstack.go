@@ -1,17 +1,20 @@
 package kit
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 )
 
-// The CloudStack emulator is here ahead of its provider (issue 10): `overcast
-// emulate cloudstack` runs it; the dev cluster and the bench follow with the
-// provider.
 func init() {
 	Register(Kit{
 		Name:     "cloudstack",
 		Emulator: "CloudStack emulator (/client/api: machines, networks, public IPs, load balancer rules, firewall rules, ACLs, tags, async jobs)",
 		Emulate:  emulateCloudStack,
+		Dev:      devCloudStack,
 	})
 }
 
@@ -31,4 +34,31 @@ func emulateCloudStack(o EmulatorOptions) (Emulator, error) {
 		return nil, err
 	}
 	return cloudStackEmulator{e}, nil
+}
+
+// devCloudStack runs the emulator with a virtual machine per dev node, on a
+// loopback guest network so the simulated kubelets can listen on the
+// machines' addresses, and load balancer rules that carry traffic.
+func devCloudStack(dir string, nodes []Node) (*Dev, error) {
+	e, err := emulateCloudStack(EmulatorOptions{Provisioning: emulatorProvisioning, ServeTraffic: true,
+		MachineCIDR: "127.0.62.0/24", PublicCIDR: "127.0.63.0/24"})
+	if err != nil {
+		return nil, err
+	}
+	d := &Dev{Close: func() { _ = e.Close() }}
+	var list []string
+	for _, n := range nodes {
+		_, ip := e.AddMachine(n.Name)
+		d.Nodes = append(d.Nodes, Node{Name: n.Name, IP: ip})
+		list = append(list, n.Name+"="+ip)
+	}
+	d.Config = filepath.Join(dir, "cloud-config")
+	if err := os.WriteFile(d.Config, []byte(e.CloudConfig()), 0o600); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.Started = fmt.Sprintf("CloudStack emulator at %s (calls: GET %[1]s/_emulator/calls); machines %s", e.URL(), strings.Join(list, " "))
+	d.Address = "the public IP address of a load balancer rule of the emulator"
+	d.Note = "cloud-config: " + d.Config
+	return d, nil
 }

@@ -15,8 +15,8 @@ func TestCloudsAreFoundByNameAndAnUnknownOneIsNamed(t *testing.T) {
 	assert.EqualError(t, err, `no cloud "gce": the clouds are cloudstack, local, openstack`)
 	_, err = Emulated("local")
 	assert.EqualError(t, err, "the local cloud has no emulator; the clouds with one are cloudstack, openstack")
-	_, err = DevCloud("cloudstack")
-	assert.EqualError(t, err, "the cloudstack cloud has no dev cluster yet; the clouds with one are local, openstack")
+	_, err = DevCloud("gce")
+	assert.EqualError(t, err, `no cloud "gce": the clouds are cloudstack, local, openstack`)
 }
 
 func TestEveryEmulatorStartsOnLoopbackAndTakesMachines(t *testing.T) {

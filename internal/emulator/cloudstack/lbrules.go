@@ -106,7 +106,7 @@ func (e *Emulator) createLoadBalancerRule(a *account, p url.Values, now time.Tim
 			return nil, paramError("Unable to execute API command createloadbalancerrule due to missing parameter %s", req)
 		}
 	}
-	r := &lbRule{algorithm: "roundrobin", protocol: "tcp", cidrs: nil, state: "Add", projectID: p.Get("projectid")}
+	r := &lbRule{algorithm: "roundrobin", protocol: "tcp", cidrs: nil, state: "Add"}
 	if err := ruleOptions(p, r); err != nil {
 		return nil, err
 	}
@@ -121,7 +121,8 @@ func (e *Emulator) createLoadBalancerRule(a *account, p url.Values, now time.Tim
 	if !ok {
 		return nil, invalidID("createLoadBalancerRule", p.Get("publicipid"))
 	}
-	r.publicIPID = ip.id
+	// The rule is the address's owner's (the command has no projectid).
+	r.publicIPID, r.projectID = ip.id, ip.projectID
 	r.networkID = p.Get("networkid")
 	if r.networkID == "" {
 		r.networkID = ip.networkID

@@ -156,6 +156,7 @@ func (e *Emulator) deleteFirewallRule(a *account, p url.Values, now time.Time) (
 	f := e.firewall[i]
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.firewall.DeleteFirewallRuleCmd", "FirewallRule", f.id, now, func() (any, error) {
 		e.firewall = slices.DeleteFunc(e.firewall, func(x *firewallRule) bool { return x == f })
+		e.forget(f.id)
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil
@@ -170,7 +171,7 @@ type aclItem struct {
 func (e *Emulator) aclView(r *aclItem) map[string]any {
 	return map[string]any{"id": r.id, "protocol": r.protocol, "startport": strconv.Itoa(r.start), "endport": strconv.Itoa(r.end),
 		"traffictype": r.trafficType, "action": r.action, "number": r.number, "aclid": e.fx.ACLListID,
-		"cidrlist": strings.Join(r.cidrs, ","), "state": "Active", "fordisplay": true, "tags": []any{}}
+		"cidrlist": strings.Join(r.cidrs, ","), "state": "Active", "fordisplay": true, "tags": e.tagsOf(r.id)}
 }
 
 func (e *Emulator) listNetworkACLLists(_ *account, p url.Values, _ time.Time) (any, *apiError) {
@@ -242,6 +243,7 @@ func (e *Emulator) deleteNetworkACL(a *account, p url.Values, now time.Time) (an
 	r := e.acl[i]
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.network.DeleteNetworkACLCmd", "NetworkAcl", r.id, now, func() (any, error) {
 		e.acl = slices.DeleteFunc(e.acl, func(x *aclItem) bool { return x == r })
+		e.forget(r.id)
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil

@@ -253,6 +253,20 @@ func (e *Emulator) disassociateIPAddress(a *account, p url.Values, now time.Time
 	}
 	ip.state = "Releasing"
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.address.DisassociateIPAddrCmd", "IpAddress", id, now, func() (any, error) {
+		// Releasing an address revokes every rule on it (IpAddressManager).
+		e.firewall = slices.DeleteFunc(e.firewall, func(f *firewallRule) bool {
+			if f.ipID == id {
+				e.forget(f.id)
+			}
+			return f.ipID == id
+		})
+		e.rules = slices.DeleteFunc(e.rules, func(r *lbRule) bool {
+			if r.publicIPID == id {
+				delete(e.ruleByID, r.id)
+				e.forget(r.id)
+			}
+			return r.publicIPID == id
+		})
 		delete(e.ipByID, id)
 		e.ips = slices.DeleteFunc(e.ips, func(x *publicIP) bool { return x == ip })
 		e.forget(id)

@@ -19,7 +19,7 @@ type tag struct {
 }
 
 // resourceTypes are the tag resource types the emulator keeps.
-var resourceTypes = map[string]bool{"LoadBalancer": true, "PublicIpAddress": true, "UserVm": true, "FirewallRule": true}
+var resourceTypes = map[string]bool{"LoadBalancer": true, "PublicIpAddress": true, "UserVm": true, "FirewallRule": true, "NetworkACL": true}
 
 var mapParam = regexp.MustCompile(`^([a-z]+)\[(\d+)\]\.(key|value)$`)
 
@@ -83,6 +83,8 @@ func (e *Emulator) exists(resourceType, id string) bool {
 		return ok
 	case "FirewallRule":
 		return slices.ContainsFunc(e.firewall, func(f *firewallRule) bool { return f.id == id })
+	case "NetworkACL":
+		return slices.ContainsFunc(e.acl, func(a *aclItem) bool { return a.id == id })
 	}
 	return false
 }

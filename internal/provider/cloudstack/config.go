@@ -1,7 +1,3 @@
-// Package cloudstack will be the Apache CloudStack cloud (issue 10), a drop-in
-// for cloudstack-kubernetes-provider. This first part reads its cloud-config;
-// the provider that registers --cloud-provider=cloudstack (and the peer's
-// external-cloudstack) comes with the instances and load balancers.
 package cloudstack
 
 import (
@@ -9,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
 )
@@ -25,6 +22,9 @@ import (
 //	ssl-no-verify = false
 type Config struct {
 	Global Global `ini:"Global"`
+	// path is where the cloud-config was read from ("" for a stream): the
+	// CCM reads it again for rotated keys.
+	path string
 }
 
 // Global is the [Global] section.
@@ -50,7 +50,25 @@ func Read(r io.Reader) (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("reading the cloud config: %w", err)
 	}
-	return c, cfgutil.DecodeINI(data, &c)
+	err = cfgutil.DecodeINI(data, &c)
+	if f, ok := r.(interface{ Name() string }); ok {
+		c.path = f.Name()
+	}
+	return c, err
+}
+
+// Reread reads the file the config came from again (the config itself when
+// it came from a stream).
+func (c *Config) Reread() (Config, error) {
+	if c.path == "" {
+		return *c, nil
+	}
+	f, err := os.Open(c.path)
+	if err != nil {
+		return Config{}, err
+	}
+	defer f.Close()
+	return Read(f)
 }
 
 // Validate reports every problem of the values at once, each with its key.

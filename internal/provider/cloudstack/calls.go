@@ -1,0 +1,626 @@
+package cloudstack
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+
+	"github.com/overcast-ccm/overcast/internal/provider"
+)
+
+// The calls the CCM makes, each answering the fields it uses. Listings ask
+// with listall=true (the account's and its projects' objects, as the peer) and
+// the project when one is configured.
+
+// machine is the part of a virtual machine the CCM uses.
+type machine struct {
+	ID, Name, State, Zone, Offering, PublicIP string
+	NICs                                      []nic
+}
+
+type nic struct {
+	IP, IP6, Network string
+	Default          bool
+}
+
+func toMachine(v *cs.VirtualMachine) machine {
+	m := machine{ID: v.Id, Name: v.Name, State: v.State, Zone: v.Zonename, Offering: v.Serviceofferingname, PublicIP: v.Publicip}
+	for _, n := range v.Nic {
+		m.NICs = append(m.NICs, nic{IP: n.Ipaddress, IP6: n.Ip6address, Network: n.Networkid, Default: n.Isdefault})
+	}
+	return m
+}
+
+func (gw *gateway) vmParams() (*cs.ListVirtualMachinesParams, error) {
+	project, err := gw.projectID()
+	if err != nil {
+		return nil, err
+	}
+	p := gw.cs().VirtualMachine.NewListVirtualMachinesParams()
+	p.SetListall(true)
+	p.SetDetails([]string{"min", "nics"})
+	if project != "" {
+		p.SetProjectid(project)
+	}
+	return p, nil
+}
+
+// machines lists every virtual machine, page by page (the peer asks for one
+// page, and misses machines beyond the server's default.page.size).
+func (gw *gateway) machines() ([]machine, error) {
+	return pages(gw, func(page, size int) ([]machine, int, error) {
+		p, err := gw.vmParams()
+		if err != nil {
+			return nil, 0, err
+		}
+		p.SetPage(page)
+		p.SetPagesize(size)
+		r, err := gw.cs().VirtualMachine.ListVirtualMachines(p)
+		if err != nil {
+			return nil, 0, translate("listVirtualMachines", err)
+		}
+		out := make([]machine, len(r.VirtualMachines))
+		for i, v := range r.VirtualMachines {
+			out[i] = toMachine(v)
+		}
+		return out, r.Count, nil
+	})
+}
+
+// machine looks a virtual machine up by id. found is false only when the
+// server answers that there is none: an empty list (an expunged machine, or a
+// destroyed one to a user's keys) or 431 for an id that names nothing.
+func (gw *gateway) machine(id string) (machine, bool, error) {
+	p, err := gw.vmParams()
+	if err != nil {
+		return machine{}, false, err
+	}
+	p.SetId(id)
+	r, err := gw.cs().VirtualMachine.ListVirtualMachines(p)
+	if err = translate("listVirtualMachines", err); err != nil {
+		if isNotFound(err) {
+			return machine{}, false, nil
+		}
+		return machine{}, false, err
+	}
+	for _, v := range r.VirtualMachines {
+		if v.Id == id {
+			return toMachine(v), true, nil
+		}
+	}
+	return machine{}, false, nil
+}
+
+// machinesNamed lists the virtual machines named name (the server compares
+// names without case; older servers match a part of the name, so the names
+// are compared here again).
+func (gw *gateway) machinesNamed(name string) ([]machine, error) {
+	p, err := gw.vmParams()
+	if err != nil {
+		return nil, err
+	}
+	p.SetName(name)
+	r, err := gw.cs().VirtualMachine.ListVirtualMachines(p)
+	if err != nil {
+		return nil, translate("listVirtualMachines", err)
+	}
+	var out []machine
+	for _, v := range r.VirtualMachines {
+		if strings.EqualFold(v.Name, name) {
+			out = append(out, toMachine(v))
+		}
+	}
+	return out, nil
+}
+
+func isNotFound(err error) bool { return err != nil && errorIs(err, provider.ErrNotFound) }
+
+// address is a public IP address.
+type address struct {
+	ID, IP, State, Network, VPC string
+	Tags                        map[string]string
+}
+
+func toAddress(a *cs.PublicIpAddress) address {
+	return address{ID: a.Id, IP: a.Ipaddress, State: a.State, Network: a.Associatednetworkid, VPC: a.Vpcid, Tags: tagMap(a.Tags)}
+}
+
+func tagMap(tags []cs.Tags) map[string]string {
+	if len(tags) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(tags))
+	for _, t := range tags {
+		out[t.Key] = t.Value
+	}
+	return out
+}
+
+func (gw *gateway) addressParams() (*cs.ListPublicIpAddressesParams, error) {
+	project, err := gw.projectID()
+	if err != nil {
+		return nil, err
+	}
+	p := gw.cs().Address.NewListPublicIpAddressesParams()
+	p.SetListall(true)
+	if project != "" {
+		p.SetProjectid(project)
+	}
+	return p, nil
+}
+
+// addressesTagged lists the public addresses carrying every tag of tags.
+func (gw *gateway) addressesTagged(tags map[string]string) ([]address, error) {
+	return pages(gw, func(page, size int) ([]address, int, error) {
+		p, err := gw.addressParams()
+		if err != nil {
+			return nil, 0, err
+		}
+		p.SetTags(tags)
+		p.SetPage(page)
+		p.SetPagesize(size)
+		r, err := gw.cs().Address.ListPublicIpAddresses(p)
+		if err != nil {
+			return nil, 0, translate("listPublicIpAddresses", err)
+		}
+		out := make([]address, len(r.PublicIpAddresses))
+		for i, a := range r.PublicIpAddresses {
+			out[i] = toAddress(a)
+		}
+		return out, r.Count, nil
+	})
+}
+
+// address looks a public address up by id.
+func (gw *gateway) address(id string) (address, bool, error) {
+	p, err := gw.addressParams()
+	if err != nil {
+		return address{}, false, err
+	}
+	p.SetId(id)
+	r, err := gw.cs().Address.ListPublicIpAddresses(p)
+	if err = translate("listPublicIpAddresses", err); err != nil {
+		if isNotFound(err) {
+			return address{}, false, nil
+		}
+		return address{}, false, err
+	}
+	for _, a := range r.PublicIpAddresses {
+		if a.Id == id {
+			return toAddress(a), true, nil
+		}
+	}
+	return address{}, false, nil
+}
+
+// addressOf looks up a public address by its IP, free ones included (state
+// Free: no one holds it).
+func (gw *gateway) addressOf(ip string) (address, bool, error) {
+	p, err := gw.addressParams()
+	if err != nil {
+		return address{}, false, err
+	}
+	p.SetIpaddress(ip)
+	p.SetAllocatedonly(false)
+	r, err := gw.cs().Address.ListPublicIpAddresses(p)
+	if err != nil {
+		return address{}, false, translate("listPublicIpAddresses", err)
+	}
+	for _, a := range r.PublicIpAddresses {
+		if a.Ipaddress == ip {
+			return toAddress(a), true, nil
+		}
+	}
+	return address{}, false, nil
+}
+
+// associate acquires a public address for the guest network (or its VPC),
+// the one asked for when ip is set.
+func (gw *gateway) associate(n network, ip string) (id, job string, err error) {
+	project, err := gw.projectID()
+	if err != nil {
+		return "", "", err
+	}
+	p := gw.cs().Address.NewAssociateIpAddressParams()
+	if n.VPC != "" {
+		p.SetVpcid(n.VPC)
+	} else {
+		p.SetNetworkid(n.ID)
+	}
+	if ip != "" {
+		p.SetIpaddress(ip)
+	}
+	if project != "" {
+		p.SetProjectid(project)
+	}
+	r, err := gw.cs().Address.AssociateIpAddress(p)
+	if err != nil {
+		return "", "", translate("associateIpAddress", err)
+	}
+	return r.Id, r.JobID, nil
+}
+
+func (gw *gateway) disassociate(id string) (string, error) {
+	r, err := gw.cs().Address.DisassociateIpAddress(gw.cs().Address.NewDisassociateIpAddressParams(id))
+	if err != nil {
+		return "", translate("disassociateIpAddress", err)
+	}
+	return r.JobID, nil
+}
+
+// tag puts tags on resources of one type (PublicIpAddress, LoadBalancer).
+func (gw *gateway) tag(resourceType string, ids []string, tags map[string]string) (string, error) {
+	r, err := gw.cs().Resourcetags.CreateTags(gw.cs().Resourcetags.NewCreateTagsParams(ids, resourceType, tags))
+	if err != nil {
+		return "", translate("createTags", err)
+	}
+	return r.JobID, nil
+}
+
+// network is the guest network, and how it filters traffic: firewall rules
+// (an isolated network) or network ACL items (a VPC tier).
+type network struct {
+	ID, VPC, ACL string
+	Firewall     bool
+}
+
+func (gw *gateway) network(id string) (network, error) {
+	project, err := gw.projectID()
+	if err != nil {
+		return network{}, err
+	}
+	p := gw.cs().Network.NewListNetworksParams()
+	p.SetId(id)
+	p.SetListall(true)
+	if project != "" {
+		p.SetProjectid(project)
+	}
+	r, err := gw.cs().Network.ListNetworks(p)
+	if err != nil {
+		return network{}, translate("listNetworks", err)
+	}
+	for _, n := range r.Networks {
+		if n.Id != id {
+			continue
+		}
+		out := network{ID: n.Id, VPC: n.Vpcid, ACL: n.Aclid}
+		for _, s := range n.Service {
+			if s.Name == "Firewall" {
+				out.Firewall = true
+			}
+		}
+		return out, nil
+	}
+	return network{}, provider.Classify(provider.ErrNotFound, fmt.Errorf("network %s is not visible to the CCM's account", id))
+}
+
+// rule is a load balancer rule.
+type rule struct {
+	ID, Name, Algorithm, Protocol, State string
+	AddressID, IP, Network               string
+	PublicPort, PrivatePort              int
+	CIDRs                                []string
+}
+
+func toRule(r *cs.LoadBalancerRule) rule {
+	pub, _ := strconv.Atoi(r.Publicport)
+	priv, _ := strconv.Atoi(r.Privateport)
+	return rule{ID: r.Id, Name: r.Name, Algorithm: r.Algorithm, Protocol: strings.ToLower(r.Protocol), State: r.State,
+		AddressID: r.Publicipid, IP: r.Publicip, Network: r.Networkid, PublicPort: pub, PrivatePort: priv,
+		CIDRs: splitCIDRs(r.Cidrlist)}
+}
+
+// splitCIDRs reads a cidrlist, which servers answer space-separated (LB
+// rules) or comma-separated (firewall rules, older servers).
+func splitCIDRs(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
+}
+
+func (gw *gateway) ruleParams() (*cs.ListLoadBalancerRulesParams, error) {
+	project, err := gw.projectID()
+	if err != nil {
+		return nil, err
+	}
+	p := gw.cs().LoadBalancer.NewListLoadBalancerRulesParams()
+	p.SetListall(true)
+	if project != "" {
+		p.SetProjectid(project)
+	}
+	return p, nil
+}
+
+// rules lists the load balancer rules; keyword ("" for all) narrows the
+// listing on the server, which matches it as a part of the name or the
+// description: callers compare names exactly.
+func (gw *gateway) rules(keyword string) ([]rule, error) {
+	return pages(gw, func(page, size int) ([]rule, int, error) {
+		p, err := gw.ruleParams()
+		if err != nil {
+			return nil, 0, err
+		}
+		if keyword != "" {
+			p.SetKeyword(keyword)
+		}
+		p.SetPage(page)
+		p.SetPagesize(size)
+		r, err := gw.cs().LoadBalancer.ListLoadBalancerRules(p)
+		if err != nil {
+			return nil, 0, translate("listLoadBalancerRules", err)
+		}
+		out := make([]rule, len(r.LoadBalancerRules))
+		for i, x := range r.LoadBalancerRules {
+			out[i] = toRule(x)
+		}
+		return out, r.Count, nil
+	})
+}
+
+// rulesOn lists the load balancer rules of a public address.
+func (gw *gateway) rulesOn(addressID string) ([]rule, error) {
+	p, err := gw.ruleParams()
+	if err != nil {
+		return nil, err
+	}
+	p.SetPublicipid(addressID)
+	r, err := gw.cs().LoadBalancer.ListLoadBalancerRules(p)
+	if err != nil {
+		return nil, translate("listLoadBalancerRules", err)
+	}
+	out := make([]rule, len(r.LoadBalancerRules))
+	for i, x := range r.LoadBalancerRules {
+		out[i] = toRule(x)
+	}
+	return out, nil
+}
+
+// createRule creates a rule on its address (in the address's project).
+func (gw *gateway) createRule(r rule) (id, job string, err error) {
+	p := gw.cs().LoadBalancer.NewCreateLoadBalancerRuleParams(r.Algorithm, r.Name, r.PrivatePort, r.PublicPort)
+	p.SetPublicipid(r.AddressID)
+	p.SetNetworkid(r.Network)
+	p.SetProtocol(r.Protocol)
+	p.SetOpenfirewall(false)
+	p.SetCidrlist(r.CIDRs)
+	resp, err := gw.cs().LoadBalancer.CreateLoadBalancerRule(p)
+	if err != nil {
+		return "", "", translate("createLoadBalancerRule", err)
+	}
+	return resp.Id, resp.JobID, nil
+}
+
+// updateRule changes a rule's algorithm (its protocol and ports cannot be
+// changed in place).
+func (gw *gateway) updateRule(id, algorithm string) (string, error) {
+	p := gw.cs().LoadBalancer.NewUpdateLoadBalancerRuleParams(id)
+	p.SetAlgorithm(algorithm)
+	r, err := gw.cs().LoadBalancer.UpdateLoadBalancerRule(p)
+	if err != nil {
+		return "", translate("updateLoadBalancerRule", err)
+	}
+	return r.JobID, nil
+}
+
+func (gw *gateway) deleteRule(id string) (string, error) {
+	r, err := gw.cs().LoadBalancer.DeleteLoadBalancerRule(gw.cs().LoadBalancer.NewDeleteLoadBalancerRuleParams(id))
+	if err != nil {
+		return "", translate("deleteLoadBalancerRule", err)
+	}
+	return r.JobID, nil
+}
+
+// ruleMachines is the ids of a rule's machines.
+func (gw *gateway) ruleMachines(id string) ([]string, error) {
+	return pages(gw, func(page, size int) ([]string, int, error) {
+		p := gw.cs().LoadBalancer.NewListLoadBalancerRuleInstancesParams(id)
+		p.SetPage(page)
+		p.SetPagesize(size)
+		r, err := gw.cs().LoadBalancer.ListLoadBalancerRuleInstances(p)
+		if err != nil {
+			return nil, 0, translate("listLoadBalancerRuleInstances", err)
+		}
+		out := make([]string, 0, len(r.LoadBalancerRuleInstances))
+		for _, v := range r.LoadBalancerRuleInstances {
+			out = append(out, v.Id)
+		}
+		return out, r.Count, nil
+	})
+}
+
+func (gw *gateway) assign(id string, machines []string) (string, error) {
+	p := gw.cs().LoadBalancer.NewAssignToLoadBalancerRuleParams(id)
+	p.SetVirtualmachineids(machines)
+	r, err := gw.cs().LoadBalancer.AssignToLoadBalancerRule(p)
+	if err != nil {
+		return "", translate("assignToLoadBalancerRule", err)
+	}
+	return r.JobID, nil
+}
+
+func (gw *gateway) unassign(id string, machines []string) (string, error) {
+	p := gw.cs().LoadBalancer.NewRemoveFromLoadBalancerRuleParams(id)
+	p.SetVirtualmachineids(machines)
+	r, err := gw.cs().LoadBalancer.RemoveFromLoadBalancerRule(p)
+	if err != nil {
+		return "", translate("removeFromLoadBalancerRule", err)
+	}
+	return r.JobID, nil
+}
+
+// opening is a firewall rule or a network ACL item: traffic of a protocol to a
+// port range let in from some sources.
+type opening struct {
+	ID, Protocol string
+	Start, End   int
+	CIDRs        []string
+	// ACL items only: Allow or Deny, Ingress or Egress, and their tags.
+	Action, Traffic string
+	Tags            map[string]string
+}
+
+func (gw *gateway) firewallRules(addressID string) ([]opening, error) {
+	project, err := gw.projectID()
+	if err != nil {
+		return nil, err
+	}
+	p := gw.cs().Firewall.NewListFirewallRulesParams()
+	p.SetIpaddressid(addressID)
+	p.SetListall(true)
+	if project != "" {
+		p.SetProjectid(project)
+	}
+	r, err := gw.cs().Firewall.ListFirewallRules(p)
+	if err != nil {
+		return nil, translate("listFirewallRules", err)
+	}
+	out := make([]opening, len(r.FirewallRules))
+	for i, f := range r.FirewallRules {
+		out[i] = opening{ID: f.Id, Protocol: strings.ToLower(f.Protocol), Start: f.Startport, End: f.Endport, CIDRs: splitCIDRs(f.Cidrlist)}
+	}
+	return out, nil
+}
+
+func (gw *gateway) createFirewallRule(addressID string, o opening) (string, error) {
+	p := gw.cs().Firewall.NewCreateFirewallRuleParams(addressID, o.Protocol)
+	p.SetStartport(o.Start)
+	p.SetEndport(o.End)
+	p.SetCidrlist(o.CIDRs)
+	r, err := gw.cs().Firewall.CreateFirewallRule(p)
+	if err != nil {
+		return "", translate("createFirewallRule", err)
+	}
+	return r.JobID, nil
+}
+
+func (gw *gateway) deleteFirewallRule(id string) (string, error) {
+	r, err := gw.cs().Firewall.DeleteFirewallRule(gw.cs().Firewall.NewDeleteFirewallRuleParams(id))
+	if err != nil {
+		return "", translate("deleteFirewallRule", err)
+	}
+	return r.JobID, nil
+}
+
+// aclListName is the name of a network ACL list (default_allow and
+// default_deny are the server's own, which nobody may change).
+func (gw *gateway) aclListName(id string) (string, error) {
+	p := gw.cs().NetworkACL.NewListNetworkACLListsParams()
+	p.SetId(id)
+	r, err := gw.cs().NetworkACL.ListNetworkACLLists(p)
+	if err != nil {
+		return "", translate("listNetworkACLLists", err)
+	}
+	for _, l := range r.NetworkACLLists {
+		if l.Id == id {
+			return l.Name, nil
+		}
+	}
+	return "", provider.Classify(provider.ErrNotFound, fmt.Errorf("network ACL list %s is not visible to the CCM's account", id))
+}
+
+func (gw *gateway) aclItems(aclID string) ([]opening, error) {
+	return pages(gw, func(page, size int) ([]opening, int, error) {
+		p := gw.cs().NetworkACL.NewListNetworkACLsParams()
+		p.SetAclid(aclID)
+		p.SetListall(true)
+		p.SetPage(page)
+		p.SetPagesize(size)
+		r, err := gw.cs().NetworkACL.ListNetworkACLs(p)
+		if err != nil {
+			return nil, 0, translate("listNetworkACLs", err)
+		}
+		out := make([]opening, len(r.NetworkACLs))
+		for i, a := range r.NetworkACLs {
+			start, _ := strconv.Atoi(a.Startport)
+			end, _ := strconv.Atoi(a.Endport)
+			out[i] = opening{ID: a.Id, Protocol: strings.ToLower(a.Protocol), Start: start, End: end, CIDRs: splitCIDRs(a.Cidrlist),
+				Action: a.Action, Traffic: a.Traffictype, Tags: tagMap(a.Tags)}
+		}
+		return out, r.Count, nil
+	})
+}
+
+func (gw *gateway) createACLItem(aclID string, o opening) (id, job string, err error) {
+	p := gw.cs().NetworkACL.NewCreateNetworkACLParams(o.Protocol)
+	p.SetAclid(aclID)
+	p.SetAction("Allow")
+	p.SetTraffictype("Ingress")
+	p.SetStartport(o.Start)
+	p.SetEndport(o.End)
+	p.SetCidrlist(o.CIDRs)
+	r, err := gw.cs().NetworkACL.CreateNetworkACL(p)
+	if err != nil {
+		return "", "", translate("createNetworkACL", err)
+	}
+	return r.Id, r.JobID, nil
+}
+
+func (gw *gateway) deleteACLItem(id string) (string, error) {
+	r, err := gw.cs().NetworkACL.DeleteNetworkACL(gw.cs().NetworkACL.NewDeleteNetworkACLParams(id))
+	if err != nil {
+		return "", translate("deleteNetworkACL", err)
+	}
+	return r.JobID, nil
+}
+
+// healthCheck is a rule's health-check policy.
+type healthCheck struct {
+	ID, Path                  string
+	Interval, Timeout         int
+	Healthy, Unhealthy        int
+}
+
+func (gw *gateway) healthChecks(ruleID string) ([]healthCheck, error) {
+	p := gw.cs().LoadBalancer.NewListLBHealthCheckPoliciesParams()
+	p.SetLbruleid(ruleID)
+	r, err := gw.cs().LoadBalancer.ListLBHealthCheckPolicies(p)
+	if err != nil {
+		return nil, translate("listLBHealthCheckPolicies", err)
+	}
+	var out []healthCheck
+	for _, pol := range r.LBHealthCheckPolicies {
+		for _, h := range pol.Healthcheckpolicy {
+			out = append(out, healthCheck{ID: h.Id, Path: h.Pingpath, Interval: h.Healthcheckinterval, Timeout: h.Responsetime,
+				Healthy: h.Healthcheckthresshold, Unhealthy: h.Unhealthcheckthresshold})
+		}
+	}
+	return out, nil
+}
+
+func (gw *gateway) createHealthCheck(ruleID string, h healthCheck) (string, error) {
+	p := gw.cs().LoadBalancer.NewCreateLBHealthCheckPolicyParams(ruleID)
+	p.SetPingpath(h.Path)
+	p.SetIntervaltime(h.Interval)
+	p.SetResponsetimeout(h.Timeout)
+	p.SetHealthythreshold(h.Healthy)
+	p.SetUnhealthythreshold(h.Unhealthy)
+	r, err := gw.cs().LoadBalancer.CreateLBHealthCheckPolicy(p)
+	if err != nil {
+		return "", translate("createLBHealthCheckPolicy", err)
+	}
+	return r.JobID, nil
+}
+
+func (gw *gateway) deleteHealthCheck(id string) (string, error) {
+	r, err := gw.cs().LoadBalancer.DeleteLBHealthCheckPolicy(gw.cs().LoadBalancer.NewDeleteLBHealthCheckPolicyParams(id))
+	if err != nil {
+		return "", translate("deleteLBHealthCheckPolicy", err)
+	}
+	return r.JobID, nil
+}
+
+// jobStatus is how a job went: still pending, done, or failed (failure);
+// err is the query's own error.
+func (gw *gateway) jobStatus(id string) (pending bool, failure, err error) {
+	r, err := gw.cs().Asyncjob.QueryAsyncJobResult(gw.cs().Asyncjob.NewQueryAsyncJobResultParams(id))
+	if err != nil {
+		return false, nil, translate("queryAsyncJobResult", err)
+	}
+	switch r.Jobstatus {
+	case 0:
+		return true, nil, nil
+	case 1:
+		return false, nil, nil
+	}
+	return false, jobFailure(r.Cmd, r), nil
+}

@@ -1,0 +1,201 @@
+// Package cloudstack is the Apache CloudStack cloud, a drop-in for
+// cloudstack-kubernetes-provider: its cloud-config, providerIDs, annotations
+// and load balancer rules work unchanged (--cloud-provider=cloudstack, or the
+// peer's name external-cloudstack).
+//
+// Nodes are served from one paged listing of the account's virtual machines
+// shared by every lookup; a Node is deleted only when a lookup by id answers
+// that its machine is gone. A LoadBalancer Service gets a public IP address
+// and one load balancer rule per port and protocol, named as the peer names
+// them, with firewall rules (an isolated network) or network ACL items (a VPC
+// tier) for its sources, on the load-balancer cycle (internal/lbcycle).
+// Asynchronous jobs never hold a worker: a step starts them and the Service is
+// looked at again.
+package cloudstack
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/events"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
+)
+
+// ProviderName is the name given to --cloud-provider; PeerProviderName, the
+// peer's, works as well.
+const (
+	ProviderName     = "cloudstack"
+	PeerProviderName = "external-cloudstack"
+)
+
+func init() {
+	for _, name := range []string{ProviderName, PeerProviderName} {
+		provider.Register(name, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg, name) })
+	}
+}
+
+// Cloud is the CloudStack cloud provider.
+type Cloud struct {
+	provider.Common
+	// Cycle runs the load balancers on CloudStack's steps (cycle.go).
+	*lbcycle.Cycle[lbSpec, lbState]
+
+	name     string
+	cfg      Config
+	gw       *gateway
+	machines *snapshot.Snapshot[machine]
+	listing  *ruleListing
+	jobs     *jobs
+	events   events.Recorder
+
+	mu        sync.Mutex
+	clusterID string
+	kube      kubernetes.Interface
+	networks  map[string]network // the guest networks, which do not change
+	// created is the fingerprint each Service's rules were all created from
+	// by this process, until seen converged: they need no walk.
+	created map[types.UID]string
+}
+
+var (
+	_ cloudprovider.Interface    = (*Cloud)(nil)
+	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
+	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
+)
+
+// New validates cfg and builds the cloud under name; it makes no call (the
+// first lookup does, so a management server down at start is retried, not
+// fatal). Unlike the peer it needs no admin-only command: a user's keys, as
+// CloudStack gives CKS clusters, are enough.
+func New(cfg Config, name string) (*Cloud, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	gw, err := newGateway(cfg.Global)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, created: map[types.UID]string{}}
+	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss,
+		func(context.Context) ([]machine, error) { return gw.machines() }, machineKeys)
+	c.listing = &ruleListing{gw: gw, maxAge: listingMaxAge}
+	c.Cycle = newCycle(c)
+	return c, nil
+}
+
+// Initialize starts the event recorder, the watch of the cloud-config for
+// rotated keys, and learns the cluster's UID (the kube-system namespace's),
+// which tags every address this cluster associates.
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	c.events.Start(clientBuilder, "overcast-cloudstack-cloud", stop)
+	client := clientBuilder.ClientOrDie("overcast-cloudstack-cloud")
+	c.mu.Lock()
+	c.kube = client
+	c.mu.Unlock()
+	if c.cfg.path != "" {
+		go c.watchConfig(stop, credentialsReload)
+	}
+	go func() {
+		ctx := wait.ContextForChannel(stop)
+		_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+			ns, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+			if err != nil {
+				klog.FromContext(ctx).Error(err, "Cannot read the kube-system namespace for the cluster UID; retrying")
+				return false, nil
+			}
+			c.setClusterUID(string(ns.UID))
+			return true, nil
+		})
+	}()
+}
+
+func (c *Cloud) setClusterUID(uid string) {
+	c.mu.Lock()
+	c.clusterID = uid
+	c.mu.Unlock()
+}
+
+func (c *Cloud) clusterUID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clusterID
+}
+
+func (c *Cloud) kubeClient() kubernetes.Interface {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kube
+}
+
+// ProviderName is the name the cloud was started under.
+func (c *Cloud) ProviderName() string { return c.name }
+
+// LoadBalancer serves LoadBalancer Services with load balancer rules.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c, true }
+
+// InstancesV2 serves Node initialisation and lifecycle.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
+
+// Routes: CloudStack guest networks route between their machines themselves.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
+
+// credentialsReload is how often the cloud-config is read again for rotated
+// keys (kubelet refreshes a mounted Secret about every minute).
+const credentialsReload = 10 * time.Second
+
+// watchConfig reads the cloud-config again every interval; new [Global]
+// settings take effect at the next call. A file that cannot be read or is
+// invalid changes nothing.
+func (c *Cloud) watchConfig(stop <-chan struct{}, interval time.Duration) {
+	logger := klog.Background().WithValues("cloud", c.name, "file", c.cfg.path)
+	var lastErr string
+	wait.Until(func() {
+		cfg, err := c.cfg.Reread()
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			if msg := err.Error(); msg != lastErr {
+				logger.Error(err, "The cloud config changed but is not valid; keeping the keys in use")
+				lastErr = msg
+			}
+			return
+		}
+		lastErr = ""
+		changed, err := c.gw.set(cfg.Global)
+		switch {
+		case err != nil:
+			logger.Error(err, "Cannot use the changed [Global] settings; keeping the ones in use")
+		case changed:
+			logger.Info("The [Global] settings changed; the next call uses them")
+		}
+	}, interval, stop)
+}
+
+// network is the guest network id's, looked up once.
+func (c *Cloud) network(id string) (network, error) {
+	c.mu.Lock()
+	n, ok := c.networks[id]
+	c.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	n, err := c.gw.network(id)
+	if err != nil {
+		return network{}, err
+	}
+	c.mu.Lock()
+	c.networks[id] = n
+	c.mu.Unlock()
+	return n, nil
+}

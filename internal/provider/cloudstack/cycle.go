@@ -1,0 +1,909 @@
+package cloudstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider"
+)
+
+// CloudStack's steps of the load-balancer cycle (internal/lbcycle). A
+// Service's load balancer is its public address and its rules, one per port
+// and protocol, named as the peer names them; the address is the load
+// balancer's identity. A step starts the asynchronous jobs of independent
+// changes together (rules, their machines, the openings for their sources)
+// and the Service is looked at again; Find asks how they went.
+
+// Ownership tags on the public addresses this CCM associates: the cluster's
+// UID and the Service's. An address without them is never released.
+const (
+	tagCluster = "overcast-cluster"
+	tagService = "overcast-service"
+)
+
+const (
+	pendingRetry      = 2 * time.Second
+	fullCheckInterval = time.Hour
+	listingMaxAge     = 60 * time.Second
+)
+
+// lbState is a Service's load balancer as read.
+type lbState struct {
+	addr address
+	// addrRead: addr was read itself (its state and tags are known), not
+	// taken from its rules.
+	addrRead bool
+	rules    []rule
+}
+
+type csLB = lbcycle.LB[lbState]
+
+type steps struct{ *Cloud }
+
+var (
+	_ lbcycle.Cloud[lbSpec, lbState]         = steps{}
+	_ lbcycle.MemberUpdater[lbSpec, lbState] = steps{}
+	_ lbcycle.DriftChecker[lbState]          = steps{}
+	_ lbcycle.Relister                       = steps{}
+)
+
+func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, lbState] {
+	return lbcycle.New[lbSpec, lbState](steps{c}, annotationRecords{c},
+		lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
+}
+
+func (c *Cloud) ownTags(svc *v1.Service) map[string]string {
+	return map[string]string{tagCluster: c.clusterUID(), tagService: string(svc.UID)}
+}
+
+// owns says whether the address was associated by this CCM for the Service.
+func (c *Cloud) owns(a address, svc *v1.Service) bool {
+	return a.Tags[tagCluster] == c.clusterUID() && a.Tags[tagService] == string(svc.UID)
+}
+
+func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (lbSpec, lbcycle.Fingerprint, error) {
+	spec, err := parseSpec(svc)
+	if err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, provider.Invalid(err)
+	}
+	if s.clusterUID() == "" {
+		return lbSpec{}, lbcycle.Fingerprint{}, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
+	}
+	if err := s.resolveMembers(ctx, &spec, nodes); err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, err
+	}
+	return spec, lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}, nil
+}
+
+var busyStates = []string{"Allocating", "Releasing", "Add", "Revoke", "Deleting", "Staged"}
+
+// asLB is the state as the cycle sees it: busy while the address or a rule is
+// being changed by the server.
+func asLB(st lbState) csLB {
+	lb := csLB{ID: st.addr.ID, Status: "ready", State: lbcycle.Ready, Obj: st}
+	if oneOf(st.addr.State, busyStates) {
+		lb.State, lb.Status = lbcycle.Busy, "being "+strings.ToLower(strings.TrimSuffix(st.addr.State, "ing"))+"ed"
+	}
+	for _, r := range st.rules {
+		if oneOf(r.State, busyStates) {
+			lb.State, lb.Status = lbcycle.Busy, fmt.Sprintf("changing (rule %s is %s)", r.Name, r.State)
+		}
+	}
+	return lb
+}
+
+// read is the Service's load balancer now: its rules (listed by the name's
+// keyword, kept by exact name, never by the keyword alone), and its address:
+// the rules', else the one associated for it (by its tags), else the
+// allocated address its loadBalancerIP names.
+func (c *Cloud) read(svc *v1.Service) (lbState, bool, error) {
+	name := lbName(svc)
+	listed, err := c.gw.rules(name)
+	if err != nil {
+		return lbState{}, false, err
+	}
+	var st lbState
+	for _, r := range listed {
+		if lbNameOf(r.Name) == name {
+			st.rules = append(st.rules, r)
+		}
+	}
+	if len(st.rules) > 0 {
+		r := st.rules[0]
+		st.addr = address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
+		return st, true, nil
+	}
+	own, err := c.gw.addressesTagged(c.ownTags(svc))
+	if err != nil {
+		return lbState{}, false, err
+	}
+	if len(own) > 0 {
+		st.addr, st.addrRead = own[0], true
+		return st, true, nil
+	}
+	if ip := strings.TrimSpace(svc.Spec.LoadBalancerIP); ip != "" {
+		a, found, err := c.gw.addressOf(ip)
+		if err != nil {
+			return lbState{}, false, err
+		}
+		if found && !strings.EqualFold(a.State, "Free") {
+			st.addr, st.addrRead = a, true
+			return st, true, nil
+		}
+	}
+	return st, false, nil
+}
+
+func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
+	rules, err := s.listing.get(ctx, lbName(svc))
+	if err != nil || len(rules) == 0 {
+		return csLB{}, false, err
+	}
+	r := rules[0]
+	return asLB(lbState{addr: address{ID: r.AddressID, IP: r.IP, State: "Allocated"}, rules: rules}), true, nil
+}
+
+func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
+	progress, err := s.jobs.check(s.gw, svc.UID)
+	if err != nil {
+		return csLB{}, false, err
+	}
+	if progress != "" {
+		return csLB{ID: lbName(svc), State: lbcycle.Busy, Status: "waiting: " + progress}, true, nil
+	}
+	st, found, err := s.read(svc)
+	if err != nil || !found {
+		return csLB{}, false, err
+	}
+	return asLB(st), true, nil
+}
+
+// Create checks what could refuse the Service (its loadBalancerIP must be a
+// free public address of the zone), then associates its public address and
+// tags it as the Service's.
+func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	if spec.network == "" {
+		return "waiting for a Node whose virtual machine is known (its guest network is the load balancer's)", nil
+	}
+	n, err := s.network(spec.network)
+	if err != nil {
+		return "", err
+	}
+	if spec.ip != "" {
+		a, found, err := s.gw.addressOf(spec.ip)
+		switch {
+		case err != nil:
+			return "", err
+		case !found:
+			return "", provider.Refuse(provider.ReasonAddressUnavailable,
+				"spec.loadBalancerIP %s is not a public address of the zone that the CCM's account can use; nothing was created", spec.ip)
+		case strings.EqualFold(a.State, "Releasing"):
+			return fmt.Sprintf("public address %s is being released", spec.ip), nil
+		}
+	}
+	id, job, err := s.gw.associate(n, spec.ip)
+	if err != nil {
+		if spec.ip != "" {
+			return "", provider.RefusedProblem(provider.ReasonAddressUnavailable, fmt.Errorf("cannot associate spec.loadBalancerIP %s: %w", spec.ip, err))
+		}
+		return "", fmt.Errorf("cannot associate a public address: %w", err)
+	}
+	s.jobs.add(svc.UID, job, "associating public address "+id)
+	tagJob, err := s.gw.tag("PublicIpAddress", []string{id}, s.ownTags(svc))
+	if err != nil {
+		// An address without its tags would be nobody's: give it back.
+		if _, rerr := s.gw.disassociate(id); rerr != nil {
+			klog.FromContext(ctx).Error(rerr, "Cannot release the public address that could not be tagged; release it by hand", "service", klog.KObj(svc), "address", id)
+		}
+		return "", fmt.Errorf("cannot tag public address %s: %w", id, err)
+	}
+	s.jobs.add(svc.UID, tagJob, "tagging public address "+id)
+	if spec.ip != "" {
+		s.markAssociated(ctx, svc)
+	}
+	klog.FromContext(ctx).Info("Associating public address", "service", klog.KObj(svc), "id", id, "requested", spec.ip)
+	return fmt.Sprintf("public address %s is being associated", id), nil
+}
+
+// Replace is never called: rules have no failed state.
+func (s steps) Replace(context.Context, *v1.Service, csLB) (string, error) {
+	return "", errors.New("cloudstack load balancers are never replaced")
+}
+
+// Converge starts every change the load balancer needs, as far as they are
+// independent: first rules that are wrong go (their ports are taken until
+// they are gone), then missing rules are created with their machines, the
+// openings for their sources, the existing rules' algorithm, machines and
+// health checks are put right.
+func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, error) {
+	st := lb.Obj
+	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc), "address", st.addr.IP)
+	if spec.ip != "" && st.addr.IP != spec.ip {
+		return s.moveAddress(ctx, svc, st)
+	}
+	if s.createdAs(svc.UID) == spec.configFingerprint()+"."+spec.membersFingerprint() && len(st.rules) == len(spec.ports) {
+		s.setCreated(svc.UID, "") // as created, and its jobs went well (Find)
+		return "", nil
+	}
+	want := map[string]portSpec{}
+	for _, p := range spec.ports {
+		want[p.ruleName(spec.name)] = p
+	}
+	have := map[string]rule{}
+	wrong := 0
+	for _, r := range st.rules {
+		p, ok := want[r.Name]
+		_, dup := have[r.Name]
+		if !ok || dup || r.AddressID != st.addr.ID || r.PublicPort != p.port || r.PrivatePort != p.nodePort || r.Protocol != p.proto ||
+			!sameSet(r.CIDRs, spec.ruleCIDRs) {
+			job, err := s.gw.deleteRule(r.ID)
+			if err != nil && !isNotFound(err) {
+				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
+			}
+			s.jobs.add(svc.UID, job, "deleting rule "+r.Name)
+			logger.Info("Deleting a rule not as the Service asks", "rule", r.Name)
+			wrong++
+			continue
+		}
+		have[r.Name] = r
+	}
+	if wrong > 0 {
+		return fmt.Sprintf("%d rule(s) not as the Service asks are being deleted", wrong), nil
+	}
+	n, err := s.network(spec.network)
+	if err != nil {
+		return "", err
+	}
+	var changes []string
+	if !st.addrRead && spec.ip == "" {
+		// Rules the peer made: their address is adopted (tagged) so that it
+		// is released with the Service, as the peer would.
+		if err := s.adoptAddress(ctx, svc, st.addr); err != nil {
+			return "", err
+		}
+	}
+	created := 0
+	for _, p := range spec.ports {
+		name := p.ruleName(spec.name)
+		if _, ok := have[name]; ok {
+			continue
+		}
+		id, job, err := s.gw.createRule(rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
+			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: spec.ruleCIDRs})
+		if err != nil {
+			return "", provider.RefusedProblem(provider.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
+		}
+		s.jobs.add(svc.UID, job, "creating rule "+name)
+		if len(spec.members) > 0 {
+			job, err := s.gw.assign(id, spec.members)
+			if err != nil {
+				return "", fmt.Errorf("cannot assign the machines to rule %s: %w", name, err)
+			}
+			s.jobs.add(svc.UID, job, "assigning machines to rule "+name)
+		}
+		created++
+	}
+	if created > 0 {
+		changes = append(changes, fmt.Sprintf("%d rule(s) being created", created))
+	}
+	opened, err := s.convergeOpenings(ctx, svc, spec, st, n)
+	if err != nil {
+		return "", err
+	}
+	if opened > 0 {
+		changes = append(changes, fmt.Sprintf("%d opening(s) for the sources being changed", opened))
+	}
+	for _, p := range spec.ports {
+		r, ok := have[p.ruleName(spec.name)]
+		if !ok {
+			continue
+		}
+		changed, err := s.convergeRule(svc, spec, r)
+		if err != nil {
+			return "", err
+		}
+		if changed {
+			changes = append(changes, "rule "+r.Name+" being updated")
+		}
+	}
+	if len(changes) == 0 {
+		return "", nil
+	}
+	if created == len(spec.ports) {
+		s.setCreated(svc.UID, spec.configFingerprint()+"."+spec.membersFingerprint())
+	}
+	return strings.Join(changes, ", "), nil
+}
+
+// convergeRule puts an existing rule's algorithm, machines and health check
+// right; true when it started a change.
+func (s steps) convergeRule(svc *v1.Service, spec lbSpec, r rule) (bool, error) {
+	changed := false
+	if r.Algorithm != spec.algorithm {
+		job, err := s.gw.updateRule(r.ID, spec.algorithm)
+		if err != nil {
+			return false, fmt.Errorf("cannot update rule %s: %w", r.Name, err)
+		}
+		s.jobs.add(svc.UID, job, "updating rule "+r.Name)
+		changed = true
+	}
+	members, err := s.convergeMembers(svc, spec, r)
+	if err != nil {
+		return false, err
+	}
+	checks, err := s.gw.healthChecks(r.ID)
+	if err != nil {
+		return false, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
+	}
+	var keep bool
+	for _, h := range checks {
+		if spec.check != nil && !keep && h.Path == spec.check.Path && h.Interval == spec.check.Interval {
+			keep = true
+			continue
+		}
+		job, err := s.gw.deleteHealthCheck(h.ID)
+		if err != nil && !isNotFound(err) {
+			return false, fmt.Errorf("cannot delete a health check of rule %s: %w", r.Name, err)
+		}
+		s.jobs.add(svc.UID, job, "deleting a health check of rule "+r.Name)
+		changed = true
+	}
+	if spec.check != nil && !keep && len(checks) == 0 {
+		job, err := s.gw.createHealthCheck(r.ID, *spec.check)
+		if err != nil {
+			return false, provider.RefusedProblem(provider.ReasonCloudRefused, fmt.Errorf("cannot create the health check of rule %s: %w", r.Name, err))
+		}
+		s.jobs.add(svc.UID, job, "creating the health check of rule "+r.Name)
+		changed = true
+	}
+	return changed || members, nil
+}
+
+// convergeMembers assigns the machines a rule lacks and removes the ones it
+// should not have; true when it started a change.
+func (s steps) convergeMembers(svc *v1.Service, spec lbSpec, r rule) (bool, error) {
+	current, err := s.gw.ruleMachines(r.ID)
+	if err != nil {
+		return false, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
+	}
+	var add, remove []string
+	for _, m := range spec.members {
+		if !slices.Contains(current, m) {
+			add = append(add, m)
+		}
+	}
+	for _, m := range current {
+		if !slices.Contains(spec.members, m) {
+			remove = append(remove, m)
+		}
+	}
+	if len(add) > 0 {
+		job, err := s.gw.assign(r.ID, add)
+		if err != nil {
+			return false, fmt.Errorf("cannot assign machines to rule %s: %w", r.Name, err)
+		}
+		s.jobs.add(svc.UID, job, "assigning machines to rule "+r.Name)
+	}
+	if len(remove) > 0 {
+		job, err := s.gw.unassign(r.ID, remove)
+		if err != nil && !isNotFound(err) {
+			return false, fmt.Errorf("cannot remove machines from rule %s: %w", r.Name, err)
+		}
+		s.jobs.add(svc.UID, job, "removing machines from rule "+r.Name)
+	}
+	return len(add)+len(remove) > 0, nil
+}
+
+// openingKey is a protocol and port.
+func openingKey(proto string, port int) string { return fmt.Sprintf("%s/%d", l4(proto), port) }
+
+// convergeOpenings lets the Service's sources in to its ports: firewall rules
+// on its address (an isolated network), or ACL items of the tier's ACL list,
+// tagged as the Service's (a VPC). It starts the changes and says how many.
+func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n network) (int, error) {
+	want := map[string]bool{}
+	for _, p := range spec.ports {
+		want[openingKey(p.proto, p.port)] = true
+	}
+	changes := 0
+	if n.Firewall {
+		current, err := s.gw.firewallRules(st.addr.ID)
+		if err != nil {
+			return 0, err
+		}
+		own := st.addrRead && s.owns(st.addr, svc)
+		matched := map[string]bool{}
+		for _, f := range current {
+			key := openingKey(f.Protocol, f.Start)
+			ok := f.Start == f.End && want[key] && !matched[key] && sameSet(f.CIDRs, spec.sources)
+			if ok {
+				matched[key] = true
+				continue
+			}
+			if !want[key] && !own {
+				continue // not ours to judge: the address is not the Service's own
+			}
+			job, err := s.gw.deleteFirewallRule(f.ID)
+			if err != nil && !isNotFound(err) {
+				return 0, fmt.Errorf("cannot delete firewall rule %s: %w", f.ID, err)
+			}
+			s.jobs.add(svc.UID, job, "deleting firewall rule "+f.ID)
+			changes++
+		}
+		for _, p := range spec.ports {
+			key := openingKey(p.proto, p.port)
+			if matched[key] {
+				continue
+			}
+			matched[key] = true
+			job, err := s.gw.createFirewallRule(st.addr.ID, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: spec.sources})
+			if err != nil {
+				return 0, provider.RefusedProblem(provider.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s: %w", p.port, l4(p.proto), err))
+			}
+			s.jobs.add(svc.UID, job, fmt.Sprintf("opening port %d/%s", p.port, l4(p.proto)))
+			changes++
+		}
+		return changes, nil
+	}
+	if n.ACL == "" {
+		return 0, nil
+	}
+	list, err := s.gw.aclListName(n.ACL)
+	if err != nil {
+		return 0, err
+	}
+	if list == "default_allow" || list == "default_deny" {
+		klog.FromContext(ctx).V(2).Info("The tier's ACL list is the server's own; it is left as it is", "service", klog.KObj(svc), "list", list)
+		return 0, nil
+	}
+	items, err := s.gw.aclItems(n.ACL)
+	if err != nil {
+		return 0, err
+	}
+	matched := map[string]bool{}
+	for _, it := range items {
+		if it.Tags[tagService] != string(svc.UID) {
+			continue
+		}
+		key := openingKey(it.Protocol, it.Start)
+		if it.Start == it.End && want[key] && !matched[key] && sameSet(it.CIDRs, spec.sources) {
+			matched[key] = true
+			continue
+		}
+		job, err := s.gw.deleteACLItem(it.ID)
+		if err != nil && !isNotFound(err) {
+			return 0, fmt.Errorf("cannot delete ACL item %s: %w", it.ID, err)
+		}
+		s.jobs.add(svc.UID, job, "deleting ACL item "+it.ID)
+		changes++
+	}
+	var created []string
+	for _, p := range spec.ports {
+		key := openingKey(p.proto, p.port)
+		if matched[key] {
+			continue
+		}
+		matched[key] = true
+		id, job, err := s.gw.createACLItem(n.ACL, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: spec.sources})
+		if err != nil {
+			return 0, provider.RefusedProblem(provider.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s in ACL list %s: %w", p.port, l4(p.proto), list, err))
+		}
+		s.jobs.add(svc.UID, job, fmt.Sprintf("opening port %d/%s", p.port, l4(p.proto)))
+		created = append(created, id)
+		changes++
+	}
+	if len(created) > 0 {
+		job, err := s.gw.tag("NetworkACL", created, s.ownTags(svc))
+		if err != nil {
+			return 0, fmt.Errorf("cannot tag ACL items %s: %w", strings.Join(created, ", "), err)
+		}
+		s.jobs.add(svc.UID, job, "tagging ACL items")
+	}
+	return changes, nil
+}
+
+// adoptAddress tags an untagged address that the Service's rules are on and
+// that the Service did not ask for by loadBalancerIP: the peer associated it,
+// and released it with the Service; so will we.
+func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a address) error {
+	got, found, err := s.gw.address(a.ID)
+	if err != nil || !found || len(got.Tags) > 0 {
+		return err
+	}
+	job, err := s.gw.tag("PublicIpAddress", []string{a.ID}, s.ownTags(svc))
+	if err != nil {
+		return fmt.Errorf("cannot adopt public address %s: %w", a.IP, err)
+	}
+	s.jobs.add(svc.UID, job, "adopting public address "+a.IP)
+	klog.FromContext(ctx).Info("Adopted the public address of the Service's rules", "service", klog.KObj(svc), "address", a.IP)
+	return nil
+}
+
+// moveAddress handles a loadBalancerIP changed to another address: the rules
+// on the old one go, then the old address if it was associated for the
+// Service; the new one is associated next.
+func (s steps) moveAddress(ctx context.Context, svc *v1.Service, st lbState) (string, error) {
+	if len(st.rules) > 0 {
+		for _, r := range st.rules {
+			job, err := s.gw.deleteRule(r.ID)
+			if err != nil && !isNotFound(err) {
+				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
+			}
+			s.jobs.add(svc.UID, job, "deleting rule "+r.Name)
+		}
+		return fmt.Sprintf("moving to %s: the rules on %s are being deleted", svc.Spec.LoadBalancerIP, st.addr.IP), nil
+	}
+	return s.release(ctx, svc, st.addr)
+}
+
+// release gives back an address associated for the Service (by its tags, or
+// by the peer's annotation) once no rule is on it; "" when there is nothing
+// to release.
+func (s steps) release(ctx context.Context, svc *v1.Service, a address) (string, error) {
+	if !a.addrOwnedBy(s.Cloud, svc) {
+		return "", nil
+	}
+	if strings.EqualFold(a.State, "Releasing") {
+		return fmt.Sprintf("public address %s is being released", a.IP), nil
+	}
+	others, err := s.gw.rulesOn(a.ID)
+	if err != nil {
+		return "", err
+	}
+	if len(others) > 0 {
+		klog.FromContext(ctx).Info("Keeping the public address: other rules are on it", "service", klog.KObj(svc), "address", a.IP, "rules", len(others))
+		return "", nil
+	}
+	job, err := s.gw.disassociate(a.ID)
+	if err != nil {
+		if isNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("cannot release public address %s: %w", a.IP, err)
+	}
+	s.jobs.add(svc.UID, job, "releasing public address "+a.IP)
+	klog.FromContext(ctx).Info("Releasing public address", "service", klog.KObj(svc), "address", a.IP)
+	return fmt.Sprintf("public address %s is being released", a.IP), nil
+}
+
+// addrOwnedBy: associated by this CCM for the Service (its tags), or by the
+// peer at the Service's request (its annotation names that address).
+func (a address) addrOwnedBy(c *Cloud, svc *v1.Service) bool {
+	if c.owns(a, svc) {
+		return true
+	}
+	assoc, _ := annotation.CloudStackIPAssociatedByController.Bool(svc)
+	return assoc && a.IP != "" && a.IP == strings.TrimSpace(svc.Spec.LoadBalancerIP) && len(a.Tags) == 0
+}
+
+// Publish says the status: the address, or the hostname annotation's name.
+func (s steps) Publish(_ context.Context, _ *v1.Service, spec lbSpec, lb csLB) (*v1.LoadBalancerStatus, string, error) {
+	if lb.Obj.addr.IP == "" {
+		return nil, "", errors.New("the load balancer has no public address yet")
+	}
+	return statusFor(spec, lb.Obj.addr.IP), lb.Obj.addr.IP, nil
+}
+
+func statusFor(spec lbSpec, ip string) *v1.LoadBalancerStatus {
+	if spec.hostname != "" {
+		return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{Hostname: spec.hostname}}}
+	}
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: ip}}}
+}
+
+// Published answers from the shared listing: every rule of the spec there,
+// on the recorded address.
+func (s steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb csLB) (*v1.LoadBalancerStatus, bool, error) {
+	if rec.Address == "" || lb.Obj.addr.IP != rec.Address || !hasRules(lb.Obj, spec) {
+		return nil, false, nil
+	}
+	return statusFor(spec, rec.Address), true, nil
+}
+
+// hasRules says whether the state has exactly the spec's rules, on its address.
+func hasRules(st lbState, spec lbSpec) bool {
+	if len(st.rules) != len(spec.ports) {
+		return false
+	}
+	for _, p := range spec.ports {
+		name := p.ruleName(spec.name)
+		if !slices.ContainsFunc(st.rules, func(r rule) bool {
+			return r.Name == name && r.AddressID == st.addr.ID && r.PublicPort == p.port && r.PrivatePort == p.nodePort
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// UpdateMembers puts the rules' machines right when only the Nodes changed.
+func (s steps) UpdateMembers(_ context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, bool, error) {
+	if !hasRules(lb.Obj, spec) {
+		return "", false, nil
+	}
+	changed := 0
+	for _, r := range lb.Obj.rules {
+		c, err := s.convergeMembers(svc, spec, r)
+		if err != nil {
+			return "", true, err
+		}
+		if c {
+			changed++
+		}
+	}
+	if changed > 0 {
+		return fmt.Sprintf("the machines of %d rule(s) are being changed", changed), true, nil
+	}
+	return "", true, nil
+}
+
+// Drift sees, in the shared listing, a rule missing or moved.
+func (s steps) Drift(_ context.Context, svc *v1.Service, rec lbcycle.Record, lb csLB) (string, error) {
+	if rec.Address != "" && lb.Obj.addr.IP != rec.Address {
+		return fmt.Sprintf("the rules are on %s, not on %s", lb.Obj.addr.IP, rec.Address), nil
+	}
+	if len(lb.Obj.rules) < len(svc.Spec.Ports) {
+		return fmt.Sprintf("%d rule(s) for %d port(s)", len(lb.Obj.rules), len(svc.Spec.Ports)), nil
+	}
+	return "", nil
+}
+
+func (s steps) Relist() { s.listing.invalidate() }
+
+// Delete makes one step of deleting the Service's load balancer: its rules
+// with their openings first, then the address if it was associated for the
+// Service. Done when nothing of it is left.
+func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+	progress, err := s.jobs.check(s.gw, svc.UID)
+	if err != nil {
+		klog.FromContext(ctx).Info("A change of the deleted Service's load balancer had failed", "service", klog.KObj(svc), "err", err.Error())
+	}
+	if progress != "" {
+		return progress, nil
+	}
+	st, found, err := s.read(svc)
+	if err != nil || !found {
+		s.setCreated(svc.UID, "")
+		return "", err
+	}
+	if lb := asLB(st); lb.State == lbcycle.Busy {
+		return "the load balancer is " + lb.Status, nil
+	}
+	if len(st.rules) > 0 {
+		if err := s.closeOpenings(ctx, svc, st); err != nil {
+			return "", err
+		}
+		for _, r := range st.rules {
+			job, err := s.gw.deleteRule(r.ID)
+			if err != nil && !isNotFound(err) {
+				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
+			}
+			s.jobs.add(svc.UID, job, "deleting rule "+r.Name)
+		}
+		klog.FromContext(ctx).Info("Deleting the load balancer rules", "service", klog.KObj(svc), "rules", len(st.rules))
+		return fmt.Sprintf("%d rule(s) are being deleted", len(st.rules)), nil
+	}
+	if !st.addrRead {
+		return "", nil
+	}
+	return s.release(ctx, svc, st.addr)
+}
+
+// closeOpenings deletes the openings of the Service's rules: on its address's
+// firewall, the rules for their ports (all of them on an address of its own);
+// in a VPC, the ACL items tagged as the Service's.
+func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) error {
+	n, err := s.network(st.rules[0].Network)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if n.Firewall {
+		addr := st.addr
+		if a, found, err := s.gw.address(addr.ID); err != nil {
+			return err
+		} else if found {
+			addr = a
+		}
+		own := addr.addrOwnedBy(s.Cloud, svc)
+		ports := map[string]bool{}
+		for _, r := range st.rules {
+			ports[openingKey(r.Protocol, r.PublicPort)] = true
+		}
+		current, err := s.gw.firewallRules(addr.ID)
+		if err != nil {
+			return err
+		}
+		for _, f := range current {
+			if !own && !(f.Start == f.End && ports[openingKey(f.Protocol, f.Start)]) {
+				continue
+			}
+			job, err := s.gw.deleteFirewallRule(f.ID)
+			if err != nil && !isNotFound(err) {
+				return fmt.Errorf("cannot delete firewall rule %s: %w", f.ID, err)
+			}
+			s.jobs.add(svc.UID, job, "deleting firewall rule "+f.ID)
+		}
+		return nil
+	}
+	if n.ACL == "" {
+		return nil
+	}
+	items, err := s.gw.aclItems(n.ACL)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if it.Tags[tagService] != string(svc.UID) || it.Tags[tagCluster] != s.clusterUID() {
+			continue
+		}
+		job, err := s.gw.deleteACLItem(it.ID)
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("cannot delete ACL item %s: %w", it.ID, err)
+		}
+		s.jobs.add(svc.UID, job, "deleting ACL item "+it.ID)
+	}
+	klog.FromContext(ctx).V(2).Info("Closed the openings of the Service's rules", "service", klog.KObj(svc))
+	return nil
+}
+
+// sameSet says whether two lists of CIDRs are the same set (none is everyone,
+// as the server takes it).
+func sameSet(a, b []string) bool {
+	if len(a) == 0 {
+		a = everyone
+	}
+	if len(b) == 0 {
+		b = everyone
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+// createdAs is the fingerprint a Service's rules were all created from by
+// this process ("" if none), until they are seen converged.
+func (c *Cloud) createdAs(uid types.UID) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.created[uid]
+}
+
+func (c *Cloud) setCreated(uid types.UID, fp string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fp == "" {
+		delete(c.created, uid)
+	} else {
+		c.created[uid] = fp
+	}
+}
+
+// markAssociated writes the peer's ip-associated-by-controller annotation:
+// the Service's loadBalancerIP was associated for it, and goes with it (with
+// either CCM).
+func (c *Cloud) markAssociated(ctx context.Context, svc *v1.Service) {
+	patch := map[string]string{string(annotation.CloudStackIPAssociatedByController): "true"}
+	c.patchAnnotations(ctx, svc, patch)
+}
+
+func (c *Cloud) patchAnnotations(ctx context.Context, svc *v1.Service, patch map[string]string) {
+	kube := c.kubeClient()
+	if len(patch) == 0 || kube == nil {
+		return
+	}
+	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
+	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: "overcast-ccm"}); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot write the load balancer's annotations on the Service", "service", klog.KObj(svc))
+	}
+}
+
+// annotationRecords keeps the cycle's Record on the Service, in
+// CloudStackConverged: "<address id>/<config>.<members>/<address>".
+type annotationRecords struct{ *Cloud }
+
+func (r annotationRecords) Get(svc *v1.Service) (lbcycle.Record, bool) {
+	parts := strings.Split(svc.Annotations[string(annotation.CloudStackConverged)], "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return lbcycle.Record{}, false
+	}
+	config, members, ok := strings.Cut(parts[1], ".")
+	if !ok {
+		return lbcycle.Record{}, false
+	}
+	return lbcycle.Record{ID: parts[0], Fingerprint: lbcycle.Fingerprint{Config: config, Members: members}, Address: parts[2]}, true
+}
+
+func (r annotationRecords) Put(ctx context.Context, svc *v1.Service, rec lbcycle.Record) {
+	if rec.ID == "" {
+		return
+	}
+	v := rec.ID + "/" + rec.String() + "/" + rec.Address
+	if svc.Annotations[string(annotation.CloudStackConverged)] == v {
+		return
+	}
+	r.patchAnnotations(ctx, svc, map[string]string{string(annotation.CloudStackConverged): v})
+}
+
+// ruleListing is the shared listing of every load balancer rule, by the load
+// balancer name their names begin with, at most maxAge old.
+type ruleListing struct {
+	gw     *gateway
+	maxAge time.Duration
+
+	fetch   sync.Mutex // one listing at a time
+	mu      sync.Mutex
+	byName  map[string][]rule
+	fetched time.Time
+}
+
+func (l *ruleListing) get(_ context.Context, name string) ([]rule, error) {
+	l.mu.Lock()
+	fresh := l.byName != nil && time.Since(l.fetched) < l.maxAge
+	rules := l.byName[name]
+	l.mu.Unlock()
+	if fresh {
+		return rules, nil
+	}
+	l.fetch.Lock()
+	defer l.fetch.Unlock()
+	l.mu.Lock()
+	if l.byName != nil && time.Since(l.fetched) < l.maxAge {
+		rules = l.byName[name]
+		l.mu.Unlock()
+		return rules, nil
+	}
+	l.mu.Unlock()
+	all, err := l.gw.rules("")
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string][]rule{}
+	for _, r := range all {
+		if n := lbNameOf(r.Name); n != "" {
+			byName[n] = append(byName[n], r)
+		}
+	}
+	l.mu.Lock()
+	l.byName, l.fetched = byName, time.Now()
+	l.mu.Unlock()
+	return byName[name], nil
+}
+
+func (l *ruleListing) invalidate() {
+	l.mu.Lock()
+	l.byName = nil
+	l.mu.Unlock()
+}
+
+// GetLoadBalancer is the status of the Service's rules, from the shared
+// listing.
+func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	rules, err := c.listing.get(ctx, lbName(svc))
+	if err != nil || len(rules) == 0 {
+		return nil, false, err
+	}
+	hostname, _ := annotation.CloudStackHostname.String(svc)
+	return statusFor(lbSpec{hostname: strings.TrimSpace(hostname)}, rules[0].IP), true, nil
+}
+
+// GetLoadBalancerName is the peer's name, which begins each rule's name.
+func (c *Cloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return lbName(svc)
+}

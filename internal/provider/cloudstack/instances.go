@@ -1,0 +1,211 @@
+package cloudstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/providerid"
+)
+
+// Snapshot timing: a lookup is served from a listing at most snapshotMaxAge
+// old (lifecycleMaxAge for the lifecycle controller's questions, asked of
+// every Node every few seconds); a miss (a new Node) lists again at most every
+// snapshotMinMiss, so a burst of new Nodes costs one listing.
+const (
+	snapshotMaxAge  = 60 * time.Second
+	lifecycleMaxAge = 5 * time.Minute
+	snapshotMinMiss = 10 * time.Second
+)
+
+// VM states (VirtualMachine.State) that say a machine is gone, or shut down.
+var (
+	goneStates     = []string{"Destroyed", "Expunging"}
+	shutdownStates = []string{"Stopped", "Shutdown", "Shutdowned"}
+)
+
+// machineKeys: the id, then the name without case (a name two machines share
+// is left out of the index, so such a Node takes the direct lookup, which
+// names the ambiguity).
+func machineKeys(m machine) []string {
+	return []string{"id/" + m.ID, "name/" + strings.ToLower(m.Name)}
+}
+
+// shortName is a Node name as a machine is named: without its domain and case
+// (CloudStack machine names are host names, which hold no dot).
+func shortName(node string) string {
+	name, _, _ := strings.Cut(node, ".")
+	return strings.ToLower(name)
+}
+
+// find locates the Node's machine: in a listing at most maxAge old, else by a
+// lookup of its own (by id, or by name). found is false only when the server
+// itself answered that there is no such machine; any failure is an error,
+// never "gone".
+func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (machine, bool, error) {
+	id, err := providerid.ParseCloudStack(node.Spec.ProviderID)
+	if err != nil {
+		return machine{}, false, err
+	}
+	key := "name/" + shortName(node.Name)
+	if id != "" {
+		key = "id/" + id
+	}
+	m, found, err := c.machines.GetWithin(ctx, key, maxAge)
+	if err != nil || found {
+		return m, found, err
+	}
+	if id != "" {
+		m, found, err := c.gw.machine(id)
+		if err != nil {
+			return machine{}, false, fmt.Errorf("looking up virtual machine %s: %w", id, err)
+		}
+		if found {
+			c.machines.Put(m)
+		}
+		return m, found, nil
+	}
+	list, err := c.gw.machinesNamed(shortName(node.Name))
+	if err != nil {
+		return machine{}, false, fmt.Errorf("looking up the virtual machine named %s: %w", shortName(node.Name), err)
+	}
+	switch len(list) {
+	case 0:
+		return machine{}, false, nil
+	case 1:
+		return list[0], true, nil
+	}
+	ids := make([]string, len(list))
+	for i, m := range list {
+		ids[i] = m.ID
+	}
+	return machine{}, false, &ambiguousError{fmt.Sprintf("%d virtual machines are named %s (%s): set the Node's providerID to %s<id>",
+		len(list), shortName(node.Name), strings.Join(ids, ", "), providerid.CloudStackPrefix)}
+}
+
+type ambiguousError struct{ msg string }
+
+func (e *ambiguousError) Error() string { return e.msg }
+
+// InstanceExists is false only when a lookup answers that the machine is gone
+// (no such machine, or Destroyed or Expunging). An error is never taken for
+// gone: the Node stays.
+func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	m, found, err := c.find(ctx, node, lifecycleMaxAge)
+	if err != nil {
+		return false, err
+	}
+	if found && !oneOf(m.State, goneStates) {
+		return true, nil
+	}
+	// Confirm by id what a listing suggests: only a direct lookup may say gone.
+	if found {
+		id := m.ID
+		if m, found, err = c.gw.machine(id); err != nil {
+			return false, fmt.Errorf("confirming virtual machine %s is gone: %w", id, err)
+		}
+		if found && !oneOf(m.State, goneStates) {
+			c.machines.Put(m)
+			return true, nil
+		}
+	}
+	klog.FromContext(ctx).Info("Virtual machine of Node is gone", "node", klog.KObj(node), "providerID", node.Spec.ProviderID, "state", m.State)
+	return false, nil
+}
+
+// InstanceShutdown is true for a Stopped machine.
+func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	m, found, err := c.find(ctx, node, lifecycleMaxAge)
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		return false, cloudprovider.InstanceNotFound
+	}
+	return oneOf(m.State, shutdownStates), nil
+}
+
+// InstanceMetadata is the machine's providerID, service offering, zone,
+// region and addresses. A Node that matches no machine, or several, gets a
+// Warning Event.
+func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	m, found, err := c.find(ctx, node, snapshotMaxAge)
+	if err != nil {
+		if _, ok := errors.AsType[*ambiguousError](err); ok {
+			c.events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
+		} else {
+			c.events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the virtual machine of Node %s: %v", node.Name, err)
+		}
+		return nil, err
+	}
+	if !found {
+		c.events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
+			"Node %s matches no virtual machine (looked up by providerID %q, else by the name %s) visible to the CCM's keys",
+			node.Name, node.Spec.ProviderID, shortName(node.Name))
+		return nil, fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
+	}
+	return &cloudprovider.InstanceMetadata{
+		ProviderID:    providerid.CloudStack(m.ID),
+		InstanceType:  labelValue(m.Offering),
+		Zone:          m.Zone,
+		Region:        c.cfg.RegionOf(m.Zone),
+		NodeAddresses: addresses(m),
+	}, nil
+}
+
+// addresses are the machine's NIC addresses (the default NIC's first), the
+// public address of its static NAT, and its name.
+func addresses(m machine) []v1.NodeAddress {
+	var out []v1.NodeAddress
+	add := func(t v1.NodeAddressType, a string) {
+		if a == "" {
+			return
+		}
+		for _, have := range out {
+			if have.Type == t && have.Address == a {
+				return
+			}
+		}
+		out = append(out, v1.NodeAddress{Type: t, Address: a})
+	}
+	for _, first := range []bool{true, false} {
+		for _, n := range m.NICs {
+			if n.Default == first {
+				add(v1.NodeInternalIP, n.IP)
+				add(v1.NodeInternalIP, n.IP6)
+			}
+		}
+	}
+	add(v1.NodeExternalIP, m.PublicIP)
+	add(v1.NodeHostName, m.Name)
+	return out
+}
+
+var notLabelChars = regexp.MustCompile(`[^-A-Za-z0-9_.]`)
+
+// labelValue is s as a label value (the instance-type label): characters a
+// label cannot hold removed, as the peer does, at most 63 characters, ending
+// with an alphanumeric.
+func labelValue(s string) string {
+	s = notLabelChars.ReplaceAllString(s, "")
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	return strings.Trim(s, "-_.")
+}
+
+func oneOf(s string, set []string) bool {
+	for _, x := range set {
+		if strings.EqualFold(s, x) {
+			return true
+		}
+	}
+	return false
+}

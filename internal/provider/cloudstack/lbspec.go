@@ -1,0 +1,277 @@
+package cloudstack
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/providerid"
+)
+
+// lbSpec is everything a Service asks of its load balancer rules.
+type lbSpec struct {
+	// name is the peer's load balancer name: "a" and the Service UID without
+	// dashes, 32 characters, which begins each rule's name.
+	name      string
+	ports     []portSpec // sorted
+	algorithm string
+	// ruleCIDRs are the rules' cidrlist; sources what the firewall rules or
+	// ACL items let in.
+	ruleCIDRs, sources []string
+	ip                 string // spec.loadBalancerIP ("" for any)
+	hostname           string // published instead of the address
+	check              *healthCheck
+	members            []string // the eligible Nodes' machine ids, sorted
+	network            string   // the members' guest network
+}
+
+// portSpec is one rule: a protocol (tcp, udp or tcp-proxy), the public port
+// and the node port it forwards to.
+type portSpec struct {
+	proto          string
+	port, nodePort int
+}
+
+// ruleName is the peer's name of a port's rule: <lbname>-<proto>-<port>.
+func (p portSpec) ruleName(lb string) string { return fmt.Sprintf("%s-%s-%d", lb, p.proto, p.port) }
+
+// l4 is the transport protocol of a rule protocol (tcp-proxy is TCP).
+func l4(proto string) string {
+	if proto == "tcp-proxy" {
+		return "tcp"
+	}
+	return proto
+}
+
+var ruleNameRE = regexp.MustCompile(`^(a[0-9a-f]{31})-(tcp|udp|tcp-proxy)-([0-9]{1,5})$`)
+
+// lbNameOf is the load balancer name a rule's name begins with, when it is
+// named as the peer and we name rules ("" otherwise).
+func lbNameOf(ruleName string) string {
+	m := ruleNameRE.FindStringSubmatch(ruleName)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// lbName is the Service's load balancer name, as the peer names it.
+func lbName(svc *v1.Service) string { return cloudprovider.DefaultLoadBalancerName(svc) }
+
+var everyone = []string{"0.0.0.0/0"}
+
+// parseSpec reads what the Service asks, refusing what CloudStack cannot do.
+// members and network are resolved from the Nodes afterwards.
+func parseSpec(svc *v1.Service) (lbSpec, error) {
+	s := lbSpec{name: lbName(svc)}
+	var errs []error
+	proxy, err := annotation.CloudStackProxyProtocol.Bool(svc)
+	if err != nil && !errors.Is(err, annotation.ErrNotSet) {
+		errs = append(errs, err)
+	}
+	if len(svc.Spec.Ports) == 0 {
+		errs = append(errs, errors.New("the Service has no ports"))
+	}
+	seen := map[string]bool{}
+	for _, p := range svc.Spec.Ports {
+		var proto string
+		switch p.Protocol {
+		case v1.ProtocolTCP, "":
+			proto = "tcp"
+			if proxy {
+				proto = "tcp-proxy"
+			}
+		case v1.ProtocolUDP:
+			proto = "udp"
+		default:
+			errs = append(errs, fmt.Errorf("port %d: CloudStack load balancer rules carry TCP and UDP, not %s", p.Port, p.Protocol))
+			continue
+		}
+		if p.NodePort == 0 {
+			errs = append(errs, fmt.Errorf("port %d/%s has no node port yet", p.Port, p.Protocol))
+			continue
+		}
+		key := l4(proto) + "/" + strconv.Itoa(int(p.Port))
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		s.ports = append(s.ports, portSpec{proto: proto, port: int(p.Port), nodePort: int(p.NodePort)})
+	}
+	slices.SortFunc(s.ports, func(a, b portSpec) int {
+		if a.port != b.port {
+			return a.port - b.port
+		}
+		return strings.Compare(a.proto, b.proto)
+	})
+
+	s.algorithm = "roundrobin"
+	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+		s.algorithm = "source"
+	}
+	if a, err := annotation.CloudStackAlgorithm.OneOf(svc, annotation.CloudStackAlgorithms); err == nil {
+		s.algorithm = a
+	} else if !errors.Is(err, annotation.ErrNotSet) {
+		errs = append(errs, err)
+	}
+
+	annotated, err := annotation.CloudStackSourceCIDRs.CIDRs(svc)
+	if err != nil && !errors.Is(err, annotation.ErrNotSet) {
+		errs = append(errs, err)
+	}
+	ranges, err := sourceRanges(svc)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.ruleCIDRs = firstSet(annotated, ranges)
+	s.sources = firstSet(ranges, annotated)
+
+	if ip := strings.TrimSpace(svc.Spec.LoadBalancerIP); ip != "" {
+		a, err := netip.ParseAddr(ip)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %q is not an IP address", ip))
+		case !a.Is4():
+			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %s: CloudStack public addresses are IPv4", ip))
+		default:
+			s.ip = a.String()
+		}
+	}
+	if h, err := annotation.CloudStackHostname.String(svc); err == nil {
+		s.hostname = strings.TrimSpace(h)
+	}
+	if path, err := annotation.CloudStackHealthCheckPath.NonEmptyString(svc); err == nil {
+		if !strings.HasPrefix(path, "/") {
+			errs = append(errs, &annotation.InvalidError{Name: annotation.CloudStackHealthCheckPath, Value: path, Accepted: "an absolute path such as /healthz"})
+		}
+		s.check = &healthCheck{Path: path, Interval: 5, Timeout: 2, Healthy: 2, Unhealthy: 1}
+		if n, err := annotation.CloudStackHealthCheckInterval.Int(svc, 3, 20940); err == nil {
+			s.check.Interval = n
+		} else if !errors.Is(err, annotation.ErrNotSet) {
+			errs = append(errs, err)
+		}
+	} else if !errors.Is(err, annotation.ErrNotSet) {
+		errs = append(errs, err)
+	}
+	return s, errors.Join(errs...)
+}
+
+// sourceRanges is spec.loadBalancerSourceRanges, nil when unset.
+func sourceRanges(svc *v1.Service) ([]string, error) {
+	var out []string
+	for _, r := range svc.Spec.LoadBalancerSourceRanges {
+		p, err := netip.ParsePrefix(strings.TrimSpace(r))
+		if err != nil {
+			return nil, fmt.Errorf("spec.loadBalancerSourceRanges: %q is not a CIDR", r)
+		}
+		out = append(out, p.Masked().String())
+	}
+	return out, nil
+}
+
+// firstSet is the first of the lists that is set, sorted; everyone if none is.
+func firstSet(lists ...[]string) []string {
+	for _, l := range lists {
+		if l != nil {
+			out := slices.Clone(l)
+			slices.Sort(out)
+			return slices.Compact(out)
+		}
+	}
+	return everyone
+}
+
+// resolveMembers finds the eligible Nodes' machines (from the shared listing)
+// and their guest network. A Node whose machine is not known yet is left out.
+func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec, nodes []*v1.Node) error {
+	networks := map[string][]string{}
+	for _, n := range nodes {
+		id, err := providerid.ParseCloudStack(n.Spec.ProviderID)
+		if err != nil {
+			klog.FromContext(ctx).V(2).Info("Leaving out a Node that is not CloudStack's", "node", n.Name, "err", err)
+			continue
+		}
+		key := "id/" + id
+		if id == "" {
+			key = "name/" + shortName(n.Name)
+		}
+		m, found, err := c.machines.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		if !found {
+			klog.FromContext(ctx).V(2).Info("Leaving out a Node whose virtual machine is not known", "node", n.Name)
+			continue
+		}
+		s.members = append(s.members, m.ID)
+		if net := defaultNetwork(m); net != "" {
+			networks[net] = append(networks[net], n.Name)
+		}
+	}
+	slices.Sort(s.members)
+	s.members = slices.Compact(s.members)
+	switch len(networks) {
+	case 0:
+	case 1:
+		for n := range networks {
+			s.network = n
+		}
+	default:
+		var parts []string
+		for n, nodes := range networks {
+			parts = append(parts, fmt.Sprintf("%s (%s)", n, strings.Join(nodes, ", ")))
+		}
+		slices.Sort(parts)
+		return provider.Refuse(provider.ReasonUnsupportedService,
+			"The Nodes are on %d guest networks: %s; a load balancer rule reaches one network: exclude the others' Nodes with the node.kubernetes.io/exclude-from-external-load-balancers label",
+			len(networks), strings.Join(parts, "; "))
+	}
+	return nil
+}
+
+// defaultNetwork is the network of a machine's default NIC.
+func defaultNetwork(m machine) string {
+	for _, n := range m.NICs {
+		if n.Default {
+			return n.Network
+		}
+	}
+	if len(m.NICs) > 0 {
+		return m.NICs[0].Network
+	}
+	return ""
+}
+
+// configFingerprint covers everything but the members.
+func (s *lbSpec) configFingerprint() string {
+	h := sha256.New()
+	w := func(a ...any) { fmt.Fprintln(h, a...) }
+	w("v1", s.name, s.algorithm, s.ruleCIDRs, s.sources, s.ip, s.hostname, s.network)
+	for _, p := range s.ports {
+		w("port", p.proto, p.port, p.nodePort)
+	}
+	if c := s.check; c != nil {
+		w("check", c.Path, c.Interval, c.Timeout, c.Healthy, c.Unhealthy)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// membersFingerprint covers the members (sorted).
+func (s *lbSpec) membersFingerprint() string {
+	h := sha256.New()
+	fmt.Fprintln(h, s.members)
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
