@@ -18,8 +18,8 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
 	_ "github.com/overcast-ccm/overcast/internal/provider/cloudstack" // --cloud-provider=cloudstack
-	_ "github.com/overcast-ccm/overcast/internal/provider/local"     // --cloud-provider=local
-	_ "github.com/overcast-ccm/overcast/internal/provider/openstack" // --cloud-provider=openstack
+	_ "github.com/overcast-ccm/overcast/internal/provider/local"      // --cloud-provider=local
+	_ "github.com/overcast-ccm/overcast/internal/provider/openstack"  // --cloud-provider=openstack
 )
 
 // errChecksFailed makes the exit status 1 after the table is printed.

@@ -565,9 +565,9 @@ func (gw *gateway) deleteACLItem(id string) (string, error) {
 
 // healthCheck is a rule's health-check policy.
 type healthCheck struct {
-	ID, Path                  string
-	Interval, Timeout         int
-	Healthy, Unhealthy        int
+	ID, Path           string
+	Interval, Timeout  int
+	Healthy, Unhealthy int
 }
 
 func (gw *gateway) healthChecks(ruleID string) ([]healthCheck, error) {
