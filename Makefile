@@ -99,6 +99,8 @@ generate: ## regenerate docs/reference and deploy/ (plain manifests rendered fro
 	$(GO) run ./hack/gen-config-docs -file internal/provider/openstack/config.go -root Config -title "OpenStack cloud.conf" -out docs/reference/openstack-cloud-conf.md
 	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix Local -title "local cloud" -out docs/reference/local-annotations.md
 	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix OpenStack -title "OpenStack cloud" -out docs/reference/openstack-annotations.md
+	$(GO) run ./hack/gen-config-docs -file internal/provider/cloudstack/config.go -root Config -title "CloudStack cloud-config" -out docs/reference/cloudstack-cloud-config.md
+	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix CloudStack -title "CloudStack cloud" -out docs/reference/cloudstack-annotations.md
 
 verify: generate ## generate, then fail if anything changed
 	git diff --exit-code -- docs/ deploy/

@@ -62,7 +62,7 @@ const (
 
 	// CloudStackHealthCheckInterval is the time between two HTTP checks of a
 	// node (with the health-check path).
-	// Type: whole seconds from 2 to 20940.
+	// Type: whole seconds from 3 to 20940 (longer than the 2 s a check may take).
 	// Default: 5.
 	CloudStackHealthCheckInterval Name = "overcast.io/cloudstack-health-check-interval"
 

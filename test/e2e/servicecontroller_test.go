@@ -172,6 +172,7 @@ var lbClouds = []struct {
 }{
 	{"local", localLBCloud},
 	{"openstack", openStackLBCloud},
+	{"cloudstack", cloudStackLBCloud},
 }
 
 // waitCondition waits until the Service's condition has status (and reason,
@@ -233,7 +234,7 @@ func TestServiceControllerKeepsTheFrameworksContract(t *testing.T) {
 	for i, cloud := range lbClouds {
 		t.Run(cloud.name, func(t *testing.T) {
 			ns := namespace(t)
-			c := cloud.start(t, 41+i, 2)
+			c := cloud.start(t, 51+i, 2)
 
 			// A Service of another class, made first: the controller sees it
 			// before the one it serves, and must leave it alone.
@@ -257,9 +258,16 @@ func TestServiceControllerKeepsTheFrameworksContract(t *testing.T) {
 			dst := netip.AddrPortFrom(netip.MustParseAddr(addr), uint16(got.Spec.Ports[0].Port))
 			answer := waitTCP(t, netip.Addr{}, dst)
 			assert.True(t, slices.ContainsFunc(c.nodes, func(k *framework.Kubelet) bool { return k.Name == answer }), "answered by a Node: %q", answer)
-			evs := events(t, ns, "web")
-			assert.Contains(t, evs, "Normal "+servicecontroller.ReasonEnsuring)
-			assert.Contains(t, evs, "Normal "+servicecontroller.ReasonEnsured)
+			// Events are recorded asynchronously, after the status.
+			require.NoError(t, framework.Poll(waitShort, tick, func() error {
+				evs := events(t, ns, "web")
+				for _, want := range []string{"Normal " + servicecontroller.ReasonEnsuring, "Normal " + servicecontroller.ReasonEnsured} {
+					if !slices.Contains(evs, want) {
+						return fmt.Errorf("events %v lack %q", evs, want)
+					}
+				}
+				return nil
+			}))
 			assert.Empty(t, warnings(t, ns), "no Warning for a load balancer that is built")
 
 			other := getService(t, ns, "other-class")
@@ -305,10 +313,11 @@ func TestInvalidAnnotationIsOneWarningAndBuildsNothing(t *testing.T) {
 	for i, cloud := range lbClouds {
 		t.Run(cloud.name, func(t *testing.T) {
 			ns := namespace(t)
-			c := cloud.start(t, 43+i, 1)
+			c := cloud.start(t, 54+i, 1)
 			annotations := map[string]map[string]string{
-				"local":     {"local.overcast.io/health-check-interval": "soon"},
-				"openstack": {"loadbalancer.openstack.org/connection-limit": "lots"},
+				"local":      {"local.overcast.io/health-check-interval": "soon"},
+				"openstack":  {"loadbalancer.openstack.org/connection-limit": "lots"},
+				"cloudstack": {"service.beta.kubernetes.io/cloudstack-load-balancer-source-cidrs": "10.0.0.0/33"},
 			}[cloud.name]
 			lbService(t, ns, "bad", func(s *v1.Service) { s.Annotations = annotations })
 			got := waitCondition(t, ns, "bad", servicecontroller.ConditionReady, metav1.ConditionFalse, "")

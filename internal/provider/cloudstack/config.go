@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
 )
@@ -21,6 +22,7 @@ import (
 //	region = …          ; optional: the region label (default: the zone)
 //	ssl-no-verify = false
 type Config struct {
+	// The management server and the account's keys.
 	Global Global `ini:"Global"`
 	// path is where the cloud-config was read from ("" for a stream): the
 	// CCM reads it again for rotated keys.
@@ -29,13 +31,31 @@ type Config struct {
 
 // Global is the [Global] section.
 type Global struct {
-	APIURL      string `ini:"api-url"`
-	APIKey      string `ini:"api-key"`
-	SecretKey   string `ini:"secret-key"`
-	SSLNoVerify bool   `ini:"ssl-no-verify"`
-	ProjectID   string `ini:"project-id"`
-	Zone        string `ini:"zone"`
-	Region      string `ini:"region"`
+	// The management server's API, such as https://cloud.example.com/client/api. Required.
+	APIURL string `ini:"api-url"`
+	// The API key of the account the CCM acts as (a user's keys are enough). Required.
+	APIKey string `ini:"api-key"`
+	// The secret key of api-key. A secret: never logged. Required.
+	SecretKey string `ini:"secret-key"`
+	// Accept any TLS certificate of the management server (for test clouds only).
+	// Default: false
+	SSLNoVerify bool `ini:"ssl-no-verify"`
+	// The project of the cluster's machines and addresses: its UUID or its name.
+	// Default: none (the account's own)
+	ProjectID string `ini:"project-id"`
+	// The zone of the cluster's machines (read for the peer's sake; each Node's zone label is its machine's zone).
+	// Default: none
+	Zone string `ini:"zone"`
+	// The Nodes' topology.kubernetes.io/region label.
+	// Default: the machine's zone
+	Region string `ini:"region"`
+	// Overcast's own: how old the listing of machines may be when the lifecycle
+	// controller asks about a NotReady Node (whether its machine is shut down or
+	// gone). Shorter finds them sooner, at one listing per that age while any
+	// Node is NotReady. A machine missing from the listing is always confirmed
+	// by a lookup by id before its Node is deleted.
+	// Default: 5m
+	LifecycleMaxAge cfgutil.Duration `ini:"lifecycle-max-age"`
 }
 
 // Read parses a cloud-config, reporting every problem of its form at once
@@ -90,6 +110,9 @@ func (c *Config) Validate() error {
 	}
 	if g.SecretKey == "" {
 		add("[Global] secret-key: required")
+	}
+	if d := g.LifecycleMaxAge.Duration; d < 0 || d > time.Hour {
+		add("[Global] lifecycle-max-age: %s is outside 0s..1h", d)
 	}
 	return errors.Join(errs...)
 }

@@ -675,9 +675,13 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 		return progress, nil
 	}
 	st, found, err := s.read(svc)
-	if err != nil || !found {
-		s.setCreated(svc.UID, "")
+	if err != nil {
 		return "", err
+	}
+	if !found {
+		s.setCreated(svc.UID, "")
+		s.forgetRecord(ctx, svc)
+		return "", nil
 	}
 	if lb := asLB(st); lb.State == lbcycle.Busy {
 		return "the load balancer is " + lb.Status, nil
@@ -697,9 +701,22 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 		return fmt.Sprintf("%d rule(s) are being deleted", len(st.rules)), nil
 	}
 	if !st.addrRead {
+		s.forgetRecord(ctx, svc)
 		return "", nil
 	}
-	return s.release(ctx, svc, st.addr)
+	progress, err = s.release(ctx, svc, st.addr)
+	if err == nil && progress == "" {
+		s.forgetRecord(ctx, svc)
+	}
+	return progress, err
+}
+
+// forgetRecord drops the converged record of a Service whose load balancer is
+// gone (a Service made a LoadBalancer again starts afresh).
+func (c *Cloud) forgetRecord(ctx context.Context, svc *v1.Service) {
+	if _, ok := svc.Annotations[string(annotation.CloudStackConverged)]; ok {
+		c.patchAnnotations(ctx, svc, map[string]any{string(annotation.CloudStackConverged): nil})
+	}
 }
 
 // closeOpenings deletes the openings of the Service's rules: on its address's
@@ -799,11 +816,12 @@ func (c *Cloud) setCreated(uid types.UID, fp string) {
 // the Service's loadBalancerIP was associated for it, and goes with it (with
 // either CCM).
 func (c *Cloud) markAssociated(ctx context.Context, svc *v1.Service) {
-	patch := map[string]string{string(annotation.CloudStackIPAssociatedByController): "true"}
+	patch := map[string]any{string(annotation.CloudStackIPAssociatedByController): "true"}
 	c.patchAnnotations(ctx, svc, patch)
 }
 
-func (c *Cloud) patchAnnotations(ctx context.Context, svc *v1.Service, patch map[string]string) {
+// patchAnnotations merges patch into the Service's annotations (nil removes one).
+func (c *Cloud) patchAnnotations(ctx context.Context, svc *v1.Service, patch map[string]any) {
 	kube := c.kubeClient()
 	if len(patch) == 0 || kube == nil {
 		return
@@ -838,7 +856,7 @@ func (r annotationRecords) Put(ctx context.Context, svc *v1.Service, rec lbcycle
 	if svc.Annotations[string(annotation.CloudStackConverged)] == v {
 		return
 	}
-	r.patchAnnotations(ctx, svc, map[string]string{string(annotation.CloudStackConverged): v})
+	r.patchAnnotations(ctx, svc, map[string]any{string(annotation.CloudStackConverged): v})
 }
 
 // ruleListing is the shared listing of every load balancer rule, by the load

@@ -16,13 +16,13 @@ import (
 )
 
 // Snapshot timing: a lookup is served from a listing at most snapshotMaxAge
-// old (lifecycleMaxAge for the lifecycle controller's questions, asked of
-// every Node every few seconds); a miss (a new Node) lists again at most every
+// old ([Global] lifecycle-max-age for the lifecycle controller's questions,
+// asked of every NotReady Node every few seconds); a miss (a new Node) lists again at most every
 // snapshotMinMiss, so a burst of new Nodes costs one listing.
 const (
-	snapshotMaxAge  = 60 * time.Second
-	lifecycleMaxAge = 5 * time.Minute
-	snapshotMinMiss = 10 * time.Second
+	snapshotMaxAge         = 60 * time.Second
+	defaultLifecycleMaxAge = 5 * time.Minute
+	snapshotMinMiss        = 10 * time.Second
 )
 
 // VM states (VirtualMachine.State) that say a machine is gone, or shut down.
@@ -98,7 +98,7 @@ func (e *ambiguousError) Error() string { return e.msg }
 // (no such machine, or Destroyed or Expunging). An error is never taken for
 // gone: the Node stays.
 func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
-	m, found, err := c.find(ctx, node, lifecycleMaxAge)
+	m, found, err := c.find(ctx, node, c.lifecycleMaxAge())
 	if err != nil {
 		return false, err
 	}
@@ -122,7 +122,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 
 // InstanceShutdown is true for a Stopped machine.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
-	m, found, err := c.find(ctx, node, lifecycleMaxAge)
+	m, found, err := c.find(ctx, node, c.lifecycleMaxAge())
 	if err != nil {
 		return false, err
 	}
@@ -199,6 +199,14 @@ func labelValue(s string) string {
 		s = s[:63]
 	}
 	return strings.Trim(s, "-_.")
+}
+
+// lifecycleMaxAge is [Global] lifecycle-max-age (default 5m).
+func (c *Cloud) lifecycleMaxAge() time.Duration {
+	if d := c.cfg.Global.LifecycleMaxAge.Duration; d > 0 {
+		return d
+	}
+	return defaultLifecycleMaxAge
 }
 
 func oneOf(s string, set []string) bool {
