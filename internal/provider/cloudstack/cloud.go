@@ -146,7 +146,7 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c, tr
 // InstancesV2 serves Node initialisation and lifecycle.
 func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
 
-// Routes: CloudStack guest networks route between their machines themselves.
+// Routes is not served: CloudStack guest networks route between their machines themselves.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 
 // credentialsReload is how often the cloud-config is read again for rotated

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -326,7 +327,7 @@ func TestTCPAndUDPOnOnePortShareAnAddressAndTheirOpenings(t *testing.T) {
 func writes(e *emulator.Emulator) int {
 	n := 0
 	for _, c := range e.Calls() {
-		if c.Method == "POST" {
+		if c.Method == http.MethodPost {
 			n += c.Count
 		}
 	}

@@ -747,7 +747,7 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 			return err
 		}
 		for _, f := range current {
-			if !own && !(f.Start == f.End && ports[openingKey(f.Protocol, f.Start)]) {
+			if !own && (f.Start != f.End || !ports[openingKey(f.Protocol, f.Start)]) {
 				continue
 			}
 			job, err := s.gw.deleteFirewallRule(f.ID)

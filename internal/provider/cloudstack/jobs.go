@@ -80,10 +80,3 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, err error) {
 	}
 	return "", first
 }
-
-// forget drops the Service's jobs.
-func (j *jobs) forget(uid types.UID) {
-	j.mu.Lock()
-	delete(j.m, uid)
-	j.mu.Unlock()
-}
