@@ -121,6 +121,12 @@ func (e *Emulator) createLoadBalancerRule(a *account, p url.Values, now time.Tim
 	if !ok {
 		return nil, invalidID("createLoadBalancerRule", p.Get("publicipid"))
 	}
+	if ip.state != "Allocated" {
+		// LoadBalancingRulesManagerImpl.createPublicLoadBalancer: the address
+		// must be readyToUse (IPAddressVO: state Allocated), while its
+		// association is still being applied it is not.
+		return nil, paramError("Unable to create load balancer rule, invalid IP address id specified")
+	}
 	// The rule is the address's owner's (the command has no projectid).
 	r.publicIPID, r.projectID = ip.id, ip.projectID
 	r.networkID = p.Get("networkid")

@@ -113,6 +113,10 @@ func (e *Emulator) createFirewallRule(a *account, p url.Values, now time.Time) (
 	if !ok {
 		return nil, invalidID("createFirewallRule", p.Get("ipaddressid"))
 	}
+	if ip.state != "Allocated" {
+		// FirewallManagerImpl: the address must be readyToUse (Allocated).
+		return nil, paramError("Ip address id=%s is not ready for firewall rules yet", ip.id)
+	}
 	proto := strings.ToLower(p.Get("protocol"))
 	if !slices.Contains([]string{"tcp", "udp", "icmp", "all"}, proto) {
 		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Invalid protocol " + p.Get("protocol")}
