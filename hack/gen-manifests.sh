@@ -32,6 +32,14 @@ render deploy/openstack/deployment.yaml \
 	--set cloud=openstack --set cloudConfig.existingSecret=overcast-ccm-openstack \
 	--show-only templates/deployment.yaml --show-only templates/pdb.yaml
 
+render deploy/cloudstack/deployment.yaml \
+	"# overcast-ccm for Apache CloudStack: two replicas, one leader at a time (Lease
+# kube-system/cloud-controller-manager), the cloud-config from the Secret
+# overcast-ccm-cloudstack (cloud-config-secret.yaml). RBAC: deploy/rbac.yaml." \
+	--set cloud=cloudstack --set cloudConfig.existingSecret=overcast-ccm-cloudstack \
+	--set 'controllers={cloud-node,cloud-node-lifecycle,service}' \
+	--show-only templates/deployment.yaml --show-only templates/pdb.yaml
+
 render deploy/local/deployment.yaml \
 	"# overcast-ccm for the local cloud: two replicas, one leader at a time (Lease
 # kube-system/cloud-controller-manager). The leader serves load-balancer addresses

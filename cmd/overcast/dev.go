@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -270,7 +271,8 @@ func nodesInitialised(ctx context.Context, env *framework.Env, nodes []kit.Node)
 }
 
 func printNodes(ctx context.Context, env *framework.Env, nodes []kit.Node) error {
-	fmt.Printf("    %-8s %-50s %-12s %-8s %-12s %s\n", "NODE", "PROVIDER-ID", "TYPE", "ZONE", "INTERNAL-IP", "UNINITIALIZED-TAINT")
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "    NODE\tPROVIDER-ID\tTYPE\tZONE\tINTERNAL-IP\tUNINITIALIZED-TAINT")
 	for _, n := range nodes {
 		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
@@ -288,10 +290,10 @@ func printNodes(ctx context.Context, env *framework.Env, nodes []kit.Node) error
 				taint = "present"
 			}
 		}
-		fmt.Printf("    %-8s %-50s %-12s %-8s %-12s %s\n", node.Name, node.Spec.ProviderID,
+		fmt.Fprintf(w, "    %s\t%s\t%s\t%s\t%s\t%s\n", node.Name, node.Spec.ProviderID,
 			node.Labels[v1.LabelInstanceTypeStable], node.Labels[v1.LabelTopologyZone], ip, taint)
 	}
-	return nil
+	return w.Flush()
 }
 
 func createDemoService(ctx context.Context, env *framework.Env) (*v1.Service, error) {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/cloud-provider/api"
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/doctor"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/providerid"
@@ -500,4 +501,25 @@ func TestSlowJobsNeverHoldAWorker(t *testing.T) {
 	}
 	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.Len(t, f.addresses(), 1, "one address, however many passes")
+}
+
+func TestDoctorNamesWhatToFix(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	f.emu.AddMachine("worker-1")
+	res := f.c.Diagnose(context.Background())
+	require.Len(t, res, 3)
+	for _, r := range res {
+		assert.Equal(t, doctor.OK, r.Status, "%s: %s", r.Check, r.Detail)
+	}
+	assert.Contains(t, res[0].Detail, "1 virtual machine(s) visible")
+
+	cfg := f.c.cfg
+	cfg.Global.SecretKey = "not-the-secret"
+	c, err := New(cfg, ProviderName)
+	require.NoError(t, err)
+	res = c.Diagnose(context.Background())
+	require.Len(t, res, 1)
+	assert.Equal(t, doctor.Fail, res[0].Status)
+	assert.Contains(t, res[0].Fix, "api-key and secret-key")
+	assert.NotContains(t, res[0].Detail, "not-the-secret")
 }

@@ -29,8 +29,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{/* Checks the values once; every problem is reported together. */}}
 {{- define "overcast-ccm.validate" -}}
 {{- $problems := list -}}
-{{- if not (has .Values.cloud (list "openstack" "local")) -}}
-{{- $problems = append $problems (printf "cloud: %q is not a cloud of this chart (openstack, local)" .Values.cloud) -}}
+{{- if not (has .Values.cloud (list "openstack" "cloudstack" "local")) -}}
+{{- $problems = append $problems (printf "cloud: %q is not a cloud of this chart (openstack, cloudstack, local)" .Values.cloud) -}}
 {{- end -}}
 {{- if and (not .Values.cloudConfig.existingSecret) (not .Values.cloudConfig.inline) -}}
 {{- $problems = append $problems "cloudConfig: set existingSecret (a Secret holding the cloud's config file) or inline (the file itself)" -}}
@@ -56,6 +56,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "overcast-ccm.configKey" -}}
 {{- if .Values.cloudConfig.key -}}{{ .Values.cloudConfig.key }}
 {{- else if eq .Values.cloud "local" -}}cloud-config.yaml
+{{- else if eq .Values.cloud "cloudstack" -}}cloud-config
 {{- else -}}cloud.conf
 {{- end -}}
 {{- end -}}
