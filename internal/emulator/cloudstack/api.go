@@ -59,6 +59,7 @@ func (e *Emulator) commands() map[string]command {
 		"associateIpAddress":            {fn: e.associateIPAddress},
 		"disassociateIpAddress":         {fn: e.disassociateIPAddress},
 		"queryAsyncJobResult":           {fn: e.queryAsyncJobResult},
+		"listAsyncJobs":                 {fn: e.listAsyncJobs},
 		"createLoadBalancerRule":        {fn: e.createLoadBalancerRule},
 		"listLoadBalancerRules":         {fn: e.listLoadBalancerRules},
 		"updateLoadBalancerRule":        {fn: e.updateLoadBalancerRule},

@@ -211,6 +211,24 @@ func TestAsynchronousJobsFinishAfterTheirDelay(t *testing.T) {
 	l, err := c.Address.ListPublicIpAddresses(c.Address.NewListPublicIpAddressesParams())
 	require.NoError(t, err)
 	assert.Equal(t, 0, l.Count, "released")
+
+	// listAsyncJobs: the caller's own jobs since startdate, with their status.
+	lp := plain.Asyncjob.NewListAsyncJobsParams()
+	lp.SetStartdate(start.Add(-time.Minute).UTC().Format("2006-01-02T15:04:05-0700"))
+	jobs, err := plain.Asyncjob.ListAsyncJobs(lp)
+	require.NoError(t, err)
+	require.Equal(t, 2, jobs.Count, "the association and the release")
+	for _, j := range jobs.AsyncJobs {
+		assert.Equal(t, 1, j.Jobstatus)
+		assert.Equal(t, e.fx.AccountID, j.Accountid)
+	}
+	lp.SetStartdate(time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04:05-0700"))
+	jobs, err = plain.Asyncjob.ListAsyncJobs(lp)
+	require.NoError(t, err)
+	assert.Zero(t, jobs.Count, "none since a later date")
+	aj, err := admin(e).Asyncjob.ListAsyncJobs(admin(e).Asyncjob.NewListAsyncJobsParams())
+	require.NoError(t, err)
+	assert.Zero(t, aj.Count, "another account's jobs are not listed")
 }
 
 func TestAnInjectedFaultIsAnErrorOfItsCode(t *testing.T) {

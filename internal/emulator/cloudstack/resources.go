@@ -292,9 +292,18 @@ func (e *Emulator) startJob(a *account, cmd, instanceType, instanceID string, no
 // runs, 1 with its result object, 2 with jobresultcode 530 and an error object.
 func (e *Emulator) queryAsyncJobResult(_ *account, p url.Values, _ time.Time) (any, *apiError) {
 	id := p.Get("jobid")
-	job, ok := e.jobs.Get(id)
+	view, ok := e.jobView(id)
 	if !ok {
 		return nil, invalidID("queryAsyncJobResult", id)
+	}
+	return view, nil
+}
+
+// jobView is a job as queryAsyncJobResult and listAsyncJobs answer it.
+func (e *Emulator) jobView(id string) (map[string]any, bool) {
+	job, ok := e.jobs.Get(id)
+	if !ok {
+		return nil, false
 	}
 	meta := e.jobMeta[id]
 	out := map[string]any{
@@ -309,5 +318,47 @@ func (e *Emulator) queryAsyncJobResult(_ *account, p url.Values, _ time.Time) (a
 		out["jobresultcode"], out["jobresulttype"], out["completed"] = codeInternal, "object", csDate(job.Due)
 		out["jobresult"] = map[string]any{"errorcode": codeInternal, "errortext": job.Err.Error()}
 	}
-	return out, nil
+	return out, true
+}
+
+// listAsyncJobs lists the caller's own jobs (ListAsyncJobsCmd), those
+// created at startdate or later when it is given, oldest first; paged.
+func (e *Emulator) listAsyncJobs(a *account, p url.Values, _ time.Time) (any, *apiError) {
+	page, size, aerr := e.paging(p)
+	if aerr != nil {
+		return nil, aerr
+	}
+	var since time.Time
+	if v := p.Get("startdate"); v != "" {
+		t, ok := parseDate(v)
+		if !ok {
+			return nil, paramError("Unable to parse date %s for command listAsyncJobs, please pass dates in the format mentioned in the api documentation", v)
+		}
+		since = t
+	}
+	type entry struct {
+		id      string
+		created time.Time
+	}
+	var found []entry
+	for id, meta := range e.jobMeta {
+		created, _ := parseDate(meta.created)
+		if meta.accountID != a.id || created.Before(since) {
+			continue
+		}
+		found = append(found, entry{id, created})
+	}
+	slices.SortFunc(found, func(x, y entry) int {
+		if c := x.created.Compare(y.created); c != 0 {
+			return c
+		}
+		return strings.Compare(x.id, y.id)
+	})
+	var items []any
+	for _, en := range found {
+		if v, ok := e.jobView(en.id); ok {
+			items = append(items, v)
+		}
+	}
+	return list("asyncjobs", len(items), core.PageNumber(items, page, size)), nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 
@@ -623,4 +624,38 @@ func (gw *gateway) jobStatus(id string) (pending bool, failure, err error) {
 		return false, nil, nil
 	}
 	return false, jobFailure(r.Cmd, r), nil
+}
+
+// jobState is how a job went: pending, done, or failed (failure).
+type jobState struct {
+	pending bool
+	failure error
+}
+
+// jobsSince lists the account's jobs created at since or later
+// (listAsyncJobs: one call for every job under way, however many).
+func (gw *gateway) jobsSince(since time.Time) (map[string]jobState, error) {
+	list, err := pages(gw, func(page, size int) ([]*cs.AsyncJob, int, error) {
+		p := gw.cs().Asyncjob.NewListAsyncJobsParams()
+		p.SetStartdate(since.UTC().Format("2006-01-02T15:04:05-0700"))
+		p.SetPage(page)
+		p.SetPagesize(size)
+		r, err := gw.cs().Asyncjob.ListAsyncJobs(p)
+		if err != nil {
+			return nil, 0, translate("listAsyncJobs", err)
+		}
+		return r.AsyncJobs, r.Count, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]jobState, len(list))
+	for _, j := range list {
+		st := jobState{pending: j.Jobstatus == 0}
+		if j.Jobstatus == 2 {
+			st.failure = jobFailure(j.Cmd, &cs.QueryAsyncJobResultResponse{Jobresult: j.Jobresult, Jobresultcode: j.Jobresultcode, Cmd: j.Cmd})
+		}
+		out[j.JobID] = st
+	}
+	return out, nil
 }

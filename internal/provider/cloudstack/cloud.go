@@ -62,6 +62,9 @@ type Cloud struct {
 	clusterID string
 	kube      kubernetes.Interface
 	networks  map[string]network // the guest networks, which do not change
+	// fresh is the address this process associated for each Service, until
+	// its openings are made: a new address has none to list.
+	fresh map[types.UID]string
 	// created is the fingerprint each Service's rules were all created from
 	// by this process, until seen converged: they need no walk.
 	created map[types.UID]string
@@ -85,9 +88,8 @@ func New(cfg Config, name string) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, created: map[types.UID]string{}}
-	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss,
-		func(context.Context) ([]machine, error) { return gw.machines() }, machineKeys)
+	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, created: map[types.UID]string{}, fresh: map[types.UID]string{}}
+	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss, c.listMachines, machineKeys)
 	c.listing = &ruleListing{gw: gw, maxAge: listingMaxAge}
 	c.Cycle = newCycle(c)
 	return c, nil
@@ -180,6 +182,26 @@ func (c *Cloud) watchConfig(stop <-chan struct{}, interval time.Duration) {
 			logger.Info("The [Global] settings changed; the next call uses them")
 		}
 	}, interval, stop)
+}
+
+// listMachines lists every machine for the snapshot, and looks up once each
+// guest network their default NICs are on (a load balancer needs its
+// network's kind: isolated or a VPC tier).
+func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
+	list, err := c.gw.machines()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, m := range list {
+		if n := defaultNetwork(m); n != "" && !seen[n] {
+			seen[n] = true
+			if _, err := c.network(n); err != nil {
+				klog.FromContext(ctx).V(2).Info("Cannot look up a guest network yet", "network", n, "err", err.Error())
+			}
+		}
+	}
+	return list, nil
 }
 
 // network is the guest network id's, looked up once.

@@ -211,6 +211,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return "", fmt.Errorf("cannot tag public address %s: %w", id, err)
 	}
 	s.jobs.add(svc.UID, tagJob, "tagging public address "+id)
+	s.setFresh(svc.UID, id)
 	if spec.ip != "" {
 		s.markAssociated(ctx, svc)
 	}
@@ -420,10 +421,14 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 	}
 	changes := 0
 	if n.Firewall {
-		current, err := s.gw.firewallRules(st.addr.ID)
-		if err != nil {
-			return 0, err
+		var current []opening
+		if !s.isFresh(svc.UID, st.addr.ID) {
+			var err error
+			if current, err = s.gw.firewallRules(st.addr.ID); err != nil {
+				return 0, err
+			}
 		}
+		s.setFresh(svc.UID, "")
 		own := st.addrRead && s.owns(st.addr, svc)
 		matched := map[string]bool{}
 		for _, f := range current {
@@ -680,6 +685,7 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 	}
 	if !found {
 		s.setCreated(svc.UID, "")
+		s.setFresh(svc.UID, "")
 		s.forgetRecord(ctx, svc)
 		return "", nil
 	}
@@ -809,6 +815,24 @@ func (c *Cloud) setCreated(uid types.UID, fp string) {
 		delete(c.created, uid)
 	} else {
 		c.created[uid] = fp
+	}
+}
+
+// isFresh says whether addrID is the address this process associated for the
+// Service and has not opened yet (it has no firewall rules to list).
+func (c *Cloud) isFresh(uid types.UID, addrID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return addrID != "" && c.fresh[uid] == addrID
+}
+
+func (c *Cloud) setFresh(uid types.UID, addrID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if addrID == "" {
+		delete(c.fresh, uid)
+	} else {
+		c.fresh[uid] = addrID
 	}
 }
 
