@@ -56,6 +56,17 @@ type Global struct {
 	// by a lookup by id before its Node is deleted.
 	// Default: 5m
 	LifecycleMaxAge cfgutil.Duration `ini:"lifecycle-max-age"`
+	// Overcast's own: client-side limit of read calls (GET) to the management
+	// server, per second, with a burst of twice as many.
+	// Default: 100
+	APIReadQPS int `ini:"api-read-qps"`
+	// Overcast's own: client-side limit of write calls (POST), per second, with a
+	// burst of twice as many. A new load balancer takes five writes (the address,
+	// its tags, a rule, its machines, an opening), so this bounds how fast many
+	// Services get theirs. A server with api.throttling.enabled allows 25 calls a
+	// second per account by default (api.throttling.max): set both limits below it.
+	// Default: 50
+	APIWriteQPS int `ini:"api-write-qps"`
 }
 
 // Read parses a cloud-config, reporting every problem of its form at once
@@ -110,6 +121,12 @@ func (c *Config) Validate() error {
 	}
 	if g.SecretKey == "" {
 		add("[Global] secret-key: required")
+	}
+	if g.APIReadQPS < 0 || g.APIReadQPS > 10000 {
+		add("[Global] api-read-qps: %d is outside 1..10000", g.APIReadQPS)
+	}
+	if g.APIWriteQPS < 0 || g.APIWriteQPS > 10000 {
+		add("[Global] api-write-qps: %d is outside 1..10000", g.APIWriteQPS)
 	}
 	if d := g.LifecycleMaxAge.Duration; d < 0 || d > time.Hour {
 		add("[Global] lifecycle-max-age: %s is outside 0s..1h", d)
