@@ -88,7 +88,7 @@ func TestChartOfEveryCloudAppliesToTheAPIServer(t *testing.T) {
 func TestChartWithoutACloudConfigSaysWhatIsMissing(t *testing.T) {
 	out, err := shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --kube-version 1.37.1 --set cloud=ostack")
 	require.Error(t, err)
-	assert.Contains(t, out, `cloud: "ostack" is not a cloud of this chart (openstack, local)`)
+	assert.Contains(t, out, `cloud: "ostack" is not a cloud of this chart (openstack, cloudstack, local)`)
 	assert.Contains(t, out, "cloudConfig: set existingSecret")
 	out, err = shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --kube-version 1.37.1 --set-string cloudConfig.inline=x --set resources.limits.memory=0.5G")
 	require.Error(t, err)
