@@ -1,11 +1,6 @@
 package kit
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-
 	"github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 )
 
@@ -45,20 +40,6 @@ func devCloudStack(dir string, nodes []Node) (*Dev, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dev{Close: func() { _ = e.Close() }}
-	var list []string
-	for _, n := range nodes {
-		_, ip := e.AddMachine(n.Name)
-		d.Nodes = append(d.Nodes, Node{Name: n.Name, IP: ip})
-		list = append(list, n.Name+"="+ip)
-	}
-	d.Config = filepath.Join(dir, "cloud-config")
-	if err := os.WriteFile(d.Config, []byte(e.CloudConfig()), 0o600); err != nil {
-		d.Close()
-		return nil, err
-	}
-	d.Started = fmt.Sprintf("CloudStack emulator at %s (calls: GET %[1]s/_emulator/calls); machines %s", e.URL(), strings.Join(list, " "))
-	d.Address = "the public IP address of a load balancer rule of the emulator"
-	d.Note = "cloud-config: " + d.Config
-	return d, nil
+	return devOnEmulator(e, dir, "cloud-config", "CloudStack", "machines",
+		"the public IP address of a load balancer rule of the emulator", nodes)
 }

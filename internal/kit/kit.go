@@ -7,6 +7,8 @@ package kit
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -154,4 +156,27 @@ func namesWhere(has func(Kit) bool) []string {
 		}
 	}
 	return out
+}
+
+// devOnEmulator makes the dev cluster of an emulated cloud: a machine per dev
+// node (on the emulator's loopback guest network, so the simulated kubelets
+// listen on the machines' addresses), the cloud config written to
+// dir/configName, and the words the dev command prints.
+func devOnEmulator(e Emulator, dir, configName, cloud, machines, address string, nodes []Node) (*Dev, error) {
+	d := &Dev{Close: func() { _ = e.Close() }}
+	var list []string
+	for _, n := range nodes {
+		_, ip := e.AddMachine(n.Name)
+		d.Nodes = append(d.Nodes, Node{Name: n.Name, IP: ip})
+		list = append(list, n.Name+"="+ip)
+	}
+	d.Config = filepath.Join(dir, configName)
+	if err := os.WriteFile(d.Config, []byte(e.CloudConfig()), 0o600); err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.Started = fmt.Sprintf("%s emulator at %s (calls: GET %[2]s/_emulator/calls); %s %s", cloud, e.URL(), machines, strings.Join(list, " "))
+	d.Address = address
+	d.Note = configName + ": " + d.Config
+	return d, nil
 }

@@ -1,11 +1,6 @@
 package kit
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 )
 
@@ -48,20 +43,6 @@ func devOpenStack(dir string, nodes []Node) (*Dev, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dev{Close: func() { _ = e.Close() }}
-	var list []string
-	for _, n := range nodes {
-		_, ip := e.AddMachine(n.Name)
-		d.Nodes = append(d.Nodes, Node{Name: n.Name, IP: ip})
-		list = append(list, n.Name+"="+ip)
-	}
-	d.Config = filepath.Join(dir, "cloud.conf")
-	if err := os.WriteFile(d.Config, []byte(e.CloudConfig()), 0o600); err != nil {
-		d.Close()
-		return nil, err
-	}
-	d.Started = fmt.Sprintf("OpenStack emulator at %s (calls: GET %[1]s/_emulator/calls); servers %s", e.URL(), strings.Join(list, " "))
-	d.Address = "the floating IP of an Octavia load balancer of the emulator"
-	d.Note = "cloud.conf: " + d.Config
-	return d, nil
+	return devOnEmulator(e, dir, "cloud.conf", "OpenStack", "servers",
+		"the floating IP of an Octavia load balancer of the emulator", nodes)
 }

@@ -1,6 +1,7 @@
 package cloudstack
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -116,7 +117,7 @@ func (gw *gateway) machinesNamed(name string) ([]machine, error) {
 	return out, nil
 }
 
-func isNotFound(err error) bool { return err != nil && errorIs(err, provider.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, provider.ErrNotFound) }
 
 // address is a public IP address.
 type address struct {

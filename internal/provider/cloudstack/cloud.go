@@ -18,9 +18,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -54,20 +51,20 @@ type Cloud struct {
 	cfg      Config
 	gw       *gateway
 	machines *snapshot.Snapshot[machine]
-	listing  *ruleListing
+	listing  *snapshot.Snapshot[ruleGroup]
 	jobs     *jobs
 	events   events.Recorder
 
-	mu        sync.Mutex
-	clusterID string
-	kube      kubernetes.Interface
-	networks  map[string]network // the guest networks, which do not change
+	mu       sync.Mutex
+	cluster  provider.ClusterUID
+	kube     kubernetes.Interface
+	networks map[string]network // the guest networks, which do not change
 	// fresh is the address this process associated for each Service, until
 	// its openings are made: a new address has none to list.
-	fresh map[types.UID]string
+	fresh memo
 	// created is the fingerprint each Service's rules were all created from
 	// by this process, until seen converged: they need no walk.
-	created map[types.UID]string
+	created memo
 }
 
 var (
@@ -88,9 +85,9 @@ func New(cfg Config, name string) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, created: map[types.UID]string{}, fresh: map[types.UID]string{}}
+	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}}
 	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss, c.listMachines, machineKeys)
-	c.listing = &ruleListing{gw: gw, maxAge: listingMaxAge}
+	c.listing = newRuleListing(gw)
 	c.Cycle = newCycle(c)
 	return c, nil
 }
@@ -107,31 +104,10 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	if c.cfg.path != "" {
 		go c.watchConfig(stop, credentialsReload)
 	}
-	go func() {
-		ctx := wait.ContextForChannel(stop)
-		_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-			ns, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-			if err != nil {
-				klog.FromContext(ctx).Error(err, "Cannot read the kube-system namespace for the cluster UID; retrying")
-				return false, nil
-			}
-			c.setClusterUID(string(ns.UID))
-			return true, nil
-		})
-	}()
+	c.cluster.Learn(client, stop)
 }
 
-func (c *Cloud) setClusterUID(uid string) {
-	c.mu.Lock()
-	c.clusterID = uid
-	c.mu.Unlock()
-}
-
-func (c *Cloud) clusterUID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.clusterID
-}
+func (c *Cloud) clusterUID() string { return c.cluster.Get() }
 
 func (c *Cloud) kubeClient() kubernetes.Interface {
 	c.mu.Lock()
@@ -160,28 +136,13 @@ const credentialsReload = 10 * time.Second
 // invalid changes nothing.
 func (c *Cloud) watchConfig(stop <-chan struct{}, interval time.Duration) {
 	logger := klog.Background().WithValues("cloud", c.name, "file", c.cfg.path)
-	var lastErr string
-	wait.Until(func() {
+	provider.WatchConfig(stop, interval, logger, func() (Config, error) {
 		cfg, err := c.cfg.Reread()
 		if err == nil {
 			err = cfg.Validate()
 		}
-		if err != nil {
-			if msg := err.Error(); msg != lastErr {
-				logger.Error(err, "The cloud config changed but is not valid; keeping the keys in use")
-				lastErr = msg
-			}
-			return
-		}
-		lastErr = ""
-		changed, err := c.gw.set(cfg.Global)
-		switch {
-		case err != nil:
-			logger.Error(err, "Cannot use the changed [Global] settings; keeping the ones in use")
-		case changed:
-			logger.Info("The [Global] settings changed; the next call uses them")
-		}
-	}, interval, stop)
+		return cfg, err
+	}, func(cfg Config) (bool, error) { return c.gw.set(cfg.Global) })
 }
 
 // listMachines lists every machine for the snapshot, and looks up once each

@@ -50,7 +50,7 @@ func newFixture(t *testing.T, opts emulator.Options) *fixture {
 	require.NoError(t, err)
 	c, err := New(cfg, ProviderName)
 	require.NoError(t, err)
-	c.setClusterUID(clusterUID)
+	c.cluster.Set(clusterUID)
 	fx := e.Fixture()
 	return &fixture{t: t, emu: e, c: c, admin: cs.NewClient(e.URL()+"/client/api", fx.AdminKey, fx.AdminSecret, false)}
 }
@@ -164,7 +164,7 @@ func TestBadKeysFailEveryPath(t *testing.T) {
 	cfg.Global.SecretKey = "not-the-secret"
 	c, err := New(cfg, ProviderName)
 	require.NoError(t, err)
-	c.setClusterUID(clusterUID)
+	c.cluster.Set(clusterUID)
 	ctx := context.Background()
 
 	_, err = c.InstanceExists(ctx, node("worker-1", providerid.CloudStack(id)))

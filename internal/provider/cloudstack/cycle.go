@@ -18,6 +18,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
 // CloudStack's steps of the load-balancer cycle (internal/lbcycle). A
@@ -38,6 +39,9 @@ const (
 	pendingRetry      = 2 * time.Second
 	fullCheckInterval = time.Hour
 	listingMaxAge     = 60 * time.Second
+	// listingMinMiss: a Service not in the shared listing lists again at most
+	// this often (a burst of misses costs one listing).
+	listingMinMiss = 10 * time.Second
 )
 
 // lbState is a Service's load balancer as read.
@@ -148,7 +152,7 @@ func (c *Cloud) read(svc *v1.Service) (lbState, bool, error) {
 }
 
 func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
-	rules, err := s.listing.get(ctx, lbName(svc))
+	rules, err := s.listedRules(ctx, lbName(svc))
 	if err != nil || len(rules) == 0 {
 		return csLB{}, false, err
 	}
@@ -211,7 +215,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return "", fmt.Errorf("cannot tag public address %s: %w", id, err)
 	}
 	s.jobs.add(svc.UID, tagJob, "tagging public address "+id)
-	s.setFresh(svc.UID, id)
+	s.fresh.set(svc.UID, id)
 	if spec.ip != "" {
 		s.markAssociated(ctx, svc)
 	}
@@ -235,8 +239,8 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 	if spec.ip != "" && st.addr.IP != spec.ip {
 		return s.moveAddress(ctx, svc, st)
 	}
-	if s.createdAs(svc.UID) == spec.configFingerprint()+"."+spec.membersFingerprint() && len(st.rules) == len(spec.ports) {
-		s.setCreated(svc.UID, "") // as created, and its jobs went well (Find)
+	if s.created.get(svc.UID) == spec.configFingerprint()+"."+spec.membersFingerprint() && len(st.rules) == len(spec.ports) {
+		s.created.set(svc.UID, "") // as created, and its jobs went well (Find)
 		return "", nil
 	}
 	want := map[string]portSpec{}
@@ -324,7 +328,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		return "", nil
 	}
 	if created == len(spec.ports) {
-		s.setCreated(svc.UID, spec.configFingerprint()+"."+spec.membersFingerprint())
+		s.created.set(svc.UID, spec.configFingerprint()+"."+spec.membersFingerprint())
 	}
 	return strings.Join(changes, ", "), nil
 }
@@ -422,13 +426,13 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 	changes := 0
 	if n.Firewall {
 		var current []opening
-		if !s.isFresh(svc.UID, st.addr.ID) {
+		if st.addr.ID == "" || s.fresh.get(svc.UID) != st.addr.ID {
 			var err error
 			if current, err = s.gw.firewallRules(st.addr.ID); err != nil {
 				return 0, err
 			}
 		}
-		s.setFresh(svc.UID, "")
+		s.fresh.set(svc.UID, "")
 		own := st.addrRead && s.owns(st.addr, svc)
 		matched := map[string]bool{}
 		for _, f := range current {
@@ -666,7 +670,7 @@ func (s steps) Drift(_ context.Context, svc *v1.Service, rec lbcycle.Record, lb 
 	return "", nil
 }
 
-func (s steps) Relist() { s.listing.invalidate() }
+func (s steps) Relist() { s.listing.Invalidate() }
 
 // Delete makes one step of deleting the Service's load balancer: its rules
 // with their openings first, then the address if it was associated for the
@@ -684,8 +688,8 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 		return "", err
 	}
 	if !found {
-		s.setCreated(svc.UID, "")
-		s.setFresh(svc.UID, "")
+		s.created.set(svc.UID, "")
+		s.fresh.set(svc.UID, "")
 		s.forgetRecord(ctx, svc)
 		return "", nil
 	}
@@ -800,40 +804,30 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
 }
 
-// createdAs is the fingerprint a Service's rules were all created from by
-// this process ("" if none), until they are seen converged.
-func (c *Cloud) createdAs(uid types.UID) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.created[uid]
+// memo is a note per Service kept by this process ("" is none).
+type memo struct {
+	mu sync.Mutex
+	m  map[types.UID]string
 }
 
-func (c *Cloud) setCreated(uid types.UID, fp string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if fp == "" {
-		delete(c.created, uid)
-	} else {
-		c.created[uid] = fp
+func (m *memo) get(uid types.UID) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[uid]
+}
+
+// set notes v for the Service; "" forgets it.
+func (m *memo) set(uid types.UID, v string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v == "" {
+		delete(m.m, uid)
+		return
 	}
-}
-
-// isFresh says whether addrID is the address this process associated for the
-// Service and has not opened yet (it has no firewall rules to list).
-func (c *Cloud) isFresh(uid types.UID, addrID string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return addrID != "" && c.fresh[uid] == addrID
-}
-
-func (c *Cloud) setFresh(uid types.UID, addrID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if addrID == "" {
-		delete(c.fresh, uid)
-	} else {
-		c.fresh[uid] = addrID
+	if m.m == nil {
+		m.m = map[types.UID]string{}
 	}
+	m.m[uid] = v
 }
 
 // markAssociated writes the peer's ip-associated-by-controller annotation:
@@ -883,61 +877,49 @@ func (r annotationRecords) Put(ctx context.Context, svc *v1.Service, rec lbcycle
 	r.patchAnnotations(ctx, svc, map[string]any{string(annotation.CloudStackConverged): v})
 }
 
-// ruleListing is the shared listing of every load balancer rule, by the load
-// balancer name their names begin with, at most maxAge old.
-type ruleListing struct {
-	gw     *gateway
-	maxAge time.Duration
-
-	fetch   sync.Mutex // one listing at a time
-	mu      sync.Mutex
-	byName  map[string][]rule
-	fetched time.Time
+// ruleGroup is the rules whose names begin with one load balancer name.
+type ruleGroup struct {
+	name  string
+	rules []rule
 }
 
-func (l *ruleListing) get(_ context.Context, name string) ([]rule, error) {
-	l.mu.Lock()
-	fresh := l.byName != nil && time.Since(l.fetched) < l.maxAge
-	rules := l.byName[name]
-	l.mu.Unlock()
-	if fresh {
-		return rules, nil
-	}
-	l.fetch.Lock()
-	defer l.fetch.Unlock()
-	l.mu.Lock()
-	if l.byName != nil && time.Since(l.fetched) < l.maxAge {
-		rules = l.byName[name]
-		l.mu.Unlock()
-		return rules, nil
-	}
-	l.mu.Unlock()
-	all, err := l.gw.rules("")
-	if err != nil {
-		return nil, err
-	}
-	byName := map[string][]rule{}
-	for _, r := range all {
-		if n := lbNameOf(r.Name); n != "" {
-			byName[n] = append(byName[n], r)
+// newRuleListing is the shared listing of every load balancer rule, grouped
+// by the load balancer name their names begin with, at most listingMaxAge old.
+func newRuleListing(gw *gateway) *snapshot.Snapshot[ruleGroup] {
+	return snapshot.New(ProviderName, listingMaxAge, listingMinMiss, func(context.Context) ([]ruleGroup, error) {
+		all, err := gw.rules("")
+		if err != nil {
+			return nil, err
 		}
-	}
-	l.mu.Lock()
-	l.byName, l.fetched = byName, time.Now()
-	l.mu.Unlock()
-	return byName[name], nil
+		byName := map[string]int{}
+		var groups []ruleGroup
+		for _, r := range all {
+			n := lbNameOf(r.Name)
+			if n == "" {
+				continue
+			}
+			i, ok := byName[n]
+			if !ok {
+				i = len(groups)
+				byName[n] = i
+				groups = append(groups, ruleGroup{name: n})
+			}
+			groups[i].rules = append(groups[i].rules, r)
+		}
+		return groups, nil
+	}, func(g ruleGroup) []string { return []string{"lb/" + g.name} })
 }
 
-func (l *ruleListing) invalidate() {
-	l.mu.Lock()
-	l.byName = nil
-	l.mu.Unlock()
+// listedRules is the rules of load balancer name in the shared listing.
+func (c *Cloud) listedRules(ctx context.Context, name string) ([]rule, error) {
+	g, _, err := c.listing.Get(ctx, "lb/"+name)
+	return g.rules, err
 }
 
 // GetLoadBalancer is the status of the Service's rules, from the shared
 // listing.
 func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	rules, err := c.listing.get(ctx, lbName(svc))
+	rules, err := c.listedRules(ctx, lbName(svc))
 	if err != nil || len(rules) == 0 {
 		return nil, false, err
 	}

@@ -3,7 +3,6 @@ package cloudstack
 import (
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -233,8 +232,6 @@ func pages[T any](gw *gateway, fetch func(page, size int) ([]T, int, error)) ([]
 	}
 	return nil, fmt.Errorf("listing stopped after %d pages", maxPages)
 }
-
-func errorIs(err, kind error) bool { return errors.Is(err, kind) }
 
 func errString(err error) string {
 	if err == nil {

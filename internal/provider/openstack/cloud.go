@@ -9,7 +9,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -43,10 +42,10 @@ type Cloud struct {
 	index   *lbIndex
 	events  events.Recorder
 
-	mu        sync.Mutex
-	nodes     corelisters.NodeLister
-	clusterID string
-	kube      kubernetes.Interface
+	mu      sync.Mutex
+	nodes   corelisters.NodeLister
+	cluster provider.ClusterUID
+	kube    kubernetes.Interface
 	// serial: load balancers are created step by step, not fully populated
 	// (configured, or found out from a provider that strands the children of
 	// a fully populated one).
@@ -115,20 +114,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	c.mu.Lock()
 	c.kube = client
 	c.mu.Unlock()
-	go func() {
-		ctx := wait.ContextForChannel(stop)
-		_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-			ns, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-			if err != nil {
-				klog.FromContext(ctx).Error(err, "Cannot read the kube-system namespace for the cluster UID; retrying")
-				return false, nil
-			}
-			c.mu.Lock()
-			c.clusterID = string(ns.UID)
-			c.mu.Unlock()
-			return true, nil
-		})
-	}()
+	c.cluster.Learn(client, stop)
 }
 
 func (c *Cloud) kubeClient() kubernetes.Interface {
@@ -137,11 +123,7 @@ func (c *Cloud) kubeClient() kubernetes.Interface {
 	return c.kube
 }
 
-func (c *Cloud) clusterUID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.clusterID
-}
+func (c *Cloud) clusterUID() string { return c.cluster.Get() }
 
 func (c *Cloud) lbClients(ctx context.Context) (octavia, network *gophercloud.ServiceClient, err error) {
 	if octavia, err = c.clients.octaviaClient(ctx); err != nil {
@@ -200,22 +182,11 @@ const credentialsReload = 10 * time.Second
 // nothing: the CCM keeps working with what it has. Other sections need a restart.
 func (c *Cloud) watchConfig(stop <-chan struct{}, interval time.Duration) {
 	logger := klog.Background().WithValues("cloud", ProviderName, "file", c.cfg.path)
-	var lastErr string
-	wait.Until(func() {
+	provider.WatchConfig(stop, interval, logger, func() (Config, error) {
 		cfg, err := c.cfg.Reread()
 		if err == nil {
 			err = cfg.Validate()
 		}
-		if err != nil {
-			if msg := err.Error(); msg != lastErr {
-				logger.Error(err, "The cloud config changed but is not valid; keeping the credentials in use")
-				lastErr = msg
-			}
-			return
-		}
-		lastErr = ""
-		if c.clients.setGlobal(cfg.Global) {
-			logger.Info("The [Global] settings changed; authenticating anew with them")
-		}
-	}, interval, stop)
+		return cfg, err
+	}, func(cfg Config) (bool, error) { return c.clients.setGlobal(cfg.Global), nil })
 }

@@ -132,7 +132,7 @@ func (tg *contractTarget) cloud(t *testing.T, extra string) *Cloud {
 	require.NoError(t, err)
 	c, err := New(cfg)
 	require.NoError(t, err)
-	c.clusterID = fmt.Sprintf("contract-%d-%d", os.Getpid(), targetCounter.Add(1))
+	c.cluster.Set(fmt.Sprintf("contract-%d-%d", os.Getpid(), targetCounter.Add(1)))
 	return c
 }
 
@@ -540,9 +540,9 @@ func TestContractUnchangedServicesShareTwoListings(t *testing.T) {
 		want[svc.Name] = st.Ingress[0].IP
 	}
 	// A CCM that starts again.
-	cluster := c.clusterID
+	cluster := c.cluster.Get()
 	c = tg.cloud(t, "")
-	c.clusterID = cluster
+	c.cluster.Set(cluster)
 	if tg.emu != nil {
 		tg.emu.ResetCalls()
 	}
