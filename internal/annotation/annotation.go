@@ -21,6 +21,11 @@ import (
 // Name is the name of a Service annotation.
 type Name string
 
+// Recorded are the annotations the CCM writes on Services for its own records
+// (their doc says "written by the CCM"): a change of them is not a change of
+// what the Service asks, and starts no sync.
+var Recorded = []Name{OpenStackLoadBalancerAddress, OpenStackConverged, CloudStackIPAssociatedByController, CloudStackConverged}
+
 // ErrNotSet is returned by the getters when the annotation is absent.
 var ErrNotSet = errors.New("annotation not set")
 

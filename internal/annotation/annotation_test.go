@@ -2,6 +2,11 @@ package annotation
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +94,37 @@ func FuzzParsers(f *testing.F) {
 			t.Fatalf("ParseIP(%q) accepted an invalid address", v)
 		}
 	})
+}
+
+// Every annotation documented as written by the CCM is in Recorded, so that
+// writing it does not start another sync of the Service.
+func TestWrittenByTheCCMAreRecorded(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	var written []Name
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
+		require.NoError(t, err)
+		for _, d := range file.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				v := spec.(*ast.ValueSpec)
+				if v.Doc == nil || !strings.Contains(strings.Join(strings.Fields(v.Doc.Text()), " "), "written by the CCM") {
+					continue
+				}
+				lit, ok := v.Values[0].(*ast.BasicLit)
+				require.True(t, ok, v.Names[0].Name)
+				written = append(written, Name(strings.Trim(lit.Value, `"`)))
+			}
+		}
+	}
+	require.NotEmpty(t, written)
+	assert.ElementsMatch(t, written, Recorded)
 }

@@ -247,10 +247,6 @@ const (
 	OpenStackPublishOnlyPublicAddress Name = "loadbalancer.openstack.org/publish-only-public-address"
 )
 
-// Recorded are the annotations the CCM writes on Services for its own records: a
-// change of them is not a change of what the Service asks.
-var Recorded = []Name{OpenStackLoadBalancerAddress, OpenStackConverged}
-
 // Limits of the OpenStack annotations' values: Octavia's own, except for the health
 // monitor interval, whose range is Overcast's (Octavia takes any whole seconds).
 const (

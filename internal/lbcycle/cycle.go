@@ -133,6 +133,13 @@ type Relister interface {
 	Relist()
 }
 
+// Pacer is a cloud that knows when the work it started for a Service should be
+// done (its asynchronous jobs, from how long such jobs take): the Service is
+// looked at again then, not after the fixed Options.Retry. 0 is no opinion.
+type Pacer interface {
+	RetryAfter(svc *v1.Service) time.Duration
+}
+
 // Options of a Cycle.
 type Options struct {
 	// Retry is how soon a Service is looked at again while the cloud works.
@@ -193,7 +200,7 @@ func (c *Cycle[S, L]) UpdateLoadBalancer(ctx context.Context, clusterName string
 					return c.outcome(err)
 				}
 				if ok && progress != "" {
-					return c.progress(progress)
+					return c.progress(svc, progress)
 				}
 				if ok {
 					rec.Fingerprint = fp
@@ -230,21 +237,21 @@ func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fi
 			progress, err = c.cloud.Create(ctx, svc, spec)
 		}
 		if err != nil || progress != "" {
-			return nil, c.step(progress, err)
+			return nil, c.step(svc, progress, err)
 		}
 		// Built at once (a cloud in the process): on to publishing it.
 		if lb, found, err = c.cloud.Find(ctx, svc); err != nil || !found {
-			return nil, c.step("the load balancer is being created", err)
+			return nil, c.step(svc, "the load balancer is being created", err)
 		}
 		built = true // as spec asks: no walk
 	}
 	if lb.State == Busy {
-		return nil, c.progress(fmt.Sprintf("load balancer %s is %s", lb.ID, lb.Status))
+		return nil, c.progress(svc, fmt.Sprintf("load balancer %s is %s", lb.ID, lb.Status))
 	}
 	if !built && (lb.Shared || !hasRec || rec.ID != lb.ID || rec.Fingerprint != fp || c.fullCheckDue(lb.ID)) {
 		progress, err := c.cloud.Converge(ctx, svc, spec, lb)
 		if err != nil || progress != "" {
-			return nil, c.step(progress, err)
+			return nil, c.step(svc, progress, err)
 		}
 		c.walked(lb.ID)
 	}
@@ -265,7 +272,7 @@ func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fi
 func (c *Cycle[S, L]) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	progress, err := c.cloud.Delete(ctx, svc)
 	if err != nil || progress != "" {
-		return c.step(progress, err)
+		return c.step(svc, progress, err)
 	}
 	if rec, ok := c.records.Get(svc); ok {
 		c.mu.Lock()
@@ -354,17 +361,27 @@ func (c *Cycle[S, L]) walked(id string) {
 }
 
 // step is the outcome of a step: its error, else its progress, else nil.
-func (c *Cycle[S, L]) step(progress string, err error) error {
+func (c *Cycle[S, L]) step(svc *v1.Service, progress string, err error) error {
 	if err != nil {
 		return c.outcome(err)
 	}
 	if progress != "" {
-		return c.progress(progress)
+		return c.progress(svc, progress)
 	}
 	return nil
 }
 
-func (c *Cycle[S, L]) progress(what string) error { return api.NewRetryError(what, c.opts.Retry) }
+// progress is the RetryError of work under way: the Service is looked at
+// again when a Pacer cloud expects its work done, else after Options.Retry.
+func (c *Cycle[S, L]) progress(svc *v1.Service, what string) error {
+	after := c.opts.Retry
+	if p, ok := c.cloud.(Pacer); ok {
+		if d := p.RetryAfter(svc); d > 0 {
+			after = d
+		}
+	}
+	return api.NewRetryError(what, after)
+}
 
 // outcome is what the service controller is told of a step's error: the cloud
 // busy is progress (a RetryError), a refusal a Problem; a Problem, a

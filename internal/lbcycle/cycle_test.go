@@ -411,3 +411,29 @@ func (l *listingCloud) Drift(_ context.Context, _ *v1.Service, _ Record, lb LB[s
 func TestFingerprintReadsAsItIsRecorded(t *testing.T) {
 	assert.Equal(t, "c1.m1", fp.String())
 }
+
+// pacedCloud knows when its work should be done.
+type pacedCloud struct {
+	script
+	after time.Duration
+}
+
+func (p *pacedCloud) RetryAfter(*v1.Service) time.Duration { return p.after }
+
+// Work under way is looked at again when a Pacer cloud says it should be
+// done; without an opinion (0), after Options.Retry.
+func TestAPacerCloudSaysWhenToLookAgain(t *testing.T) {
+	for _, tc := range []struct {
+		after, want time.Duration
+	}{
+		{after: 700 * time.Millisecond, want: 700 * time.Millisecond},
+		{after: 0, want: 3 * time.Second},
+	} {
+		cloud := &pacedCloud{script: script{spec: fp, answer: map[string]string{"create": "being created"}}, after: tc.after}
+		c := New[string, string](cloud, memRecords{}, Options{Retry: 3 * time.Second})
+		_, err := c.EnsureLoadBalancer(context.Background(), "kubernetes", service, nil)
+		var re *api.RetryError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, tc.want, re.RetryAfter())
+	}
+}

@@ -685,5 +685,5 @@ func capitalise(s string) string {
 
 // jitter spreads retries of many Services that failed at once.
 func jitter(d time.Duration) time.Duration {
-	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+	return d + time.Duration(rand.Int64N(int64(d)/20+1))
 }

@@ -1,6 +1,7 @@
 package cloudstack
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -127,6 +128,17 @@ type address struct {
 
 func toAddress(a *cs.PublicIpAddress) address {
 	return address{ID: a.Id, IP: a.Ipaddress, State: a.State, Network: a.Associatednetworkid, VPC: a.Vpcid, Tags: tagMap(a.Tags)}
+}
+
+// associated is the address an associateIpAddress job's result names.
+func associated(result json.RawMessage) (address, bool) {
+	var r struct {
+		Address *cs.PublicIpAddress `json:"ipaddress"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil || r.Address == nil || r.Address.Id == "" {
+		return address{}, false
+	}
+	return toAddress(r.Address), true
 }
 
 func tagMap(tags []cs.Tags) map[string]string {
@@ -611,34 +623,51 @@ func (gw *gateway) deleteHealthCheck(id string) (string, error) {
 	return r.JobID, nil
 }
 
-// jobStatus is how a job went: still pending, done, or failed (failure);
-// err is the query's own error.
-func (gw *gateway) jobStatus(id string) (pending bool, failure, err error) {
+// jobStatus is how a job went (queryAsyncJobResult).
+func (gw *gateway) jobStatus(id string) (jobState, error) {
 	r, err := gw.cs().Asyncjob.QueryAsyncJobResult(gw.cs().Asyncjob.NewQueryAsyncJobResultParams(id))
 	if err != nil {
-		return false, nil, translate("queryAsyncJobResult", err)
+		return jobState{}, translate("queryAsyncJobResult", err)
 	}
-	switch r.Jobstatus {
-	case 0:
-		return true, nil, nil
-	case 1:
-		return false, nil, nil
-	}
-	return false, jobFailure(r.Cmd, r), nil
+	return toJobState(r.Jobstatus, r.Cmd, r.Jobresult, r.Jobresultcode, r.Created, r.Completed), nil
 }
 
-// jobState is how a job went: pending, done, or failed (failure).
+// jobState is how a job went: pending, done with its result, or failed
+// (failure); took is how long it ran on the server, 0 when not known.
 type jobState struct {
 	pending bool
 	failure error
+	result  json.RawMessage
+	took    time.Duration
 }
+
+func toJobState(status int, cmd string, result json.RawMessage, code int, created, completed string) jobState {
+	st := jobState{pending: status == 0}
+	switch status {
+	case 1:
+		st.result = result
+	case 2:
+		st.failure = jobFailure(cmd, &cs.QueryAsyncJobResultResponse{Jobresult: result, Jobresultcode: code, Cmd: cmd})
+	}
+	if status != 0 {
+		c, err1 := time.Parse(csDateLayout, created)
+		d, err2 := time.Parse(csDateLayout, completed)
+		if err1 == nil && err2 == nil && !d.Before(c) {
+			st.took = d.Sub(c)
+		}
+	}
+	return st
+}
+
+// csDateLayout is how the server writes dates ("2021-10-04T09:24:38+0000").
+const csDateLayout = "2006-01-02T15:04:05-0700"
 
 // jobsSince lists the account's jobs created at since or later
 // (listAsyncJobs: one call for every job under way, however many).
 func (gw *gateway) jobsSince(since time.Time) (map[string]jobState, error) {
 	list, err := pages(gw, func(page, size int) ([]*cs.AsyncJob, int, error) {
 		p := gw.cs().Asyncjob.NewListAsyncJobsParams()
-		p.SetStartdate(since.UTC().Format("2006-01-02T15:04:05-0700"))
+		p.SetStartdate(since.UTC().Format(csDateLayout))
 		p.SetPage(page)
 		p.SetPagesize(size)
 		r, err := gw.cs().Asyncjob.ListAsyncJobs(p)
@@ -652,11 +681,7 @@ func (gw *gateway) jobsSince(since time.Time) (map[string]jobState, error) {
 	}
 	out := make(map[string]jobState, len(list))
 	for _, j := range list {
-		st := jobState{pending: j.Jobstatus == 0}
-		if j.Jobstatus == 2 {
-			st.failure = jobFailure(j.Cmd, &cs.QueryAsyncJobResultResponse{Jobresult: j.Jobresult, Jobresultcode: j.Jobresultcode, Cmd: j.Cmd})
-		}
-		out[j.JobID] = st
+		out[j.JobID] = toJobState(j.Jobstatus, j.Cmd, j.Jobresult, j.Jobresultcode, j.Created, j.Completed)
 	}
 	return out, nil
 }

@@ -65,7 +65,7 @@ type Global struct {
 	// its tags, a rule, its machines, an opening), so this bounds how fast many
 	// Services get theirs. A server with api.throttling.enabled allows 25 calls a
 	// second per account by default (api.throttling.max): set both limits below it.
-	// Default: 50
+	// Default: 100
 	APIWriteQPS int `ini:"api-write-qps"`
 }
 

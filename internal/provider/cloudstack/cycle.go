@@ -62,6 +62,7 @@ var (
 	_ lbcycle.MemberUpdater[lbSpec, lbState] = steps{}
 	_ lbcycle.DriftChecker[lbState]          = steps{}
 	_ lbcycle.Relister                       = steps{}
+	_ lbcycle.Pacer                          = steps{}
 )
 
 func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, lbState] {
@@ -161,12 +162,21 @@ func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) 
 }
 
 func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
-	progress, err := s.jobs.check(s.gw, svc.UID)
+	progress, results, err := s.jobs.check(s.gw, svc.UID)
 	if err != nil {
 		return csLB{}, false, err
 	}
 	if progress != "" {
 		return csLB{ID: lbName(svc), State: lbcycle.Busy, Status: "waiting: " + progress}, true, nil
+	}
+	// An address this process has just associated and tagged, as its job's
+	// result says: it has no rules yet (the Service had none when it was
+	// associated), nothing to read.
+	if id, job := s.freshAddress(svc); job != "" {
+		if a, ok := associated(results[job]); ok && a.ID == id && strings.EqualFold(a.State, "Allocated") {
+			a.Tags = s.ownTags(svc)
+			return asLB(lbState{addr: a, addrRead: true}), true, nil
+		}
 	}
 	st, found, err := s.read(svc)
 	if err != nil || !found {
@@ -215,12 +225,19 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return "", fmt.Errorf("cannot tag public address %s: %w", id, err)
 	}
 	s.jobs.add(svc.UID, tagJob, "tagging public address "+id)
-	s.fresh.set(svc.UID, id)
+	s.fresh.set(svc.UID, id+" "+job)
 	if spec.ip != "" {
 		s.markAssociated(ctx, svc)
 	}
 	klog.FromContext(ctx).Info("Associating public address", "service", klog.KObj(svc), "id", id, "requested", spec.ip)
 	return fmt.Sprintf("public address %s is being associated", id), nil
+}
+
+// freshAddress is the address this process associated for the Service and
+// the job that associated it, until the address's openings are made.
+func (c *Cloud) freshAddress(svc *v1.Service) (id, job string) {
+	id, job, _ = strings.Cut(c.fresh.get(svc.UID), " ")
+	return id, job
 }
 
 // Replace is never called: rules have no failed state.
@@ -424,15 +441,16 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		want[openingKey(p.proto, p.port)] = true
 	}
 	changes := 0
+	fresh, _ := s.freshAddress(svc)
+	s.fresh.set(svc.UID, "")
 	if n.Firewall {
 		var current []opening
-		if st.addr.ID == "" || s.fresh.get(svc.UID) != st.addr.ID {
+		if st.addr.ID == "" || fresh != st.addr.ID {
 			var err error
 			if current, err = s.gw.firewallRules(st.addr.ID); err != nil {
 				return 0, err
 			}
 		}
-		s.fresh.set(svc.UID, "")
 		own := st.addrRead && s.owns(st.addr, svc)
 		matched := map[string]bool{}
 		for _, f := range current {
@@ -672,11 +690,14 @@ func (s steps) Drift(_ context.Context, svc *v1.Service, rec lbcycle.Record, lb 
 
 func (s steps) Relist() { s.listing.Invalidate() }
 
+// RetryAfter is when the Service's jobs should be done.
+func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.jobs.retryAfter(svc.UID) }
+
 // Delete makes one step of deleting the Service's load balancer: its rules
 // with their openings first, then the address if it was associated for the
 // Service. Done when nothing of it is left.
 func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
-	progress, err := s.jobs.check(s.gw, svc.UID)
+	progress, _, err := s.jobs.check(s.gw, svc.UID)
 	if err != nil {
 		klog.FromContext(ctx).Info("A change of the deleted Service's load balancer had failed", "service", klog.KObj(svc), "err", err.Error())
 	}

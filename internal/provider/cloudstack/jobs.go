@@ -1,6 +1,7 @@
 package cloudstack
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,17 +14,25 @@ import (
 )
 
 // jobs are the asynchronous jobs each Service's steps started and whose end
-// was not seen yet. A step never waits for one: the next look at the Service
-// asks how they went, and a failed job's error is that look's error (its
-// work is then done again by the step that needs it).
+// was not seen yet. A step never waits for one: the Service is looked at
+// again when its jobs should be done (RetryAfter), and that look asks how
+// they went; a failed job's error is that look's error (its work is then done
+// again by the step that needs it).
 //
 // How they went is read from one listing of the account's recent jobs
 // (listAsyncJobs), shared by every Service for a moment: 100 Services being
-// built at once cost one call a pass, not one per job. A job the listing
+// built at once cost a few calls a pass, not one per job. A job the listing
 // does not show (the server's clock far from ours) is asked about alone.
+//
+// How long jobs take is learnt from the listing (completed − created, both the
+// server's clock): a Service is looked at again once its jobs should be done,
+// and a listing taken before then is not trusted to say they are not.
 type jobs struct {
 	mu sync.Mutex
 	m  map[types.UID][]job
+	// took is how long a job takes on the server, a moving average of the
+	// jobs seen done (initialTook until one is).
+	took time.Duration
 
 	fetch   sync.Mutex // one listing at a time
 	listed  map[string]jobState
@@ -42,14 +51,26 @@ const (
 	// jobTimeout is how long a job is waited for before it is forgotten (the
 	// work it did is then found, or not, by reading the objects).
 	jobTimeout = 30 * time.Minute
-	// jobListingMaxAge is how long one listing of jobs serves every Service.
+	// jobListingMaxAge is how long one listing of jobs serves every Service
+	// whose jobs are not due yet; jobListingFresh, those whose jobs are due
+	// (it bounds the listings to one per jobListingFresh however many
+	// Services wait).
 	jobListingMaxAge = 500 * time.Millisecond
+	jobListingFresh  = 100 * time.Millisecond
 	// clockSlack reaches back before the oldest job under way, for a server
 	// whose clock is behind ours.
 	clockSlack = 5 * time.Minute
+	// initialTook is how long a job is expected to take before one was seen.
+	initialTook = pendingRetry
+	// jobMargin is added to when a job should be done, for the listing to
+	// show it.
+	jobMargin = 50 * time.Millisecond
+	// Bounds of how soon a Service whose jobs are under way is looked at again.
+	minJobRetry = 250 * time.Millisecond
+	maxJobRetry = 5 * time.Second
 )
 
-func newJobs() *jobs { return &jobs{m: map[types.UID][]job{}} }
+func newJobs() *jobs { return &jobs{m: map[types.UID][]job{}, took: initialTook} }
 
 // add records a job the Service's step started ("" is none).
 func (j *jobs) add(uid types.UID, id, what string) {
@@ -61,14 +82,41 @@ func (j *jobs) add(uid types.UID, id, what string) {
 	j.m[uid] = append(j.m[uid], job{id: id, what: what, started: time.Now()})
 }
 
+// due is when the job should be done.
+func (j *jobs) due(jb job) time.Time { return jb.started.Add(j.took + jobMargin) }
+
+// retryAfter is how soon the Service should be looked at again: when the
+// last of its jobs should be done; for jobs already overdue, a quarter of
+// their age (a slow server is not asked ever more often). 0: no jobs.
+func (j *jobs) retryAfter(uid types.UID) time.Duration {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	list := j.m[uid]
+	if len(list) == 0 {
+		return 0
+	}
+	now := time.Now()
+	var d time.Duration
+	for _, jb := range list {
+		left := j.due(jb).Sub(now)
+		if left <= 0 {
+			left = now.Sub(jb.started) / 4
+		}
+		d = max(d, left)
+	}
+	return min(max(d, minJobRetry), maxJobRetry)
+}
+
 // check asks how the Service's jobs went: the first still under way (as
 // progress), else the first failure; done and failed jobs are forgotten.
-func (j *jobs) check(gw *gateway, uid types.UID) (progress string, err error) {
+// results are the results of the jobs seen done now, by job id.
+func (j *jobs) check(gw *gateway, uid types.UID) (progress string, results map[string]json.RawMessage, err error) {
 	j.mu.Lock()
 	list := j.m[uid]
 	// The listing reaches back to the oldest job of any Service, so that one
-	// serves them all; it must be newer than this Service's own jobs.
-	var oldest, newest time.Time
+	// serves them all; it must be newer than this Service's own jobs, and
+	// newer than when they should be done if that is past.
+	var oldest, newest, due time.Time
 	for _, all := range j.m {
 		for _, jb := range all {
 			if oldest.IsZero() || jb.started.Before(oldest) {
@@ -77,24 +125,23 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, err error) {
 		}
 	}
 	for _, jb := range list {
-		if jb.started.After(newest) {
-			newest = jb.started
-		}
+		newest = later(newest, jb.started)
+		due = later(due, j.due(jb))
 	}
 	j.mu.Unlock()
 	if len(list) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
-	states, err := j.states(gw, oldest, newest)
+	states, err := j.states(gw, oldest, newest, due)
 	if err != nil {
-		return "", fmt.Errorf("asking how the load balancer's changes went: %w", err)
+		return "", nil, fmt.Errorf("asking how the load balancer's changes went: %w", err)
 	}
 	var keep []job
 	var first error
 	for _, jb := range list {
 		st, listed := states[jb.id]
 		if !listed {
-			pending, failure, err := gw.jobStatus(jb.id)
+			st, err = gw.jobStatus(jb.id)
 			switch {
 			case isNotFound(err):
 				continue // the server no longer knows it (purged): forgotten
@@ -105,7 +152,9 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, err error) {
 				}
 				continue
 			}
-			st = jobState{pending: pending, failure: failure}
+		}
+		if !st.pending {
+			j.learn(st.took)
 		}
 		switch {
 		case st.pending && time.Since(jb.started) < jobTimeout:
@@ -113,8 +162,15 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, err error) {
 			if progress == "" {
 				progress = jb.what
 			}
-		case st.failure != nil && first == nil:
-			first = fmt.Errorf("%s failed: %w", jb.what, st.failure)
+		case st.failure != nil:
+			if first == nil {
+				first = fmt.Errorf("%s failed: %w", jb.what, st.failure)
+			}
+		case !st.pending:
+			if results == nil {
+				results = map[string]json.RawMessage{}
+			}
+			results[jb.id] = st.result
 		}
 	}
 	j.mu.Lock()
@@ -125,21 +181,46 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, err error) {
 	}
 	j.mu.Unlock()
 	if progress != "" {
-		return progress, nil
+		return progress, nil, nil
 	}
-	return "", first
+	return "", results, first
 }
 
-// states is the shared listing of jobs, taken anew when it is older than
-// jobListingMaxAge or than the newest job under way.
-func (j *jobs) states(gw *gateway, oldest, newest time.Time) (map[string]jobState, error) {
+// learn takes a job's time on the server into the average (0: not known).
+func (j *jobs) learn(took time.Duration) {
+	if took < 0 || took > jobTimeout {
+		return
+	}
+	if took == 0 {
+		took = time.Millisecond // done within the second: the server's dates have seconds
+	}
+	j.mu.Lock()
+	j.took = (4*j.took + took) / 5
+	j.mu.Unlock()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// states is the shared listing of jobs. A listing serves a Service when it
+// was taken after the Service's jobs started and is younger than
+// jobListingMaxAge; once they are due, only when it was taken after that or
+// is younger than jobListingFresh. Otherwise it is taken anew.
+func (j *jobs) states(gw *gateway, oldest, newest, due time.Time) (map[string]jobState, error) {
 	j.fetch.Lock()
 	defer j.fetch.Unlock()
 	if j.unlisted {
 		return nil, nil
 	}
-	if j.listed != nil && j.fetched.After(newest) && time.Since(j.fetched) < jobListingMaxAge {
-		return j.listed, nil
+	if j.listed != nil && j.fetched.After(newest) {
+		age := time.Since(j.fetched)
+		if age < jobListingFresh || (age < jobListingMaxAge && (j.fetched.After(due) || time.Now().Before(due))) {
+			return j.listed, nil
+		}
 	}
 	at := time.Now()
 	listed, err := gw.jobsSince(oldest.Add(-clockSlack))

@@ -1,0 +1,115 @@
+package cloudstack
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cloud-provider/api"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+)
+
+// A Service is looked at again when its jobs should be done: from when they
+// started and how long jobs take; overdue ones at a quarter of their age,
+// within bounds.
+func TestServicesAreLookedAtWhenTheirJobsShouldBeDone(t *testing.T) {
+	j := newJobs()
+	now := time.Now()
+	j.m["fresh"] = []job{{id: "a", started: now}}
+	j.m["half"] = []job{{id: "b", started: now.Add(-time.Second)}, {id: "c", started: now.Add(-1500 * time.Millisecond)}}
+	j.m["overdue"] = []job{{id: "d", started: now.Add(-8 * time.Second)}}
+	j.m["old"] = []job{{id: "e", started: now.Add(-time.Minute)}}
+	j.m["just"] = []job{{id: "f", started: now.Add(-initialTook - jobMargin - 10*time.Millisecond)}}
+
+	within := func(uid types.UID, want time.Duration) {
+		t.Helper()
+		assert.InDelta(t, want.Seconds(), j.retryAfter(uid).Seconds(), 0.05, uid)
+	}
+	within("fresh", initialTook+jobMargin)
+	within("half", initialTook+jobMargin-time.Second) // the later of its jobs
+	within("overdue", 2*time.Second)
+	within("old", maxJobRetry)
+	within("just", initialTook/4)
+	assert.Zero(t, j.retryAfter("none"), "no jobs: no opinion")
+
+	// How long jobs take is learnt, a little at a time.
+	j.learn(0)
+	assert.Less(t, j.took, initialTook)
+	assert.Greater(t, j.took, initialTook/2)
+	for range 30 {
+		j.learn(500 * time.Millisecond)
+	}
+	assert.InDelta(t, 0.5, j.took.Seconds(), 0.01)
+	j.learn(-time.Second)
+	j.learn(2 * jobTimeout)
+	assert.InDelta(t, 0.5, j.took.Seconds(), 0.01, "impossible durations are ignored")
+}
+
+// A listing taken before a Service's jobs were due does not say they are
+// still under way: it is taken anew (once for every Service then due).
+func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
+	f := newFixture(t, emulator.Options{JobDelay: 50 * time.Millisecond})
+	nodes := f.nodes("worker-1")
+	a := service("a", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	b := service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081})
+	for _, svc := range []*v1.Service{a, b} {
+		_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
+		var retry *api.RetryError
+		require.ErrorAs(t, err, &retry)
+		assert.Greater(t, retry.RetryAfter(), initialTook, "looked at again when its jobs should be done")
+	}
+	time.Sleep(200 * time.Millisecond) // the jobs are done
+
+	// A listing taken 300 ms ago, after the jobs started but before they were
+	// due, which they are now (100 ms ago).
+	jb := f.c.jobs
+	jb.mu.Lock()
+	stale := map[string]jobState{}
+	for uid, list := range jb.m {
+		for i := range list {
+			list[i].started = time.Now().Add(-initialTook - jobMargin - 100*time.Millisecond)
+			stale[list[i].id] = jobState{pending: true}
+		}
+		jb.m[uid] = list
+	}
+	jb.mu.Unlock()
+	jb.listed, jb.fetched = stale, time.Now().Add(-300*time.Millisecond)
+
+	f.emu.ResetCalls()
+	for _, svc := range []*v1.Service{a, b} {
+		progress, results, err := jb.check(f.c.gw, svc.UID)
+		require.NoError(t, err)
+		assert.Empty(t, progress, "the jobs are done: the stale listing is not believed")
+		assert.Len(t, results, 2, "the address's association and its tags")
+	}
+	assert.Equal(t, 1, calls(f.emu, "listAsyncJobs"), "one listing for both Services")
+}
+
+// A new load balancer takes five writes (the address, its tags, the rule, its
+// machines, the opening) and five reads: what exists (rules, a tagged
+// address), how the jobs went after each round, and the rules once built.
+func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1", "worker-2")
+	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	// The machines and their guest network are known from the Nodes already.
+	spec, _, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes)
+	require.NoError(t, err)
+	_, err = f.c.network(spec.network)
+	require.NoError(t, err)
+	f.emu.ResetCalls()
+	_, err = f.ensure(svc, nodes)
+	require.NoError(t, err)
+	assert.Equal(t, 5, writes(f.emu))
+	total := 0
+	for _, c := range f.emu.Calls() {
+		total += c.Count
+	}
+	assert.Equal(t, 10, total, "%v", f.emu.Calls())
+	assert.Equal(t, 2, calls(f.emu, "listAsyncJobs"))
+}
