@@ -334,3 +334,47 @@ func TestCloudStackAdoptsThePeersRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, left.Count, "the address the peer associated goes with the Service")
 }
+
+// Two Services asking for one free address share it (as with the peer): it is
+// associated for the first, kept while the second's rules are on it after the
+// first is deleted, and released with the last.
+func TestCloudStackASharedRequestedAddressGoesWithTheLast(t *testing.T) {
+	ns := namespace(t)
+	e := cloudStackEmulator(t, 65)
+	_, ip := e.AddMachine("cs65-node-1")
+	k := env.NewKubelet(t, "cs65-node-1", ip)
+	env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig()})
+	waitNodeInitialised(t, k.Name)
+	const shared = "127.3.65.200"
+	for i, name := range []string{"first", "second"} {
+		svc := lbService(t, ns, name, func(s *v1.Service) {
+			s.Spec.LoadBalancerIP = shared
+			s.Spec.Ports[0].Port = int32(80 + i)
+		})
+		k.ServeService(t, svc, true)
+		got := waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+		require.Equal(t, shared, ingressAddr(got))
+	}
+	admin := csAdmin(e)
+	addresses := func() []string {
+		p := admin.Address.NewListPublicIpAddressesParams()
+		p.SetListall(true)
+		r, err := admin.Address.ListPublicIpAddresses(p)
+		require.NoError(t, err)
+		var out []string
+		for _, a := range r.PublicIpAddresses {
+			out = append(out, a.Ipaddress)
+		}
+		return out
+	}
+	require.Equal(t, []string{shared}, addresses())
+
+	deleteService(t, ns, "first")
+	assert.Equal(t, []string{shared}, addresses(), "kept: the second Service's rule is on it")
+	assert.Equal(t, k.Name, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(shared), 81)))
+
+	deleteService(t, ns, "second")
+	assert.Empty(t, csRules(t, admin))
+	assert.Empty(t, addresses(), "released with the last Service that used it")
+	assert.Empty(t, warnings(t, ns))
+}

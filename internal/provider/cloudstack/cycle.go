@@ -581,7 +581,13 @@ func (s steps) moveAddress(ctx context.Context, svc *v1.Service, st lbState) (st
 // to release.
 func (s steps) release(ctx context.Context, svc *v1.Service, a address) (string, error) {
 	if !a.addrOwnedBy(s.Cloud, svc) {
-		return "", nil
+		// Another Service's, through a shared loadBalancerIP: released by the
+		// last of them, once the one it was associated for is gone.
+		gone, err := s.ownerGone(ctx, a)
+		if err != nil || !gone {
+			return "", err
+		}
+		klog.FromContext(ctx).Info("The public address was associated for a Service that is gone; released with this one, which shared it", "service", klog.KObj(svc), "address", a.IP)
 	}
 	if strings.EqualFold(a.State, "Releasing") {
 		return fmt.Sprintf("public address %s is being released", a.IP), nil
@@ -604,6 +610,27 @@ func (s steps) release(ctx context.Context, svc *v1.Service, a address) (string,
 	s.jobs.add(svc.UID, job, "releasing public address "+a.IP)
 	klog.FromContext(ctx).Info("Releasing public address", "service", klog.KObj(svc), "address", a.IP)
 	return fmt.Sprintf("public address %s is being released", a.IP), nil
+}
+
+// ownerGone says whether the address was associated by this CCM for a
+// Service of the cluster that no longer exists (asked of the apiserver, not
+// of a cache: an address is released on this answer).
+func (c *Cloud) ownerGone(ctx context.Context, a address) (bool, error) {
+	uid := a.Tags[tagService]
+	kube := c.kubeClient()
+	if uid == "" || a.Tags[tagCluster] != c.clusterUID() || kube == nil {
+		return false, nil
+	}
+	list, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, fmt.Errorf("cannot tell whether the Service public address %s was associated for still exists: %w", a.IP, err)
+	}
+	for i := range list.Items {
+		if string(list.Items[i].UID) == uid {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // addrOwnedBy: associated by this CCM for the Service (its tags), or by the
@@ -773,12 +800,31 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 		for _, r := range st.rules {
 			ports[openingKey(r.Protocol, r.PublicPort)] = true
 		}
+		// Rules of other Services on the address (a shared loadBalancerIP)
+		// keep the openings of their ports.
+		var others []rule
+		if own {
+			on, err := s.gw.rulesOn(addr.ID)
+			if err != nil {
+				return err
+			}
+			for _, r := range on {
+				if lbNameOf(r.Name) != lbName(svc) {
+					others = append(others, r)
+				}
+			}
+		}
 		current, err := s.gw.firewallRules(addr.ID)
 		if err != nil {
 			return err
 		}
 		for _, f := range current {
 			if !own && (f.Start != f.End || !ports[openingKey(f.Protocol, f.Start)]) {
+				continue
+			}
+			if slices.ContainsFunc(others, func(r rule) bool {
+				return l4(r.Protocol) == l4(f.Protocol) && f.Start <= r.PublicPort && r.PublicPort <= f.End
+			}) {
 				continue
 			}
 			job, err := s.gw.deleteFirewallRule(f.ID)
