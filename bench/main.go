@@ -55,6 +55,7 @@ type options struct {
 	ccmArgs      []string
 	ccmEnv       []string
 	global       []string // extra [Global] keys of the cloud.conf
+	adminKeys    bool     // the cloud.conf carries the emulator's administrator keys
 }
 
 func main() {
@@ -78,6 +79,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "tmp/bench", "scratch directory (CCM logs)")
 	ccmEnv := flag.String("ccm-env", "", "extra environment of the CCM only, space-separated (e.g. GOMEMLIMIT=150MiB)")
 	ccmArgs := flag.String("ccm-args", "", "extra flags for the CCM, space-separated (e.g. --concurrent-service-syncs=20)")
+	flag.BoolVar(&o.adminKeys, "admin-keys", false, "give the CCM the emulator's administrator keys instead of a user's (for a CCM that needs them, as cloudstack-kubernetes-provider does)")
 	global := flag.String("global", "", "extra [Global] keys of the cloud.conf, space-separated (e.g. api-write-qps=20)")
 	chartData := flag.String("chart-data", "", "with -chart: draw these medians (N=reads/h,…, e.g. 500=36,2000=36) from earlier runs instead of running anything")
 	flag.Parse()
@@ -226,6 +228,14 @@ func newBed(o options, nodes int) (*bed, error) {
 	}
 	b.conf = filepath.Join(o.dir, "cloud.conf")
 	conf := b.emu.CloudConfig()
+	if o.adminKeys {
+		a, ok := b.emu.(interface{ AdminCloudConfig() string })
+		if !ok {
+			b.close()
+			return nil, fmt.Errorf("-admin-keys: the %s emulator has no administrator keys to give", o.cloud)
+		}
+		conf = a.AdminCloudConfig()
+	}
 	if len(o.global) > 0 {
 		conf = strings.Replace(conf, "[Global]\n", "[Global]\n"+strings.Join(o.global, "\n")+"\n", 1)
 	}

@@ -221,10 +221,17 @@ func (e *Emulator) Fixture() Fixture { return e.fx }
 // CloudConfig is a cloud-config for the cloud's CCM with the user keys, in
 // the peer's form ([Global] api-url, api-key, secret-key, zone, project-id
 // with InProject).
-func (e *Emulator) CloudConfig() string {
+func (e *Emulator) CloudConfig() string { return e.cloudConfig(e.fx.UserKey, e.fx.UserSecret) }
+
+// AdminCloudConfig is CloudConfig with the administrator's keys, for a CCM
+// that needs them (cloudstack-kubernetes-provider calls the admin-only
+// listManagementServersMetrics at start).
+func (e *Emulator) AdminCloudConfig() string { return e.cloudConfig(e.fx.AdminKey, e.fx.AdminSecret) }
+
+func (e *Emulator) cloudConfig(key, secret string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Global]\napi-url = %s/client/api\napi-key = %s\nsecret-key = %s\nzone = %s\n",
-		e.URL(), e.fx.UserKey, e.fx.UserSecret, e.fx.ZoneName)
+		e.URL(), key, secret, e.fx.ZoneName)
 	if e.opts.InProject {
 		fmt.Fprintf(&b, "project-id = %s\n", e.fx.ProjectID)
 	}
