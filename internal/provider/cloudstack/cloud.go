@@ -65,6 +65,9 @@ type Cloud struct {
 	// created is the fingerprint each Service's rules were all created from
 	// by this process, until seen converged: they need no walk.
 	created memo
+	// assigned is the members' fingerprint each Service's rules were last
+	// given their machines for (UpdateMembers), until the jobs are seen done.
+	assigned memo
 }
 
 var (

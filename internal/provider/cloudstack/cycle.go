@@ -684,9 +684,25 @@ func hasRules(st lbState, spec lbSpec) bool {
 }
 
 // UpdateMembers puts the rules' machines right when only the Nodes changed.
-func (s steps) UpdateMembers(_ context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, bool, error) {
+//
+// The machines a pass assigned and removed are not read again: once their
+// jobs went well the rules have them.
+func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, bool, error) {
 	if !hasRules(lb.Obj, spec) {
 		return "", false, nil
+	}
+	progress, _, err := s.jobs.check(s.gw, svc.UID)
+	if progress != "" {
+		return "waiting: " + progress, true, nil
+	}
+	want := spec.membersFingerprint()
+	changedTo := s.assigned.get(svc.UID)
+	s.assigned.set(svc.UID, "")
+	if err != nil {
+		// Read below, and done again.
+		klog.FromContext(ctx).V(2).Info("A change of the rules' machines failed; they are read and put right", "service", klog.KObj(svc), "err", err.Error())
+	} else if changedTo == want {
+		return "", true, nil
 	}
 	changed := 0
 	for _, r := range lb.Obj.rules {
@@ -699,6 +715,7 @@ func (s steps) UpdateMembers(_ context.Context, svc *v1.Service, spec lbSpec, lb
 		}
 	}
 	if changed > 0 {
+		s.assigned.set(svc.UID, want)
 		return fmt.Sprintf("the machines of %d rule(s) are being changed", changed), true, nil
 	}
 	return "", true, nil
@@ -738,6 +755,7 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 	if !found {
 		s.created.set(svc.UID, "")
 		s.fresh.set(svc.UID, "")
+		s.assigned.set(svc.UID, "")
 		s.forgetRecord(ctx, svc)
 		return "", nil
 	}

@@ -2,6 +2,7 @@ package cloudstack
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -112,4 +113,32 @@ func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
 	}
 	assert.Equal(t, 10, total, "%v", f.emu.Calls())
 	assert.Equal(t, 2, calls(f.emu, "listAsyncJobs"))
+}
+
+// A Node added to a converged Service costs each rule one read of its
+// machines and one write; the pass after the jobs reads nothing more.
+func TestANodeAddedIsOneReadAndOneWriteARule(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1", "worker-2", "worker-3")
+	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	st, err := f.ensure(svc, nodes[:2])
+	require.NoError(t, err)
+	// The record the cycle writes on the Service (the fixture has no apiserver).
+	_, fp, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes[:2])
+	require.NoError(t, err)
+	rules := f.rules()
+	require.Len(t, rules, 1)
+	svc.Annotations = map[string]string{"overcast.io/cloudstack-converged": rules[0].Publicipid + "/" + fp.String() + "/" + st.Ingress[0].IP}
+
+	f.emu.ResetCalls()
+	for range 10 {
+		err = f.c.UpdateLoadBalancer(context.Background(), "kubernetes", svc, nodes)
+		if !errors.As(err, new(*api.RetryError)) {
+			break
+		}
+	}
+	require.NoError(t, err)
+	assert.Equal(t, 1, calls(f.emu, "listLoadBalancerRuleInstances"), "%v", f.emu.Calls())
+	assert.Equal(t, 1, writes(f.emu), "%v", f.emu.Calls())
+	assert.Len(t, f.members(rules[0].Id), 3)
 }
