@@ -633,11 +633,13 @@ func (gw *gateway) jobStatus(id string) (jobState, error) {
 }
 
 // jobState is how a job went: pending, done with its result, or failed
-// (failure); took is how long it ran on the server, 0 when not known.
+// (failure); created is when the server took it (its clock, to the second;
+// zero when not known), took how long it ran there (0 when not known).
 type jobState struct {
 	pending bool
 	failure error
 	result  json.RawMessage
+	created time.Time
 	took    time.Duration
 }
 
@@ -649,10 +651,9 @@ func toJobState(status int, cmd string, result json.RawMessage, code int, create
 	case 2:
 		st.failure = jobFailure(cmd, &cs.QueryAsyncJobResultResponse{Jobresult: result, Jobresultcode: code, Cmd: cmd})
 	}
-	if status != 0 {
-		c, err1 := time.Parse(csDateLayout, created)
-		d, err2 := time.Parse(csDateLayout, completed)
-		if err1 == nil && err2 == nil && !d.Before(c) {
+	if c, err := time.Parse(csDateLayout, created); err == nil {
+		st.created = c
+		if d, err := time.Parse(csDateLayout, completed); err == nil && status != 0 && !d.Before(c) {
 			st.took = d.Sub(c)
 		}
 	}

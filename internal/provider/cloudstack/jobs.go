@@ -34,9 +34,15 @@ type jobs struct {
 	// jobs seen done (initialTook until one is).
 	took time.Duration
 
+	// skew is the server's clock less ours, learnt from when it says it took
+	// the jobs we started (skewKnown once one was seen).
+	skew      time.Duration
+	skewKnown bool
+
 	fetch   sync.Mutex // one listing at a time
 	listed  map[string]jobState
 	fetched time.Time
+	since   time.Time // the listing's startdate (the server's clock)
 	// unlisted: the account may not list its jobs (a role without
 	// listAsyncJobs): each job is asked about alone.
 	unlisted bool
@@ -57,9 +63,14 @@ const (
 	// Services wait).
 	jobListingMaxAge = 500 * time.Millisecond
 	jobListingFresh  = 100 * time.Millisecond
-	// clockSlack reaches back before the oldest job under way, for a server
-	// whose clock is behind ours.
+	// clockSlack reaches back before a Service's oldest job under way, for a
+	// server whose clock is behind ours, until how far is learnt; then
+	// skewSlack does (the server's dates have whole seconds).
 	clockSlack = 5 * time.Minute
+	skewSlack  = 3 * time.Second
+	// sinceSpread is how much further back than a Service needs a listing
+	// may reach to serve others too.
+	sinceSpread = 30 * time.Second
 	// initialTook is how long a job is expected to take before one was seen.
 	initialTook = pendingRetry
 	// jobMargin is added to when a job should be done, for the listing to
@@ -113,26 +124,27 @@ func (j *jobs) retryAfter(uid types.UID) time.Duration {
 func (j *jobs) check(gw *gateway, uid types.UID) (progress string, results map[string]json.RawMessage, err error) {
 	j.mu.Lock()
 	list := j.m[uid]
-	// The listing reaches back to the oldest job of any Service, so that one
-	// serves them all; it must be newer than this Service's own jobs, and
-	// newer than when they should be done if that is past.
+	// The listing must reach back to this Service's oldest job (on the
+	// server's clock), be newer than its newest, and newer than when they
+	// should be done if that is past. Services checking together have jobs of
+	// about the same age, so one listing serves them.
 	var oldest, newest, due time.Time
-	for _, all := range j.m {
-		for _, jb := range all {
-			if oldest.IsZero() || jb.started.Before(oldest) {
-				oldest = jb.started
-			}
-		}
-	}
 	for _, jb := range list {
+		if oldest.IsZero() || jb.started.Before(oldest) {
+			oldest = jb.started
+		}
 		newest = later(newest, jb.started)
 		due = later(due, j.due(jb))
+	}
+	since := oldest.Add(-clockSlack)
+	if j.skewKnown {
+		since = oldest.Add(j.skew - skewSlack)
 	}
 	j.mu.Unlock()
 	if len(list) == 0 {
 		return "", nil, nil
 	}
-	states, err := j.states(gw, oldest, newest, due)
+	states, err := j.states(gw, since, newest, due)
 	if err != nil {
 		return "", nil, fmt.Errorf("asking how the load balancer's changes went: %w", err)
 	}
@@ -155,6 +167,9 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, results map[s
 		}
 		if !st.pending {
 			j.learn(st.took)
+		}
+		if listed && !st.created.IsZero() {
+			j.learnSkew(st.created.Sub(jb.started))
 		}
 		switch {
 		case st.pending && time.Since(jb.started) < jobTimeout:
@@ -199,6 +214,22 @@ func (j *jobs) learn(took time.Duration) {
 	j.mu.Unlock()
 }
 
+// learnSkew takes one job's server date less when we started it. The date
+// has whole seconds and the job was taken before our call returned, so the
+// largest recent value is nearest: it is kept, and let down slowly.
+func (j *jobs) learnSkew(d time.Duration) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case !j.skewKnown:
+		j.skew, j.skewKnown = d, true
+	case d > j.skew:
+		j.skew = d
+	default:
+		j.skew -= (j.skew - d) / 16
+	}
+}
+
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -207,23 +238,30 @@ func later(a, b time.Time) time.Time {
 }
 
 // states is the shared listing of jobs. A listing serves a Service when it
-// was taken after the Service's jobs started and is younger than
-// jobListingMaxAge; once they are due, only when it was taken after that or
-// is younger than jobListingFresh. Otherwise it is taken anew.
-func (j *jobs) states(gw *gateway, oldest, newest, due time.Time) (map[string]jobState, error) {
+// reaches back as far (since, the server's clock) and was taken after the
+// Service's jobs started, and is younger than jobListingMaxAge; once they
+// are due, only when it was taken after that or is younger than
+// jobListingFresh. Otherwise it is taken anew.
+func (j *jobs) states(gw *gateway, since, newest, due time.Time) (map[string]jobState, error) {
 	j.fetch.Lock()
 	defer j.fetch.Unlock()
 	if j.unlisted {
 		return nil, nil
 	}
-	if j.listed != nil && j.fetched.After(newest) {
+	if j.listed != nil && !j.since.After(since) && j.fetched.After(newest) {
 		age := time.Since(j.fetched)
 		if age < jobListingFresh || (age < jobListingMaxAge && (j.fetched.After(due) || time.Now().Before(due))) {
 			return j.listed, nil
 		}
 	}
+	// A young listing that reached back further was for Services still
+	// waiting: the new one reaches as far (within sinceSpread), so that
+	// Services checking in turn do not take one listing each.
+	if j.listed != nil && time.Since(j.fetched) < jobListingMaxAge && j.since.Before(since) && since.Sub(j.since) < sinceSpread {
+		since = j.since
+	}
 	at := time.Now()
-	listed, err := gw.jobsSince(oldest.Add(-clockSlack))
+	listed, err := gw.jobsSince(since)
 	if errors.Is(err, provider.ErrRefused) {
 		klog.Background().Info("The account may not list its jobs; asking about each job alone", "cloud", ProviderName, "err", err.Error())
 		j.unlisted = true
@@ -232,6 +270,6 @@ func (j *jobs) states(gw *gateway, oldest, newest, due time.Time) (map[string]jo
 	if err != nil {
 		return nil, err
 	}
-	j.listed, j.fetched = listed, at
+	j.listed, j.fetched, j.since = listed, at, since
 	return listed, nil
 }

@@ -142,3 +142,26 @@ func TestANodeAddedIsOneReadAndOneWriteARule(t *testing.T) {
 	assert.Equal(t, 1, writes(f.emu), "%v", f.emu.Calls())
 	assert.Len(t, f.members(rules[0].Id), 3)
 }
+
+// The listing of jobs reaches back only a little before the jobs asked
+// about, on the server's clock (learnt), not a fixed five minutes: a burst of
+// a thousand Services does not list every job of the burst each time.
+func TestTheJobListingReachesBackOnlyAsFarAsNeeded(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	behind := 2 * time.Minute
+	f.emu.SetClock(func() time.Time { return time.Now().Add(-behind) })
+	nodes := f.nodes("worker-1")
+	_, err := f.ensure(service("a", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}), nodes)
+	require.NoError(t, err)
+	jb := f.c.jobs
+	require.True(t, jb.skewKnown)
+	assert.InDelta(t, -behind.Seconds(), jb.skew.Seconds(), 1.5, "the server's clock is two minutes behind")
+
+	f.emu.ResetCalls()
+	start := time.Now()
+	_, err = f.ensure(service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081}), nodes)
+	require.NoError(t, err)
+	assert.Zero(t, calls(f.emu, "queryAsyncJobResult"), "every job was in the listing")
+	assert.Positive(t, calls(f.emu, "listAsyncJobs"))
+	assert.True(t, jb.since.After(start.Add(-behind-skewSlack-2*time.Second)), "reached back to %v", start.Sub(jb.since))
+}
