@@ -33,6 +33,8 @@ type jobs struct {
 	// took is how long a job takes on the server, a moving average of the
 	// jobs seen done (initialTook until one is).
 	took time.Duration
+	// margin is added to when a job should be done (jobMargin).
+	margin time.Duration
 
 	// skew is the server's clock less ours, learnt from when it says it took
 	// the jobs we started (skewKnown once one was seen).
@@ -81,7 +83,7 @@ const (
 	maxJobRetry = 5 * time.Second
 )
 
-func newJobs() *jobs { return &jobs{m: map[types.UID][]job{}, took: initialTook} }
+func newJobs() *jobs { return &jobs{m: map[types.UID][]job{}, took: initialTook, margin: jobMargin} }
 
 // add records a job the Service's step started ("" is none).
 func (j *jobs) add(uid types.UID, id, what string) {
@@ -94,7 +96,7 @@ func (j *jobs) add(uid types.UID, id, what string) {
 }
 
 // due is when the job should be done.
-func (j *jobs) due(jb job) time.Time { return jb.started.Add(j.took + jobMargin) }
+func (j *jobs) due(jb job) time.Time { return jb.started.Add(j.took + j.margin) }
 
 // retryAfter is how soon the Service should be looked at again: when the
 // last of its jobs should be done; for jobs already overdue, a quarter of
@@ -140,9 +142,17 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, results map[s
 	if j.skewKnown {
 		since = oldest.Add(j.skew - skewSlack)
 	}
+	// None due yet: under way, as far as anyone can tell without a call.
+	now, anyDue := time.Now(), false
+	for _, jb := range list {
+		anyDue = anyDue || !now.Before(j.due(jb))
+	}
 	j.mu.Unlock()
 	if len(list) == 0 {
 		return "", nil, nil
+	}
+	if !anyDue {
+		return list[0].what, nil, nil
 	}
 	states, err := j.states(gw, since, newest, due)
 	if err != nil {
@@ -205,9 +215,6 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, results map[s
 func (j *jobs) learn(took time.Duration) {
 	if took < 0 || took > jobTimeout {
 		return
-	}
-	if took == 0 {
-		took = time.Millisecond // done within the second: the server's dates have seconds
 	}
 	j.mu.Lock()
 	j.took = (4*j.took + took) / 5

@@ -58,6 +58,7 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 	nodes := f.nodes("worker-1")
 	a := service("a", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
 	b := service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081})
+	f.c.jobs.took, f.c.jobs.margin = initialTook, jobMargin // as a new process expects
 	for _, svc := range []*v1.Service{a, b} {
 		_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
 		var retry *api.RetryError
@@ -164,4 +165,21 @@ func TestTheJobListingReachesBackOnlyAsFarAsNeeded(t *testing.T) {
 	assert.Zero(t, calls(f.emu, "queryAsyncJobResult"), "every job was in the listing")
 	assert.Positive(t, calls(f.emu, "listAsyncJobs"))
 	assert.True(t, jb.since.After(start.Add(-behind-skewSlack-2*time.Second)), "reached back to %v", start.Sub(jb.since))
+}
+
+// A Service looked at before any of its jobs should be done costs no call:
+// 1,000 Services requeued by other events do not list the jobs each time.
+func TestALookBeforeTheJobsAreDueMakesNoCall(t *testing.T) {
+	f := newFixture(t, emulator.Options{JobDelay: time.Hour})
+	f.c.jobs.took, f.c.jobs.margin = initialTook, jobMargin
+	nodes := f.nodes("worker-1")
+	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
+	require.ErrorAs(t, err, new(*api.RetryError))
+	f.emu.ResetCalls()
+	for range 5 {
+		_, err = f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
+		require.ErrorAs(t, err, new(*api.RetryError))
+	}
+	assert.Empty(t, f.emu.Calls())
 }
