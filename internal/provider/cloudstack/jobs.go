@@ -25,8 +25,11 @@ import (
 // does not show (the server's clock far from ours) is asked about alone.
 //
 // How long jobs take is learnt from the listing (completed − created, both the
-// server's clock): a Service is looked at again once its jobs should be done,
-// and a listing taken before then is not trusted to say they are not.
+// server's clock): a Service is looked at again once its jobs should be done;
+// a look before then makes no call, and a listing taken before then is not
+// trusted to say they are not. The listing reaches back only a little before
+// the jobs asked about, on the server's clock (its offset from ours is learnt
+// from the same dates).
 type jobs struct {
 	mu sync.Mutex
 	m  map[types.UID][]job
