@@ -28,8 +28,8 @@ import (
 // server's clock): a Service is looked at again once its jobs should be done;
 // a look before then makes no call, and a listing taken before then is not
 // trusted to say they are not. The listing reaches back only a little before
-// the jobs asked about, on the server's clock (its offset from ours is learnt
-// from the same dates).
+// the oldest job under way (within listingWindow), on the server's clock (its
+// offset from ours is learnt from the same dates).
 type jobs struct {
 	mu sync.Mutex
 	m  map[types.UID][]job
@@ -44,10 +44,12 @@ type jobs struct {
 	skew      time.Duration
 	skewKnown bool
 
-	fetch   sync.Mutex // one listing at a time
-	listed  map[string]jobState
-	fetched time.Time
-	since   time.Time // the listing's startdate (the server's clock)
+	fetch  sync.Mutex // one listing at a time
+	listed map[string]jobState
+	// fetched is when the listing was asked for (it shows every job done
+	// before), listedAt when it was answered.
+	fetched, listedAt time.Time
+	since             time.Time // its startdate (the server's clock)
 	// unlisted: the account may not list its jobs (a role without
 	// listAsyncJobs): each job is asked about alone.
 	unlisted bool
@@ -62,20 +64,18 @@ const (
 	// jobTimeout is how long a job is waited for before it is forgotten (the
 	// work it did is then found, or not, by reading the objects).
 	jobTimeout = 30 * time.Minute
-	// jobListingMaxAge is how long one listing of jobs serves every Service
-	// whose jobs are not due yet; jobListingFresh, those whose jobs are due
-	// (it bounds the listings to one per jobListingFresh however many
-	// Services wait).
-	jobListingMaxAge = 500 * time.Millisecond
-	jobListingFresh  = 100 * time.Millisecond
-	// clockSlack reaches back before a Service's oldest job under way, for a
-	// server whose clock is behind ours, until how far is learnt; then
-	// skewSlack does (the server's dates have whole seconds).
+	// jobListingFresh: a listing answered this recently serves every
+	// Service, which bounds the listings to one per jobListingFresh however
+	// many Services wait.
+	jobListingFresh = 100 * time.Millisecond
+	// listingWindow is how far back the listing reaches: jobs started before
+	// are asked about alone (a job that old is rare: they take seconds).
+	listingWindow = 2 * time.Minute
+	// clockSlack reaches back further, for a server whose clock is behind
+	// ours, until how far is learnt; then skewSlack does (the server's dates
+	// have whole seconds).
 	clockSlack = 5 * time.Minute
 	skewSlack  = 3 * time.Second
-	// sinceSpread is how much further back than a Service needs a listing
-	// may reach to serve others too.
-	sinceSpread = 30 * time.Second
 	// initialTook is how long a job is expected to take before one was seen.
 	initialTook = pendingRetry
 	// jobMargin is added to when a job should be done, for the listing to
@@ -129,35 +129,24 @@ func (j *jobs) retryAfter(uid types.UID) time.Duration {
 func (j *jobs) check(gw *gateway, uid types.UID) (progress string, results map[string]json.RawMessage, err error) {
 	j.mu.Lock()
 	list := j.m[uid]
-	// The listing must reach back to this Service's oldest job (on the
-	// server's clock), be newer than its newest, and newer than when they
-	// should be done if that is past. Services checking together have jobs of
-	// about the same age, so one listing serves them.
-	var oldest, newest, due time.Time
+	// The jobs due: a listing asked for after they were due says how they
+	// went. None due: under way, as far as anyone can tell without a call.
+	now := time.Now()
+	var need, newest time.Time
 	for _, jb := range list {
-		if oldest.IsZero() || jb.started.Before(oldest) {
-			oldest = jb.started
+		if d := j.due(jb); !now.Before(d) {
+			need = later(need, d)
 		}
 		newest = later(newest, jb.started)
-		due = later(due, j.due(jb))
-	}
-	since := oldest.Add(-clockSlack)
-	if j.skewKnown {
-		since = oldest.Add(j.skew - skewSlack)
-	}
-	// None due yet: under way, as far as anyone can tell without a call.
-	now, anyDue := time.Now(), false
-	for _, jb := range list {
-		anyDue = anyDue || !now.Before(j.due(jb))
 	}
 	j.mu.Unlock()
 	if len(list) == 0 {
 		return "", nil, nil
 	}
-	if !anyDue {
+	if need.IsZero() {
 		return list[0].what, nil, nil
 	}
-	states, err := j.states(gw, since, newest, due)
+	states, err := j.states(gw, need, newest)
 	if err != nil {
 		return "", nil, fmt.Errorf("asking how the load balancer's changes went: %w", err)
 	}
@@ -247,30 +236,36 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// states is the shared listing of jobs. A listing serves a Service when it
-// reaches back as far (since, the server's clock) and was taken after the
-// Service's jobs started, and is younger than jobListingMaxAge; once they
-// are due, only when it was taken after that or is younger than
-// jobListingFresh. Otherwise it is taken anew.
-func (j *jobs) states(gw *gateway, since, newest, due time.Time) (map[string]jobState, error) {
+// states is the shared listing of jobs, taken anew unless it was asked for
+// after need, or after newest (it shows the jobs) and answered less than
+// jobListingFresh ago. It reaches back to
+// the oldest job under way of any Service, within listingWindow, on the
+// server's clock.
+func (j *jobs) states(gw *gateway, need, newest time.Time) (map[string]jobState, error) {
 	j.fetch.Lock()
 	defer j.fetch.Unlock()
 	if j.unlisted {
 		return nil, nil
 	}
-	if j.listed != nil && !j.since.After(since) && j.fetched.After(newest) {
-		age := time.Since(j.fetched)
-		if age < jobListingFresh || (age < jobListingMaxAge && (j.fetched.After(due) || time.Now().Before(due))) {
-			return j.listed, nil
-		}
-	}
-	// A young listing that reached back further was for Services still
-	// waiting: the new one reaches as far (within sinceSpread), so that
-	// Services checking in turn do not take one listing each.
-	if j.listed != nil && time.Since(j.fetched) < jobListingMaxAge && j.since.Before(since) && since.Sub(j.since) < sinceSpread {
-		since = j.since
+	if j.listed != nil && (!j.fetched.Before(need) || (j.fetched.After(newest) && time.Since(j.listedAt) < jobListingFresh)) {
+		return j.listed, nil
 	}
 	at := time.Now()
+	j.mu.Lock()
+	oldest := at
+	for _, all := range j.m {
+		for _, jb := range all {
+			if jb.started.Before(oldest) {
+				oldest = jb.started
+			}
+		}
+	}
+	oldest = later(oldest, at.Add(-listingWindow))
+	since := oldest.Add(-clockSlack)
+	if j.skewKnown {
+		since = oldest.Add(j.skew - skewSlack)
+	}
+	j.mu.Unlock()
 	listed, err := gw.jobsSince(since)
 	if errors.Is(err, provider.ErrRefused) {
 		klog.Background().Info("The account may not list its jobs; asking about each job alone", "cloud", ProviderName, "err", err.Error())
@@ -280,6 +275,6 @@ func (j *jobs) states(gw *gateway, since, newest, due time.Time) (map[string]job
 	if err != nil {
 		return nil, err
 	}
-	j.listed, j.fetched, j.since = listed, at, since
+	j.listed, j.fetched, j.listedAt, j.since = listed, at, time.Now(), since
 	return listed, nil
 }

@@ -81,6 +81,7 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 	}
 	jb.mu.Unlock()
 	jb.listed, jb.fetched = stale, time.Now().Add(-300*time.Millisecond)
+	jb.listedAt = jb.fetched
 
 	f.emu.ResetCalls()
 	for _, svc := range []*v1.Service{a, b} {
