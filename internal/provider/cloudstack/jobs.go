@@ -66,8 +66,11 @@ const (
 	jobTimeout = 30 * time.Minute
 	// jobListingFresh: a listing answered this recently serves every
 	// Service, which bounds the listings to one per jobListingFresh however
-	// many Services wait.
-	jobListingFresh = 100 * time.Millisecond
+	// many Services wait. jobListingMaxAge: a listing asked for after a
+	// Service's jobs were due serves it this long (a job it shows under way,
+	// later than expected, is asked about anew).
+	jobListingFresh  = 100 * time.Millisecond
+	jobListingMaxAge = 500 * time.Millisecond
 	// listingWindow is how far back the listing reaches: jobs started before
 	// are asked about alone (a job that old is rare: they take seconds).
 	listingWindow = 2 * time.Minute
@@ -237,8 +240,8 @@ func later(a, b time.Time) time.Time {
 }
 
 // states is the shared listing of jobs, taken anew unless it was asked for
-// after need, or after newest (it shows the jobs) and answered less than
-// jobListingFresh ago. It reaches back to
+// after need and answered less than jobListingMaxAge ago, or asked for after
+// newest (it shows the jobs) and answered less than jobListingFresh ago. It reaches back to
 // the oldest job under way of any Service, within listingWindow, on the
 // server's clock.
 func (j *jobs) states(gw *gateway, need, newest time.Time) (map[string]jobState, error) {
@@ -247,7 +250,8 @@ func (j *jobs) states(gw *gateway, need, newest time.Time) (map[string]jobState,
 	if j.unlisted {
 		return nil, nil
 	}
-	if j.listed != nil && (!j.fetched.Before(need) || (j.fetched.After(newest) && time.Since(j.listedAt) < jobListingFresh)) {
+	age := time.Since(j.listedAt)
+	if j.listed != nil && ((!j.fetched.Before(need) && age < jobListingMaxAge) || (j.fetched.After(newest) && age < jobListingFresh)) {
 		return j.listed, nil
 	}
 	at := time.Now()

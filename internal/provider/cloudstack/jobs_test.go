@@ -184,3 +184,35 @@ func TestALookBeforeTheJobsAreDueMakesNoCall(t *testing.T) {
 	}
 	assert.Empty(t, f.emu.Calls())
 }
+
+// Passes paced as the service controller paces them (each after its
+// RetryAfter) finish when jobs take longer than expected: a listing that
+// showed a job under way is not believed for ever. Built, deleted, built and
+// deleted again, nothing is left.
+func TestPacedPassesFinishWhenJobsTakeLongerThanExpected(t *testing.T) {
+	f := newFixture(t, emulator.Options{JobDelay: 300 * time.Millisecond})
+	f.c.jobs.took, f.c.jobs.margin = 100*time.Millisecond, jobMargin // expected sooner than they end
+	nodes := f.nodes("worker-1")
+	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	paced := func(step func() error) {
+		t.Helper()
+		for range 20 {
+			err := step()
+			var re *api.RetryError
+			if !errors.As(err, &re) {
+				require.NoError(t, err)
+				return
+			}
+			time.Sleep(re.RetryAfter())
+		}
+		t.Fatal("not done after 20 passes")
+	}
+	for range 2 {
+		paced(func() error { _, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes); return err })
+		require.Len(t, f.rules(), 1)
+		paced(func() error { return f.c.EnsureLoadBalancerDeleted(context.Background(), "kubernetes", svc) })
+		assert.Empty(t, f.rules())
+		assert.Empty(t, f.addresses())
+		assert.Empty(t, f.firewall())
+	}
+}
