@@ -208,7 +208,10 @@ func TestPacedPassesFinishWhenJobsTakeLongerThanExpected(t *testing.T) {
 		t.Fatal("not done after 20 passes")
 	}
 	for range 2 {
-		paced(func() error { _, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes); return err })
+		paced(func() error {
+			_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
+			return err
+		})
 		require.Len(t, f.rules(), 1)
 		paced(func() error { return f.c.EnsureLoadBalancerDeleted(context.Background(), "kubernetes", svc) })
 		assert.Empty(t, f.rules())
