@@ -24,6 +24,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -117,7 +118,10 @@ type Controller struct {
 
 	queue     workqueue.TypedRateLimitingInterface[string]
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
-	recorder  record.EventRecorder
+	// nodeChanges counts the Node events that may change a load balancer's
+	// members: a pass that saw it move while it worked looks again.
+	nodeChanges atomic.Uint64
+	recorder    record.EventRecorder
 
 	mu    sync.Mutex
 	state map[string]*serviceState // by namespace/name
@@ -219,15 +223,15 @@ func New(cloud cloudprovider.Interface, kube clientset.Interface, services corei
 		return nil, err
 	}
 	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { c.nodeQueue.Add(nodesKey) },
+		AddFunc: func(any) { c.nodesChanged() },
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*v1.Node)
 			n, ok2 := cur.(*v1.Node)
 			if ok1 && ok2 && nodeChangeMatters(o, n) {
-				c.nodeQueue.Add(nodesKey)
+				c.nodesChanged()
 			}
 		},
-		DeleteFunc: func(any) { c.nodeQueue.Add(nodesKey) },
+		DeleteFunc: func(any) { c.nodesChanged() },
 	}); err != nil {
 		return nil, err
 	}
@@ -319,6 +323,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
+func (c *Controller) nodesChanged() {
+	c.nodeChanges.Add(1)
+	c.nodeQueue.Add(nodesKey)
+}
+
 // processNodes looks at the set of eligible Nodes once and requeues every
 // Service whose load balancer was converged with another set.
 func (c *Controller) processNodes(ctx context.Context) bool {
@@ -327,6 +336,22 @@ func (c *Controller) processNodes(ctx context.Context) bool {
 		return false
 	}
 	defer c.nodeQueue.Done(key)
+	// With no load balancer converged there is nothing to compare: a
+	// cluster's Nodes registering before its Services (every start) cost no
+	// listing of them per Node event.
+	c.mu.Lock()
+	converged := false
+	for _, st := range c.state {
+		if st.spec != 0 {
+			converged = true
+			break
+		}
+	}
+	c.mu.Unlock()
+	if !converged {
+		c.nodeQueue.Forget(key)
+		return true
+	}
 	nodes, err := eligibleNodes(c.nodes)
 	if err != nil {
 		utilruntime.HandleError(err)
@@ -467,6 +492,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 // ensure creates or converges the load balancer.
 func (c *Controller) ensure(ctx context.Context, svc *v1.Service, st *serviceState) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
+	changes := c.nodeChanges.Load()
 	nodes, err := eligibleNodes(c.nodes)
 	if err != nil {
 		return 0, err
@@ -521,6 +547,13 @@ func (c *Controller) ensure(ctx context.Context, svc *v1.Service, st *serviceSta
 		return 0, fmt.Errorf("writing the load balancer status: %w", err)
 	}
 	c.setConverged(st, specHash, nodeHash, phaseReady)
+	if c.nodeChanges.Load() != changes {
+		// The Node loop may have compared the Nodes with the record before
+		// this pass wrote it: look again (a no-op when the set is the same).
+		if key, err := cache.MetaNamespaceKeyFunc(svc); err == nil {
+			c.queue.Add(key)
+		}
+	}
 	switch {
 	case !wasReady:
 		logger.Info("Load balancer ready", "ingress", describe(status), "nodes", len(nodes))

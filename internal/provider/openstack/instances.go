@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"github.com/gophercloud/gophercloud/v2/pagination"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -100,18 +100,11 @@ func listServers(ctx context.Context, cl *clients, changesSince string) (list []
 	if err != nil {
 		return nil, "", err
 	}
-	var answered time.Time
-	err = servers.List(compute, servers.ListOpts{Limit: 1000, ChangesSince: changesSince}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
-		if sp, ok := page.(servers.ServerPage); ok && answered.IsZero() {
-			answered, _ = http.ParseTime(sp.Header.Get("Date"))
-		}
-		var batch []server
-		if err := servers.ExtractServersInto(page, &batch); err != nil {
-			return false, fmt.Errorf("decoding servers: %w", err)
-		}
-		list = append(list, batch...)
-		return true, nil
-	})
+	query := url.Values{"limit": {"1000"}}
+	if changesSince != "" {
+		query.Set("changes-since", changesSince)
+	}
+	list, answered, err := listAllAnswered[server](ctx, compute, "servers", query, "servers", "detail")
 	if err != nil {
 		return nil, "", fmt.Errorf("listing servers: %w", redact(err))
 	}
@@ -170,13 +163,9 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 		c.servers.Put(got)
 		return got, true, nil
 	}
-	pages, err := servers.List(compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(node.Name) + "$"}).AllPages(ctx)
+	list, err := listAll[server](ctx, compute, "servers", url.Values{"name": {"^" + regexp.QuoteMeta(node.Name) + "$"}}, "servers", "detail")
 	if err != nil {
 		return server{}, false, fmt.Errorf("listing servers named %s: %w", node.Name, redact(err))
-	}
-	var list []server
-	if err := servers.ExtractServersInto(pages, &list); err != nil {
-		return server{}, false, err
 	}
 	switch len(list) {
 	case 0:

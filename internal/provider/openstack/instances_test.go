@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -177,14 +175,21 @@ func TestKeystoneDownIsAnErrorNotGone(t *testing.T) {
 }
 
 func TestServerAddressesFromNeutronPorts(t *testing.T) {
-	allPorts := []ports.Port{
-		{ID: "p1", DeviceID: "s1", DeviceOwner: "compute:nova", NetworkID: "n-int", FixedIPs: []ports.IP{{IPAddress: "10.0.0.5"}, {IPAddress: "fd00::5"}}},
-		{ID: "p2", DeviceID: "trunk-1", DeviceOwner: "trunk:subport", NetworkID: "n-vlan", FixedIPs: []ports.IP{{IPAddress: "192.168.7.5"}}},
-		{ID: "p3", DeviceID: "lb-1", DeviceOwner: "Octavia", NetworkID: "n-int", FixedIPs: []ports.IP{{IPAddress: "10.0.0.99"}}},
-		{ID: "p4", DeviceID: "s2", DeviceOwner: "compute:az2", NetworkID: "n-gone", FixedIPs: []ports.IP{{IPAddress: "172.16.0.2"}}},
+	port := func(id, device, owner, network string, ips ...string) leanPort {
+		p := leanPort{ID: id, DeviceID: device, DeviceOwner: owner, NetworkID: network}
+		for _, ip := range ips {
+			p.FixedIPs = append(p.FixedIPs, leanFixedIP{ip})
+		}
+		return p
 	}
-	nets := []networks.Network{{ID: "n-int", Name: "internal"}, {ID: "n-vlan", Name: "vlan7"}}
-	fips := []floatingips.FloatingIP{{PortID: "p1", FloatingIP: "203.0.113.5"}, {PortID: "", FloatingIP: "203.0.113.6"}}
+	allPorts := []leanPort{
+		port("p1", "s1", "compute:nova", "n-int", "10.0.0.5", "fd00::5"),
+		port("p2", "trunk-1", "trunk:subport", "n-vlan", "192.168.7.5"),
+		port("p3", "lb-1", "Octavia", "n-int", "10.0.0.99"),
+		port("p4", "s2", "compute:az2", "n-gone", "172.16.0.2"),
+	}
+	nets := []leanNetwork{{ID: "n-int", Name: "internal"}, {ID: "n-vlan", Name: "vlan7"}}
+	fips := []leanFloatingIP{{PortID: "p1", FloatingIP: "203.0.113.5"}, {PortID: "", FloatingIP: "203.0.113.6"}}
 	got := serverAddresses(allPorts, nets, fips, map[string]string{"p2": "p1"})
 	assert.Equal(t, map[string]map[string][]novaAddress{
 		"s1": {
@@ -255,4 +260,37 @@ func emulatorCloud(t *testing.T) (*emulator.Emulator, *Cloud) {
 	c, err := New(cfg)
 	require.NoError(t, err)
 	return e, c
+}
+
+// The server list is read page by page (Nova's 1,000 a page), each decoded once
+// into the fields the CCM uses, and one listing serves every Node: 1,001
+// servers cost two pages, then one list of each Neutron resource.
+func TestOneListingOfPagedServersServesEveryNode(t *testing.T) {
+	e, c := emulatorCloud(t)
+	ids := make([]string, 1001)
+	ips := make([]string, len(ids))
+	for i := range ids {
+		ids[i], ips[i] = e.AddServer(emulator.ServerSpec{Name: fmt.Sprintf("node-%04d", i), AvailabilityZone: "az-" + strconv.Itoa(i%3)})
+	}
+	e.ResetCalls()
+	for i, id := range ids {
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%04d", i)}}
+		if i%2 == 0 {
+			node.Spec.ProviderID = ProviderIDPrefix + "/" + id
+		}
+		md, err := c.InstanceMetadata(t.Context(), node)
+		require.NoError(t, err, node.Name)
+		require.Equal(t, ProviderIDPrefix+"/"+id, md.ProviderID, node.Name)
+		require.Equal(t, "az-"+strconv.Itoa(i%3), md.Zone, node.Name)
+		require.NotEmpty(t, md.InstanceType, node.Name)
+		require.Contains(t, md.NodeAddresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ips[i]}, node.Name)
+	}
+	got := map[string]int{}
+	for _, call := range e.Calls() {
+		got[call.Route] += call.Count
+	}
+	assert.Equal(t, 2, got["GET /compute/v2.1/servers/detail"], "two pages of servers: %v", got)
+	for _, list := range []string{"ports", "networks", "floatingips", "trunks"} {
+		assert.Equal(t, 1, got["GET /network/v2.0/"+list], "one list of %s: %v", list, got)
+	}
 }

@@ -3,14 +3,11 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/trunks"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"k8s.io/klog/v2"
 )
 
@@ -60,44 +57,61 @@ func (p *portAddresses) of(ctx context.Context, serverID string) (map[string][]n
 	return a, ok
 }
 
+// The fields of Neutron's ports, networks, floating IPs and trunks that make
+// the servers' addresses; each list asks Neutron for these only.
+type (
+	leanPort struct {
+		ID          string        `json:"id"`
+		DeviceID    string        `json:"device_id"`
+		DeviceOwner string        `json:"device_owner"`
+		NetworkID   string        `json:"network_id"`
+		FixedIPs    []leanFixedIP `json:"fixed_ips"`
+	}
+	leanFixedIP struct {
+		IPAddress string `json:"ip_address"`
+	}
+	leanNetwork struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	leanFloatingIP struct {
+		PortID     string `json:"port_id"`
+		FloatingIP string `json:"floating_ip_address"`
+	}
+	leanTrunk struct {
+		PortID   string `json:"port_id"`
+		Subports []struct {
+			PortID string `json:"port_id"`
+		} `json:"sub_ports"`
+	}
+)
+
+func fields(names ...string) url.Values { return url.Values{"fields": names} }
+
 func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]novaAddress, error) {
 	network, err := p.clients.networkClient(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pp, err := ports.List(network, ports.ListOpts{}).AllPages(ctx)
+	allPorts, err := listAll[leanPort](ctx, network, "ports", fields("id", "device_id", "device_owner", "network_id", "fixed_ips"), "ports")
 	if err != nil {
 		return nil, fmt.Errorf("listing ports: %w", redact(err))
 	}
-	allPorts, err := ports.ExtractPorts(pp)
-	if err != nil {
-		return nil, err
-	}
-	np, err := networks.List(network, networks.ListOpts{}).AllPages(ctx)
+	nets, err := listAll[leanNetwork](ctx, network, "networks", fields("id", "name"), "networks")
 	if err != nil {
 		return nil, fmt.Errorf("listing networks: %w", redact(err))
 	}
-	nets, err := networks.ExtractNetworks(np)
-	if err != nil {
-		return nil, err
-	}
-	fp, err := floatingips.List(network, floatingips.ListOpts{}).AllPages(ctx)
+	fips, err := listAll[leanFloatingIP](ctx, network, "floatingips", fields("port_id", "floating_ip_address"), "floatingips")
 	if err != nil {
 		return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
-	}
-	fips, err := floatingips.ExtractFloatingIPs(fp)
-	if err != nil {
-		return nil, err
 	}
 	// Subports belong to the server of their trunk's parent port. A cloud
 	// without the trunk extension answers 404: no subports then.
 	subportOf := map[string]string{} // subport ID → parent port ID
-	if tp, err := trunks.List(network, trunks.ListOpts{}).AllPages(ctx); err == nil {
-		if ts, err := trunks.ExtractTrunks(tp); err == nil {
-			for _, t := range ts {
-				for _, sp := range t.Subports {
-					subportOf[sp.PortID] = t.PortID
-				}
+	if ts, err := listAll[leanTrunk](ctx, network, "trunks", fields("port_id", "sub_ports"), "trunks"); err == nil {
+		for _, t := range ts {
+			for _, sp := range t.Subports {
+				subportOf[sp.PortID] = t.PortID
 			}
 		}
 	}
@@ -106,7 +120,7 @@ func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]nova
 
 // serverAddresses groups the fixed IPs of servers' ports by server and network
 // name, each followed by the floating IPs on that port.
-func serverAddresses(allPorts []ports.Port, nets []networks.Network, fips []floatingips.FloatingIP, subportOf map[string]string) map[string]map[string][]novaAddress {
+func serverAddresses(allPorts []leanPort, nets []leanNetwork, fips []leanFloatingIP, subportOf map[string]string) map[string]map[string][]novaAddress {
 	netName := make(map[string]string, len(nets))
 	for _, n := range nets {
 		netName[n.ID] = n.Name
