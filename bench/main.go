@@ -333,6 +333,9 @@ func (b *bed) peakRSS() (float64, error) {
 			fmt.Printf("   %s\n", strings.Join(strings.Fields(line), " "))
 		}
 	}
+	if cpu, err := b.cpuSeconds(); err == nil {
+		fmt.Printf("   CPU %.1f s (user and system, since the start)\n", cpu)
+	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
@@ -340,6 +343,27 @@ func (b *bed) peakRSS() (float64, error) {
 		}
 	}
 	return 0, errors.New("no VmHWM")
+}
+
+// cpuSeconds is the CPU time the CCM has used (utime + stime of
+// /proc/PID/stat, in the kernel's USER_HZ ticks of 1/100 s on Linux).
+func (b *bed) cpuSeconds() (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.ccm.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	_, rest, ok := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, errors.New("malformed /proc/PID/stat")
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return (utime + stime) / 100, nil
 }
 
 func (b *bed) close() {
