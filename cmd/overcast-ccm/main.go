@@ -21,7 +21,8 @@ import (
 // extra collections cost little CPU, while the heap it grows to is most of its
 // anonymous memory. Measured on the bench (docs/benchmarks.md, session 10):
 // peak RSS at 500 Nodes 70.7 → 67.5 MiB, the same initialisation times, and
-// CPU time within noise. The operator's GOGC (and GOMEMLIMIT) still rule.
+// CPU time within noise (Prometheus made the same change in v2.53). The
+// operator's GOGC (and GOMEMLIMIT) still rule.
 const gcPercent = 50
 
 func main() {

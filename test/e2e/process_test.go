@@ -205,4 +205,7 @@ func TestSecurePortServesHealthzAndMetrics(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, "rest_client_requests_total", "client-go metrics are on /metrics")
 	assert.Contains(t, body, "workqueue_adds_total", "controller workqueue metrics are on /metrics")
+	if _, set := os.LookupEnv("GOGC"); !set {
+		assert.Regexp(t, `(?m)^go_gc_gogc_percent 50$`, body, "the collector runs at 50 % heap growth unless GOGC says otherwise")
+	}
 }
