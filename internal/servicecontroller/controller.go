@@ -479,7 +479,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 		after, err = c.cleanup(ctx, key, svc, st)
 	case wantsLoadBalancer(svc):
 		op = "ensure"
-		after, err = c.ensure(ctx, svc, st)
+		after, err = c.ensure(ctx, key, svc, st)
 	default:
 		// Not ours (another class, another type) and no finalizer of ours.
 		c.dropState(key)
@@ -490,7 +490,7 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 }
 
 // ensure creates or converges the load balancer.
-func (c *Controller) ensure(ctx context.Context, svc *v1.Service, st *serviceState) (time.Duration, error) {
+func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, st *serviceState) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	changes := c.nodeChanges.Load()
 	nodes, err := eligibleNodes(c.nodes)
@@ -550,9 +550,7 @@ func (c *Controller) ensure(ctx context.Context, svc *v1.Service, st *serviceSta
 	if c.nodeChanges.Load() != changes {
 		// The Node loop may have compared the Nodes with the record before
 		// this pass wrote it: look again (a no-op when the set is the same).
-		if key, err := cache.MetaNamespaceKeyFunc(svc); err == nil {
-			c.queue.Add(key)
-		}
+		c.queue.Add(key)
 	}
 	switch {
 	case !wasReady:

@@ -241,9 +241,9 @@ func later(a, b time.Time) time.Time {
 
 // states is the shared listing of jobs, taken anew unless it was asked for
 // after need and answered less than jobListingMaxAge ago, or asked for after
-// newest (it shows the jobs) and answered less than jobListingFresh ago. It reaches back to
-// the oldest job under way of any Service, within listingWindow, on the
-// server's clock.
+// newest (it shows the jobs) and answered less than jobListingFresh ago. It
+// reaches back to the oldest job under way of any Service, within
+// listingWindow, on the server's clock.
 func (j *jobs) states(gw *gateway, need, newest time.Time) (map[string]jobState, error) {
 	j.fetch.Lock()
 	defer j.fetch.Unlock()
