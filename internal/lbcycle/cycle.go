@@ -11,7 +11,7 @@
 // balancer was converged to (Records), answers an unchanged Service from the
 // shared listing without a write, and turns the cloud's progress and errors into
 // what the service controller understands: a RetryError while the cloud works
-// (progress, not failure), a provider.Problem for what the cloud refused.
+// (progress, not failure), a outcome.Problem for what the cloud refused.
 package lbcycle
 
 import (
@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cloud-provider/api"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // State is a load balancer's state as the cycle needs it.
@@ -81,8 +81,8 @@ type Records interface {
 // Cloud is what a cloud supplies. Each step makes at most one change; a step
 // that made one, or found the cloud at work, says what is under way in a
 // sentence ("load balancer 1f2e is being created") and the Service is looked at
-// again. Errors come translated by the cloud's gateway (provider.ErrBusy,
-// provider.ErrRefused, …) or as a provider.Problem.
+// again. Errors come translated by the cloud's gateway (outcome.ErrBusy,
+// outcome.ErrRefused, …) or as a outcome.Problem.
 type Cloud[S, L any] interface {
 	// Spec is what the Service asks with the Nodes given, checked, and its
 	// fingerprint. A Service the cloud cannot serve as it asks is a Problem.
@@ -387,14 +387,14 @@ func (c *Cycle[S, L]) progress(svc *v1.Service, what string) error {
 // busy is progress (a RetryError), a refusal a Problem; a Problem, a
 // RetryError and any other error pass as they are.
 func (c *Cycle[S, L]) outcome(err error) error {
-	if _, ok := provider.AsProblem(err); ok {
+	if _, ok := outcome.AsProblem(err); ok {
 		return err
 	}
 	if errors.As(err, new(*api.RetryError)) {
 		return err
 	}
-	if errors.Is(err, provider.ErrBusy) {
+	if errors.Is(err, outcome.ErrBusy) {
 		return api.NewRetryError("the cloud is busy: "+err.Error(), c.opts.Retry)
 	}
-	return provider.RefusedProblem(provider.ReasonCloudRefused, err)
+	return outcome.RefusedProblem(outcome.ReasonCloudRefused, err)
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cloud-provider/api"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // script is a cloud whose steps answer as a test says and which writes down
@@ -237,34 +237,34 @@ func TestEnsureTakesOneStepAndSaysWhatIsUnderWay(t *testing.T) {
 }
 
 func TestErrorsAreToldAsTheServiceControllerUnderstandsThem(t *testing.T) {
-	refused := provider.Classify(provider.ErrRefused, errors.New("octavia refused load balancer x: quota met"))
+	refused := outcome.Classify(outcome.ErrRefused, errors.New("octavia refused load balancer x: quota met"))
 	for _, tc := range []struct {
 		name  string
 		err   error
 		check func(t *testing.T, err error)
 	}{
-		{"the cloud busy is progress", provider.Classify(provider.ErrBusy, errors.New("409 PENDING_UPDATE")), func(t *testing.T, err error) {
+		{"the cloud busy is progress", outcome.Classify(outcome.ErrBusy, errors.New("409 PENDING_UPDATE")), func(t *testing.T, err error) {
 			assert.Contains(t, retryMessage(t, err), "409 PENDING_UPDATE")
 		}},
 		{"a refusal is a Problem naming what was refused", refused, func(t *testing.T, err error) {
-			p, ok := provider.AsProblem(err)
+			p, ok := outcome.AsProblem(err)
 			require.True(t, ok)
-			assert.Equal(t, provider.ReasonCloudRefused, p.Reason)
+			assert.Equal(t, outcome.ReasonCloudRefused, p.Reason)
 			assert.Equal(t, "Octavia refused load balancer x: quota met", p.Message)
-			assert.ErrorIs(t, err, provider.ErrRefused)
+			assert.ErrorIs(t, err, outcome.ErrRefused)
 		}},
-		{"a Problem passes as it is", provider.Refuse(provider.ReasonAddressUnavailable, "taken"), func(t *testing.T, err error) {
-			p, ok := provider.AsProblem(err)
+		{"a Problem passes as it is", outcome.Refuse(outcome.ReasonAddressUnavailable, "taken"), func(t *testing.T, err error) {
+			p, ok := outcome.AsProblem(err)
 			require.True(t, ok)
-			assert.Equal(t, provider.ReasonAddressUnavailable, p.Reason)
+			assert.Equal(t, outcome.ReasonAddressUnavailable, p.Reason)
 		}},
 		{"anything else stays an error", errors.New("connection reset"), func(t *testing.T, err error) {
-			_, isProblem := provider.AsProblem(err)
+			_, isProblem := outcome.AsProblem(err)
 			assert.False(t, isProblem)
 			assert.False(t, errors.As(err, new(*api.RetryError)))
 		}},
-		{"not found is not a refusal", provider.Classify(provider.ErrNotFound, errors.New("404")), func(t *testing.T, err error) {
-			_, isProblem := provider.AsProblem(err)
+		{"not found is not a refusal", outcome.Classify(outcome.ErrNotFound, errors.New("404")), func(t *testing.T, err error) {
+			_, isProblem := outcome.AsProblem(err)
 			assert.False(t, isProblem)
 		}},
 	} {
@@ -278,7 +278,7 @@ func TestErrorsAreToldAsTheServiceControllerUnderstandsThem(t *testing.T) {
 }
 
 func TestAnInvalidServiceMakesNoCall(t *testing.T) {
-	invalid := provider.Invalid(errors.New("annotation x: not a number"))
+	invalid := outcome.Invalid(errors.New("annotation x: not a number"))
 	cloud := script{specErr: invalid}
 	c := New[string, string](&cloud, memRecords{}, Options{})
 	_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
@@ -344,7 +344,7 @@ func TestDeleteIsDoneWhenNothingIsLeft(t *testing.T) {
 	assert.Equal(t, "load balancer lb1 is being deleted", retryMessage(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", service)))
 	cloud.answer = nil
 	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", service))
-	cloud.errs = map[string]error{"delete": provider.Classify(provider.ErrBusy, errors.New("409"))}
+	cloud.errs = map[string]error{"delete": outcome.Classify(outcome.ErrBusy, errors.New("409"))}
 	retryMessage(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", service))
 }
 

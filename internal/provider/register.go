@@ -6,9 +6,13 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
+	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/overcast-ccm/overcast/internal/events"
 )
 
 // Register adds a cloud to the k8s.io/cloud-provider registry. read parses the
@@ -42,6 +46,19 @@ var (
 	registered   = map[string]bool{}
 )
 
+// Names are the --cloud-provider names registered (a cloud's and its peer's
+// aliases), sorted: the one list of the clouds a binary serves.
+func Names() []string {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	names := make([]string, 0, len(registered))
+	for n := range registered {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // nonEmpty returns nil for a missing or empty config. The framework passes a nil
 // *os.File as a non-nil io.Reader when --cloud-config is not given. A file keeps
 // its name (a FileReader), so that a provider can read it again when it changes.
@@ -72,7 +89,7 @@ type FileReader struct {
 func (f *FileReader) Name() string { return f.Path }
 
 // Common answers the parts of cloudprovider.Interface that every Overcast cloud
-// answers the same way; embed it. Instances and Zones are the deprecated forms of
+// answers the same way. Instances and Zones are the deprecated forms of
 // InstancesV2, Clusters is unused by the controllers, and ownership comes from
 // UIDs and tags, so a cluster ID is always present.
 type Common struct{}
@@ -88,3 +105,45 @@ func (Common) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
 // HasClusterID is true.
 func (Common) HasClusterID() bool { return true }
+
+// Base is what every cloud's Cloud embeds: Common, the Events it records, the
+// cluster's UID and a Kubernetes client of its own, all set up by Start from
+// the cloud's Initialize.
+type Base struct {
+	Common
+	// Events records Events on Services and Nodes (dropped until Start).
+	Events events.Recorder
+	// Cluster is the cluster's UID (the kube-system namespace's), which
+	// tags what the cloud creates; learnt by Start.
+	Cluster ClusterUID
+
+	kubeMu sync.Mutex
+	kube   kubernetes.Interface
+}
+
+// Start is the part of Initialize every cloud shares: Events recorded through
+// the API, a client (named name, e.g. "overcast-openstack-cloud") for the
+// cloud's own writes, and the cluster's UID learnt in the background.
+func (b *Base) Start(clientBuilder cloudprovider.ControllerClientBuilder, name string, stop <-chan struct{}) {
+	b.Events.Start(clientBuilder, name, stop)
+	client := clientBuilder.ClientOrDie(name)
+	b.SetKube(client)
+	b.Cluster.Learn(client, stop)
+}
+
+// SetClusterUID sets the cluster's UID, as Start learns it (tests).
+func (b *Base) SetClusterUID(uid string) { b.Cluster.Set(uid) }
+
+// SetKube sets the client (Start, and tests).
+func (b *Base) SetKube(client kubernetes.Interface) {
+	b.kubeMu.Lock()
+	b.kube = client
+	b.kubeMu.Unlock()
+}
+
+// Kube is the client; nil before Start.
+func (b *Base) Kube() kubernetes.Interface {
+	b.kubeMu.Lock()
+	defer b.kubeMu.Unlock()
+	return b.kube
+}

@@ -7,7 +7,7 @@
 //   - Progress is not failure. While the cloud works (a provider returns an
 //     api.RetryError) the Service gets Normal Events and the
 //     LoadBalancerProgressing condition; a Warning is only for what a person must
-//     act on (a provider.Problem, or an error that persists).
+//     act on (a outcome.Problem, or an error that persists).
 //   - Conditions (LoadBalancerReady, LoadBalancerProgressing) on the Service's
 //     status tell where its load balancer is at a glance.
 //   - Drift is found from one shared listing per period (a cloud that implements
@@ -45,7 +45,7 @@ import (
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // Defaults.
@@ -586,7 +586,7 @@ func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceSta
 		st.failures++
 		c.setPhase(st, phaseFailed)
 		reason, msg := failReason, fmt.Sprintf("%s: %v", failPrefix, err)
-		if p, ok := provider.AsProblem(err); ok {
+		if p, ok := outcome.AsProblem(err); ok {
 			reason, msg = p.Reason, capitalise(p.Message)
 			if msg != st.problem {
 				c.recorder.Event(svc, v1.EventTypeWarning, reason, msg)

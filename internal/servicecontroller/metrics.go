@@ -7,7 +7,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 var (
@@ -58,7 +58,7 @@ func observeSync(op string, after time.Duration, err error, took time.Duration) 
 	switch {
 	case err != nil:
 		result = "error"
-		if _, ok := provider.AsProblem(err); ok {
+		if _, ok := outcome.AsProblem(err); ok {
 			result = "problem"
 		}
 	case after > 0:

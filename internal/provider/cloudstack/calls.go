@@ -10,7 +10,7 @@ import (
 
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // The calls the CCM makes, each answering the fields it uses. Listings ask
@@ -118,7 +118,7 @@ func (gw *gateway) machinesNamed(name string) ([]machine, error) {
 	return out, nil
 }
 
-func isNotFound(err error) bool { return errors.Is(err, provider.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, outcome.ErrNotFound) }
 
 // address is a public IP address.
 type address struct {
@@ -307,7 +307,7 @@ func (gw *gateway) network(id string) (network, error) {
 		}
 		return out, nil
 	}
-	return network{}, provider.Classify(provider.ErrNotFound, fmt.Errorf("network %s is not visible to the CCM's account", id))
+	return network{}, outcome.Classify(outcome.ErrNotFound, fmt.Errorf("network %s is not visible to the CCM's account", id))
 }
 
 // rule is a load balancer rule.
@@ -529,7 +529,7 @@ func (gw *gateway) aclListName(id string) (string, error) {
 			return l.Name, nil
 		}
 	}
-	return "", provider.Classify(provider.ErrNotFound, fmt.Errorf("network ACL list %s is not visible to the CCM's account", id))
+	return "", outcome.Classify(outcome.ErrNotFound, fmt.Errorf("network ACL list %s is not visible to the CCM's account", id))
 }
 
 func (gw *gateway) aclItems(aclID string) ([]opening, error) {

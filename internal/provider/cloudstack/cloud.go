@@ -18,11 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/overcast-ccm/overcast/internal/events"
+	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
@@ -43,7 +42,7 @@ func init() {
 
 // Cloud is the CloudStack cloud provider.
 type Cloud struct {
-	provider.Common
+	provider.Base
 	// Cycle runs the load balancers on CloudStack's steps (cycle.go).
 	*lbcycle.Cycle[lbSpec, lbState]
 
@@ -53,11 +52,10 @@ type Cloud struct {
 	machines *snapshot.Snapshot[machine]
 	listing  *snapshot.Snapshot[ruleGroup]
 	jobs     *jobs
-	events   events.Recorder
+	// records keeps each Service's converged record in CloudStackConverged.
+	records *lbcycle.AnnotationRecords
 
 	mu       sync.Mutex
-	cluster  provider.ClusterUID
-	kube     kubernetes.Interface
 	networks map[string]network // the guest networks, which do not change
 	// fresh is the address this process associated for each Service, until
 	// its openings are made: a new address has none to list.
@@ -91,6 +89,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}}
 	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
+	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube}
 	c.Cycle = newCycle(c)
 	return c, nil
 }
@@ -99,23 +98,10 @@ func New(cfg Config, name string) (*Cloud, error) {
 // rotated keys, and learns the cluster's UID (the kube-system namespace's),
 // which tags every address this cluster associates.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
-	c.events.Start(clientBuilder, "overcast-cloudstack-cloud", stop)
-	client := clientBuilder.ClientOrDie("overcast-cloudstack-cloud")
-	c.mu.Lock()
-	c.kube = client
-	c.mu.Unlock()
+	c.Start(clientBuilder, "overcast-cloudstack-cloud", stop)
 	if c.cfg.path != "" {
 		go c.watchConfig(stop, credentialsReload)
 	}
-	c.cluster.Learn(client, stop)
-}
-
-func (c *Cloud) clusterUID() string { return c.cluster.Get() }
-
-func (c *Cloud) kubeClient() kubernetes.Interface {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.kube
 }
 
 // ProviderName is the name the cloud was started under.

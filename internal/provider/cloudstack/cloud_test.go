@@ -26,7 +26,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/doctor"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 )
 
@@ -50,7 +50,7 @@ func newFixture(t *testing.T, opts emulator.Options) *fixture {
 	require.NoError(t, err)
 	c, err := New(cfg, ProviderName)
 	require.NoError(t, err)
-	c.cluster.Set(clusterUID)
+	c.Cluster.Set(clusterUID)
 	// The emulator's jobs end as soon as its JobDelay (none by default): the
 	// CCM would learn that from the first listing; the tests' passes follow
 	// each other without waiting the 2 s it first expects.
@@ -168,20 +168,20 @@ func TestBadKeysFailEveryPath(t *testing.T) {
 	cfg.Global.SecretKey = "not-the-secret"
 	c, err := New(cfg, ProviderName)
 	require.NoError(t, err)
-	c.cluster.Set(clusterUID)
+	c.Cluster.Set(clusterUID)
 	ctx := context.Background()
 
 	_, err = c.InstanceExists(ctx, node("worker-1", providerid.CloudStack(id)))
-	assert.ErrorIs(t, err, provider.ErrAuth)
+	assert.ErrorIs(t, err, outcome.ErrAuth)
 	_, err = c.InstanceMetadata(ctx, node("worker-1", ""))
-	assert.ErrorIs(t, err, provider.ErrAuth)
+	assert.ErrorIs(t, err, outcome.ErrAuth)
 	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
 	_, err = c.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node("worker-1", providerid.CloudStack(id))})
-	assert.ErrorIs(t, err, provider.ErrAuth)
+	assert.ErrorIs(t, err, outcome.ErrAuth)
 	assert.NotContains(t, err.Error(), "not-the-secret")
 	assert.NotContains(t, err.Error(), f.emu.Fixture().UserKey, "the API key is not in errors either")
 	err = c.EnsureLoadBalancerDeleted(ctx, "kubernetes", svc)
-	assert.ErrorIs(t, err, provider.ErrAuth)
+	assert.ErrorIs(t, err, outcome.ErrAuth)
 }
 
 func calls(e *emulator.Emulator, command string) int {
@@ -406,9 +406,9 @@ func TestAnAddressOutOfReachCreatesNothing(t *testing.T) {
 	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
 	svc.Spec.LoadBalancerIP = "192.0.2.10" // not a public address of the zone
 	_, err := f.ensure(svc, nodes)
-	p, ok := provider.AsProblem(err)
+	p, ok := outcome.AsProblem(err)
 	require.True(t, ok, "a Problem: %v", err)
-	assert.Equal(t, provider.ReasonAddressUnavailable, p.Reason)
+	assert.Equal(t, outcome.ReasonAddressUnavailable, p.Reason)
 	assert.Empty(t, f.addresses())
 	assert.Empty(t, f.rules())
 }
@@ -420,9 +420,9 @@ func TestInvalidAnnotationsChangeNothing(t *testing.T) {
 	svc.Annotations = map[string]string{"service.beta.kubernetes.io/cloudstack-load-balancer-source-cidrs": "10.0.0.0/33"}
 	f.emu.ResetCalls()
 	_, err := f.ensure(svc, nodes)
-	p, ok := provider.AsProblem(err)
+	p, ok := outcome.AsProblem(err)
 	require.True(t, ok, "a Problem: %v", err)
-	assert.Equal(t, provider.ReasonInvalidAnnotation, p.Reason)
+	assert.Equal(t, outcome.ReasonInvalidAnnotation, p.Reason)
 	assert.Zero(t, writes(f.emu))
 }
 

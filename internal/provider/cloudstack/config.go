@@ -1,11 +1,13 @@
 package cloudstack
 
+// The reference page, by make generate.
+//go:generate go run ../../../hack/gen-config-docs -file config.go -root Config -title "CloudStack cloud-config" -out ../../../docs/reference/cloudstack-cloud-config.md
+
 import (
 	"errors"
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"time"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
@@ -73,34 +75,14 @@ type Global struct {
 // (an unknown section or key, a key given twice, a value of the wrong type),
 // each with its line.
 func Read(r io.Reader) (Config, error) {
-	var c Config
-	if r == nil {
-		return c, errors.New("no --cloud-config given: the cloudstack cloud needs a cloud-config with [Global] api-url, api-key and secret-key")
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return c, fmt.Errorf("reading the cloud config: %w", err)
-	}
-	err = cfgutil.DecodeINI(data, &c)
-	if f, ok := r.(interface{ Name() string }); ok {
-		c.path = f.Name()
-	}
+	c, path, err := cfgutil.Read[Config](r, "no --cloud-config given: the cloudstack cloud needs a cloud-config with [Global] api-url, api-key and secret-key", cfgutil.DecodeINI)
+	c.path = path
 	return c, err
 }
 
 // Reread reads the file the config came from again (the config itself when
 // it came from a stream).
-func (c *Config) Reread() (Config, error) {
-	if c.path == "" {
-		return *c, nil
-	}
-	f, err := os.Open(c.path)
-	if err != nil {
-		return Config{}, err
-	}
-	defer f.Close()
-	return Read(f)
-}
+func (c *Config) Reread() (Config, error) { return cfgutil.Reread(c.path, *c, Read) }
 
 // Validate reports every problem of the values at once, each with its key.
 // The secret key is never repeated in an error.

@@ -2,7 +2,6 @@ package cloudstack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,7 +16,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -66,25 +65,25 @@ var (
 )
 
 func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, lbState] {
-	return lbcycle.New[lbSpec, lbState](steps{c}, annotationRecords{c},
+	return lbcycle.New[lbSpec, lbState](steps{c}, c.records,
 		lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
 }
 
 func (c *Cloud) ownTags(svc *v1.Service) map[string]string {
-	return map[string]string{tagCluster: c.clusterUID(), tagService: string(svc.UID)}
+	return map[string]string{tagCluster: c.Cluster.Get(), tagService: string(svc.UID)}
 }
 
 // owns says whether the address was associated by this CCM for the Service.
 func (c *Cloud) owns(a address, svc *v1.Service) bool {
-	return a.Tags[tagCluster] == c.clusterUID() && a.Tags[tagService] == string(svc.UID)
+	return a.Tags[tagCluster] == c.Cluster.Get() && a.Tags[tagService] == string(svc.UID)
 }
 
 func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (lbSpec, lbcycle.Fingerprint, error) {
 	spec, err := parseSpec(svc)
 	if err != nil {
-		return lbSpec{}, lbcycle.Fingerprint{}, provider.Invalid(err)
+		return lbSpec{}, lbcycle.Fingerprint{}, outcome.Invalid(err)
 	}
-	if s.clusterUID() == "" {
+	if s.Cluster.Get() == "" {
 		return lbSpec{}, lbcycle.Fingerprint{}, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
 	}
 	if err := s.resolveMembers(ctx, &spec, nodes); err != nil {
@@ -202,7 +201,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		case err != nil:
 			return "", err
 		case !found:
-			return "", provider.Refuse(provider.ReasonAddressUnavailable,
+			return "", outcome.Refuse(outcome.ReasonAddressUnavailable,
 				"spec.loadBalancerIP %s is not a public address of the zone that the CCM's account can use; nothing was created", spec.ip)
 		case strings.EqualFold(a.State, "Releasing"):
 			return fmt.Sprintf("public address %s is being released", spec.ip), nil
@@ -211,7 +210,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	id, job, err := s.gw.associate(n, spec.ip)
 	if err != nil {
 		if spec.ip != "" {
-			return "", provider.RefusedProblem(provider.ReasonAddressUnavailable, fmt.Errorf("cannot associate spec.loadBalancerIP %s: %w", spec.ip, err))
+			return "", outcome.RefusedProblem(outcome.ReasonAddressUnavailable, fmt.Errorf("cannot associate spec.loadBalancerIP %s: %w", spec.ip, err))
 		}
 		return "", fmt.Errorf("cannot associate a public address: %w", err)
 	}
@@ -306,7 +305,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		id, job, err := s.gw.createRule(rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
 			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: spec.ruleCIDRs})
 		if err != nil {
-			return "", provider.RefusedProblem(provider.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
+			return "", outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
 		}
 		s.jobs.add(svc.UID, job, "creating rule "+name)
 		if len(spec.members) > 0 {
@@ -386,7 +385,7 @@ func (s steps) convergeRule(svc *v1.Service, spec lbSpec, r rule) (bool, error) 
 	if spec.check != nil && !keep && len(checks) == 0 {
 		job, err := s.gw.createHealthCheck(r.ID, *spec.check)
 		if err != nil {
-			return false, provider.RefusedProblem(provider.ReasonCloudRefused, fmt.Errorf("cannot create the health check of rule %s: %w", r.Name, err))
+			return false, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create the health check of rule %s: %w", r.Name, err))
 		}
 		s.jobs.add(svc.UID, job, "creating the health check of rule "+r.Name)
 		changed = true
@@ -478,7 +477,7 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 			matched[key] = true
 			job, err := s.gw.createFirewallRule(st.addr.ID, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: spec.sources})
 			if err != nil {
-				return 0, provider.RefusedProblem(provider.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s: %w", p.port, l4(p.proto), err))
+				return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s: %w", p.port, l4(p.proto), err))
 			}
 			s.jobs.add(svc.UID, job, fmt.Sprintf("opening port %d/%s", p.port, l4(p.proto)))
 			changes++
@@ -526,7 +525,7 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		matched[key] = true
 		id, job, err := s.gw.createACLItem(n.ACL, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: spec.sources})
 		if err != nil {
-			return 0, provider.RefusedProblem(provider.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s in ACL list %s: %w", p.port, l4(p.proto), list, err))
+			return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s in ACL list %s: %w", p.port, l4(p.proto), list, err))
 		}
 		s.jobs.add(svc.UID, job, fmt.Sprintf("opening port %d/%s", p.port, l4(p.proto)))
 		created = append(created, id)
@@ -617,8 +616,8 @@ func (s steps) release(ctx context.Context, svc *v1.Service, a address) (string,
 // of a cache: an address is released on this answer).
 func (c *Cloud) ownerGone(ctx context.Context, a address) (bool, error) {
 	uid := a.Tags[tagService]
-	kube := c.kubeClient()
-	if uid == "" || a.Tags[tagCluster] != c.clusterUID() || kube == nil {
+	kube := c.Kube()
+	if uid == "" || a.Tags[tagCluster] != c.Cluster.Get() || kube == nil {
 		return false, nil
 	}
 	list, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
@@ -790,9 +789,7 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 // forgetRecord drops the converged record of a Service whose load balancer is
 // gone (a Service made a LoadBalancer again starts afresh).
 func (c *Cloud) forgetRecord(ctx context.Context, svc *v1.Service) {
-	if _, ok := svc.Annotations[string(annotation.CloudStackConverged)]; ok {
-		c.patchAnnotations(ctx, svc, map[string]any{string(annotation.CloudStackConverged): nil})
-	}
+	c.records.Forget(ctx, svc)
 }
 
 // closeOpenings deletes the openings of the Service's rules: on its address's
@@ -861,7 +858,7 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 		return err
 	}
 	for _, it := range items {
-		if it.Tags[tagService] != string(svc.UID) || it.Tags[tagCluster] != s.clusterUID() {
+		if it.Tags[tagService] != string(svc.UID) || it.Tags[tagCluster] != s.Cluster.Get() {
 			continue
 		}
 		job, err := s.gw.deleteACLItem(it.ID)
@@ -920,46 +917,7 @@ func (m *memo) set(uid types.UID, v string) {
 // either CCM).
 func (c *Cloud) markAssociated(ctx context.Context, svc *v1.Service) {
 	patch := map[string]any{string(annotation.CloudStackIPAssociatedByController): "true"}
-	c.patchAnnotations(ctx, svc, patch)
-}
-
-// patchAnnotations merges patch into the Service's annotations (nil removes one).
-func (c *Cloud) patchAnnotations(ctx context.Context, svc *v1.Service, patch map[string]any) {
-	kube := c.kubeClient()
-	if len(patch) == 0 || kube == nil {
-		return
-	}
-	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
-	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: "overcast-ccm"}); err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot write the load balancer's annotations on the Service", "service", klog.KObj(svc))
-	}
-}
-
-// annotationRecords keeps the cycle's Record on the Service, in
-// CloudStackConverged: "<address id>/<config>.<members>/<address>".
-type annotationRecords struct{ *Cloud }
-
-func (r annotationRecords) Get(svc *v1.Service) (lbcycle.Record, bool) {
-	parts := strings.Split(svc.Annotations[string(annotation.CloudStackConverged)], "/")
-	if len(parts) != 3 || parts[0] == "" {
-		return lbcycle.Record{}, false
-	}
-	config, members, ok := strings.Cut(parts[1], ".")
-	if !ok {
-		return lbcycle.Record{}, false
-	}
-	return lbcycle.Record{ID: parts[0], Fingerprint: lbcycle.Fingerprint{Config: config, Members: members}, Address: parts[2]}, true
-}
-
-func (r annotationRecords) Put(ctx context.Context, svc *v1.Service, rec lbcycle.Record) {
-	if rec.ID == "" {
-		return
-	}
-	v := rec.ID + "/" + rec.String() + "/" + rec.Address
-	if svc.Annotations[string(annotation.CloudStackConverged)] == v {
-		return
-	}
-	r.patchAnnotations(ctx, svc, map[string]any{string(annotation.CloudStackConverged): v})
+	lbcycle.PatchAnnotations(ctx, c.Kube(), svc, patch)
 }
 
 // ruleGroup is the rules whose names begin with one load balancer name.

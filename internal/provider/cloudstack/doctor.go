@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 var _ doctor.Diagnoser = (*Cloud)(nil)
@@ -71,9 +71,9 @@ func (c *Cloud) Diagnose(context.Context) []doctor.Result {
 func failed(r doctor.Result, err error) doctor.Result {
 	r.Status, r.Detail = doctor.Fail, err.Error()
 	switch {
-	case errors.Is(err, provider.ErrAuth):
+	case errors.Is(err, outcome.ErrAuth):
 		r.Fix = "the server refused the keys or the signature: check api-key and secret-key in [Global] of the cloud-config (and that the clocks agree: requests expire)"
-	case errors.Is(err, provider.ErrRefused), errors.Is(err, provider.ErrNotFound):
+	case errors.Is(err, outcome.ErrRefused), errors.Is(err, outcome.ErrNotFound):
 		r.Fix = "the account may not do this: check project-id in [Global] and the account's role"
 	default:
 		r.Fix = "check api-url (and ssl-no-verify) in [Global], and that this network reaches the management server"

@@ -14,7 +14,7 @@ import (
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // The gateway is the one place cloudstack-go is called: every call the CCM
@@ -124,7 +124,7 @@ func (gw *gateway) projectID() (string, error) {
 			}
 		}
 		if p == "" {
-			return "", provider.Classify(provider.ErrRefused, fmt.Errorf("[Global] project-id: no project named %q is visible to the CCM's account", g.ProjectID))
+			return "", outcome.Classify(outcome.ErrRefused, fmt.Errorf("[Global] project-id: no project named %q is visible to the CCM's account", g.ProjectID))
 		}
 	}
 	gw.mu.Lock()
@@ -167,7 +167,7 @@ func translate(command string, err error) error {
 	code, _ := strconv.Atoi(m[1])
 	csCode, _ := strconv.Atoi(m[2])
 	e := &APIError{Command: command, Code: code, CSCode: csCode, Text: m[3]}
-	return provider.Classify(kindOf(e), e)
+	return outcome.Classify(kindOf(e), e)
 }
 
 // kindOf is what an error code means (ApiErrorCode, ../shared/facts/cloudstack-api.md
@@ -177,18 +177,18 @@ func translate(command string, err error) error {
 func kindOf(e *APIError) error {
 	switch e.Code {
 	case 401:
-		return provider.ErrAuth
+		return outcome.ErrAuth
 	case 429:
-		return provider.ErrThrottled
+		return outcome.ErrThrottled
 	case 431:
 		if strings.Contains(e.Text, "entity does not exist") || strings.Contains(e.Text, "Unable to find") {
-			return provider.ErrNotFound
+			return outcome.ErrNotFound
 		}
-		return provider.ErrRefused
+		return outcome.ErrRefused
 	case 536: // resource in use
-		return provider.ErrBusy
+		return outcome.ErrBusy
 	case 405, 430, 432, 531, 532, 533, 537:
-		return provider.ErrRefused
+		return outcome.ErrRefused
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func jobFailure(command string, r *cs.QueryAsyncJobResultResponse) error {
 		return &APIError{Command: command, Code: r.Jobresultcode, Text: text}
 	}
 	e := &APIError{Command: command, Code: body.Code, Text: body.Text}
-	return provider.Classify(kindOf(e), e)
+	return outcome.Classify(kindOf(e), e)
 }
 
 // maxPageSizeRE is how the server refuses a pagesize above its

@@ -139,14 +139,14 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 	m, found, err := c.find(ctx, node, snapshotMaxAge)
 	if err != nil {
 		if _, ok := errors.AsType[*ambiguousError](err); ok {
-			c.events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
+			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
 		} else {
-			c.events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the virtual machine of Node %s: %v", node.Name, err)
+			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the virtual machine of Node %s: %v", node.Name, err)
 		}
 		return nil, err
 	}
 	if !found {
-		c.events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
+		c.Events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
 			"Node %s matches no virtual machine (looked up by providerID %q, else by the name %s) visible to the CCM's keys",
 			node.Name, node.Spec.ProviderID, shortName(node.Name))
 		return nil, fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)

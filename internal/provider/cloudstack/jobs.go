@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // jobs are the asynchronous jobs each Service's steps started and whose end
@@ -271,7 +271,7 @@ func (j *jobs) states(gw *gateway, need, newest time.Time) (map[string]jobState,
 	}
 	j.mu.Unlock()
 	listed, err := gw.jobsSince(since)
-	if errors.Is(err, provider.ErrRefused) {
+	if errors.Is(err, outcome.ErrRefused) {
 		klog.Background().Info("The account may not list its jobs; asking about each job alone", "cloud", ProviderName, "err", err.Error())
 		j.unlisted = true
 		return nil, nil

@@ -2,8 +2,6 @@ package cloudstack
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -17,7 +15,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 )
 
@@ -235,7 +234,7 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec, nodes []*v1.Node)
 			parts = append(parts, fmt.Sprintf("%s (%s)", n, strings.Join(nodes, ", ")))
 		}
 		slices.Sort(parts)
-		return provider.Refuse(provider.ReasonUnsupportedService,
+		return outcome.Refuse(outcome.ReasonUnsupportedService,
 			"The Nodes are on %d guest networks: %s; a load balancer rule reaches one network: exclude the others' Nodes with the node.kubernetes.io/exclude-from-external-load-balancers label",
 			len(networks), strings.Join(parts, "; "))
 	}
@@ -257,8 +256,8 @@ func defaultNetwork(m machine) string {
 
 // configFingerprint covers everything but the members.
 func (s *lbSpec) configFingerprint() string {
-	h := sha256.New()
-	w := func(a ...any) { fmt.Fprintln(h, a...) }
+	h := lbcycle.NewHash()
+	w := h.Line
 	w("v1", s.name, s.algorithm, s.ruleCIDRs, s.sources, s.ip, s.hostname, s.network)
 	for _, p := range s.ports {
 		w("port", p.proto, p.port, p.nodePort)
@@ -266,12 +265,8 @@ func (s *lbSpec) configFingerprint() string {
 	if c := s.check; c != nil {
 		w("check", c.Path, c.Interval, c.Timeout, c.Healthy, c.Unhealthy)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return h.Config()
 }
 
 // membersFingerprint covers the members (sorted).
-func (s *lbSpec) membersFingerprint() string {
-	h := sha256.New()
-	fmt.Fprintln(h, s.members)
-	return hex.EncodeToString(h.Sum(nil))[:8]
-}
+func (s *lbSpec) membersFingerprint() string { return lbcycle.MembersOf(s.members) }

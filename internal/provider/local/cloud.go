@@ -16,7 +16,6 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/overcast-ccm/overcast/internal/events"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
@@ -31,10 +30,10 @@ func init() {
 
 // Cloud is the local cloud provider.
 type Cloud struct {
-	provider.Common
+	provider.Base
 	// Cycle runs the load balancers (EnsureLoadBalancer, UpdateLoadBalancer,
 	// EnsureLoadBalancerDeleted, Drifted) on the local steps (cycle.go).
-	*lbcycle.Cycle[localSpec, servedLB]
+	*lbcycle.Cycle[lbSpec, servedLB]
 
 	cfg   Config
 	pools []Pool
@@ -53,8 +52,6 @@ type Cloud struct {
 	services corelisters.ServiceLister
 	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
-
-	events events.Recorder
 }
 
 var (
@@ -94,7 +91,7 @@ func New(cfg Config) (*Cloud, error) {
 // Initialize starts the inventory reload and the event recorder; stop ends both and
 // closes every load balancer listener of this process.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
-	c.events.Start(clientBuilder, "overcast-local-cloud", stop)
+	c.Start(clientBuilder, "overcast-local-cloud", stop)
 	go c.inv.run(stop)
 	go func() {
 		<-stop
@@ -115,7 +112,7 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 
 // event records an Event on obj (a Service or a Node).
 func (c *Cloud) event(obj runtime.Object, eventType, reason, format string, args ...any) {
-	c.events.Eventf(obj, eventType, reason, format, args...)
+	c.Events.Eventf(obj, eventType, reason, format, args...)
 }
 
 // ProviderName returns "local".

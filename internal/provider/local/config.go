@@ -111,15 +111,7 @@ const (
 // error at once, and returns what it could decode even then, so that Validate can
 // add the remaining problems. It does not validate meaning: call Validate.
 func Read(r io.Reader) (Config, error) {
-	var c Config
-	if r == nil {
-		return c, errors.New("no --cloud-config given: the local cloud needs one (see deploy/local/cloud-config.yaml)")
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return c, fmt.Errorf("reading the cloud config: %w", err)
-	}
-	err = cfgutil.DecodeYAML(data, &c)
+	c, _, err := cfgutil.Read[Config](r, "no --cloud-config given: the local cloud needs one (see deploy/local/cloud-config.yaml)", cfgutil.DecodeYAML)
 	c.setDefaults()
 	return c, err
 }

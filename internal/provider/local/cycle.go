@@ -2,8 +2,6 @@ package local
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -13,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // The local cloud's steps of the load-balancer cycle (internal/lbcycle). The
@@ -21,40 +19,40 @@ import (
 // allocated, listeners opened), is never busy or failed, and its record is kept
 // beside it in memory. A restarted process has none and serves each Service
 // again at the address in its status.
-type localSteps struct{ *Cloud }
+type steps struct{ *Cloud }
 
-// localSpec is what a Service asks of the local cloud.
-type localSpec struct {
+// lbSpec is what a Service asks of the local cloud.
+type lbSpec struct {
 	opts  lbOptions
 	nodes []*v1.Node
 }
 
 type localLB = lbcycle.LB[servedLB]
 
-var _ lbcycle.Cloud[localSpec, servedLB] = localSteps{}
+var _ lbcycle.Cloud[lbSpec, servedLB] = steps{}
 
-func newCycle(c *Cloud) *lbcycle.Cycle[localSpec, servedLB] {
-	return lbcycle.New[localSpec, servedLB](localSteps{c}, servedRecords{c}, lbcycle.Options{})
+func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, servedLB] {
+	return lbcycle.New[lbSpec, servedLB](steps{c}, servedRecords{c}, lbcycle.Options{})
 }
 
-func (s localSteps) Spec(_ context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (localSpec, lbcycle.Fingerprint, error) {
+func (s steps) Spec(_ context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (lbSpec, lbcycle.Fingerprint, error) {
 	opts, err := s.parseOptions(svc)
 	if err != nil {
-		return localSpec{}, lbcycle.Fingerprint{}, provider.Invalid(err)
+		return lbSpec{}, lbcycle.Fingerprint{}, outcome.Invalid(err)
 	}
-	return localSpec{opts: opts, nodes: nodes}, s.fingerprint(svc, opts, nodes), nil
+	return lbSpec{opts: opts, nodes: nodes}, s.fingerprint(svc, opts, nodes), nil
 }
 
 // fingerprint covers everything serve acts on: the options and ports (config),
 // and each Node with the addresses it is reached at (members).
-func (s localSteps) fingerprint(svc *v1.Service, o lbOptions, nodes []*v1.Node) lbcycle.Fingerprint {
-	h := sha256.New()
-	w := func(a ...any) { fmt.Fprintln(h, a...) }
+func (s steps) fingerprint(svc *v1.Service, o lbOptions, nodes []*v1.Node) lbcycle.Fingerprint {
+	h := lbcycle.NewHash()
+	w := h.Line
 	w("v1", o.pool, o.ip, o.sharingKey, o.hcInterval, o.udpIdle, o.sourceRanges, o.family, o.healthCheckNP, svc.Spec.ExternalTrafficPolicy)
 	for _, p := range svc.Spec.Ports {
 		w("port", p.Protocol, p.Port, p.NodePort)
 	}
-	config := hex.EncodeToString(h.Sum(nil))[:16]
+	config := h.Config()
 
 	members := make([]string, 0, len(nodes))
 	for _, n := range nodes {
@@ -67,12 +65,10 @@ func (s localSteps) fingerprint(svc *v1.Service, o lbOptions, nodes []*v1.Node) 
 		members = append(members, fmt.Sprint(n.Name, addrs))
 	}
 	sort.Strings(members)
-	h = sha256.New()
-	w(members)
-	return lbcycle.Fingerprint{Config: config, Members: hex.EncodeToString(h.Sum(nil))[:8]}
+	return lbcycle.Fingerprint{Config: config, Members: lbcycle.MembersOf(members)}
 }
 
-func (s localSteps) current(svc *v1.Service) (localLB, bool) {
+func (s steps) current(svc *v1.Service) (localLB, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	lb, ok := s.served[svc.UID]
@@ -82,32 +78,32 @@ func (s localSteps) current(svc *v1.Service) (localLB, bool) {
 	return localLB{ID: string(svc.UID), Status: "serving", State: lbcycle.Ready, Obj: *lb}, true
 }
 
-func (s localSteps) Listed(_ context.Context, svc *v1.Service) (localLB, bool, error) {
+func (s steps) Listed(_ context.Context, svc *v1.Service) (localLB, bool, error) {
 	lb, ok := s.current(svc)
 	return lb, ok, nil
 }
 
-func (s localSteps) Find(_ context.Context, svc *v1.Service) (localLB, bool, error) {
+func (s steps) Find(_ context.Context, svc *v1.Service) (localLB, bool, error) {
 	lb, ok := s.current(svc)
 	return lb, ok, nil
 }
 
 // Create allocates the Service's address (the one in its status when it has
 // one) and serves every port on it, at once.
-func (s localSteps) Create(ctx context.Context, svc *v1.Service, spec localSpec) (string, error) {
+func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
 	return "", s.serve(ctx, svc, spec.opts, spec.nodes)
 }
 
 // Replace is never needed: a load balancer of the process is never Failed.
-func (s localSteps) Replace(context.Context, *v1.Service, localLB) (string, error) { return "", nil }
+func (s steps) Replace(context.Context, *v1.Service, localLB) (string, error) { return "", nil }
 
 // Converge serves the Service as it asks now; the proxy changes only what
 // differs.
-func (s localSteps) Converge(ctx context.Context, svc *v1.Service, spec localSpec, _ localLB) (string, error) {
+func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, _ localLB) (string, error) {
 	return "", s.serve(ctx, svc, spec.opts, spec.nodes)
 }
 
-func (s localSteps) Publish(_ context.Context, svc *v1.Service, _ localSpec, _ localLB) (*v1.LoadBalancerStatus, string, error) {
+func (s steps) Publish(_ context.Context, svc *v1.Service, _ lbSpec, _ localLB) (*v1.LoadBalancerStatus, string, error) {
 	lb, ok := s.current(svc)
 	if !ok {
 		return nil, "", fmt.Errorf("the load balancer of %s/%s stopped being served", svc.Namespace, svc.Name)
@@ -115,7 +111,7 @@ func (s localSteps) Publish(_ context.Context, svc *v1.Service, _ localSpec, _ l
 	return statusFor(lb.Obj.ip), lb.Obj.ip.String(), nil
 }
 
-func (s localSteps) Published(_ context.Context, _ *v1.Service, _ localSpec, rec lbcycle.Record, lb localLB) (*v1.LoadBalancerStatus, bool, error) {
+func (s steps) Published(_ context.Context, _ *v1.Service, _ lbSpec, rec lbcycle.Record, lb localLB) (*v1.LoadBalancerStatus, bool, error) {
 	if rec.Address != lb.Obj.ip.String() {
 		return nil, false, nil
 	}
@@ -123,7 +119,7 @@ func (s localSteps) Published(_ context.Context, _ *v1.Service, _ localSpec, rec
 }
 
 // Delete stops serving the Service and frees its address; it is idempotent.
-func (s localSteps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.proxy.Delete(string(svc.UID))

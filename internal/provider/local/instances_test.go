@@ -154,7 +154,7 @@ func TestNotFoundMapping(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newTestCloud(t, testInstances...)
 			events := record.NewFakeRecorder(10)
-			c.events.Set(events)
+			c.Events.Set(events)
 
 			exists, err := c.InstanceExists(t.Context(), tt.node)
 			if tt.existsErr {

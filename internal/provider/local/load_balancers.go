@@ -19,6 +19,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/l4proxy"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
@@ -112,12 +113,12 @@ func (c *Cloud) serve(ctx context.Context, svc *v1.Service, opts lbOptions, node
 		if errors.Is(err, ErrPoolExhausted) {
 			reason = ReasonIPPoolExhausted
 		}
-		return &provider.Problem{Reason: reason, Message: "Cannot allocate a load balancer IP: " + err.Error(), Err: err}
+		return &outcome.Problem{Reason: reason, Message: "Cannot allocate a load balancer IP: " + err.Error(), Err: err}
 	}
 
 	specs := c.listenerSpecs(svc, ip, opts, nodes)
 	if err := c.proxy.Ensure(string(svc.UID), specs); err != nil {
-		return &provider.Problem{Reason: ReasonListenFailed, Message: fmt.Sprintf("Cannot serve %s: %v", ip, err), Err: err}
+		return &outcome.Problem{Reason: ReasonListenFailed, Message: fmt.Sprintf("Cannot serve %s: %v", ip, err), Err: err}
 	}
 	prev, existed := c.served[svc.UID]
 	c.served[svc.UID] = &servedLB{key: svc.Namespace + "/" + svc.Name, ip: ip, sharingKey: opts.sharingKey, ports: opts.ports}

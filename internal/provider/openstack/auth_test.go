@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // keystone is a minimal Keystone v3 token endpoint that records what each
@@ -188,11 +188,11 @@ func TestAnOpenStackErrorIsToldInTheServicesOwnWords(t *testing.T) {
 		kind          error
 	}{
 		{"Neutron's quota", "Neutron", 409, `{"NeutronError":{"type":"OverQuota","message":"Quota exceeded for resources: ['floatingip'].","detail":""}}`,
-			"Neutron answered 409 (OverQuota): Quota exceeded for resources: ['floatingip'].", provider.ErrRefused},
+			"Neutron answered 409 (OverQuota): Quota exceeded for resources: ['floatingip'].", outcome.ErrRefused},
 		{"Octavia busy", "Octavia", 409, `{"faultcode":"Client","faultstring":"Load Balancer 1f2e is immutable and cannot be updated.","debuginfo":null}`,
-			"Octavia answered 409: Load Balancer 1f2e is immutable and cannot be updated.", provider.ErrBusy},
+			"Octavia answered 409: Load Balancer 1f2e is immutable and cannot be updated.", outcome.ErrBusy},
 		{"Octavia's quota", "Octavia", 403, `{"faultcode":"Client","faultstring":"Quota has been met for resources: load_balancer","debuginfo":null}`,
-			"Octavia answered 403: Quota has been met for resources: load_balancer", provider.ErrRefused},
+			"Octavia answered 403: Quota has been met for resources: load_balancer", outcome.ErrRefused},
 		{"no body to read", "Octavia", 503, `<html>Service Unavailable</html>`, "Octavia answered 503 Service Unavailable to POST http://127.0.0.1/v2/x", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

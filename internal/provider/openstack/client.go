@@ -20,7 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // novaMicroversion gives servers' flavor names (original_name) and tags.
@@ -280,13 +280,13 @@ func redact(err error) error { return cloudapi.RedactError(err) }
 
 // octaviaErr is an error of Octavia (or of another service answering as REST
 // clouds do) translated once: redacted, and classified by its HTTP status
-// (provider.KindByStatus; Octavia's 409 is a load balancer that is PENDING,
+// (outcome.KindByStatus; Octavia's 409 is a load balancer that is PENDING,
 // busy). nil stays nil.
 func octaviaErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	return provider.Classify(provider.KindByStatus(statusOf(err)), answered("Octavia", err))
+	return outcome.Classify(outcome.KindByStatus(statusOf(err)), answered("Octavia", err))
 }
 
 // neutronErr is a Neutron error translated once. Neutron's 409 is a conflict
@@ -297,11 +297,11 @@ func neutronErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	kind := provider.KindByStatus(statusOf(err))
-	if errors.Is(kind, provider.ErrBusy) {
-		kind = provider.ErrRefused
+	kind := outcome.KindByStatus(statusOf(err))
+	if errors.Is(kind, outcome.ErrBusy) {
+		kind = outcome.ErrRefused
 	}
-	return provider.Classify(kind, answered("Neutron", err))
+	return outcome.Classify(kind, answered("Neutron", err))
 }
 
 // answered is an HTTP error of an OpenStack service told as a person reads

@@ -8,14 +8,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
-	"github.com/overcast-ccm/overcast/internal/events"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
@@ -30,7 +27,7 @@ func init() {
 
 // Cloud is the OpenStack cloud provider.
 type Cloud struct {
-	provider.Common
+	provider.Base
 	// Cycle runs the load balancers (EnsureLoadBalancer, UpdateLoadBalancer,
 	// EnsureLoadBalancerDeleted, Drifted) on Octavia's steps (cycle.go).
 	*lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer]
@@ -40,12 +37,9 @@ type Cloud struct {
 	servers *snapshot.Snapshot[server]
 	ports   *portAddresses
 	index   *lbIndex
-	events  events.Recorder
 
-	mu      sync.Mutex
-	nodes   corelisters.NodeLister
-	cluster provider.ClusterUID
-	kube    kubernetes.Interface
+	mu    sync.Mutex
+	nodes corelisters.NodeLister
 	// serial: load balancers are created step by step, not fully populated
 	// (configured, or found out from a provider that strands the children of
 	// a fully populated one).
@@ -76,8 +70,6 @@ func (c *Cloud) setCreated(lbID, fingerprint string) {
 	}
 }
 
-var metav1PatchOptions = metav1.PatchOptions{FieldManager: "overcast-ccm"}
-
 var (
 	_ cloudprovider.Interface    = (*Cloud)(nil)
 	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
@@ -106,24 +98,11 @@ func New(cfg Config) (*Cloud, error) {
 // Initialize starts the event recorder and learns the cluster's UID (the
 // kube-system namespace's), which tags every load balancer this cluster owns.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
-	c.events.Start(clientBuilder, "overcast-openstack-cloud", stop)
-	client := clientBuilder.ClientOrDie("overcast-openstack-cloud")
+	c.Start(clientBuilder, "overcast-openstack-cloud", stop)
 	if c.cfg.path != "" {
 		go c.watchConfig(stop, credentialsReload)
 	}
-	c.mu.Lock()
-	c.kube = client
-	c.mu.Unlock()
-	c.cluster.Learn(client, stop)
 }
-
-func (c *Cloud) kubeClient() kubernetes.Interface {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.kube
-}
-
-func (c *Cloud) clusterUID() string { return c.cluster.Get() }
 
 func (c *Cloud) lbClients(ctx context.Context) (octavia, network *gophercloud.ServiceClient, err error) {
 	if octavia, err = c.clients.octaviaClient(ctx); err != nil {

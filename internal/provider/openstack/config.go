@@ -1,5 +1,8 @@
 package openstack
 
+// The reference page, by make generate.
+//go:generate go run ../../../hack/gen-config-docs -file config.go -root Config -title "OpenStack cloud.conf" -out ../../../docs/reference/openstack-cloud-conf.md
+
 import (
 	"errors"
 	"fmt"
@@ -276,18 +279,8 @@ type BlockStorage struct {
 // Read parses a cloud.conf. It reports every unknown section and key and every
 // value of the wrong type at once, and returns what it could decode even then.
 func Read(r io.Reader) (Config, error) {
-	var c Config
-	if r == nil {
-		return c, errors.New("no --cloud-config given: the openstack cloud needs a cloud.conf")
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return c, fmt.Errorf("reading the cloud config: %w", err)
-	}
-	err = cfgutil.DecodeINI(data, &c)
-	if f, ok := r.(interface{ Name() string }); ok {
-		c.path = f.Name()
-	}
+	c, path, err := cfgutil.Read[Config](r, "no --cloud-config given: the openstack cloud needs a cloud.conf", cfgutil.DecodeINI)
+	c.path = path
 	if c.Global.CredentialsFile != "" {
 		err = errors.Join(err, mergeCredentials(&c.Global, c.Global.CredentialsFile))
 	}
@@ -320,17 +313,7 @@ func mergeCredentials(g *Global, path string) error {
 
 // Reread reads the cloud.conf (and its credentials-file) again from where it
 // was first read.
-func (c *Config) Reread() (Config, error) {
-	if c.path == "" {
-		return *c, nil
-	}
-	f, err := os.Open(c.path)
-	if err != nil {
-		return Config{}, err
-	}
-	defer f.Close()
-	return Read(f)
-}
+func (c *Config) Reread() (Config, error) { return cfgutil.Reread(c.path, *c, Read) }
 
 // Warnings are things worth telling the operator that do not stop the CCM.
 func (c *Config) Warnings() []string {

@@ -43,7 +43,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // contractTarget is where the suite runs.
@@ -132,7 +132,7 @@ func (tg *contractTarget) cloud(t *testing.T, extra string) *Cloud {
 	require.NoError(t, err)
 	c, err := New(cfg)
 	require.NoError(t, err)
-	c.cluster.Set(fmt.Sprintf("contract-%d-%d", os.Getpid(), targetCounter.Add(1)))
+	c.Cluster.Set(fmt.Sprintf("contract-%d-%d", os.Getpid(), targetCounter.Add(1)))
 	return c
 }
 
@@ -540,9 +540,9 @@ func TestContractUnchangedServicesShareTwoListings(t *testing.T) {
 		want[svc.Name] = st.Ingress[0].IP
 	}
 	// A CCM that starts again.
-	cluster := c.cluster.Get()
+	cluster := c.Cluster.Get()
 	c = tg.cloud(t, "")
-	c.cluster.Set(cluster)
+	c.Cluster.Set(cluster)
 	if tg.emu != nil {
 		tg.emu.ResetCalls()
 	}
@@ -910,7 +910,7 @@ func TestContractAFloatingIPQuotaKnownMetCreatesNothing(t *testing.T) {
 	// The second learns the quota: its load balancer exists, its address waits.
 	second := contractService(contractName("quota-second"), nil)
 	err := settle(t, c, second)
-	p, ok := provider.AsProblem(err)
+	p, ok := outcome.AsProblem(err)
 	require.True(t, ok, "a Problem, not %v", err)
 	assert.Equal(t, reasonFloatingIPFailed, p.Reason)
 	assert.Contains(t, p.Message, "Quota exceeded for resources: ['floatingip'].")
@@ -920,9 +920,9 @@ func TestContractAFloatingIPQuotaKnownMetCreatesNothing(t *testing.T) {
 	third := contractService(contractName("quota-third"), nil)
 	tg.emu.ResetCalls()
 	err = settle(t, c, third)
-	p, ok = provider.AsProblem(err)
+	p, ok = outcome.AsProblem(err)
 	require.True(t, ok, "a Problem, not %v", err)
-	assert.Equal(t, provider.ReasonQuotaExceeded, p.Reason)
+	assert.Equal(t, outcome.ReasonQuotaExceeded, p.Reason)
 	assert.Contains(t, p.Message, "no load balancer was created")
 	assert.Equal(t, 0, lbsOf(third))
 	for _, call := range tg.emu.Calls() {

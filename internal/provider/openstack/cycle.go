@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,39 +9,48 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // Octavia's steps of the load-balancer cycle (internal/lbcycle). The cycle
 // decides which runs; each makes at most one change, since Octavia takes one at
 // a time per load balancer.
-type octaviaSteps struct{ *Cloud }
+type steps struct{ *Cloud }
 
 type octaviaLB = lbcycle.LB[loadbalancers.LoadBalancer]
 
 var (
-	_ lbcycle.Cloud[lbSpec, loadbalancers.LoadBalancer]         = octaviaSteps{}
-	_ lbcycle.MemberUpdater[lbSpec, loadbalancers.LoadBalancer] = octaviaSteps{}
-	_ lbcycle.DriftChecker[loadbalancers.LoadBalancer]          = octaviaSteps{}
-	_ lbcycle.Relister                                          = octaviaSteps{}
+	_ lbcycle.Cloud[lbSpec, loadbalancers.LoadBalancer]         = steps{}
+	_ lbcycle.MemberUpdater[lbSpec, loadbalancers.LoadBalancer] = steps{}
+	_ lbcycle.DriftChecker[loadbalancers.LoadBalancer]          = steps{}
+	_ lbcycle.Relister                                          = steps{}
 )
 
 func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer] {
-	return lbcycle.New[lbSpec, loadbalancers.LoadBalancer](octaviaSteps{c}, annotationRecords{c},
+	// The record is kept in the annotations cloud-provider-openstack users
+	// know: load-balancer-address (the address, the one place it shows when a
+	// hostname is published instead) and the converged record. A Service on
+	// a shared load balancer (load-balancer-id) has none: it is always walked.
+	records := &lbcycle.AnnotationRecords{Converged: annotation.OpenStackConverged,
+		Address: annotation.OpenStackLoadBalancerAddress, Kube: c.Kube,
+		None: func(svc *v1.Service) bool {
+			_, shared := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]
+			return shared
+		}}
+	return lbcycle.New[lbSpec, loadbalancers.LoadBalancer](steps{c}, records,
 		lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
 }
 
-func (s octaviaSteps) Spec(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, lbcycle.Fingerprint, error) {
+func (s steps) Spec(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, lbcycle.Fingerprint, error) {
 	spec, err := s.spec(clusterName, svc, nodes)
 	if err != nil {
-		return lbSpec{}, lbcycle.Fingerprint{}, provider.Invalid(err)
+		return lbSpec{}, lbcycle.Fingerprint{}, outcome.Invalid(err)
 	}
-	if s.clusterUID() == "" {
+	if s.Cluster.Get() == "" {
 		return lbSpec{}, lbcycle.Fingerprint{}, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
 	}
 	if err := s.resolveMembers(ctx, &spec); err != nil {
@@ -52,7 +60,7 @@ func (s octaviaSteps) Spec(ctx context.Context, clusterName string, svc *v1.Serv
 }
 
 // asLB is an Octavia load balancer as the cycle sees it.
-func (s octaviaSteps) asLB(lb *loadbalancers.LoadBalancer, svc *v1.Service) octaviaLB {
+func (s steps) asLB(lb *loadbalancers.LoadBalancer, svc *v1.Service) octaviaLB {
 	state := lbcycle.Ready
 	switch {
 	case strings.HasPrefix(lb.ProvisioningStatus, "PENDING"):
@@ -63,7 +71,7 @@ func (s octaviaSteps) asLB(lb *loadbalancers.LoadBalancer, svc *v1.Service) octa
 	return octaviaLB{ID: lb.ID, Status: lb.ProvisioningStatus, State: state, Shared: !s.owned(lb, svc), Obj: *lb}
 }
 
-func (s octaviaSteps) Listed(ctx context.Context, svc *v1.Service) (octaviaLB, bool, error) {
+func (s steps) Listed(ctx context.Context, svc *v1.Service) (octaviaLB, bool, error) {
 	lb, found, err := s.index.lbs.Get(ctx, "svc/"+string(svc.UID))
 	if err != nil || !found {
 		return octaviaLB{}, false, err
@@ -71,7 +79,7 @@ func (s octaviaSteps) Listed(ctx context.Context, svc *v1.Service) (octaviaLB, b
 	return s.asLB(&lb, svc), true, nil
 }
 
-func (s octaviaSteps) Find(ctx context.Context, svc *v1.Service) (octaviaLB, bool, error) {
+func (s steps) Find(ctx context.Context, svc *v1.Service) (octaviaLB, bool, error) {
 	octavia, err := s.clients.octaviaClient(ctx)
 	if err != nil {
 		return octaviaLB{}, false, err
@@ -87,9 +95,9 @@ func (s octaviaSteps) Find(ctx context.Context, svc *v1.Service) (octaviaLB, boo
 // later (a load-balancer-id that names nothing, a taken floating IP), then
 // creates the load balancer: fully populated, one provisioning round, unless
 // the cloud needs it step by step.
-func (s octaviaSteps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
-		return "", provider.Refuse(provider.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
+		return "", outcome.Refuse(outcome.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
 	}
 	octavia, network, err := s.lbClients(ctx)
 	if err != nil {
@@ -112,9 +120,9 @@ func (s octaviaSteps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) 
 
 // Replace deletes a load balancer in ERROR; its floating IP is kept, detached,
 // for the new one.
-func (s octaviaSteps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (string, error) {
+func (s steps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (string, error) {
 	klog.FromContext(ctx).Info("Replacing load balancer in ERROR", "service", klog.KObj(svc), "id", lb.ID)
-	s.events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
+	s.Events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
 	if err := s.deleteKeepingAddress(ctx, svc, &lb.Obj); err != nil {
 		return "", fmt.Errorf("deleting load balancer %s in ERROR: %w", lb.ID, err)
 	}
@@ -125,7 +133,7 @@ func (s octaviaSteps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB
 // makes the first change it needs. One this process created fully populated
 // from the very spec is not walked: only its status tree is read, to catch
 // children Octavia never finished.
-func (s octaviaSteps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, error) {
+func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, error) {
 	if !lb.Shared && s.createdAs(lb.ID) == spec.fingerprint() {
 		if progress, err := s.rebuildIfStranded(ctx, svc, &lb.Obj); err != nil || progress != "" {
 			return progress, err
@@ -142,7 +150,7 @@ func (s octaviaSteps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec
 	}
 	changed, err := s.converge(ctx, octavia, svc, &lb.Obj, spec, lb.Shared)
 	if err != nil {
-		if errors.Is(err, provider.ErrBusy) && !lb.Shared {
+		if errors.Is(err, outcome.ErrBusy) && !lb.Shared {
 			// Busy children of an ACTIVE load balancer may never finish.
 			if progress, serr := s.rebuildIfStranded(ctx, svc, &lb.Obj); serr != nil || progress != "" {
 				return progress, serr
@@ -158,7 +166,7 @@ func (s octaviaSteps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec
 
 // Publish attaches the floating IP (an internal Service gives its own back) and
 // says the status.
-func (s octaviaSteps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (*v1.LoadBalancerStatus, string, error) {
+func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (*v1.LoadBalancerStatus, string, error) {
 	network, err := s.clients.networkClient(ctx)
 	if err != nil {
 		return nil, "", err
@@ -180,7 +188,7 @@ func (s octaviaSteps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec,
 
 // Published answers from the shared listing of floating IPs: the address must
 // be the recorded one, on the VIP's port (an internal Service must have none).
-func (s octaviaSteps) Published(ctx context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb octaviaLB) (*v1.LoadBalancerStatus, bool, error) {
+func (s steps) Published(ctx context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb octaviaLB) (*v1.LoadBalancerStatus, bool, error) {
 	addr := lb.Obj.VipAddress
 	fip, hasFIP, err := s.index.fips.Get(ctx, "port/"+lb.Obj.VipPortID)
 	switch {
@@ -205,7 +213,7 @@ func (s octaviaSteps) Published(ctx context.Context, _ *v1.Service, spec lbSpec,
 // as done once Octavia accepts it. Octavia takes one update at a time, so a
 // second pool to update waits for the next pass. Any doubt (a pool missing or
 // named twice) is not ok: the full cycle repairs it.
-func (s octaviaSteps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, bool, error) {
+func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, bool, error) {
 	octavia, err := s.clients.octaviaClient(ctx)
 	if err != nil {
 		return "", false, err
@@ -246,7 +254,7 @@ func (s octaviaSteps) UpdateMembers(ctx context.Context, svc *v1.Service, spec l
 
 // Drift sees, in the shared listings, a load balancer short of a listener or a
 // pool, and a floating IP no longer on it.
-func (s octaviaSteps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l octaviaLB) (string, error) {
+func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l octaviaLB) (string, error) {
 	lb := l.Obj
 	switch {
 	case len(lb.Listeners) < len(svc.Spec.Ports):
@@ -267,7 +275,7 @@ func (s octaviaSteps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Re
 	return "", nil
 }
 
-func (s octaviaSteps) Relist() {
+func (s steps) Relist() {
 	s.index.lbs.Invalidate()
 	s.index.fips.Invalidate()
 }
@@ -278,7 +286,7 @@ func (s octaviaSteps) Relist() {
 // load balancer is ever deleted, and the Service's own listeners on a shared
 // one. Done once the load balancer is gone: the Service keeps its finalizer
 // until then, and its free floating IPs go last.
-func (s octaviaSteps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 	octavia, network, err := s.lbClients(ctx)
 	if err != nil {
 		return "", err
@@ -314,49 +322,4 @@ func (s octaviaSteps) Delete(ctx context.Context, svc *v1.Service) (string, erro
 	}
 	klog.FromContext(ctx).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID)
 	return fmt.Sprintf("load balancer %s is being deleted", lb.ID), nil
-}
-
-// annotationRecords keeps the cycle's Record on the Service, in the
-// annotations cloud-provider-openstack users know: load-balancer-address (the
-// address, the one place it shows when a hostname is published instead) and
-// the converged record "<load balancer ID>/<config>.<members>". Writing them is
-// a Kubernetes write, never a cloud one.
-type annotationRecords struct{ *Cloud }
-
-// Get is the Service's converged record. A Service on a shared load balancer
-// (load-balancer-id) has none: it is always walked.
-func (r annotationRecords) Get(svc *v1.Service) (lbcycle.Record, bool) {
-	if _, shared := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]; shared {
-		return lbcycle.Record{}, false
-	}
-	id, fp, _ := strings.Cut(svc.Annotations[string(annotation.OpenStackConverged)], "/")
-	config, members, ok := strings.Cut(fp, ".")
-	if !ok || id == "" {
-		return lbcycle.Record{}, false
-	}
-	return lbcycle.Record{ID: id, Fingerprint: lbcycle.Fingerprint{Config: config, Members: members},
-		Address: svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)]}, true
-}
-
-// Put writes the annotations that changed, in one patch; a failure is logged
-// (the record is an optimisation: without it the next pass walks).
-func (r annotationRecords) Put(ctx context.Context, svc *v1.Service, rec lbcycle.Record) {
-	patch := map[string]string{}
-	set := func(name annotation.Name, v string) {
-		if v != "" && svc.Annotations[string(name)] != v {
-			patch[string(name)] = v
-		}
-	}
-	set(annotation.OpenStackLoadBalancerAddress, rec.Address)
-	if rec.ID != "" {
-		set(annotation.OpenStackConverged, rec.ID+"/"+rec.String())
-	}
-	kube := r.kubeClient()
-	if len(patch) == 0 || kube == nil {
-		return
-	}
-	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
-	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1PatchOptions); err != nil {
-		klog.FromContext(ctx).Error(err, "Cannot record the load balancer's annotations on the Service", "service", klog.KObj(svc))
-	}
 }

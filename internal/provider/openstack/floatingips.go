@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // ensureFloatingIP returns the address of the floating IP on the VIP port,
@@ -107,7 +107,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 	}
 	fip := fips[0]
 	if fip.PortID != "" && fip.PortID != lb.VipPortID {
-		return "", provider.Refuse(provider.ReasonAddressUnavailable, "spec.loadBalancerIP %s is attached to port %s; detach it first", s.floatingIP, fip.PortID)
+		return "", outcome.Refuse(outcome.ReasonAddressUnavailable, "spec.loadBalancerIP %s is attached to port %s; detach it first", s.floatingIP, fip.PortID)
 	}
 	if fip.PortID == "" {
 		port := lb.VipPortID
@@ -186,7 +186,7 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gopherclou
 	}
 	if _, had := svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)]; s.floatingIP == "" && !had {
 		if msg, met := c.fipQuota.met(); met {
-			return provider.Refuse(provider.ReasonQuotaExceeded,
+			return outcome.Refuse(outcome.ReasonQuotaExceeded,
 				"The project's floating IP quota is met (Neutron: %s): no load balancer was created for this Service. It is tried again when this cluster releases a floating IP, or within %s",
 				msg, quotaRecheck)
 		}
@@ -204,7 +204,7 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gopherclou
 	}
 	for _, f := range fips {
 		if f.PortID != "" {
-			return provider.Refuse(provider.ReasonAddressUnavailable,
+			return outcome.Refuse(outcome.ReasonAddressUnavailable,
 				"spec.loadBalancerIP %s is attached to port %s; detach it or choose another address (nothing was created)", s.floatingIP, f.PortID)
 		}
 	}
@@ -213,7 +213,7 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gopherclou
 
 // fipRefusedOr makes a Problem of a floating IP the cloud refused (a quota
 // met, an address taken); other errors pass as they are.
-func fipRefusedOr(err error) error { return provider.RefusedProblem(reasonFloatingIPFailed, err) }
+func fipRefusedOr(err error) error { return outcome.RefusedProblem(reasonFloatingIPFailed, err) }
 
 // releaseFloatingIP takes the floating IP off the VIP port: deleted when this CCM
 // allocated it for this Service and it is not to be kept, detached otherwise.
@@ -269,13 +269,13 @@ func (c *Cloud) onlyExternalNetwork(ctx context.Context, network *gophercloud.Se
 	case 1:
 		return nets[0].ID, nil
 	case 0:
-		return "", provider.Refuse(reasonFloatingIPFailed, "no floating network: set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id (the project sees no external network)")
+		return "", outcome.Refuse(reasonFloatingIPFailed, "no floating network: set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id (the project sees no external network)")
 	}
 	ids := make([]string, 0, len(nets))
 	for _, n := range nets {
 		ids = append(ids, n.ID)
 	}
-	return "", provider.Refuse(reasonFloatingIPFailed, "no floating network chosen and the project sees %d external networks (%v): set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id", len(nets), ids)
+	return "", outcome.Refuse(reasonFloatingIPFailed, "no floating network chosen and the project sees %d external networks (%v): set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id", len(nets), ids)
 }
 
 // floatingSubnets are the subnets to try in turn: the one by ID, those matching
@@ -306,7 +306,7 @@ func (c *Cloud) floatingSubnets(ctx context.Context, network *gophercloud.Servic
 		ids = append(ids, sn.ID)
 	}
 	if len(ids) == 0 {
-		return nil, provider.Refuse(reasonFloatingIPFailed, "no subnet of floating network %s matches the floating-subnet or floating-subnet-tags choice", netID)
+		return nil, outcome.Refuse(reasonFloatingIPFailed, "no subnet of floating network %s matches the floating-subnet or floating-subnet-tags choice", netID)
 	}
 	return ids, nil
 }

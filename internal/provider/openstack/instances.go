@@ -232,11 +232,11 @@ func (c *Cloud) addressesOf(ctx context.Context, s server) map[string][]novaAddr
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	s, found, err := c.find(ctx, node, snapshotMaxAge)
 	if err != nil {
-		c.events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the OpenStack server of Node %s: %v", node.Name, err)
+		c.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the OpenStack server of Node %s: %v", node.Name, err)
 		return nil, err
 	}
 	if !found {
-		c.events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
+		c.Events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
 			"Node %s matches no OpenStack server (looked up by providerID %q, else by name) in the project of the CCM's credentials", node.Name, node.Spec.ProviderID)
 		return nil, fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
 	}

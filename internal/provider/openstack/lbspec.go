@@ -1,8 +1,6 @@
 package openstack
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -17,6 +15,7 @@ import (
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
@@ -420,8 +419,8 @@ func (s *lbSpec) fingerprint() string {
 
 // configFingerprint covers everything but the members.
 func (s *lbSpec) configFingerprint() string {
-	h := sha256.New()
-	w := func(a ...any) { fmt.Fprintln(h, a...) }
+	h := lbcycle.NewHash()
+	w := h.Line
 	w("v2", s.name, s.memberSubnetID, s.method, s.proxy, s.xff, s.connLimit, s.allowedCIDRs)
 	for _, p := range s.ports {
 		w("port", p.Protocol, p.Port, p.NodePort)
@@ -436,12 +435,8 @@ func (s *lbSpec) configFingerprint() string {
 	if m := s.monitor; m != nil {
 		w("monitor", m.delay, m.timeout, m.maxRetries, m.maxRetriesDown, m.httpPort)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return h.Config()
 }
 
 // membersFingerprint covers the members' addresses (sorted).
-func (s *lbSpec) membersFingerprint() string {
-	h := sha256.New()
-	fmt.Fprintln(h, s.members)
-	return hex.EncodeToString(h.Sum(nil))[:8]
-}
+func (s *lbSpec) membersFingerprint() string { return lbcycle.MembersOf(s.members) }

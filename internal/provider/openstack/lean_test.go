@@ -79,7 +79,7 @@ func TestListsFollowOctaviasPages(t *testing.T) {
 // the spec sets (timeouts, allowed CIDRs, a monitor on the health check port).
 func TestTheLeanCreateBodyIsGophercloudsBody(t *testing.T) {
 	c := specCloud(t, "")
-	c.cluster.Set("cluster-1")
+	c.Cluster.Set("cluster-1")
 	svc := specService(map[string]string{
 		"loadbalancer.openstack.org/timeout-client-data": "5000",
 		"loadbalancer.openstack.org/connection-limit":    "100",

@@ -58,12 +58,12 @@ func (c *Cloud) lbName(clusterName string, svc *v1.Service) string {
 func portKey(p v1.ServicePort) string { return fmt.Sprintf("%s/%05d", p.Protocol, p.Port) }
 
 func (c *Cloud) tags(svc *v1.Service, name string) []string {
-	return []string{name, tagService + string(svc.UID), tagCluster + c.clusterUID()}
+	return []string{name, tagService + string(svc.UID), tagCluster + c.Cluster.Get()}
 }
 
 // owned says whether lb was created by this cluster for svc.
 func (c *Cloud) owned(lb *loadbalancers.LoadBalancer, svc *v1.Service) bool {
-	return slices.Contains(lb.Tags, tagService+string(svc.UID)) && slices.Contains(lb.Tags, tagCluster+c.clusterUID())
+	return slices.Contains(lb.Tags, tagService+string(svc.UID)) && slices.Contains(lb.Tags, tagCluster+c.Cluster.Get())
 }
 
 // findLB returns the Service's load balancer (found by its UID tag), or nil. An
@@ -196,7 +196,7 @@ func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadbalancers.LoadBalancer, s
 		diffs = append(diffs, fmt.Sprintf("VIP subnet %s (it has %s)", s.subnetID, lb.VipSubnetID))
 	}
 	if len(diffs) > 0 {
-		c.events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
+		c.Events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
 			"Load balancer %s keeps its %s: Octavia cannot change them; recreate the Service to apply", lb.ID, strings.Join(diffs, ", "))
 	}
 }
@@ -391,7 +391,7 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 		}
 		if pool.Protocol != s.poolProtocol(p) {
 			// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
-			c.events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
+			c.Events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
 			if err := pools.Delete(ctx, octavia, pool.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 				return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, octaviaErr(err))
 			}
@@ -567,7 +567,7 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *load
 		logger.Error(nil, "Octavia left the children of a fully populated load balancer pending; creating load balancers step by step from now on (set [LoadBalancer] provider-requires-serial-api-calls=true to skip the first attempt)",
 			"loadBalancer", lb.ID, "pending", pending)
 	}
-	c.events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Octavia left %s of load balancer %s pending for good; rebuilding it step by step", pending, lb.ID)
+	c.Events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Octavia left %s of load balancer %s pending for good; rebuilding it step by step", pending, lb.ID)
 	c.setCreated(lb.ID, "")
 	if err := c.deleteKeepingAddress(ctx, svc, lb); err != nil {
 		return "", fmt.Errorf("deleting load balancer %s to rebuild it: %w", lb.ID, err)

@@ -34,7 +34,7 @@ type lbIndex struct {
 func newLBIndex(c *Cloud) *lbIndex {
 	return &lbIndex{
 		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]loadbalancers.LoadBalancer, error) {
-			uid := c.clusterUID()
+			uid := c.Cluster.Get()
 			if uid == "" {
 				return nil, fmt.Errorf("the cluster UID is not known yet")
 			}

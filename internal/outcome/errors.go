@@ -1,4 +1,9 @@
-package provider
+// Package outcome is the engine's vocabulary of what a cloud's answer means
+// (ErrNotFound, ErrBusy, …: a cloud's gateway translates its SDK's errors into
+// them once) and of why a Service cannot be served until a person acts
+// (Problem, with its Event reason). lbcycle, the service controller and every
+// provider speak it; it imports none of them.
+package outcome
 
 import (
 	"errors"

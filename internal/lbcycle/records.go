@@ -1,0 +1,112 @@
+package lbcycle
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+)
+
+// AnnotationRecords keeps each Service's Record on the Service, where it
+// survives restarts and leader changes: Converged holds
+// "<id>/<config>.<members>/<address>", or "<id>/<config>.<members>" when the
+// address has an annotation of its own (Address: a peer's, which users read).
+// Both annotations must be in annotation.Recorded. Writing them is a
+// Kubernetes write, never a cloud one.
+type AnnotationRecords struct {
+	Converged annotation.Name
+	// Address is the annotation of the published address; "" to keep it in
+	// Converged.
+	Address annotation.Name
+	// Kube is the client the records are written with (nil: not written).
+	Kube func() kubernetes.Interface
+	// None says that a Service has no record: it is always walked (a
+	// Service on a load balancer it shares). nil: every Service may have one.
+	None func(*v1.Service) bool
+}
+
+var _ Records = (*AnnotationRecords)(nil)
+
+// Get is the Service's Record.
+func (r *AnnotationRecords) Get(svc *v1.Service) (Record, bool) {
+	if r.None != nil && r.None(svc) {
+		return Record{}, false
+	}
+	parts := strings.SplitN(svc.Annotations[string(r.Converged)], "/", 3)
+	if len(parts) < 2 || parts[0] == "" {
+		return Record{}, false
+	}
+	config, members, ok := strings.Cut(parts[1], ".")
+	if !ok {
+		return Record{}, false
+	}
+	rec := Record{ID: parts[0], Fingerprint: Fingerprint{Config: config, Members: members}}
+	switch {
+	case r.Address != "":
+		rec.Address = svc.Annotations[string(r.Address)]
+	case len(parts) == 3:
+		rec.Address = parts[2]
+	default:
+		return Record{}, false
+	}
+	return rec, true
+}
+
+// Put writes what changed of rec, in one patch. A Record with no ID writes
+// the address alone (where it has an annotation of its own). A failure is
+// logged: the record is an optimisation, and without it the next pass walks.
+func (r *AnnotationRecords) Put(ctx context.Context, svc *v1.Service, rec Record) {
+	patch := map[string]any{}
+	set := func(name annotation.Name, v string) {
+		if svc.Annotations[string(name)] != v {
+			patch[string(name)] = v
+		}
+	}
+	if r.Address != "" && rec.Address != "" {
+		set(r.Address, rec.Address)
+	}
+	if rec.ID != "" {
+		v := rec.ID + "/" + rec.String()
+		if r.Address == "" {
+			v += "/" + rec.Address
+		}
+		set(r.Converged, v)
+	}
+	PatchAnnotations(ctx, r.kube(), svc, patch)
+}
+
+// Forget removes the Service's Record (its load balancer is gone: a Service
+// made a LoadBalancer again starts afresh).
+func (r *AnnotationRecords) Forget(ctx context.Context, svc *v1.Service) {
+	if _, ok := svc.Annotations[string(r.Converged)]; ok {
+		PatchAnnotations(ctx, r.kube(), svc, map[string]any{string(r.Converged): nil})
+	}
+}
+
+func (r *AnnotationRecords) kube() kubernetes.Interface {
+	if r.Kube == nil {
+		return nil
+	}
+	return r.Kube()
+}
+
+// PatchAnnotations merges patch into the Service's annotations (a nil value
+// removes one), as field manager overcast-ccm. Nothing is written for an
+// empty patch or a nil client; a failure is logged, not returned: what a
+// cloud records on a Service is never needed for correctness.
+func PatchAnnotations(ctx context.Context, kube kubernetes.Interface, svc *v1.Service, patch map[string]any) {
+	if len(patch) == 0 || kube == nil {
+		return
+	}
+	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
+	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: "overcast-ccm"}); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot write the load balancer's annotations on the Service", "service", klog.KObj(svc))
+	}
+}
