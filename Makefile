@@ -94,13 +94,9 @@ lint: $(GOLANGCI_LINT) ## golangci-lint v2 with .golangci.yml (the main module a
 	$(GOLANGCI_LINT) run ./...
 	cd hack/image && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
-generate: ## regenerate docs/reference and deploy/ (plain manifests rendered from the Helm chart)
+generate: ## regenerate docs/reference (the go:generate lines of each cloud's files) and deploy/ (rendered from the Helm chart)
 	hack/gen-manifests.sh
-	$(GO) run ./hack/gen-config-docs -file internal/provider/openstack/config.go -root Config -title "OpenStack cloud.conf" -out docs/reference/openstack-cloud-conf.md
-	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix Local -title "local cloud" -out docs/reference/local-annotations.md
-	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix OpenStack -title "OpenStack cloud" -out docs/reference/openstack-annotations.md
-	$(GO) run ./hack/gen-config-docs -file internal/provider/cloudstack/config.go -root Config -title "CloudStack cloud-config" -out docs/reference/cloudstack-cloud-config.md
-	$(GO) run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix CloudStack -title "CloudStack cloud" -out docs/reference/cloudstack-annotations.md
+	$(GO) generate ./internal/...
 
 verify: generate ## generate, then fail if anything changed
 	git diff --exit-code -- docs/ deploy/

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,10 +17,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	_ "github.com/overcast-ccm/overcast/internal/clouds" // every cloud's provider
 	"github.com/overcast-ccm/overcast/internal/doctor"
-	_ "github.com/overcast-ccm/overcast/internal/provider/cloudstack" // --cloud-provider=cloudstack
-	_ "github.com/overcast-ccm/overcast/internal/provider/local"      // --cloud-provider=local
-	_ "github.com/overcast-ccm/overcast/internal/provider/openstack"  // --cloud-provider=openstack
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // errChecksFailed makes the exit status 1 after the table is printed.
@@ -27,7 +27,7 @@ var errChecksFailed = errors.New("some checks failed")
 
 func runDoctor(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	cloud := fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider (openstack, cloudstack, local)")
+	cloud := fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider ("+strings.Join(provider.Names(), ", ")+")")
 	cloudConfig := fs.String("cloud-config", "", "the cloud config file, as overcast-ccm's --cloud-config")
 	kubeconfig := fs.String("kubeconfig", "", "the cluster; default: in-cluster when run in a pod, else $KUBECONFIG or ~/.kube/config")
 	namespace := fs.String("namespace", "kube-system", "namespace of the CCM's ServiceAccount and leader Lease")

@@ -1,6 +1,6 @@
 // Command overcast is the operator's CLI. `overcast dev` runs a whole cluster on
-// this machine: etcd, kube-apiserver, overcast-ccm on the local cloud (or on the
-// OpenStack emulator), three simulated nodes and a demo LoadBalancer Service (this
+// this machine: etcd, kube-apiserver, overcast-ccm on the local cloud (or on a
+// cloud's emulator), three simulated nodes and a demo LoadBalancer Service (this
 // is `make run`). `overcast emulate <cloud>` runs a cloud's emulator alone.
 // `overcast doctor` checks a cluster and a cloud for what overcast-ccm needs.
 package main
@@ -10,25 +10,36 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
+
+	"github.com/overcast-ccm/overcast/internal/kit"
 )
 
-const usage = `usage: overcast <command> [flags]
+// usage is the CLI's help; the clouds it names come from the kits.
+func usage() string {
+	return `usage: overcast <command> [flags]
 
 commands:
   dev      run etcd + kube-apiserver + overcast-ccm + 3 simulated nodes and a demo
            LoadBalancer Service on this machine, until Ctrl-C
-           (--cloud local, the default, or --cloud openstack on its emulator)
-  emulate  openstack|cloudstack: run a cloud's emulator and print a cloud config
+           (--cloud local, the default, or on an emulator: --cloud ` + strings.Join(without(kit.DevNames(), "local"), "|") + `)
+  emulate  ` + strings.Join(kit.EmulatedNames(), "|") + `: run a cloud's emulator and print a cloud config
            for it
   doctor   check that overcast-ccm can work here: cloud config, cloud API and
            credentials, RBAC, kubelets, Nodes to instances, leader Lease
            (overcast doctor --cloud-provider=openstack --cloud-config=cloud.conf
            [--kubeconfig FILE]; exit status 1 when a check fails)
 `
+}
+
+func without(names []string, drop string) []string {
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == drop })
+}
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
+		fmt.Fprint(os.Stderr, usage())
 		os.Exit(2)
 	}
 	var err error
@@ -43,10 +54,10 @@ func main() {
 			os.Exit(1)
 		}
 	case "-h", "--help", "help":
-		fmt.Print(usage)
+		fmt.Print(usage())
 		return
 	default:
-		fmt.Fprintf(os.Stderr, "overcast: unknown command %q\n\n%s", os.Args[1], usage)
+		fmt.Fprintf(os.Stderr, "overcast: unknown command %q\n\n%s", os.Args[1], usage())
 		os.Exit(2)
 	}
 	if errors.Is(err, flag.ErrHelp) {

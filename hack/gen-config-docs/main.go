@@ -22,6 +22,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/overcast-ccm/overcast/hack/internal/gendoc"
 )
 
 func main() {
@@ -62,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	page := Render(*title, *file, sections)
+	page := Render(*title, gendoc.ModulePath(*file), sections)
 	if *out == "" {
 		_, err := stdout.Write(page)
 		return err

@@ -1,5 +1,8 @@
 package annotation
 
+// The reference page, by make generate.
+//go:generate go run ../../hack/gen-annotation-docs -pkg . -prefix CloudStack -title "CloudStack cloud" -out ../../docs/reference/cloudstack-annotations.md
+
 import (
 	"net/netip"
 	"slices"
@@ -7,6 +10,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 )
+
+// The annotations this cloud writes on Services for its records.
+func init() { record(CloudStackIPAssociatedByController, CloudStackConverged) }
 
 // Annotations of the cloudstack cloud (--cloud-provider=cloudstack or
 // external-cloudstack). The service.beta.kubernetes.io/cloudstack-load-balancer-*

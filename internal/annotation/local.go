@@ -1,5 +1,8 @@
 package annotation
 
+// The reference page, by make generate.
+//go:generate go run ../../hack/gen-annotation-docs -pkg . -prefix Local -title "local cloud" -out ../../docs/reference/local-annotations.md
+
 // Annotations of the local cloud (--cloud-provider=local).
 const (
 	// LocalPool names the address pool the Service's IP is taken from. The pool must

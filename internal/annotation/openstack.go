@@ -1,5 +1,8 @@
 package annotation
 
+// The reference page, by make generate.
+//go:generate go run ../../hack/gen-annotation-docs -pkg . -prefix OpenStack -title "OpenStack cloud" -out ../../docs/reference/openstack-annotations.md
+
 import (
 	"errors"
 	"fmt"
@@ -14,6 +17,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
+
+// The annotations this cloud writes on Services for its records.
+func init() { record(OpenStackLoadBalancerAddress, OpenStackConverged) }
 
 // Annotations of the openstack cloud (--cloud-provider=openstack). The names are
 // cloud-provider-openstack's, so that Services written for it work unchanged.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	cloudprovider "k8s.io/cloud-provider"
@@ -18,9 +19,8 @@ import (
 	"k8s.io/cloud-provider/options"
 	"k8s.io/klog/v2"
 
-	"github.com/overcast-ccm/overcast/internal/provider/cloudstack"
-	"github.com/overcast-ccm/overcast/internal/provider/local"
-	"github.com/overcast-ccm/overcast/internal/provider/openstack"
+	_ "github.com/overcast-ccm/overcast/internal/clouds" // every cloud's provider
+	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/version"
 )
 
@@ -53,7 +53,7 @@ func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) 
 	cmd := app.NewCloudControllerManagerCommand(opts, init.get, controllers(svc),
 		names.CCMControllerAliases(), svc.flags(), stop)
 	cmd.Use = "overcast-ccm"
-	cmd.Long = "overcast-ccm is a Kubernetes cloud-controller-manager for OpenStack, CloudStack, OCI and the local cloud."
+	cmd.Long = "overcast-ccm is a Kubernetes cloud-controller-manager. Its clouds (--cloud-provider): " + strings.Join(Providers(), ", ") + "."
 	// Check the cloud config before anything else (kubeconfig, ports), so that a bad
 	// file is reported in full even where the cluster cannot be reached.
 	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
@@ -149,8 +149,6 @@ func (i *cloudInit) get(c *config.CompletedConfig) cloudprovider.Interface {
 	return i.cloud
 }
 
-// Providers lists the cloud providers this binary serves. Each registers itself
-// with k8s.io/cloud-provider when its package is imported.
-func Providers() []string {
-	return []string{local.ProviderName, openstack.ProviderName, cloudstack.ProviderName, cloudstack.PeerProviderName}
-}
+// Providers lists the cloud providers this binary serves, sorted. Each
+// registers itself when its package is imported (internal/clouds).
+func Providers() []string { return provider.Names() }

@@ -29,8 +29,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{/* Checks the values once; every problem is reported together. */}}
 {{- define "overcast-ccm.validate" -}}
 {{- $problems := list -}}
-{{- if not (has .Values.cloud (list "openstack" "cloudstack" "local")) -}}
-{{- $problems = append $problems (printf "cloud: %q is not a cloud of this chart (openstack, cloudstack, local)" .Values.cloud) -}}
+{{- if not (include "overcast-ccm.cloud" .) -}}
+{{- $clouds := list -}}
+{{- range $path, $_ := .Files.Glob "clouds/*.yaml" }}{{ $clouds = append $clouds (base $path | trimSuffix ".yaml") }}{{ end -}}
+{{- $problems = append $problems (printf "cloud: %q is not a cloud of this chart (%s)" .Values.cloud (join ", " $clouds)) -}}
 {{- end -}}
 {{- if and (not .Values.cloudConfig.existingSecret) (not .Values.cloudConfig.inline) -}}
 {{- $problems = append $problems "cloudConfig: set existingSecret (a Secret holding the cloud's config file) or inline (the file itself)" -}}
@@ -53,18 +55,26 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- default (printf "%s-cloud-config" (include "overcast-ccm.fullname" .)) .Values.cloudConfig.existingSecret -}}
 {{- end -}}
 
+{{/* The cloud's file, clouds/<cloud>.yaml: what the chart knows of it ("" for no such cloud). */}}
+{{- define "overcast-ccm.cloud" -}}
+{{- if .Values.cloud }}{{ .Files.Get (printf "clouds/%s.yaml" .Values.cloud) }}{{ end -}}
+{{- end -}}
+
 {{- define "overcast-ccm.configKey" -}}
 {{- if .Values.cloudConfig.key -}}{{ .Values.cloudConfig.key }}
-{{- else if eq .Values.cloud "local" -}}cloud-config.yaml
-{{- else if eq .Values.cloud "cloudstack" -}}cloud-config
-{{- else -}}cloud.conf
+{{- else -}}{{ (include "overcast-ccm.cloud" . | fromYaml).configKey }}
 {{- end -}}
 {{- end -}}
 
 {{- define "overcast-ccm.hostNetwork" -}}
 {{- if kindIs "bool" .Values.hostNetwork -}}{{ .Values.hostNetwork }}
-{{- else -}}{{ eq .Values.cloud "local" }}
+{{- else -}}{{ (include "overcast-ccm.cloud" . | fromYaml).hostNetwork | default false }}
 {{- end -}}
+{{- end -}}
+
+{{/* --controllers: the value, else the cloud's default (empty: the CCM's own set). */}}
+{{- define "overcast-ccm.controllers" -}}
+{{- join "," (.Values.controllers | default (include "overcast-ccm.cloud" . | fromYaml).controllers) -}}
 {{- end -}}
 
 {{/* GOMEMLIMIT: goMemLimitPercent of resources.limits.memory, in MiB. */}}
