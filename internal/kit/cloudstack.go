@@ -10,6 +10,7 @@ func init() {
 		Emulator: "CloudStack emulator (/client/api: machines, networks, public IPs, load balancer rules, firewall rules, ACLs, tags, async jobs)",
 		Emulate:  emulateCloudStack,
 		Dev:      devCloudStack,
+		Invalid:  [2]string{"service.beta.kubernetes.io/cloudstack-load-balancer-proxy-protocol", "maybe"},
 	})
 }
 

@@ -30,6 +30,9 @@ type Kit struct {
 	// Dev readies the cloud of the dev cluster for its nodes; nil while the
 	// cloud has no dev cluster.
 	Dev func(dir string, nodes []Node) (*Dev, error)
+	// Invalid is an annotation and a value of it the cloud refuses (the
+	// conformance suite checks that such a Service changes nothing).
+	Invalid [2]string
 }
 
 // EmulatorOptions are what every emulator takes.
@@ -61,6 +64,9 @@ type Emulator interface {
 	AddMachine(name string) (id, ip string)
 	// Calls are the API calls made so far, by operation.
 	Calls() []core.CallCount
+	// Objects counts what a CCM may create, by kind: the same counts before
+	// a Service and after its deletion mean nothing of it was left.
+	Objects() map[string]int
 	ResetCalls()
 	Close() error
 }

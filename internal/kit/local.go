@@ -17,7 +17,7 @@ const emulatorProvisioning = 2 * time.Second
 const devPool = "127.0.240.0/28"
 
 func init() {
-	Register(Kit{Name: "local", Dev: devLocal})
+	Register(Kit{Name: "local", Dev: devLocal, Invalid: [2]string{"local.overcast.io/health-check-interval", "forever"}})
 }
 
 // devLocal writes the local cloud's inventory of the dev nodes and its config.

@@ -10,6 +10,7 @@ func init() {
 		Emulator: "OpenStack emulator (Keystone, Nova, Neutron, Octavia)",
 		Emulate:  emulateOpenStack,
 		Dev:      devOpenStack,
+		Invalid:  [2]string{"service.beta.kubernetes.io/openstack-internal-load-balancer", "maybe"},
 	})
 }
 

@@ -271,3 +271,21 @@ func (e *Emulator) token() string {
 	}
 	return string(b)
 }
+
+// Objects counts what a CCM may create, by kind (the fixture's own objects
+// included): the same counts before a Service and after its deletion mean
+// that nothing of it was left behind.
+func (e *Emulator) Objects() map[string]int {
+	e.lock()
+	defer e.mu.Unlock()
+	allocated := 0
+	for _, ip := range e.ips {
+		if ip.state != "Free" {
+			allocated++
+		}
+	}
+	return map[string]int{
+		"public-addresses": allocated, "load-balancer-rules": len(e.rules), "firewall-rules": len(e.firewall),
+		"acl-items": len(e.acl), "tags": len(e.tags), "health-check-policies": len(e.healthChecks),
+	}
+}

@@ -412,3 +412,16 @@ func with(s []string, v string) []string {
 	out = append(out, s...)
 	return append(out, v)
 }
+
+// Objects counts what a CCM may create, by kind (the fixture's own objects
+// included): the same counts before a Service and after its deletion mean
+// that nothing of it was left behind.
+func (e *Emulator) Objects() map[string]int {
+	e.lock()
+	defer e.mu.Unlock()
+	return map[string]int{
+		"loadbalancers": e.lbs.len(), "listeners": e.listeners.len(), "pools": e.pools.len(),
+		"members": e.members.len(), "healthmonitors": e.monitors.len(), "floatingips": e.fips.len(),
+		"ports": e.ports.len(), "security-groups": e.secGroups.len(), "security-group-rules": e.sgRules.len(),
+	}
+}
