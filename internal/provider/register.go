@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
@@ -117,8 +118,7 @@ type Base struct {
 	// tags what the cloud creates; learnt by Start.
 	Cluster ClusterUID
 
-	kubeMu sync.Mutex
-	kube   kubernetes.Interface
+	kube atomic.Value // kubernetes.Interface
 }
 
 // Start is the part of Initialize every cloud shares: Events recorded through
@@ -135,15 +135,12 @@ func (b *Base) Start(clientBuilder cloudprovider.ControllerClientBuilder, name s
 func (b *Base) SetClusterUID(uid string) { b.Cluster.Set(uid) }
 
 // SetKube sets the client (Start, and tests).
-func (b *Base) SetKube(client kubernetes.Interface) {
-	b.kubeMu.Lock()
-	b.kube = client
-	b.kubeMu.Unlock()
-}
+func (b *Base) SetKube(client kubernetes.Interface) { b.kube.Store(&client) }
 
 // Kube is the client; nil before Start.
 func (b *Base) Kube() kubernetes.Interface {
-	b.kubeMu.Lock()
-	defer b.kubeMu.Unlock()
-	return b.kube
+	if p, ok := b.kube.Load().(*kubernetes.Interface); ok {
+		return *p
+	}
+	return nil
 }

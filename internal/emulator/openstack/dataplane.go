@@ -41,7 +41,7 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 	e.lock()
 	defer e.mu.Unlock()
 	out := map[string][]l4proxy.ListenerSpec{}
-	for _, lb := range e.lbs.all() {
+	for _, lb := range e.lbs.All() {
 		if lb.Prov == provPendingCreate || lb.Prov == provPendingDelete || !lb.AdminStateUp {
 			continue
 		}
@@ -50,7 +50,7 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 			addrs = append(addrs, a)
 		}
 		if fid, ok := e.fipByPort[lb.VipPortID]; ok {
-			if f, ok := e.fips.get(fid); ok {
+			if f, ok := e.fips.Get(fid); ok {
 				if a, err := netip.ParseAddr(f.FloatingIPAddress); err == nil && loopback.Contains(a) {
 					addrs = append(addrs, a)
 				}
@@ -58,7 +58,7 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 		}
 		var specs []l4proxy.ListenerSpec
 		for _, lid := range lb.Listeners {
-			l, ok := e.listeners.get(lid)
+			l, ok := e.listeners.Get(lid)
 			if !ok || !l.AdminStateUp || l.Prov == provPendingDelete {
 				continue
 			}
@@ -71,7 +71,7 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 			}
 			backends, hc := e.poolBackends(l.DefaultPoolID)
 			proxyProtocol := 0
-			if pool, ok := e.pools.get(l.DefaultPoolID); ok && proto == l4proxy.TCP {
+			if pool, ok := e.pools.Get(l.DefaultPoolID); ok && proto == l4proxy.TCP {
 				switch pool.Protocol {
 				case "PROXY":
 					proxyProtocol = 1
@@ -100,12 +100,12 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 // poolBackends are the pool's members (admin state up) and the probe its
 // health monitor asks for.
 func (e *Emulator) poolBackends(poolID string) ([]l4proxy.Backend, l4proxy.HealthCheck) {
-	p, ok := e.pools.get(poolID)
+	p, ok := e.pools.Get(poolID)
 	if !ok {
 		return nil, l4proxy.HealthCheck{}
 	}
 	var hc l4proxy.HealthCheck
-	h, monitored := e.monitors.get(p.MonitorID)
+	h, monitored := e.monitors.Get(p.MonitorID)
 	if monitored {
 		hc.Interval = time.Duration(h.Delay) * time.Second
 		hc.Timeout = time.Duration(h.Timeout) * time.Second
@@ -117,7 +117,7 @@ func (e *Emulator) poolBackends(poolID string) ([]l4proxy.Backend, l4proxy.Healt
 	}
 	var out []l4proxy.Backend
 	for _, mid := range p.Members {
-		m, ok := e.members.get(mid)
+		m, ok := e.members.Get(mid)
 		if !ok || !m.AdminStateUp || m.Prov == provPendingDelete {
 			continue
 		}

@@ -75,28 +75,28 @@ type Emulator struct {
 	projectName string
 
 	// Nova
-	servers *store[*server]
-	flavors *store[*flavor]
+	servers *core.Store[*server]
+	flavors *core.Store[*flavor]
 	images  map[string]string // id -> name
 
 	// Neutron
-	networks   *store[*network]
-	subnets    *store[*subnet]
-	ports      *store[*port]
+	networks   *core.Store[*network]
+	subnets    *core.Store[*subnet]
+	ports      *core.Store[*port]
 	portsByDev map[string][]string // device_id -> port ids
-	fips       *store[*floatingIP]
+	fips       *core.Store[*floatingIP]
 	fipByPort  map[string]string
-	routers    *store[*router]
-	secGroups  *store[*secGroup]
-	sgRules    *store[*sgRule]
+	routers    *core.Store[*router]
+	secGroups  *core.Store[*secGroup]
+	sgRules    *core.Store[*sgRule]
 	overflow   map[string]int // network id -> overflow subnets added
 
 	// Octavia
-	lbs        *store[*loadBalancer]
-	listeners  *store[*listener]
-	pools      *store[*lbPool]
-	members    *store[*lbMember]
-	monitors   *store[*healthMonitor]
+	lbs        *core.Store[*loadBalancer]
+	listeners  *core.Store[*listener]
+	pools      *core.Store[*lbPool]
+	members    *core.Store[*lbMember]
+	monitors   *core.Store[*healthMonitor]
 	pendingLBs map[string]bool
 	defaultSG  string
 
@@ -124,24 +124,24 @@ func New(opts Options) *Emulator {
 		tokens:     map[string]*token{},
 		users:      map[string]*user{},
 		appCreds:   map[string]*appCred{},
-		servers:    newStore[*server](),
-		flavors:    newStore[*flavor](),
+		servers:    core.NewStore[*server](),
+		flavors:    core.NewStore[*flavor](),
 		images:     map[string]string{},
-		networks:   newStore[*network](),
-		subnets:    newStore[*subnet](),
-		ports:      newStore[*port](),
+		networks:   core.NewStore[*network](),
+		subnets:    core.NewStore[*subnet](),
+		ports:      core.NewStore[*port](),
 		portsByDev: map[string][]string{},
-		fips:       newStore[*floatingIP](),
+		fips:       core.NewStore[*floatingIP](),
 		fipByPort:  map[string]string{},
-		routers:    newStore[*router](),
-		secGroups:  newStore[*secGroup](),
-		sgRules:    newStore[*sgRule](),
+		routers:    core.NewStore[*router](),
+		secGroups:  core.NewStore[*secGroup](),
+		sgRules:    core.NewStore[*sgRule](),
 		overflow:   map[string]int{},
-		lbs:        newStore[*loadBalancer](),
-		listeners:  newStore[*listener](),
-		pools:      newStore[*lbPool](),
-		members:    newStore[*lbMember](),
-		monitors:   newStore[*healthMonitor](),
+		lbs:        core.NewStore[*loadBalancer](),
+		listeners:  core.NewStore[*listener](),
+		pools:      core.NewStore[*lbPool](),
+		members:    core.NewStore[*lbMember](),
+		monitors:   core.NewStore[*healthMonitor](),
 		pendingLBs: map[string]bool{},
 		quotas:     map[string]int{},
 	}
@@ -420,8 +420,8 @@ func (e *Emulator) Objects() map[string]int {
 	e.lock()
 	defer e.mu.Unlock()
 	return map[string]int{
-		"loadbalancers": e.lbs.len(), "listeners": e.listeners.len(), "pools": e.pools.len(),
-		"members": e.members.len(), "healthmonitors": e.monitors.len(), "floatingips": e.fips.len(),
-		"ports": e.ports.len(), "security-groups": e.secGroups.len(), "security-group-rules": e.sgRules.len(),
+		"loadbalancers": e.lbs.Len(), "listeners": e.listeners.Len(), "pools": e.pools.Len(),
+		"members": e.members.Len(), "healthmonitors": e.monitors.Len(), "floatingips": e.fips.Len(),
+		"ports": e.ports.Len(), "security-groups": e.secGroups.Len(), "security-group-rules": e.sgRules.Len(),
 	}
 }

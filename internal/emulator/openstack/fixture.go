@@ -75,7 +75,7 @@ func (e *Emulator) seedFixture() {
 		{ID: "3", Name: "m1.medium", VCPUs: 2, RAM: 4096, Disk: 40},
 		{ID: "4", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 80},
 	} {
-		e.flavors.add(f.ID, &f)
+		e.flavors.Add(f.ID, &f)
 	}
 	fx.FlavorID, fx.FlavorName = "2", "m1.small"
 	fx.ImageID = e.newID()
@@ -83,13 +83,13 @@ func (e *Emulator) seedFixture() {
 	fx.AvailabilityZone = "nova"
 
 	sg := &secGroup{ID: e.newID(), Name: "default", Description: "Default security group", Stateful: true, neutronStd: e.std(now)}
-	e.secGroups.add(sg.ID, sg)
+	e.secGroups.Add(sg.ID, sg)
 	e.defaultSG = sg.ID
 	for _, et := range []string{"IPv4", "IPv6"} {
 		e.addSGRule(sg.ID, "egress", et, now)
 		ru := &sgRule{ID: e.newID(), SecurityGroupID: sg.ID, Direction: "ingress", EtherType: et,
 			RemoteGroupID: &sg.ID, neutronStd: e.std(now)}
-		e.sgRules.add(ru.ID, ru)
+		e.sgRules.Add(ru.ID, ru)
 	}
 
 	pub := e.addNetwork("public", true, 1500, now)
@@ -120,7 +120,7 @@ func (e *Emulator) seedFixture() {
 		panic(aerr)
 	}
 	rt.GatewayIPs = gw.FixedIPs
-	e.routers.add(rt.ID, rt)
+	e.routers.Add(rt.ID, rt)
 	e.attachInterface(rt, privSub, now)
 	fx.RouterID = rt.ID
 }
@@ -128,7 +128,7 @@ func (e *Emulator) seedFixture() {
 func (e *Emulator) addNetwork(name string, external bool, mtu int, now time.Time) *network {
 	n := &network{ID: e.newID(), Name: name, AdminStateUp: true, Status: "ACTIVE", Subnets: []string{},
 		External: external, MTU: mtu, PortSecurity: true, AZs: []string{"nova"}, neutronStd: e.std(now)}
-	e.networks.add(n.ID, n)
+	e.networks.Add(n.ID, n)
 	return n
 }
 
@@ -144,7 +144,7 @@ func (e *Emulator) addSubnet(n *network, name, cidr, gateway string, pools [][2]
 		AllocationPools: ap, EnableDHCP: dhcp, DNSNameservers: []string{}, HostRoutes: []any{},
 		ServiceTypes: []string{}, neutronStd: e.std(now), ipam: newIPAM(prefix, ranges)}
 	s.ipam.claim(netip.MustParseAddr(gateway)) // the gateway is never handed out
-	e.subnets.add(s.ID, s)
+	e.subnets.Add(s.ID, s)
 	n.Subnets = with(n.Subnets, s.ID)
 	n.touch(now)
 	return s
@@ -157,7 +157,7 @@ func (e *Emulator) attachInterface(rt *router, s *subnet, now time.Time) {
 		FixedIPs: []fixedIP{{SubnetID: s.ID, IPAddress: s.GatewayIP}}, DeviceID: rt.ID, DeviceOwner: ownerRouterInterface,
 		SecurityGroups: []string{}, AllowedAddressPairs: []addressPair{}, PortSecurity: true, VNICType: "normal",
 		Status: "ACTIVE", neutronStd: e.std(now)}
-	e.ports.add(p.ID, p)
+	e.ports.Add(p.ID, p)
 	e.indexPortDevice(p.ID, "", rt.ID)
 	rt.Interfaces = with(rt.Interfaces, s.ID)
 }
@@ -165,10 +165,10 @@ func (e *Emulator) attachInterface(rt *router, s *subnet, now time.Time) {
 // addOverflowSubnet adds a /24 to a full network so that direct AddServer
 // calls never run out of addresses (see the package documentation).
 func (e *Emulator) addOverflowSubnet(networkID string, now time.Time) {
-	n, _ := e.networks.get(networkID)
+	n, _ := e.networks.Get(networkID)
 	e.overflow[networkID]++
 	k := e.overflow[networkID]
-	first, _ := e.subnets.get(n.Subnets[0])
+	first, _ := e.subnets.Get(n.Subnets[0])
 	bits := first.ipam.prefix.Bits()
 	size := uint32(1) << (32 - bits)
 	// 10.0.0.0/24 -> 10.0.1.0/24, 10.0.2.0/24, ... (and on into the next /16);
@@ -177,7 +177,7 @@ func (e *Emulator) addOverflowSubnet(networkID string, now time.Time) {
 	cidr := netip.PrefixFrom(addr4(u), bits).String()
 	gw, lo, hi := addr4(u+1).String(), addr4(u+2).String(), addr4(u+size-2).String()
 	s := e.addSubnet(n, fmt.Sprintf("%s-overflow-%d", n.Name, k), cidr, gw, [][2]string{{lo, hi}}, true, now)
-	for _, rt := range e.routers.all() {
+	for _, rt := range e.routers.All() {
 		if has(rt.Interfaces, first.ID) {
 			e.attachInterface(rt, s, now)
 		}
@@ -203,13 +203,13 @@ func (e *Emulator) AddServer(s ServerSpec) (id string, fixedIP string) {
 	if s.FlavorID == "" {
 		s.FlavorID = e.fx.FlavorID
 	}
-	if _, ok := e.flavors.get(s.FlavorID); !ok {
+	if _, ok := e.flavors.Get(s.FlavorID); !ok {
 		panic("openstack emulator: AddServer: unknown flavor " + s.FlavorID)
 	}
 	if s.NetworkID == "" {
 		s.NetworkID = e.fx.NetworkID
 	}
-	if _, ok := e.networks.get(s.NetworkID); !ok {
+	if _, ok := e.networks.Get(s.NetworkID); !ok {
 		panic("openstack emulator: AddServer: unknown network " + s.NetworkID)
 	}
 	if s.AvailabilityZone == "" {
@@ -219,14 +219,14 @@ func (e *Emulator) AddServer(s ServerSpec) (id string, fixedIP string) {
 		s.Status = "ACTIVE"
 	}
 	if s.Name == "" {
-		s.Name = fmt.Sprintf("server-%d", e.servers.len()+1)
+		s.Name = fmt.Sprintf("server-%d", e.servers.Len()+1)
 	}
 	srv := &server{ID: e.newID(), Name: s.Name, Status: strings.ToUpper(s.Status), FlavorID: s.FlavorID,
 		ImageID: e.fx.ImageID, AZ: s.AvailabilityZone, UserID: e.fx.UserID, HostID: hostID(e.fx.ProjectID),
 		Created: now, Updated: now, Metadata: map[string]string{}, Tags: []string{}}
 	_ = e.addServer(srv, []string{s.NetworkID}, true, now)
 	for _, pid := range e.portsByDev[srv.ID] {
-		if p, ok := e.ports.get(pid); ok && len(p.FixedIPs) > 0 {
+		if p, ok := e.ports.Get(pid); ok && len(p.FixedIPs) > 0 {
 			return srv.ID, p.FixedIPs[0].IPAddress
 		}
 	}

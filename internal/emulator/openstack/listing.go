@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // filterable is an object whose attributes can be filtered on in a list.
@@ -152,7 +154,7 @@ const octaviaMaxLimit = 1000
 
 // listResponse serves a Neutron- or Octavia-style list: {coll: [...],
 // coll_links: [...]} with a next link when more objects follow.
-func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Request, st *store[T], proto T, coll string,
+func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], proto T, coll string,
 	pre func(T) bool, onError func(w http.ResponseWriter, code int, msg string), view func(T) any) {
 	lq, err := parseListQuery(r.URL.Query(), proto)
 	if err != nil {
@@ -166,7 +168,7 @@ func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Requ
 		lq.limit = octaviaMaxLimit
 	}
 	e.lock()
-	items, more, err := st.page(lq.marker, lq.limit, false, func(o T) bool { return (pre == nil || pre(o)) && lq.match(o) })
+	items, more, err := st.Page(lq.marker, lq.limit, false, func(o T) bool { return (pre == nil || pre(o)) && lq.match(o) })
 	if err != nil {
 		e.mu.Unlock()
 		onError(w, http.StatusBadRequest, fmt.Sprintf("marker %s not found", lq.marker))

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 const neutronPrefix = "/network/v2.0"
@@ -519,10 +521,10 @@ func (e *Emulator) routeNeutron() {
 }
 
 // neutronGet serves GET of one object.
-func neutronGet[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *store[T], key, notFoundType, noun string, view func(T) any) {
+func neutronGet[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], key, notFoundType, noun string, view func(T) any) {
 	id := r.PathValue("id")
 	e.lock()
-	o, ok := st.get(id)
+	o, ok := st.Get(id)
 	var v any
 	if ok {
 		v = view(o)
@@ -593,7 +595,7 @@ func (e *Emulator) allocateIP(n *network, subnetID, address string) (fixedIP, *a
 			return fixedIP{}, errf(400, "InvalidInput", "Invalid input for operation: '%s' is not a valid IPv4 address.", address)
 		}
 		for _, sid := range n.Subnets {
-			s, _ := e.subnets.get(sid)
+			s, _ := e.subnets.Get(sid)
 			if subnetID != "" && sid != subnetID || !s.ipam.prefix.Contains(a) {
 				continue
 			}
@@ -608,7 +610,7 @@ func (e *Emulator) allocateIP(n *network, subnetID, address string) (fixedIP, *a
 		if subnetID != "" && sid != subnetID {
 			continue
 		}
-		s, _ := e.subnets.get(sid)
+		s, _ := e.subnets.Get(sid)
 		if a, ok := s.ipam.allocate(); ok {
 			return fixedIP{SubnetID: sid, IPAddress: a.String()}, nil
 		}
@@ -618,7 +620,7 @@ func (e *Emulator) allocateIP(n *network, subnetID, address string) (fixedIP, *a
 
 func (e *Emulator) releaseIPs(ips []fixedIP) {
 	for _, f := range ips {
-		if s, ok := e.subnets.get(f.SubnetID); ok {
+		if s, ok := e.subnets.Get(f.SubnetID); ok {
 			if a, err := netip.ParseAddr(f.IPAddress); err == nil {
 				s.ipam.release(a)
 			}
@@ -627,7 +629,7 @@ func (e *Emulator) releaseIPs(ips []fixedIP) {
 }
 
 func (e *Emulator) createPort(spec portSpec, now time.Time) (*port, *apiErr) {
-	n, ok := e.networks.get(spec.NetworkID)
+	n, ok := e.networks.Get(spec.NetworkID)
 	if !ok {
 		return nil, errf(404, "NetworkNotFound", "Network %s could not be found.", spec.NetworkID)
 	}
@@ -639,7 +641,7 @@ func (e *Emulator) createPort(spec portSpec, now time.Time) (*port, *apiErr) {
 	}
 	for _, req := range reqs {
 		if req.SubnetID != "" {
-			if s, ok := e.subnets.get(req.SubnetID); !ok || s.NetworkID != n.ID {
+			if s, ok := e.subnets.Get(req.SubnetID); !ok || s.NetworkID != n.ID {
 				return fail(errf(400, "InvalidInput", "Invalid input for operation: Failed to create port on network %s, because fixed_ips included invalid subnet %s.", n.ID, req.SubnetID))
 			}
 		}
@@ -652,7 +654,7 @@ func (e *Emulator) createPort(spec portSpec, now time.Time) (*port, *apiErr) {
 	sgs := []string{}
 	if spec.SecurityGroups != nil {
 		for _, id := range *spec.SecurityGroups {
-			if _, ok := e.secGroups.get(id); !ok {
+			if _, ok := e.secGroups.Get(id); !ok {
 				return fail(errf(404, "SecurityGroupNotFound", "Security group %s does not exist", id))
 			}
 		}
@@ -665,7 +667,7 @@ func (e *Emulator) createPort(spec portSpec, now time.Time) (*port, *apiErr) {
 		DeviceOwner: spec.DeviceOwner, SecurityGroups: sgs, AllowedAddressPairs: nonNil(spec.AllowedAddressPairs),
 		PortSecurity: true, VNICType: "normal", neutronStd: e.std(now)}
 	p.Status = portStatus(p)
-	e.ports.add(p.ID, p)
+	e.ports.Add(p.ID, p)
 	e.indexPortDevice(p.ID, "", p.DeviceID)
 	return p, nil
 }
@@ -697,12 +699,12 @@ func (e *Emulator) indexPortDevice(portID, oldDev, newDev string) {
 // deletePort removes a port, releasing its addresses and disassociating
 // its floating IP.
 func (e *Emulator) deletePort(id string, now time.Time) {
-	p, ok := e.ports.get(id)
+	p, ok := e.ports.Get(id)
 	if !ok {
 		return
 	}
 	if fid, ok := e.fipByPort[id]; ok {
-		if f, ok := e.fips.get(fid); ok {
+		if f, ok := e.fips.Get(fid); ok {
 			f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
 			f.touch(now)
 		}
@@ -710,7 +712,7 @@ func (e *Emulator) deletePort(id string, now time.Time) {
 	}
 	e.releaseIPs(p.FixedIPs)
 	e.indexPortDevice(id, p.DeviceID, "")
-	e.ports.remove(id)
+	e.ports.Remove(id)
 }
 
 // ---- ports over HTTP ----
@@ -785,14 +787,14 @@ func (e *Emulator) updatePortHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	p, ok := e.ports.get(id)
+	p, ok := e.ports.Get(id)
 	if !ok {
 		neutronError(w, 404, "PortNotFound", fmt.Sprintf("Port %s could not be found.", id))
 		return
 	}
 	if b.Port.SecurityGroups != nil {
 		for _, sg := range *b.Port.SecurityGroups {
-			if _, ok := e.secGroups.get(sg); !ok {
+			if _, ok := e.secGroups.Get(sg); !ok {
 				neutronError(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", sg))
 				return
 			}
@@ -820,7 +822,7 @@ func (e *Emulator) deletePortHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	p, ok := e.ports.get(id)
+	p, ok := e.ports.Get(id)
 	if !ok {
 		neutronError(w, 404, "PortNotFound", fmt.Sprintf("Port %s could not be found.", id))
 		return
@@ -839,7 +841,7 @@ func (e *Emulator) deletePortHTTP(w http.ResponseWriter, r *http.Request) {
 // associate checks that floating IP f can be associated with port portID
 // (at fixedAddr, default its first address) and does it.
 func (e *Emulator) associate(f *floatingIP, portID, fixedAddr string) *apiErr {
-	p, ok := e.ports.get(portID)
+	p, ok := e.ports.Get(portID)
 	if !ok {
 		return errf(404, "PortNotFound", "Port %s could not be found.", portID)
 	}
@@ -856,11 +858,11 @@ func (e *Emulator) associate(f *floatingIP, portID, fixedAddr string) *apiErr {
 		}
 		return errf(400, "BadRequest", "Bad floatingip request: Port %s does not have any IPv4 address.", portID)
 	}
-	if n, _ := e.networks.get(p.NetworkID); n != nil && n.External {
+	if n, _ := e.networks.Get(p.NetworkID); n != nil && n.External {
 		return errf(400, "BadRequest", "Bad floatingip request: Port %s is on an external network.", portID)
 	}
 	var rt *router
-	for _, cand := range e.routers.all() {
+	for _, cand := range e.routers.All() {
 		if cand.GatewayNetworkID == f.FloatingNetworkID && has(cand.Interfaces, fip.SubnetID) {
 			rt = cand
 			break
@@ -872,7 +874,7 @@ func (e *Emulator) associate(f *floatingIP, portID, fixedAddr string) *apiErr {
 			f.FloatingNetworkID, fip.SubnetID, portID)
 	}
 	if other, ok := e.fipByPort[portID]; ok && other != f.ID {
-		o, _ := e.fips.get(other)
+		o, _ := e.fips.Get(other)
 		return errf(409, "FloatingIPPortAlreadyAssociated",
 			"Cannot associate floating IP %s (%s) with port %s using fixed IP %s, as that fixed IP already has a floating IP on external network %s.",
 			f.FloatingIPAddress, f.ID, portID, fip.IPAddress, o.FloatingNetworkID)
@@ -903,7 +905,7 @@ func (e *Emulator) createFloatingIP(w http.ResponseWriter, r *http.Request) {
 	req := b.FloatingIP
 	now := e.lock()
 	defer e.mu.Unlock()
-	n, ok := e.networks.get(req.FloatingNetworkID)
+	n, ok := e.networks.Get(req.FloatingNetworkID)
 	if !ok {
 		neutronError(w, 404, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", req.FloatingNetworkID))
 		return
@@ -913,12 +915,12 @@ func (e *Emulator) createFloatingIP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.SubnetID != "" {
-		if s, ok := e.subnets.get(req.SubnetID); !ok || s.NetworkID != n.ID {
+		if s, ok := e.subnets.Get(req.SubnetID); !ok || s.NetworkID != n.ID {
 			neutronError(w, 400, "BadRequest", fmt.Sprintf("Bad floatingip request: Subnet %s is not on network %s.", req.SubnetID, n.ID))
 			return
 		}
 	}
-	if e.quotaMet(QuotaFloatingIP, e.fips.len()) {
+	if e.quotaMet(QuotaFloatingIP, e.fips.Len()) {
 		// neutron_lib/exceptions/__init__.py OverQuota (a Conflict: HTTP 409),
 		// "Quota exceeded for resources: %(overs)s." with the sorted list of
 		// resources as Python prints it.
@@ -948,7 +950,7 @@ func (e *Emulator) createFloatingIP(w http.ResponseWriter, r *http.Request) {
 	if req.PortID != "" {
 		_ = e.associate(f, req.PortID, req.FixedIPAddress)
 	}
-	e.fips.add(f.ID, f)
+	e.fips.Add(f.ID, f)
 	writeJSON(w, http.StatusCreated, map[string]any{"floatingip": f.view()})
 }
 
@@ -977,7 +979,7 @@ func (e *Emulator) updateFloatingIP(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	f, ok := e.fips.get(id)
+	f, ok := e.fips.Get(id)
 	if !ok {
 		neutronError(w, 404, "FloatingIPNotFound", fmt.Sprintf("Floating IP %s could not be found.", id))
 		return
@@ -1004,7 +1006,7 @@ func (e *Emulator) deleteFloatingIP(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	f, ok := e.fips.get(id)
+	f, ok := e.fips.Get(id)
 	if !ok {
 		neutronError(w, 404, "FloatingIPNotFound", fmt.Sprintf("Floating IP %s could not be found.", id))
 		return
@@ -1013,7 +1015,7 @@ func (e *Emulator) deleteFloatingIP(w http.ResponseWriter, r *http.Request) {
 		delete(e.fipByPort, f.PortID)
 	}
 	e.deletePort(f.ownPortID, now)
-	e.fips.remove(id)
+	e.fips.Remove(id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -1032,7 +1034,7 @@ func (e *Emulator) validateRoutes(rt *router, routes []route) *apiErr {
 		}
 		connected := false
 		for _, sid := range rt.Interfaces {
-			if s, ok := e.subnets.get(sid); ok && s.ipam.prefix.Contains(hop) {
+			if s, ok := e.subnets.Get(sid); ok && s.ipam.prefix.Contains(hop) {
 				connected = true
 			}
 		}
@@ -1066,7 +1068,7 @@ func (e *Emulator) updateRouter(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	rt, ok := e.routers.get(id)
+	rt, ok := e.routers.Get(id)
 	if !ok {
 		neutronError(w, 404, "RouterNotFound", fmt.Sprintf("Router %s could not be found", id))
 		return
@@ -1096,7 +1098,7 @@ func (e *Emulator) extraRoutes(w http.ResponseWriter, r *http.Request, add bool)
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	rt, ok := e.routers.get(id)
+	rt, ok := e.routers.Get(id)
 	if !ok {
 		neutronError(w, 404, "RouterNotFound", fmt.Sprintf("Router %s could not be found", id))
 		return
@@ -1125,7 +1127,7 @@ func (e *Emulator) extraRoutes(w http.ResponseWriter, r *http.Request, add bool)
 func (e *Emulator) secGroupView(g *secGroup) any {
 	c := *g
 	c.Rules = []any{}
-	for _, ru := range e.sgRules.all() {
+	for _, ru := range e.sgRules.All() {
 		if ru.SecurityGroupID == g.ID {
 			c.Rules = append(c.Rules, viewCopy(ru))
 		}
@@ -1135,7 +1137,7 @@ func (e *Emulator) secGroupView(g *secGroup) any {
 
 func (e *Emulator) addSGRule(sgID, direction, ether string, now time.Time) {
 	ru := &sgRule{ID: e.newID(), SecurityGroupID: sgID, Direction: direction, EtherType: ether, neutronStd: e.std(now)}
-	e.sgRules.add(ru.ID, ru)
+	e.sgRules.Add(ru.ID, ru)
 }
 
 func (e *Emulator) createSecGroup(w http.ResponseWriter, r *http.Request) {
@@ -1154,7 +1156,7 @@ func (e *Emulator) createSecGroup(w http.ResponseWriter, r *http.Request) {
 	defer e.mu.Unlock()
 	g := &secGroup{ID: e.newID(), Name: b.SG.Name, Description: b.SG.Description,
 		Stateful: deref(b.SG.Stateful, true), neutronStd: e.std(now)}
-	e.secGroups.add(g.ID, g)
+	e.secGroups.Add(g.ID, g)
 	e.addSGRule(g.ID, "egress", "IPv4", now)
 	e.addSGRule(g.ID, "egress", "IPv6", now)
 	writeJSON(w, http.StatusCreated, map[string]any{"security_group": e.secGroupView(g)})
@@ -1164,22 +1166,22 @@ func (e *Emulator) deleteSecGroup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	e.lock()
 	defer e.mu.Unlock()
-	if _, ok := e.secGroups.get(id); !ok {
+	if _, ok := e.secGroups.Get(id); !ok {
 		neutronError(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", id))
 		return
 	}
-	for _, p := range e.ports.all() {
+	for _, p := range e.ports.All() {
 		if has(p.SecurityGroups, id) {
 			neutronError(w, 409, "SecurityGroupInUse", fmt.Sprintf("Security Group %s in use.", id))
 			return
 		}
 	}
-	for _, ru := range e.sgRules.all() {
+	for _, ru := range e.sgRules.All() {
 		if ru.SecurityGroupID == id {
-			e.sgRules.remove(ru.ID)
+			e.sgRules.Remove(ru.ID)
 		}
 	}
-	e.secGroups.remove(id)
+	e.secGroups.Remove(id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -1209,11 +1211,11 @@ func (e *Emulator) createSGRule(w http.ResponseWriter, r *http.Request) {
 	}
 	now := e.lock()
 	defer e.mu.Unlock()
-	if _, ok := e.secGroups.get(ru.SecurityGroupID); !ok {
+	if _, ok := e.secGroups.Get(ru.SecurityGroupID); !ok {
 		neutronError(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", ru.SecurityGroupID))
 		return
 	}
-	for _, old := range e.sgRules.all() {
+	for _, old := range e.sgRules.All() {
 		if old.SecurityGroupID == ru.SecurityGroupID && sameRule(old, &ru) {
 			neutronError(w, 409, "SecurityGroupRuleExists", fmt.Sprintf("Security group rule already exists. Rule id is %s.", old.ID))
 			return
@@ -1222,7 +1224,7 @@ func (e *Emulator) createSGRule(w http.ResponseWriter, r *http.Request) {
 	ru.ID = e.newID()
 	ru.neutronStd = e.std(now)
 	nr := ru
-	e.sgRules.add(nr.ID, &nr)
+	e.sgRules.Add(nr.ID, &nr)
 	writeJSON(w, http.StatusCreated, map[string]any{"security_group_rule": viewCopy(&nr)})
 }
 
@@ -1241,7 +1243,7 @@ func (e *Emulator) deleteSGRule(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	e.lock()
 	defer e.mu.Unlock()
-	if !e.sgRules.remove(id) {
+	if !e.sgRules.Remove(id) {
 		neutronError(w, 404, "SecurityGroupRuleNotFound", fmt.Sprintf("Security group rule %s does not exist", id))
 		return
 	}

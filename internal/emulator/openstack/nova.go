@@ -164,11 +164,11 @@ func (e *Emulator) serverView(s *server, base string, mv int, detail bool) map[s
 	}
 	addresses := map[string][]map[string]any{}
 	for _, pid := range e.portsByDev[s.ID] {
-		p, ok := e.ports.get(pid)
+		p, ok := e.ports.Get(pid)
 		if !ok {
 			continue
 		}
-		n, _ := e.networks.get(p.NetworkID)
+		n, _ := e.networks.Get(p.NetworkID)
 		name := p.NetworkID
 		if n != nil {
 			name = n.Name
@@ -178,7 +178,7 @@ func (e *Emulator) serverView(s *server, base string, mv int, detail bool) map[s
 				"OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.MACAddress})
 		}
 		if fid, ok := e.fipByPort[pid]; ok {
-			if f, ok := e.fips.get(fid); ok {
+			if f, ok := e.fips.Get(fid); ok {
 				addresses[name] = append(addresses[name], map[string]any{"addr": f.FloatingIPAddress, "version": 4,
 					"OS-EXT-IPS:type": "floating", "OS-EXT-IPS-MAC:mac_addr": p.MACAddress})
 			}
@@ -186,7 +186,7 @@ func (e *Emulator) serverView(s *server, base string, mv int, detail bool) map[s
 	}
 	var fl any = map[string]any{"id": s.FlavorID, "links": e.novaLinks(base, "flavors", s.FlavorID)[1:]}
 	if mv >= 47 {
-		f, _ := e.flavors.get(s.FlavorID)
+		f, _ := e.flavors.Get(s.FlavorID)
 		if f == nil {
 			f = &flavor{}
 		}
@@ -294,7 +294,7 @@ func (e *Emulator) serverFilter(q map[string][]string) (func(*server) bool, erro
 		}
 		if ipRe != nil {
 			for _, pid := range e.portsByDev[s.ID] {
-				if p, ok := e.ports.get(pid); ok {
+				if p, ok := e.ports.Get(pid); ok {
 					for _, f := range p.FixedIPs {
 						if ipRe.MatchString(f.IPAddress) {
 							return true
@@ -329,9 +329,9 @@ func (e *Emulator) listServers(w http.ResponseWriter, r *http.Request, mv int, d
 	e.lock()
 	var items []*server
 	if limit > 0 {
-		items, _, err = e.servers.page(marker, limit, true, keep)
+		items, _, err = e.servers.Page(marker, limit, true, keep)
 	} else if marker != "" {
-		_, _, err = e.servers.page(marker, 1, true, keep)
+		_, _, err = e.servers.Page(marker, 1, true, keep)
 	}
 	if err != nil {
 		e.mu.Unlock()
@@ -376,11 +376,11 @@ func (e *Emulator) getServer(w http.ResponseWriter, r *http.Request, mv int) {
 // the server goes to ERROR, as Nova's would.
 func (e *Emulator) addServer(s *server, networkIDs []string, overflow bool, now time.Time) *apiErr {
 	for _, nid := range networkIDs {
-		if _, ok := e.networks.get(nid); !ok {
+		if _, ok := e.networks.Get(nid); !ok {
 			return errf(400, "", "Network %s could not be found.", nid)
 		}
 	}
-	e.servers.add(s.ID, s)
+	e.servers.Add(s.ID, s)
 	for _, nid := range networkIDs {
 		_, aerr := e.createPort(portSpec{NetworkID: nid, DeviceID: s.ID, DeviceOwner: ownerCompute, AdminStateUp: true}, now)
 		if aerr != nil && aerr.typ == "IpAddressGenerationFailure" && overflow {
@@ -453,7 +453,7 @@ func (e *Emulator) createServer(w http.ResponseWriter, r *http.Request, mv int) 
 	}
 	now := e.lock()
 	defer e.mu.Unlock()
-	if _, ok := e.flavors.get(req.FlavorRef); !ok {
+	if _, ok := e.flavors.Get(req.FlavorRef); !ok {
 		novaError(w, 400, "Flavor "+req.FlavorRef+" could not be found.")
 		return
 	}
@@ -520,7 +520,7 @@ func (e *Emulator) removeServer(id string, now time.Time) bool {
 		return false
 	}
 	for _, pid := range e.portsByDev[id] {
-		if p, ok := e.ports.get(pid); ok && p.DeviceOwner == ownerCompute {
+		if p, ok := e.ports.Get(pid); ok && p.DeviceOwner == ownerCompute {
 			e.deletePort(pid, now)
 		}
 	}
@@ -530,7 +530,7 @@ func (e *Emulator) removeServer(id string, now time.Time) bool {
 
 // server is the live (not deleted) server with this ID; call with mu held.
 func (e *Emulator) server(id string) (*server, bool) {
-	s, ok := e.servers.get(id)
+	s, ok := e.servers.Get(id)
 	if !ok || s.Deleted {
 		return nil, false
 	}
@@ -606,7 +606,7 @@ func (e *Emulator) listInterfaces(w http.ResponseWriter, r *http.Request, mv int
 	}
 	out := []map[string]any{}
 	for _, pid := range e.portsByDev[id] {
-		if p, ok := e.ports.get(pid); ok {
+		if p, ok := e.ports.Get(pid); ok {
 			out = append(out, map[string]any{"port_id": p.ID, "net_id": p.NetworkID, "mac_addr": p.MACAddress,
 				"port_state": p.Status, "fixed_ips": p.FixedIPs})
 		}
@@ -644,7 +644,7 @@ func (e *Emulator) listFlavors(w http.ResponseWriter, r *http.Request, detail bo
 	}
 	base := baseURL(r)
 	e.lock()
-	items, _, err := e.flavors.page(q.Get("marker"), limit, false, nil)
+	items, _, err := e.flavors.Page(q.Get("marker"), limit, false, nil)
 	views := make([]map[string]any, len(items))
 	for i, f := range items {
 		views[i] = e.flavorView(f, base, detail)
@@ -664,7 +664,7 @@ func (e *Emulator) listFlavors(w http.ResponseWriter, r *http.Request, detail bo
 func (e *Emulator) getFlavor(w http.ResponseWriter, r *http.Request, mv int) {
 	id := r.PathValue("id")
 	e.lock()
-	f, ok := e.flavors.get(id)
+	f, ok := e.flavors.Get(id)
 	var v map[string]any
 	if ok {
 		v = e.flavorView(f, baseURL(r), true)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Provisioning and operating statuses of Octavia.
@@ -328,7 +330,7 @@ func (e *Emulator) monitorView(h *healthMonitor) any {
 // settleLBs completes the pending transitions that are due.
 func (e *Emulator) settleLBs(now time.Time) {
 	for id := range e.pendingLBs {
-		lb, ok := e.lbs.get(id)
+		lb, ok := e.lbs.Get(id)
 		if !ok {
 			delete(e.pendingLBs, id)
 			continue
@@ -347,7 +349,7 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 		return
 	}
 	for _, lid := range lb.Listeners {
-		l, _ := e.listeners.get(lid)
+		l, _ := e.listeners.Get(lid)
 		if l.Prov == provPendingDelete {
 			e.purgeListener(lb, l)
 		} else {
@@ -355,23 +357,23 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 		}
 	}
 	for _, pid := range lb.Pools {
-		p, _ := e.pools.get(pid)
+		p, _ := e.pools.Get(pid)
 		if p.Prov == provPendingDelete {
 			e.purgePool(lb, p)
 			continue
 		}
 		for _, mid := range p.Members {
-			m, _ := e.members.get(mid)
+			m, _ := e.members.Get(mid)
 			if m.Prov == provPendingDelete {
 				p.Members = without(p.Members, mid)
-				e.members.remove(mid)
+				e.members.Remove(mid)
 			} else {
 				m.settle()
 			}
 		}
-		if h, ok := e.monitors.get(p.MonitorID); ok {
+		if h, ok := e.monitors.Get(p.MonitorID); ok {
 			if h.Prov == provPendingDelete {
-				e.monitors.remove(h.ID)
+				e.monitors.Remove(h.ID)
 				p.MonitorID = ""
 			} else {
 				h.settle()
@@ -396,18 +398,18 @@ func (e *Emulator) refreshOperating(lb *loadBalancer) {
 	}
 	lb.Oper = up(&lb.octStd)
 	for _, lid := range lb.Listeners {
-		l, _ := e.listeners.get(lid)
+		l, _ := e.listeners.Get(lid)
 		l.Oper = up(&l.octStd)
 	}
 	for _, pid := range lb.Pools {
-		p, _ := e.pools.get(pid)
+		p, _ := e.pools.Get(pid)
 		p.Oper = up(&p.octStd)
-		h, monitored := e.monitors.get(p.MonitorID)
+		h, monitored := e.monitors.Get(p.MonitorID)
 		if monitored {
 			h.Oper = up(&h.octStd)
 		}
 		for _, mid := range p.Members {
-			m, _ := e.members.get(mid)
+			m, _ := e.members.Get(mid)
 			switch {
 			case !m.AdminStateUp:
 				m.Oper = operOffline
@@ -421,44 +423,44 @@ func (e *Emulator) refreshOperating(lb *loadBalancer) {
 }
 
 func (e *Emulator) purgeListener(lb *loadBalancer, l *listener) {
-	if p, ok := e.pools.get(l.DefaultPoolID); ok {
+	if p, ok := e.pools.Get(l.DefaultPoolID); ok {
 		p.Listeners = without(p.Listeners, l.ID)
 	}
 	lb.Listeners = without(lb.Listeners, l.ID)
-	e.listeners.remove(l.ID)
+	e.listeners.Remove(l.ID)
 }
 
 func (e *Emulator) purgePool(lb *loadBalancer, p *lbPool) {
 	for _, mid := range p.Members {
-		e.members.remove(mid)
+		e.members.Remove(mid)
 	}
 	if p.MonitorID != "" {
-		e.monitors.remove(p.MonitorID)
+		e.monitors.Remove(p.MonitorID)
 	}
 	for _, lid := range p.Listeners {
-		if l, ok := e.listeners.get(lid); ok && l.DefaultPoolID == p.ID {
+		if l, ok := e.listeners.Get(lid); ok && l.DefaultPoolID == p.ID {
 			l.DefaultPoolID = ""
 		}
 	}
 	lb.Pools = without(lb.Pools, p.ID)
-	e.pools.remove(p.ID)
+	e.pools.Remove(p.ID)
 }
 
 func (e *Emulator) purgeLB(lb *loadBalancer, now time.Time) {
 	for _, pid := range lb.Pools {
-		if p, ok := e.pools.get(pid); ok {
+		if p, ok := e.pools.Get(pid); ok {
 			e.purgePool(lb, p)
 		}
 	}
 	for _, lid := range lb.Listeners {
-		if l, ok := e.listeners.get(lid); ok {
+		if l, ok := e.listeners.Get(lid); ok {
 			e.purgeListener(lb, l)
 		}
 	}
 	if lb.ownsVIP {
 		e.deletePort(lb.VipPortID, now)
 	}
-	e.lbs.remove(lb.ID)
+	e.lbs.Remove(lb.ID)
 	delete(e.pendingLBs, lb.ID)
 }
 
@@ -498,7 +500,7 @@ func (e *Emulator) touchPool(p *lbPool, now time.Time) {
 		p.Prov, p.Updated = provPendingUpdate, now
 	}
 	for _, lid := range p.Listeners {
-		if l, ok := e.listeners.get(lid); ok && l.Prov == provActive {
+		if l, ok := e.listeners.Get(lid); ok && l.Prov == provActive {
 			l.Prov, l.Updated = provPendingUpdate, now
 		}
 	}
@@ -662,7 +664,7 @@ func (e *Emulator) buildMember(p *lbPool, req memberReq, others []*lbMember, now
 	}
 	subnetID := deref(req.SubnetID, "")
 	if subnetID != "" {
-		if _, ok := e.subnets.get(subnetID); !ok {
+		if _, ok := e.subnets.Get(subnetID); !ok {
 			return nil, errf(400, "", "Subnet %s not found.", subnetID)
 		}
 	}
@@ -769,16 +771,16 @@ func (e *Emulator) buildPool(lb *loadBalancer, l *listener, req poolReq, now tim
 }
 
 func (e *Emulator) storePool(lb *loadBalancer, l *listener, g *poolGraph) {
-	e.pools.add(g.pool.ID, g.pool)
+	e.pools.Add(g.pool.ID, g.pool)
 	lb.Pools = with(lb.Pools, g.pool.ID)
 	if l != nil {
 		l.DefaultPoolID = g.pool.ID
 	}
 	for _, m := range g.members {
-		e.members.add(m.ID, m)
+		e.members.Add(m.ID, m)
 	}
 	if g.monitor != nil {
-		e.monitors.add(g.monitor.ID, g.monitor)
+		e.monitors.Add(g.monitor.ID, g.monitor)
 	}
 }
 
@@ -847,7 +849,7 @@ func mapKeys(m map[string]string) []string {
 func (e *Emulator) listenersOf(lb *loadBalancer) []*listener {
 	out := make([]*listener, 0, len(lb.Listeners))
 	for _, id := range lb.Listeners {
-		if l, ok := e.listeners.get(id); ok {
+		if l, ok := e.listeners.Get(id); ok {
 			out = append(out, l)
 		}
 	}
@@ -919,10 +921,10 @@ func octaviaNotFound(w http.ResponseWriter, noun, id string) {
 	octaviaError(w, http.StatusNotFound, fmt.Sprintf("%s %s not found.", noun, id))
 }
 
-func octaviaGet[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *store[T], key, noun string, view func(T) any) {
+func octaviaGet[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], key, noun string, view func(T) any) {
 	id := r.PathValue("id")
 	e.lock()
-	o, ok := st.get(id)
+	o, ok := st.Get(id)
 	var v any
 	if ok {
 		v = view(o)
@@ -959,7 +961,7 @@ func decodeOctavia(w http.ResponseWriter, r *http.Request, key string, v any) bo
 // allocateVIP finds or creates the VIP port of a new load balancer.
 func (e *Emulator) allocateVIP(lb *loadBalancer, req lbReq, now time.Time) *apiErr {
 	if req.VipPortID != "" {
-		p, ok := e.ports.get(req.VipPortID)
+		p, ok := e.ports.Get(req.VipPortID)
 		if !ok {
 			return errf(400, "", "Port %s not found.", req.VipPortID)
 		}
@@ -974,7 +976,7 @@ func (e *Emulator) allocateVIP(lb *loadBalancer, req lbReq, now time.Time) *apiE
 	networkID := req.VipNetworkID
 	switch {
 	case subnetID != "":
-		s, ok := e.subnets.get(subnetID)
+		s, ok := e.subnets.Get(subnetID)
 		if !ok {
 			return errf(400, "", "Subnet %s not found.", subnetID)
 		}
@@ -983,7 +985,7 @@ func (e *Emulator) allocateVIP(lb *loadBalancer, req lbReq, now time.Time) *apiE
 		}
 		networkID = s.NetworkID
 	case networkID != "":
-		if _, ok := e.networks.get(networkID); !ok {
+		if _, ok := e.networks.Get(networkID); !ok {
 			return errf(400, "", "Network %s not found.", networkID)
 		}
 	default:
@@ -995,7 +997,7 @@ func (e *Emulator) allocateVIP(lb *loadBalancer, req lbReq, now time.Time) *apiE
 			return invalid("Invalid input for field/attribute vip_address. Value: '%s'.", req.VipAddress)
 		}
 		if subnetID != "" {
-			if s, _ := e.subnets.get(subnetID); !s.ipam.prefix.Contains(a) {
+			if s, _ := e.subnets.Get(subnetID); !s.ipam.prefix.Contains(a) {
 				return invalid("IP address %s is not in subnet %s.", req.VipAddress, subnetID)
 			}
 		}
@@ -1030,7 +1032,7 @@ func (e *Emulator) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	now := e.lock()
 	defer e.mu.Unlock()
-	if e.quotaMet(QuotaLoadBalancer, e.lbs.len()) {
+	if e.quotaMet(QuotaLoadBalancer, e.lbs.Len()) {
 		// octavia/common/exceptions.py QuotaException: HTTP 403, "Quota has
 		// been met for resources: %(resource)s", the resource being
 		// data_models.LoadBalancer._name(), the class name in snake case.
@@ -1068,11 +1070,11 @@ func (e *Emulator) createLB(w http.ResponseWriter, r *http.Request) {
 		octaviaErr(w, aerr)
 		return
 	}
-	e.lbs.add(lb.ID, lb)
+	e.lbs.Add(lb.ID, lb)
 	strand := e.opts.StrandGraphChildren
 	for i, l := range ls {
 		l.stranded = strand
-		e.listeners.add(l.ID, l)
+		e.listeners.Add(l.ID, l)
 		lb.Listeners = with(lb.Listeners, l.ID)
 		if g := pgs[i]; g != nil {
 			g.pool.stranded = strand
@@ -1097,7 +1099,7 @@ func (e *Emulator) updateLB(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	lb, ok := e.lbs.get(id)
+	lb, ok := e.lbs.Get(id)
 	if !ok {
 		octaviaNotFound(w, "Load Balancer", id)
 		return
@@ -1125,7 +1127,7 @@ func (e *Emulator) deleteLB(w http.ResponseWriter, r *http.Request) {
 	cascade, _ := strconv.ParseBool(r.URL.Query().Get("cascade"))
 	now := e.lock()
 	defer e.mu.Unlock()
-	lb, ok := e.lbs.get(id)
+	lb, ok := e.lbs.Get(id)
 	if !ok {
 		octaviaNotFound(w, "Load Balancer", id)
 		return
@@ -1142,14 +1144,14 @@ func (e *Emulator) deleteLB(w http.ResponseWriter, r *http.Request) {
 		l.Prov = provPendingDelete
 	}
 	for _, pid := range lb.Pools {
-		p, _ := e.pools.get(pid)
+		p, _ := e.pools.Get(pid)
 		p.Prov = provPendingDelete
 		for _, mid := range p.Members {
-			if m, ok := e.members.get(mid); ok {
+			if m, ok := e.members.Get(mid); ok {
 				m.Prov = provPendingDelete
 			}
 		}
-		if h, ok := e.monitors.get(p.MonitorID); ok {
+		if h, ok := e.monitors.Get(p.MonitorID); ok {
 			h.Prov = provPendingDelete
 		}
 	}
@@ -1170,7 +1172,7 @@ func (e *Emulator) createListener(w http.ResponseWriter, r *http.Request) {
 	}
 	now := e.lock()
 	defer e.mu.Unlock()
-	lb, ok := e.lbs.get(req.LoadbalancerID)
+	lb, ok := e.lbs.Get(req.LoadbalancerID)
 	if !ok {
 		octaviaNotFound(w, "Load Balancer", req.LoadbalancerID)
 		return
@@ -1186,7 +1188,7 @@ func (e *Emulator) createListener(w http.ResponseWriter, r *http.Request) {
 	}
 	var pool *lbPool
 	if poolID := rawString(req.DefaultPoolID); poolID != "" {
-		p, ok := e.pools.get(poolID)
+		p, ok := e.pools.Get(poolID)
 		if !ok || p.LBID != lb.ID {
 			octaviaNotFound(w, "Pool", poolID)
 			return
@@ -1201,7 +1203,7 @@ func (e *Emulator) createListener(w http.ResponseWriter, r *http.Request) {
 		}
 		pool = p
 	}
-	e.listeners.add(l.ID, l)
+	e.listeners.Add(l.ID, l)
 	lb.Listeners = with(lb.Listeners, l.ID)
 	if pool != nil {
 		l.DefaultPoolID = pool.ID
@@ -1222,7 +1224,7 @@ func rawString(raw json.RawMessage) string {
 
 // childLB returns the load balancer of a child, checking that it is mutable.
 func (e *Emulator) childLB(w http.ResponseWriter, lbID string) (*loadBalancer, bool) {
-	lb, ok := e.lbs.get(lbID)
+	lb, ok := e.lbs.Get(lbID)
 	if !ok {
 		octaviaNotFound(w, "Load Balancer", lbID)
 		return nil, false
@@ -1242,7 +1244,7 @@ func (e *Emulator) updateListener(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	l, ok := e.listeners.get(id)
+	l, ok := e.listeners.Get(id)
 	if !ok {
 		octaviaNotFound(w, "Listener", id)
 		return
@@ -1267,7 +1269,7 @@ func (e *Emulator) updateListener(w http.ResponseWriter, r *http.Request) {
 	if len(req.DefaultPoolID) > 0 {
 		poolID := rawString(req.DefaultPoolID)
 		if poolID != "" {
-			p, ok := e.pools.get(poolID)
+			p, ok := e.pools.Get(poolID)
 			if !ok || p.LBID != lb.ID {
 				octaviaNotFound(w, "Pool", poolID)
 				return
@@ -1281,11 +1283,11 @@ func (e *Emulator) updateListener(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if old, ok := e.pools.get(l.DefaultPoolID); ok {
+		if old, ok := e.pools.Get(l.DefaultPoolID); ok {
 			old.Listeners = without(old.Listeners, l.ID)
 		}
 		next.DefaultPoolID = poolID
-		if p, ok := e.pools.get(poolID); ok && !has(p.Listeners, l.ID) {
+		if p, ok := e.pools.Get(poolID); ok && !has(p.Listeners, l.ID) {
 			p.Listeners = with(p.Listeners, l.ID)
 		}
 	}
@@ -1309,7 +1311,7 @@ func (e *Emulator) deleteListener(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	now := e.lock()
 	defer e.mu.Unlock()
-	l, ok := e.listeners.get(id)
+	l, ok := e.listeners.Get(id)
 	if !ok {
 		octaviaNotFound(w, "Listener", id)
 		return
@@ -1335,7 +1337,7 @@ func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request) {
 	lbID := req.LoadbalancerID
 	if req.ListenerID != "" {
 		var ok bool
-		if l, ok = e.listeners.get(req.ListenerID); !ok {
+		if l, ok = e.listeners.Get(req.ListenerID); !ok {
 			octaviaNotFound(w, "Listener", req.ListenerID)
 			return
 		}
@@ -1367,7 +1369,7 @@ func (e *Emulator) createPool(w http.ResponseWriter, r *http.Request) {
 
 // mutablePool finds a pool and its load balancer for a mutation.
 func (e *Emulator) mutablePool(w http.ResponseWriter, id string) (*lbPool, *loadBalancer, bool) {
-	p, ok := e.pools.get(id)
+	p, ok := e.pools.Get(id)
 	if !ok {
 		octaviaNotFound(w, "Pool", id)
 		return nil, nil, false
@@ -1431,11 +1433,11 @@ func (e *Emulator) deletePool(w http.ResponseWriter, r *http.Request) {
 	}
 	e.touchPool(p, now)
 	for _, mid := range p.Members {
-		if m, ok := e.members.get(mid); ok {
+		if m, ok := e.members.Get(mid); ok {
 			m.Prov = provPendingDelete
 		}
 	}
-	if h, ok := e.monitors.get(p.MonitorID); ok {
+	if h, ok := e.monitors.Get(p.MonitorID); ok {
 		h.Prov = provPendingDelete
 	}
 	e.touchChild(lb, &p.octStd, provPendingDelete, now)
@@ -1447,7 +1449,7 @@ func (e *Emulator) deletePool(w http.ResponseWriter, r *http.Request) {
 func (e *Emulator) listMembers(w http.ResponseWriter, r *http.Request) {
 	poolID := r.PathValue("pool_id")
 	e.lock()
-	_, ok := e.pools.get(poolID)
+	_, ok := e.pools.Get(poolID)
 	e.mu.Unlock()
 	if !ok {
 		octaviaNotFound(w, "Pool", poolID)
@@ -1460,7 +1462,7 @@ func (e *Emulator) listMembers(w http.ResponseWriter, r *http.Request) {
 func (e *Emulator) getMember(w http.ResponseWriter, r *http.Request) {
 	poolID, id := r.PathValue("pool_id"), r.PathValue("id")
 	e.lock()
-	m, ok := e.members.get(id)
+	m, ok := e.members.Get(id)
 	var v any
 	if ok && m.PoolID == poolID {
 		v = e.memberView(m)
@@ -1476,7 +1478,7 @@ func (e *Emulator) getMember(w http.ResponseWriter, r *http.Request) {
 func (e *Emulator) membersOf(p *lbPool) []*lbMember {
 	out := make([]*lbMember, 0, len(p.Members))
 	for _, id := range p.Members {
-		if m, ok := e.members.get(id); ok {
+		if m, ok := e.members.Get(id); ok {
 			out = append(out, m)
 		}
 	}
@@ -1499,7 +1501,7 @@ func (e *Emulator) createMember(w http.ResponseWriter, r *http.Request) {
 		octaviaErr(w, aerr)
 		return
 	}
-	e.members.add(m.ID, m)
+	e.members.Add(m.ID, m)
 	p.Members = with(p.Members, m.ID)
 	e.touchPool(p, now)
 	e.touchChild(lb, &m.octStd, provPendingCreate, now)
@@ -1544,7 +1546,7 @@ func (e *Emulator) updateMember(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	m, ok := e.members.get(id)
+	m, ok := e.members.Get(id)
 	if !ok || m.PoolID != p.ID {
 		octaviaNotFound(w, "Member", id)
 		return
@@ -1568,7 +1570,7 @@ func (e *Emulator) deleteMember(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	m, ok := e.members.get(id)
+	m, ok := e.members.Get(id)
 	if !ok || m.PoolID != p.ID {
 		octaviaNotFound(w, "Member", id)
 		return
@@ -1639,7 +1641,7 @@ func (e *Emulator) batchMembers(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, m := range created {
-		e.members.add(m.ID, m)
+		e.members.Add(m.ID, m)
 		p.Members = with(p.Members, m.ID)
 	}
 	e.touchPool(p, now)
@@ -1665,7 +1667,7 @@ func (e *Emulator) createMonitor(w http.ResponseWriter, r *http.Request) {
 		octaviaErr(w, aerr)
 		return
 	}
-	e.monitors.add(h.ID, h)
+	e.monitors.Add(h.ID, h)
 	p.MonitorID = h.ID
 	e.touchPool(p, now)
 	e.touchChild(lb, &h.octStd, provPendingCreate, now)
@@ -1674,7 +1676,7 @@ func (e *Emulator) createMonitor(w http.ResponseWriter, r *http.Request) {
 
 // mutableMonitor finds a monitor, its pool and its load balancer for a mutation.
 func (e *Emulator) mutableMonitor(w http.ResponseWriter, id string) (*healthMonitor, *lbPool, *loadBalancer, bool) {
-	h, ok := e.monitors.get(id)
+	h, ok := e.monitors.Get(id)
 	if !ok {
 		octaviaNotFound(w, "Health Monitor", id)
 		return nil, nil, nil, false
@@ -1749,7 +1751,7 @@ func (e *Emulator) deleteMonitor(w http.ResponseWriter, r *http.Request) {
 func (e *Emulator) SetLoadBalancerError(id string) error {
 	e.lock()
 	defer e.mu.Unlock()
-	lb, ok := e.lbs.get(id)
+	lb, ok := e.lbs.Get(id)
 	if !ok {
 		return fmt.Errorf("load balancer %s: %w", id, ErrNotFound)
 	}
@@ -1770,7 +1772,7 @@ func (e *Emulator) lbStatusTree(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	e.lock()
 	defer e.mu.Unlock()
-	lb, ok := e.lbs.get(id)
+	lb, ok := e.lbs.Get(id)
 	if !ok {
 		octaviaNotFound(w, "Load Balancer", id)
 		return
@@ -1780,7 +1782,7 @@ func (e *Emulator) lbStatusTree(w http.ResponseWriter, r *http.Request) {
 	}
 	var ls []any
 	for _, lid := range lb.Listeners {
-		l, ok := e.listeners.get(lid)
+		l, ok := e.listeners.Get(lid)
 		if !ok {
 			continue
 		}
@@ -1788,21 +1790,21 @@ func (e *Emulator) lbStatusTree(w http.ResponseWriter, r *http.Request) {
 		lv["type"] = l.Protocol
 		var ps []any
 		for _, pid := range lb.Pools {
-			p, ok := e.pools.get(pid)
+			p, ok := e.pools.Get(pid)
 			if !ok || !slices.Contains(p.Listeners, l.ID) {
 				continue
 			}
 			pv := std(p.octStd)
 			var ms []any
 			for _, mid := range p.Members {
-				if m, ok := e.members.get(mid); ok {
+				if m, ok := e.members.Get(mid); ok {
 					mv := std(m.octStd)
 					mv["address"], mv["protocol_port"] = m.Address, m.ProtocolPort
 					ms = append(ms, mv)
 				}
 			}
 			pv["members"] = orEmpty(ms)
-			if h, ok := e.monitors.get(p.MonitorID); ok {
+			if h, ok := e.monitors.Get(p.MonitorID); ok {
 				hv := std(h.octStd)
 				hv["type"] = h.Type
 				pv["health_monitor"] = hv

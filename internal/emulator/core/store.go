@@ -1,18 +1,21 @@
-package openstack
+package core
 
 import (
 	"errors"
 	"sort"
 )
 
-// errBadMarker is returned by store.page for a marker that never existed.
-var errBadMarker = errors.New("marker not found")
+// ErrBadMarker is returned by Store.Page for a marker that never existed.
+var ErrBadMarker = errors.New("marker not found")
 
-// store keeps objects by id and in creation order, for paging with markers.
+// Store keeps a cloud's objects of one kind by id and in creation order, for
+// paging after a marker: OpenStack's limit and marker, or the opaque page
+// tokens of clouds that hand out the last id seen (OCI's opc-next-page).
 // Removed ids are remembered, so that a marker that was deleted between two
 // page requests still works (as it does in the real services, where deleted
-// rows stay in the database).
-type store[T any] struct {
+// rows stay in the database). It is not safe for concurrent use: the
+// emulator's own lock guards it.
+type Store[T any] struct {
 	byID  map[string]*entry[T]
 	order []*entry[T] // ascending seq
 	gone  map[string]uint64
@@ -25,18 +28,21 @@ type entry[T any] struct {
 	v   T
 }
 
-func newStore[T any]() *store[T] {
-	return &store[T]{byID: map[string]*entry[T]{}, gone: map[string]uint64{}}
+// NewStore returns an empty Store.
+func NewStore[T any]() *Store[T] {
+	return &Store[T]{byID: map[string]*entry[T]{}, gone: map[string]uint64{}}
 }
 
-func (s *store[T]) add(id string, v T) {
+// Add adds v under id, last in the order.
+func (s *Store[T]) Add(id string, v T) {
 	s.seq++
 	en := &entry[T]{id: id, seq: s.seq, v: v}
 	s.byID[id] = en
 	s.order = append(s.order, en)
 }
 
-func (s *store[T]) get(id string) (T, bool) {
+// Get is the object of id.
+func (s *Store[T]) Get(id string) (T, bool) {
 	en, ok := s.byID[id]
 	if !ok {
 		var zero T
@@ -45,7 +51,8 @@ func (s *store[T]) get(id string) (T, bool) {
 	return en.v, true
 }
 
-func (s *store[T]) remove(id string) bool {
+// Remove removes the object of id; false when there was none.
+func (s *Store[T]) Remove(id string) bool {
 	en, ok := s.byID[id]
 	if !ok {
 		return false
@@ -61,10 +68,11 @@ func (s *store[T]) remove(id string) bool {
 	return true
 }
 
-func (s *store[T]) len() int { return len(s.order) }
+// Len is the number of objects.
+func (s *Store[T]) Len() int { return len(s.order) }
 
-// all returns the objects in creation order.
-func (s *store[T]) all() []T {
+// All returns the objects in creation order.
+func (s *Store[T]) All() []T {
 	out := make([]T, len(s.order))
 	for i, en := range s.order {
 		out[i] = en.v
@@ -72,10 +80,10 @@ func (s *store[T]) all() []T {
 	return out
 }
 
-// page returns up to limit objects accepted by keep, following marker in
-// creation order (or in reverse creation order), and whether more accepted
-// objects follow. limit <= 0 means no limit.
-func (s *store[T]) page(marker string, limit int, reverse bool, keep func(T) bool) (items []T, more bool, err error) {
+// Page returns up to limit objects accepted by keep (nil: all), following
+// marker in creation order (or in reverse creation order), and whether more
+// accepted objects follow. limit <= 0 means no limit.
+func (s *Store[T]) Page(marker string, limit int, reverse bool, keep func(T) bool) (items []T, more bool, err error) {
 	start, step := 0, 1
 	if reverse {
 		start, step = len(s.order)-1, -1
@@ -87,7 +95,7 @@ func (s *store[T]) page(marker string, limit int, reverse bool, keep func(T) boo
 		} else if sq, ok := s.gone[marker]; ok {
 			mseq = sq
 		} else {
-			return nil, false, errBadMarker
+			return nil, false, ErrBadMarker
 		}
 		// first index with seq > mseq
 		i := sort.Search(len(s.order), func(i int) bool { return s.order[i].seq > mseq })
