@@ -30,3 +30,22 @@ func TestAnUndocumentedKeyIsAnError(t *testing.T) {
 	assert.Equal(t, []Key{{Name: "x", Type: "integer", Default: "1", Description: "Documented."}}, sections[0].Keys)
 	assert.True(t, strings.Contains(string(Render("t", file, sections)), "| `x` | integer | 1 | Documented. |"))
 }
+
+func TestAYAMLConfigIsKeyedByPathAndNested(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.go")
+	require.NoError(t, os.WriteFile(file, []byte("package c\n\ntype Config struct {\n\t// The name.\n\tName string `json:\"name\"`\n\tLB *LB `json:\"loadBalancer\"`\n\tskip int\n}\n\n// LB is the load balancers.\ntype LB struct {\n\t// The subnet.\n\t// Default: none\n\tSubnet string `json:\"subnet1,omitempty\"`\n\t// Lists.\n\tLists map[string]string `json:\"securityLists\"`\n\tRate float32 `json:\"rate\"`\n}\n"), 0o600))
+	sections, err := ParseYAML(file, "Config")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "loadBalancer.rate has no doc comment")
+	require.Len(t, sections, 2)
+	assert.Equal(t, []Key{{Name: "name", Type: "string", Description: "The name."}}, sections[0].Keys)
+	assert.Equal(t, "loadBalancer", sections[1].Name)
+	assert.Equal(t, "LB is the load balancers.", sections[1].Description)
+	assert.Equal(t, []Key{
+		{Name: "loadBalancer.subnet1", Type: "string", Default: "none", Description: "The subnet."},
+		{Name: "loadBalancer.securityLists", Type: "mapping", Description: "Lists."},
+	}, sections[1].Keys)
+	page := string(Render("t", file, sections))
+	assert.Contains(t, page, "## Top level")
+	assert.Contains(t, page, "## `loadBalancer`")
+}

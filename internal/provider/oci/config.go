@@ -3,6 +3,9 @@
 // Service annotations work unchanged (--cloud-provider=oci).
 package oci
 
+// The reference page, by make generate.
+//go:generate go run ../../../hack/gen-config-docs -format yaml -file config.go -root Config -title "OCI cloud-provider.yaml" -out ../../../docs/reference/oci-cloud-provider-yaml.md
+
 import (
 	"crypto/md5" //nolint:gosec // OCI names an API key by the MD5 of its public key; not a use of MD5 for security
 	"crypto/rsa"
@@ -136,14 +139,19 @@ type RateLimiter struct {
 
 // Metrics is the peer's push of metrics to OCI Monitoring (accepted, unused).
 type Metrics struct {
+	// The compartment of the metrics (accepted, unused).
 	CompartmentID string `json:"compartmentID"`
-	Namespace     string `json:"namespace"`
+	// The metrics' namespace (accepted, unused).
+	Namespace string `json:"namespace"`
+	// The metrics' resource group (accepted, unused).
 	ResourceGroup string `json:"resourceGroup"`
-	Prefix        string `json:"prefix"`
+	// A prefix of the metrics' names (accepted, unused).
+	Prefix string `json:"prefix"`
 }
 
 // InitialTags are tags added to what the CCMs (and the CSI drivers, whose
-// keys are accepted here) create.
+// keys are accepted here) create: loadBalancer and common apply to load
+// balancers.
 type InitialTags struct {
 	LoadBalancer *TagConfig `json:"loadBalancer"`
 	BlockVolume  *TagConfig `json:"blockVolume"`
@@ -154,8 +162,10 @@ type InitialTags struct {
 
 // TagConfig is freeform and defined tags.
 type TagConfig struct {
-	FreeformTags map[string]string         `json:"freeform"`
-	DefinedTags  map[string]map[string]any `json:"defined"`
+	// Freeform tags: name → value.
+	FreeformTags map[string]string `json:"freeform"`
+	// Defined tags: namespace → name → value.
+	DefinedTags map[string]map[string]any `json:"defined"`
 }
 
 // Read parses a cloud-provider.yaml: an unknown key (with the nearest known
