@@ -1,0 +1,436 @@
+package annotation
+
+// The reference page, by make generate.
+//go:generate go run ../../hack/gen-annotation-docs -pkg . -prefix OCI -title "OCI cloud" -out ../../docs/reference/oci-annotations.md
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Annotations of the oci cloud (--cloud-provider=oci): every annotation of
+// oci-cloud-controller-manager's docs/load-balancer-annotations.md, with the
+// peer's three prefixes (service.beta.kubernetes.io/oci-load-balancer-*,
+// oci.oraclecloud.com/*, oci-network-load-balancer.oraclecloud.com/*), so
+// that Services written for it work unchanged.
+const (
+	// OCILoadBalancerType chooses the kind of load balancer: an OCI Load
+	// Balancer (lb: TCP or HTTP listeners, SSL termination) or a Network Load
+	// Balancer (nlb: TCP and UDP, the clients' addresses kept). Cannot change
+	// once built.
+	// Type: lb or nlb.
+	// Default: lb.
+	OCILoadBalancerType Name = "oci.oraclecloud.com/load-balancer-type"
+
+	// OCIInternal makes the load balancer private: an address of its subnet
+	// only. Cannot change once built.
+	// Type: boolean.
+	// Default: false.
+	OCIInternal Name = "service.beta.kubernetes.io/oci-load-balancer-internal"
+
+	// OCIShape is the load balancer's shape. flexible (the default) takes its
+	// bandwidth from shape-flex-min and shape-flex-max; the fixed shapes
+	// (10Mbps, 100Mbps, 400Mbps, 8000Mbps) are retired by OCI but still
+	// honoured for load balancers that have them.
+	// Type: flexible, or a fixed shape's name.
+	// Default: flexible.
+	OCIShape Name = "service.beta.kubernetes.io/oci-load-balancer-shape"
+
+	// OCIShapeFlexMin is a flexible shape's minimum bandwidth.
+	// Type: whole Mbps from 10 to 8192 ("100" or "100Mbps").
+	// Default: 10.
+	OCIShapeFlexMin Name = "service.beta.kubernetes.io/oci-load-balancer-shape-flex-min"
+
+	// OCIShapeFlexMax is a flexible shape's maximum bandwidth.
+	// Type: whole Mbps from 10 to 8192, at least shape-flex-min.
+	// Default: 100.
+	OCIShapeFlexMax Name = "service.beta.kubernetes.io/oci-load-balancer-shape-flex-max"
+
+	// OCISubnet1 is the load balancer's subnet (a regional one, or the first
+	// of two availability-domain ones). Cannot change once built.
+	// Type: subnet OCID.
+	// Default: loadBalancer.subnet1 of the config.
+	OCISubnet1 Name = "service.beta.kubernetes.io/oci-load-balancer-subnet1"
+
+	// OCISubnet2 is the second availability-domain subnet.
+	// Type: subnet OCID.
+	// Default: loadBalancer.subnet2 of the config.
+	OCISubnet2 Name = "service.beta.kubernetes.io/oci-load-balancer-subnet2"
+
+	// OCIHealthCheckRetries is how many failed checks take a node out.
+	// Type: whole number from 1 to 10.
+	// Default: 3.
+	OCIHealthCheckRetries Name = "service.beta.kubernetes.io/oci-load-balancer-health-check-retries"
+
+	// OCIHealthCheckTimeout is how long a check may take.
+	// Type: milliseconds from 1 to 600000.
+	// Default: 3000.
+	OCIHealthCheckTimeout Name = "service.beta.kubernetes.io/oci-load-balancer-health-check-timeout"
+
+	// OCIHealthCheckInterval is the time between two checks of a node.
+	// Type: milliseconds from 1000 to 1800000.
+	// Default: 10000.
+	OCIHealthCheckInterval Name = "service.beta.kubernetes.io/oci-load-balancer-health-check-interval"
+
+	// OCIConnectionIdleTimeout is how long a connection may stay idle.
+	// Type: whole seconds from 1 to 7200.
+	// Default: 300 for TCP listeners, 60 for HTTP ones.
+	OCIConnectionIdleTimeout Name = "service.beta.kubernetes.io/oci-load-balancer-connection-idle-timeout"
+
+	// OCIProxyProtocolVersion makes the TCP listeners send a PROXY protocol
+	// header to the nodes.
+	// Type: 1 or 2.
+	// Default: none.
+	OCIProxyProtocolVersion Name = "service.beta.kubernetes.io/oci-load-balancer-connection-proxy-protocol-version"
+
+	// OCISecurityListManagementMode is which security list rules the CCM
+	// manages for the load balancer (oci.oraclecloud.com/
+	// security-rule-management-mode overrides it).
+	// Type: All, Frontend or None.
+	// Default: loadBalancer.securityListManagementMode of the config.
+	OCISecurityListManagementMode Name = "service.beta.kubernetes.io/oci-load-balancer-security-list-management-mode"
+
+	// OCIBackendProtocol is the listeners' protocol.
+	// Type: TCP or HTTP.
+	// Default: TCP.
+	OCIBackendProtocol Name = "service.beta.kubernetes.io/oci-load-balancer-backend-protocol"
+
+	// OCISSLPorts lists the ports whose listeners terminate SSL with the
+	// certificate of tls-secret.
+	// Type: comma-separated port numbers of the Service.
+	// Default: none.
+	OCISSLPorts Name = "service.beta.kubernetes.io/oci-load-balancer-ssl-ports"
+
+	// OCITLSSecret is the kubernetes.io/tls Secret whose certificate the SSL
+	// listeners present.
+	// Type: "<name>" (the Service's namespace) or "<namespace>/<name>".
+	// Default: none.
+	OCITLSSecret Name = "service.beta.kubernetes.io/oci-load-balancer-tls-secret"
+
+	// OCITLSBackendSetSecret is the Secret whose certificate the backend sets
+	// use toward the nodes (SSL to the backends).
+	// Type: "<name>" or "<namespace>/<name>".
+	// Default: none.
+	OCITLSBackendSetSecret Name = "service.beta.kubernetes.io/oci-load-balancer-tls-backendset-secret"
+
+	// OCINetworkSecurityGroups lists network security groups the load balancer
+	// joins.
+	// Type: comma-separated NSG OCIDs, at most 5.
+	// Default: none.
+	OCINetworkSecurityGroups Name = "oci.oraclecloud.com/oci-network-security-groups"
+
+	// OCIPolicy is how the load balancer spreads connections.
+	// Type: ROUND_ROBIN, LEAST_CONNECTIONS or IP_HASH.
+	// Default: ROUND_ROBIN.
+	OCIPolicy Name = "oci.oraclecloud.com/loadbalancer-policy"
+
+	// OCIInitialDefinedTagsOverride gives the defined tags of the load balancer,
+	// set when it is built, instead of the config's.
+	// Type: JSON {"namespace": {"key": "value"}}.
+	// Default: the config's tags.
+	OCIInitialDefinedTagsOverride Name = "oci.oraclecloud.com/initial-defined-tags-override"
+
+	// OCIInitialFreeformTagsOverride gives the freeform tags of the load balancer,
+	// set when it is built, instead of the config's.
+	// Type: JSON {"key": "value"}.
+	// Default: the config's tags.
+	OCIInitialFreeformTagsOverride Name = "oci.oraclecloud.com/initial-freeform-tags-override"
+
+	// OCINodeLabelSelector chooses the nodes that are backends.
+	// Type: a label selector ("key=value,key2 in (a,b)").
+	// Default: every eligible node.
+	OCINodeLabelSelector Name = "oci.oraclecloud.com/node-label-selector"
+
+	// OCISecurityRuleManagementMode is which security rules the CCM manages,
+	// in security lists or network security groups; it overrides the
+	// security-list-management-mode annotations.
+	// Type: SL-All, SL-Frontend, NSG or None.
+	// Default: the security list mode.
+	OCISecurityRuleManagementMode Name = "oci.oraclecloud.com/security-rule-management-mode"
+
+	// OCIBackendNetworkSecurityGroups lists the nodes' network security groups,
+	// where the NSG mode adds the rules letting the load balancer in.
+	// Type: comma-separated NSG OCIDs.
+	// Default: none.
+	OCIBackendNetworkSecurityGroups Name = "oci.oraclecloud.com/oci-backend-network-security-group"
+
+	// OCIListenerSSLConfig is the SSL listeners' cipher suite and protocols.
+	// Type: JSON {"CipherSuiteName": "...", "Protocols": ["TLSv1.2"]}.
+	// Default: OCI's.
+	OCIListenerSSLConfig Name = "oci.oraclecloud.com/oci-load-balancer-listener-ssl-config"
+
+	// OCIBackendSetSSLConfig is the backend sets' cipher suite and protocols.
+	// Type: JSON {"CipherSuiteName": "...", "Protocols": ["TLSv1.2"]}.
+	// Default: OCI's.
+	OCIBackendSetSSLConfig Name = "oci.oraclecloud.com/oci-load-balancer-backendset-ssl-config"
+
+	// OCIIngressIPMode is the status's ingress ipMode: VIP (kube-proxy
+	// short-cuts traffic to the address) or Proxy (it goes through the load
+	// balancer).
+	// Type: VIP or Proxy (any case).
+	// Default: VIP.
+	OCIIngressIPMode Name = "oci.oraclecloud.com/ingress-ip-mode"
+
+	// OCIRuleSets gives rule sets attached to every listener.
+	// Type: JSON {"name": RuleSetDetails} (the OCI API's form).
+	// Default: none.
+	OCIRuleSets Name = "oci.oraclecloud.com/oci-load-balancer-rule-sets"
+
+	// OCINLBInternal makes the network load balancer private. Cannot change
+	// once built.
+	// Type: boolean.
+	// Default: false.
+	OCINLBInternal Name = "oci-network-load-balancer.oraclecloud.com/internal"
+
+	// OCINLBSubnet is the network load balancer's subnet. Cannot change once
+	// built.
+	// Type: subnet OCID.
+	// Default: loadBalancer.subnet1 of the config.
+	OCINLBSubnet Name = "oci-network-load-balancer.oraclecloud.com/subnet"
+
+	// OCINLBNetworkSecurityGroups lists network security groups the network load
+	// balancer joins.
+	// Type: comma-separated NSG OCIDs, at most 5.
+	// Default: none.
+	OCINLBNetworkSecurityGroups Name = "oci-network-load-balancer.oraclecloud.com/oci-network-security-groups"
+
+	// OCINLBInitialFreeformTagsOverride gives the freeform tags of the network load
+	// balancer, set when it is built, instead of the config's.
+	// Type: JSON {"key": "value"}.
+	// Default: the config's tags.
+	OCINLBInitialFreeformTagsOverride Name = "oci-network-load-balancer.oraclecloud.com/initial-freeform-tags-override"
+
+	// OCINLBInitialDefinedTagsOverride gives the defined tags of the network load
+	// balancer, set when it is built, instead of the config's.
+	// Type: JSON {"namespace": {"key": "value"}}.
+	// Default: the config's tags.
+	OCINLBInitialDefinedTagsOverride Name = "oci-network-load-balancer.oraclecloud.com/initial-defined-tags-override"
+
+	// OCINLBFreeformTags gives the freeform tags of the network load balancer, kept
+	// as the annotation says.
+	// Type: JSON {"key": "value"}.
+	// Default: none.
+	OCINLBFreeformTags Name = "oci-network-load-balancer.oraclecloud.com/freeform-tags"
+
+	// OCINLBDefinedTags gives the defined tags of the network load balancer, kept
+	// as the annotation says.
+	// Type: JSON {"namespace": {"key": "value"}}.
+	// Default: none.
+	OCINLBDefinedTags Name = "oci-network-load-balancer.oraclecloud.com/defined-tags"
+
+	// OCINLBHealthCheckRetries is how many failed checks take a node out.
+	// Type: whole number from 1 to 10.
+	// Default: 3.
+	OCINLBHealthCheckRetries Name = "oci-network-load-balancer.oraclecloud.com/health-check-retries"
+
+	// OCINLBHealthCheckTimeout is how long a check may take.
+	// Type: milliseconds from 1 to 600000.
+	// Default: 3000.
+	OCINLBHealthCheckTimeout Name = "oci-network-load-balancer.oraclecloud.com/health-check-timeout"
+
+	// OCINLBHealthCheckInterval is the time between two checks of a node.
+	// Type: milliseconds from 1000 to 1800000.
+	// Default: 10000.
+	OCINLBHealthCheckInterval Name = "oci-network-load-balancer.oraclecloud.com/health-check-interval"
+
+	// OCINLBBackendPolicy is how the network load balancer spreads flows.
+	// Type: TWO_TUPLE, THREE_TUPLE or FIVE_TUPLE.
+	// Default: FIVE_TUPLE.
+	OCINLBBackendPolicy Name = "oci-network-load-balancer.oraclecloud.com/backend-policy"
+
+	// OCINLBSecurityListManagementMode is which security list rules the CCM
+	// manages for the network load balancer.
+	// Type: All, Frontend or None.
+	// Default: None.
+	OCINLBSecurityListManagementMode Name = "oci-network-load-balancer.oraclecloud.com/security-list-management-mode"
+
+	// OCINLBNodeLabelSelector chooses the nodes that are backends.
+	// Type: a label selector.
+	// Default: every eligible node.
+	OCINLBNodeLabelSelector Name = "oci-network-load-balancer.oraclecloud.com/node-label-selector"
+
+	// OCINLBIsPreserveSource keeps the clients' addresses on the way to the
+	// nodes; only with externalTrafficPolicy Local.
+	// Type: boolean.
+	// Default: true with externalTrafficPolicy Local, else false.
+	OCINLBIsPreserveSource Name = "oci-network-load-balancer.oraclecloud.com/is-preserve-source"
+
+	// OCINLBIsPPv2Enabled makes the listeners send a PROXY protocol v2 header.
+	// Type: boolean.
+	// Default: false.
+	OCINLBIsPPv2Enabled Name = "oci-network-load-balancer.oraclecloud.com/is-ppv2-enabled"
+
+	// OCINLBExternalIPOnly publishes the public address alone in the status
+	// (not the private one too).
+	// Type: boolean.
+	// Default: false.
+	OCINLBExternalIPOnly Name = "oci-network-load-balancer.oraclecloud.com/external-ip-only"
+
+	// OCINLBAssignedPrivateIPv4 is the private IPv4 address the network load
+	// balancer takes in its subnet.
+	// Type: IPv4 address.
+	// Default: one OCI chooses.
+	OCINLBAssignedPrivateIPv4 Name = "oci-network-load-balancer.oraclecloud.com/assigned-private-ipv4"
+
+	// OCINLBAssignedIPv6 is the IPv6 address the network load balancer takes
+	// in its subnet.
+	// Type: IPv6 address.
+	// Default: one OCI chooses.
+	OCINLBAssignedIPv6 Name = "oci-network-load-balancer.oraclecloud.com/assigned-ipv6"
+)
+
+// OCIMaxNetworkSecurityGroups is how many network security groups a load
+// balancer may join.
+const OCIMaxNetworkSecurityGroups = 5
+
+// OneOfFold is OneOf with the case of the value ignored; the result is the
+// accepted value as spelt in values.
+func (n Name) OneOfFold(svc *v1.Service, values ...string) (string, error) {
+	v, ok := n.lookup(svc)
+	if !ok {
+		return "", ErrNotSet
+	}
+	for _, want := range values {
+		if strings.EqualFold(strings.TrimSpace(v), want) {
+			return want, nil
+		}
+	}
+	return "", &InvalidError{Name: n, Value: v, Accepted: strings.Join(values, ", ")}
+}
+
+// OCIDs parses a comma-separated list of OCIDs of kind (nsg:
+// "networksecuritygroup"), blanks and repeats dropped, at most max (0: any).
+func (n Name) OCIDs(svc *v1.Service, kind string, max int) ([]string, error) {
+	v, ok := n.lookup(svc)
+	if !ok {
+		return nil, ErrNotSet
+	}
+	accepted := fmt.Sprintf("comma-separated OCIDs (ocid1.%s.…)", kind)
+	if max > 0 {
+		accepted += fmt.Sprintf(", at most %d", max)
+	}
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" || slices.Contains(out, item) {
+			continue
+		}
+		parts := strings.Split(item, ".")
+		if len(parts) < 5 || parts[0] != "ocid1" || parts[1] != kind || parts[len(parts)-1] == "" {
+			return nil, &InvalidError{Name: n, Value: v, Accepted: accepted, Err: fmt.Errorf("%q is not one", item)}
+		}
+		out = append(out, item)
+	}
+	if max > 0 && len(out) > max {
+		return nil, &InvalidError{Name: n, Value: v, Accepted: accepted, Err: fmt.Errorf("%d given", len(out))}
+	}
+	return out, nil
+}
+
+// OCID parses one OCID of kind.
+func (n Name) OCID(svc *v1.Service, kind string) (string, error) {
+	ids, err := n.OCIDs(svc, kind, 1)
+	if err == nil && len(ids) == 0 {
+		err = &InvalidError{Name: n, Value: "", Accepted: fmt.Sprintf("an OCID (ocid1.%s.…)", kind)}
+	}
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// Ports parses a comma-separated list of port numbers.
+func (n Name) Ports(svc *v1.Service) ([]int32, error) {
+	v, ok := n.lookup(svc)
+	if !ok {
+		return nil, ErrNotSet
+	}
+	var out []int32
+	for item := range strings.SplitSeq(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		p, err := strconv.Atoi(item)
+		if err != nil || p < 1 || p > 65535 {
+			return nil, &InvalidError{Name: n, Value: v, Accepted: "comma-separated port numbers from 1 to 65535"}
+		}
+		if !slices.Contains(out, int32(p)) {
+			out = append(out, int32(p))
+		}
+	}
+	return out, nil
+}
+
+// Bandwidth parses a flexible shape's bandwidth: whole Mbps, with or without
+// the unit ("100", "100Mbps"), from 10 to 8192.
+func (n Name) Bandwidth(svc *v1.Service) (int, error) {
+	v, ok := n.lookup(svc)
+	if !ok {
+		return 0, ErrNotSet
+	}
+	s := strings.TrimSpace(v)
+	if len(s) > 4 && strings.EqualFold(s[len(s)-4:], "mbps") {
+		s = strings.TrimSpace(s[:len(s)-4])
+	}
+	mbps, err := strconv.Atoi(s)
+	if err != nil || mbps < 10 || mbps > 8192 {
+		return 0, &InvalidError{Name: n, Value: v, Accepted: `whole Mbps from 10 to 8192, such as "100" or "100Mbps"`}
+	}
+	return mbps, nil
+}
+
+// SecretRef parses a Secret's reference: "<name>" in the Service's namespace,
+// or "<namespace>/<name>".
+func (n Name) SecretRef(svc *v1.Service) (namespace, name string, err error) {
+	v, ok := n.lookup(svc)
+	if !ok {
+		return "", "", ErrNotSet
+	}
+	namespace, name, found := strings.Cut(strings.TrimSpace(v), "/")
+	if !found {
+		namespace, name = svc.Namespace, namespace
+	}
+	if namespace == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", &InvalidError{Name: n, Value: v, Accepted: `"<name>" or "<namespace>/<name>" of a Secret`}
+	}
+	return namespace, name, nil
+}
+
+// FreeformTags parses JSON freeform tags: {"key": "value"}.
+func (n Name) FreeformTags(svc *v1.Service) (map[string]string, error) {
+	var tags map[string]string
+	return tags, n.json(svc, &tags, `JSON {"key": "value"}`)
+}
+
+// DefinedTags parses JSON defined tags: {"namespace": {"key": "value"}}.
+func (n Name) DefinedTags(svc *v1.Service) (map[string]map[string]any, error) {
+	var tags map[string]map[string]any
+	return tags, n.json(svc, &tags, `JSON {"namespace": {"key": "value"}}`)
+}
+
+// JSON parses a JSON object into out (a pointer), unknown fields refused.
+func (n Name) JSON(svc *v1.Service, out any, accepted string) error {
+	return n.json(svc, out, accepted)
+}
+
+func (n Name) json(svc *v1.Service, out any, accepted string) error {
+	v, ok := n.lookup(svc)
+	if !ok {
+		return ErrNotSet
+	}
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return &InvalidError{Name: n, Value: v, Accepted: accepted, Err: err}
+	}
+	if dec.More() {
+		return &InvalidError{Name: n, Value: v, Accepted: accepted}
+	}
+	return nil
+}
