@@ -19,6 +19,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"testing"
@@ -101,17 +102,27 @@ func (s *suite) cloudOf(t *testing.T, uid string, kube kubernetes.Interface) clo
 	return lb
 }
 
-// service creates a LoadBalancer Service with a TCP port in ns.
+// lbClass keeps the suite's Services from every service controller (the
+// in-process CCMs of other tests on the same apiserver): the suite alone
+// calls the provider for them.
+const lbClass = "conformance.overcast.io/suite"
+
+// service creates a LoadBalancer Service with a TCP port in ns, deleted when
+// the test ends.
 func (s *suite) service(t *testing.T, ns, name string, annotations map[string]string) *v1.Service {
 	t.Helper()
+	class := lbClass
 	svc := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
-		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, LoadBalancerClass: &class, Ports: []v1.ServicePort{
 			{Name: "http", Protocol: v1.ProtocolTCP, Port: 80},
 		}},
 	}
 	svc, err := s.kube.Client.CoreV1().Services(ns).Create(t.Context(), svc, metav1.CreateOptions{})
 	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = s.kube.Client.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	return svc
 }
 
