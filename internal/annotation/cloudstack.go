@@ -87,23 +87,10 @@ var CloudStackAlgorithms = []string{"roundrobin", "leastconn", "source"}
 // CIDRs parses a comma-separated list of CIDRs (blanks ignored; "" is an
 // empty list).
 func (n Name) CIDRs(svc *v1.Service) ([]string, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return nil, ErrNotSet
-	}
-	var out []string
-	for c := range strings.SplitSeq(v, ",") {
-		c = strings.TrimSpace(c)
-		if c == "" {
-			continue
-		}
+	return parseList(n, svc, "comma-separated CIDRs such as 203.0.113.0/24,198.51.100.7/32", func(c string) (string, error) {
 		p, err := netip.ParsePrefix(c)
-		if err != nil {
-			return nil, &InvalidError{Name: n, Value: v, Accepted: "comma-separated CIDRs such as 203.0.113.0/24,198.51.100.7/32", Err: err}
-		}
-		out = append(out, p.Masked().String())
-	}
-	return out, nil
+		return p.Masked().String(), err
+	})
 }
 
 // OneOf returns the value, which must be one of values (without case).

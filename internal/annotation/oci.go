@@ -288,48 +288,25 @@ const (
 // balancer may join.
 const OCIMaxNetworkSecurityGroups = 5
 
-// OneOfFold is OneOf with the case of the value ignored; the result is the
-// accepted value as spelt in values.
-func (n Name) OneOfFold(svc *v1.Service, values ...string) (string, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return "", ErrNotSet
-	}
-	for _, want := range values {
-		if strings.EqualFold(strings.TrimSpace(v), want) {
-			return want, nil
-		}
-	}
-	return "", &InvalidError{Name: n, Value: v, Accepted: strings.Join(values, ", ")}
-}
-
 // OCIDs parses a comma-separated list of OCIDs of kind (nsg:
 // "networksecuritygroup"), blanks and repeats dropped, at most max (0: any).
 func (n Name) OCIDs(svc *v1.Service, kind string, max int) ([]string, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return nil, ErrNotSet
-	}
 	accepted := fmt.Sprintf("comma-separated OCIDs (ocid1.%s.…)", kind)
 	if max > 0 {
 		accepted += fmt.Sprintf(", at most %d", max)
 	}
-	var out []string
-	for item := range strings.SplitSeq(v, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" || slices.Contains(out, item) {
-			continue
-		}
+	ids, err := parseList(n, svc, accepted, func(item string) (string, error) {
 		parts := strings.Split(item, ".")
 		if len(parts) < 5 || parts[0] != "ocid1" || parts[1] != kind || parts[len(parts)-1] == "" {
-			return nil, &InvalidError{Name: n, Value: v, Accepted: accepted, Err: fmt.Errorf("%q is not one", item)}
+			return "", fmt.Errorf("%q is not one", item)
 		}
-		out = append(out, item)
+		return item, nil
+	})
+	ids = unique(ids)
+	if err == nil && max > 0 && len(ids) > max {
+		err = &InvalidError{Name: n, Value: svc.Annotations[string(n)], Accepted: accepted, Err: fmt.Errorf("%d given", len(ids))}
 	}
-	if max > 0 && len(out) > max {
-		return nil, &InvalidError{Name: n, Value: v, Accepted: accepted, Err: fmt.Errorf("%d given", len(out))}
-	}
-	return out, nil
+	return ids, err
 }
 
 // OCID parses one OCID of kind.
@@ -344,27 +321,48 @@ func (n Name) OCID(svc *v1.Service, kind string) (string, error) {
 	return ids[0], nil
 }
 
-// Ports parses a comma-separated list of port numbers.
+// Ports parses a comma-separated list of port numbers, repeats dropped.
 func (n Name) Ports(svc *v1.Service) ([]int32, error) {
+	ports, err := parseList(n, svc, "comma-separated port numbers from 1 to 65535", func(item string) (int32, error) {
+		p, err := strconv.Atoi(item)
+		if err == nil && (p < 1 || p > 65535) {
+			err = fmt.Errorf("%d is out of range", p)
+		}
+		return int32(p), err
+	})
+	return unique(ports), err
+}
+
+// parseList parses a comma-separated list of what parse accepts, blanks
+// skipped.
+func parseList[T any](n Name, svc *v1.Service, accepted string, parse func(string) (T, error)) ([]T, error) {
 	v, ok := n.lookup(svc)
 	if !ok {
 		return nil, ErrNotSet
 	}
-	var out []int32
+	var out []T
 	for item := range strings.SplitSeq(v, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
+		if item = strings.TrimSpace(item); item == "" {
 			continue
 		}
-		p, err := strconv.Atoi(item)
-		if err != nil || p < 1 || p > 65535 {
-			return nil, &InvalidError{Name: n, Value: v, Accepted: "comma-separated port numbers from 1 to 65535"}
+		x, err := parse(item)
+		if err != nil {
+			return nil, &InvalidError{Name: n, Value: v, Accepted: accepted, Err: err}
 		}
-		if !slices.Contains(out, int32(p)) {
-			out = append(out, int32(p))
-		}
+		out = append(out, x)
 	}
 	return out, nil
+}
+
+// unique is xs without repeats, in order.
+func unique[T comparable](xs []T) []T {
+	var out []T
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // Bandwidth parses a flexible shape's bandwidth: whole Mbps, with or without

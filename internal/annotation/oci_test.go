@@ -72,7 +72,7 @@ func TestOCIParsers(t *testing.T) {
 			assert.ErrorContains(t, err, `JSON {"namespace": {"key": "value"}}`)
 		}},
 		{"the type in any case", []string{string(OCILoadBalancerType), "NLB"}, func(t *testing.T, kv []string) {
-			got, err := OCILoadBalancerType.OneOfFold(svcWith(kv...), "lb", "nlb")
+			got, err := OCILoadBalancerType.OneOf(svcWith(kv...), []string{"lb", "nlb"})
 			require.NoError(t, err)
 			assert.Equal(t, "nlb", got)
 		}},
@@ -95,6 +95,6 @@ func FuzzOCIParsers(f *testing.F) {
 		_, _, _ = n.SecretRef(svc)
 		_, _ = n.FreeformTags(svc)
 		_, _ = n.DefinedTags(svc)
-		_, _ = n.OneOfFold(svc, "lb", "nlb")
+		_, _ = n.OneOf(svc, []string{"lb", "nlb"})
 	})
 }
