@@ -1,0 +1,205 @@
+package oci
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Instances and their networking, as the Compute and Virtual Network APIs
+// answer them (field names and mandatory fields: oci-go-sdk's core.Instance,
+// core.VnicAttachment, core.Vnic, core.Subnet, core.Vcn; identity's
+// AvailabilityDomain).
+
+// Instance lifecycle states (core.InstanceLifecycleStateEnum).
+const (
+	StateRunning     = "RUNNING"
+	StateStopping    = "STOPPING"
+	StateStopped     = "STOPPED"
+	StateTerminating = "TERMINATING"
+	StateTerminated  = "TERMINATED"
+)
+
+type instance struct {
+	ID                 string    `json:"id"`
+	CompartmentID      string    `json:"compartmentId"`
+	AvailabilityDomain string    `json:"availabilityDomain"`
+	FaultDomain        string    `json:"faultDomain"`
+	DisplayName        string    `json:"displayName"`
+	LifecycleState     string    `json:"lifecycleState"`
+	Region             string    `json:"region"`
+	Shape              string    `json:"shape"`
+	TimeCreated        time.Time `json:"timeCreated"`
+}
+
+func (i *instance) ocid() string { return i.ID }
+
+type vnicAttachment struct {
+	ID                 string    `json:"id"`
+	CompartmentID      string    `json:"compartmentId"`
+	AvailabilityDomain string    `json:"availabilityDomain"`
+	InstanceID         string    `json:"instanceId"`
+	VnicID             string    `json:"vnicId"`
+	SubnetID           string    `json:"subnetId"`
+	LifecycleState     string    `json:"lifecycleState"`
+	NicIndex           int       `json:"nicIndex"`
+	TimeCreated        time.Time `json:"timeCreated"`
+}
+
+func (a *vnicAttachment) ocid() string { return a.ID }
+
+type vnic struct {
+	ID                 string    `json:"id"`
+	CompartmentID      string    `json:"compartmentId"`
+	AvailabilityDomain string    `json:"availabilityDomain"`
+	DisplayName        string    `json:"displayName"`
+	HostnameLabel      string    `json:"hostnameLabel"`
+	IsPrimary          bool      `json:"isPrimary"`
+	LifecycleState     string    `json:"lifecycleState"`
+	MacAddress         string    `json:"macAddress"`
+	PrivateIP          string    `json:"privateIp"`
+	PublicIP           string    `json:"publicIp,omitempty"`
+	IPv6Addresses      []string  `json:"ipv6Addresses"`
+	SubnetID           string    `json:"subnetId"`
+	TimeCreated        time.Time `json:"timeCreated"`
+}
+
+func (v *vnic) ocid() string { return v.ID }
+
+type subnet struct {
+	ID               string    `json:"id"`
+	CompartmentID    string    `json:"compartmentId"`
+	VCNID            string    `json:"vcnId"`
+	DisplayName      string    `json:"displayName"`
+	CIDRBlock        string    `json:"cidrBlock"`
+	IPv6CIDRBlocks   []string  `json:"ipv6CidrBlocks"`
+	LifecycleState   string    `json:"lifecycleState"`
+	RouteTableID     string    `json:"routeTableId"`
+	SecurityListIDs  []string  `json:"securityListIds"`
+	VirtualRouterIP  string    `json:"virtualRouterIp"`
+	VirtualRouterMac string    `json:"virtualRouterMac"`
+	TimeCreated      time.Time `json:"timeCreated"`
+	// AvailabilityDomain is nil for a regional subnet.
+	AvailabilityDomain *string `json:"availabilityDomain"`
+}
+
+func (s *subnet) ocid() string { return s.ID }
+
+type vcn struct {
+	ID             string    `json:"id"`
+	CompartmentID  string    `json:"compartmentId"`
+	DisplayName    string    `json:"displayName"`
+	CIDRBlock      string    `json:"cidrBlock"`
+	CIDRBlocks     []string  `json:"cidrBlocks"`
+	LifecycleState string    `json:"lifecycleState"`
+	TimeCreated    time.Time `json:"timeCreated"`
+}
+
+func (v *vcn) ocid() string { return v.ID }
+
+// viewOf is a copy of an object to encode outside the lock.
+func viewOf[T any](o *T) any { c := *o; return &c }
+
+func (e *Emulator) routeCompute() {
+	e.handle("GET "+corePath+"/instances", func(w http.ResponseWriter, r *http.Request) {
+		comp, ok := requireCompartment(w, r)
+		if !ok {
+			return
+		}
+		q := r.URL.Query()
+		ad, name := q.Get("availabilityDomain"), q.Get("displayName")
+		listPage(e, w, r, e.instances, func(i *instance) bool {
+			return i.CompartmentID == comp && (ad == "" || i.AvailabilityDomain == ad) && (name == "" || i.DisplayName == name)
+		}, viewOf[instance])
+	})
+	e.handle("GET "+corePath+"/instances/{id}", func(w http.ResponseWriter, r *http.Request) {
+		getOne(e, w, r, e.instances, viewOf[instance])
+	})
+	e.handle("GET "+corePath+"/vnicAttachments", func(w http.ResponseWriter, r *http.Request) {
+		comp, ok := requireCompartment(w, r)
+		if !ok {
+			return
+		}
+		inst := r.URL.Query().Get("instanceId")
+		listPage(e, w, r, e.attachments, func(a *vnicAttachment) bool {
+			return a.CompartmentID == comp && (inst == "" || a.InstanceID == inst)
+		}, viewOf[vnicAttachment])
+	})
+	e.handle("GET "+corePath+"/vnics/{id}", func(w http.ResponseWriter, r *http.Request) {
+		getOne(e, w, r, e.vnics, viewOf[vnic])
+	})
+	e.handle("GET "+corePath+"/subnets/{id}", func(w http.ResponseWriter, r *http.Request) {
+		getOne(e, w, r, e.subnets, viewOf[subnet])
+	})
+	e.handle("GET "+corePath+"/vcns/{id}", func(w http.ResponseWriter, r *http.Request) {
+		getOne(e, w, r, e.vcns, viewOf[vcn])
+	})
+	e.handle("GET "+corePath+"/availabilityDomains", func(w http.ResponseWriter, r *http.Request) {
+		comp, ok := requireCompartment(w, r)
+		if !ok {
+			return
+		}
+		ads := make([]map[string]string, len(e.fx.AvailabilityDomains))
+		for i, name := range e.fx.AvailabilityDomains {
+			ads[i] = map[string]string{"id": fmt.Sprintf("ocid1.availabilitydomain.oc1..ad%d", i+1), "name": name, "compartmentId": comp}
+		}
+		writeJSON(w, http.StatusOK, ads)
+	})
+	e.handle("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "NotFound", "Not Found")
+	})
+}
+
+// AddMachine adds a RUNNING instance named name (a Node's name) in the
+// fixture's compartment, with a primary VNIC on the node subnet that has a
+// private and a public address, and returns its OCID and private address.
+// The availability and fault domains go round.
+func (e *Emulator) AddMachine(name string) (id, ip string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.instances.Len()
+	ad := e.fx.AvailabilityDomains[n%len(e.fx.AvailabilityDomains)]
+	now := e.opts.Clock()
+	inst := &instance{ID: e.newID("instance"), CompartmentID: e.fx.CompartmentID, AvailabilityDomain: ad,
+		FaultDomain: fmt.Sprintf("FAULT-DOMAIN-%d", n%3+1), DisplayName: name, LifecycleState: StateRunning,
+		Region: e.opts.Region, Shape: "VM.Standard.E4.Flex", TimeCreated: now}
+	private, public := e.machineNext, e.publicNext
+	e.machineNext, e.publicNext = e.machineNext.Next(), e.publicNext.Next()
+	v := &vnic{ID: e.newID("vnic"), CompartmentID: inst.CompartmentID, AvailabilityDomain: ad, DisplayName: name,
+		HostnameLabel: name, IsPrimary: true, LifecycleState: "AVAILABLE", MacAddress: fmt.Sprintf("02:00:17:00:%02x:%02x", n/256%256, n%256),
+		PrivateIP: private.String(), PublicIP: public.String(), IPv6Addresses: []string{}, SubnetID: e.fx.SubnetID, TimeCreated: now}
+	att := &vnicAttachment{ID: e.newID("vnicattachment"), CompartmentID: inst.CompartmentID, AvailabilityDomain: ad,
+		InstanceID: inst.ID, VnicID: v.ID, SubnetID: v.SubnetID, LifecycleState: "ATTACHED", TimeCreated: now}
+	e.instances.Add(inst.ID, inst)
+	e.vnics.Add(v.ID, v)
+	e.attachments.Add(att.ID, att)
+	return inst.ID, private.String()
+}
+
+// SetInstanceState moves an instance to a lifecycle state (STOPPED,
+// TERMINATED, …). A TERMINATED instance's VNICs are detached, as OCI does.
+func (e *Emulator) SetInstanceState(id, state string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	inst, ok := e.instances.Get(id)
+	if !ok {
+		return fmt.Errorf("no instance %s", id)
+	}
+	inst.LifecycleState = state
+	if state == StateTerminated {
+		for _, a := range e.attachments.All() {
+			if a.InstanceID == id {
+				a.LifecycleState = "DETACHED"
+			}
+		}
+	}
+	return nil
+}
+
+// Objects counts what a CCM may create, by kind (nothing yet: load balancers
+// come with their API).
+func (e *Emulator) Objects() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return map[string]int{}
+}

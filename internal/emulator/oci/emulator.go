@@ -1,0 +1,347 @@
+// Package oci is an in-memory emulator of the Oracle Cloud Infrastructure APIs
+// overcast-ccm uses, for tests, the bench and `overcast emulate oci`, reached
+// through oci-go-sdk's own clients (a test drives every operation with them)
+// and overcast-ccm's client. It runs on the emulator core
+// (internal/emulator/core): latency, faults, calls counted by operation,
+// /_emulator.
+//
+// Held to the real API (sources in ../shared/facts/oci-api.md; the SDK's
+// models for the mandatory fields): every request's HTTP signature verified as
+// OCI verifies it (401 NotAuthenticated for a missing header, a bad signature,
+// an unknown key or a date more than 5 minutes off), users with rights per
+// service (a user without them gets 404 NotAuthorizedOrNotFound, as OCI
+// answers a missing policy), errors as {"code", "message"}, opc-request-id on
+// every answer, list bodies as bare arrays paged with limit, page and
+// opc-next-page.
+//
+// This first part serves what Nodes need: instances, their VNIC attachments
+// and VNICs, subnets, VCNs and availability domains.
+package oci
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
+)
+
+// The API versions, the first segment of every path.
+const (
+	corePath     = "/20160918"
+	lbPath       = "/20170115"
+	nlbPath      = "/20200501"
+	defaultLimit = 100 // what a list answers without limit (ListInstances' documented default)
+	maxLimit     = 1000
+)
+
+// Options of an Emulator; the zero value is usable.
+type Options struct {
+	// Latency is added to every API call.
+	Latency time.Duration
+	// Region is the region of everything; default us-ashburn-1.
+	Region string
+	// MachineCIDR is the node subnet's CIDR, where instances' private
+	// addresses come from; default 10.0.10.0/24.
+	MachineCIDR string
+	// PublicCIDR is where public addresses come from (from its 10th address
+	// on); default 203.0.113.0/24.
+	PublicCIDR string
+	// Clock is the emulator's clock, against which request dates are
+	// checked; default time.Now.
+	Clock func() time.Time
+}
+
+// Fixture is what the emulator starts with: a tenancy, a user with an API key
+// and every right, a compartment, a VCN with a regional subnet, three
+// availability domains.
+type Fixture struct {
+	TenancyID, UserID, CompartmentID, VCNID, SubnetID string
+	// PrivateKeyPEM and Fingerprint are the user's API key.
+	PrivateKeyPEM, Fingerprint string
+	AvailabilityDomains        []string
+}
+
+// Emulator is the OCI emulator.
+type Emulator struct {
+	*core.Server
+	opts Options
+	fx   Fixture
+	mux  *http.ServeMux
+
+	mu          sync.Mutex
+	seq         int
+	users       map[string]*user // by keyId
+	instances   *core.Store[*instance]
+	attachments *core.Store[*vnicAttachment]
+	vnics       *core.Store[*vnic]
+	subnets     *core.Store[*subnet]
+	vcns        *core.Store[*vcn]
+	machineNet  netip.Prefix
+	machineNext netip.Addr
+	publicNext  netip.Addr
+}
+
+// New returns an emulator with its Fixture.
+func New(opts Options) (*Emulator, error) {
+	if opts.Region == "" {
+		opts.Region = "us-ashburn-1"
+	}
+	if opts.MachineCIDR == "" {
+		opts.MachineCIDR = "10.0.10.0/24"
+	}
+	if opts.PublicCIDR == "" {
+		opts.PublicCIDR = "203.0.113.0/24"
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	machineNet, err := netip.ParsePrefix(opts.MachineCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("oci emulator: MachineCIDR: %w", err)
+	}
+	publicNet, err := netip.ParsePrefix(opts.PublicCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("oci emulator: PublicCIDR: %w", err)
+	}
+	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
+		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
+		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
+		machineNet: machineNet.Masked(), machineNext: machineNet.Masked().Addr().Next().Next(),
+		publicNext: nth(publicNet.Masked().Addr(), 10)}
+	if err := e.seedFixture(); err != nil {
+		return nil, err
+	}
+	e.routeCompute()
+	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{Name: "oci emulator", Latency: opts.Latency,
+		Classify: classify, WriteError: func(w http.ResponseWriter, _ *http.Request, _ string, status int, msg string) {
+			writeError(w, status, codeForStatus(status), msg)
+		}, Clock: opts.Clock})
+	return e, nil
+}
+
+func nth(a netip.Addr, n int) netip.Addr {
+	for range n {
+		a = a.Next()
+	}
+	return a
+}
+
+// Fixture is what the emulator started with.
+func (e *Emulator) Fixture() Fixture { return e.fx }
+
+// Region is the emulator's region.
+func (e *Emulator) Region() string { return e.opts.Region }
+
+// CloudConfig is a cloud-provider.yaml of oci-cloud-controller-manager's form
+// for the fixture's user.
+func (e *Emulator) CloudConfig() string {
+	f := e.fx
+	return fmt.Sprintf(`auth:
+  region: %s
+  tenancy: %s
+  user: %s
+  key: |
+    %s
+  fingerprint: %s
+compartment: %s
+vcn: %s
+loadBalancer:
+  subnet1: %s
+  securityListManagementMode: None
+`, e.opts.Region, f.TenancyID, f.UserID, strings.ReplaceAll(strings.TrimSpace(f.PrivateKeyPEM), "\n", "\n    "),
+		f.Fingerprint, f.CompartmentID, f.VCNID, f.SubnetID)
+}
+
+// newID is an OCID of kind (ocid1.<kind>.oc1.<region>.<unique>). Call with mu
+// held (or before serving).
+func (e *Emulator) newID(kind string) string {
+	e.seq++
+	region := "iad"
+	if kind == "tenancy" || kind == "user" || kind == "compartment" {
+		region = ""
+	}
+	return fmt.Sprintf("ocid1.%s.oc1.%s.aaaaemulator%06d", kind, region, e.seq)
+}
+
+func (e *Emulator) seedFixture() error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	f := &e.fx
+	f.TenancyID, f.UserID, f.CompartmentID = e.newID("tenancy"), e.newID("user"), e.newID("compartment")
+	f.PrivateKeyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	f.Fingerprint = e.addKey(f.TenancyID, f.UserID, &key.PublicKey, allRights...)
+	for i := 1; i <= 3; i++ {
+		f.AvailabilityDomains = append(f.AvailabilityDomains, fmt.Sprintf("Uocm:US-ASHBURN-AD-%d", i))
+	}
+	now := e.opts.Clock()
+	v := &vcn{ID: e.newID("vcn"), CompartmentID: f.CompartmentID, DisplayName: "cluster", CIDRBlock: "10.0.0.0/16",
+		CIDRBlocks: []string{"10.0.0.0/16"}, LifecycleState: "AVAILABLE", TimeCreated: now}
+	e.vcns.Add(v.ID, v)
+	s := &subnet{ID: e.newID("subnet"), CompartmentID: f.CompartmentID, VCNID: v.ID, DisplayName: "nodes",
+		CIDRBlock: e.machineNet.String(), LifecycleState: "AVAILABLE", RouteTableID: e.newID("routetable"),
+		VirtualRouterIP: e.machineNet.Addr().Next().String(), VirtualRouterMac: "00:00:17:00:00:01",
+		SecurityListIDs: []string{}, IPv6CIDRBlocks: []string{}, TimeCreated: now}
+	e.subnets.Add(s.ID, s)
+	f.VCNID, f.SubnetID = v.ID, s.ID
+	return nil
+}
+
+// serveAPI authenticates the request, then routes it.
+func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("opc-request-id", e.requestID())
+	u, msg := e.authenticate(r)
+	if u == nil {
+		writeError(w, http.StatusUnauthorized, "NotAuthenticated", msg)
+		return
+	}
+	if svc, _ := classify(r); !u.rights[svc] {
+		// OCI answers a request its policies do not allow as it answers one
+		// for a resource that does not exist.
+		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		return
+	}
+	e.mux.ServeHTTP(w, r)
+}
+
+func (e *Emulator) requestID() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	return fmt.Sprintf("EMULATOR%08X", e.seq)
+}
+
+// handle registers h for pattern; a pattern's missing routes answer OCI's 404.
+func (e *Emulator) handle(pattern string, h http.HandlerFunc) { e.mux.HandleFunc(pattern, h) }
+
+// classify names a request's service (the rights of a user are per service)
+// and operation, as Calls count them.
+func classify(r *http.Request) (service, operation string) {
+	p := r.URL.Path
+	version, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	resource, id, _ := strings.Cut(rest, "/")
+	switch {
+	case "/"+version == lbPath:
+		service = "loadbalancer"
+	case "/"+version == nlbPath:
+		service = "networkloadbalancer"
+	case resource == "availabilityDomains":
+		service = "identity"
+	case resource == "instances" || resource == "vnicAttachments":
+		service = "compute"
+	default:
+		service = "network"
+	}
+	route := "/" + version + "/" + resource
+	if id != "" {
+		route += "/{id}"
+	}
+	return service, r.Method + " " + route
+}
+
+// apiError is OCI's error body.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apiError{Code: code, Message: msg})
+}
+
+// codeForStatus is the code OCI gives an injected fault's status.
+func codeForStatus(status int) string {
+	switch status {
+	case 400:
+		return "InvalidParameter"
+	case 401:
+		return "NotAuthenticated"
+	case 404:
+		return "NotAuthorizedOrNotFound"
+	case 409:
+		return "IncorrectState"
+	case 412:
+		return "NoEtagMatch"
+	case 429:
+		return "TooManyRequests"
+	}
+	return "InternalServerError"
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// listPage answers a list: the page of st's objects that keep accepts, after
+// the request's page token, as a bare JSON array with opc-next-page when
+// more follow. Call without mu held.
+func listPage[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], keep func(T) bool, view func(T) any) {
+	q := r.URL.Query()
+	limit := defaultLimit
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxLimit {
+			writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("limit must be between 1 and %d", maxLimit))
+			return
+		}
+		limit = n
+	}
+	e.mu.Lock()
+	items, more, err := st.Page(q.Get("page"), limit, false, keep)
+	views := make([]any, len(items))
+	for i, it := range items {
+		views[i] = view(it)
+	}
+	next := ""
+	if more && len(items) > 0 {
+		next = items[len(items)-1].ocid()
+	}
+	e.mu.Unlock()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "InvalidParameter", "Invalid page token.")
+		return
+	}
+	if next != "" {
+		w.Header().Set("opc-next-page", next)
+	}
+	writeJSON(w, http.StatusOK, views)
+}
+
+// getOne answers the object id of st, or 404 NotAuthorizedOrNotFound.
+func getOne[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], view func(T) any) {
+	e.mu.Lock()
+	o, ok := st.Get(r.PathValue("id"))
+	var v any
+	if ok {
+		v = view(o)
+	}
+	e.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// requireCompartment is the compartmentId a list must name.
+func requireCompartment(w http.ResponseWriter, r *http.Request) (string, bool) {
+	c := r.URL.Query().Get("compartmentId")
+	if c == "" {
+		writeError(w, http.StatusBadRequest, "MissingParameter", "Missing compartmentId.")
+		return "", false
+	}
+	return c, true
+}
