@@ -119,27 +119,12 @@ type Emulator struct {
 
 // New returns an emulator with its Fixture.
 func New(opts Options) (*Emulator, error) {
-	if opts.MachineCIDR == "" {
-		opts.MachineCIDR = "10.1.1.0/24"
-	}
-	if opts.PublicCIDR == "" {
-		opts.PublicCIDR = "203.0.113.0/24"
-	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
-	if opts.ServeTraffic {
-		if err := core.CheckLoopback(map[string]string{"MachineCIDR": opts.MachineCIDR, "PublicCIDR": opts.PublicCIDR}); err != nil {
-			return nil, fmt.Errorf("cloudstack emulator: %w", err)
-		}
-	}
-	machineNet, err := netip.ParsePrefix(opts.MachineCIDR)
-	if err != nil || !machineNet.Addr().Is4() {
-		return nil, fmt.Errorf("cloudstack emulator: MachineCIDR %q: want an IPv4 prefix", opts.MachineCIDR)
-	}
-	publicNet, err := netip.ParsePrefix(opts.PublicCIDR)
-	if err != nil || !publicNet.Addr().Is4() {
-		return nil, fmt.Errorf("cloudstack emulator: PublicCIDR %q: want an IPv4 prefix", opts.PublicCIDR)
+	nets, err := core.ParseNetworks("cloudstack emulator", opts.MachineCIDR, opts.PublicCIDR, "10.1.1.0/24", "203.0.113.0/24", opts.ServeTraffic)
+	if err != nil {
+		return nil, err
 	}
 	seed := uint64(opts.Seed)
 	e := &Emulator{
@@ -153,8 +138,8 @@ func New(opts Options) (*Emulator, error) {
 		freeIPs:    map[string]string{},
 		jobs:       core.NewJobs(),
 		jobMeta:    map[string]jobMeta{},
-		machineNet: machineNet.Masked(),
-		publicNet:  publicNet.Masked(),
+		machineNet: nets.Machine,
+		publicNet:  nets.Public,
 	}
 	e.machineNext = e.machineNet.Addr().Next().Next() // .1 is the gateway
 	e.publicNext = e.publicNet.Addr()

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -109,4 +110,34 @@ func (d *DataPlane) Errors() map[string]string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return maps.Clone(d.errs)
+}
+
+// Networks are an emulator's two IPv4 ranges: where its machines' addresses
+// come from, and its public addresses.
+type Networks struct {
+	Machine, Public netip.Prefix
+}
+
+// ParseNetworks parses an emulator's MachineCIDR and PublicCIDR options
+// (defMachine, defPublic when ""), IPv4 prefixes, within 127.0.0.0/8 when its
+// load balancers serve traffic. name names the emulator in errors.
+func ParseNetworks(name, machineCIDR, publicCIDR, defMachine, defPublic string, serveTraffic bool) (Networks, error) {
+	machineCIDR, publicCIDR = cmp.Or(machineCIDR, defMachine), cmp.Or(publicCIDR, defPublic)
+	if serveTraffic {
+		if err := CheckLoopback(map[string]string{"MachineCIDR": machineCIDR, "PublicCIDR": publicCIDR}); err != nil {
+			return Networks{}, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	var n Networks
+	for _, p := range []struct {
+		option, cidr string
+		to           *netip.Prefix
+	}{{"MachineCIDR", machineCIDR, &n.Machine}, {"PublicCIDR", publicCIDR, &n.Public}} {
+		prefix, err := netip.ParsePrefix(p.cidr)
+		if err != nil || !prefix.Addr().Is4() {
+			return Networks{}, fmt.Errorf("%s: %s %q: want an IPv4 prefix", name, p.option, p.cidr)
+		}
+		*p.to = prefix.Masked()
+	}
+	return n, nil
 }

@@ -96,28 +96,18 @@ func New(opts Options) (*Emulator, error) {
 	if opts.Region == "" {
 		opts.Region = "us-ashburn-1"
 	}
-	if opts.MachineCIDR == "" {
-		opts.MachineCIDR = "10.0.10.0/24"
-	}
-	if opts.PublicCIDR == "" {
-		opts.PublicCIDR = "203.0.113.0/24"
-	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	machineNet, err := netip.ParsePrefix(opts.MachineCIDR)
+	nets, err := core.ParseNetworks("oci emulator", opts.MachineCIDR, opts.PublicCIDR, "10.0.10.0/24", "203.0.113.0/24", false)
 	if err != nil {
-		return nil, fmt.Errorf("oci emulator: MachineCIDR: %w", err)
-	}
-	publicNet, err := netip.ParsePrefix(opts.PublicCIDR)
-	if err != nil {
-		return nil, fmt.Errorf("oci emulator: PublicCIDR: %w", err)
+		return nil, err
 	}
 	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
 		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
 		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
-		machineNet: machineNet.Masked(), machineNext: machineNet.Masked().Addr().Next().Next(),
-		publicNext: nth(publicNet.Masked().Addr(), 10)}
+		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
+		publicNext: nth(nets.Public.Addr(), 10)}
 	if err := e.seedFixture(); err != nil {
 		return nil, err
 	}
