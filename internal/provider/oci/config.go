@@ -19,6 +19,9 @@ import (
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
 )
 
+// ProviderName is this cloud's --cloud-provider name, the peer's.
+const ProviderName = "oci"
+
 // Config is oci-cloud-controller-manager's cloud-provider.yaml, every key the
 // peer reads, with the same names and meanings. The peer's deprecated keys
 // are read too, each with one warning naming its replacement (Warnings).

@@ -68,7 +68,7 @@ func TestTheTransportSignsEachAttempt(t *testing.T) {
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		b, _ := io.ReadAll(r.Body)
 		seen, bodies = append(seen, r), append(bodies, string(b))
-		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
 	})
 	now := time.Date(2026, 11, 25, 13, 51, 0, 0, time.UTC)
 	tr := &signingTransport{base: base, creds: apiKey{keyID: "k", key: testKey}, now: func() time.Time { return now }}

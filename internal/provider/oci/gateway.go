@@ -1,0 +1,316 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// The gateway is the one place OCI's APIs are called: every call the CCM
+// makes is a method here, every answer is decoded into the few fields the CCM
+// uses, and every error is translated once (translate) into outcome's kinds
+// with OCI's own code and message. Requests are signed (sign.go) under the
+// shared transport (internal/cloudapi: rate limits, retries honouring
+// Retry-After, per-attempt timeouts, metrics).
+//
+// Overcast's own client rather than oci-go-sdk: the SDK costs every cloud's
+// binary 0.6 MB of anonymous memory and 1 MB of read-only data touched at
+// start (docs/benchmarks.md, session 11), and installs a circuit breaker of
+// its own. oci-go-sdk drives the emulator in its tests, and signs the same
+// requests byte for byte as sign.go (sign_test.go).
+
+// API versions: the first segment of every path.
+const (
+	coreAPI     = "/20160918"
+	identityAPI = "/20160918"
+)
+
+// maxPages bounds a listing (1,000 × 1,000 objects).
+const maxPages = 1000
+
+// listLimit is what a listing asks for a page: the most OCI allows.
+const listLimit = 1000
+
+// Endpoints are the base URLs of OCI's services.
+type Endpoints struct {
+	Core, Identity, LoadBalancer, NetworkLoadBalancer string
+}
+
+// endpointsFor are the public endpoints of region in realm oc1
+// (oci-go-sdk's common/regions.go templates).
+func endpointsFor(region string) Endpoints {
+	return Endpoints{
+		Core:                "https://iaas." + region + ".oraclecloud.com",
+		Identity:            "https://identity." + region + ".oci.oraclecloud.com",
+		LoadBalancer:        "https://iaas." + region + ".oraclecloud.com",
+		NetworkLoadBalancer: "https://network-load-balancer-api." + region + ".oci.oraclecloud.com",
+	}
+}
+
+type gateway struct {
+	http *http.Client
+	ep   Endpoints
+	// pageSize is the limit a listing asks for (listLimit; smaller in tests).
+	pageSize int
+}
+
+// newGateway is a gateway to ep signed with creds, limited as rl says (the
+// peer's defaults: 20 calls a second, bursts of 5, each way).
+func newGateway(ep Endpoints, creds credentials, rl *RateLimiter, now func() time.Time) (*gateway, error) {
+	limits := cloudapi.Config{Cloud: ProviderName, ReadQPS: 20, ReadBurst: 5, WriteQPS: 20, WriteBurst: 5}
+	if rl != nil {
+		if rl.DisableRateLimiter {
+			limits.ReadQPS, limits.WriteQPS = math.Inf(1), math.Inf(1)
+		} else {
+			if rl.RateLimitQPSRead > 0 {
+				limits.ReadQPS = float64(rl.RateLimitQPSRead)
+			}
+			if rl.RateLimitBucketRead > 0 {
+				limits.ReadBurst = rl.RateLimitBucketRead
+			}
+			if rl.RateLimitQPSWrite > 0 {
+				limits.WriteQPS = float64(rl.RateLimitQPSWrite)
+			}
+			if rl.RateLimitBucketWrite > 0 {
+				limits.WriteBurst = rl.RateLimitBucketWrite
+			}
+		}
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	hc, err := cloudapi.NewClient(limits, &signingTransport{base: base, creds: creds, now: now})
+	if err != nil {
+		return nil, err
+	}
+	return &gateway{http: hc, ep: ep, pageSize: listLimit}, nil
+}
+
+// Error is OCI's answer to a call that failed.
+type Error struct {
+	Status    int
+	Code      string // NotAuthorizedOrNotFound, IncorrectState, …
+	Message   string
+	Operation string // "GET /20160918/instances/{id}"
+	RequestID string // opc-request-id, for Oracle's support
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("OCI answered %d %s to %s: %s (opc-request-id %s)", e.Status, e.Code, e.Operation, e.Message, e.RequestID)
+}
+
+// translate is the outcome kind of an OCI error. A 404 is "not found" for
+// the caller to weigh: OCI gives the same answer to a missing policy, so it
+// never proves alone that an instance is gone.
+func translate(e *Error) error {
+	switch {
+	case e.Status == 409 && e.Code == "IncorrectState":
+		return outcome.Classify(outcome.ErrBusy, e)
+	case e.Status == 409 || e.Status == 412:
+		return outcome.Classify(outcome.ErrBusy, e) // a conflict or a stale etag: read again and retry
+	}
+	return outcome.Classify(outcome.KindByStatus(e.Status), e)
+}
+
+// call makes one request of base+path with query, the body in (nil for
+// none), decoding the answer into out (nil: ignored). It returns the answer's
+// headers (etag, opc-work-request-id, opc-next-page).
+//
+//nolint:unparam // every call is a GET until the load balancers' writes come
+func (g *gateway) call(ctx context.Context, service, method, base, path string, query url.Values, in, out any) (http.Header, error) {
+	u := base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var body io.Reader
+	var data []byte
+	if in != nil {
+		var err error
+		if data, err = json.Marshal(in); err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(cloudapi.WithService(ctx, service), method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := g.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return resp.Header, answerError(resp, method, path)
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return resp.Header, nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(out); err != nil {
+		return resp.Header, fmt.Errorf("decoding OCI's answer to %s %s: %w", method, operationPath(path), err)
+	}
+	return resp.Header, nil
+}
+
+// maxAnswer bounds what is read of one answer (a page of 1,000 instances is
+// about 2 MB).
+const maxAnswer = 64 << 20
+
+func answerError(resp *http.Response, method, path string) error {
+	e := &Error{Status: resp.StatusCode, Operation: method + " " + operationPath(path), RequestID: resp.Header.Get("opc-request-id")}
+	var b struct{ Code, Message string }
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(data, &b) == nil && b.Code != "" {
+		e.Code, e.Message = b.Code, b.Message
+	} else {
+		e.Code, e.Message = "BadErrorResponse", strings.TrimSpace(string(data))
+	}
+	return translate(e)
+}
+
+// operationPath is path with OCIDs as {id}, for messages.
+func operationPath(path string) string {
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, "ocid1.") {
+			parts[i] = "{id}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// list reads every page of a bare-array listing, handing each page's items
+// to each.
+func list[T any](ctx context.Context, g *gateway, service, base, path string, query url.Values, each func([]T)) error {
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	q.Set("limit", strconv.Itoa(g.pageSize))
+	for range maxPages {
+		var page []T
+		h, err := g.call(ctx, service, http.MethodGet, base, path, q, nil, &page)
+		if err != nil {
+			return err
+		}
+		each(page)
+		next := h.Get("opc-next-page")
+		if next == "" {
+			return nil
+		}
+		q.Set("page", next)
+	}
+	return fmt.Errorf("listing %s: more than %d pages", path, maxPages)
+}
+
+// Instance is an instance as the CCM uses it.
+type Instance struct {
+	ID                 string `json:"id"`
+	CompartmentID      string `json:"compartmentId"`
+	AvailabilityDomain string `json:"availabilityDomain"`
+	FaultDomain        string `json:"faultDomain"`
+	DisplayName        string `json:"displayName"`
+	LifecycleState     string `json:"lifecycleState"`
+	Region             string `json:"region"`
+	Shape              string `json:"shape"`
+}
+
+// VnicAttachment is a VNIC attachment as the CCM uses it.
+type VnicAttachment struct {
+	InstanceID     string `json:"instanceId"`
+	VnicID         string `json:"vnicId"`
+	SubnetID       string `json:"subnetId"`
+	LifecycleState string `json:"lifecycleState"`
+}
+
+// Vnic is a VNIC as the CCM uses it.
+type Vnic struct {
+	ID            string   `json:"id"`
+	IsPrimary     bool     `json:"isPrimary"`
+	PrivateIP     string   `json:"privateIp"`
+	PublicIP      string   `json:"publicIp"`
+	IPv6Addresses []string `json:"ipv6Addresses"`
+	HostnameLabel string   `json:"hostnameLabel"`
+	SubnetID      string   `json:"subnetId"`
+}
+
+// Subnet is a subnet as the CCM uses it.
+type Subnet struct {
+	ID                 string   `json:"id"`
+	VCNID              string   `json:"vcnId"`
+	CIDRBlock          string   `json:"cidrBlock"`
+	IPv6CIDRBlocks     []string `json:"ipv6CidrBlocks"`
+	SecurityListIDs    []string `json:"securityListIds"`
+	AvailabilityDomain *string  `json:"availabilityDomain"`
+}
+
+// instances lists every instance of compartment.
+func (g *gateway) instances(ctx context.Context, compartment string) ([]Instance, error) {
+	var out []Instance
+	err := list(ctx, g, "compute", g.ep.Core, coreAPI+"/instances", url.Values{"compartmentId": {compartment}},
+		func(page []Instance) { out = append(out, page...) })
+	return out, err
+}
+
+// instance reads one instance.
+func (g *gateway) instance(ctx context.Context, id string) (Instance, error) {
+	var i Instance
+	_, err := g.call(ctx, "compute", http.MethodGet, g.ep.Core, coreAPI+"/instances/"+url.PathEscape(id), nil, nil, &i)
+	return i, err
+}
+
+// attachments lists every VNIC attachment of compartment.
+func (g *gateway) attachments(ctx context.Context, compartment string) ([]VnicAttachment, error) {
+	var out []VnicAttachment
+	err := list(ctx, g, "compute", g.ep.Core, coreAPI+"/vnicAttachments", url.Values{"compartmentId": {compartment}},
+		func(page []VnicAttachment) { out = append(out, page...) })
+	return out, err
+}
+
+// vnic reads one VNIC.
+func (g *gateway) vnic(ctx context.Context, id string) (Vnic, error) {
+	var v Vnic
+	_, err := g.call(ctx, "network", http.MethodGet, g.ep.Core, coreAPI+"/vnics/"+url.PathEscape(id), nil, nil, &v)
+	return v, err
+}
+
+// subnet reads one subnet.
+func (g *gateway) subnet(ctx context.Context, id string) (Subnet, error) {
+	var s Subnet
+	_, err := g.call(ctx, "network", http.MethodGet, g.ep.Core, coreAPI+"/subnets/"+url.PathEscape(id), nil, nil, &s)
+	return s, err
+}
+
+// availabilityDomains lists the availability domains' names.
+func (g *gateway) availabilityDomains(ctx context.Context, compartment string) ([]string, error) {
+	var ads []struct {
+		Name string `json:"name"`
+	}
+	_, err := g.call(ctx, "identity", http.MethodGet, g.ep.Identity, identityAPI+"/availabilityDomains",
+		url.Values{"compartmentId": {compartment}}, nil, &ads)
+	names := make([]string, len(ads))
+	for i, a := range ads {
+		names[i] = a.Name
+	}
+	return names, err
+}
+
+// isNotFound says whether err is OCI's 404 (a missing object, or a missing
+// policy: OCI does not tell them apart).
+func isNotFound(err error) bool { return errors.Is(err, outcome.ErrNotFound) }

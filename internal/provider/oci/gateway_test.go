@@ -1,0 +1,130 @@
+package oci
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/core"
+	"github.com/oracle/oci-go-sdk/v65/identity"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	"github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+func startEmulator(t *testing.T) *emulator.Emulator {
+	t.Helper()
+	e, err := emulator.New(emulator.Options{})
+	require.NoError(t, err)
+	require.NoError(t, e.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// gatewayOf is a gateway to e as the fixture's user.
+func gatewayOf(t *testing.T, e *emulator.Emulator) *gateway {
+	t.Helper()
+	f := e.Fixture()
+	block, _ := pem.Decode([]byte(f.PrivateKeyPEM))
+	key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
+	require.NoError(t, err)
+	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()},
+		apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: key}, nil, time.Now)
+	require.NoError(t, err)
+	return g
+}
+
+func callCounts(e *emulator.Emulator) (reads, writes int) {
+	for _, c := range e.Calls() {
+		if c.Method == http.MethodGet {
+			reads += c.Count
+		} else {
+			writes += c.Count
+		}
+	}
+	return reads, writes
+}
+
+func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
+	e := startEmulator(t)
+	g := gatewayOf(t, e)
+	ctx := t.Context()
+	f := e.Fixture()
+	var ids []string
+	for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
+		id, _ := e.AddMachine(n)
+		ids = append(ids, id)
+	}
+	e.ResetCalls()
+	g.pageSize = 2
+	all, err := g.instances(ctx, f.CompartmentID)
+	require.NoError(t, err)
+	require.Len(t, all, 5)
+	assert.Equal(t, "n5", all[4].DisplayName)
+	reads, _ := callCounts(e)
+	assert.Equal(t, 3, reads, "five instances in pages of two")
+
+	inst, err := g.instance(ctx, ids[1])
+	require.NoError(t, err)
+	assert.Equal(t, "RUNNING", inst.LifecycleState)
+	atts, err := g.attachments(ctx, f.CompartmentID)
+	require.NoError(t, err)
+	require.Len(t, atts, 5)
+	v, err := g.vnic(ctx, atts[1].VnicID)
+	require.NoError(t, err)
+	assert.True(t, v.IsPrimary)
+	assert.NotEmpty(t, v.PublicIP)
+	s, err := g.subnet(ctx, v.SubnetID)
+	require.NoError(t, err)
+	assert.Equal(t, f.VCNID, s.VCNID)
+	ads, err := g.availabilityDomains(ctx, f.CompartmentID)
+	require.NoError(t, err)
+	assert.Len(t, ads, 3)
+}
+
+func TestOCIErrorsAreTranslatedOnceWithTheirCodeAndRequestID(t *testing.T) {
+	e := startEmulator(t)
+	g := gatewayOf(t, e)
+	_, err := g.instance(t.Context(), "ocid1.instance.oc1.iad.gone")
+	require.ErrorIs(t, err, outcome.ErrNotFound)
+	assert.True(t, isNotFound(err))
+	var oe *Error
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "NotAuthorizedOrNotFound", oe.Code)
+	assert.NotEmpty(t, oe.RequestID)
+	assert.Contains(t, err.Error(), "GET /20160918/instances/{id}", "the operation, not the OCID")
+
+	// A key OCI does not know: the credentials are refused, never "not
+	// found", and no secret is in the error.
+	f := e.Fixture()
+	stranger, err := newGateway(Endpoints{Core: e.URL()}, apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: testKey}, nil, time.Now)
+	require.NoError(t, err)
+	_, err = stranger.instances(t.Context(), f.CompartmentID)
+	require.ErrorIs(t, err, outcome.ErrAuth)
+	assert.False(t, isNotFound(err))
+	assert.Contains(t, err.Error(), "401 NotAuthenticated")
+	assert.NotContains(t, err.Error(), "Signature")
+}
+
+// The public endpoints of a region are the hosts oci-go-sdk's clients call.
+func TestEndpointsAreTheSDKs(t *testing.T) {
+	t.Setenv("OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED", "false")
+	p := common.NewRawConfigurationProvider(tenancy, user, "us-ashburn-1", "aa:bb", pemOf(testKey, ""), nil)
+	compute, err := core.NewComputeClientWithConfigurationProvider(p)
+	require.NoError(t, err)
+	id, err := identity.NewIdentityClientWithConfigurationProvider(p)
+	require.NoError(t, err)
+	lb, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(p)
+	require.NoError(t, err)
+	nlb, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(p)
+	require.NoError(t, err)
+	assert.Equal(t, Endpoints{Core: compute.Host, Identity: id.Host, LoadBalancer: lb.Host, NetworkLoadBalancer: nlb.Host},
+		endpointsFor("us-ashburn-1"))
+}
