@@ -20,82 +20,67 @@ const (
 	StateTerminated  = "TERMINATED"
 )
 
-type instance struct {
-	ID                 string    `json:"id"`
-	CompartmentID      string    `json:"compartmentId"`
-	AvailabilityDomain string    `json:"availabilityDomain"`
-	FaultDomain        string    `json:"faultDomain"`
-	DisplayName        string    `json:"displayName"`
-	LifecycleState     string    `json:"lifecycleState"`
-	Region             string    `json:"region"`
-	Shape              string    `json:"shape"`
-	TimeCreated        time.Time `json:"timeCreated"`
-}
-
-func (i *instance) ocid() string { return i.ID }
-
-type vnicAttachment struct {
-	ID                 string    `json:"id"`
-	CompartmentID      string    `json:"compartmentId"`
-	AvailabilityDomain string    `json:"availabilityDomain"`
-	InstanceID         string    `json:"instanceId"`
-	VnicID             string    `json:"vnicId"`
-	SubnetID           string    `json:"subnetId"`
-	LifecycleState     string    `json:"lifecycleState"`
-	NicIndex           int       `json:"nicIndex"`
-	TimeCreated        time.Time `json:"timeCreated"`
-}
-
-func (a *vnicAttachment) ocid() string { return a.ID }
-
-type vnic struct {
-	ID                 string    `json:"id"`
-	CompartmentID      string    `json:"compartmentId"`
-	AvailabilityDomain string    `json:"availabilityDomain"`
-	DisplayName        string    `json:"displayName"`
-	HostnameLabel      string    `json:"hostnameLabel"`
-	IsPrimary          bool      `json:"isPrimary"`
-	LifecycleState     string    `json:"lifecycleState"`
-	MacAddress         string    `json:"macAddress"`
-	PrivateIP          string    `json:"privateIp"`
-	PublicIP           string    `json:"publicIp,omitempty"`
-	IPv6Addresses      []string  `json:"ipv6Addresses"`
-	SubnetID           string    `json:"subnetId"`
-	TimeCreated        time.Time `json:"timeCreated"`
-}
-
-func (v *vnic) ocid() string { return v.ID }
-
-type subnet struct {
-	ID               string    `json:"id"`
-	CompartmentID    string    `json:"compartmentId"`
-	VCNID            string    `json:"vcnId"`
-	DisplayName      string    `json:"displayName"`
-	CIDRBlock        string    `json:"cidrBlock"`
-	IPv6CIDRBlocks   []string  `json:"ipv6CidrBlocks"`
-	LifecycleState   string    `json:"lifecycleState"`
-	RouteTableID     string    `json:"routeTableId"`
-	SecurityListIDs  []string  `json:"securityListIds"`
-	VirtualRouterIP  string    `json:"virtualRouterIp"`
-	VirtualRouterMac string    `json:"virtualRouterMac"`
-	TimeCreated      time.Time `json:"timeCreated"`
-	// AvailabilityDomain is nil for a regional subnet.
-	AvailabilityDomain *string `json:"availabilityDomain"`
-}
-
-func (s *subnet) ocid() string { return s.ID }
-
-type vcn struct {
+// resource is what every OCI resource has.
+type resource struct {
 	ID             string    `json:"id"`
 	CompartmentID  string    `json:"compartmentId"`
-	DisplayName    string    `json:"displayName"`
-	CIDRBlock      string    `json:"cidrBlock"`
-	CIDRBlocks     []string  `json:"cidrBlocks"`
 	LifecycleState string    `json:"lifecycleState"`
 	TimeCreated    time.Time `json:"timeCreated"`
 }
 
-func (v *vcn) ocid() string { return v.ID }
+func (r *resource) ocid() string { return r.ID }
+
+type instance struct {
+	resource
+	AvailabilityDomain string `json:"availabilityDomain"`
+	FaultDomain        string `json:"faultDomain"`
+	DisplayName        string `json:"displayName"`
+	Region             string `json:"region"`
+	Shape              string `json:"shape"`
+}
+
+type vnicAttachment struct {
+	resource
+	AvailabilityDomain string `json:"availabilityDomain"`
+	InstanceID         string `json:"instanceId"`
+	VnicID             string `json:"vnicId"`
+	SubnetID           string `json:"subnetId"`
+	NicIndex           int    `json:"nicIndex"`
+}
+
+type vnic struct {
+	resource
+	AvailabilityDomain string   `json:"availabilityDomain"`
+	DisplayName        string   `json:"displayName"`
+	HostnameLabel      string   `json:"hostnameLabel"`
+	IsPrimary          bool     `json:"isPrimary"`
+	MacAddress         string   `json:"macAddress"`
+	PrivateIP          string   `json:"privateIp"`
+	PublicIP           string   `json:"publicIp,omitempty"`
+	IPv6Addresses      []string `json:"ipv6Addresses"`
+	SubnetID           string   `json:"subnetId"`
+}
+
+type subnet struct {
+	resource
+	VCNID            string   `json:"vcnId"`
+	DisplayName      string   `json:"displayName"`
+	CIDRBlock        string   `json:"cidrBlock"`
+	IPv6CIDRBlocks   []string `json:"ipv6CidrBlocks"`
+	RouteTableID     string   `json:"routeTableId"`
+	SecurityListIDs  []string `json:"securityListIds"`
+	VirtualRouterIP  string   `json:"virtualRouterIp"`
+	VirtualRouterMac string   `json:"virtualRouterMac"`
+	// AvailabilityDomain is nil for a regional subnet.
+	AvailabilityDomain *string `json:"availabilityDomain"`
+}
+
+type vcn struct {
+	resource
+	DisplayName string   `json:"displayName"`
+	CIDRBlock   string   `json:"cidrBlock"`
+	CIDRBlocks  []string `json:"cidrBlocks"`
+}
 
 // viewOf is a copy of an object to encode outside the lock.
 func viewOf[T any](o *T) any { c := *o; return &c }
@@ -160,16 +145,17 @@ func (e *Emulator) AddMachine(name string) (id, ip string) {
 	n := e.instances.Len()
 	ad := e.fx.AvailabilityDomains[n%len(e.fx.AvailabilityDomains)]
 	now := e.opts.Clock()
-	inst := &instance{ID: e.newID("instance"), CompartmentID: e.fx.CompartmentID, AvailabilityDomain: ad,
-		FaultDomain: fmt.Sprintf("FAULT-DOMAIN-%d", n%3+1), DisplayName: name, LifecycleState: StateRunning,
-		Region: e.opts.Region, Shape: "VM.Standard.E4.Flex", TimeCreated: now}
+	inst := &instance{resource: resource{ID: e.newID("instance"), CompartmentID: e.fx.CompartmentID, LifecycleState: StateRunning, TimeCreated: now},
+		AvailabilityDomain: ad, FaultDomain: fmt.Sprintf("FAULT-DOMAIN-%d", n%3+1), DisplayName: name,
+		Region: e.opts.Region, Shape: "VM.Standard.E4.Flex"}
 	private, public := e.machineNext, e.publicNext
 	e.machineNext, e.publicNext = e.machineNext.Next(), e.publicNext.Next()
-	v := &vnic{ID: e.newID("vnic"), CompartmentID: inst.CompartmentID, AvailabilityDomain: ad, DisplayName: name,
-		HostnameLabel: name, IsPrimary: true, LifecycleState: "AVAILABLE", MacAddress: fmt.Sprintf("02:00:17:00:%02x:%02x", n/256%256, n%256),
-		PrivateIP: private.String(), PublicIP: public.String(), IPv6Addresses: []string{}, SubnetID: e.fx.SubnetID, TimeCreated: now}
-	att := &vnicAttachment{ID: e.newID("vnicattachment"), CompartmentID: inst.CompartmentID, AvailabilityDomain: ad,
-		InstanceID: inst.ID, VnicID: v.ID, SubnetID: v.SubnetID, LifecycleState: "ATTACHED", TimeCreated: now}
+	v := &vnic{resource: resource{ID: e.newID("vnic"), CompartmentID: inst.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+		AvailabilityDomain: ad, DisplayName: name, HostnameLabel: name, IsPrimary: true,
+		MacAddress: fmt.Sprintf("02:00:17:00:%02x:%02x", n/256%256, n%256),
+		PrivateIP:  private.String(), PublicIP: public.String(), IPv6Addresses: []string{}, SubnetID: e.fx.SubnetID}
+	att := &vnicAttachment{resource: resource{ID: e.newID("vnicattachment"), CompartmentID: inst.CompartmentID, LifecycleState: "ATTACHED", TimeCreated: now},
+		AvailabilityDomain: ad, InstanceID: inst.ID, VnicID: v.ID, SubnetID: v.SubnetID}
 	e.instances.Add(inst.ID, inst)
 	e.vnics.Add(v.ID, v)
 	e.attachments.Add(att.ID, att)

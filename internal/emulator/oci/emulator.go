@@ -176,13 +176,13 @@ func (e *Emulator) seedFixture() error {
 		f.AvailabilityDomains = append(f.AvailabilityDomains, fmt.Sprintf("Uocm:US-ASHBURN-AD-%d", i))
 	}
 	now := e.opts.Clock()
-	v := &vcn{ID: e.newID("vcn"), CompartmentID: f.CompartmentID, DisplayName: "cluster", CIDRBlock: "10.0.0.0/16",
-		CIDRBlocks: []string{"10.0.0.0/16"}, LifecycleState: "AVAILABLE", TimeCreated: now}
+	v := &vcn{resource: resource{ID: e.newID("vcn"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+		DisplayName: "cluster", CIDRBlock: "10.0.0.0/16", CIDRBlocks: []string{"10.0.0.0/16"}}
 	e.vcns.Add(v.ID, v)
-	s := &subnet{ID: e.newID("subnet"), CompartmentID: f.CompartmentID, VCNID: v.ID, DisplayName: "nodes",
-		CIDRBlock: e.machineNet.String(), LifecycleState: "AVAILABLE", RouteTableID: e.newID("routetable"),
+	s := &subnet{resource: resource{ID: e.newID("subnet"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+		VCNID: v.ID, DisplayName: "nodes", CIDRBlock: e.machineNet.String(), RouteTableID: e.newID("routetable"),
 		VirtualRouterIP: e.machineNet.Addr().Next().String(), VirtualRouterMac: "00:00:17:00:00:01",
-		SecurityListIDs: []string{}, IPv6CIDRBlocks: []string{}, TimeCreated: now}
+		SecurityListIDs: []string{}, IPv6CIDRBlocks: []string{}}
 	e.subnets.Add(s.ID, s)
 	f.VCNID, f.SubnetID = v.ID, s.ID
 	return nil

@@ -195,28 +195,35 @@ func operationPath(path string) string {
 	return strings.Join(parts, "/")
 }
 
-// list reads every page of a bare-array listing, handing each page's items
-// to each.
-func list[T any](ctx context.Context, g *gateway, service, base, path string, query url.Values, each func([]T)) error {
+// list reads every page of a bare-array listing.
+func list[T any](ctx context.Context, g *gateway, service, base, path string, query url.Values) ([]T, error) {
 	q := url.Values{}
 	for k, v := range query {
 		q[k] = v
 	}
 	q.Set("limit", strconv.Itoa(g.pageSize))
+	var out []T
 	for range maxPages {
 		var page []T
 		h, err := g.call(ctx, service, http.MethodGet, base, path, q, nil, &page)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		each(page)
+		out = append(out, page...)
 		next := h.Get("opc-next-page")
 		if next == "" {
-			return nil
+			return out, nil
 		}
 		q.Set("page", next)
 	}
-	return fmt.Errorf("listing %s: more than %d pages", path, maxPages)
+	return nil, fmt.Errorf("listing %s: more than %d pages", path, maxPages)
+}
+
+// get reads the object at path.
+func get[T any](ctx context.Context, g *gateway, service, base, path string) (T, error) {
+	var v T
+	_, err := g.call(ctx, service, http.MethodGet, base, path, nil, nil, &v)
+	return v, err
 }
 
 // Instance is an instance as the CCM uses it.
@@ -260,41 +267,32 @@ type Subnet struct {
 	AvailabilityDomain *string  `json:"availabilityDomain"`
 }
 
+// inCompartment is the query of a listing of compartment.
+func inCompartment(compartment string) url.Values { return url.Values{"compartmentId": {compartment}} }
+
 // instances lists every instance of compartment.
 func (g *gateway) instances(ctx context.Context, compartment string) ([]Instance, error) {
-	var out []Instance
-	err := list(ctx, g, "compute", g.ep.Core, coreAPI+"/instances", url.Values{"compartmentId": {compartment}},
-		func(page []Instance) { out = append(out, page...) })
-	return out, err
+	return list[Instance](ctx, g, "compute", g.ep.Core, coreAPI+"/instances", inCompartment(compartment))
 }
 
 // instance reads one instance.
 func (g *gateway) instance(ctx context.Context, id string) (Instance, error) {
-	var i Instance
-	_, err := g.call(ctx, "compute", http.MethodGet, g.ep.Core, coreAPI+"/instances/"+url.PathEscape(id), nil, nil, &i)
-	return i, err
+	return get[Instance](ctx, g, "compute", g.ep.Core, coreAPI+"/instances/"+url.PathEscape(id))
 }
 
 // attachments lists every VNIC attachment of compartment.
 func (g *gateway) attachments(ctx context.Context, compartment string) ([]VnicAttachment, error) {
-	var out []VnicAttachment
-	err := list(ctx, g, "compute", g.ep.Core, coreAPI+"/vnicAttachments", url.Values{"compartmentId": {compartment}},
-		func(page []VnicAttachment) { out = append(out, page...) })
-	return out, err
+	return list[VnicAttachment](ctx, g, "compute", g.ep.Core, coreAPI+"/vnicAttachments", inCompartment(compartment))
 }
 
 // vnic reads one VNIC.
 func (g *gateway) vnic(ctx context.Context, id string) (Vnic, error) {
-	var v Vnic
-	_, err := g.call(ctx, "network", http.MethodGet, g.ep.Core, coreAPI+"/vnics/"+url.PathEscape(id), nil, nil, &v)
-	return v, err
+	return get[Vnic](ctx, g, "network", g.ep.Core, coreAPI+"/vnics/"+url.PathEscape(id))
 }
 
 // subnet reads one subnet.
 func (g *gateway) subnet(ctx context.Context, id string) (Subnet, error) {
-	var s Subnet
-	_, err := g.call(ctx, "network", http.MethodGet, g.ep.Core, coreAPI+"/subnets/"+url.PathEscape(id), nil, nil, &s)
-	return s, err
+	return get[Subnet](ctx, g, "network", g.ep.Core, coreAPI+"/subnets/"+url.PathEscape(id))
 }
 
 // availabilityDomains lists the availability domains' names.
@@ -302,8 +300,8 @@ func (g *gateway) availabilityDomains(ctx context.Context, compartment string) (
 	var ads []struct {
 		Name string `json:"name"`
 	}
-	_, err := g.call(ctx, "identity", http.MethodGet, g.ep.Identity, identityAPI+"/availabilityDomains",
-		url.Values{"compartmentId": {compartment}}, nil, &ads)
+	// Not paged: the API takes no limit or page.
+	_, err := g.call(ctx, "identity", http.MethodGet, g.ep.Identity, identityAPI+"/availabilityDomains", inCompartment(compartment), nil, &ads)
 	names := make([]string, len(ads))
 	for i, a := range ads {
 		names[i] = a.Name
