@@ -181,6 +181,13 @@ const (
 	// Default: none.
 	OCIRuleSets Name = "oci.oraclecloud.com/oci-load-balancer-rule-sets"
 
+	// OCIWorkloadServiceAccount is the peer's per-Service OKE workload
+	// identity. Overcast does not support workload identity: a Service that
+	// sets it gets a Warning Event, and the CCM's own credentials are used.
+	// Type: a ServiceAccount's name.
+	// Default: none.
+	OCIWorkloadServiceAccount Name = "oci.oraclecloud.com/workload-service-account"
+
 	// OCINLBInternal makes the network load balancer private. Cannot change
 	// once built.
 	// Type: boolean.
