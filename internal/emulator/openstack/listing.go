@@ -5,19 +5,80 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
-// filterable is an object whose attributes can be filtered on in a list.
+// filterable is an object whose attributes can be filtered on in a list
+// (field).
 type filterable interface {
-	// field returns the value of a filterable attribute as a string
-	// (booleans "true"/"false", numbers in decimal); ok is false when the
-	// attribute cannot be filtered on.
-	field(name string) (value string, ok bool)
 	tagList() []string
+}
+
+// field is the value of o's attribute name as a list filter compares it
+// (booleans "true"/"false", numbers in decimal, a list as multi values, nil
+// as ""); ok is false when the attribute cannot be filtered on. The
+// filterable attributes are the fields tagged `filter:"<name>[,<name>]"`,
+// embedded structs' included, and those o answers itself (extraField).
+func field(o any, name string) (string, bool) {
+	if x, ok := o.(interface{ extraField(string) (string, bool) }); ok {
+		if v, ok := x.extraField(name); ok {
+			return v, true
+		}
+	}
+	v := reflect.ValueOf(o)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	idx, ok := filterFields(v.Type())[name]
+	if !ok {
+		return "", false
+	}
+	return filterValue(v.FieldByIndex(idx)), true
+}
+
+// filterFieldsOf caches each type's filter tags: name → field index.
+var filterFieldsOf sync.Map
+
+func filterFields(t reflect.Type) map[string][]int {
+	if m, ok := filterFieldsOf.Load(t); ok {
+		return m.(map[string][]int)
+	}
+	m := map[string][]int{}
+	for _, f := range reflect.VisibleFields(t) {
+		for n := range strings.SplitSeq(f.Tag.Get("filter"), ",") {
+			if n != "" {
+				m[n] = f.Index
+			}
+		}
+	}
+	filterFieldsOf.Store(t, m)
+	return m
+}
+
+func filterValue(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return ""
+		}
+		return filterValue(v.Elem())
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Slice:
+		vs := make([]string, v.Len())
+		for i := range vs {
+			vs[i] = v.Index(i).String()
+		}
+		return multi(vs...)
+	}
+	return v.String()
 }
 
 // multiSep separates the values of a multi-valued attribute returned by
@@ -68,7 +129,7 @@ func parseListQuery(q url.Values, proto filterable) (*listQuery, error) {
 		if reservedListKeys[k] {
 			continue
 		}
-		if _, ok := proto.field(k); !ok {
+		if _, ok := field(proto, k); !ok {
 			return nil, fmt.Errorf("[%s] is invalid attribute for filtering", k)
 		}
 		lq.filters[k] = vs
@@ -79,7 +140,7 @@ func parseListQuery(q url.Values, proto filterable) (*listQuery, error) {
 // match reports whether o passes the filters and tag filters.
 func (lq *listQuery) match(o filterable) bool {
 	for k, vs := range lq.filters {
-		v, _ := o.field(k)
+		v, _ := field(o, k)
 		ok := false
 		for _, want := range vs {
 			if v == want || (v == "true" || v == "false") && strings.EqualFold(v, want) ||
@@ -180,7 +241,7 @@ func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Requ
 	}
 	var lastID string
 	if more && len(items) > 0 {
-		lastID, _ = items[len(items)-1].field("id")
+		lastID, _ = field(items[len(items)-1], "id")
 	}
 	e.mu.Unlock()
 	if len(lq.fields) > 0 {
@@ -197,4 +258,3 @@ func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Requ
 	writeJSON(w, http.StatusOK, body)
 }
 
-func boolStr(b bool) string { return strconv.FormatBool(b) }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
@@ -49,12 +48,12 @@ func neutronBadRequest(w http.ResponseWriter, code int, msg string) {
 
 // standard attributes of every Neutron resource.
 type neutronStd struct {
-	ProjectID string      `json:"project_id"`
-	TenantID  string      `json:"tenant_id"`
+	ProjectID string      `json:"project_id" filter:"project_id"`
+	TenantID  string      `json:"tenant_id" filter:"tenant_id"`
 	Tags      []string    `json:"tags"`
 	Created   neutronTime `json:"created_at"`
 	Updated   neutronTime `json:"updated_at"`
-	Revision  int         `json:"revision_number"`
+	Revision  int         `json:"revision_number" filter:"revision_number"`
 }
 
 func (e *Emulator) std(now time.Time) neutronStd {
@@ -67,57 +66,21 @@ func (s *neutronStd) touch(now time.Time) {
 	s.Revision++
 }
 
-func (s *neutronStd) stdField(name string) (string, bool) {
-	switch name {
-	case "project_id":
-		return s.ProjectID, true
-	case "tenant_id":
-		return s.TenantID, true
-	case "revision_number":
-		return strconv.Itoa(s.Revision), true
-	}
-	return "", false
-}
-
 func (s *neutronStd) tagList() []string { return s.Tags }
 
 type network struct {
-	ID           string   `json:"id"`
-	Name         string   `json:"name"`
-	Description  string   `json:"description"`
-	AdminStateUp bool     `json:"admin_state_up"`
-	Status       string   `json:"status"`
+	ID           string   `json:"id" filter:"id"`
+	Name         string   `json:"name" filter:"name"`
+	Description  string   `json:"description" filter:"description"`
+	AdminStateUp bool     `json:"admin_state_up" filter:"admin_state_up"`
+	Status       string   `json:"status" filter:"status"`
 	Subnets      []string `json:"subnets"`
-	Shared       bool     `json:"shared"`
-	External     bool     `json:"router:external"`
-	MTU          int      `json:"mtu"`
-	PortSecurity bool     `json:"port_security_enabled"`
+	Shared       bool     `json:"shared" filter:"shared"`
+	External     bool     `json:"router:external" filter:"router:external"`
+	MTU          int      `json:"mtu" filter:"mtu"`
+	PortSecurity bool     `json:"port_security_enabled" filter:"port_security_enabled"`
 	AZs          []string `json:"availability_zones"`
 	neutronStd
-}
-
-func (n *network) field(k string) (string, bool) {
-	switch k {
-	case "id":
-		return n.ID, true
-	case "name":
-		return n.Name, true
-	case "description":
-		return n.Description, true
-	case "admin_state_up":
-		return boolStr(n.AdminStateUp), true
-	case "status":
-		return n.Status, true
-	case "shared":
-		return boolStr(n.Shared), true
-	case "router:external":
-		return boolStr(n.External), true
-	case "mtu":
-		return strconv.Itoa(n.MTU), true
-	case "port_security_enabled":
-		return boolStr(n.PortSecurity), true
-	}
-	return n.stdField(k)
 }
 
 type allocPool struct {
@@ -126,48 +89,24 @@ type allocPool struct {
 }
 
 type subnet struct {
-	ID              string      `json:"id"`
-	Name            string      `json:"name"`
-	Description     string      `json:"description"`
-	NetworkID       string      `json:"network_id"`
-	CIDR            string      `json:"cidr"`
-	IPVersion       int         `json:"ip_version"`
-	GatewayIP       string      `json:"gateway_ip"`
+	ID              string      `json:"id" filter:"id"`
+	Name            string      `json:"name" filter:"name"`
+	Description     string      `json:"description" filter:"description"`
+	NetworkID       string      `json:"network_id" filter:"network_id"`
+	CIDR            string      `json:"cidr" filter:"cidr"`
+	IPVersion       int         `json:"ip_version" filter:"ip_version"`
+	GatewayIP       string      `json:"gateway_ip" filter:"gateway_ip"`
 	AllocationPools []allocPool `json:"allocation_pools"`
-	EnableDHCP      bool        `json:"enable_dhcp"`
+	EnableDHCP      bool        `json:"enable_dhcp" filter:"enable_dhcp"`
 	DNSNameservers  []string    `json:"dns_nameservers"`
 	HostRoutes      []any       `json:"host_routes"`
 	ServiceTypes    []string    `json:"service_types"`
-	SubnetPoolID    *string     `json:"subnetpool_id"`
+	SubnetPoolID    *string     `json:"subnetpool_id" filter:"subnetpool_id"`
 	IPv6AddressMode *string     `json:"ipv6_address_mode"`
 	IPv6RAMode      *string     `json:"ipv6_ra_mode"`
 	neutronStd
 
 	ipam *ipam
-}
-
-func (s *subnet) field(k string) (string, bool) {
-	switch k {
-	case "id":
-		return s.ID, true
-	case "name":
-		return s.Name, true
-	case "description":
-		return s.Description, true
-	case "network_id":
-		return s.NetworkID, true
-	case "cidr":
-		return s.CIDR, true
-	case "ip_version":
-		return strconv.Itoa(s.IPVersion), true
-	case "gateway_ip":
-		return s.GatewayIP, true
-	case "enable_dhcp":
-		return boolStr(s.EnableDHCP), true
-	case "subnetpool_id":
-		return "", true
-	}
-	return s.stdField(k)
 }
 
 type fixedIP struct {
@@ -181,90 +120,54 @@ type addressPair struct {
 }
 
 type port struct {
-	ID                  string        `json:"id"`
-	Name                string        `json:"name"`
-	Description         string        `json:"description"`
-	NetworkID           string        `json:"network_id"`
-	AdminStateUp        bool          `json:"admin_state_up"`
-	MACAddress          string        `json:"mac_address"`
+	ID                  string        `json:"id" filter:"id"`
+	Name                string        `json:"name" filter:"name"`
+	Description         string        `json:"description" filter:"description"`
+	NetworkID           string        `json:"network_id" filter:"network_id"`
+	AdminStateUp        bool          `json:"admin_state_up" filter:"admin_state_up"`
+	MACAddress          string        `json:"mac_address" filter:"mac_address"`
 	FixedIPs            []fixedIP     `json:"fixed_ips"`
-	DeviceID            string        `json:"device_id"`
-	DeviceOwner         string        `json:"device_owner"`
-	Status              string        `json:"status"`
-	SecurityGroups      []string      `json:"security_groups"`
+	DeviceID            string        `json:"device_id" filter:"device_id"`
+	DeviceOwner         string        `json:"device_owner" filter:"device_owner"`
+	Status              string        `json:"status" filter:"status"`
+	SecurityGroups      []string      `json:"security_groups" filter:"security_groups"`
 	AllowedAddressPairs []addressPair `json:"allowed_address_pairs"`
-	PortSecurity        bool          `json:"port_security_enabled"`
+	PortSecurity        bool          `json:"port_security_enabled" filter:"port_security_enabled"`
 	VNICType            string        `json:"binding:vnic_type"`
 	neutronStd
 }
 
-func (p *port) field(k string) (string, bool) {
-	switch k {
-	case "id":
-		return p.ID, true
-	case "name":
-		return p.Name, true
-	case "description":
-		return p.Description, true
-	case "network_id":
-		return p.NetworkID, true
-	case "admin_state_up":
-		return boolStr(p.AdminStateUp), true
-	case "mac_address":
-		return p.MACAddress, true
-	case "device_id":
-		return p.DeviceID, true
-	case "device_owner":
-		return p.DeviceOwner, true
-	case "status":
-		return p.Status, true
-	case "security_groups":
-		return multi(p.SecurityGroups...), true
-	case "fixed_ips":
-		var vs []string
-		for _, f := range p.FixedIPs {
-			vs = append(vs, "ip_address="+f.IPAddress, "subnet_id="+f.SubnetID)
-		}
-		return multi(vs...), true
-	case "port_security_enabled":
-		return boolStr(p.PortSecurity), true
+// extraField answers the fixed_ips filter ("ip_address=…" or "subnet_id=…").
+func (p *port) extraField(k string) (string, bool) {
+	if k != "fixed_ips" {
+		return "", false
 	}
-	return p.stdField(k)
+	var vs []string
+	for _, f := range p.FixedIPs {
+		vs = append(vs, "ip_address="+f.IPAddress, "subnet_id="+f.SubnetID)
+	}
+	return multi(vs...), true
 }
 
 type floatingIP struct {
-	ID                string
-	Description       string
-	FloatingIPAddress string
-	FloatingNetworkID string
+	ID                string `filter:"id"`
+	Description       string `filter:"description"`
+	FloatingIPAddress string `filter:"floating_ip_address"`
+	FloatingNetworkID string `filter:"floating_network_id"`
 	SubnetID          string
-	RouterID          string
-	PortID            string
-	FixedIPAddress    string
+	RouterID          string `filter:"router_id"`
+	PortID            string `filter:"port_id"`
+	FixedIPAddress    string `filter:"fixed_ip_address"`
 	ownPortID         string // the network:floatingip port holding the address
 	neutronStd
 }
 
-func (f *floatingIP) field(k string) (string, bool) {
-	switch k {
-	case "id":
-		return f.ID, true
-	case "description":
-		return f.Description, true
-	case "floating_ip_address":
-		return f.FloatingIPAddress, true
-	case "floating_network_id":
-		return f.FloatingNetworkID, true
-	case "router_id":
-		return f.RouterID, true
-	case "port_id":
-		return f.PortID, true
-	case "fixed_ip_address":
-		return f.FixedIPAddress, true
-	case "status":
-		return f.status(), true
+// extraField answers the status filter (ACTIVE when associated).
+func (f *floatingIP) extraField(k string) (string, bool) {
+	if k != "status" {
+		return "", false
 	}
-	return f.stdField(k)
+	return f.status(), true
 }
 
 func (f *floatingIP) status() string {
@@ -306,10 +209,10 @@ type route struct {
 }
 
 type router struct {
-	ID               string
-	Name             string
-	Description      string
-	AdminStateUp     bool
+	ID               string `filter:"id"`
+	Name             string `filter:"name"`
+	Description      string `filter:"description"`
+	AdminStateUp     bool   `filter:"admin_state_up"`
 	GatewayNetworkID string
 	GatewayIPs       []fixedIP
 	Routes           []route
@@ -317,21 +220,8 @@ type router struct {
 	neutronStd
 }
 
-func (rt *router) field(k string) (string, bool) {
-	switch k {
-	case "id":
-		return rt.ID, true
-	case "name":
-		return rt.Name, true
-	case "description":
-		return rt.Description, true
-	case "admin_state_up":
-		return boolStr(rt.AdminStateUp), true
-	case "status":
-		return "ACTIVE", true
-	}
-	return rt.stdField(k)
-}
+// extraField answers the status filter: a router is always ACTIVE here.
+func (rt *router) extraField(k string) (string, bool) { return "ACTIVE", k == "status" }
 
 type routerView struct {
 	ID                  string         `json:"id"`
@@ -357,78 +247,26 @@ func (rt *router) view() any {
 }
 
 type secGroup struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Stateful    bool   `json:"stateful"`
+	ID          string `json:"id" filter:"id"`
+	Name        string `json:"name" filter:"name"`
+	Description string `json:"description" filter:"description"`
+	Stateful    bool   `json:"stateful" filter:"stateful"`
 	Rules       []any  `json:"security_group_rules"`
 	neutronStd
 }
 
-func (g *secGroup) field(k string) (string, bool) {
-	switch k {
-	case "id":
-		return g.ID, true
-	case "name":
-		return g.Name, true
-	case "description":
-		return g.Description, true
-	case "stateful":
-		return boolStr(g.Stateful), true
-	}
-	return g.stdField(k)
-}
-
 type sgRule struct {
-	ID              string  `json:"id"`
-	SecurityGroupID string  `json:"security_group_id"`
-	Direction       string  `json:"direction"`
-	EtherType       string  `json:"ethertype"`
-	Protocol        *string `json:"protocol"`
-	PortRangeMin    *int    `json:"port_range_min"`
-	PortRangeMax    *int    `json:"port_range_max"`
-	RemoteIPPrefix  *string `json:"remote_ip_prefix"`
-	RemoteGroupID   *string `json:"remote_group_id"`
-	Description     string  `json:"description"`
+	ID              string  `json:"id" filter:"id"`
+	SecurityGroupID string  `json:"security_group_id" filter:"security_group_id"`
+	Direction       string  `json:"direction" filter:"direction"`
+	EtherType       string  `json:"ethertype" filter:"ethertype"`
+	Protocol        *string `json:"protocol" filter:"protocol"`
+	PortRangeMin    *int    `json:"port_range_min" filter:"port_range_min"`
+	PortRangeMax    *int    `json:"port_range_max" filter:"port_range_max"`
+	RemoteIPPrefix  *string `json:"remote_ip_prefix" filter:"remote_ip_prefix"`
+	RemoteGroupID   *string `json:"remote_group_id" filter:"remote_group_id"`
+	Description     string  `json:"description" filter:"description"`
 	neutronStd
-}
-
-func (s *sgRule) field(k string) (string, bool) { //nolint:unparam // the lister's field interface
-	deref := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	itoa := func(p *int) string {
-		if p == nil {
-			return ""
-		}
-		return strconv.Itoa(*p)
-	}
-	switch k {
-	case "id":
-		return s.ID, true
-	case "security_group_id":
-		return s.SecurityGroupID, true
-	case "direction":
-		return s.Direction, true
-	case "ethertype":
-		return s.EtherType, true
-	case "protocol":
-		return deref(s.Protocol), true
-	case "port_range_min":
-		return itoa(s.PortRangeMin), true
-	case "port_range_max":
-		return itoa(s.PortRangeMax), true
-	case "remote_ip_prefix":
-		return deref(s.RemoteIPPrefix), true
-	case "remote_group_id":
-		return deref(s.RemoteGroupID), true
-	case "description":
-		return s.Description, true
-	}
-	return s.stdField(k)
 }
 
 // viewCopy returns a shallow copy for marshalling outside the lock (slices
@@ -1230,8 +1068,8 @@ func (e *Emulator) createSGRule(w http.ResponseWriter, r *http.Request) {
 
 func sameRule(a, b *sgRule) bool {
 	for _, k := range []string{"direction", "ethertype", "protocol", "port_range_min", "port_range_max", "remote_ip_prefix", "remote_group_id"} {
-		va, _ := a.field(k)
-		vb, _ := b.field(k)
+		va, _ := field(a, k)
+		vb, _ := field(b, k)
 		if va != vb {
 			return false
 		}

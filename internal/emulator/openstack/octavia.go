@@ -47,11 +47,14 @@ func invalid(format string, args ...any) *apiErr {
 
 // octStd holds the attributes every Octavia object has.
 type octStd struct {
-	ID, Name, Description string
-	AdminStateUp          bool
-	Tags                  []string
-	Prov, Oper            string
-	Created, Updated      time.Time
+	ID               string `filter:"id"`
+	Name             string `filter:"name"`
+	Description      string `filter:"description"`
+	AdminStateUp     bool   `filter:"admin_state_up"`
+	Tags             []string
+	Prov             string `filter:"provisioning_status"`
+	Oper             string `filter:"operating_status"`
+	Created, Updated time.Time
 	// stranded: created in a fully populated load balancer under
 	// Options.StrandGraphChildren; it never leaves PENDING_CREATE.
 	stranded bool
@@ -64,186 +67,79 @@ func (o *octStd) settle() {
 	}
 }
 
-func (o *octStd) stdField(k string) (string, bool) {
-	switch k {
-	case "id":
-		return o.ID, true
-	case "name":
-		return o.Name, true
-	case "description":
-		return o.Description, true
-	case "admin_state_up":
-		return boolStr(o.AdminStateUp), true
-	case "provisioning_status":
-		return o.Prov, true
-	case "operating_status":
-		return o.Oper, true
-	case "project_id", "tenant_id":
-		return "", true // compared by the caller's field wrapper
-	}
-	return "", false
-}
-
 func (o *octStd) tagList() []string { return o.Tags }
 
 type loadBalancer struct {
 	octStd
-	VipAddress, VipPortID, VipSubnetID, VipNetworkID string
-	FlavorID, AZ, Provider                           string
-	Listeners, Pools                                 []string
-	readyAt                                          time.Time
-	ownsVIP                                          bool
-	projectID                                        string
+	VipAddress       string `filter:"vip_address"`
+	VipPortID        string `filter:"vip_port_id"`
+	VipSubnetID      string `filter:"vip_subnet_id"`
+	VipNetworkID     string `filter:"vip_network_id"`
+	FlavorID         string `filter:"flavor_id"`
+	AZ               string `filter:"availability_zone"`
+	Provider         string `filter:"provider"`
+	Listeners, Pools []string
+	readyAt          time.Time
+	ownsVIP          bool
+	projectID        string `filter:"project_id,tenant_id"`
 }
 
-func (lb *loadBalancer) field(k string) (string, bool) {
-	switch k {
-	case "vip_address":
-		return lb.VipAddress, true
-	case "vip_port_id":
-		return lb.VipPortID, true
-	case "vip_subnet_id":
-		return lb.VipSubnetID, true
-	case "vip_network_id":
-		return lb.VipNetworkID, true
-	case "flavor_id":
-		return lb.FlavorID, true
-	case "availability_zone":
-		return lb.AZ, true
-	case "provider":
-		return lb.Provider, true
-	case "vip_qos_policy_id":
-		return "", true
-	case "project_id", "tenant_id":
-		return lb.projectID, true
-	}
-	return lb.stdField(k)
-}
+// extraField answers the vip_qos_policy_id filter: none here.
+func (lb *loadBalancer) extraField(k string) (string, bool) { return "", k == "vip_qos_policy_id" }
 
 type listener struct {
 	octStd
-	LBID, Protocol, DefaultPoolID           string
-	ProtocolPort, ConnLimit                 int
+	LBID                                    string `filter:"loadbalancer_id"`
+	Protocol                                string `filter:"protocol"`
+	DefaultPoolID                           string `filter:"default_pool_id"`
+	ProtocolPort                            int    `filter:"protocol_port"`
+	ConnLimit                               int    `filter:"connection_limit"`
 	TimeoutClientData, TimeoutMemberConnect int
 	TimeoutMemberData, TimeoutTCPInspect    int
 	AllowedCIDRs                            []string
 	InsertHeaders                           map[string]string
-	projectID                               string
-}
-
-func (l *listener) field(k string) (string, bool) {
-	switch k {
-	case "loadbalancer_id":
-		return l.LBID, true
-	case "protocol":
-		return l.Protocol, true
-	case "protocol_port":
-		return strconv.Itoa(l.ProtocolPort), true
-	case "default_pool_id":
-		return l.DefaultPoolID, true
-	case "connection_limit":
-		return strconv.Itoa(l.ConnLimit), true
-	case "project_id", "tenant_id":
-		return l.projectID, true
-	}
-	return l.stdField(k)
+	projectID                               string `filter:"project_id,tenant_id"`
 }
 
 type lbPool struct {
 	octStd
-	LBID, Protocol, LBAlgorithm string
-	Listeners, Members          []string
-	MonitorID                   string
-	Persistence                 json.RawMessage
-	projectID                   string
-}
-
-func (p *lbPool) field(k string) (string, bool) {
-	switch k {
-	case "loadbalancer_id":
-		return p.LBID, true
-	case "protocol":
-		return p.Protocol, true
-	case "lb_algorithm":
-		return p.LBAlgorithm, true
-	case "healthmonitor_id":
-		return p.MonitorID, true
-	case "listener_id":
-		return multi(p.Listeners...), true
-	case "project_id", "tenant_id":
-		return p.projectID, true
-	}
-	return p.stdField(k)
+	LBID        string   `filter:"loadbalancer_id"`
+	Protocol    string   `filter:"protocol"`
+	LBAlgorithm string   `filter:"lb_algorithm"`
+	Listeners   []string `filter:"listener_id"`
+	Members     []string
+	MonitorID   string `filter:"healthmonitor_id"`
+	Persistence json.RawMessage
+	projectID   string `filter:"project_id,tenant_id"`
 }
 
 type lbMember struct {
 	octStd
-	PoolID, Address, SubnetID, MonitorAddress string
-	ProtocolPort, Weight                      int
-	MonitorPort                               *int
-	Backup                                    bool
-	projectID                                 string
-}
-
-func (m *lbMember) field(k string) (string, bool) {
-	switch k {
-	case "address":
-		return m.Address, true
-	case "protocol_port":
-		return strconv.Itoa(m.ProtocolPort), true
-	case "subnet_id":
-		return m.SubnetID, true
-	case "weight":
-		return strconv.Itoa(m.Weight), true
-	case "monitor_address":
-		return m.MonitorAddress, true
-	case "monitor_port":
-		if m.MonitorPort == nil {
-			return "", true
-		}
-		return strconv.Itoa(*m.MonitorPort), true
-	case "backup":
-		return boolStr(m.Backup), true
-	case "project_id", "tenant_id":
-		return m.projectID, true
-	}
-	return m.stdField(k)
+	PoolID         string
+	Address        string `filter:"address"`
+	SubnetID       string `filter:"subnet_id"`
+	MonitorAddress string `filter:"monitor_address"`
+	ProtocolPort   int    `filter:"protocol_port"`
+	Weight         int    `filter:"weight"`
+	MonitorPort    *int   `filter:"monitor_port"`
+	Backup         bool   `filter:"backup"`
+	projectID      string `filter:"project_id,tenant_id"`
 }
 
 type healthMonitor struct {
 	octStd
-	PoolID, Type                           string
-	Delay, Timeout, MaxRetries, MaxRetDown int
-	URLPath, HTTPMethod, ExpectedCodes     string
-	DomainName                             string
-	HTTPVersion                            *float64
-	projectID                              string
-}
-
-func (h *healthMonitor) field(k string) (string, bool) {
-	switch k {
-	case "pool_id":
-		return h.PoolID, true
-	case "type":
-		return h.Type, true
-	case "delay":
-		return strconv.Itoa(h.Delay), true
-	case "timeout":
-		return strconv.Itoa(h.Timeout), true
-	case "max_retries":
-		return strconv.Itoa(h.MaxRetries), true
-	case "max_retries_down":
-		return strconv.Itoa(h.MaxRetDown), true
-	case "url_path":
-		return h.URLPath, true
-	case "http_method":
-		return h.HTTPMethod, true
-	case "expected_codes":
-		return h.ExpectedCodes, true
-	case "project_id", "tenant_id":
-		return h.projectID, true
-	}
-	return h.stdField(k)
+	PoolID        string `filter:"pool_id"`
+	Type          string `filter:"type"`
+	Delay         int    `filter:"delay"`
+	Timeout       int    `filter:"timeout"`
+	MaxRetries    int    `filter:"max_retries"`
+	MaxRetDown    int    `filter:"max_retries_down"`
+	URLPath       string `filter:"url_path"`
+	HTTPMethod    string `filter:"http_method"`
+	ExpectedCodes string `filter:"expected_codes"`
+	DomainName    string
+	HTTPVersion   *float64
+	projectID     string `filter:"project_id,tenant_id"`
 }
 
 // ---- views ----
