@@ -257,4 +257,3 @@ func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Requ
 	}
 	writeJSON(w, http.StatusOK, body)
 }
-
