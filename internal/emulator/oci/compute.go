@@ -59,6 +59,9 @@ type vnic struct {
 	PublicIP           string   `json:"publicIp,omitempty"`
 	IPv6Addresses      []string `json:"ipv6Addresses"`
 	SubnetID           string   `json:"subnetId"`
+	// privateIPID and publicIPID are the OCIDs of its primary private IP
+	// and of the ephemeral public IP on it ("" for none).
+	privateIPID, publicIPID string
 }
 
 type subnet struct {
@@ -113,6 +116,8 @@ func (e *Emulator) routeCompute() {
 	e.handle("GET "+corePath+"/vnics/{id}", func(w http.ResponseWriter, r *http.Request) {
 		getOne(e, w, r, e.vnics, viewOf[vnic])
 	})
+	e.handle("GET "+corePath+"/privateIps", e.listPrivateIPs)
+	e.handle("GET "+corePath+"/publicIps", e.listPublicIPs)
 	e.handle("GET "+corePath+"/subnets/{id}", func(w http.ResponseWriter, r *http.Request) {
 		getOne(e, w, r, e.subnets, viewOf[subnet])
 	})
@@ -153,7 +158,8 @@ func (e *Emulator) AddMachine(name string) (id, ip string) {
 	v := &vnic{resource: resource{ID: e.newID("vnic"), CompartmentID: inst.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
 		AvailabilityDomain: ad, DisplayName: name, HostnameLabel: name, IsPrimary: true,
 		MacAddress: fmt.Sprintf("02:00:17:00:%02x:%02x", n/256%256, n%256),
-		PrivateIP:  private.String(), PublicIP: public.String(), IPv6Addresses: []string{}, SubnetID: e.fx.SubnetID}
+		PrivateIP:  private.String(), PublicIP: public.String(), IPv6Addresses: []string{}, SubnetID: e.fx.SubnetID,
+		privateIPID: e.newID("privateip"), publicIPID: e.newID("publicip")}
 	att := &vnicAttachment{resource: resource{ID: e.newID("vnicattachment"), CompartmentID: inst.CompartmentID, LifecycleState: "ATTACHED", TimeCreated: now},
 		AvailabilityDomain: ad, InstanceID: inst.ID, VnicID: v.ID, SubnetID: v.SubnetID}
 	e.instances.Add(inst.ID, inst)
@@ -188,4 +194,52 @@ func (e *Emulator) Objects() map[string]int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return map[string]int{}
+}
+
+// listPrivateIPs answers ListPrivateIps: the primary private IP of each VNIC
+// of a subnet, or of one VNIC (one of subnetId, vnicId must be given).
+func (e *Emulator) listPrivateIPs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	subnetID, vnicID, ip := q.Get("subnetId"), q.Get("vnicId"), q.Get("ipAddress")
+	if subnetID == "" && vnicID == "" {
+		writeError(w, http.StatusBadRequest, "MissingParameter", "One of subnetId, vnicId or vlanId is required.")
+		return
+	}
+	listPage(e, w, r, e.vnics, func(v *vnic) bool {
+		return (subnetID == "" || v.SubnetID == subnetID) && (vnicID == "" || v.ID == vnicID) && (ip == "" || v.PrivateIP == ip)
+	}, func(v *vnic) any {
+		return map[string]any{"id": v.privateIPID, "availabilityDomain": v.AvailabilityDomain, "compartmentId": v.CompartmentID,
+			"displayName": v.DisplayName, "hostnameLabel": v.HostnameLabel, "ipAddress": v.PrivateIP, "isPrimary": true,
+			"subnetId": v.SubnetID, "vnicId": v.ID, "timeCreated": v.TimeCreated}
+	})
+}
+
+// listPublicIPs answers ListPublicIps: scope AVAILABILITY_DOMAIN lists the
+// ephemeral public IPs of the VNICs of one availability domain (reserved
+// ones, scope REGION, come with the load balancers).
+func (e *Emulator) listPublicIPs(w http.ResponseWriter, r *http.Request) {
+	comp, ok := requireCompartment(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	scope, ad := q.Get("scope"), q.Get("availabilityDomain")
+	switch {
+	case scope != "REGION" && scope != "AVAILABILITY_DOMAIN":
+		writeError(w, http.StatusBadRequest, "InvalidParameter", "scope must be REGION or AVAILABILITY_DOMAIN.")
+		return
+	case scope == "AVAILABILITY_DOMAIN" && ad == "":
+		writeError(w, http.StatusBadRequest, "MissingParameter", "availabilityDomain is required for scope AVAILABILITY_DOMAIN.")
+		return
+	}
+	lifetime := q.Get("lifetime")
+	listPage(e, w, r, e.vnics, func(v *vnic) bool {
+		return scope == "AVAILABILITY_DOMAIN" && v.publicIPID != "" && v.CompartmentID == comp && v.AvailabilityDomain == ad &&
+			(lifetime == "" || lifetime == "EPHEMERAL")
+	}, func(v *vnic) any {
+		return map[string]any{"id": v.publicIPID, "assignedEntityId": v.privateIPID, "assignedEntityType": "PRIVATE_IP",
+			"availabilityDomain": v.AvailabilityDomain, "compartmentId": v.CompartmentID, "ipAddress": v.PublicIP,
+			"lifecycleState": "ASSIGNED", "lifetime": "EPHEMERAL", "privateIpId": v.privateIPID,
+			"scope": "AVAILABILITY_DOMAIN", "timeCreated": v.TimeCreated}
+	})
 }

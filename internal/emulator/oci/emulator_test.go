@@ -204,3 +204,37 @@ func TestAUserWithoutAPolicyGetsNotAuthorizedOrNotFound(t *testing.T) {
 	_, err = c.network.GetSubnet(t.Context(), core.GetSubnetRequest{SubnetId: &e.fx.SubnetID})
 	require.NoError(t, err, "what its policies allow works")
 }
+
+// A node's addresses from two listings, flat in the number of nodes: the
+// private IPs of the subnet and the ephemeral public IPs of an availability
+// domain, joined by the private IP's OCID.
+func TestTheSDKListsPrivateAndPublicIPs(t *testing.T) {
+	e := started(t, Options{})
+	c := fixtureClients(t, e)
+	ctx := t.Context()
+	for _, n := range []string{"node-1", "node-2", "node-3", "node-4"} {
+		e.AddMachine(n)
+	}
+	private, err := c.network.ListPrivateIps(ctx, core.ListPrivateIpsRequest{SubnetId: &e.fx.SubnetID})
+	require.NoError(t, err)
+	require.Len(t, private.Items, 4)
+	byID := map[string]core.PrivateIp{}
+	for _, p := range private.Items {
+		assert.True(t, *p.IsPrimary)
+		byID[*p.Id] = p
+	}
+	ad := e.fx.AvailabilityDomains[0]
+	public, err := c.network.ListPublicIps(ctx, core.ListPublicIpsRequest{Scope: core.ListPublicIpsScopeAvailabilityDomain,
+		CompartmentId: &e.fx.CompartmentID, AvailabilityDomain: &ad, Lifetime: core.ListPublicIpsLifetimeEphemeral})
+	require.NoError(t, err)
+	require.Len(t, public.Items, 2, "node-1 and node-4 are in the first availability domain")
+	for _, p := range public.Items {
+		assert.Equal(t, core.PublicIpLifecycleStateAssigned, p.LifecycleState)
+		priv, ok := byID[*p.PrivateIpId]
+		require.True(t, ok)
+		assert.Equal(t, ad, *priv.AvailabilityDomain)
+	}
+
+	_, err = c.network.ListPublicIps(ctx, core.ListPublicIpsRequest{Scope: core.ListPublicIpsScopeAvailabilityDomain, CompartmentId: &e.fx.CompartmentID})
+	assert.Equal(t, "MissingParameter", serviceError(t, err).GetCode(), "an availability domain's scope names it")
+}

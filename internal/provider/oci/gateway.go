@@ -295,6 +295,36 @@ func (g *gateway) subnet(ctx context.Context, id string) (Subnet, error) {
 	return get[Subnet](ctx, g, "network", g.ep.Core, coreAPI+"/subnets/"+url.PathEscape(id))
 }
 
+// PrivateIP is a private IP as the CCM uses it.
+type PrivateIP struct {
+	ID        string `json:"id"`
+	IPAddress string `json:"ipAddress"`
+	IsPrimary bool   `json:"isPrimary"`
+	VnicID    string `json:"vnicId"`
+}
+
+// PublicIP is a public IP as the CCM uses it.
+type PublicIP struct {
+	IPAddress   string `json:"ipAddress"`
+	PrivateIPID string `json:"privateIpId"`
+	Lifetime    string `json:"lifetime"`
+}
+
+// privateIPs lists the private IPs of subnet.
+func (g *gateway) privateIPs(ctx context.Context, subnet string) ([]PrivateIP, error) {
+	return list[PrivateIP](ctx, g, "network", g.ep.Core, coreAPI+"/privateIps", url.Values{"subnetId": {subnet}})
+}
+
+// ephemeralPublicIPs lists the ephemeral public IPs of availability domain
+// ad (those of instances' VNICs) in compartment.
+func (g *gateway) ephemeralPublicIPs(ctx context.Context, compartment, ad string) ([]PublicIP, error) {
+	q := inCompartment(compartment)
+	q.Set("scope", "AVAILABILITY_DOMAIN")
+	q.Set("availabilityDomain", ad)
+	q.Set("lifetime", "EPHEMERAL")
+	return list[PublicIP](ctx, g, "network", g.ep.Core, coreAPI+"/publicIps", q)
+}
+
 // availabilityDomains lists the availability domains' names.
 func (g *gateway) availabilityDomains(ctx context.Context, compartment string) ([]string, error) {
 	var ads []struct {

@@ -87,6 +87,28 @@ func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
 	ads, err := g.availabilityDomains(ctx, f.CompartmentID)
 	require.NoError(t, err)
 	assert.Len(t, ads, 3)
+
+	// Every node's addresses in 1 + 3 listings (5 nodes, pages of 2: 3 + 3 pages).
+	e.ResetCalls()
+	private, err := g.privateIPs(ctx, f.SubnetID)
+	require.NoError(t, err)
+	require.Len(t, private, 5)
+	addrOf := map[string]string{}
+	for _, p := range private {
+		addrOf[p.ID] = p.IPAddress
+	}
+	public := 0
+	for _, ad := range ads {
+		ips, err := g.ephemeralPublicIPs(ctx, f.CompartmentID, ad)
+		require.NoError(t, err)
+		for _, ip := range ips {
+			assert.NotEmpty(t, addrOf[ip.PrivateIPID], "each public IP is on a private IP of the subnet")
+			public++
+		}
+	}
+	assert.Equal(t, 5, public)
+	reads, _ = callCounts(e)
+	assert.Equal(t, 6, reads)
 }
 
 func TestOCIErrorsAreTranslatedOnceWithTheirCodeAndRequestID(t *testing.T) {
