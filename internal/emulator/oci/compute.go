@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Instances and their networking, as the Compute and Virtual Network APIs
@@ -88,6 +90,11 @@ type vcn struct {
 // viewOf is a copy of an object to encode outside the lock.
 func viewOf[T any](o *T) any { c := *o; return &c }
 
+// routeGet serves GET path/{id}: the object of st, as it is.
+func routeGet[T any](e *Emulator, path string, st *core.Store[*T]) {
+	e.handle("GET "+path+"/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, st, viewOf[T]) })
+}
+
 func (e *Emulator) routeCompute() {
 	e.handle("GET "+corePath+"/instances", func(w http.ResponseWriter, r *http.Request) {
 		comp, ok := requireCompartment(w, r)
@@ -100,9 +107,7 @@ func (e *Emulator) routeCompute() {
 			return i.CompartmentID == comp && (ad == "" || i.AvailabilityDomain == ad) && (name == "" || i.DisplayName == name)
 		}, viewOf[instance])
 	})
-	e.handle("GET "+corePath+"/instances/{id}", func(w http.ResponseWriter, r *http.Request) {
-		getOne(e, w, r, e.instances, viewOf[instance])
-	})
+	routeGet(e, corePath+"/instances", e.instances)
 	e.handle("GET "+corePath+"/vnicAttachments", func(w http.ResponseWriter, r *http.Request) {
 		comp, ok := requireCompartment(w, r)
 		if !ok {
@@ -113,17 +118,11 @@ func (e *Emulator) routeCompute() {
 			return a.CompartmentID == comp && (inst == "" || a.InstanceID == inst)
 		}, viewOf[vnicAttachment])
 	})
-	e.handle("GET "+corePath+"/vnics/{id}", func(w http.ResponseWriter, r *http.Request) {
-		getOne(e, w, r, e.vnics, viewOf[vnic])
-	})
+	routeGet(e, corePath+"/vnics", e.vnics)
 	e.handle("GET "+corePath+"/privateIps", e.listPrivateIPs)
 	e.handle("GET "+corePath+"/publicIps", e.listPublicIPs)
-	e.handle("GET "+corePath+"/subnets/{id}", func(w http.ResponseWriter, r *http.Request) {
-		getOne(e, w, r, e.subnets, viewOf[subnet])
-	})
-	e.handle("GET "+corePath+"/vcns/{id}", func(w http.ResponseWriter, r *http.Request) {
-		getOne(e, w, r, e.vcns, viewOf[vcn])
-	})
+	routeGet(e, corePath+"/subnets", e.subnets)
+	routeGet(e, corePath+"/vcns", e.vcns)
 	e.handle("GET "+corePath+"/availabilityDomains", func(w http.ResponseWriter, r *http.Request) {
 		comp, ok := requireCompartment(w, r)
 		if !ok {
