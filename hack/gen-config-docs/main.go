@@ -188,7 +188,7 @@ func Parse(file, root string) ([]Section, error) {
 	var sections []Section
 	var errs []error
 	for _, field := range rs.Fields.List {
-		name := iniTag(field)
+		name := tagOf(field, "ini")
 		if name == "" {
 			continue
 		}
@@ -200,7 +200,7 @@ func Parse(file, root string) ([]Section, error) {
 		}
 		sec := Section{Name: name, Named: named, Description: firstParagraph(docs[typeName])}
 		for _, kf := range st.Fields.List {
-			name := iniTag(kf)
+			name := tagOf(kf, "ini")
 			if name == "" {
 				continue
 			}
@@ -215,8 +215,6 @@ func Parse(file, root string) ([]Section, error) {
 	}
 	return sections, errors.Join(errs...)
 }
-
-func iniTag(f *ast.Field) string { return tagOf(f, "ini") }
 
 // tagOf is the name a field's struct tag gives it in format (ini, json).
 func tagOf(f *ast.Field, format string) string {

@@ -410,21 +410,18 @@ func (n Name) SecretRef(svc *v1.Service) (namespace, name string, err error) {
 // FreeformTags parses JSON freeform tags: {"key": "value"}.
 func (n Name) FreeformTags(svc *v1.Service) (map[string]string, error) {
 	var tags map[string]string
-	return tags, n.json(svc, &tags, `JSON {"key": "value"}`)
+	return tags, n.JSON(svc, &tags, `JSON {"key": "value"}`)
 }
 
 // DefinedTags parses JSON defined tags: {"namespace": {"key": "value"}}.
 func (n Name) DefinedTags(svc *v1.Service) (map[string]map[string]any, error) {
 	var tags map[string]map[string]any
-	return tags, n.json(svc, &tags, `JSON {"namespace": {"key": "value"}}`)
+	return tags, n.JSON(svc, &tags, `JSON {"namespace": {"key": "value"}}`)
 }
 
-// JSON parses a JSON object into out (a pointer), unknown fields refused.
+// JSON parses a JSON object into out (a pointer), unknown fields refused;
+// accepted says what is accepted.
 func (n Name) JSON(svc *v1.Service, out any, accepted string) error {
-	return n.json(svc, out, accepted)
-}
-
-func (n Name) json(svc *v1.Service, out any, accepted string) error {
 	v, ok := n.lookup(svc)
 	if !ok {
 		return ErrNotSet

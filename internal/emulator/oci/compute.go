@@ -132,7 +132,7 @@ func (e *Emulator) routeCompute() {
 		for i, name := range e.fx.AvailabilityDomains {
 			ads[i] = map[string]string{"id": fmt.Sprintf("ocid1.availabilitydomain.oc1..ad%d", i+1), "name": name, "compartmentId": comp}
 		}
-		writeJSON(w, http.StatusOK, ads)
+		core.WriteJSON(w, http.StatusOK, ads)
 	})
 	e.handle("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", "Not Found")
@@ -189,11 +189,7 @@ func (e *Emulator) SetInstanceState(id, state string) error {
 
 // Objects counts what a CCM may create, by kind (nothing yet: load balancers
 // come with their API).
-func (e *Emulator) Objects() map[string]int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return map[string]int{}
-}
+func (e *Emulator) Objects() map[string]int { return map[string]int{} }
 
 // listPrivateIPs answers ListPrivateIps: the primary private IP of each VNIC
 // of a subnet, or of one VNIC (one of subnetId, vnicId must be given).

@@ -22,7 +22,6 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -247,7 +246,7 @@ type apiError struct {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, apiError{Code: code, Message: msg})
+	core.WriteJSON(w, status, apiError{Code: code, Message: msg})
 }
 
 // codeForStatus is the code OCI gives an injected fault's status.
@@ -267,12 +266,6 @@ func codeForStatus(status int) string {
 		return "TooManyRequests"
 	}
 	return "InternalServerError"
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // listPage answers a list: the page of st's objects that keep accepts, after
@@ -307,7 +300,7 @@ func listPage[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, 
 	if next != "" {
 		w.Header().Set("opc-next-page", next)
 	}
-	writeJSON(w, http.StatusOK, views)
+	core.WriteJSON(w, http.StatusOK, views)
 }
 
 // getOne answers the object id of st, or 404 NotAuthorizedOrNotFound.
@@ -323,7 +316,7 @@ func getOne[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core
 		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	core.WriteJSON(w, http.StatusOK, v)
 }
 
 // requireCompartment is the compartmentId a list must name.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -113,11 +112,8 @@ func (e *Error) Error() string {
 // the caller to weigh: OCI gives the same answer to a missing policy, so it
 // never proves alone that an instance is gone.
 func translate(e *Error) error {
-	switch {
-	case e.Status == 409 && e.Code == "IncorrectState":
+	if e.Status == 412 { // a stale etag: read again and retry, as for 409 IncorrectState
 		return outcome.Classify(outcome.ErrBusy, e)
-	case e.Status == 409 || e.Status == 412:
-		return outcome.Classify(outcome.ErrBusy, e) // a conflict or a stale etag: read again and retry
 	}
 	return outcome.Classify(outcome.KindByStatus(e.Status), e)
 }
@@ -338,7 +334,3 @@ func (g *gateway) availabilityDomains(ctx context.Context, compartment string) (
 	}
 	return names, err
 }
-
-// isNotFound says whether err is OCI's 404 (a missing object, or a missing
-// policy: OCI does not tell them apart).
-func isNotFound(err error) bool { return errors.Is(err, outcome.ErrNotFound) }
