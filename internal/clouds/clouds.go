@@ -7,5 +7,6 @@ package clouds
 import (
 	_ "github.com/overcast-ccm/overcast/internal/provider/cloudstack" // cloudstack, external-cloudstack
 	_ "github.com/overcast-ccm/overcast/internal/provider/local"      // local
+	_ "github.com/overcast-ccm/overcast/internal/provider/oci"        // oci
 	_ "github.com/overcast-ccm/overcast/internal/provider/openstack"  // openstack
 )

@@ -151,7 +151,7 @@ func (e *Emulator) AddMachine(name string) (id, ip string) {
 	now := e.opts.Clock()
 	inst := &instance{resource: resource{ID: e.newID("instance"), CompartmentID: e.fx.CompartmentID, LifecycleState: StateRunning, TimeCreated: now},
 		AvailabilityDomain: ad, FaultDomain: fmt.Sprintf("FAULT-DOMAIN-%d", n%3+1), DisplayName: name,
-		Region: e.opts.Region, Shape: "VM.Standard.E4.Flex"}
+		Region: regionField(e.opts.Region), Shape: "VM.Standard.E4.Flex"}
 	private, public := e.machineNext, e.publicNext
 	e.machineNext, e.publicNext = e.machineNext.Next(), e.publicNext.Next()
 	v := &vnic{resource: resource{ID: e.newID("vnic"), CompartmentID: inst.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
@@ -185,6 +185,32 @@ func (e *Emulator) SetInstanceState(id, state string) error {
 		}
 	}
 	return nil
+}
+
+// PurgeInstance removes an instance and its VNICs, as OCI does some time
+// after it is terminated: reading it then answers 404.
+func (e *Emulator) PurgeInstance(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.instances.Remove(id)
+	for _, a := range e.attachments.All() {
+		if a.InstanceID == id {
+			e.attachments.Remove(a.ID)
+			e.vnics.Remove(a.VnicID)
+		}
+	}
+}
+
+// regionField is instance.region as OCI answers it: the short code for the
+// oldest regions (iad, phx), the name for the others (facts §2).
+func regionField(region string) string {
+	switch region {
+	case "us-ashburn-1":
+		return "iad"
+	case "us-phoenix-1":
+		return "phx"
+	}
+	return region
 }
 
 // Objects counts what a CCM may create, by kind (nothing yet: load balancers

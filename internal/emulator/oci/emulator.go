@@ -132,7 +132,8 @@ func (e *Emulator) Fixture() Fixture { return e.fx }
 func (e *Emulator) Region() string { return e.opts.Region }
 
 // CloudConfig is a cloud-provider.yaml of oci-cloud-controller-manager's form
-// for the fixture's user.
+// for the fixture's user, with Overcast's endpoints key for the emulator's
+// URL (call after Start).
 func (e *Emulator) CloudConfig() string {
 	f := e.fx
 	return fmt.Sprintf(`auth:
@@ -147,8 +148,10 @@ vcn: %s
 loadBalancer:
   subnet1: %s
   securityListManagementMode: None
+endpoints:
+  api: %s
 `, e.opts.Region, f.TenancyID, f.UserID, strings.ReplaceAll(strings.TrimSpace(f.PrivateKeyPEM), "\n", "\n    "),
-		f.Fingerprint, f.CompartmentID, f.VCNID, f.SubnetID)
+		f.Fingerprint, f.CompartmentID, f.VCNID, f.SubnetID, e.URL())
 }
 
 // newID is an OCID of kind (ocid1.<kind>.oc1.<region>.<unique>). Call with mu

@@ -14,6 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
+	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
@@ -57,6 +60,9 @@ type Config struct {
 	// The OCID of the cluster's VCN.
 	// Default: the VCN of loadBalancer.subnet1
 	VCNID string `json:"vcn"`
+	// Endpoints replaces OCI's public endpoints, which follow from
+	// auth.region (Overcast only: a private endpoint or an emulator).
+	Endpoints *EndpointOverrides `json:"endpoints"`
 
 	// path is the file the config was read from ("" for a stream).
 	path string
@@ -88,6 +94,69 @@ type Auth struct {
 	CompartmentID string `json:"compartment"`
 	// Deprecated: auth.passphrase.
 	PrivateKeyPassphrase string `json:"key_passphrase"`
+}
+
+// EndpointOverrides are base URLs of OCI's services: https, or http to a
+// loopback address.
+type EndpointOverrides struct {
+	// The base URL of every service not given one of its own below.
+	// Default: https://iaas.<region>.oraclecloud.com and the like
+	API string `json:"api"`
+	// Compute and virtual network.
+	// Default: api
+	Core string `json:"core"`
+	// Identity (availability domains).
+	// Default: api
+	Identity string `json:"identity"`
+	// Load balancers.
+	// Default: api
+	LoadBalancer string `json:"loadBalancer"`
+	// Network load balancers.
+	// Default: api
+	NetworkLoadBalancer string `json:"networkLoadBalancer"`
+}
+
+// endpoints are the services' base URLs: the region's, or the overrides.
+func (c *Config) endpoints() Endpoints {
+	ep := endpointsFor(regionName(c.Auth.Region))
+	o := c.Endpoints
+	if o == nil {
+		return ep
+	}
+	for _, f := range []struct {
+		to   *string
+		from string
+	}{{&ep.Core, o.Core}, {&ep.Identity, o.Identity}, {&ep.LoadBalancer, o.LoadBalancer}, {&ep.NetworkLoadBalancer, o.NetworkLoadBalancer}} {
+		switch {
+		case f.from != "":
+			*f.to = strings.TrimRight(f.from, "/")
+		case o.API != "":
+			*f.to = strings.TrimRight(o.API, "/")
+		}
+	}
+	return ep
+}
+
+// checkEndpoint is the problem of an endpoint override, "" for none.
+func checkEndpoint(key, v string) string {
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Sprintf("%s: %q is not an http(s) URL", key, v)
+	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return fmt.Sprintf("%s: %q: plain http is allowed to a loopback address only (the requests carry signatures)", key, v)
+	case u.RawQuery != "" || (u.Path != "" && u.Path != "/"):
+		return fmt.Sprintf("%s: %q: a base URL has no path or query (the API version is added)", key, v)
+	}
+	return ""
+}
+
+func isLoopback(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	return host == "localhost" || (err == nil && ip.IsLoopback())
 }
 
 // Security list management modes of the load balancers (the peer's names).
@@ -282,6 +351,17 @@ func (c *Config) Validate() error {
 			ocid("loadBalancer.securityLists["+subnet+"]", list, "securitylist")
 		}
 	}
+	if o := c.Endpoints; o != nil {
+		for _, k := range []struct{ key, v string }{{"endpoints.api", o.API}, {"endpoints.core", o.Core},
+			{"endpoints.identity", o.Identity}, {"endpoints.loadBalancer", o.LoadBalancer}, {"endpoints.networkLoadBalancer", o.NetworkLoadBalancer}} {
+			if msg := checkEndpoint(k.key, k.v); msg != "" {
+				add("%s", msg)
+			}
+		}
+	}
+	if c.Auth.Region != "" && !c.UseInstancePrincipals && c.Endpoints == nil && !validRegion(regionName(c.Auth.Region)) {
+		add("auth.region: %q is not a region's name (us-ashburn-1) or short code (iad)", c.Auth.Region)
+	}
 	if rl := c.RateLimiter; rl != nil {
 		if rl.RateLimitQPSRead < 0 || rl.RateLimitQPSWrite < 0 || rl.RateLimitBucketRead < 0 || rl.RateLimitBucketWrite < 0 {
 			add("rateLimiter: the rates and buckets cannot be negative")
@@ -359,3 +439,33 @@ func Fingerprint(pub *rsa.PublicKey) string {
 	}
 	return strings.Join(hexes, ":")
 }
+
+// regionCodes are the short codes OCI accepts for regions' names (oci-go-sdk
+// common/regions.go shortNameRegion), for the regions whose API answers them
+// in instance.region too.
+var regionCodes = map[string]string{
+	"iad": "us-ashburn-1", "phx": "us-phoenix-1", "sjc": "us-sanjose-1", "ord": "us-chicago-1",
+	"yyz": "ca-toronto-1", "yul": "ca-montreal-1", "lhr": "uk-london-1", "cwl": "uk-cardiff-1",
+	"fra": "eu-frankfurt-1", "ams": "eu-amsterdam-1", "zrh": "eu-zurich-1", "mad": "eu-madrid-1",
+	"cdg": "eu-paris-1", "lin": "eu-milan-1", "arn": "eu-stockholm-1", "mrs": "eu-marseille-1",
+	"nrt": "ap-tokyo-1", "kix": "ap-osaka-1", "icn": "ap-seoul-1", "yny": "ap-chuncheon-1",
+	"bom": "ap-mumbai-1", "hyd": "ap-hyderabad-1", "syd": "ap-sydney-1", "mel": "ap-melbourne-1",
+	"sin": "ap-singapore-1", "gru": "sa-saopaulo-1", "vcp": "sa-vinhedo-1", "scl": "sa-santiago-1",
+	"jed": "me-jeddah-1", "dxb": "me-dubai-1", "auh": "me-abudhabi-1", "jnb": "af-johannesburg-1",
+	"mtz": "il-jerusalem-1", "qro": "mx-queretaro-1", "mty": "mx-monterrey-1",
+}
+
+// regionName is a region's name for its name or short code.
+func regionName(r string) string {
+	r = strings.ToLower(strings.TrimSpace(r))
+	if name, ok := regionCodes[r]; ok {
+		return name
+	}
+	return r
+}
+
+var regionPattern = regexp.MustCompile(`^[a-z]{2,}-[a-z]+-[0-9]+$`)
+
+// validRegion says whether name has the form of a region's name of the
+// commercial realm (us-ashburn-1).
+func validRegion(name string) bool { return regionPattern.MatchString(name) }

@@ -233,3 +233,42 @@ func FuzzRead(f *testing.F) {
 		_ = c.Warnings()
 	})
 }
+
+func TestEndpointsFollowTheRegionOrTheOverrides(t *testing.T) {
+	c, err := Read(strings.NewReader(peerConfig(pemOf(testKey, ""), "")))
+	require.NoError(t, err)
+	c.Auth.Region = "PHX" // a short code, as the peer accepts it
+	require.NoError(t, c.Validate())
+	ep := c.endpoints()
+	assert.Equal(t, "https://iaas.us-phoenix-1.oraclecloud.com", ep.Core)
+	assert.Equal(t, "https://network-load-balancer-api.us-phoenix-1.oci.oraclecloud.com", ep.NetworkLoadBalancer)
+
+	c, err = Read(strings.NewReader(peerConfig(pemOf(testKey, ""), `endpoints:
+  api: http://127.0.0.1:8443/
+  identity: https://identity.example.com
+`)))
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	ep = c.endpoints()
+	assert.Equal(t, Endpoints{Core: "http://127.0.0.1:8443", Identity: "https://identity.example.com",
+		LoadBalancer: "http://127.0.0.1:8443", NetworkLoadBalancer: "http://127.0.0.1:8443"}, ep)
+
+	c, err = Read(strings.NewReader(peerConfig(pemOf(testKey, ""), `endpoints:
+  api: http://10.0.0.1:8443
+  core: https://iaas.example.com/20160918
+  loadBalancer: ftp://x
+`)))
+	require.NoError(t, err)
+	c.Auth.Region = "Ashburn"
+	err = c.Validate()
+	require.Error(t, err)
+	for _, want := range []string{
+		`endpoints.api: "http://10.0.0.1:8443": plain http is allowed to a loopback address only`,
+		`endpoints.core: "https://iaas.example.com/20160918": a base URL has no path`,
+		`endpoints.loadBalancer: "ftp://x" is not an http(s) URL`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	c.Endpoints = nil
+	assert.ErrorContains(t, c.Validate(), `auth.region: "Ashburn" is not a region's name`)
+}

@@ -271,6 +271,13 @@ func (g *gateway) instances(ctx context.Context, compartment string) ([]Instance
 	return list[Instance](ctx, g, "compute", g.ep.Core, coreAPI+"/instances", inCompartment(compartment))
 }
 
+// instancesNamed lists the instances of compartment whose displayName is name.
+func (g *gateway) instancesNamed(ctx context.Context, compartment, name string) ([]Instance, error) {
+	q := inCompartment(compartment)
+	q.Set("displayName", name)
+	return list[Instance](ctx, g, "compute", g.ep.Core, coreAPI+"/instances", q)
+}
+
 // instance reads one instance.
 func (g *gateway) instance(ctx context.Context, id string) (Instance, error) {
 	return get[Instance](ctx, g, "compute", g.ep.Core, coreAPI+"/instances/"+url.PathEscape(id))
@@ -279,6 +286,13 @@ func (g *gateway) instance(ctx context.Context, id string) (Instance, error) {
 // attachments lists every VNIC attachment of compartment.
 func (g *gateway) attachments(ctx context.Context, compartment string) ([]VnicAttachment, error) {
 	return list[VnicAttachment](ctx, g, "compute", g.ep.Core, coreAPI+"/vnicAttachments", inCompartment(compartment))
+}
+
+// attachmentsOf lists the VNIC attachments of one instance of compartment.
+func (g *gateway) attachmentsOf(ctx context.Context, compartment, instance string) ([]VnicAttachment, error) {
+	q := inCompartment(compartment)
+	q.Set("instanceId", instance)
+	return list[VnicAttachment](ctx, g, "compute", g.ep.Core, coreAPI+"/vnicAttachments", q)
 }
 
 // vnic reads one VNIC.
@@ -293,10 +307,11 @@ func (g *gateway) subnet(ctx context.Context, id string) (Subnet, error) {
 
 // PrivateIP is a private IP as the CCM uses it.
 type PrivateIP struct {
-	ID        string `json:"id"`
-	IPAddress string `json:"ipAddress"`
-	IsPrimary bool   `json:"isPrimary"`
-	VnicID    string `json:"vnicId"`
+	ID            string `json:"id"`
+	IPAddress     string `json:"ipAddress"`
+	IsPrimary     bool   `json:"isPrimary"`
+	VnicID        string `json:"vnicId"`
+	HostnameLabel string `json:"hostnameLabel"`
 }
 
 // PublicIP is a public IP as the CCM uses it.
@@ -318,6 +333,14 @@ func (g *gateway) ephemeralPublicIPs(ctx context.Context, compartment, ad string
 	q.Set("scope", "AVAILABILITY_DOMAIN")
 	q.Set("availabilityDomain", ad)
 	q.Set("lifetime", "EPHEMERAL")
+	return list[PublicIP](ctx, g, "network", g.ep.Core, coreAPI+"/publicIps", q)
+}
+
+// reservedPublicIPs lists the regional (reserved) public IPs of compartment.
+func (g *gateway) reservedPublicIPs(ctx context.Context, compartment string) ([]PublicIP, error) {
+	q := inCompartment(compartment)
+	q.Set("scope", "REGION")
+	q.Set("lifetime", "RESERVED")
 	return list[PublicIP](ctx, g, "network", g.ep.Core, coreAPI+"/publicIps", q)
 }
 

@@ -1,0 +1,36 @@
+package kit
+
+import (
+	"errors"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/oci"
+)
+
+func init() {
+	Register(Kit{
+		Name:     "oci",
+		Emulator: "OCI emulator (signed requests; compute, virtual network and identity reads)",
+		Emulate:  emulateOCI,
+		Invalid:  [2]string{"oci.oraclecloud.com/load-balancer-type", "alb"},
+	})
+}
+
+type ociEmulator struct{ *oci.Emulator }
+
+func emulateOCI(o EmulatorOptions) (Emulator, error) {
+	if o.ServeTraffic {
+		return nil, errors.New("the OCI emulator does not carry traffic yet")
+	}
+	e, err := oci.New(oci.Options{Latency: o.Latency, MachineCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR})
+	if err != nil {
+		return nil, err
+	}
+	listen := o.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	if err := e.Start(listen); err != nil {
+		return nil, err
+	}
+	return ociEmulator{e}, nil
+}

@@ -1,0 +1,89 @@
+package oci
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
+)
+
+// The OCI cloud serves Nodes from one set of listings of the compartment
+// (instances, VNIC attachments, the node subnets' private IPs, the public
+// IPs), shared by every lookup, so its calls do not grow with the number of
+// Nodes; a Node is deleted only when its instance is TERMINATING or
+// TERMINATED, or a 404 is confirmed by listing the instance's compartment
+// (instances.go).
+
+func init() {
+	provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
+}
+
+// Cloud is the OCI cloud provider.
+type Cloud struct {
+	provider.Base
+
+	cfg      Config
+	gw       *gateway
+	machines *snapshot.Snapshot[machine]
+
+	mu sync.Mutex
+	// primary says of each VNIC looked up whether it is its instance's
+	// primary one (which never changes).
+	primary map[string]bool
+	// compartmentOf is each instance's compartment as a listing or a
+	// lookup answered: what proves that a 404 means gone.
+	compartmentOf map[string]string
+}
+
+var (
+	_ cloudprovider.Interface   = (*Cloud)(nil)
+	_ cloudprovider.InstancesV2 = (*Cloud)(nil)
+)
+
+// New validates cfg and builds the cloud; it makes no call (the first lookup
+// does, so an OCI outage at start is retried, not fatal).
+func New(cfg Config) (*Cloud, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.UseInstancePrincipals {
+		return nil, errors.New("useInstancePrincipals: not supported by this overcast-ccm yet; use an API key (auth)")
+	}
+	for _, w := range cfg.Warnings() {
+		klog.Background().Info("Warning: "+w, "cloud", ProviderName)
+	}
+	key, err := cfg.Auth.signingKey()
+	if err != nil {
+		return nil, err
+	}
+	creds := apiKey{keyID: cfg.Auth.TenancyID + "/" + cfg.Auth.UserID + "/" + Fingerprint(&key.PublicKey), key: key}
+	gw, err := newGateway(cfg.endpoints(), creds, cfg.RateLimiter, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cloud{cfg: cfg, gw: gw, primary: map[string]bool{}, compartmentOf: map[string]string{}}
+	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss, c.listMachines, machineKeys)
+	return c, nil
+}
+
+// Initialize starts the event recorder and learns the cluster's UID.
+func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	c.Start(clientBuilder, "overcast-oci-cloud", stop)
+}
+
+// ProviderName is "oci".
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// InstancesV2 serves Node initialisation and lifecycle.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
+
+// LoadBalancer is not served yet.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
+
+// Routes is not served: a VCN routes between its subnets itself (as with the peer).
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }

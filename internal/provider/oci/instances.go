@@ -1,0 +1,452 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// Snapshot timing: a lookup is served from listings at most snapshotMaxAge
+// old (lifecycleMaxAge for the lifecycle controller's questions, asked of
+// every NotReady Node every few seconds); a miss (a new Node) lists again at
+// most every snapshotMinMiss, so a burst of new Nodes costs one listing.
+const (
+	snapshotMaxAge  = 60 * time.Second
+	lifecycleMaxAge = 5 * time.Minute
+	snapshotMinMiss = 10 * time.Second
+)
+
+// The Node labels and annotations of the peer's node-info controller.
+const (
+	// FaultDomainLabel is the fault domain of a Node's instance.
+	FaultDomainLabel = "oci.oraclecloud.com/fault-domain"
+	// CompartmentAnnotation is the compartment of a Node's instance.
+	CompartmentAnnotation = "oci.oraclecloud.com/compartment-id"
+)
+
+// ProviderIDPrefix starts an OCI providerID: oci://<instance OCID>.
+const ProviderIDPrefix = "oci://"
+
+// Instance lifecycle states that say an instance is gone, or shut down.
+var (
+	goneStates     = []string{"TERMINATING", "TERMINATED"}
+	shutdownStates = []string{"STOPPING", "STOPPED"}
+)
+
+// machine is an instance with the addresses of its primary VNIC.
+type machine struct {
+	Instance
+	PrivateIP, PublicIP, Hostname string
+}
+
+// machineKeys: the OCID, then, for an instance not terminating, the ways the
+// peer finds a Node's instance without a providerID: its displayName, its
+// addresses, its hostname label (a key two instances share is left out of
+// the index, so such a Node takes the direct lookup, which names the
+// ambiguity).
+func machineKeys(m machine) []string {
+	keys := []string{"id/" + m.ID}
+	if slices.Contains(goneStates, m.LifecycleState) {
+		return keys
+	}
+	keys = append(keys, "name/"+strings.ToLower(m.DisplayName))
+	for _, ip := range []string{m.PrivateIP, m.PublicIP} {
+		if ip != "" {
+			keys = append(keys, "ip/"+ip)
+		}
+	}
+	if m.Hostname != "" {
+		keys = append(keys, "host/"+strings.ToLower(m.Hostname))
+	}
+	return keys
+}
+
+// ParseProviderID is the instance OCID of an OCI providerID, in every form
+// the peer accepts: oci://<OCID> or the bare OCID. "" is no providerID.
+func ParseProviderID(providerID string) (string, error) {
+	if providerID == "" {
+		return "", nil
+	}
+	id := strings.TrimPrefix(providerID, ProviderIDPrefix)
+	if !validOCID(id, "instance") {
+		return "", fmt.Errorf("providerID %q is not an OCI instance's (%socid1.instance.…)", providerID, ProviderIDPrefix)
+	}
+	return id, nil
+}
+
+// listMachines lists every instance of the compartment with the addresses of
+// its primary VNIC, in listings whose number does not grow with the
+// instances': the instances, the VNIC attachments, each node subnet's private
+// IPs, each availability domain's ephemeral public IPs and the reserved ones.
+func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
+	comp := c.cfg.CompartmentID
+	insts, err := c.gw.instances(ctx, comp)
+	if err != nil {
+		return nil, fmt.Errorf("listing the instances of compartment %s: %w", comp, err)
+	}
+	atts, err := c.gw.attachments(ctx, comp)
+	if err != nil {
+		return nil, fmt.Errorf("listing the VNIC attachments of compartment %s: %w", comp, err)
+	}
+	attached := map[string][]VnicAttachment{}
+	var subnets, ads []string
+	adOf := map[string]string{}
+	for _, in := range insts {
+		adOf[in.ID] = in.AvailabilityDomain
+	}
+	for _, a := range atts {
+		if a.LifecycleState != "ATTACHED" || a.VnicID == "" {
+			continue
+		}
+		attached[a.InstanceID] = append(attached[a.InstanceID], a)
+		if !slices.Contains(subnets, a.SubnetID) {
+			subnets = append(subnets, a.SubnetID)
+		}
+		if ad := adOf[a.InstanceID]; ad != "" && !slices.Contains(ads, ad) {
+			ads = append(ads, ad)
+		}
+	}
+	private := map[string]PrivateIP{} // by VNIC: its primary private IP
+	for _, s := range subnets {
+		ips, err := c.gw.privateIPs(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("listing the private IPs of subnet %s: %w", s, err)
+		}
+		for _, ip := range ips {
+			if ip.IsPrimary {
+				private[ip.VnicID] = ip
+			}
+		}
+	}
+	public := map[string]string{} // by private IP OCID
+	for _, ad := range ads {
+		ips, err := c.gw.ephemeralPublicIPs(ctx, comp, ad)
+		if err != nil {
+			return nil, fmt.Errorf("listing the public IPs of %s: %w", ad, err)
+		}
+		addPublic(public, ips)
+	}
+	if len(ads) > 0 {
+		ips, err := c.gw.reservedPublicIPs(ctx, comp)
+		if err != nil {
+			return nil, fmt.Errorf("listing the reserved public IPs of compartment %s: %w", comp, err)
+		}
+		addPublic(public, ips)
+	}
+	out := make([]machine, 0, len(insts))
+	for _, in := range insts {
+		m := machine{Instance: in}
+		if vnic := c.primaryAttachment(ctx, attached[in.ID]); vnic != "" {
+			p := private[vnic]
+			m.PrivateIP, m.Hostname, m.PublicIP = p.IPAddress, p.HostnameLabel, public[p.ID]
+		}
+		out = append(out, m)
+	}
+	c.mu.Lock()
+	for _, in := range insts {
+		c.compartmentOf[in.ID] = in.CompartmentID
+	}
+	c.mu.Unlock()
+	return out, nil
+}
+
+func addPublic(to map[string]string, ips []PublicIP) {
+	for _, ip := range ips {
+		if ip.PrivateIPID != "" {
+			to[ip.PrivateIPID] = ip.IPAddress
+		}
+	}
+}
+
+// primaryAttachment is the VNIC of atts that is its instance's primary one:
+// the only one, or the one a lookup says is primary (looked up once per VNIC:
+// it never changes). "" when it cannot be told yet.
+func (c *Cloud) primaryAttachment(ctx context.Context, atts []VnicAttachment) string {
+	if len(atts) == 1 {
+		return atts[0].VnicID
+	}
+	for _, a := range atts {
+		c.mu.Lock()
+		primary, known := c.primary[a.VnicID]
+		c.mu.Unlock()
+		if !known {
+			v, err := c.gw.vnic(ctx, a.VnicID)
+			if err != nil {
+				klog.FromContext(ctx).V(2).Info("Cannot look up a VNIC yet", "vnic", a.VnicID, "err", err.Error())
+				continue
+			}
+			primary = v.IsPrimary
+			c.mu.Lock()
+			c.primary[a.VnicID] = primary
+			c.mu.Unlock()
+		}
+		if primary {
+			return a.VnicID
+		}
+	}
+	return ""
+}
+
+// lookUp reads one instance and its primary VNIC directly (a Node the
+// listings do not hold yet).
+func (c *Cloud) lookUp(ctx context.Context, id string) (machine, error) {
+	in, err := c.gw.instance(ctx, id)
+	if err != nil {
+		return machine{}, err
+	}
+	c.mu.Lock()
+	c.compartmentOf[in.ID] = in.CompartmentID
+	c.mu.Unlock()
+	return c.withAddresses(ctx, in)
+}
+
+// withAddresses is in with the addresses of its primary VNIC.
+func (c *Cloud) withAddresses(ctx context.Context, in Instance) (machine, error) {
+	m := machine{Instance: in}
+	if slices.Contains(goneStates, in.LifecycleState) {
+		return m, nil
+	}
+	atts, err := c.gw.attachmentsOf(ctx, in.CompartmentID, in.ID)
+	if err != nil {
+		return machine{}, fmt.Errorf("listing the VNIC attachments of instance %s: %w", in.ID, err)
+	}
+	for _, a := range atts {
+		if a.LifecycleState != "ATTACHED" || a.VnicID == "" {
+			continue
+		}
+		v, err := c.gw.vnic(ctx, a.VnicID)
+		if err != nil {
+			return machine{}, fmt.Errorf("looking up VNIC %s of instance %s: %w", a.VnicID, in.ID, err)
+		}
+		c.mu.Lock()
+		c.primary[v.ID] = v.IsPrimary
+		c.mu.Unlock()
+		if v.IsPrimary {
+			m.PrivateIP, m.PublicIP, m.Hostname = v.PrivateIP, v.PublicIP, v.HostnameLabel
+			break
+		}
+	}
+	return m, nil
+}
+
+// find locates the Node's instance: in listings at most maxAge old, else by
+// a lookup of its own (by OCID, or by displayName). found is false only when
+// OCI itself answered that there is no such instance (which, for a lookup by
+// OCID, may be a missing policy: InstanceExists confirms); any failure is an
+// error, never "gone".
+func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (machine, bool, error) {
+	id, err := ParseProviderID(node.Spec.ProviderID)
+	if err != nil {
+		return machine{}, false, err
+	}
+	if id != "" {
+		m, found, err := c.machines.GetWithin(ctx, "id/"+id, maxAge)
+		if err != nil || (found && m.PrivateIP != "") {
+			return m, found, err
+		}
+		m, err = c.lookUp(ctx, id)
+		switch {
+		case errors.Is(err, outcome.ErrNotFound):
+			return machine{}, false, nil
+		case err != nil:
+			return machine{}, false, fmt.Errorf("looking up instance %s: %w", id, err)
+		}
+		c.machines.Put(m)
+		return m, true, nil
+	}
+	for _, key := range nameKeys(node.Name) {
+		m, found, err := c.machines.GetWithin(ctx, key, maxAge)
+		if err != nil || found {
+			return m, found, err
+		}
+	}
+	list, err := c.gw.instancesNamed(ctx, c.cfg.CompartmentID, node.Name)
+	if err != nil {
+		return machine{}, false, fmt.Errorf("looking up the instance named %s: %w", node.Name, err)
+	}
+	list = slices.DeleteFunc(list, func(in Instance) bool { return slices.Contains(goneStates, in.LifecycleState) })
+	switch len(list) {
+	case 0:
+		return machine{}, false, nil
+	case 1:
+		m, err := c.withAddresses(ctx, list[0])
+		return m, err == nil, err
+	}
+	ids := make([]string, len(list))
+	for i, in := range list {
+		ids[i] = in.ID
+	}
+	return machine{}, false, &ambiguousError{fmt.Sprintf("%d instances are named %s (%s): set the Node's providerID to %s<OCID>",
+		len(list), node.Name, strings.Join(ids, ", "), ProviderIDPrefix)}
+}
+
+// nameKeys are the keys a Node without a providerID is looked up by, as the
+// peer matches them: the instance's displayName, an address when the Node
+// is named by one (IPv6 with dashes for colons), the hostname label the
+// Node's name starts with.
+func nameKeys(name string) []string {
+	keys := []string{"name/" + strings.ToLower(name)}
+	if ip, err := netip.ParseAddr(strings.ReplaceAll(name, "-", ":")); err == nil {
+		keys = append(keys, "ip/"+ip.String())
+	} else if ip, err := netip.ParseAddr(name); err == nil {
+		keys = append(keys, "ip/"+ip.String())
+	}
+	host, _, _ := strings.Cut(name, ".")
+	return append(keys, "host/"+strings.ToLower(host))
+}
+
+type ambiguousError struct{ msg string }
+
+func (e *ambiguousError) Error() string { return e.msg }
+
+// InstanceExists is false only when OCI shows the instance is gone: it is
+// TERMINATING or TERMINATED, or a lookup answers 404 and a listing of its
+// compartment (known from the Node's annotation or from an earlier listing)
+// does not hold it. OCI answers 404 to a missing policy too (peer issue
+// #434), so a 404 alone, a 401, a 403, a 5xx or a timeout keeps the Node.
+func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	id, err := ParseProviderID(node.Spec.ProviderID)
+	if err != nil {
+		return false, err
+	}
+	if id == "" {
+		m, found, err := c.find(ctx, node, lifecycleMaxAge)
+		if err != nil || !found {
+			return false, errors.Join(err, fmt.Errorf("node %s has no providerID and matches no instance: it is kept (set its providerID to delete it when its instance is gone)", node.Name))
+		}
+		id = m.ID
+	}
+	if m, found, err := c.machines.GetWithin(ctx, "id/"+id, lifecycleMaxAge); err == nil && found && !slices.Contains(goneStates, m.LifecycleState) {
+		return true, nil
+	}
+	// What the listings suggest, a direct lookup decides.
+	in, err := c.gw.instance(ctx, id)
+	switch {
+	case err == nil:
+		if slices.Contains(goneStates, in.LifecycleState) {
+			klog.FromContext(ctx).Info("Instance of Node is gone", "node", klog.KObj(node), "instance", id, "state", in.LifecycleState)
+			return false, nil
+		}
+		return true, nil
+	case !errors.Is(err, outcome.ErrNotFound):
+		return false, fmt.Errorf("looking up instance %s: %w", id, err)
+	}
+	return c.confirmGone(ctx, node, id)
+}
+
+// confirmGone decides a 404 for instance id: gone when a listing of its
+// compartment does not hold it.
+func (c *Cloud) confirmGone(ctx context.Context, node *v1.Node, id string) (bool, error) {
+	comp := node.Annotations[CompartmentAnnotation]
+	if comp == "" {
+		c.mu.Lock()
+		comp = c.compartmentOf[id]
+		c.mu.Unlock()
+	}
+	if comp == "" {
+		return false, fmt.Errorf("instance %s answers 404 NotAuthorizedOrNotFound and its compartment is unknown (no %s annotation on Node %s, not in compartment %s): the Node is kept, as the answer may be a missing policy",
+			id, CompartmentAnnotation, node.Name, c.cfg.CompartmentID)
+	}
+	var listed []Instance
+	if comp == c.cfg.CompartmentID {
+		m, found, err := c.machines.GetWithin(ctx, "id/"+id, 0)
+		if err != nil {
+			return false, fmt.Errorf("instance %s answers 404; listing compartment %s to confirm: %w", id, comp, err)
+		}
+		if found {
+			listed = []Instance{m.Instance}
+		}
+	} else {
+		all, err := c.gw.instances(ctx, comp)
+		if err != nil {
+			return false, fmt.Errorf("instance %s answers 404; listing compartment %s to confirm: %w", id, comp, err)
+		}
+		listed = slices.DeleteFunc(all, func(in Instance) bool { return in.ID != id })
+	}
+	if len(listed) > 0 && !slices.Contains(goneStates, listed[0].LifecycleState) {
+		return true, fmt.Errorf("instance %s answers 404 but is listed in compartment %s (%s): a policy lets the CCM list instances but not read them; the Node is kept",
+			id, comp, listed[0].LifecycleState)
+	}
+	klog.FromContext(ctx).Info("Instance of Node is gone", "node", klog.KObj(node), "instance", id, "compartment", comp)
+	c.mu.Lock()
+	delete(c.compartmentOf, id)
+	c.mu.Unlock()
+	return false, nil
+}
+
+// InstanceShutdown is true for a STOPPING or STOPPED instance.
+func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	m, found, err := c.find(ctx, node, lifecycleMaxAge)
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		return false, cloudprovider.InstanceNotFound
+	}
+	return slices.Contains(shutdownStates, m.LifecycleState), nil
+}
+
+// InstanceMetadata is the instance's providerID, shape, availability domain,
+// region, fault domain and the addresses of its primary VNIC. A Node that
+// matches no instance, or several, gets a Warning Event.
+func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	m, found, err := c.find(ctx, node, snapshotMaxAge)
+	if err != nil {
+		if _, ok := errors.AsType[*ambiguousError](err); ok {
+			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
+		} else {
+			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the instance of Node %s: %v", node.Name, err)
+		}
+		return nil, err
+	}
+	if !found || slices.Contains(goneStates, m.LifecycleState) {
+		c.Events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
+			"Node %s matches no instance of compartment %s (looked up by providerID %q, else by displayName, address or hostname label %s)",
+			node.Name, c.cfg.CompartmentID, node.Spec.ProviderID, node.Name)
+		return nil, fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
+	}
+	md := &cloudprovider.InstanceMetadata{
+		ProviderID:    ProviderIDPrefix + m.ID,
+		InstanceType:  m.Shape,
+		Zone:          zoneOf(m.AvailabilityDomain),
+		Region:        m.Region,
+		NodeAddresses: addresses(m),
+	}
+	if m.FaultDomain != "" {
+		md.AdditionalLabels = map[string]string{FaultDomainLabel: m.FaultDomain}
+	}
+	return md, nil
+}
+
+// zoneOf is an availability domain's name without its tenancy prefix
+// ("Uocm:PHX-AD-1" → "PHX-AD-1"), as the peer labels zones.
+func zoneOf(ad string) string {
+	_, zone, found := strings.Cut(ad, ":")
+	if !found {
+		return ad
+	}
+	return zone
+}
+
+// addresses are the primary VNIC's private (InternalIP) and public
+// (ExternalIP) addresses, as the peer gives them.
+func addresses(m machine) []v1.NodeAddress {
+	var out []v1.NodeAddress
+	if m.PrivateIP != "" {
+		out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: m.PrivateIP})
+	}
+	if m.PublicIP != "" {
+		out = append(out, v1.NodeAddress{Type: v1.NodeExternalIP, Address: m.PublicIP})
+	}
+	return out
+}

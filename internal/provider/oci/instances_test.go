@@ -1,0 +1,161 @@
+package oci
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+)
+
+// cloudOn is the OCI cloud built from conf as overcast-ccm builds it.
+func cloudOn(t *testing.T, conf string) *Cloud {
+	t.Helper()
+	cfg, err := Read(strings.NewReader(conf))
+	require.NoError(t, err)
+	c, err := New(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+func nodeNamed(name, providerID string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: providerID}}
+}
+
+func TestNodesAreDescribedAsThePeerDescribesThem(t *testing.T) {
+	e := startEmulator(t)
+	c := cloudOn(t, e.CloudConfig())
+	ctx := t.Context()
+	id, ip := e.AddMachine("node-a")
+	byName, err := c.InstanceMetadata(ctx, nodeNamed("node-a", ""))
+	require.NoError(t, err)
+	byID, err := c.InstanceMetadata(ctx, nodeNamed("whatever", id)) // the peer's bare-OCID form
+	require.NoError(t, err)
+	assert.Equal(t, byName, byID)
+	assert.Equal(t, "oci://"+id, byName.ProviderID)
+	assert.Equal(t, "VM.Standard.E4.Flex", byName.InstanceType)
+	assert.Equal(t, "US-ASHBURN-AD-1", byName.Zone)
+	assert.Equal(t, "iad", byName.Region, "the region as OCI answers it, as the peer labels it")
+	assert.Equal(t, map[string]string{FaultDomainLabel: "FAULT-DOMAIN-1"}, byName.AdditionalLabels)
+	require.Len(t, byName.NodeAddresses, 2)
+	assert.Equal(t, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip}, byName.NodeAddresses[0])
+	assert.Equal(t, v1.NodeExternalIP, byName.NodeAddresses[1].Type)
+
+	// The peer's other ways to a Node's instance: its address, its hostname label.
+	for _, name := range []string{ip, "node-a.nodes.cluster.oraclevcn.com"} {
+		md, err := c.InstanceMetadata(ctx, nodeNamed(name, ""))
+		require.NoError(t, err, name)
+		assert.Equal(t, "oci://"+id, md.ProviderID, name)
+	}
+	_, err = c.InstanceMetadata(ctx, nodeNamed("nobody", ""))
+	require.ErrorIs(t, err, cloudprovider.InstanceNotFound)
+	_, err = c.InstanceMetadata(ctx, nodeNamed("x", "aws:///i-123"))
+	require.ErrorContains(t, err, "not an OCI instance's")
+}
+
+func TestNodeLookupsCostTheSameListingsForAnyNumberOfNodes(t *testing.T) {
+	calls := func(n int) int {
+		e := startEmulator(t)
+		c := cloudOn(t, e.CloudConfig())
+		var nodes []*v1.Node
+		for i := range n {
+			name := fmt.Sprintf("node-%d", i)
+			id, _ := e.AddMachine(name)
+			nodes = append(nodes, nodeNamed(name, "oci://"+id))
+		}
+		e.ResetCalls()
+		for _, node := range nodes {
+			md, err := c.InstanceMetadata(t.Context(), node)
+			require.NoError(t, err)
+			require.Len(t, md.NodeAddresses, 2)
+			exists, err := c.InstanceExists(t.Context(), node)
+			require.NoError(t, err)
+			require.True(t, exists)
+		}
+		reads, _ := callCounts(e)
+		return reads
+	}
+	few, many := calls(3), calls(60)
+	assert.Equal(t, few, many, "calls for 3 Nodes and for 60")
+	// instances, attachments, the subnet's private IPs, 3 ADs' ephemeral and the reserved public IPs
+	assert.Equal(t, 7, many)
+}
+
+func TestAStoppedInstanceIsShutDownAndOnlyATerminatedOneIsGone(t *testing.T) {
+	e := startEmulator(t)
+	c := cloudOn(t, e.CloudConfig())
+	ctx := t.Context()
+	id, _ := e.AddMachine("node-a")
+	node := nodeNamed("node-a", "oci://"+id)
+	for _, state := range []string{emulator.StateStopping, emulator.StateStopped, emulator.StateRunning, emulator.StateTerminating, emulator.StateTerminated} {
+		require.NoError(t, e.SetInstanceState(id, state))
+		c.machines.Invalidate()
+		down, err := c.InstanceShutdown(ctx, node)
+		require.NoError(t, err, state)
+		assert.Equal(t, state == emulator.StateStopping || state == emulator.StateStopped, down, state)
+		exists, err := c.InstanceExists(ctx, node)
+		require.NoError(t, err, state)
+		assert.Equal(t, state != emulator.StateTerminating && state != emulator.StateTerminated, exists, state)
+	}
+}
+
+func TestA404IsGoneOnlyWhenAListingOfTheInstancesCompartmentConfirmsIt(t *testing.T) {
+	e := startEmulator(t)
+	ctx := t.Context()
+	id, _ := e.AddMachine("node-a")
+	node := nodeNamed("node-a", "oci://"+id)
+
+	// A CCM that saw the instance listed in its compartment: purged, it is gone.
+	c := cloudOn(t, e.CloudConfig())
+	_, err := c.InstanceMetadata(ctx, node)
+	require.NoError(t, err)
+	e.PurgeInstance(id)
+	c.machines.Invalidate()
+	exists, err := c.InstanceExists(ctx, node)
+	require.NoError(t, err)
+	assert.False(t, exists)
+
+	// A CCM that never saw it, and no compartment on the Node: a 404 may be
+	// a missing policy on another compartment, so the Node is kept.
+	fresh := cloudOn(t, e.CloudConfig())
+	exists, err = fresh.InstanceExists(ctx, node)
+	require.ErrorContains(t, err, "compartment is unknown")
+	assert.False(t, exists)
+	// With the peer's annotation naming the compartment, the listing decides.
+	node.Annotations = map[string]string{CompartmentAnnotation: e.Fixture().CompartmentID}
+	exists, err = fresh.InstanceExists(ctx, node)
+	require.NoError(t, err)
+	assert.False(t, exists)
+}
+
+func TestAUserWithoutComputeRightsNeverDeletesANode(t *testing.T) {
+	e := startEmulator(t)
+	ctx := t.Context()
+	id, _ := e.AddMachine("node-a")
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	user, fp := e.AddUser(&key.PublicKey, "network", "identity") // no policy for instances
+	conf := strings.Replace(e.CloudConfig(), e.Fixture().UserID, user, 1)
+	conf = strings.Replace(conf, e.Fixture().Fingerprint, fp, 1)
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	conf = strings.Replace(conf, strings.ReplaceAll(strings.TrimSpace(e.Fixture().PrivateKeyPEM), "\n", "\n    "),
+		strings.ReplaceAll(strings.TrimSpace(keyPEM), "\n", "\n    "), 1)
+	c := cloudOn(t, conf)
+	node := nodeNamed("node-a", "oci://"+id)
+	node.Annotations = map[string]string{CompartmentAnnotation: e.Fixture().CompartmentID}
+	for range 3 {
+		exists, err := c.InstanceExists(ctx, node)
+		require.ErrorContains(t, err, "NotAuthorizedOrNotFound")
+		assert.False(t, exists)
+	}
+}
