@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
 )
@@ -63,6 +64,12 @@ type Config struct {
 	// Endpoints replaces OCI's public endpoints, which follow from
 	// auth.region (Overcast only: a private endpoint or an emulator).
 	Endpoints *EndpointOverrides `json:"endpoints"`
+	// How old the listing that answers the node lifecycle controller may be
+	// (Overcast only): a stopped instance's Node is tainted, and a
+	// terminated one's deleted, within about this long. Shorter costs more
+	// calls while a Node is NotReady.
+	// Default: 5m
+	LifecycleMaxAge cfgutil.Duration `json:"lifecycleMaxAge"`
 
 	// path is the file the config was read from ("" for a stream).
 	path string
@@ -361,6 +368,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Auth.Region != "" && !c.UseInstancePrincipals && c.Endpoints == nil && !validRegion(regionName(c.Auth.Region)) {
 		add("auth.region: %q is not a region's name (us-ashburn-1) or short code (iad)", c.Auth.Region)
+	}
+	if d := c.LifecycleMaxAge.Duration; d < 0 || d > time.Hour {
+		add("lifecycleMaxAge: %s is not between 0s and 1h", d)
 	}
 	if rl := c.RateLimiter; rl != nil {
 		if rl.RateLimitQPSRead < 0 || rl.RateLimitQPSWrite < 0 || rl.RateLimitBucketRead < 0 || rl.RateLimitBucketWrite < 0 {

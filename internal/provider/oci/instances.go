@@ -21,9 +21,9 @@ import (
 // every NotReady Node every few seconds); a miss (a new Node) lists again at
 // most every snapshotMinMiss, so a burst of new Nodes costs one listing.
 const (
-	snapshotMaxAge  = 60 * time.Second
-	lifecycleMaxAge = 5 * time.Minute
-	snapshotMinMiss = 10 * time.Second
+	snapshotMaxAge         = 60 * time.Second
+	defaultLifecycleMaxAge = 5 * time.Minute
+	snapshotMinMiss        = 10 * time.Second
 )
 
 // The Node labels and annotations of the peer's node-info controller.
@@ -320,13 +320,13 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 		return false, err
 	}
 	if id == "" {
-		m, found, err := c.find(ctx, node, lifecycleMaxAge)
+		m, found, err := c.find(ctx, node, c.lifecycleMaxAge())
 		if err != nil || !found {
 			return false, errors.Join(err, fmt.Errorf("node %s has no providerID and matches no instance: it is kept (set its providerID to delete it when its instance is gone)", node.Name))
 		}
 		id = m.ID
 	}
-	if m, found, err := c.machines.GetWithin(ctx, "id/"+id, lifecycleMaxAge); err == nil && found && !slices.Contains(goneStates, m.LifecycleState) {
+	if m, found, err := c.machines.GetWithin(ctx, "id/"+id, c.lifecycleMaxAge()); err == nil && found && !slices.Contains(goneStates, m.LifecycleState) {
 		return true, nil
 	}
 	// What the listings suggest, a direct lookup decides.
@@ -386,7 +386,7 @@ func (c *Cloud) confirmGone(ctx context.Context, node *v1.Node, id string) (bool
 
 // InstanceShutdown is true for a STOPPING or STOPPED instance.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
-	m, found, err := c.find(ctx, node, lifecycleMaxAge)
+	m, found, err := c.find(ctx, node, c.lifecycleMaxAge())
 	if err != nil {
 		return false, err
 	}
@@ -449,4 +449,12 @@ func addresses(m machine) []v1.NodeAddress {
 		out = append(out, v1.NodeAddress{Type: v1.NodeExternalIP, Address: m.PublicIP})
 	}
 	return out
+}
+
+// lifecycleMaxAge is the config's lifecycleMaxAge (default 5m).
+func (c *Cloud) lifecycleMaxAge() time.Duration {
+	if d := c.cfg.LifecycleMaxAge.Duration; d > 0 {
+		return d
+	}
+	return defaultLifecycleMaxAge
 }
