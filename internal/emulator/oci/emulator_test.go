@@ -84,7 +84,7 @@ func TestTheSDKListsInstancesPageByPage(t *testing.T) {
 		for _, i := range resp.Items {
 			names = append(names, *i.DisplayName)
 			assert.Equal(t, core.InstanceLifecycleStateRunning, i.LifecycleState)
-			assert.Equal(t, "us-ashburn-1", *i.Region)
+			assert.Equal(t, "iad", *i.Region, "OCI answers the oldest regions by their short code")
 			assert.Equal(t, "VM.Standard.E4.Flex", *i.Shape)
 		}
 		if resp.OpcNextPage == nil {
