@@ -103,8 +103,10 @@ type Auth struct {
 	PrivateKeyPassphrase string `json:"key_passphrase"`
 }
 
-// EndpointOverrides are base URLs of OCI's services: https, or http to a
-// loopback address.
+// EndpointOverrides are base URLs of OCI's services (Overcast only): https,
+// or http to a loopback address. Without them the endpoints follow from
+// auth.region in the commercial realm (oc1); another realm's regions need
+// them.
 type EndpointOverrides struct {
 	// The base URL of every service not given one of its own below.
 	// Default: https://iaas.<region>.oraclecloud.com and the like
