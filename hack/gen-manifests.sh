@@ -36,7 +36,9 @@ for file in "$chart"/clouds/*.yaml; do
 		echo "$file: no manifestHeader block" >&2
 		exit 1
 	fi
+	# The Secret it mounts: manifestSecret, else overcast-ccm-<cloud>.
+	secret=$(awk '/^manifestSecret: */ {print $2}' "$file")
 	render "deploy/$cloud/deployment.yaml" "$header" \
-		--set cloud="$cloud" --set cloudConfig.existingSecret="overcast-ccm-$cloud" \
+		--set cloud="$cloud" --set cloudConfig.existingSecret="${secret:-overcast-ccm-$cloud}" \
 		--show-only templates/deployment.yaml --show-only templates/pdb.yaml
 done

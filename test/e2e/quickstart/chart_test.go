@@ -34,6 +34,8 @@ type chartCloud struct {
 	Controllers []string `json:"controllers"`
 	// ManifestHeader heads deploy/<cloud>/deployment.yaml (hack/gen-manifests.sh).
 	ManifestHeader string `json:"manifestHeader"`
+	// ManifestSecret is the Secret deploy/<cloud>/deployment.yaml mounts.
+	ManifestSecret string `json:"manifestSecret"`
 }
 
 // For each cloud of the chart (clouds/*.yaml), helm template with its example
@@ -110,7 +112,7 @@ func TestChartOfEveryCloudAppliesToTheAPIServer(t *testing.T) {
 func TestChartWithoutACloudConfigSaysWhatIsMissing(t *testing.T) {
 	out, err := shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --kube-version 1.37.1 --set cloud=ostack")
 	require.Error(t, err)
-	assert.Contains(t, out, `cloud: "ostack" is not a cloud of this chart (cloudstack, local, openstack)`)
+	assert.Contains(t, out, `cloud: "ostack" is not a cloud of this chart (cloudstack, local, oci, openstack)`)
 	assert.Contains(t, out, "cloudConfig: set existingSecret")
 	out, err = shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --kube-version 1.37.1 --set-string cloudConfig.inline=x --set resources.limits.memory=0.5G")
 	require.Error(t, err)
