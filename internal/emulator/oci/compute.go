@@ -213,9 +213,13 @@ func regionField(region string) string {
 	return region
 }
 
-// Objects counts what a CCM may create, by kind (nothing yet: load balancers
-// come with their API).
-func (e *Emulator) Objects() map[string]int { return map[string]int{} }
+// Objects counts what a CCM may create, by kind.
+func (e *Emulator) Objects() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.jobs.Settle(e.opts.Clock())
+	return map[string]int{"loadBalancer": e.lbs.Len()}
+}
 
 // listPrivateIPs answers ListPrivateIps: the primary private IP of each VNIC
 // of a subnet, or of one VNIC (one of subnetId, vnicId must be given).

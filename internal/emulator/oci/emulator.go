@@ -55,6 +55,9 @@ type Options struct {
 	// PublicCIDR is where public addresses come from (from its 10th address
 	// on); default 203.0.113.0/24.
 	PublicCIDR string
+	// Provisioning is how long a load balancer's work request takes (its
+	// creation, and each change); default 0, done by the next request.
+	Provisioning time.Duration
 	// Clock is the emulator's clock, against which request dates are
 	// checked; default time.Now.
 	Clock func() time.Time
@@ -85,6 +88,11 @@ type Emulator struct {
 	vnics       *core.Store[*vnic]
 	subnets     *core.Store[*subnet]
 	vcns        *core.Store[*vcn]
+	lbs         *core.Store[*loadBalancer]
+	wrs         *core.Store[*workRequest]
+	jobs        *core.Jobs
+	retryTokens map[string]retried
+	provMu      sync.Mutex
 	machineNet  netip.Prefix
 	machineNext netip.Addr
 	publicNext  netip.Addr
@@ -105,11 +113,13 @@ func New(opts Options) (*Emulator, error) {
 	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
 		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
 		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
+		lbs: core.NewStore[*loadBalancer](), wrs: core.NewStore[*workRequest](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	if err := e.seedFixture(); err != nil {
 		return nil, err
 	}
+	e.routeLoadBalancers()
 	e.routeCompute()
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{Name: "oci emulator", Latency: opts.Latency,
 		Classify: classify, WriteError: func(w http.ResponseWriter, _ *http.Request, _ string, status int, msg string) {
@@ -198,6 +208,9 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "NotAuthenticated", msg)
 		return
 	}
+	e.mu.Lock()
+	e.jobs.Settle(e.opts.Clock())
+	e.mu.Unlock()
 	if svc, _ := classify(r); !u.rights[svc] {
 		// OCI answers a request its policies do not allow as it answers one
 		// for a resource that does not exist.
@@ -222,7 +235,9 @@ func (e *Emulator) handle(pattern string, h http.HandlerFunc) { e.mux.HandleFunc
 func classify(r *http.Request) (service, operation string) {
 	p := r.URL.Path
 	version, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
-	resource, id, _ := strings.Cut(rest, "/")
+	resource, rest, _ := strings.Cut(rest, "/")
+	id, rest, _ := strings.Cut(rest, "/")
+	sub, subID, _ := strings.Cut(rest, "/")
 	switch {
 	case "/"+version == lbPath:
 		service = "loadbalancer"
@@ -238,6 +253,12 @@ func classify(r *http.Request) (service, operation string) {
 	route := "/" + version + "/" + resource
 	if id != "" {
 		route += "/{id}"
+	}
+	if sub != "" {
+		route += "/" + sub
+	}
+	if subID != "" {
+		route += "/{name}"
 	}
 	return service, r.Method + " " + route
 }

@@ -1,0 +1,637 @@
+package oci
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// The Load Balancing API (/20170115), as oci-go-sdk's loadbalancer package
+// models it (mandatory fields: loadbalancer.LoadBalancer, Listener,
+// BackendSet, Backend, HealthChecker, WorkRequest) and as the API reference
+// describes it (https://docs.oracle.com/en-us/iaas/api/#/en/loadbalancer/20170115/):
+// every change answers at once with an opc-work-request-id and takes effect
+// when its work request succeeds; a load balancer's work requests run one
+// after the other (ACCEPTED, IN_PROGRESS, SUCCEEDED or FAILED); the create
+// answers no body, the new load balancer's OCID is the work request's
+// loadBalancerId (facts §5); opc-retry-token makes a create idempotent for
+// 24 hours (the same token with another body: 409 InvalidatedRetryToken).
+
+// Load balancer lifecycle states (loadbalancer.LoadBalancerLifecycleStateEnum).
+const (
+	LBCreating = "CREATING"
+	LBFailed   = "FAILED"
+	LBActive   = "ACTIVE"
+	LBDeleting = "DELETING"
+)
+
+// Work request states (loadbalancer.WorkRequestLifecycleStateEnum).
+const (
+	wrAccepted   = "ACCEPTED"
+	wrInProgress = "IN_PROGRESS"
+	wrFailed     = "FAILED"
+	wrSucceeded  = "SUCCEEDED"
+)
+
+type shapeDetails struct {
+	MinimumBandwidthInMbps int `json:"minimumBandwidthInMbps"`
+	MaximumBandwidthInMbps int `json:"maximumBandwidthInMbps"`
+}
+
+type lbIPAddress struct {
+	IPAddress  string `json:"ipAddress"`
+	IsPublic   bool   `json:"isPublic"`
+	ReservedIP *struct {
+		ID string `json:"id"`
+	} `json:"reservedIp,omitempty"`
+}
+
+type connectionConfiguration struct {
+	IdleTimeout                    int64 `json:"idleTimeout"`
+	BackendTCPProxyProtocolVersion *int  `json:"backendTcpProxyProtocolVersion,omitempty"`
+}
+
+type listener struct {
+	Name                    string                   `json:"name"`
+	DefaultBackendSetName   string                   `json:"defaultBackendSetName"`
+	Port                    int                      `json:"port"`
+	Protocol                string                   `json:"protocol"`
+	HostnameNames           []string                 `json:"hostnameNames"`
+	PathRouteSetName        *string                  `json:"pathRouteSetName,omitempty"`
+	SSLConfiguration        json.RawMessage          `json:"sslConfiguration,omitempty"`
+	ConnectionConfiguration *connectionConfiguration `json:"connectionConfiguration,omitempty"`
+	RuleSetNames            []string                 `json:"ruleSetNames"`
+}
+
+type backend struct {
+	Name      string `json:"name"`
+	IPAddress string `json:"ipAddress"`
+	Port      int    `json:"port"`
+	Weight    int    `json:"weight"`
+	Drain     bool   `json:"drain"`
+	Backup    bool   `json:"backup"`
+	Offline   bool   `json:"offline"`
+}
+
+type healthChecker struct {
+	Protocol          string `json:"protocol"`
+	URLPath           string `json:"urlPath,omitempty"`
+	Port              int    `json:"port"`
+	ReturnCode        int    `json:"returnCode"`
+	Retries           int    `json:"retries"`
+	TimeoutInMillis   int    `json:"timeoutInMillis"`
+	IntervalInMillis  int    `json:"intervalInMillis"`
+	ResponseBodyRegex string `json:"responseBodyRegex,omitempty"`
+	IsForcePlainText  bool   `json:"isForcePlainText"`
+}
+
+type backendSet struct {
+	Name                            string          `json:"name"`
+	Policy                          string          `json:"policy"`
+	Backends                        []backend       `json:"backends"`
+	HealthChecker                   *healthChecker  `json:"healthChecker"`
+	SSLConfiguration                json.RawMessage `json:"sslConfiguration,omitempty"`
+	SessionPersistenceConfiguration json.RawMessage `json:"sessionPersistenceConfiguration,omitempty"`
+}
+
+type loadBalancer struct {
+	resource
+	DisplayName             string                       `json:"displayName"`
+	ShapeName               string                       `json:"shapeName"`
+	ShapeDetails            *shapeDetails                `json:"shapeDetails,omitempty"`
+	IPAddresses             []lbIPAddress                `json:"ipAddresses"`
+	IsPrivate               bool                         `json:"isPrivate"`
+	SubnetIDs               []string                     `json:"subnetIds"`
+	NetworkSecurityGroupIDs []string                     `json:"networkSecurityGroupIds"`
+	Listeners               map[string]*listener         `json:"listeners"`
+	BackendSets             map[string]*backendSet       `json:"backendSets"`
+	Certificates            map[string]json.RawMessage   `json:"certificates"`
+	RuleSets                map[string]json.RawMessage   `json:"ruleSets"`
+	FreeformTags            map[string]string            `json:"freeformTags"`
+	DefinedTags             map[string]map[string]any    `json:"definedTags"`
+	SystemTags              map[string]map[string]any    `json:"systemTags"`
+}
+
+type workRequest struct {
+	ID             string     `json:"id"`
+	LoadBalancerID string     `json:"loadBalancerId"`
+	Type           string     `json:"type"`
+	LifecycleState string     `json:"lifecycleState"`
+	Message        string     `json:"message"`
+	TimeAccepted   time.Time  `json:"timeAccepted"`
+	TimeFinished   *time.Time `json:"timeFinished,omitempty"`
+	ErrorDetails   []any      `json:"errorDetails"`
+	CompartmentID  string     `json:"compartmentId"`
+	// start and end are when it runs: queued behind the load balancer's
+	// earlier work requests.
+	start, end time.Time
+}
+
+func (w *workRequest) ocid() string { return w.ID }
+
+// retried is what an opc-retry-token answered first.
+type retried struct {
+	body      [32]byte
+	wr        string
+	expiresAt time.Time
+}
+
+// createDetails is CreateLoadBalancerDetails, the parts checked or kept.
+type createDetails struct {
+	CompartmentID           string                     `json:"compartmentId"`
+	DisplayName             string                     `json:"displayName"`
+	ShapeName               string                     `json:"shapeName"`
+	ShapeDetails            *shapeDetails              `json:"shapeDetails"`
+	SubnetIDs               []string                   `json:"subnetIds"`
+	IsPrivate               bool                       `json:"isPrivate"`
+	Listeners               map[string]*listener       `json:"listeners"`
+	BackendSets             map[string]*backendSet     `json:"backendSets"`
+	NetworkSecurityGroupIDs []string                   `json:"networkSecurityGroupIds"`
+	Certificates            map[string]json.RawMessage `json:"certificates"`
+	RuleSets                map[string]json.RawMessage `json:"ruleSets"`
+	FreeformTags            map[string]string          `json:"freeformTags"`
+	DefinedTags             map[string]map[string]any  `json:"definedTags"`
+}
+
+// fixedShapes are the retired fixed shapes OCI still accepts.
+var fixedShapes = []string{"10Mbps", "100Mbps", "400Mbps", "8000Mbps", "10Mbps-Micro"}
+
+// lbPolicies are the load balancing policies (ListPolicies).
+var lbPolicies = []string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "IP_HASH"}
+
+func (e *Emulator) routeLoadBalancers() {
+	p := lbPath + "/loadBalancers"
+	e.handle("POST "+p, e.createLoadBalancer)
+	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
+		comp, ok := requireCompartment(w, r)
+		if !ok {
+			return
+		}
+		q := r.URL.Query()
+		name, state := q.Get("displayName"), q.Get("lifecycleState")
+		listPage(e, w, r, e.lbs, func(lb *loadBalancer) bool {
+			return lb.CompartmentID == comp && (name == "" || lb.DisplayName == name) && (state == "" || lb.LifecycleState == state)
+		}, viewLB)
+	})
+	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.lbs, viewLB) })
+	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
+		e.change(w, r, "DeleteLoadBalancer", func(lb *loadBalancer) (func(), error) {
+			lb.LifecycleState = LBDeleting
+			return func() { e.lbs.Remove(lb.ID) }, nil
+		})
+	})
+	e.handle("POST "+p+"/{id}/backendSets", func(w http.ResponseWriter, r *http.Request) {
+		var bs backendSet
+		if !decodeBody(w, r, &bs) {
+			return
+		}
+		e.change(w, r, "CreateBackendSet", func(lb *loadBalancer) (func(), error) {
+			if _, dup := lb.BackendSets[bs.Name]; dup {
+				return nil, conflict("Backend set %s already exists.", bs.Name)
+			}
+			if err := checkBackendSet(&bs); err != nil {
+				return nil, err
+			}
+			return func() { lb.BackendSets[bs.Name] = &bs }, nil
+		})
+	})
+	e.handle("PUT "+p+"/{id}/backendSets/{name}", func(w http.ResponseWriter, r *http.Request) {
+		var bs backendSet
+		if !decodeBody(w, r, &bs) {
+			return
+		}
+		bs.Name = r.PathValue("name")
+		e.change(w, r, "UpdateBackendSet", func(lb *loadBalancer) (func(), error) {
+			if lb.BackendSets[bs.Name] == nil {
+				return nil, notFound("Backend set %s not found.", bs.Name)
+			}
+			if err := checkBackendSet(&bs); err != nil {
+				return nil, err
+			}
+			return func() { lb.BackendSets[bs.Name] = &bs }, nil
+		})
+	})
+	e.handle("DELETE "+p+"/{id}/backendSets/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		e.change(w, r, "DeleteBackendSet", func(lb *loadBalancer) (func(), error) {
+			if lb.BackendSets[name] == nil {
+				return nil, notFound("Backend set %s not found.", name)
+			}
+			for _, l := range lb.Listeners {
+				if l.DefaultBackendSetName == name {
+					return nil, invalid("Backend set %s is used by listener %s.", name, l.Name)
+				}
+			}
+			return func() { delete(lb.BackendSets, name) }, nil
+		})
+	})
+	e.handle("POST "+p+"/{id}/listeners", func(w http.ResponseWriter, r *http.Request) {
+		var l listener
+		if !decodeBody(w, r, &l) {
+			return
+		}
+		e.change(w, r, "CreateListener", func(lb *loadBalancer) (func(), error) {
+			if _, dup := lb.Listeners[l.Name]; dup {
+				return nil, conflict("Listener %s already exists.", l.Name)
+			}
+			if err := checkListener(lb.BackendSets, &l, lb.Listeners); err != nil {
+				return nil, err
+			}
+			return func() { lb.Listeners[l.Name] = &l }, nil
+		})
+	})
+	e.handle("PUT "+p+"/{id}/listeners/{name}", func(w http.ResponseWriter, r *http.Request) {
+		var l listener
+		if !decodeBody(w, r, &l) {
+			return
+		}
+		l.Name = r.PathValue("name")
+		e.change(w, r, "UpdateListener", func(lb *loadBalancer) (func(), error) {
+			if lb.Listeners[l.Name] == nil {
+				return nil, notFound("Listener %s not found.", l.Name)
+			}
+			others := maps(lb.Listeners, l.Name)
+			if err := checkListener(lb.BackendSets, &l, others); err != nil {
+				return nil, err
+			}
+			return func() { lb.Listeners[l.Name] = &l }, nil
+		})
+	})
+	e.handle("DELETE "+p+"/{id}/listeners/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		e.change(w, r, "DeleteListener", func(lb *loadBalancer) (func(), error) {
+			if lb.Listeners[name] == nil {
+				return nil, notFound("Listener %s not found.", name)
+			}
+			return func() { delete(lb.Listeners, name) }, nil
+		})
+	})
+	e.handle("GET "+p+"/{id}/workRequests", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		e.mu.Lock()
+		_, ok := e.lbs.Get(id)
+		e.mu.Unlock()
+		if !ok {
+			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+			return
+		}
+		listPage(e, w, r, e.wrs, func(wr *workRequest) bool { return wr.LoadBalancerID == id }, e.viewWR)
+	})
+	e.handle("GET "+lbPath+"/loadBalancerWorkRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.wrs, e.viewWR) })
+}
+
+// maps is m without key.
+func maps[T any](m map[string]T, key string) map[string]T {
+	out := make(map[string]T, len(m))
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// apiErr is an OCI error a check returns.
+type apiErr struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (a *apiErr) Error() string { return a.msg }
+
+func invalid(format string, args ...any) error {
+	return &apiErr{http.StatusBadRequest, "InvalidParameter", fmt.Sprintf(format, args...)}
+}
+
+func conflict(format string, args ...any) error {
+	return &apiErr{http.StatusConflict, "Conflict", fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) error {
+	return &apiErr{http.StatusNotFound, "NotAuthorizedOrNotFound", fmt.Sprintf(format, args...)}
+}
+
+func writeAPIErr(w http.ResponseWriter, err error) {
+	if a, ok := err.(*apiErr); ok {
+		writeError(w, a.status, a.code, a.msg)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
+}
+
+// decodeBody reads a JSON body into v, or answers 400 CannotParseRequest.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "CannotParseRequest", "The request body is not valid JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func checkBackendSet(bs *backendSet) error {
+	switch {
+	case bs.Name == "":
+		return invalid("A backend set needs a name.")
+	case !slices.Contains(lbPolicies, bs.Policy):
+		return invalid("Policy %q is not one of %v.", bs.Policy, lbPolicies)
+	case bs.HealthChecker == nil || (bs.HealthChecker.Protocol != "HTTP" && bs.HealthChecker.Protocol != "TCP"):
+		return invalid("Backend set %s: healthChecker.protocol must be HTTP or TCP.", bs.Name)
+	}
+	hc := bs.HealthChecker
+	// The API's defaults, echoed as given (the SDK's HealthCheckerDetails docs).
+	if hc.Retries == 0 {
+		hc.Retries = 3
+	}
+	if hc.TimeoutInMillis == 0 {
+		hc.TimeoutInMillis = 3000
+	}
+	if hc.IntervalInMillis == 0 {
+		hc.IntervalInMillis = 10000
+	}
+	if hc.ReturnCode == 0 && hc.Protocol == "HTTP" {
+		hc.ReturnCode = 200
+	}
+	seen := map[string]bool{}
+	for i := range bs.Backends {
+		b := &bs.Backends[i]
+		ip, err := netip.ParseAddr(b.IPAddress)
+		if err != nil || b.Port < 1 || b.Port > 65535 {
+			return invalid("Backend %s:%d is not an address and a port.", b.IPAddress, b.Port)
+		}
+		b.Name = netip.AddrPortFrom(ip, uint16(b.Port)).String()
+		if seen[b.Name] {
+			return invalid("Backend %s is given twice.", b.Name)
+		}
+		seen[b.Name] = true
+		if b.Weight == 0 {
+			b.Weight = 1
+		}
+	}
+	if bs.Backends == nil {
+		bs.Backends = []backend{}
+	}
+	return nil
+}
+
+func checkListener(sets map[string]*backendSet, l *listener, others map[string]*listener) error {
+	switch {
+	case l.Name == "":
+		return invalid("A listener needs a name.")
+	case l.Protocol != "TCP" && l.Protocol != "HTTP" && l.Protocol != "HTTP2" && l.Protocol != "GRPC":
+		return invalid("Listener %s: protocol %q is not TCP, HTTP, HTTP2 or GRPC.", l.Name, l.Protocol)
+	case l.Port < 1 || l.Port > 65535:
+		return invalid("Listener %s: port %d is not a port.", l.Name, l.Port)
+	case sets[l.DefaultBackendSetName] == nil:
+		return invalid("Listener %s: backend set %q does not exist.", l.Name, l.DefaultBackendSetName)
+	}
+	for _, o := range others {
+		if o.Port == l.Port {
+			return invalid("Listener %s: port %d is taken by listener %s.", l.Name, l.Port, o.Name)
+		}
+	}
+	if l.ConnectionConfiguration == nil {
+		idle := int64(300)
+		if l.Protocol == "HTTP" {
+			idle = 60
+		}
+		l.ConnectionConfiguration = &connectionConfiguration{IdleTimeout: idle}
+	}
+	if l.HostnameNames == nil {
+		l.HostnameNames = []string{}
+	}
+	if l.RuleSetNames == nil {
+		l.RuleSetNames = []string{}
+	}
+	return nil
+}
+
+// createLoadBalancer answers CreateLoadBalancer: checked whole, then a
+// CREATING load balancer whose work request makes it ACTIVE with its
+// addresses.
+func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "CannotParseRequest", err.Error())
+		return
+	}
+	var d createDetails
+	if err := json.Unmarshal(raw, &d); err != nil {
+		writeError(w, http.StatusBadRequest, "CannotParseRequest", "The request body is not valid JSON: "+err.Error())
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.opts.Clock()
+	token := r.Header.Get("opc-retry-token")
+	sum := sha256.Sum256(raw)
+	if prev, ok := e.retryTokens[token]; token != "" && ok && now.Before(prev.expiresAt) {
+		if prev.body != sum {
+			writeError(w, http.StatusConflict, "InvalidatedRetryToken", "The retry token was used for a request with another body.")
+			return
+		}
+		w.Header().Set("opc-work-request-id", prev.wr)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if err := e.checkCreate(&d); err != nil {
+		writeAPIErr(w, err)
+		return
+	}
+	lb := &loadBalancer{resource: resource{ID: e.newID("loadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: LBCreating, TimeCreated: now},
+		DisplayName: d.DisplayName, ShapeName: d.ShapeName, ShapeDetails: d.ShapeDetails, IsPrivate: d.IsPrivate,
+		IPAddresses: []lbIPAddress{}, SubnetIDs: d.SubnetIDs, NetworkSecurityGroupIDs: nonNil(d.NetworkSecurityGroupIDs),
+		Listeners: d.Listeners, BackendSets: d.BackendSets, Certificates: d.Certificates, RuleSets: d.RuleSets,
+		FreeformTags: d.FreeformTags, DefinedTags: d.DefinedTags, SystemTags: map[string]map[string]any{}}
+	for _, m := range []*map[string]json.RawMessage{&lb.Certificates, &lb.RuleSets} {
+		if *m == nil {
+			*m = map[string]json.RawMessage{}
+		}
+	}
+	if lb.FreeformTags == nil {
+		lb.FreeformTags = map[string]string{}
+	}
+	if lb.DefinedTags == nil {
+		lb.DefinedTags = map[string]map[string]any{}
+	}
+	e.lbs.Add(lb.ID, lb)
+	wr := e.startWR(lb, "CreateLoadBalancer", now, func() {
+		lb.LifecycleState = LBActive
+		lb.IPAddresses = []lbIPAddress{e.lbAddress(lb.IsPrivate)}
+	})
+	if token != "" {
+		e.retryTokens[token] = retried{body: sum, wr: wr, expiresAt: now.Add(24 * time.Hour)}
+	}
+	w.Header().Set("opc-work-request-id", wr)
+	w.WriteHeader(http.StatusOK)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// checkCreate is what OCI refuses of a create, before anything is made.
+// Call with mu held.
+func (e *Emulator) checkCreate(d *createDetails) error {
+	switch {
+	case d.CompartmentID == "":
+		return &apiErr{http.StatusBadRequest, "MissingParameter", "compartmentId is required."}
+	case d.DisplayName == "":
+		return &apiErr{http.StatusBadRequest, "MissingParameter", "displayName is required."}
+	case len(d.SubnetIDs) == 0 || len(d.SubnetIDs) > 2:
+		return invalid("subnetIds must name one regional subnet or two availability-domain subnets.")
+	}
+	for _, s := range d.SubnetIDs {
+		if _, ok := e.subnets.Get(s); !ok {
+			return &apiErr{http.StatusBadRequest, "RelatedResourceNotAuthorizedOrNotFound", fmt.Sprintf("Subnet %s not found.", s)}
+		}
+	}
+	switch {
+	case d.ShapeName == "flexible":
+		s := d.ShapeDetails
+		if s == nil || s.MinimumBandwidthInMbps < 10 || s.MaximumBandwidthInMbps > 8192 || s.MinimumBandwidthInMbps > s.MaximumBandwidthInMbps {
+			return invalid("The flexible shape needs shapeDetails with 10 <= minimumBandwidthInMbps <= maximumBandwidthInMbps <= 8192.")
+		}
+	case slices.Contains(fixedShapes, d.ShapeName):
+		if d.ShapeDetails != nil {
+			return invalid("shapeDetails are for the flexible shape only.")
+		}
+	default:
+		return invalid("Shape %q does not exist.", d.ShapeName)
+	}
+	if d.BackendSets == nil {
+		d.BackendSets = map[string]*backendSet{}
+	}
+	for name, bs := range d.BackendSets {
+		bs.Name = name
+		if err := checkBackendSet(bs); err != nil {
+			return err
+		}
+	}
+	if d.Listeners == nil {
+		d.Listeners = map[string]*listener{}
+	}
+	for name, l := range d.Listeners {
+		l.Name = name
+		if err := checkListener(d.BackendSets, l, maps(d.Listeners, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lbAddress is a new load balancer's address: public, or of the node
+// subnet. Call with mu held.
+func (e *Emulator) lbAddress(private bool) lbIPAddress {
+	if private {
+		a := e.machineNext
+		e.machineNext = a.Next()
+		return lbIPAddress{IPAddress: a.String()}
+	}
+	a := e.publicNext
+	e.publicNext = a.Next()
+	return lbIPAddress{IPAddress: a.String(), IsPublic: true}
+}
+
+// change answers a change of the load balancer {id}: check decides at once
+// (an error is the answer) and returns the effect, applied when the change's
+// work request succeeds.
+func (e *Emulator) change(w http.ResponseWriter, r *http.Request, kind string, check func(*loadBalancer) (func(), error)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	lb, ok := e.lbs.Get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		return
+	}
+	if lb.LifecycleState == LBDeleting {
+		writeError(w, http.StatusConflict, "IncorrectState", fmt.Sprintf("Load balancer %s is being deleted.", lb.ID))
+		return
+	}
+	effect, err := check(lb)
+	if err != nil {
+		writeAPIErr(w, err)
+		return
+	}
+	w.Header().Set("opc-work-request-id", e.startWR(lb, kind, e.opts.Clock(), effect))
+	w.WriteHeader(http.StatusOK)
+}
+
+// startWR queues a work request of lb that applies effect when it succeeds,
+// after the load balancer's earlier ones, and returns its OCID. Call with mu
+// held.
+func (e *Emulator) startWR(lb *loadBalancer, kind string, now time.Time, effect func()) string {
+	start := now
+	for _, wr := range e.wrs.All() {
+		if wr.LoadBalancerID == lb.ID && wr.end.After(start) {
+			start = wr.end
+		}
+	}
+	wr := &workRequest{ID: e.newID("loadbalancerworkrequest"), LoadBalancerID: lb.ID, Type: kind, LifecycleState: wrAccepted,
+		Message: "{}", TimeAccepted: now, ErrorDetails: []any{}, CompartmentID: lb.CompartmentID,
+		start: start, end: start.Add(e.provisioning())}
+	e.wrs.Add(wr.ID, wr)
+	e.jobs.Start(wr.ID, now, wr.end.Sub(now), func() (any, error) {
+		// Jobs run from settle, with mu held.
+		effect()
+		wr.LifecycleState = wrSucceeded
+		done := wr.end
+		wr.TimeFinished = &done
+		return nil, nil
+	})
+	return wr.ID
+}
+
+// viewLB is a copy of a load balancer to encode outside the lock.
+func viewLB(lb *loadBalancer) any {
+	c := *lb
+	c.Listeners = make(map[string]*listener, len(lb.Listeners))
+	for k, v := range lb.Listeners {
+		l := *v
+		c.Listeners[k] = &l
+	}
+	c.BackendSets = make(map[string]*backendSet, len(lb.BackendSets))
+	for k, v := range lb.BackendSets {
+		bs := *v
+		bs.Backends = slices.Clone(v.Backends)
+		c.BackendSets[k] = &bs
+	}
+	c.IPAddresses = slices.Clone(lb.IPAddresses)
+	return &c
+}
+
+// viewWR is a work request as it stands at the emulator's time.
+func (e *Emulator) viewWR(wr *workRequest) any {
+	c := *wr
+	if c.LifecycleState == wrAccepted && !e.opts.Clock().Before(c.start) {
+		c.LifecycleState = wrInProgress
+	}
+	return &c
+}
+
+// provisioning is how long a work request takes.
+func (e *Emulator) provisioning() time.Duration {
+	e.provMu.Lock()
+	defer e.provMu.Unlock()
+	return e.opts.Provisioning
+}
+
+// LoadBalancers are the load balancers, as the API shows them (tests).
+func (e *Emulator) LoadBalancers() []any {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.jobs.Settle(e.opts.Clock())
+	var out []any
+	for _, lb := range e.lbs.All() {
+		out = append(out, viewLB(lb))
+	}
+	return out
+}

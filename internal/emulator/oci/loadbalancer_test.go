@@ -1,0 +1,161 @@
+package oci
+
+import (
+	"testing"
+	"time"
+
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// lbClient is the SDK's load balancer client of e, as the fixture's user.
+func lbClient(t *testing.T, e *Emulator) loadbalancer.LoadBalancerClient {
+	t.Helper()
+	t.Setenv("OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED", "false")
+	f := e.fx
+	c, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(
+		common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.opts.Region, f.Fingerprint, f.PrivateKeyPEM, nil))
+	require.NoError(t, err)
+	c.Host = e.URL()
+	return c
+}
+
+func tcpBackendSet(ips ...string) loadbalancer.BackendSetDetails {
+	var backends []loadbalancer.BackendDetails
+	for _, ip := range ips {
+		backends = append(backends, loadbalancer.BackendDetails{IpAddress: common.String(ip), Port: common.Int(30080)})
+	}
+	return loadbalancer.BackendSetDetails{Policy: common.String("ROUND_ROBIN"), Backends: backends,
+		HealthChecker: &loadbalancer.HealthCheckerDetails{Protocol: common.String("HTTP"), Port: common.Int(10256), UrlPath: common.String("/healthz")}}
+}
+
+// clock is a settable clock for the emulator.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+func TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests(t *testing.T) {
+	clk := &clock{now: time.Now()}
+	e := started(t, Options{Provisioning: 10 * time.Second, Clock: clk.Now})
+	c := lbClient(t, e)
+	ctx := t.Context()
+	f := e.fx
+	details := loadbalancer.CreateLoadBalancerDetails{CompartmentId: common.String(f.CompartmentID), DisplayName: common.String("svc-uid"),
+		ShapeName: common.String("flexible"), SubnetIds: []string{f.SubnetID},
+		ShapeDetails: &loadbalancer.ShapeDetails{MinimumBandwidthInMbps: common.Int(10), MaximumBandwidthInMbps: common.Int(100)},
+		BackendSets:  map[string]loadbalancer.BackendSetDetails{"TCP-80": tcpBackendSet("10.0.10.2")},
+		Listeners: map[string]loadbalancer.ListenerDetails{"TCP-80": {DefaultBackendSetName: common.String("TCP-80"),
+			Port: common.Int(80), Protocol: common.String("TCP")}},
+		FreeformTags: map[string]string{"overcast-service": "svc-uid"}}
+	created, err := c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details, OpcRetryToken: common.String("t1")})
+	require.NoError(t, err)
+	require.NotNil(t, created.OpcWorkRequestId)
+	// The same token and body: the same work request; another body: 409.
+	again, err := c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details, OpcRetryToken: common.String("t1")})
+	require.NoError(t, err)
+	assert.Equal(t, *created.OpcWorkRequestId, *again.OpcWorkRequestId)
+	details.DisplayName = common.String("other")
+	_, err = c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details, OpcRetryToken: common.String("t1")})
+	requireServiceError(t, err, 409, "InvalidatedRetryToken")
+
+	wr, err := c.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: created.OpcWorkRequestId})
+	require.NoError(t, err)
+	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateInProgress, wr.LifecycleState)
+	id := wr.LoadBalancerId
+	lb, err := c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
+	require.NoError(t, err)
+	assert.Equal(t, loadbalancer.LoadBalancerLifecycleStateCreating, lb.LifecycleState)
+	assert.Empty(t, lb.IpAddresses)
+
+	clk.now = clk.now.Add(10 * time.Second)
+	lb, err = c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
+	require.NoError(t, err)
+	assert.Equal(t, loadbalancer.LoadBalancerLifecycleStateActive, lb.LifecycleState)
+	require.Len(t, lb.IpAddresses, 1)
+	assert.True(t, *lb.IpAddresses[0].IsPublic)
+	assert.Equal(t, 100, *lb.ShapeDetails.MaximumBandwidthInMbps)
+	bs := lb.BackendSets["TCP-80"]
+	assert.Equal(t, "10.0.10.2:30080", *bs.Backends[0].Name)
+	assert.Equal(t, 1, *bs.Backends[0].Weight, "defaults echoed")
+	assert.Equal(t, 3, *bs.HealthChecker.Retries)
+	assert.Equal(t, int64(300), *lb.Listeners["TCP-80"].ConnectionConfiguration.IdleTimeout)
+	assert.Equal(t, "svc-uid", lb.FreeformTags["overcast-service"])
+
+	listed, err := c.ListLoadBalancers(ctx, loadbalancer.ListLoadBalancersRequest{CompartmentId: common.String(f.CompartmentID), DisplayName: common.String("svc-uid")})
+	require.NoError(t, err)
+	require.Len(t, listed.Items, 1)
+	assert.Equal(t, *id, *listed.Items[0].Id)
+
+	// Two changes queue: the second runs after the first.
+	upd := tcpBackendSet("10.0.10.2", "10.0.10.3")
+	first, err := c.UpdateBackendSet(ctx, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: id, BackendSetName: common.String("TCP-80"),
+		UpdateBackendSetDetails: loadbalancer.UpdateBackendSetDetails{Policy: upd.Policy, Backends: upd.Backends, HealthChecker: upd.HealthChecker}})
+	require.NoError(t, err)
+	b443 := tcpBackendSet("10.0.10.2")
+	second, err := c.CreateBackendSet(ctx, loadbalancer.CreateBackendSetRequest{LoadBalancerId: id,
+		CreateBackendSetDetails: loadbalancer.CreateBackendSetDetails{Name: common.String("TCP-443"), Policy: b443.Policy, Backends: b443.Backends, HealthChecker: b443.HealthChecker}})
+	require.NoError(t, err)
+	clk.now = clk.now.Add(10 * time.Second)
+	w1, err := c.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: first.OpcWorkRequestId})
+	require.NoError(t, err)
+	w2, err := c.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: second.OpcWorkRequestId})
+	require.NoError(t, err)
+	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateSucceeded, w1.LifecycleState)
+	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateInProgress, w2.LifecycleState)
+	wrs, err := c.ListWorkRequests(ctx, loadbalancer.ListWorkRequestsRequest{LoadBalancerId: id})
+	require.NoError(t, err)
+	assert.Len(t, wrs.Items, 3)
+	clk.now = clk.now.Add(10 * time.Second)
+
+	// A listener needs its backend set; a backend set in use cannot go.
+	_, err = c.CreateListener(ctx, loadbalancer.CreateListenerRequest{LoadBalancerId: id, CreateListenerDetails: loadbalancer.CreateListenerDetails{
+		Name: common.String("TCP-8443"), DefaultBackendSetName: common.String("nope"), Port: common.Int(8443), Protocol: common.String("TCP")}})
+	requireServiceError(t, err, 400, "InvalidParameter")
+	_, err = c.DeleteBackendSet(ctx, loadbalancer.DeleteBackendSetRequest{LoadBalancerId: id, BackendSetName: common.String("TCP-80")})
+	requireServiceError(t, err, 400, "InvalidParameter")
+	_, err = c.CreateListener(ctx, loadbalancer.CreateListenerRequest{LoadBalancerId: id, CreateListenerDetails: loadbalancer.CreateListenerDetails{
+		Name: common.String("TCP-443"), DefaultBackendSetName: common.String("TCP-443"), Port: common.Int(443), Protocol: common.String("TCP")}})
+	require.NoError(t, err)
+	_, err = c.DeleteListener(ctx, loadbalancer.DeleteListenerRequest{LoadBalancerId: id, ListenerName: common.String("TCP-80")})
+	require.NoError(t, err)
+	clk.now = clk.now.Add(20 * time.Second)
+	lb, err = c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
+	require.NoError(t, err)
+	assert.Len(t, lb.BackendSets["TCP-80"].Backends, 2)
+	assert.Contains(t, lb.Listeners, "TCP-443")
+	assert.NotContains(t, lb.Listeners, "TCP-80")
+	assert.Equal(t, map[string]int{"loadBalancer": 1}, e.Objects())
+
+	del, err := c.DeleteLoadBalancer(ctx, loadbalancer.DeleteLoadBalancerRequest{LoadBalancerId: id})
+	require.NoError(t, err)
+	require.NotNil(t, del.OpcWorkRequestId)
+	lb, err = c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
+	require.NoError(t, err)
+	assert.Equal(t, loadbalancer.LoadBalancerLifecycleStateDeleting, lb.LifecycleState)
+	clk.now = clk.now.Add(10 * time.Second)
+	_, err = c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
+	requireServiceError(t, err, 404, "NotAuthorizedOrNotFound")
+	assert.Equal(t, map[string]int{"loadBalancer": 0}, e.Objects())
+}
+
+func TestAFlexibleShapeNeedsItsBandwidth(t *testing.T) {
+	e := started(t, Options{})
+	c := lbClient(t, e)
+	f := e.fx
+	_, err := c.CreateLoadBalancer(t.Context(), loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: loadbalancer.CreateLoadBalancerDetails{
+		CompartmentId: common.String(f.CompartmentID), DisplayName: common.String("x"), ShapeName: common.String("flexible"), SubnetIds: []string{f.SubnetID}}})
+	requireServiceError(t, err, 400, "InvalidParameter")
+	_, err = c.CreateLoadBalancer(t.Context(), loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: loadbalancer.CreateLoadBalancerDetails{
+		CompartmentId: common.String(f.CompartmentID), DisplayName: common.String("x"), ShapeName: common.String("100Mbps"), SubnetIds: []string{"ocid1.subnet.oc1.iad.nope"}}})
+	requireServiceError(t, err, 400, "RelatedResourceNotAuthorizedOrNotFound")
+	assert.Equal(t, map[string]int{"loadBalancer": 0}, e.Objects())
+}
+
+func requireServiceError(t *testing.T, err error, status int, code string) {
+	t.Helper()
+	se := serviceError(t, err)
+	assert.Equal(t, status, se.GetHTTPStatusCode(), se.GetMessage())
+	assert.Equal(t, code, se.GetCode(), se.GetMessage())
+}
