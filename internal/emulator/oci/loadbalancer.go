@@ -101,20 +101,20 @@ type backendSet struct {
 
 type loadBalancer struct {
 	resource
-	DisplayName             string                       `json:"displayName"`
-	ShapeName               string                       `json:"shapeName"`
-	ShapeDetails            *shapeDetails                `json:"shapeDetails,omitempty"`
-	IPAddresses             []lbIPAddress                `json:"ipAddresses"`
-	IsPrivate               bool                         `json:"isPrivate"`
-	SubnetIDs               []string                     `json:"subnetIds"`
-	NetworkSecurityGroupIDs []string                     `json:"networkSecurityGroupIds"`
-	Listeners               map[string]*listener         `json:"listeners"`
-	BackendSets             map[string]*backendSet       `json:"backendSets"`
-	Certificates            map[string]json.RawMessage   `json:"certificates"`
-	RuleSets                map[string]json.RawMessage   `json:"ruleSets"`
-	FreeformTags            map[string]string            `json:"freeformTags"`
-	DefinedTags             map[string]map[string]any    `json:"definedTags"`
-	SystemTags              map[string]map[string]any    `json:"systemTags"`
+	DisplayName             string                     `json:"displayName"`
+	ShapeName               string                     `json:"shapeName"`
+	ShapeDetails            *shapeDetails              `json:"shapeDetails,omitempty"`
+	IPAddresses             []lbIPAddress              `json:"ipAddresses"`
+	IsPrivate               bool                       `json:"isPrivate"`
+	SubnetIDs               []string                   `json:"subnetIds"`
+	NetworkSecurityGroupIDs []string                   `json:"networkSecurityGroupIds"`
+	Listeners               map[string]*listener       `json:"listeners"`
+	BackendSets             map[string]*backendSet     `json:"backendSets"`
+	Certificates            map[string]json.RawMessage `json:"certificates"`
+	RuleSets                map[string]json.RawMessage `json:"ruleSets"`
+	FreeformTags            map[string]string          `json:"freeformTags"`
+	DefinedTags             map[string]map[string]any  `json:"definedTags"`
+	SystemTags              map[string]map[string]any  `json:"systemTags"`
 }
 
 type workRequest struct {
