@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+func init() { record(OCIConverged) }
+
 // Annotations of the oci cloud (--cloud-provider=oci): every annotation of
 // oci-cloud-controller-manager's docs/load-balancer-annotations.md, with the
 // peer's three prefixes (service.beta.kubernetes.io/oci-load-balancer-*,
@@ -289,6 +291,14 @@ const (
 	// Type: IPv6 address.
 	// Default: one OCI chooses.
 	OCINLBAssignedIPv6 Name = "oci-network-load-balancer.oraclecloud.com/assigned-ipv6"
+
+	// OCIConverged is written by the CCM, not read from users: the load
+	// balancer's OCID and a fingerprint of the Service's spec it was last
+	// converged to, and its address. While it matches, a resync reads one
+	// shared listing instead of the load balancer.
+	// Type: "<load balancer OCID>/<fingerprint>/<address>", written by the CCM.
+	// Default: none.
+	OCIConverged Name = "overcast.io/oci-converged"
 )
 
 // OCIMaxNetworkSecurityGroups is how many network security groups a load

@@ -9,7 +9,7 @@ import (
 func init() {
 	Register(Kit{
 		Name:     "oci",
-		Emulator: "OCI emulator (signed requests; compute, virtual network and identity reads)",
+		Emulator: "OCI emulator (signed requests; instances, VNICs, subnets, availability domains; load balancers with their work requests)",
 		Emulate:  emulateOCI,
 		Invalid:  [2]string{"oci.oraclecloud.com/load-balancer-type", "alb"},
 	})
@@ -21,7 +21,7 @@ func emulateOCI(o EmulatorOptions) (Emulator, error) {
 	if o.ServeTraffic {
 		return nil, errors.New("the OCI emulator does not carry traffic yet")
 	}
-	e, err := oci.New(oci.Options{Latency: o.Latency, MachineCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR})
+	e, err := oci.New(oci.Options{Latency: o.Latency, Provisioning: o.Provisioning, MachineCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR})
 	if err != nil {
 		return nil, err
 	}

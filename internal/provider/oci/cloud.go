@@ -8,6 +8,8 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -26,10 +28,16 @@ func init() {
 // Cloud is the OCI cloud provider.
 type Cloud struct {
 	provider.Base
+	// Cycle runs the load balancers on OCI's steps (cycle.go).
+	*lbcycle.Cycle[lbSpec, LB]
 
 	cfg      Config
 	gw       *gateway
 	machines *snapshot.Snapshot[machine]
+	listing  *snapshot.Snapshot[LB]
+	wrs      *workRequests
+	// records keeps each Service's converged record in OCIConverged.
+	records *lbcycle.AnnotationRecords
 
 	mu sync.Mutex
 	// primary says of each VNIC looked up whether it is its instance's
@@ -42,7 +50,8 @@ type Cloud struct {
 
 var (
 	_ cloudprovider.Interface   = (*Cloud)(nil)
-	_ cloudprovider.InstancesV2 = (*Cloud)(nil)
+	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
+	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
 )
 
 // New validates cfg and builds the cloud; it makes no call (the first lookup
@@ -68,6 +77,9 @@ func New(cfg Config) (*Cloud, error) {
 	}
 	c := &Cloud{cfg: cfg, gw: gw, primary: map[string]bool{}, compartmentOf: map[string]string{}}
 	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss, c.listMachines, machineKeys)
+	c.listing, c.wrs = newListing(c), newWorkRequests()
+	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube}
+	c.Cycle = newCycle(c)
 	return c, nil
 }
 
@@ -82,8 +94,14 @@ func (c *Cloud) ProviderName() string { return ProviderName }
 // InstancesV2 serves Node initialisation and lifecycle.
 func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
 
-// LoadBalancer is not served yet.
-func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return nil, false }
+// LoadBalancer serves LoadBalancer Services with OCI load balancers, unless
+// the config's loadBalancer.disabled.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if lb := c.cfg.LoadBalancer; lb != nil && lb.Disabled {
+		return nil, false
+	}
+	return c, true
+}
 
 // Routes is not served: a VCN routes between its subnets itself (as with the peer).
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }

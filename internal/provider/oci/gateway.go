@@ -118,12 +118,20 @@ func translate(e *Error) error {
 	return outcome.Classify(outcome.KindByStatus(e.Status), e)
 }
 
+// callWith is a change: method on base+path with the body in and the
+// headers header; it returns the answer's headers.
+func (g *gateway) callWith(ctx context.Context, service, method, base, path string, in any, header http.Header) (http.Header, error) {
+	return g.do(ctx, service, method, base, path, nil, in, nil, header)
+}
+
 // call makes one request of base+path with query, the body in (nil for
 // none), decoding the answer into out (nil: ignored). It returns the answer's
 // headers (etag, opc-work-request-id, opc-next-page).
-//
-//nolint:unparam // every call is a GET until the load balancers' writes come
 func (g *gateway) call(ctx context.Context, service, method, base, path string, query url.Values, in, out any) (http.Header, error) {
+	return g.do(ctx, service, method, base, path, query, in, out, nil)
+}
+
+func (g *gateway) do(ctx context.Context, service, method, base, path string, query url.Values, in, out any, header http.Header) (http.Header, error) {
 	u := base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -146,6 +154,9 @@ func (g *gateway) call(ctx context.Context, service, method, base, path string, 
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	}
 	req.Header.Set("Accept", "application/json")
+	for k, v := range header {
+		req.Header[http.CanonicalHeaderKey(k)] = v
+	}
 	resp, err := g.http.Do(req)
 	if err != nil {
 		return nil, err
@@ -356,4 +367,168 @@ func (g *gateway) availabilityDomains(ctx context.Context, compartment string) (
 		names[i] = a.Name
 	}
 	return names, err
+}
+
+// The Load Balancing API.
+const lbAPI = "/20170115"
+
+// LB is a load balancer as the CCM uses it (loadbalancer.LoadBalancer).
+type LB struct {
+	ID             string        `json:"id"`
+	CompartmentID  string        `json:"compartmentId"`
+	DisplayName    string        `json:"displayName"`
+	LifecycleState string        `json:"lifecycleState"`
+	ShapeName      string        `json:"shapeName"`
+	ShapeDetails   *ShapeDetails `json:"shapeDetails,omitempty"`
+	IPAddresses    []struct {
+		IPAddress string `json:"ipAddress"`
+		IsPublic  bool   `json:"isPublic"`
+	} `json:"ipAddresses"`
+	IsPrivate    bool                  `json:"isPrivate"`
+	SubnetIDs    []string              `json:"subnetIds"`
+	Listeners    map[string]Listener   `json:"listeners"`
+	BackendSets  map[string]BackendSet `json:"backendSets"`
+	FreeformTags map[string]string     `json:"freeformTags"`
+}
+
+// ShapeDetails are a flexible shape's bandwidths.
+type ShapeDetails struct {
+	MinimumBandwidthInMbps int `json:"minimumBandwidthInMbps"`
+	MaximumBandwidthInMbps int `json:"maximumBandwidthInMbps"`
+}
+
+// Listener is a listener (its name is its key in the load balancer, and
+// the path of its updates).
+type Listener struct {
+	Name                    string                   `json:"name,omitempty"`
+	DefaultBackendSetName   string                   `json:"defaultBackendSetName"`
+	Port                    int                      `json:"port"`
+	Protocol                string                   `json:"protocol"`
+	ConnectionConfiguration *ConnectionConfiguration `json:"connectionConfiguration,omitempty"`
+}
+
+// ConnectionConfiguration is a listener's idle timeout and PROXY protocol.
+type ConnectionConfiguration struct {
+	IdleTimeout                    int64 `json:"idleTimeout"`
+	BackendTCPProxyProtocolVersion int   `json:"backendTcpProxyProtocolVersion,omitempty"`
+}
+
+// BackendSet is a backend set.
+type BackendSet struct {
+	Name          string        `json:"name,omitempty"`
+	Policy        string        `json:"policy"`
+	Backends      []Backend     `json:"backends"`
+	HealthChecker HealthChecker `json:"healthChecker"`
+}
+
+// Backend is a node's address and port in a backend set.
+type Backend struct {
+	IPAddress string `json:"ipAddress"`
+	Port      int    `json:"port"`
+	Weight    int    `json:"weight,omitempty"`
+}
+
+// HealthChecker is how a backend set checks its backends.
+type HealthChecker struct {
+	Protocol         string `json:"protocol"`
+	Port             int    `json:"port"`
+	URLPath          string `json:"urlPath,omitempty"`
+	ReturnCode       int    `json:"returnCode,omitempty"`
+	Retries          int    `json:"retries"`
+	TimeoutInMillis  int    `json:"timeoutInMillis"`
+	IntervalInMillis int    `json:"intervalInMillis"`
+}
+
+// CreateLoadBalancer is CreateLoadBalancerDetails: the whole load balancer in one call.
+type CreateLoadBalancer struct {
+	CompartmentID string                    `json:"compartmentId"`
+	DisplayName   string                    `json:"displayName"`
+	ShapeName     string                    `json:"shapeName"`
+	ShapeDetails  *ShapeDetails             `json:"shapeDetails,omitempty"`
+	SubnetIDs     []string                  `json:"subnetIds"`
+	IsPrivate     bool                      `json:"isPrivate"`
+	Listeners     map[string]Listener       `json:"listeners"`
+	BackendSets   map[string]BackendSet     `json:"backendSets"`
+	FreeformTags  map[string]string         `json:"freeformTags,omitempty"`
+	DefinedTags   map[string]map[string]any `json:"definedTags,omitempty"`
+}
+
+// WorkRequest is a load balancer's work request.
+type WorkRequest struct {
+	ID             string     `json:"id"`
+	LoadBalancerID string     `json:"loadBalancerId"`
+	Type           string     `json:"type"`
+	LifecycleState string     `json:"lifecycleState"`
+	Message        string     `json:"message"`
+	TimeAccepted   time.Time  `json:"timeAccepted"`
+	TimeFinished   *time.Time `json:"timeFinished"`
+}
+
+// loadBalancers lists the load balancers of compartment.
+func (g *gateway) loadBalancers(ctx context.Context, compartment string) ([]LB, error) {
+	return list[LB](ctx, g, "loadbalancer", g.ep.LoadBalancer, lbAPI+"/loadBalancers", inCompartment(compartment))
+}
+
+// loadBalancersNamed lists the load balancers of compartment named name.
+func (g *gateway) loadBalancersNamed(ctx context.Context, compartment, name string) ([]LB, error) {
+	q := inCompartment(compartment)
+	q.Set("displayName", name)
+	return list[LB](ctx, g, "loadbalancer", g.ep.LoadBalancer, lbAPI+"/loadBalancers", q)
+}
+
+// lbChange makes a change of the Load Balancing API and returns its work
+// request's OCID.
+func (g *gateway) lbChange(ctx context.Context, method, path string, in any, header http.Header) (string, error) {
+	h, err := g.callWith(ctx, "loadbalancer", method, g.ep.LoadBalancer, lbAPI+path, in, header)
+	if err != nil {
+		return "", err
+	}
+	wr := h.Get("opc-work-request-id")
+	if wr == "" {
+		return "", fmt.Errorf("OCI answered %s %s without an opc-work-request-id", method, operationPath(path))
+	}
+	return wr, nil
+}
+
+// createLoadBalancer creates a load balancer whole; token makes a retry of
+// the same call (by the transport) the same creation.
+func (g *gateway) createLoadBalancer(ctx context.Context, d CreateLoadBalancer, token string) (string, error) {
+	return g.lbChange(ctx, http.MethodPost, "/loadBalancers", d, http.Header{"Opc-Retry-Token": {token}})
+}
+
+func (g *gateway) deleteLoadBalancer(ctx context.Context, id string) (string, error) {
+	return g.lbChange(ctx, http.MethodDelete, "/loadBalancers/"+url.PathEscape(id), nil, nil)
+}
+
+func (g *gateway) createBackendSet(ctx context.Context, lb string, bs BackendSet) (string, error) {
+	return g.lbChange(ctx, http.MethodPost, "/loadBalancers/"+url.PathEscape(lb)+"/backendSets", bs, nil)
+}
+
+func (g *gateway) updateBackendSet(ctx context.Context, lb string, bs BackendSet) (string, error) {
+	name := bs.Name
+	bs.Name = ""
+	return g.lbChange(ctx, http.MethodPut, "/loadBalancers/"+url.PathEscape(lb)+"/backendSets/"+url.PathEscape(name), bs, nil)
+}
+
+func (g *gateway) deleteBackendSet(ctx context.Context, lb, name string) (string, error) {
+	return g.lbChange(ctx, http.MethodDelete, "/loadBalancers/"+url.PathEscape(lb)+"/backendSets/"+url.PathEscape(name), nil, nil)
+}
+
+func (g *gateway) createListener(ctx context.Context, lb string, l Listener) (string, error) {
+	return g.lbChange(ctx, http.MethodPost, "/loadBalancers/"+url.PathEscape(lb)+"/listeners", l, nil)
+}
+
+func (g *gateway) updateListener(ctx context.Context, lb string, l Listener) (string, error) {
+	name := l.Name
+	l.Name = ""
+	return g.lbChange(ctx, http.MethodPut, "/loadBalancers/"+url.PathEscape(lb)+"/listeners/"+url.PathEscape(name), l, nil)
+}
+
+func (g *gateway) deleteListener(ctx context.Context, lb, name string) (string, error) {
+	return g.lbChange(ctx, http.MethodDelete, "/loadBalancers/"+url.PathEscape(lb)+"/listeners/"+url.PathEscape(name), nil, nil)
+}
+
+// workRequest reads a load balancer's work request.
+func (g *gateway) workRequest(ctx context.Context, id string) (WorkRequest, error) {
+	return get[WorkRequest](ctx, g, "loadbalancer", g.ep.LoadBalancer, lbAPI+"/loadBalancerWorkRequests/"+url.PathEscape(id))
 }

@@ -1,0 +1,444 @@
+package oci
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
+)
+
+// OCI's steps of the load-balancer cycle (internal/lbcycle). A Service's load
+// balancer is found by its displayName, the peer's (so the peer's load
+// balancers are adopted as they are). It is created whole in one call; each
+// later step makes one change (a backend set, a listener), which OCI answers
+// with a work request: the Service is looked at again when the work requests
+// of its kind usually finish, and no worker waits for one.
+
+const (
+	pendingRetry      = time.Second
+	fullCheckInterval = time.Hour
+	listingMaxAge     = 60 * time.Second
+	listingMinMiss    = 10 * time.Second
+)
+
+type ociLB = lbcycle.LB[LB]
+
+type steps struct{ *Cloud }
+
+var (
+	_ lbcycle.Cloud[lbSpec, LB] = steps{}
+	_ lbcycle.Relister          = steps{}
+	_ lbcycle.Pacer             = steps{}
+)
+
+func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, LB] {
+	return lbcycle.New[lbSpec, LB](steps{c}, c.records, lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
+}
+
+// workRequests are the work requests this process started, by Service, and
+// how long OCI takes to finish them.
+type workRequests struct {
+	mu      sync.Mutex
+	pending map[types.UID]pendingWR
+	took    time.Duration        // a moving average of how long one took
+}
+
+type pendingWR struct {
+	id      string
+	what    string
+	started time.Time
+}
+
+func newWorkRequests() *workRequests { return &workRequests{pending: map[types.UID]pendingWR{}} }
+
+func (w *workRequests) start(svc *v1.Service, id, what string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending[svc.UID] = pendingWR{id: id, what: what, started: time.Now()}
+}
+
+func (w *workRequests) get(svc *v1.Service) (pendingWR, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pending[svc.UID]
+	return p, ok
+}
+
+// done forgets the Service's work request, which took took (0: unknown).
+func (w *workRequests) done(svc *v1.Service, took time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.pending, svc.UID)
+	if took > 0 {
+		if w.took == 0 {
+			w.took = took
+		} else {
+			w.took = (3*w.took + took) / 4
+		}
+	}
+}
+
+// retryAfter is how long the Service's work request should still take.
+func (w *workRequests) retryAfter(svc *v1.Service) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pending[svc.UID]
+	if !ok || w.took == 0 {
+		return 0
+	}
+	left := time.Until(p.started.Add(w.took))
+	return min(max(left, 250*time.Millisecond), 10*time.Second)
+}
+
+func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (lbSpec, lbcycle.Fingerprint, error) {
+	spec, err := s.parseSpec(svc)
+	if err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, outcome.Invalid(err)
+	}
+	if s.Cluster.Get() == "" {
+		return lbSpec{}, lbcycle.Fingerprint{}, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
+	}
+	spec.freeform[tagCluster] = s.Cluster.Get()
+	if err := s.resolveBackends(ctx, svc, &spec, nodes); err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, err
+	}
+	return spec, lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}, nil
+}
+
+// asLB is the load balancer as the cycle sees it: busy while OCI creates or
+// deletes it, or runs a work request this process started.
+func (c *Cloud) asLB(svc *v1.Service, lb LB) ociLB {
+	out := ociLB{ID: lb.ID, Status: lb.LifecycleState, State: lbcycle.Ready, Obj: lb}
+	switch lb.LifecycleState {
+	case "ACTIVE":
+		if p, ok := c.wrs.get(svc); ok {
+			out.State, out.Status = lbcycle.Busy, p.what
+		}
+	case "FAILED":
+		out.State = lbcycle.Failed
+	default:
+		out.State = lbcycle.Busy
+	}
+	return out
+}
+
+// newListing is the shared listing of the compartment's load balancers.
+func newListing(c *Cloud) *snapshot.Snapshot[LB] {
+	return snapshot.New(ProviderName+"-lb", listingMaxAge, listingMinMiss, func(ctx context.Context) ([]LB, error) {
+		return c.gw.loadBalancers(ctx, c.cfg.CompartmentID)
+	}, func(lb LB) []string { return []string{"id/" + lb.ID, "name/" + lb.DisplayName} })
+}
+
+func (s steps) Listed(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
+	lb, found, err := s.listing.Get(ctx, "name/"+lbName(svc))
+	if err != nil || !found {
+		return ociLB{}, false, err
+	}
+	return s.asLB(svc, lb), true, nil
+}
+
+func (s steps) Relist() { s.listing.Invalidate() }
+
+func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.wrs.retryAfter(svc) }
+
+// Find reads the Service's load balancer now: first how the work request
+// this process started for it went (so that the load balancer read after it
+// shows its effect), then the load balancer by its name.
+func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
+	list, err := s.gw.loadBalancersNamed(ctx, s.cfg.CompartmentID, lbName(svc))
+	if err != nil {
+		return ociLB{}, false, err
+	}
+	list = slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" })
+	if len(list) == 0 {
+		s.wrs.done(svc, 0)
+		return ociLB{}, false, nil
+	}
+	if len(list) > 1 {
+		return ociLB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), lbName(svc))
+	}
+	lb := list[0]
+	if p, ok := s.wrs.get(svc); ok && lb.LifecycleState == "ACTIVE" {
+		wr, err := s.gw.workRequest(ctx, p.id)
+		switch {
+		case errors.Is(err, outcome.ErrNotFound):
+			s.wrs.done(svc, 0)
+		case err != nil:
+			return ociLB{}, false, err
+		case wr.LifecycleState == "ACCEPTED" || wr.LifecycleState == "IN_PROGRESS":
+			return s.asLB(svc, lb), true, nil
+		case wr.Type == "CreateLoadBalancer" && wr.LifecycleState == "SUCCEEDED":
+			// An ACTIVE load balancer read shows its creation whole.
+			s.wrs.done(svc, took(wr))
+		default:
+			s.wrs.done(svc, took(wr))
+			if wr.LifecycleState == "FAILED" {
+				klog.FromContext(ctx).Info("A load balancer's work request failed; the next step tries again", "service", klog.KObj(svc),
+					"loadBalancer", lb.ID, "workRequest", wr.ID, "type", wr.Type, "message", wr.Message)
+			}
+			// Read again: the load balancer read before the work request ended may not show it.
+			if list, err = s.gw.loadBalancersNamed(ctx, s.cfg.CompartmentID, lbName(svc)); err != nil {
+				return ociLB{}, false, err
+			}
+			if len(list) != 1 {
+				return ociLB{}, false, nil
+			}
+			lb = list[0]
+		}
+	}
+	s.listing.Put(lb)
+	return s.asLB(svc, lb), true, nil
+}
+
+// took is how long a finished work request took (0: unknown).
+func took(wr WorkRequest) time.Duration {
+	if wr.TimeFinished == nil {
+		return 0
+	}
+	return wr.TimeFinished.Sub(wr.TimeAccepted)
+}
+
+// newToken is an opc-retry-token: the transport's retries of one create are
+// the same creation.
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	d := CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name, ShapeName: spec.shape, ShapeDetails: spec.flex,
+		SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
+		FreeformTags: spec.freeform, DefinedTags: spec.defined}
+	wr, err := s.gw.createLoadBalancer(ctx, d, newToken())
+	if err != nil {
+		return "", err
+	}
+	// The new load balancer's OCID is the work request's; it is Busy
+	// (CREATING) until the work request ends.
+	w, err := s.gw.workRequest(ctx, wr)
+	if err == nil && w.LoadBalancerID != "" {
+		s.wrs.start(svc, wr, "being created")
+	}
+	s.listing.Invalidate()
+	return fmt.Sprintf("load balancer %s is being created (work request %s)", spec.name, wr), nil
+}
+
+func (s steps) Replace(ctx context.Context, svc *v1.Service, lb ociLB) (string, error) {
+	wr, err := s.gw.deleteLoadBalancer(ctx, lb.ID)
+	if err != nil {
+		return "", err
+	}
+	s.wrs.done(svc, 0) // DELETING says it is busy
+	s.listing.Invalidate()
+	return fmt.Sprintf("load balancer %s is %s: deleting it to build it anew (work request %s)", lb.ID, lb.Status, wr), nil
+}
+
+// Converge makes one change toward spec: the backend sets first (a listener
+// needs its set), then the listeners, then what is no longer asked.
+func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
+	have := lb.Obj
+	change := func(wr string, err error, what string) (string, error) {
+		if err != nil {
+			return "", err
+		}
+		s.wrs.start(svc, wr, what)
+		return fmt.Sprintf("load balancer %s: %s (work request %s)", lb.ID, what, wr), nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.backendSets)) {
+		want := spec.backendSets[name]
+		got, ok := have.BackendSets[name]
+		switch {
+		case !ok:
+			wr, err := s.gw.createBackendSet(ctx, lb.ID, want)
+			return change(wr, err, "creating backend set "+name)
+		case !sameBackendSet(got, want):
+			wr, err := s.gw.updateBackendSet(ctx, lb.ID, want)
+			return change(wr, err, "updating backend set "+name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.listeners)) {
+		want := spec.listeners[name]
+		got, ok := have.Listeners[name]
+		switch {
+		case !ok:
+			if l := listenerOnPort(have, want.Port); l != "" {
+				wr, err := s.gw.deleteListener(ctx, lb.ID, l)
+				return change(wr, err, "deleting listener "+l+" (its port is "+name+"'s)")
+			}
+			wr, err := s.gw.createListener(ctx, lb.ID, want)
+			return change(wr, err, "creating listener "+name)
+		case !sameListener(got, want):
+			wr, err := s.gw.updateListener(ctx, lb.ID, want)
+			return change(wr, err, "updating listener "+name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(have.Listeners)) {
+		if _, ok := spec.listeners[name]; !ok {
+			wr, err := s.gw.deleteListener(ctx, lb.ID, name)
+			return change(wr, err, "deleting listener "+name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(have.BackendSets)) {
+		if _, ok := spec.backendSets[name]; !ok {
+			wr, err := s.gw.deleteBackendSet(ctx, lb.ID, name)
+			return change(wr, err, "deleting backend set "+name)
+		}
+	}
+	if msg := shapeDrift(have, spec); msg != "" {
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
+	}
+	return "", nil
+}
+
+// shapeDrift says what cannot be changed in place yet.
+func shapeDrift(have LB, spec lbSpec) string {
+	switch {
+	case have.IsPrivate != spec.internal:
+		return fmt.Sprintf("load balancer %s is %s and the Service asks for it %s: this cannot change once built; delete and recreate the Service",
+			have.ID, privacy(have.IsPrivate), privacy(spec.internal))
+	case !slices.Equal(slices.Sorted(slices.Values(have.SubnetIDs)), slices.Sorted(slices.Values(spec.subnets))):
+		return fmt.Sprintf("load balancer %s is on subnets %s and the Service asks for %s: subnets cannot change once built",
+			have.ID, strings.Join(have.SubnetIDs, ", "), strings.Join(spec.subnets, ", "))
+	}
+	return ""
+}
+
+func privacy(internal bool) string {
+	if internal {
+		return "internal"
+	}
+	return "public"
+}
+
+func listenerOnPort(lb LB, port int) string {
+	for name, l := range lb.Listeners {
+		if l.Port == port {
+			return name
+		}
+	}
+	return ""
+}
+
+func sameBackendSet(got, want BackendSet) bool {
+	if got.Policy != want.Policy || got.HealthChecker != want.HealthChecker || len(got.Backends) != len(want.Backends) {
+		return false
+	}
+	key := func(b Backend) string { return fmt.Sprintf("%s:%d/%d", b.IPAddress, b.Port, b.Weight) }
+	g := make([]string, len(got.Backends))
+	for i, b := range got.Backends {
+		g[i] = key(b)
+	}
+	w := make([]string, len(want.Backends))
+	for i, b := range want.Backends {
+		w[i] = key(b)
+	}
+	slices.Sort(g)
+	slices.Sort(w)
+	return slices.Equal(g, w)
+}
+
+func sameListener(got, want Listener) bool {
+	if got.Port != want.Port || got.Protocol != want.Protocol || got.DefaultBackendSetName != want.DefaultBackendSetName {
+		return false
+	}
+	var g ConnectionConfiguration
+	if got.ConnectionConfiguration != nil {
+		g = *got.ConnectionConfiguration
+	}
+	return g == *want.ConnectionConfiguration
+}
+
+// address is the load balancer's address the Service is given: its public
+// one, or its private one when internal.
+func address(lb LB, internal bool) string {
+	for _, a := range lb.IPAddresses {
+		if a.IsPublic != internal {
+			return a.IPAddress
+		}
+	}
+	return ""
+}
+
+func status(addr string, proxy bool) *v1.LoadBalancerStatus {
+	ing := v1.LoadBalancerIngress{IP: addr}
+	if proxy {
+		mode := v1.LoadBalancerIPModeProxy
+		ing.IPMode = &mode
+	}
+	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{ing}}
+}
+
+func (s steps) Publish(_ context.Context, _ *v1.Service, spec lbSpec, lb ociLB) (*v1.LoadBalancerStatus, string, error) {
+	addr := address(lb.Obj, spec.internal)
+	if addr == "" {
+		return nil, "", fmt.Errorf("load balancer %s has no %s address yet", lb.ID, privacy(spec.internal))
+	}
+	return status(addr, spec.proxyMode), addr, nil
+}
+
+func (s steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb ociLB) (*v1.LoadBalancerStatus, bool, error) {
+	addr := address(lb.Obj, spec.internal)
+	if addr == "" || addr != rec.Address {
+		return nil, false, nil
+	}
+	return status(addr, spec.proxyMode), true, nil
+}
+
+// Delete deletes the Service's load balancer (found by its name): one
+// call, then the Service is looked at again until it is gone.
+func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+	lb, found, err := s.Find(ctx, svc)
+	if err != nil || !found {
+		return "", err
+	}
+	if lb.Obj.LifecycleState == "DELETING" {
+		return fmt.Sprintf("load balancer %s is being deleted", lb.ID), nil
+	}
+	if lb.State == lbcycle.Busy {
+		return fmt.Sprintf("load balancer %s is %s; deleting it next", lb.ID, lb.Status), nil
+	}
+	wr, err := s.gw.deleteLoadBalancer(ctx, lb.ID)
+	if errors.Is(err, outcome.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s.wrs.done(svc, 0) // DELETING says it is busy
+	s.listing.Invalidate()
+	return fmt.Sprintf("load balancer %s is being deleted (work request %s)", lb.ID, wr), nil
+}
+
+// GetLoadBalancer is the Service's load balancer's status, from the shared
+// listing.
+func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	lb, found, err := c.listing.Get(ctx, "name/"+lbName(svc))
+	if err != nil || !found {
+		return nil, false, err
+	}
+	addr := address(lb, lb.IsPrivate)
+	if addr == "" {
+		return &v1.LoadBalancerStatus{}, true, nil
+	}
+	return status(addr, false), true, nil
+}
+
+// GetLoadBalancerName is the peer's name of the Service's load balancer.
+func (c *Cloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
+	return lbName(svc)
+}
