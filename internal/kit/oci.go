@@ -1,8 +1,6 @@
 package kit
 
 import (
-	"errors"
-
 	"github.com/overcast-ccm/overcast/internal/emulator/oci"
 )
 
@@ -18,10 +16,7 @@ func init() {
 type ociEmulator struct{ *oci.Emulator }
 
 func emulateOCI(o EmulatorOptions) (Emulator, error) {
-	if o.ServeTraffic {
-		return nil, errors.New("the OCI emulator does not carry traffic yet")
-	}
-	e, err := oci.New(oci.Options{Latency: o.Latency, Provisioning: o.Provisioning, MachineCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR})
+	e, err := oci.New(oci.Options{Latency: o.Latency, Provisioning: o.Provisioning, MachineCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR, ServeTraffic: o.ServeTraffic})
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -20,10 +23,13 @@ import (
 // The OCI cloud on the real apiserver, against the OCI emulator, with the
 // peer's cloud-provider.yaml and a user's API key (every request signed).
 
-// ociEmulator starts the emulator with its node subnet on 127.0.third.0/24.
+// ociEmulator starts the emulator with its node subnet on 127.0.third.0/24
+// and its public addresses on 127.4.third.0/24, its load balancers carrying
+// traffic and built in 300 ms.
 func ociEmulator(t *testing.T, third int) *emulator.Emulator {
 	t.Helper()
-	e, err := emulator.New(emulator.Options{MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.4.%d.0/24", third)})
+	e, err := emulator.New(emulator.Options{MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.4.%d.0/24", third),
+		ServeTraffic: true, Provisioning: 300 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, e.Start("127.0.0.1:0"))
 	t.Cleanup(func() { _ = e.Close() })
@@ -42,7 +48,7 @@ func nodeGone(name string) func() error {
 }
 
 func TestOCINodesFollowTheirInstances(t *testing.T) {
-	e := ociEmulator(t, 64)
+	e := ociEmulator(t, 66)
 	ccm := env.StartCCMProcess(t, "oci-nodes", framework.CCMOptions{Cloud: "oci", CloudConfig: e.CloudConfig() + "lifecycleMaxAge: 1s\n"})
 	ids := map[string]string{}
 	kubelets := map[string]*framework.Kubelet{}
@@ -108,4 +114,64 @@ func TestOCINodesFollowTheirInstances(t *testing.T) {
 	}
 	assert.Contains(t, ccm.Output(), "instance "+hidden+" answers 404 NotAuthorizedOrNotFound and its compartment is unknown",
 		"the lifecycle controller asked about oci-hidden and was told why it stays")
+}
+
+// ociLBClient is oci-go-sdk's load balancer client of e.
+func ociLBClient(t *testing.T, e *emulator.Emulator) loadbalancer.LoadBalancerClient {
+	t.Helper()
+	t.Setenv("OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED", "false")
+	f := e.Fixture()
+	c, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(
+		common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.Region(), f.Fingerprint, f.PrivateKeyPEM, nil))
+	require.NoError(t, err)
+	c.Host = e.URL()
+	return c
+}
+
+// ociLBs are the load balancers of the emulator's compartment named name.
+func ociLBs(t *testing.T, c loadbalancer.LoadBalancerClient, e *emulator.Emulator, name string) []loadbalancer.LoadBalancer {
+	t.Helper()
+	r, err := c.ListLoadBalancers(context.Background(), loadbalancer.ListLoadBalancersRequest{
+		CompartmentId: common.String(e.Fixture().CompartmentID), DisplayName: common.String(name)})
+	require.NoError(t, err)
+	return r.Items
+}
+
+// ociLBCloud: the emulator, a CCM on it, and n instances with Nodes. It
+// holds the load balancer named by the Service's UID (the peer's name).
+func ociLBCloud(t *testing.T, third, n int) *lbCloud {
+	t.Helper()
+	e := ociEmulator(t, third)
+	env.StartCCM(t, framework.CCMOptions{Cloud: "oci", CloudConfig: e.CloudConfig(),
+		ExtraArgs: []string{"--load-balancer-drift-period=2s"}})
+	c := &lbCloud{name: "oci"}
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("oci%d-node-%d", third, i)
+		_, ip := e.AddMachine(name)
+		c.nodes = append(c.nodes, env.NewKubelet(t, name, ip))
+	}
+	for _, k := range c.nodes {
+		waitNodeInitialised(t, k.Name)
+	}
+	client := ociLBClient(t, e)
+	c.holds = func(t *testing.T, svc *v1.Service, _ string) []string {
+		var out []string
+		for _, lb := range ociLBs(t, client, e, string(svc.UID)) {
+			out = append(out, "load balancer "+*lb.Id+" "+string(lb.LifecycleState))
+		}
+		return out
+	}
+	c.members = func(t *testing.T, svc *v1.Service) []string {
+		var out []string
+		for _, lb := range ociLBs(t, client, e, string(svc.UID)) {
+			for _, bs := range lb.BackendSets {
+				for _, b := range bs.Backends {
+					out = append(out, *b.IpAddress)
+				}
+			}
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return c
 }

@@ -173,6 +173,7 @@ var lbClouds = []struct {
 	{"local", localLBCloud},
 	{"openstack", openStackLBCloud},
 	{"cloudstack", cloudStackLBCloud},
+	{"oci", ociLBCloud},
 }
 
 // waitCondition waits until the Service's condition has status (and reason,
@@ -313,11 +314,12 @@ func TestInvalidAnnotationIsOneWarningAndBuildsNothing(t *testing.T) {
 	for i, cloud := range lbClouds {
 		t.Run(cloud.name, func(t *testing.T) {
 			ns := namespace(t)
-			c := cloud.start(t, 54+i, 1)
+			c := cloud.start(t, 55+i, 1)
 			annotations := map[string]map[string]string{
 				"local":      {"local.overcast.io/health-check-interval": "soon"},
 				"openstack":  {"loadbalancer.openstack.org/connection-limit": "lots"},
 				"cloudstack": {"service.beta.kubernetes.io/cloudstack-load-balancer-source-cidrs": "10.0.0.0/33"},
+				"oci":        {"service.beta.kubernetes.io/oci-load-balancer-shape-flex-max": "lots"},
 			}[cloud.name]
 			lbService(t, ns, "bad", func(s *v1.Service) { s.Annotations = annotations })
 			got := waitCondition(t, ns, "bad", servicecontroller.ConditionReady, metav1.ConditionFalse, "")

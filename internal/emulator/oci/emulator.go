@@ -58,6 +58,9 @@ type Options struct {
 	// Provisioning is how long a load balancer's work request takes (its
 	// creation, and each change); default 0, done by the next request.
 	Provisioning time.Duration
+	// ServeTraffic makes the load balancers carry traffic (dataplane.go);
+	// MachineCIDR and PublicCIDR must then be loopback prefixes.
+	ServeTraffic bool
 	// Clock is the emulator's clock, against which request dates are
 	// checked; default time.Now.
 	Clock func() time.Time
@@ -93,6 +96,7 @@ type Emulator struct {
 	jobs        *core.Jobs
 	retryTokens map[string]retried
 	provMu      sync.Mutex
+	dataPlane   core.DataPlane
 	machineNet  netip.Prefix
 	machineNext netip.Addr
 	publicNext  netip.Addr
@@ -106,7 +110,7 @@ func New(opts Options) (*Emulator, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	nets, err := core.ParseNetworks("oci emulator", opts.MachineCIDR, opts.PublicCIDR, "10.0.10.0/24", "203.0.113.0/24", false)
+	nets, err := core.ParseNetworks("oci emulator", opts.MachineCIDR, opts.PublicCIDR, "10.0.10.0/24", "203.0.113.0/24", opts.ServeTraffic)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +137,18 @@ func nth(a netip.Addr, n int) netip.Addr {
 		a = a.Next()
 	}
 	return a
+}
+
+// Start serves the API on addr (a loopback IP:PORT), and with
+// ServeTraffic the load balancers too, until Close.
+func (e *Emulator) Start(addr string) error {
+	if err := e.Server.Start(addr); err != nil {
+		return err
+	}
+	if e.opts.ServeTraffic {
+		go e.dataPlane.Run(e.Done(), e.dataPlaneSpecs)
+	}
+	return nil
 }
 
 // Fixture is what the emulator started with.
