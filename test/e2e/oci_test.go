@@ -66,7 +66,9 @@ func TestOCINodesFollowTheirInstances(t *testing.T) {
 		Status:     v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionUnknown}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = env.Client.CoreV1().Nodes().Delete(context.Background(), "oci-hidden", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().Nodes().Delete(context.Background(), "oci-hidden", metav1.DeleteOptions{})
+	})
 
 	for name, id := range ids {
 		n := waitNodeInitialised(t, name)

@@ -49,7 +49,7 @@ type Cloud struct {
 }
 
 var (
-	_ cloudprovider.Interface   = (*Cloud)(nil)
+	_ cloudprovider.Interface    = (*Cloud)(nil)
 	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
 	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
 )

@@ -54,7 +54,7 @@ func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, LB] {
 type workRequests struct {
 	mu      sync.Mutex
 	pending map[types.UID]pendingWR
-	took    time.Duration        // a moving average of how long one took
+	took    time.Duration // a moving average of how long one took
 }
 
 type pendingWR struct {
