@@ -17,6 +17,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -43,7 +44,7 @@ func nodeGone(name string) func() error {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("node %s still exists (err %v)", name, err)
+		return fmt.Errorf("node %s still exists (err %w)", name, err)
 	}
 }
 
@@ -146,7 +147,7 @@ func ociLBCloud(t *testing.T, third, n int) *lbCloud {
 	e := ociEmulator(t, third)
 	env.StartCCM(t, framework.CCMOptions{Cloud: "oci", CloudConfig: e.CloudConfig(),
 		ExtraArgs: []string{"--load-balancer-drift-period=2s"}})
-	c := &lbCloud{name: "oci"}
+	c := &lbCloud{name: "oci", ociEmu: e}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("oci%d-node-%d", third, i)
 		_, ip := e.AddMachine(name)
@@ -176,4 +177,112 @@ func ociLBCloud(t *testing.T, third, n int) *lbCloud {
 		return slices.Compact(out)
 	}
 	return c
+}
+
+func TestOCILoadBalancersAreRepairedAndFollowTheNodes(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 67, 2)
+	e, client := c.ociEmu, ociLBClient(t, c.ociEmu)
+	svc := lbService(t, ns, "web", nil)
+	got := waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	require.NotEmpty(t, ingressAddr(got))
+	assert.Len(t, c.members(t, got), 2)
+
+	// A third Node joins: its instance's address becomes a backend.
+	_, ip := e.AddMachine("oci67-node-3")
+	c.nodes = append(c.nodes, env.NewKubelet(t, "oci67-node-3", ip))
+	waitNodeInitialised(t, "oci67-node-3")
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		if m := c.members(t, got); len(m) != 3 || !slices.Contains(m, ip) {
+			return fmt.Errorf("members %v", m)
+		}
+		return nil
+	}), "the new Node is a backend")
+
+	// FAILED: deleted and built anew.
+	lbs := ociLBs(t, client, e, string(svc.UID))
+	require.Len(t, lbs, 1)
+	failed := *lbs[0].Id
+	require.NoError(t, e.SetLoadBalancerState(failed, emulator.LBFailed))
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		lbs := ociLBs(t, client, e, string(svc.UID))
+		if len(lbs) != 1 || *lbs[0].Id == failed || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
+			return fmt.Errorf("load balancers %v", c.holds(t, svc, ""))
+		}
+		return nil
+	}), "a FAILED load balancer is replaced")
+
+	// Deleted behind the CCM's back: built again.
+	lbs = ociLBs(t, client, e, string(svc.UID))
+	_, err := client.DeleteLoadBalancer(t.Context(), loadbalancer.DeleteLoadBalancerRequest{LoadBalancerId: lbs[0].Id})
+	require.NoError(t, err)
+	gone := *lbs[0].Id
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		lbs := ociLBs(t, client, e, string(svc.UID))
+		if len(lbs) != 1 || *lbs[0].Id == gone || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
+			return fmt.Errorf("load balancers %v", c.holds(t, svc, ""))
+		}
+		return nil
+	}), "a deleted load balancer is built again")
+	got = waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		got = getService(t, ns, "web")
+		lbs := ociLBs(t, client, e, string(svc.UID))
+		if len(lbs) != 1 || len(lbs[0].IpAddresses) == 0 || ingressAddr(got) != *lbs[0].IpAddresses[0].IpAddress {
+			return fmt.Errorf("ingress %q", ingressAddr(got))
+		}
+		return nil
+	}), "the Service shows the new load balancer's address")
+
+	deleteService(t, ns, "web")
+	assert.Empty(t, c.holds(t, svc, ""))
+	assert.Equal(t, map[string]int{"loadBalancer": 0}, e.Objects(), "nothing left in the emulator")
+}
+
+// The peer's load balancer of a Service (its name, the Service's UID; its
+// fixed 100Mbps shape; no ownership tags) is adopted as it is: no new load
+// balancer, no change, the same address.
+func TestOCIAdoptsThePeersLoadBalancer(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 68, 1)
+	e, client := c.ociEmu, ociLBClient(t, c.ociEmu)
+	// A NodePort Service first, so that the peer's load balancer can point at its node port.
+	lbService(t, ns, "web", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeNodePort })
+	svc := getService(t, ns, "web")
+	port := svc.Spec.Ports[0]
+	f := e.Fixture()
+	name := fmt.Sprintf("%s-%d", port.Protocol, port.Port)
+	created, err := client.CreateLoadBalancer(t.Context(), loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: loadbalancer.CreateLoadBalancerDetails{
+		CompartmentId: common.String(f.CompartmentID), DisplayName: common.String(string(svc.UID)), ShapeName: common.String("100Mbps"),
+		SubnetIds: []string{f.SubnetID},
+		BackendSets: map[string]loadbalancer.BackendSetDetails{name: {Policy: common.String("ROUND_ROBIN"),
+			Backends: []loadbalancer.BackendDetails{{IpAddress: common.String(c.nodes[0].IP.String()), Port: common.Int(int(port.NodePort)), Weight: common.Int(1)}},
+			HealthChecker: &loadbalancer.HealthCheckerDetails{Protocol: common.String("HTTP"), Port: common.Int(10256), UrlPath: common.String("/healthz"),
+				ReturnCode: common.Int(200), Retries: common.Int(3), TimeoutInMillis: common.Int(3000), IntervalInMillis: common.Int(10000)}}},
+		Listeners: map[string]loadbalancer.ListenerDetails{name: {DefaultBackendSetName: common.String(name), Port: common.Int(int(port.Port)),
+			Protocol: common.String("TCP"), ConnectionConfiguration: &loadbalancer.ConnectionConfiguration{IdleTimeout: common.Int64(300)}}},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		if lbs := ociLBs(t, client, e, string(svc.UID)); len(lbs) != 1 || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
+			return fmt.Errorf("the peer's load balancer is not ACTIVE yet")
+		}
+		return nil
+	}))
+	peer := ociLBs(t, client, e, string(svc.UID))[0]
+	e.ResetCalls()
+
+	svc.Spec.Type = v1.ServiceTypeLoadBalancer
+	_, err = env.Client.CoreV1().Services(ns).Update(t.Context(), svc, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	got := waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	assert.Equal(t, *peer.IpAddresses[0].IpAddress, ingressAddr(got), "the peer's address")
+	lbs := ociLBs(t, client, e, string(svc.UID))
+	require.Len(t, lbs, 1)
+	assert.Equal(t, *peer.Id, *lbs[0].Id, "the peer's load balancer, not a new one")
+	for _, call := range e.Calls() {
+		assert.Equal(t, "GET", call.Method, "no change of an adopted load balancer that does what the Service asks: %+v (work request %s)", call, *created.OpcWorkRequestId)
+	}
+	deleteService(t, ns, "web")
+	assert.Empty(t, c.holds(t, svc, ""))
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
+	ociemulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
@@ -49,6 +50,8 @@ type lbCloud struct {
 	// The OpenStack emulator and clients of its APIs.
 	emu              *emulator.Emulator
 	octavia, network *gophercloud.ServiceClient
+	// The OCI emulator.
+	ociEmu *ociemulator.Emulator
 }
 
 // localLBCloud: the local cloud with n Nodes on 127.0.third.x and a pool on

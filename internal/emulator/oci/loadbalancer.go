@@ -3,6 +3,7 @@ package oci
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -318,7 +319,7 @@ func notFound(format string, args ...any) error {
 }
 
 func writeAPIErr(w http.ResponseWriter, err error) {
-	if a, ok := err.(*apiErr); ok {
+	if a, ok := errors.AsType[*apiErr](err); ok {
 		writeError(w, a.status, a.code, a.msg)
 		return
 	}
@@ -634,4 +635,17 @@ func (e *Emulator) LoadBalancers() []any {
 		out = append(out, viewLB(lb))
 	}
 	return out
+}
+
+// SetLoadBalancerState moves a load balancer to a lifecycle state (FAILED,
+// as OCI leaves one it could not build or repair).
+func (e *Emulator) SetLoadBalancerState(id, state string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	lb, ok := e.lbs.Get(id)
+	if !ok {
+		return fmt.Errorf("no load balancer %s", id)
+	}
+	lb.LifecycleState = state
+	return nil
 }
