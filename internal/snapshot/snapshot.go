@@ -135,6 +135,25 @@ func (s *Snapshot[T]) GetWithin(ctx context.Context, key string, maxAge time.Dur
 	return it, ok, nil
 }
 
+// All is every instance, from a listing at most the snapshot's maxAge old.
+func (s *Snapshot[T]) All(ctx context.Context) ([]T, error) {
+	s.mu.Lock()
+	fresh := s.items != nil && s.now().Sub(s.fetched) < s.maxAge
+	s.mu.Unlock()
+	if !fresh {
+		if err := s.refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]T, 0, len(s.all))
+	for _, it := range s.all {
+		out = append(out, it)
+	}
+	return out, nil
+}
+
 // Invalidate makes the next Get list again (used when a caller knows the cloud
 // changed, and by tests that must not wait maxAge).
 func (s *Snapshot[T]) Invalidate() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
+	ocicore "github.com/oracle/oci-go-sdk/v65/core"
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -183,6 +184,7 @@ func TestOCILoadBalancersAreRepairedAndFollowTheNodes(t *testing.T) {
 	ns := namespace(t)
 	c := ociLBCloud(t, 67, 2)
 	e, client := c.ociEmu, ociLBClient(t, c.ociEmu)
+	before := e.Objects()
 	svc := lbService(t, ns, "web", nil)
 	got := waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
 	require.NotEmpty(t, ingressAddr(got))
@@ -236,7 +238,7 @@ func TestOCILoadBalancersAreRepairedAndFollowTheNodes(t *testing.T) {
 
 	deleteService(t, ns, "web")
 	assert.Empty(t, c.holds(t, svc, ""))
-	assert.Equal(t, map[string]int{"loadBalancer": 0}, e.Objects(), "nothing left in the emulator")
+	assert.Equal(t, before, e.Objects(), "nothing left in the emulator: no load balancer, no security rule")
 }
 
 // The peer's load balancer of a Service (its name, the Service's UID; its
@@ -270,6 +272,26 @@ func TestOCIAdoptsThePeersLoadBalancer(t *testing.T) {
 		return nil
 	}))
 	peer := ociLBs(t, client, e, string(svc.UID))[0]
+	// The peer's security rules (mode All, its shapes: no description); the
+	// load balancer and the node share the subnet here.
+	network := ociNetworkClient(t, e)
+	list, err := network.GetSecurityList(t.Context(), ocicore.GetSecurityListRequest{SecurityListId: common.String(f.SecurityListID)})
+	require.NoError(t, err)
+	tcp := func(port int) *ocicore.TcpOptions {
+		return &ocicore.TcpOptions{DestinationPortRange: &ocicore.PortRange{Min: common.Int(port), Max: common.Int(port)}}
+	}
+	subnetCIDR := "127.0.68.0/24"
+	ingress := append(list.IngressSecurityRules,
+		ocicore.IngressSecurityRule{Protocol: common.String("6"), Source: common.String("0.0.0.0/0"), IsStateless: common.Bool(false), TcpOptions: tcp(int(port.Port))},
+		ocicore.IngressSecurityRule{Protocol: common.String("6"), Source: common.String(subnetCIDR), IsStateless: common.Bool(false), TcpOptions: tcp(int(port.NodePort))},
+		ocicore.IngressSecurityRule{Protocol: common.String("6"), Source: common.String(subnetCIDR), IsStateless: common.Bool(false), TcpOptions: tcp(10256)})
+	egress := append(list.EgressSecurityRules,
+		ocicore.EgressSecurityRule{Protocol: common.String("6"), Destination: common.String(subnetCIDR), IsStateless: common.Bool(false), TcpOptions: tcp(int(port.NodePort))},
+		ocicore.EgressSecurityRule{Protocol: common.String("6"), Destination: common.String(subnetCIDR), IsStateless: common.Bool(false), TcpOptions: tcp(10256)})
+	_, err = network.UpdateSecurityList(t.Context(), ocicore.UpdateSecurityListRequest{SecurityListId: common.String(f.SecurityListID), IfMatch: list.Etag,
+		UpdateSecurityListDetails: ocicore.UpdateSecurityListDetails{IngressSecurityRules: ingress, EgressSecurityRules: egress}})
+	require.NoError(t, err)
+	peerObjects := e.Objects()
 	e.ResetCalls()
 
 	svc.Spec.Type = v1.ServiceTypeLoadBalancer
@@ -281,8 +303,21 @@ func TestOCIAdoptsThePeersLoadBalancer(t *testing.T) {
 	require.Len(t, lbs, 1)
 	assert.Equal(t, *peer.Id, *lbs[0].Id, "the peer's load balancer, not a new one")
 	for _, call := range e.Calls() {
-		assert.Equal(t, "GET", call.Method, "no change of an adopted load balancer that does what the Service asks: %+v (work request %s)", call, *created.OpcWorkRequestId)
+		assert.Equal(t, "GET", call.Method, "no change of an adopted load balancer, and no rule added beside the peer's: %+v (work request %s)", call, *created.OpcWorkRequestId)
 	}
 	deleteService(t, ns, "web")
 	assert.Empty(t, c.holds(t, svc, ""))
+	after := e.Objects()
+	assert.Equal(t, peerObjects["securityRule"], after["securityRule"], "the peer's rules are not ours to remove")
+}
+
+// ociNetworkClient is oci-go-sdk's virtual network client of e.
+func ociNetworkClient(t *testing.T, e *emulator.Emulator) ocicore.VirtualNetworkClient {
+	t.Helper()
+	f := e.Fixture()
+	c, err := ocicore.NewVirtualNetworkClientWithConfigurationProvider(
+		common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.Region(), f.Fingerprint, f.PrivateKeyPEM, nil))
+	require.NoError(t, err)
+	c.Host = e.URL()
+	return c
 }

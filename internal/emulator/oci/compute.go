@@ -218,7 +218,11 @@ func (e *Emulator) Objects() map[string]int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.jobs.Settle(e.opts.Clock())
-	return map[string]int{"loadBalancer": e.lbs.Len()}
+	rules := 0
+	for _, sl := range e.securityLists.All() {
+		rules += len(sl.IngressSecurityRules) + len(sl.EgressSecurityRules)
+	}
+	return map[string]int{"loadBalancer": e.lbs.Len(), "securityRule": rules}
 }
 
 // listPrivateIPs answers ListPrivateIps: the primary private IP of each VNIC

@@ -22,6 +22,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -71,6 +72,8 @@ type Options struct {
 // availability domains.
 type Fixture struct {
 	TenancyID, UserID, CompartmentID, VCNID, SubnetID string
+	// SecurityListID is the subnet's (the VCN's default) security list.
+	SecurityListID string
 	// PrivateKeyPEM and Fingerprint are the user's API key.
 	PrivateKeyPEM, Fingerprint string
 	AvailabilityDomains        []string
@@ -83,23 +86,24 @@ type Emulator struct {
 	fx   Fixture
 	mux  *http.ServeMux
 
-	mu          sync.Mutex
-	seq         int
-	users       map[string]*user // by keyId
-	instances   *core.Store[*instance]
-	attachments *core.Store[*vnicAttachment]
-	vnics       *core.Store[*vnic]
-	subnets     *core.Store[*subnet]
-	vcns        *core.Store[*vcn]
-	lbs         *core.Store[*loadBalancer]
-	wrs         *core.Store[*workRequest]
-	jobs        *core.Jobs
-	retryTokens map[string]retried
-	provMu      sync.Mutex
-	dataPlane   core.DataPlane
-	machineNet  netip.Prefix
-	machineNext netip.Addr
-	publicNext  netip.Addr
+	mu            sync.Mutex
+	seq           int
+	users         map[string]*user // by keyId
+	instances     *core.Store[*instance]
+	attachments   *core.Store[*vnicAttachment]
+	vnics         *core.Store[*vnic]
+	subnets       *core.Store[*subnet]
+	vcns          *core.Store[*vcn]
+	lbs           *core.Store[*loadBalancer]
+	securityLists *core.Store[*securityList]
+	wrs           *core.Store[*workRequest]
+	jobs          *core.Jobs
+	retryTokens   map[string]retried
+	provMu        sync.Mutex
+	dataPlane     core.DataPlane
+	machineNet    netip.Prefix
+	machineNext   netip.Addr
+	publicNext    netip.Addr
 }
 
 // New returns an emulator with its Fixture.
@@ -117,13 +121,14 @@ func New(opts Options) (*Emulator, error) {
 	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
 		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
 		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
-		lbs: core.NewStore[*loadBalancer](), wrs: core.NewStore[*workRequest](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
+		lbs: core.NewStore[*loadBalancer](), securityLists: core.NewStore[*securityList](), wrs: core.NewStore[*workRequest](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	if err := e.seedFixture(); err != nil {
 		return nil, err
 	}
 	e.routeLoadBalancers()
+	e.routeSecurityLists()
 	e.routeCompute()
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{Name: "oci emulator", Latency: opts.Latency,
 		Classify: classify, WriteError: func(w http.ResponseWriter, _ *http.Request, _ string, status int, msg string) {
@@ -173,7 +178,6 @@ compartment: %s
 vcn: %s
 loadBalancer:
   subnet1: %s
-  securityListManagementMode: None
 endpoints:
   api: %s
 `, e.opts.Region, f.TenancyID, f.UserID, strings.ReplaceAll(strings.TrimSpace(f.PrivateKeyPEM), "\n", "\n    "),
@@ -207,10 +211,23 @@ func (e *Emulator) seedFixture() error {
 	v := &vcn{resource: resource{ID: e.newID("vcn"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
 		DisplayName: "cluster", CIDRBlock: "10.0.0.0/16", CIDRBlocks: []string{"10.0.0.0/16"}}
 	e.vcns.Add(v.ID, v)
+	// The VCN's default security list, with the rules OCI gives it: SSH and
+	// ICMP in, everything out.
+	sl := &securityList{resource: resource{ID: e.newID("securitylist"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+		DisplayName: "Default Security List for cluster", VCNID: v.ID, FreeformTags: map[string]string{},
+		IngressSecurityRules: []json.RawMessage{
+			json.RawMessage(`{"protocol":"6","source":"0.0.0.0/0","sourceType":"CIDR_BLOCK","isStateless":false,"tcpOptions":{"destinationPortRange":{"min":22,"max":22}}}`),
+			json.RawMessage(`{"protocol":"1","source":"0.0.0.0/0","sourceType":"CIDR_BLOCK","isStateless":false,"icmpOptions":{"type":3,"code":4}}`),
+		},
+		EgressSecurityRules: []json.RawMessage{
+			json.RawMessage(`{"protocol":"all","destination":"0.0.0.0/0","destinationType":"CIDR_BLOCK","isStateless":false}`),
+		}}
+	e.securityLists.Add(sl.ID, sl)
+	f.SecurityListID = sl.ID
 	s := &subnet{resource: resource{ID: e.newID("subnet"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
 		VCNID: v.ID, DisplayName: "nodes", CIDRBlock: e.machineNet.String(), RouteTableID: e.newID("routetable"),
 		VirtualRouterIP: e.machineNet.Addr().Next().String(), VirtualRouterMac: "00:00:17:00:00:01",
-		SecurityListIDs: []string{}, IPv6CIDRBlocks: []string{}}
+		SecurityListIDs: []string{sl.ID}, IPv6CIDRBlocks: []string{}}
 	e.subnets.Add(s.ID, s)
 	f.VCNID, f.SubnetID = v.ID, s.ID
 	return nil

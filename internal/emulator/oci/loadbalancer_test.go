@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/oracle/oci-go-sdk/v65/common"
+	"github.com/oracle/oci-go-sdk/v65/core"
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -126,7 +127,7 @@ func TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests(t *testin
 	assert.Len(t, lb.BackendSets["TCP-80"].Backends, 2)
 	assert.Contains(t, lb.Listeners, "TCP-443")
 	assert.NotContains(t, lb.Listeners, "TCP-80")
-	assert.Equal(t, map[string]int{"loadBalancer": 1}, e.Objects())
+	assert.Equal(t, 1, e.Objects()["loadBalancer"])
 
 	del, err := c.DeleteLoadBalancer(ctx, loadbalancer.DeleteLoadBalancerRequest{LoadBalancerId: id})
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests(t *testin
 	clk.now = clk.now.Add(10 * time.Second)
 	_, err = c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
 	requireServiceError(t, err, 404, "NotAuthorizedOrNotFound")
-	assert.Equal(t, map[string]int{"loadBalancer": 0}, e.Objects())
+	assert.Equal(t, 0, e.Objects()["loadBalancer"])
 }
 
 func TestAFlexibleShapeNeedsItsBandwidth(t *testing.T) {
@@ -150,7 +151,7 @@ func TestAFlexibleShapeNeedsItsBandwidth(t *testing.T) {
 	_, err = c.CreateLoadBalancer(t.Context(), loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: loadbalancer.CreateLoadBalancerDetails{
 		CompartmentId: common.String(f.CompartmentID), DisplayName: common.String("x"), ShapeName: common.String("100Mbps"), SubnetIds: []string{"ocid1.subnet.oc1.iad.nope"}}})
 	requireServiceError(t, err, 400, "RelatedResourceNotAuthorizedOrNotFound")
-	assert.Equal(t, map[string]int{"loadBalancer": 0}, e.Objects())
+	assert.Equal(t, 0, e.Objects()["loadBalancer"])
 }
 
 func requireServiceError(t *testing.T, err error, status int, code string) {
@@ -158,4 +159,30 @@ func requireServiceError(t *testing.T, err error, status int, code string) {
 	se := serviceError(t, err)
 	assert.Equal(t, status, se.GetHTTPStatusCode(), se.GetMessage())
 	assert.Equal(t, code, se.GetCode(), se.GetMessage())
+}
+
+func TestTheSDKUpdatesASecurityListOnlyWithItsCurrentEtag(t *testing.T) {
+	e := started(t, Options{})
+	c := fixtureClients(t, e).network
+	ctx := t.Context()
+	got, err := c.GetSecurityList(ctx, core.GetSecurityListRequest{SecurityListId: common.String(e.fx.SecurityListID)})
+	require.NoError(t, err)
+	require.NotNil(t, got.Etag)
+	require.Len(t, got.IngressSecurityRules, 2)
+	rule := core.IngressSecurityRule{Protocol: common.String("6"), Source: common.String("0.0.0.0/0"), Description: common.String("mine"),
+		TcpOptions: &core.TcpOptions{DestinationPortRange: &core.PortRange{Min: common.Int(80), Max: common.Int(80)}}}
+	upd, err := c.UpdateSecurityList(ctx, core.UpdateSecurityListRequest{SecurityListId: common.String(e.fx.SecurityListID), IfMatch: got.Etag,
+		UpdateSecurityListDetails: core.UpdateSecurityListDetails{IngressSecurityRules: append(got.IngressSecurityRules, rule)}})
+	require.NoError(t, err)
+	assert.NotEqual(t, *got.Etag, *upd.Etag)
+	require.Len(t, upd.IngressSecurityRules, 3)
+	assert.Equal(t, "mine", *upd.IngressSecurityRules[2].Description)
+	assert.Equal(t, 3, *upd.IngressSecurityRules[1].IcmpOptions.Type, "what the emulator does not read is kept")
+	// The etag read before the update is stale now.
+	_, err = c.UpdateSecurityList(ctx, core.UpdateSecurityListRequest{SecurityListId: common.String(e.fx.SecurityListID), IfMatch: got.Etag,
+		UpdateSecurityListDetails: core.UpdateSecurityListDetails{IngressSecurityRules: got.IngressSecurityRules}})
+	se := serviceError(t, err)
+	assert.Equal(t, 412, se.GetHTTPStatusCode())
+	assert.Equal(t, "NoEtagMatch", se.GetCode())
+	assert.Contains(t, se.GetMessage(), "has a computed tag of "+*upd.Etag+", but is passed a tag of "+*got.Etag)
 }

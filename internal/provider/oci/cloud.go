@@ -46,6 +46,8 @@ type Cloud struct {
 	// compartmentOf is each instance's compartment as a listing or a
 	// lookup answered: what proves that a 404 means gone.
 	compartmentOf map[string]string
+
+	subnetCache subnetCache
 }
 
 var (
@@ -75,7 +77,8 @@ func New(cfg Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{cfg: cfg, gw: gw, primary: map[string]bool{}, compartmentOf: map[string]string{}}
+	c := &Cloud{cfg: cfg, gw: gw, primary: map[string]bool{}, compartmentOf: map[string]string{},
+		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}}
 	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss, c.listMachines, machineKeys)
 	c.listing, c.wrs = newListing(c), newWorkRequests()
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube}

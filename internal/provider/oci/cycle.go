@@ -383,10 +383,19 @@ func status(addr string, proxy bool) *v1.LoadBalancerStatus {
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{ing}}
 }
 
-func (s steps) Publish(_ context.Context, _ *v1.Service, spec lbSpec, lb ociLB) (*v1.LoadBalancerStatus, string, error) {
+// Publish opens the security lists as the Service's mode asks (and closes
+// what it no longer asks), then gives the address.
+func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (*v1.LoadBalancerStatus, string, error) {
 	addr := address(lb.Obj, spec.internal)
 	if addr == "" {
 		return nil, "", fmt.Errorf("load balancer %s has no %s address yet", lb.ID, privacy(spec.internal))
+	}
+	want, lists, err := s.wantedRules(ctx, svc, spec)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := s.applyRules(ctx, svc, want, lists); err != nil {
+		return nil, "", err
 	}
 	return status(addr, spec.proxyMode), addr, nil
 }
@@ -399,12 +408,25 @@ func (s steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcy
 	return status(addr, spec.proxyMode), true, nil
 }
 
-// Delete deletes the Service's load balancer (found by its name): one
-// call, then the Service is looked at again until it is gone.
+// Delete removes the Service's security rules, then deletes its load
+// balancer (found by its name): one call, then the Service is looked at
+// again until it is gone.
 func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 	lb, found, err := s.Find(ctx, svc)
-	if err != nil || !found {
+	if err != nil {
 		return "", err
+	}
+	var subnets []string
+	if found {
+		subnets = lb.Obj.SubnetIDs
+	} else if cfg := s.cfg.LoadBalancer; cfg != nil && cfg.Subnet1 != "" {
+		subnets = []string{cfg.Subnet1}
+	}
+	if err := s.removeRules(ctx, svc, subnets); err != nil {
+		return "", err
+	}
+	if !found {
+		return "", nil
 	}
 	if lb.Obj.LifecycleState == "DELETING" {
 		return fmt.Sprintf("load balancer %s is being deleted", lb.ID), nil

@@ -532,3 +532,37 @@ func (g *gateway) deleteListener(ctx context.Context, lb, name string) (string, 
 func (g *gateway) workRequest(ctx context.Context, id string) (WorkRequest, error) {
 	return get[WorkRequest](ctx, g, "loadbalancer", g.ep.LoadBalancer, lbAPI+"/loadBalancerWorkRequests/"+url.PathEscape(id))
 }
+
+// SecurityList is a security list; its rules are kept as OCI sent them, so
+// that an update gives back every field of the rules it does not change.
+type SecurityList struct {
+	ID          string            `json:"id"`
+	TimeCreated time.Time         `json:"timeCreated"`
+	Ingress     []json.RawMessage `json:"ingressSecurityRules"`
+	Egress      []json.RawMessage `json:"egressSecurityRules"`
+	// etag is the version read, for If-Match.
+	etag string
+}
+
+// securityList reads a security list and its etag.
+func (g *gateway) securityList(ctx context.Context, id string) (SecurityList, error) {
+	var sl SecurityList
+	h, err := g.call(ctx, "network", http.MethodGet, g.ep.Core, coreAPI+"/securityLists/"+url.PathEscape(id), nil, nil, &sl)
+	if err != nil {
+		return SecurityList{}, err
+	}
+	sl.etag = h.Get("etag")
+	if sl.etag == "" {
+		return SecurityList{}, fmt.Errorf("OCI answered GET /securityLists/{id} without an etag")
+	}
+	return sl, nil
+}
+
+// updateSecurityList replaces the rules of the security list read as sl,
+// if it has not changed since (If-Match: a 412 NoEtagMatch is ErrBusy).
+func (g *gateway) updateSecurityList(ctx context.Context, sl SecurityList) error {
+	body := map[string][]json.RawMessage{"ingressSecurityRules": sl.Ingress, "egressSecurityRules": sl.Egress}
+	_, err := g.callWith(ctx, "network", http.MethodPut, g.ep.Core, coreAPI+"/securityLists/"+url.PathEscape(sl.ID), body,
+		http.Header{"If-Match": {sl.etag}})
+	return err
+}

@@ -47,6 +47,8 @@ var (
 type machine struct {
 	Instance
 	PrivateIP, PublicIP, Hostname string
+	// SubnetID is the primary VNIC's subnet.
+	SubnetID string
 }
 
 // machineKeys: the OCID, then, for an instance not terminating, the ways the
@@ -146,9 +148,9 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 	out := make([]machine, 0, len(insts))
 	for _, in := range insts {
 		m := machine{Instance: in}
-		if vnic := c.primaryAttachment(ctx, attached[in.ID]); vnic != "" {
-			p := private[vnic]
-			m.PrivateIP, m.Hostname, m.PublicIP = p.IPAddress, p.HostnameLabel, public[p.ID]
+		if a, ok := c.primaryAttachment(ctx, attached[in.ID]); ok {
+			p := private[a.VnicID]
+			m.PrivateIP, m.Hostname, m.PublicIP, m.SubnetID = p.IPAddress, p.HostnameLabel, public[p.ID], a.SubnetID
 		}
 		out = append(out, m)
 	}
@@ -168,12 +170,12 @@ func addPublic(to map[string]string, ips []PublicIP) {
 	}
 }
 
-// primaryAttachment is the VNIC of atts that is its instance's primary one:
-// the only one, or the one a lookup says is primary (looked up once per VNIC:
-// it never changes). "" when it cannot be told yet.
-func (c *Cloud) primaryAttachment(ctx context.Context, atts []VnicAttachment) string {
+// primaryAttachment is the attachment of atts of its instance's primary
+// VNIC: the only one, or the one a lookup says is primary (looked up once
+// per VNIC: it never changes). false when it cannot be told yet.
+func (c *Cloud) primaryAttachment(ctx context.Context, atts []VnicAttachment) (VnicAttachment, bool) {
 	if len(atts) == 1 {
-		return atts[0].VnicID
+		return atts[0], true
 	}
 	for _, a := range atts {
 		c.mu.Lock()
@@ -191,10 +193,10 @@ func (c *Cloud) primaryAttachment(ctx context.Context, atts []VnicAttachment) st
 			c.mu.Unlock()
 		}
 		if primary {
-			return a.VnicID
+			return a, true
 		}
 	}
-	return ""
+	return VnicAttachment{}, false
 }
 
 // lookUp reads one instance and its primary VNIC directly (a Node the
@@ -232,7 +234,7 @@ func (c *Cloud) withAddresses(ctx context.Context, in Instance) (machine, error)
 		c.primary[v.ID] = v.IsPrimary
 		c.mu.Unlock()
 		if v.IsPrimary {
-			m.PrivateIP, m.PublicIP, m.Hostname = v.PrivateIP, v.PublicIP, v.HostnameLabel
+			m.PrivateIP, m.PublicIP, m.Hostname, m.SubnetID = v.PrivateIP, v.PublicIP, v.HostnameLabel, v.SubnetID
 			break
 		}
 	}

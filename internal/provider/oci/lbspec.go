@@ -57,6 +57,12 @@ type lbSpec struct {
 	freeform    map[string]string
 	defined     map[string]map[string]any
 	proxyMode   bool // ingress-ip-mode Proxy
+	// mode is the security rule management mode (All, Frontend, None);
+	// sources the addresses admitted; listenerPorts and backendPorts (the
+	// node ports and the health check's) the ports the rules open.
+	mode                        string
+	sources                     []string
+	listenerPorts, backendPorts []int
 }
 
 // unsupported are the annotations this CCM does not serve yet: a Service
@@ -91,9 +97,11 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 	if svc.Spec.LoadBalancerIP != "" {
 		errs = append(errs, errors.New("spec.loadBalancerIP: reserved public IPs are not served by this overcast-ccm yet"))
 	}
-	if mode := c.securityMode(svc, bad); mode != ModeNone {
-		errs = append(errs, fmt.Errorf("security rule management mode %s: this overcast-ccm manages no security rules yet; set %s: None (or loadBalancer.securityListManagementMode: None)", mode, annotation.OCISecurityListManagementMode))
+	if s.mode = c.securityMode(svc, bad); s.mode == "NSG" {
+		errs = append(errs, fmt.Errorf("%s: NSG: network security groups are not served by this overcast-ccm yet; use SL-All, SL-Frontend or None", annotation.OCISecurityRuleManagementMode))
 	}
+	s.sources, err = sources(svc)
+	bad(err)
 	if s.internal, err = annotation.OCIInternal.Bool(svc); err != nil {
 		bad(err)
 	}
@@ -143,7 +151,13 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 		name := fmt.Sprintf("%s-%d", p.Protocol, p.Port)
 		s.backendSets[name] = BackendSet{Name: name, Policy: policy, HealthChecker: check, Backends: []Backend{}}
 		s.listeners[name] = Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, ConnectionConfiguration: conn}
+		s.listenerPorts = append(s.listenerPorts, int(p.Port))
+		s.backendPorts = append(s.backendPorts, int(p.NodePort))
 	}
+	s.backendPorts = append(s.backendPorts, check.Port)
+	slices.Sort(s.listenerPorts)
+	slices.Sort(s.backendPorts)
+	s.listenerPorts, s.backendPorts = slices.Compact(s.listenerPorts), slices.Compact(s.backendPorts)
 	if len(svc.Spec.Ports) == 0 {
 		errs = append(errs, errors.New("the Service has no ports"))
 	}
@@ -347,7 +361,7 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 func (s *lbSpec) configFingerprint() string {
 	h := lbcycle.NewHash()
 	w := h.Line
-	w("v1", s.name, s.internal, s.subnets, s.shape, s.flex, s.proxyMode)
+	w("v1", s.name, s.internal, s.subnets, s.shape, s.flex, s.proxyMode, s.mode, s.sources, s.listenerPorts, s.backendPorts)
 	for _, name := range slices.Sorted(maps.Keys(s.listeners)) {
 		l := s.listeners[name]
 		w("listener", name, l.Port, l.Protocol, l.DefaultBackendSetName, *l.ConnectionConfiguration)

@@ -1,0 +1,393 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	servicehelpers "k8s.io/cloud-provider/service/helpers"
+
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// Security list rules for a load balancer, in the peer's modes: All opens
+// the load balancer's subnet to the Service's sources on its ports, lets it
+// reach the nodes' subnets on the node ports and the health check port, and
+// opens the nodes' subnets to it there; Frontend does the first alone; None
+// nothing. Unlike the peer, every rule added carries a mark in its
+// description (the cluster's UID and the Service's), and only rules with
+// this cluster's mark for the Service are ever removed: two clusters on one
+// security list never remove each other's rules (peer issues #150, #118). A
+// rule without a mark (the peer's, an operator's) that already does what one
+// of ours would (same direction, peer, protocol and ports) is left as it is
+// and none is added; a rule another Service marked does not count, as it
+// may go without this one.
+// Lists are updated with If-Match: a list changed meanwhile (412) is read
+// again and the change made anew (peer issues #92, #104).
+
+// securityRetries bounds the read-and-update attempts of one list in a step.
+const securityRetries = 8
+
+// markPrefix starts a rule's mark: "overcast:<cluster UID>/<Service UID>".
+const markPrefix = "overcast:"
+
+type portRange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// rule is a security rule, in either direction, as OCI's JSON has it.
+type rule struct {
+	Protocol        string `json:"protocol"`
+	Source          string `json:"source,omitempty"`
+	SourceType      string `json:"sourceType,omitempty"`
+	Destination     string `json:"destination,omitempty"`
+	DestinationType string `json:"destinationType,omitempty"`
+	IsStateless     bool   `json:"isStateless"`
+	TCPOptions      *struct {
+		DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
+		SourcePortRange      *portRange `json:"sourcePortRange,omitempty"`
+	} `json:"tcpOptions,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// tcpRule is a stateful TCP rule to (ingress: from) cidr on port.
+func tcpRule(ingress bool, cidr string, port int, mark string) rule {
+	r := rule{Protocol: "6", IsStateless: false, Description: mark}
+	if ingress {
+		r.Source, r.SourceType = cidr, "CIDR_BLOCK"
+	} else {
+		r.Destination, r.DestinationType = cidr, "CIDR_BLOCK"
+	}
+	r.TCPOptions = &struct {
+		DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
+		SourcePortRange      *portRange `json:"sourcePortRange,omitempty"`
+	}{DestinationPortRange: &portRange{Min: port, Max: port}}
+	return r
+}
+
+// does says whether r does what want does (its mark aside).
+func (r rule) does(want rule) bool {
+	if r.Protocol != want.Protocol || r.Source != want.Source || r.Destination != want.Destination || r.IsStateless || r.TCPOptions == nil {
+		return false
+	}
+	d, s := r.TCPOptions.DestinationPortRange, r.TCPOptions.SourcePortRange
+	w := want.TCPOptions.DestinationPortRange
+	return s == nil && d != nil && *d == *w
+}
+
+// listRules are the rules a Service wants in one security list.
+type listRules struct{ ingress, egress []rule }
+
+// mark is the mark of the Service's rules in this cluster; a rule's
+// description is the mark and the Service's name.
+func (c *Cloud) mark(svc *v1.Service) string {
+	return markPrefix + c.Cluster.Get() + "/" + string(svc.UID)
+}
+
+func (c *Cloud) describe(svc *v1.Service) string { return c.mark(svc) + " " + svc.Namespace + "/" + svc.Name }
+
+// sources are the addresses the Service admits.
+func sources(svc *v1.Service) ([]string, error) {
+	set, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
+	if err != nil {
+		return nil, err
+	}
+	out := set.StringSlice()
+	slices.Sort(out)
+	return out, nil
+}
+
+// subnetCache keeps the subnets looked up (their CIDRs and security lists),
+// for subnetTTL.
+type subnetCache struct {
+	mu   sync.Mutex
+	byID map[string]cachedSubnet
+}
+
+type cachedSubnet struct {
+	Subnet
+	at time.Time
+}
+
+const subnetTTL = time.Hour
+
+func (c *Cloud) subnet(ctx context.Context, id string) (Subnet, error) {
+	c.subnetCache.mu.Lock()
+	s, ok := c.subnetCache.byID[id]
+	c.subnetCache.mu.Unlock()
+	if ok && time.Since(s.at) < subnetTTL {
+		return s.Subnet, nil
+	}
+	sub, err := c.gw.subnet(ctx, id)
+	if err != nil {
+		return Subnet{}, fmt.Errorf("looking up subnet %s: %w", id, err)
+	}
+	c.subnetCache.mu.Lock()
+	c.subnetCache.byID[id] = cachedSubnet{Subnet: sub, at: time.Now()}
+	c.subnetCache.mu.Unlock()
+	return sub, nil
+}
+
+// securityListOf is the security list of subnet the rules go in: the
+// config's loadBalancer.securityLists, else the subnet's oldest (as the
+// peer picks it).
+func (c *Cloud) securityListOf(ctx context.Context, sub Subnet) (string, error) {
+	if lb := c.cfg.LoadBalancer; lb != nil {
+		if id := lb.SecurityLists[sub.ID]; id != "" {
+			return id, nil
+		}
+	}
+	switch len(sub.SecurityListIDs) {
+	case 0:
+		return "", fmt.Errorf("subnet %s has no security list", sub.ID)
+	case 1:
+		return sub.SecurityListIDs[0], nil
+	}
+	oldest, at := "", time.Time{}
+	for _, id := range sub.SecurityListIDs {
+		sl, err := c.gw.securityList(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if oldest == "" || sl.TimeCreated.Before(at) {
+			oldest, at = id, sl.TimeCreated
+		}
+	}
+	return oldest, nil
+}
+
+// wantedRules are the rules the Service's load balancer needs, by security
+// list, in its mode; and every list where the Service may have rules.
+func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (map[string]listRules, []string, error) {
+	want := map[string]listRules{}
+	var lists []string
+	note := func(id string) {
+		if !slices.Contains(lists, id) {
+			lists = append(lists, id)
+		}
+	}
+	mark := c.describe(svc)
+	var lbCIDRs []string
+	for _, id := range spec.subnets {
+		sub, err := c.subnet(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		sl, err := c.securityListOf(ctx, sub)
+		if err != nil {
+			return nil, nil, err
+		}
+		note(sl)
+		lbCIDRs = append(lbCIDRs, sub.CIDRBlock)
+		if spec.mode == ModeNone {
+			continue
+		}
+		w := want[sl]
+		for _, src := range spec.sources {
+			for _, p := range spec.listenerPorts {
+				w.ingress = append(w.ingress, tcpRule(true, src, p, mark))
+			}
+		}
+		want[sl] = w
+	}
+	nodeSubnets, err := c.nodeSubnets(ctx, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, sub := range nodeSubnets {
+		sl, err := c.securityListOf(ctx, sub)
+		if err != nil {
+			return nil, nil, err
+		}
+		note(sl)
+		if spec.mode != ModeAll {
+			continue
+		}
+		for _, id := range spec.subnets {
+			sub0, err := c.subnet(ctx, id)
+			if err != nil {
+				return nil, nil, err
+			}
+			lbList, _ := c.securityListOf(ctx, sub0)
+			w := want[lbList]
+			for _, p := range spec.backendPorts {
+				w.egress = append(w.egress, tcpRule(false, sub.CIDRBlock, p, mark))
+			}
+			want[lbList] = w
+		}
+		w := want[sl]
+		for _, cidr := range lbCIDRs {
+			for _, p := range spec.backendPorts {
+				w.ingress = append(w.ingress, tcpRule(true, cidr, p, mark))
+			}
+		}
+		want[sl] = w
+	}
+	return want, lists, nil
+}
+
+// nodeSubnets are the subnets of the backends' instances.
+func (c *Cloud) nodeSubnets(ctx context.Context, spec lbSpec) ([]Subnet, error) {
+	var ids []string
+	for _, bs := range spec.backendSets {
+		for _, b := range bs.Backends {
+			m, found, err := c.machines.Get(ctx, "ip/"+b.IPAddress)
+			if err != nil {
+				return nil, err
+			}
+			if found && m.SubnetID != "" && !slices.Contains(ids, m.SubnetID) {
+				ids = append(ids, m.SubnetID)
+			}
+		}
+	}
+	slices.Sort(ids)
+	out := make([]Subnet, 0, len(ids))
+	for _, id := range ids {
+		sub, err := c.subnet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sub)
+	}
+	return out, nil
+}
+
+// applyRules makes each list of lists hold exactly the Service's wanted
+// rules among those with its mark, leaving every other rule as it is.
+func (c *Cloud) applyRules(ctx context.Context, svc *v1.Service, want map[string]listRules, lists []string) error {
+	if c.Cluster.Get() == "" {
+		return errors.New("the cluster UID (the kube-system namespace's), which marks the security rules, is not known yet")
+	}
+	mark := c.mark(svc) + " "
+	for _, id := range lists {
+		if err := c.updateList(ctx, id, mark, want[id]); err != nil {
+			return fmt.Errorf("security list %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// updateList reads the list, works out its rules, and writes them if they
+// changed, with If-Match; a 412 reads it again.
+func (c *Cloud) updateList(ctx context.Context, id, mark string, want listRules) error {
+	var err error
+	for attempt := range securityRetries {
+		if attempt > 0 {
+			// Others are writing the list too: spread the next tries.
+			d := time.Duration(50+rand.IntN(100*attempt)) * time.Millisecond
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
+		}
+		var sl SecurityList
+		if sl, err = c.gw.securityList(ctx, id); err != nil {
+			return err
+		}
+		in, inChanged, e1 := merge(sl.Ingress, want.ingress, mark)
+		out, outChanged, e2 := merge(sl.Egress, want.egress, mark)
+		if e1 != nil || e2 != nil {
+			return errors.Join(e1, e2)
+		}
+		if !inChanged && !outChanged {
+			return nil
+		}
+		sl.Ingress, sl.Egress = in, out
+		if err = c.gw.updateSecurityList(ctx, sl); err == nil {
+			return nil
+		}
+		if !errors.Is(err, outcome.ErrBusy) {
+			return err
+		}
+	}
+	return err
+}
+
+// merge is have with the rules marked mark that want no longer asks for
+// removed, and those it asks for that nothing does yet added.
+func merge(have []json.RawMessage, want []rule, mark string) ([]json.RawMessage, bool, error) {
+	out := make([]json.RawMessage, 0, len(have)+len(want))
+	var kept []rule
+	changed := false
+	for _, raw := range have {
+		var r rule
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, false, fmt.Errorf("a rule OCI answered cannot be read: %w", err)
+		}
+		if strings.HasPrefix(r.Description, mark) && !slices.ContainsFunc(want, r.does) {
+			changed = true
+			continue
+		}
+		out = append(out, raw)
+		kept = append(kept, r)
+	}
+	for _, w := range want {
+		// Done already by a rule of the Service's, or by one no CCM of ours
+		// marked (the peer's, an operator's): never by another Service's
+		// or another cluster's, which may go without this Service.
+		if slices.ContainsFunc(kept, func(r rule) bool {
+			return r.does(w) && (strings.HasPrefix(r.Description, mark) || !strings.HasPrefix(r.Description, markPrefix))
+		}) {
+			continue
+		}
+		raw, err := json.Marshal(w)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, raw)
+		kept = append(kept, w)
+		changed = true
+	}
+	return out, changed, nil
+}
+
+// removeRules removes the Service's rules from every security list they may
+// be in: its load balancer's subnets' and the nodes' subnets'.
+func (c *Cloud) removeRules(ctx context.Context, svc *v1.Service, lbSubnets []string) error {
+	var lists []string
+	ids := slices.Clone(lbSubnets)
+	all, err := c.allNodeSubnets(ctx)
+	if err != nil {
+		return err
+	}
+	ids = append(ids, all...)
+	for _, id := range ids {
+		sub, err := c.subnet(ctx, id)
+		if err != nil {
+			return err
+		}
+		sl, err := c.securityListOf(ctx, sub)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(lists, sl) {
+			lists = append(lists, sl)
+		}
+	}
+	return c.applyRules(ctx, svc, nil, lists)
+}
+
+// allNodeSubnets are the subnets of every instance of the compartment.
+func (c *Cloud) allNodeSubnets(ctx context.Context) ([]string, error) {
+	list, err := c.machines.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, m := range list {
+		if m.SubnetID != "" && !slices.Contains(ids, m.SubnetID) {
+			ids = append(ids, m.SubnetID)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}

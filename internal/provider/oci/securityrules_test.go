@@ -1,0 +1,132 @@
+package oci
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// lbSvc is a LoadBalancer Service of port 80 on node port nodePort.
+func lbSvc(name, uid string, nodePort int32) *v1.Service {
+	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(uid)},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80,
+			TargetPort: intstr.FromInt32(8080), NodePort: nodePort}}}}
+}
+
+// rulesFor opens the security lists for svc as cloud c would (spec and rules).
+func rulesFor(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) error {
+	t.Helper()
+	spec, err := c.parseSpec(svc)
+	require.NoError(t, err)
+	require.NoError(t, c.resolveBackends(t.Context(), svc, &spec, nodes))
+	want, lists, err := c.wantedRules(t.Context(), svc, spec)
+	if err != nil {
+		return err
+	}
+	return c.applyRules(t.Context(), svc, want, lists)
+}
+
+func marked(e *emulator.Emulator, mark string) (n int) {
+	in, out := e.SecurityListRules(e.Fixture().SecurityListID)
+	for _, r := range append(in, out...) {
+		if strings.Contains(r, `"description":"`+mark) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestThirtyServicesOnOneSecurityListAtOnceLoseNoRule(t *testing.T) {
+	// Every call takes 20 ms and none waits for the client-side limit: the
+	// Services' reads and writes of the list overlap.
+	e, err := emulator.New(emulator.Options{Latency: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, e.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = e.Close() })
+	c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
+	c.SetClusterUID("cluster-a")
+	_, ip := e.AddMachine("node-a")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	before, _ := e.SecurityListRules(e.Fixture().SecurityListID)
+	var wg sync.WaitGroup
+	errs := make([]error, 30)
+	for i := range 30 {
+		wg.Go(func() {
+			// A step that still finds the list changed after its tries is
+			// looked at again, as the cycle does (outcome.ErrBusy).
+			for range 3 {
+				if errs[i] = rulesFor(t, c, lbSvc(fmt.Sprintf("svc-%d", i), fmt.Sprintf("uid-%02d", i), int32(30000+i)), nodes); !errors.Is(errs[i], outcome.ErrBusy) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "service %d", i)
+	}
+	for i := range 30 {
+		// Mode All, one subnet for both: 80 from anywhere in, the node port
+		// and 10256 from the subnet in and to it out.
+		assert.Equal(t, 5, marked(e, fmt.Sprintf("overcast:cluster-a/uid-%02d ", i)), "service %d", i)
+	}
+	var busy int
+	for _, call := range e.Calls() {
+		if call.Code == 412 {
+			busy += call.Count
+		}
+	}
+	assert.Positive(t, busy, "the writes raced (412 NoEtagMatch answers on the way)")
+	t.Logf("412 NoEtagMatch answers on the way: %d", busy)
+
+	// Half of them go: only their rules.
+	for i := range 15 {
+		require.NoError(t, c.removeRules(t.Context(), lbSvc(fmt.Sprintf("svc-%d", i), fmt.Sprintf("uid-%02d", i), int32(30000+i)), []string{e.Fixture().SubnetID}))
+	}
+	for i := range 30 {
+		want := 5
+		if i < 15 {
+			want = 0
+		}
+		assert.Equal(t, want, marked(e, fmt.Sprintf("overcast:cluster-a/uid-%02d ", i)), "service %d", i)
+	}
+	after, _ := e.SecurityListRules(e.Fixture().SecurityListID)
+	assert.Subset(t, after, before, "the list's own rules are kept")
+}
+
+func TestTwoClustersOnOneSecurityListNeverRemoveEachOthersRules(t *testing.T) {
+	e := startEmulator(t)
+	a, b := cloudOn(t, e.CloudConfig()), cloudOn(t, e.CloudConfig())
+	a.SetClusterUID("cluster-a")
+	b.SetClusterUID("cluster-b")
+	_, ip := e.AddMachine("node-a")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	// Each cluster's "web", with its own UID, on the same port.
+	svcA, svcB := lbSvc("web", "uid-a", 30080), lbSvc("web", "uid-b", 30080)
+	require.NoError(t, rulesFor(t, a, svcA, nodes))
+	require.NoError(t, rulesFor(t, b, svcB, nodes))
+	assert.Equal(t, 5, marked(e, "overcast:cluster-a/uid-a "))
+	assert.Equal(t, 5, marked(e, "overcast:cluster-b/uid-b "), "each cluster's rules of its own, though they do the same")
+	// Cluster a's Service goes, and a removes only its own.
+	require.NoError(t, a.removeRules(t.Context(), svcA, []string{e.Fixture().SubnetID}))
+	assert.Equal(t, 0, marked(e, "overcast:cluster-a/uid-a "))
+	assert.Equal(t, 5, marked(e, "overcast:cluster-b/uid-b "))
+	// Even asked to remove b's Service's rules, a touches none of b's.
+	require.NoError(t, a.removeRules(t.Context(), svcB, []string{e.Fixture().SubnetID}))
+	assert.Equal(t, 5, marked(e, "overcast:cluster-b/uid-b "))
+}
