@@ -92,7 +92,9 @@ func (c *Cloud) mark(svc *v1.Service) string {
 	return markPrefix + c.Cluster.Get() + "/" + string(svc.UID)
 }
 
-func (c *Cloud) describe(svc *v1.Service) string { return c.mark(svc) + " " + svc.Namespace + "/" + svc.Name }
+func (c *Cloud) describe(svc *v1.Service) string {
+	return c.mark(svc) + " " + svc.Namespace + "/" + svc.Name
+}
 
 // sources are the addresses the Service admits.
 func sources(svc *v1.Service) ([]string, error) {
