@@ -33,6 +33,7 @@ type Cloud struct {
 
 	cfg      Config
 	gw       *gateway
+	creds    *rotatingKey
 	machines *snapshot.Snapshot[machine]
 	listing  *snapshot.Snapshot[LB]
 	wrs      *workRequests
@@ -68,16 +69,17 @@ func New(cfg Config) (*Cloud, error) {
 	for _, w := range cfg.Warnings() {
 		klog.Background().Info("Warning: "+w, "cloud", ProviderName)
 	}
-	key, err := cfg.Auth.signingKey()
+	key, err := apiKeyOf(cfg.Auth)
 	if err != nil {
 		return nil, err
 	}
-	creds := apiKey{keyID: cfg.Auth.TenancyID + "/" + cfg.Auth.UserID + "/" + Fingerprint(&key.PublicKey), key: key}
+	creds := &rotatingKey{}
+	creds.set(key)
 	gw, err := newGateway(cfg.endpoints(), creds, cfg.RateLimiter, time.Now)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{cfg: cfg, gw: gw, primary: map[string]bool{}, compartmentOf: map[string]string{},
+	c := &Cloud{cfg: cfg, gw: gw, creds: creds, primary: map[string]bool{}, compartmentOf: map[string]string{},
 		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}}
 	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss, c.listMachines, machineKeys)
 	c.listing, c.wrs = newListing(c), newWorkRequests()
@@ -86,9 +88,37 @@ func New(cfg Config) (*Cloud, error) {
 	return c, nil
 }
 
-// Initialize starts the event recorder and learns the cluster's UID.
+// Initialize starts the event recorder, the watch of the config for a
+// rotated API key, and learns the cluster's UID.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.Start(clientBuilder, "overcast-oci-cloud", stop)
+	if c.cfg.path != "" {
+		go c.watchConfig(stop, credentialsReload)
+	}
+}
+
+// credentialsReload is how often the config is read again for a rotated
+// API key (kubelet refreshes a mounted Secret about every minute).
+const credentialsReload = 10 * time.Second
+
+// watchConfig reads the config again every interval; a new API key (auth's
+// user, key, fingerprint, passphrase) signs the next call. A file that
+// cannot be read or is invalid changes nothing.
+func (c *Cloud) watchConfig(stop <-chan struct{}, interval time.Duration) {
+	logger := klog.Background().WithValues("cloud", ProviderName, "file", c.cfg.path)
+	provider.WatchConfig(stop, interval, logger, func() (Config, error) {
+		cfg, err := c.cfg.Reread()
+		if err == nil {
+			err = cfg.Validate()
+		}
+		return cfg, err
+	}, func(cfg Config) (bool, error) {
+		key, err := apiKeyOf(cfg.Auth)
+		if err != nil {
+			return false, err
+		}
+		return c.creds.set(key), nil
+	})
 }
 
 // ProviderName is "oci".

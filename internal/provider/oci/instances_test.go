@@ -6,8 +6,11 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -142,15 +145,7 @@ func TestAUserWithoutComputeRightsNeverDeletesANode(t *testing.T) {
 	e := startEmulator(t)
 	ctx := t.Context()
 	id, _ := e.AddMachine("node-a")
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	user, fp := e.AddUser(&key.PublicKey, "network", "identity") // no policy for instances
-	conf := strings.Replace(e.CloudConfig(), e.Fixture().UserID, user, 1)
-	conf = strings.Replace(conf, e.Fixture().Fingerprint, fp, 1)
-	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
-	conf = strings.Replace(conf, strings.ReplaceAll(strings.TrimSpace(e.Fixture().PrivateKeyPEM), "\n", "\n    "),
-		strings.ReplaceAll(strings.TrimSpace(keyPEM), "\n", "\n    "), 1)
-	c := cloudOn(t, conf)
+	c := cloudOn(t, configOfUser(t, e, "network", "identity")) // no policy for instances
 	node := nodeNamed("node-a", "oci://"+id)
 	node.Annotations = map[string]string{CompartmentAnnotation: e.Fixture().CompartmentID}
 	for range 3 {
@@ -158,4 +153,46 @@ func TestAUserWithoutComputeRightsNeverDeletesANode(t *testing.T) {
 		require.ErrorContains(t, err, "NotAuthorizedOrNotFound")
 		assert.False(t, exists)
 	}
+}
+
+// configOfUser is the emulator's config for a new user with rights.
+func configOfUser(t *testing.T, e *emulator.Emulator, rights ...string) string {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	user, fp := e.AddUser(&key.PublicKey, rights...)
+	conf := strings.Replace(e.CloudConfig(), e.Fixture().UserID, user, 1)
+	conf = strings.Replace(conf, e.Fixture().Fingerprint, fp, 1)
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	return strings.Replace(conf, strings.ReplaceAll(strings.TrimSpace(e.Fixture().PrivateKeyPEM), "\n", "\n    "),
+		strings.ReplaceAll(strings.TrimSpace(keyPEM), "\n", "\n    "), 1)
+}
+
+func TestARotatedAPIKeySignsTheNextCallWithoutARestart(t *testing.T) {
+	e := startEmulator(t)
+	id, _ := e.AddMachine("node-a")
+	path := filepath.Join(t.TempDir(), "cloud-provider.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(configOfUser(t, e, "network")), 0o600))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	cfg, err := Read(f)
+	require.NoError(t, f.Close())
+	require.NoError(t, err)
+	c, err := New(cfg)
+	require.NoError(t, err)
+	node := nodeNamed("node-a", "oci://"+id)
+	_, err = c.InstanceMetadata(t.Context(), node)
+	require.ErrorContains(t, err, "NotAuthorizedOrNotFound", "the first user may not read instances")
+
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go c.watchConfig(stop, 20*time.Millisecond)
+	require.NoError(t, os.WriteFile(path, []byte("not: [valid"), 0o600))
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, os.WriteFile(path, []byte(e.CloudConfig()), 0o600)) // the fixture's user: every right
+	require.Eventually(t, func() bool {
+		c.machines.Invalidate()
+		_, err := c.InstanceMetadata(t.Context(), node)
+		return err == nil
+	}, 5*time.Second, 50*time.Millisecond, "the new key signs the calls")
 }

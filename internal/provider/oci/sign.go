@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +38,29 @@ type apiKey struct {
 }
 
 func (k apiKey) signingKey() (string, *rsa.PrivateKey, error) { return k.keyID, k.key, nil }
+
+// rotatingKey is the API key in use, replaced when the config's changes.
+type rotatingKey struct{ key atomic.Pointer[apiKey] }
+
+func (r *rotatingKey) signingKey() (string, *rsa.PrivateKey, error) {
+	k := r.key.Load()
+	return k.keyID, k.key, nil
+}
+
+// set makes k the key in use; it says whether k is another key.
+func (r *rotatingKey) set(k apiKey) bool {
+	old := r.key.Swap(&k)
+	return old == nil || old.keyID != k.keyID || !old.key.Equal(k.key)
+}
+
+// apiKeyOf is the API key of a's user.
+func apiKeyOf(a Auth) (apiKey, error) {
+	key, err := a.signingKey()
+	if err != nil {
+		return apiKey{}, err
+	}
+	return apiKey{keyID: a.TenancyID + "/" + a.UserID + "/" + Fingerprint(&key.PublicKey), key: key}, nil
+}
 
 // signingTransport signs each request it sends, anew for every attempt of a
 // retry (the date is part of the signature and OCI refuses one more than 5
