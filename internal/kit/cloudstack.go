@@ -22,11 +22,7 @@ func emulateCloudStack(o EmulatorOptions) (Emulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	listen := o.Listen
-	if listen == "" {
-		listen = "127.0.0.1:0"
-	}
-	if err := e.Start(listen); err != nil {
+	if err := e.Start(o.listen()); err != nil {
 		return nil, err
 	}
 	return cloudStackEmulator{e}, nil

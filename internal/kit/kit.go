@@ -53,6 +53,14 @@ type EmulatorOptions struct {
 	MachineCIDR, PublicCIDR string
 }
 
+// listen is where an emulator is served: Listen, else a free loopback port.
+func (o EmulatorOptions) listen() string {
+	if o.Listen == "" {
+		return "127.0.0.1:0"
+	}
+	return o.Listen
+}
+
 // Emulator is a running emulator.
 type Emulator interface {
 	// URL is its API's base URL.

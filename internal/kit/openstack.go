@@ -25,11 +25,7 @@ func (e openStackEmulator) AddMachine(name string) (string, string) {
 func emulateOpenStack(o EmulatorOptions) (Emulator, error) {
 	e := emulator.New(emulator.Options{Latency: o.Latency, ProvisioningDelay: o.Provisioning,
 		PrivateCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR, ServeTraffic: o.ServeTraffic})
-	listen := o.Listen
-	if listen == "" {
-		listen = "127.0.0.1:0"
-	}
-	if err := e.Start(listen); err != nil {
+	if err := e.Start(o.listen()); err != nil {
 		return nil, err
 	}
 	return openStackEmulator{e}, nil

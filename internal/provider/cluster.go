@@ -49,15 +49,34 @@ func (c *ClusterUID) Get() string {
 	return c.uid
 }
 
-// WatchConfig reads a cloud's config file again every interval (reread
-// returns it validated) and hands what it read to apply, which says whether
-// anything in use changed. A file that cannot be read or is invalid changes
-// nothing: the cloud keeps working with what it has, and the problem is
-// logged once until it changes.
-func WatchConfig[C any](stop <-chan struct{}, interval time.Duration, logger klog.Logger, reread func() (C, error), apply func(C) (bool, error)) {
+// CredentialsReload is how often a cloud's config file is read again for
+// rotated credentials: kubelet refreshes a mounted Secret about every
+// minute, so new credentials are in use within about 70 s.
+const CredentialsReload = 10 * time.Second
+
+// Rereadable is a cloud's config: read again from its file, and checked.
+type Rereadable[C any] interface {
+	*C
+	Reread() (C, error)
+	Validate() error
+}
+
+// WatchConfig reads cfg's file (path; "" for a config that came from a
+// stream: nothing to watch) again every interval until stop, and hands what
+// it read, checked, to apply, which says whether anything in use changed. A
+// file that cannot be read or is invalid changes nothing: the cloud keeps
+// working with what it has, and the problem is logged once until it changes.
+func WatchConfig[C any, P Rereadable[C]](stop <-chan struct{}, interval time.Duration, cloud, path string, cfg P, apply func(C) (bool, error)) {
+	if path == "" {
+		return
+	}
+	logger := klog.Background().WithValues("cloud", cloud, "file", path)
 	var lastErr string
 	wait.Until(func() {
-		cfg, err := reread()
+		next, err := cfg.Reread()
+		if err == nil {
+			err = P(&next).Validate()
+		}
 		if err != nil {
 			if msg := err.Error(); msg != lastErr {
 				logger.Error(err, "The cloud config changed but is not valid; keeping the settings in use")
@@ -66,12 +85,12 @@ func WatchConfig[C any](stop <-chan struct{}, interval time.Duration, logger klo
 			return
 		}
 		lastErr = ""
-		changed, err := apply(cfg)
+		changed, err := apply(next)
 		switch {
 		case err != nil:
 			logger.Error(err, "Cannot use the changed settings; keeping the ones in use")
 		case changed:
-			logger.Info("The [Global] settings changed; the next call uses them")
+			logger.Info("The credentials changed; the next call uses them")
 		}
 	}, interval, stop)
 }

@@ -26,6 +26,28 @@ var (
 	register sync.Once
 )
 
+// The ages every cloud's instance snapshot serves at: a lookup from a
+// listing at most MaxAge old; the node lifecycle controller's questions
+// (asked of every NotReady Node every few seconds) from one at most
+// LifecycleMaxAge old unless the cloud's config says otherwise (LifecycleAge),
+// so they are answered by the listings other callers make anyway; a miss (a
+// new Node) lists again at most every MinMiss, so a burst of new Nodes costs
+// one listing.
+const (
+	MaxAge          = 60 * time.Second
+	LifecycleMaxAge = 5 * time.Minute
+	MinMiss         = 10 * time.Second
+)
+
+// LifecycleAge is a cloud's configured lifecycle max age, LifecycleMaxAge
+// when it has none (0).
+func LifecycleAge(configured time.Duration) time.Duration {
+	if configured > 0 {
+		return configured
+	}
+	return LifecycleMaxAge
+}
+
 // Snapshot is a cache of every instance, indexed by the keys Keys returns (e.g. ID
 // and name). The first key is the instance's identity.
 type Snapshot[T any] struct {

@@ -33,7 +33,8 @@ const HeartbeatInterval = 5 * time.Second
 
 // Kubelet stands in for a kubelet (Node registration, NodeReady heartbeats) and for
 // kube-proxy (TCP and UDP listeners on the node's address at Services' NodePorts,
-// and the healthCheckNodePort of externalTrafficPolicy: Local Services).
+// the healthCheckNodePort of externalTrafficPolicy: Local Services, and its own
+// health check, /healthz on port 10256, from the first Service served on).
 type Kubelet struct {
 	Name string
 	IP   netip.Addr
@@ -44,7 +45,11 @@ type Kubelet struct {
 	stopBeat  chan struct{}
 	beatDone  chan struct{}
 	listeners []closer
+	proxyUp   bool // kube-proxy's /healthz is served
 }
+
+// ProxyHealthPort is kube-proxy's health check port (its --healthz-bind-address).
+const ProxyHealthPort = 10256
 
 type closer interface{ Close() error }
 
@@ -202,6 +207,9 @@ func (k *Kubelet) Serve(svc *v1.Service, healthy bool) error {
 			go serveTCP(l, k.Name)
 		}
 	}
+	if err := k.serveProxyHealth(); err != nil {
+		return err
+	}
 	if svc.Spec.HealthCheckNodePort == 0 {
 		return nil
 	}
@@ -229,11 +237,12 @@ func (k *Kubelet) track(c closer) {
 	k.mu.Unlock()
 }
 
-// CloseBackends stops every NodePort listener of this node.
+// CloseBackends stops every NodePort listener of this node (and kube-proxy's
+// health check: the node's proxy is down).
 func (k *Kubelet) CloseBackends() {
 	k.mu.Lock()
 	ls := k.listeners
-	k.listeners = nil
+	k.listeners, k.proxyUp = nil, false
 	k.mu.Unlock()
 	for _, l := range ls {
 		_ = l.Close()
@@ -361,4 +370,25 @@ func (e *Env) NodeUID(name string) types.UID {
 		return ""
 	}
 	return n.UID
+}
+
+// serveProxyHealth answers kube-proxy's /healthz on the node's address, once.
+func (k *Kubelet) serveProxyHealth() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.proxyUp {
+		return nil
+	}
+	addr := netip.AddrPortFrom(k.IP, ProxyHealthPort).String()
+	l, err := listenConfig.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("node %s: kube-proxy's health port %s: %w", k.Name, addr, err)
+	}
+	k.listeners = append(k.listeners, l)
+	k.proxyUp = true
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprint(w, `{"lastUpdated": "", "currentTime": ""}`)
+	})}
+	go func() { _ = srv.Serve(l) }()
+	return nil
 }

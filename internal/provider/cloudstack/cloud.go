@@ -16,7 +16,6 @@ package cloudstack
 import (
 	"context"
 	"sync"
-	"time"
 
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -87,7 +86,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}}
-	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss, c.listMachines, machineKeys)
+	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube}
 	c.Cycle = newCycle(c)
@@ -99,9 +98,9 @@ func New(cfg Config, name string) (*Cloud, error) {
 // which tags every address this cluster associates.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.Start(clientBuilder, "overcast-cloudstack-cloud", stop)
-	if c.cfg.path != "" {
-		go c.watchConfig(stop, credentialsReload)
-	}
+	// New [Global] settings take effect at the next call.
+	go provider.WatchConfig(stop, provider.CredentialsReload, c.name, c.cfg.path, &c.cfg,
+		func(cfg Config) (bool, error) { return c.gw.set(cfg.Global) })
 }
 
 // ProviderName is the name the cloud was started under.
@@ -115,24 +114,6 @@ func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true
 
 // Routes is not served: CloudStack guest networks route between their machines themselves.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
-
-// credentialsReload is how often the cloud-config is read again for rotated
-// keys (kubelet refreshes a mounted Secret about every minute).
-const credentialsReload = 10 * time.Second
-
-// watchConfig reads the cloud-config again every interval; new [Global]
-// settings take effect at the next call. A file that cannot be read or is
-// invalid changes nothing.
-func (c *Cloud) watchConfig(stop <-chan struct{}, interval time.Duration) {
-	logger := klog.Background().WithValues("cloud", c.name, "file", c.cfg.path)
-	provider.WatchConfig(stop, interval, logger, func() (Config, error) {
-		cfg, err := c.cfg.Reread()
-		if err == nil {
-			err = cfg.Validate()
-		}
-		return cfg, err
-	}, func(cfg Config) (bool, error) { return c.gw.set(cfg.Global) })
-}
 
 // listMachines lists every machine for the snapshot, and looks up once each
 // guest network their default NICs are on (a load balancer needs its

@@ -13,16 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/providerid"
-)
-
-// Snapshot timing: a lookup is served from a listing at most snapshotMaxAge
-// old ([Global] lifecycle-max-age for the lifecycle controller's questions,
-// asked of every NotReady Node every few seconds); a miss (a new Node) lists again at most every
-// snapshotMinMiss, so a burst of new Nodes costs one listing.
-const (
-	snapshotMaxAge         = 60 * time.Second
-	defaultLifecycleMaxAge = 5 * time.Minute
-	snapshotMinMiss        = 10 * time.Second
+	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
 // VM states (VirtualMachine.State) that say a machine is gone, or shut down.
@@ -136,7 +127,7 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 // region and addresses. A Node that matches no machine, or several, gets a
 // Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	m, found, err := c.find(ctx, node, snapshotMaxAge)
+	m, found, err := c.find(ctx, node, snapshot.MaxAge)
 	if err != nil {
 		if _, ok := errors.AsType[*ambiguousError](err); ok {
 			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
@@ -203,10 +194,7 @@ func labelValue(s string) string {
 
 // lifecycleMaxAge is [Global] lifecycle-max-age (default 5m).
 func (c *Cloud) lifecycleMaxAge() time.Duration {
-	if d := c.cfg.Global.LifecycleMaxAge.Duration; d > 0 {
-		return d
-	}
-	return defaultLifecycleMaxAge
+	return snapshot.LifecycleAge(c.cfg.Global.LifecycleMaxAge.Duration)
 }
 
 func oneOf(s string, set []string) bool {

@@ -81,7 +81,7 @@ func New(cfg Config) (*Cloud, error) {
 	}
 	c := &Cloud{cfg: cfg, gw: gw, creds: creds, primary: map[string]bool{}, compartmentOf: map[string]string{},
 		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}}
-	c.machines = snapshot.New(ProviderName, snapshotMaxAge, snapshotMinMiss, c.listMachines, machineKeys)
+	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing, c.wrs = newListing(c), newWorkRequests()
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube}
 	c.Cycle = newCycle(c)
@@ -92,33 +92,17 @@ func New(cfg Config) (*Cloud, error) {
 // rotated API key, and learns the cluster's UID.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.Start(clientBuilder, "overcast-oci-cloud", stop)
-	if c.cfg.path != "" {
-		go c.watchConfig(stop, credentialsReload)
-	}
+	go provider.WatchConfig(stop, provider.CredentialsReload, ProviderName, c.cfg.path, &c.cfg, c.setKey)
 }
 
-// credentialsReload is how often the config is read again for a rotated
-// API key (kubelet refreshes a mounted Secret about every minute).
-const credentialsReload = 10 * time.Second
-
-// watchConfig reads the config again every interval; a new API key (auth's
-// user, key, fingerprint, passphrase) signs the next call. A file that
-// cannot be read or is invalid changes nothing.
-func (c *Cloud) watchConfig(stop <-chan struct{}, interval time.Duration) {
-	logger := klog.Background().WithValues("cloud", ProviderName, "file", c.cfg.path)
-	provider.WatchConfig(stop, interval, logger, func() (Config, error) {
-		cfg, err := c.cfg.Reread()
-		if err == nil {
-			err = cfg.Validate()
-		}
-		return cfg, err
-	}, func(cfg Config) (bool, error) {
-		key, err := apiKeyOf(cfg.Auth)
-		if err != nil {
-			return false, err
-		}
-		return c.creds.set(key), nil
-	})
+// setKey makes cfg's API key sign the next call; it says whether it is
+// another key.
+func (c *Cloud) setKey(cfg Config) (bool, error) {
+	key, err := apiKeyOf(cfg.Auth)
+	if err != nil {
+		return false, err
+	}
+	return c.creds.set(key), nil
 }
 
 // ProviderName is "oci".

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -264,10 +265,10 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		got, ok := have.BackendSets[name]
 		switch {
 		case !ok:
-			wr, err := s.gw.createBackendSet(ctx, lb.ID, want)
+			wr, err := s.gw.changeChild(ctx, http.MethodPost, lb.ID, "backendSets", "", want)
 			return change(wr, err, "creating backend set "+name)
 		case !sameBackendSet(got, want):
-			wr, err := s.gw.updateBackendSet(ctx, lb.ID, want)
+			wr, err := s.gw.changeChild(ctx, http.MethodPut, lb.ID, "backendSets", name, unnamed(want))
 			return change(wr, err, "updating backend set "+name)
 		}
 	}
@@ -277,25 +278,25 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		switch {
 		case !ok:
 			if l := listenerOnPort(have, want.Port); l != "" {
-				wr, err := s.gw.deleteListener(ctx, lb.ID, l)
+				wr, err := s.gw.changeChild(ctx, http.MethodDelete, lb.ID, "listeners", l, nil)
 				return change(wr, err, "deleting listener "+l+" (its port is "+name+"'s)")
 			}
-			wr, err := s.gw.createListener(ctx, lb.ID, want)
+			wr, err := s.gw.changeChild(ctx, http.MethodPost, lb.ID, "listeners", "", want)
 			return change(wr, err, "creating listener "+name)
 		case !sameListener(got, want):
-			wr, err := s.gw.updateListener(ctx, lb.ID, want)
+			wr, err := s.gw.changeChild(ctx, http.MethodPut, lb.ID, "listeners", name, unnamedListener(want))
 			return change(wr, err, "updating listener "+name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(have.Listeners)) {
 		if _, ok := spec.listeners[name]; !ok {
-			wr, err := s.gw.deleteListener(ctx, lb.ID, name)
+			wr, err := s.gw.changeChild(ctx, http.MethodDelete, lb.ID, "listeners", name, nil)
 			return change(wr, err, "deleting listener "+name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(have.BackendSets)) {
 		if _, ok := spec.backendSets[name]; !ok {
-			wr, err := s.gw.deleteBackendSet(ctx, lb.ID, name)
+			wr, err := s.gw.changeChild(ctx, http.MethodDelete, lb.ID, "backendSets", name, nil)
 			return change(wr, err, "deleting backend set "+name)
 		}
 	}
@@ -334,22 +335,24 @@ func listenerOnPort(lb LB, port int) string {
 	return ""
 }
 
+// unnamed is bs as an update's body (UpdateBackendSetDetails has no name).
+func unnamed(bs BackendSet) BackendSet { bs.Name = ""; return bs }
+
+// unnamedListener is l as an update's body (UpdateListenerDetails has no name).
+func unnamedListener(l Listener) Listener { l.Name = ""; return l }
+
 func sameBackendSet(got, want BackendSet) bool {
-	if got.Policy != want.Policy || got.HealthChecker != want.HealthChecker || len(got.Backends) != len(want.Backends) {
-		return false
+	return got.Policy == want.Policy && got.HealthChecker == want.HealthChecker && slices.Equal(backendKeys(got), backendKeys(want))
+}
+
+// backendKeys are a backend set's backends as sorted strings.
+func backendKeys(bs BackendSet) []string {
+	keys := make([]string, len(bs.Backends))
+	for i, b := range bs.Backends {
+		keys[i] = fmt.Sprintf("%s:%d/%d", b.IPAddress, b.Port, b.Weight)
 	}
-	key := func(b Backend) string { return fmt.Sprintf("%s:%d/%d", b.IPAddress, b.Port, b.Weight) }
-	g := make([]string, len(got.Backends))
-	for i, b := range got.Backends {
-		g[i] = key(b)
-	}
-	w := make([]string, len(want.Backends))
-	for i, b := range want.Backends {
-		w[i] = key(b)
-	}
-	slices.Sort(g)
-	slices.Sort(w)
-	return slices.Equal(g, w)
+	slices.Sort(keys)
+	return keys
 }
 
 func sameListener(got, want Listener) bool {

@@ -500,32 +500,15 @@ func (g *gateway) deleteLoadBalancer(ctx context.Context, id string) (string, er
 	return g.lbChange(ctx, http.MethodDelete, "/loadBalancers/"+url.PathEscape(id), nil, nil)
 }
 
-func (g *gateway) createBackendSet(ctx context.Context, lb string, bs BackendSet) (string, error) {
-	return g.lbChange(ctx, http.MethodPost, "/loadBalancers/"+url.PathEscape(lb)+"/backendSets", bs, nil)
-}
-
-func (g *gateway) updateBackendSet(ctx context.Context, lb string, bs BackendSet) (string, error) {
-	name := bs.Name
-	bs.Name = ""
-	return g.lbChange(ctx, http.MethodPut, "/loadBalancers/"+url.PathEscape(lb)+"/backendSets/"+url.PathEscape(name), bs, nil)
-}
-
-func (g *gateway) deleteBackendSet(ctx context.Context, lb, name string) (string, error) {
-	return g.lbChange(ctx, http.MethodDelete, "/loadBalancers/"+url.PathEscape(lb)+"/backendSets/"+url.PathEscape(name), nil, nil)
-}
-
-func (g *gateway) createListener(ctx context.Context, lb string, l Listener) (string, error) {
-	return g.lbChange(ctx, http.MethodPost, "/loadBalancers/"+url.PathEscape(lb)+"/listeners", l, nil)
-}
-
-func (g *gateway) updateListener(ctx context.Context, lb string, l Listener) (string, error) {
-	name := l.Name
-	l.Name = ""
-	return g.lbChange(ctx, http.MethodPut, "/loadBalancers/"+url.PathEscape(lb)+"/listeners/"+url.PathEscape(name), l, nil)
-}
-
-func (g *gateway) deleteListener(ctx context.Context, lb, name string) (string, error) {
-	return g.lbChange(ctx, http.MethodDelete, "/loadBalancers/"+url.PathEscape(lb)+"/listeners/"+url.PathEscape(name), nil, nil)
+// changeChild changes a child of load balancer lb (kind backendSets or
+// listeners): a create (POST) when name is "", else an update (PUT, with
+// body) or a delete (DELETE) of the child of that name.
+func (g *gateway) changeChild(ctx context.Context, method, lb, kind, name string, body any) (string, error) {
+	path := "/loadBalancers/" + url.PathEscape(lb) + "/" + kind
+	if name != "" {
+		path += "/" + url.PathEscape(name)
+	}
+	return g.lbChange(ctx, method, path, body, nil)
 }
 
 // workRequest reads a load balancer's work request.

@@ -14,16 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
-)
-
-// Snapshot timing: a lookup is served from listings at most snapshotMaxAge
-// old (lifecycleMaxAge for the lifecycle controller's questions, asked of
-// every NotReady Node every few seconds); a miss (a new Node) lists again at
-// most every snapshotMinMiss, so a burst of new Nodes costs one listing.
-const (
-	snapshotMaxAge         = 60 * time.Second
-	defaultLifecycleMaxAge = 5 * time.Minute
-	snapshotMinMiss        = 10 * time.Second
+	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
 // The Node labels and annotations of the peer's node-info controller.
@@ -402,7 +393,7 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 // region, fault domain and the addresses of its primary VNIC. A Node that
 // matches no instance, or several, gets a Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	m, found, err := c.find(ctx, node, snapshotMaxAge)
+	m, found, err := c.find(ctx, node, snapshot.MaxAge)
 	if err != nil {
 		if _, ok := errors.AsType[*ambiguousError](err); ok {
 			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
@@ -455,8 +446,5 @@ func addresses(m machine) []v1.NodeAddress {
 
 // lifecycleMaxAge is the config's lifecycleMaxAge (default 5m).
 func (c *Cloud) lifecycleMaxAge() time.Duration {
-	if d := c.cfg.LifecycleMaxAge.Duration; d > 0 {
-		return d
-	}
-	return defaultLifecycleMaxAge
+	return snapshot.LifecycleAge(c.cfg.LifecycleMaxAge.Duration)
 }

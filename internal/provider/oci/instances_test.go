@@ -19,6 +19,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // cloudOn is the OCI cloud built from conf as overcast-ccm builds it.
@@ -186,7 +187,7 @@ func TestARotatedAPIKeySignsTheNextCallWithoutARestart(t *testing.T) {
 
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	go c.watchConfig(stop, 20*time.Millisecond)
+	go provider.WatchConfig(stop, 20*time.Millisecond, ProviderName, c.cfg.path, &c.cfg, c.setKey)
 	require.NoError(t, os.WriteFile(path, []byte("not: [valid"), 0o600))
 	time.Sleep(100 * time.Millisecond)
 	require.NoError(t, os.WriteFile(path, []byte(e.CloudConfig()), 0o600)) // the fixture's user: every right

@@ -17,6 +17,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
 // The peer's defaults (oci-cloud-controller-manager load_balancer.go,
@@ -330,7 +331,7 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 				klog.FromContext(ctx).V(2).Info("Leaving out a Node without an IPv4 InternalIP", "node", n.Name)
 				continue
 			}
-			m, found, err := c.find(ctx, n, snapshotMaxAge)
+			m, found, err := c.find(ctx, n, snapshot.MaxAge)
 			if err != nil || !found || m.PrivateIP == "" {
 				klog.FromContext(ctx).V(2).Info("Leaving out a Node whose instance is not known yet", "node", n.Name)
 				continue

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // keystone is a minimal Keystone v3 token endpoint that records what each
@@ -104,7 +105,10 @@ func TestCredentialsFileOverridesAndRotatesWithoutARestart(t *testing.T) {
 	writeFile(t, creds, "[Global]\npassword=second\n")
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() { cloud.watchConfig(stop, 20*time.Millisecond); close(done) }()
+	go func() {
+		provider.WatchConfig(stop, 20*time.Millisecond, ProviderName, cloud.cfg.path, &cloud.cfg, cloud.setGlobal)
+		close(done)
+	}()
 	defer func() { close(stop); <-done }()
 	require.Eventually(t, func() bool {
 		cloud.clients.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
@@ -99,9 +98,7 @@ func New(cfg Config) (*Cloud, error) {
 // kube-system namespace's), which tags every load balancer this cluster owns.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.Start(clientBuilder, "overcast-openstack-cloud", stop)
-	if c.cfg.path != "" {
-		go c.watchConfig(stop, credentialsReload)
-	}
+	go provider.WatchConfig(stop, provider.CredentialsReload, ProviderName, c.cfg.path, &c.cfg, c.setGlobal)
 }
 
 func (c *Cloud) lbClients(ctx context.Context) (octavia, network *gophercloud.ServiceClient, err error) {
@@ -150,22 +147,7 @@ func (c *Cloud) nodeLister() corelisters.NodeLister {
 	return c.nodes
 }
 
-// credentialsReload is how often the cloud.conf (and its credentials-file) is
-// read again for rotated credentials. Kubelet refreshes a mounted Secret about
-// every minute, so a new password is in use within about 70 s.
-const credentialsReload = 10 * time.Second
-
-// watchConfig reads the cloud.conf again every interval. New [Global] settings
-// (credentials, endpoint, TLS) take effect at the next call, which
-// authenticates with them. A file that cannot be read or is invalid changes
-// nothing: the CCM keeps working with what it has. Other sections need a restart.
-func (c *Cloud) watchConfig(stop <-chan struct{}, interval time.Duration) {
-	logger := klog.Background().WithValues("cloud", ProviderName, "file", c.cfg.path)
-	provider.WatchConfig(stop, interval, logger, func() (Config, error) {
-		cfg, err := c.cfg.Reread()
-		if err == nil {
-			err = cfg.Validate()
-		}
-		return cfg, err
-	}, func(cfg Config) (bool, error) { return c.clients.setGlobal(cfg.Global), nil })
-}
+// setGlobal makes cfg's [Global] settings (credentials, endpoint, TLS) take
+// effect at the next call, which authenticates with them; other sections
+// need a restart.
+func (c *Cloud) setGlobal(cfg Config) (bool, error) { return c.clients.setGlobal(cfg.Global), nil }

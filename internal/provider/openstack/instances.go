@@ -22,15 +22,8 @@ import (
 // ProviderIDPrefix is the scheme of OpenStack providerIDs (see providerid).
 const ProviderIDPrefix = providerid.OpenStackPrefix
 
-// Snapshot timing: a hit is served from a list at most snapshotMaxAge old; a miss
-// (a new Node) lists again at most every snapshotMinMiss.
+// Snapshot timing (besides the ages every cloud's snapshot serves at).
 const (
-	snapshotMaxAge = 60 * time.Second
-	// defaultLifecycleMaxAge bounds the list's age for the lifecycle controller's
-	// questions ([Global] lifecycle-max-age): the default period of Node address
-	// updates, which list servers anyway.
-	defaultLifecycleMaxAge = 5 * time.Minute
-	snapshotMinMiss        = 10 * time.Second
 	// serversFullEvery is how often the snapshot lists every server; in between
 	// it asks Nova only for the servers changed since (changes-since, which
 	// lists deleted servers too), one call however many servers there are. A
@@ -82,7 +75,7 @@ func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
 		}
 		return listServers(ctx, cl, changesSince)
 	}
-	return snapshot.NewIncremental("openstack", snapshotMaxAge, snapshotMinMiss, serverKeys, snapshot.Incremental[server]{
+	return snapshot.NewIncremental("openstack", snapshot.MaxAge, snapshot.MinMiss, serverKeys, snapshot.Incremental[server]{
 		Since:     since,
 		Gone:      func(s server) bool { return s.Status == "DELETED" },
 		FullEvery: serversFullEvery,
@@ -209,11 +202,7 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 // lifecycleMaxAge is [Global] lifecycle-max-age, never below the age any other
 // look-up accepts.
 func (c *Cloud) lifecycleMaxAge() time.Duration {
-	d := c.clients.global().LifecycleMaxAge.Duration
-	if d == 0 {
-		d = defaultLifecycleMaxAge
-	}
-	return max(d, snapshotMaxAge)
+	return max(snapshot.LifecycleAge(c.clients.global().LifecycleMaxAge.Duration), snapshot.MaxAge)
 }
 
 // addressesOf is the server's addresses by network: Neutron's ports when known,
@@ -230,7 +219,7 @@ func (c *Cloud) addressesOf(ctx context.Context, s server) map[string][]novaAddr
 // InstanceMetadata returns providerID, flavor, availability zone, region and
 // addresses. A Node that matches no server gets a Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
-	s, found, err := c.find(ctx, node, snapshotMaxAge)
+	s, found, err := c.find(ctx, node, snapshot.MaxAge)
 	if err != nil {
 		c.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the OpenStack server of Node %s: %v", node.Name, err)
 		return nil, err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
 // Tags that say a load balancer is ours: the Service's UID and the cluster's
@@ -138,7 +139,7 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 		return nil
 	}
 	for _, n := range s.unaddressed {
-		srv, found, err := c.find(ctx, n, snapshotMaxAge)
+		srv, found, err := c.find(ctx, n, snapshot.MaxAge)
 		if err != nil {
 			return fmt.Errorf("looking up the addresses of Node %s: %w", n.Name, err)
 		}
