@@ -170,13 +170,11 @@ func New(opts Options) (*Emulator, error) {
 // Start serves the API on addr, a loopback address ("127.0.0.1:0"), and with
 // ServeTraffic the load balancer rules too, until Close.
 func (e *Emulator) Start(addr string) error {
-	if err := e.Server.Start(addr); err != nil {
-		return err
+	specs := e.dataPlaneSpecs
+	if !e.opts.ServeTraffic {
+		specs = nil
 	}
-	if e.opts.ServeTraffic {
-		go e.dataPlane.Run(e.Done(), e.dataPlaneSpecs)
-	}
-	return nil
+	return e.StartServing(addr, &e.dataPlane, specs)
 }
 
 // SetJobDelay changes how long asynchronous jobs started from now take.

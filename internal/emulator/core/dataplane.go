@@ -38,6 +38,19 @@ func CheckLoopback(prefixes map[string]string) error {
 	return errors.Join(errs...)
 }
 
+// StartServing starts s on addr and, when specs is not nil, d serving what
+// specs says until s closes: an emulator's Start whose load balancers carry
+// traffic.
+func (s *Server) StartServing(addr string, d *DataPlane, specs func() map[string][]l4proxy.ListenerSpec) error {
+	if err := s.Start(addr); err != nil {
+		return err
+	}
+	if specs != nil {
+		go d.Run(s.Done(), specs)
+	}
+	return nil
+}
+
 // DataPlane serves what Specs says, and remembers what it could not serve.
 type DataPlane struct {
 	mu   sync.Mutex

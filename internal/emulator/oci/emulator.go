@@ -147,13 +147,11 @@ func nth(a netip.Addr, n int) netip.Addr {
 // Start serves the API on addr (a loopback IP:PORT), and with
 // ServeTraffic the load balancers too, until Close.
 func (e *Emulator) Start(addr string) error {
-	if err := e.Server.Start(addr); err != nil {
-		return err
+	specs := e.dataPlaneSpecs
+	if !e.opts.ServeTraffic {
+		specs = nil
 	}
-	if e.opts.ServeTraffic {
-		go e.dataPlane.Run(e.Done(), e.dataPlaneSpecs)
-	}
-	return nil
+	return e.StartServing(addr, &e.dataPlane, specs)
 }
 
 // Fixture is what the emulator started with.

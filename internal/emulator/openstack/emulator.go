@@ -176,13 +176,11 @@ func (e *Emulator) Start(addr string) error {
 	if err := checkServeTraffic(e.opts); err != nil {
 		return fmt.Errorf("openstack emulator: %w", err)
 	}
-	if err := e.Server.Start(addr); err != nil {
-		return err
+	specs := e.dataPlaneSpecs
+	if !e.opts.ServeTraffic {
+		specs = nil
 	}
-	if e.opts.ServeTraffic {
-		go e.dataPlane.Run(e.Done(), e.dataPlaneSpecs)
-	}
-	return nil
+	return e.StartServing(addr, &e.dataPlane, specs)
 }
 
 // SetProvisioningDelay changes how long Octavia mutations stay pending. It

@@ -140,7 +140,7 @@ func (c *Cloud) asLB(svc *v1.Service, lb LB) ociLB {
 // newListing is the shared listing of the compartment's load balancers.
 func newListing(c *Cloud) *snapshot.Snapshot[LB] {
 	return snapshot.New(ProviderName+"-lb", listingMaxAge, listingMinMiss, func(ctx context.Context) ([]LB, error) {
-		return c.gw.loadBalancers(ctx, c.cfg.CompartmentID)
+		return c.gw.loadBalancers(ctx, inCompartment(c.cfg.CompartmentID))
 	}, func(lb LB) []string { return []string{"id/" + lb.ID, "name/" + lb.DisplayName} })
 }
 
@@ -160,7 +160,7 @@ func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.wrs.retryAft
 // this process started for it went (so that the load balancer read after it
 // shows its effect), then the load balancer by its name.
 func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
-	list, err := s.gw.loadBalancersNamed(ctx, s.cfg.CompartmentID, lbName(svc))
+	list, err := s.gw.loadBalancers(ctx, with(inCompartment(s.cfg.CompartmentID), "displayName", lbName(svc)))
 	if err != nil {
 		return ociLB{}, false, err
 	}
@@ -192,7 +192,7 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
 					"loadBalancer", lb.ID, "workRequest", wr.ID, "type", wr.Type, "message", wr.Message)
 			}
 			// Read again: the load balancer read before the work request ended may not show it.
-			if list, err = s.gw.loadBalancersNamed(ctx, s.cfg.CompartmentID, lbName(svc)); err != nil {
+			if list, err = s.gw.loadBalancers(ctx, with(inCompartment(s.cfg.CompartmentID), "displayName", lbName(svc))); err != nil {
 				return ociLB{}, false, err
 			}
 			if len(list) != 1 {

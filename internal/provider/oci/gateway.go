@@ -277,15 +277,17 @@ type Subnet struct {
 // inCompartment is the query of a listing of compartment.
 func inCompartment(compartment string) url.Values { return url.Values{"compartmentId": {compartment}} }
 
-// instances lists every instance of compartment.
-func (g *gateway) instances(ctx context.Context, compartment string) ([]Instance, error) {
-	return list[Instance](ctx, g, "compute", g.ep.Core, coreAPI+"/instances", inCompartment(compartment))
+// with is q and the query parameters of kv (name, value, …).
+func with(q url.Values, kv ...string) url.Values {
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	return q
 }
 
-// instancesNamed lists the instances of compartment whose displayName is name.
-func (g *gateway) instancesNamed(ctx context.Context, compartment, name string) ([]Instance, error) {
-	q := inCompartment(compartment)
-	q.Set("displayName", name)
+// instances lists the instances a query names (its compartment, and
+// displayName, availabilityDomain …).
+func (g *gateway) instances(ctx context.Context, q url.Values) ([]Instance, error) {
 	return list[Instance](ctx, g, "compute", g.ep.Core, coreAPI+"/instances", q)
 }
 
@@ -294,15 +296,9 @@ func (g *gateway) instance(ctx context.Context, id string) (Instance, error) {
 	return get[Instance](ctx, g, "compute", g.ep.Core, coreAPI+"/instances/"+url.PathEscape(id))
 }
 
-// attachments lists every VNIC attachment of compartment.
-func (g *gateway) attachments(ctx context.Context, compartment string) ([]VnicAttachment, error) {
-	return list[VnicAttachment](ctx, g, "compute", g.ep.Core, coreAPI+"/vnicAttachments", inCompartment(compartment))
-}
-
-// attachmentsOf lists the VNIC attachments of one instance of compartment.
-func (g *gateway) attachmentsOf(ctx context.Context, compartment, instance string) ([]VnicAttachment, error) {
-	q := inCompartment(compartment)
-	q.Set("instanceId", instance)
+// attachments lists the VNIC attachments a query names (its compartment,
+// and instanceId …).
+func (g *gateway) attachments(ctx context.Context, q url.Values) ([]VnicAttachment, error) {
 	return list[VnicAttachment](ctx, g, "compute", g.ep.Core, coreAPI+"/vnicAttachments", q)
 }
 
@@ -464,15 +460,9 @@ type WorkRequest struct {
 	TimeFinished   *time.Time `json:"timeFinished"`
 }
 
-// loadBalancers lists the load balancers of compartment.
-func (g *gateway) loadBalancers(ctx context.Context, compartment string) ([]LB, error) {
-	return list[LB](ctx, g, "loadbalancer", g.ep.LoadBalancer, lbAPI+"/loadBalancers", inCompartment(compartment))
-}
-
-// loadBalancersNamed lists the load balancers of compartment named name.
-func (g *gateway) loadBalancersNamed(ctx context.Context, compartment, name string) ([]LB, error) {
-	q := inCompartment(compartment)
-	q.Set("displayName", name)
+// loadBalancers lists the load balancers a query names (its compartment,
+// and displayName …).
+func (g *gateway) loadBalancers(ctx context.Context, q url.Values) ([]LB, error) {
 	return list[LB](ctx, g, "loadbalancer", g.ep.LoadBalancer, lbAPI+"/loadBalancers", q)
 }
 

@@ -64,7 +64,7 @@ func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
 	}
 	e.ResetCalls()
 	g.pageSize = 2
-	all, err := g.instances(ctx, f.CompartmentID)
+	all, err := g.instances(ctx, inCompartment(f.CompartmentID))
 	require.NoError(t, err)
 	require.Len(t, all, 5)
 	assert.Equal(t, "n5", all[4].DisplayName)
@@ -74,7 +74,7 @@ func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
 	inst, err := g.instance(ctx, ids[1])
 	require.NoError(t, err)
 	assert.Equal(t, "RUNNING", inst.LifecycleState)
-	atts, err := g.attachments(ctx, f.CompartmentID)
+	atts, err := g.attachments(ctx, inCompartment(f.CompartmentID))
 	require.NoError(t, err)
 	require.Len(t, atts, 5)
 	v, err := g.vnic(ctx, atts[1].VnicID)
@@ -127,7 +127,7 @@ func TestOCIErrorsAreTranslatedOnceWithTheirCodeAndRequestID(t *testing.T) {
 	f := e.Fixture()
 	stranger, err := newGateway(Endpoints{Core: e.URL()}, apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: testKey}, nil, time.Now)
 	require.NoError(t, err)
-	_, err = stranger.instances(t.Context(), f.CompartmentID)
+	_, err = stranger.instances(t.Context(), inCompartment(f.CompartmentID))
 	require.ErrorIs(t, err, outcome.ErrAuth)
 	assert.NotErrorIs(t, err, outcome.ErrNotFound)
 	assert.Contains(t, err.Error(), "401 NotAuthenticated")

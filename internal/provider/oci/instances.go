@@ -83,11 +83,11 @@ func ParseProviderID(providerID string) (string, error) {
 // IPs, each availability domain's ephemeral public IPs and the reserved ones.
 func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 	comp := c.cfg.CompartmentID
-	insts, err := c.gw.instances(ctx, comp)
+	insts, err := c.gw.instances(ctx, inCompartment(comp))
 	if err != nil {
 		return nil, fmt.Errorf("listing the instances of compartment %s: %w", comp, err)
 	}
-	atts, err := c.gw.attachments(ctx, comp)
+	atts, err := c.gw.attachments(ctx, inCompartment(comp))
 	if err != nil {
 		return nil, fmt.Errorf("listing the VNIC attachments of compartment %s: %w", comp, err)
 	}
@@ -209,7 +209,7 @@ func (c *Cloud) withAddresses(ctx context.Context, in Instance) (machine, error)
 	if slices.Contains(goneStates, in.LifecycleState) {
 		return m, nil
 	}
-	atts, err := c.gw.attachmentsOf(ctx, in.CompartmentID, in.ID)
+	atts, err := c.gw.attachments(ctx, with(inCompartment(in.CompartmentID), "instanceId", in.ID))
 	if err != nil {
 		return machine{}, fmt.Errorf("listing the VNIC attachments of instance %s: %w", in.ID, err)
 	}
@@ -263,7 +263,7 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 			return m, found, err
 		}
 	}
-	list, err := c.gw.instancesNamed(ctx, c.cfg.CompartmentID, node.Name)
+	list, err := c.gw.instances(ctx, with(inCompartment(c.cfg.CompartmentID), "displayName", node.Name))
 	if err != nil {
 		return machine{}, false, fmt.Errorf("looking up the instance named %s: %w", node.Name, err)
 	}
@@ -360,7 +360,7 @@ func (c *Cloud) confirmGone(ctx context.Context, node *v1.Node, id string) (bool
 			listed = []Instance{m.Instance}
 		}
 	} else {
-		all, err := c.gw.instances(ctx, comp)
+		all, err := c.gw.instances(ctx, inCompartment(comp))
 		if err != nil {
 			return false, fmt.Errorf("instance %s answers 404; listing compartment %s to confirm: %w", id, comp, err)
 		}
