@@ -157,6 +157,24 @@ func (s *Snapshot[T]) GetWithin(ctx context.Context, key string, maxAge time.Dur
 	return it, ok, nil
 }
 
+// GetFresh is Get from a listing at most maxAge old, hit or miss: for a
+// caller waiting for something to appear or change, whose misses must not
+// wait for minMiss. Callers at once share one listing.
+func (s *Snapshot[T]) GetFresh(ctx context.Context, key string, maxAge time.Duration) (item T, found bool, err error) {
+	s.mu.Lock()
+	stale := s.items == nil || s.now().Sub(s.fetched) >= maxAge
+	s.mu.Unlock()
+	if stale {
+		if err := s.refresh(ctx); err != nil {
+			return item, false, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.items[key]
+	return it, ok, nil
+}
+
 // All is every instance, from a listing at most the snapshot's maxAge old.
 func (s *Snapshot[T]) All(ctx context.Context) ([]T, error) {
 	s.mu.Lock()

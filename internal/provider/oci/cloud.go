@@ -49,6 +49,7 @@ type Cloud struct {
 	compartmentOf map[string]string
 
 	subnetCache subnetCache
+	lists       listWriter
 }
 
 var (

@@ -30,7 +30,10 @@ import (
 // of its kind usually finish, and no worker waits for one.
 
 const (
-	pendingRetry      = time.Second
+	pendingRetry = time.Second
+	// createPoll is how old the shared listing may be that tells a load
+	// balancer being created is done.
+	createPoll        = time.Second
 	fullCheckInterval = time.Hour
 	listingMaxAge     = 60 * time.Second
 	listingMinMiss    = 10 * time.Second
@@ -57,6 +60,9 @@ type workRequests struct {
 	pending map[types.UID]pendingWR
 	took    time.Duration // a moving average of how long one took
 }
+
+// whatCreate is the work of a load balancer's creation.
+const whatCreate = "being created"
 
 type pendingWR struct {
 	id      string
@@ -156,24 +162,26 @@ func (s steps) Relist() { s.listing.Invalidate() }
 
 func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.wrs.retryAfter(svc) }
 
-// Find reads the Service's load balancer now: first how the work request
-// this process started for it went (so that the load balancer read after it
-// shows its effect), then the load balancer by its name.
+// Find reads the Service's load balancer now: first how the work this
+// process started for it went (so that the load balancer read after it
+// shows its effect), then the load balancer by its name. A load balancer
+// being created is looked for in the shared listing, made at most
+// createPoll ago: the Services waiting for theirs share one call.
 func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
-	list, err := s.gw.loadBalancers(ctx, with(inCompartment(s.cfg.CompartmentID), "displayName", lbName(svc)))
-	if err != nil {
-		return ociLB{}, false, err
-	}
-	list = slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" })
-	if len(list) == 0 {
-		s.wrs.done(svc, 0)
-		return ociLB{}, false, nil
-	}
-	if len(list) > 1 {
-		return ociLB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), lbName(svc))
-	}
-	lb := list[0]
-	if p, ok := s.wrs.get(svc); ok && lb.LifecycleState == "ACTIVE" {
+	if p, ok := s.wrs.get(svc); ok {
+		if p.what == whatCreate {
+			lb, found, err := s.listing.GetFresh(ctx, "name/"+lbName(svc), createPoll)
+			switch {
+			case err != nil:
+				return ociLB{}, false, err
+			case found && lb.LifecycleState == "CREATING":
+				return ociLB{ID: lb.ID, Status: whatCreate, State: lbcycle.Busy}, true, nil
+			case found:
+				s.wrs.done(svc, time.Since(p.started))
+				return s.asLB(svc, lb), true, nil
+			}
+			// Not listed: the work request says whether it is still to come.
+		}
 		wr, err := s.gw.workRequest(ctx, p.id)
 		switch {
 		case errors.Is(err, outcome.ErrNotFound):
@@ -181,28 +189,28 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
 		case err != nil:
 			return ociLB{}, false, err
 		case wr.LifecycleState == "ACCEPTED" || wr.LifecycleState == "IN_PROGRESS":
-			return s.asLB(svc, lb), true, nil
-		case wr.Type == "CreateLoadBalancer" && wr.LifecycleState == "SUCCEEDED":
-			// An ACTIVE load balancer read shows its creation whole.
-			s.wrs.done(svc, took(wr))
+			return ociLB{ID: wr.LoadBalancerID, Status: p.what, State: lbcycle.Busy}, true, nil
 		default:
 			s.wrs.done(svc, took(wr))
 			if wr.LifecycleState == "FAILED" {
 				klog.FromContext(ctx).Info("A load balancer's work request failed; the next step tries again", "service", klog.KObj(svc),
-					"loadBalancer", lb.ID, "workRequest", wr.ID, "type", wr.Type, "message", wr.Message)
+					"loadBalancer", wr.LoadBalancerID, "workRequest", wr.ID, "type", wr.Type, "message", wr.Message)
 			}
-			// Read again: the load balancer read before the work request ended may not show it.
-			if list, err = s.gw.loadBalancers(ctx, with(inCompartment(s.cfg.CompartmentID), "displayName", lbName(svc))); err != nil {
-				return ociLB{}, false, err
-			}
-			if len(list) != 1 {
-				return ociLB{}, false, nil
-			}
-			lb = list[0]
 		}
 	}
-	s.listing.Put(lb)
-	return s.asLB(svc, lb), true, nil
+	list, err := s.gw.loadBalancers(ctx, with(inCompartment(s.cfg.CompartmentID), "displayName", lbName(svc)))
+	if err != nil {
+		return ociLB{}, false, err
+	}
+	list = slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" })
+	switch len(list) {
+	case 0:
+		return ociLB{}, false, nil
+	case 1:
+		s.listing.Put(list[0])
+		return s.asLB(svc, list[0]), true, nil
+	}
+	return ociLB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), lbName(svc))
 }
 
 // took is how long a finished work request took (0: unknown).
@@ -229,13 +237,8 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if err != nil {
 		return "", err
 	}
-	// The new load balancer's OCID is the work request's; it is Busy
-	// (CREATING) until the work request ends.
-	w, err := s.gw.workRequest(ctx, wr)
-	if err == nil && w.LoadBalancerID != "" {
-		s.wrs.start(svc, wr, "being created")
-	}
-	s.listing.Invalidate()
+	// Busy (CREATING) until the shared listing shows it otherwise.
+	s.wrs.start(svc, wr, whatCreate)
 	return fmt.Sprintf("load balancer %s is being created (work request %s)", spec.name, wr), nil
 }
 

@@ -277,13 +277,78 @@ func (c *Cloud) applyRules(ctx context.Context, svc *v1.Service, want map[string
 	return nil
 }
 
-// updateList reads the list, works out its rules, and writes them if they
-// changed, with If-Match; a 412 reads it again.
+// listChange is one Service's rules for a list, waiting to be written.
+type listChange struct {
+	mark string
+	want listRules
+	done chan error
+}
+
+// listWriter writes each security list's changes in batches: while one
+// batch is written, the changes that arrive wait, then go in one read and
+// one write together. 100 Services at once cost a few writes of their list,
+// not 100 and their 412s.
+type listWriter struct {
+	mu     sync.Mutex
+	queued map[string][]listChange // by list
+	busy   map[string]bool
+}
+
+// updateList makes list id hold exactly want among the rules marked mark,
+// in the next batch of its changes.
 func (c *Cloud) updateList(ctx context.Context, id, mark string, want listRules) error {
+	ch := listChange{mark: mark, want: want, done: make(chan error, 1)}
+	w := &c.lists
+	w.mu.Lock()
+	if w.queued == nil {
+		w.queued, w.busy = map[string][]listChange{}, map[string]bool{}
+	}
+	w.queued[id] = append(w.queued[id], ch)
+	if !w.busy[id] {
+		w.busy[id] = true
+		go c.writeLists(id)
+	}
+	w.mu.Unlock()
+	select {
+	case err := <-ch.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// listWriteTimeout bounds one batch's reads and writes.
+const listWriteTimeout = time.Minute
+
+// writeLists writes list id's batches until none is queued.
+func (c *Cloud) writeLists(id string) {
+	w := &c.lists
+	for {
+		w.mu.Lock()
+		batch := w.queued[id]
+		delete(w.queued, id)
+		if len(batch) == 0 {
+			w.busy[id] = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), listWriteTimeout)
+		err := c.writeBatch(ctx, id, batch)
+		cancel()
+		for _, ch := range batch {
+			ch.done <- err
+		}
+	}
+}
+
+// writeBatch reads the list, works out its rules with every change of the
+// batch, and writes them if they changed, with If-Match; a 412 (another
+// writer: another cluster, or the peer) reads it again.
+func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange) error {
 	var err error
 	for attempt := range securityRetries {
 		if attempt > 0 {
-			// Others are writing the list too: spread the next tries.
 			d := time.Duration(50+rand.IntN(100*attempt)) * time.Millisecond
 			select {
 			case <-ctx.Done():
@@ -295,15 +360,19 @@ func (c *Cloud) updateList(ctx context.Context, id, mark string, want listRules)
 		if sl, err = c.gw.securityList(ctx, id); err != nil {
 			return err
 		}
-		in, inChanged, e1 := merge(sl.Ingress, want.ingress, mark)
-		out, outChanged, e2 := merge(sl.Egress, want.egress, mark)
-		if e1 != nil || e2 != nil {
-			return errors.Join(e1, e2)
+		changed := false
+		for _, ch := range batch {
+			in, inChanged, e1 := merge(sl.Ingress, ch.want.ingress, ch.mark)
+			out, outChanged, e2 := merge(sl.Egress, ch.want.egress, ch.mark)
+			if e1 != nil || e2 != nil {
+				return errors.Join(e1, e2)
+			}
+			sl.Ingress, sl.Egress = in, out
+			changed = changed || inChanged || outChanged
 		}
-		if !inChanged && !outChanged {
+		if !changed {
 			return nil
 		}
-		sl.Ingress, sl.Egress = in, out
 		if err = c.gw.updateSecurityList(ctx, sl); err == nil {
 			return nil
 		}
