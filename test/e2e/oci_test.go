@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
@@ -320,4 +321,46 @@ func ociNetworkClient(t *testing.T, e *emulator.Emulator) ocicore.VirtualNetwork
 	require.NoError(t, err)
 	c.Host = e.URL()
 	return c
+}
+
+// spec.loadBalancerIP names a reserved public IP: the load balancer takes
+// it, keeps it when it is replaced, and gives it back (never deletes it)
+// when the Service goes.
+func TestOCIReservedAddressStaysPut(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 69, 1)
+	e, client := c.ociEmu, ociLBClient(t, c.ociEmu)
+	id, ip := e.ReservePublicIP()
+	svc := lbService(t, ns, "web", func(s *v1.Service) { s.Spec.LoadBalancerIP = ip })
+	got := waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	assert.Equal(t, ip, ingressAddr(got))
+
+	lbs := ociLBs(t, client, e, string(svc.UID))
+	require.Len(t, lbs, 1)
+	failed := *lbs[0].Id
+	require.NoError(t, e.SetLoadBalancerState(failed, emulator.LBFailed))
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		lbs := ociLBs(t, client, e, string(svc.UID))
+		if len(lbs) != 1 || *lbs[0].Id == failed || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
+			return fmt.Errorf("load balancers %v", c.holds(t, svc, ""))
+		}
+		if a := *lbs[0].IpAddresses[0].IpAddress; a != ip {
+			return fmt.Errorf("the new load balancer's address is %s", a)
+		}
+		return nil
+	}), "a FAILED load balancer is replaced with the same reserved address")
+	assert.Equal(t, ip, ingressAddr(getService(t, ns, "web")))
+
+	// Another Service asking for the taken address: refused, nothing built.
+	other := lbService(t, ns, "other", func(s *v1.Service) { s.Spec.LoadBalancerIP = ip })
+	got = waitCondition(t, ns, "other", servicecontroller.ConditionReady, metav1.ConditionFalse, "")
+	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, servicecontroller.ConditionReady).Message, "is ASSIGNED")
+	assert.Empty(t, c.holds(t, other, ""))
+
+	deleteService(t, ns, "other")
+	deleteService(t, ns, "web")
+	assert.Empty(t, c.holds(t, svc, ""))
+	p, err := ociNetworkClient(t, e).GetPublicIp(t.Context(), ocicore.GetPublicIpRequest{PublicIpId: common.String(id)})
+	require.NoError(t, err, "the reserved IP is the user's: never deleted")
+	assert.Equal(t, ocicore.PublicIpLifecycleStateAvailable, p.LifecycleState)
 }

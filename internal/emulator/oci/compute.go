@@ -244,8 +244,8 @@ func (e *Emulator) listPrivateIPs(w http.ResponseWriter, r *http.Request) {
 }
 
 // listPublicIPs answers ListPublicIps: scope AVAILABILITY_DOMAIN lists the
-// ephemeral public IPs of the VNICs of one availability domain (reserved
-// ones, scope REGION, come with the load balancers).
+// ephemeral public IPs of the VNICs of one availability domain, scope REGION
+// the reserved ones.
 func (e *Emulator) listPublicIPs(w http.ResponseWriter, r *http.Request) {
 	comp, ok := requireCompartment(w, r)
 	if !ok {
@@ -262,8 +262,14 @@ func (e *Emulator) listPublicIPs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lifetime := q.Get("lifetime")
+	if scope == "REGION" {
+		listPage(e, w, r, e.publicIPs, func(p *publicIP) bool {
+			return p.CompartmentID == comp && (lifetime == "" || p.Lifetime == lifetime)
+		}, viewOf[publicIP])
+		return
+	}
 	listPage(e, w, r, e.vnics, func(v *vnic) bool {
-		return scope == "AVAILABILITY_DOMAIN" && v.publicIPID != "" && v.CompartmentID == comp && v.AvailabilityDomain == ad &&
+		return v.publicIPID != "" && v.CompartmentID == comp && v.AvailabilityDomain == ad &&
 			(lifetime == "" || lifetime == "EPHEMERAL")
 	}, func(v *vnic) any {
 		return map[string]any{"id": v.publicIPID, "assignedEntityId": v.privateIPID, "assignedEntityType": "PRIVATE_IP",

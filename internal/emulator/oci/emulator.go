@@ -96,6 +96,7 @@ type Emulator struct {
 	vcns          *core.Store[*vcn]
 	lbs           *core.Store[*loadBalancer]
 	securityLists *core.Store[*securityList]
+	publicIPs     *core.Store[*publicIP]
 	wrs           *core.Store[*workRequest]
 	jobs          *core.Jobs
 	retryTokens   map[string]retried
@@ -121,7 +122,7 @@ func New(opts Options) (*Emulator, error) {
 	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
 		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
 		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
-		lbs: core.NewStore[*loadBalancer](), securityLists: core.NewStore[*securityList](), wrs: core.NewStore[*workRequest](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
+		lbs: core.NewStore[*loadBalancer](), securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), wrs: core.NewStore[*workRequest](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	if err := e.seedFixture(); err != nil {
@@ -129,6 +130,7 @@ func New(opts Options) (*Emulator, error) {
 	}
 	e.routeLoadBalancers()
 	e.routeSecurityLists()
+	e.routePublicIPs()
 	e.routeCompute()
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{Name: "oci emulator", Latency: opts.Latency,
 		Classify: classify, WriteError: func(w http.ResponseWriter, _ *http.Request, _ string, status int, msg string) {

@@ -157,6 +157,9 @@ type createDetails struct {
 	RuleSets                map[string]json.RawMessage `json:"ruleSets"`
 	FreeformTags            map[string]string          `json:"freeformTags"`
 	DefinedTags             map[string]map[string]any  `json:"definedTags"`
+	ReservedIPs             []struct {
+		ID string `json:"id"`
+	} `json:"reservedIps"`
 }
 
 // fixedShapes are the retired fixed shapes OCI still accepts.
@@ -183,7 +186,10 @@ func (e *Emulator) routeLoadBalancers() {
 	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		e.change(w, r, "DeleteLoadBalancer", func(lb *loadBalancer) (func(), error) {
 			lb.LifecycleState = LBDeleting
-			return func() { e.lbs.Remove(lb.ID) }, nil
+			return func() {
+				e.lbs.Remove(lb.ID)
+				e.releaseReserved(lb.ID)
+			}, nil
 		})
 	})
 	e.handle("POST "+p+"/{id}/backendSets", func(w http.ResponseWriter, r *http.Request) {
@@ -460,9 +466,30 @@ func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 	if lb.DefinedTags == nil {
 		lb.DefinedTags = map[string]map[string]any{}
 	}
+	var reservedIDs []string
+	for _, r := range d.ReservedIPs {
+		reservedIDs = append(reservedIDs, r.ID)
+	}
+	if len(reservedIDs) > 0 && d.IsPrivate {
+		writeError(w, http.StatusBadRequest, "InvalidParameter", "A private load balancer takes no reserved public IP.")
+		return
+	}
+	reserved, err := e.takeReserved(reservedIDs, lb.ID)
+	if err != nil {
+		writeAPIErr(w, err)
+		return
+	}
 	e.lbs.Add(lb.ID, lb)
 	wr := e.startWR(lb, "CreateLoadBalancer", now, func() {
 		lb.LifecycleState = LBActive
+		if len(reserved) > 0 {
+			a := lbIPAddress{IPAddress: reserved[0].IPAddress, IsPublic: true}
+			a.ReservedIP = &struct {
+				ID string `json:"id"`
+			}{ID: reserved[0].ID}
+			lb.IPAddresses = []lbIPAddress{a}
+			return
+		}
 		lb.IPAddresses = []lbIPAddress{e.lbAddress(lb.IsPrivate)}
 	})
 	if token != "" {

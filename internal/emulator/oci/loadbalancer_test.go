@@ -186,3 +186,44 @@ func TestTheSDKUpdatesASecurityListOnlyWithItsCurrentEtag(t *testing.T) {
 	assert.Equal(t, "NoEtagMatch", se.GetCode())
 	assert.Contains(t, se.GetMessage(), "has a computed tag of "+*upd.Etag+", but is passed a tag of "+*got.Etag)
 }
+
+func TestAReservedPublicIPGoesToTheLoadBalancerAndBack(t *testing.T) {
+	e := started(t, Options{})
+	c, network := lbClient(t, e), fixtureClients(t, e).network
+	ctx := t.Context()
+	id, ip := e.ReservePublicIP()
+	got, err := network.GetPublicIpByIpAddress(ctx, core.GetPublicIpByIpAddressRequest{
+		GetPublicIpByIpAddressDetails: core.GetPublicIpByIpAddressDetails{IpAddress: common.String(ip)}})
+	require.NoError(t, err)
+	assert.Equal(t, id, *got.Id)
+	assert.Equal(t, core.PublicIpLifecycleStateAvailable, got.LifecycleState)
+	assert.Equal(t, core.PublicIpLifetimeReserved, got.Lifetime)
+	listed, err := network.ListPublicIps(ctx, core.ListPublicIpsRequest{Scope: core.ListPublicIpsScopeRegion,
+		CompartmentId: common.String(e.fx.CompartmentID), Lifetime: core.ListPublicIpsLifetimeReserved})
+	require.NoError(t, err)
+	require.Len(t, listed.Items, 1)
+
+	f := e.fx
+	details := loadbalancer.CreateLoadBalancerDetails{CompartmentId: common.String(f.CompartmentID), DisplayName: common.String("svc"),
+		ShapeName: common.String("100Mbps"), SubnetIds: []string{f.SubnetID}, ReservedIps: []loadbalancer.ReservedIp{{Id: common.String(id)}}}
+	created, err := c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details})
+	require.NoError(t, err)
+	_, err = c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details})
+	requireServiceError(t, err, 409, "Conflict")
+	wr, err := c.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: created.OpcWorkRequestId})
+	require.NoError(t, err)
+	lb, err := c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: wr.LoadBalancerId})
+	require.NoError(t, err)
+	require.Len(t, lb.IpAddresses, 1)
+	assert.Equal(t, ip, *lb.IpAddresses[0].IpAddress)
+	assert.Equal(t, id, *lb.IpAddresses[0].ReservedIp.Id)
+	byID, err := network.GetPublicIp(ctx, core.GetPublicIpRequest{PublicIpId: common.String(id)})
+	require.NoError(t, err)
+	assert.Equal(t, core.PublicIpLifecycleStateAssigned, byID.LifecycleState)
+
+	_, err = c.DeleteLoadBalancer(ctx, loadbalancer.DeleteLoadBalancerRequest{LoadBalancerId: wr.LoadBalancerId})
+	require.NoError(t, err)
+	byID, err = network.GetPublicIp(ctx, core.GetPublicIpRequest{PublicIpId: common.String(id)})
+	require.NoError(t, err)
+	assert.Equal(t, core.PublicIpLifecycleStateAvailable, byID.LifecycleState, "given back with the load balancer")
+}

@@ -233,6 +233,13 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	d := CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name, ShapeName: spec.shape, ShapeDetails: spec.flex,
 		SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
 		FreeformTags: spec.freeform, DefinedTags: spec.defined}
+	if spec.ip != "" {
+		id, err := s.reservedIP(ctx, spec.ip)
+		if err != nil {
+			return "", err
+		}
+		d.ReservedIPs = []ReservedIP{{ID: id}}
+	}
 	wr, err := s.gw.createLoadBalancer(ctx, d, newToken())
 	if err != nil {
 		return "", err
@@ -309,9 +316,30 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	return "", nil
 }
 
+// reservedIP is the OCID of the reserved public IP of address ip, when it
+// is free for a new load balancer; otherwise a Problem saying why.
+func (s steps) reservedIP(ctx context.Context, ip string) (string, error) {
+	p, err := s.gw.publicIPByAddress(ctx, ip)
+	switch {
+	case errors.Is(err, outcome.ErrNotFound):
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService,
+			"spec.loadBalancerIP %s is not a reserved public IP this CCM may use: reserve it (oci network public-ip create --lifetime RESERVED) in a compartment the CCM's policies cover", ip)
+	case err != nil:
+		return "", err
+	case p.Lifetime != "RESERVED":
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "spec.loadBalancerIP %s is an ephemeral public IP; a load balancer takes a reserved one", ip)
+	case p.LifecycleState != "AVAILABLE":
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "spec.loadBalancerIP %s is %s (to %s): it is not free", ip, p.LifecycleState, p.AssignedEntityID)
+	}
+	return p.ID, nil
+}
+
 // shapeDrift says what cannot be changed in place yet.
 func shapeDrift(have LB, spec lbSpec) string {
 	switch {
+	case spec.ip != "" && address(have, false) != spec.ip:
+		return fmt.Sprintf("load balancer %s has the address %s and the Service asks for %s: a load balancer's address cannot change once built; delete and recreate the Service",
+			have.ID, address(have, false), spec.ip)
 	case have.IsPrivate != spec.internal:
 		return fmt.Sprintf("load balancer %s is %s and the Service asks for it %s: this cannot change once built; delete and recreate the Service",
 			have.ID, privacy(have.IsPrivate), privacy(spec.internal))

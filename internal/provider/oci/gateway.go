@@ -323,9 +323,19 @@ type PrivateIP struct {
 
 // PublicIP is a public IP as the CCM uses it.
 type PublicIP struct {
-	IPAddress   string `json:"ipAddress"`
-	PrivateIPID string `json:"privateIpId"`
-	Lifetime    string `json:"lifetime"`
+	ID               string `json:"id"`
+	IPAddress        string `json:"ipAddress"`
+	PrivateIPID      string `json:"privateIpId"`
+	Lifetime         string `json:"lifetime"`
+	LifecycleState   string `json:"lifecycleState"`
+	AssignedEntityID string `json:"assignedEntityId"`
+}
+
+// publicIPByAddress reads the public IP of address ip.
+func (g *gateway) publicIPByAddress(ctx context.Context, ip string) (PublicIP, error) {
+	var p PublicIP
+	_, err := g.do(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/publicIps/actions/getByIpAddress", nil, map[string]string{"ipAddress": ip}, &p, nil)
+	return p, err
 }
 
 // privateIPs lists the private IPs of subnet.
@@ -447,6 +457,12 @@ type CreateLoadBalancer struct {
 	BackendSets   map[string]BackendSet     `json:"backendSets"`
 	FreeformTags  map[string]string         `json:"freeformTags,omitempty"`
 	DefinedTags   map[string]map[string]any `json:"definedTags,omitempty"`
+	ReservedIPs   []ReservedIP              `json:"reservedIps,omitempty"`
+}
+
+// ReservedIP names a reserved public IP a load balancer takes.
+type ReservedIP struct {
+	ID string `json:"id"`
 }
 
 // WorkRequest is a load balancer's work request.

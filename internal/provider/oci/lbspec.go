@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -58,6 +59,8 @@ type lbSpec struct {
 	freeform    map[string]string
 	defined     map[string]map[string]any
 	proxyMode   bool // ingress-ip-mode Proxy
+	// ip is spec.loadBalancerIP: a reserved public IP ("" for OCI's choice).
+	ip string
 	// mode is the security rule management mode (All, Frontend, None);
 	// sources the addresses admitted; listenerPorts and backendPorts (the
 	// node ports and the health check's) the ports the rules open.
@@ -95,8 +98,12 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 			errs = append(errs, fmt.Errorf("%s: not served by this overcast-ccm yet", n))
 		}
 	}
-	if svc.Spec.LoadBalancerIP != "" {
-		errs = append(errs, errors.New("spec.loadBalancerIP: reserved public IPs are not served by this overcast-ccm yet"))
+	if ip := strings.TrimSpace(svc.Spec.LoadBalancerIP); ip != "" {
+		if a, err := netip.ParseAddr(ip); err != nil || !a.Is4() {
+			errs = append(errs, fmt.Errorf("spec.loadBalancerIP: %q is not an IPv4 address", ip))
+		} else {
+			s.ip = a.String()
+		}
 	}
 	if s.mode = c.securityMode(svc, bad); s.mode == "NSG" {
 		errs = append(errs, fmt.Errorf("%s: NSG: network security groups are not served by this overcast-ccm yet; use SL-All, SL-Frontend or None", annotation.OCISecurityRuleManagementMode))
@@ -105,6 +112,9 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 	bad(err)
 	if s.internal, err = annotation.OCIInternal.Bool(svc); err != nil {
 		bad(err)
+	}
+	if s.internal && s.ip != "" {
+		errs = append(errs, fmt.Errorf("spec.loadBalancerIP: an internal load balancer takes an address of its subnet that OCI chooses; loadBalancerIP asks for a reserved public IP"))
 	}
 	s.subnets = c.subnets(svc, s.internal, bad)
 	if shape, err := annotation.OCIShape.NonEmptyString(svc); err == nil {
@@ -362,7 +372,7 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 func (s *lbSpec) configFingerprint() string {
 	h := lbcycle.NewHash()
 	w := h.Line
-	w("v1", s.name, s.internal, s.subnets, s.shape, s.flex, s.proxyMode, s.mode, s.sources, s.listenerPorts, s.backendPorts)
+	w("v1", s.name, s.internal, s.subnets, s.shape, s.flex, s.proxyMode, s.mode, s.sources, s.listenerPorts, s.backendPorts, s.ip)
 	for _, name := range slices.Sorted(maps.Keys(s.listeners)) {
 		l := s.listeners[name]
 		w("listener", name, l.Port, l.Protocol, l.DefaultBackendSetName, *l.ConnectionConfiguration)
