@@ -56,6 +56,8 @@ type options struct {
 	ccmEnv       []string
 	global       []string // extra [Global] keys of the cloud.conf
 	adminKeys    bool     // the cloud.conf carries the emulator's administrator keys
+	throughProxy bool     // the CCM reaches the emulator as an HTTPS proxy
+	providerIDs  bool     // kubelets register with their providerID
 }
 
 func main() {
@@ -80,6 +82,8 @@ func main() {
 	ccmEnv := flag.String("ccm-env", "", "extra environment of the CCM only, space-separated (e.g. GOMEMLIMIT=150MiB)")
 	ccmArgs := flag.String("ccm-args", "", "extra flags for the CCM, space-separated (e.g. --concurrent-service-syncs=20)")
 	flag.BoolVar(&o.adminKeys, "admin-keys", false, "give the CCM the emulator's administrator keys instead of a user's (for a CCM that needs them, as cloudstack-kubernetes-provider does)")
+	flag.BoolVar(&o.throughProxy, "through-proxy", false, "the CCM reaches the emulator at the cloud's real host names, through it as an HTTPS proxy (HTTPS_PROXY, SSL_CERT_FILE): for a CCM that cannot be given an endpoint, as oci-cloud-controller-manager")
+	flag.BoolVar(&o.providerIDs, "provider-ids", false, "the simulated kubelets register their Nodes with the providerID, as kubelets started with --provider-id do (OKE's; oci-cloud-controller-manager needs it)")
 	global := flag.String("global", "", "extra [Global] keys of the cloud.conf, space-separated (e.g. api-write-qps=20)")
 	chartData := flag.String("chart-data", "", "with -chart: draw these medians (N=reads/h,…, e.g. 500=36,2000=36) from earlier runs instead of running anything")
 	flag.Parse()
@@ -251,13 +255,21 @@ func newBed(o options, nodes int) (*bed, error) {
 	}
 	results := make(chan reg, nodes)
 	sem := make(chan struct{}, 32)
+	if o.providerIDs && k.ProviderID == nil {
+		b.close()
+		return nil, fmt.Errorf("-provider-ids: the %s cloud's kubelets are not started with a providerID", o.cloud)
+	}
 	for i := range nodes {
 		name := fmt.Sprintf("bench-node-%05d", i)
-		_, ip := b.emu.AddMachine(name)
+		id, ip := b.emu.AddMachine(name)
+		var providerID []string
+		if o.providerIDs {
+			providerID = []string{k.ProviderID(id)}
+		}
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			k, err := env.RegisterKubelet(context.Background(), name, ip)
+			k, err := env.RegisterKubelet(context.Background(), name, ip, providerID...)
 			results <- reg{k, err}
 		}()
 	}
@@ -297,6 +309,19 @@ func (b *bed) startCCM(extra ...string) error {
 	b.ccm = exec.CommandContext(context.Background(), b.o.ccm, args...) // stopped by SIGTERM in stopCCM
 	b.ccm.Stdout, b.ccm.Stderr = f, f
 	b.ccm.Env = append(os.Environ(), b.o.ccmEnv...)
+	if b.o.throughProxy {
+		ca, ok := b.emu.(interface{ CA() []byte })
+		if !ok {
+			f.Close()
+			return fmt.Errorf("-through-proxy: the %s emulator serves no HTTPS", b.o.cloud)
+		}
+		caFile := filepath.Join(b.o.dir, "emulator-ca.pem")
+		if err := os.WriteFile(caFile, ca.CA(), 0o600); err != nil {
+			f.Close()
+			return err
+		}
+		b.ccm.Env = append(b.ccm.Env, "HTTPS_PROXY="+b.emu.URL(), "SSL_CERT_FILE="+caFile)
+	}
 	if err := b.ccm.Start(); err != nil {
 		f.Close()
 		return err

@@ -33,6 +33,9 @@ type Kit struct {
 	// Invalid is an annotation and a value of it the cloud refuses (the
 	// conformance suite checks that such a Service changes nothing).
 	Invalid [2]string
+	// ProviderID is the providerID a kubelet of the cloud's is started with
+	// (--provider-id) for the machine id; nil where kubelets are not.
+	ProviderID func(id string) string
 }
 
 // EmulatorOptions are what every emulator takes.

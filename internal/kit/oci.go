@@ -11,6 +11,8 @@ func init() {
 		Emulate:  emulateOCI,
 		Dev:      devOCI,
 		Invalid:  [2]string{"oci.oraclecloud.com/load-balancer-type", "alb"},
+		// OKE's kubelets are started with --provider-id, which the peer needs.
+		ProviderID: func(id string) string { return "oci://" + id },
 	})
 }
 

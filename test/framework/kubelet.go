@@ -70,8 +70,10 @@ func (e *Env) NewKubelet(t testing.TB, name string, ip string) *Kubelet {
 	return k
 }
 
-// RegisterKubelet is NewKubelet without a test: the caller calls Remove.
-func (e *Env) RegisterKubelet(ctx context.Context, name string, ip string) (*Kubelet, error) {
+// RegisterKubelet is NewKubelet without a test: the caller calls Remove. A
+// providerID given is set at registration, as a kubelet started with
+// --provider-id does (OKE's do).
+func (e *Env) RegisterKubelet(ctx context.Context, name string, ip string, providerID ...string) (*Kubelet, error) {
 	addr, err := netip.ParseAddr(ip)
 	if err != nil {
 		return nil, err
@@ -84,6 +86,9 @@ func (e *Env) RegisterKubelet(ctx context.Context, name string, ip string) (*Kub
 			Annotations: map[string]string{ProvidedNodeIP: ip},
 		},
 		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: UninitializedTaint, Value: "true", Effect: v1.TaintEffectNoSchedule}}},
+	}
+	if len(providerID) > 0 {
+		node.Spec.ProviderID = providerID[0]
 	}
 	if _, err := e.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("registering Node %s: %w", name, err)

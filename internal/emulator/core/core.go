@@ -61,6 +61,11 @@ type Server struct {
 	srvMu sync.Mutex
 	srv   *http.Server
 	url   string
+	// ca and tunnelHosts: CONNECT tunnels this server answers itself
+	// (tlsproxy.go); tunnels, the servers of the open ones.
+	ca          *CA
+	tunnelHosts []string
+	tunnels     map[*http.Server]bool
 }
 
 // New returns a Server of api.
@@ -105,6 +110,10 @@ func (s *Server) Control() *http.ServeMux { return s.ctl }
 // ServeHTTP serves /_emulator, and every other request through latency,
 // faults and counting to the API handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		s.tunnel(w, r)
+		return
+	}
 	if r.URL.Path == "/_emulator" || strings.HasPrefix(r.URL.Path, "/_emulator/") {
 		s.ctl.ServeHTTP(w, r)
 		return
@@ -198,6 +207,10 @@ func (s *Server) Close() error {
 	default:
 		close(s.done)
 	}
+	for t := range s.tunnels {
+		_ = t.Close()
+	}
+	s.tunnels = nil
 	if s.srv == nil {
 		return nil
 	}

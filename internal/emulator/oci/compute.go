@@ -68,10 +68,15 @@ type vnic struct {
 
 type subnet struct {
 	resource
-	VCNID            string   `json:"vcnId"`
-	DisplayName      string   `json:"displayName"`
-	CIDRBlock        string   `json:"cidrBlock"`
-	IPv6CIDRBlocks   []string `json:"ipv6CidrBlocks"`
+	VCNID       string `json:"vcnId"`
+	DisplayName string `json:"displayName"`
+	CIDRBlock   string `json:"cidrBlock"`
+	// IPv6CIDRBlocks and IPv6CIDRBlock are absent for an IPv4-only subnet,
+	// as OCI answers it: oci-cloud-controller-manager v1.35.0 takes a
+	// present ipv6CidrBlocks to mean ipv6CidrBlock is present too
+	// (load_balancer.go checkSubnetIpFamilyCompatibility).
+	IPv6CIDRBlocks   []string `json:"ipv6CidrBlocks,omitempty"`
+	IPv6CIDRBlock    string   `json:"ipv6CidrBlock,omitempty"`
 	RouteTableID     string   `json:"routeTableId"`
 	SecurityListIDs  []string `json:"securityListIds"`
 	VirtualRouterIP  string   `json:"virtualRouterIp"`

@@ -102,6 +102,7 @@ type Emulator struct {
 	retryTokens   map[string]retried
 	provMu        sync.Mutex
 	dataPlane     core.DataPlane
+	ca            *core.CA
 	machineNet    netip.Prefix
 	machineNext   netip.Addr
 	publicNext    netip.Addr
@@ -132,10 +133,15 @@ func New(opts Options) (*Emulator, error) {
 	e.routeSecurityLists()
 	e.routePublicIPs()
 	e.routeCompute()
+	if e.ca, err = core.NewCA("oci emulator"); err != nil {
+		return nil, err
+	}
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{Name: "oci emulator", Latency: opts.Latency,
 		Classify: classify, WriteError: func(w http.ResponseWriter, _ *http.Request, _ string, status int, msg string) {
 			writeError(w, status, codeForStatus(status), msg)
 		}, Clock: opts.Clock})
+	// OCI's real host names through HTTPS_PROXY (core/tlsproxy.go).
+	e.ServeTunnels(e.ca, ".oraclecloud.com")
 	return e, nil
 }
 
@@ -155,6 +161,14 @@ func (e *Emulator) Start(addr string) error {
 	}
 	return e.StartServing(addr, &e.dataPlane, specs)
 }
+
+// CA is the PEM of the certificate authority of the emulator's HTTPS: a
+// client that sends its requests for OCI's host names through the emulator
+// as an HTTPS proxy (HTTPS_PROXY=URL()) trusts it (SSL_CERT_FILE).
+func (e *Emulator) CA() []byte { return e.ca.PEM() }
+
+// CAPool is a pool of the emulator's CA alone.
+func (e *Emulator) CAPool() *x509.CertPool { return e.ca.Pool() }
 
 // Fixture is what the emulator started with.
 func (e *Emulator) Fixture() Fixture { return e.fx }
@@ -227,7 +241,7 @@ func (e *Emulator) seedFixture() error {
 	s := &subnet{resource: resource{ID: e.newID("subnet"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
 		VCNID: v.ID, DisplayName: "nodes", CIDRBlock: e.machineNet.String(), RouteTableID: e.newID("routetable"),
 		VirtualRouterIP: e.machineNet.Addr().Next().String(), VirtualRouterMac: "00:00:17:00:00:01",
-		SecurityListIDs: []string{sl.ID}, IPv6CIDRBlocks: []string{}}
+		SecurityListIDs: []string{sl.ID}}
 	e.subnets.Add(s.ID, s)
 	f.VCNID, f.SubnetID = v.ID, s.ID
 	return nil

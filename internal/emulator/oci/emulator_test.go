@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -237,4 +239,31 @@ func TestTheSDKListsPrivateAndPublicIPs(t *testing.T) {
 
 	_, err = c.network.ListPublicIps(ctx, core.ListPublicIpsRequest{Scope: core.ListPublicIpsScopeAvailabilityDomain, CompartmentId: &e.fx.CompartmentID})
 	assert.Equal(t, "MissingParameter", serviceError(t, err).GetCode(), "an availability domain's scope names it")
+}
+
+// An SDK client left at OCI's real host names reaches the emulator through
+// it as an HTTPS proxy, trusting its CA: the signature covers the real host.
+func TestTheSDKReachesTheEmulatorAtOCIsHostNamesThroughItAsAProxy(t *testing.T) {
+	e := started(t, Options{})
+	id, _ := e.AddMachine("node-a")
+	proxy, err := url.Parse(e.URL())
+	require.NoError(t, err)
+	c := fixtureClients(t, e).compute
+	c.Host = "https://iaas.us-ashburn-1.oraclecloud.com" // as the SDK sets it for the region
+	c.HTTPClient = &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy),
+		TLSClientConfig: &tls.Config{RootCAs: e.CAPool(), MinVersion: tls.VersionTLS12}}}
+	got, err := c.GetInstance(t.Context(), core.GetInstanceRequest{InstanceId: common.String(id)})
+	require.NoError(t, err)
+	assert.Equal(t, "node-a", *got.DisplayName)
+	calls := 0
+	for _, call := range e.Calls() {
+		calls += call.Count
+		assert.NotEqual(t, http.MethodConnect, call.Method, "a tunnel is not an API call")
+	}
+	assert.Equal(t, 1, calls)
+
+	// Only OCI's host names: nothing else is reached through the emulator.
+	c.Host = "https://example.com"
+	_, err = c.GetInstance(t.Context(), core.GetInstanceRequest{InstanceId: common.String(id)})
+	require.Error(t, err)
 }
