@@ -52,7 +52,7 @@ image-push: image ## push the image to $(IMAGE):$(IMAGE_TAG) (credentials: ~/.do
 test-binaries: ## build kube-apiserver, etcd, kubectl into the cache (once per hack/tools/go.sum)
 	@hack/test-binaries.sh >/dev/null
 
-run: build test-binaries ## a local cluster with overcast-ccm, 3 nodes and a demo LoadBalancer (Ctrl-C stops it; CLOUD=openstack: on the emulator)
+run: build test-binaries ## a local cluster with overcast-ccm, 3 nodes and a demo LoadBalancer (Ctrl-C stops it; CLOUD=openstack, cloudstack or oci: on its emulator)
 	$(BIN)/overcast dev --cloud $(CLOUD) --ccm $(BIN)/overcast-ccm $(RUN_ARGS)
 
 test: test-unit test-image test-e2e ## unit tests, fuzz seeds, the image, and the e2e suites against a real apiserver
