@@ -142,6 +142,7 @@ func New(opts Options) (*Emulator, error) {
 		}, Clock: opts.Clock})
 	// OCI's real host names through HTTPS_PROXY (core/tlsproxy.go).
 	e.ServeTunnels(e.ca, ".oraclecloud.com")
+	e.Control().HandleFunc("POST /_emulator/provisioning-delay", core.DurationSetter(e.SetProvisioning))
 	return e, nil
 }
 
@@ -160,6 +161,13 @@ func (e *Emulator) Start(addr string) error {
 		specs = nil
 	}
 	return e.StartServing(addr, &e.dataPlane, specs)
+}
+
+// SetProvisioning changes how long work requests accepted from now take.
+func (e *Emulator) SetProvisioning(d time.Duration) {
+	e.provMu.Lock()
+	e.opts.Provisioning = d
+	e.provMu.Unlock()
 }
 
 // CA is the PEM of the certificate authority of the emulator's HTTPS: a
