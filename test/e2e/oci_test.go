@@ -282,11 +282,11 @@ func TestOCIAdoptsThePeersLoadBalancer(t *testing.T) {
 		return &ocicore.TcpOptions{DestinationPortRange: &ocicore.PortRange{Min: common.Int(port), Max: common.Int(port)}}
 	}
 	subnetCIDR := "127.0.68.0/24"
-	ingress := append(list.IngressSecurityRules,
+	ingress := append(slices.Clone(list.IngressSecurityRules),
 		ocicore.IngressSecurityRule{Protocol: common.String("6"), Source: common.String("0.0.0.0/0"), IsStateless: common.Bool(false), TcpOptions: tcp(int(port.Port))},
 		ocicore.IngressSecurityRule{Protocol: common.String("6"), Source: common.String(subnetCIDR), IsStateless: common.Bool(false), TcpOptions: tcp(int(port.NodePort))},
 		ocicore.IngressSecurityRule{Protocol: common.String("6"), Source: common.String(subnetCIDR), IsStateless: common.Bool(false), TcpOptions: tcp(10256)})
-	egress := append(list.EgressSecurityRules,
+	egress := append(slices.Clone(list.EgressSecurityRules),
 		ocicore.EgressSecurityRule{Protocol: common.String("6"), Destination: common.String(subnetCIDR), IsStateless: common.Bool(false), TcpOptions: tcp(int(port.NodePort))},
 		ocicore.EgressSecurityRule{Protocol: common.String("6"), Destination: common.String(subnetCIDR), IsStateless: common.Bool(false), TcpOptions: tcp(10256)})
 	_, err = network.UpdateSecurityList(t.Context(), ocicore.UpdateSecurityListRequest{SecurityListId: common.String(f.SecurityListID), IfMatch: list.Etag,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
@@ -32,7 +31,7 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 
 	inst := doctor.Result{Check: "oci: instances"}
 	var page []Instance
-	if _, err := c.gw.call(ctx, "compute", http.MethodGet, c.gw.ep.Core, coreAPI+"/instances", onePage(comp), nil, &page); err != nil {
+	if _, err := c.gw.read(ctx, "compute", c.gw.ep.Core, coreAPI+"/instances", onePage(comp), &page); err != nil {
 		out = append(out, failed(inst, err, "read instance-family in compartment <compartment of "+comp+">"))
 	} else {
 		inst.Detail = fmt.Sprintf("compartment %s answers (%d on the first page of one)", comp, len(page))
@@ -45,7 +44,7 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	}
 	lbs := doctor.Result{Check: "oci: load balancers"}
 	var lbPage []LB
-	if _, err := c.gw.call(ctx, "loadbalancer", http.MethodGet, c.gw.ep.LoadBalancer, lbAPI+"/loadBalancers", onePage(comp), nil, &lbPage); err != nil {
+	if _, err := c.gw.read(ctx, "loadbalancer", c.gw.ep.LoadBalancer, lbAPI+"/loadBalancers", onePage(comp), &lbPage); err != nil {
 		out = append(out, failed(lbs, err, "manage load-balancers in compartment <compartment of "+comp+">"))
 	} else {
 		lbs.Detail = fmt.Sprintf("compartment %s answers", comp)
@@ -61,7 +60,7 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 	vcn := c.cfg.VCNID
 	if vcn != "" {
 		r := doctor.Result{Check: "oci: VCN"}
-		if _, err := c.gw.call(ctx, "network", http.MethodGet, c.gw.ep.Core, coreAPI+"/vcns/"+url.PathEscape(vcn), nil, nil, nil); err != nil {
+		if _, err := c.gw.read(ctx, "network", c.gw.ep.Core, coreAPI+"/vcns/"+url.PathEscape(vcn), nil, nil); err != nil {
 			out = append(out, failed(r, err, "use virtual-network-family in compartment <compartment of the VCN>"))
 		} else {
 			r.Detail = vcn

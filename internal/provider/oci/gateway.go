@@ -124,12 +124,15 @@ func (g *gateway) callWith(ctx context.Context, service, method, base, path stri
 	return g.do(ctx, service, method, base, path, nil, in, nil, header)
 }
 
-// call makes one request of base+path with query, the body in (nil for
-// none), decoding the answer into out (nil: ignored). It returns the answer's
-// headers (etag, opc-work-request-id, opc-next-page).
-func (g *gateway) call(ctx context.Context, service, method, base, path string, query url.Values, in, out any) (http.Header, error) {
-	return g.do(ctx, service, method, base, path, query, in, out, nil)
+// read GETs base+path with query, decoding the answer into out (nil:
+// ignored). It returns the answer's headers (etag, opc-next-page).
+func (g *gateway) read(ctx context.Context, service, base, path string, query url.Values, out any) (http.Header, error) {
+	return g.do(ctx, service, http.MethodGet, base, path, query, nil, out, nil)
 }
+
+// do makes one request of base+path with query, the body in (nil for none)
+// and the headers header, decoding the answer into out (nil: ignored). It
+// returns the answer's headers (etag, opc-work-request-id, opc-next-page).
 
 func (g *gateway) do(ctx context.Context, service, method, base, path string, query url.Values, in, out any, header http.Header) (http.Header, error) {
 	u := base + path
@@ -212,7 +215,7 @@ func list[T any](ctx context.Context, g *gateway, service, base, path string, qu
 	var out []T
 	for range maxPages {
 		var page []T
-		h, err := g.call(ctx, service, http.MethodGet, base, path, q, nil, &page)
+		h, err := g.read(ctx, service, base, path, q, &page)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +232,7 @@ func list[T any](ctx context.Context, g *gateway, service, base, path string, qu
 // get reads the object at path.
 func get[T any](ctx context.Context, g *gateway, service, base, path string) (T, error) {
 	var v T
-	_, err := g.call(ctx, service, http.MethodGet, base, path, nil, nil, &v)
+	_, err := g.read(ctx, service, base, path, nil, &v)
 	return v, err
 }
 
@@ -367,7 +370,7 @@ func (g *gateway) availabilityDomains(ctx context.Context, compartment string) (
 		Name string `json:"name"`
 	}
 	// Not paged: the API takes no limit or page.
-	_, err := g.call(ctx, "identity", http.MethodGet, g.ep.Identity, identityAPI+"/availabilityDomains", inCompartment(compartment), nil, &ads)
+	_, err := g.read(ctx, "identity", g.ep.Identity, identityAPI+"/availabilityDomains", inCompartment(compartment), &ads)
 	names := make([]string, len(ads))
 	for i, a := range ads {
 		names[i] = a.Name
@@ -536,7 +539,7 @@ type SecurityList struct {
 // securityList reads a security list and its etag.
 func (g *gateway) securityList(ctx context.Context, id string) (SecurityList, error) {
 	var sl SecurityList
-	h, err := g.call(ctx, "network", http.MethodGet, g.ep.Core, coreAPI+"/securityLists/"+url.PathEscape(id), nil, nil, &sl)
+	h, err := g.read(ctx, "network", g.ep.Core, coreAPI+"/securityLists/"+url.PathEscape(id), nil, &sl)
 	if err != nil {
 		return SecurityList{}, err
 	}

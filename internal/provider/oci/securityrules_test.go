@@ -3,6 +3,7 @@ package oci
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -95,7 +96,7 @@ func TestThirtyServicesOnOneSecurityListAtOnceLoseNoRule(t *testing.T) {
 		if call.Code == 412 {
 			busy += call.Count
 		}
-		if call.Method == "PUT" && call.Code == 200 {
+		if call.Method == http.MethodPut && call.Code == 200 {
 			writes += call.Count
 		}
 	}
