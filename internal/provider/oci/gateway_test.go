@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
@@ -148,4 +149,27 @@ func TestEndpointsAreTheSDKs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Endpoints{Core: compute.Host, Identity: id.Host, LoadBalancer: lb.Host, NetworkLoadBalancer: nlb.Host},
 		endpointsFor("us-ashburn-1"))
+}
+
+func TestA429IsWaitedOutAsRetryAfterSaysAndTheRetryIsSignedAnew(t *testing.T) {
+	e := startEmulator(t)
+	g := gatewayOf(t, e)
+	id, _ := e.AddMachine("node-a")
+	e.InjectFault(emucore.Fault{Service: "compute", Status: http.StatusTooManyRequests, RetryAfter: time.Second, Count: 1})
+	start := time.Now()
+	in, err := g.instance(t.Context(), id)
+	require.NoError(t, err, "the call is retried after the 429")
+	assert.Equal(t, "node-a", in.DisplayName)
+	assert.GreaterOrEqual(t, time.Since(start), time.Second, "not before Retry-After")
+	var throttled, ok int
+	for _, c := range e.Calls() {
+		switch c.Code {
+		case http.StatusTooManyRequests:
+			throttled += c.Count
+		case http.StatusOK:
+			ok += c.Count
+		}
+	}
+	assert.Equal(t, 1, throttled)
+	assert.Equal(t, 1, ok, "the retry passed the emulator's signature check")
 }
