@@ -62,8 +62,9 @@ type vnic struct {
 	IPv6Addresses      []string `json:"ipv6Addresses"`
 	SubnetID           string   `json:"subnetId"`
 	// privateIPID and publicIPID are the OCIDs of its primary private IP
-	// and of the ephemeral public IP on it ("" for none).
-	privateIPID, publicIPID string
+	// and of the ephemeral public IP on it ("" for none); ipv6ID of its
+	// IPv6 address's object.
+	privateIPID, publicIPID, ipv6ID string
 }
 
 type subnet struct {
@@ -126,6 +127,7 @@ func (e *Emulator) routeCompute() {
 	routeGet(e, corePath+"/vnics", e.vnics)
 	e.handle("GET "+corePath+"/privateIps", e.listPrivateIPs)
 	e.handle("GET "+corePath+"/publicIps", e.listPublicIPs)
+	e.handle("GET "+corePath+"/ipv6", e.listIPv6s)
 	routeGet(e, corePath+"/subnets", e.subnets)
 	routeGet(e, corePath+"/vcns", e.vcns)
 	e.handle("GET "+corePath+"/availabilityDomains", func(w http.ResponseWriter, r *http.Request) {
@@ -164,6 +166,10 @@ func (e *Emulator) AddMachine(name string) (id, ip string) {
 		MacAddress: fmt.Sprintf("02:00:17:00:%02x:%02x", n/256%256, n%256),
 		PrivateIP:  private.String(), PublicIP: public.String(), IPv6Addresses: []string{}, SubnetID: e.fx.SubnetID,
 		privateIPID: e.newID("privateip"), publicIPID: e.newID("publicip")}
+	if e.ipv6Next.IsValid() {
+		v.IPv6Addresses, v.ipv6ID = []string{e.ipv6Next.String()}, e.newID("ipv6")
+		e.ipv6Next = e.ipv6Next.Next()
+	}
 	att := &vnicAttachment{resource: resource{ID: e.newID("vnicattachment"), CompartmentID: inst.CompartmentID, LifecycleState: "ATTACHED", TimeCreated: now},
 		AvailabilityDomain: ad, InstanceID: inst.ID, VnicID: v.ID, SubnetID: v.SubnetID}
 	e.instances.Add(inst.ID, inst)
@@ -281,5 +287,24 @@ func (e *Emulator) listPublicIPs(w http.ResponseWriter, r *http.Request) {
 			"availabilityDomain": v.AvailabilityDomain, "compartmentId": v.CompartmentID, "ipAddress": v.PublicIP,
 			"lifecycleState": "ASSIGNED", "lifetime": "EPHEMERAL", "privateIpId": v.privateIPID,
 			"scope": "AVAILABILITY_DOMAIN", "timeCreated": v.TimeCreated}
+	})
+}
+
+// listIPv6s answers ListIpv6s (GET /ipv6, singular, as oci-go-sdk calls it):
+// the IPv6 addresses of the VNICs of a subnet, or of one VNIC (one of
+// subnetId, vnicId must be given; core.Ipv6).
+func (e *Emulator) listIPv6s(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	subnetID, vnicID := q.Get("subnetId"), q.Get("vnicId")
+	if subnetID == "" && vnicID == "" {
+		writeError(w, http.StatusBadRequest, "MissingParameter", "One of subnetId or vnicId is required.")
+		return
+	}
+	listPage(e, w, r, e.vnics, func(v *vnic) bool {
+		return v.ipv6ID != "" && (subnetID == "" || v.SubnetID == subnetID) && (vnicID == "" || v.ID == vnicID)
+	}, func(v *vnic) any {
+		return map[string]any{"id": v.ipv6ID, "compartmentId": v.CompartmentID, "displayName": v.DisplayName,
+			"ipAddress": v.IPv6Addresses[0], "lifecycleState": "AVAILABLE", "subnetId": v.SubnetID, "vnicId": v.ID,
+			"timeCreated": v.TimeCreated, "lifetime": "EPHEMERAL", "ipState": "ASSIGNED"}
 	})
 }

@@ -59,6 +59,9 @@ type Options struct {
 	// Provisioning is how long a load balancer's work request takes (its
 	// creation, and each change); default 0, done by the next request.
 	Provisioning time.Duration
+	// IPv6CIDR makes the node subnet dual-stack: its IPv6 prefix (a /64),
+	// from which every new VNIC gets an address; "" for IPv4 only.
+	IPv6CIDR string
 	// ServeTraffic makes the load balancers carry traffic (dataplane.go);
 	// MachineCIDR and PublicCIDR must then be loopback prefixes.
 	ServeTraffic bool
@@ -104,6 +107,7 @@ type Emulator struct {
 	dataPlane     core.DataPlane
 	ca            *core.CA
 	machineNet    netip.Prefix
+	ipv6Next      netip.Addr // the next VNIC's IPv6 address (invalid: IPv4 only)
 	machineNext   netip.Addr
 	publicNext    netip.Addr
 }
@@ -250,6 +254,14 @@ func (e *Emulator) seedFixture() error {
 		VCNID: v.ID, DisplayName: "nodes", CIDRBlock: e.machineNet.String(), RouteTableID: e.newID("routetable"),
 		VirtualRouterIP: e.machineNet.Addr().Next().String(), VirtualRouterMac: "00:00:17:00:00:01",
 		SecurityListIDs: []string{sl.ID}}
+	if e.opts.IPv6CIDR != "" {
+		p, err := netip.ParsePrefix(e.opts.IPv6CIDR)
+		if err != nil || !p.Addr().Is6() || p.Bits() != 64 {
+			return fmt.Errorf("oci emulator: IPv6CIDR %q is not an IPv6 /64", e.opts.IPv6CIDR)
+		}
+		s.IPv6CIDRBlock, s.IPv6CIDRBlocks = p.Masked().String(), []string{p.Masked().String()}
+		e.ipv6Next = nth(p.Masked().Addr(), 16)
+	}
 	e.subnets.Add(s.ID, s)
 	f.VCNID, f.SubnetID = v.ID, s.ID
 	return nil

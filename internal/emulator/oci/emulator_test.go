@@ -267,3 +267,23 @@ func TestTheSDKReachesTheEmulatorAtOCIsHostNamesThroughItAsAProxy(t *testing.T) 
 	_, err = c.GetInstance(t.Context(), core.GetInstanceRequest{InstanceId: common.String(id)})
 	require.Error(t, err)
 }
+
+func TestTheSDKListsTheIPv6AddressesOfADualStackSubnet(t *testing.T) {
+	e := started(t, Options{IPv6CIDR: "fd00:10:0:1::/64"})
+	_, _ = e.AddMachine("node-a")
+	c := fixtureClients(t, e).network
+	sub, err := c.GetSubnet(t.Context(), core.GetSubnetRequest{SubnetId: common.String(e.fx.SubnetID)})
+	require.NoError(t, err)
+	assert.Equal(t, "fd00:10:0:1::/64", *sub.Ipv6CidrBlock)
+	assert.Equal(t, []string{"fd00:10:0:1::/64"}, sub.Ipv6CidrBlocks)
+	got, err := c.ListIpv6s(t.Context(), core.ListIpv6sRequest{SubnetId: common.String(e.fx.SubnetID)})
+	require.NoError(t, err)
+	require.Len(t, got.Items, 1)
+	assert.Equal(t, "fd00:10:0:1::10", *got.Items[0].IpAddress)
+	vnic, err := c.GetVnic(t.Context(), core.GetVnicRequest{VnicId: got.Items[0].VnicId})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fd00:10:0:1::10"}, vnic.Ipv6Addresses)
+
+	_, err = New(Options{IPv6CIDR: "10.0.0.0/64"})
+	require.ErrorContains(t, err, "not an IPv6 /64")
+}

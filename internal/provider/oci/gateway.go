@@ -273,6 +273,7 @@ type Subnet struct {
 	VCNID              string   `json:"vcnId"`
 	CIDRBlock          string   `json:"cidrBlock"`
 	IPv6CIDRBlocks     []string `json:"ipv6CidrBlocks"`
+	IPv6CIDRBlock      string   `json:"ipv6CidrBlock"`
 	SecurityListIDs    []string `json:"securityListIds"`
 	AvailabilityDomain *string  `json:"availabilityDomain"`
 }
@@ -332,6 +333,17 @@ type PublicIP struct {
 	Lifetime         string `json:"lifetime"`
 	LifecycleState   string `json:"lifecycleState"`
 	AssignedEntityID string `json:"assignedEntityId"`
+}
+
+// IPv6 is an IPv6 address of a VNIC.
+type IPv6 struct {
+	IPAddress string `json:"ipAddress"`
+	VnicID    string `json:"vnicId"`
+}
+
+// ipv6s lists the IPv6 addresses of subnet.
+func (g *gateway) ipv6s(ctx context.Context, subnet string) ([]IPv6, error) {
+	return list[IPv6](ctx, g, "network", g.ep.Core, coreAPI+"/ipv6", url.Values{"subnetId": {subnet}})
 }
 
 // publicIPByAddress reads the public IP of address ip.

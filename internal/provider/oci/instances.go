@@ -40,6 +40,8 @@ type machine struct {
 	PrivateIP, PublicIP, Hostname string
 	// SubnetID is the primary VNIC's subnet.
 	SubnetID string
+	// IPv6 are the primary VNIC's IPv6 addresses (a dual-stack subnet's).
+	IPv6 []string
 }
 
 // machineKeys: the OCID, then, for an instance not terminating, the ways the
@@ -110,6 +112,7 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 		}
 	}
 	private := map[string]PrivateIP{} // by VNIC: its primary private IP
+	ipv6 := map[string][]string{}     // by VNIC
 	for _, s := range subnets {
 		ips, err := c.gw.privateIPs(ctx, s)
 		if err != nil {
@@ -119,6 +122,9 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 			if ip.IsPrimary {
 				private[ip.VnicID] = ip
 			}
+		}
+		if err := c.listIPv6s(ctx, s, ipv6); err != nil {
+			return nil, err
 		}
 	}
 	public := map[string]string{} // by private IP OCID
@@ -142,6 +148,7 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 		if a, ok := c.primaryAttachment(ctx, attached[in.ID]); ok {
 			p := private[a.VnicID]
 			m.PrivateIP, m.Hostname, m.PublicIP, m.SubnetID = p.IPAddress, p.HostnameLabel, public[p.ID], a.SubnetID
+			m.IPv6 = ipv6[a.VnicID]
 		}
 		out = append(out, m)
 	}
@@ -151,6 +158,26 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 	}
 	c.mu.Unlock()
 	return out, nil
+}
+
+// listIPv6s adds the IPv6 addresses of subnet, when it is dual-stack (its
+// CIDRs looked up once an hour), to to by VNIC.
+func (c *Cloud) listIPv6s(ctx context.Context, subnet string, to map[string][]string) error {
+	sub, err := c.subnet(ctx, subnet)
+	if err != nil {
+		return err
+	}
+	if len(sub.IPv6CIDRBlocks) == 0 && sub.IPv6CIDRBlock == "" {
+		return nil
+	}
+	ips, err := c.gw.ipv6s(ctx, subnet)
+	if err != nil {
+		return fmt.Errorf("listing the IPv6 addresses of subnet %s: %w", subnet, err)
+	}
+	for _, ip := range ips {
+		to[ip.VnicID] = append(to[ip.VnicID], ip.IPAddress)
+	}
+	return nil
 }
 
 func addPublic(to map[string]string, ips []PublicIP) {
@@ -225,7 +252,7 @@ func (c *Cloud) withAddresses(ctx context.Context, in Instance) (machine, error)
 		c.primary[v.ID] = v.IsPrimary
 		c.mu.Unlock()
 		if v.IsPrimary {
-			m.PrivateIP, m.PublicIP, m.Hostname, m.SubnetID = v.PrivateIP, v.PublicIP, v.HostnameLabel, v.SubnetID
+			m.PrivateIP, m.PublicIP, m.Hostname, m.SubnetID, m.IPv6 = v.PrivateIP, v.PublicIP, v.HostnameLabel, v.SubnetID, v.IPv6Addresses
 			break
 		}
 	}
@@ -413,7 +440,7 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 		InstanceType:  m.Shape,
 		Zone:          zoneOf(m.AvailabilityDomain),
 		Region:        m.Region,
-		NodeAddresses: addresses(m),
+		NodeAddresses: addresses(m, node.Labels[IPv6FamilyLabel] != ""),
 	}
 	if m.FaultDomain != "" {
 		md.AdditionalLabels = map[string]string{FaultDomainLabel: m.FaultDomain}
@@ -431,15 +458,34 @@ func zoneOf(ad string) string {
 	return zone
 }
 
+// IPv6FamilyLabel on a Node asks for its IPv6 addresses too (the peer's
+// label, set on the Nodes of dual-stack and IPv6 clusters).
+const IPv6FamilyLabel = "oci.oraclecloud.com/ip-family-ipv6"
+
 // addresses are the primary VNIC's private (InternalIP) and public
-// (ExternalIP) addresses, as the peer gives them.
-func addresses(m machine) []v1.NodeAddress {
+// (ExternalIP) addresses, and with ipv6 its IPv6 ones (InternalIP when
+// unique local, else ExternalIP), as the peer gives them.
+func addresses(m machine, ipv6 bool) []v1.NodeAddress {
 	var out []v1.NodeAddress
 	if m.PrivateIP != "" {
 		out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: m.PrivateIP})
 	}
 	if m.PublicIP != "" {
 		out = append(out, v1.NodeAddress{Type: v1.NodeExternalIP, Address: m.PublicIP})
+	}
+	if !ipv6 {
+		return out
+	}
+	for _, a := range m.IPv6 {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			continue
+		}
+		t := v1.NodeExternalIP
+		if ip.IsPrivate() {
+			t = v1.NodeInternalIP
+		}
+		out = append(out, v1.NodeAddress{Type: t, Address: ip.String()})
 	}
 	return out
 }

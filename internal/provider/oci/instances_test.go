@@ -91,8 +91,10 @@ func TestNodeLookupsCostTheSameListingsForAnyNumberOfNodes(t *testing.T) {
 	}
 	few, many := calls(3), calls(60)
 	assert.Equal(t, few, many, "calls for 3 Nodes and for 60")
-	// instances, attachments, the subnet's private IPs, 3 ADs' ephemeral and the reserved public IPs
-	assert.Equal(t, 7, many)
+	// instances, attachments, the subnet's private IPs, 3 ADs' ephemeral and
+	// the reserved public IPs; and the subnet itself, once an hour (whether
+	// it is dual-stack)
+	assert.Equal(t, 8, many)
 }
 
 func TestAStoppedInstanceIsShutDownAndOnlyATerminatedOneIsGone(t *testing.T) {
@@ -196,4 +198,42 @@ func TestARotatedAPIKeySignsTheNextCallWithoutARestart(t *testing.T) {
 		_, err := c.InstanceMetadata(t.Context(), node)
 		return err == nil
 	}, 5*time.Second, 50*time.Millisecond, "the new key signs the calls")
+}
+
+func TestADualStackNodeGetsItsIPv6AddressWhenItsLabelAsksForIt(t *testing.T) {
+	e, err := emulator.New(emulator.Options{IPv6CIDR: "fd00:10:0:1::/64"})
+	require.NoError(t, err)
+	require.NoError(t, e.Start("127.0.0.1:0"))
+	t.Cleanup(func() { _ = e.Close() })
+	c := cloudOn(t, e.CloudConfig())
+	id, ip := e.AddMachine("node-a")
+	dual := nodeNamed("node-a", "oci://"+id)
+	dual.Labels = map[string]string{IPv6FamilyLabel: "true"}
+	want := []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}
+	for _, lookup := range []string{"listings", "a direct read"} {
+		if lookup == "a direct read" {
+			c = cloudOn(t, e.CloudConfig())
+			_, err := c.machines.All(t.Context())
+			require.NoError(t, err)
+			c.machines.Put(machine{Instance: Instance{ID: id}}) // listed without addresses: read directly
+			e.ResetCalls()
+		}
+		md, err := c.InstanceMetadata(t.Context(), dual)
+		require.NoError(t, err, lookup)
+		require.Len(t, md.NodeAddresses, 3, lookup)
+		assert.Equal(t, want[0], md.NodeAddresses[0], lookup)
+		assert.Equal(t, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00:10:0:1::10"}, md.NodeAddresses[2], lookup)
+		if lookup == "a direct read" {
+			var vnicReads int
+			for _, call := range e.Calls() {
+				if call.Route == "GET /20160918/vnics/{id}" {
+					vnicReads += call.Count
+				}
+			}
+			assert.Equal(t, 1, vnicReads, "the VNIC was read directly")
+		}
+		md, err = c.InstanceMetadata(t.Context(), nodeNamed("node-a", "oci://"+id))
+		require.NoError(t, err, lookup)
+		assert.Len(t, md.NodeAddresses, 2, "%s: without the label, IPv4 alone, as the peer", lookup)
+	}
 }
