@@ -207,26 +207,13 @@ func TestOCILoadBalancersAreRepairedAndFollowTheNodes(t *testing.T) {
 	require.Len(t, lbs, 1)
 	failed := *lbs[0].Id
 	require.NoError(t, e.SetLoadBalancerState(failed, emulator.LBFailed))
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
-		lbs := ociLBs(t, client, e, string(svc.UID))
-		if len(lbs) != 1 || *lbs[0].Id == failed || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
-			return fmt.Errorf("load balancers %v", c.holds(t, svc, ""))
-		}
-		return nil
-	}), "a FAILED load balancer is replaced")
+	waitReplaced(t, c, svc, failed, "", "a FAILED load balancer is replaced")
 
 	// Deleted behind the CCM's back: built again.
 	lbs = ociLBs(t, client, e, string(svc.UID))
 	_, err := client.DeleteLoadBalancer(t.Context(), loadbalancer.DeleteLoadBalancerRequest{LoadBalancerId: lbs[0].Id})
 	require.NoError(t, err)
-	gone := *lbs[0].Id
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
-		lbs := ociLBs(t, client, e, string(svc.UID))
-		if len(lbs) != 1 || *lbs[0].Id == gone || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
-			return fmt.Errorf("load balancers %v", c.holds(t, svc, ""))
-		}
-		return nil
-	}), "a deleted load balancer is built again")
+	waitReplaced(t, c, svc, *lbs[0].Id, "", "a deleted load balancer is built again")
 	got = waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
 	require.NoError(t, framework.Poll(waitLong, tick, func() error {
 		got = getService(t, ns, "web")
@@ -339,16 +326,7 @@ func TestOCIReservedAddressStaysPut(t *testing.T) {
 	require.Len(t, lbs, 1)
 	failed := *lbs[0].Id
 	require.NoError(t, e.SetLoadBalancerState(failed, emulator.LBFailed))
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
-		lbs := ociLBs(t, client, e, string(svc.UID))
-		if len(lbs) != 1 || *lbs[0].Id == failed || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
-			return fmt.Errorf("load balancers %v", c.holds(t, svc, ""))
-		}
-		if a := *lbs[0].IpAddresses[0].IpAddress; a != ip {
-			return fmt.Errorf("the new load balancer's address is %s", a)
-		}
-		return nil
-	}), "a FAILED load balancer is replaced with the same reserved address")
+	waitReplaced(t, c, svc, failed, ip, "a FAILED load balancer is replaced with the same reserved address")
 	assert.Equal(t, ip, ingressAddr(getService(t, ns, "web")))
 
 	// Another Service asking for the taken address: refused, nothing built.
@@ -363,4 +341,21 @@ func TestOCIReservedAddressStaysPut(t *testing.T) {
 	p, err := ociNetworkClient(t, e).GetPublicIp(t.Context(), ocicore.GetPublicIpRequest{PublicIpId: common.String(id)})
 	require.NoError(t, err, "the reserved IP is the user's: never deleted")
 	assert.Equal(t, ocicore.PublicIpLifecycleStateAvailable, p.LifecycleState)
+}
+
+// waitReplaced waits for the Service's one load balancer to be another than
+// old, ACTIVE, and at address addr when it is not "".
+func waitReplaced(t *testing.T, c *lbCloud, svc *v1.Service, old, addr, msg string) {
+	t.Helper()
+	client := ociLBClient(t, c.ociEmu)
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		lbs := ociLBs(t, client, c.ociEmu, string(svc.UID))
+		if len(lbs) != 1 || *lbs[0].Id == old || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
+			return fmt.Errorf("load balancers %v", c.holds(t, svc, ""))
+		}
+		if a := *lbs[0].IpAddresses[0].IpAddress; addr != "" && a != addr {
+			return fmt.Errorf("the new load balancer's address is %s", a)
+		}
+		return nil
+	}), msg)
 }

@@ -170,11 +170,7 @@ func New(opts Options) (*Emulator, error) {
 // Start serves the API on addr, a loopback address ("127.0.0.1:0"), and with
 // ServeTraffic the load balancer rules too, until Close.
 func (e *Emulator) Start(addr string) error {
-	specs := e.dataPlaneSpecs
-	if !e.opts.ServeTraffic {
-		specs = nil
-	}
-	return e.StartServing(addr, &e.dataPlane, specs)
+	return e.StartServing(addr, e.opts.ServeTraffic, &e.dataPlane, e.dataPlaneSpecs)
 }
 
 // SetJobDelay changes how long asynchronous jobs started from now take.

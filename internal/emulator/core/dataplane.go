@@ -38,14 +38,13 @@ func CheckLoopback(prefixes map[string]string) error {
 	return errors.Join(errs...)
 }
 
-// StartServing starts s on addr and, when specs is not nil, d serving what
-// specs says until s closes: an emulator's Start whose load balancers carry
-// traffic.
-func (s *Server) StartServing(addr string, d *DataPlane, specs func() map[string][]l4proxy.ListenerSpec) error {
+// StartServing starts s on addr and, when serve (an emulator's
+// ServeTraffic), d serving what specs says until s closes.
+func (s *Server) StartServing(addr string, serve bool, d *DataPlane, specs func() map[string][]l4proxy.ListenerSpec) error {
 	if err := s.Start(addr); err != nil {
 		return err
 	}
-	if specs != nil {
+	if serve {
 		go d.Run(s.Done(), specs)
 	}
 	return nil

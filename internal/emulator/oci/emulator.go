@@ -160,11 +160,7 @@ func nth(a netip.Addr, n int) netip.Addr {
 // Start serves the API on addr (a loopback IP:PORT), and with
 // ServeTraffic the load balancers too, until Close.
 func (e *Emulator) Start(addr string) error {
-	specs := e.dataPlaneSpecs
-	if !e.opts.ServeTraffic {
-		specs = nil
-	}
-	return e.StartServing(addr, &e.dataPlane, specs)
+	return e.StartServing(addr, e.opts.ServeTraffic, &e.dataPlane, e.dataPlaneSpecs)
 }
 
 // SetProvisioning changes how long work requests accepted from now take.

@@ -176,11 +176,7 @@ func (e *Emulator) Start(addr string) error {
 	if err := checkServeTraffic(e.opts); err != nil {
 		return fmt.Errorf("openstack emulator: %w", err)
 	}
-	specs := e.dataPlaneSpecs
-	if !e.opts.ServeTraffic {
-		specs = nil
-	}
-	return e.StartServing(addr, &e.dataPlane, specs)
+	return e.StartServing(addr, e.opts.ServeTraffic, &e.dataPlane, e.dataPlaneSpecs)
 }
 
 // SetProvisioningDelay changes how long Octavia mutations stay pending. It
