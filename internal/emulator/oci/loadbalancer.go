@@ -262,7 +262,7 @@ func (e *Emulator) routeLoadBalancers() {
 			if lb.Listeners[l.Name] == nil {
 				return nil, notFound("Listener %s not found.", l.Name)
 			}
-			others := maps(lb.Listeners, l.Name)
+			others := without(lb.Listeners, l.Name)
 			if err := checkListener(lb.BackendSets, &l, others); err != nil {
 				return nil, err
 			}
@@ -292,8 +292,8 @@ func (e *Emulator) routeLoadBalancers() {
 	e.handle("GET "+lbPath+"/loadBalancerWorkRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.wrs, e.viewWR) })
 }
 
-// maps is m without key.
-func maps[T any](m map[string]T, key string) map[string]T {
+// without is m without key.
+func without[T any](m map[string]T, key string) map[string]T {
 	out := make(map[string]T, len(m))
 	for k, v := range m {
 		if k != key {
@@ -549,7 +549,7 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 	}
 	for name, l := range d.Listeners {
 		l.Name = name
-		if err := checkListener(d.BackendSets, l, maps(d.Listeners, name)); err != nil {
+		if err := checkListener(d.BackendSets, l, without(d.Listeners, name)); err != nil {
 			return err
 		}
 	}

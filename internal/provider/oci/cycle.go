@@ -447,8 +447,14 @@ func (s steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcy
 // again until it is gone.
 func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 	lb, found, err := s.Find(ctx, svc)
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", err
+	case found && lb.Obj.LifecycleState == "DELETING":
+		// Its rules went before the delete was asked.
+		return fmt.Sprintf("load balancer %s is being deleted", lb.ID), nil
+	case found && lb.State == lbcycle.Busy:
+		return fmt.Sprintf("load balancer %s is %s; deleting it next", lb.ID, lb.Status), nil
 	}
 	var subnets []string
 	if found {
@@ -456,17 +462,8 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 	} else if cfg := s.cfg.LoadBalancer; cfg != nil && cfg.Subnet1 != "" {
 		subnets = []string{cfg.Subnet1}
 	}
-	if err := s.removeRules(ctx, svc, subnets); err != nil {
+	if err := s.removeRules(ctx, svc, subnets); err != nil || !found {
 		return "", err
-	}
-	if !found {
-		return "", nil
-	}
-	if lb.Obj.LifecycleState == "DELETING" {
-		return fmt.Sprintf("load balancer %s is being deleted", lb.ID), nil
-	}
-	if lb.State == lbcycle.Busy {
-		return fmt.Sprintf("load balancer %s is %s; deleting it next", lb.ID, lb.Status), nil
 	}
 	wr, err := s.gw.deleteLoadBalancer(ctx, lb.ID)
 	if errors.Is(err, outcome.ErrNotFound) {

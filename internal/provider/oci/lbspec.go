@@ -116,7 +116,7 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 	if s.internal && s.ip != "" {
 		errs = append(errs, fmt.Errorf("spec.loadBalancerIP: an internal load balancer takes an address of its subnet that OCI chooses; loadBalancerIP asks for a reserved public IP"))
 	}
-	s.subnets = c.subnets(svc, s.internal, bad)
+	s.subnets = c.subnets(svc, bad)
 	if shape, err := annotation.OCIShape.NonEmptyString(svc); err == nil {
 		s.shape = shape
 	} else {
@@ -217,7 +217,7 @@ func (c *Cloud) securityMode(svc *v1.Service, bad func(error)) string {
 
 // subnets are the load balancer's subnets: the annotations', else the
 // config's.
-func (c *Cloud) subnets(svc *v1.Service, _ bool, bad func(error)) []string {
+func (c *Cloud) subnets(svc *v1.Service, bad func(error)) []string {
 	var s1, s2 string
 	if lb := c.cfg.LoadBalancer; lb != nil {
 		s1, s2 = lb.Subnet1, lb.Subnet2

@@ -117,6 +117,8 @@ type subnetCache struct {
 type cachedSubnet struct {
 	Subnet
 	at time.Time
+	// list is the security list its rules go in, once chosen (subnetList).
+	list string
 }
 
 const subnetTTL = time.Hour
@@ -136,6 +138,31 @@ func (c *Cloud) subnet(ctx context.Context, id string) (Subnet, error) {
 	c.subnetCache.byID[id] = cachedSubnet{Subnet: sub, at: time.Now()}
 	c.subnetCache.mu.Unlock()
 	return sub, nil
+}
+
+// subnetList is subnet id and the security list its rules go in, both
+// looked up once per subnetTTL.
+func (c *Cloud) subnetList(ctx context.Context, id string) (Subnet, string, error) {
+	sub, err := c.subnet(ctx, id)
+	if err != nil {
+		return Subnet{}, "", err
+	}
+	c.subnetCache.mu.Lock()
+	list := c.subnetCache.byID[id].list
+	c.subnetCache.mu.Unlock()
+	if list != "" {
+		return sub, list, nil
+	}
+	if list, err = c.securityListOf(ctx, sub); err != nil {
+		return Subnet{}, "", err
+	}
+	c.subnetCache.mu.Lock()
+	if e, ok := c.subnetCache.byID[id]; ok {
+		e.list = list
+		c.subnetCache.byID[id] = e
+	}
+	c.subnetCache.mu.Unlock()
+	return sub, list, nil
 }
 
 // securityListOf is the security list of subnet the rules go in: the
@@ -177,18 +204,14 @@ func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (
 		}
 	}
 	mark := c.describe(svc)
-	var lbCIDRs []string
+	var lbLists, lbCIDRs []string
 	for _, id := range spec.subnets {
-		sub, err := c.subnet(ctx, id)
-		if err != nil {
-			return nil, nil, err
-		}
-		sl, err := c.securityListOf(ctx, sub)
+		sub, sl, err := c.subnetList(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
 		note(sl)
-		lbCIDRs = append(lbCIDRs, sub.CIDRBlock)
+		lbLists, lbCIDRs = append(lbLists, sl), append(lbCIDRs, sub.CIDRBlock)
 		if spec.mode == ModeNone {
 			continue
 		}
@@ -204,8 +227,8 @@ func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, sub := range nodeSubnets {
-		sl, err := c.securityListOf(ctx, sub)
+	for _, id := range nodeSubnets {
+		sub, sl, err := c.subnetList(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -213,12 +236,7 @@ func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (
 		if spec.mode != ModeAll {
 			continue
 		}
-		for _, id := range spec.subnets {
-			sub0, err := c.subnet(ctx, id)
-			if err != nil {
-				return nil, nil, err
-			}
-			lbList, _ := c.securityListOf(ctx, sub0)
+		for _, lbList := range lbLists {
 			w := want[lbList]
 			for _, p := range spec.backendPorts {
 				w.egress = append(w.egress, tcpRule(false, sub.CIDRBlock, p, mark))
@@ -237,7 +255,7 @@ func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (
 }
 
 // nodeSubnets are the subnets of the backends' instances.
-func (c *Cloud) nodeSubnets(ctx context.Context, spec lbSpec) ([]Subnet, error) {
+func (c *Cloud) nodeSubnets(ctx context.Context, spec lbSpec) ([]string, error) {
 	var ids []string
 	for _, bs := range spec.backendSets {
 		for _, b := range bs.Backends {
@@ -251,15 +269,7 @@ func (c *Cloud) nodeSubnets(ctx context.Context, spec lbSpec) ([]Subnet, error) 
 		}
 	}
 	slices.Sort(ids)
-	out := make([]Subnet, 0, len(ids))
-	for _, id := range ids {
-		sub, err := c.subnet(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sub)
-	}
-	return out, nil
+	return ids, nil
 }
 
 // applyRules makes each list of lists hold exactly the Service's wanted
@@ -432,11 +442,7 @@ func (c *Cloud) removeRules(ctx context.Context, svc *v1.Service, lbSubnets []st
 	}
 	ids = append(ids, all...)
 	for _, id := range ids {
-		sub, err := c.subnet(ctx, id)
-		if err != nil {
-			return err
-		}
-		sl, err := c.securityListOf(ctx, sub)
+		_, sl, err := c.subnetList(ctx, id)
 		if err != nil {
 			return err
 		}
