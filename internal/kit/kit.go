@@ -175,25 +175,51 @@ func namesWhere(has func(Kit) bool) []string {
 	return out
 }
 
-// devOnEmulator makes the dev cluster of an emulated cloud: a machine per dev
-// node (on the emulator's loopback guest network, so the simulated kubelets
-// listen on the machines' addresses), the cloud config written to
-// dir/configName, and the words the dev command prints.
-func devOnEmulator(e Emulator, dir, configName, cloud, machines, address string, nodes []Node) (*Dev, error) {
-	d := &Dev{Close: func() { _ = e.Close() }}
-	var list []string
-	for _, n := range nodes {
-		_, ip := e.AddMachine(n.Name)
-		d.Nodes = append(d.Nodes, Node{Name: n.Name, IP: ip})
-		list = append(list, n.Name+"="+ip)
+// OnEmulator is how the dev cluster runs on a cloud's emulator: a machine per
+// dev node on MachineCIDR (a loopback prefix of the cloud's own, so the
+// simulated kubelets listen on the machines' addresses), load balancers that
+// carry traffic on PublicCIDR, and the words the dev command prints.
+type OnEmulator struct {
+	MachineCIDR, PublicCIDR string
+	// ConfigName is the cloud config's file name ("cloud.conf").
+	ConfigName string
+	// Cloud names the cloud in prose; Machines its machines ("servers").
+	Cloud, Machines string
+	// Address says where a load balancer's address comes from.
+	Address string
+}
+
+// Dev is the Kit.Dev of a cloud whose dev cluster runs on emulate.
+func (o OnEmulator) Dev(emulate func(EmulatorOptions) (Emulator, error)) func(dir string, nodes []Node) (*Dev, error) {
+	return func(dir string, nodes []Node) (*Dev, error) {
+		e, err := emulate(EmulatorOptions{Provisioning: emulatorProvisioning, ServeTraffic: true,
+			MachineCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR})
+		if err != nil {
+			return nil, err
+		}
+		d := &Dev{Close: func() { _ = e.Close() }}
+		var list []string
+		for _, n := range nodes {
+			_, ip := e.AddMachine(n.Name)
+			d.Nodes = append(d.Nodes, Node{Name: n.Name, IP: ip})
+			list = append(list, n.Name+"="+ip)
+		}
+		d.Config = filepath.Join(dir, o.ConfigName)
+		if err := os.WriteFile(d.Config, []byte(e.CloudConfig()), 0o600); err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.Started = fmt.Sprintf("%s emulator at %s (calls: GET %[2]s/_emulator/calls); %s %s", o.Cloud, e.URL(), o.Machines, strings.Join(list, " "))
+		d.Address = o.Address
+		d.Note = o.ConfigName + ": " + d.Config
+		return d, nil
 	}
-	d.Config = filepath.Join(dir, configName)
-	if err := os.WriteFile(d.Config, []byte(e.CloudConfig()), 0o600); err != nil {
-		d.Close()
-		return nil, err
+}
+
+// start serves a new emulator (made with err) where o says.
+func start(e interface{ Start(addr string) error }, err error, o EmulatorOptions) error {
+	if err != nil {
+		return err
 	}
-	d.Started = fmt.Sprintf("%s emulator at %s (calls: GET %[2]s/_emulator/calls); %s %s", cloud, e.URL(), machines, strings.Join(list, " "))
-	d.Address = address
-	d.Note = configName + ": " + d.Config
-	return d, nil
+	return e.Start(o.listen())
 }

@@ -9,8 +9,10 @@ func init() {
 		Name:     "openstack",
 		Emulator: "OpenStack emulator (Keystone, Nova, Neutron, Octavia)",
 		Emulate:  emulateOpenStack,
-		Dev:      devOpenStack,
-		Invalid:  [2]string{"service.beta.kubernetes.io/openstack-internal-load-balancer", "maybe"},
+		Dev: OnEmulator{MachineCIDR: "127.0.60.0/24", PublicCIDR: "127.0.61.0/24",
+			ConfigName: "cloud.conf", Cloud: "OpenStack", Machines: "servers",
+			Address: "the floating IP of an Octavia load balancer of the emulator"}.Dev(emulateOpenStack),
+		Invalid: [2]string{"service.beta.kubernetes.io/openstack-internal-load-balancer", "maybe"},
 	})
 }
 
@@ -25,21 +27,8 @@ func (e openStackEmulator) AddMachine(name string) (string, string) {
 func emulateOpenStack(o EmulatorOptions) (Emulator, error) {
 	e := emulator.New(emulator.Options{Latency: o.Latency, ProvisioningDelay: o.Provisioning,
 		PrivateCIDR: o.MachineCIDR, PublicCIDR: o.PublicCIDR, ServeTraffic: o.ServeTraffic})
-	if err := e.Start(o.listen()); err != nil {
+	if err := start(e, nil, o); err != nil {
 		return nil, err
 	}
 	return openStackEmulator{e}, nil
-}
-
-// devOpenStack runs the emulator with a server per dev node, on a loopback
-// tenant subnet so the simulated kubelets can listen on the servers'
-// addresses, and load balancers that carry traffic.
-func devOpenStack(dir string, nodes []Node) (*Dev, error) {
-	e, err := emulateOpenStack(EmulatorOptions{Provisioning: emulatorProvisioning, ServeTraffic: true,
-		MachineCIDR: "127.0.60.0/24", PublicCIDR: "127.0.61.0/24"})
-	if err != nil {
-		return nil, err
-	}
-	return devOnEmulator(e, dir, "cloud.conf", "OpenStack", "servers",
-		"the floating IP of an Octavia load balancer of the emulator", nodes)
 }

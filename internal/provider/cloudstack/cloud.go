@@ -67,18 +67,14 @@ type Cloud struct {
 	assigned memo
 }
 
-var (
-	_ cloudprovider.Interface    = (*Cloud)(nil)
-	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
-	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
-)
+var _ provider.Cloud = (*Cloud)(nil)
 
 // New validates cfg and builds the cloud under name; it makes no call (the
 // first lookup does, so a management server down at start is retried, not
 // fatal). Unlike the peer it needs no admin-only command: a user's keys, as
 // CloudStack gives CKS clusters, are enough.
 func New(cfg Config, name string) (*Cloud, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := provider.Prepare(&cfg, name); err != nil {
 		return nil, err
 	}
 	gw, err := newGateway(cfg.Global)

@@ -2,7 +2,6 @@ package cloudstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -67,23 +67,8 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 	if err != nil {
 		return machine{}, false, fmt.Errorf("looking up the virtual machine named %s: %w", shortName(node.Name), err)
 	}
-	switch len(list) {
-	case 0:
-		return machine{}, false, nil
-	case 1:
-		return list[0], true, nil
-	}
-	ids := make([]string, len(list))
-	for i, m := range list {
-		ids[i] = m.ID
-	}
-	return machine{}, false, &ambiguousError{fmt.Sprintf("%d virtual machines are named %s (%s): set the Node's providerID to %s<id>",
-		len(list), shortName(node.Name), strings.Join(ids, ", "), providerid.CloudStackPrefix)}
+	return provider.OneNamed(list, func(m machine) string { return m.ID }, "virtual machines", shortName(node.Name), providerid.CloudStackPrefix)
 }
-
-type ambiguousError struct{ msg string }
-
-func (e *ambiguousError) Error() string { return e.msg }
 
 // InstanceExists is false only when a lookup answers that the machine is gone
 // (no such machine, or Destroyed or Expunging). An error is never taken for
@@ -114,13 +99,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 // InstanceShutdown is true for a Stopped machine.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
 	m, found, err := c.find(ctx, node, c.lifecycleMaxAge())
-	if err != nil {
-		return false, err
-	}
-	if !found {
-		return false, cloudprovider.InstanceNotFound
-	}
-	return oneOf(m.State, shutdownStates), nil
+	return provider.InstanceShutdown(m, found, err, func(m machine) bool { return oneOf(m.State, shutdownStates) })
 }
 
 // InstanceMetadata is the machine's providerID, service offering, zone,
@@ -129,11 +108,7 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	m, found, err := c.find(ctx, node, snapshot.MaxAge)
 	if err != nil {
-		if _, ok := errors.AsType[*ambiguousError](err); ok {
-			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
-		} else {
-			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the virtual machine of Node %s: %v", node.Name, err)
-		}
+		c.LookupFailed(node, "virtual machine", err)
 		return nil, err
 	}
 	if !found {

@@ -55,15 +55,13 @@ type Cloud struct {
 }
 
 var (
-	_ cloudprovider.Interface    = (*Cloud)(nil)
-	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
-	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
+	_ provider.Cloud             = (*Cloud)(nil)
 	_ cloudprovider.InformerUser = (*Cloud)(nil)
 )
 
 // New validates cfg and builds the cloud. Every problem of cfg is in the error.
 func New(cfg Config) (*Cloud, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := provider.Prepare(&cfg, ProviderName); err != nil {
 		return nil, err
 	}
 	pools, err := ParsePools(cfg.LoadBalancer.Pools)

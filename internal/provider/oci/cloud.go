@@ -6,7 +6,6 @@ import (
 	"time"
 
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
@@ -52,23 +51,16 @@ type Cloud struct {
 	lists       listWriter
 }
 
-var (
-	_ cloudprovider.Interface    = (*Cloud)(nil)
-	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
-	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
-)
+var _ provider.Cloud = (*Cloud)(nil)
 
 // New validates cfg and builds the cloud; it makes no call (the first lookup
 // does, so an OCI outage at start is retried, not fatal).
 func New(cfg Config) (*Cloud, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := provider.Prepare(&cfg, ProviderName); err != nil {
 		return nil, err
 	}
 	if cfg.UseInstancePrincipals {
 		return nil, errors.New("useInstancePrincipals: not supported by this overcast-ccm yet; use an API key (auth)")
-	}
-	for _, w := range cfg.Warnings() {
-		klog.Background().Info("Warning: "+w, "cloud", ProviderName)
 	}
 	key, err := apiKeyOf(cfg.Auth)
 	if err != nil {

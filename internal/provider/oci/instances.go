@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -295,19 +296,12 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 		return machine{}, false, fmt.Errorf("looking up the instance named %s: %w", node.Name, err)
 	}
 	list = slices.DeleteFunc(list, func(in Instance) bool { return slices.Contains(goneStates, in.LifecycleState) })
-	switch len(list) {
-	case 0:
-		return machine{}, false, nil
-	case 1:
-		m, err := c.withAddresses(ctx, list[0])
-		return m, err == nil, err
+	in, found, err := provider.OneNamed(list, func(in Instance) string { return in.ID }, "instances", node.Name, ProviderIDPrefix)
+	if !found {
+		return machine{}, false, err
 	}
-	ids := make([]string, len(list))
-	for i, in := range list {
-		ids[i] = in.ID
-	}
-	return machine{}, false, &ambiguousError{fmt.Sprintf("%d instances are named %s (%s): set the Node's providerID to %s<OCID>",
-		len(list), node.Name, strings.Join(ids, ", "), ProviderIDPrefix)}
+	m, err := c.withAddresses(ctx, in)
+	return m, err == nil, err
 }
 
 // nameKeys are the keys a Node without a providerID is looked up by, as the
@@ -324,10 +318,6 @@ func nameKeys(name string) []string {
 	host, _, _ := strings.Cut(name, ".")
 	return append(keys, "host/"+strings.ToLower(host))
 }
-
-type ambiguousError struct{ msg string }
-
-func (e *ambiguousError) Error() string { return e.msg }
 
 // InstanceExists is false only when OCI shows the instance is gone: it is
 // TERMINATING or TERMINATED, or a lookup answers 404 and a listing of its
@@ -407,13 +397,7 @@ func (c *Cloud) confirmGone(ctx context.Context, node *v1.Node, id string) (bool
 // InstanceShutdown is true for a STOPPING or STOPPED instance.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
 	m, found, err := c.find(ctx, node, c.lifecycleMaxAge())
-	if err != nil {
-		return false, err
-	}
-	if !found {
-		return false, cloudprovider.InstanceNotFound
-	}
-	return slices.Contains(shutdownStates, m.LifecycleState), nil
+	return provider.InstanceShutdown(m, found, err, func(m machine) bool { return slices.Contains(shutdownStates, m.LifecycleState) })
 }
 
 // InstanceMetadata is the instance's providerID, shape, availability domain,
@@ -422,11 +406,7 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	m, found, err := c.find(ctx, node, snapshot.MaxAge)
 	if err != nil {
-		if _, ok := errors.AsType[*ambiguousError](err); ok {
-			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
-		} else {
-			c.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the instance of Node %s: %v", node.Name, err)
-		}
+		c.LookupFailed(node, "instance", err)
 		return nil, err
 	}
 	if !found || slices.Contains(goneStates, m.LifecycleState) {

@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
@@ -70,20 +69,15 @@ func (c *Cloud) setCreated(lbID, fingerprint string) {
 }
 
 var (
-	_ cloudprovider.Interface    = (*Cloud)(nil)
-	_ cloudprovider.InstancesV2  = (*Cloud)(nil)
+	_ provider.Cloud             = (*Cloud)(nil)
 	_ cloudprovider.InformerUser = (*Cloud)(nil)
-	_ cloudprovider.LoadBalancer = (*Cloud)(nil)
 )
 
 // New validates cfg and builds the cloud; it does not call OpenStack (the first
 // look-up authenticates, so a Keystone outage at start is retried, not fatal).
 func New(cfg Config) (*Cloud, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := provider.Prepare(&cfg, ProviderName); err != nil {
 		return nil, err
-	}
-	for _, w := range cfg.Warnings() {
-		klog.Background().Info("Warning: "+w, "cloud", ProviderName)
 	}
 	cl := &clients{cfg: cfg}
 	c := &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -15,6 +14,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -160,17 +160,7 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 	if err != nil {
 		return server{}, false, fmt.Errorf("listing servers named %s: %w", node.Name, redact(err))
 	}
-	switch len(list) {
-	case 0:
-		return server{}, false, nil
-	case 1:
-		return list[0], true, nil
-	}
-	ids := make([]string, len(list))
-	for i, s := range list {
-		ids[i] = s.ID
-	}
-	return server{}, false, fmt.Errorf("%d servers are named %s (%s): set the Node's providerID", len(list), node.Name, strings.Join(ids, ", "))
+	return provider.OneNamed(list, func(s server) string { return s.ID }, "servers", node.Name, providerid.OpenStack(""))
 }
 
 // InstanceExists is false only when Nova says the server is gone (404, no server
@@ -190,13 +180,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 // InstanceShutdown is true for a SHUTOFF server.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
 	s, found, err := c.find(ctx, node, c.lifecycleMaxAge())
-	if err != nil {
-		return false, err
-	}
-	if !found {
-		return false, cloudprovider.InstanceNotFound
-	}
-	return s.Status == "SHUTOFF", nil
+	return provider.InstanceShutdown(s, found, err, func(s server) bool { return s.Status == "SHUTOFF" })
 }
 
 // lifecycleMaxAge is [Global] lifecycle-max-age, never below the age any other
@@ -221,7 +205,7 @@ func (c *Cloud) addressesOf(ctx context.Context, s server) map[string][]novaAddr
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	s, found, err := c.find(ctx, node, snapshot.MaxAge)
 	if err != nil {
-		c.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the OpenStack server of Node %s: %v", node.Name, err)
+		c.LookupFailed(node, "OpenStack server", err)
 		return nil, err
 	}
 	if !found {
