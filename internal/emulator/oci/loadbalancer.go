@@ -192,91 +192,29 @@ func (e *Emulator) routeLoadBalancers() {
 			}, nil
 		})
 	})
-	e.handle("POST "+p+"/{id}/backendSets", func(w http.ResponseWriter, r *http.Request) {
-		var bs backendSet
-		if !decodeBody(w, r, &bs) {
-			return
-		}
-		e.change(w, r, "CreateBackendSet", func(lb *loadBalancer) (func(), error) {
-			if _, dup := lb.BackendSets[bs.Name]; dup {
-				return nil, conflict("Backend set %s already exists.", bs.Name)
-			}
-			if err := checkBackendSet(&bs); err != nil {
-				return nil, err
-			}
-			return func() { lb.BackendSets[bs.Name] = &bs }, nil
-		})
-	})
-	e.handle("PUT "+p+"/{id}/backendSets/{name}", func(w http.ResponseWriter, r *http.Request) {
-		var bs backendSet
-		if !decodeBody(w, r, &bs) {
-			return
-		}
-		bs.Name = r.PathValue("name")
-		e.change(w, r, "UpdateBackendSet", func(lb *loadBalancer) (func(), error) {
-			if lb.BackendSets[bs.Name] == nil {
-				return nil, notFound("Backend set %s not found.", bs.Name)
-			}
-			if err := checkBackendSet(&bs); err != nil {
-				return nil, err
-			}
-			return func() { lb.BackendSets[bs.Name] = &bs }, nil
-		})
-	})
-	e.handle("DELETE "+p+"/{id}/backendSets/{name}", func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
-		e.change(w, r, "DeleteBackendSet", func(lb *loadBalancer) (func(), error) {
-			if lb.BackendSets[name] == nil {
-				return nil, notFound("Backend set %s not found.", name)
-			}
+	routeChildren(e, p, children[backendSet]{
+		path: "backendSets", op: "BackendSet", noun: "Backend set",
+		of:   func(lb *loadBalancer) map[string]*backendSet { return lb.BackendSets },
+		name: func(bs *backendSet) *string { return &bs.Name },
+		check: func(_ *loadBalancer, bs *backendSet, _ map[string]*backendSet) error {
+			return checkBackendSet(bs)
+		},
+		inUse: func(lb *loadBalancer, name string) error {
 			for _, l := range lb.Listeners {
 				if l.DefaultBackendSetName == name {
-					return nil, invalid("Backend set %s is used by listener %s.", name, l.Name)
+					return invalid("Backend set %s is used by listener %s.", name, l.Name)
 				}
 			}
-			return func() { delete(lb.BackendSets, name) }, nil
-		})
+			return nil
+		},
 	})
-	e.handle("POST "+p+"/{id}/listeners", func(w http.ResponseWriter, r *http.Request) {
-		var l listener
-		if !decodeBody(w, r, &l) {
-			return
-		}
-		e.change(w, r, "CreateListener", func(lb *loadBalancer) (func(), error) {
-			if _, dup := lb.Listeners[l.Name]; dup {
-				return nil, conflict("Listener %s already exists.", l.Name)
-			}
-			if err := checkListener(lb.BackendSets, &l, lb.Listeners); err != nil {
-				return nil, err
-			}
-			return func() { lb.Listeners[l.Name] = &l }, nil
-		})
-	})
-	e.handle("PUT "+p+"/{id}/listeners/{name}", func(w http.ResponseWriter, r *http.Request) {
-		var l listener
-		if !decodeBody(w, r, &l) {
-			return
-		}
-		l.Name = r.PathValue("name")
-		e.change(w, r, "UpdateListener", func(lb *loadBalancer) (func(), error) {
-			if lb.Listeners[l.Name] == nil {
-				return nil, notFound("Listener %s not found.", l.Name)
-			}
-			others := without(lb.Listeners, l.Name)
-			if err := checkListener(lb.BackendSets, &l, others); err != nil {
-				return nil, err
-			}
-			return func() { lb.Listeners[l.Name] = &l }, nil
-		})
-	})
-	e.handle("DELETE "+p+"/{id}/listeners/{name}", func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
-		e.change(w, r, "DeleteListener", func(lb *loadBalancer) (func(), error) {
-			if lb.Listeners[name] == nil {
-				return nil, notFound("Listener %s not found.", name)
-			}
-			return func() { delete(lb.Listeners, name) }, nil
-		})
+	routeChildren(e, p, children[listener]{
+		path: "listeners", op: "Listener", noun: "Listener",
+		of:   func(lb *loadBalancer) map[string]*listener { return lb.Listeners },
+		name: func(l *listener) *string { return &l.Name },
+		check: func(lb *loadBalancer, l *listener, others map[string]*listener) error {
+			return checkListener(lb.BackendSets, l, others)
+		},
 	})
 	e.handle("GET "+p+"/{id}/workRequests", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
@@ -290,6 +228,65 @@ func (e *Emulator) routeLoadBalancers() {
 		listPage(e, w, r, e.wrs, func(wr *workRequest) bool { return wr.LoadBalancerID == id }, e.viewWR)
 	})
 	e.handle("GET "+lbPath+"/loadBalancerWorkRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.wrs, e.viewWR) })
+}
+
+// children is a kind of child of a load balancer (backend sets,
+// listeners), keyed by name: OCI creates (409 on a taken name), updates
+// (the name from the path) and deletes each with one work request.
+type children[T any] struct {
+	path, op, noun string // "backendSets", "BackendSet" (CreateBackendSet…), "Backend set"
+	of             func(*loadBalancer) map[string]*T
+	name           func(*T) *string
+	// check refuses a child (400) given the load balancer's others.
+	check func(lb *loadBalancer, c *T, others map[string]*T) error
+	// inUse refuses the deletion of a child others need; nil: none do.
+	inUse func(lb *loadBalancer, name string) error
+}
+
+func routeChildren[T any](e *Emulator, p string, k children[T]) {
+	put := func(w http.ResponseWriter, r *http.Request, create bool) {
+		c := new(T)
+		if !decodeBody(w, r, c) {
+			return
+		}
+		op := "Update" + k.op
+		if create {
+			op = "Create" + k.op
+		} else {
+			*k.name(c) = r.PathValue("name")
+		}
+		name := *k.name(c)
+		e.change(w, r, op, func(lb *loadBalancer) (func(), error) {
+			m := k.of(lb)
+			switch _, ok := m[name]; {
+			case create && ok:
+				return nil, conflict("%s %s already exists.", k.noun, name)
+			case !create && !ok:
+				return nil, notFound("%s %s not found.", k.noun, name)
+			}
+			if err := k.check(lb, c, without(m, name)); err != nil {
+				return nil, err
+			}
+			return func() { k.of(lb)[name] = c }, nil
+		})
+	}
+	e.handle("POST "+p+"/{id}/"+k.path, func(w http.ResponseWriter, r *http.Request) { put(w, r, true) })
+	e.handle("PUT "+p+"/{id}/"+k.path+"/{name}", func(w http.ResponseWriter, r *http.Request) { put(w, r, false) })
+	e.handle("DELETE "+p+"/{id}/"+k.path+"/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		e.change(w, r, "Delete"+k.op, func(lb *loadBalancer) (func(), error) {
+			m := k.of(lb)
+			if m[name] == nil {
+				return nil, notFound("%s %s not found.", k.noun, name)
+			}
+			if k.inUse != nil {
+				if err := k.inUse(lb, name); err != nil {
+					return nil, err
+				}
+			}
+			return func() { delete(k.of(lb), name) }, nil
+		})
+	})
 }
 
 // without is m without key.

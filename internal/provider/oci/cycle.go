@@ -270,50 +270,66 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		s.wrs.start(svc, wr, what)
 		return fmt.Sprintf("load balancer %s: %s (work request %s)", lb.ID, what, wr), nil
 	}
-	for _, name := range slices.Sorted(maps.Keys(spec.backendSets)) {
+	// write creates (POST) or updates (PUT) one child of the load balancer:
+	// named in the path only to update, where its body names it not.
+	write := func(method, kind, name string, body, unnamedBody any, what string) (string, error) {
+		if method == http.MethodPost {
+			wr, err := s.gw.changeChild(ctx, method, lb.ID, kind, "", body)
+			return change(wr, err, "creating "+what)
+		}
+		wr, err := s.gw.changeChild(ctx, method, lb.ID, kind, name, unnamedBody)
+		return change(wr, err, "updating "+what)
+	}
+	remove := func(kind, name, what string) (string, error) {
+		wr, err := s.gw.changeChild(ctx, http.MethodDelete, lb.ID, kind, name, nil)
+		return change(wr, err, "deleting "+what)
+	}
+	if name, method := childChange(spec.backendSets, have.BackendSets, sameBackendSet); method != "" {
 		want := spec.backendSets[name]
-		got, ok := have.BackendSets[name]
-		switch {
-		case !ok:
-			wr, err := s.gw.changeChild(ctx, http.MethodPost, lb.ID, "backendSets", "", want)
-			return change(wr, err, "creating backend set "+name)
-		case !sameBackendSet(got, want):
-			wr, err := s.gw.changeChild(ctx, http.MethodPut, lb.ID, "backendSets", name, unnamed(want))
-			return change(wr, err, "updating backend set "+name)
-		}
+		return write(method, "backendSets", name, want, unnamed(want), "backend set "+name)
 	}
-	for _, name := range slices.Sorted(maps.Keys(spec.listeners)) {
+	if name, method := childChange(spec.listeners, have.Listeners, sameListener); method != "" {
 		want := spec.listeners[name]
-		got, ok := have.Listeners[name]
-		switch {
-		case !ok:
-			if l := listenerOnPort(have, want.Port); l != "" {
-				wr, err := s.gw.changeChild(ctx, http.MethodDelete, lb.ID, "listeners", l, nil)
-				return change(wr, err, "deleting listener "+l+" (its port is "+name+"'s)")
-			}
-			wr, err := s.gw.changeChild(ctx, http.MethodPost, lb.ID, "listeners", "", want)
-			return change(wr, err, "creating listener "+name)
-		case !sameListener(got, want):
-			wr, err := s.gw.changeChild(ctx, http.MethodPut, lb.ID, "listeners", name, unnamedListener(want))
-			return change(wr, err, "updating listener "+name)
+		if l := listenerOnPort(have, want.Port); method == http.MethodPost && l != "" {
+			return remove("listeners", l, "listener "+l+" (its port is "+name+"'s)")
 		}
+		return write(method, "listeners", name, want, unnamedListener(want), "listener "+name)
 	}
-	for _, name := range slices.Sorted(maps.Keys(have.Listeners)) {
-		if _, ok := spec.listeners[name]; !ok {
-			wr, err := s.gw.changeChild(ctx, http.MethodDelete, lb.ID, "listeners", name, nil)
-			return change(wr, err, "deleting listener "+name)
-		}
+	if name := unasked(have.Listeners, spec.listeners); name != "" {
+		return remove("listeners", name, "listener "+name)
 	}
-	for _, name := range slices.Sorted(maps.Keys(have.BackendSets)) {
-		if _, ok := spec.backendSets[name]; !ok {
-			wr, err := s.gw.changeChild(ctx, http.MethodDelete, lb.ID, "backendSets", name, nil)
-			return change(wr, err, "deleting backend set "+name)
-		}
+	if name := unasked(have.BackendSets, spec.backendSets); name != "" {
+		return remove("backendSets", name, "backend set "+name)
 	}
 	if msg := shapeDrift(have, spec); msg != "" {
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
 	}
 	return "", nil
+}
+
+// childChange is the first child (by name) of a kind that want asks and have
+// lacks (POST) or has otherwise (PUT); "" when have has them all as asked.
+func childChange[T any](want, have map[string]T, same func(got, want T) bool) (name, method string) {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		got, ok := have[name]
+		if !ok {
+			return name, http.MethodPost
+		}
+		if !same(got, want[name]) {
+			return name, http.MethodPut
+		}
+	}
+	return "", ""
+}
+
+// unasked is the first child (by name) have has and want does not ask.
+func unasked[T any](have, want map[string]T) string {
+	for _, name := range slices.Sorted(maps.Keys(have)) {
+		if _, ok := want[name]; !ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // reservedIP is the OCID of the reserved public IP of address ip, when it
