@@ -301,10 +301,7 @@ func (e *Emulator) handlePublic(pattern string, h http.HandlerFunc) {
 // newID returns a random UUID (version 4 layout) from the seeded generator.
 // Call with mu held.
 func (e *Emulator) newID() string {
-	hi, lo := e.idRand.Uint64(), e.idRand.Uint64()
-	hi = (hi &^ (0xf << 12)) | (4 << 12)
-	lo = (lo &^ (0x3 << 62)) | (0x2 << 62)
-	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", hi>>32, (hi>>16)&0xffff, hi&0xffff, lo>>48, lo&0xffffffffffff)
+	return core.UUID(e.idRand)
 }
 
 // newMAC returns a fresh fa:16:3e MAC address. Call with mu held.

@@ -257,3 +257,51 @@ func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Requ
 	}
 	writeJSON(w, http.StatusOK, body)
 }
+
+// collection is one REST collection of Neutron or Octavia under a prefix:
+// GET lists it (filters, paging, fields) and GET {id} reads one; the writes
+// are the handlers given (nil: not served).
+type collection[E any, T interface {
+	*E
+	filterable
+}] struct {
+	// path is the collection's path ("security-groups"); key is the JSON key
+	// of one object ("security_group"), key+"s" of a list.
+	path, key string
+	st        *core.Store[T]
+	view      func(T) any
+	// notFound answers a GET of an id there is not; badRequest a bad query.
+	notFound               func(w http.ResponseWriter, id string)
+	badRequest             func(w http.ResponseWriter, code int, msg string)
+	create, update, remove http.HandlerFunc
+}
+
+func (c collection[E, T]) route(e *Emulator, pre string) {
+	p := pre + "/" + c.path
+	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
+		listResponse(e, w, r, c.st, T(new(E)), c.key+"s", nil, c.badRequest, c.view)
+	})
+	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		e.lock()
+		o, ok := c.st.Get(id)
+		var v any
+		if ok {
+			v = c.view(o)
+		}
+		e.mu.Unlock()
+		if !ok {
+			c.notFound(w, id)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{c.key: v})
+	})
+	for _, w := range []struct {
+		pattern string
+		h       http.HandlerFunc
+	}{{"POST " + p, c.create}, {"PUT " + p + "/{id}", c.update}, {"DELETE " + p + "/{id}", c.remove}} {
+		if w.h != nil {
+			e.handle(w.pattern, w.h)
+		}
+	}
+}

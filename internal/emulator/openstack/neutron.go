@@ -7,8 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"time"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 const neutronPrefix = "/network/v2.0"
@@ -284,67 +282,31 @@ func (e *Emulator) routeNeutron() {
 	e.handle("GET "+np+"/extensions", e.listExtensions)
 	e.handle("GET "+np+"/extensions/{alias}", e.getExtension)
 
-	e.handle("GET "+np+"/networks", func(w http.ResponseWriter, r *http.Request) {
-		listResponse(e, w, r, e.networks, &network{}, "networks", nil, neutronBadRequest,
-			viewCopy[network])
-	})
-	e.handle("GET "+np+"/networks/{id}", func(w http.ResponseWriter, r *http.Request) {
-		neutronGet(e, w, r, e.networks, "network", "NetworkNotFound", "Network", viewCopy[network])
-	})
-	e.handle("GET "+np+"/subnets", func(w http.ResponseWriter, r *http.Request) {
-		listResponse(e, w, r, e.subnets, &subnet{}, "subnets", nil, neutronBadRequest,
-			viewCopy[subnet])
-	})
-	e.handle("GET "+np+"/subnets/{id}", func(w http.ResponseWriter, r *http.Request) {
-		neutronGet(e, w, r, e.subnets, "subnet", "SubnetNotFound", "Subnet", viewCopy[subnet])
-	})
-
-	e.handle("GET "+np+"/ports", func(w http.ResponseWriter, r *http.Request) {
-		listResponse(e, w, r, e.ports, &port{}, "ports", nil, neutronBadRequest, viewCopy[port])
-	})
-	e.handle("GET "+np+"/ports/{id}", func(w http.ResponseWriter, r *http.Request) {
-		neutronGet(e, w, r, e.ports, "port", "PortNotFound", "Port", viewCopy[port])
-	})
-	e.handle("POST "+np+"/ports", e.createPortHTTP)
-	e.handle("PUT "+np+"/ports/{id}", e.updatePortHTTP)
-	e.handle("DELETE "+np+"/ports/{id}", e.deletePortHTTP)
-
-	e.handle("GET "+np+"/floatingips", func(w http.ResponseWriter, r *http.Request) {
-		listResponse(e, w, r, e.fips, &floatingIP{}, "floatingips", nil, neutronBadRequest, (*floatingIP).view)
-	})
-	e.handle("GET "+np+"/floatingips/{id}", func(w http.ResponseWriter, r *http.Request) {
-		neutronGet(e, w, r, e.fips, "floatingip", "FloatingIPNotFound", "Floating IP", (*floatingIP).view)
-	})
-	e.handle("POST "+np+"/floatingips", e.createFloatingIP)
-	e.handle("PUT "+np+"/floatingips/{id}", e.updateFloatingIP)
-	e.handle("DELETE "+np+"/floatingips/{id}", e.deleteFloatingIP)
-
-	e.handle("GET "+np+"/routers", func(w http.ResponseWriter, r *http.Request) {
-		listResponse(e, w, r, e.routers, &router{}, "routers", nil, neutronBadRequest, (*router).view)
-	})
-	e.handle("GET "+np+"/routers/{id}", func(w http.ResponseWriter, r *http.Request) {
-		neutronGet(e, w, r, e.routers, "router", "RouterNotFound", "Router", (*router).view)
-	})
-	e.handle("PUT "+np+"/routers/{id}", e.updateRouter)
+	nf := func(typ, noun string) func(http.ResponseWriter, string) {
+		return func(w http.ResponseWriter, id string) {
+			neutronError(w, http.StatusNotFound, typ, fmt.Sprintf("%s %s could not be found.", noun, id))
+		}
+	}
+	collection[network, *network]{path: "networks", key: "network", st: e.networks, view: viewCopy[network],
+		notFound: nf("NetworkNotFound", "Network"), badRequest: neutronBadRequest}.route(e, np)
+	collection[subnet, *subnet]{path: "subnets", key: "subnet", st: e.subnets, view: viewCopy[subnet],
+		notFound: nf("SubnetNotFound", "Subnet"), badRequest: neutronBadRequest}.route(e, np)
+	collection[port, *port]{path: "ports", key: "port", st: e.ports, view: viewCopy[port],
+		notFound: nf("PortNotFound", "Port"), badRequest: neutronBadRequest,
+		create: e.createPortHTTP, update: e.updatePortHTTP, remove: e.deletePortHTTP}.route(e, np)
+	collection[floatingIP, *floatingIP]{path: "floatingips", key: "floatingip", st: e.fips, view: (*floatingIP).view,
+		notFound: nf("FloatingIPNotFound", "Floating IP"), badRequest: neutronBadRequest,
+		create: e.createFloatingIP, update: e.updateFloatingIP, remove: e.deleteFloatingIP}.route(e, np)
+	collection[router, *router]{path: "routers", key: "router", st: e.routers, view: (*router).view,
+		notFound: nf("RouterNotFound", "Router"), badRequest: neutronBadRequest, update: e.updateRouter}.route(e, np)
 	e.handle("PUT "+np+"/routers/{id}/add_extraroutes", func(w http.ResponseWriter, r *http.Request) { e.extraRoutes(w, r, true) })
 	e.handle("PUT "+np+"/routers/{id}/remove_extraroutes", func(w http.ResponseWriter, r *http.Request) { e.extraRoutes(w, r, false) })
-
-	e.handle("GET "+np+"/security-groups", func(w http.ResponseWriter, r *http.Request) {
-		listResponse(e, w, r, e.secGroups, &secGroup{}, "security_groups", nil, neutronBadRequest, e.secGroupView)
-	})
-	e.handle("GET "+np+"/security-groups/{id}", func(w http.ResponseWriter, r *http.Request) {
-		neutronGet(e, w, r, e.secGroups, "security_group", "SecurityGroupNotFound", "Security group", e.secGroupView)
-	})
-	e.handle("POST "+np+"/security-groups", e.createSecGroup)
-	e.handle("DELETE "+np+"/security-groups/{id}", e.deleteSecGroup)
-	e.handle("GET "+np+"/security-group-rules", func(w http.ResponseWriter, r *http.Request) {
-		listResponse(e, w, r, e.sgRules, &sgRule{}, "security_group_rules", nil, neutronBadRequest, viewCopy[sgRule])
-	})
-	e.handle("GET "+np+"/security-group-rules/{id}", func(w http.ResponseWriter, r *http.Request) {
-		neutronGet(e, w, r, e.sgRules, "security_group_rule", "SecurityGroupRuleNotFound", "Security group rule", viewCopy[sgRule])
-	})
-	e.handle("POST "+np+"/security-group-rules", e.createSGRule)
-	e.handle("DELETE "+np+"/security-group-rules/{id}", e.deleteSGRule)
+	collection[secGroup, *secGroup]{path: "security-groups", key: "security_group", st: e.secGroups, view: e.secGroupView,
+		notFound: nf("SecurityGroupNotFound", "Security group"), badRequest: neutronBadRequest,
+		create: e.createSecGroup, remove: e.deleteSecGroup}.route(e, np)
+	collection[sgRule, *sgRule]{path: "security-group-rules", key: "security_group_rule", st: e.sgRules, view: viewCopy[sgRule],
+		notFound: nf("SecurityGroupRuleNotFound", "Security group rule"), badRequest: neutronBadRequest,
+		create: e.createSGRule, remove: e.deleteSGRule}.route(e, np)
 
 	// The trunk extension is not enabled: answer as neutron-server does for an
 	// unknown resource.
@@ -356,23 +318,6 @@ func (e *Emulator) routeNeutron() {
 	e.handle("GET "+np+"/trunks", trunks)
 	e.handle("GET "+np+"/trunks/{id}", trunks)
 	e.handle("POST "+np+"/trunks", trunks)
-}
-
-// neutronGet serves GET of one object.
-func neutronGet[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], key, notFoundType, noun string, view func(T) any) {
-	id := r.PathValue("id")
-	e.lock()
-	o, ok := st.Get(id)
-	var v any
-	if ok {
-		v = view(o)
-	}
-	e.mu.Unlock()
-	if !ok {
-		neutronError(w, http.StatusNotFound, notFoundType, fmt.Sprintf("%s %s could not be found.", noun, id))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{key: v})
 }
 
 var neutronExtensions = [][2]string{

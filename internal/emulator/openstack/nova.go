@@ -248,22 +248,20 @@ func (e *Emulator) serverFilter(q map[string][]string) (func(*server) bool, erro
 		}
 		return ""
 	}
-	var nameRe *regexp.Regexp
-	if name := get("name"); name != "" {
-		re, err := regexp.Compile(name)
-		if err != nil {
-			re = regexp.MustCompile(regexp.QuoteMeta(name))
+	// name and ip are regular expressions; one that does not compile
+	// matches itself.
+	pattern := func(k string) *regexp.Regexp {
+		v := get(k)
+		if v == "" {
+			return nil
 		}
-		nameRe = re
-	}
-	var ipRe *regexp.Regexp
-	if ip := get("ip"); ip != "" {
-		re, err := regexp.Compile(ip)
+		re, err := regexp.Compile(v)
 		if err != nil {
-			re = regexp.MustCompile(regexp.QuoteMeta(ip))
+			re = regexp.MustCompile(regexp.QuoteMeta(v))
 		}
-		ipRe = re
+		return re
 	}
+	nameRe, ipRe := pattern("name"), pattern("ip")
 	var since time.Time
 	if cs := get("changes-since"); cs != "" {
 		t, err := time.Parse(time.RFC3339, cs)

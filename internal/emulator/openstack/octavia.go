@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Provisioning and operating statuses of Octavia.
@@ -763,36 +761,19 @@ func (e *Emulator) routeOctavia() {
 		}})
 	})
 	for _, pre := range []string{"/load-balancer/v2.0/lbaas", "/load-balancer/v2/lbaas"} {
-		e.handle("GET "+pre+"/loadbalancers", func(w http.ResponseWriter, r *http.Request) {
-			listResponse(e, w, r, e.lbs, &loadBalancer{}, "loadbalancers", nil, octaviaBadRequest, e.lbView)
-		})
-		e.handle("GET "+pre+"/loadbalancers/{id}", func(w http.ResponseWriter, r *http.Request) {
-			octaviaGet(e, w, r, e.lbs, "loadbalancer", "Load Balancer", e.lbView)
-		})
+		nf := func(noun string) func(http.ResponseWriter, string) {
+			return func(w http.ResponseWriter, id string) { octaviaNotFound(w, noun, id) }
+		}
+		collection[loadBalancer, *loadBalancer]{path: "loadbalancers", key: "loadbalancer", st: e.lbs, view: e.lbView,
+			notFound: nf("Load Balancer"), badRequest: octaviaBadRequest,
+			create: e.createLB, update: e.updateLB, remove: e.deleteLB}.route(e, pre)
 		e.handle("GET "+pre+"/loadbalancers/{id}/status", e.lbStatusTree)
-		e.handle("POST "+pre+"/loadbalancers", e.createLB)
-		e.handle("PUT "+pre+"/loadbalancers/{id}", e.updateLB)
-		e.handle("DELETE "+pre+"/loadbalancers/{id}", e.deleteLB)
-
-		e.handle("GET "+pre+"/listeners", func(w http.ResponseWriter, r *http.Request) {
-			listResponse(e, w, r, e.listeners, &listener{}, "listeners", nil, octaviaBadRequest, e.listenerView)
-		})
-		e.handle("GET "+pre+"/listeners/{id}", func(w http.ResponseWriter, r *http.Request) {
-			octaviaGet(e, w, r, e.listeners, "listener", "Listener", e.listenerView)
-		})
-		e.handle("POST "+pre+"/listeners", e.createListener)
-		e.handle("PUT "+pre+"/listeners/{id}", e.updateListener)
-		e.handle("DELETE "+pre+"/listeners/{id}", e.deleteListener)
-
-		e.handle("GET "+pre+"/pools", func(w http.ResponseWriter, r *http.Request) {
-			listResponse(e, w, r, e.pools, &lbPool{}, "pools", nil, octaviaBadRequest, e.poolView)
-		})
-		e.handle("GET "+pre+"/pools/{id}", func(w http.ResponseWriter, r *http.Request) {
-			octaviaGet(e, w, r, e.pools, "pool", "Pool", e.poolView)
-		})
-		e.handle("POST "+pre+"/pools", e.createPool)
-		e.handle("PUT "+pre+"/pools/{id}", e.updatePool)
-		e.handle("DELETE "+pre+"/pools/{id}", e.deletePool)
+		collection[listener, *listener]{path: "listeners", key: "listener", st: e.listeners, view: e.listenerView,
+			notFound: nf("Listener"), badRequest: octaviaBadRequest,
+			create: e.createListener, update: e.updateListener, remove: e.deleteListener}.route(e, pre)
+		collection[lbPool, *lbPool]{path: "pools", key: "pool", st: e.pools, view: e.poolView,
+			notFound: nf("Pool"), badRequest: octaviaBadRequest,
+			create: e.createPool, update: e.updatePool, remove: e.deletePool}.route(e, pre)
 
 		e.handle("GET "+pre+"/pools/{pool_id}/members", e.listMembers)
 		e.handle("GET "+pre+"/pools/{pool_id}/members/{id}", e.getMember)
@@ -801,36 +782,14 @@ func (e *Emulator) routeOctavia() {
 		e.handle("PUT "+pre+"/pools/{pool_id}/members/{id}", e.updateMember)
 		e.handle("DELETE "+pre+"/pools/{pool_id}/members/{id}", e.deleteMember)
 
-		e.handle("GET "+pre+"/healthmonitors", func(w http.ResponseWriter, r *http.Request) {
-			listResponse(e, w, r, e.monitors, &healthMonitor{}, "healthmonitors", nil, octaviaBadRequest, e.monitorView)
-		})
-		e.handle("GET "+pre+"/healthmonitors/{id}", func(w http.ResponseWriter, r *http.Request) {
-			octaviaGet(e, w, r, e.monitors, "healthmonitor", "Health Monitor", e.monitorView)
-		})
-		e.handle("POST "+pre+"/healthmonitors", e.createMonitor)
-		e.handle("PUT "+pre+"/healthmonitors/{id}", e.updateMonitor)
-		e.handle("DELETE "+pre+"/healthmonitors/{id}", e.deleteMonitor)
+		collection[healthMonitor, *healthMonitor]{path: "healthmonitors", key: "healthmonitor", st: e.monitors, view: e.monitorView,
+			notFound: nf("Health Monitor"), badRequest: octaviaBadRequest,
+			create: e.createMonitor, update: e.updateMonitor, remove: e.deleteMonitor}.route(e, pre)
 	}
 }
 
 func octaviaNotFound(w http.ResponseWriter, noun, id string) {
 	octaviaError(w, http.StatusNotFound, fmt.Sprintf("%s %s not found.", noun, id))
-}
-
-func octaviaGet[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], key, noun string, view func(T) any) {
-	id := r.PathValue("id")
-	e.lock()
-	o, ok := st.Get(id)
-	var v any
-	if ok {
-		v = view(o)
-	}
-	e.mu.Unlock()
-	if !ok {
-		octaviaNotFound(w, noun, id)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{key: v})
 }
 
 // decodeOctavia decodes {"<key>": ...} into v, answering 400 on failure.
