@@ -157,38 +157,42 @@ func checkDuration(field string, v time.Duration) error {
 
 // withDefaults returns c with every zero field replaced by its default.
 func (c Config) withDefaults() Config {
-	if c.ReadQPS == 0 {
-		c.ReadQPS = DefaultReadQPS
-	}
-	if c.ReadBurst == 0 {
-		c.ReadBurst = DefaultReadBurst
-	}
-	if c.WriteQPS == 0 {
-		c.WriteQPS = DefaultWriteQPS
-	}
-	if c.WriteBurst == 0 {
-		c.WriteBurst = DefaultWriteBurst
-	}
+	orDefault(&c.ReadQPS, DefaultReadQPS)
+	orDefault(&c.ReadBurst, DefaultReadBurst)
+	orDefault(&c.WriteQPS, DefaultWriteQPS)
+	orDefault(&c.WriteBurst, DefaultWriteBurst)
 	switch {
 	case c.MaxRetries == 0:
 		c.MaxRetries = DefaultMaxRetries
 	case c.MaxRetries < 0:
 		c.MaxRetries = 0
 	}
-	if c.BaseBackoff == 0 {
-		c.BaseBackoff = DefaultBaseBackoff
-	}
-	if c.MaxBackoff == 0 {
-		c.MaxBackoff = DefaultMaxBackoff
-	}
-	if c.MaxRetryAfter == 0 {
-		c.MaxRetryAfter = DefaultMaxRetryAfter
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
+	orDefault(&c.BaseBackoff, DefaultBaseBackoff)
+	orDefault(&c.MaxBackoff, DefaultMaxBackoff)
+	orDefault(&c.MaxRetryAfter, DefaultMaxRetryAfter)
+	orDefault(&c.Timeout, DefaultTimeout)
 	if c.Classify == nil {
 		c.Classify = OperationFor
+	}
+	return c
+}
+
+// orDefault sets *v to def when it is zero.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// WithQPS is c with the read and write limits an operator configured: each
+// given one (> 0) with a burst of twice as many; 0 keeps c's.
+func (c Config) WithQPS(read, write int) Config {
+	if read > 0 {
+		c.ReadQPS, c.ReadBurst = float64(read), 2*read
+	}
+	if write > 0 {
+		c.WriteQPS, c.WriteBurst = float64(write), 2*write
 	}
 	return c
 }

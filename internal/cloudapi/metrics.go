@@ -13,13 +13,9 @@ const (
 )
 
 var (
-	requestsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace:      metricsNamespace,
-		Subsystem:      metricsSubsystem,
-		Name:           "requests_total",
-		Help:           "Number of cloud API HTTP requests, one per attempt, by HTTP status code (\"error\" for transport errors).",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"cloud", "service", "operation", "code"})
+	requestsTotal = metrics.NewCounterVec(opts("requests_total",
+		"Number of cloud API HTTP requests, one per attempt, by HTTP status code (\"error\" for transport errors)."),
+		[]string{"cloud", "service", "operation", "code"})
 
 	requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace:      metricsNamespace,
@@ -30,32 +26,25 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"cloud", "service", "operation"})
 
-	retriesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace:      metricsNamespace,
-		Subsystem:      metricsSubsystem,
-		Name:           "retries_total",
-		Help:           "Number of cloud API HTTP requests retried, by reason (HTTP status code, \"network\" or \"timeout\").",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"cloud", "service", "operation", "reason"})
+	retriesTotal = metrics.NewCounterVec(opts("retries_total",
+		"Number of cloud API HTTP requests retried, by reason (HTTP status code, \"network\" or \"timeout\")."),
+		[]string{"cloud", "service", "operation", "reason"})
 
-	throttledTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace:      metricsNamespace,
-		Subsystem:      metricsSubsystem,
-		Name:           "throttled_total",
-		Help:           "Number of cloud API HTTP requests delayed by the client-side rate limiter, by token bucket (read or write).",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"cloud", "bucket"})
+	throttledTotal = metrics.NewCounterVec(opts("throttled_total",
+		"Number of cloud API HTTP requests delayed by the client-side rate limiter, by token bucket (read or write)."),
+		[]string{"cloud", "bucket"})
 
-	serverThrottledTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace:      metricsNamespace,
-		Subsystem:      metricsSubsystem,
-		Name:           "server_throttled_total",
-		Help:           "Number of cloud API HTTP responses with status 429 Too Many Requests.",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"cloud", "service", "operation"})
+	serverThrottledTotal = metrics.NewCounterVec(opts("server_throttled_total",
+		"Number of cloud API HTTP responses with status 429 Too Many Requests."),
+		[]string{"cloud", "service", "operation"})
 
 	registerOnce sync.Once
 )
+
+// opts are the options of the counter overcast_cloud_api_<name>.
+func opts(name, help string) *metrics.CounterOpts {
+	return &metrics.CounterOpts{Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help, StabilityLevel: metrics.ALPHA}
+}
 
 // registerMetrics registers the package's metrics in the legacy registry; it is
 // called by NewTransport and is idempotent.

@@ -77,13 +77,25 @@ func OneNamed[M any](list []M, id func(M) string, kind, name, prefix string) (M,
 		len(list), kind, name, strings.Join(ids, ", "), prefix)}
 }
 
-// LookupFailed records the Warning Event of a Node whose machine (named by
-// machine, e.g. "instance") could not be looked up: InstanceAmbiguous when
-// several match, else InstanceLookupFailed.
-func (b *Base) LookupFailed(node *v1.Node, machine string, err error) {
-	if _, ok := errors.AsType[*AmbiguousError](err); ok {
-		b.Events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
-		return
+// Looked is how every cloud's InstanceMetadata begins, from the lookup of
+// the Node's machine (machine names its kind, e.g. "instance"): a failed
+// lookup gets a Warning Event (InstanceAmbiguous when several machines
+// match, else InstanceLookupFailed) and is the error; a machine not found
+// gets an InstanceNotFound Warning saying how it was looked for after the
+// providerID (how) and is cloudprovider.InstanceNotFound.
+func (b *Base) Looked(node *v1.Node, machine string, found bool, err error, how string) error {
+	if err != nil {
+		if _, ok := errors.AsType[*AmbiguousError](err); ok {
+			b.Events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
+		} else {
+			b.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the %s of Node %s: %v", machine, node.Name, err)
+		}
+		return err
 	}
-	b.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the %s of Node %s: %v", machine, node.Name, err)
+	if !found {
+		b.Events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound", "Node %s matches no %s (looked up by providerID %q, else %s)",
+			node.Name, machine, node.Spec.ProviderID, how)
+		return fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
+	}
+	return nil
 }

@@ -66,24 +66,31 @@ func TestLoadBalancerServesTCPAndUDPThroughTheVIP(t *testing.T) {
 
 	// A NotReady node gets no new traffic.
 	nodes[1].StopHeartbeats(true)
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
-		for range 6 {
-			a, err := framework.RequestTCP(netip.Addr{}, vip)
-			if err != nil {
-				return err
-			}
-			if a != nodes[0].Name {
-				return fmt.Errorf("answer from %s, which is NotReady", a)
-			}
-		}
-		return nil
-	}))
+	onlyAnswers(t, vip, nodes[0].Name, "is NotReady")
 
 	// Deleting the Service closes the VIP.
 	deleteService(t, ns, "dns")
 	require.NoError(t, framework.Poll(waitShort, tick, func() error {
 		if _, err := framework.RequestTCP(netip.Addr{}, vip); err == nil {
 			return fmt.Errorf("%s still answers after the Service was deleted", vip)
+		}
+		return nil
+	}))
+}
+
+// onlyAnswers waits until node alone answers at vip (six requests in a row):
+// the others, which are what why says, get no new traffic.
+func onlyAnswers(t *testing.T, vip netip.AddrPort, node, why string) {
+	t.Helper()
+	require.NoError(t, framework.Poll(waitShort, tick, func() error {
+		for range 6 {
+			a, err := framework.RequestTCP(netip.Addr{}, vip)
+			if err != nil {
+				return err
+			}
+			if a != node {
+				return fmt.Errorf("answer from %s, which %s", a, why)
+			}
 		}
 		return nil
 	}))
@@ -123,18 +130,7 @@ func TestExternalTrafficPolicyLocalUsesHealthCheckNodePort(t *testing.T) {
 	nodes[1].ServeService(t, svc, false) // no local endpoint: kube-proxy answers 503
 	vip := netip.AddrPortFrom(waitIngressIP(t, ns, "local"), 80)
 	waitTCP(t, netip.Addr{}, vip)
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
-		for range 6 {
-			a, err := framework.RequestTCP(netip.Addr{}, vip)
-			if err != nil {
-				return err
-			}
-			if a != nodes[0].Name {
-				return fmt.Errorf("answer from %s, which has no local endpoint", a)
-			}
-		}
-		return nil
-	}))
+	onlyAnswers(t, vip, nodes[0].Name, "has no local endpoint")
 }
 
 func TestLoadBalancerIPsSurviveARestartOfTheCCM(t *testing.T) {

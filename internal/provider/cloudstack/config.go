@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"time"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
 )
@@ -104,15 +103,7 @@ func (c *Config) Validate() error {
 	if g.SecretKey == "" {
 		add("[Global] secret-key: required")
 	}
-	if g.APIReadQPS < 0 || g.APIReadQPS > 10000 {
-		add("[Global] api-read-qps: %d is outside 1..10000", g.APIReadQPS)
-	}
-	if g.APIWriteQPS < 0 || g.APIWriteQPS > 10000 {
-		add("[Global] api-write-qps: %d is outside 1..10000", g.APIWriteQPS)
-	}
-	if d := g.LifecycleMaxAge.Duration; d < 0 || d > time.Hour {
-		add("[Global] lifecycle-max-age: %s is outside 0s..1h", d)
-	}
+	cfgutil.CheckGlobal(add, g.APIReadQPS, g.APIWriteQPS, g.LifecycleMaxAge)
 	return errors.Join(errs...)
 }
 

@@ -69,13 +69,7 @@ func (gw *gateway) set(g Global) (bool, error) {
 	if g.SSLNoVerify {
 		base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the operator's ssl-no-verify, as the peer reads it
 	}
-	limits := cloudapi.Config{Cloud: ProviderName, WriteQPS: defaultWriteQPS, WriteBurst: 2 * defaultWriteQPS}
-	if g.APIReadQPS > 0 {
-		limits.ReadQPS, limits.ReadBurst = float64(g.APIReadQPS), 2*g.APIReadQPS
-	}
-	if g.APIWriteQPS > 0 {
-		limits.WriteQPS, limits.WriteBurst = float64(g.APIWriteQPS), 2*g.APIWriteQPS
-	}
+	limits := cloudapi.Config{Cloud: ProviderName, WriteQPS: defaultWriteQPS, WriteBurst: 2 * defaultWriteQPS}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
 	hc, err := cloudapi.NewClient(limits, base)
 	if err != nil {
 		return false, err

@@ -107,15 +107,8 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 // Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	m, found, err := c.find(ctx, node, snapshot.MaxAge)
-	if err != nil {
-		c.LookupFailed(node, "virtual machine", err)
+	if err := c.Looked(node, "virtual machine", found, err, "by the name "+shortName(node.Name)+" among those the CCM's keys see"); err != nil {
 		return nil, err
-	}
-	if !found {
-		c.Events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
-			"Node %s matches no virtual machine (looked up by providerID %q, else by the name %s) visible to the CCM's keys",
-			node.Name, node.Spec.ProviderID, shortName(node.Name))
-		return nil, fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
 	}
 	return &cloudprovider.InstanceMetadata{
 		ProviderID:    providerid.CloudStack(m.ID),

@@ -405,15 +405,9 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 // matches no instance, or several, gets a Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	m, found, err := c.find(ctx, node, snapshot.MaxAge)
-	if err != nil {
-		c.LookupFailed(node, "instance", err)
+	if err := c.Looked(node, "instance", found && !slices.Contains(goneStates, m.LifecycleState), err,
+		"by displayName, address or hostname label in compartment "+c.cfg.CompartmentID); err != nil {
 		return nil, err
-	}
-	if !found || slices.Contains(goneStates, m.LifecycleState) {
-		c.Events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
-			"Node %s matches no instance of compartment %s (looked up by providerID %q, else by displayName, address or hostname label %s)",
-			node.Name, c.cfg.CompartmentID, node.Spec.ProviderID, node.Name)
-		return nil, fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
 	}
 	md := &cloudprovider.InstanceMetadata{
 		ProviderID:    ProviderIDPrefix + m.ID,

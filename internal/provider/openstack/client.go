@@ -212,13 +212,7 @@ type auth struct {
 // credential, a token, or a password.
 func resolveAuth(g Global) (auth, error) {
 	a := auth{endpoint: gophercloud.EndpointOpts{Region: g.Region, Availability: availability(g.EndpointType)}}
-	a.limits = cloudapi.Config{Cloud: "openstack"}
-	if g.APIReadQPS > 0 {
-		a.limits.ReadQPS, a.limits.ReadBurst = float64(g.APIReadQPS), 2*g.APIReadQPS
-	}
-	if g.APIWriteQPS > 0 {
-		a.limits.WriteQPS, a.limits.WriteBurst = float64(g.APIWriteQPS), 2*g.APIWriteQPS
-	}
+	a.limits = cloudapi.Config{Cloud: "openstack"}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
 	if g.UseClouds {
 		opts := []clouds.ParseOption{}
 		if g.CloudsFile != "" {

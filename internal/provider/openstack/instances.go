@@ -204,14 +204,8 @@ func (c *Cloud) addressesOf(ctx context.Context, s server) map[string][]novaAddr
 // addresses. A Node that matches no server gets a Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	s, found, err := c.find(ctx, node, snapshot.MaxAge)
-	if err != nil {
-		c.LookupFailed(node, "OpenStack server", err)
+	if err := c.Looked(node, "OpenStack server", found, err, "by name in the project of the CCM's credentials"); err != nil {
 		return nil, err
-	}
-	if !found {
-		c.Events.Eventf(node, v1.EventTypeWarning, "InstanceNotFound",
-			"Node %s matches no OpenStack server (looked up by providerID %q, else by name) in the project of the CCM's credentials", node.Name, node.Spec.ProviderID)
-		return nil, fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
 	}
 	flavor := s.Flavor.OriginalName
 	if flavor == "" {
