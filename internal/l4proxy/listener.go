@@ -2,6 +2,7 @@ package l4proxy
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"net"
 	"net/netip"
@@ -98,6 +99,11 @@ func network(proto string, addr netip.AddrPort) string {
 // unbind closes the socket of a listener that was never started.
 func (l *listener) unbind() {
 	l.cancel()
+	l.closeSockets()
+}
+
+// closeSockets closes the listening sockets.
+func (l *listener) closeSockets() {
 	if l.tcp != nil {
 		_ = l.tcp.Close()
 	}
@@ -169,12 +175,7 @@ func (l *listener) apply(s *spec) {
 // it returns when all goroutines have ended.
 func (l *listener) close() {
 	l.cancel()
-	if l.tcp != nil {
-		_ = l.tcp.Close()
-	}
-	if l.udp != nil {
-		_ = l.udp.Close()
-	}
+	l.closeSockets()
 	l.mu.Lock()
 	l.closing = true
 	conns, flows := l.conns, l.flows
@@ -268,6 +269,16 @@ func (b *backoff) wait(ctx context.Context) bool {
 }
 
 func (b *backoff) reset() { b.d = 0 }
+
+// failed handles an error of the listening socket's loop (doing what): false
+// when the loop is to end (the listener closed), else true once backed off.
+func (b *backoff) failed(l *listener, err error, doing string) bool {
+	if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	l.log.Error(err, doing+" failed; backing off")
+	return b.wait(l.ctx)
+}
 
 // addrPortOf returns the address of a TCP or UDP net.Addr.
 func addrPortOf(a net.Addr) netip.AddrPort {

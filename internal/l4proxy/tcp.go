@@ -37,11 +37,7 @@ func (l *listener) acceptLoop() {
 	for {
 		c, err := l.tcp.AcceptTCP()
 		if err != nil {
-			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			l.log.Error(err, "Accepting a connection failed; backing off")
-			if !bo.wait(l.ctx) {
+			if !bo.failed(l, err, "Accepting a connection") {
 				return
 			}
 			continue

@@ -44,11 +44,7 @@ func (l *listener) readLoop() {
 	for {
 		n, client, err := l.udp.ReadFromUDPAddrPort(buf)
 		if err != nil {
-			if l.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			l.log.Error(err, "Reading a datagram failed; backing off")
-			if !bo.wait(l.ctx) {
+			if !bo.failed(l, err, "Reading a datagram") {
 				return
 			}
 			continue

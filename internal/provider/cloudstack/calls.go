@@ -686,3 +686,44 @@ func (gw *gateway) jobsSince(since time.Time) (map[string]jobState, error) {
 	}
 	return out, nil
 }
+
+// pager is a list call's parameters.
+type pager interface {
+	SetPage(int)
+	SetPagesize(int)
+}
+
+// countVisible is how many objects list (the command op, with parameters p
+// made with err) says the keys see, from a page of one: the doctor's
+// harmless read.
+func countVisible[P pager, R any](p P, err error, op string, list func(P) (R, error), count func(R) int) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	p.SetPage(1)
+	p.SetPagesize(1)
+	r, err := list(p)
+	if err = translate(op, err); err != nil {
+		return 0, err
+	}
+	return count(r), nil
+}
+
+// machinesVisible, addressesVisible and rulesVisible count what the keys see.
+func (gw *gateway) machinesVisible() (int, error) {
+	p, err := gw.vmParams()
+	return countVisible(p, err, "listVirtualMachines", gw.cs().VirtualMachine.ListVirtualMachines,
+		func(r *cs.ListVirtualMachinesResponse) int { return r.Count })
+}
+
+func (gw *gateway) addressesVisible() (int, error) {
+	p, err := gw.addressParams()
+	return countVisible(p, err, "listPublicIpAddresses", gw.cs().Address.ListPublicIpAddresses,
+		func(r *cs.ListPublicIpAddressesResponse) int { return r.Count })
+}
+
+func (gw *gateway) rulesVisible() (int, error) {
+	p, err := gw.ruleParams()
+	return countVisible(p, err, "listLoadBalancerRules", gw.cs().LoadBalancer.ListLoadBalancerRules,
+		func(r *cs.ListLoadBalancerRulesResponse) int { return r.Count })
+}

@@ -16,54 +16,30 @@ var _ doctor.Diagnoser = (*Cloud)(nil)
 // project, public addresses and load balancer rules. Each failure says what
 // to change.
 func (c *Cloud) Diagnose(context.Context) []doctor.Result {
-	g := c.gw.cs()
 	keys := doctor.Result{Check: "cloudstack: keys"}
 	if _, err := c.gw.projectID(); err != nil {
 		return []doctor.Result{failed(keys, err)}
 	}
-	vm, err := c.gw.vmParams()
-	if err == nil {
-		vm.SetPage(1)
-		vm.SetPagesize(1)
-		resp, lerr := g.VirtualMachine.ListVirtualMachines(vm)
-		err = translate("listVirtualMachines", lerr)
-		if err == nil {
-			keys.Detail = fmt.Sprintf("%s accepted them; %d virtual machine(s) visible", redactURL(c.cfg.Global.APIURL), resp.Count)
-		}
-	}
+	n, err := c.gw.machinesVisible()
 	if err != nil {
 		return []doctor.Result{failed(keys, err)}
 	}
+	keys.Detail = fmt.Sprintf("%s accepted them; %d virtual machine(s) visible", redactURL(c.cfg.Global.APIURL), n)
 	out := []doctor.Result{keys}
-
-	addrs := doctor.Result{Check: "cloudstack: public addresses"}
-	if ap, err := c.gw.addressParams(); err != nil {
-		out = append(out, failed(addrs, err))
-	} else {
-		ap.SetPage(1)
-		ap.SetPagesize(1)
-		r, err := g.Address.ListPublicIpAddresses(ap)
-		if err = translate("listPublicIpAddresses", err); err != nil {
-			out = append(out, failed(addrs, err))
+	for _, k := range []struct {
+		check, what string
+		count       func() (int, error)
+	}{
+		{"public addresses", "allocated address(es)", c.gw.addressesVisible},
+		{"load balancer rules", "rule(s)", c.gw.rulesVisible},
+	} {
+		r := doctor.Result{Check: "cloudstack: " + k.check}
+		if n, err := k.count(); err != nil {
+			r = failed(r, err)
 		} else {
-			addrs.Detail = fmt.Sprintf("%d allocated address(es) visible", r.Count)
-			out = append(out, addrs)
+			r.Detail = fmt.Sprintf("%d %s visible", n, k.what)
 		}
-	}
-
-	rules := doctor.Result{Check: "cloudstack: load balancer rules"}
-	if rp, err := c.gw.ruleParams(); err != nil {
-		out = append(out, failed(rules, err))
-	} else {
-		rp.SetPage(1)
-		rp.SetPagesize(1)
-		r, err := g.LoadBalancer.ListLoadBalancerRules(rp)
-		if err = translate("listLoadBalancerRules", err); err != nil {
-			out = append(out, failed(rules, err))
-		} else {
-			rules.Detail = fmt.Sprintf("%d rule(s) visible", r.Count)
-			out = append(out, rules)
-		}
+		out = append(out, r)
 	}
 	return out
 }

@@ -39,25 +39,6 @@ type clients struct {
 	octavia  *gophercloud.ServiceClient
 }
 
-// octaviaClient returns the Octavia client, authenticating on first use.
-func (c *clients) octaviaClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.octavia != nil {
-		return c.octavia, nil
-	}
-	provider, err := c.providerClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	octavia, err := openstack.NewLoadBalancerV2(provider, c.endpointOpts())
-	if err != nil {
-		return nil, fmt.Errorf("finding the load-balancer endpoint: %w", redact(err))
-	}
-	c.octavia = octavia
-	return octavia, nil
-}
-
 func (c *clients) endpointOpts() gophercloud.EndpointOpts {
 	return c.endpoint
 }
@@ -149,43 +130,47 @@ func catalogRegion(p *gophercloud.ProviderClient) string {
 	return ""
 }
 
-// networkClient returns the Neutron client, authenticating on first use.
-func (c *clients) networkClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.network != nil {
-		return c.network, nil
-	}
-	provider, err := c.providerClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	network, err := openstack.NewNetworkV2(provider, c.endpointOpts())
-	if err != nil {
-		return nil, fmt.Errorf("finding the network endpoint: %w", redact(err))
-	}
-	c.network = network
-	return network, nil
+// octaviaClient returns the Octavia client, authenticating on first use.
+func (c *clients) octaviaClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	return c.service(ctx, &c.octavia, "load-balancer", openstack.NewLoadBalancerV2)
 }
 
-// computeClient returns the Nova client, authenticating on first use.
+// networkClient returns the Neutron client, authenticating on first use.
+func (c *clients) networkClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	return c.service(ctx, &c.network, "network", openstack.NewNetworkV2)
+}
+
+// computeClient returns the Nova client (at the microversion the CCM
+// speaks), authenticating on first use.
 func (c *clients) computeClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	return c.service(ctx, &c.compute, "compute", func(p *gophercloud.ProviderClient, eo gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error) {
+		compute, err := openstack.NewComputeV2(p, eo)
+		if err == nil {
+			compute.Microversion = novaMicroversion
+		}
+		return compute, err
+	})
+}
+
+// service is *client, made on first use from the catalog's endpoint of kind
+// (which authenticates when nothing has yet).
+func (c *clients) service(ctx context.Context, client **gophercloud.ServiceClient, kind string,
+	newClient func(*gophercloud.ProviderClient, gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error)) (*gophercloud.ServiceClient, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.compute != nil {
-		return c.compute, nil
+	if *client != nil {
+		return *client, nil
 	}
 	provider, err := c.providerClient(ctx)
 	if err != nil {
 		return nil, err
 	}
-	compute, err := openstack.NewComputeV2(provider, c.endpointOpts())
+	sc, err := newClient(provider, c.endpointOpts())
 	if err != nil {
-		return nil, fmt.Errorf("finding the compute endpoint: %w", redact(err))
+		return nil, fmt.Errorf("finding the %s endpoint: %w", kind, redact(err))
 	}
-	compute.Microversion = novaMicroversion
-	c.compute = compute
-	return compute, nil
+	*client = sc
+	return sc, nil
 }
 
 func availability(endpointType string) gophercloud.Availability {
