@@ -31,14 +31,7 @@ import (
 	"github.com/overcast-ccm/overcast/hack/internal/gendoc"
 )
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "gen-annotation-docs:", err)
-		}
-		os.Exit(1)
-	}
-}
+func main() { gendoc.Main("gen-annotation-docs", run) }
 
 // Options say which constants go on which page.
 type Options struct {

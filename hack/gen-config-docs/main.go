@@ -29,14 +29,7 @@ import (
 	"github.com/overcast-ccm/overcast/hack/internal/gendoc"
 )
 
-func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "gen-config-docs:", err)
-		}
-		os.Exit(1)
-	}
-}
+func main() { gendoc.Main("gen-config-docs", run) }
 
 // Key is one row of the page.
 type Key struct {

@@ -21,7 +21,7 @@ import (
 // on error; build validates and constructs. When both fail, every problem is
 // reported at once, so an operator fixes the file in one go. Registering a name
 // again is a no-op.
-func Register[C any](name string, read func(io.Reader) (C, error), build func(C) (cloudprovider.Interface, error)) {
+func Register[C any, I cloudprovider.Interface](name string, read func(io.Reader) (C, error), build func(C) (I, error)) {
 	registeredMu.Lock()
 	defer registeredMu.Unlock()
 	if registered[name] {

@@ -22,6 +22,7 @@ import (
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -36,10 +37,7 @@ func cloudStackEmulator(t *testing.T, third int) *emulator.Emulator {
 	t.Helper()
 	e, err := emulator.New(emulator.Options{JobDelay: 300 * time.Millisecond, ServeTraffic: true,
 		MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.3.%d.0/24", third)})
-	require.NoError(t, err)
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
-	return e
+	return coretest.Serve(t, e, err)
 }
 
 func csAdmin(e *emulator.Emulator) *cs.CloudStackClient {

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
@@ -33,10 +34,7 @@ func ociEmulator(t *testing.T, third int) *emulator.Emulator {
 	t.Helper()
 	e, err := emulator.New(emulator.Options{MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.4.%d.0/24", third),
 		ServeTraffic: true, Provisioning: 300 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
-	return e
+	return coretest.Serve(t, e, err)
 }
 
 // nodeGone waits for the Node named name to be deleted.

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	ociemulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
@@ -86,10 +87,8 @@ func localLBCloud(t *testing.T, third, n int) *lbCloud {
 // seconds as Octavia's do), a CCM on it, and n servers with Nodes.
 func openStackLBCloud(t *testing.T, third, n int) *lbCloud {
 	t.Helper()
-	e := emulator.New(emulator.Options{ProvisioningDelay: 300 * time.Millisecond, ServeTraffic: true,
-		PrivateCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.2.%d.0/24", third)})
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
+	e := coretest.Serve(t, emulator.New(emulator.Options{ProvisioningDelay: 300 * time.Millisecond, ServeTraffic: true,
+		PrivateCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.2.%d.0/24", third)}), nil)
 	env.StartCCM(t, framework.CCMOptions{Cloud: "openstack", CloudConfig: e.CloudConf(),
 		ExtraArgs: []string{"--load-balancer-drift-period=2s"}})
 	c := &lbCloud{name: "openstack"}

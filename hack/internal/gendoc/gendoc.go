@@ -2,6 +2,10 @@
 package gendoc
 
 import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -28,4 +32,16 @@ func ModulePath(path string) string {
 		root = parent
 	}
 	return filepath.ToSlash(filepath.Clean(path))
+}
+
+// Main runs a generator's run with the command line and exits 1 when it
+// fails, printing the error after the command's name (not for -h, which
+// the flag package has answered).
+func Main(name string, run func(args []string, stdout, stderr io.Writer) error) {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, name+":", err)
+		}
+		os.Exit(1)
+	}
 }

@@ -19,15 +19,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 )
 
 func started(t *testing.T, opts Options) *Emulator {
 	t.Helper()
 	e, err := New(opts)
-	require.NoError(t, err)
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
-	return e
+	return coretest.Serve(t, e, err)
 }
 
 // client is cloudstack-go's client as the peer builds it (NewAsyncClient).

@@ -18,6 +18,8 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/identity"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 )
 
 // The emulator is driven through oci-go-sdk's own clients, signed as the SDK
@@ -27,10 +29,7 @@ import (
 func started(t *testing.T, opts Options) *Emulator {
 	t.Helper()
 	e, err := New(opts)
-	require.NoError(t, err)
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
-	return e
+	return coretest.Serve(t, e, err)
 }
 
 type sdkClients struct {

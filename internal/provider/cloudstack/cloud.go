@@ -35,7 +35,7 @@ const (
 
 func init() {
 	for _, name := range []string{ProviderName, PeerProviderName} {
-		provider.Register(name, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg, name) })
+		provider.Register(name, Read, func(cfg Config) (*Cloud, error) { return New(cfg, name) })
 	}
 }
 

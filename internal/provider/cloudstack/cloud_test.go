@@ -26,6 +26,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/doctor"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 )
@@ -43,9 +44,7 @@ type fixture struct {
 func newFixture(t *testing.T, opts emulator.Options) *fixture {
 	t.Helper()
 	e, err := emulator.New(opts)
-	require.NoError(t, err)
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
+	e = coretest.Serve(t, e, err)
 	cfg, err := Read(strings.NewReader(e.CloudConfig()))
 	require.NoError(t, err)
 	c, err := New(cfg, ProviderName)

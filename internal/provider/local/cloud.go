@@ -25,14 +25,13 @@ import (
 const ProviderName = "local"
 
 func init() {
-	provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
+	provider.Register(ProviderName, Read, New)
 }
 
 // Cloud is the local cloud provider.
 type Cloud struct {
 	provider.Base
-	// Cycle runs the load balancers (EnsureLoadBalancer, UpdateLoadBalancer,
-	// EnsureLoadBalancerDeleted, Drifted) on the local steps (cycle.go).
+	// Cycle runs the load balancers on the local steps (cycle.go).
 	*lbcycle.Cycle[lbSpec, servedLB]
 
 	cfg   Config

@@ -21,7 +21,7 @@ import (
 // (instances.go).
 
 func init() {
-	provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
+	provider.Register(ProviderName, Read, New)
 }
 
 // Cloud is the OCI cloud provider.

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
@@ -23,10 +24,7 @@ import (
 func startEmulator(t *testing.T) *emulator.Emulator {
 	t.Helper()
 	e, err := emulator.New(emulator.Options{})
-	require.NoError(t, err)
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
-	return e
+	return coretest.Serve(t, e, err)
 }
 
 // gatewayOf is a gateway to e as the fixture's user.

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/provider"
 )
@@ -202,9 +203,7 @@ func TestARotatedAPIKeySignsTheNextCallWithoutARestart(t *testing.T) {
 
 func TestADualStackNodeGetsItsIPv6AddressWhenItsLabelAsksForIt(t *testing.T) {
 	e, err := emulator.New(emulator.Options{IPv6CIDR: "fd00:10:0:1::/64"})
-	require.NoError(t, err)
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
+	e = coretest.Serve(t, e, err)
 	c := cloudOn(t, e.CloudConfig())
 	id, ip := e.AddMachine("node-a")
 	dual := nodeNamed("node-a", "oci://"+id)

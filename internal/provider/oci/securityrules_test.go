@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
@@ -55,9 +56,7 @@ func TestThirtyServicesOnOneSecurityListAtOnceLoseNoRule(t *testing.T) {
 	// reads and writes of the list by three clusters' CCMs overlap (one
 	// CCM's own changes of a list go in batches, which do not race).
 	e, err := emulator.New(emulator.Options{Latency: 20 * time.Millisecond})
-	require.NoError(t, err)
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
+	e = coretest.Serve(t, e, err)
 	var clusters []*Cloud
 	for _, uid := range []string{"cluster-a", "cluster-b", "cluster-c"} {
 		c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")

@@ -20,14 +20,13 @@ import (
 const ProviderName = "openstack"
 
 func init() {
-	provider.Register(ProviderName, Read, func(cfg Config) (cloudprovider.Interface, error) { return New(cfg) })
+	provider.Register(ProviderName, Read, New)
 }
 
 // Cloud is the OpenStack cloud provider.
 type Cloud struct {
 	provider.Base
-	// Cycle runs the load balancers (EnsureLoadBalancer, UpdateLoadBalancer,
-	// EnsureLoadBalancerDeleted, Drifted) on Octavia's steps (cycle.go).
+	// Cycle runs the load balancers on Octavia's steps (cycle.go).
 	*lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer]
 
 	cfg     Config

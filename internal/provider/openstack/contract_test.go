@@ -42,6 +42,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
@@ -71,9 +72,7 @@ func newContractTargetWith(t *testing.T, opts emulator.Options) *contractTarget 
 		return realTarget(t, path)
 	}
 	opts.ProvisioningDelay = 200 * time.Millisecond
-	e := emulator.New(opts)
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
+	e := coretest.Serve(t, emulator.New(opts), nil)
 	f := e.Fixture()
 	tg := &contractTarget{
 		name: "emulator", conf: e.CloudConf(), imageID: f.ImageID, flavorID: f.FlavorID, flavorName: f.FlavorName,

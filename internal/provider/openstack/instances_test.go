@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 )
 
@@ -252,9 +253,7 @@ func TestLifecycleQuestionsCostNoListingOfTheirOwn(t *testing.T) {
 // emulatorCloud is a started emulator and the provider configured for it.
 func emulatorCloud(t *testing.T) (*emulator.Emulator, *Cloud) {
 	t.Helper()
-	e := emulator.New(emulator.Options{})
-	require.NoError(t, e.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = e.Close() })
+	e := coretest.Serve(t, emulator.New(emulator.Options{}), nil)
 	cfg, err := Read(strings.NewReader(e.CloudConf()))
 	require.NoError(t, err)
 	c, err := New(cfg)

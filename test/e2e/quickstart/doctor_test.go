@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -33,9 +34,7 @@ var row = framework.DoctorRow
 func TestDoctorNamesEachBrokenThing(t *testing.T) {
 	rootfs, _ := image(t)
 	ctx := t.Context()
-	emu := emulator.New(emulator.Options{PrivateCIDR: "127.0.65.0/24"})
-	require.NoError(t, emu.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = emu.Close() })
+	emu := coretest.Serve(t, emulator.New(emulator.Options{PrivateCIDR: "127.0.65.0/24"}), nil)
 
 	// A Node whose server exists, one whose server does not, and one registered
 	// by a kubelet without --cloud-provider=external (no taint, no providerID).

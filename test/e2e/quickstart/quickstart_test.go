@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -165,9 +166,7 @@ func TestQuickStartOpenStackWithManifests(t *testing.T) {
 
 func quickStartOpenStack(t *testing.T, block, remove, net string) {
 	rootfs, config := image(t)
-	emu := emulator.New(emulator.Options{ProvisioningDelay: time.Second, PrivateCIDR: net + ".0/24"})
-	require.NoError(t, emu.Start("127.0.0.1:0"))
-	t.Cleanup(func() { _ = emu.Close() })
+	emu := coretest.Serve(t, emulator.New(emulator.Options{ProvisioningDelay: time.Second, PrivateCIDR: net + ".0/24"}), nil)
 	dir := workdir(t, "cloud.conf", emu.CloudConf())
 
 	run(t, dir, readmeBlock(t, block))

@@ -45,3 +45,20 @@ func Ask(addr string) (string, error) {
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 	return bufio.NewReader(c).ReadString('\n')
 }
+
+// Serve starts emulator e (made with err) on a free loopback port and closes
+// it when the test ends; any error fails the test.
+func Serve[E interface {
+	Start(addr string) error
+	Close() error
+}](t testing.TB, e E, err error) E {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("making the emulator: %v", err)
+	}
+	if err := e.Start("127.0.0.1:0"); err != nil {
+		t.Fatalf("starting the emulator: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
