@@ -233,7 +233,7 @@ func (e *Emulator) Objects() map[string]int {
 	for _, sl := range e.securityLists.All() {
 		rules += len(sl.IngressSecurityRules) + len(sl.EgressSecurityRules)
 	}
-	return map[string]int{"loadBalancer": e.lbs.Len(), "securityRule": rules}
+	return map[string]int{"loadBalancer": e.lbs.Len(), "networkLoadBalancer": e.nlbs.Len(), "securityRule": rules}
 }
 
 // listPrivateIPs answers ListPrivateIps: the primary private IP of each VNIC

@@ -12,9 +12,12 @@ import (
 // OCI's load balancers do: a health checker of protocol HTTP probes each
 // backend's address at its port and path, TCP by connect; a listener's
 // backendTcpProxyProtocolVersion sends each connection a PROXY protocol
-// header. Every address, public and machine, must be loopback. Not emulated:
-// security lists and NSGs (every source reaches a listener), HTTP listeners
-// (served as TCP).
+// header. Every ACTIVE network load balancer serves its listeners the same
+// way, TCP, UDP or both (TCP_AND_UDP, ANY), a PPv2 header on TCP connections
+// when isPpv2Enabled. Every address, public and machine, must be loopback.
+// Not emulated: security lists and NSGs (every source reaches a listener),
+// HTTP listeners (served as TCP), preserving the client's address
+// (isPreserveSource: backends see the proxy's).
 
 func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 	e.mu.Lock()
@@ -49,6 +52,43 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 				spec.ProxyProtocol = *c.BackendTCPProxyProtocolVersion
 			}
 			out[lb.ID] = append(out[lb.ID], spec)
+		}
+	}
+	for _, n := range e.nlbs.All() {
+		if n.LifecycleState != NLBActive || len(n.IPAddresses) == 0 {
+			continue
+		}
+		addr, err := netip.ParseAddr(n.IPAddresses[0].IPAddress)
+		if err != nil {
+			continue
+		}
+		for _, l := range n.Listeners {
+			bs := n.BackendSets[l.DefaultBackendSetName]
+			if bs == nil || l.Port == 0 {
+				continue
+			}
+			var backends []l4proxy.Backend
+			for _, b := range bs.Backends {
+				if a, err := netip.ParseAddr(b.IPAddress); err == nil && !b.IsOffline {
+					backends = append(backends, l4proxy.Backend{Name: b.Name, Addr: netip.AddrPortFrom(a, uint16(b.Port))})
+				}
+			}
+			var check l4proxy.HealthCheck
+			if hc := bs.HealthChecker; hc != nil && hc.Protocol == "HTTP" {
+				check = l4proxy.HealthCheck{HTTPPort: hc.Port, HTTPPath: hc.URLPath,
+					Interval: time.Duration(hc.IntervalInMillis) * time.Millisecond, Timeout: time.Duration(hc.TimeoutInMillis) * time.Millisecond,
+					HealthyThreshold: 1, UnhealthyThreshold: hc.Retries}
+			}
+			for _, proto := range []l4proxy.Protocol{l4proxy.TCP, l4proxy.UDP} {
+				if !overlap(l.Protocol, string(proto)) {
+					continue
+				}
+				spec := l4proxy.ListenerSpec{Protocol: proto, Address: netip.AddrPortFrom(addr, uint16(l.Port)), Backends: backends, HealthCheck: check}
+				if proto == l4proxy.TCP && l.IsPPv2Enabled {
+					spec.ProxyProtocol = 2
+				}
+				out[n.ID] = append(out[n.ID], spec)
+			}
 		}
 	}
 	return out

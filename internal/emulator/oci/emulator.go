@@ -101,6 +101,8 @@ type Emulator struct {
 	securityLists *core.Store[*securityList]
 	publicIPs     *core.Store[*publicIP]
 	wrs           *core.Store[*workRequest]
+	nlbs          *core.Store[*networkLoadBalancer]
+	nlbWRs        *core.Store[*nlbWorkRequest]
 	jobs          *core.Jobs
 	retryTokens   map[string]retried
 	provMu        sync.Mutex
@@ -127,13 +129,15 @@ func New(opts Options) (*Emulator, error) {
 	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
 		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
 		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
-		lbs: core.NewStore[*loadBalancer](), securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), wrs: core.NewStore[*workRequest](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
+		lbs: core.NewStore[*loadBalancer](), securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), wrs: core.NewStore[*workRequest](),
+		nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	if err := e.seedFixture(); err != nil {
 		return nil, err
 	}
 	e.routeLoadBalancers()
+	e.routeNetworkLoadBalancers()
 	e.routeSecurityLists()
 	e.routePublicIPs()
 	e.routeCompute()
@@ -359,13 +363,29 @@ func codeForStatus(status int) string {
 // the request's page token, as a bare JSON array with opc-next-page when
 // more follow. Call without mu held.
 func listPage[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], keep func(T) bool, view func(T) any) {
+	if views, ok := page(e, w, r, st, keep, view); ok {
+		core.WriteJSON(w, http.StatusOK, views)
+	}
+}
+
+// listItems answers a list as listPage does, in the body {"items": [...]}
+// (the Network Load Balancer API's collections).
+func listItems[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], keep func(T) bool, view func(T) any) {
+	if views, ok := page(e, w, r, st, keep, view); ok {
+		core.WriteJSON(w, http.StatusOK, map[string]any{"items": views})
+	}
+}
+
+// page is a list's page of views, opc-next-page set; false when the
+// request was answered with an error.
+func page[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], keep func(T) bool, view func(T) any) ([]any, bool) {
 	q := r.URL.Query()
 	limit := defaultLimit
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > maxLimit {
 			writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("limit must be between 1 and %d", maxLimit))
-			return
+			return nil, false
 		}
 		limit = n
 	}
@@ -382,12 +402,12 @@ func listPage[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, 
 	e.mu.Unlock()
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "InvalidParameter", "Invalid page token.")
-		return
+		return nil, false
 	}
 	if next != "" {
 		w.Header().Set("opc-next-page", next)
 	}
-	core.WriteJSON(w, http.StatusOK, views)
+	return views, true
 }
 
 // getOne answers the object id of st, or 404 NotAuthorizedOrNotFound.

@@ -139,6 +139,7 @@ func (w *workRequest) ocid() string { return w.ID }
 type retried struct {
 	body      [32]byte
 	wr        string
+	created   string // what the create made, when its answer names it (NLB)
 	expiresAt time.Time
 }
 
@@ -192,8 +193,8 @@ func (e *Emulator) routeLoadBalancers() {
 			}, nil
 		})
 	})
-	routeChildren(e, p, children[backendSet]{
-		path: "backendSets", op: "BackendSet", noun: "Backend set",
+	routeChildren(e, p, children[*loadBalancer, backendSet]{
+		change: e.change, path: "backendSets", op: "BackendSet", noun: "Backend set",
 		of:   func(lb *loadBalancer) map[string]*backendSet { return lb.BackendSets },
 		name: func(bs *backendSet) *string { return &bs.Name },
 		check: func(_ *loadBalancer, bs *backendSet, _ map[string]*backendSet) error {
@@ -208,8 +209,8 @@ func (e *Emulator) routeLoadBalancers() {
 			return nil
 		},
 	})
-	routeChildren(e, p, children[listener]{
-		path: "listeners", op: "Listener", noun: "Listener",
+	routeChildren(e, p, children[*loadBalancer, listener]{
+		change: e.change, path: "listeners", op: "Listener", noun: "Listener",
 		of:   func(lb *loadBalancer) map[string]*listener { return lb.Listeners },
 		name: func(l *listener) *string { return &l.Name },
 		check: func(lb *loadBalancer, l *listener, others map[string]*listener) error {
@@ -230,20 +231,22 @@ func (e *Emulator) routeLoadBalancers() {
 	e.handle("GET "+lbPath+"/loadBalancerWorkRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.wrs, e.viewWR) })
 }
 
-// children is a kind of child of a load balancer (backend sets,
+// children is a kind of child of a load balancer P (backend sets,
 // listeners), keyed by name: OCI creates (409 on a taken name), updates
 // (the name from the path) and deletes each with one work request.
-type children[T any] struct {
+type children[P, T any] struct {
+	// change answers a change of the load balancer {id} (the API's own).
+	change         func(w http.ResponseWriter, r *http.Request, op string, check func(P) (func(), error))
 	path, op, noun string // "backendSets", "BackendSet" (CreateBackendSet…), "Backend set"
-	of             func(*loadBalancer) map[string]*T
+	of             func(P) map[string]*T
 	name           func(*T) *string
 	// check refuses a child (400) given the load balancer's others.
-	check func(lb *loadBalancer, c *T, others map[string]*T) error
+	check func(lb P, c *T, others map[string]*T) error
 	// inUse refuses the deletion of a child others need; nil: none do.
-	inUse func(lb *loadBalancer, name string) error
+	inUse func(lb P, name string) error
 }
 
-func routeChildren[T any](e *Emulator, p string, k children[T]) {
+func routeChildren[P, T any](e *Emulator, p string, k children[P, T]) {
 	put := func(w http.ResponseWriter, r *http.Request, create bool) {
 		c := new(T)
 		if !decodeBody(w, r, c) {
@@ -256,7 +259,7 @@ func routeChildren[T any](e *Emulator, p string, k children[T]) {
 			*k.name(c) = r.PathValue("name")
 		}
 		name := *k.name(c)
-		e.change(w, r, op, func(lb *loadBalancer) (func(), error) {
+		k.change(w, r, op, func(lb P) (func(), error) {
 			m := k.of(lb)
 			switch _, ok := m[name]; {
 			case create && ok:
@@ -274,9 +277,8 @@ func routeChildren[T any](e *Emulator, p string, k children[T]) {
 	e.handle("PUT "+p+"/{id}/"+k.path+"/{name}", func(w http.ResponseWriter, r *http.Request) { put(w, r, false) })
 	e.handle("DELETE "+p+"/{id}/"+k.path+"/{name}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		e.change(w, r, "Delete"+k.op, func(lb *loadBalancer) (func(), error) {
-			m := k.of(lb)
-			if m[name] == nil {
+		k.change(w, r, "Delete"+k.op, func(lb P) (func(), error) {
+			if k.of(lb)[name] == nil {
 				return nil, notFound("%s %s not found.", k.noun, name)
 			}
 			if k.inUse != nil {

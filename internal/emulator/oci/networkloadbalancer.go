@@ -1,0 +1,603 @@
+package oci
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// The Network Load Balancer API (/20200501), as oci-go-sdk's
+// networkloadbalancer package models it (mandatory fields:
+// NetworkLoadBalancer, Listener, BackendSet, Backend, HealthChecker,
+// WorkRequest, WorkRequestResource) and as facts §5 records the service: a
+// create answers the new network load balancer (CREATING) with its etag and
+// an opc-work-request-id; lists are {"items": [...]} paged with
+// opc-next-page; every change answers an opc-work-request-id at once and
+// takes effect when that work request succeeds; while a change runs the
+// network load balancer is UPDATING and another change is refused with 409
+// (unlike the Load Balancing API, which queues it); a FAILED one still takes
+// changes. Work requests: operationType, status, resources and
+// percentComplete, under /workRequests. oci-go-sdk reads only the headers of
+// a change's answer (202 Accepted here).
+
+// Network load balancer lifecycle states (networkloadbalancer.LifecycleStateEnum).
+const (
+	NLBCreating = "CREATING"
+	NLBUpdating = "UPDATING"
+	NLBActive   = "ACTIVE"
+	NLBDeleting = "DELETING"
+	NLBFailed   = "FAILED"
+)
+
+type nlbIPAddress struct {
+	IPAddress  string `json:"ipAddress"`
+	IsPublic   bool   `json:"isPublic"`
+	IPVersion  string `json:"ipVersion"`
+	ReservedIP *struct {
+		ID string `json:"id"`
+	} `json:"reservedIp,omitempty"`
+}
+
+type nlbListener struct {
+	Name                  string `json:"name"`
+	DefaultBackendSetName string `json:"defaultBackendSetName"`
+	Port                  int    `json:"port"`
+	Protocol              string `json:"protocol"`
+	IPVersion             string `json:"ipVersion"`
+	IsPPv2Enabled         bool   `json:"isPpv2Enabled"`
+}
+
+type nlbBackend struct {
+	Name      string  `json:"name"`
+	IPAddress string  `json:"ipAddress"`
+	TargetID  *string `json:"targetId,omitempty"`
+	Port      int     `json:"port"`
+	Weight    int     `json:"weight"`
+	IsDrain   bool    `json:"isDrain"`
+	IsBackup  bool    `json:"isBackup"`
+	IsOffline bool    `json:"isOffline"`
+}
+
+type nlbHealthChecker struct {
+	Protocol          string `json:"protocol"`
+	Port              int    `json:"port"`
+	Retries           int    `json:"retries"`
+	TimeoutInMillis   int    `json:"timeoutInMillis"`
+	IntervalInMillis  int    `json:"intervalInMillis"`
+	URLPath           string `json:"urlPath,omitempty"`
+	ReturnCode        int    `json:"returnCode,omitempty"`
+	ResponseBodyRegex string `json:"responseBodyRegex,omitempty"`
+}
+
+type nlbBackendSet struct {
+	Name             string            `json:"name"`
+	Policy           string            `json:"policy"`
+	IsPreserveSource bool              `json:"isPreserveSource"`
+	IsFailOpen       bool              `json:"isFailOpen"`
+	IPVersion        string            `json:"ipVersion"`
+	Backends         []nlbBackend      `json:"backends"`
+	HealthChecker    *nlbHealthChecker `json:"healthChecker"`
+}
+
+type networkLoadBalancer struct {
+	resource
+	DisplayName                 string                    `json:"displayName"`
+	SubnetID                    string                    `json:"subnetId"`
+	IsPrivate                   bool                      `json:"isPrivate"`
+	IsPreserveSourceDestination bool                      `json:"isPreserveSourceDestination"`
+	IsSymmetricHashEnabled      bool                      `json:"isSymmetricHashEnabled"`
+	NLBIPVersion                string                    `json:"nlbIpVersion"`
+	IPAddresses                 []nlbIPAddress            `json:"ipAddresses"`
+	NetworkSecurityGroupIDs     []string                  `json:"networkSecurityGroupIds"`
+	Listeners                   map[string]*nlbListener   `json:"listeners"`
+	BackendSets                 map[string]*nlbBackendSet `json:"backendSets"`
+	FreeformTags                map[string]string         `json:"freeformTags"`
+	DefinedTags                 map[string]map[string]any `json:"definedTags"`
+	SystemTags                  map[string]map[string]any `json:"systemTags"`
+	TimeUpdated                 *time.Time                `json:"timeUpdated,omitempty"`
+	LifecycleDetails            string                    `json:"lifecycleDetails,omitempty"`
+	revision                    int                       // the etag's
+}
+
+type nlbWorkRequest struct {
+	ID              string     `json:"id"`
+	OperationType   string     `json:"operationType"`
+	Status          string     `json:"status"`
+	CompartmentID   string     `json:"compartmentId"`
+	Resources       []wrEntity `json:"resources"`
+	PercentComplete float32    `json:"percentComplete"`
+	TimeAccepted    time.Time  `json:"timeAccepted"`
+	TimeStarted     *time.Time `json:"timeStarted,omitempty"`
+	TimeFinished    *time.Time `json:"timeFinished,omitempty"`
+	start, end      time.Time  // when it runs
+}
+
+// wrEntity is networkloadbalancer.WorkRequestResource.
+type wrEntity struct {
+	EntityType string `json:"entityType"`
+	ActionType string `json:"actionType"`
+	Identifier string `json:"identifier"`
+	EntityURI  string `json:"entityUri"`
+}
+
+func (w *nlbWorkRequest) ocid() string { return w.ID }
+
+// nlbCreateDetails is CreateNetworkLoadBalancerDetails, the parts checked or
+// kept.
+type nlbCreateDetails struct {
+	CompartmentID               string                    `json:"compartmentId"`
+	DisplayName                 string                    `json:"displayName"`
+	SubnetID                    string                    `json:"subnetId"`
+	IsPrivate                   bool                      `json:"isPrivate"`
+	IsPreserveSourceDestination bool                      `json:"isPreserveSourceDestination"`
+	IsSymmetricHashEnabled      bool                      `json:"isSymmetricHashEnabled"`
+	NLBIPVersion                string                    `json:"nlbIpVersion"`
+	NetworkSecurityGroupIDs     []string                  `json:"networkSecurityGroupIds"`
+	Listeners                   map[string]*nlbListener   `json:"listeners"`
+	BackendSets                 map[string]*nlbBackendSet `json:"backendSets"`
+	FreeformTags                map[string]string         `json:"freeformTags"`
+	DefinedTags                 map[string]map[string]any `json:"definedTags"`
+	ReservedIPs                 []struct {
+		ID string `json:"id"`
+	} `json:"reservedIps"`
+}
+
+// nlbPolicies and the protocols are the API's enums
+// (NetworkLoadBalancingPolicyEnum, ListenerProtocolsEnum,
+// HealthCheckProtocolsEnum).
+var (
+	nlbPolicies        = []string{"TWO_TUPLE", "THREE_TUPLE", "FIVE_TUPLE"}
+	nlbListenerProtos  = []string{"ANY", "TCP", "UDP", "TCP_AND_UDP", "L3IP"}
+	nlbHealthProtocols = []string{"HTTP", "HTTPS", "TCP", "UDP", "DNS"}
+)
+
+func (e *Emulator) routeNetworkLoadBalancers() {
+	p := nlbPath + "/networkLoadBalancers"
+	e.handle("POST "+p, e.createNLB)
+	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
+		comp, ok := requireCompartment(w, r)
+		if !ok {
+			return
+		}
+		q := r.URL.Query()
+		name, state := q.Get("displayName"), q.Get("lifecycleState")
+		listItems(e, w, r, e.nlbs, func(n *networkLoadBalancer) bool {
+			return n.CompartmentID == comp && (name == "" || n.DisplayName == name) && (state == "" || n.LifecycleState == state)
+		}, viewNLB)
+	})
+	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		n, ok := e.nlbs.Get(r.PathValue("id"))
+		var v any
+		if ok {
+			v = viewNLB(n)
+			w.Header().Set("etag", n.etag())
+		}
+		e.mu.Unlock()
+		if !ok {
+			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+			return
+		}
+		writeJSONStatus(w, http.StatusOK, v)
+	})
+	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
+		e.nlbChange(w, r, "DELETE_NETWORK_LOAD_BALANCER", func(n *networkLoadBalancer) (func(), error) {
+			return func() {
+				e.nlbs.Remove(n.ID)
+				e.releaseReserved(n.ID)
+			}, nil
+		})
+	})
+	routeChildren(e, p, children[*networkLoadBalancer, nlbBackendSet]{
+		change: e.nlbChangeNamed, path: "backendSets", op: "BackendSet", noun: "Backend set",
+		of:   func(n *networkLoadBalancer) map[string]*nlbBackendSet { return n.BackendSets },
+		name: func(bs *nlbBackendSet) *string { return &bs.Name },
+		check: func(_ *networkLoadBalancer, bs *nlbBackendSet, _ map[string]*nlbBackendSet) error {
+			return checkNLBBackendSet(bs)
+		},
+		inUse: func(n *networkLoadBalancer, name string) error {
+			for _, l := range n.Listeners {
+				if l.DefaultBackendSetName == name {
+					return invalid("Backend set %s is used by listener %s.", name, l.Name)
+				}
+			}
+			return nil
+		},
+	})
+	routeChildren(e, p, children[*networkLoadBalancer, nlbListener]{
+		change: e.nlbChangeNamed, path: "listeners", op: "Listener", noun: "Listener",
+		of:   func(n *networkLoadBalancer) map[string]*nlbListener { return n.Listeners },
+		name: func(l *nlbListener) *string { return &l.Name },
+		check: func(n *networkLoadBalancer, l *nlbListener, others map[string]*nlbListener) error {
+			return checkNLBListener(n.BackendSets, l, others)
+		},
+	})
+	e.handle("GET "+nlbPath+"/workRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbWRs, e.viewNLBWR) })
+	e.handle("GET "+nlbPath+"/workRequests", func(w http.ResponseWriter, r *http.Request) {
+		comp, ok := requireCompartment(w, r)
+		if !ok {
+			return
+		}
+		listItems(e, w, r, e.nlbWRs, func(wr *nlbWorkRequest) bool { return wr.CompartmentID == comp }, e.viewNLBWR)
+	})
+}
+
+func (n *networkLoadBalancer) etag() string { return strconv.Itoa(n.revision) }
+
+// writeJSONStatus is core.WriteJSON for an answer whose headers are set.
+func writeJSONStatus(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// The operation types of the work requests of children
+// (networkloadbalancer.OperationTypeEnum).
+var nlbOperations = map[string]string{
+	"CreateBackendSet": "CREATE_BACKEND_SET", "UpdateBackendSet": "UPDATE_BACKEND_SET", "DeleteBackendSet": "DELETE_BACKEND_SET",
+	"CreateListener": "CREATE_LISTENER", "UpdateListener": "UPDATE_LISTENER", "DeleteListener": "DELETE_LISTENER",
+}
+
+// nlbChangeNamed is nlbChange for the children's operations, named as the
+// Load Balancing API's (routeChildren).
+func (e *Emulator) nlbChangeNamed(w http.ResponseWriter, r *http.Request, op string, check func(*networkLoadBalancer) (func(), error)) {
+	e.nlbChange(w, r, nlbOperations[op], check)
+}
+
+// nlbChange answers a change of the network load balancer {id}: refused
+// while it is being created, changed or deleted; else check decides at once
+// and the effect applies when the work request succeeds, the network load
+// balancer UPDATING (or DELETING) meanwhile.
+func (e *Emulator) nlbChange(w http.ResponseWriter, r *http.Request, op string, check func(*networkLoadBalancer) (func(), error)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.nlbs.Get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		return
+	}
+	if n.LifecycleState != NLBActive && n.LifecycleState != NLBFailed {
+		writeError(w, http.StatusConflict, "Conflict", fmt.Sprintf("Invalid State Transition of NLB lifeCycle state from %s to %s",
+			titleCase(n.LifecycleState), titleCase(NLBUpdating)))
+		return
+	}
+	if m := r.Header.Get("if-match"); m != "" && m != n.etag() {
+		writeError(w, http.StatusPreconditionFailed, "NoEtagMatch", "The resource's etag does not match the if-match header.")
+		return
+	}
+	effect, err := check(n)
+	if err != nil {
+		writeAPIErr(w, err)
+		return
+	}
+	was, next, action := n.LifecycleState, NLBUpdating, "UPDATED"
+	if op == "DELETE_NETWORK_LOAD_BALANCER" {
+		next, action = NLBDeleting, "DELETED"
+	}
+	n.LifecycleState = next
+	n.revision++
+	w.Header().Set("opc-work-request-id", e.startNLBWR(n, op, action, e.opts.Clock(), func() {
+		effect()
+		if next == NLBUpdating {
+			n.LifecycleState = NLBActive
+			if was == NLBFailed {
+				n.LifecycleState = NLBFailed
+			}
+			n.revision++
+		}
+	}))
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// titleCase is OCI's spelling of a state in its messages (Updating).
+func titleCase(s string) string {
+	if s == "" {
+		return s
+	}
+	b := []byte(s)
+	for i := 1; i < len(b); i++ {
+		if b[i] >= 'A' && b[i] <= 'Z' {
+			b[i] += 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// startNLBWR starts a work request of n that applies effect when it
+// succeeds, one provisioning time from now. Call with mu held.
+func (e *Emulator) startNLBWR(n *networkLoadBalancer, op, action string, now time.Time, effect func()) string {
+	wr := &nlbWorkRequest{ID: e.newID("nlbworkrequest"), OperationType: op, Status: wrAccepted, CompartmentID: n.CompartmentID,
+		Resources: []wrEntity{{EntityType: "NetworkLoadBalancer", ActionType: "IN_PROGRESS", Identifier: n.ID,
+			EntityURI: nlbPath + "/networkLoadBalancers/" + n.ID}},
+		TimeAccepted: now, start: now, end: now.Add(e.provisioning())}
+	e.nlbWRs.Add(wr.ID, wr)
+	e.jobs.Start(wr.ID, now, wr.end.Sub(now), func() (any, error) {
+		effect()
+		wr.Status, wr.PercentComplete, wr.Resources[0].ActionType = wrSucceeded, 100, action
+		done := wr.end
+		wr.TimeFinished = &done
+		return nil, nil
+	})
+	return wr.ID
+}
+
+// createNLB answers CreateNetworkLoadBalancer: checked whole, then a
+// CREATING network load balancer with its address, ACTIVE when its work
+// request succeeds.
+func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "CannotParseRequest", err.Error())
+		return
+	}
+	var d nlbCreateDetails
+	if err := json.Unmarshal(raw, &d); err != nil {
+		writeError(w, http.StatusBadRequest, "CannotParseRequest", "The request body is not valid JSON: "+err.Error())
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.opts.Clock()
+	token := r.Header.Get("opc-retry-token")
+	sum := sha256.Sum256(raw)
+	if prev, ok := e.retryTokens[token]; token != "" && ok && now.Before(prev.expiresAt) {
+		if prev.body != sum {
+			writeError(w, http.StatusConflict, "InvalidatedRetryToken", "The retry token was used for a request with another body.")
+			return
+		}
+		if n, ok := e.nlbs.Get(prev.created); ok {
+			w.Header().Set("etag", n.etag())
+			w.Header().Set("opc-work-request-id", prev.wr)
+			writeJSONStatus(w, http.StatusOK, viewNLB(n))
+			return
+		}
+	}
+	if err := e.checkNLBCreate(&d); err != nil {
+		writeAPIErr(w, err)
+		return
+	}
+	n := &networkLoadBalancer{resource: resource{ID: e.newID("networkloadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: NLBCreating, TimeCreated: now},
+		DisplayName: d.DisplayName, SubnetID: d.SubnetID, IsPrivate: d.IsPrivate, IsPreserveSourceDestination: d.IsPreserveSourceDestination,
+		IsSymmetricHashEnabled: d.IsSymmetricHashEnabled, NLBIPVersion: "IPV4", NetworkSecurityGroupIDs: nonNil(d.NetworkSecurityGroupIDs),
+		Listeners: d.Listeners, BackendSets: d.BackendSets, FreeformTags: d.FreeformTags, DefinedTags: d.DefinedTags,
+		SystemTags: map[string]map[string]any{}, revision: 1}
+	if n.FreeformTags == nil {
+		n.FreeformTags = map[string]string{}
+	}
+	if n.DefinedTags == nil {
+		n.DefinedTags = map[string]map[string]any{}
+	}
+	var reservedIDs []string
+	for _, r := range d.ReservedIPs {
+		reservedIDs = append(reservedIDs, r.ID)
+	}
+	if len(reservedIDs) > 0 && d.IsPrivate {
+		writeError(w, http.StatusBadRequest, "InvalidParameter", "A private network load balancer takes no reserved public IP.")
+		return
+	}
+	reserved, err := e.takeReserved(reservedIDs, n.ID)
+	if err != nil {
+		writeAPIErr(w, err)
+		return
+	}
+	// The address is the network load balancer's from its creation.
+	if len(reserved) > 0 {
+		a := nlbIPAddress{IPAddress: reserved[0].IPAddress, IsPublic: true, IPVersion: "IPV4"}
+		a.ReservedIP = &struct {
+			ID string `json:"id"`
+		}{ID: reserved[0].ID}
+		n.IPAddresses = []nlbIPAddress{a}
+	} else {
+		a := e.lbAddress(n.IsPrivate)
+		n.IPAddresses = []nlbIPAddress{{IPAddress: a.IPAddress, IsPublic: a.IsPublic, IPVersion: "IPV4"}}
+		if !n.IsPrivate {
+			// A public network load balancer has its private address too.
+			p := e.lbAddress(true)
+			n.IPAddresses = append(n.IPAddresses, nlbIPAddress{IPAddress: p.IPAddress, IPVersion: "IPV4"})
+		}
+	}
+	e.nlbs.Add(n.ID, n)
+	wr := e.startNLBWR(n, "CREATE_NETWORK_LOAD_BALANCER", "CREATED", now, func() {
+		n.LifecycleState = NLBActive
+		n.revision++
+	})
+	if token != "" {
+		e.retryTokens[token] = retried{body: sum, wr: wr, created: n.ID, expiresAt: now.Add(24 * time.Hour)}
+	}
+	w.Header().Set("etag", n.etag())
+	w.Header().Set("opc-work-request-id", wr)
+	writeJSONStatus(w, http.StatusOK, viewNLB(n))
+}
+
+// checkNLBCreate is what OCI refuses of a create, before anything is made.
+// Call with mu held.
+func (e *Emulator) checkNLBCreate(d *nlbCreateDetails) error {
+	switch {
+	case d.CompartmentID == "":
+		return &apiErr{http.StatusBadRequest, "MissingParameter", "compartmentId is required."}
+	case d.DisplayName == "":
+		return &apiErr{http.StatusBadRequest, "MissingParameter", "displayName is required."}
+	case d.SubnetID == "":
+		return &apiErr{http.StatusBadRequest, "MissingParameter", "subnetId is required."}
+	case d.NLBIPVersion != "" && d.NLBIPVersion != "IPV4":
+		return invalid("nlbIpVersion %s is not served by this emulator (IPV4).", d.NLBIPVersion)
+	}
+	if _, ok := e.subnets.Get(d.SubnetID); !ok {
+		return &apiErr{http.StatusBadRequest, "RelatedResourceNotAuthorizedOrNotFound", fmt.Sprintf("Subnet %s not found.", d.SubnetID)}
+	}
+	if d.BackendSets == nil {
+		d.BackendSets = map[string]*nlbBackendSet{}
+	}
+	for name, bs := range d.BackendSets {
+		bs.Name = name
+		if err := checkNLBBackendSet(bs); err != nil {
+			return err
+		}
+	}
+	if d.Listeners == nil {
+		d.Listeners = map[string]*nlbListener{}
+	}
+	for name, l := range d.Listeners {
+		l.Name = name
+		if err := checkNLBListener(d.BackendSets, l, without(d.Listeners, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkNLBBackendSet(bs *nlbBackendSet) error {
+	switch {
+	case bs.Name == "":
+		return invalid("A backend set needs a name.")
+	case bs.HealthChecker == nil:
+		return invalid("Backend set %s: healthChecker is required.", bs.Name)
+	case !slices.Contains(nlbHealthProtocols, bs.HealthChecker.Protocol):
+		return invalid("Backend set %s: health checker protocol %q is not one of %v.", bs.Name, bs.HealthChecker.Protocol, nlbHealthProtocols)
+	}
+	if bs.Policy == "" {
+		bs.Policy = "FIVE_TUPLE"
+	}
+	if !slices.Contains(nlbPolicies, bs.Policy) {
+		return invalid("Backend set %s: policy %q is not one of %v.", bs.Name, bs.Policy, nlbPolicies)
+	}
+	if bs.IPVersion == "" {
+		bs.IPVersion = "IPV4"
+	}
+	hc := bs.HealthChecker
+	if hc.Retries == 0 {
+		hc.Retries = 3
+	}
+	if hc.TimeoutInMillis == 0 {
+		hc.TimeoutInMillis = 3000
+	}
+	if hc.IntervalInMillis == 0 {
+		hc.IntervalInMillis = 10000
+	}
+	seen := map[string]bool{}
+	for i := range bs.Backends {
+		b := &bs.Backends[i]
+		// A backend is named by its address (or target) and port
+		// (BackendDetails).
+		ip, err := netip.ParseAddr(b.IPAddress)
+		switch {
+		case err != nil && b.TargetID == nil:
+			return invalid("Backend set %s: a backend needs an ipAddress or a targetId.", bs.Name)
+		case b.Port < 1 || b.Port > 65535:
+			return invalid("Backend set %s: backend port %d is not a port.", bs.Name, b.Port)
+		}
+		if err == nil {
+			b.Name = netip.AddrPortFrom(ip, uint16(b.Port)).String()
+		} else {
+			b.Name = fmt.Sprintf("%s:%d", *b.TargetID, b.Port)
+		}
+		if seen[b.Name] {
+			return invalid("Backend %s is given twice.", b.Name)
+		}
+		seen[b.Name] = true
+		if b.Weight == 0 {
+			b.Weight = 1
+		}
+	}
+	if bs.Backends == nil {
+		bs.Backends = []nlbBackend{}
+	}
+	return nil
+}
+
+func checkNLBListener(sets map[string]*nlbBackendSet, l *nlbListener, others map[string]*nlbListener) error {
+	switch {
+	case l.Name == "":
+		return invalid("A listener needs a name.")
+	case !slices.Contains(nlbListenerProtos, l.Protocol):
+		return invalid("Listener %s: protocol %q is not one of %v.", l.Name, l.Protocol, nlbListenerProtos)
+	case l.Port < 0 || l.Port > 65535:
+		return invalid("Listener %s: port %d is not a port.", l.Name, l.Port)
+	case sets[l.DefaultBackendSetName] == nil:
+		return invalid("Listener %s: backend set %q does not exist.", l.Name, l.DefaultBackendSetName)
+	}
+	if l.IPVersion == "" {
+		l.IPVersion = "IPV4"
+	}
+	for _, o := range others {
+		if o.Port == l.Port && overlap(o.Protocol, l.Protocol) {
+			return invalid("Listener %s: port %d/%s is taken by listener %s.", l.Name, l.Port, l.Protocol, o.Name)
+		}
+	}
+	return nil
+}
+
+// overlap says whether two listeners' protocols share a transport.
+func overlap(a, b string) bool {
+	has := func(p, t string) bool { return p == t || p == "TCP_AND_UDP" || p == "ANY" }
+	return (has(a, "TCP") && has(b, "TCP")) || (has(a, "UDP") && has(b, "UDP"))
+}
+
+// viewNLB is a copy of a network load balancer to encode outside the lock.
+func viewNLB(n *networkLoadBalancer) any {
+	c := *n
+	c.Listeners = make(map[string]*nlbListener, len(n.Listeners))
+	for k, v := range n.Listeners {
+		l := *v
+		c.Listeners[k] = &l
+	}
+	c.BackendSets = make(map[string]*nlbBackendSet, len(n.BackendSets))
+	for k, v := range n.BackendSets {
+		bs := *v
+		bs.Backends = slices.Clone(v.Backends)
+		if v.HealthChecker != nil {
+			hc := *v.HealthChecker
+			bs.HealthChecker = &hc
+		}
+		c.BackendSets[k] = &bs
+	}
+	c.IPAddresses = slices.Clone(n.IPAddresses)
+	return &c
+}
+
+// viewNLBWR is a work request as it stands at the emulator's time.
+func (e *Emulator) viewNLBWR(wr *nlbWorkRequest) any {
+	c := *wr
+	c.Resources = slices.Clone(wr.Resources)
+	if c.Status == wrAccepted && e.opts.Clock().After(c.start) {
+		c.Status = wrInProgress
+		started := c.start
+		c.TimeStarted = &started
+		if total := c.end.Sub(c.start); total > 0 {
+			c.PercentComplete = float32(100 * e.opts.Clock().Sub(c.start) / total)
+		}
+	}
+	return &c
+}
+
+// NetworkLoadBalancers are the network load balancers, as the API shows
+// them (tests).
+func (e *Emulator) NetworkLoadBalancers() []any {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.jobs.Settle(e.opts.Clock())
+	var out []any
+	for _, n := range e.nlbs.All() {
+		out = append(out, viewNLB(n))
+	}
+	return out
+}
+
+// SetNetworkLoadBalancerState moves a network load balancer to a lifecycle
+// state (FAILED, as OCI leaves one it could not build or repair).
+func (e *Emulator) SetNetworkLoadBalancerState(id, state string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.nlbs.Get(id)
+	if !ok {
+		return fmt.Errorf("no network load balancer %s", id)
+	}
+	n.LifecycleState = state
+	return nil
+}
