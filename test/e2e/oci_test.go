@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/common"
 	ocicore "github.com/oracle/oci-go-sdk/v65/core"
 	"github.com/oracle/oci-go-sdk/v65/loadbalancer"
+	nlb "github.com/oracle/oci-go-sdk/v65/networkloadbalancer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -356,4 +358,101 @@ func waitReplaced(t *testing.T, c *lbCloud, svc *v1.Service, old, addr, msg stri
 		}
 		return nil
 	}), msg)
+}
+
+// ociNLBClient is oci-go-sdk's network load balancer client of e.
+func ociNLBClient(t *testing.T, e *emulator.Emulator) nlb.NetworkLoadBalancerClient {
+	t.Helper()
+	t.Setenv("OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED", "false")
+	f := e.Fixture()
+	c, err := nlb.NewNetworkLoadBalancerClientWithConfigurationProvider(
+		common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.Region(), f.Fingerprint, f.PrivateKeyPEM, nil))
+	require.NoError(t, err)
+	c.Host = e.URL()
+	return c
+}
+
+// A network load balancer (the peer's annotation) serves a port over TCP
+// and UDP at once, named and built as the peer builds it (one listener
+// TCP_AND_UDP-53, backends naming their instances); a Service that changes
+// its type gets the other kind and loses the first; nothing is left after.
+func TestOCINetworkLoadBalancerServesTCPAndUDP(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 69, 2)
+	e, client := c.ociEmu, ociNLBClient(t, c.ociEmu)
+	before := e.Objects()
+	nlbType := map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}
+	svc := lbService(t, ns, "dns", func(s *v1.Service) {
+		s.Annotations = nlbType
+		s.Spec.Ports = []v1.ServicePort{{Name: "dns-tcp", Protocol: v1.ProtocolTCP, Port: 53}, {Name: "dns-udp", Protocol: v1.ProtocolUDP, Port: 53}}
+	})
+	for _, k := range c.nodes {
+		k.ServeService(t, svc, true)
+	}
+	got := waitCondition(t, ns, "dns", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	require.Len(t, got.Status.LoadBalancer.Ingress, 2, "the public address, then the private one, as the peer shows them")
+
+	list, err := client.ListNetworkLoadBalancers(t.Context(), nlb.ListNetworkLoadBalancersRequest{
+		CompartmentId: common.String(e.Fixture().CompartmentID), DisplayName: common.String(ns + "/dns/" + string(svc.UID))})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1, "named <namespace>/<name>/<UID>, as the peer names it")
+	n := list.Items[0]
+	assert.Equal(t, *n.IpAddresses[0].IpAddress, got.Status.LoadBalancer.Ingress[0].IP)
+	require.Contains(t, n.Listeners, "TCP_AND_UDP-53")
+	assert.Equal(t, nlb.ListenerProtocolsTcpAndUdp, n.Listeners["TCP_AND_UDP-53"].Protocol)
+	bs := n.BackendSets["TCP_AND_UDP-53"]
+	assert.Equal(t, nlb.NetworkLoadBalancingPolicyFiveTuple, bs.Policy)
+	require.Len(t, bs.Backends, 2)
+	for _, b := range bs.Backends {
+		assert.Contains(t, *b.TargetId, "ocid1.instance.", "a backend names its instance")
+	}
+
+	vip := netip.AddrPortFrom(netip.MustParseAddr(got.Status.LoadBalancer.Ingress[0].IP), 53)
+	seenTCP, seenUDP := map[string]bool{}, map[string]bool{}
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		a, err := framework.RequestTCP(netip.Addr{}, vip)
+		if err != nil {
+			return err
+		}
+		seenTCP[a] = true
+		b, err := framework.RequestUDP(netip.Addr{}, vip)
+		if err != nil {
+			return err
+		}
+		seenUDP[b] = true
+		if len(seenTCP) < 2 || len(seenUDP) < 2 {
+			return fmt.Errorf("answers from %v over TCP and %v over UDP", seenTCP, seenUDP)
+		}
+		return nil
+	}), "both nodes answer over TCP and over UDP")
+
+	// A TCP Service that changes from nlb to lb: a load balancer is built
+	// and the network load balancer deleted.
+	web := lbService(t, ns, "web", func(s *v1.Service) { s.Annotations = nlbType })
+	waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	web = getService(t, ns, "web")
+	delete(web.Annotations, "oci.oraclecloud.com/load-balancer-type")
+	_, err = env.Client.CoreV1().Services(ns).Update(t.Context(), web, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	lbClient := ociLBClient(t, e)
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		lbs := ociLBs(t, lbClient, e, string(web.UID))
+		left, err := client.ListNetworkLoadBalancers(t.Context(), nlb.ListNetworkLoadBalancersRequest{
+			CompartmentId: common.String(e.Fixture().CompartmentID), DisplayName: common.String(ns + "/web/" + string(web.UID))})
+		if err != nil {
+			return err
+		}
+		if len(lbs) != 1 || len(left.Items) != 0 {
+			return fmt.Errorf("%d load balancers, %d network load balancers", len(lbs), len(left.Items))
+		}
+		svc := getService(t, ns, "web")
+		if len(lbs[0].IpAddresses) == 0 || ingressAddr(svc) != *lbs[0].IpAddresses[0].IpAddress {
+			return fmt.Errorf("ingress %q is not the load balancer's yet", ingressAddr(svc))
+		}
+		return nil
+	}), "the Service's network load balancer is replaced by a load balancer")
+
+	deleteService(t, ns, "dns")
+	deleteService(t, ns, "web")
+	assert.Equal(t, before, e.Objects(), "nothing left in the emulator")
 }

@@ -34,7 +34,8 @@ type Cloud struct {
 	gw       *gateway
 	creds    *rotatingKey
 	machines *snapshot.Snapshot[machine]
-	listing  *snapshot.Snapshot[LB]
+	// listings are the shared listings of the load balancers, by kind.
+	listings map[string]*snapshot.Snapshot[LB]
 	wrs      *workRequests
 	// records keeps each Service's converged record in OCIConverged.
 	records *lbcycle.AnnotationRecords
@@ -75,7 +76,8 @@ func New(cfg Config) (*Cloud, error) {
 	c := &Cloud{cfg: cfg, gw: gw, creds: creds, primary: map[string]bool{}, compartmentOf: map[string]string{},
 		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
-	c.listing, c.wrs = newListing(c), newWorkRequests()
+	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
+	c.wrs = newWorkRequests()
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube}
 	c.Cycle = newCycle(c)
 	return c, nil

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
@@ -65,6 +66,7 @@ type workRequests struct {
 const whatCreate = "being created"
 
 type pendingWR struct {
+	kind    string // of the load balancer
 	id      string
 	what    string
 	started time.Time
@@ -72,10 +74,10 @@ type pendingWR struct {
 
 func newWorkRequests() *workRequests { return &workRequests{pending: map[types.UID]pendingWR{}} }
 
-func (w *workRequests) start(svc *v1.Service, id, what string) {
+func (w *workRequests) start(svc *v1.Service, kind, id, what string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.pending[svc.UID] = pendingWR{id: id, what: what, started: time.Now()}
+	w.pending[svc.UID] = pendingWR{kind: kind, id: id, what: what, started: time.Now()}
 }
 
 func (w *workRequests) get(svc *v1.Service) (pendingWR, bool) {
@@ -143,22 +145,32 @@ func (c *Cloud) asLB(svc *v1.Service, lb LB) ociLB {
 	return out
 }
 
-// newListing is the shared listing of the compartment's load balancers.
-func newListing(c *Cloud) *snapshot.Snapshot[LB] {
-	return snapshot.New(ProviderName+"-lb", listingMaxAge, listingMinMiss, func(ctx context.Context) ([]LB, error) {
-		return c.gw.loadBalancers(ctx, inCompartment(c.cfg.CompartmentID))
+// newListing is the shared listing of the compartment's load balancers of
+// a kind.
+func newListing(c *Cloud, kind string) *snapshot.Snapshot[LB] {
+	return snapshot.New(ProviderName+"-"+kind, listingMaxAge, listingMinMiss, func(ctx context.Context) ([]LB, error) {
+		return c.gw.loadBalancers(ctx, kind, inCompartment(c.cfg.CompartmentID))
 	}, func(lb LB) []string { return []string{"id/" + lb.ID, "name/" + lb.DisplayName} })
 }
 
+// listed is the Service's load balancer of a kind in the shared listing.
+func (c *Cloud) listed(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
+	return c.listings[kind].Get(ctx, "name/"+nameOf(svc, kind))
+}
+
 func (s steps) Listed(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
-	lb, found, err := s.listing.Get(ctx, "name/"+lbName(svc))
+	lb, found, err := s.listed(ctx, svc, kindOf(svc))
 	if err != nil || !found {
 		return ociLB{}, false, err
 	}
 	return s.asLB(svc, lb), true, nil
 }
 
-func (s steps) Relist() { s.listing.Invalidate() }
+func (s steps) Relist() {
+	for _, l := range s.listings {
+		l.Invalidate()
+	}
+}
 
 func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.wrs.retryAfter(svc) }
 
@@ -168,9 +180,14 @@ func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.wrs.retryAft
 // being created is looked for in the shared listing, made at most
 // createPoll ago: the Services waiting for theirs share one call.
 func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
-	if p, ok := s.wrs.get(svc); ok {
+	return s.find(ctx, svc, kindOf(svc))
+}
+
+// find is Find of the Service's load balancer of a kind.
+func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, bool, error) {
+	if p, ok := s.wrs.get(svc); ok && p.kind == kind {
 		if p.what == whatCreate {
-			lb, found, err := s.listing.GetFresh(ctx, "name/"+lbName(svc), createPoll)
+			lb, found, err := s.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), createPoll)
 			switch {
 			case err != nil:
 				return ociLB{}, false, err
@@ -182,7 +199,7 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
 			}
 			// Not listed: the work request says whether it is still to come.
 		}
-		wr, err := s.gw.workRequest(ctx, p.id)
+		wr, err := s.gw.workRequest(ctx, kind, p.id)
 		switch {
 		case errors.Is(err, outcome.ErrNotFound):
 			s.wrs.done(svc, 0)
@@ -198,7 +215,7 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
 			}
 		}
 	}
-	list, err := s.gw.loadBalancers(ctx, with(inCompartment(s.cfg.CompartmentID), "displayName", lbName(svc)))
+	list, err := s.gw.loadBalancers(ctx, kind, with(inCompartment(s.cfg.CompartmentID), "displayName", nameOf(svc, kind)))
 	if err != nil {
 		return ociLB{}, false, err
 	}
@@ -207,10 +224,10 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
 	case 0:
 		return ociLB{}, false, nil
 	case 1:
-		s.listing.Put(list[0])
+		s.listings[kind].Put(list[0])
 		return s.asLB(svc, list[0]), true, nil
 	}
-	return ociLB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), lbName(svc))
+	return ociLB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), nameOf(svc, kind))
 }
 
 // took is how long a finished work request took (0: unknown).
@@ -230,33 +247,49 @@ func newToken() string {
 }
 
 func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
-	d := CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name, ShapeName: spec.shape, ShapeDetails: spec.flex,
-		SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
-		FreeformTags: spec.freeform, DefinedTags: spec.defined}
+	var reserved []ReservedIP
 	if spec.ip != "" {
 		id, err := s.reservedIP(ctx, spec.ip)
 		if err != nil {
 			return "", err
 		}
-		d.ReservedIPs = []ReservedIP{{ID: id}}
+		reserved = []ReservedIP{{ID: id}}
 	}
-	wr, err := s.gw.createLoadBalancer(ctx, d, newToken())
+	var wr string
+	var err error
+	if spec.kind == kindNLB {
+		wr, err = s.gw.createNetworkLoadBalancer(ctx, CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+			SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
+			FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved}, newToken())
+	} else {
+		wr, err = s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
+			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved}, newToken())
+	}
 	if err != nil {
 		return "", err
 	}
 	// Busy (CREATING) until the shared listing shows it otherwise.
-	s.wrs.start(svc, wr, whatCreate)
-	return fmt.Sprintf("load balancer %s is being created (work request %s)", spec.name, wr), nil
+	s.wrs.start(svc, spec.kind, wr, whatCreate)
+	return fmt.Sprintf("%s %s is being created (work request %s)", noun(spec.kind), spec.name, wr), nil
+}
+
+// noun names a kind of load balancer in messages.
+func noun(kind string) string {
+	if kind == kindNLB {
+		return "network load balancer"
+	}
+	return "load balancer"
 }
 
 func (s steps) Replace(ctx context.Context, svc *v1.Service, lb ociLB) (string, error) {
-	wr, err := s.gw.deleteLoadBalancer(ctx, lb.ID)
+	wr, err := s.gw.deleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
 	if err != nil {
 		return "", err
 	}
 	s.wrs.done(svc, 0) // DELETING says it is busy
-	s.listing.Invalidate()
-	return fmt.Sprintf("load balancer %s is %s: deleting it to build it anew (work request %s)", lb.ID, lb.Status, wr), nil
+	s.listings[lb.Obj.Kind].Invalidate()
+	return fmt.Sprintf("%s %s is %s: deleting it to build it anew (work request %s)", noun(lb.Obj.Kind), lb.ID, lb.Status, wr), nil
 }
 
 // Converge makes one change toward spec: the backend sets first (a listener
@@ -267,21 +300,21 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		if err != nil {
 			return "", err
 		}
-		s.wrs.start(svc, wr, what)
-		return fmt.Sprintf("load balancer %s: %s (work request %s)", lb.ID, what, wr), nil
+		s.wrs.start(svc, have.Kind, wr, what)
+		return fmt.Sprintf("%s %s: %s (work request %s)", noun(have.Kind), lb.ID, what, wr), nil
 	}
 	// write creates (POST) or updates (PUT) one child of the load balancer:
 	// named in the path only to update, where its body names it not.
 	write := func(method, kind, name string, body, unnamedBody any, what string) (string, error) {
 		if method == http.MethodPost {
-			wr, err := s.gw.changeChild(ctx, method, lb.ID, kind, "", body)
+			wr, err := s.gw.changeChild(ctx, have.Kind, method, lb.ID, kind, "", body)
 			return change(wr, err, "creating "+what)
 		}
-		wr, err := s.gw.changeChild(ctx, method, lb.ID, kind, name, unnamedBody)
+		wr, err := s.gw.changeChild(ctx, have.Kind, method, lb.ID, kind, name, unnamedBody)
 		return change(wr, err, "updating "+what)
 	}
 	remove := func(kind, name, what string) (string, error) {
-		wr, err := s.gw.changeChild(ctx, http.MethodDelete, lb.ID, kind, name, nil)
+		wr, err := s.gw.changeChild(ctx, have.Kind, http.MethodDelete, lb.ID, kind, name, nil)
 		return change(wr, err, "deleting "+what)
 	}
 	if name, method := childChange(spec.backendSets, have.BackendSets, sameBackendSet); method != "" {
@@ -304,7 +337,32 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	if msg := shapeDrift(have, spec); msg != "" {
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
 	}
-	return "", nil
+	return s.removeOtherKind(ctx, svc, spec.kind)
+}
+
+// removeOtherKind deletes the Service's load balancer of the kind it no
+// longer asks for (its type annotation changed), once the one it asks for
+// is built: one call, then the Service is looked at again until it is gone.
+func (s steps) removeOtherKind(ctx context.Context, svc *v1.Service, kind string) (string, error) {
+	other := kindLB
+	if kind == kindLB {
+		other = kindNLB
+	}
+	old, found, err := s.listed(ctx, svc, other)
+	if err != nil || !found || old.LifecycleState == "DELETING" || old.LifecycleState == "DELETED" {
+		return "", err
+	}
+	wr, err := s.gw.deleteLoadBalancer(ctx, other, old.ID)
+	if errors.Is(err, outcome.ErrNotFound) {
+		s.listings[other].Invalidate()
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s.listings[other].Invalidate()
+	return fmt.Sprintf("%s %s is no longer asked for (the Service asks for a%s): deleting it (work request %s)", noun(other), old.ID,
+		map[string]string{kindLB: " load balancer", kindNLB: " network load balancer"}[kind], wr), nil
 }
 
 // childChange is the first child (by name) of a kind that want asks and have
@@ -389,22 +447,29 @@ func unnamed(bs BackendSet) BackendSet { bs.Name = ""; return bs }
 func unnamedListener(l Listener) Listener { l.Name = ""; return l }
 
 func sameBackendSet(got, want BackendSet) bool {
-	return got.Policy == want.Policy && got.HealthChecker == want.HealthChecker && slices.Equal(backendKeys(got), backendKeys(want))
+	return got.Policy == want.Policy && got.HealthChecker == want.HealthChecker && slices.Equal(backendKeys(got), backendKeys(want)) &&
+		isTrue(got.IsPreserveSource) == isTrue(want.IsPreserveSource)
 }
+
+func isTrue(b *bool) bool { return b != nil && *b }
 
 // backendKeys are a backend set's backends as sorted strings.
 func backendKeys(bs BackendSet) []string {
 	keys := make([]string, len(bs.Backends))
 	for i, b := range bs.Backends {
-		keys[i] = fmt.Sprintf("%s:%d/%d", b.IPAddress, b.Port, b.Weight)
+		keys[i] = fmt.Sprintf("%s:%d/%d/%s", b.IPAddress, b.Port, b.Weight, b.TargetID)
 	}
 	slices.Sort(keys)
 	return keys
 }
 
 func sameListener(got, want Listener) bool {
-	if got.Port != want.Port || got.Protocol != want.Protocol || got.DefaultBackendSetName != want.DefaultBackendSetName {
+	if got.Port != want.Port || got.Protocol != want.Protocol || got.DefaultBackendSetName != want.DefaultBackendSetName ||
+		isTrue(got.IsPPv2Enabled) != isTrue(want.IsPPv2Enabled) {
 		return false
+	}
+	if want.ConnectionConfiguration == nil { // an NLB's
+		return true
 	}
 	var g ConnectionConfiguration
 	if got.ConnectionConfiguration != nil {
@@ -424,21 +489,44 @@ func address(lb LB, internal bool) string {
 	return ""
 }
 
-func status(addr string, proxy bool) *v1.LoadBalancerStatus {
-	ing := v1.LoadBalancerIngress{IP: addr}
-	if proxy {
-		mode := v1.LoadBalancerIPModeProxy
-		ing.IPMode = &mode
+// ingress are the addresses the Service's status shows, its address first:
+// a network load balancer's private address too (as the peer shows it)
+// unless it is internal or externalOnly.
+func ingress(lb LB, internal, externalOnly bool) []string {
+	first := address(lb, internal)
+	if first == "" {
+		return nil
 	}
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{ing}}
+	out := []string{first}
+	if lb.Kind == kindNLB && !internal && !externalOnly {
+		for _, a := range lb.IPAddresses {
+			if !a.IsPublic {
+				out = append(out, a.IPAddress)
+			}
+		}
+	}
+	return out
+}
+
+func status(addrs []string, proxy bool) *v1.LoadBalancerStatus {
+	st := &v1.LoadBalancerStatus{}
+	for _, a := range addrs {
+		ing := v1.LoadBalancerIngress{IP: a}
+		if proxy {
+			mode := v1.LoadBalancerIPModeProxy
+			ing.IPMode = &mode
+		}
+		st.Ingress = append(st.Ingress, ing)
+	}
+	return st
 }
 
 // Publish opens the security lists as the Service's mode asks (and closes
 // what it no longer asks), then gives the address.
 func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (*v1.LoadBalancerStatus, string, error) {
-	addr := address(lb.Obj, spec.internal)
-	if addr == "" {
-		return nil, "", fmt.Errorf("load balancer %s has no %s address yet", lb.ID, privacy(spec.internal))
+	addrs := ingress(lb.Obj, spec.internal, spec.externalOnly)
+	if len(addrs) == 0 {
+		return nil, "", fmt.Errorf("%s %s has no %s address yet", noun(lb.Obj.Kind), lb.ID, privacy(spec.internal))
 	}
 	want, lists, err := s.wantedRules(ctx, svc, spec)
 	if err != nil {
@@ -447,67 +535,84 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oci
 	if err := s.applyRules(ctx, svc, want, lists); err != nil {
 		return nil, "", err
 	}
-	return status(addr, spec.proxyMode), addr, nil
+	return status(addrs, spec.proxyMode), addrs[0], nil
 }
 
 func (s steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb ociLB) (*v1.LoadBalancerStatus, bool, error) {
-	addr := address(lb.Obj, spec.internal)
-	if addr == "" || addr != rec.Address {
+	addrs := ingress(lb.Obj, spec.internal, spec.externalOnly)
+	if len(addrs) == 0 || addrs[0] != rec.Address {
 		return nil, false, nil
 	}
-	return status(addr, spec.proxyMode), true, nil
+	return status(addrs, spec.proxyMode), true, nil
 }
 
 // Delete removes the Service's security rules, then deletes its load
-// balancer (found by its name): one call, then the Service is looked at
-// again until it is gone.
+// balancer (found by its name), and one of the other kind if the Service
+// had asked for that before: one call a step, then the Service is looked
+// at again until they are gone.
 func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
-	lb, found, err := s.Find(ctx, svc)
-	switch {
-	case err != nil:
+	kind := kindOf(svc)
+	var lbs []ociLB
+	lb, found, err := s.find(ctx, svc, kind)
+	if err != nil {
 		return "", err
-	case found && lb.Obj.LifecycleState == "DELETING":
-		// Its rules went before the delete was asked.
-		return fmt.Sprintf("load balancer %s is being deleted", lb.ID), nil
-	case found && lb.State == lbcycle.Busy:
-		return fmt.Sprintf("load balancer %s is %s; deleting it next", lb.ID, lb.Status), nil
+	}
+	if found {
+		lbs = append(lbs, lb)
+	}
+	other := map[string]string{kindLB: kindNLB, kindNLB: kindLB}[kind]
+	old, found, err := s.listed(ctx, svc, other)
+	if err != nil {
+		return "", err
+	}
+	if found {
+		lbs = append(lbs, s.asLB(svc, old))
 	}
 	var subnets []string
-	if found {
-		subnets = lb.Obj.SubnetIDs
-	} else if cfg := s.cfg.LoadBalancer; cfg != nil && cfg.Subnet1 != "" {
-		subnets = []string{cfg.Subnet1}
+	for _, lb := range lbs {
+		switch {
+		case lb.Obj.LifecycleState == "DELETING":
+			// Its rules went before the delete was asked.
+			return fmt.Sprintf("%s %s is being deleted", noun(lb.Obj.Kind), lb.ID), nil
+		case lb.State == lbcycle.Busy:
+			return fmt.Sprintf("%s %s is %s; deleting it next", noun(lb.Obj.Kind), lb.ID, lb.Status), nil
+		}
+		subnets = append(subnets, lb.Obj.SubnetIDs...)
 	}
-	if err := s.removeRules(ctx, svc, subnets); err != nil || !found {
+	if len(lbs) == 0 {
+		if cfg := s.cfg.LoadBalancer; cfg != nil && cfg.Subnet1 != "" {
+			subnets = []string{cfg.Subnet1}
+		}
+	}
+	if err := s.removeRules(ctx, svc, subnets); err != nil || len(lbs) == 0 {
 		return "", err
 	}
-	wr, err := s.gw.deleteLoadBalancer(ctx, lb.ID)
+	lb = lbs[0]
+	wr, err := s.gw.deleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
+	s.listings[lb.Obj.Kind].Invalidate()
 	if errors.Is(err, outcome.ErrNotFound) {
-		return "", nil
+		return fmt.Sprintf("%s %s is gone", noun(lb.Obj.Kind), lb.ID), nil
 	}
 	if err != nil {
 		return "", err
 	}
 	s.wrs.done(svc, 0) // DELETING says it is busy
-	s.listing.Invalidate()
-	return fmt.Sprintf("load balancer %s is being deleted (work request %s)", lb.ID, wr), nil
+	return fmt.Sprintf("%s %s is being deleted (work request %s)", noun(lb.Obj.Kind), lb.ID, wr), nil
 }
 
 // GetLoadBalancer is the Service's load balancer's status, from the shared
 // listing.
 func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	lb, found, err := c.listing.Get(ctx, "name/"+lbName(svc))
+	kind := kindOf(svc)
+	lb, found, err := c.listed(ctx, svc, kind)
 	if err != nil || !found {
 		return nil, false, err
 	}
-	addr := address(lb, lb.IsPrivate)
-	if addr == "" {
-		return &v1.LoadBalancerStatus{}, true, nil
-	}
-	return status(addr, false), true, nil
+	externalOnly, _ := annotation.OCINLBExternalIPOnly.Bool(svc)
+	return status(ingress(lb, lb.IsPrivate, externalOnly), false), true, nil
 }
 
 // GetLoadBalancerName is the peer's name of the Service's load balancer.
 func (c *Cloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service) string {
-	return lbName(svc)
+	return nameOf(svc, kindOf(svc))
 }

@@ -207,6 +207,16 @@ func operationPath(path string) string {
 
 // list reads every page of a bare-array listing.
 func list[T any](ctx context.Context, g *gateway, service, base, path string, query url.Values) ([]T, error) {
+	return listing[T](ctx, g, service, base, path, query, false)
+}
+
+// listItems reads every page of an {"items": [...]} listing (the Network
+// Load Balancer API's).
+func listItems[T any](ctx context.Context, g *gateway, service, base, path string, query url.Values) ([]T, error) {
+	return listing[T](ctx, g, service, base, path, query, true)
+}
+
+func listing[T any](ctx context.Context, g *gateway, service, base, path string, query url.Values, items bool) ([]T, error) {
 	q := url.Values{}
 	for k, v := range query {
 		q[k] = v
@@ -215,7 +225,13 @@ func list[T any](ctx context.Context, g *gateway, service, base, path string, qu
 	var out []T
 	for range maxPages {
 		var page []T
-		h, err := g.read(ctx, service, base, path, q, &page)
+		var into any = &page
+		if items {
+			into = &struct {
+				Items *[]T `json:"items"`
+			}{&page}
+		}
+		h, err := g.read(ctx, service, base, path, q, into)
 		if err != nil {
 			return nil, err
 		}
@@ -390,11 +406,24 @@ func (g *gateway) availabilityDomains(ctx context.Context, compartment string) (
 	return names, err
 }
 
-// The Load Balancing API.
-const lbAPI = "/20170115"
+// The Load Balancing API and the Network Load Balancer API.
+const (
+	lbAPI  = "/20170115"
+	nlbAPI = "/20200501"
+)
 
-// LB is a load balancer as the CCM uses it (loadbalancer.LoadBalancer).
+// The kinds of load balancer (oci.oraclecloud.com/load-balancer-type).
+const (
+	kindLB  = "lb"
+	kindNLB = "nlb"
+)
+
+// LB is a load balancer as the CCM uses it, of either kind: a
+// loadbalancer.LoadBalancer or a networkloadbalancer.NetworkLoadBalancer
+// (whose one subnetId is read into SubnetIDs).
 type LB struct {
+	// Kind is lb or nlb: which API the load balancer is of.
+	Kind           string        `json:"-"`
 	ID             string        `json:"id"`
 	CompartmentID  string        `json:"compartmentId"`
 	DisplayName    string        `json:"displayName"`
@@ -405,11 +434,13 @@ type LB struct {
 		IPAddress string `json:"ipAddress"`
 		IsPublic  bool   `json:"isPublic"`
 	} `json:"ipAddresses"`
-	IsPrivate    bool                  `json:"isPrivate"`
-	SubnetIDs    []string              `json:"subnetIds"`
-	Listeners    map[string]Listener   `json:"listeners"`
-	BackendSets  map[string]BackendSet `json:"backendSets"`
-	FreeformTags map[string]string     `json:"freeformTags"`
+	IsPrivate                   bool                  `json:"isPrivate"`
+	SubnetIDs                   []string              `json:"subnetIds"`
+	SubnetID                    string                `json:"subnetId"` // NLB
+	IsPreserveSourceDestination bool                  `json:"isPreserveSourceDestination"`
+	Listeners                   map[string]Listener   `json:"listeners"`
+	BackendSets                 map[string]BackendSet `json:"backendSets"`
+	FreeformTags                map[string]string     `json:"freeformTags"`
 }
 
 // ShapeDetails are a flexible shape's bandwidths.
@@ -419,13 +450,15 @@ type ShapeDetails struct {
 }
 
 // Listener is a listener (its name is its key in the load balancer, and
-// the path of its updates).
+// the path of its updates). ConnectionConfiguration is an LB's;
+// IsPPv2Enabled an NLB's.
 type Listener struct {
 	Name                    string                   `json:"name,omitempty"`
 	DefaultBackendSetName   string                   `json:"defaultBackendSetName"`
 	Port                    int                      `json:"port"`
 	Protocol                string                   `json:"protocol"`
 	ConnectionConfiguration *ConnectionConfiguration `json:"connectionConfiguration,omitempty"`
+	IsPPv2Enabled           *bool                    `json:"isPpv2Enabled,omitempty"`
 }
 
 // ConnectionConfiguration is a listener's idle timeout and PROXY protocol.
@@ -434,17 +467,20 @@ type ConnectionConfiguration struct {
 	BackendTCPProxyProtocolVersion int   `json:"backendTcpProxyProtocolVersion,omitempty"`
 }
 
-// BackendSet is a backend set.
+// BackendSet is a backend set; IsPreserveSource is an NLB's.
 type BackendSet struct {
-	Name          string        `json:"name,omitempty"`
-	Policy        string        `json:"policy"`
-	Backends      []Backend     `json:"backends"`
-	HealthChecker HealthChecker `json:"healthChecker"`
+	Name             string        `json:"name,omitempty"`
+	Policy           string        `json:"policy"`
+	Backends         []Backend     `json:"backends"`
+	HealthChecker    HealthChecker `json:"healthChecker"`
+	IsPreserveSource *bool         `json:"isPreserveSource,omitempty"`
 }
 
-// Backend is a node's address and port in a backend set.
+// Backend is a node's address and port in a backend set; an NLB's backend
+// names its instance too (TargetID), as the peer's do.
 type Backend struct {
 	IPAddress string `json:"ipAddress"`
+	TargetID  string `json:"targetId,omitempty"`
 	Port      int    `json:"port"`
 	Weight    int    `json:"weight,omitempty"`
 }
@@ -475,12 +511,28 @@ type CreateLoadBalancer struct {
 	ReservedIPs   []ReservedIP              `json:"reservedIps,omitempty"`
 }
 
+// CreateNetworkLoadBalancer is CreateNetworkLoadBalancerDetails: the whole
+// network load balancer in one call.
+type CreateNetworkLoadBalancer struct {
+	CompartmentID               string                    `json:"compartmentId"`
+	DisplayName                 string                    `json:"displayName"`
+	SubnetID                    string                    `json:"subnetId"`
+	IsPrivate                   bool                      `json:"isPrivate"`
+	IsPreserveSourceDestination bool                      `json:"isPreserveSourceDestination"`
+	Listeners                   map[string]Listener       `json:"listeners"`
+	BackendSets                 map[string]BackendSet     `json:"backendSets"`
+	FreeformTags                map[string]string         `json:"freeformTags,omitempty"`
+	DefinedTags                 map[string]map[string]any `json:"definedTags,omitempty"`
+	ReservedIPs                 []ReservedIP              `json:"reservedIps,omitempty"`
+}
+
 // ReservedIP names a reserved public IP a load balancer takes.
 type ReservedIP struct {
 	ID string `json:"id"`
 }
 
-// WorkRequest is a load balancer's work request.
+// WorkRequest is a load balancer's work request, of either kind: an NLB's
+// (operationType, status, resources) is read into the LB's fields.
 type WorkRequest struct {
 	ID             string     `json:"id"`
 	LoadBalancerID string     `json:"loadBalancerId"`
@@ -489,18 +541,57 @@ type WorkRequest struct {
 	Message        string     `json:"message"`
 	TimeAccepted   time.Time  `json:"timeAccepted"`
 	TimeFinished   *time.Time `json:"timeFinished"`
+	// An NLB's.
+	OperationType string `json:"operationType"`
+	Status        string `json:"status"`
+	Resources     []struct {
+		EntityType string `json:"entityType"`
+		Identifier string `json:"identifier"`
+	} `json:"resources"`
 }
 
-// loadBalancers lists the load balancers a query names (its compartment,
-// and displayName …).
-func (g *gateway) loadBalancers(ctx context.Context, q url.Values) ([]LB, error) {
-	return list[LB](ctx, g, "loadbalancer", g.ep.LoadBalancer, lbAPI+"/loadBalancers", q)
+// api is where a kind's API is: its service (as metrics name it), base URL
+// and version.
+func (g *gateway) api(kind string) (service, base, version string) {
+	if kind == kindNLB {
+		return "networkloadbalancer", g.ep.NetworkLoadBalancer, nlbAPI
+	}
+	return "loadbalancer", g.ep.LoadBalancer, lbAPI
 }
 
-// lbChange makes a change of the Load Balancing API and returns its work
-// request's OCID.
-func (g *gateway) lbChange(ctx context.Context, method, path string, in any, header http.Header) (string, error) {
-	h, err := g.callWith(ctx, "loadbalancer", method, g.ep.LoadBalancer, lbAPI+path, in, header)
+// collection is the path of a kind's load balancers.
+func collection(kind string) string {
+	if kind == kindNLB {
+		return "/networkLoadBalancers"
+	}
+	return "/loadBalancers"
+}
+
+// loadBalancers lists the load balancers of a kind a query names (its
+// compartment, and displayName …).
+func (g *gateway) loadBalancers(ctx context.Context, kind string, q url.Values) ([]LB, error) {
+	service, base, version := g.api(kind)
+	var out []LB
+	var err error
+	if kind == kindNLB {
+		out, err = listItems[LB](ctx, g, service, base, version+collection(kind), q)
+	} else {
+		out, err = list[LB](ctx, g, service, base, version+collection(kind), q)
+	}
+	for i := range out {
+		out[i].Kind = kind
+		if out[i].SubnetID != "" {
+			out[i].SubnetIDs = []string{out[i].SubnetID}
+		}
+	}
+	return out, err
+}
+
+// lbChange makes a change of a kind's API and returns its work request's
+// OCID.
+func (g *gateway) lbChange(ctx context.Context, kind, method, path string, in any, header http.Header) (string, error) {
+	service, base, version := g.api(kind)
+	h, err := g.callWith(ctx, service, method, base, version+path, in, header)
 	if err != nil {
 		return "", err
 	}
@@ -514,27 +605,44 @@ func (g *gateway) lbChange(ctx context.Context, method, path string, in any, hea
 // createLoadBalancer creates a load balancer whole; token makes a retry of
 // the same call (by the transport) the same creation.
 func (g *gateway) createLoadBalancer(ctx context.Context, d CreateLoadBalancer, token string) (string, error) {
-	return g.lbChange(ctx, http.MethodPost, "/loadBalancers", d, http.Header{"Opc-Retry-Token": {token}})
+	return g.lbChange(ctx, kindLB, http.MethodPost, "/loadBalancers", d, http.Header{"Opc-Retry-Token": {token}})
 }
 
-func (g *gateway) deleteLoadBalancer(ctx context.Context, id string) (string, error) {
-	return g.lbChange(ctx, http.MethodDelete, "/loadBalancers/"+url.PathEscape(id), nil, nil)
+// createNetworkLoadBalancer creates a network load balancer whole, as
+// createLoadBalancer does.
+func (g *gateway) createNetworkLoadBalancer(ctx context.Context, d CreateNetworkLoadBalancer, token string) (string, error) {
+	return g.lbChange(ctx, kindNLB, http.MethodPost, "/networkLoadBalancers", d, http.Header{"Opc-Retry-Token": {token}})
 }
 
-// changeChild changes a child of load balancer lb (kind backendSets or
-// listeners): a create (POST) when name is "", else an update (PUT, with
-// body) or a delete (DELETE) of the child of that name.
-func (g *gateway) changeChild(ctx context.Context, method, lb, kind, name string, body any) (string, error) {
-	path := "/loadBalancers/" + url.PathEscape(lb) + "/" + kind
+func (g *gateway) deleteLoadBalancer(ctx context.Context, kind, id string) (string, error) {
+	return g.lbChange(ctx, kind, http.MethodDelete, collection(kind)+"/"+url.PathEscape(id), nil, nil)
+}
+
+// changeChild changes a child of load balancer lb of a kind (child
+// backendSets or listeners): a create (POST) when name is "", else an update
+// (PUT, with body) or a delete (DELETE) of the child of that name.
+func (g *gateway) changeChild(ctx context.Context, kind, method, lb, child, name string, body any) (string, error) {
+	path := collection(kind) + "/" + url.PathEscape(lb) + "/" + child
 	if name != "" {
 		path += "/" + url.PathEscape(name)
 	}
-	return g.lbChange(ctx, method, path, body, nil)
+	return g.lbChange(ctx, kind, method, path, body, nil)
 }
 
-// workRequest reads a load balancer's work request.
-func (g *gateway) workRequest(ctx context.Context, id string) (WorkRequest, error) {
-	return get[WorkRequest](ctx, g, "loadbalancer", g.ep.LoadBalancer, lbAPI+"/loadBalancerWorkRequests/"+url.PathEscape(id))
+// workRequest reads a work request of a kind, an NLB's read as an LB's.
+func (g *gateway) workRequest(ctx context.Context, kind, id string) (WorkRequest, error) {
+	service, base, version := g.api(kind)
+	if kind != kindNLB {
+		return get[WorkRequest](ctx, g, service, base, version+"/loadBalancerWorkRequests/"+url.PathEscape(id))
+	}
+	wr, err := get[WorkRequest](ctx, g, service, base, version+"/workRequests/"+url.PathEscape(id))
+	wr.Type, wr.LifecycleState = wr.OperationType, wr.Status
+	for _, r := range wr.Resources {
+		if r.EntityType == "NetworkLoadBalancer" {
+			wr.LoadBalancerID = r.Identifier
+		}
+	}
+	return wr, err
 }
 
 // SecurityList is a security list; its rules are kept as OCI sent them, so

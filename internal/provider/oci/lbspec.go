@@ -48,7 +48,10 @@ const (
 
 // lbSpec is everything a Service asks of its load balancer.
 type lbSpec struct {
-	// name is the peer's displayName: [$LOAD_BALANCER_PREFIX-]<Service UID>.
+	// kind is lb or nlb (oci.oraclecloud.com/load-balancer-type).
+	kind string
+	// name is the peer's displayName: [$LOAD_BALANCER_PREFIX-]<Service UID>
+	// for an lb, <namespace>/<name>/<UID> for an nlb.
 	name        string
 	internal    bool
 	subnets     []string
@@ -59,6 +62,9 @@ type lbSpec struct {
 	freeform    map[string]string
 	defined     map[string]map[string]any
 	proxyMode   bool // ingress-ip-mode Proxy
+	// preserveSource and ppv2 are an nlb's (is-preserve-source,
+	// is-ppv2-enabled); externalOnly publishes its public address alone.
+	preserveSource, ppv2, externalOnly bool
 	// ip is spec.loadBalancerIP: a reserved public IP ("" for OCI's choice).
 	ip string
 	// mode is the security rule management mode (All, Frontend, None);
@@ -69,13 +75,45 @@ type lbSpec struct {
 	listenerPorts, backendPorts []int
 }
 
-// unsupported are the annotations this CCM does not serve yet: a Service
-// using one is refused with a Warning and nothing is built for it.
-var unsupported = []annotation.Name{
-	annotation.OCISSLPorts, annotation.OCITLSSecret, annotation.OCITLSBackendSetSecret,
-	annotation.OCIListenerSSLConfig, annotation.OCIBackendSetSSLConfig, annotation.OCIRuleSets,
-	annotation.OCINetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
-	annotation.OCIWorkloadServiceAccount,
+// unsupported are the annotations this CCM does not serve yet, by kind: a
+// Service using one is refused with a Warning and nothing is built for it.
+var unsupported = map[string][]annotation.Name{
+	kindLB: {annotation.OCISSLPorts, annotation.OCITLSSecret, annotation.OCITLSBackendSetSecret,
+		annotation.OCIListenerSSLConfig, annotation.OCIBackendSetSSLConfig, annotation.OCIRuleSets,
+		annotation.OCINetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
+		annotation.OCIWorkloadServiceAccount},
+	kindNLB: {annotation.OCINLBNetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
+		annotation.OCINLBAssignedPrivateIPv4, annotation.OCINLBAssignedIPv6, annotation.OCIWorkloadServiceAccount},
+}
+
+// kindOf is the kind of load balancer the Service asks for: lb unless the
+// annotation says nlb (parseSpec refuses a value that is neither).
+func kindOf(svc *v1.Service) string {
+	if v, err := annotation.OCILoadBalancerType.String(svc); err == nil && strings.EqualFold(strings.TrimSpace(v), kindNLB) {
+		return kindNLB
+	}
+	return kindLB
+}
+
+// nameOf is the peer's name of the Service's load balancer of a kind.
+func nameOf(svc *v1.Service, kind string) string {
+	if kind == kindNLB {
+		return nlbName(svc)
+	}
+	return lbName(svc)
+}
+
+// kindAnnotations are the annotations that mean the same for either kind,
+// under each kind's name.
+type kindAnnotations struct {
+	internal, subnet, retries, interval, timeout, nodeSelector, freeform, defined annotation.Name
+}
+
+var annotationsOf = map[string]kindAnnotations{
+	kindLB: {annotation.OCIInternal, annotation.OCISubnet1, annotation.OCIHealthCheckRetries, annotation.OCIHealthCheckInterval,
+		annotation.OCIHealthCheckTimeout, annotation.OCINodeLabelSelector, annotation.OCIInitialFreeformTagsOverride, annotation.OCIInitialDefinedTagsOverride},
+	kindNLB: {annotation.OCINLBInternal, annotation.OCINLBSubnet, annotation.OCINLBHealthCheckRetries, annotation.OCINLBHealthCheckInterval,
+		annotation.OCINLBHealthCheckTimeout, annotation.OCINLBNodeLabelSelector, annotation.OCINLBInitialFreeformTagsOverride, annotation.OCINLBInitialDefinedTagsOverride},
 }
 
 // parseSpec reads what the Service asks, checked whole: every problem at
@@ -87,13 +125,12 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 			errs = append(errs, err)
 		}
 	}
-	s := lbSpec{name: lbName(svc), shape: flexible, listeners: map[string]Listener{}, backendSets: map[string]BackendSet{}}
-	kind, err := annotation.OCILoadBalancerType.OneOf(svc, []string{"lb", "nlb"})
+	_, err := annotation.OCILoadBalancerType.OneOf(svc, []string{kindLB, kindNLB})
 	bad(err)
-	if strings.EqualFold(kind, "nlb") {
-		errs = append(errs, fmt.Errorf("%s: network load balancers (nlb) are not served by this overcast-ccm yet; use lb", annotation.OCILoadBalancerType))
-	}
-	for _, n := range unsupported {
+	s := lbSpec{kind: kindOf(svc), listeners: map[string]Listener{}, backendSets: map[string]BackendSet{}}
+	s.name = nameOf(svc, s.kind)
+	an := annotationsOf[s.kind]
+	for _, n := range unsupported[s.kind] {
 		if n.IsSet(svc) {
 			errs = append(errs, fmt.Errorf("%s: not served by this overcast-ccm yet", n))
 		}
@@ -105,18 +142,44 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 			s.ip = a.String()
 		}
 	}
-	if s.mode = c.securityMode(svc, bad); s.mode == "NSG" {
+	if s.mode = c.securityMode(svc, s.kind, bad); s.mode == "NSG" {
 		errs = append(errs, fmt.Errorf("%s: NSG: network security groups are not served by this overcast-ccm yet; use SL-All, SL-Frontend or None", annotation.OCISecurityRuleManagementMode))
 	}
 	s.sources, err = sources(svc)
 	bad(err)
-	if s.internal, err = annotation.OCIInternal.Bool(svc); err != nil {
+	if s.internal, err = an.internal.Bool(svc); err != nil {
 		bad(err)
 	}
 	if s.internal && s.ip != "" {
 		errs = append(errs, fmt.Errorf("spec.loadBalancerIP: an internal load balancer takes an address of its subnet that OCI chooses; loadBalancerIP asks for a reserved public IP"))
 	}
-	s.subnets = c.subnets(svc, bad)
+	s.subnets = c.subnets(svc, an.subnet, bad)
+	check := healthCheck(svc, an, bad)
+	if s.kind == kindNLB {
+		c.nlbParts(svc, &s, check, bad)
+	} else {
+		c.lbParts(svc, &s, check, bad)
+	}
+	s.backendPorts = append(s.backendPorts, check.Port)
+	slices.Sort(s.listenerPorts)
+	slices.Sort(s.backendPorts)
+	s.listenerPorts, s.backendPorts = slices.Compact(s.listenerPorts), slices.Compact(s.backendPorts)
+	if len(svc.Spec.Ports) == 0 {
+		errs = append(errs, errors.New("the Service has no ports"))
+	}
+	s.freeform, s.defined = c.tags(svc, an, bad)
+	if mode, err := annotation.OCIIngressIPMode.OneOf(svc, []string{"VIP", "Proxy"}); err == nil {
+		s.proxyMode = strings.EqualFold(mode, "Proxy")
+	} else {
+		bad(err)
+	}
+	return s, errors.Join(errs...)
+}
+
+// lbParts are what an lb asks beyond what both kinds do: its shape, policy,
+// backend protocol, connections, and a TCP listener and backend set per port.
+func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad func(error)) {
+	s.shape = flexible
 	if shape, err := annotation.OCIShape.NonEmptyString(svc); err == nil {
 		s.shape = shape
 	} else {
@@ -136,7 +199,7 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 			bad(err)
 		}
 		if s.flex.MinimumBandwidthInMbps > s.flex.MaximumBandwidthInMbps {
-			errs = append(errs, fmt.Errorf("%s (%d) is more than %s (%d)", annotation.OCIShapeFlexMin, s.flex.MinimumBandwidthInMbps,
+			bad(fmt.Errorf("%s (%d) is more than %s (%d)", annotation.OCIShapeFlexMin, s.flex.MinimumBandwidthInMbps,
 				annotation.OCIShapeFlexMax, s.flex.MaximumBandwidthInMbps))
 		}
 	}
@@ -146,7 +209,6 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 	} else {
 		bad(err)
 	}
-	check := healthCheck(svc, bad)
 	protocol := "TCP"
 	if p, err := annotation.OCIBackendProtocol.OneOf(svc, []string{"TCP", "HTTP"}); err == nil {
 		protocol = strings.ToUpper(p)
@@ -156,7 +218,7 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 	conn := connection(svc, protocol, bad)
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != v1.ProtocolTCP {
-			errs = append(errs, fmt.Errorf("port %d is %s: an OCI load balancer (lb) serves TCP only; use %s: nlb", p.Port, p.Protocol, annotation.OCILoadBalancerType))
+			bad(fmt.Errorf("port %d is %s: an OCI load balancer (lb) serves TCP only; use %s: nlb", p.Port, p.Protocol, annotation.OCILoadBalancerType))
 			continue
 		}
 		name := fmt.Sprintf("%s-%d", p.Protocol, p.Port)
@@ -165,20 +227,77 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 		s.listenerPorts = append(s.listenerPorts, int(p.Port))
 		s.backendPorts = append(s.backendPorts, int(p.NodePort))
 	}
-	s.backendPorts = append(s.backendPorts, check.Port)
-	slices.Sort(s.listenerPorts)
-	slices.Sort(s.backendPorts)
-	s.listenerPorts, s.backendPorts = slices.Compact(s.listenerPorts), slices.Compact(s.backendPorts)
-	if len(svc.Spec.Ports) == 0 {
-		errs = append(errs, errors.New("the Service has no ports"))
-	}
-	s.freeform, s.defined = c.tags(svc, bad)
-	if mode, err := annotation.OCIIngressIPMode.OneOf(svc, []string{"VIP", "Proxy"}); err == nil {
-		s.proxyMode = strings.EqualFold(mode, "Proxy")
+}
+
+// nlbParts are what an nlb asks beyond what both kinds do: its policy,
+// source preservation, PPv2, and a listener and backend set per port (TCP,
+// UDP, or TCP_AND_UDP for a port both use), named as the peer names them.
+func (c *Cloud) nlbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad func(error)) {
+	policy := "FIVE_TUPLE"
+	if p, err := annotation.OCINLBBackendPolicy.OneOf(svc, []string{"TWO_TUPLE", "THREE_TUPLE", "FIVE_TUPLE"}); err == nil {
+		policy = strings.ToUpper(p)
 	} else {
 		bad(err)
 	}
-	return s, errors.Join(errs...)
+	// Source preservation: on by default with externalTrafficPolicy Local
+	// (where the nodes see the client), refused with Cluster, as the peer.
+	local := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal
+	s.preserveSource = local
+	if v, err := annotation.OCINLBIsPreserveSource.Bool(svc); err == nil {
+		if !local {
+			bad(fmt.Errorf("%s: the client's address is preserved only with externalTrafficPolicy Local", annotation.OCINLBIsPreserveSource))
+		}
+		s.preserveSource = v && local
+	} else {
+		bad(err)
+	}
+	if v, err := annotation.OCINLBIsPPv2Enabled.Bool(svc); err == nil {
+		s.ppv2 = v
+	} else {
+		bad(err)
+	}
+	if v, err := annotation.OCINLBExternalIPOnly.Bool(svc); err == nil {
+		s.externalOnly = v && !s.internal
+	} else {
+		bad(err)
+	}
+	protocols := map[int32][]v1.Protocol{}
+	for _, p := range svc.Spec.Ports {
+		protocols[p.Port] = append(protocols[p.Port], p.Protocol)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol != v1.ProtocolTCP && p.Protocol != v1.ProtocolUDP {
+			bad(fmt.Errorf("port %d is %s: a network load balancer serves TCP and UDP", p.Port, p.Protocol))
+			continue
+		}
+		if p.Protocol == v1.ProtocolUDP && s.mode != ModeNone {
+			bad(fmt.Errorf("port %d is UDP: security rules are managed for TCP only; set %s: None (the peer's default for nlb) and open the ports yourself",
+				p.Port, annotation.OCINLBSecurityListManagementMode))
+		}
+		protocol := string(p.Protocol)
+		if len(protocols[p.Port]) > 1 {
+			protocol = "TCP_AND_UDP"
+		}
+		name := fmt.Sprintf("%s-%d", protocol, p.Port)
+		if _, done := s.listeners[name]; done {
+			continue
+		}
+		preserve := s.preserveSource
+		s.backendSets[name] = BackendSet{Name: name, Policy: policy, HealthChecker: check, Backends: []Backend{}, IsPreserveSource: &preserve}
+		ppv2 := s.ppv2
+		s.listeners[name] = Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, IsPPv2Enabled: &ppv2}
+		s.listenerPorts = append(s.listenerPorts, int(p.Port))
+		s.backendPorts = append(s.backendPorts, int(p.NodePort))
+	}
+}
+
+// nlbName is the peer's name of the Service's network load balancer.
+func nlbName(svc *v1.Service) string {
+	name := svc.Namespace + "/" + svc.Name + "/" + string(svc.UID)
+	if len(name) > 1024 {
+		name = name[:1024]
+	}
+	return name
 }
 
 // lbName is the peer's name of the Service's load balancer.
@@ -195,18 +314,26 @@ func lbName(svc *v1.Service) string {
 }
 
 // securityMode is the Service's security rule management mode: the
-// annotations', else the config's (which the peer ignores: issue #498).
-func (c *Cloud) securityMode(svc *v1.Service, bad func(error)) string {
+// annotations', else for an lb the config's (which the peer ignores: issue
+// #498), for an nlb None (the peer's default).
+func (c *Cloud) securityMode(svc *v1.Service, kind string, bad func(error)) string {
 	if m, err := annotation.OCISecurityRuleManagementMode.OneOf(svc, []string{"SL-All", "SL-Frontend", "NSG", "None"}); err == nil {
 		return map[string]string{"sl-all": ModeAll, "sl-frontend": ModeFrontend, "nsg": "NSG", "none": ModeNone}[strings.ToLower(m)]
 	} else if !errors.Is(err, annotation.ErrNotSet) {
 		bad(err)
 		return ModeNone
 	}
-	if m, err := annotation.OCISecurityListManagementMode.OneOf(svc, []string{ModeAll, ModeFrontend, ModeNone}); err == nil {
+	listMode := annotation.OCISecurityListManagementMode
+	if kind == kindNLB {
+		listMode = annotation.OCINLBSecurityListManagementMode
+	}
+	if m, err := listMode.OneOf(svc, []string{ModeAll, ModeFrontend, ModeNone}); err == nil {
 		return map[string]string{"all": ModeAll, "frontend": ModeFrontend, "none": ModeNone}[strings.ToLower(m)]
 	} else if !errors.Is(err, annotation.ErrNotSet) {
 		bad(err)
+		return ModeNone
+	}
+	if kind == kindNLB {
 		return ModeNone
 	}
 	if lb := c.cfg.LoadBalancer; lb != nil {
@@ -215,25 +342,27 @@ func (c *Cloud) securityMode(svc *v1.Service, bad func(error)) string {
 	return ModeAll
 }
 
-// subnets are the load balancer's subnets: the annotations', else the
-// config's.
-func (c *Cloud) subnets(svc *v1.Service, bad func(error)) []string {
+// subnets are the load balancer's subnets: the annotations' (first), else
+// the config's; an nlb takes one.
+func (c *Cloud) subnets(svc *v1.Service, first annotation.Name, bad func(error)) []string {
 	var s1, s2 string
 	if lb := c.cfg.LoadBalancer; lb != nil {
 		s1, s2 = lb.Subnet1, lb.Subnet2
 	}
-	if v, err := annotation.OCISubnet1.OCID(svc, "subnet"); err == nil {
+	if v, err := first.OCID(svc, "subnet"); err == nil {
 		s1 = v
 	} else {
 		bad(err)
 	}
-	if v, err := annotation.OCISubnet2.OCID(svc, "subnet"); err == nil {
+	if first == annotation.OCINLBSubnet {
+		s2 = ""
+	} else if v, err := annotation.OCISubnet2.OCID(svc, "subnet"); err == nil {
 		s2 = v
 	} else {
 		bad(err)
 	}
 	if s1 == "" {
-		bad(fmt.Errorf("no subnet for the load balancer: set loadBalancer.subnet1 in the config or %s", annotation.OCISubnet1))
+		bad(fmt.Errorf("no subnet for the load balancer: set loadBalancer.subnet1 in the config or %s", first))
 		return nil
 	}
 	if s2 == "" || s2 == s1 {
@@ -245,7 +374,7 @@ func (c *Cloud) subnets(svc *v1.Service, bad func(error)) []string {
 // healthCheck is the backend sets' health checker: kube-proxy's health check
 // of every node, or the Service's own node port with externalTrafficPolicy
 // Local (the nodes without its endpoints fail it).
-func healthCheck(svc *v1.Service, bad func(error)) HealthChecker {
+func healthCheck(svc *v1.Service, an kindAnnotations, bad func(error)) HealthChecker {
 	hc := HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200,
 		Retries: defaultRetries, IntervalInMillis: defaultIntervalMS, TimeoutInMillis: defaultTimeoutMS}
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
@@ -256,9 +385,9 @@ func healthCheck(svc *v1.Service, bad func(error)) HealthChecker {
 		to       *int
 		min, max int
 	}{
-		{annotation.OCIHealthCheckRetries, &hc.Retries, 1, 10},
-		{annotation.OCIHealthCheckInterval, &hc.IntervalInMillis, 1000, 1800000},
-		{annotation.OCIHealthCheckTimeout, &hc.TimeoutInMillis, 1, 600000},
+		{an.retries, &hc.Retries, 1, 10},
+		{an.interval, &hc.IntervalInMillis, 1000, 1800000},
+		{an.timeout, &hc.TimeoutInMillis, 1, 600000},
 	} {
 		if v, err := f.n.Int(svc, f.min, f.max); err == nil {
 			*f.to = v
@@ -293,7 +422,7 @@ func connection(svc *v1.Service, protocol string, bad func(error)) *ConnectionCo
 
 // tags are the load balancer's tags at creation: the initial overrides, else
 // the config's (tags.loadBalancer, else tags.common), and the ownership marks.
-func (c *Cloud) tags(svc *v1.Service, bad func(error)) (map[string]string, map[string]map[string]any) {
+func (c *Cloud) tags(svc *v1.Service, an kindAnnotations, bad func(error)) (map[string]string, map[string]map[string]any) {
 	var freeform map[string]string
 	var defined map[string]map[string]any
 	if t := c.cfg.Tags; t != nil {
@@ -303,12 +432,12 @@ func (c *Cloud) tags(svc *v1.Service, bad func(error)) (map[string]string, map[s
 			}
 		}
 	}
-	if v, err := annotation.OCIInitialFreeformTagsOverride.FreeformTags(svc); err == nil {
+	if v, err := an.freeform.FreeformTags(svc); err == nil {
 		freeform = v
 	} else {
 		bad(err)
 	}
-	if v, err := annotation.OCIInitialDefinedTagsOverride.DefinedTags(svc); err == nil {
+	if v, err := an.defined.DefinedTags(svc); err == nil {
 		defined = v
 	} else {
 		bad(err)
@@ -322,19 +451,23 @@ func (c *Cloud) tags(svc *v1.Service, bad func(error)) (map[string]string, map[s
 }
 
 // resolveBackends fills the backend sets with the eligible Nodes' internal
-// addresses and the ports' node ports.
+// addresses (and, for an nlb, their instances, as the peer names them) and
+// the ports' node ports.
 func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec, nodes []*v1.Node) error {
 	selector := labels.Everything()
-	if v, err := annotation.OCINodeLabelSelector.NonEmptyString(svc); err == nil {
+	sel := annotationsOf[s.kind].nodeSelector
+	if v, err := sel.NonEmptyString(svc); err == nil {
 		if selector, err = labels.Parse(v); err != nil {
-			return outcome.Invalid(fmt.Errorf("%s: %q is not a label selector: %w", annotation.OCINodeLabelSelector, v, err))
+			return outcome.Invalid(fmt.Errorf("%s: %q is not a label selector: %w", sel, v, err))
 		}
 	}
-	var ips []string
+	type member struct{ ip, instance string }
+	var members []member
 	for _, n := range nodes {
 		if _, excluded := n.Labels[excludeFromLBsLabel]; excluded || !selector.Matches(labels.Set(n.Labels)) {
 			continue
 		}
+		instance, _ := ParseProviderID(n.Spec.ProviderID)
 		ip, ok := provider.InternalIP(n.Status.Addresses, v1.IPv4Protocol)
 		if !ok || !ip.Is4() {
 			if !provider.AwaitingAddresses(n) {
@@ -346,22 +479,30 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 				klog.FromContext(ctx).V(2).Info("Leaving out a Node whose instance is not known yet", "node", n.Name)
 				continue
 			}
-			ips = append(ips, m.PrivateIP)
+			members = append(members, member{m.PrivateIP, m.ID})
 			continue
 		}
-		ips = append(ips, ip.String())
+		members = append(members, member{ip.String(), instance})
 	}
-	slices.Sort(ips)
-	ips = slices.Compact(ips)
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.ip, b.ip) })
+	members = slices.CompactFunc(members, func(a, b member) bool { return a.ip == b.ip })
+	nodePort := map[string]int32{}
 	for _, p := range svc.Spec.Ports {
-		name := fmt.Sprintf("%s-%d", p.Protocol, p.Port)
-		bs, ok := s.backendSets[name]
-		if !ok {
-			continue
+		for _, name := range []string{fmt.Sprintf("%s-%d", p.Protocol, p.Port), fmt.Sprintf("TCP_AND_UDP-%d", p.Port)} {
+			if was, ok := nodePort[name]; ok && was != p.NodePort {
+				return outcome.Invalid(fmt.Errorf("port %d has node port %d for one protocol and %d for the other: a network load balancer's listener of both (TCP_AND_UDP) reaches one", p.Port, was, p.NodePort))
+			}
+			nodePort[name] = p.NodePort
 		}
-		bs.Backends = make([]Backend, len(ips))
-		for i, ip := range ips {
-			bs.Backends[i] = Backend{IPAddress: ip, Port: int(p.NodePort), Weight: 1}
+	}
+	for name, bs := range s.backendSets {
+		port := int(nodePort[name])
+		bs.Backends = make([]Backend, len(members))
+		for i, m := range members {
+			bs.Backends[i] = Backend{IPAddress: m.ip, Port: port, Weight: 1}
+			if s.kind == kindNLB {
+				bs.Backends[i].TargetID = m.instance
+			}
 		}
 		s.backendSets[name] = bs
 	}
@@ -373,9 +514,16 @@ func (s *lbSpec) configFingerprint() string {
 	h := lbcycle.NewHash()
 	w := h.Line
 	w("v1", s.name, s.internal, s.subnets, s.shape, s.flex, s.proxyMode, s.mode, s.sources, s.listenerPorts, s.backendPorts, s.ip)
+	if s.kind == kindNLB {
+		w("nlb", s.preserveSource, s.ppv2, s.externalOnly)
+	}
 	for _, name := range slices.Sorted(maps.Keys(s.listeners)) {
 		l := s.listeners[name]
-		w("listener", name, l.Port, l.Protocol, l.DefaultBackendSetName, *l.ConnectionConfiguration)
+		var conn ConnectionConfiguration
+		if l.ConnectionConfiguration != nil {
+			conn = *l.ConnectionConfiguration
+		}
+		w("listener", name, l.Port, l.Protocol, l.DefaultBackendSetName, conn)
 		bs := s.backendSets[name]
 		w("set", name, bs.Policy, bs.HealthChecker)
 	}
@@ -388,7 +536,11 @@ func (s *lbSpec) membersFingerprint() string {
 	var all []string
 	for _, name := range slices.Sorted(maps.Keys(s.backendSets)) {
 		for _, b := range s.backendSets[name].Backends {
-			all = append(all, fmt.Sprintf("%s=%s:%d", name, b.IPAddress, b.Port))
+			m := fmt.Sprintf("%s=%s:%d", name, b.IPAddress, b.Port)
+			if b.TargetID != "" {
+				m += "/" + b.TargetID
+			}
+			all = append(all, m)
 		}
 	}
 	return lbcycle.MembersOf(all)
