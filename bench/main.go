@@ -36,6 +36,8 @@ import (
 )
 
 type options struct {
+	// annotations are the LoadBalancer Services' (e.g. a load balancer type).
+	annotations  map[string]string
 	cloud        string
 	ccm          string
 	scenarios    []string
@@ -85,6 +87,7 @@ func main() {
 	flag.BoolVar(&o.throughProxy, "through-proxy", false, "the CCM reaches the emulator at the cloud's real host names, through it as an HTTPS proxy (HTTPS_PROXY, SSL_CERT_FILE): for a CCM that cannot be given an endpoint, as oci-cloud-controller-manager")
 	flag.BoolVar(&o.providerIDs, "provider-ids", false, "the simulated kubelets register their Nodes with the providerID, as kubelets started with --provider-id do (OKE's; oci-cloud-controller-manager needs it)")
 	global := flag.String("global", "", "extra [Global] keys of the cloud.conf, space-separated (e.g. api-write-qps=20)")
+	annotations := flag.String("service-annotations", "", "annotations of the LoadBalancer Services, comma-separated key=value (e.g. oci.oraclecloud.com/load-balancer-type=nlb)")
 	chartData := flag.String("chart-data", "", "with -chart: draw these medians (N=reads/h,…, e.g. 500=36,2000=36) from earlier runs instead of running anything")
 	flag.Parse()
 	if *chartData != "" {
@@ -97,6 +100,20 @@ func main() {
 	o.ccmArgs = strings.Fields(*ccmArgs)
 	o.ccmEnv = strings.Fields(*ccmEnv)
 	o.global = strings.Fields(*global)
+	for _, kv := range strings.Split(*annotations, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "bench: -service-annotations: %q is not key=value\n", kv)
+			os.Exit(2)
+		}
+		if o.annotations == nil {
+			o.annotations = map[string]string{}
+		}
+		o.annotations[k] = v
+	}
 	o.scenarios = strings.Split(scen, ",")
 	var err error
 	if o.nodes, err = ints(nodes); err == nil {
@@ -590,9 +607,9 @@ func withBed(o options, n int, f func(b *bed) error) error {
 	return f(b)
 }
 
-func lbService(ns, name string) *v1.Service {
+func lbService(ns, name string, annotations map[string]string) *v1.Service {
 	return &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
 		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}},
 	}
 }
@@ -605,7 +622,7 @@ func (b *bed) createServices(ns string, m int, timeout time.Duration) (time.Dura
 	}
 	start := time.Now()
 	for i := range m {
-		if _, err := b.env.Client.CoreV1().Services(ns).Create(ctx, lbService(ns, fmt.Sprintf("svc-%05d", i)), metav1.CreateOptions{}); err != nil {
+		if _, err := b.env.Client.CoreV1().Services(ns).Create(ctx, lbService(ns, fmt.Sprintf("svc-%05d", i), b.o.annotations), metav1.CreateOptions{}); err != nil {
 			return 0, err
 		}
 	}

@@ -23,8 +23,8 @@ func init() { record(OCIConverged) }
 const (
 	// OCILoadBalancerType chooses the kind of load balancer: an OCI Load
 	// Balancer (lb: TCP or HTTP listeners, SSL termination) or a Network Load
-	// Balancer (nlb: TCP and UDP, the clients' addresses kept). Cannot change
-	// once built.
+	// Balancer (nlb: TCP and UDP, the clients' addresses kept). Changing it
+	// builds the other kind, then deletes the first (a new address).
 	// Type: lb or nlb.
 	// Default: lb.
 	OCILoadBalancerType Name = "oci.oraclecloud.com/load-balancer-type"
