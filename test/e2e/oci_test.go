@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -455,4 +456,72 @@ func TestOCINetworkLoadBalancerServesTCPAndUDP(t *testing.T) {
 	deleteService(t, ns, "dns")
 	deleteService(t, ns, "web")
 	assert.Equal(t, before, e.Objects(), "nothing left in the emulator")
+}
+
+// The peer's network load balancer of a Service (named <ns>/<name>/<UID>,
+// with the peer's listener, backend set and health check, backends naming
+// their instances) is adopted as it is: no change, the same addresses.
+func TestOCIAdoptsThePeersNetworkLoadBalancer(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 70, 1)
+	e, client := c.ociEmu, ociNLBClient(t, c.ociEmu)
+	nlbType := map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}
+	lbService(t, ns, "dns", func(s *v1.Service) {
+		s.Spec.Type = v1.ServiceTypeNodePort
+		s.Annotations = nlbType
+		s.Spec.Ports = []v1.ServicePort{{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53}}
+	})
+	svc := getService(t, ns, "dns")
+	port := svc.Spec.Ports[0]
+	f := e.Fixture()
+	name := fmt.Sprintf("%s-%d", port.Protocol, port.Port)
+	node := waitNodeInitialised(t, c.nodes[0].Name)
+	instance := strings.TrimPrefix(node.Spec.ProviderID, "oci://")
+	// As the peer's load_balancer_spec.go builds it: FIVE_TUPLE, source not
+	// preserved with externalTrafficPolicy Cluster, kube-proxy's health check.
+	created, err := client.CreateNetworkLoadBalancer(t.Context(), nlb.CreateNetworkLoadBalancerRequest{CreateNetworkLoadBalancerDetails: nlb.CreateNetworkLoadBalancerDetails{
+		CompartmentId: common.String(f.CompartmentID), DisplayName: common.String(ns + "/dns/" + string(svc.UID)), SubnetId: common.String(f.SubnetID),
+		IsPrivate: common.Bool(false), IsPreserveSourceDestination: common.Bool(false), NlbIpVersion: nlb.NlbIpVersionIpv4,
+		BackendSets: map[string]nlb.BackendSetDetails{name: {Policy: nlb.NetworkLoadBalancingPolicyFiveTuple, IsPreserveSource: common.Bool(false),
+			IpVersion: nlb.IpVersionIpv4,
+			Backends: []nlb.Backend{{IpAddress: common.String(c.nodes[0].IP.String()), TargetId: common.String(instance),
+				Port: common.Int(int(port.NodePort)), Weight: common.Int(1)}},
+			HealthChecker: &nlb.HealthChecker{Protocol: nlb.HealthCheckProtocolsHttp, Port: common.Int(10256), UrlPath: common.String("/healthz"),
+				ReturnCode: common.Int(200), Retries: common.Int(3), TimeoutInMillis: common.Int(3000), IntervalInMillis: common.Int(10000)}}},
+		Listeners: map[string]nlb.ListenerDetails{name: {Name: common.String(name), DefaultBackendSetName: common.String(name),
+			Port: common.Int(int(port.Port)), Protocol: nlb.ListenerProtocolsUdp, IpVersion: nlb.IpVersionIpv4}},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		got, err := client.GetNetworkLoadBalancer(t.Context(), nlb.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: created.Id})
+		if err != nil {
+			return err
+		}
+		if got.LifecycleState != nlb.LifecycleStateActive {
+			return fmt.Errorf("the peer's network load balancer is %s", got.LifecycleState)
+		}
+		return nil
+	}))
+	peerObjects := e.Objects()
+	e.ResetCalls()
+
+	svc.Spec.Type = v1.ServiceTypeLoadBalancer
+	_, err = env.Client.CoreV1().Services(ns).Update(t.Context(), svc, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	got := waitCondition(t, ns, "dns", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	var want []string
+	for _, a := range created.IpAddresses {
+		want = append(want, *a.IpAddress)
+	}
+	var have []string
+	for _, ing := range got.Status.LoadBalancer.Ingress {
+		have = append(have, ing.IP)
+	}
+	assert.Equal(t, want, have, "the peer's addresses, public first")
+	for _, call := range e.Calls() {
+		assert.Equal(t, "GET", call.Method, "no change of an adopted network load balancer: %+v", call)
+	}
+	assert.Equal(t, peerObjects, e.Objects())
+	deleteService(t, ns, "dns")
+	assert.Zero(t, e.Objects()["networkLoadBalancer"])
 }
