@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -64,7 +65,7 @@ type listener struct {
 	Protocol                string                   `json:"protocol"`
 	HostnameNames           []string                 `json:"hostnameNames"`
 	PathRouteSetName        *string                  `json:"pathRouteSetName,omitempty"`
-	SSLConfiguration        json.RawMessage          `json:"sslConfiguration,omitempty"`
+	SSLConfiguration        *sslConfiguration        `json:"sslConfiguration,omitempty"`
 	ConnectionConfiguration *connectionConfiguration `json:"connectionConfiguration,omitempty"`
 	RuleSetNames            []string                 `json:"ruleSetNames"`
 }
@@ -92,12 +93,12 @@ type healthChecker struct {
 }
 
 type backendSet struct {
-	Name                            string          `json:"name"`
-	Policy                          string          `json:"policy"`
-	Backends                        []backend       `json:"backends"`
-	HealthChecker                   *healthChecker  `json:"healthChecker"`
-	SSLConfiguration                json.RawMessage `json:"sslConfiguration,omitempty"`
-	SessionPersistenceConfiguration json.RawMessage `json:"sessionPersistenceConfiguration,omitempty"`
+	Name                            string            `json:"name"`
+	Policy                          string            `json:"policy"`
+	Backends                        []backend         `json:"backends"`
+	HealthChecker                   *healthChecker    `json:"healthChecker"`
+	SSLConfiguration                *sslConfiguration `json:"sslConfiguration,omitempty"`
+	SessionPersistenceConfiguration json.RawMessage   `json:"sessionPersistenceConfiguration,omitempty"`
 }
 
 type loadBalancer struct {
@@ -111,7 +112,7 @@ type loadBalancer struct {
 	NetworkSecurityGroupIDs []string                   `json:"networkSecurityGroupIds"`
 	Listeners               map[string]*listener       `json:"listeners"`
 	BackendSets             map[string]*backendSet     `json:"backendSets"`
-	Certificates            map[string]json.RawMessage `json:"certificates"`
+	Certificates            map[string]*certificate    `json:"certificates"`
 	RuleSets                map[string]json.RawMessage `json:"ruleSets"`
 	FreeformTags            map[string]string          `json:"freeformTags"`
 	DefinedTags             map[string]map[string]any  `json:"definedTags"`
@@ -145,20 +146,22 @@ type retried struct {
 
 // createDetails is CreateLoadBalancerDetails, the parts checked or kept.
 type createDetails struct {
-	CompartmentID           string                     `json:"compartmentId"`
-	DisplayName             string                     `json:"displayName"`
-	ShapeName               string                     `json:"shapeName"`
-	ShapeDetails            *shapeDetails              `json:"shapeDetails"`
-	SubnetIDs               []string                   `json:"subnetIds"`
-	IsPrivate               bool                       `json:"isPrivate"`
-	Listeners               map[string]*listener       `json:"listeners"`
-	BackendSets             map[string]*backendSet     `json:"backendSets"`
-	NetworkSecurityGroupIDs []string                   `json:"networkSecurityGroupIds"`
-	Certificates            map[string]json.RawMessage `json:"certificates"`
-	RuleSets                map[string]json.RawMessage `json:"ruleSets"`
-	FreeformTags            map[string]string          `json:"freeformTags"`
-	DefinedTags             map[string]map[string]any  `json:"definedTags"`
-	ReservedIPs             []struct {
+	CompartmentID           string                        `json:"compartmentId"`
+	DisplayName             string                        `json:"displayName"`
+	ShapeName               string                        `json:"shapeName"`
+	ShapeDetails            *shapeDetails                 `json:"shapeDetails"`
+	SubnetIDs               []string                      `json:"subnetIds"`
+	IsPrivate               bool                          `json:"isPrivate"`
+	Listeners               map[string]*listener          `json:"listeners"`
+	BackendSets             map[string]*backendSet        `json:"backendSets"`
+	NetworkSecurityGroupIDs []string                      `json:"networkSecurityGroupIds"`
+	Certificates            map[string]certificateDetails `json:"certificates"`
+	RuleSets                map[string]json.RawMessage    `json:"ruleSets"`
+	FreeformTags            map[string]string             `json:"freeformTags"`
+	DefinedTags             map[string]map[string]any     `json:"definedTags"`
+	// certs are Certificates checked (checkCreate).
+	certs       map[string]*certificate
+	ReservedIPs []struct {
 		ID string `json:"id"`
 	} `json:"reservedIps"`
 }
@@ -197,8 +200,8 @@ func (e *Emulator) routeLoadBalancers() {
 		change: e.change, path: "backendSets", op: "BackendSet", noun: "Backend set",
 		of:   func(lb *loadBalancer) map[string]*backendSet { return lb.BackendSets },
 		name: func(bs *backendSet) *string { return &bs.Name },
-		check: func(_ *loadBalancer, bs *backendSet, _ map[string]*backendSet) error {
-			return checkBackendSet(bs)
+		check: func(lb *loadBalancer, bs *backendSet, _ map[string]*backendSet) error {
+			return checkBackendSet(bs, lb.Certificates)
 		},
 		inUse: func(lb *loadBalancer, name string) error {
 			for _, l := range lb.Listeners {
@@ -209,12 +212,13 @@ func (e *Emulator) routeLoadBalancers() {
 			return nil
 		},
 	})
+	e.routeCertificates(p)
 	routeChildren(e, p, children[*loadBalancer, listener]{
 		change: e.change, path: "listeners", op: "Listener", noun: "Listener",
 		of:   func(lb *loadBalancer) map[string]*listener { return lb.Listeners },
 		name: func(l *listener) *string { return &l.Name },
 		check: func(lb *loadBalancer, l *listener, others map[string]*listener) error {
-			return checkListener(lb.BackendSets, l, others)
+			return checkListener(lb.BackendSets, l, others, lb.Certificates)
 		},
 	})
 	e.handle("GET "+p+"/{id}/workRequests", func(w http.ResponseWriter, r *http.Request) {
@@ -340,7 +344,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-func checkBackendSet(bs *backendSet) error {
+func checkBackendSet(bs *backendSet, certs map[string]*certificate) error {
+	if err := checkSSL(bs.SSLConfiguration, certs, "Backend set "+bs.Name); err != nil {
+		return err
+	}
 	switch {
 	case bs.Name == "":
 		return invalid("A backend set needs a name.")
@@ -385,7 +392,10 @@ func checkBackendSet(bs *backendSet) error {
 	return nil
 }
 
-func checkListener(sets map[string]*backendSet, l *listener, others map[string]*listener) error {
+func checkListener(sets map[string]*backendSet, l *listener, others map[string]*listener, certs map[string]*certificate) error {
+	if err := checkSSL(l.SSLConfiguration, certs, "Listener "+l.Name); err != nil {
+		return err
+	}
 	switch {
 	case l.Name == "":
 		return invalid("A listener needs a name.")
@@ -452,12 +462,10 @@ func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 	lb := &loadBalancer{resource: resource{ID: e.newID("loadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: LBCreating, TimeCreated: now},
 		DisplayName: d.DisplayName, ShapeName: d.ShapeName, ShapeDetails: d.ShapeDetails, IsPrivate: d.IsPrivate,
 		IPAddresses: []lbIPAddress{}, SubnetIDs: d.SubnetIDs, NetworkSecurityGroupIDs: nonNil(d.NetworkSecurityGroupIDs),
-		Listeners: d.Listeners, BackendSets: d.BackendSets, Certificates: d.Certificates, RuleSets: d.RuleSets,
+		Listeners: d.Listeners, BackendSets: d.BackendSets, Certificates: d.certs, RuleSets: d.RuleSets,
 		FreeformTags: d.FreeformTags, DefinedTags: d.DefinedTags, SystemTags: map[string]map[string]any{}}
-	for _, m := range []*map[string]json.RawMessage{&lb.Certificates, &lb.RuleSets} {
-		if *m == nil {
-			*m = map[string]json.RawMessage{}
-		}
+	if lb.RuleSets == nil {
+		lb.RuleSets = map[string]json.RawMessage{}
 	}
 	if lb.FreeformTags == nil {
 		lb.FreeformTags = map[string]string{}
@@ -534,12 +542,21 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 	default:
 		return invalid("Shape %q does not exist.", d.ShapeName)
 	}
+	d.certs = map[string]*certificate{}
+	for name, cd := range d.Certificates {
+		cd.CertificateName = name
+		c, err := cd.asCertificate()
+		if err != nil {
+			return err
+		}
+		d.certs[name] = c
+	}
 	if d.BackendSets == nil {
 		d.BackendSets = map[string]*backendSet{}
 	}
 	for name, bs := range d.BackendSets {
 		bs.Name = name
-		if err := checkBackendSet(bs); err != nil {
+		if err := checkBackendSet(bs, d.certs); err != nil {
 			return err
 		}
 	}
@@ -548,7 +565,7 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 	}
 	for name, l := range d.Listeners {
 		l.Name = name
-		if err := checkListener(d.BackendSets, l, without(d.Listeners, name)); err != nil {
+		if err := checkListener(d.BackendSets, l, without(d.Listeners, name), d.certs); err != nil {
 			return err
 		}
 	}
@@ -632,6 +649,8 @@ func viewLB(lb *loadBalancer) any {
 		c.BackendSets[k] = &bs
 	}
 	c.IPAddresses = slices.Clone(lb.IPAddresses)
+	c.Certificates = maps.Clone(lb.Certificates)
+	c.RuleSets = maps.Clone(lb.RuleSets)
 	return &c
 }
 
