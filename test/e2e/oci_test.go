@@ -525,3 +525,71 @@ func TestOCIAdoptsThePeersNetworkLoadBalancer(t *testing.T) {
 	deleteService(t, ns, "dns")
 	assert.Zero(t, e.Objects()["networkLoadBalancer"])
 }
+
+// tlsSecret writes the kubernetes.io/tls Secret name of namespace ns with a
+// new certificate for host, and returns the certificate.
+func tlsSecret(t *testing.T, ca *core.CA, ns, name, host string) string {
+	t.Helper()
+	crt, key, err := ca.IssuePEM(host)
+	require.NoError(t, err)
+	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: v1.SecretTypeTLS,
+		Data: map[string][]byte{v1.TLSCertKey: crt, v1.TLSPrivateKeyKey: key}}
+	if _, err := env.Client.CoreV1().Secrets(ns).Create(t.Context(), sec, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		_, err = env.Client.CoreV1().Secrets(ns).Update(t.Context(), sec, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	} else {
+		require.NoError(t, err)
+	}
+	return string(crt)
+}
+
+// SSL listeners present the certificate of the Service's TLS Secret, named
+// as the peer names it; a renewed Secret (cert-manager's way: the same
+// Secret, new content) is found by the drift check and served, the old
+// certificate removed.
+func TestOCISSLListenersFollowTheirTLSSecret(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 71, 1)
+	e, client := c.ociEmu, ociLBClient(t, c.ociEmu)
+	ca, err := core.NewCA("e2e")
+	require.NoError(t, err)
+	first := tlsSecret(t, ca, ns, "web-tls", "web.example")
+	svc := lbService(t, ns, "web", func(s *v1.Service) {
+		s.Annotations = map[string]string{
+			"service.beta.kubernetes.io/oci-load-balancer-ssl-ports":  "443",
+			"service.beta.kubernetes.io/oci-load-balancer-tls-secret": "web-tls",
+		}
+		s.Spec.Ports = []v1.ServicePort{{Name: "https", Protocol: v1.ProtocolTCP, Port: 443}, {Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}
+	})
+	waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	lbs := ociLBs(t, client, e, string(svc.UID))
+	require.Len(t, lbs, 1)
+	lb := lbs[0]
+	require.NotNil(t, lb.Listeners["TCP-443"].SslConfiguration, "the SSL port's listener terminates SSL")
+	assert.Equal(t, "web-tls", *lb.Listeners["TCP-443"].SslConfiguration.CertificateName, "the certificate is named as the Secret")
+	assert.Nil(t, lb.Listeners["TCP-80"].SslConfiguration, "the other port's does not")
+	assert.Equal(t, first, *lb.Certificates["web-tls"].PublicCertificate)
+
+	// Renewed in place: the drift check (every 2 s here) finds it.
+	second := tlsSecret(t, ca, ns, "web-tls", "web.example")
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		lbs := ociLBs(t, client, e, string(svc.UID))
+		if len(lbs) != 1 {
+			return fmt.Errorf("%d load balancers", len(lbs))
+		}
+		l := lbs[0].Listeners["TCP-443"]
+		if l.SslConfiguration == nil {
+			return fmt.Errorf("no SSL")
+		}
+		cert := lbs[0].Certificates[*l.SslConfiguration.CertificateName]
+		if cert.PublicCertificate == nil || *cert.PublicCertificate != second {
+			return fmt.Errorf("listener TCP-443 presents %s, not the renewed certificate", *l.SslConfiguration.CertificateName)
+		}
+		if len(lbs[0].Certificates) != 1 {
+			return fmt.Errorf("certificates %d: the old one is still there", len(lbs[0].Certificates))
+		}
+		return nil
+	}), "the renewed certificate is served and the old one removed")
+	assert.Equal(t, *lb.Id, *ociLBs(t, client, e, string(svc.UID))[0].Id, "the same load balancer")
+	deleteService(t, ns, "web")
+}

@@ -35,6 +35,7 @@ type CA struct {
 
 	mu     sync.Mutex
 	leaves map[string]*tls.Certificate
+	serial int64
 }
 
 // NewCA makes a CA named name, valid for a day.
@@ -76,21 +77,48 @@ func (ca *CA) leaf(host string) (*tls.Certificate, error) {
 	if c, ok := ca.leaves[host]; ok {
 		return c, nil
 	}
+	c, err := ca.issue(host)
+	if err != nil {
+		return nil, err
+	}
+	ca.leaves[host] = c
+	return c, nil
+}
+
+// issue mints a new server certificate for host. Call with mu held.
+func (ca *CA) issue(host string) (*tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(len(ca.leaves) + 2)), Subject: pkix.Name{CommonName: host},
+	ca.serial++
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.serial + 1), Subject: pkix.Name{CommonName: host},
 		DNSNames: []string{host}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return nil, err
 	}
-	c := &tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: key}
-	ca.leaves[host] = c
-	return c, nil
+	return &tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: key}, nil
+}
+
+// IssuePEM mints a new server certificate for host, in PEM with its key, as
+// a kubernetes.io/tls Secret holds them (tests: each call a new one, as a
+// renewal makes).
+func (ca *CA) IssuePEM(host string) (certPEM, keyPEM []byte, err error) {
+	ca.mu.Lock()
+	c, err := ca.issue(host)
+	ca.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	kd, err := x509.MarshalECPrivateKey(c.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), nil
 }
 
 // ServeTunnels makes s answer CONNECT requests for hosts ending in one of

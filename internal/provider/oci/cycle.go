@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -48,7 +49,40 @@ var (
 	_ lbcycle.Cloud[lbSpec, LB] = steps{}
 	_ lbcycle.Relister          = steps{}
 	_ lbcycle.Pacer             = steps{}
+	_ lbcycle.DriftChecker[LB]  = steps{}
 )
+
+// Drift finds a renewed TLS Secret: a certificate its SSL listeners or
+// backend sets present that is no longer the Secret's (cert-manager renews
+// them in place). One read of each TLS Secret per drift period; a Service
+// without SSL costs nothing.
+func (s steps) Drift(ctx context.Context, svc *v1.Service, _ lbcycle.Record, lb ociLB) (string, error) {
+	spec, err := s.parseSpec(svc)
+	if err != nil || len(spec.tls) == 0 {
+		return "", nil //nolint:nilerr // an invalid Service is the sync's to report
+	}
+	if err := s.readCerts(ctx, &spec); err != nil {
+		return "", nil //nolint:nilerr // as above: the sync reports it
+	}
+	inUse := map[string]bool{}
+	for _, l := range lb.Obj.Listeners {
+		if l.SSLConfiguration != nil {
+			inUse[l.SSLConfiguration.CertificateName] = true
+		}
+	}
+	for _, bs := range lb.Obj.BackendSets {
+		if bs.SSLConfiguration != nil {
+			inUse[bs.SSLConfiguration.CertificateName] = true
+		}
+	}
+	for secret, c := range spec.certs {
+		name := certNames(lb.Obj, spec)[secret]
+		if got, ok := lb.Obj.Certificates[name]; !ok || !sameCertificate(got, c) || !inUse[name] {
+			return fmt.Sprintf("the TLS Secret %s was renewed", spec.tls[secret]), nil
+		}
+	}
+	return "", nil
+}
 
 func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, LB] {
 	return lbcycle.New[lbSpec, LB](steps{c}, c.records, lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
@@ -122,6 +156,9 @@ func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.
 		return lbSpec{}, lbcycle.Fingerprint{}, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
 	}
 	spec.freeform[tagCluster] = s.Cluster.Get()
+	if err := s.readCerts(ctx, &spec); err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, err
+	}
 	if err := s.resolveBackends(ctx, svc, &spec, nodes); err != nil {
 		return lbSpec{}, lbcycle.Fingerprint{}, err
 	}
@@ -264,7 +301,8 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	} else {
 		wr, err = s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
-			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved}, newToken())
+			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved,
+			Certificates: spec.certs}, newToken())
 	}
 	if err != nil {
 		return "", err
@@ -317,6 +355,19 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		wr, err := s.gw.changeChild(ctx, have.Kind, http.MethodDelete, lb.ID, kind, name, nil)
 		return change(wr, err, "deleting "+what)
 	}
+	// Certificates first (a listener needs its own), under the names this
+	// load balancer gives the Secrets' certificates.
+	names := certNames(have, spec)
+	for _, secret := range slices.Sorted(maps.Keys(spec.certs)) {
+		name := names[secret]
+		if _, ok := have.Certificates[name]; !ok {
+			c := spec.certs[secret]
+			c.CertificateName = name
+			wr, err := s.gw.createCertificate(ctx, lb.ID, c)
+			return change(wr, err, "creating certificate "+name+" (of Secret "+spec.tls[secret].String()+")")
+		}
+	}
+	spec = withCertNames(spec, names)
 	if name, method := childChange(spec.backendSets, have.BackendSets, sameBackendSet); method != "" {
 		want := spec.backendSets[name]
 		return write(method, "backendSets", name, want, unnamed(want), "backend set "+name)
@@ -333,6 +384,9 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	}
 	if name := unasked(have.BackendSets, spec.backendSets); name != "" {
 		return remove("backendSets", name, "backend set "+name)
+	}
+	if name := staleCertificate(have, spec, names); name != "" {
+		return remove("certificates", name, "certificate "+name+" (its Secret was renewed)")
 	}
 	if msg := shapeDrift(have, spec); msg != "" {
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
@@ -363,6 +417,82 @@ func (s steps) removeOtherKind(ctx context.Context, svc *v1.Service, kind string
 	s.listings[other].Invalidate()
 	return fmt.Sprintf("%s %s is no longer asked for (the Service asks for a%s): deleting it (work request %s)", noun(other), old.ID,
 		map[string]string{kindLB: " load balancer", kindNLB: " network load balancer"}[kind], wr), nil
+}
+
+// certNames are the names in load balancer have of the spec's certificates
+// (by Secret name): the Secret's name, as the peer names it, unless have
+// holds a certificate of that name with other content (the Secret was
+// renewed since: OCI cannot change a certificate), then the name with a
+// hash of the content.
+func certNames(have LB, spec lbSpec) map[string]string {
+	out := map[string]string{}
+	for secret, c := range spec.certs {
+		name := secret
+		if got, ok := have.Certificates[secret]; ok && !sameCertificate(got, c) {
+			sum := sha256.Sum256([]byte(strings.TrimSpace(c.PublicCertificate) + strings.TrimSpace(c.CaCertificate)))
+			name = secret + "-" + hex.EncodeToString(sum[:4])
+		}
+		out[secret] = name
+	}
+	return out
+}
+
+func sameCertificate(got, want Certificate) bool {
+	return strings.TrimSpace(got.PublicCertificate) == strings.TrimSpace(want.PublicCertificate) &&
+		strings.TrimSpace(got.CaCertificate) == strings.TrimSpace(want.CaCertificate)
+}
+
+// withCertNames is spec with its SSL configurations naming the
+// certificates as names says.
+func withCertNames(spec lbSpec, names map[string]string) lbSpec {
+	rename := func(c *SSLConfiguration) *SSLConfiguration {
+		if c == nil || names[c.CertificateName] == "" || names[c.CertificateName] == c.CertificateName {
+			return c
+		}
+		r := *c
+		r.CertificateName = names[c.CertificateName]
+		return &r
+	}
+	ls, bss := maps.Clone(spec.listeners), maps.Clone(spec.backendSets)
+	for name, l := range ls {
+		l.SSLConfiguration = rename(l.SSLConfiguration)
+		ls[name] = l
+	}
+	for name, bs := range bss {
+		bs.SSLConfiguration = rename(bs.SSLConfiguration)
+		bss[name] = bs
+	}
+	spec.listeners, spec.backendSets = ls, bss
+	return spec
+}
+
+// staleCertificate is a certificate of the load balancer that no listener
+// or backend set uses and that was made of one of the spec's Secrets before
+// it was renewed (its name is the Secret's, or that with a hash): "" for
+// none. Other certificates are not this Service's to remove.
+func staleCertificate(have LB, spec lbSpec, names map[string]string) string {
+	used := map[string]bool{}
+	for _, l := range have.Listeners {
+		if l.SSLConfiguration != nil {
+			used[l.SSLConfiguration.CertificateName] = true
+		}
+	}
+	for _, bs := range have.BackendSets {
+		if bs.SSLConfiguration != nil {
+			used[bs.SSLConfiguration.CertificateName] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(have.Certificates)) {
+		if used[name] || slices.Contains(slices.Collect(maps.Values(names)), name) {
+			continue
+		}
+		for secret := range spec.tls {
+			if name == secret || (strings.HasPrefix(name, secret+"-") && len(name) == len(secret)+9) {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // childChange is the first child (by name) of a kind that want asks and have
@@ -448,7 +578,21 @@ func unnamedListener(l Listener) Listener { l.Name = ""; return l }
 
 func sameBackendSet(got, want BackendSet) bool {
 	return got.Policy == want.Policy && got.HealthChecker == want.HealthChecker && slices.Equal(backendKeys(got), backendKeys(want)) &&
-		isTrue(got.IsPreserveSource) == isTrue(want.IsPreserveSource)
+		isTrue(got.IsPreserveSource) == isTrue(want.IsPreserveSource) && sameSSL(got.SSLConfiguration, want.SSLConfiguration)
+}
+
+// sameSSL compares SSL configurations as the peer does: the cipher suite
+// and protocols only when they are asked for (OCI fills in its defaults).
+func sameSSL(got, want *SSLConfiguration) bool {
+	switch {
+	case got == nil || want == nil:
+		return got == want
+	case got.CertificateName != want.CertificateName || got.VerifyDepth != want.VerifyDepth || got.VerifyPeerCertificate != want.VerifyPeerCertificate:
+		return false
+	case want.CipherSuiteName != "" && got.CipherSuiteName != want.CipherSuiteName:
+		return false
+	}
+	return len(want.Protocols) == 0 || slices.Equal(got.Protocols, want.Protocols)
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
@@ -465,7 +609,7 @@ func backendKeys(bs BackendSet) []string {
 
 func sameListener(got, want Listener) bool {
 	if got.Port != want.Port || got.Protocol != want.Protocol || got.DefaultBackendSetName != want.DefaultBackendSetName ||
-		isTrue(got.IsPPv2Enabled) != isTrue(want.IsPPv2Enabled) {
+		isTrue(got.IsPPv2Enabled) != isTrue(want.IsPPv2Enabled) || !sameSSL(got.SSLConfiguration, want.SSLConfiguration) {
 		return false
 	}
 	if want.ConnectionConfiguration == nil { // an NLB's

@@ -441,6 +441,28 @@ type LB struct {
 	Listeners                   map[string]Listener   `json:"listeners"`
 	BackendSets                 map[string]BackendSet `json:"backendSets"`
 	FreeformTags                map[string]string     `json:"freeformTags"`
+	// Certificates are an LB's, by name.
+	Certificates map[string]Certificate `json:"certificates"`
+}
+
+// Certificate is a certificate of a load balancer: created whole with its
+// private key (which OCI never shows again), by name.
+type Certificate struct {
+	CertificateName   string `json:"certificateName"`
+	PublicCertificate string `json:"publicCertificate,omitempty"`
+	PrivateKey        string `json:"privateKey,omitempty"`
+	Passphrase        string `json:"passphrase,omitempty"`
+	CaCertificate     string `json:"caCertificate,omitempty"`
+}
+
+// SSLConfiguration is a listener's or a backend set's SSL: the certificate
+// it presents (or checks the backends with).
+type SSLConfiguration struct {
+	CertificateName       string   `json:"certificateName"`
+	VerifyDepth           int      `json:"verifyDepth"`
+	VerifyPeerCertificate bool     `json:"verifyPeerCertificate"`
+	CipherSuiteName       string   `json:"cipherSuiteName,omitempty"`
+	Protocols             []string `json:"protocols,omitempty"`
 }
 
 // ShapeDetails are a flexible shape's bandwidths.
@@ -458,6 +480,7 @@ type Listener struct {
 	Port                    int                      `json:"port"`
 	Protocol                string                   `json:"protocol"`
 	ConnectionConfiguration *ConnectionConfiguration `json:"connectionConfiguration,omitempty"`
+	SSLConfiguration        *SSLConfiguration        `json:"sslConfiguration,omitempty"`
 	IsPPv2Enabled           *bool                    `json:"isPpv2Enabled,omitempty"`
 }
 
@@ -472,8 +495,9 @@ type BackendSet struct {
 	Name             string        `json:"name,omitempty"`
 	Policy           string        `json:"policy"`
 	Backends         []Backend     `json:"backends"`
-	HealthChecker    HealthChecker `json:"healthChecker"`
-	IsPreserveSource *bool         `json:"isPreserveSource,omitempty"`
+	HealthChecker    HealthChecker     `json:"healthChecker"`
+	SSLConfiguration *SSLConfiguration `json:"sslConfiguration,omitempty"`
+	IsPreserveSource *bool             `json:"isPreserveSource,omitempty"`
 }
 
 // Backend is a node's address and port in a backend set; an NLB's backend
@@ -494,6 +518,8 @@ type HealthChecker struct {
 	Retries          int    `json:"retries"`
 	TimeoutInMillis  int    `json:"timeoutInMillis"`
 	IntervalInMillis int    `json:"intervalInMillis"`
+	// IsForcePlainText: the check is plain HTTP to backends reached by SSL.
+	IsForcePlainText bool `json:"isForcePlainText,omitempty"`
 }
 
 // CreateLoadBalancer is CreateLoadBalancerDetails: the whole load balancer in one call.
@@ -509,6 +535,7 @@ type CreateLoadBalancer struct {
 	FreeformTags  map[string]string         `json:"freeformTags,omitempty"`
 	DefinedTags   map[string]map[string]any `json:"definedTags,omitempty"`
 	ReservedIPs   []ReservedIP              `json:"reservedIps,omitempty"`
+	Certificates  map[string]Certificate    `json:"certificates,omitempty"`
 }
 
 // CreateNetworkLoadBalancer is CreateNetworkLoadBalancerDetails: the whole
@@ -627,6 +654,15 @@ func (g *gateway) changeChild(ctx context.Context, kind, method, lb, child, name
 		path += "/" + url.PathEscape(name)
 	}
 	return g.lbChange(ctx, kind, method, path, body, nil)
+}
+
+// createCertificate adds a certificate to load balancer lb (an lb).
+func (g *gateway) createCertificate(ctx context.Context, lb string, c Certificate) (string, error) {
+	return g.lbChange(ctx, kindLB, http.MethodPost, "/loadBalancers/"+url.PathEscape(lb)+"/certificates", c, nil)
+}
+
+func (g *gateway) deleteCertificate(ctx context.Context, lb, name string) (string, error) {
+	return g.lbChange(ctx, kindLB, http.MethodDelete, "/loadBalancers/"+url.PathEscape(lb)+"/certificates/"+url.PathEscape(name), nil, nil)
 }
 
 // workRequest reads a work request of a kind, an NLB's read as an LB's.

@@ -2,6 +2,8 @@ package oci
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,7 +13,9 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
@@ -62,6 +66,10 @@ type lbSpec struct {
 	freeform    map[string]string
 	defined     map[string]map[string]any
 	proxyMode   bool // ingress-ip-mode Proxy
+	// tls are the Secrets of the SSL certificates, by certificate name (the
+	// Secret's, as the peer names them); certs their contents, read by Spec.
+	tls   map[string]types.NamespacedName
+	certs map[string]Certificate
 	// preserveSource and ppv2 are an nlb's (is-preserve-source,
 	// is-ppv2-enabled); externalOnly publishes its public address alone.
 	preserveSource, ppv2, externalOnly bool
@@ -78,8 +86,7 @@ type lbSpec struct {
 // unsupported are the annotations this CCM does not serve yet, by kind: a
 // Service using one is refused with a Warning and nothing is built for it.
 var unsupported = map[string][]annotation.Name{
-	kindLB: {annotation.OCISSLPorts, annotation.OCITLSSecret, annotation.OCITLSBackendSetSecret,
-		annotation.OCIListenerSSLConfig, annotation.OCIBackendSetSSLConfig, annotation.OCIRuleSets,
+	kindLB: {annotation.OCIRuleSets,
 		annotation.OCINetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
 		annotation.OCIWorkloadServiceAccount},
 	kindNLB: {annotation.OCINLBNetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
@@ -216,17 +223,111 @@ func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad fun
 		bad(err)
 	}
 	conn := connection(svc, protocol, bad)
+	listenerSSL, backendSSL := s.ssl(svc, bad)
+	if backendSSL != nil {
+		check.IsForcePlainText = true // plain HTTP checks of backends reached by SSL, as the peer's
+	}
+	sslPorts, err := annotation.OCISSLPorts.Ports(svc)
+	bad(err)
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != v1.ProtocolTCP {
 			bad(fmt.Errorf("port %d is %s: an OCI load balancer (lb) serves TCP only; use %s: nlb", p.Port, p.Protocol, annotation.OCILoadBalancerType))
 			continue
 		}
 		name := fmt.Sprintf("%s-%d", p.Protocol, p.Port)
-		s.backendSets[name] = BackendSet{Name: name, Policy: policy, HealthChecker: check, Backends: []Backend{}}
-		s.listeners[name] = Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, ConnectionConfiguration: conn}
+		bs := BackendSet{Name: name, Policy: policy, HealthChecker: check, Backends: []Backend{}}
+		l := Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, ConnectionConfiguration: conn}
+		if slices.Contains(sslPorts, p.Port) {
+			l.SSLConfiguration, bs.SSLConfiguration = listenerSSL, backendSSL
+		}
+		s.backendSets[name], s.listeners[name] = bs, l
 		s.listenerPorts = append(s.listenerPorts, int(p.Port))
 		s.backendPorts = append(s.backendPorts, int(p.NodePort))
 	}
+}
+
+// sslConfig is the cipher suite and protocols of an SSL config annotation,
+// in the peer's JSON (field names as the peer's Go struct reads them).
+type sslConfig struct {
+	CipherSuiteName string   `json:"CipherSuiteName"`
+	Protocols       []string `json:"Protocols"`
+}
+
+// ssl reads the SSL annotations of an lb: the SSL configuration of the
+// listeners of ssl-ports (tls-secret's certificate) and of their backend
+// sets (tls-backendset-secret's), nil for none. Each Secret becomes a
+// certificate named as the Secret, as the peer names it.
+func (s *lbSpec) ssl(svc *v1.Service, bad func(error)) (listener, backend *SSLConfiguration) {
+	ports, err := annotation.OCISSLPorts.Ports(svc)
+	bad(err)
+	for _, p := range ports {
+		if !slices.ContainsFunc(svc.Spec.Ports, func(sp v1.ServicePort) bool { return sp.Port == p }) {
+			bad(fmt.Errorf("%s: port %d is not a port of the Service", annotation.OCISSLPorts, p))
+		}
+	}
+	s.tls = map[string]types.NamespacedName{}
+	for _, a := range []struct {
+		secret, config annotation.Name
+		to             **SSLConfiguration
+	}{
+		{annotation.OCITLSSecret, annotation.OCIListenerSSLConfig, &listener},
+		{annotation.OCITLSBackendSetSecret, annotation.OCIBackendSetSSLConfig, &backend},
+	} {
+		ns, name, err := a.secret.SecretRef(svc)
+		if err != nil {
+			bad(err)
+			if a.config.IsSet(svc) && errors.Is(err, annotation.ErrNotSet) {
+				bad(fmt.Errorf("%s needs %s", a.config, a.secret))
+			}
+			continue
+		}
+		if len(ports) == 0 {
+			bad(fmt.Errorf("%s: %s names no port to serve SSL on", a.secret, annotation.OCISSLPorts))
+		}
+		if was, ok := s.tls[name]; ok && was != (types.NamespacedName{Namespace: ns, Name: name}) {
+			bad(fmt.Errorf("%s and %s name two Secrets of one name (%s, %s): OCI names a certificate by it", annotation.OCITLSSecret,
+				annotation.OCITLSBackendSetSecret, was, ns+"/"+name))
+		}
+		s.tls[name] = types.NamespacedName{Namespace: ns, Name: name}
+		c := &SSLConfiguration{CertificateName: name}
+		var cfg sslConfig
+		if err := a.config.JSON(svc, &cfg, `JSON {"CipherSuiteName": "...", "Protocols": ["TLSv1.2"]}`); err == nil {
+			c.CipherSuiteName, c.Protocols = cfg.CipherSuiteName, cfg.Protocols
+		} else {
+			bad(err)
+		}
+		*a.to = c
+	}
+	if len(ports) > 0 && !annotation.OCITLSSecret.IsSet(svc) {
+		bad(fmt.Errorf("%s: SSL listeners need the certificate of %s", annotation.OCISSLPorts, annotation.OCITLSSecret))
+	}
+	return listener, backend
+}
+
+// readCerts reads the Secrets of the spec's certificates (data tls.crt,
+// tls.key, ca.crt, passphrase: the peer's keys).
+func (c *Cloud) readCerts(ctx context.Context, s *lbSpec) error {
+	if len(s.tls) == 0 {
+		return nil
+	}
+	kube := c.Kube()
+	if kube == nil {
+		return errors.New("no Kubernetes client yet to read the TLS Secrets")
+	}
+	s.certs = map[string]Certificate{}
+	for name, ref := range s.tls {
+		sec, err := kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading the TLS Secret %s: %w", ref, err)
+		}
+		crt, key := sec.Data[v1.TLSCertKey], sec.Data[v1.TLSPrivateKeyKey]
+		if len(crt) == 0 || len(key) == 0 {
+			return outcome.Refuse(outcome.ReasonUnsupportedService, "the TLS Secret %s has no %s or no %s", ref, v1.TLSCertKey, v1.TLSPrivateKeyKey)
+		}
+		s.certs[name] = Certificate{CertificateName: name, PublicCertificate: string(crt), PrivateKey: string(key),
+			CaCertificate: string(sec.Data["ca.crt"]), Passphrase: string(sec.Data["passphrase"])}
+	}
+	return nil
 }
 
 // nlbParts are what an nlb asks beyond what both kinds do: its policy,
@@ -524,10 +625,21 @@ func (s *lbSpec) configFingerprint() string {
 			conn = *l.ConnectionConfiguration
 		}
 		w("listener", name, l.Port, l.Protocol, l.DefaultBackendSetName, conn)
+		if l.SSLConfiguration != nil {
+			w("ssl", *l.SSLConfiguration)
+		}
+		if ssl := s.backendSets[name].SSLConfiguration; ssl != nil {
+			w("set ssl", *ssl)
+		}
 		bs := s.backendSets[name]
 		w("set", name, bs.Policy, bs.HealthChecker)
 	}
 	w("tags", s.freeform, s.defined)
+	for _, name := range slices.Sorted(maps.Keys(s.certs)) {
+		// The certificate's content, not its key: a renewed Secret changes it.
+		sum := sha256.Sum256([]byte(s.certs[name].PublicCertificate + s.certs[name].CaCertificate))
+		w("cert", name, hex.EncodeToString(sum[:8]))
+	}
 	return h.Config()
 }
 
