@@ -122,13 +122,18 @@ func TestOCINodesFollowTheirInstances(t *testing.T) {
 		"the lifecycle controller asked about oci-hidden and was told why it stays")
 }
 
-// ociLBClient is oci-go-sdk's load balancer client of e.
-func ociLBClient(t *testing.T, e *emulator.Emulator) loadbalancer.LoadBalancerClient {
+// ociUser is oci-go-sdk's configuration of the emulator's user, the SDK's
+// circuit breaker off (a test wants errors as they come).
+func ociUser(t *testing.T, e *emulator.Emulator) common.ConfigurationProvider {
 	t.Helper()
 	t.Setenv("OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED", "false")
 	f := e.Fixture()
-	c, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(
-		common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.Region(), f.Fingerprint, f.PrivateKeyPEM, nil))
+	return common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.Region(), f.Fingerprint, f.PrivateKeyPEM, nil)
+}
+
+// ociLBClient is oci-go-sdk's load balancer client of e.
+func ociLBClient(t *testing.T, e *emulator.Emulator) loadbalancer.LoadBalancerClient {
+	c, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(ociUser(t, e))
 	require.NoError(t, err)
 	c.Host = e.URL()
 	return c
@@ -302,10 +307,7 @@ func TestOCIAdoptsThePeersLoadBalancer(t *testing.T) {
 
 // ociNetworkClient is oci-go-sdk's virtual network client of e.
 func ociNetworkClient(t *testing.T, e *emulator.Emulator) ocicore.VirtualNetworkClient {
-	t.Helper()
-	f := e.Fixture()
-	c, err := ocicore.NewVirtualNetworkClientWithConfigurationProvider(
-		common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.Region(), f.Fingerprint, f.PrivateKeyPEM, nil))
+	c, err := ocicore.NewVirtualNetworkClientWithConfigurationProvider(ociUser(t, e))
 	require.NoError(t, err)
 	c.Host = e.URL()
 	return c
@@ -363,11 +365,7 @@ func waitReplaced(t *testing.T, c *lbCloud, svc *v1.Service, old, addr, msg stri
 
 // ociNLBClient is oci-go-sdk's network load balancer client of e.
 func ociNLBClient(t *testing.T, e *emulator.Emulator) nlb.NetworkLoadBalancerClient {
-	t.Helper()
-	t.Setenv("OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED", "false")
-	f := e.Fixture()
-	c, err := nlb.NewNetworkLoadBalancerClientWithConfigurationProvider(
-		common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.Region(), f.Fingerprint, f.PrivateKeyPEM, nil))
+	c, err := nlb.NewNetworkLoadBalancerClientWithConfigurationProvider(ociUser(t, e))
 	require.NoError(t, err)
 	c.Host = e.URL()
 	return c

@@ -8,8 +8,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"io"
-	"net/http"
 	"math/big"
+	"net/http"
 	"testing"
 	"time"
 
@@ -93,8 +93,7 @@ func TestAnSSLListenerNeedsItsCertificateWhichNeverShowsItsKey(t *testing.T) {
 // rawGet is the body of a GET of path, signed as the fixture's user.
 func (e *Emulator) rawGet(t *testing.T, path string) []byte {
 	t.Helper()
-	f := e.fx
-	signer := common.DefaultRequestSigner(common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.opts.Region, f.Fingerprint, f.PrivateKeyPEM, nil))
+	signer := common.DefaultRequestSigner(fixtureUser(t, e))
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.URL()+path, nil)
 	require.NoError(t, err)
 	req.Header.Set("Date", time.Now().UTC().Format(http.TimeFormat))

@@ -28,38 +28,28 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 		if lb.LifecycleState != LBActive || len(lb.IPAddresses) == 0 {
 			continue
 		}
-		addr, err := netip.ParseAddr(lb.IPAddresses[0].IPAddress)
-		if err != nil {
-			continue
-		}
 		for _, l := range lb.Listeners {
 			bs := lb.BackendSets[l.DefaultBackendSetName]
 			if bs == nil {
 				continue
 			}
-			spec := l4proxy.ListenerSpec{Protocol: l4proxy.TCP, Address: netip.AddrPortFrom(addr, uint16(l.Port))}
+			var backends []served
 			for _, b := range bs.Backends {
-				if a, err := netip.ParseAddr(b.IPAddress); err == nil && !b.Offline {
-					spec.Backends = append(spec.Backends, l4proxy.Backend{Name: b.Name, Addr: netip.AddrPortFrom(a, uint16(b.Port))})
-				}
+				backends = append(backends, served{b.Name, b.IPAddress, b.Port, b.Offline})
 			}
-			if hc := bs.HealthChecker; hc != nil && hc.Protocol == "HTTP" {
-				spec.HealthCheck = l4proxy.HealthCheck{HTTPPort: hc.Port, HTTPPath: hc.URLPath,
-					Interval: time.Duration(hc.IntervalInMillis) * time.Millisecond, Timeout: time.Duration(hc.TimeoutInMillis) * time.Millisecond,
-					HealthyThreshold: 1, UnhealthyThreshold: hc.Retries}
-			}
+			proxy := 0
 			if c := l.ConnectionConfiguration; c != nil && c.BackendTCPProxyProtocolVersion != nil {
-				spec.ProxyProtocol = *c.BackendTCPProxyProtocolVersion
+				proxy = *c.BackendTCPProxyProtocolVersion
 			}
-			out[lb.ID] = append(out[lb.ID], spec)
+			var hc healthChecker
+			if bs.HealthChecker != nil {
+				hc = *bs.HealthChecker
+			}
+			out[lb.ID] = appendSpecs(out[lb.ID], lb.IPAddresses[0].IPAddress, l.Port, "TCP", backends, hc, proxy)
 		}
 	}
 	for _, n := range e.nlbs.All() {
 		if n.LifecycleState != NLBActive || len(n.IPAddresses) == 0 {
-			continue
-		}
-		addr, err := netip.ParseAddr(n.IPAddresses[0].IPAddress)
-		if err != nil {
 			continue
 		}
 		for _, l := range n.Listeners {
@@ -67,31 +57,64 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 			if bs == nil || l.Port == 0 {
 				continue
 			}
-			var backends []l4proxy.Backend
+			var backends []served
 			for _, b := range bs.Backends {
-				if a, err := netip.ParseAddr(b.IPAddress); err == nil && !b.IsOffline {
-					backends = append(backends, l4proxy.Backend{Name: b.Name, Addr: netip.AddrPortFrom(a, uint16(b.Port))})
-				}
+				backends = append(backends, served{b.Name, b.IPAddress, b.Port, b.IsOffline})
 			}
-			var check l4proxy.HealthCheck
-			if hc := bs.HealthChecker; hc != nil && hc.Protocol == "HTTP" {
-				check = l4proxy.HealthCheck{HTTPPort: hc.Port, HTTPPath: hc.URLPath,
-					Interval: time.Duration(hc.IntervalInMillis) * time.Millisecond, Timeout: time.Duration(hc.TimeoutInMillis) * time.Millisecond,
-					HealthyThreshold: 1, UnhealthyThreshold: hc.Retries}
+			proxy := 0
+			if l.IsPPv2Enabled {
+				proxy = 2
 			}
-			for _, proto := range []l4proxy.Protocol{l4proxy.TCP, l4proxy.UDP} {
-				if !overlap(l.Protocol, string(proto)) {
-					continue
-				}
-				spec := l4proxy.ListenerSpec{Protocol: proto, Address: netip.AddrPortFrom(addr, uint16(l.Port)), Backends: backends, HealthCheck: check}
-				if proto == l4proxy.TCP && l.IsPPv2Enabled {
-					spec.ProxyProtocol = 2
-				}
-				out[n.ID] = append(out[n.ID], spec)
+			var hc healthChecker
+			if c := bs.HealthChecker; c != nil {
+				hc = healthChecker{Protocol: c.Protocol, URLPath: c.URLPath, Port: c.Port, Retries: c.Retries,
+					TimeoutInMillis: c.TimeoutInMillis, IntervalInMillis: c.IntervalInMillis}
 			}
+			out[n.ID] = appendSpecs(out[n.ID], n.IPAddresses[0].IPAddress, l.Port, l.Protocol, backends, hc, proxy)
 		}
 	}
 	return out
+}
+
+// served is a backend as the data plane serves it.
+type served struct {
+	name, ip string
+	port     int
+	offline  bool
+}
+
+// appendSpecs adds to specs a listener on ip:port for each transport of
+// protocol (TCP, UDP, TCP_AND_UDP, ANY), toward backends checked as hc
+// says (HTTP; TCP by connect otherwise), with a PROXY protocol header of
+// version proxy on TCP (0: none).
+func appendSpecs(specs []l4proxy.ListenerSpec, ip string, port int, protocol string, backends []served, hc healthChecker, proxy int) []l4proxy.ListenerSpec {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return specs
+	}
+	var bs []l4proxy.Backend
+	for _, b := range backends {
+		if a, err := netip.ParseAddr(b.ip); err == nil && !b.offline {
+			bs = append(bs, l4proxy.Backend{Name: b.name, Addr: netip.AddrPortFrom(a, uint16(b.port))})
+		}
+	}
+	var check l4proxy.HealthCheck
+	if hc.Protocol == "HTTP" {
+		check = l4proxy.HealthCheck{HTTPPort: hc.Port, HTTPPath: hc.URLPath,
+			Interval: time.Duration(hc.IntervalInMillis) * time.Millisecond, Timeout: time.Duration(hc.TimeoutInMillis) * time.Millisecond,
+			HealthyThreshold: 1, UnhealthyThreshold: hc.Retries}
+	}
+	for _, proto := range []l4proxy.Protocol{l4proxy.TCP, l4proxy.UDP} {
+		if !overlap(protocol, string(proto)) {
+			continue
+		}
+		spec := l4proxy.ListenerSpec{Protocol: proto, Address: netip.AddrPortFrom(addr, uint16(port)), Backends: bs, HealthCheck: check}
+		if proto == l4proxy.TCP {
+			spec.ProxyProtocol = proxy
+		}
+		specs = append(specs, spec)
+	}
+	return specs
 }
 
 // DataPlaneErrors are the load balancers the data plane could not serve, with why.

@@ -136,6 +136,55 @@ type workRequest struct {
 
 func (w *workRequest) ocid() string { return w.ID }
 
+// creation is a create request being answered: its time, and its
+// opc-retry-token with a digest of its body.
+type creation struct {
+	e        *Emulator
+	now      time.Time
+	token    string
+	sum      [32]byte
+	answered bool // replay answered it (409 InvalidatedRetryToken)
+}
+
+// startCreate reads a create's body into d (400 CannotParseRequest if it
+// cannot), then takes mu: the caller unlocks it when ok.
+func (e *Emulator) startCreate(w http.ResponseWriter, r *http.Request, d any) (*creation, bool) {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "CannotParseRequest", err.Error())
+		return nil, false
+	}
+	if err := json.Unmarshal(raw, d); err != nil {
+		writeError(w, http.StatusBadRequest, "CannotParseRequest", "The request body is not valid JSON: "+err.Error())
+		return nil, false
+	}
+	e.mu.Lock()
+	return &creation{e: e, now: e.opts.Clock(), token: r.Header.Get("opc-retry-token"), sum: sha256.Sum256(raw)}, true
+}
+
+// replay is what the same opc-retry-token answered first, for the same
+// body, within 24 hours: the create is answered again as then. Another body:
+// 409 InvalidatedRetryToken (answered set).
+func (c *creation) replay(w http.ResponseWriter) (retried, bool) {
+	prev, ok := c.e.retryTokens[c.token]
+	if c.token == "" || !ok || !c.now.Before(prev.expiresAt) {
+		return retried{}, false
+	}
+	if prev.body != c.sum {
+		writeError(w, http.StatusConflict, "InvalidatedRetryToken", "The retry token was used for a request with another body.")
+		c.answered = true
+		return retried{}, false
+	}
+	return prev, true
+}
+
+// remember keeps what the create answered for its retry token.
+func (c *creation) remember(wr, created string) {
+	if c.token != "" {
+		c.e.retryTokens[c.token] = retried{body: c.sum, wr: wr, created: created, expiresAt: c.now.Add(24 * time.Hour)}
+	}
+}
+
 // retried is what an opc-retry-token answered first.
 type retried struct {
 	body      [32]byte
@@ -161,9 +210,7 @@ type createDetails struct {
 	DefinedTags             map[string]map[string]any     `json:"definedTags"`
 	// certs are Certificates checked (checkCreate).
 	certs       map[string]*certificate
-	ReservedIPs []struct {
-		ID string `json:"id"`
-	} `json:"reservedIps"`
+	ReservedIPs []reservedRef `json:"reservedIps"`
 }
 
 // fixedShapes are the retired fixed shapes OCI still accepts.
@@ -431,28 +478,18 @@ func checkListener(sets map[string]*backendSet, l *listener, others map[string]*
 // CREATING load balancer whose work request makes it ACTIVE with its
 // addresses.
 func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "CannotParseRequest", err.Error())
-		return
-	}
 	var d createDetails
-	if err := json.Unmarshal(raw, &d); err != nil {
-		writeError(w, http.StatusBadRequest, "CannotParseRequest", "The request body is not valid JSON: "+err.Error())
+	c, ok := e.startCreate(w, r, &d)
+	if !ok {
 		return
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
-	now := e.opts.Clock()
-	token := r.Header.Get("opc-retry-token")
-	sum := sha256.Sum256(raw)
-	if prev, ok := e.retryTokens[token]; token != "" && ok && now.Before(prev.expiresAt) {
-		if prev.body != sum {
-			writeError(w, http.StatusConflict, "InvalidatedRetryToken", "The retry token was used for a request with another body.")
-			return
-		}
+	now := c.now
+	if prev, replay := c.replay(w); replay {
 		w.Header().Set("opc-work-request-id", prev.wr)
 		w.WriteHeader(http.StatusOK)
+		return
+	} else if c.answered {
 		return
 	}
 	if err := e.checkCreate(&d); err != nil {
@@ -467,21 +504,8 @@ func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 	if lb.RuleSets == nil {
 		lb.RuleSets = map[string]json.RawMessage{}
 	}
-	if lb.FreeformTags == nil {
-		lb.FreeformTags = map[string]string{}
-	}
-	if lb.DefinedTags == nil {
-		lb.DefinedTags = map[string]map[string]any{}
-	}
-	var reservedIDs []string
-	for _, r := range d.ReservedIPs {
-		reservedIDs = append(reservedIDs, r.ID)
-	}
-	if len(reservedIDs) > 0 && d.IsPrivate {
-		writeError(w, http.StatusBadRequest, "InvalidParameter", "A private load balancer takes no reserved public IP.")
-		return
-	}
-	reserved, err := e.takeReserved(reservedIDs, lb.ID)
+	lb.FreeformTags, lb.DefinedTags = tagsOrEmpty(lb.FreeformTags, lb.DefinedTags)
+	reserved, err := e.reservedFor(d.ReservedIPs, d.IsPrivate, lb.ID, "load balancer")
 	if err != nil {
 		writeAPIErr(w, err)
 		return
@@ -499,9 +523,7 @@ func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 		}
 		lb.IPAddresses = []lbIPAddress{e.lbAddress(lb.IsPrivate)}
 	})
-	if token != "" {
-		e.retryTokens[token] = retried{body: sum, wr: wr, expiresAt: now.Add(24 * time.Hour)}
-	}
+	c.remember(wr, "")
 	w.Header().Set("opc-work-request-id", wr)
 	w.WriteHeader(http.StatusOK)
 }
@@ -670,27 +692,19 @@ func (e *Emulator) provisioning() time.Duration {
 	return e.opts.Provisioning
 }
 
-// LoadBalancers are the load balancers, as the API shows them (tests).
-func (e *Emulator) LoadBalancers() []any {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.jobs.Settle(e.opts.Clock())
-	var out []any
-	for _, lb := range e.lbs.All() {
-		out = append(out, viewLB(lb))
-	}
-	return out
-}
-
-// SetLoadBalancerState moves a load balancer to a lifecycle state (FAILED,
-// as OCI leaves one it could not build or repair).
+// SetLoadBalancerState moves a load balancer or a network load balancer to
+// a lifecycle state (FAILED, as OCI leaves one it could not build or
+// repair).
 func (e *Emulator) SetLoadBalancerState(id, state string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	lb, ok := e.lbs.Get(id)
-	if !ok {
-		return fmt.Errorf("no load balancer %s", id)
+	if lb, ok := e.lbs.Get(id); ok {
+		lb.LifecycleState = state
+		return nil
 	}
-	lb.LifecycleState = state
-	return nil
+	if n, ok := e.nlbs.Get(id); ok {
+		n.LifecycleState = state
+		return nil
+	}
+	return fmt.Errorf("no load balancer %s", id)
 }

@@ -11,13 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// lbClient is the SDK's load balancer client of e, as the fixture's user.
-func lbClient(t *testing.T, e *Emulator) loadbalancer.LoadBalancerClient {
+// fixtureUser is the SDK's configuration of the fixture's user, with the
+// SDK's circuit breaker off (a test's errors are wanted as they come).
+func fixtureUser(t *testing.T, e *Emulator) common.ConfigurationProvider {
 	t.Helper()
 	t.Setenv("OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED", "false")
 	f := e.fx
-	c, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(
-		common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.opts.Region, f.Fingerprint, f.PrivateKeyPEM, nil))
+	return common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.opts.Region, f.Fingerprint, f.PrivateKeyPEM, nil)
+}
+
+// lbClient is the SDK's load balancer client of e, as the fixture's user.
+func lbClient(t *testing.T, e *Emulator) loadbalancer.LoadBalancerClient {
+	c, err := loadbalancer.NewLoadBalancerClientWithConfigurationProvider(fixtureUser(t, e))
 	require.NoError(t, err)
 	c.Host = e.URL()
 	return c

@@ -1,10 +1,8 @@
 package oci
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -143,9 +141,7 @@ type nlbCreateDetails struct {
 	BackendSets                 map[string]*nlbBackendSet `json:"backendSets"`
 	FreeformTags                map[string]string         `json:"freeformTags"`
 	DefinedTags                 map[string]map[string]any `json:"definedTags"`
-	ReservedIPs                 []struct {
-		ID string `json:"id"`
-	} `json:"reservedIps"`
+	ReservedIPs                 []reservedRef             `json:"reservedIps"`
 }
 
 // nlbPolicies and the protocols are the API's enums
@@ -331,32 +327,22 @@ func (e *Emulator) startNLBWR(n *networkLoadBalancer, op, action string, now tim
 // CREATING network load balancer with its address, ACTIVE when its work
 // request succeeds.
 func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "CannotParseRequest", err.Error())
-		return
-	}
 	var d nlbCreateDetails
-	if err := json.Unmarshal(raw, &d); err != nil {
-		writeError(w, http.StatusBadRequest, "CannotParseRequest", "The request body is not valid JSON: "+err.Error())
+	c, ok := e.startCreate(w, r, &d)
+	if !ok {
 		return
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
-	now := e.opts.Clock()
-	token := r.Header.Get("opc-retry-token")
-	sum := sha256.Sum256(raw)
-	if prev, ok := e.retryTokens[token]; token != "" && ok && now.Before(prev.expiresAt) {
-		if prev.body != sum {
-			writeError(w, http.StatusConflict, "InvalidatedRetryToken", "The retry token was used for a request with another body.")
-			return
-		}
+	now := c.now
+	if prev, replay := c.replay(w); replay {
 		if n, ok := e.nlbs.Get(prev.created); ok {
 			w.Header().Set("etag", n.etag())
 			w.Header().Set("opc-work-request-id", prev.wr)
 			writeJSONStatus(w, http.StatusOK, viewNLB(n))
 			return
 		}
+	} else if c.answered {
+		return
 	}
 	if err := e.checkNLBCreate(&d); err != nil {
 		writeAPIErr(w, err)
@@ -367,21 +353,8 @@ func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
 		IsSymmetricHashEnabled: d.IsSymmetricHashEnabled, NLBIPVersion: "IPV4", NetworkSecurityGroupIDs: nonNil(d.NetworkSecurityGroupIDs),
 		Listeners: d.Listeners, BackendSets: d.BackendSets, FreeformTags: d.FreeformTags, DefinedTags: d.DefinedTags,
 		SystemTags: map[string]map[string]any{}, revision: 1}
-	if n.FreeformTags == nil {
-		n.FreeformTags = map[string]string{}
-	}
-	if n.DefinedTags == nil {
-		n.DefinedTags = map[string]map[string]any{}
-	}
-	var reservedIDs []string
-	for _, r := range d.ReservedIPs {
-		reservedIDs = append(reservedIDs, r.ID)
-	}
-	if len(reservedIDs) > 0 && d.IsPrivate {
-		writeError(w, http.StatusBadRequest, "InvalidParameter", "A private network load balancer takes no reserved public IP.")
-		return
-	}
-	reserved, err := e.takeReserved(reservedIDs, n.ID)
+	n.FreeformTags, n.DefinedTags = tagsOrEmpty(n.FreeformTags, n.DefinedTags)
+	reserved, err := e.reservedFor(d.ReservedIPs, d.IsPrivate, n.ID, "network load balancer")
 	if err != nil {
 		writeAPIErr(w, err)
 		return
@@ -407,9 +380,7 @@ func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
 		n.LifecycleState = NLBActive
 		n.revision++
 	})
-	if token != "" {
-		e.retryTokens[token] = retried{body: sum, wr: wr, created: n.ID, expiresAt: now.Add(24 * time.Hour)}
-	}
+	c.remember(wr, n.ID)
 	w.Header().Set("etag", n.etag())
 	w.Header().Set("opc-work-request-id", wr)
 	writeJSONStatus(w, http.StatusOK, viewNLB(n))
@@ -574,30 +545,4 @@ func (e *Emulator) viewNLBWR(wr *nlbWorkRequest) any {
 		}
 	}
 	return &c
-}
-
-// NetworkLoadBalancers are the network load balancers, as the API shows
-// them (tests).
-func (e *Emulator) NetworkLoadBalancers() []any {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.jobs.Settle(e.opts.Clock())
-	var out []any
-	for _, n := range e.nlbs.All() {
-		out = append(out, viewNLB(n))
-	}
-	return out
-}
-
-// SetNetworkLoadBalancerState moves a network load balancer to a lifecycle
-// state (FAILED, as OCI leaves one it could not build or repair).
-func (e *Emulator) SetNetworkLoadBalancerState(id, state string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n, ok := e.nlbs.Get(id)
-	if !ok {
-		return fmt.Errorf("no network load balancer %s", id)
-	}
-	n.LifecycleState = state
-	return nil
 }

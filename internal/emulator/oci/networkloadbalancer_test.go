@@ -13,11 +13,7 @@ import (
 // nlbClient is the SDK's network load balancer client of e, as the
 // fixture's user.
 func nlbClient(t *testing.T, e *Emulator) nlb.NetworkLoadBalancerClient {
-	t.Helper()
-	t.Setenv("OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED", "false")
-	f := e.fx
-	c, err := nlb.NewNetworkLoadBalancerClientWithConfigurationProvider(
-		common.NewRawConfigurationProvider(f.TenancyID, f.UserID, e.opts.Region, f.Fingerprint, f.PrivateKeyPEM, nil))
+	c, err := nlb.NewNetworkLoadBalancerClientWithConfigurationProvider(fixtureUser(t, e))
 	require.NoError(t, err)
 	c.Host = e.URL()
 	return c

@@ -67,6 +67,37 @@ func (e *Emulator) routePublicIPs() {
 	routeGet(e, corePath+"/publicIps", e.publicIPs)
 }
 
+// reservedRef names a reserved public IP in a create (ReservedIP).
+type reservedRef struct {
+	ID string `json:"id"`
+}
+
+// reservedFor takes the reserved public IPs a create of a load balancer
+// (noun) names for it, owner; a private one takes none (400). Call with mu
+// held.
+func (e *Emulator) reservedFor(refs []reservedRef, private bool, owner, noun string) ([]*publicIP, error) {
+	if len(refs) > 0 && private {
+		return nil, invalid("A private %s takes no reserved public IP.", noun)
+	}
+	ids := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ID
+	}
+	return e.takeReserved(ids, owner)
+}
+
+// tagsOrEmpty are the tags of a create, empty rather than absent, as OCI
+// answers them.
+func tagsOrEmpty(freeform map[string]string, defined map[string]map[string]any) (map[string]string, map[string]map[string]any) {
+	if freeform == nil {
+		freeform = map[string]string{}
+	}
+	if defined == nil {
+		defined = map[string]map[string]any{}
+	}
+	return freeform, defined
+}
+
 // takeReserved assigns the reserved IPs ids to load balancer lb, all or
 // none. Call with mu held.
 func (e *Emulator) takeReserved(ids []string, lb string) ([]*publicIP, error) {
