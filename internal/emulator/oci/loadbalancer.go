@@ -103,20 +103,20 @@ type backendSet struct {
 
 type loadBalancer struct {
 	resource
-	DisplayName             string                     `json:"displayName"`
-	ShapeName               string                     `json:"shapeName"`
-	ShapeDetails            *shapeDetails              `json:"shapeDetails,omitempty"`
-	IPAddresses             []lbIPAddress              `json:"ipAddresses"`
-	IsPrivate               bool                       `json:"isPrivate"`
-	SubnetIDs               []string                   `json:"subnetIds"`
-	NetworkSecurityGroupIDs []string                   `json:"networkSecurityGroupIds"`
-	Listeners               map[string]*listener       `json:"listeners"`
-	BackendSets             map[string]*backendSet     `json:"backendSets"`
-	Certificates            map[string]*certificate    `json:"certificates"`
-	RuleSets                map[string]json.RawMessage `json:"ruleSets"`
-	FreeformTags            map[string]string          `json:"freeformTags"`
-	DefinedTags             map[string]map[string]any  `json:"definedTags"`
-	SystemTags              map[string]map[string]any  `json:"systemTags"`
+	DisplayName             string                    `json:"displayName"`
+	ShapeName               string                    `json:"shapeName"`
+	ShapeDetails            *shapeDetails             `json:"shapeDetails,omitempty"`
+	IPAddresses             []lbIPAddress             `json:"ipAddresses"`
+	IsPrivate               bool                      `json:"isPrivate"`
+	SubnetIDs               []string                  `json:"subnetIds"`
+	NetworkSecurityGroupIDs []string                  `json:"networkSecurityGroupIds"`
+	Listeners               map[string]*listener      `json:"listeners"`
+	BackendSets             map[string]*backendSet    `json:"backendSets"`
+	Certificates            map[string]*certificate   `json:"certificates"`
+	RuleSets                map[string]*ruleSet       `json:"ruleSets"`
+	FreeformTags            map[string]string         `json:"freeformTags"`
+	DefinedTags             map[string]map[string]any `json:"definedTags"`
+	SystemTags              map[string]map[string]any `json:"systemTags"`
 }
 
 type workRequest struct {
@@ -205,7 +205,7 @@ type createDetails struct {
 	BackendSets             map[string]*backendSet        `json:"backendSets"`
 	NetworkSecurityGroupIDs []string                      `json:"networkSecurityGroupIds"`
 	Certificates            map[string]certificateDetails `json:"certificates"`
-	RuleSets                map[string]json.RawMessage    `json:"ruleSets"`
+	RuleSets                map[string]*ruleSet           `json:"ruleSets"`
 	FreeformTags            map[string]string             `json:"freeformTags"`
 	DefinedTags             map[string]map[string]any     `json:"definedTags"`
 	// certs are Certificates checked (checkCreate).
@@ -260,11 +260,15 @@ func (e *Emulator) routeLoadBalancers() {
 		},
 	})
 	e.routeCertificates(p)
+	e.routeRuleSets(p)
 	routeChildren(e, p, children[*loadBalancer, listener]{
 		change: e.change, path: "listeners", op: "Listener", noun: "Listener",
 		of:   func(lb *loadBalancer) map[string]*listener { return lb.Listeners },
 		name: func(l *listener) *string { return &l.Name },
 		check: func(lb *loadBalancer, l *listener, others map[string]*listener) error {
+			if err := checkRuleSetNames(l, lb.RuleSets); err != nil {
+				return err
+			}
 			return checkListener(lb.BackendSets, l, others, lb.Certificates)
 		},
 	})
@@ -502,7 +506,7 @@ func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 		Listeners: d.Listeners, BackendSets: d.BackendSets, Certificates: d.certs, RuleSets: d.RuleSets,
 		FreeformTags: d.FreeformTags, DefinedTags: d.DefinedTags, SystemTags: map[string]map[string]any{}}
 	if lb.RuleSets == nil {
-		lb.RuleSets = map[string]json.RawMessage{}
+		lb.RuleSets = map[string]*ruleSet{}
 	}
 	lb.FreeformTags, lb.DefinedTags = tagsOrEmpty(lb.FreeformTags, lb.DefinedTags)
 	reserved, err := e.reservedFor(d.ReservedIPs, d.IsPrivate, lb.ID, "load balancer")
@@ -564,6 +568,15 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 	default:
 		return invalid("Shape %q does not exist.", d.ShapeName)
 	}
+	for name, rs := range d.RuleSets {
+		if rs == nil {
+			return invalid("Rule set %s has no items.", name)
+		}
+		rs.Name = name
+		if err := checkRuleSet(rs); err != nil {
+			return err
+		}
+	}
 	d.certs = map[string]*certificate{}
 	for name, cd := range d.Certificates {
 		cd.CertificateName = name
@@ -587,6 +600,9 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 	}
 	for name, l := range d.Listeners {
 		l.Name = name
+		if err := checkRuleSetNames(l, d.RuleSets); err != nil {
+			return err
+		}
 		if err := checkListener(d.BackendSets, l, without(d.Listeners, name), d.certs); err != nil {
 			return err
 		}
