@@ -591,3 +591,47 @@ func TestOCISSLListenersFollowTheirTLSSecret(t *testing.T) {
 	assert.Equal(t, *lb.Id, *ociLBs(t, client, e, string(svc.UID))[0].Id, "the same load balancer")
 	deleteService(t, ns, "web")
 }
+
+// Rule sets of the rule-sets annotation are built with the load balancer and
+// applied by every listener; a changed annotation changes them in place; an
+// empty one removes them.
+func TestOCIRuleSetsFollowTheirAnnotation(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 72, 1)
+	e, client := c.ociEmu, ociLBClient(t, c.ociEmu)
+	const key = "oci.oraclecloud.com/oci-load-balancer-rule-sets"
+	svc := lbService(t, ns, "web", func(s *v1.Service) {
+		s.Annotations = map[string]string{key: `{"via": {"items": [{"action": "ADD_HTTP_REQUEST_HEADER", "header": "X-Via", "value": "oci"}]}}`}
+	})
+	waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	lb := ociLBs(t, client, e, string(svc.UID))[0]
+	require.Contains(t, lb.RuleSets, "via")
+	assert.Equal(t, []string{"via"}, lb.Listeners["TCP-80"].RuleSetNames)
+
+	set := func(v string) {
+		t.Helper()
+		s := getService(t, ns, "web")
+		s.Annotations[key] = v
+		_, err := env.Client.CoreV1().Services(ns).Update(t.Context(), s, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	set(`{"via": {"items": [{"action": "REMOVE_HTTP_REQUEST_HEADER", "header": "X-Old"}]}}`)
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		lb := ociLBs(t, client, e, string(svc.UID))[0]
+		if rs := lb.RuleSets["via"]; len(rs.Items) != 1 {
+			return fmt.Errorf("rule set via: %+v", rs)
+		} else if _, ok := rs.Items[0].(loadbalancer.RemoveHttpRequestHeaderRule); !ok {
+			return fmt.Errorf("rule set via still has %T", rs.Items[0])
+		}
+		return nil
+	}), "the changed rule set")
+	set(`{}`)
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		lb := ociLBs(t, client, e, string(svc.UID))[0]
+		if len(lb.RuleSets) != 0 || len(lb.Listeners["TCP-80"].RuleSetNames) != 0 {
+			return fmt.Errorf("rule sets %v, listener's %v", len(lb.RuleSets), lb.Listeners["TCP-80"].RuleSetNames)
+		}
+		return nil
+	}), "no rule set left")
+	deleteService(t, ns, "web")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -302,7 +303,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		wr, err = s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
 			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved,
-			Certificates: spec.certs}, newToken())
+			Certificates: spec.certs, RuleSets: spec.ruleSets}, newToken())
 	}
 	if err != nil {
 		return "", err
@@ -368,6 +369,14 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		}
 	}
 	spec = withCertNames(spec, names)
+	if spec.ruleSets == nil {
+		spec = keepRuleSetNames(spec, have)
+	} else if name, method := childChange(spec.ruleSets, have.RuleSets, sameRuleSet); method != "" {
+		want := spec.ruleSets[name]
+		named := want
+		named.Name = name
+		return write(method, "ruleSets", name, named, want, "rule set "+name)
+	}
 	if name, method := childChange(spec.backendSets, have.BackendSets, sameBackendSet); method != "" {
 		want := spec.backendSets[name]
 		return write(method, "backendSets", name, want, unnamed(want), "backend set "+name)
@@ -384,6 +393,9 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	}
 	if name := unasked(have.BackendSets, spec.backendSets); name != "" {
 		return remove("backendSets", name, "backend set "+name)
+	}
+	if name := unasked(have.RuleSets, spec.ruleSets); spec.ruleSets != nil && name != "" {
+		return remove("ruleSets", name, "rule set "+name)
 	}
 	if name := staleCertificate(have, spec, names); name != "" {
 		return remove("certificates", name, "certificate "+name+" (its Secret was renewed)")
@@ -493,6 +505,64 @@ func staleCertificate(have LB, spec lbSpec, names map[string]string) string {
 		}
 	}
 	return ""
+}
+
+// keepRuleSetNames is spec with the listeners' rule sets as have's: rule
+// sets are left as they are when the Service does not ask for any (as the
+// peer leaves them).
+func keepRuleSetNames(spec lbSpec, have LB) lbSpec {
+	ls := maps.Clone(spec.listeners)
+	for name, l := range ls {
+		l.RuleSetNames = have.Listeners[name].RuleSetNames
+		ls[name] = l
+	}
+	spec.listeners = ls
+	return spec
+}
+
+// sameRuleSet says whether got has want's rules, in order: each rule with
+// want's fields as want has them (OCI may fill in others).
+func sameRuleSet(got, want RuleSet) bool {
+	if len(got.Items) != len(want.Items) {
+		return false
+	}
+	for i := range want.Items {
+		var g, w any
+		if json.Unmarshal(got.Items[i], &g) != nil || json.Unmarshal(want.Items[i], &w) != nil || !subset(w, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// subset says whether got has every field of want, equal (lists equal
+// item by item).
+func subset(want, got any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if !subset(v, g[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !subset(w[i], g[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return want == got
 }
 
 // childChange is the first child (by name) of a kind that want asks and have
@@ -609,7 +679,8 @@ func backendKeys(bs BackendSet) []string {
 
 func sameListener(got, want Listener) bool {
 	if got.Port != want.Port || got.Protocol != want.Protocol || got.DefaultBackendSetName != want.DefaultBackendSetName ||
-		isTrue(got.IsPPv2Enabled) != isTrue(want.IsPPv2Enabled) || !sameSSL(got.SSLConfiguration, want.SSLConfiguration) {
+		isTrue(got.IsPPv2Enabled) != isTrue(want.IsPPv2Enabled) || !sameSSL(got.SSLConfiguration, want.SSLConfiguration) ||
+		!slices.Equal(slices.Sorted(slices.Values(got.RuleSetNames)), slices.Sorted(slices.Values(want.RuleSetNames))) {
 		return false
 	}
 	if want.ConnectionConfiguration == nil { // an NLB's

@@ -441,8 +441,16 @@ type LB struct {
 	Listeners                   map[string]Listener   `json:"listeners"`
 	BackendSets                 map[string]BackendSet `json:"backendSets"`
 	FreeformTags                map[string]string     `json:"freeformTags"`
-	// Certificates are an LB's, by name.
+	// Certificates and RuleSets are an LB's, by name.
 	Certificates map[string]Certificate `json:"certificates"`
+	RuleSets     map[string]RuleSet     `json:"ruleSets"`
+}
+
+// RuleSet is a rule set of a load balancer: its rules as OCI's JSON has
+// them (each an object with an "action").
+type RuleSet struct {
+	Name  string            `json:"name,omitempty"`
+	Items []json.RawMessage `json:"items"`
 }
 
 // Certificate is a certificate of a load balancer: created whole with its
@@ -481,6 +489,7 @@ type Listener struct {
 	Protocol                string                   `json:"protocol"`
 	ConnectionConfiguration *ConnectionConfiguration `json:"connectionConfiguration,omitempty"`
 	SSLConfiguration        *SSLConfiguration        `json:"sslConfiguration,omitempty"`
+	RuleSetNames            []string                 `json:"ruleSetNames,omitempty"`
 	IsPPv2Enabled           *bool                    `json:"isPpv2Enabled,omitempty"`
 }
 
@@ -536,6 +545,7 @@ type CreateLoadBalancer struct {
 	DefinedTags   map[string]map[string]any `json:"definedTags,omitempty"`
 	ReservedIPs   []ReservedIP              `json:"reservedIps,omitempty"`
 	Certificates  map[string]Certificate    `json:"certificates,omitempty"`
+	RuleSets      map[string]RuleSet        `json:"ruleSets,omitempty"`
 }
 
 // CreateNetworkLoadBalancer is CreateNetworkLoadBalancerDetails: the whole

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -66,6 +67,10 @@ type lbSpec struct {
 	freeform    map[string]string
 	defined     map[string]map[string]any
 	proxyMode   bool // ingress-ip-mode Proxy
+	// ruleSets are the rule sets every listener applies (rule-sets); nil
+	// when the annotation is not set: the load balancer's are then left as
+	// they are, as the peer leaves them.
+	ruleSets map[string]RuleSet
 	// tls are the Secrets of the SSL certificates, by certificate name (the
 	// Secret's, as the peer names them); certs their contents, read by Spec.
 	tls   map[string]types.NamespacedName
@@ -86,8 +91,7 @@ type lbSpec struct {
 // unsupported are the annotations this CCM does not serve yet, by kind: a
 // Service using one is refused with a Warning and nothing is built for it.
 var unsupported = map[string][]annotation.Name{
-	kindLB: {annotation.OCIRuleSets,
-		annotation.OCINetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
+	kindLB: {annotation.OCINetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
 		annotation.OCIWorkloadServiceAccount},
 	kindNLB: {annotation.OCINLBNetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
 		annotation.OCINLBAssignedPrivateIPv4, annotation.OCINLBAssignedIPv6, annotation.OCIWorkloadServiceAccount},
@@ -229,6 +233,11 @@ func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad fun
 	}
 	sslPorts, err := annotation.OCISSLPorts.Ports(svc)
 	bad(err)
+	s.ruleSets = ruleSets(svc, bad)
+	var ruleSetNames []string
+	if len(s.ruleSets) > 0 {
+		ruleSetNames = slices.Sorted(maps.Keys(s.ruleSets))
+	}
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != v1.ProtocolTCP {
 			bad(fmt.Errorf("port %d is %s: an OCI load balancer (lb) serves TCP only; use %s: nlb", p.Port, p.Protocol, annotation.OCILoadBalancerType))
@@ -236,7 +245,8 @@ func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad fun
 		}
 		name := fmt.Sprintf("%s-%d", p.Protocol, p.Port)
 		bs := BackendSet{Name: name, Policy: policy, HealthChecker: check, Backends: []Backend{}}
-		l := Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, ConnectionConfiguration: conn}
+		l := Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, ConnectionConfiguration: conn,
+			RuleSetNames: ruleSetNames}
 		if slices.Contains(sslPorts, p.Port) {
 			l.SSLConfiguration, bs.SSLConfiguration = listenerSSL, backendSSL
 		}
@@ -244,6 +254,41 @@ func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad fun
 		s.listenerPorts = append(s.listenerPorts, int(p.Port))
 		s.backendPorts = append(s.backendPorts, int(p.NodePort))
 	}
+}
+
+// ruleActions are the actions a rule may have (the Load Balancing API's
+// RuleActionEnum).
+var ruleActions = []string{"ADD_HTTP_REQUEST_HEADER", "EXTEND_HTTP_REQUEST_HEADER_VALUE", "REMOVE_HTTP_REQUEST_HEADER",
+	"ADD_HTTP_RESPONSE_HEADER", "EXTEND_HTTP_RESPONSE_HEADER_VALUE", "REMOVE_HTTP_RESPONSE_HEADER", "ALLOW",
+	"CONTROL_ACCESS_USING_HTTP_METHODS", "REDIRECT", "HTTP_HEADER", "IP_BASED_MAX_CONNECTIONS"}
+
+// ruleSets reads rule-sets: {"<name>": {"items": [{"action": …, …}]}}, the
+// API's RuleSetDetails by name, as the peer reads it; nil when not set.
+func ruleSets(svc *v1.Service, bad func(error)) map[string]RuleSet {
+	var raw map[string]struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := annotation.OCIRuleSets.JSON(svc, &raw, `JSON {"<name>": {"items": [{"action": "…", …}]}}`); err != nil {
+		bad(err)
+		return nil
+	}
+	out := map[string]RuleSet{}
+	for name, rs := range raw {
+		if name == "" || rs.Items == nil {
+			bad(fmt.Errorf("%s: rule set %q needs a name and items", annotation.OCIRuleSets, name))
+			continue
+		}
+		for i, item := range rs.Items {
+			var r struct {
+				Action string `json:"action"`
+			}
+			if err := json.Unmarshal(item, &r); err != nil || !slices.Contains(ruleActions, r.Action) {
+				bad(fmt.Errorf("%s: rule %d of rule set %q has no action of %s", annotation.OCIRuleSets, i, name, strings.Join(ruleActions, ", ")))
+			}
+		}
+		out[name] = RuleSet{Items: rs.Items}
+	}
+	return out
 }
 
 // sslConfig is the cipher suite and protocols of an SSL config annotation,
@@ -635,6 +680,14 @@ func (s *lbSpec) configFingerprint() string {
 		w("set", name, bs.Policy, bs.HealthChecker)
 	}
 	w("tags", s.freeform, s.defined)
+	for _, name := range slices.Sorted(maps.Keys(s.ruleSets)) {
+		for _, item := range s.ruleSets[name].Items {
+			w("rule", name, string(item))
+		}
+	}
+	if s.ruleSets != nil {
+		w("rule sets managed")
+	}
 	for _, name := range slices.Sorted(maps.Keys(s.certs)) {
 		// The certificate's content, not its key: a renewed Secret changes it.
 		sum := sha256.Sum256([]byte(s.certs[name].PublicCertificate + s.certs[name].CaCertificate))

@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -94,4 +95,26 @@ func TestSSLIsComparedAsThePeerComparesIt(t *testing.T) {
 	assert.False(t, sameSSL(got, &SSLConfiguration{CertificateName: "c", CipherSuiteName: "oci-modern-ssl-cipher-suite-v1"}))
 	assert.False(t, sameSSL(got, &SSLConfiguration{CertificateName: "c", Protocols: []string{"TLSv1.3"}}))
 	assert.True(t, sameSSL(nil, nil))
+}
+
+func TestRuleSetsAreReadAsThePeerReadsThem(t *testing.T) {
+	c := specCloud()
+	svc := lbSvc("web", "uid-1", 30080)
+	_, err := c.parseSpec(svc)
+	require.NoError(t, err)
+
+	svc.Annotations = map[string]string{"oci.oraclecloud.com/oci-load-balancer-rule-sets": `{"b": {"items": [{"action": "ALLOW", "conditions": []}]}, "a": {"items": []}}`}
+	spec, err := c.parseSpec(svc)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, spec.listeners["TCP-80"].RuleSetNames, "every listener applies every rule set")
+
+	svc.Annotations["oci.oraclecloud.com/oci-load-balancer-rule-sets"] = `{"a": {"items": [{"header": "X"}]}}`
+	_, err = c.parseSpec(svc)
+	require.ErrorContains(t, err, `rule 0 of rule set "a" has no action of`)
+
+	// OCI may fill in fields a rule did not give: not a change.
+	assert.True(t, sameRuleSet(RuleSet{Items: []json.RawMessage{[]byte(`{"action":"ALLOW","conditions":[],"description":null}`)}},
+		RuleSet{Items: []json.RawMessage{[]byte(`{"action":"ALLOW","conditions":[]}`)}}))
+	assert.False(t, sameRuleSet(RuleSet{Items: []json.RawMessage{[]byte(`{"action":"ALLOW"}`)}},
+		RuleSet{Items: []json.RawMessage{[]byte(`{"action":"REDIRECT"}`)}}))
 }
