@@ -233,7 +233,8 @@ func (e *Emulator) Objects() map[string]int {
 	for _, sl := range e.securityLists.All() {
 		rules += len(sl.IngressSecurityRules) + len(sl.EgressSecurityRules)
 	}
-	return map[string]int{"loadBalancer": e.lbs.Len(), "networkLoadBalancer": e.nlbs.Len(), "securityRule": rules}
+	return map[string]int{"loadBalancer": e.lbs.Len(), "networkLoadBalancer": e.nlbs.Len(), "networkSecurityGroup": e.nsgs.Len(),
+		"securityRule": rules + e.nsgRuleCount()}
 }
 
 // listPrivateIPs answers ListPrivateIps: the primary private IP of each VNIC

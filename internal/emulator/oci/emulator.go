@@ -103,6 +103,7 @@ type Emulator struct {
 	wrs           *core.Store[*workRequest]
 	nlbs          *core.Store[*networkLoadBalancer]
 	nlbWRs        *core.Store[*nlbWorkRequest]
+	nsgs          *core.Store[*nsg]
 	jobs          *core.Jobs
 	retryTokens   map[string]retried
 	provMu        sync.Mutex
@@ -130,7 +131,7 @@ func New(opts Options) (*Emulator, error) {
 		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
 		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
 		lbs: core.NewStore[*loadBalancer](), securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), wrs: core.NewStore[*workRequest](),
-		nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
+		nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest](), nsgs: core.NewStore[*nsg](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	if err := e.seedFixture(); err != nil {
@@ -139,6 +140,7 @@ func New(opts Options) (*Emulator, error) {
 	e.routeLoadBalancers()
 	e.routeNetworkLoadBalancers()
 	e.routeSecurityLists()
+	e.routeNSGs()
 	e.routePublicIPs()
 	e.routeCompute()
 	if e.ca, err = core.NewCA("oci emulator"); err != nil {

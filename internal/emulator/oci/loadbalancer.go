@@ -260,6 +260,20 @@ func (e *Emulator) routeLoadBalancers() {
 		},
 	})
 	e.routeCertificates(p)
+	e.handle("PUT "+p+"/{id}/networkSecurityGroups", func(w http.ResponseWriter, r *http.Request) {
+		var d struct {
+			IDs []string `json:"networkSecurityGroupIds"`
+		}
+		if !decodeBody(w, r, &d) {
+			return
+		}
+		e.change(w, r, "UpdateNetworkSecurityGroups", func(lb *loadBalancer) (func(), error) {
+			if err := e.checkNSGs(d.IDs); err != nil {
+				return nil, err
+			}
+			return func() { lb.NetworkSecurityGroupIDs = nonNil(d.IDs) }, nil
+		})
+	})
 	e.routeRuleSets(p)
 	routeChildren(e, p, children[*loadBalancer, listener]{
 		change: e.change, path: "listeners", op: "Listener", noun: "Listener",
@@ -554,6 +568,9 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 		if _, ok := e.subnets.Get(s); !ok {
 			return &apiErr{http.StatusBadRequest, "RelatedResourceNotAuthorizedOrNotFound", fmt.Sprintf("Subnet %s not found.", s)}
 		}
+	}
+	if err := e.checkNSGs(d.NetworkSecurityGroupIDs); err != nil {
+		return err
 	}
 	switch {
 	case d.ShapeName == "flexible":

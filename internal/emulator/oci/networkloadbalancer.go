@@ -214,6 +214,20 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 			return checkNLBListener(n.BackendSets, l, others)
 		},
 	})
+	e.handle("PUT "+p+"/{id}/networkSecurityGroups", func(w http.ResponseWriter, r *http.Request) {
+		var d struct {
+			IDs []string `json:"networkSecurityGroupIds"`
+		}
+		if !decodeBody(w, r, &d) {
+			return
+		}
+		e.nlbChange(w, r, "UPDATE_NSGS", func(n *networkLoadBalancer) (func(), error) {
+			if err := e.checkNSGs(d.IDs); err != nil {
+				return nil, err
+			}
+			return func() { n.NetworkSecurityGroupIDs = nonNil(d.IDs) }, nil
+		})
+	})
 	e.handle("GET "+nlbPath+"/workRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbWRs, e.viewNLBWR) })
 	e.handle("GET "+nlbPath+"/workRequests", func(w http.ResponseWriter, r *http.Request) {
 		comp, ok := requireCompartment(w, r)
@@ -401,6 +415,9 @@ func (e *Emulator) checkNLBCreate(d *nlbCreateDetails) error {
 	}
 	if _, ok := e.subnets.Get(d.SubnetID); !ok {
 		return &apiErr{http.StatusBadRequest, "RelatedResourceNotAuthorizedOrNotFound", fmt.Sprintf("Subnet %s not found.", d.SubnetID)}
+	}
+	if err := e.checkNSGs(d.NetworkSecurityGroupIDs); err != nil {
+		return err
 	}
 	if d.BackendSets == nil {
 		d.BackendSets = map[string]*nlbBackendSet{}
