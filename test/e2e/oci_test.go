@@ -635,3 +635,72 @@ func TestOCIRuleSetsFollowTheirAnnotation(t *testing.T) {
 	}), "no rule set left")
 	deleteService(t, ns, "web")
 }
+
+// NSG mode, as the peer's: the load balancer in a frontend NSG of the
+// Service's (named and tagged as the peer's), which admits the sources and
+// reaches the backend NSG, which admits it; no security list rule. Back to
+// SL-All: the load balancer leaves the NSG, which goes, and the backend
+// NSG's rules go. Nothing is left after the Service.
+func TestOCINSGModeOpensTheFrontendAndBackendGroups(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 73, 1)
+	e, client, network := c.ociEmu, ociLBClient(t, c.ociEmu), ociNetworkClient(t, c.ociEmu)
+	f := e.Fixture()
+	back, err := network.CreateNetworkSecurityGroup(t.Context(), ocicore.CreateNetworkSecurityGroupRequest{CreateNetworkSecurityGroupDetails: ocicore.CreateNetworkSecurityGroupDetails{
+		CompartmentId: common.String(f.CompartmentID), VcnId: common.String(f.VCNID), DisplayName: common.String("nodes")}})
+	require.NoError(t, err)
+	before := e.Objects()
+	const mode = "oci.oraclecloud.com/security-rule-management-mode"
+	svc := lbService(t, ns, "web", func(s *v1.Service) {
+		s.Annotations = map[string]string{mode: "NSG", "oci.oraclecloud.com/oci-backend-network-security-group": *back.Id}
+	})
+	got := waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	nodePort := got.Spec.Ports[0].NodePort
+	groups, err := network.ListNetworkSecurityGroups(t.Context(), ocicore.ListNetworkSecurityGroupsRequest{CompartmentId: common.String(f.CompartmentID),
+		DisplayName: common.String(ns + "/web/" + string(svc.UID) + "/nsg")})
+	require.NoError(t, err)
+	require.Len(t, groups.Items, 1, "the frontend NSG, named as the peer names it")
+	front := *groups.Items[0].Id
+	assert.Equal(t, string(svc.UID), groups.Items[0].FreeformTags["ServiceUid"])
+	lb := ociLBs(t, client, e, string(svc.UID))[0]
+	assert.Equal(t, []string{front}, lb.NetworkSecurityGroupIds)
+
+	rules := func(id string) []string {
+		r, err := network.ListNetworkSecurityGroupSecurityRules(t.Context(), ocicore.ListNetworkSecurityGroupSecurityRulesRequest{NetworkSecurityGroupId: common.String(id)})
+		require.NoError(t, err)
+		var out []string
+		for _, rule := range r.Items {
+			peer := rule.Source
+			if rule.Direction == ocicore.SecurityRuleDirectionEgress {
+				peer = rule.Destination
+			}
+			out = append(out, fmt.Sprintf("%s %s %d", rule.Direction, *peer, *rule.TcpOptions.DestinationPortRange.Min))
+		}
+		slices.Sort(out)
+		return out
+	}
+	assert.Equal(t, []string{"EGRESS " + *back.Id + " 10256", fmt.Sprintf("EGRESS %s %d", *back.Id, nodePort), "INGRESS 0.0.0.0/0 80"}, rules(front))
+	assert.Equal(t, []string{"INGRESS " + front + " 10256", fmt.Sprintf("INGRESS %s %d", front, nodePort)}, rules(*back.Id))
+	assert.Equal(t, before["securityRule"]+5, e.Objects()["securityRule"], "no security list rule: the 5 are the NSGs'")
+
+	// SL-All: out of the NSG, which goes; the backend NSG's rules go.
+	s := getService(t, ns, "web")
+	s.Annotations[mode] = "SL-All"
+	_, err = env.Client.CoreV1().Services(ns).Update(t.Context(), s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		lb := ociLBs(t, client, e, string(svc.UID))[0]
+		if len(lb.NetworkSecurityGroupIds) != 0 {
+			return fmt.Errorf("still in %v", lb.NetworkSecurityGroupIds)
+		}
+		if n := e.Objects()["networkSecurityGroup"]; n != before["networkSecurityGroup"] {
+			return fmt.Errorf("%d NSGs", n)
+		}
+		if r := rules(*back.Id); len(r) != 0 {
+			return fmt.Errorf("backend rules %v", r)
+		}
+		return nil
+	}), "the frontend NSG is left and deleted, the backend NSG's rules removed")
+	deleteService(t, ns, "web")
+	assert.Equal(t, before, e.Objects(), "nothing left")
+}

@@ -49,7 +49,10 @@ type Cloud struct {
 	compartmentOf map[string]string
 
 	subnetCache subnetCache
-	lists       listWriter
+	// nsgsLeft are the NSGs each Service's load balancer was last taken out
+	// of: its frontend NSG among them is deleted once it is out.
+	nsgsLeft uidLists
+	lists    listWriter
 }
 
 var _ provider.Cloud = (*Cloud)(nil)

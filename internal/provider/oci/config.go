@@ -173,6 +173,9 @@ const (
 	ModeAll      = "All"
 	ModeFrontend = "Frontend"
 	ModeNone     = "None"
+	// ModeNSG (the rule mode annotation's alone): network security groups
+	// instead of security lists (nsg.go).
+	ModeNSG = "NSG"
 )
 
 // LoadBalancer configures the Services' load balancers.

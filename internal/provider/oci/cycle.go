@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/json"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -293,17 +293,32 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		}
 		reserved = []ReservedIP{{ID: id}}
 	}
+	front := ""
+	if spec.mode == ModeNSG {
+		var err error
+		if front, err = s.frontendNSG(ctx, svc); err != nil {
+			return "", err
+		}
+		if front == "" {
+			id, err := s.createFrontendNSG(ctx, svc, spec)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("network security group %s made for the %s", id, noun(spec.kind)), nil
+		}
+	}
+	nsgs := wantedNSGs(spec, front)
 	var wr string
 	var err error
 	if spec.kind == kindNLB {
 		wr, err = s.gw.createNetworkLoadBalancer(ctx, CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
-			FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved}, newToken())
+			FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs}, newToken())
 	} else {
 		wr, err = s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
 			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved,
-			Certificates: spec.certs, RuleSets: spec.ruleSets}, newToken())
+			Certificates: spec.certs, RuleSets: spec.ruleSets, NSGs: nsgs}, newToken())
 	}
 	if err != nil {
 		return "", err
@@ -400,10 +415,59 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	if name := staleCertificate(have, spec, names); name != "" {
 		return remove("certificates", name, "certificate "+name+" (its Secret was renewed)")
 	}
+	if msg, err := s.convergeNSGs(ctx, svc, spec, lb, change); msg != "" || err != nil {
+		return msg, err
+	}
 	if msg := shapeDrift(have, spec); msg != "" {
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
 	}
 	return s.removeOtherKind(ctx, svc, spec.kind)
+}
+
+// convergeNSGs puts the load balancer in the NSGs the Service asks for (its
+// own, and its frontend NSG in NSG mode, made first), one step; an NSG it
+// leaves that is the Service's frontend NSG is deleted once it is out.
+func (s steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB,
+	change func(wr string, err error, what string) (string, error)) (string, error) {
+	have := lb.Obj
+	front := ""
+	if spec.mode == ModeNSG {
+		var err error
+		if front, err = s.frontendNSG(ctx, svc); err != nil {
+			return "", err
+		}
+		if front == "" {
+			id, err := s.createFrontendNSG(ctx, svc, spec)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("network security group %s made for %s %s", id, noun(have.Kind), lb.ID), nil
+		}
+	}
+	want := wantedNSGs(spec, front)
+	got := slices.Sorted(slices.Values(have.NetworkSecurityGroupIDs))
+	if !slices.Equal(want, got) {
+		s.nsgsLeft.put(svc.UID, slices.DeleteFunc(got, func(id string) bool { return slices.Contains(want, id) }))
+		wr, err := s.gw.setNSGs(ctx, have.Kind, lb.ID, want)
+		return change(wr, err, "setting its network security groups")
+	}
+	for _, id := range s.nsgsLeft.take(svc.UID) {
+		g, err := s.gw.nsg(ctx, id)
+		if errors.Is(err, outcome.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if g.FreeformTags["ServiceUid"] == string(svc.UID) {
+			if err := s.gw.deleteNSG(ctx, id); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+				s.nsgsLeft.put(svc.UID, []string{id})
+				return "", err
+			}
+			return fmt.Sprintf("network security group %s deleted (the Service's rules are no longer in NSGs)", id), nil
+		}
+	}
+	return "", nil
 }
 
 // removeOtherKind deletes the Service's load balancer of the kind it no
@@ -743,7 +807,23 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oci
 	if len(addrs) == 0 {
 		return nil, "", fmt.Errorf("%s %s has no %s address yet", noun(lb.Obj.Kind), lb.ID, privacy(spec.internal))
 	}
-	want, lists, err := s.wantedRules(ctx, svc, spec)
+	listSpec := spec
+	if spec.mode == ModeNSG {
+		listSpec.mode = ModeNone // no security list rule; those of a former mode go
+		front, err := s.frontendNSG(ctx, svc)
+		if err != nil {
+			return nil, "", err
+		}
+		if front == "" {
+			return nil, "", fmt.Errorf("the network security group of the Service is not there yet")
+		}
+		if err := s.publishNSGRules(ctx, svc, spec, front); err != nil {
+			return nil, "", err
+		}
+	} else if err := s.removeBackendNSGRules(ctx, svc, spec.backendNSGs); err != nil {
+		return nil, "", err
+	}
+	want, lists, err := s.wantedRules(ctx, svc, listSpec)
 	if err != nil {
 		return nil, "", err
 	}
@@ -799,8 +879,25 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 			subnets = []string{cfg.Subnet1}
 		}
 	}
-	if err := s.removeRules(ctx, svc, subnets); err != nil || len(lbs) == 0 {
+	if err := s.removeRules(ctx, svc, subnets); err != nil {
 		return "", err
+	}
+	if backends, err := annotation.OCIBackendNetworkSecurityGroups.OCIDs(svc, "networksecuritygroup", 0); err == nil {
+		if err := s.removeBackendNSGRules(ctx, svc, backends); err != nil {
+			return "", err
+		}
+	}
+	if len(lbs) == 0 {
+		// Last, the Service's frontend NSG (NSG mode), now that no load
+		// balancer is in it.
+		front, err := s.frontendNSG(ctx, svc)
+		if err != nil || front == "" {
+			return "", err
+		}
+		if err := s.gw.deleteNSG(ctx, front); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+			return "", err
+		}
+		return fmt.Sprintf("network security group %s deleted", front), nil
 	}
 	lb = lbs[0]
 	wr, err := s.gw.deleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)

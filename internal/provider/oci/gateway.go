@@ -437,6 +437,7 @@ type LB struct {
 	IsPrivate                   bool                  `json:"isPrivate"`
 	SubnetIDs                   []string              `json:"subnetIds"`
 	SubnetID                    string                `json:"subnetId"` // NLB
+	NetworkSecurityGroupIDs     []string              `json:"networkSecurityGroupIds"`
 	IsPreserveSourceDestination bool                  `json:"isPreserveSourceDestination"`
 	Listeners                   map[string]Listener   `json:"listeners"`
 	BackendSets                 map[string]BackendSet `json:"backendSets"`
@@ -501,9 +502,9 @@ type ConnectionConfiguration struct {
 
 // BackendSet is a backend set; IsPreserveSource is an NLB's.
 type BackendSet struct {
-	Name             string        `json:"name,omitempty"`
-	Policy           string        `json:"policy"`
-	Backends         []Backend     `json:"backends"`
+	Name             string            `json:"name,omitempty"`
+	Policy           string            `json:"policy"`
+	Backends         []Backend         `json:"backends"`
 	HealthChecker    HealthChecker     `json:"healthChecker"`
 	SSLConfiguration *SSLConfiguration `json:"sslConfiguration,omitempty"`
 	IsPreserveSource *bool             `json:"isPreserveSource,omitempty"`
@@ -546,6 +547,7 @@ type CreateLoadBalancer struct {
 	ReservedIPs   []ReservedIP              `json:"reservedIps,omitempty"`
 	Certificates  map[string]Certificate    `json:"certificates,omitempty"`
 	RuleSets      map[string]RuleSet        `json:"ruleSets,omitempty"`
+	NSGs          []string                  `json:"networkSecurityGroupIds,omitempty"`
 }
 
 // CreateNetworkLoadBalancer is CreateNetworkLoadBalancerDetails: the whole
@@ -561,6 +563,7 @@ type CreateNetworkLoadBalancer struct {
 	FreeformTags                map[string]string         `json:"freeformTags,omitempty"`
 	DefinedTags                 map[string]map[string]any `json:"definedTags,omitempty"`
 	ReservedIPs                 []ReservedIP              `json:"reservedIps,omitempty"`
+	NSGs                        []string                  `json:"networkSecurityGroupIds,omitempty"`
 }
 
 // ReservedIP names a reserved public IP a load balancer takes.

@@ -71,6 +71,9 @@ type lbSpec struct {
 	// when the annotation is not set: the load balancer's are then left as
 	// they are, as the peer leaves them.
 	ruleSets map[string]RuleSet
+	// nsgs are the network security groups the Service names for its load
+	// balancer; backendNSGs the nodes' (NSG mode).
+	nsgs, backendNSGs []string
 	// tls are the Secrets of the SSL certificates, by certificate name (the
 	// Secret's, as the peer names them); certs their contents, read by Spec.
 	tls   map[string]types.NamespacedName
@@ -91,10 +94,8 @@ type lbSpec struct {
 // unsupported are the annotations this CCM does not serve yet, by kind: a
 // Service using one is refused with a Warning and nothing is built for it.
 var unsupported = map[string][]annotation.Name{
-	kindLB: {annotation.OCINetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
-		annotation.OCIWorkloadServiceAccount},
-	kindNLB: {annotation.OCINLBNetworkSecurityGroups, annotation.OCIBackendNetworkSecurityGroups,
-		annotation.OCINLBAssignedPrivateIPv4, annotation.OCINLBAssignedIPv6, annotation.OCIWorkloadServiceAccount},
+	kindLB:  {annotation.OCIWorkloadServiceAccount},
+	kindNLB: {annotation.OCINLBAssignedPrivateIPv4, annotation.OCINLBAssignedIPv6, annotation.OCIWorkloadServiceAccount},
 }
 
 // kindOf is the kind of load balancer the Service asks for: lb unless the
@@ -117,14 +118,16 @@ func nameOf(svc *v1.Service, kind string) string {
 // kindAnnotations are the annotations that mean the same for either kind,
 // under each kind's name.
 type kindAnnotations struct {
-	internal, subnet, retries, interval, timeout, nodeSelector, freeform, defined annotation.Name
+	internal, subnet, retries, interval, timeout, nodeSelector, freeform, defined, nsgs annotation.Name
 }
 
 var annotationsOf = map[string]kindAnnotations{
 	kindLB: {annotation.OCIInternal, annotation.OCISubnet1, annotation.OCIHealthCheckRetries, annotation.OCIHealthCheckInterval,
-		annotation.OCIHealthCheckTimeout, annotation.OCINodeLabelSelector, annotation.OCIInitialFreeformTagsOverride, annotation.OCIInitialDefinedTagsOverride},
+		annotation.OCIHealthCheckTimeout, annotation.OCINodeLabelSelector, annotation.OCIInitialFreeformTagsOverride, annotation.OCIInitialDefinedTagsOverride,
+		annotation.OCINetworkSecurityGroups},
 	kindNLB: {annotation.OCINLBInternal, annotation.OCINLBSubnet, annotation.OCINLBHealthCheckRetries, annotation.OCINLBHealthCheckInterval,
-		annotation.OCINLBHealthCheckTimeout, annotation.OCINLBNodeLabelSelector, annotation.OCINLBInitialFreeformTagsOverride, annotation.OCINLBInitialDefinedTagsOverride},
+		annotation.OCINLBHealthCheckTimeout, annotation.OCINLBNodeLabelSelector, annotation.OCINLBInitialFreeformTagsOverride, annotation.OCINLBInitialDefinedTagsOverride,
+		annotation.OCINLBNetworkSecurityGroups},
 }
 
 // parseSpec reads what the Service asks, checked whole: every problem at
@@ -153,9 +156,15 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 			s.ip = a.String()
 		}
 	}
-	if s.mode = c.securityMode(svc, s.kind, bad); s.mode == "NSG" {
-		errs = append(errs, fmt.Errorf("%s: NSG: network security groups are not served by this overcast-ccm yet; use SL-All, SL-Frontend or None", annotation.OCISecurityRuleManagementMode))
+	s.mode = c.securityMode(svc, s.kind, bad)
+	s.nsgs, err = an.nsgs.OCIDs(svc, "networksecuritygroup", 5)
+	bad(err)
+	s.backendNSGs, err = annotation.OCIBackendNetworkSecurityGroups.OCIDs(svc, "networksecuritygroup", 0)
+	bad(err)
+	if s.mode == ModeNSG && len(s.nsgs) > 4 {
+		errs = append(errs, fmt.Errorf("%s: at most 4 with mode NSG, whose own network security group makes the fifth a load balancer may be in", an.nsgs))
 	}
+
 	s.sources, err = sources(svc)
 	bad(err)
 	if s.internal, err = an.internal.Bool(svc); err != nil {
@@ -464,7 +473,7 @@ func lbName(svc *v1.Service) string {
 // #498), for an nlb None (the peer's default).
 func (c *Cloud) securityMode(svc *v1.Service, kind string, bad func(error)) string {
 	if m, err := annotation.OCISecurityRuleManagementMode.OneOf(svc, []string{"SL-All", "SL-Frontend", "NSG", "None"}); err == nil {
-		return map[string]string{"sl-all": ModeAll, "sl-frontend": ModeFrontend, "nsg": "NSG", "none": ModeNone}[strings.ToLower(m)]
+		return map[string]string{"sl-all": ModeAll, "sl-frontend": ModeFrontend, "nsg": ModeNSG, "none": ModeNone}[strings.ToLower(m)]
 	} else if !errors.Is(err, annotation.ErrNotSet) {
 		bad(err)
 		return ModeNone
@@ -660,6 +669,9 @@ func (s *lbSpec) configFingerprint() string {
 	h := lbcycle.NewHash()
 	w := h.Line
 	w("v1", s.name, s.internal, s.subnets, s.shape, s.flex, s.proxyMode, s.mode, s.sources, s.listenerPorts, s.backendPorts, s.ip)
+	if len(s.nsgs)+len(s.backendNSGs) > 0 {
+		w("nsgs", s.nsgs, s.backendNSGs)
+	}
 	if s.kind == kindNLB {
 		w("nlb", s.preserveSource, s.ppv2, s.externalOnly)
 	}

@@ -1,0 +1,293 @@
+package oci
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Network security groups, in the peer's NSG mode
+// (oci.oraclecloud.com/security-rule-management-mode: NSG): each Service's
+// load balancer is in a frontend NSG of its own, named and tagged as the
+// peer names and tags it (<namespace>/<name>/<UID>/nsg, CreatedBy: CCM,
+// ServiceUid: <UID>), so the peer's are adopted. The frontend NSG admits the
+// Service's sources on its ports and reaches the backend NSGs
+// (oci.oraclecloud.com/oci-backend-network-security-group) on the node
+// ports and the health check port; each backend NSG admits the frontend NSG
+// there. Every rule added is marked as the security list rules are (the
+// cluster's and the Service's UID in its description); a rule is this
+// Service's when it carries its mark or, as the peer marks them, its UID
+// alone. Only the Service's rules are removed; the frontend NSG goes with
+// the load balancer, after it. NSGs the Service names
+// (oci-network-security-groups) are joined and never changed.
+
+// NSG is a network security group.
+type NSG struct {
+	ID             string            `json:"id"`
+	DisplayName    string            `json:"displayName"`
+	LifecycleState string            `json:"lifecycleState"`
+	FreeformTags   map[string]string `json:"freeformTags"`
+}
+
+// NSGRule is a rule of a network security group.
+type NSGRule struct {
+	ID              string `json:"id,omitempty"`
+	Direction       string `json:"direction"`
+	Protocol        string `json:"protocol"`
+	Description     string `json:"description,omitempty"`
+	Source          string `json:"source,omitempty"`
+	SourceType      string `json:"sourceType,omitempty"`
+	Destination     string `json:"destination,omitempty"`
+	DestinationType string `json:"destinationType,omitempty"`
+	IsStateless     bool   `json:"isStateless"`
+	TCPOptions      *struct {
+		DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
+	} `json:"tcpOptions,omitempty"`
+}
+
+// key is what a rule does: direction, peer and port.
+func (r NSGRule) key() string {
+	port := ""
+	if r.TCPOptions != nil && r.TCPOptions.DestinationPortRange != nil {
+		port = fmt.Sprintf("%d-%d", r.TCPOptions.DestinationPortRange.Min, r.TCPOptions.DestinationPortRange.Max)
+	}
+	return strings.Join([]string{r.Direction, r.Protocol, r.Source, r.SourceType, r.Destination, r.DestinationType, port}, "|")
+}
+
+// nsgRule is a stateful TCP rule toward (ingress: from) peer, a CIDR or an
+// NSG, on port.
+func nsgRule(ingress bool, peer string, port int, mark string) NSGRule {
+	kind := "CIDR_BLOCK"
+	if strings.HasPrefix(peer, "ocid1.networksecuritygroup.") {
+		kind = "NETWORK_SECURITY_GROUP"
+	}
+	r := NSGRule{Direction: "EGRESS", Protocol: "6", Description: mark, Destination: peer, DestinationType: kind}
+	if ingress {
+		r = NSGRule{Direction: "INGRESS", Protocol: "6", Description: mark, Source: peer, SourceType: kind}
+	}
+	r.TCPOptions = &struct {
+		DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
+	}{&portRange{Min: port, Max: port}}
+	return r
+}
+
+// The gateway's NSG calls (Virtual Network API).
+func (g *gateway) nsgs(ctx context.Context, q url.Values) ([]NSG, error) {
+	return list[NSG](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups", q)
+}
+
+func (g *gateway) createNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string) (NSG, error) {
+	var out NSG
+	_, err := g.do(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups", nil,
+		map[string]any{"compartmentId": compartment, "vcnId": vcn, "displayName": name, "freeformTags": tags}, &out, nil)
+	return out, err
+}
+
+func (g *gateway) nsg(ctx context.Context, id string) (NSG, error) {
+	return get[NSG](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id))
+}
+
+func (g *gateway) deleteNSG(ctx context.Context, id string) error {
+	_, err := g.callWith(ctx, "network", http.MethodDelete, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id), nil, nil)
+	return err
+}
+
+func (g *gateway) nsgRules(ctx context.Context, id string) ([]NSGRule, error) {
+	return list[NSGRule](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/securityRules", nil)
+}
+
+// addNSGRules adds rules to NSG id, 25 a call (the API's limit).
+func (g *gateway) addNSGRules(ctx context.Context, id string, rules []NSGRule) error {
+	for batch := range slices.Chunk(rules, 25) {
+		if _, err := g.callWith(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/actions/addSecurityRules",
+			map[string]any{"securityRules": batch}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *gateway) removeNSGRules(ctx context.Context, id string, ids []string) error {
+	for batch := range slices.Chunk(ids, 25) {
+		if _, err := g.callWith(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/actions/removeSecurityRules",
+			map[string]any{"securityRuleIds": batch}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setNSGs puts load balancer lb (of a kind) in NSGs ids.
+func (g *gateway) setNSGs(ctx context.Context, kind, lb string, ids []string) (string, error) {
+	return g.lbChange(ctx, kind, http.MethodPut, collection(kind)+"/"+url.PathEscape(lb)+"/networkSecurityGroups",
+		map[string]any{"networkSecurityGroupIds": ids}, nil)
+}
+
+// frontendNSGName is the peer's name of a Service's frontend NSG.
+func frontendNSGName(svc *v1.Service) string {
+	name := svc.Namespace + "/" + svc.Name + "/" + string(svc.UID) + "/nsg"
+	if len(name) > 255 {
+		name = name[:255]
+	}
+	return name
+}
+
+// frontendNSG is the Service's frontend NSG ("" when there is none): the
+// one of its name tagged with its UID.
+func (c *Cloud) frontendNSG(ctx context.Context, svc *v1.Service) (string, error) {
+	list, err := c.gw.nsgs(ctx, with(inCompartment(c.cfg.CompartmentID), "displayName", frontendNSGName(svc)))
+	if err != nil {
+		return "", fmt.Errorf("looking up the network security group of the Service: %w", err)
+	}
+	for _, g := range list {
+		if g.FreeformTags["ServiceUid"] == string(svc.UID) && g.LifecycleState != "TERMINATED" && g.LifecycleState != "TERMINATING" {
+			return g.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// createFrontendNSG makes the Service's frontend NSG in the VCN of the load
+// balancer's subnet.
+func (c *Cloud) createFrontendNSG(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	sub, err := c.subnet(ctx, spec.subnets[0])
+	if err != nil {
+		return "", err
+	}
+	g, err := c.gw.createNSG(ctx, c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc),
+		map[string]string{"CreatedBy": "CCM", "ServiceUid": string(svc.UID), tagCluster: c.Cluster.Get()})
+	if err != nil {
+		return "", fmt.Errorf("creating the network security group of the Service: %w", err)
+	}
+	return g.ID, nil
+}
+
+// wantedNSGs are the NSGs the load balancer is to be in: the Service's own,
+// and its frontend NSG in NSG mode.
+func wantedNSGs(spec lbSpec, frontend string) []string {
+	out := slices.Clone(spec.nsgs)
+	if frontend != "" {
+		out = append(out, frontend)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// isOurs says whether an NSG rule is the Service's: its mark in this
+// cluster, or its UID alone (the peer's).
+func (c *Cloud) isOurs(r NSGRule, svc *v1.Service) bool {
+	return r.Description == string(svc.UID) || r.Description == c.mark(svc) || strings.HasPrefix(r.Description, c.mark(svc)+" ")
+}
+
+// applyNSGRules makes the Service's rules in NSG id what want says: the
+// missing added, those of the Service's no longer wanted removed, others
+// left.
+func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, want []NSGRule) error {
+	have, err := c.gw.nsgRules(ctx, id)
+	if err != nil {
+		return fmt.Errorf("reading the rules of network security group %s: %w", id, err)
+	}
+	wanted := map[string]bool{}
+	for _, r := range want {
+		wanted[r.key()] = true
+	}
+	present := map[string]bool{}
+	var stale []string
+	for _, r := range have {
+		if !c.isOurs(r, svc) {
+			continue
+		}
+		if wanted[r.key()] && !present[r.key()] {
+			present[r.key()] = true
+			continue
+		}
+		stale = append(stale, r.ID)
+	}
+	var add []NSGRule
+	for _, r := range want {
+		if !present[r.key()] {
+			present[r.key()] = true
+			add = append(add, r)
+		}
+	}
+	if err := c.gw.addNSGRules(ctx, id, add); err != nil {
+		return fmt.Errorf("adding rules to network security group %s: %w", id, err)
+	}
+	if err := c.gw.removeNSGRules(ctx, id, stale); err != nil {
+		return fmt.Errorf("removing rules from network security group %s: %w", id, err)
+	}
+	return nil
+}
+
+// nsgRules opens the frontend NSG to the Service's sources on its ports and
+// toward the backend NSGs, and the backend NSGs to it.
+func (c *Cloud) publishNSGRules(ctx context.Context, svc *v1.Service, spec lbSpec, frontend string) error {
+	mark := c.describe(svc)
+	var front []NSGRule
+	for _, src := range spec.sources {
+		for _, p := range spec.listenerPorts {
+			front = append(front, nsgRule(true, src, p, mark))
+		}
+	}
+	for _, b := range spec.backendNSGs {
+		for _, p := range spec.backendPorts {
+			front = append(front, nsgRule(false, b, p, mark))
+		}
+	}
+	if err := c.applyNSGRules(ctx, svc, frontend, front); err != nil {
+		return err
+	}
+	for _, b := range spec.backendNSGs {
+		var back []NSGRule
+		for _, p := range spec.backendPorts {
+			back = append(back, nsgRule(true, frontend, p, mark))
+		}
+		if err := c.applyNSGRules(ctx, svc, b, back); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeBackendNSGRules removes the Service's rules from the backend NSGs
+// its annotation names.
+func (c *Cloud) removeBackendNSGRules(ctx context.Context, svc *v1.Service, backends []string) error {
+	for _, b := range backends {
+		if err := c.applyNSGRules(ctx, svc, b, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// uidLists are lists of OCIDs by Service.
+type uidLists struct {
+	mu sync.Mutex
+	m  map[types.UID][]string
+}
+
+func (u *uidLists) put(uid types.UID, ids []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[types.UID][]string{}
+	}
+	if len(ids) > 0 {
+		u.m[uid] = append(u.m[uid], ids...)
+	}
+}
+
+func (u *uidLists) take(uid types.UID) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ids := u.m[uid]
+	delete(u.m, uid)
+	return ids
+}
