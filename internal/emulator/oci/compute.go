@@ -102,28 +102,14 @@ func routeGet[T any](e *Emulator, path string, st *core.Store[*T]) {
 }
 
 func (e *Emulator) routeCompute() {
-	e.handle("GET "+corePath+"/instances", func(w http.ResponseWriter, r *http.Request) {
-		comp, ok := requireCompartment(w, r)
-		if !ok {
-			return
-		}
-		q := r.URL.Query()
-		ad, name := q.Get("availabilityDomain"), q.Get("displayName")
-		listPage(e, w, r, e.instances, func(i *instance) bool {
-			return i.CompartmentID == comp && (ad == "" || i.AvailabilityDomain == ad) && (name == "" || i.DisplayName == name)
-		}, viewOf[instance])
-	})
+	e.handle("GET "+corePath+"/instances", filtered[*instance]{st: e.instances, view: viewOf[instance], fields: func(i *instance) (string, map[string]string) {
+		return i.CompartmentID, map[string]string{"availabilityDomain": i.AvailabilityDomain, "displayName": i.DisplayName}
+	}}.serve(e))
 	routeGet(e, corePath+"/instances", e.instances)
-	e.handle("GET "+corePath+"/vnicAttachments", func(w http.ResponseWriter, r *http.Request) {
-		comp, ok := requireCompartment(w, r)
-		if !ok {
-			return
-		}
-		inst := r.URL.Query().Get("instanceId")
-		listPage(e, w, r, e.attachments, func(a *vnicAttachment) bool {
-			return a.CompartmentID == comp && (inst == "" || a.InstanceID == inst)
-		}, viewOf[vnicAttachment])
-	})
+	e.handle("GET "+corePath+"/vnicAttachments", filtered[*vnicAttachment]{st: e.attachments, view: viewOf[vnicAttachment],
+		fields: func(a *vnicAttachment) (string, map[string]string) {
+			return a.CompartmentID, map[string]string{"instanceId": a.InstanceID}
+		}}.serve(e))
 	routeGet(e, corePath+"/vnics", e.vnics)
 	e.handle("GET "+corePath+"/privateIps", e.listPrivateIPs)
 	e.handle("GET "+corePath+"/publicIps", e.listPublicIPs)

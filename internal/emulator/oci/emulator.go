@@ -428,6 +428,46 @@ func getOne[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core
 	core.WriteJSON(w, http.StatusOK, v)
 }
 
+// filtered is a list route of objects of a compartment (compartmentId, which
+// a list must name) filtered as the API filters them: fields gives an
+// object's compartment and its value of each filter the API takes
+// (displayName, lifecycleState…); a filter the request gives keeps the
+// objects of that value. items: the Network Load Balancer API's
+// {"items": [...]} body, else a bare array.
+type filtered[T interface{ ocid() string }] struct {
+	st     *core.Store[T]
+	fields func(T) (compartment string, filters map[string]string)
+	view   func(T) any
+	items  bool
+}
+
+func (f filtered[T]) serve(e *Emulator) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		comp, ok := requireCompartment(w, r)
+		if !ok {
+			return
+		}
+		q := r.URL.Query()
+		keep := func(o T) bool {
+			c, fs := f.fields(o)
+			if c != comp {
+				return false
+			}
+			for k, v := range fs {
+				if want := q.Get(k); want != "" && want != v {
+					return false
+				}
+			}
+			return true
+		}
+		if f.items {
+			listItems(e, w, r, f.st, keep, f.view)
+		} else {
+			listPage(e, w, r, f.st, keep, f.view)
+		}
+	}
+}
+
 // requireCompartment is the compartmentId a list must name.
 func requireCompartment(w http.ResponseWriter, r *http.Request) (string, bool) {
 	c := r.URL.Query().Get("compartmentId")

@@ -222,17 +222,9 @@ var lbPolicies = []string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "IP_HASH"}
 func (e *Emulator) routeLoadBalancers() {
 	p := lbPath + "/loadBalancers"
 	e.handle("POST "+p, e.createLoadBalancer)
-	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
-		comp, ok := requireCompartment(w, r)
-		if !ok {
-			return
-		}
-		q := r.URL.Query()
-		name, state := q.Get("displayName"), q.Get("lifecycleState")
-		listPage(e, w, r, e.lbs, func(lb *loadBalancer) bool {
-			return lb.CompartmentID == comp && (name == "" || lb.DisplayName == name) && (state == "" || lb.LifecycleState == state)
-		}, viewLB)
-	})
+	e.handle("GET "+p, filtered[*loadBalancer]{st: e.lbs, view: viewLB, fields: func(lb *loadBalancer) (string, map[string]string) {
+		return lb.CompartmentID, map[string]string{"displayName": lb.DisplayName, "lifecycleState": lb.LifecycleState}
+	}}.serve(e))
 	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.lbs, viewLB) })
 	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		e.change(w, r, "DeleteLoadBalancer", func(lb *loadBalancer) (func(), error) {

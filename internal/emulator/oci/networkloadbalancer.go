@@ -156,17 +156,9 @@ var (
 func (e *Emulator) routeNetworkLoadBalancers() {
 	p := nlbPath + "/networkLoadBalancers"
 	e.handle("POST "+p, e.createNLB)
-	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
-		comp, ok := requireCompartment(w, r)
-		if !ok {
-			return
-		}
-		q := r.URL.Query()
-		name, state := q.Get("displayName"), q.Get("lifecycleState")
-		listItems(e, w, r, e.nlbs, func(n *networkLoadBalancer) bool {
-			return n.CompartmentID == comp && (name == "" || n.DisplayName == name) && (state == "" || n.LifecycleState == state)
-		}, viewNLB)
-	})
+	e.handle("GET "+p, filtered[*networkLoadBalancer]{st: e.nlbs, view: viewNLB, items: true, fields: func(n *networkLoadBalancer) (string, map[string]string) {
+		return n.CompartmentID, map[string]string{"displayName": n.DisplayName, "lifecycleState": n.LifecycleState}
+	}}.serve(e))
 	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		n, ok := e.nlbs.Get(r.PathValue("id"))
@@ -229,13 +221,8 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 		})
 	})
 	e.handle("GET "+nlbPath+"/workRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbWRs, e.viewNLBWR) })
-	e.handle("GET "+nlbPath+"/workRequests", func(w http.ResponseWriter, r *http.Request) {
-		comp, ok := requireCompartment(w, r)
-		if !ok {
-			return
-		}
-		listItems(e, w, r, e.nlbWRs, func(wr *nlbWorkRequest) bool { return wr.CompartmentID == comp }, e.viewNLBWR)
-	})
+	e.handle("GET "+nlbPath+"/workRequests", filtered[*nlbWorkRequest]{st: e.nlbWRs, view: e.viewNLBWR, items: true,
+		fields: func(wr *nlbWorkRequest) (string, map[string]string) { return wr.CompartmentID, nil }}.serve(e))
 }
 
 func (n *networkLoadBalancer) etag() string { return strconv.Itoa(n.revision) }

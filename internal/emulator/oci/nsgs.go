@@ -113,17 +113,9 @@ func (e *Emulator) routeNSGs() {
 		w.Header().Set("etag", g.etag())
 		writeJSONStatus(w, http.StatusOK, g)
 	})
-	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
-		comp, ok := requireCompartment(w, r)
-		if !ok {
-			return
-		}
-		q := r.URL.Query()
-		vcn, name := q.Get("vcnId"), q.Get("displayName")
-		listPage(e, w, r, e.nsgs, func(g *nsg) bool {
-			return g.CompartmentID == comp && (vcn == "" || g.VCNID == vcn) && (name == "" || g.DisplayName == name)
-		}, func(g *nsg) any { c := *g; return &c })
-	})
+	e.handle("GET "+p, filtered[*nsg]{st: e.nsgs, view: func(g *nsg) any { c := *g; return &c }, fields: func(g *nsg) (string, map[string]string) {
+		return g.CompartmentID, map[string]string{"vcnId": g.VCNID, "displayName": g.DisplayName}
+	}}.serve(e))
 	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		getOne(e, w, r, e.nsgs, func(g *nsg) any {
 			w.Header().Set("etag", g.etag())
@@ -169,55 +161,55 @@ func (e *Emulator) routeNSGs() {
 		var d struct {
 			SecurityRules []*nsgRule `json:"securityRules"`
 		}
-		if !decodeBody(w, r, &d) {
-			return
-		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		g, ok := e.nsgs.Get(r.PathValue("id"))
-		if !ok {
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
-			return
-		}
-		if len(d.SecurityRules) > nsgRulesPerCall {
-			writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("At most %d security rules may be added at once.", nsgRulesPerCall))
-			return
-		}
-		for _, rule := range d.SecurityRules {
-			if err := e.checkNSGRule(rule); err != nil {
-				writeAPIErr(w, err)
+		e.withNSG(w, r, &d, func(g *nsg) {
+			if len(d.SecurityRules) > nsgRulesPerCall {
+				writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("At most %d security rules may be added at once.", nsgRulesPerCall))
 				return
 			}
-		}
-		now := e.opts.Clock()
-		added := []nsgRule{}
-		for _, rule := range d.SecurityRules {
-			e.seq++
-			rule.ID, rule.TimeCreated = fmt.Sprintf("%06X", e.seq), now
-			g.rules = append(g.rules, rule)
-			added = append(added, *rule)
-		}
-		g.revision++
-		writeJSONStatus(w, http.StatusOK, map[string]any{"securityRules": added})
+			for _, rule := range d.SecurityRules {
+				if err := e.checkNSGRule(rule); err != nil {
+					writeAPIErr(w, err)
+					return
+				}
+			}
+			now := e.opts.Clock()
+			added := []nsgRule{}
+			for _, rule := range d.SecurityRules {
+				e.seq++
+				rule.ID, rule.TimeCreated = fmt.Sprintf("%06X", e.seq), now
+				g.rules = append(g.rules, rule)
+				added = append(added, *rule)
+			}
+			g.revision++
+			writeJSONStatus(w, http.StatusOK, map[string]any{"securityRules": added})
+		})
 	})
 	e.handle("POST "+p+"/{id}/actions/removeSecurityRules", func(w http.ResponseWriter, r *http.Request) {
 		var d struct {
 			SecurityRuleIDs []string `json:"securityRuleIds"`
 		}
-		if !decodeBody(w, r, &d) {
-			return
-		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		g, ok := e.nsgs.Get(r.PathValue("id"))
-		if !ok {
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
-			return
-		}
-		g.rules = slices.DeleteFunc(g.rules, func(rule *nsgRule) bool { return slices.Contains(d.SecurityRuleIDs, rule.ID) })
-		g.revision++
-		w.WriteHeader(http.StatusOK)
+		e.withNSG(w, r, &d, func(g *nsg) {
+			g.rules = slices.DeleteFunc(g.rules, func(rule *nsgRule) bool { return slices.Contains(d.SecurityRuleIDs, rule.ID) })
+			g.revision++
+			w.WriteHeader(http.StatusOK)
+		})
 	})
+}
+
+// withNSG decodes the request's body into body, then calls f with the NSG
+// {id} and mu held; 404 NotAuthorizedOrNotFound when there is none.
+func (e *Emulator) withNSG(w http.ResponseWriter, r *http.Request, body any, f func(*nsg)) {
+	if !decodeBody(w, r, body) {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g, ok := e.nsgs.Get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		return
+	}
+	f(g)
 }
 
 // nsgUser names a load balancer in NSG id ("" for none). Call with mu held.

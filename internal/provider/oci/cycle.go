@@ -293,23 +293,12 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		}
 		reserved = []ReservedIP{{ID: id}}
 	}
-	front := ""
-	if spec.mode == ModeNSG {
-		var err error
-		if front, err = s.frontendNSG(ctx, svc); err != nil {
-			return "", err
-		}
-		if front == "" {
-			id, err := s.createFrontendNSG(ctx, svc, spec)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("network security group %s made for the %s", id, noun(spec.kind)), nil
-		}
+	front, made, err := s.ensureFrontendNSG(ctx, svc, spec)
+	if made != "" || err != nil {
+		return made, err
 	}
 	nsgs := wantedNSGs(spec, front)
 	var wr string
-	var err error
 	if spec.kind == kindNLB {
 		wr, err = s.gw.createNetworkLoadBalancer(ctx, CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
@@ -430,19 +419,9 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 func (s steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB,
 	change func(wr string, err error, what string) (string, error)) (string, error) {
 	have := lb.Obj
-	front := ""
-	if spec.mode == ModeNSG {
-		var err error
-		if front, err = s.frontendNSG(ctx, svc); err != nil {
-			return "", err
-		}
-		if front == "" {
-			id, err := s.createFrontendNSG(ctx, svc, spec)
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("network security group %s made for %s %s", id, noun(have.Kind), lb.ID), nil
-		}
+	front, made, err := s.ensureFrontendNSG(ctx, svc, spec)
+	if made != "" || err != nil {
+		return made, err
 	}
 	want := wantedNSGs(spec, front)
 	got := slices.Sorted(slices.Values(have.NetworkSecurityGroupIDs))

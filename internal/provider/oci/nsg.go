@@ -38,18 +38,16 @@ type NSG struct {
 
 // NSGRule is a rule of a network security group.
 type NSGRule struct {
-	ID              string `json:"id,omitempty"`
-	Direction       string `json:"direction"`
-	Protocol        string `json:"protocol"`
-	Description     string `json:"description,omitempty"`
-	Source          string `json:"source,omitempty"`
-	SourceType      string `json:"sourceType,omitempty"`
-	Destination     string `json:"destination,omitempty"`
-	DestinationType string `json:"destinationType,omitempty"`
-	IsStateless     bool   `json:"isStateless"`
-	TCPOptions      *struct {
-		DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
-	} `json:"tcpOptions,omitempty"`
+	ID              string      `json:"id,omitempty"`
+	Direction       string      `json:"direction"`
+	Protocol        string      `json:"protocol"`
+	Description     string      `json:"description,omitempty"`
+	Source          string      `json:"source,omitempty"`
+	SourceType      string      `json:"sourceType,omitempty"`
+	Destination     string      `json:"destination,omitempty"`
+	DestinationType string      `json:"destinationType,omitempty"`
+	IsStateless     bool        `json:"isStateless"`
+	TCPOptions      *tcpOptions `json:"tcpOptions,omitempty"`
 }
 
 // key is what a rule does: direction, peer and port.
@@ -72,9 +70,7 @@ func nsgRule(ingress bool, peer string, port int, mark string) NSGRule {
 	if ingress {
 		r = NSGRule{Direction: "INGRESS", Protocol: "6", Description: mark, Source: peer, SourceType: kind}
 	}
-	r.TCPOptions = &struct {
-		DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
-	}{&portRange{Min: port, Max: port}}
+	r.TCPOptions = &tcpOptions{DestinationPortRange: &portRange{Min: port, Max: port}}
 	return r
 }
 
@@ -167,6 +163,23 @@ func (c *Cloud) createFrontendNSG(ctx context.Context, svc *v1.Service, spec lbS
 		return "", fmt.Errorf("creating the network security group of the Service: %w", err)
 	}
 	return g.ID, nil
+}
+
+// ensureFrontendNSG is the Service's frontend NSG in NSG mode ("" in the
+// others), made when there is none yet: then made says so, and the step
+// ends there.
+func (c *Cloud) ensureFrontendNSG(ctx context.Context, svc *v1.Service, spec lbSpec) (front, made string, err error) {
+	if spec.mode != ModeNSG {
+		return "", "", nil
+	}
+	if front, err = c.frontendNSG(ctx, svc); err != nil || front != "" {
+		return front, "", err
+	}
+	id, err := c.createFrontendNSG(ctx, svc, spec)
+	if err != nil {
+		return "", "", err
+	}
+	return "", fmt.Sprintf("network security group %s made for the %s", id, noun(spec.kind)), nil
 }
 
 // wantedNSGs are the NSGs the load balancer is to be in: the Service's own,

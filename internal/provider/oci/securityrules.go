@@ -45,17 +45,20 @@ type portRange struct {
 
 // rule is a security rule, in either direction, as OCI's JSON has it.
 type rule struct {
-	Protocol        string `json:"protocol"`
-	Source          string `json:"source,omitempty"`
-	SourceType      string `json:"sourceType,omitempty"`
-	Destination     string `json:"destination,omitempty"`
-	DestinationType string `json:"destinationType,omitempty"`
-	IsStateless     bool   `json:"isStateless"`
-	TCPOptions      *struct {
-		DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
-		SourcePortRange      *portRange `json:"sourcePortRange,omitempty"`
-	} `json:"tcpOptions,omitempty"`
-	Description string `json:"description,omitempty"`
+	Protocol        string      `json:"protocol"`
+	Source          string      `json:"source,omitempty"`
+	SourceType      string      `json:"sourceType,omitempty"`
+	Destination     string      `json:"destination,omitempty"`
+	DestinationType string      `json:"destinationType,omitempty"`
+	IsStateless     bool        `json:"isStateless"`
+	TCPOptions      *tcpOptions `json:"tcpOptions,omitempty"`
+	Description     string      `json:"description,omitempty"`
+}
+
+// tcpOptions are a TCP rule's ports.
+type tcpOptions struct {
+	DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
+	SourcePortRange      *portRange `json:"sourcePortRange,omitempty"`
 }
 
 // tcpRule is a stateful TCP rule to (ingress: from) cidr on port.
@@ -66,10 +69,7 @@ func tcpRule(ingress bool, cidr string, port int, mark string) rule {
 	} else {
 		r.Destination, r.DestinationType = cidr, "CIDR_BLOCK"
 	}
-	r.TCPOptions = &struct {
-		DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
-		SourcePortRange      *portRange `json:"sourcePortRange,omitempty"`
-	}{DestinationPortRange: &portRange{Min: port, Max: port}}
+	r.TCPOptions = &tcpOptions{DestinationPortRange: &portRange{Min: port, Max: port}}
 	return r
 }
 
