@@ -427,9 +427,9 @@ func TestOCINetworkLoadBalancerServesTCPAndUDP(t *testing.T) {
 
 	// A TCP Service that changes from nlb to lb: a load balancer is built
 	// and the network load balancer deleted.
-	web := lbService(t, ns, "web", func(s *v1.Service) { s.Annotations = nlbType })
+	lbService(t, ns, "web", func(s *v1.Service) { s.Annotations = nlbType })
 	waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
-	web = getService(t, ns, "web")
+	web := getService(t, ns, "web")
 	delete(web.Annotations, "oci.oraclecloud.com/load-balancer-type")
 	_, err = env.Client.CoreV1().Services(ns).Update(t.Context(), web, metav1.UpdateOptions{})
 	require.NoError(t, err)

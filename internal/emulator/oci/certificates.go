@@ -5,6 +5,8 @@ import (
 	"encoding/pem"
 	"net/http"
 	"slices"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Certificates of a load balancer and the SSL configuration of its
@@ -123,7 +125,7 @@ func (e *Emulator) routeCertificates(p string) {
 		if out == nil {
 			out = []*certificate{}
 		}
-		writeJSONStatus(w, http.StatusOK, out)
+		core.WriteJSON(w, http.StatusOK, out)
 	})
 	e.handle("POST "+p+"/{id}/certificates", func(w http.ResponseWriter, r *http.Request) {
 		var d certificateDetails

@@ -1,13 +1,14 @@
 package oci
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // The Network Load Balancer API (/20200501), as oci-go-sdk's
@@ -172,7 +173,7 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
 			return
 		}
-		writeJSONStatus(w, http.StatusOK, v)
+		core.WriteJSON(w, http.StatusOK, v)
 	})
 	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		e.nlbChange(w, r, "DELETE_NETWORK_LOAD_BALANCER", func(n *networkLoadBalancer) (func(), error) {
@@ -226,13 +227,6 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 }
 
 func (n *networkLoadBalancer) etag() string { return strconv.Itoa(n.revision) }
-
-// writeJSONStatus is core.WriteJSON for an answer whose headers are set.
-func writeJSONStatus(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
 
 // The operation types of the work requests of children
 // (networkloadbalancer.OperationTypeEnum).
@@ -339,7 +333,7 @@ func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
 		if n, ok := e.nlbs.Get(prev.created); ok {
 			w.Header().Set("etag", n.etag())
 			w.Header().Set("opc-work-request-id", prev.wr)
-			writeJSONStatus(w, http.StatusOK, viewNLB(n))
+			core.WriteJSON(w, http.StatusOK, viewNLB(n))
 			return
 		}
 	} else if c.answered {
@@ -384,7 +378,7 @@ func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
 	c.remember(wr, n.ID)
 	w.Header().Set("etag", n.etag())
 	w.Header().Set("opc-work-request-id", wr)
-	writeJSONStatus(w, http.StatusOK, viewNLB(n))
+	core.WriteJSON(w, http.StatusOK, viewNLB(n))
 }
 
 // checkNLBCreate is what OCI refuses of a create, before anything is made.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Network security groups, as the Virtual Network API answers them
@@ -111,7 +113,7 @@ func (e *Emulator) routeNSGs() {
 		g.FreeformTags, g.DefinedTags = tagsOrEmpty(d.FreeformTags, d.DefinedTags)
 		e.nsgs.Add(g.ID, g)
 		w.Header().Set("etag", g.etag())
-		writeJSONStatus(w, http.StatusOK, g)
+		core.WriteJSON(w, http.StatusOK, g)
 	})
 	e.handle("GET "+p, filtered[*nsg]{st: e.nsgs, view: func(g *nsg) any { c := *g; return &c }, fields: func(g *nsg) (string, map[string]string) {
 		return g.CompartmentID, map[string]string{"vcnId": g.VCNID, "displayName": g.DisplayName}
@@ -155,7 +157,7 @@ func (e *Emulator) routeNSGs() {
 			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
 			return
 		}
-		writeJSONStatus(w, http.StatusOK, out)
+		core.WriteJSON(w, http.StatusOK, out)
 	})
 	e.handle("POST "+p+"/{id}/actions/addSecurityRules", func(w http.ResponseWriter, r *http.Request) {
 		var d struct {
@@ -181,7 +183,7 @@ func (e *Emulator) routeNSGs() {
 				added = append(added, *rule)
 			}
 			g.revision++
-			writeJSONStatus(w, http.StatusOK, map[string]any{"securityRules": added})
+			core.WriteJSON(w, http.StatusOK, map[string]any{"securityRules": added})
 		})
 	})
 	e.handle("POST "+p+"/{id}/actions/removeSecurityRules", func(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Rule sets of a load balancer (loadbalancer.RuleSet, RuleSetDetails,
@@ -82,6 +84,6 @@ func (e *Emulator) routeRuleSets(p string) {
 			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
 			return
 		}
-		writeJSONStatus(w, http.StatusOK, out)
+		core.WriteJSON(w, http.StatusOK, out)
 	})
 }

@@ -674,10 +674,6 @@ func (g *gateway) createCertificate(ctx context.Context, lb string, c Certificat
 	return g.lbChange(ctx, kindLB, http.MethodPost, "/loadBalancers/"+url.PathEscape(lb)+"/certificates", c, nil)
 }
 
-func (g *gateway) deleteCertificate(ctx context.Context, lb, name string) (string, error) {
-	return g.lbChange(ctx, kindLB, http.MethodDelete, "/loadBalancers/"+url.PathEscape(lb)+"/certificates/"+url.PathEscape(name), nil, nil)
-}
-
 // workRequest reads a work request of a kind, an NLB's read as an LB's.
 func (g *gateway) workRequest(ctx context.Context, kind, id string) (WorkRequest, error) {
 	service, base, version := g.api(kind)
