@@ -704,3 +704,50 @@ func TestOCINSGModeOpensTheFrontendAndBackendGroups(t *testing.T) {
 	deleteService(t, ns, "web")
 	assert.Equal(t, before, e.Objects(), "nothing left")
 }
+
+// The security list modes, by annotation and by the config: All opens the
+// load balancer's ingress, its egress to the nodes and the nodes' ingress
+// from it; Frontend the ingress alone; None nothing. Each Service's rules
+// carry its mark, and go with it.
+func TestOCISecurityListModesOpenWhatTheySay(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 74, 1)
+	e := c.ociEmu
+	before := e.Objects()
+	ours := func(svc *v1.Service) (ingress, egress int) {
+		in, out := e.SecurityListRules(e.Fixture().SecurityListID)
+		for _, r := range in {
+			if strings.Contains(r, string(svc.UID)) {
+				ingress++
+			}
+		}
+		for _, r := range out {
+			if strings.Contains(r, string(svc.UID)) {
+				egress++
+			}
+		}
+		return ingress, egress
+	}
+	const mode = "service.beta.kubernetes.io/oci-load-balancer-security-list-management-mode"
+	for _, tc := range []struct {
+		mode                 string
+		wantIngress, wantOut int
+	}{
+		// All: port 80 from 0.0.0.0/0, and the node port and 10256 from
+		// the load balancer's subnet (the nodes' here), both ways.
+		{"All", 3, 2},
+		{"Frontend", 1, 0},
+		{"None", 0, 0},
+	} {
+		name := strings.ToLower(tc.mode)
+		svc := lbService(t, ns, name, func(s *v1.Service) { s.Annotations = map[string]string{mode: tc.mode} })
+		waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+		in, out := ours(svc)
+		assert.Equal(t, tc.wantIngress, in, "%s: ingress rules", tc.mode)
+		assert.Equal(t, tc.wantOut, out, "%s: egress rules", tc.mode)
+		deleteService(t, ns, name)
+		in, out = ours(svc)
+		assert.Zero(t, in+out, "%s: the Service's rules go with it", tc.mode)
+	}
+	assert.Equal(t, before, e.Objects())
+}
