@@ -68,6 +68,10 @@ type Options struct {
 	// Clock is the emulator's clock, against which request dates are
 	// checked; default time.Now.
 	Clock func() time.Time
+	// InstancePrincipals makes the emulator the metadata service of an
+	// instance, the CCM's host, and the federation endpoint of its
+	// identity (instanceprincipal.go).
+	InstancePrincipals bool
 }
 
 // Fixture is what the emulator starts with: a tenancy, a user with an API key
@@ -80,6 +84,9 @@ type Fixture struct {
 	// PrivateKeyPEM and Fingerprint are the user's API key.
 	PrivateKeyPEM, Fingerprint string
 	AvailabilityDomains        []string
+	// HostInstanceID is the instance of the metadata service (the CCM's
+	// host), with InstancePrincipals.
+	HostInstanceID string
 }
 
 // Emulator is the OCI emulator.
@@ -104,6 +111,8 @@ type Emulator struct {
 	nlbs          *core.Store[*networkLoadBalancer]
 	nlbWRs        *core.Store[*nlbWorkRequest]
 	nsgs          *core.Store[*nsg]
+	host          *hostIdentity
+	sessions      map[string]session // by token
 	jobs          *core.Jobs
 	retryTokens   map[string]retried
 	provMu        sync.Mutex
@@ -131,7 +140,7 @@ func New(opts Options) (*Emulator, error) {
 		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
 		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
 		lbs: core.NewStore[*loadBalancer](), securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), wrs: core.NewStore[*workRequest](),
-		nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest](), nsgs: core.NewStore[*nsg](), jobs: core.NewJobs(), retryTokens: map[string]retried{},
+		nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest](), nsgs: core.NewStore[*nsg](), sessions: map[string]session{}, jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	if err := e.seedFixture(); err != nil {
@@ -145,6 +154,11 @@ func New(opts Options) (*Emulator, error) {
 	e.routeCompute()
 	if e.ca, err = core.NewCA("oci emulator"); err != nil {
 		return nil, err
+	}
+	if opts.InstancePrincipals {
+		if err := e.seedHost(); err != nil {
+			return nil, err
+		}
 	}
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{Name: "oci emulator", Latency: opts.Latency,
 		Classify: classify, WriteError: func(w http.ResponseWriter, _ *http.Request, _ string, status int, msg string) {
@@ -272,6 +286,14 @@ func (e *Emulator) seedFixture() error {
 // serveAPI authenticates the request, then routes it.
 func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("opc-request-id", e.requestID())
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/opc/v2/"):
+		e.serveMetadata(w, r)
+		return
+	case r.URL.Path == "/v1/x509" && r.Method == http.MethodPost:
+		e.federate(w, r)
+		return
+	}
 	u, msg := e.authenticate(r)
 	if u == nil {
 		writeError(w, http.StatusUnauthorized, "NotAuthenticated", msg)

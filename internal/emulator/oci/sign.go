@@ -76,46 +76,63 @@ func fingerprint(pub *rsa.PublicKey) string {
 }
 
 // authenticate is the user who signed r, or nil and why not (for the log of
-// a test; the answer is always OCI's one message).
+// a test; the answer is always OCI's one message). A keyId "ST$<token>" is
+// an instance principal's session (instanceprincipal.go).
 func (e *Emulator) authenticate(r *http.Request) (*user, string) {
 	params, ok := parseSignature(r.Header.Get("Authorization"))
 	if !ok {
 		return nil, notAuthenticated
 	}
-	if params["version"] != "1" || params["algorithm"] != "rsa-sha256" {
-		return nil, notAuthenticated
+	var u *user
+	if token, ok := strings.CutPrefix(params["keyId"], "ST$"); ok {
+		u = e.sessionUser(token)
+	} else {
+		e.mu.Lock()
+		u = e.users[params["keyId"]]
+		e.mu.Unlock()
 	}
-	e.mu.Lock()
-	u := e.users[params["keyId"]]
-	e.mu.Unlock()
 	if u == nil {
 		return nil, notAuthenticated
 	}
+	if _, ok := e.verifySigned(r, params, u.key, []string{"date", "(request-target)", "host"}); !ok {
+		return nil, notAuthenticated
+	}
+	return u, ""
+}
+
+// verifySigned checks r's signature (params) by key: version 1,
+// rsa-sha256, over the required headers and, for a body, content-length,
+// content-type and x-content-sha256 (the body's SHA-256), dated within
+// maxSkew. It returns the body, put back for the handler.
+func (e *Emulator) verifySigned(r *http.Request, params map[string]string, key *rsa.PublicKey, required []string) ([]byte, bool) {
+	if params["version"] != "1" || params["algorithm"] != "rsa-sha256" {
+		return nil, false
+	}
 	names := strings.Fields(strings.ToLower(params["headers"]))
-	required := []string{"date", "(request-target)", "host"}
+	var body []byte
 	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
-		required = append(required, "content-length", "content-type", "x-content-sha256")
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			return nil, notAuthenticated
+		required = append(slices.Clone(required), "content-length", "content-type", "x-content-sha256")
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			return nil, false
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		sum := sha256.Sum256(body)
 		if r.Header.Get("X-Content-Sha256") != base64.StdEncoding.EncodeToString(sum[:]) {
-			return nil, notAuthenticated
+			return nil, false
 		}
 	}
 	for _, h := range required {
 		if !slices.Contains(names, h) {
-			return nil, notAuthenticated
+			return nil, false
 		}
 	}
 	date, err := http.ParseTime(r.Header.Get("Date"))
 	if err != nil {
-		return nil, notAuthenticated
+		return nil, false
 	}
 	if d := e.opts.Clock().Sub(date); d > maxSkew || d < -maxSkew {
-		return nil, notAuthenticated
+		return nil, false
 	}
 	lines := make([]string, len(names))
 	for i, n := range names {
@@ -134,13 +151,10 @@ func (e *Emulator) authenticate(r *http.Request) (*user, string) {
 	}
 	sig, err := base64.StdEncoding.DecodeString(params["signature"])
 	if err != nil {
-		return nil, notAuthenticated
+		return nil, false
 	}
 	digest := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	if rsa.VerifyPKCS1v15(u.key, crypto.SHA256, digest[:], sig) != nil {
-		return nil, notAuthenticated
-	}
-	return u, ""
+	return body, rsa.VerifyPKCS1v15(key, crypto.SHA256, digest[:], sig) == nil
 }
 
 // parseSignature parses `Signature k="v",k="v"`.
