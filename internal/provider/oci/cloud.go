@@ -1,7 +1,8 @@
 package oci
 
 import (
-	"errors"
+	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -30,10 +31,11 @@ type Cloud struct {
 	// Cycle runs the load balancers on OCI's steps (cycle.go).
 	*lbcycle.Cycle[lbSpec, LB]
 
-	cfg      Config
-	gw       *gateway
-	creds    *rotatingKey
-	machines *snapshot.Snapshot[machine]
+	cfg       Config
+	gw        *gateway
+	creds     *rotatingKey       // an API key (nil with instance principals)
+	principal *instancePrincipal // an instance principal (nil with an API key)
+	machines  *snapshot.Snapshot[machine]
 	// listings are the shared listings of the load balancers, by kind.
 	listings map[string]*snapshot.Snapshot[LB]
 	wrs      *workRequests
@@ -63,20 +65,29 @@ func New(cfg Config) (*Cloud, error) {
 	if err := provider.Prepare(&cfg, ProviderName); err != nil {
 		return nil, err
 	}
+	var creds credentials
+	var keys *rotatingKey
 	if cfg.UseInstancePrincipals {
-		return nil, errors.New("useInstancePrincipals: not supported by this overcast-ccm yet; use an API key (auth)")
+		p, err := instancePrincipalOf(&cfg)
+		if err != nil {
+			return nil, err
+		}
+		creds = p
+	} else {
+		key, err := apiKeyOf(cfg.Auth)
+		if err != nil {
+			return nil, err
+		}
+		keys = &rotatingKey{}
+		keys.set(key)
+		creds = keys
 	}
-	key, err := apiKeyOf(cfg.Auth)
-	if err != nil {
-		return nil, err
-	}
-	creds := &rotatingKey{}
-	creds.set(key)
 	gw, err := newGateway(cfg.endpoints(), creds, cfg.RateLimiter, time.Now)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{cfg: cfg, gw: gw, creds: creds, primary: map[string]bool{}, compartmentOf: map[string]string{},
+	principal, _ := creds.(*instancePrincipal)
+	c := &Cloud{cfg: cfg, gw: gw, creds: keys, principal: principal, primary: map[string]bool{}, compartmentOf: map[string]string{},
 		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
@@ -86,11 +97,34 @@ func New(cfg Config) (*Cloud, error) {
 	return c, nil
 }
 
+// instancePrincipalOf is the instance principal of cfg. The region and the
+// compartment default to the instance's: reading them is the one call New
+// makes, when the config gives neither (set them to start without it).
+func instancePrincipalOf(cfg *Config) (*instancePrincipal, error) {
+	if cfg.Auth.Region == "" || cfg.CompartmentID == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		md, err := newInstancePrincipal(*cfg).instance(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("useInstancePrincipals: %w; set auth.region and compartment to start without it", err)
+		}
+		if cfg.Auth.Region == "" {
+			cfg.Auth.Region = md.CanonicalRegionName
+		}
+		if cfg.CompartmentID == "" {
+			cfg.CompartmentID = md.CompartmentID
+		}
+	}
+	return newInstancePrincipal(*cfg), nil
+}
+
 // Initialize starts the event recorder, the watch of the config for a
 // rotated API key, and learns the cluster's UID.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.Start(clientBuilder, "overcast-oci-cloud", stop)
-	go provider.WatchConfig(stop, provider.CredentialsReload, ProviderName, c.cfg.path, &c.cfg, c.setKey)
+	if c.creds != nil { // an API key, not an instance principal
+		go provider.WatchConfig(stop, provider.CredentialsReload, ProviderName, c.cfg.path, &c.cfg, c.setKey)
+	}
 }
 
 // setKey makes cfg's API key sign the next call; it says whether it is

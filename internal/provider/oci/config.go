@@ -123,6 +123,14 @@ type EndpointOverrides struct {
 	// Network load balancers.
 	// Default: api
 	NetworkLoadBalancer string `json:"networkLoadBalancer"`
+	// The instance metadata service, with useInstancePrincipals (the
+	// environment's OCI_METADATA_BASE_URL too, as oci-go-sdk reads it).
+	// Default: http://169.254.169.254/opc/v2
+	Metadata string `json:"metadata"`
+	// The federation endpoint that gives instance principals their
+	// session tokens (the environment's OCI_SDK_AUTH_CLIENT_REGION_URL too).
+	// Default: https://auth.<region>.oraclecloud.com
+	Auth string `json:"auth"`
 }
 
 // endpoints are the services' base URLs: the region's, or the overrides.
@@ -365,7 +373,8 @@ func (c *Config) Validate() error {
 	}
 	if o := c.Endpoints; o != nil {
 		for _, k := range []struct{ key, v string }{{"endpoints.api", o.API}, {"endpoints.core", o.Core},
-			{"endpoints.identity", o.Identity}, {"endpoints.loadBalancer", o.LoadBalancer}, {"endpoints.networkLoadBalancer", o.NetworkLoadBalancer}} {
+			{"endpoints.identity", o.Identity}, {"endpoints.loadBalancer", o.LoadBalancer}, {"endpoints.networkLoadBalancer", o.NetworkLoadBalancer},
+			{"endpoints.auth", o.Auth}} {
 			if msg := checkEndpoint(k.key, k.v); msg != "" {
 				add("%s", msg)
 			}

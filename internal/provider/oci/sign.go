@@ -92,7 +92,14 @@ func (t *signingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err := sign(r, body, keyID, key, t.now()); err != nil {
 		return nil, err
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		// A session token OCI no longer takes: the next call gets another.
+		if s, ok := t.creds.(interface{ forget(keyID string) }); ok {
+			s.forget(keyID)
+		}
+	}
+	return resp, err
 }
 
 // hasSignedBody says whether a method's body is signed.

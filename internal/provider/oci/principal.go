@@ -1,0 +1,261 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Instance principals (useInstancePrincipals): the CCM calls as the instance
+// it runs on, which a dynamic group and its policies give rights, as
+// oci-go-sdk's common/auth does and the documentation describes
+// (https://docs.oracle.com/en-us/iaas/Content/Identity/Tasks/callingservicesfrominstances.htm):
+// the instance metadata service (IMDSv2, "Authorization: Bearer Oracle")
+// gives the instance's leaf certificate, its key and the intermediate
+// certificate; the federation endpoint (POST /v1/x509, signed with the
+// leaf's key as <tenancy>/fed-x509-sha256/<fingerprint>) trades them and a
+// session public key of ours for a session token (a JWT); requests are then
+// signed with the session key as ST$<token>. A token is renewed 5 minutes
+// before it expires (the certificate, which the instance renews, read
+// anew), never while a request waits for longer than a renewal takes.
+
+const (
+	defaultMetadataURL = "http://169.254.169.254/opc/v2"
+	// tokenRenewal is how long before its expiry a token is replaced.
+	tokenRenewal = 5 * time.Minute
+	// principalTimeout bounds one renewal (metadata and federation).
+	principalTimeout = 30 * time.Second
+)
+
+type instancePrincipal struct {
+	metadata, auth string
+	http           *http.Client
+	now            func() time.Time
+
+	mu      sync.Mutex
+	token   string
+	exp     time.Time
+	session *rsa.PrivateKey
+}
+
+// newInstancePrincipal is the instance principal of the config: the metadata
+// service and the federation endpoint of the region, unless the config's
+// endpoints or oci-go-sdk's environment variables say otherwise.
+func newInstancePrincipal(cfg Config) *instancePrincipal {
+	p := &instancePrincipal{metadata: defaultMetadataURL, auth: "https://auth." + regionName(cfg.Auth.Region) + ".oraclecloud.com",
+		http: &http.Client{Timeout: principalTimeout}, now: time.Now}
+	if v := os.Getenv("OCI_METADATA_BASE_URL"); v != "" {
+		p.metadata = v
+	}
+	if v := os.Getenv("OCI_SDK_AUTH_CLIENT_REGION_URL"); v != "" {
+		p.auth = v
+	}
+	if o := cfg.Endpoints; o != nil {
+		if o.Metadata != "" {
+			p.metadata = o.Metadata
+		}
+		if o.Auth != "" {
+			p.auth = o.Auth
+		}
+	}
+	p.metadata, p.auth = strings.TrimRight(p.metadata, "/"), strings.TrimRight(p.auth, "/")
+	return p
+}
+
+func (p *instancePrincipal) signingKey() (string, *rsa.PrivateKey, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.token == "" || !p.now().Before(p.exp.Add(-tokenRenewal)) {
+		ctx, cancel := context.WithTimeout(context.Background(), principalTimeout)
+		defer cancel()
+		if err := p.renew(ctx); err != nil {
+			return "", nil, fmt.Errorf("instance principal: %w", err)
+		}
+	}
+	return "ST$" + p.token, p.session, nil
+}
+
+// forget drops the token of keyID (OCI refused it), so that the next
+// request gets another.
+func (p *instancePrincipal) forget(keyID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if "ST$"+p.token == keyID {
+		p.token = ""
+	}
+}
+
+// instanceMetadata is what the CCM reads of its instance.
+type instanceMetadata struct {
+	ID                  string `json:"id"`
+	CompartmentID       string `json:"compartmentId"`
+	CanonicalRegionName string `json:"canonicalRegionName"`
+}
+
+// instance reads the instance's metadata.
+func (p *instancePrincipal) instance(ctx context.Context) (instanceMetadata, error) {
+	var md instanceMetadata
+	data, err := p.get(ctx, "/instance/")
+	if err == nil {
+		err = json.Unmarshal(data, &md)
+	}
+	return md, err
+}
+
+// get reads path of the metadata service.
+func (p *instancePrincipal) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metadata+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer Oracle")
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading the instance metadata (%s): %w", p.metadata+path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("the instance metadata service answered %s to %s", resp.Status, p.metadata+path)
+	}
+	return data, err
+}
+
+// renew gets a session token for a new session key. Call with mu held.
+func (p *instancePrincipal) renew(ctx context.Context) error {
+	var pems [3][]byte
+	for i, path := range []string{"/identity/cert.pem", "/identity/key.pem", "/identity/intermediate.pem"} {
+		var err error
+		if pems[i], err = p.get(ctx, path); err != nil {
+			return err
+		}
+	}
+	leaf, err := parseCertificate(pems[0])
+	if err != nil {
+		return fmt.Errorf("the instance's certificate: %w", err)
+	}
+	leafKey, err := parseRSAKey(pems[1])
+	if err != nil {
+		return fmt.Errorf("the instance's key: %w", err)
+	}
+	intermediate, err := parseCertificate(pems[2])
+	if err != nil {
+		return fmt.Errorf("the intermediate certificate: %w", err)
+	}
+	tenancy := ""
+	for _, ou := range leaf.Subject.OrganizationalUnit {
+		if t, ok := strings.CutPrefix(ou, "opc-tenant:"); ok {
+			tenancy = t
+		}
+	}
+	if tenancy == "" {
+		return errors.New("the instance's certificate names no tenancy (opc-tenant:)")
+	}
+	session, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&session.PublicKey)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(map[string]any{"certificate": base64.StdEncoding.EncodeToString(leaf.Raw),
+		"publicKey": base64.StdEncoding.EncodeToString(pub), "intermediateCertificates": []string{base64.StdEncoding.EncodeToString(intermediate.Raw)},
+		"fingerprintAlgorithm": "SHA256"})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.auth+"/v1/x509", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	sum := sha256.Sum256(leaf.Raw)
+	hexes := make([]string, len(sum))
+	for i, b := range sum {
+		hexes[i] = fmt.Sprintf("%02x", b)
+	}
+	if err := sign(req, body, tenancy+"/fed-x509-sha256/"+strings.Join(hexes, ":"), leafKey, p.now()); err != nil {
+		return err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("asking the federation endpoint for a token: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return answerError(resp, http.MethodPost, "/v1/x509")
+	}
+	var out struct {
+		Token string `json:"token"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
+		return fmt.Errorf("decoding the federation endpoint's answer: %w", err)
+	}
+	exp, err := tokenExpiry(out.Token)
+	if err != nil {
+		return err
+	}
+	p.token, p.exp, p.session = out.Token, exp, session
+	return nil
+}
+
+// tokenExpiry is a session token's exp claim.
+func tokenExpiry(token string) (time.Time, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, errors.New("the federation endpoint's token is not a JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("the token's payload: %w", err)
+	}
+	var claims struct {
+		Exp float64 `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil || claims.Exp == 0 {
+		return time.Time{}, errors.New("the token has no exp")
+	}
+	return time.Unix(int64(claims.Exp), 0), nil
+}
+
+func parseCertificate(data []byte) (*x509.Certificate, error) {
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, errors.New("not PEM")
+	}
+	return x509.ParseCertificate(b.Bytes)
+}
+
+func parseRSAKey(data []byte) (*rsa.PrivateKey, error) {
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, errors.New("not PEM")
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(b.Bytes); err == nil {
+		return k, nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	rk, ok := k.(*rsa.PrivateKey)
+	if !ok {
+		return nil, errors.New("not an RSA key")
+	}
+	return rk, nil
+}
