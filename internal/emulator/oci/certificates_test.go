@@ -53,13 +53,7 @@ func TestAnSSLListenerNeedsItsCertificateWhichNeverShowsItsKey(t *testing.T) {
 	requireServiceError(t, err, 400, "InvalidParameter")
 	details.Certificates = map[string]loadbalancer.CertificateDetails{"web-tls": {CertificateName: common.String("web-tls"),
 		PublicCertificate: common.String(cert), PrivateKey: common.String(key)}}
-	created, err := c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details})
-	require.NoError(t, err)
-	wr, err := c.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: created.OpcWorkRequestId})
-	require.NoError(t, err)
-	id := wr.LoadBalancerId
-	lb, err := c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
-	require.NoError(t, err)
+	id, lb := createLB(t, c, details)
 	got := lb.Listeners["TCP-443"].SslConfiguration
 	require.NotNil(t, got)
 	assert.Equal(t, "web-tls", *got.CertificateName)

@@ -252,20 +252,7 @@ func (e *Emulator) routeLoadBalancers() {
 		},
 	})
 	e.routeCertificates(p)
-	e.handle("PUT "+p+"/{id}/networkSecurityGroups", func(w http.ResponseWriter, r *http.Request) {
-		var d struct {
-			IDs []string `json:"networkSecurityGroupIds"`
-		}
-		if !decodeBody(w, r, &d) {
-			return
-		}
-		e.change(w, r, "UpdateNetworkSecurityGroups", func(lb *loadBalancer) (func(), error) {
-			if err := e.checkNSGs(d.IDs); err != nil {
-				return nil, err
-			}
-			return func() { lb.NetworkSecurityGroupIDs = nonNil(d.IDs) }, nil
-		})
-	})
+	routeNSGMembership(e, p, e.change, "UpdateNetworkSecurityGroups", func(lb *loadBalancer) *[]string { return &lb.NetworkSecurityGroupIDs })
 	e.routeRuleSets(p)
 	routeChildren(e, p, children[*loadBalancer, listener]{
 		change: e.change, path: "listeners", op: "Listener", noun: "Listener",

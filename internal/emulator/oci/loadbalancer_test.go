@@ -37,6 +37,19 @@ func tcpBackendSet(ips ...string) loadbalancer.BackendSetDetails {
 		HealthChecker: &loadbalancer.HealthCheckerDetails{Protocol: common.String("HTTP"), Port: common.Int(10256), UrlPath: common.String("/healthz")}}
 }
 
+// createLB creates a load balancer of details through the SDK and reads it
+// back (its work request names it).
+func createLB(t *testing.T, c loadbalancer.LoadBalancerClient, details loadbalancer.CreateLoadBalancerDetails) (*string, loadbalancer.LoadBalancer) {
+	t.Helper()
+	created, err := c.CreateLoadBalancer(t.Context(), loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details})
+	require.NoError(t, err)
+	wr, err := c.GetWorkRequest(t.Context(), loadbalancer.GetWorkRequestRequest{WorkRequestId: created.OpcWorkRequestId})
+	require.NoError(t, err)
+	lb, err := c.GetLoadBalancer(t.Context(), loadbalancer.GetLoadBalancerRequest{LoadBalancerId: wr.LoadBalancerId})
+	require.NoError(t, err)
+	return wr.LoadBalancerId, lb.LoadBalancer
+}
+
 // clock is a settable clock for the emulator.
 type clock struct{ now time.Time }
 

@@ -84,24 +84,30 @@ type nlbBackendSet struct {
 	HealthChecker    *nlbHealthChecker `json:"healthChecker"`
 }
 
-type networkLoadBalancer struct {
-	resource
+// nlbConfig is what a create gives a network load balancer and a GET
+// shows of it as given.
+type nlbConfig struct {
 	DisplayName                 string                    `json:"displayName"`
 	SubnetID                    string                    `json:"subnetId"`
 	IsPrivate                   bool                      `json:"isPrivate"`
 	IsPreserveSourceDestination bool                      `json:"isPreserveSourceDestination"`
 	IsSymmetricHashEnabled      bool                      `json:"isSymmetricHashEnabled"`
 	NLBIPVersion                string                    `json:"nlbIpVersion"`
-	IPAddresses                 []nlbIPAddress            `json:"ipAddresses"`
 	NetworkSecurityGroupIDs     []string                  `json:"networkSecurityGroupIds"`
 	Listeners                   map[string]*nlbListener   `json:"listeners"`
 	BackendSets                 map[string]*nlbBackendSet `json:"backendSets"`
 	FreeformTags                map[string]string         `json:"freeformTags"`
 	DefinedTags                 map[string]map[string]any `json:"definedTags"`
-	SystemTags                  map[string]map[string]any `json:"systemTags"`
-	TimeUpdated                 *time.Time                `json:"timeUpdated,omitempty"`
-	LifecycleDetails            string                    `json:"lifecycleDetails,omitempty"`
-	revision                    int                       // the etag's
+}
+
+type networkLoadBalancer struct {
+	resource
+	nlbConfig
+	IPAddresses      []nlbIPAddress            `json:"ipAddresses"`
+	SystemTags       map[string]map[string]any `json:"systemTags"`
+	TimeUpdated      *time.Time                `json:"timeUpdated,omitempty"`
+	LifecycleDetails string                    `json:"lifecycleDetails,omitempty"`
+	revision         int                       // the etag's
 }
 
 type nlbWorkRequest struct {
@@ -130,19 +136,9 @@ func (w *nlbWorkRequest) ocid() string { return w.ID }
 // nlbCreateDetails is CreateNetworkLoadBalancerDetails, the parts checked or
 // kept.
 type nlbCreateDetails struct {
-	CompartmentID               string                    `json:"compartmentId"`
-	DisplayName                 string                    `json:"displayName"`
-	SubnetID                    string                    `json:"subnetId"`
-	IsPrivate                   bool                      `json:"isPrivate"`
-	IsPreserveSourceDestination bool                      `json:"isPreserveSourceDestination"`
-	IsSymmetricHashEnabled      bool                      `json:"isSymmetricHashEnabled"`
-	NLBIPVersion                string                    `json:"nlbIpVersion"`
-	NetworkSecurityGroupIDs     []string                  `json:"networkSecurityGroupIds"`
-	Listeners                   map[string]*nlbListener   `json:"listeners"`
-	BackendSets                 map[string]*nlbBackendSet `json:"backendSets"`
-	FreeformTags                map[string]string         `json:"freeformTags"`
-	DefinedTags                 map[string]map[string]any `json:"definedTags"`
-	ReservedIPs                 []reservedRef             `json:"reservedIps"`
+	CompartmentID string `json:"compartmentId"`
+	nlbConfig
+	ReservedIPs []reservedRef `json:"reservedIps"`
 }
 
 // nlbPolicies and the protocols are the API's enums
@@ -207,20 +203,7 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 			return checkNLBListener(n.BackendSets, l, others)
 		},
 	})
-	e.handle("PUT "+p+"/{id}/networkSecurityGroups", func(w http.ResponseWriter, r *http.Request) {
-		var d struct {
-			IDs []string `json:"networkSecurityGroupIds"`
-		}
-		if !decodeBody(w, r, &d) {
-			return
-		}
-		e.nlbChange(w, r, "UPDATE_NSGS", func(n *networkLoadBalancer) (func(), error) {
-			if err := e.checkNSGs(d.IDs); err != nil {
-				return nil, err
-			}
-			return func() { n.NetworkSecurityGroupIDs = nonNil(d.IDs) }, nil
-		})
-	})
+	routeNSGMembership(e, p, e.nlbChange, "UPDATE_NSGS", func(n *networkLoadBalancer) *[]string { return &n.NetworkSecurityGroupIDs })
 	e.handle("GET "+nlbPath+"/workRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbWRs, e.viewNLBWR) })
 	e.handle("GET "+nlbPath+"/workRequests", filtered[*nlbWorkRequest]{st: e.nlbWRs, view: e.viewNLBWR, items: true,
 		fields: func(wr *nlbWorkRequest) (string, map[string]string) { return wr.CompartmentID, nil }}.serve(e))
@@ -344,10 +327,8 @@ func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := &networkLoadBalancer{resource: resource{ID: e.newID("networkloadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: NLBCreating, TimeCreated: now},
-		DisplayName: d.DisplayName, SubnetID: d.SubnetID, IsPrivate: d.IsPrivate, IsPreserveSourceDestination: d.IsPreserveSourceDestination,
-		IsSymmetricHashEnabled: d.IsSymmetricHashEnabled, NLBIPVersion: "IPV4", NetworkSecurityGroupIDs: nonNil(d.NetworkSecurityGroupIDs),
-		Listeners: d.Listeners, BackendSets: d.BackendSets, FreeformTags: d.FreeformTags, DefinedTags: d.DefinedTags,
-		SystemTags: map[string]map[string]any{}, revision: 1}
+		nlbConfig: d.nlbConfig, SystemTags: map[string]map[string]any{}, revision: 1}
+	n.NLBIPVersion, n.NetworkSecurityGroupIDs = "IPV4", nonNil(d.NetworkSecurityGroupIDs)
 	n.FreeformTags, n.DefinedTags = tagsOrEmpty(n.FreeformTags, n.DefinedTags)
 	reserved, err := e.reservedFor(d.ReservedIPs, d.IsPrivate, n.ID, "network load balancer")
 	if err != nil {

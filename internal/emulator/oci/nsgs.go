@@ -229,6 +229,27 @@ func (e *Emulator) nsgUser(id string) string {
 	return ""
 }
 
+// routeNSGMembership serves PUT …/{id}/networkSecurityGroups of a kind of
+// load balancer P: the NSGs it is in (of) replaced, by a work request of
+// operation op (change is the kind's).
+func routeNSGMembership[P any](e *Emulator, p string, change func(http.ResponseWriter, *http.Request, string, func(P) (func(), error)),
+	op string, of func(P) *[]string) {
+	e.handle("PUT "+p+"/{id}/networkSecurityGroups", func(w http.ResponseWriter, r *http.Request) {
+		var d struct {
+			IDs []string `json:"networkSecurityGroupIds"`
+		}
+		if !decodeBody(w, r, &d) {
+			return
+		}
+		change(w, r, op, func(lb P) (func(), error) {
+			if err := e.checkNSGs(d.IDs); err != nil {
+				return nil, err
+			}
+			return func() { *of(lb) = nonNil(d.IDs) }, nil
+		})
+	})
+}
+
 // checkNSGs checks that a load balancer's NSGs exist, at most five as the
 // API allows. Call with mu held.
 func (e *Emulator) checkNSGs(ids []string) error {

@@ -22,13 +22,7 @@ func TestTheSDKBuildsAndChangesRuleSetsListenersUse(t *testing.T) {
 		RuleSets:     map[string]loadbalancer.RuleSetDetails{"via": {Items: []loadbalancer.Rule{header}}},
 		Listeners: map[string]loadbalancer.ListenerDetails{"TCP-80": {DefaultBackendSetName: common.String("TCP-80"),
 			Port: common.Int(80), Protocol: common.String("HTTP"), RuleSetNames: []string{"via"}}}}
-	created, err := c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details})
-	require.NoError(t, err)
-	wr, err := c.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: created.OpcWorkRequestId})
-	require.NoError(t, err)
-	id := wr.LoadBalancerId
-	lb, err := c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
-	require.NoError(t, err)
+	id, lb := createLB(t, c, details)
 	require.Contains(t, lb.RuleSets, "via")
 	require.Len(t, lb.RuleSets["via"].Items, 1)
 	got, ok := lb.RuleSets["via"].Items[0].(loadbalancer.AddHttpRequestHeaderRule)
@@ -37,7 +31,7 @@ func TestTheSDKBuildsAndChangesRuleSetsListenersUse(t *testing.T) {
 	assert.Equal(t, []string{"via"}, lb.Listeners["TCP-80"].RuleSetNames)
 
 	// In use: cannot go; changed: by a work request; a listener of a rule set there is not: 400.
-	_, err = c.DeleteRuleSet(ctx, loadbalancer.DeleteRuleSetRequest{LoadBalancerId: id, RuleSetName: common.String("via")})
+	_, err := c.DeleteRuleSet(ctx, loadbalancer.DeleteRuleSetRequest{LoadBalancerId: id, RuleSetName: common.String("via")})
 	requireServiceError(t, err, 400, "InvalidParameter")
 	_, err = c.UpdateRuleSet(ctx, loadbalancer.UpdateRuleSetRequest{LoadBalancerId: id, RuleSetName: common.String("via"),
 		UpdateRuleSetDetails: loadbalancer.UpdateRuleSetDetails{Items: []loadbalancer.Rule{loadbalancer.RemoveHttpRequestHeaderRule{Header: common.String("X-Old")}}}})

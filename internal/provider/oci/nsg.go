@@ -36,18 +36,12 @@ type NSG struct {
 	FreeformTags   map[string]string `json:"freeformTags"`
 }
 
-// NSGRule is a rule of a network security group.
+// NSGRule is a rule of a network security group: a security list's rule
+// (securityrules.go) with its id and direction.
 type NSGRule struct {
-	ID              string      `json:"id,omitempty"`
-	Direction       string      `json:"direction"`
-	Protocol        string      `json:"protocol"`
-	Description     string      `json:"description,omitempty"`
-	Source          string      `json:"source,omitempty"`
-	SourceType      string      `json:"sourceType,omitempty"`
-	Destination     string      `json:"destination,omitempty"`
-	DestinationType string      `json:"destinationType,omitempty"`
-	IsStateless     bool        `json:"isStateless"`
-	TCPOptions      *tcpOptions `json:"tcpOptions,omitempty"`
+	ID        string `json:"id,omitempty"`
+	Direction string `json:"direction"`
+	rule
 }
 
 // key is what a rule does: direction, peer and port.
@@ -62,15 +56,17 @@ func (r NSGRule) key() string {
 // nsgRule is a stateful TCP rule toward (ingress: from) peer, a CIDR or an
 // NSG, on port.
 func nsgRule(ingress bool, peer string, port int, mark string) NSGRule {
-	kind := "CIDR_BLOCK"
-	if strings.HasPrefix(peer, "ocid1.networksecuritygroup.") {
-		kind = "NETWORK_SECURITY_GROUP"
-	}
-	r := NSGRule{Direction: "EGRESS", Protocol: "6", Description: mark, Destination: peer, DestinationType: kind}
+	r := NSGRule{Direction: "EGRESS", rule: tcpRule(ingress, peer, port, mark)}
 	if ingress {
-		r = NSGRule{Direction: "INGRESS", Protocol: "6", Description: mark, Source: peer, SourceType: kind}
+		r.Direction = "INGRESS"
 	}
-	r.TCPOptions = &tcpOptions{DestinationPortRange: &portRange{Min: port, Max: port}}
+	if strings.HasPrefix(peer, "ocid1.networksecuritygroup.") {
+		if ingress {
+			r.SourceType = "NETWORK_SECURITY_GROUP"
+		} else {
+			r.DestinationType = "NETWORK_SECURITY_GROUP"
+		}
+	}
 	return r
 }
 
@@ -101,19 +97,19 @@ func (g *gateway) nsgRules(ctx context.Context, id string) ([]NSGRule, error) {
 
 // addNSGRules adds rules to NSG id, 25 a call (the API's limit).
 func (g *gateway) addNSGRules(ctx context.Context, id string, rules []NSGRule) error {
-	for batch := range slices.Chunk(rules, 25) {
-		if _, err := g.callWith(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/actions/addSecurityRules",
-			map[string]any{"securityRules": batch}, nil); err != nil {
-			return err
-		}
-	}
-	return nil
+	return nsgAction(ctx, g, id, "addSecurityRules", "securityRules", rules)
 }
 
+// removeNSGRules removes the rules ids from NSG id, 25 a call.
 func (g *gateway) removeNSGRules(ctx context.Context, id string, ids []string) error {
-	for batch := range slices.Chunk(ids, 25) {
-		if _, err := g.callWith(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/actions/removeSecurityRules",
-			map[string]any{"securityRuleIds": batch}, nil); err != nil {
+	return nsgAction(ctx, g, id, "removeSecurityRules", "securityRuleIds", ids)
+}
+
+// nsgAction posts action of NSG id with items under key, 25 a call.
+func nsgAction[T any](ctx context.Context, g *gateway, id, action, key string, items []T) error {
+	for batch := range slices.Chunk(items, 25) {
+		if _, err := g.callWith(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/actions/"+action,
+			map[string]any{key: batch}, nil); err != nil {
 			return err
 		}
 	}
