@@ -113,7 +113,7 @@ func (e *Emulator) routeCertificates(p string) {
 		}
 		e.mu.Unlock()
 		if !ok {
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+			writeNotFound(w)
 			return
 		}
 		slices.SortFunc(out, func(a, b *certificate) int {

@@ -305,7 +305,7 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if svc, _ := classify(r); !u.rights[svc] {
 		// OCI answers a request its policies do not allow as it answers one
 		// for a resource that does not exist.
-		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		writeNotFound(w)
 		return
 	}
 	e.mux.ServeHTTP(w, r)
@@ -362,6 +362,12 @@ type apiError struct {
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	core.WriteJSON(w, status, apiError{Code: code, Message: msg})
+}
+
+// writeNotFound is OCI's answer for an object that does not exist or that
+// the caller may not see: the two are not told apart.
+func writeNotFound(w http.ResponseWriter) {
+	writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
 }
 
 // codeForStatus is the code OCI gives an injected fault's status.
@@ -434,17 +440,21 @@ func page[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *h
 	return views, true
 }
 
-// getOne answers the object id of st, or 404 NotAuthorizedOrNotFound.
+// getOne answers the object id of st, with its etag if it has one, or 404
+// NotAuthorizedOrNotFound.
 func getOne[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], view func(T) any) {
 	e.mu.Lock()
 	o, ok := st.Get(r.PathValue("id"))
 	var v any
 	if ok {
 		v = view(o)
+		if t, tagged := any(o).(interface{ etag() string }); tagged {
+			w.Header().Set("etag", t.etag())
+		}
 	}
 	e.mu.Unlock()
 	if !ok {
-		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		writeNotFound(w)
 		return
 	}
 	core.WriteJSON(w, http.StatusOK, v)

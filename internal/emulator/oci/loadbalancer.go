@@ -243,12 +243,7 @@ func (e *Emulator) routeLoadBalancers() {
 			return checkBackendSet(bs, lb.Certificates)
 		},
 		inUse: func(lb *loadBalancer, name string) error {
-			for _, l := range lb.Listeners {
-				if l.DefaultBackendSetName == name {
-					return invalid("Backend set %s is used by listener %s.", name, l.Name)
-				}
-			}
-			return nil
+			return setInUse(lb.Listeners, func(l *listener) (string, string) { return l.Name, l.DefaultBackendSetName }, name)
 		},
 	})
 	e.routeCertificates(p)
@@ -271,7 +266,7 @@ func (e *Emulator) routeLoadBalancers() {
 		_, ok := e.lbs.Get(id)
 		e.mu.Unlock()
 		if !ok {
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+			writeNotFound(w)
 			return
 		}
 		listPage(e, w, r, e.wrs, func(wr *workRequest) bool { return wr.LoadBalancerID == id }, e.viewWR)
@@ -401,39 +396,95 @@ func checkBackendSet(bs *backendSet, certs map[string]*certificate) error {
 		return invalid("Backend set %s: healthChecker.protocol must be HTTP or TCP.", bs.Name)
 	}
 	hc := bs.HealthChecker
-	// The API's defaults, echoed as given (the SDK's HealthCheckerDetails docs).
-	if hc.Retries == 0 {
-		hc.Retries = 3
-	}
-	if hc.TimeoutInMillis == 0 {
-		hc.TimeoutInMillis = 3000
-	}
-	if hc.IntervalInMillis == 0 {
-		hc.IntervalInMillis = 10000
-	}
+	healthDefaults(&hc.Retries, &hc.TimeoutInMillis, &hc.IntervalInMillis)
 	if hc.ReturnCode == 0 && hc.Protocol == "HTTP" {
 		hc.ReturnCode = 200
 	}
-	seen := map[string]bool{}
+	names := backendNames{set: bs.Name}
 	for i := range bs.Backends {
 		b := &bs.Backends[i]
-		ip, err := netip.ParseAddr(b.IPAddress)
-		if err != nil || b.Port < 1 || b.Port > 65535 {
+		if _, err := netip.ParseAddr(b.IPAddress); err != nil {
 			return invalid("Backend %s:%d is not an address and a port.", b.IPAddress, b.Port)
 		}
-		b.Name = netip.AddrPortFrom(ip, uint16(b.Port)).String()
-		if seen[b.Name] {
-			return invalid("Backend %s is given twice.", b.Name)
-		}
-		seen[b.Name] = true
-		if b.Weight == 0 {
-			b.Weight = 1
+		if err := names.add(&b.Name, b.IPAddress, nil, b.Port, &b.Weight); err != nil {
+			return err
 		}
 	}
 	if bs.Backends == nil {
 		bs.Backends = []backend{}
 	}
 	return nil
+}
+
+// healthDefaults fills a health checker's unset timings with the API's
+// defaults, echoed as given (the SDK's HealthCheckerDetails docs, LB and NLB).
+func healthDefaults(retries, timeoutMillis, intervalMillis *int) {
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{{retries, 3}, {timeoutMillis, 3000}, {intervalMillis, 10000}} {
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+}
+
+// backendNames names a backend set's backends as the API does: by address
+// (or, on an NLB, target) and port (BackendDetails), each once.
+type backendNames struct {
+	set  string
+	seen map[string]bool
+}
+
+// add checks one backend, sets its name, and its weight to 1 when unset.
+func (n *backendNames) add(name *string, ip string, target *string, port int, weight *int) error {
+	addr, err := netip.ParseAddr(ip)
+	switch {
+	case err != nil && target == nil:
+		return invalid("Backend set %s: a backend needs an ipAddress or a targetId.", n.set)
+	case port < 1 || port > 65535:
+		return invalid("Backend set %s: backend port %d is not a port.", n.set, port)
+	case err == nil:
+		*name = netip.AddrPortFrom(addr, uint16(port)).String()
+	default:
+		*name = fmt.Sprintf("%s:%d", *target, port)
+	}
+	if n.seen[*name] {
+		return invalid("Backend %s is given twice.", *name)
+	}
+	if n.seen == nil {
+		n.seen = map[string]bool{}
+	}
+	n.seen[*name] = true
+	if *weight == 0 {
+		*weight = 1
+	}
+	return nil
+}
+
+// setInUse refuses to delete the backend set name while a listener uses it.
+func setInUse[L any](listeners map[string]*L, uses func(*L) (listener, set string), name string) error {
+	for _, l := range listeners {
+		if ln, set := uses(l); set == name {
+			return invalid("Backend set %s is used by listener %s.", name, ln)
+		}
+	}
+	return nil
+}
+
+// cloneValues copies a map of pointers and what they point at, so a view
+// is encoded outside the lock; deep, when given, copies what a value
+// still shares.
+func cloneValues[T any](m map[string]*T, deep func(*T)) map[string]*T {
+	c := make(map[string]*T, len(m))
+	for k, v := range m {
+		cv := *v
+		if deep != nil {
+			deep(&cv)
+		}
+		c[k] = &cv
+	}
+	return c
 }
 
 func checkListener(sets map[string]*backendSet, l *listener, others map[string]*listener, certs map[string]*certificate) error {
@@ -627,7 +678,7 @@ func (e *Emulator) change(w http.ResponseWriter, r *http.Request, kind string, c
 	defer e.mu.Unlock()
 	lb, ok := e.lbs.Get(r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		writeNotFound(w)
 		return
 	}
 	if lb.LifecycleState == LBDeleting {
@@ -671,17 +722,8 @@ func (e *Emulator) startWR(lb *loadBalancer, kind string, now time.Time, effect 
 // viewLB is a copy of a load balancer to encode outside the lock.
 func viewLB(lb *loadBalancer) any {
 	c := *lb
-	c.Listeners = make(map[string]*listener, len(lb.Listeners))
-	for k, v := range lb.Listeners {
-		l := *v
-		c.Listeners[k] = &l
-	}
-	c.BackendSets = make(map[string]*backendSet, len(lb.BackendSets))
-	for k, v := range lb.BackendSets {
-		bs := *v
-		bs.Backends = slices.Clone(v.Backends)
-		c.BackendSets[k] = &bs
-	}
+	c.Listeners = cloneValues(lb.Listeners, nil)
+	c.BackendSets = cloneValues(lb.BackendSets, func(bs *backendSet) { bs.Backends = slices.Clone(bs.Backends) })
 	c.IPAddresses = slices.Clone(lb.IPAddresses)
 	c.Certificates = maps.Clone(lb.Certificates)
 	c.RuleSets = maps.Clone(lb.RuleSets)

@@ -3,7 +3,6 @@ package oci
 import (
 	"fmt"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -156,21 +155,7 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 	e.handle("GET "+p, filtered[*networkLoadBalancer]{st: e.nlbs, view: viewNLB, items: true, fields: func(n *networkLoadBalancer) (string, map[string]string) {
 		return n.CompartmentID, map[string]string{"displayName": n.DisplayName, "lifecycleState": n.LifecycleState}
 	}}.serve(e))
-	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		e.mu.Lock()
-		n, ok := e.nlbs.Get(r.PathValue("id"))
-		var v any
-		if ok {
-			v = viewNLB(n)
-			w.Header().Set("etag", n.etag())
-		}
-		e.mu.Unlock()
-		if !ok {
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
-			return
-		}
-		core.WriteJSON(w, http.StatusOK, v)
-	})
+	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbs, viewNLB) })
 	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		e.nlbChange(w, r, "DELETE_NETWORK_LOAD_BALANCER", func(n *networkLoadBalancer) (func(), error) {
 			return func() {
@@ -187,12 +172,7 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 			return checkNLBBackendSet(bs)
 		},
 		inUse: func(n *networkLoadBalancer, name string) error {
-			for _, l := range n.Listeners {
-				if l.DefaultBackendSetName == name {
-					return invalid("Backend set %s is used by listener %s.", name, l.Name)
-				}
-			}
-			return nil
+			return setInUse(n.Listeners, func(l *nlbListener) (string, string) { return l.Name, l.DefaultBackendSetName }, name)
 		},
 	})
 	routeChildren(e, p, children[*networkLoadBalancer, nlbListener]{
@@ -233,7 +213,7 @@ func (e *Emulator) nlbChange(w http.ResponseWriter, r *http.Request, op string, 
 	defer e.mu.Unlock()
 	n, ok := e.nlbs.Get(r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		writeNotFound(w)
 		return
 	}
 	if n.LifecycleState != NLBActive && n.LifecycleState != NLBFailed {
@@ -421,38 +401,12 @@ func checkNLBBackendSet(bs *nlbBackendSet) error {
 		bs.IPVersion = "IPV4"
 	}
 	hc := bs.HealthChecker
-	if hc.Retries == 0 {
-		hc.Retries = 3
-	}
-	if hc.TimeoutInMillis == 0 {
-		hc.TimeoutInMillis = 3000
-	}
-	if hc.IntervalInMillis == 0 {
-		hc.IntervalInMillis = 10000
-	}
-	seen := map[string]bool{}
+	healthDefaults(&hc.Retries, &hc.TimeoutInMillis, &hc.IntervalInMillis)
+	names := backendNames{set: bs.Name}
 	for i := range bs.Backends {
 		b := &bs.Backends[i]
-		// A backend is named by its address (or target) and port
-		// (BackendDetails).
-		ip, err := netip.ParseAddr(b.IPAddress)
-		switch {
-		case err != nil && b.TargetID == nil:
-			return invalid("Backend set %s: a backend needs an ipAddress or a targetId.", bs.Name)
-		case b.Port < 1 || b.Port > 65535:
-			return invalid("Backend set %s: backend port %d is not a port.", bs.Name, b.Port)
-		}
-		if err == nil {
-			b.Name = netip.AddrPortFrom(ip, uint16(b.Port)).String()
-		} else {
-			b.Name = fmt.Sprintf("%s:%d", *b.TargetID, b.Port)
-		}
-		if seen[b.Name] {
-			return invalid("Backend %s is given twice.", b.Name)
-		}
-		seen[b.Name] = true
-		if b.Weight == 0 {
-			b.Weight = 1
+		if err := names.add(&b.Name, b.IPAddress, b.TargetID, b.Port, &b.Weight); err != nil {
+			return err
 		}
 	}
 	if bs.Backends == nil {
@@ -492,21 +446,14 @@ func overlap(a, b string) bool {
 // viewNLB is a copy of a network load balancer to encode outside the lock.
 func viewNLB(n *networkLoadBalancer) any {
 	c := *n
-	c.Listeners = make(map[string]*nlbListener, len(n.Listeners))
-	for k, v := range n.Listeners {
-		l := *v
-		c.Listeners[k] = &l
-	}
-	c.BackendSets = make(map[string]*nlbBackendSet, len(n.BackendSets))
-	for k, v := range n.BackendSets {
-		bs := *v
-		bs.Backends = slices.Clone(v.Backends)
-		if v.HealthChecker != nil {
-			hc := *v.HealthChecker
+	c.Listeners = cloneValues(n.Listeners, nil)
+	c.BackendSets = cloneValues(n.BackendSets, func(bs *nlbBackendSet) {
+		bs.Backends = slices.Clone(bs.Backends)
+		if bs.HealthChecker != nil {
+			hc := *bs.HealthChecker
 			bs.HealthChecker = &hc
 		}
-		c.BackendSets[k] = &bs
-	}
+	})
 	c.IPAddresses = slices.Clone(n.IPAddresses)
 	return &c
 }

@@ -119,18 +119,14 @@ func (e *Emulator) routeNSGs() {
 		return g.CompartmentID, map[string]string{"vcnId": g.VCNID, "displayName": g.DisplayName}
 	}}.serve(e))
 	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		getOne(e, w, r, e.nsgs, func(g *nsg) any {
-			w.Header().Set("etag", g.etag())
-			c := *g
-			return &c
-		})
+		getOne(e, w, r, e.nsgs, func(g *nsg) any { c := *g; return &c })
 	})
 	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		id := r.PathValue("id")
 		if _, ok := e.nsgs.Get(id); !ok {
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+			writeNotFound(w)
 			return
 		}
 		if by := e.nsgUser(id); by != "" {
@@ -154,7 +150,7 @@ func (e *Emulator) routeNSGs() {
 		}
 		e.mu.Unlock()
 		if !ok {
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+			writeNotFound(w)
 			return
 		}
 		core.WriteJSON(w, http.StatusOK, out)
@@ -208,7 +204,7 @@ func (e *Emulator) withNSG(w http.ResponseWriter, r *http.Request, body any, f f
 	defer e.mu.Unlock()
 	g, ok := e.nsgs.Get(r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+		writeNotFound(w)
 		return
 	}
 	f(g)

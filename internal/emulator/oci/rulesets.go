@@ -81,7 +81,7 @@ func (e *Emulator) routeRuleSets(p string) {
 		}
 		e.mu.Unlock()
 		if !ok {
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+			writeNotFound(w)
 			return
 		}
 		core.WriteJSON(w, http.StatusOK, out)

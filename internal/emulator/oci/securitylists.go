@@ -57,19 +57,7 @@ func checkRules(direction string, rules []json.RawMessage) error {
 func (e *Emulator) routeSecurityLists() {
 	p := corePath + "/securityLists/{id}"
 	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
-		e.mu.Lock()
-		sl, ok := e.securityLists.Get(r.PathValue("id"))
-		var view securityList
-		if ok {
-			view = *sl
-		}
-		e.mu.Unlock()
-		if !ok {
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
-			return
-		}
-		w.Header().Set("etag", view.etag())
-		core.WriteJSON(w, http.StatusOK, &view)
+		getOne(e, w, r, e.securityLists, func(sl *securityList) any { c := *sl; return &c })
 	})
 	e.handle("PUT "+p, func(w http.ResponseWriter, r *http.Request) {
 		var d struct {
@@ -90,7 +78,7 @@ func (e *Emulator) routeSecurityLists() {
 		sl, ok := e.securityLists.Get(r.PathValue("id"))
 		if !ok {
 			e.mu.Unlock()
-			writeError(w, http.StatusNotFound, "NotAuthorizedOrNotFound", "Authorization failed or requested resource not found.")
+			writeNotFound(w)
 			return
 		}
 		if m := r.Header.Get("if-match"); m != "" && m != sl.etag() {
