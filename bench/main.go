@@ -57,6 +57,7 @@ type options struct {
 	ccmArgs      []string
 	ccmEnv       []string
 	global       []string // extra [Global] keys of the cloud.conf
+	confAppend   string   // a file whose text ends the cloud config
 	adminKeys    bool     // the cloud.conf carries the emulator's administrator keys
 	throughProxy bool     // the CCM reaches the emulator as an HTTPS proxy
 	providerIDs  bool     // kubelets register with their providerID
@@ -87,6 +88,7 @@ func main() {
 	flag.BoolVar(&o.throughProxy, "through-proxy", false, "the CCM reaches the emulator at the cloud's real host names, through it as an HTTPS proxy (HTTPS_PROXY, SSL_CERT_FILE): for a CCM that cannot be given an endpoint, as oci-cloud-controller-manager")
 	flag.BoolVar(&o.providerIDs, "provider-ids", false, "the simulated kubelets register their Nodes with the providerID, as kubelets started with --provider-id do (OKE's; oci-cloud-controller-manager needs it)")
 	global := flag.String("global", "", "extra [Global] keys of the cloud.conf, space-separated (e.g. api-write-qps=20)")
+	flag.StringVar(&o.confAppend, "config-append", "", "a file whose text is added at the end of the cloud config (e.g. a YAML rateLimiter: block for OCI)")
 	annotations := flag.String("service-annotations", "", "annotations of the LoadBalancer Services, comma-separated key=value (e.g. oci.oraclecloud.com/load-balancer-type=nlb)")
 	chartData := flag.String("chart-data", "", "with -chart: draw these medians (N=reads/h,…, e.g. 500=36,2000=36) from earlier runs instead of running anything")
 	flag.Parse()
@@ -259,6 +261,14 @@ func newBed(o options, nodes int) (*bed, error) {
 	}
 	if len(o.global) > 0 {
 		conf = strings.Replace(conf, "[Global]\n", "[Global]\n"+strings.Join(o.global, "\n")+"\n", 1)
+	}
+	if o.confAppend != "" {
+		extra, err := os.ReadFile(o.confAppend)
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		conf = strings.TrimRight(conf, "\n") + "\n" + string(extra)
 	}
 	if err := os.WriteFile(b.conf, []byte(conf), 0o600); err != nil {
 		b.close()

@@ -60,12 +60,13 @@ type Snapshot[T any] struct {
 	now     func() time.Time
 
 	mu       sync.Mutex
-	all      map[string]T // by identity
-	items    map[string]T // by every key no two instances share
-	fetched  time.Time    // last refresh, full or incremental
-	listedAt time.Time    // last full listing
-	mark     string       // where the next incremental listing starts
-	call     *call        // the refresh in flight, shared by concurrent callers
+	all      map[string]T    // by identity
+	items    map[string]T    // by every key no two instances share
+	shared   map[string]bool // the keys two instances share
+	fetched  time.Time       // last refresh, full or incremental
+	listedAt time.Time       // last full listing
+	mark     string          // where the next incremental listing starts
+	call     *call           // the refresh in flight, shared by concurrent callers
 }
 
 // Incremental lets refreshes between full listings ask the cloud only for what
@@ -175,6 +176,14 @@ func (s *Snapshot[T]) GetFresh(ctx context.Context, key string, maxAge time.Dura
 	return it, ok, nil
 }
 
+// Shared says whether two instances of the last listing have key (so that a
+// look-up of it missed): a caller that would act on a miss asks directly.
+func (s *Snapshot[T]) Shared(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shared[key]
+}
+
 // All is every instance, from a listing at most the snapshot's maxAge old.
 func (s *Snapshot[T]) All(ctx context.Context) ([]T, error) {
 	s.mu.Lock()
@@ -211,14 +220,14 @@ func (s *Snapshot[T]) Put(item T) {
 	}
 	if id := s.id(item); id != "" {
 		s.all[id] = item
-		s.items = s.index(s.all)
+		s.items, s.shared = s.index(s.all)
 	}
 }
 
 // index maps every key to its instance, leaving out keys two instances share
-// (e.g. two servers of one name): a look-up of such a key is a miss, and the
-// caller's direct path reports the ambiguity.
-func (s *Snapshot[T]) index(all map[string]T) map[string]T {
+// (e.g. two servers of one name), which it returns: a look-up of such a key
+// is a miss, and the caller's direct path reports the ambiguity.
+func (s *Snapshot[T]) index(all map[string]T) (map[string]T, map[string]bool) {
 	idx := make(map[string]T, 2*len(all))
 	owner := make(map[string]string, 2*len(all))
 	shared := map[string]bool{}
@@ -237,7 +246,7 @@ func (s *Snapshot[T]) index(all map[string]T) map[string]T {
 	for k := range shared {
 		delete(idx, k)
 	}
-	return idx
+	return idx, shared
 }
 
 // refresh lists every instance once for all concurrent callers.
@@ -291,7 +300,8 @@ func (s *Snapshot[T]) refresh(ctx context.Context) error {
 			}
 		}
 		s.mark = next
-		s.items, s.fetched = s.index(s.all), now
+		s.items, s.shared = s.index(s.all)
+		s.fetched = now
 		refreshes.WithLabelValues(s.cloud, kind, "ok").Inc()
 	} else {
 		refreshes.WithLabelValues(s.cloud, kind, "error").Inc()

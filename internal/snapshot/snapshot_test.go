@@ -147,6 +147,8 @@ func TestSharedKeys(t *testing.T) {
 	got, found, err := s.Get(t.Context(), "name/twin")
 	require.NoError(t, err)
 	assert.False(t, found, "a key two instances share is no answer: got %v", got)
+	assert.True(t, s.Shared("name/twin"), "and it says why")
+	assert.False(t, s.Shared("name/solo"))
 	s.Put(inst{"b", "twin"})
 	_, found, _ = s.Get(t.Context(), "name/twin")
 	assert.False(t, found, "a direct GET of one twin does not make the name unique")

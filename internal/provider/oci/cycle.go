@@ -187,7 +187,8 @@ func (c *Cloud) asLB(svc *v1.Service, lb LB) ociLB {
 // a kind.
 func newListing(c *Cloud, kind string) *snapshot.Snapshot[LB] {
 	return snapshot.New(ProviderName+"-"+kind, listingMaxAge, listingMinMiss, func(ctx context.Context) ([]LB, error) {
-		return c.gw.loadBalancers(ctx, kind, inCompartment(c.cfg.CompartmentID))
+		all, err := c.gw.loadBalancers(ctx, kind, inCompartment(c.cfg.CompartmentID))
+		return slices.DeleteFunc(all, func(lb LB) bool { return lb.LifecycleState == "DELETED" }), err
 	}, func(lb LB) []string { return []string{"id/" + lb.ID, "name/" + lb.DisplayName} })
 }
 
@@ -215,15 +216,17 @@ func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.wrs.retryAft
 // Find reads the Service's load balancer now: first how the work this
 // process started for it went (so that the load balancer read after it
 // shows its effect), then the load balancer by its name. A load balancer
-// being created is looked for in the shared listing, made at most
-// createPoll ago: the Services waiting for theirs share one call.
+// being created, or one of a Service this process has no work in flight
+// for, is looked for in the shared listing, made at most createPoll ago:
+// the Services looked at meanwhile share one call.
 func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
 	return s.find(ctx, svc, kindOf(svc))
 }
 
 // find is Find of the Service's load balancer of a kind.
 func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, bool, error) {
-	if p, ok := s.wrs.get(svc); ok && p.kind == kind {
+	p, waited := s.wrs.get(svc)
+	if waited && p.kind == kind {
 		if p.what == whatCreate {
 			lb, found, err := s.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), createPoll)
 			switch {
@@ -252,6 +255,23 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 					"loadBalancer", wr.LoadBalancerID, "workRequest", wr.ID, "type", wr.Type, "message", wr.Message)
 			}
 		}
+	}
+	key := "name/" + nameOf(svc, kind)
+	if !waited {
+		// Nothing this process started for the Service is in between: a
+		// listing of at most createPoll ago, shared by every Service
+		// looked at meanwhile (a burst of new Services costs one call, not
+		// one each), knows its load balancer as well as a read by name.
+		lb, found, err := s.listings[kind].GetFresh(ctx, key, createPoll)
+		switch {
+		case err != nil:
+			return ociLB{}, false, err
+		case found:
+			return s.asLB(svc, lb), true, nil
+		case !s.listings[kind].Shared(key):
+			return ociLB{}, false, nil
+		}
+		// Two of that name: the read by name below says so.
 	}
 	list, err := s.gw.loadBalancers(ctx, kind, with(inCompartment(s.cfg.CompartmentID), "displayName", nameOf(svc, kind)))
 	if err != nil {
