@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -267,72 +266,6 @@ func TestCloudStackProxyProtocolReachesTheNode(t *testing.T) {
 // address the peer associated, the firewall rule. Overcast takes them over as
 // they are, with no second rule and the same address, and deleting the
 // Service releases the address, as the peer would have.
-func TestCloudStackAdoptsThePeersRules(t *testing.T) {
-	ns := namespace(t)
-	e := cloudStackEmulator(t, 64)
-	_, ip := e.AddMachine("cs64-node-1")
-	k := env.NewKubelet(t, "cs64-node-1", ip)
-	nodes := env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig(),
-		Controllers: []string{"cloud-node", "cloud-node-lifecycle"}})
-	n := waitNodeInitialised(t, k.Name)
-	nodes.Stop()
-
-	svc := lbService(t, ns, "legacy", nil)
-	k.ServeService(t, svc, true)
-	fx := e.Fixture()
-	user := cs.NewAsyncClient(e.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
-	ap := user.Address.NewAssociateIpAddressParams()
-	ap.SetNetworkid(fx.NetworkID)
-	addr, err := user.Address.AssociateIpAddress(ap)
-	require.NoError(t, err)
-	name := cloudprovider.DefaultLoadBalancerName(svc) + "-tcp-80"
-	rp := user.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", name, int(svc.Spec.Ports[0].NodePort), 80)
-	rp.SetPublicipid(addr.Id)
-	rp.SetNetworkid(fx.NetworkID)
-	rp.SetProtocol("tcp")
-	rp.SetOpenfirewall(false)
-	rp.SetCidrlist([]string{"0.0.0.0/0"})
-	rule, err := user.LoadBalancer.CreateLoadBalancerRule(rp)
-	require.NoError(t, err)
-	as := user.LoadBalancer.NewAssignToLoadBalancerRuleParams(rule.Id)
-	id := strings.TrimPrefix(n.Spec.ProviderID, "external-cloudstack://")
-	as.SetVirtualmachineids([]string{id})
-	_, err = user.LoadBalancer.AssignToLoadBalancerRule(as)
-	require.NoError(t, err)
-	fw := user.Firewall.NewCreateFirewallRuleParams(addr.Id, "tcp")
-	fw.SetStartport(80)
-	fw.SetEndport(80)
-	fw.SetCidrlist([]string{"0.0.0.0/0"})
-	_, err = user.Firewall.CreateFirewallRule(fw)
-	require.NoError(t, err)
-	e.ResetCalls()
-
-	env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig()})
-	got := waitCondition(t, ns, "legacy", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
-	assert.Equal(t, addr.Ipaddress, ingressAddr(got), "the peer's address")
-	assert.Equal(t, k.Name, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(addr.Ipaddress), 80)))
-	admin := csAdmin(e)
-	rules := csRules(t, admin)
-	require.Len(t, rules, 1, "the peer's rule, not a second one")
-	assert.Equal(t, rule.Id, rules[0].Id)
-	writes := 0
-	for _, c := range e.Calls() {
-		if c.Method == http.MethodPost {
-			writes += c.Count
-		}
-	}
-	assert.Equal(t, 1, writes, "one write: the adopted address's tags; nothing rebuilt")
-	assert.Empty(t, warnings(t, ns))
-
-	deleteService(t, ns, "legacy")
-	assert.Empty(t, csRules(t, admin))
-	p := admin.Address.NewListPublicIpAddressesParams()
-	p.SetListall(true)
-	left, err := admin.Address.ListPublicIpAddresses(p)
-	require.NoError(t, err)
-	assert.Zero(t, left.Count, "the address the peer associated goes with the Service")
-}
-
 // Two Services asking for one free address share it (as with the peer): it is
 // associated for the first, kept while the second's rules are on it after the
 // first is deleted, and released with the last.

@@ -252,6 +252,7 @@ func (s steps) Replace(context.Context, *v1.Service, csLB) (string, error) {
 func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, error) {
 	st := lb.Obj
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc), "address", st.addr.IP)
+	var changes []string
 	if spec.ip != "" && st.addr.IP != spec.ip {
 		return s.moveAddress(ctx, svc, st)
 	}
@@ -259,17 +260,44 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		s.created.set(svc.UID, "") // as created, and its jobs went well (Find)
 		return "", nil
 	}
+	if !st.addrRead && spec.ip == "" {
+		// Rules the peer made: their address is adopted (tagged) before
+		// anything else, so that it is found and released with the Service
+		// whatever becomes of the rules, as the peer would release it.
+		adopting, err := s.adoptAddress(ctx, svc, st.addr)
+		if err != nil {
+			return "", err
+		}
+		if adopting {
+			changes = append(changes, "adopting public address "+st.addr.IP)
+		}
+	}
+	n, err := s.network(spec.network)
+	if err != nil {
+		return "", err
+	}
+	op, err := s.readOpenings(ctx, svc, st, n)
+	if err != nil {
+		return "", err
+	}
 	want := map[string]portSpec{}
 	for _, p := range spec.ports {
 		want[p.ruleName(spec.name)] = p
 	}
+	current := map[string]rule{}
+	for _, r := range st.rules {
+		if _, dup := current[openingKey(r.Protocol, r.PublicPort)]; !dup && want[r.Name].port == r.PublicPort {
+			current[openingKey(r.Protocol, r.PublicPort)] = r
+		}
+	}
+	plan := op.plan(spec, current)
 	have := map[string]rule{}
 	wrong := 0
 	for _, r := range st.rules {
 		p, ok := want[r.Name]
 		_, dup := have[r.Name]
 		if !ok || dup || r.AddressID != st.addr.ID || r.PublicPort != p.port || r.PrivatePort != p.nodePort || r.Protocol != p.proto ||
-			!sameSet(r.CIDRs, spec.ruleCIDRs) {
+			!plan.ruleServes(r, spec) {
 			job, err := s.gw.deleteRule(r.ID)
 			if err != nil && !isNotFound(err) {
 				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
@@ -282,19 +310,8 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		have[r.Name] = r
 	}
 	if wrong > 0 {
-		return fmt.Sprintf("%d rule(s) not as the Service asks are being deleted", wrong), nil
-	}
-	n, err := s.network(spec.network)
-	if err != nil {
-		return "", err
-	}
-	var changes []string
-	if !st.addrRead && spec.ip == "" {
-		// Rules the peer made: their address is adopted (tagged) so that it
-		// is released with the Service, as the peer would.
-		if err := s.adoptAddress(ctx, svc, st.addr); err != nil {
-			return "", err
-		}
+		changes = append(changes, fmt.Sprintf("%d rule(s) not as the Service asks are being deleted", wrong))
+		return strings.Join(changes, ", "), nil
 	}
 	created := 0
 	for _, p := range spec.ports {
@@ -320,7 +337,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 	if created > 0 {
 		changes = append(changes, fmt.Sprintf("%d rule(s) being created", created))
 	}
-	opened, err := s.convergeOpenings(ctx, svc, spec, st, n)
+	opened, err := s.convergeOpenings(svc, spec, st, op, plan)
 	if err != nil {
 		return "", err
 	}
@@ -431,89 +448,161 @@ func (s steps) convergeMembers(svc *v1.Service, spec lbSpec, r rule) (bool, erro
 // openingKey is a protocol and port.
 func openingKey(proto string, port int) string { return fmt.Sprintf("%s/%d", l4(proto), port) }
 
-// convergeOpenings lets the Service's sources in to its ports: firewall rules
-// on its address (an isolated network), or ACL items of the tier's ACL list,
-// tagged as the Service's (a VPC). It starts the changes and says how many.
-func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n network) (int, error) {
+// openings are the Service's current openings: the firewall rules on its
+// address (an isolated network), or the ACL items of the tier's list tagged
+// as the Service's (a VPC). enforced: the network lets only what they open
+// in (false: no firewall, or the server's own default list, left alone).
+type openings struct {
+	firewall, enforced bool
+	acl, list          string // the tier's ACL list, by id and name
+	current            []opening
+	// own: the address is the Service's own, so every firewall rule on it
+	// is judged, not only those of the Service's ports.
+	own bool
+}
+
+// readOpenings reads the Service's openings (none to read on an address
+// this process has just associated).
+func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n network) (openings, error) {
+	fresh, _ := s.freshAddress(svc)
+	if n.Firewall {
+		op := openings{firewall: true, enforced: true, own: st.addrRead && s.owns(st.addr, svc)}
+		if st.addr.ID == "" || fresh != st.addr.ID {
+			var err error
+			if op.current, err = s.gw.firewallRules(st.addr.ID); err != nil {
+				return openings{}, err
+			}
+		}
+		return op, nil
+	}
+	if n.ACL == "" {
+		return openings{}, nil
+	}
+	list, err := s.gw.aclListName(n.ACL)
+	if err != nil {
+		return openings{}, err
+	}
+	op := openings{acl: n.ACL, list: list}
+	if list == "default_allow" || list == "default_deny" {
+		klog.FromContext(ctx).V(2).Info("The tier's ACL list is the server's own; it is left as it is", "service", klog.KObj(svc), "list", list)
+		return op, nil
+	}
+	items, err := s.gw.aclItems(n.ACL)
+	if err != nil {
+		return openings{}, err
+	}
+	for _, it := range items {
+		if it.Tags[tagService] == string(svc.UID) {
+			op.current = append(op.current, it)
+		}
+	}
+	op.enforced = true
+	return op, nil
+}
+
+// openingPlan is which current openings stay, and what each port's opening
+// lets in once the changes are made.
+type openingPlan struct {
+	enforced bool
+	keep     map[string]bool     // current openings kept, by id
+	after    map[string][]string // by openingKey
+}
+
+// plan judges the current openings by what they let in together with the
+// rule of their port (current, by openingKey), not by their lists alone: the
+// peer puts the source ranges in the firewall and everyone in the rule's
+// cidrlist, or the source-cidrs annotation in the rule and everyone in the
+// firewall; we put what is asked in both. Either lets in the same sources, so
+// neither is rebuilt.
+func (op openings) plan(spec lbSpec, current map[string]rule) openingPlan {
+	pl := openingPlan{enforced: op.enforced, keep: map[string]bool{}, after: map[string][]string{}}
+	want := map[string]bool{}
+	for _, p := range spec.ports {
+		want[openingKey(p.proto, p.port)] = true
+	}
+	goal, simple := letIn(spec.ruleCIDRs, spec.sources)
+	for _, o := range op.current {
+		key := openingKey(o.Protocol, o.Start)
+		if o.Start != o.End || !want[key] || pl.after[key] != nil {
+			continue
+		}
+		r, ruled := current[key]
+		together, one := letIn(r.CIDRs, o.CIDRs)
+		if sameSet(o.CIDRs, spec.sources) ||
+			(ruled && simple && one && sameSet(r.CIDRs, spec.ruleCIDRs) && sameSet(together, goal)) {
+			pl.keep[o.ID], pl.after[key] = true, o.CIDRs
+		}
+	}
+	for key := range want {
+		if pl.after[key] == nil {
+			pl.after[key] = spec.sources
+		}
+	}
+	return pl
+}
+
+// ruleServes says whether a rule's cidrlist, with what its port's opening
+// will let in, lets in what the Service asks.
+func (pl openingPlan) ruleServes(r rule, spec lbSpec) bool {
+	if sameSet(r.CIDRs, spec.ruleCIDRs) {
+		return true
+	}
+	if !pl.enforced {
+		return false // the cidrlist alone decides
+	}
+	goal, simple := letIn(spec.ruleCIDRs, spec.sources)
+	together, one := letIn(r.CIDRs, pl.after[openingKey(r.Protocol, r.PublicPort)])
+	return simple && one && sameSet(together, goal)
+}
+
+// letIn is what a rule's cidrlist and an opening let in together, when that
+// is one of them: one lets everyone in, or both are the same set. one is
+// false for two different lists (their intersection is not computed).
+func letIn(rule, opening []string) (sources []string, one bool) {
+	switch {
+	case sameSet(rule, everyone):
+		return opening, true
+	case sameSet(opening, everyone), sameSet(rule, opening):
+		return rule, true
+	}
+	return nil, false
+}
+
+// convergeOpenings lets the Service's sources in to its ports as planned:
+// the openings not kept go (on an address not the Service's own, only those
+// of its ports), the missing ones are made (ACL items tagged as the
+// Service's). It starts the changes and says how many.
+func (s steps) convergeOpenings(svc *v1.Service, spec lbSpec, st lbState, op openings, pl openingPlan) (int, error) {
+	s.fresh.set(svc.UID, "")
+	if !op.enforced {
+		return 0, nil
+	}
 	want := map[string]bool{}
 	for _, p := range spec.ports {
 		want[openingKey(p.proto, p.port)] = true
 	}
 	changes := 0
-	fresh, _ := s.freshAddress(svc)
-	s.fresh.set(svc.UID, "")
-	if n.Firewall {
-		var current []opening
-		if st.addr.ID == "" || fresh != st.addr.ID {
-			var err error
-			if current, err = s.gw.firewallRules(st.addr.ID); err != nil {
-				return 0, err
-			}
-		}
-		own := st.addrRead && s.owns(st.addr, svc)
-		matched := map[string]bool{}
-		for _, f := range current {
-			key := openingKey(f.Protocol, f.Start)
-			ok := f.Start == f.End && want[key] && !matched[key] && sameSet(f.CIDRs, spec.sources)
-			if ok {
-				matched[key] = true
-				continue
-			}
-			if !want[key] && !own {
-				continue // not ours to judge: the address is not the Service's own
-			}
-			job, err := s.gw.deleteFirewallRule(f.ID)
-			if err != nil && !isNotFound(err) {
-				return 0, fmt.Errorf("cannot delete firewall rule %s: %w", f.ID, err)
-			}
-			s.jobs.add(svc.UID, job, "deleting firewall rule "+f.ID)
-			changes++
-		}
-		for _, p := range spec.ports {
-			key := openingKey(p.proto, p.port)
-			if matched[key] {
-				continue
-			}
-			matched[key] = true
-			job, err := s.gw.createFirewallRule(st.addr.ID, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: spec.sources})
-			if err != nil {
-				return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s: %w", p.port, l4(p.proto), err))
-			}
-			s.jobs.add(svc.UID, job, fmt.Sprintf("opening port %d/%s", p.port, l4(p.proto)))
-			changes++
-		}
-		return changes, nil
-	}
-	if n.ACL == "" {
-		return 0, nil
-	}
-	list, err := s.gw.aclListName(n.ACL)
-	if err != nil {
-		return 0, err
-	}
-	if list == "default_allow" || list == "default_deny" {
-		klog.FromContext(ctx).V(2).Info("The tier's ACL list is the server's own; it is left as it is", "service", klog.KObj(svc), "list", list)
-		return 0, nil
-	}
-	items, err := s.gw.aclItems(n.ACL)
-	if err != nil {
-		return 0, err
-	}
 	matched := map[string]bool{}
-	for _, it := range items {
-		if it.Tags[tagService] != string(svc.UID) {
-			continue
-		}
-		key := openingKey(it.Protocol, it.Start)
-		if it.Start == it.End && want[key] && !matched[key] && sameSet(it.CIDRs, spec.sources) {
+	for _, o := range op.current {
+		key := openingKey(o.Protocol, o.Start)
+		if pl.keep[o.ID] {
 			matched[key] = true
 			continue
 		}
-		job, err := s.gw.deleteACLItem(it.ID)
-		if err != nil && !isNotFound(err) {
-			return 0, fmt.Errorf("cannot delete ACL item %s: %w", it.ID, err)
+		if op.firewall && !want[key] && !op.own {
+			continue // not ours to judge: the address is not the Service's own
 		}
-		s.jobs.add(svc.UID, job, "deleting ACL item "+it.ID)
+		var job string
+		var err error
+		if op.firewall {
+			job, err = s.gw.deleteFirewallRule(o.ID)
+		} else {
+			job, err = s.gw.deleteACLItem(o.ID)
+		}
+		if err != nil && !isNotFound(err) {
+			return 0, fmt.Errorf("cannot delete opening %s: %w", o.ID, err)
+		}
+		s.jobs.add(svc.UID, job, "deleting opening "+o.ID)
 		changes++
 	}
 	var created []string
@@ -523,12 +612,19 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 			continue
 		}
 		matched[key] = true
-		id, job, err := s.gw.createACLItem(n.ACL, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: spec.sources})
+		o := opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: spec.sources}
+		var id, job string
+		var err error
+		if op.firewall {
+			job, err = s.gw.createFirewallRule(st.addr.ID, o)
+		} else {
+			id, job, err = s.gw.createACLItem(op.acl, o)
+			created = append(created, id)
+		}
 		if err != nil {
-			return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s in ACL list %s: %w", p.port, l4(p.proto), list, err))
+			return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s%s: %w", p.port, l4(p.proto), inList(op.list), err))
 		}
 		s.jobs.add(svc.UID, job, fmt.Sprintf("opening port %d/%s", p.port, l4(p.proto)))
-		created = append(created, id)
 		changes++
 	}
 	if len(created) > 0 {
@@ -541,21 +637,29 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 	return changes, nil
 }
 
+// inList names an ACL list in a message ("" for a firewall).
+func inList(list string) string {
+	if list == "" {
+		return ""
+	}
+	return " in ACL list " + list
+}
+
 // adoptAddress tags an untagged address that the Service's rules are on and
 // that the Service did not ask for by loadBalancerIP: the peer associated it,
-// and released it with the Service; so will we.
-func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a address) error {
+// and released it with the Service; so will we. true: it started to.
+func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a address) (bool, error) {
 	got, found, err := s.gw.address(a.ID)
 	if err != nil || !found || len(got.Tags) > 0 {
-		return err
+		return false, err
 	}
 	job, err := s.gw.tag("PublicIpAddress", []string{a.ID}, s.ownTags(svc))
 	if err != nil {
-		return fmt.Errorf("cannot adopt public address %s: %w", a.IP, err)
+		return false, fmt.Errorf("cannot adopt public address %s: %w", a.IP, err)
 	}
 	s.jobs.add(svc.UID, job, "adopting public address "+a.IP)
 	klog.FromContext(ctx).Info("Adopted the public address of the Service's rules", "service", klog.KObj(svc), "address", a.IP)
-	return nil
+	return true, nil
 }
 
 // moveAddress handles a loadBalancerIP changed to another address: the rules
@@ -762,6 +866,14 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 		return "the load balancer is " + lb.Status, nil
 	}
 	if len(st.rules) > 0 {
+		if !st.addrRead && strings.TrimSpace(svc.Spec.LoadBalancerIP) == "" {
+			// The peer's address, never adopted (the Service goes before
+			// Overcast converged it): tagged first, so that it is released
+			// once its rules are gone, as the peer would.
+			if _, err := s.adoptAddress(ctx, svc, st.addr); err != nil {
+				return "", err
+			}
+		}
 		if err := s.closeOpenings(ctx, svc, st); err != nil {
 			return "", err
 		}

@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestNewServicesShareOneListingAndTwoOfANameAreNeverMadeThree(t *testing.T) 
 	f := e.Fixture()
 	lists := func() (n int) {
 		for _, c := range e.Calls() {
-			if c.Method == "GET" && strings.HasSuffix(c.Route, "/loadBalancers") {
+			if c.Method == http.MethodGet && strings.HasSuffix(c.Route, "/loadBalancers") {
 				n += c.Count
 			}
 		}

@@ -1,0 +1,280 @@
+package e2e
+
+import (
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
+	"github.com/overcast-ccm/overcast/internal/servicecontroller"
+	"github.com/overcast-ccm/overcast/test/framework"
+)
+
+// Taking over from cloudstack-kubernetes-provider: every shape of load
+// balancer the peer makes is adopted as it is.
+
+// The peer's annotations (its cloudstack_loadbalancer.go).
+const (
+	peerProxyProtocol = "service.beta.kubernetes.io/cloudstack-load-balancer-proxy-protocol"
+	peerSourceCIDRs   = "service.beta.kubernetes.io/cloudstack-load-balancer-source-cidrs"
+	peerIPAssociated  = "service.beta.kubernetes.io/cloudstack-load-balancer-ip-associated-by-controller"
+)
+
+// peerBuilt is what the peer made for a Service.
+type peerBuilt struct {
+	addrID, addr string
+	rules        []string // ids
+	firewall     []string // ids
+}
+
+// peerBuilds makes for svc what cloudstack-kubernetes-provider v1.2.0's
+// EnsureLoadBalancer makes on an isolated network, call for call as its
+// cloudstack_loadbalancer.go does: the address (the one loadBalancerIP
+// names, associated if it is free, the Service then annotated as associated
+// by the controller; else a new one), a rule per port named
+// <lbname>-<proto>-<port> (tcp-proxy with the proxy-protocol annotation)
+// whose cidrlist is the source-cidrs annotation or everyone, the machines
+// assigned, and a firewall rule per port from spec.loadBalancerSourceRanges
+// or everyone.
+func peerBuilds(t *testing.T, e *emulator.Emulator, svc *v1.Service, machines []string) peerBuilt {
+	t.Helper()
+	fx := e.Fixture()
+	user := cs.NewAsyncClient(e.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
+	project := ""
+	if strings.Contains(e.CloudConfig(), "project-id") {
+		project = fx.ProjectID
+	}
+	var b peerBuilt
+	associate := func(ip string) {
+		p := user.Address.NewAssociateIpAddressParams()
+		p.SetNetworkid(fx.NetworkID)
+		if project != "" {
+			p.SetProjectid(project)
+		}
+		if ip != "" {
+			p.SetIpaddress(ip)
+		}
+		r, err := user.Address.AssociateIpAddress(p)
+		require.NoError(t, err)
+		b.addrID, b.addr = r.Id, r.Ipaddress
+	}
+	if ip := svc.Spec.LoadBalancerIP; ip != "" {
+		p := user.Address.NewListPublicIpAddressesParams()
+		p.SetIpaddress(ip)
+		p.SetAllocatedonly(false)
+		p.SetListall(true)
+		if project != "" {
+			p.SetProjectid(project)
+		}
+		l, err := user.Address.ListPublicIpAddresses(p)
+		require.NoError(t, err)
+		require.Equal(t, 1, l.Count, "loadBalancerIP %s is one of the zone's addresses", ip)
+		b.addrID, b.addr = l.PublicIpAddresses[0].Id, l.PublicIpAddresses[0].Ipaddress
+		if l.PublicIpAddresses[0].Allocated == "" {
+			associate(ip)
+			if svc.Annotations == nil {
+				svc.Annotations = map[string]string{}
+			}
+			svc.Annotations[peerIPAssociated] = "true"
+			_, err := env.Client.CoreV1().Services(svc.Namespace).Update(t.Context(), svc, metav1.UpdateOptions{})
+			require.NoError(t, err)
+		}
+	} else {
+		associate("")
+	}
+	cidrs := []string{"0.0.0.0/0"}
+	if a := svc.Annotations[peerSourceCIDRs]; a != "" {
+		cidrs = strings.Split(a, ",")
+	}
+	sources := svc.Spec.LoadBalancerSourceRanges
+	if len(sources) == 0 {
+		sources = []string{"0.0.0.0/0"}
+	}
+	algorithm := "roundrobin"
+	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+		algorithm = "source"
+	}
+	for _, port := range svc.Spec.Ports {
+		proto, l4 := strings.ToLower(string(port.Protocol)), strings.ToLower(string(port.Protocol))
+		if port.Protocol == v1.ProtocolTCP && svc.Annotations[peerProxyProtocol] == "true" {
+			proto = "tcp-proxy"
+		}
+		name := cloudprovider.DefaultLoadBalancerName(svc) + "-" + proto + "-" + strconv.Itoa(int(port.Port))
+		rp := user.LoadBalancer.NewCreateLoadBalancerRuleParams(algorithm, name, int(port.NodePort), int(port.Port))
+		rp.SetNetworkid(fx.NetworkID)
+		rp.SetPublicipid(b.addrID)
+		rp.SetProtocol(proto)
+		rp.SetOpenfirewall(false)
+		rp.SetCidrlist(cidrs)
+		r, err := user.LoadBalancer.CreateLoadBalancerRule(rp)
+		require.NoError(t, err)
+		b.rules = append(b.rules, r.Id)
+		as := user.LoadBalancer.NewAssignToLoadBalancerRuleParams(r.Id)
+		as.SetVirtualmachineids(machines)
+		_, err = user.LoadBalancer.AssignToLoadBalancerRule(as)
+		require.NoError(t, err)
+		fw := user.Firewall.NewCreateFirewallRuleParams(b.addrID, l4)
+		fw.SetCidrlist(sources)
+		fw.SetStartport(int(port.Port))
+		fw.SetEndport(int(port.Port))
+		f, err := user.Firewall.CreateFirewallRule(fw)
+		require.NoError(t, err)
+		b.firewall = append(b.firewall, f.Id)
+	}
+	return b
+}
+
+func TestCloudStackTakesOverEveryShapeThePeerMakes(t *testing.T) {
+	for _, inProject := range []bool{false, true} {
+		t.Run(map[bool]string{false: "account", true: "project"}[inProject], func(t *testing.T) {
+			third := 66
+			if inProject {
+				third = 67
+			}
+			takeOver(t, third, inProject)
+		})
+	}
+}
+
+// takeOver has the peer build each shape, then starts Overcast in its place.
+func takeOver(t *testing.T, third int, inProject bool) {
+	ns := namespace(t)
+	e, err := emulator.New(emulator.Options{JobDelay: 300 * time.Millisecond, ServeTraffic: true, InProject: inProject,
+		MachineCIDR: "127.0." + strconv.Itoa(third) + ".0/24", PublicCIDR: "127.3." + strconv.Itoa(third) + ".0/24"})
+	e = coretest.Serve(t, e, err)
+	name := "cs" + strconv.Itoa(third) + "-node-1"
+	_, ip := e.AddMachine(name)
+	k := env.NewKubelet(t, name, ip)
+	nodes := env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig(),
+		Controllers: []string{"cloud-node", "cloud-node-lifecycle"}})
+	machine := strings.TrimPrefix(waitNodeInitialised(t, k.Name).Spec.ProviderID, "external-cloudstack://")
+	nodes.Stop()
+
+	requested := "127.3." + strconv.Itoa(third) + ".200"
+	shapes := map[string]func(*v1.Service){
+		"tcp":   nil,
+		"udp":   func(s *v1.Service) { s.Spec.Ports[0].Protocol, s.Spec.Ports[0].Port = v1.ProtocolUDP, 53 },
+		"proxy": func(s *v1.Service) { s.Annotations[peerProxyProtocol] = "true" },
+		"ports": func(s *v1.Service) {
+			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443})
+			s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
+		},
+		"ranges": func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} },
+		"cidrs":  func(s *v1.Service) { s.Annotations[peerSourceCIDRs] = "127.0.0.0/8" },
+		"both": func(s *v1.Service) {
+			s.Annotations[peerSourceCIDRs] = "127.0.0.0/8"
+			s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/9"}
+		},
+		"requested": func(s *v1.Service) { s.Spec.LoadBalancerIP = requested },
+	}
+	built := map[string]peerBuilt{}
+	svcs := map[string]*v1.Service{}
+	for shape, mutate := range shapes {
+		svc := lbService(t, ns, shape, func(s *v1.Service) {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			if mutate != nil {
+				mutate(s)
+			}
+		})
+		k.ServeService(t, svc, true)
+		built[shape], svcs[shape] = peerBuilds(t, e, svc, []string{machine}), svc
+	}
+	admin := csAdmin(e)
+	ids := func(f func() []string) []string { got := f(); slices.Sort(got); return got }
+	ruleIDs := func() []string {
+		p := admin.LoadBalancer.NewListLoadBalancerRulesParams()
+		p.SetListall(true)
+		if inProject {
+			p.SetProjectid("-1")
+		}
+		r, err := admin.LoadBalancer.ListLoadBalancerRules(p)
+		require.NoError(t, err)
+		var out []string
+		for _, r := range r.LoadBalancerRules {
+			out = append(out, r.Id)
+		}
+		return out
+	}
+	firewallIDs := func() []string {
+		p := admin.Firewall.NewListFirewallRulesParams()
+		p.SetListall(true)
+		if inProject {
+			p.SetProjectid("-1")
+		}
+		r, err := admin.Firewall.ListFirewallRules(p)
+		require.NoError(t, err)
+		var out []string
+		for _, f := range r.FirewallRules {
+			out = append(out, f.Id)
+		}
+		return out
+	}
+	var wantRules, wantFirewall []string
+	for _, b := range built {
+		wantRules, wantFirewall = append(wantRules, b.rules...), append(wantFirewall, b.firewall...)
+	}
+	slices.Sort(wantRules)
+	slices.Sort(wantFirewall)
+	e.ResetCalls()
+
+	env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig()})
+	for shape := range shapes {
+		got := waitCondition(t, ns, shape, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+		assert.Equal(t, built[shape].addr, ingressAddr(got), "%s: the peer's address", shape)
+	}
+	assert.Equal(t, k.Name, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(built["ranges"].addr), 80)),
+		"traffic from a source the ranges let in")
+	assert.Equal(t, wantRules, ids(ruleIDs), "the peer's rules, none rebuilt")
+	assert.Equal(t, wantFirewall, ids(firewallIDs), "the peer's firewall rules, none rebuilt")
+	writes := 0
+	for _, c := range e.Calls() {
+		if c.Method == http.MethodPost {
+			writes += c.Count
+		}
+	}
+	// One write for every address the peer associated unasked: its tags.
+	tagged := admin.Address.NewListPublicIpAddressesParams()
+	tagged.SetListall(true)
+	kubeSystem, err := env.Client.CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{})
+	require.NoError(t, err)
+	tagged.SetTags(map[string]string{"overcast-cluster": string(kubeSystem.UID)})
+	if inProject {
+		tagged.SetProjectid("-1")
+	}
+	adopted, err := admin.Address.ListPublicIpAddresses(tagged)
+	require.NoError(t, err)
+	assert.Equal(t, len(shapes)-1, adopted.Count, "every address the peer associated unasked is adopted")
+	assert.Equal(t, len(shapes)-1, writes, "nothing written but the adopted addresses' tags")
+	assert.Empty(t, warnings(t, ns))
+
+	for shape := range shapes { // all at once, then each waited for
+		require.NoError(t, env.Client.CoreV1().Services(ns).Delete(t.Context(), shape, metav1.DeleteOptions{}))
+	}
+	for shape := range shapes {
+		deleteService(t, ns, shape)
+	}
+	assert.Empty(t, ruleIDs())
+	assert.Empty(t, firewallIDs())
+	p := admin.Address.NewListPublicIpAddressesParams()
+	p.SetListall(true)
+	if inProject {
+		p.SetProjectid("-1")
+	}
+	left, err := admin.Address.ListPublicIpAddresses(p)
+	require.NoError(t, err)
+	assert.Zero(t, left.Count, "every address the peer associated goes with its Service")
+}
