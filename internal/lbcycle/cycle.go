@@ -159,6 +159,10 @@ type Cycle[S, L any] struct {
 
 	mu      sync.Mutex
 	checked map[string]time.Time // when each load balancer was last walked
+	// drifted are the Services the drift check found drifted: their next
+	// pass walks the load balancer, not the fast path, which only sees what
+	// the shared listing shows.
+	drifted map[types.UID]bool
 }
 
 // New returns the cycle of cloud.
@@ -169,7 +173,7 @@ func New[S, L any](cloud Cloud[S, L], records Records, opts Options) *Cycle[S, L
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Cycle[S, L]{cloud: cloud, records: records, opts: opts, checked: map[string]time.Time{}}
+	return &Cycle[S, L]{cloud: cloud, records: records, opts: opts, checked: map[string]time.Time{}, drifted: map[types.UID]bool{}}
 }
 
 // EnsureLoadBalancer converges the Service's load balancer by one step, or
@@ -216,7 +220,10 @@ func (c *Cycle[S, L]) UpdateLoadBalancer(ctx context.Context, clusterName string
 
 func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fingerprint) (*v1.LoadBalancerStatus, error) {
 	rec, hasRec := c.records.Get(svc)
-	if hasRec && rec.Fingerprint == fp {
+	c.mu.Lock()
+	walk := c.drifted[svc.UID]
+	c.mu.Unlock()
+	if hasRec && rec.Fingerprint == fp && !walk {
 		// The fast path: as converged, by the shared listings.
 		if lb, ok := c.listedAsRecorded(ctx, svc, rec); ok {
 			if st, ok, err := c.cloud.Published(ctx, svc, spec, rec, lb); err == nil && ok {
@@ -248,12 +255,17 @@ func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fi
 	if lb.State == Busy {
 		return nil, c.progress(svc, fmt.Sprintf("load balancer %s is %s", lb.ID, lb.Status))
 	}
-	if !built && (lb.Shared || !hasRec || rec.ID != lb.ID || rec.Fingerprint != fp || c.fullCheckDue(lb.ID)) {
+	if !built && (walk || lb.Shared || !hasRec || rec.ID != lb.ID || rec.Fingerprint != fp || c.fullCheckDue(lb.ID)) {
 		progress, err := c.cloud.Converge(ctx, svc, spec, lb)
 		if err != nil || progress != "" {
 			return nil, c.step(svc, progress, err)
 		}
 		c.walked(lb.ID)
+	}
+	if walk {
+		c.mu.Lock()
+		delete(c.drifted, svc.UID)
+		c.mu.Unlock()
 	}
 	st, addr, err := c.cloud.Publish(ctx, svc, spec, lb)
 	if err != nil {
@@ -274,11 +286,12 @@ func (c *Cycle[S, L]) EnsureLoadBalancerDeleted(ctx context.Context, _ string, s
 	if err != nil || progress != "" {
 		return c.step(svc, progress, err)
 	}
+	c.mu.Lock()
+	delete(c.drifted, svc.UID)
 	if rec, ok := c.records.Get(svc); ok {
-		c.mu.Lock()
 		delete(c.checked, rec.ID)
-		c.mu.Unlock()
 	}
+	c.mu.Unlock()
 	return nil
 }
 
@@ -319,6 +332,11 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 			out[svc.UID] = why
 		}
 	}
+	c.mu.Lock()
+	for uid := range out {
+		c.drifted[uid] = true
+	}
+	c.mu.Unlock()
 	return out, nil
 }
 

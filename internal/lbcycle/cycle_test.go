@@ -338,6 +338,26 @@ func TestAConvergedLoadBalancerIsWalkedOnceAFullCheckIsDue(t *testing.T) {
 	assert.Equal(t, []string{"listed", "published"}, cloud.ran, "walked: the next interval starts")
 }
 
+// A drift the cloud sees (a firewall rule gone) may leave the shared listing
+// as it was converged: the next pass walks the load balancer anyway, once.
+func TestADriftedServiceIsWalkedNotAnsweredFromTheListing(t *testing.T) {
+	cloud := script{spec: fp, listed: ready, found: ready, publish: true, drift: "no firewall rule opens port 80/tcp"}
+	c := New[string, string](&cloud, converged("lb1"), Options{})
+	drifted, err := c.Drifted(t.Context(), []*v1.Service{service})
+	require.NoError(t, err)
+	assert.Equal(t, map[types.UID]string{service.UID: "no firewall rule opens port 80/tcp"}, drifted)
+
+	cloud.ran = nil
+	_, err = c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"find", "converge", "publish"}, cloud.ran, "drifted: walked")
+
+	cloud.ran = nil
+	_, err = c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"listed", "published"}, cloud.ran, "repaired: the fast path again")
+}
+
 func TestDeleteIsDoneWhenNothingIsLeft(t *testing.T) {
 	cloud := script{answer: map[string]string{"delete": "load balancer lb1 is being deleted"}}
 	c := New[string, string](&cloud, converged("lb1"), Options{})

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -277,4 +278,83 @@ func takeOver(t *testing.T, third int, inProject bool) {
 	left, err := admin.Address.ListPublicIpAddresses(p)
 	require.NoError(t, err)
 	assert.Zero(t, left.Count, "every address the peer associated goes with its Service")
+}
+
+// What is removed behind the CCM's back (a firewall rule, a load balancer
+// rule, the address's association) is rebuilt by the drift check with no
+// change to the Service, on the same address.
+func TestCloudStackRepairsWhatIsRemovedBehindItsBack(t *testing.T) {
+	ns := namespace(t)
+	c, e := cloudStackLBCloudOn(t, 68, 1)
+	admin := csAdmin(e)
+	svc := lbService(t, ns, "web", func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} })
+	c.nodes[0].ServeService(t, svc, true)
+	got := waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+	addr := ingressAddr(got)
+	to := netip.AddrPortFrom(netip.MustParseAddr(addr), 80)
+	require.Equal(t, c.nodes[0].Name, waitTCP(t, netip.Addr{}, to))
+
+	firewall := func() []*cs.FirewallRule {
+		p := admin.Firewall.NewListFirewallRulesParams()
+		p.SetListall(true)
+		r, err := admin.Firewall.ListFirewallRules(p)
+		require.NoError(t, err)
+		return r.FirewallRules
+	}
+	ids := func() (rules, openings []string) {
+		for _, r := range csRules(t, admin) {
+			rules = append(rules, r.Id)
+		}
+		for _, f := range firewall() {
+			openings = append(openings, f.Id)
+		}
+		return rules, openings
+	}
+	// removed waits until what remove took away is gone, then until the
+	// drift check has put a rule and a firewall rule back (new ones).
+	removed := func(what string, remove func(rule *cs.LoadBalancerRule, fw *cs.FirewallRule) string) {
+		t.Helper()
+		rules, openings := ids()
+		require.Len(t, rules, 1)
+		require.Len(t, openings, 1)
+		gone := remove(csRules(t, admin)[0], firewall()[0])
+		require.NoError(t, framework.Poll(waitShort, tick, func() error {
+			r, o := ids()
+			if slices.Contains(append(r, o...), gone) {
+				return fmt.Errorf("%s: %s is still there", what, gone)
+			}
+			return nil
+		}), what)
+		require.NoError(t, framework.Poll(waitLong, tick, func() error {
+			r, o := ids()
+			if len(r) != 1 || len(o) != 1 || (slices.Equal(r, rules) && slices.Equal(o, openings)) {
+				return fmt.Errorf("%s: rules %v, firewall rules %v: not repaired", what, r, o)
+			}
+			return nil
+		}), what)
+		assert.Equal(t, c.nodes[0].Name, waitTCP(t, netip.Addr{}, to), "%s: served on the same address", what)
+		now, err := env.Client.CoreV1().Services(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, addr, ingressAddr(now), what)
+		assert.Equal(t, addr, csRules(t, admin)[0].Publicip, "%s: the same address", what)
+	}
+
+	removed("firewall rule deleted", func(_ *cs.LoadBalancerRule, fw *cs.FirewallRule) string {
+		_, err := admin.Firewall.DeleteFirewallRule(admin.Firewall.NewDeleteFirewallRuleParams(fw.Id))
+		require.NoError(t, err)
+		return fw.Id
+	})
+	removed("load balancer rule deleted", func(r *cs.LoadBalancerRule, _ *cs.FirewallRule) string {
+		_, err := admin.LoadBalancer.DeleteLoadBalancerRule(admin.LoadBalancer.NewDeleteLoadBalancerRuleParams(r.Id))
+		require.NoError(t, err)
+		return r.Id
+	})
+	removed("address released", func(r *cs.LoadBalancerRule, _ *cs.FirewallRule) string {
+		_, err := admin.Address.DisassociateIpAddress(admin.Address.NewDisassociateIpAddressParams(r.Publicipid))
+		require.NoError(t, err)
+		return r.Id // its rules go with it
+	})
+	assert.Empty(t, warnings(t, ns))
+	deleteService(t, ns, "web")
+	assert.Empty(t, c.holds(t, got, ""), "a deleted Service leaves nothing")
 }

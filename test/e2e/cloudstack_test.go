@@ -46,6 +46,12 @@ func csAdmin(e *emulator.Emulator) *cs.CloudStackClient {
 
 // cloudStackLBCloud: the emulator, a CCM on it, and n machines with Nodes.
 func cloudStackLBCloud(t *testing.T, third, n int) *lbCloud {
+	c, _ := cloudStackLBCloudOn(t, third, n)
+	return c
+}
+
+// cloudStackLBCloudOn is cloudStackLBCloud with its emulator.
+func cloudStackLBCloudOn(t *testing.T, third, n int) (*lbCloud, *emulator.Emulator) {
 	t.Helper()
 	e := cloudStackEmulator(t, third)
 	env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig(),
@@ -92,7 +98,7 @@ func cloudStackLBCloud(t *testing.T, third, n int) *lbCloud {
 		slices.Sort(out)
 		return out
 	}
-	return c
+	return c, e
 }
 
 func csRules(t *testing.T, admin *cs.CloudStackClient) []*cs.LoadBalancerRule {

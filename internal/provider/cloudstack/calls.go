@@ -466,6 +466,7 @@ func (gw *gateway) unassign(id string, machines []string) (string, error) {
 // port range let in from some sources.
 type opening struct {
 	ID, Protocol string
+	AddressID    string // a firewall rule's
 	Start, End   int
 	CIDRs        []string
 	// ACL items only: Allow or Deny, Ingress or Egress, and their tags.
@@ -473,26 +474,35 @@ type opening struct {
 	Tags            map[string]string
 }
 
+// firewallRules lists the firewall rules of an address ("": of every
+// address the account or project has, page by page).
 func (gw *gateway) firewallRules(addressID string) ([]opening, error) {
 	project, err := gw.projectID()
 	if err != nil {
 		return nil, err
 	}
-	p := gw.cs().Firewall.NewListFirewallRulesParams()
-	p.SetIpaddressid(addressID)
-	p.SetListall(true)
-	if project != "" {
-		p.SetProjectid(project)
-	}
-	r, err := gw.cs().Firewall.ListFirewallRules(p)
-	if err != nil {
-		return nil, translate("listFirewallRules", err)
-	}
-	out := make([]opening, len(r.FirewallRules))
-	for i, f := range r.FirewallRules {
-		out[i] = opening{ID: f.Id, Protocol: strings.ToLower(f.Protocol), Start: f.Startport, End: f.Endport, CIDRs: splitCIDRs(f.Cidrlist)}
-	}
-	return out, nil
+	return pages(gw, func(page, size int) ([]opening, int, error) {
+		p := gw.cs().Firewall.NewListFirewallRulesParams()
+		if addressID != "" {
+			p.SetIpaddressid(addressID)
+		}
+		p.SetListall(true)
+		if project != "" {
+			p.SetProjectid(project)
+		}
+		p.SetPage(page)
+		p.SetPagesize(size)
+		r, err := gw.cs().Firewall.ListFirewallRules(p)
+		if err != nil {
+			return nil, 0, translate("listFirewallRules", err)
+		}
+		out := make([]opening, len(r.FirewallRules))
+		for i, f := range r.FirewallRules {
+			out[i] = opening{ID: f.Id, Protocol: strings.ToLower(f.Protocol), Start: f.Startport, End: f.Endport,
+				CIDRs: splitCIDRs(f.Cidrlist), AddressID: f.Ipaddressid}
+		}
+		return out, r.Count, nil
+	})
 }
 
 func (gw *gateway) createFirewallRule(addressID string, o opening) (string, error) {

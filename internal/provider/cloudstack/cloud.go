@@ -50,6 +50,7 @@ type Cloud struct {
 	gw       *gateway
 	machines *snapshot.Snapshot[machine]
 	listing  *snapshot.Snapshot[ruleGroup]
+	firewall *snapshot.Snapshot[addrOpenings] // the drift check's
 	jobs     *jobs
 	// records keeps each Service's converged record in CloudStackConverged.
 	records *lbcycle.AnnotationRecords
@@ -84,6 +85,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
+	c.firewall = newFirewallListing(gw)
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube}
 	c.Cycle = newCycle(c)
 	return c, nil

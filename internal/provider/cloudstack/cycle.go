@@ -207,7 +207,15 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 			return fmt.Sprintf("public address %s is being released", spec.ip), nil
 		}
 	}
-	id, job, err := s.gw.associate(n, spec.ip)
+	ask := spec.ip
+	if ask == "" {
+		ask = s.keptAddress(ctx, svc)
+	}
+	id, job, err := s.gw.associate(n, ask)
+	if err != nil && ask != spec.ip {
+		klog.FromContext(ctx).Info("The Service's former address cannot be had again; associating another", "service", klog.KObj(svc), "address", ask, "err", err.Error())
+		id, job, err = s.gw.associate(n, "")
+	}
 	if err != nil {
 		if spec.ip != "" {
 			return "", outcome.RefusedProblem(outcome.ReasonAddressUnavailable, fmt.Errorf("cannot associate spec.loadBalancerIP %s: %w", spec.ip, err))
@@ -228,8 +236,26 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if spec.ip != "" {
 		s.markAssociated(ctx, svc)
 	}
-	klog.FromContext(ctx).Info("Associating public address", "service", klog.KObj(svc), "id", id, "requested", spec.ip)
+	klog.FromContext(ctx).Info("Associating public address", "service", klog.KObj(svc), "id", id, "requested", ask)
 	return fmt.Sprintf("public address %s is being associated", id), nil
+}
+
+// keptAddress is the address the Service was last published with, when it
+// is free again (its association was released behind our back): associated
+// again, so that the Service keeps its address. "" when there is none.
+func (s steps) keptAddress(ctx context.Context, svc *v1.Service) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP == "" {
+			continue
+		}
+		a, found, err := s.gw.addressOf(in.IP)
+		if err != nil || !found || !strings.EqualFold(a.State, "Free") {
+			return ""
+		}
+		klog.FromContext(ctx).Info("The Service's address is free again: associating it for the Service", "service", klog.KObj(svc), "address", in.IP)
+		return in.IP
+	}
+	return ""
 }
 
 // freshAddress is the address this process associated for the Service and
@@ -342,6 +368,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		return "", err
 	}
 	if opened > 0 {
+		s.firewall.Invalidate()
 		changes = append(changes, fmt.Sprintf("%d opening(s) for the sources being changed", opened))
 	}
 	for _, p := range spec.ports {
@@ -503,7 +530,11 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 // openingPlan is which current openings stay, and what each port's opening
 // lets in once the changes are made.
 type openingPlan struct {
-	enforced bool
+	// alone: the port's opening alone decides what else reaches it, so a
+	// rule's cidrlist is judged with it: a firewall rule on the address. An
+	// ACL list is not: another item (the peer's, untagged, to everyone) may
+	// let in more, so there the cidrlist must hold the sources itself.
+	alone bool
 	keep     map[string]bool     // current openings kept, by id
 	after    map[string][]string // by openingKey
 }
@@ -515,7 +546,7 @@ type openingPlan struct {
 // firewall; we put what is asked in both. Either lets in the same sources, so
 // neither is rebuilt.
 func (op openings) plan(spec lbSpec, current map[string]rule) openingPlan {
-	pl := openingPlan{enforced: op.enforced, keep: map[string]bool{}, after: map[string][]string{}}
+	pl := openingPlan{alone: op.firewall && op.enforced, keep: map[string]bool{}, after: map[string][]string{}}
 	want := map[string]bool{}
 	for _, p := range spec.ports {
 		want[openingKey(p.proto, p.port)] = true
@@ -529,7 +560,7 @@ func (op openings) plan(spec lbSpec, current map[string]rule) openingPlan {
 		r, ruled := current[key]
 		together, one := letIn(r.CIDRs, o.CIDRs)
 		if sameSet(o.CIDRs, spec.sources) ||
-			(ruled && simple && one && sameSet(r.CIDRs, spec.ruleCIDRs) && sameSet(together, goal)) {
+			(pl.alone && ruled && simple && one && sameSet(r.CIDRs, spec.ruleCIDRs) && sameSet(together, goal)) {
 			pl.keep[o.ID], pl.after[key] = true, o.CIDRs
 		}
 	}
@@ -547,8 +578,8 @@ func (pl openingPlan) ruleServes(r rule, spec lbSpec) bool {
 	if sameSet(r.CIDRs, spec.ruleCIDRs) {
 		return true
 	}
-	if !pl.enforced {
-		return false // the cidrlist alone decides
+	if !pl.alone {
+		return false // the cidrlist decides
 	}
 	goal, simple := letIn(spec.ruleCIDRs, spec.sources)
 	together, one := letIn(r.CIDRs, pl.after[openingKey(r.Protocol, r.PublicPort)])
@@ -824,18 +855,71 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	return "", true, nil
 }
 
-// Drift sees, in the shared listing, a rule missing or moved.
-func (s steps) Drift(_ context.Context, svc *v1.Service, rec lbcycle.Record, lb csLB) (string, error) {
-	if rec.Address != "" && lb.Obj.addr.IP != rec.Address {
-		return fmt.Sprintf("the rules are on %s, not on %s", lb.Obj.addr.IP, rec.Address), nil
+// Drift sees, in the shared listings, a rule missing or moved, or a port of
+// the rules no firewall rule opens any more (an isolated network).
+func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, lb csLB) (string, error) {
+	st := lb.Obj
+	if rec.Address != "" && st.addr.IP != rec.Address {
+		return fmt.Sprintf("the rules are on %s, not on %s", st.addr.IP, rec.Address), nil
 	}
-	if len(lb.Obj.rules) < len(svc.Spec.Ports) {
-		return fmt.Sprintf("%d rule(s) for %d port(s)", len(lb.Obj.rules), len(svc.Spec.Ports)), nil
+	if len(st.rules) < len(svc.Spec.Ports) {
+		return fmt.Sprintf("%d rule(s) for %d port(s)", len(st.rules), len(svc.Spec.Ports)), nil
+	}
+	if len(st.rules) == 0 {
+		return "", nil
+	}
+	n, err := s.network(st.rules[0].Network)
+	if err != nil || !n.Firewall {
+		return "", err
+	}
+	fw, _, err := s.firewall.Get(ctx, "addr/"+st.addr.ID)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range st.rules {
+		if !slices.ContainsFunc(fw.openings, func(o opening) bool {
+			return o.Protocol == l4(r.Protocol) && o.Start <= r.PublicPort && r.PublicPort <= o.End
+		}) {
+			return fmt.Sprintf("no firewall rule opens port %d/%s of %s", r.PublicPort, l4(r.Protocol), st.addr.IP), nil
+		}
 	}
 	return "", nil
 }
 
-func (s steps) Relist() { s.listing.Invalidate() }
+func (s steps) Relist() {
+	s.listing.Invalidate()
+	s.firewall.Invalidate()
+}
+
+// addrOpenings are the firewall rules of one address.
+type addrOpenings struct {
+	addr     string
+	openings []opening
+}
+
+// newFirewallListing is the shared listing of every firewall rule, by
+// address: what the drift check reads.
+func newFirewallListing(gw *gateway) *snapshot.Snapshot[addrOpenings] {
+	return snapshot.New(ProviderName+"-firewall", listingMaxAge, listingMinMiss, func(context.Context) ([]addrOpenings, error) {
+		all, err := gw.firewallRules("")
+		if err != nil {
+			return nil, err
+		}
+		byAddr := map[string]*addrOpenings{}
+		var out []addrOpenings
+		for _, o := range all {
+			if byAddr[o.AddressID] == nil {
+				byAddr[o.AddressID] = &addrOpenings{addr: o.AddressID}
+			}
+			g := byAddr[o.AddressID]
+			g.openings = append(g.openings, o)
+		}
+		for _, g := range byAddr {
+			out = append(out, *g)
+		}
+		return out, nil
+	}, func(g addrOpenings) []string { return []string{"addr/" + g.addr} })
+}
 
 // RetryAfter is when the Service's jobs should be done.
 func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.jobs.retryAfter(svc.UID) }

@@ -1,6 +1,7 @@
 package cloudstack
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,9 +30,10 @@ func TestRulesAndOpeningsAreJudgedByWhatTheyLetInTogether(t *testing.T) {
 		{"changed annotation: both change", spec(other, other), annotated, annotated, true, false, false},
 		{"no firewall: the cidrlist alone decides", spec(ranges, ranges), everyone, nil, false, false, false},
 		{"two different lists asked: judged exactly", spec(annotated, ranges), everyone, ranges, true, false, true},
+		{"an ACL list (another item may let everyone in): the cidrlist must hold them", spec(ranges, ranges), everyone, ranges, true, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			op := openings{firewall: true, enforced: c.enforced}
+			op := openings{firewall: !strings.HasPrefix(c.name, "an ACL"), enforced: c.enforced}
 			if c.opening != nil {
 				op.current = []opening{{ID: "fw", Protocol: "tcp", Start: 80, End: 80, CIDRs: c.opening}}
 			}
