@@ -535,8 +535,8 @@ type openingPlan struct {
 	// ACL list is not: another item (the peer's, untagged, to everyone) may
 	// let in more, so there the cidrlist must hold the sources itself.
 	alone bool
-	keep     map[string]bool     // current openings kept, by id
-	after    map[string][]string // by openingKey
+	keep  map[string]bool     // current openings kept, by id
+	after map[string][]string // by openingKey
 }
 
 // plan judges the current openings by what they let in together with the
