@@ -39,6 +39,11 @@ type Cloud struct {
 	// listings are the shared listings of the load balancers, by kind.
 	listings map[string]*snapshot.Snapshot[LB]
 	wrs      *workRequests
+	// asks holds a place for each creation being asked for (Create), as
+	// many as the client-side write limit's burst: a hundred creations
+	// wait their turns without taking every turn ahead of the security
+	// list writes that make the first ones ready.
+	asks chan struct{}
 	// records keeps each Service's converged record in OCIConverged.
 	records *lbcycle.AnnotationRecords
 
@@ -92,6 +97,7 @@ func New(cfg Config) (*Cloud, error) {
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
 	c.wrs = newWorkRequests()
+	c.asks = make(chan struct{}, max(1, gw.writeBurst))
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube}
 	c.Cycle = newCycle(c)
 	return c, nil

@@ -36,7 +36,7 @@ const (
 	pendingRetry = time.Second
 	// createPoll is how old the shared listing may be that tells a load
 	// balancer being created is done.
-	createPoll        = time.Second
+	createPoll        = 500 * time.Millisecond
 	fullCheckInterval = time.Hour
 	listingMaxAge     = 60 * time.Second
 	listingMinMiss    = 10 * time.Second
@@ -102,9 +102,10 @@ const whatCreate = "being created"
 
 type pendingWR struct {
 	kind    string // of the load balancer
-	id      string
+	id      string // "" while the creation is being asked for (Create)
 	what    string
 	started time.Time
+	err     error // the creation's refusal, for the next look to tell
 }
 
 func newWorkRequests() *workRequests { return &workRequests{pending: map[types.UID]pendingWR{}} }
@@ -113,6 +114,19 @@ func (w *workRequests) start(svc *v1.Service, kind, id, what string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pending[svc.UID] = pendingWR{kind: kind, id: id, what: what, started: time.Now()}
+}
+
+// asked records how the asking for a creation went: its work request, or
+// the error, which the Service's next look reports.
+func (w *workRequests) asked(svc *v1.Service, id string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pending[svc.UID]
+	if !ok || p.id != "" {
+		return
+	}
+	p.id, p.err, p.started = id, err, time.Now()
+	w.pending[svc.UID] = p
 }
 
 func (w *workRequests) get(svc *v1.Service) (pendingWR, bool) {
@@ -227,6 +241,13 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
 func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, bool, error) {
 	p, waited := s.wrs.get(svc)
 	if waited && p.kind == kind {
+		switch {
+		case p.id == "" && p.err != nil:
+			s.wrs.done(svc, 0)
+			return ociLB{}, false, p.err
+		case p.id == "":
+			return ociLB{ID: nameOf(svc, kind), Status: "being asked for (the client-side write limit)", State: lbcycle.Busy}, true, nil
+		}
 		if p.what == whatCreate {
 			lb, found, err := s.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), createPoll)
 			switch {
@@ -318,24 +339,69 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return made, err
 	}
 	nsgs := wantedNSGs(spec, front)
-	var wr string
-	if spec.kind == kindNLB {
-		wr, err = s.gw.createNetworkLoadBalancer(ctx, CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
-			SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
-			FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs}, newToken())
-	} else {
-		wr, err = s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+	create := func(ctx context.Context) (string, error) {
+		if spec.kind == kindNLB {
+			return s.gw.createNetworkLoadBalancer(ctx, CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+				SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
+				FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs}, newToken())
+		}
+		return s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
 			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved,
 			Certificates: spec.certs, RuleSets: spec.ruleSets, NSGs: nsgs}, newToken())
 	}
-	if err != nil {
-		return "", err
-	}
 	// Busy (CREATING) until the shared listing shows it otherwise.
-	s.wrs.start(svc, spec.kind, wr, whatCreate)
-	return fmt.Sprintf("%s %s is being created (work request %s)", noun(spec.kind), spec.name, wr), nil
+	select {
+	case s.asks <- struct{}{}:
+		// A place among the creations asked for at once: asked now.
+		wr, err := create(ctx)
+		<-s.asks
+		if err != nil {
+			return "", err
+		}
+		s.wrs.start(svc, spec.kind, wr, whatCreate)
+		return fmt.Sprintf("%s %s is being created (work request %s)", noun(spec.kind), spec.name, wr), nil
+	default:
+	}
+	// Every place taken (a burst of Services): the creation is asked for
+	// without a worker waiting for its turn of the client-side write limit
+	// (the burst would hold every worker there, and none would see the first
+	// load balancers ready). The Service is busy until it is answered, and
+	// its next look tells how that went.
+	s.wrs.start(svc, spec.kind, "", whatCreate)
+	logger := klog.FromContext(ctx)
+	go func() {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createAskTimeout)
+		defer cancel()
+		var wr string
+		var err error
+		select {
+		case s.asks <- struct{}{}:
+			wr, err = create(actx)
+			<-s.asks
+		case <-actx.Done():
+			err = actx.Err()
+		}
+		if err != nil {
+			logger.V(2).Info("A load balancer's creation was refused", "service", klog.KObj(svc), "err", err.Error())
+		}
+		s.wrs.asked(svc, wr, err)
+	}()
+	return fmt.Sprintf("%s %s is being asked for", noun(spec.kind), spec.name), nil
 }
+
+// asking says, while a creation for the Service is being asked for, that
+// it is (it may yet be made: what is deleted or replaced waits for it).
+func (s steps) asking(svc *v1.Service) string {
+	if p, ok := s.wrs.get(svc); ok && p.id == "" && p.err == nil {
+		return fmt.Sprintf("the creation of %s %s is being asked for", noun(p.kind), nameOf(svc, p.kind))
+	}
+	return ""
+}
+
+// createAskTimeout bounds the asking for one creation, the wait for the
+// client-side write limit included.
+const createAskTimeout = 5 * time.Minute
 
 // noun names a kind of load balancer in messages.
 func noun(kind string) string {
@@ -476,6 +542,9 @@ func (s steps) removeOtherKind(ctx context.Context, svc *v1.Service, kind string
 	other := kindLB
 	if kind == kindLB {
 		other = kindNLB
+	}
+	if asking := s.asking(svc); asking != "" {
+		return asking, nil
 	}
 	old, found, err := s.listed(ctx, svc, other)
 	if err != nil || !found || old.LifecycleState == "DELETING" || old.LifecycleState == "DELETED" {
@@ -845,6 +914,9 @@ func (s steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcy
 // had asked for that before: one call a step, then the Service is looked
 // at again until they are gone.
 func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+	if asking := s.asking(svc); asking != "" {
+		return asking, nil
+	}
 	kind := kindOf(svc)
 	var lbs []ociLB
 	lb, found, err := s.find(ctx, svc, kind)

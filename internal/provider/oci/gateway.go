@@ -61,6 +61,9 @@ func endpointsFor(region string) Endpoints {
 type gateway struct {
 	http *http.Client
 	ep   Endpoints
+	// writeBurst is the client-side write limit's burst: how many
+	// creations are asked for at once (Create).
+	writeBurst int
 	// pageSize is the limit a listing asks for (listLimit; smaller in tests).
 	pageSize int
 }
@@ -92,8 +95,15 @@ func newGateway(ep Endpoints, creds credentials, rl *RateLimiter, now func() tim
 	if err != nil {
 		return nil, err
 	}
-	return &gateway{http: hc, ep: ep, pageSize: listLimit}, nil
+	burst := limits.WriteBurst
+	if math.IsInf(limits.WriteQPS, 1) {
+		burst = unlimitedBurst
+	}
+	return &gateway{http: hc, ep: ep, pageSize: listLimit, writeBurst: burst}, nil
 }
+
+// unlimitedBurst stands for the write burst when the limit is disabled.
+const unlimitedBurst = 64
 
 // Error is OCI's answer to a call that failed.
 type Error struct {
@@ -716,10 +726,17 @@ func (g *gateway) securityList(ctx context.Context, id string) (SecurityList, er
 }
 
 // updateSecurityList replaces the rules of the security list read as sl,
-// if it has not changed since (If-Match: a 412 NoEtagMatch is ErrBusy).
-func (g *gateway) updateSecurityList(ctx context.Context, sl SecurityList) error {
+// if it has not changed since (If-Match: a 412 NoEtagMatch is ErrBusy), and
+// returns the list as OCI then holds it, with its new etag ("" if OCI gave
+// none: read it again before the next change).
+func (g *gateway) updateSecurityList(ctx context.Context, sl SecurityList) (SecurityList, error) {
 	body := map[string][]json.RawMessage{"ingressSecurityRules": sl.Ingress, "egressSecurityRules": sl.Egress}
-	_, err := g.callWith(ctx, "network", http.MethodPut, g.ep.Core, coreAPI+"/securityLists/"+url.PathEscape(sl.ID), body,
+	var now SecurityList
+	h, err := g.do(ctx, "network", http.MethodPut, g.ep.Core, coreAPI+"/securityLists/"+url.PathEscape(sl.ID), nil, body, &now,
 		http.Header{"If-Match": {sl.etag}})
-	return err
+	if err != nil {
+		return SecurityList{}, err
+	}
+	now.etag = h.Get("etag")
+	return now, nil
 }

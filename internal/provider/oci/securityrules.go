@@ -302,7 +302,22 @@ type listWriter struct {
 	mu     sync.Mutex
 	queued map[string][]listChange // by list
 	busy   map[string]bool
+	// last is each list as this CCM last read or wrote it: the next batch
+	// within listReuse writes on it with its etag instead of reading it
+	// first (a 412 says another writer came between, and it is read).
+	last map[string]knownList
 }
+
+// knownList is a security list and when it was known so.
+type knownList struct {
+	sl SecurityList
+	at time.Time
+}
+
+// listReuse is how long a list this CCM read or wrote is written on without
+// reading it again: long enough for a burst of Services, short enough that a
+// rule removed by hand is seen soon by a Service's next pass.
+const listReuse = 10 * time.Second
 
 // updateList makes list id hold exactly want among the rules marked mark,
 // in the next batch of its changes.
@@ -330,10 +345,21 @@ func (c *Cloud) updateList(ctx context.Context, id, mark string, want listRules)
 // listWriteTimeout bounds one batch's reads and writes.
 const listWriteTimeout = time.Minute
 
+// listPace is the least time between the starts of two batches of one list
+// while creations wait for the client-side write limit (every place of
+// Cloud.asks taken): the changes arriving meanwhile wait to go in one write,
+// which spares the limit the creations need. Otherwise a batch goes at once.
+const listPace = 500 * time.Millisecond
+
 // writeLists writes list id's batches until none is queued.
 func (c *Cloud) writeLists(id string) {
 	w := &c.lists
+	var last time.Time
 	for {
+		if wait := listPace - time.Since(last); !last.IsZero() && wait > 0 && len(c.asks) == cap(c.asks) {
+			time.Sleep(wait)
+		}
+		last = time.Now()
 		w.mu.Lock()
 		batch := w.queued[id]
 		delete(w.queued, id)
@@ -352,9 +378,10 @@ func (c *Cloud) writeLists(id string) {
 	}
 }
 
-// writeBatch reads the list, works out its rules with every change of the
-// batch, and writes them if they changed, with If-Match; a 412 (another
-// writer: another cluster, or the peer) reads it again.
+// writeBatch reads the list (or takes it as this CCM last knew it, within
+// listReuse), works out its rules with every change of the batch, and writes
+// them if they changed, with If-Match; a 412 (another writer: another
+// cluster, or the peer) reads it again.
 func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange) error {
 	var err error
 	for attempt := range securityRetries {
@@ -366,9 +393,13 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange) e
 			case <-time.After(d):
 			}
 		}
-		var sl SecurityList
-		if sl, err = c.gw.securityList(ctx, id); err != nil {
-			return err
+		sl, known := c.lists.known(id)
+		if !known || attempt > 0 {
+			if sl, err = c.gw.securityList(ctx, id); err != nil {
+				c.lists.forget(id)
+				return err
+			}
+			c.lists.remember(id, sl)
 		}
 		changed := false
 		for _, ch := range batch {
@@ -383,14 +414,47 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange) e
 		if !changed {
 			return nil
 		}
-		if err = c.gw.updateSecurityList(ctx, sl); err == nil {
+		var now SecurityList
+		if now, err = c.gw.updateSecurityList(ctx, sl); err == nil {
+			c.lists.remember(id, now)
 			return nil
 		}
+		c.lists.forget(id)
 		if !errors.Is(err, outcome.ErrBusy) {
 			return err
 		}
 	}
 	return err
+}
+
+// known is list id as last read or written, if that was within listReuse
+// and OCI gave its etag; a copy, for the caller to change.
+func (w *listWriter) known(id string) (SecurityList, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k, ok := w.last[id]
+	if !ok || k.sl.etag == "" || time.Since(k.at) > listReuse {
+		return SecurityList{}, false
+	}
+	sl := k.sl
+	sl.Ingress, sl.Egress = slices.Clone(sl.Ingress), slices.Clone(sl.Egress)
+	return sl, true
+}
+
+func (w *listWriter) remember(id string, sl SecurityList) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[string]knownList{}
+	}
+	sl.ID = id
+	w.last[id] = knownList{sl: sl, at: time.Now()}
+}
+
+func (w *listWriter) forget(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, id)
 }
 
 // merge is have with the rules marked mark that want no longer asks for

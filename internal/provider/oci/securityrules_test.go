@@ -140,3 +140,34 @@ func TestTwoClustersOnOneSecurityListNeverRemoveEachOthersRules(t *testing.T) {
 	require.NoError(t, a.removeRules(t.Context(), svcB, []string{e.Fixture().SubnetID}))
 	assert.Equal(t, 5, marked(e, "overcast:cluster-b/uid-b "))
 }
+
+func TestAListThisCCMJustWroteIsWrittenOnWithoutReadingItAgain(t *testing.T) {
+	e := startEmulator(t)
+	c := cloudOn(t, e.CloudConfig())
+	c.SetClusterUID("cluster-a")
+	_, ip := e.AddMachine("node-a")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	calls := func(method string) (n int) {
+		for _, call := range e.Calls() {
+			if call.Method == method && strings.Contains(call.Route, "/securityLists/") {
+				n += call.Count
+			}
+		}
+		return n
+	}
+	require.NoError(t, rulesFor(t, c, lbSvc("one", "uid-1", 30001), nodes))
+	require.NoError(t, rulesFor(t, c, lbSvc("two", "uid-2", 30002), nodes))
+	assert.Equal(t, 1, calls(http.MethodGet), "read once, then written on with the etag the write gave")
+	assert.Equal(t, 2, calls(http.MethodPut))
+
+	// Another writer (another cluster) comes between: the 412 has the list
+	// read again, and nothing is lost.
+	other := cloudOn(t, e.CloudConfig())
+	other.SetClusterUID("cluster-b")
+	require.NoError(t, rulesFor(t, other, lbSvc("web", "uid-b", 30003), nodes))
+	require.NoError(t, rulesFor(t, c, lbSvc("three", "uid-3", 30004), nodes))
+	for _, mark := range []string{"overcast:cluster-a/uid-1 ", "overcast:cluster-a/uid-2 ", "overcast:cluster-a/uid-3 ", "overcast:cluster-b/uid-b "} {
+		assert.Equal(t, 5, marked(e, mark), mark)
+	}
+}
