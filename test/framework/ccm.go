@@ -186,6 +186,13 @@ func (e *Env) StartCCMProcess(t testing.TB, name string, o CCMOptions) *ProcessC
 	return e.startProcess(t, bin, name, e.ccmArgs(t, o))
 }
 
+// StartBinary runs another CCM's binary (a peer's) as a process with the
+// flags of o, until the test ends (or Stop).
+func (e *Env) StartBinary(t testing.TB, bin, name string, o CCMOptions) *ProcessCCM {
+	t.Helper()
+	return e.startProcess(t, bin, name, e.ccmArgs(t, o))
+}
+
 func (e *Env) startProcess(t testing.TB, bin, name string, args []string) *ProcessCCM {
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)

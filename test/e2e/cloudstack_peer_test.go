@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/overcast-ccm/overcast/internal/servicecontroller"
+	"github.com/overcast-ccm/overcast/test/framework"
+)
+
+// TestCloudStackTakesOverFromThePeerItself runs the unmodified
+// cloudstack-kubernetes-provider (its binary named by
+// OVERCAST_PEER_CLOUDSTACK; docs/cloudstack.md says how to build it) on the
+// emulator with two Services, one with source ranges, then Overcast in its
+// place, as docs/cloudstack.md's migration says. Run by hand: the peer is not
+// built by make test.
+func TestCloudStackTakesOverFromThePeerItself(t *testing.T) {
+	bin := os.Getenv("OVERCAST_PEER_CLOUDSTACK")
+	if bin == "" {
+		t.Skip("OVERCAST_PEER_CLOUDSTACK names no cloudstack-kubernetes-provider binary")
+	}
+	ns := namespace(t)
+	e := cloudStackEmulator(t, 69)
+	_, ip := e.AddMachine("cs69-node-1")
+	k := env.NewKubelet(t, "cs69-node-1", ip)
+	// The peer needs an administrator's keys (it calls the admin-only
+	// listManagementServersMetrics at start).
+	peer := env.StartBinary(t, bin, "cloudstack-kubernetes-provider", framework.CCMOptions{Cloud: "external-cloudstack",
+		CloudConfig: e.AdminCloudConfig()})
+	waitNodeInitialised(t, k.Name)
+	shapes := map[string]func(*v1.Service){
+		"plain":  nil,
+		"ranged": func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} },
+	}
+	addrs := map[string]string{}
+	for name, mutate := range shapes {
+		svc := lbService(t, ns, name, mutate)
+		k.ServeService(t, svc, true)
+	}
+	for name := range shapes {
+		require.NoError(t, framework.Poll(waitLong, tick, func() error {
+			got, err := env.Client.CoreV1().Services(ns).Get(t.Context(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if addrs[name] = ingressAddr(got); addrs[name] == "" {
+				return fmt.Errorf("%s has no ingress from the peer yet", name)
+			}
+			return nil
+		}), "the peer serves %s", name)
+	}
+	admin := csAdmin(e)
+	ids := func() (rules, firewall []string) {
+		for _, r := range csRules(t, admin) {
+			rules = append(rules, r.Id)
+		}
+		p := admin.Firewall.NewListFirewallRulesParams()
+		p.SetListall(true)
+		r, err := admin.Firewall.ListFirewallRules(p)
+		require.NoError(t, err)
+		for _, f := range r.FirewallRules {
+			firewall = append(firewall, f.Id)
+		}
+		slices.Sort(rules)
+		slices.Sort(firewall)
+		return rules, firewall
+	}
+	peerRules, peerFirewall := ids()
+	require.Len(t, peerRules, 2, "the peer's rules")
+	peer.Stop()
+	e.ResetCalls()
+
+	env.StartCCM(t, framework.CCMOptions{Cloud: "external-cloudstack", CloudConfig: e.CloudConfig()})
+	for name := range shapes {
+		got := waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+		assert.Equal(t, addrs[name], ingressAddr(got), "%s keeps the peer's address", name)
+		assert.Equal(t, k.Name, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(addrs[name]), 80)))
+	}
+	rules, firewall := ids()
+	assert.Equal(t, peerRules, rules, "the peer's rules, none rebuilt")
+	assert.Equal(t, peerFirewall, firewall, "the peer's firewall rules, none rebuilt")
+	writes := 0
+	for _, c := range e.Calls() {
+		if c.Method == http.MethodPost {
+			writes += c.Count
+		}
+	}
+	assert.Equal(t, len(shapes), writes, "one write per Service: its address's tags")
+	assert.Empty(t, warnings(t, ns))
+	t.Logf("the peer's %d rules and %d firewall rules adopted with %d writes; addresses %v", len(rules), len(firewall), writes, addrs)
+
+	for name := range shapes {
+		deleteService(t, ns, name)
+	}
+	rules, firewall = ids()
+	assert.Empty(t, rules)
+	assert.Empty(t, firewall)
+	p := admin.Address.NewListPublicIpAddressesParams()
+	p.SetListall(true)
+	left, err := admin.Address.ListPublicIpAddresses(p)
+	require.NoError(t, err)
+	assert.Zero(t, left.Count, "the addresses the peer associated go with their Services")
+}
