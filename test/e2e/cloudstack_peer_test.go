@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
 	"net/netip"
 	"os"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,22 +57,7 @@ func TestCloudStackTakesOverFromThePeerItself(t *testing.T) {
 		}), "the peer serves %s", name)
 	}
 	admin := csAdmin(e)
-	ids := func() (rules, firewall []string) {
-		for _, r := range csRules(t, admin) {
-			rules = append(rules, r.Id)
-		}
-		p := admin.Firewall.NewListFirewallRulesParams()
-		p.SetListall(true)
-		r, err := admin.Firewall.ListFirewallRules(p)
-		require.NoError(t, err)
-		for _, f := range r.FirewallRules {
-			firewall = append(firewall, f.Id)
-		}
-		slices.Sort(rules)
-		slices.Sort(firewall)
-		return rules, firewall
-	}
-	peerRules, peerFirewall := ids()
+	peerRules, peerFirewall := csObjects(t, admin, false)
 	require.Len(t, peerRules, 2, "the peer's rules")
 	peer.Stop()
 	e.ResetCalls()
@@ -85,28 +68,13 @@ func TestCloudStackTakesOverFromThePeerItself(t *testing.T) {
 		assert.Equal(t, addrs[name], ingressAddr(got), "%s keeps the peer's address", name)
 		assert.Equal(t, k.Name, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(addrs[name]), 80)))
 	}
-	rules, firewall := ids()
+	rules, firewall := csObjects(t, admin, false)
 	assert.Equal(t, peerRules, rules, "the peer's rules, none rebuilt")
 	assert.Equal(t, peerFirewall, firewall, "the peer's firewall rules, none rebuilt")
-	writes := 0
-	for _, c := range e.Calls() {
-		if c.Method == http.MethodPost {
-			writes += c.Count
-		}
-	}
+	writes := csWrites(e)
 	assert.Equal(t, len(shapes), writes, "one write per Service: its address's tags")
 	assert.Empty(t, warnings(t, ns))
 	t.Logf("the peer's %d rules and %d firewall rules adopted with %d writes; addresses %v", len(rules), len(firewall), writes, addrs)
 
-	for name := range shapes {
-		deleteService(t, ns, name)
-	}
-	rules, firewall = ids()
-	assert.Empty(t, rules)
-	assert.Empty(t, firewall)
-	p := admin.Address.NewListPublicIpAddressesParams()
-	p.SetListall(true)
-	left, err := admin.Address.ListPublicIpAddresses(p)
-	require.NoError(t, err)
-	assert.Zero(t, left.Count, "the addresses the peer associated go with their Services")
+	csDeleteLeavesNothing(t, admin, false, ns, "plain", "ranged")
 }

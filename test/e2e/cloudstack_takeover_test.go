@@ -33,6 +33,66 @@ const (
 	peerIPAssociated  = "service.beta.kubernetes.io/cloudstack-load-balancer-ip-associated-by-controller"
 )
 
+// csObjects lists, sorted, the ids of every load balancer rule and firewall
+// rule the emulator holds (the project's, inProject).
+func csObjects(t *testing.T, admin *cs.CloudStackClient, inProject bool) (rules, firewall []string) {
+	t.Helper()
+	rp := admin.LoadBalancer.NewListLoadBalancerRulesParams()
+	rp.SetListall(true)
+	fp := admin.Firewall.NewListFirewallRulesParams()
+	fp.SetListall(true)
+	if inProject {
+		rp.SetProjectid("-1")
+		fp.SetProjectid("-1")
+	}
+	r, err := admin.LoadBalancer.ListLoadBalancerRules(rp)
+	require.NoError(t, err)
+	for _, x := range r.LoadBalancerRules {
+		rules = append(rules, x.Id)
+	}
+	f, err := admin.Firewall.ListFirewallRules(fp)
+	require.NoError(t, err)
+	for _, x := range f.FirewallRules {
+		firewall = append(firewall, x.Id)
+	}
+	slices.Sort(rules)
+	slices.Sort(firewall)
+	return rules, firewall
+}
+
+// csDeleteLeavesNothing deletes the Services (all at once, then each waited
+// for) and asserts that no rule, firewall rule or address is left.
+func csDeleteLeavesNothing(t *testing.T, admin *cs.CloudStackClient, inProject bool, ns string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		require.NoError(t, env.Client.CoreV1().Services(ns).Delete(t.Context(), name, metav1.DeleteOptions{}))
+	}
+	for _, name := range names {
+		deleteService(t, ns, name)
+	}
+	rules, firewall := csObjects(t, admin, inProject)
+	assert.Empty(t, rules)
+	assert.Empty(t, firewall)
+	p := admin.Address.NewListPublicIpAddressesParams()
+	p.SetListall(true)
+	if inProject {
+		p.SetProjectid("-1")
+	}
+	left, err := admin.Address.ListPublicIpAddresses(p)
+	require.NoError(t, err)
+	assert.Zero(t, left.Count, "every address goes with its Service")
+}
+
+// csWrites counts the API calls made with POST (cloudstack-go's writes).
+func csWrites(e *emulator.Emulator) (n int) {
+	for _, c := range e.Calls() {
+		if c.Method == http.MethodPost {
+			n += c.Count
+		}
+	}
+	return n
+}
+
 // peerBuilt is what the peer made for a Service.
 type peerBuilt struct {
 	addrID, addr string
@@ -195,35 +255,6 @@ func takeOver(t *testing.T, third int, inProject bool) {
 		built[shape], svcs[shape] = peerBuilds(t, e, svc, []string{machine}), svc
 	}
 	admin := csAdmin(e)
-	ids := func(f func() []string) []string { got := f(); slices.Sort(got); return got }
-	ruleIDs := func() []string {
-		p := admin.LoadBalancer.NewListLoadBalancerRulesParams()
-		p.SetListall(true)
-		if inProject {
-			p.SetProjectid("-1")
-		}
-		r, err := admin.LoadBalancer.ListLoadBalancerRules(p)
-		require.NoError(t, err)
-		var out []string
-		for _, r := range r.LoadBalancerRules {
-			out = append(out, r.Id)
-		}
-		return out
-	}
-	firewallIDs := func() []string {
-		p := admin.Firewall.NewListFirewallRulesParams()
-		p.SetListall(true)
-		if inProject {
-			p.SetProjectid("-1")
-		}
-		r, err := admin.Firewall.ListFirewallRules(p)
-		require.NoError(t, err)
-		var out []string
-		for _, f := range r.FirewallRules {
-			out = append(out, f.Id)
-		}
-		return out
-	}
 	var wantRules, wantFirewall []string
 	for _, b := range built {
 		wantRules, wantFirewall = append(wantRules, b.rules...), append(wantFirewall, b.firewall...)
@@ -239,14 +270,10 @@ func takeOver(t *testing.T, third int, inProject bool) {
 	}
 	assert.Equal(t, k.Name, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(built["ranges"].addr), 80)),
 		"traffic from a source the ranges let in")
-	assert.Equal(t, wantRules, ids(ruleIDs), "the peer's rules, none rebuilt")
-	assert.Equal(t, wantFirewall, ids(firewallIDs), "the peer's firewall rules, none rebuilt")
-	writes := 0
-	for _, c := range e.Calls() {
-		if c.Method == http.MethodPost {
-			writes += c.Count
-		}
-	}
+	rules, firewall := csObjects(t, admin, inProject)
+	assert.Equal(t, wantRules, rules, "the peer's rules, none rebuilt")
+	assert.Equal(t, wantFirewall, firewall, "the peer's firewall rules, none rebuilt")
+	writes := csWrites(e)
 	// One write for every address the peer associated unasked: its tags.
 	tagged := admin.Address.NewListPublicIpAddressesParams()
 	tagged.SetListall(true)
@@ -262,22 +289,11 @@ func takeOver(t *testing.T, third int, inProject bool) {
 	assert.Equal(t, len(shapes)-1, writes, "nothing written but the adopted addresses' tags")
 	assert.Empty(t, warnings(t, ns))
 
-	for shape := range shapes { // all at once, then each waited for
-		require.NoError(t, env.Client.CoreV1().Services(ns).Delete(t.Context(), shape, metav1.DeleteOptions{}))
-	}
+	names := make([]string, 0, len(shapes))
 	for shape := range shapes {
-		deleteService(t, ns, shape)
+		names = append(names, shape)
 	}
-	assert.Empty(t, ruleIDs())
-	assert.Empty(t, firewallIDs())
-	p := admin.Address.NewListPublicIpAddressesParams()
-	p.SetListall(true)
-	if inProject {
-		p.SetProjectid("-1")
-	}
-	left, err := admin.Address.ListPublicIpAddresses(p)
-	require.NoError(t, err)
-	assert.Zero(t, left.Count, "every address the peer associated goes with its Service")
+	csDeleteLeavesNothing(t, admin, inProject, ns, names...)
 }
 
 // What is removed behind the CCM's back (a firewall rule, a load balancer
@@ -294,21 +310,13 @@ func TestCloudStackRepairsWhatIsRemovedBehindItsBack(t *testing.T) {
 	to := netip.AddrPortFrom(netip.MustParseAddr(addr), 80)
 	require.Equal(t, c.nodes[0].Name, waitTCP(t, netip.Addr{}, to))
 
+	ids := func() (rules, openings []string) { return csObjects(t, admin, false) }
 	firewall := func() []*cs.FirewallRule {
 		p := admin.Firewall.NewListFirewallRulesParams()
 		p.SetListall(true)
 		r, err := admin.Firewall.ListFirewallRules(p)
 		require.NoError(t, err)
 		return r.FirewallRules
-	}
-	ids := func() (rules, openings []string) {
-		for _, r := range csRules(t, admin) {
-			rules = append(rules, r.Id)
-		}
-		for _, f := range firewall() {
-			openings = append(openings, f.Id)
-		}
-		return rules, openings
 	}
 	// removed waits until what remove took away is gone, then until the
 	// drift check has put a rule and a firewall rule back (new ones).
