@@ -606,3 +606,43 @@ func TestAHealthCheckPolicyPerRule(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 0, list.Count)
 }
+
+// Firewall rules are listed in the caller's scope, as load balancer rules
+// are: a project's with projectid, the account's own without.
+func TestFirewallRulesAreListedInTheirScope(t *testing.T) {
+	e := started(t, Options{})
+	c := user(e)
+	open := func(project string) string {
+		ap := c.Address.NewAssociateIpAddressParams()
+		ap.SetNetworkid(e.fx.NetworkID)
+		if project != "" {
+			ap.SetProjectid(project)
+		}
+		addr, err := c.Address.AssociateIpAddress(ap)
+		require.NoError(t, err)
+		fp := c.Firewall.NewCreateFirewallRuleParams(addr.Id, "tcp")
+		fp.SetStartport(80)
+		fp.SetEndport(80)
+		f, err := c.Firewall.CreateFirewallRule(fp)
+		require.NoError(t, err)
+		return f.Id
+	}
+	own, inProject := open(""), open(e.fx.ProjectID)
+	list := func(project string) []string {
+		p := c.Firewall.NewListFirewallRulesParams()
+		p.SetListall(true)
+		if project != "" {
+			p.SetProjectid(project)
+		}
+		r, err := c.Firewall.ListFirewallRules(p)
+		require.NoError(t, err)
+		var ids []string
+		for _, f := range r.FirewallRules {
+			ids = append(ids, f.Id)
+		}
+		return ids
+	}
+	assert.Equal(t, []string{own}, list(""))
+	assert.Equal(t, []string{inProject}, list(e.fx.ProjectID))
+	assert.Equal(t, []string{inProject}, list("-1"))
+}

@@ -137,14 +137,23 @@ func (e *Emulator) createFirewallRule(a *account, p url.Values, now time.Time) (
 	return map[string]any{"id": f.id, "jobid": job}, nil
 }
 
+// listFirewallRules lists the firewall rules of the caller's scope (its
+// account's addresses, or with projectid a project's), as
+// listLoadBalancerRules does; one named by id or address is listed as it is.
 func (e *Emulator) listFirewallRules(_ *account, p url.Values, _ time.Time) (any, *apiError) {
-	page, size, perr := e.paging(p)
+	page, size, perr := e.listParams("listFirewallRules", p, func() bool {
+		return slices.ContainsFunc(e.firewall, func(f *firewallRule) bool { return f.id == p.Get("id") })
+	})
 	if perr != nil {
 		return nil, perr
 	}
 	var items []any
 	for _, f := range e.firewall {
+		named := p.Get("ipaddressid") != "" || p.Get("id") != ""
 		if (p.Get("ipaddressid") != "" && p.Get("ipaddressid") != f.ipID) || (p.Get("id") != "" && p.Get("id") != f.id) {
+			continue
+		}
+		if ip := e.ipByID[f.ipID]; !named && ip != nil && !e.inScope(p, ip.projectID) {
 			continue
 		}
 		items = append(items, e.firewallView(f))
