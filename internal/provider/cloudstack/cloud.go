@@ -51,6 +51,7 @@ type Cloud struct {
 	machines *snapshot.Snapshot[machine]
 	listing  *snapshot.Snapshot[ruleGroup]
 	firewall *snapshot.Snapshot[addrOpenings] // the drift check's
+	acls     aclPass                          // the drift check's, in a VPC
 	jobs     *jobs
 	// records keeps each Service's converged record in CloudStackConverged.
 	records *lbcycle.AnnotationRecords

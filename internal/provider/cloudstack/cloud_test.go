@@ -27,6 +27,7 @@ import (
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 )
@@ -485,6 +486,28 @@ func TestVPCTiersOpenPortsWithTaggedACLItems(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, acl.NetworkACLs, 1)
 	assert.Equal(t, "tcp", acl.NetworkACLs[0].Protocol, "TCP (the peer asks tcp-proxy, which ACLs refuse)")
+
+	// The item deleted behind the CCM's back: the drift check sees it, and
+	// the next pass makes it again.
+	s := steps{f.c}
+	s.Relist()
+	lb, found, err := s.Listed(context.Background(), svc)
+	require.NoError(t, err)
+	require.True(t, found)
+	why, err := s.Drift(context.Background(), svc, lbcycle.Record{}, lb)
+	require.NoError(t, err)
+	assert.Empty(t, why, "as converged")
+	_, err = f.admin.NetworkACL.DeleteNetworkACL(f.admin.NetworkACL.NewDeleteNetworkACLParams(acl.NetworkACLs[0].Id))
+	require.NoError(t, err)
+	s.Relist()
+	why, err = s.Drift(context.Background(), svc, lbcycle.Record{}, lb)
+	require.NoError(t, err)
+	assert.Equal(t, "no ACL item of the tier's list opens port 80/tcp of "+lb.Obj.addr.IP, why)
+	_, err = f.ensure(svc, nodes)
+	require.NoError(t, err)
+	acl, err = f.admin.NetworkACL.ListNetworkACLs(p)
+	require.NoError(t, err)
+	require.Len(t, acl.NetworkACLs, 1, "made again")
 
 	f.remove(svc)
 	acl, err = f.admin.NetworkACL.ListNetworkACLs(p)

@@ -869,18 +869,37 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 		return "", nil
 	}
 	n, err := s.network(st.rules[0].Network)
-	if err != nil || !n.Firewall {
-		return "", err
-	}
-	fw, _, err := s.firewall.Get(ctx, "addr/"+st.addr.ID)
 	if err != nil {
 		return "", err
 	}
+	var open []opening
+	what := "firewall rule"
+	switch {
+	case n.Firewall:
+		fw, _, err := s.firewall.Get(ctx, "addr/"+st.addr.ID)
+		if err != nil {
+			return "", err
+		}
+		open = fw.openings
+	case n.ACL != "":
+		items, managed, err := s.acls.items(s.gw, n.ACL)
+		if err != nil || !managed {
+			return "", err
+		}
+		for _, it := range items {
+			if it.Tags[tagService] == string(svc.UID) {
+				open = append(open, it)
+			}
+		}
+		what = "ACL item of the tier's list"
+	default:
+		return "", nil
+	}
 	for _, r := range st.rules {
-		if !slices.ContainsFunc(fw.openings, func(o opening) bool {
+		if !slices.ContainsFunc(open, func(o opening) bool {
 			return o.Protocol == l4(r.Protocol) && o.Start <= r.PublicPort && r.PublicPort <= o.End
 		}) {
-			return fmt.Sprintf("no firewall rule opens port %d/%s of %s", r.PublicPort, l4(r.Protocol), st.addr.IP), nil
+			return fmt.Sprintf("no %s opens port %d/%s of %s", what, r.PublicPort, l4(r.Protocol), st.addr.IP), nil
 		}
 	}
 	return "", nil
@@ -889,6 +908,50 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 func (s steps) Relist() {
 	s.listing.Invalidate()
 	s.firewall.Invalidate()
+	s.acls.forget()
+}
+
+// aclPass is each ACL list's items as one drift pass read them: one listing
+// of a list (and one read of its name) for every Service of its tier.
+type aclPass struct {
+	mu   sync.Mutex
+	read map[string]aclRead
+}
+
+type aclRead struct {
+	items   []opening
+	managed bool // not the server's own default_allow or default_deny
+}
+
+// items are list id's items, read once a pass; managed is false for the
+// server's own lists, which the CCM leaves alone (and so has no item in).
+func (a *aclPass) items(gw *gateway, id string) ([]opening, bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r, ok := a.read[id]; ok {
+		return r.items, r.managed, nil
+	}
+	name, err := gw.aclListName(id)
+	if err != nil {
+		return nil, false, err
+	}
+	r := aclRead{managed: name != "default_allow" && name != "default_deny"}
+	if r.managed {
+		if r.items, err = gw.aclItems(id); err != nil {
+			return nil, false, err
+		}
+	}
+	if a.read == nil {
+		a.read = map[string]aclRead{}
+	}
+	a.read[id] = r
+	return r.items, r.managed, nil
+}
+
+func (a *aclPass) forget() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.read = nil
 }
 
 // addrOpenings are the firewall rules of one address.
