@@ -397,10 +397,19 @@ func TestLoadBalancerRulesAsThePeerDrivesThem(t *testing.T) {
 
 func associate(t *testing.T, e *Emulator, c *cs.CloudStackClient, addr string) *cs.AssociateIpAddressResponse {
 	t.Helper()
+	return associateIn(t, e, c, addr, "")
+}
+
+// associateIn is associate in a project ("" for the account).
+func associateIn(t *testing.T, e *Emulator, c *cs.CloudStackClient, addr, project string) *cs.AssociateIpAddressResponse {
+	t.Helper()
 	p := c.Address.NewAssociateIpAddressParams()
 	p.SetNetworkid(e.fx.NetworkID)
 	if addr != "" {
 		p.SetIpaddress(addr)
+	}
+	if project != "" {
+		p.SetProjectid(project)
 	}
 	ip, err := c.Address.AssociateIpAddress(p)
 	require.NoError(t, err)
@@ -613,13 +622,7 @@ func TestFirewallRulesAreListedInTheirScope(t *testing.T) {
 	e := started(t, Options{})
 	c := user(e)
 	open := func(project string) string {
-		ap := c.Address.NewAssociateIpAddressParams()
-		ap.SetNetworkid(e.fx.NetworkID)
-		if project != "" {
-			ap.SetProjectid(project)
-		}
-		addr, err := c.Address.AssociateIpAddress(ap)
-		require.NoError(t, err)
+		addr := associateIn(t, e, c, "", project)
 		fp := c.Firewall.NewCreateFirewallRuleParams(addr.Id, "tcp")
 		fp.SetStartport(80)
 		fp.SetEndport(80)

@@ -440,6 +440,16 @@ func page[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *h
 	return views, true
 }
 
+// lookup is the object id of st, or false with 404 NotAuthorizedOrNotFound
+// answered. Call with mu held.
+func lookup[T any](w http.ResponseWriter, st *core.Store[T], id string) (T, bool) {
+	o, ok := st.Get(id)
+	if !ok {
+		writeNotFound(w)
+	}
+	return o, ok
+}
+
 // getOne answers the object id of st, with its etag if it has one, or 404
 // NotAuthorizedOrNotFound.
 func getOne[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], view func(T) any) {

@@ -243,7 +243,7 @@ func (e *Emulator) routeLoadBalancers() {
 			return checkBackendSet(bs, lb.Certificates)
 		},
 		inUse: func(lb *loadBalancer, name string) error {
-			return setInUse(lb.Listeners, func(l *listener) (string, string) { return l.Name, l.DefaultBackendSetName }, name)
+			return usedBy(lb.Listeners, "Backend set "+name, func(l *listener) (string, bool) { return l.Name, l.DefaultBackendSetName == name })
 		},
 	})
 	e.routeCertificates(p)
@@ -462,11 +462,12 @@ func (n *backendNames) add(name *string, ip string, target *string, port int, we
 	return nil
 }
 
-// setInUse refuses to delete the backend set name while a listener uses it.
-func setInUse[L any](listeners map[string]*L, uses func(*L) (listener, set string), name string) error {
+// usedBy refuses to delete what (a backend set, a rule set) while a
+// listener uses it: uses names a listener and says whether it does.
+func usedBy[L any](listeners map[string]*L, what string, uses func(*L) (listener string, using bool)) error {
 	for _, l := range listeners {
-		if ln, set := uses(l); set == name {
-			return invalid("Backend set %s is used by listener %s.", name, ln)
+		if name, using := uses(l); using {
+			return invalid("%s is used by listener %s.", what, name)
 		}
 	}
 	return nil
@@ -676,9 +677,8 @@ func (e *Emulator) lbAddress(private bool) lbIPAddress {
 func (e *Emulator) change(w http.ResponseWriter, r *http.Request, kind string, check func(*loadBalancer) (func(), error)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	lb, ok := e.lbs.Get(r.PathValue("id"))
+	lb, ok := lookup(w, e.lbs, r.PathValue("id"))
 	if !ok {
-		writeNotFound(w)
 		return
 	}
 	if lb.LifecycleState == LBDeleting {

@@ -172,7 +172,7 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 			return checkNLBBackendSet(bs)
 		},
 		inUse: func(n *networkLoadBalancer, name string) error {
-			return setInUse(n.Listeners, func(l *nlbListener) (string, string) { return l.Name, l.DefaultBackendSetName }, name)
+			return usedBy(n.Listeners, "Backend set "+name, func(l *nlbListener) (string, bool) { return l.Name, l.DefaultBackendSetName == name })
 		},
 	})
 	routeChildren(e, p, children[*networkLoadBalancer, nlbListener]{
@@ -211,9 +211,8 @@ func (e *Emulator) nlbChangeNamed(w http.ResponseWriter, r *http.Request, op str
 func (e *Emulator) nlbChange(w http.ResponseWriter, r *http.Request, op string, check func(*networkLoadBalancer) (func(), error)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n, ok := e.nlbs.Get(r.PathValue("id"))
+	n, ok := lookup(w, e.nlbs, r.PathValue("id"))
 	if !ok {
-		writeNotFound(w)
 		return
 	}
 	if n.LifecycleState != NLBActive && n.LifecycleState != NLBFailed {

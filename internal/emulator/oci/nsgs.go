@@ -125,8 +125,7 @@ func (e *Emulator) routeNSGs() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		id := r.PathValue("id")
-		if _, ok := e.nsgs.Get(id); !ok {
-			writeNotFound(w)
+		if _, ok := lookup(w, e.nsgs, id); !ok {
 			return
 		}
 		if by := e.nsgUser(id); by != "" {
@@ -202,12 +201,9 @@ func (e *Emulator) withNSG(w http.ResponseWriter, r *http.Request, body any, f f
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	g, ok := e.nsgs.Get(r.PathValue("id"))
-	if !ok {
-		writeNotFound(w)
-		return
+	if g, ok := lookup(w, e.nsgs, r.PathValue("id")); ok {
+		f(g)
 	}
-	f(g)
 }
 
 // nsgUser names a load balancer in NSG id ("" for none). Call with mu held.

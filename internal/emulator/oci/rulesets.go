@@ -62,12 +62,7 @@ func (e *Emulator) routeRuleSets(p string) {
 			return checkRuleSet(rs)
 		},
 		inUse: func(lb *loadBalancer, name string) error {
-			for _, l := range lb.Listeners {
-				if slices.Contains(l.RuleSetNames, name) {
-					return invalid("Rule set %s is used by listener %s.", name, l.Name)
-				}
-			}
-			return nil
+			return usedBy(lb.Listeners, "Rule set "+name, func(l *listener) (string, bool) { return l.Name, slices.Contains(l.RuleSetNames, name) })
 		},
 	})
 	e.handle("GET "+p+"/{id}/ruleSets", func(w http.ResponseWriter, r *http.Request) {

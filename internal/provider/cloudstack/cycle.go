@@ -608,10 +608,6 @@ func (s steps) convergeOpenings(svc *v1.Service, spec lbSpec, st lbState, op ope
 	if !op.enforced {
 		return 0, nil
 	}
-	want := map[string]bool{}
-	for _, p := range spec.ports {
-		want[openingKey(p.proto, p.port)] = true
-	}
 	changes := 0
 	matched := map[string]bool{}
 	for _, o := range op.current {
@@ -620,7 +616,7 @@ func (s steps) convergeOpenings(svc *v1.Service, spec lbSpec, st lbState, op ope
 			matched[key] = true
 			continue
 		}
-		if op.firewall && !want[key] && !op.own {
+		if _, wanted := pl.after[key]; op.firewall && !wanted && !op.own {
 			continue // not ours to judge: the address is not the Service's own
 		}
 		var job string
