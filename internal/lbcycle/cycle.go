@@ -110,7 +110,7 @@ type Cloud[S, L any] interface {
 	Published(ctx context.Context, svc *v1.Service, spec S, rec Record, lb LB[L]) (*v1.LoadBalancerStatus, bool, error)
 	// Delete makes one step of deleting the Service's load balancer and what
 	// was created for it; "" when nothing of it is left.
-	Delete(ctx context.Context, svc *v1.Service) (string, error)
+	Delete(ctx context.Context, clusterName string, svc *v1.Service) (string, error)
 }
 
 // MemberUpdater is a cloud that can change a converged load balancer's members
@@ -281,8 +281,8 @@ func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fi
 
 // EnsureLoadBalancerDeleted makes one step of deleting the Service's load
 // balancer: nil when nothing of it is left, a RetryError while there is.
-func (c *Cycle[S, L]) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
-	progress, err := c.cloud.Delete(ctx, svc)
+func (c *Cycle[S, L]) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *v1.Service) error {
+	progress, err := c.cloud.Delete(ctx, clusterName, svc)
 	if err != nil || progress != "" {
 		return c.step(svc, progress, err)
 	}

@@ -87,7 +87,7 @@ func (s *script) Published(context.Context, *v1.Service, string, Record, LB[stri
 	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "203.0.113.7"}}}, s.publish, nil
 }
 
-func (s *script) Delete(context.Context, *v1.Service) (string, error) { return s.do("delete") }
+func (s *script) Delete(context.Context, string, *v1.Service) (string, error) { return s.do("delete") }
 
 func (s *script) UpdateMembers(context.Context, *v1.Service, string, LB[string]) (string, bool, error) {
 	s.ran = append(s.ran, "members")

@@ -986,7 +986,7 @@ func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.jobs.retryAf
 // Delete makes one step of deleting the Service's load balancer: its rules
 // with their openings first, then the address if it was associated for the
 // Service. Done when nothing of it is left.
-func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
 	progress, _, err := s.jobs.check(s.gw, svc.UID)
 	if err != nil {
 		klog.FromContext(ctx).Info("A change of the deleted Service's load balancer had failed", "service", klog.KObj(svc), "err", err.Error())

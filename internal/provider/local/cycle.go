@@ -119,7 +119,7 @@ func (s steps) Published(_ context.Context, _ *v1.Service, _ lbSpec, rec lbcycle
 }
 
 // Delete stops serving the Service and frees its address; it is idempotent.
-func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.proxy.Delete(string(svc.UID))

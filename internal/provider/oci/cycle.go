@@ -913,7 +913,7 @@ func (s steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcy
 // balancer (found by its name), and one of the other kind if the Service
 // had asked for that before: one call a step, then the Service is looked
 // at again until they are gone.
-func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
 	if asking := s.asking(svc); asking != "" {
 		return asking, nil
 	}

@@ -38,8 +38,10 @@ func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer] {
 	records := &lbcycle.AnnotationRecords{Converged: annotation.OpenStackConverged,
 		Address: annotation.OpenStackLoadBalancerAddress, Kube: c.Kube,
 		None: func(svc *v1.Service) bool {
-			_, shared := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]
-			return shared
+			// Unless the named one is the Service's own (taken over from
+			// cloud-provider-openstack, which names it on every Service).
+			id := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]
+			return id != "" && !strings.HasPrefix(svc.Annotations[string(annotation.OpenStackConverged)], id+"/")
 		}}
 	return lbcycle.New[lbSpec, loadbalancers.LoadBalancer](steps{c}, records,
 		lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
@@ -121,6 +123,13 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 // Replace deletes a load balancer in ERROR; its floating IP is kept, detached,
 // for the new one.
 func (s steps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (string, error) {
+	if others := sharers(&lb.Obj, lb.Obj.Name); len(others) > 0 {
+		// Never deleted while another Service is on it.
+		return "", outcome.Refuse(outcome.ReasonCloudRefused, "Load balancer %s is in ERROR and is shared with %d other Service(s); it is left as it is: repair or delete it in Octavia", lb.ID, len(others))
+	}
+	if _, named := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]; named {
+		return "", outcome.Refuse(outcome.ReasonCloudRefused, "Load balancer %s named by %s is in ERROR; it is left as it is: remove the annotation to have a new one built", lb.ID, annotation.OpenStackLoadBalancerID)
+	}
 	klog.FromContext(ctx).Info("Replacing load balancer in ERROR", "service", klog.KObj(svc), "id", lb.ID)
 	s.Events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
 	if err := s.deleteKeepingAddress(ctx, svc, &lb.Obj); err != nil {
@@ -145,7 +154,11 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	if err != nil {
 		return "", err
 	}
-	if !lb.Shared {
+	if lb.Shared {
+		if progress, err := s.share(ctx, octavia, svc, spec, &lb.Obj); err != nil || progress != "" {
+			return progress, err
+		}
+	} else {
 		s.warnImmutable(svc, &lb.Obj, spec)
 	}
 	changed, err := s.converge(ctx, octavia, svc, &lb.Obj, spec, lb.Shared)
@@ -175,9 +188,20 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oct
 	switch {
 	case spec.internal && !lb.Shared:
 		// A Service made internal gives its floating IP back.
-		if err := s.releaseFloatingIP(ctx, network, svc, &lb.Obj, spec.keepFIP); err != nil {
+		if err := s.releaseFloatingIP(ctx, network, svc, &lb.Obj, spec.keepFIP, false); err != nil {
 			return nil, "", err
 		}
+	case !spec.internal && lb.Shared:
+		// The owner gives a shared load balancer its address (one that is
+		// internal has none): a sharer never does.
+		fip, err := s.vipFloatingIP(ctx, network, &lb.Obj)
+		if err != nil {
+			return nil, "", err
+		}
+		if fip == nil {
+			return nil, "", outcome.Refuse(reasonSharingRefused, "Load balancer %s has no floating IP: only the Service it was made for gives it one", lb.ID)
+		}
+		addr = fip.FloatingIP
 	case !spec.internal:
 		if addr, err = s.ensureFloatingIP(ctx, network, svc, &lb.Obj, spec); err != nil {
 			return nil, "", err
@@ -280,13 +304,14 @@ func (s steps) Relist() {
 	s.index.fips.Invalidate()
 }
 
-// Delete deletes the Service's load balancer (cascade) and the floating IP this
+// Delete deletes the Service's load balancer (cascade) and the floating IP a
 // CCM created for it (detached instead with keep-floatingip, and always when
-// the CCM did not create it). Already gone is success; only our own (tagged)
-// load balancer is ever deleted, and the Service's own listeners on a shared
-// one. Done once the load balancer is gone: the Service keeps its finalizer
-// until then, and its free floating IPs go last.
-func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
+// no CCM created it). Already gone is success. A load balancer another Service
+// still shares is not deleted: the Service's listeners and its tag leave it
+// (deleteOrLeave); the last Service on one this cluster made deletes it. Done
+// once the load balancer is gone: the Service keeps its finalizer until then,
+// and its free floating IPs go last.
+func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) (string, error) {
 	octavia, network, err := s.lbClients(ctx)
 	if err != nil {
 		return "", err
@@ -307,19 +332,5 @@ func (s steps) Delete(ctx context.Context, svc *v1.Service) (string, error) {
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING") {
 		return fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), nil
 	}
-	if !s.owned(lb, svc) {
-		changed, err := s.converge(ctx, octavia, svc, lb, lbSpec{}, true)
-		if err != nil || !changed {
-			return "", err
-		}
-		return fmt.Sprintf("removing the listeners of %s/%s from shared load balancer %s", svc.Namespace, svc.Name, lb.ID), nil
-	}
-	if err := s.releaseFloatingIP(ctx, network, svc, lb, keep); err != nil {
-		return "", err
-	}
-	if err := deleteCascade(ctx, octavia, lb.ID); err != nil {
-		return "", fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
-	}
-	klog.FromContext(ctx).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID)
-	return fmt.Sprintf("load balancer %s is being deleted", lb.ID), nil
+	return s.deleteOrLeave(ctx, octavia, network, svc, lb, clusterName)
 }

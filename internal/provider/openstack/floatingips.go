@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
@@ -34,7 +35,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 	}
 	if fip != nil {
 		// spec.loadBalancerIP changed: give the old address back first.
-		if err := c.releaseFloatingIP(ctx, network, svc, lb, s.keepFIP); err != nil {
+		if err := c.releaseFloatingIP(ctx, network, svc, lb, s.keepFIP, false); err != nil {
 			return "", err
 		}
 	}
@@ -215,14 +216,20 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gopherclou
 // met, an address taken); other errors pass as they are.
 func fipRefusedOr(err error) error { return outcome.RefusedProblem(reasonFloatingIPFailed, err) }
 
-// releaseFloatingIP takes the floating IP off the VIP port: deleted when this CCM
-// allocated it for this Service and it is not to be kept, detached otherwise.
-func (c *Cloud) releaseFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, keep bool) error {
+// releaseFloatingIP takes the floating IP off the VIP port: deleted when a CCM
+// allocated it for this Service (this one, or cloud-provider-openstack before
+// it) and it is not to be kept, detached otherwise. anyService: the last
+// Service on a load balancer a CCM made for another deletes what a CCM
+// allocated for that one.
+func (c *Cloud) releaseFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, keep, anyService bool) error {
 	fip, err := c.vipFloatingIP(ctx, network, lb)
 	if err != nil || fip == nil {
 		return err
 	}
-	if !keep && fip.Description == fipDescription+string(svc.UID) {
+	d := fip.Description
+	allocated := d == fipDescription+string(svc.UID) || strings.HasPrefix(d, peerFIPDescription+svc.Namespace+"/"+svc.Name+" from cluster ") ||
+		(anyService && (strings.HasPrefix(d, fipDescription) || strings.HasPrefix(d, peerFIPDescription)))
+	if !keep && allocated {
 		if err := floatingips.Delete(ctx, network, fip.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, neutronErr(err))
 		}

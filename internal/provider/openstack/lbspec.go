@@ -23,7 +23,8 @@ import (
 // annotations, its [LoadBalancerClass] and the cloud.conf, in that order of
 // strength where a class is named (the class wins over annotations).
 type lbSpec struct {
-	name string
+	name    string // cloud-provider-openstack's: kube_service_<cluster>_<namespace>_<name>
+	cluster string // the --cluster-name in it
 
 	// Where the VIP lives (one of them at least) and how members are reached.
 	subnetID, networkID, portID, memberSubnetID string
@@ -135,6 +136,7 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 	cfg := c.cfg.LoadBalancer
 	s := lbSpec{
 		name:              c.lbName(clusterName, svc),
+		cluster:           clusterName,
 		subnetID:          cfg.SubnetID,
 		networkID:         cfg.NetworkID,
 		memberSubnetID:    cfg.MemberSubnetID,

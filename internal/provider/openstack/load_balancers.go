@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -106,6 +107,9 @@ func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1
 	lb, err := c.findLB(ctx, octavia, svc)
 	if err != nil || lb == nil {
 		return nil, false, err
+	}
+	if name := c.lbName(clusterName, svc); !c.isOwner(lb, svc, name) && !slices.Contains(lb.Tags, name) {
+		return nil, false, nil // named, but not (or no longer) shared by the Service
 	}
 	spec, err := c.spec(clusterName, svc, nil)
 	if err != nil {
@@ -250,7 +254,9 @@ func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listen
 		ProtocolPort: int(p.Port),
 		AllowedCIDRs: s.allowedCIDRs,
 		ConnLimit:    &limit,
-		Tags:         []string{tagService + string(svc.UID)},
+		// Its name too, as cloud-provider-openstack tags its listeners: either
+		// CCM knows the other's.
+		Tags: []string{tagService + string(svc.UID), s.name},
 	}
 	if p.Protocol == v1.ProtocolTCP {
 		opts.TimeoutClientData = s.timeouts.clientData
@@ -302,9 +308,12 @@ func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) monitors.CreateOpts {
 }
 
 // converge makes at most one change (Octavia allows one at a time per load
-// balancer) and says whether it made one. Removals come first, so that a port
-// whose listener must change protocol is free when its new listener is created.
-// On a shared load balancer only the listeners tagged with the Service are its.
+// balancer) and says whether it made one. Only the Service's own listeners
+// (mineListener) are ever changed: a port another Service holds refuses the
+// Service before anything is written, and a Service sharing a load balancer is
+// recorded on it before its first listener. Removals come first, so that a
+// port whose listener must change protocol is free when its new listener is
+// created.
 func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec, shared bool) (bool, error) {
 	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
 	if err != nil {
@@ -314,20 +323,36 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 	if err != nil {
 		return false, err
 	}
-	mine := tagService + string(svc.UID)
 	byKey := map[string]listeners.Listener{}
-	taken := map[string]bool{} // ports of other Services' listeners on a shared LB
+	taken := map[string]listeners.Listener{} // other Services' listeners
 	for _, l := range have {
 		k := fmt.Sprintf("%s/%05d", l.Protocol, l.ProtocolPort)
-		if shared && !slices.Contains(l.Tags, mine) {
-			taken[k] = true
+		if !mineListener(l, svc, s.name, !shared) {
+			taken[k] = l
 			continue
 		}
 		byKey[k] = l
 	}
 	want := map[string]v1.ServicePort{}
+	var clashes []string
 	for _, p := range s.ports {
-		want[s.listenerKey(p)] = p
+		k := s.listenerKey(p)
+		want[k] = p
+		if l, ok := taken[k]; ok {
+			clashes = append(clashes, fmt.Sprintf("%s/%d (Service %s)", l.Protocol, l.ProtocolPort, serviceNamed(l, s.cluster)))
+		}
+	}
+	if len(clashes) > 0 {
+		return false, outcome.Refuse(reasonPortTaken, "Load balancer %s already listens on %s; nothing was changed", lb.ID, strings.Join(clashes, ", "))
+	}
+	if shared && len(s.ports) > 0 && !slices.Contains(lb.Tags, s.name) {
+		// Recorded first: a Service's listeners are never on a load
+		// balancer that does not name it.
+		if err := updateTags(ctx, octavia, lb.ID, append(slices.Clone(lb.Tags), s.name)); err != nil {
+			return false, err
+		}
+		c.Events.Eventf(svc, v1.EventTypeNormal, reasonAdoptedLoadBalancer, "Sharing load balancer %s", lb.ID)
+		return true, nil
 	}
 	// Pools are listed once: protocol, method and health monitor of each. The
 	// load balancer names its pools: a new one has none to list.
@@ -366,9 +391,6 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 
 	for _, p := range s.ports {
 		k := s.listenerKey(p)
-		if taken[k] {
-			return false, fmt.Errorf("port %s of shared load balancer %s belongs to another Service", k, lb.ID)
-		}
 		l, ok := byKey[k]
 		if !ok {
 			opts := c.listenerOpts(svc, s, p)
@@ -563,6 +585,9 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *load
 	if tree.Statuses.LoadBalancer.ProvisioningStatus != "ACTIVE" || pending == "" {
 		return "", nil
 	}
+	if others := sharers(lb, lb.Name); len(others) > 0 {
+		return "", outcome.Refuse(outcome.ReasonCloudRefused, "Octavia left %s of load balancer %s pending for good; it is shared with %d other Service(s), so it is left as it is", pending, lb.ID, len(others))
+	}
 	logger := klog.FromContext(ctx)
 	if c.serial.CompareAndSwap(false, true) {
 		logger.Error(nil, "Octavia left the children of a fully populated load balancer pending; creating load balancers step by step from now on (set [LoadBalancer] provider-requires-serial-api-calls=true to skip the first attempt)",
@@ -583,7 +608,7 @@ func (c *Cloud) deleteKeepingAddress(ctx context.Context, svc *v1.Service, lb *l
 	if err != nil {
 		return err
 	}
-	if err := c.releaseFloatingIP(ctx, network, svc, lb, true); err != nil {
+	if err := c.releaseFloatingIP(ctx, network, svc, lb, true, false); err != nil {
 		return err
 	}
 	return deleteCascade(ctx, octavia, lb.ID)
