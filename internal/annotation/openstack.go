@@ -216,13 +216,18 @@ const (
 	//   enable-ingress-hostname, the address followed by the ingress-hostname-suffix
 	OpenStackHostname Name = "loadbalancer.openstack.org/hostname"
 
-	// OpenStackLoadBalancerID ties the Service to an existing Octavia load balancer,
-	// to adopt or share one this cluster did not create. Overcast finds the load
-	// balancers it creates by their tags, so it does not write this annotation.
-	// On an adopted load balancer the Service gets listeners of its own (tagged with
-	// its UID) and only those are ever changed or deleted; the load balancer itself
-	// is never deleted. The annotations that shape a new load balancer (subnet,
-	// flavor, availability zone) have no effect on it.
+	// OpenStackLoadBalancerID names an existing Octavia load balancer for the
+	// Service to share: it gets listeners of its own there (tagged with its UID
+	// and name) and only those are ever changed or deleted. Every Service on a
+	// load balancer is named in its tags, as cloud-provider-openstack does, up to
+	// [LoadBalancer] max-shared-lb; a port another Service holds, or an internal
+	// Service, is refused with a Warning and nothing is built. The last Service on
+	// a load balancer this cluster made deletes it; one a person made is never
+	// deleted. Naming the load balancer cloud-provider-openstack made for this
+	// very Service (it writes this annotation on every Service) takes it over as
+	// it is. Overcast finds the load balancers it creates by their tags, so it
+	// does not write this annotation. The annotations that shape a new load
+	// balancer (subnet, flavor, availability zone) have no effect on a shared one.
 	// Type: Octavia load balancer UUID
 	// Default: a load balancer of the Service's own
 	OpenStackLoadBalancerID Name = "loadbalancer.openstack.org/load-balancer-id"

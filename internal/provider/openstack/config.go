@@ -204,7 +204,7 @@ type LoadBalancer struct {
 	DefaultTLSContainerRef string `ini:"default-tls-container-ref"`
 	// Accepted for compatibility; only used with TLS termination, which is not supported yet.
 	ContainerStore string `ini:"container-store"`
-	// Accepted for compatibility; Services share a load balancer only when they name it with the load-balancer-id annotation.
+	// How many Services may share one load balancer (the load-balancer-id annotation), the one it was made for included; a Service beyond it gets a Warning and nothing is built for it.
 	// Default: 2
 	MaxSharedLB *int `ini:"max-shared-lb"`
 	// PublishOnlyPublicAddress (an Overcast extension): true (the default, as
