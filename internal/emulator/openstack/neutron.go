@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -304,6 +306,7 @@ func (e *Emulator) routeNeutron() {
 	collection[secGroup, *secGroup]{path: "security-groups", key: "security_group", st: e.secGroups, view: e.secGroupView,
 		notFound: nf("SecurityGroupNotFound", "Security group"), badRequest: neutronBadRequest,
 		create: e.createSecGroup, remove: e.deleteSecGroup}.route(e, np)
+	e.handle("PUT "+np+"/security-groups/{id}/tags", e.replaceSecGroupTags)
 	collection[sgRule, *sgRule]{path: "security-group-rules", key: "security_group_rule", st: e.sgRules, view: viewCopy[sgRule],
 		notFound: nf("SecurityGroupRuleNotFound", "Security group rule"), badRequest: neutronBadRequest,
 		create: e.createSGRule, remove: e.deleteSGRule}.route(e, np)
@@ -573,6 +576,9 @@ func (e *Emulator) updatePortHTTP(w http.ResponseWriter, r *http.Request) {
 	p, ok := e.ports.Get(id)
 	if !ok {
 		neutronError(w, 404, "PortNotFound", fmt.Sprintf("Port %s could not be found.", id))
+		return
+	}
+	if !revisionMatches(w, r, p.Revision) {
 		return
 	}
 	if b.Port.SecurityGroups != nil {
@@ -968,47 +974,146 @@ func (e *Emulator) deleteSecGroup(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// replaceSecGroupTags is the tag extension's "replace all tags" (PUT
+// /v2.0/{resource_type}/{resource_id}/tags, Networking API reference, "Tag
+// extension"): 200 with the new list, each tag at most 255 characters; the
+// resource's revision goes up.
+func (e *Emulator) replaceSecGroupTags(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Tags *[]string `json:"tags"`
+	}
+	if err := decodeJSON(r, &b); err != nil || b.Tags == nil {
+		neutronBadRequest(w, 400, "Invalid input for tags. Reason: a list of tags is required.")
+		return
+	}
+	for _, t := range *b.Tags {
+		if t == "" || len(t) > 255 {
+			neutronBadRequest(w, 400, fmt.Sprintf("Invalid input for tags. Reason: '%s' is not a valid tag (1 to 255 characters).", t))
+			return
+		}
+	}
+	now := e.lock()
+	defer e.mu.Unlock()
+	g, ok := e.secGroups.Get(r.PathValue("id"))
+	if !ok {
+		neutronError(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", r.PathValue("id")))
+		return
+	}
+	tags := slices.Compact(slices.Sorted(slices.Values(*b.Tags)))
+	g.Tags = tags
+	g.touch(now)
+	writeJSON(w, http.StatusOK, map[string]any{"tags": tags})
+}
+
+// revisionMatches applies an "If-Match: revision_number=N" header (Networking
+// API reference, "Revisions": a compare-and-swap on the resource's revision):
+// a mismatch is 412 RevisionNumberConstraintFailed and nothing changes.
+func revisionMatches(w http.ResponseWriter, r *http.Request, current int) bool {
+	for _, v := range r.Header.Values("If-Match") {
+		want, ok := strings.CutPrefix(strings.TrimSpace(v), "revision_number=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(want)
+		if err != nil {
+			neutronBadRequest(w, 400, fmt.Sprintf("Invalid If-Match header %q", v))
+			return false
+		}
+		if n != current {
+			neutronError(w, http.StatusPreconditionFailed, "RevisionNumberConstraintFailed",
+				fmt.Sprintf("Constrained to %d, but current revision is %d", n, current))
+			return false
+		}
+	}
+	return true
+}
+
+// createSGRule creates one rule ({"security_group_rule": …}) or several at
+// once ({"security_group_rules": […]}, Neutron's bulk create: all or none).
 func (e *Emulator) createSGRule(w http.ResponseWriter, r *http.Request) {
 	var b struct {
-		Rule sgRule `json:"security_group_rule"`
+		Rule  *sgRule  `json:"security_group_rule"`
+		Rules []sgRule `json:"security_group_rules"`
 	}
 	if err := decodeJSON(r, &b); err != nil {
 		neutronBadRequest(w, 400, "Invalid input: "+err.Error())
 		return
 	}
-	ru := b.Rule
-	if ru.EtherType == "" {
-		ru.EtherType = "IPv4"
+	bulk := b.Rule == nil
+	in := b.Rules
+	if !bulk {
+		in = []sgRule{*b.Rule}
 	}
-	if ru.Direction != "ingress" && ru.Direction != "egress" {
-		neutronError(w, 400, "InvalidInput", fmt.Sprintf("Invalid input for direction. Reason: '%s' is not in ['ingress', 'egress'].", ru.Direction))
+	if len(in) == 0 {
+		neutronBadRequest(w, 400, "Resource body required")
 		return
 	}
-	if ru.EtherType != "IPv4" && ru.EtherType != "IPv6" {
-		neutronError(w, 400, "SecurityGroupRuleInvalidEtherType", fmt.Sprintf("Security group rule for ethertype '%s' not supported. Allowed values are ['IPv4', 'IPv6'].", ru.EtherType))
-		return
-	}
-	if ru.PortRangeMin != nil && ru.PortRangeMax != nil && *ru.PortRangeMin > *ru.PortRangeMax {
-		neutronError(w, 400, "SecurityGroupInvalidPortRange", "For TCP/UDP protocols, port_range_min must be <= port_range_max")
-		return
+	for i := range in {
+		ru := &in[i]
+		if ru.EtherType == "" {
+			ru.EtherType = "IPv4"
+		}
+		if ru.Direction != "ingress" && ru.Direction != "egress" {
+			neutronError(w, 400, "InvalidInput", fmt.Sprintf("Invalid input for direction. Reason: '%s' is not in ['ingress', 'egress'].", ru.Direction))
+			return
+		}
+		if ru.EtherType != "IPv4" && ru.EtherType != "IPv6" {
+			neutronError(w, 400, "SecurityGroupRuleInvalidEtherType", fmt.Sprintf("Security group rule for ethertype '%s' not supported. Allowed values are ['IPv4', 'IPv6'].", ru.EtherType))
+			return
+		}
+		if ru.PortRangeMin != nil && ru.PortRangeMax != nil && *ru.PortRangeMin > *ru.PortRangeMax {
+			neutronError(w, 400, "SecurityGroupInvalidPortRange", "For TCP/UDP protocols, port_range_min must be <= port_range_max")
+			return
+		}
+		if ru.RemoteIPPrefix != nil {
+			p, err := netip.ParsePrefix(*ru.RemoteIPPrefix)
+			if err != nil {
+				neutronBadRequest(w, 400, fmt.Sprintf("Invalid input for remote_ip_prefix. Reason: '%s' is not a valid IP prefix.", *ru.RemoteIPPrefix))
+				return
+			}
+			if (ru.EtherType == "IPv4") != p.Addr().Is4() {
+				neutronError(w, 400, "SecurityGroupRuleParameterConflict", fmt.Sprintf("Conflicting value ethertype %s for CIDR %s", ru.EtherType, *ru.RemoteIPPrefix))
+				return
+			}
+		}
 	}
 	now := e.lock()
 	defer e.mu.Unlock()
-	if _, ok := e.secGroups.Get(ru.SecurityGroupID); !ok {
-		neutronError(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", ru.SecurityGroupID))
-		return
-	}
-	for _, old := range e.sgRules.All() {
-		if old.SecurityGroupID == ru.SecurityGroupID && sameRule(old, &ru) {
-			neutronError(w, 409, "SecurityGroupRuleExists", fmt.Sprintf("Security group rule already exists. Rule id is %s.", old.ID))
+	for i := range in {
+		ru := &in[i]
+		if _, ok := e.secGroups.Get(ru.SecurityGroupID); !ok {
+			neutronError(w, 404, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", ru.SecurityGroupID))
 			return
 		}
+		for _, old := range e.sgRules.All() {
+			if old.SecurityGroupID == ru.SecurityGroupID && sameRule(old, ru) {
+				neutronError(w, 409, "SecurityGroupRuleExists", fmt.Sprintf("Security group rule already exists. Rule id is %s.", old.ID))
+				return
+			}
+		}
+		for _, other := range in[:i] {
+			if other.SecurityGroupID == ru.SecurityGroupID && sameRule(&other, ru) {
+				neutronBadRequest(w, 400, "Duplicate Security Group Rule in POST.")
+				return
+			}
+		}
 	}
-	ru.ID = e.newID()
-	ru.neutronStd = e.std(now)
-	nr := ru
-	e.sgRules.Add(nr.ID, &nr)
-	writeJSON(w, http.StatusCreated, map[string]any{"security_group_rule": viewCopy(&nr)})
+	out := make([]any, 0, len(in))
+	for i := range in {
+		nr := in[i]
+		nr.ID = e.newID()
+		nr.neutronStd = e.std(now)
+		e.sgRules.Add(nr.ID, &nr)
+		if g, ok := e.secGroups.Get(nr.SecurityGroupID); ok {
+			g.touch(now)
+		}
+		out = append(out, viewCopy(&nr))
+	}
+	if bulk {
+		writeJSON(w, http.StatusCreated, map[string]any{"security_group_rules": out})
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"security_group_rule": out[0]})
 }
 
 func sameRule(a, b *sgRule) bool {

@@ -34,6 +34,7 @@ type Cloud struct {
 	servers *snapshot.Snapshot[server]
 	ports   *portAddresses
 	index   *lbIndex
+	sgs     *sgManager // security groups (manage-security-groups)
 
 	mu    sync.Mutex
 	nodes corelisters.NodeLister
@@ -82,6 +83,7 @@ func New(cfg Config) (*Cloud, error) {
 	c := &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},
 		created: map[string]string{}}
 	c.index = newLBIndex(c)
+	c.sgs = newSGManager()
 	c.Cycle = newCycle(c)
 	c.serial.Store(cfg.LoadBalancer.ProviderRequiresSerialAPICalls)
 	return c, nil

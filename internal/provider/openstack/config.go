@@ -161,7 +161,7 @@ type LoadBalancer struct {
 	MemberSubnetID string `ini:"member-subnet-id"`
 	// Network of the VIPs, when no subnet-id says which subnet of it.
 	NetworkID string `ini:"network-id"`
-	// Not implemented yet (accepted, with a warning): open the NodePort range to the load balancers' subnet in the Nodes' security group yourself.
+	// A security group per Service, as cloud-provider-openstack makes it (lb-sg-<UID>-<namespace>-<name>): a rule per NodePort (and healthCheckNodePort) from the member subnets (from the source ranges with lb-provider ovn), on each member Node's port. Tagged as this cluster's; deleted with the Service, whatever this setting says then.
 	// Default: false
 	ManageSecurityGroups bool `ini:"manage-security-groups"`
 	// Give every pool a health monitor. Services with externalTrafficPolicy Local get one regardless.
@@ -319,9 +319,6 @@ func (c *Config) Warnings() []string {
 	var w []string
 	if c.BlockStorage != (BlockStorage{}) {
 		w = append(w, "[BlockStorage] is ignored: volumes are the Cinder CSI driver's job, configure it there")
-	}
-	if c.LoadBalancer.ManageSecurityGroups {
-		w = append(w, "[LoadBalancer] manage-security-groups is not implemented yet: open the NodePort range (and healthCheckNodePorts) to the load balancers' subnet in the Nodes' security group")
 	}
 	if c.LoadBalancer.LBVersion != "" && c.LoadBalancer.LBVersion != "v2" {
 		w = append(w, fmt.Sprintf("[LoadBalancer] lb-version %q is ignored: Octavia v2 is the only API", c.LoadBalancer.LBVersion))

@@ -148,7 +148,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 			return progress, err
 		}
 		s.setCreated(lb.ID, "")
-		return "", nil
+		return s.convergedSG(ctx, svc, spec)
 	}
 	octavia, err := s.clients.octaviaClient(ctx)
 	if err != nil {
@@ -173,6 +173,16 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	}
 	if changed {
 		return fmt.Sprintf("load balancer %s is being updated", lb.ID), nil
+	}
+	return s.convergedSG(ctx, svc, spec)
+}
+
+// convergedSG makes the Service's security group as spec asks once its load
+// balancer is: all its writes in one pass (they are Neutron's, not Octavia's
+// one at a time), so it never makes a pass of its own.
+func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	if _, err := s.convergeSG(ctx, svc, spec); err != nil {
+		return "", fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	return "", nil
 }
@@ -273,6 +283,11 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 		wrote = wrote || changed
 	}
 	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))
+	if spec.sg != nil {
+		if _, err := s.convergedSG(ctx, svc, spec); err != nil {
+			return "", true, err
+		}
+	}
 	return "", true, nil
 }
 
@@ -323,7 +338,10 @@ func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) 
 	keep, _ := annotation.OpenStackKeepFloatingIP.Bool(svc)
 	if lb == nil {
 		// Gone (deleted now, or behind our back before): what it left of ours
-		// goes too.
+		// goes too, its security group whether or not groups are managed now.
+		if err := s.deleteSG(ctx, network, svc); err != nil {
+			return "", err
+		}
 		if keep {
 			return "", nil
 		}
@@ -332,5 +350,8 @@ func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) 
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING") {
 		return fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), nil
 	}
-	return s.deleteOrLeave(ctx, octavia, network, svc, lb, clusterName)
+	if progress, err := s.deleteOrLeave(ctx, octavia, network, svc, lb, clusterName); err != nil || progress != "" {
+		return progress, err
+	}
+	return "", s.deleteSG(ctx, network, svc) // a Service that left a shared load balancer
 }

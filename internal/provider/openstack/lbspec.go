@@ -63,6 +63,9 @@ type lbSpec struct {
 
 	// The Service status.
 	hostname string
+
+	// The security group; nil when groups are not managed.
+	sg *sgSpec
 }
 
 // listenerTimeouts are in milliseconds; nil leaves Octavia's value alone.
@@ -314,6 +317,17 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			sel = nodeSelector(m)
 		}
 	}
+	if cfg.ManageSecurityGroups {
+		s.sg = &sgSpec{}
+		if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
+			s.sg.hcPort = int(svc.Spec.HealthCheckNodePort)
+		}
+		for _, p := range s.ports {
+			if p.NodePort != 0 {
+				s.sg.nodePorts = append(s.sg.nodePorts, sgPort{proto: strings.ToLower(string(p.Protocol)), port: int(p.NodePort)})
+			}
+		}
+	}
 	for _, n := range nodes {
 		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
@@ -324,9 +338,15 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 		}
 		if ip, ok := provider.InternalIP(n.Status.Addresses, ""); ok {
 			s.members = append(s.members, ip.String())
+			if id, err := serverID(n.Spec.ProviderID); err == nil && s.sg != nil {
+				s.sg.servers = append(s.sg.servers, id)
+			}
 		}
 	}
 	sort.Strings(s.members)
+	if s.sg != nil {
+		sort.Strings(s.sg.servers)
+	}
 	return s, errors.Join(e.errs...)
 }
 
@@ -436,6 +456,9 @@ func (s *lbSpec) configFingerprint() string {
 	}
 	if m := s.monitor; m != nil {
 		w("monitor", m.delay, m.timeout, m.maxRetries, m.maxRetriesDown, m.httpPort)
+	}
+	if g := s.sg; g != nil {
+		w("sg", g.hcPort, g.nodePorts)
 	}
 	return h.Config()
 }

@@ -153,10 +153,17 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 		addrs := nodeAddresses(srv.Name, c.addressesOf(ctx, srv), []string{srv.AccessIPv4, srv.AccessIPv6}, c.cfg.Networking)
 		if ip, ok := provider.InternalIP(addrs, ""); ok {
 			s.members = append(s.members, ip.String())
+			if s.sg != nil {
+				s.sg.servers = append(s.sg.servers, srv.ID)
+			}
 		}
 	}
 	sort.Strings(s.members)
 	s.members = slices.Compact(s.members)
+	if s.sg != nil {
+		sort.Strings(s.sg.servers)
+		s.sg.servers = slices.Compact(s.sg.servers)
+	}
 	return nil
 }
 

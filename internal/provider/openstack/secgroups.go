@@ -1,0 +1,563 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// Security groups ([LoadBalancer] manage-security-groups = true), as
+// cloud-provider-openstack makes them (pkg/openstack/loadbalancer_sg.go): one
+// group per Service, named lb-sg-<UID>-<namespace>-<name>, with an ingress rule
+// per NodePort and protocol (and the healthCheckNodePort) from the member
+// subnets (from the Service's source ranges with the ovn provider, which keeps
+// the clients' addresses), attached to each member Node's port on those
+// subnets. Ours beyond the peer's: the group is tagged with the Service's and
+// the cluster's UIDs and only such a group (or the peer's, by its name, which
+// holds the Service's UID) is ever changed; only the difference is written (the
+// missing rules in one bulk call); a Node's port is written with
+// If-Match on its revision, so a change made by someone else meanwhile is
+// never lost, and the changes of every Service to one port within a moment go
+// in one write; the group is deleted with the Service whatever became of its
+// load balancer, and whether or not groups are managed now.
+
+const (
+	sgNamePrefix = "lb-sg-"
+	// portWriteWindow: the changes of all Services to one port that arrive
+	// within it go in one write (a Node that joins is added by every
+	// Service's pass within a moment of each other).
+	portWriteWindow = 300 * time.Millisecond
+	// portWriteTries bounds the writes of one port when another writer's
+	// change keeps making its revision stale.
+	portWriteTries = 4
+	// subnetsMaxAge: how old the list of subnets (whose CIDRs the rules open)
+	// may be.
+	subnetsMaxAge = 10 * time.Minute
+)
+
+// sgSpec is what a Service's security group must hold.
+type sgSpec struct {
+	nodePorts []sgPort // sorted
+	hcPort    int      // healthCheckNodePort, 0: none
+	servers   []string // the member Nodes' server IDs, sorted
+}
+
+type sgPort struct {
+	proto string // Neutron's: tcp, udp, sctp
+	port  int
+}
+
+func sgName(svc *v1.Service) string {
+	n := fmt.Sprintf("%s%s-%s-%s", sgNamePrefix, svc.UID, svc.Namespace, svc.Name)
+	if len(n) > 255 {
+		n = n[:255]
+	}
+	return n
+}
+
+// sgRuleKey identifies a rule as it is compared: what it lets in.
+type sgRuleKey struct {
+	ether, proto, remote string
+	min, max             int
+}
+
+func ruleKey(r rules.SecGroupRule) sgRuleKey {
+	return sgRuleKey{r.EtherType, strings.ToLower(r.Protocol), r.RemoteIPPrefix, r.PortRangeMin, r.PortRangeMax}
+}
+
+// wantedRules are the ingress rules of the Service's group, from these
+// sources.
+func (g *sgSpec) wantedRules(remotes []string) []sgRuleKey {
+	var out []sgRuleKey
+	add := func(proto string, port int) {
+		for _, r := range remotes {
+			ether := "IPv4"
+			if p, err := netip.ParsePrefix(r); err == nil && p.Addr().Is6() {
+				ether = "IPv6"
+			}
+			out = append(out, sgRuleKey{ether, proto, r, port, port})
+		}
+	}
+	for _, p := range g.nodePorts {
+		add(p.proto, p.port)
+	}
+	if g.hcPort != 0 {
+		add("tcp", g.hcPort)
+	}
+	slices.SortFunc(out, func(a, b sgRuleKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	return slices.Compact(out)
+}
+
+// sgManager keeps what the security groups need across Services: the
+// project's subnets (their CIDRs are what the rules open) and the port writer.
+type sgManager struct {
+	mu         sync.Mutex
+	subnets    []subnets.Subnet
+	subnetsAt  time.Time
+	pending    map[string]*portChange // port ID → the changes waiting for its next write
+	flushing   *time.Timer            // the next write of the pending changes
+	flushDelay time.Duration
+	// unmanagedChecked: the Services already looked at for a group left from
+	// when groups were managed.
+	unmanagedChecked sync.Map
+}
+
+// portChange is what Services want of one port's security groups.
+type portChange struct {
+	add, remove map[string]bool
+	known       sgKnownPort
+	done        chan struct{}
+	err         error
+}
+
+// sgKnownPort is a port as last read or written.
+type sgKnownPort struct {
+	id       string
+	groups   []string
+	revision int
+}
+
+func newSGManager() *sgManager {
+	return &sgManager{pending: map[string]*portChange{}, flushDelay: portWriteWindow}
+}
+
+// memberSubnetCIDRs are the CIDRs of the subnets that hold the members'
+// addresses (the member subnet, of each family): the load balancer's own
+// addresses on them are where its traffic to the Nodes comes from.
+func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.ServiceClient, members []string) ([]string, error) {
+	m := c.sgs
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	find := func() []string {
+		var out []string
+		for _, sn := range m.subnets {
+			p, err := netip.ParsePrefix(sn.CIDR)
+			if err != nil {
+				continue
+			}
+			for _, a := range members {
+				if ip, err := netip.ParseAddr(a); err == nil && p.Contains(ip) {
+					out = append(out, p.Masked().String())
+					break
+				}
+			}
+		}
+		sort.Strings(out)
+		return slices.Compact(out)
+	}
+	found := find()
+	if time.Since(m.subnetsAt) < subnetsMaxAge && (len(found) > 0 || len(members) == 0) {
+		return found, nil
+	}
+	pages, err := subnets.List(network, subnets.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing subnets: %w", neutronErr(err))
+	}
+	all, err := subnets.ExtractSubnets(pages)
+	if err != nil {
+		return nil, err
+	}
+	m.subnets, m.subnetsAt = all, time.Now()
+	return find(), nil
+}
+
+// sgRemotes are the sources the Service's rules let in.
+func (c *Cloud) sgRemotes(ctx context.Context, network *gophercloud.ServiceClient, s lbSpec) ([]string, error) {
+	if c.cfg.LoadBalancer.LBProvider == "ovn" {
+		// OVN keeps the clients' addresses: the rules open the Service's
+		// source ranges to the NodePorts.
+		if len(s.allowedCIDRs) > 0 {
+			return s.allowedCIDRs, nil
+		}
+		out := []string{"0.0.0.0/0"}
+		for _, m := range s.members {
+			if ip, err := netip.ParseAddr(m); err == nil && ip.Is6() {
+				return append(out, "::/0"), nil
+			}
+		}
+		return out, nil
+	}
+	return c.memberSubnetCIDRs(ctx, network, s.members)
+}
+
+// findSG is the Service's security group: the one tagged with its UID (ours),
+// else the peer's, by its name (an untagged one holding the Service's UID, or
+// one we had not yet tagged). A group of another cluster is never returned.
+func (c *Cloud) findSG(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) (*groups.SecGroup, error) {
+	list := func(opts groups.ListOpts) ([]groups.SecGroup, error) {
+		pages, err := groups.List(network, opts).AllPages(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
+		}
+		return groups.ExtractGroups(pages)
+	}
+	tagged, err := list(groups.ListOpts{Tags: tagService + string(svc.UID)})
+	if err != nil {
+		return nil, err
+	}
+	tagged = slices.DeleteFunc(tagged, func(g groups.SecGroup) bool { return !slices.Contains(g.Tags, tagCluster+c.Cluster.Get()) })
+	if len(tagged) > 1 {
+		return nil, fmt.Errorf("%d security groups carry the tags of Service %s/%s: resolve by hand", len(tagged), svc.Namespace, svc.Name)
+	}
+	if len(tagged) == 1 {
+		return &tagged[0], nil
+	}
+	named, err := list(groups.ListOpts{Name: sgName(svc)})
+	if err != nil {
+		return nil, err
+	}
+	named = slices.DeleteFunc(named, func(g groups.SecGroup) bool {
+		for _, t := range g.Tags {
+			if strings.HasPrefix(t, tagCluster) || strings.HasPrefix(t, tagService) {
+				return true // another cluster's, or another Service's
+			}
+		}
+		return false
+	})
+	if len(named) > 1 {
+		return nil, fmt.Errorf("%d security groups are named %s: resolve by hand", len(named), sgName(svc))
+	}
+	if len(named) == 1 {
+		return &named[0], nil
+	}
+	return nil, nil
+}
+
+// convergeSG makes the Service's security group as the spec asks: the group
+// (created, or the peer's adopted by tagging it), its rules (the missing in one
+// bulk call, the extra deleted), and its place on the member Nodes' ports (and
+// on no other). A Service whose groups are not managed has none: one left from
+// before is removed. It says what it changed, "" when nothing.
+func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (string, error) {
+	network, err := c.clients.networkClient(ctx)
+	if err != nil {
+		return "", err
+	}
+	if s.sg == nil {
+		// Groups not managed (any more): one left from when they were goes,
+		// looked for once a Service in this process (a change of the setting
+		// restarts it).
+		if _, seen := c.sgs.unmanagedChecked.LoadOrStore(svc.UID, true); seen {
+			return "", nil
+		}
+		return "", c.deleteSG(ctx, network, svc)
+	}
+	g, err := c.findSG(ctx, network, svc)
+	if err != nil {
+		return "", err
+	}
+	var did []string
+	tags := []string{tagService + string(svc.UID), tagCluster + c.Cluster.Get()}
+	if g == nil {
+		created, err := groups.Create(ctx, network, groups.CreateOpts{
+			Name:        sgName(svc),
+			Description: fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster),
+		}).Extract()
+		if err != nil {
+			return "", fmt.Errorf("creating security group %s: %w", sgName(svc), neutronErr(err))
+		}
+		g = created
+		did = append(did, "created")
+	}
+	if !slices.Contains(g.Tags, tags[0]) || !slices.Contains(g.Tags, tags[1]) {
+		all := append(slices.Clone(g.Tags), tags...)
+		slices.Sort(all)
+		if _, err := attributestags.ReplaceAll(ctx, network, "security-groups", g.ID, attributestags.ReplaceAllOpts{Tags: slices.Compact(all)}).Extract(); err != nil {
+			return "", fmt.Errorf("tagging security group %s: %w", g.ID, neutronErr(err))
+		}
+		if len(did) == 0 {
+			did = append(did, "adopted")
+		}
+	}
+	remotes, err := c.sgRemotes(ctx, network, s)
+	if err != nil {
+		return "", err
+	}
+	n, err := c.convergeRules(ctx, network, g, s.sg.wantedRules(remotes))
+	if err != nil {
+		return "", err
+	}
+	if n > 0 {
+		did = append(did, fmt.Sprintf("%d rule(s) changed", n))
+	}
+	attached, detached, err := c.placeSG(ctx, network, g.ID, s)
+	if err != nil {
+		return "", err
+	}
+	if attached+detached > 0 {
+		did = append(did, fmt.Sprintf("on %d more and %d fewer Node port(s)", attached, detached))
+	}
+	if len(did) == 0 {
+		return "", nil
+	}
+	klog.FromContext(ctx).Info("Security group converged", "service", klog.KObj(svc), "id", g.ID, "changes", strings.Join(did, ", "))
+	return fmt.Sprintf("security group %s: %s", g.ID, strings.Join(did, ", ")), nil
+}
+
+// convergeRules writes the difference between the group's ingress rules and
+// the wanted ones; egress rules are left alone.
+func (c *Cloud) convergeRules(ctx context.Context, network *gophercloud.ServiceClient, g *groups.SecGroup, want []sgRuleKey) (int, error) {
+	have := map[sgRuleKey]string{}
+	var extra []string
+	for _, r := range g.Rules {
+		if r.Direction != "ingress" {
+			continue
+		}
+		k := ruleKey(r)
+		if _, dup := have[k]; dup || !slices.Contains(want, k) {
+			extra = append(extra, r.ID)
+			continue
+		}
+		have[k] = r.ID
+	}
+	var create []rules.CreateOpts
+	for _, k := range want {
+		if _, ok := have[k]; ok {
+			continue
+		}
+		create = append(create, rules.CreateOpts{
+			Direction: rules.DirIngress, EtherType: rules.RuleEtherType(k.ether), SecGroupID: g.ID,
+			Protocol: rules.RuleProtocol(k.proto), PortRangeMin: k.min, PortRangeMax: k.max, RemoteIPPrefix: k.remote,
+		})
+	}
+	if len(create) > 0 {
+		if _, err := rules.CreateBulk(ctx, network, create).Extract(); err != nil {
+			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, neutronErr(err))
+		}
+	}
+	for _, id := range extra {
+		if err := rules.Delete(ctx, network, id).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return 0, fmt.Errorf("deleting rule %s of security group %s: %w", id, g.ID, neutronErr(err))
+		}
+	}
+	return len(create) + len(extra), nil
+}
+
+// sgPortFields are the fields of a port the placement reads.
+type sgPortView struct {
+	ID             string   `json:"id"`
+	DeviceID       string   `json:"device_id"`
+	SecurityGroups []string `json:"security_groups"`
+	PortSecurity   *bool    `json:"port_security_enabled"`
+	Revision       int      `json:"revision_number"`
+	FixedIPs       []struct {
+		IPAddress string `json:"ip_address"`
+	} `json:"fixed_ips"`
+}
+
+func listPortViews(ctx context.Context, network *gophercloud.ServiceClient, query string) ([]sgPortView, error) {
+	var out []sgPortView
+	url := network.ServiceURL("ports") + "?" + query
+	for url != "" {
+		var page struct {
+			Ports []sgPortView `json:"ports"`
+			Links []struct {
+				Rel  string `json:"rel"`
+				Href string `json:"href"`
+			} `json:"ports_links"`
+		}
+		if _, err := network.Get(ctx, url, &page, nil); err != nil {
+			return nil, fmt.Errorf("listing ports: %w", neutronErr(err))
+		}
+		out = append(out, page.Ports...)
+		url = ""
+		for _, l := range page.Links {
+			if l.Rel == "next" && len(page.Ports) > 0 {
+				url = l.Href
+			}
+		}
+	}
+	return out, nil
+}
+
+// placeSG puts the group on each member Node's port (the port holding the
+// member's address, when it has port security) and takes it off every other
+// port. The writes go through the port writer, batched with other Services'.
+func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient, groupID string, s lbSpec) (int, int, error) {
+	fields := "fields=id&fields=device_id&fields=security_groups&fields=port_security_enabled&fields=revision_number&fields=fixed_ips"
+	var members []sgPortView
+	if len(s.sg.servers) > 0 {
+		q := fields
+		for _, id := range s.sg.servers {
+			q += "&device_id=" + id
+		}
+		var err error
+		if members, err = listPortViews(ctx, network, q); err != nil {
+			return 0, 0, err
+		}
+	}
+	holding, err := listPortViews(ctx, network, fields+"&security_groups="+groupID)
+	if err != nil {
+		return 0, 0, err
+	}
+	isMember := map[string]bool{}
+	var changes []*portChange
+	for _, p := range members {
+		if p.PortSecurity != nil && !*p.PortSecurity {
+			continue // a port without port security takes no group
+		}
+		member := false
+		for _, ip := range p.FixedIPs {
+			member = member || slices.Contains(s.members, ip.IPAddress)
+		}
+		if !member {
+			continue
+		}
+		isMember[p.ID] = true
+		if !slices.Contains(p.SecurityGroups, groupID) {
+			changes = append(changes, c.sgs.request(network, p, groupID, true))
+		}
+	}
+	attached := len(changes)
+	for _, p := range holding {
+		if !isMember[p.ID] {
+			changes = append(changes, c.sgs.request(network, p, groupID, false))
+		}
+	}
+	var errs []error
+	for _, ch := range changes {
+		select {
+		case <-ch.done:
+			errs = append(errs, ch.err)
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, err
+	}
+	return attached, len(changes) - attached, nil
+}
+
+// request asks for groupID on (add) or off the port, in the port's next
+// write, which is at most flushDelay away; the change's done closes when it is
+// written.
+func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, groupID string, add bool) *portChange {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.flushing == nil {
+		m.flushing = time.AfterFunc(m.flushDelay, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			m.flushNow(ctx, network)
+		})
+	}
+	ch, ok := m.pending[p.ID]
+	if !ok {
+		ch = &portChange{add: map[string]bool{}, remove: map[string]bool{}, done: make(chan struct{})}
+		m.pending[p.ID] = ch
+	}
+	if ch.known.id == "" || p.Revision > ch.known.revision {
+		ch.known = sgKnownPort{id: p.ID, groups: slices.Clone(p.SecurityGroups), revision: p.Revision}
+	}
+	if add {
+		ch.add[groupID], ch.remove[groupID] = true, false
+	} else {
+		ch.remove[groupID], ch.add[groupID] = true, false
+	}
+	return ch
+}
+
+// flushNow writes each port's pending changes, one write a port: the port's
+// groups as last known, with the changes, under If-Match on its revision; a
+// stale revision reads the port again and retries.
+func (m *sgManager) flushNow(ctx context.Context, network *gophercloud.ServiceClient) {
+	m.mu.Lock()
+	batch := m.pending
+	m.pending = map[string]*portChange{}
+	if m.flushing != nil {
+		m.flushing.Stop()
+		m.flushing = nil
+	}
+	m.mu.Unlock()
+	for _, ch := range batch {
+		ch.err = writePortGroups(ctx, network, ch)
+		close(ch.done)
+	}
+}
+
+func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch *portChange) error {
+	known := ch.known
+	for try := 0; ; try++ {
+		want := slices.DeleteFunc(slices.Clone(known.groups), func(g string) bool { return ch.remove[g] })
+		for g, add := range ch.add {
+			if add && !slices.Contains(want, g) {
+				want = append(want, g)
+			}
+		}
+		slices.Sort(want)
+		have := slices.Sorted(slices.Values(known.groups))
+		if slices.Equal(want, have) {
+			return nil
+		}
+		rev := known.revision
+		_, err := ports.Update(ctx, network, known.id, ports.UpdateOpts{SecurityGroups: &want, RevisionNumber: &rev}).Extract()
+		switch {
+		case err == nil:
+			return nil
+		case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
+			return nil // the port went with its server
+		case !gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) || try+1 >= portWriteTries:
+			return fmt.Errorf("writing the security groups of port %s: %w", known.id, neutronErr(err))
+		}
+		// Changed by someone else since it was read: read it again.
+		var got struct {
+			Port sgPortView `json:"port"`
+		}
+		if _, err := network.Get(ctx, network.ServiceURL("ports", known.id), &got, nil); err != nil {
+			if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+				return nil
+			}
+			return fmt.Errorf("reading port %s: %w", known.id, neutronErr(err))
+		}
+		known = sgKnownPort{id: got.Port.ID, groups: got.Port.SecurityGroups, revision: got.Port.Revision}
+	}
+}
+
+// deleteSG takes the Service's group off every port and deletes it: ours, or
+// the peer's by its name. Nothing to do when there is none.
+func (c *Cloud) deleteSG(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) error {
+	c.sgs.unmanagedChecked.Delete(svc.UID)
+	g, err := c.findSG(ctx, network, svc)
+	if err != nil || g == nil {
+		return err
+	}
+	holding, err := listPortViews(ctx, network, "fields=id&fields=security_groups&fields=revision_number&security_groups="+g.ID)
+	if err != nil {
+		return err
+	}
+	var changes []*portChange
+	for _, p := range holding {
+		changes = append(changes, c.sgs.request(network, p, g.ID, false))
+	}
+	if len(changes) > 0 {
+		c.sgs.flushNow(ctx, network)
+	}
+	for _, ch := range changes {
+		<-ch.done
+		if ch.err != nil {
+			return ch.err
+		}
+	}
+	if err := groups.Delete(ctx, network, g.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return fmt.Errorf("deleting security group %s: %w", g.ID, neutronErr(err))
+	}
+	klog.FromContext(ctx).Info("Deleted security group", "service", klog.KObj(svc), "id", g.ID, "ports", len(holding))
+	return nil
+}
