@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
@@ -11,7 +12,9 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/trunks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
@@ -226,4 +229,57 @@ func TestSecurityGroups(t *testing.T) {
 	require.NoError(t, groups.Delete(ctx, ev.network, g.ID).ExtractErr())
 	_, err = groups.Get(ctx, ev.network, g.ID).Extract()
 	assert.Equal(t, 404, codeOf(err))
+}
+
+// The tag extension's replace-all on a security group, bulk rule creation (all
+// or nothing) and If-Match on a port's revision, as the Networking API
+// reference describes them.
+func TestSecurityGroupTagsBulkRulesAndRevisions(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	g, err := groups.Create(ctx, ev.network, groups.CreateOpts{Name: "lb-sg-x"}).Extract()
+	require.NoError(t, err)
+	tags, err := attributestags.ReplaceAll(ctx, ev.network, "security-groups", g.ID, attributestags.ReplaceAllOpts{Tags: []string{"b", "a"}}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, tags)
+	pages, err := groups.List(ev.network, groups.ListOpts{Tags: "a,b"}).AllPages(ctx)
+	require.NoError(t, err)
+	gs, err := groups.ExtractGroups(pages)
+	require.NoError(t, err)
+	require.Len(t, gs, 1)
+
+	rule := func(port int, prefix string) rules.CreateOpts {
+		ether := rules.EtherType4
+		if strings.Contains(prefix, ":") {
+			ether = rules.EtherType6
+		}
+		return rules.CreateOpts{Direction: rules.DirIngress, EtherType: ether, SecGroupID: g.ID, Protocol: rules.ProtocolTCP,
+			PortRangeMin: port, PortRangeMax: port, RemoteIPPrefix: prefix}
+	}
+	created, err := rules.CreateBulk(ctx, ev.network, []rules.CreateOpts{rule(30080, "10.0.0.0/24"), rule(30080, "fd00::/64")}).Extract()
+	require.NoError(t, err)
+	assert.Len(t, created, 2)
+	_, err = rules.CreateBulk(ctx, ev.network, []rules.CreateOpts{rule(30081, "10.0.0.0/24"), rule(30080, "10.0.0.0/24")}).Extract()
+	assert.Equal(t, http.StatusConflict, codeOf(err), "one rule exists: none is created")
+	bad := rule(30082, "fd00::/64")
+	bad.EtherType = rules.EtherType4
+	_, err = rules.Create(ctx, ev.network, bad).Extract()
+	assert.Equal(t, http.StatusBadRequest, codeOf(err), "an IPv6 prefix in an IPv4 rule")
+	rp, err := rules.List(ev.network, rules.ListOpts{SecGroupID: g.ID, Direction: "ingress"}).AllPages(ctx)
+	require.NoError(t, err)
+	rs, err := rules.ExtractRules(rp)
+	require.NoError(t, err)
+	assert.Len(t, rs, 2)
+
+	p, err := ports.Create(ctx, ev.network, ports.CreateOpts{NetworkID: ev.fx.NetworkID}).Extract()
+	require.NoError(t, err)
+	stale := p.RevisionNumber - 1
+	sgs := []string{g.ID}
+	_, err = ports.Update(ctx, ev.network, p.ID, ports.UpdateOpts{SecurityGroups: &sgs, RevisionNumber: &stale}).Extract()
+	assert.Equal(t, http.StatusPreconditionFailed, codeOf(err))
+	rev := p.RevisionNumber
+	updated, err := ports.Update(ctx, ev.network, p.ID, ports.UpdateOpts{SecurityGroups: &sgs, RevisionNumber: &rev}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, sgs, updated.SecurityGroups)
+	assert.Greater(t, updated.RevisionNumber, rev)
 }

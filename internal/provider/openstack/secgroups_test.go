@@ -216,3 +216,38 @@ func TestContractSecurityGroupsOfThePeerAndOfAnotherCluster(t *testing.T) {
 	deleteLB(t, other, theirs)
 	assert.NotContains(t, portGroups(t, tg, s1.id), tgOther.ID)
 }
+
+// A port changed by someone else between our read and our write: Neutron
+// refuses the write (If-Match on the revision), the port is read again, and
+// both changes are on it.
+func TestContractAPortChangedMeanwhileKeepsBothChanges(t *testing.T) {
+	tg := newContractTarget(t)
+	s := tg.server(t, contractName("sg-race"))
+	pages, err := ports.List(tg.network, ports.ListOpts{DeviceID: s.id}).AllPages(t.Context())
+	require.NoError(t, err)
+	ps, err := ports.ExtractPorts(pages)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	read := ps[0]
+	mine, err := groups.Create(t.Context(), tg.network, groups.CreateOpts{Name: contractName("ours")}).Extract()
+	require.NoError(t, err)
+	theirs, err := groups.Create(t.Context(), tg.network, groups.CreateOpts{Name: contractName("theirs")}).Extract()
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		none := []string{}
+		_, _ = ports.Update(context.Background(), tg.network, read.ID, ports.UpdateOpts{SecurityGroups: &none}).Extract()
+		_ = groups.Delete(context.Background(), tg.network, mine.ID).ExtractErr()
+		_ = groups.Delete(context.Background(), tg.network, theirs.ID).ExtractErr()
+	})
+	// Someone else adds theirs after our read.
+	withTheirs := append(slices.Clone(read.SecurityGroups), theirs.ID)
+	_, err = ports.Update(t.Context(), tg.network, read.ID, ports.UpdateOpts{SecurityGroups: &withTheirs}).Extract()
+	require.NoError(t, err)
+
+	ch := &portChange{add: map[string]bool{mine.ID: true}, remove: map[string]bool{},
+		known: sgKnownPort{id: read.ID, groups: read.SecurityGroups, revision: read.RevisionNumber}}
+	require.NoError(t, writePortGroups(t.Context(), tg.network, ch))
+	got := portGroups(t, tg, s.id)
+	assert.Contains(t, got, mine.ID)
+	assert.Contains(t, got, theirs.ID, "the change made meanwhile is not lost")
+}
