@@ -1,0 +1,169 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/overcast-ccm/overcast/test/framework"
+)
+
+// groupOf is the Service's security group, found by the CCM's tag; nil when
+// there is none.
+func groupOf(t *testing.T, network *gophercloud.ServiceClient, uid string) *groups.SecGroup {
+	t.Helper()
+	pages, err := groups.List(network, groups.ListOpts{Tags: "overcast-service-uid=" + uid}).AllPages(context.Background())
+	require.NoError(t, err)
+	gs, err := groups.ExtractGroups(pages)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(gs), 1)
+	if len(gs) == 0 {
+		return nil
+	}
+	return &gs[0]
+}
+
+// ingressOf is a group's ingress rules, "proto port from prefix", sorted.
+func ingressOf(g *groups.SecGroup) []string {
+	var out []string
+	for _, r := range g.Rules {
+		if r.Direction == "ingress" {
+			out = append(out, fmt.Sprintf("%s %d from %s", r.Protocol, r.PortRangeMin, r.RemoteIPPrefix))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// groupsOnServer is the security groups of the server's port.
+func groupsOnServer(t *testing.T, network *gophercloud.ServiceClient, serverID string) []string {
+	t.Helper()
+	pages, err := ports.List(network, ports.ListOpts{DeviceID: serverID}).AllPages(context.Background())
+	require.NoError(t, err)
+	ps, err := ports.ExtractPorts(pages)
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	return ps[0].SecurityGroups
+}
+
+// TestSecurityGroupsFollowTheServiceAndItsNodes: with manage-security-groups,
+// the rules and port attachments Neutron lists follow the Service through
+// create, a port change, a source range change, Nodes joining and leaving,
+// and delete, which leaves nothing.
+func TestSecurityGroupsFollowTheServiceAndItsNodes(t *testing.T) {
+	network := networkClient(t)
+	a, b := createServer(t, "os-sg-a-"+suffix()), createServer(t, "os-sg-b-"+suffix())
+	opts := ccmOptions(cloudConf(t, "OVERCAST_OS_CLOUD_CONF") + "\n[LoadBalancer]\nmanage-security-groups = true\n")
+	opts.Controllers = []string{"cloud-node", "cloud-node-lifecycle", "service"}
+	env.StartCCM(t, opts)
+	env.NewKubelet(t, a.Name, a.fixedIP())
+	kb := env.NewKubelet(t, b.Name, b.fixedIP())
+	waitInitialised(t, a.Name)
+	waitInitialised(t, b.Name)
+	ownA := groupsOnServer(t, network, a.ID)
+
+	ns := lbNamespace(t)
+	svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
+			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitIngress(t, ns, "web")
+	cidr := subnetCIDROf(t, network, a.fixedIP())
+	rules := func(svc *v1.Service) []string {
+		var out []string
+		for _, p := range svc.Spec.Ports {
+			out = append(out, fmt.Sprintf("%s %d from %s", map[v1.Protocol]string{v1.ProtocolTCP: "tcp", v1.ProtocolUDP: "udp"}[p.Protocol], p.NodePort, cidr))
+		}
+		sort.Strings(out)
+		return out
+	}
+	until := func(what string, f func() error) {
+		t.Helper()
+		require.NoError(t, framework.Poll(3*time.Minute, time.Second, f), what)
+	}
+	var g *groups.SecGroup
+	until("the group, its rules and its ports", func() error {
+		if g = groupOf(t, network, string(svc.UID)); g == nil {
+			return fmt.Errorf("no group yet")
+		}
+		if got := ingressOf(g); !slices.Equal(got, rules(svc)) {
+			return fmt.Errorf("rules %v", got)
+		}
+		for _, s := range []novaServer{a, b} {
+			if !slices.Contains(groupsOnServer(t, network, s.ID), g.ID) {
+				return fmt.Errorf("not on %s's port yet", s.Name)
+			}
+		}
+		return nil
+	})
+
+	// A port added, and source ranges (the listener enforces them with the
+	// amphora provider: the rules stay from the member subnet).
+	svc, err = env.Client.CoreV1().Services(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53})
+	svc.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
+	svc, err = env.Client.CoreV1().Services(ns).Update(t.Context(), svc, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	until("a rule for the new port", func() error {
+		if got := ingressOf(groupOf(t, network, string(svc.UID))); !slices.Equal(got, rules(svc)) {
+			return fmt.Errorf("rules %v, want %v", got, rules(svc))
+		}
+		return nil
+	})
+
+	// A Node joins, one leaves.
+	c := createServer(t, "os-sg-c-"+suffix())
+	env.NewKubelet(t, c.Name, c.fixedIP())
+	waitInitialised(t, c.Name)
+	until("on the new Node's port", func() error {
+		if !slices.Contains(groupsOnServer(t, network, c.ID), g.ID) {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	require.NoError(t, kb.Remove(t.Context()))
+	until("off the port of the Node that left", func() error {
+		if slices.Contains(groupsOnServer(t, network, b.ID), g.ID) {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+
+	deleteSvcAndWait(t, ns, "web")
+	require.Nil(t, groupOf(t, network, string(svc.UID)), "the group went with the Service")
+	for _, s := range []novaServer{a, b, c} {
+		require.NotContains(t, groupsOnServer(t, network, s.ID), g.ID)
+	}
+	require.ElementsMatch(t, ownA, groupsOnServer(t, network, a.ID), "the Node's own groups are as they were")
+}
+
+// subnetCIDROf is the CIDR of the tenant network's subnet that holds ip.
+func subnetCIDROf(t *testing.T, network *gophercloud.ServiceClient, ip string) string {
+	t.Helper()
+	pages, err := subnets.List(network, subnets.ListOpts{NetworkID: osEnv["OVERCAST_OS_NETWORK_ID"]}).AllPages(context.Background())
+	require.NoError(t, err)
+	sns, err := subnets.ExtractSubnets(pages)
+	require.NoError(t, err)
+	for _, sn := range sns {
+		if netip.MustParsePrefix(sn.CIDR).Contains(netip.MustParseAddr(ip)) {
+			return sn.CIDR
+		}
+	}
+	t.Fatalf("no subnet holds %s", ip)
+	return ""
+}
