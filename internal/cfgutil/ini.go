@@ -36,7 +36,8 @@ func DecodeINI(data []byte, out any) error {
 	var cur reflect.Value // the current section struct, invalid when unknown
 	var curName string
 	var curKeys map[string]reflect.StructField
-	seen := map[string]int{}
+	seen := map[string]int{}       // section/key → the line that set it
+	seenVal := map[string]string{} // and its value
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
@@ -121,12 +122,17 @@ func DecodeINI(data []byte, out any) error {
 		fv := cur.FieldByIndex(f.Index)
 		id := curName + "/" + strings.ToLower(key)
 		if fv.Kind() != reflect.Slice {
+			// The same value again is harmless (a file put together from
+			// pieces: cloud-provider-openstack's reader takes it too); two
+			// values are a mistake to point out.
 			if prev, dup := seen[id]; dup {
-				add(n, "[%s] %s is set twice (also on line %d)", curName, key, prev)
+				if seenVal[id] != val {
+					add(n, "[%s] %s is set twice, to different values (also on line %d)", curName, key, prev)
+				}
 				continue
 			}
 		}
-		seen[id] = n
+		seen[id], seenVal[id] = n, val
 		if err := setValue(fv, val); err != nil {
 			add(n, "[%s] %s: %v", curName, key, err)
 		}

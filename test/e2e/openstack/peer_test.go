@@ -1,0 +1,186 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/overcast-ccm/overcast/test/framework"
+)
+
+// peerBuilt is what the peer built for a Service, read from OpenStack.
+type peerBuilt struct {
+	lbID, addr string
+	listeners  []string // ID/pool ID, sorted
+	group      string   // its security group's ID
+}
+
+func listenerIDsOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []string {
+	t.Helper()
+	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(context.Background())
+	require.NoError(t, err)
+	ls, err := listeners.ExtractListeners(pages)
+	require.NoError(t, err)
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.ID+"/"+l.DefaultPoolID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func groupNamed(t *testing.T, network *gophercloud.ServiceClient, name string) string {
+	t.Helper()
+	pages, err := groups.List(network, groups.ListOpts{Name: name}).AllPages(context.Background())
+	require.NoError(t, err)
+	gs, err := groups.ExtractGroups(pages)
+	require.NoError(t, err)
+	if len(gs) != 1 {
+		return ""
+	}
+	return gs[0].ID
+}
+
+// TestOpenStackTakesOverFromThePeerItself runs the unmodified
+// cloud-provider-openstack (its openstack-cloud-controller-manager binary
+// named by OVERCAST_PEER_OPENSTACK; docs/openstack.md says how to build it)
+// on the real OpenStack with security groups managed and two Services, one
+// sharing the other's load balancer, then Overcast in its place with the same
+// cloud.conf, as docs/openstack.md's migration says: every address, load
+// balancer, listener, pool and security group kept, and deleting the Services
+// leaves nothing. Run by hand: the peer is not built by make test-openstack.
+func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
+	bin := os.Getenv("OVERCAST_PEER_OPENSTACK")
+	if bin == "" {
+		t.Skip("OVERCAST_PEER_OPENSTACK names no openstack-cloud-controller-manager binary")
+	}
+	octavia, network := octaviaClient(t), networkClient(t)
+	s := createServer(t, "os-peer-"+suffix())
+	// Octavia's no-op driver of the harness leaves the children of a fully
+	// populated load balancer pending: the peer builds step by step.
+	conf := cloudConf(t, "OVERCAST_OS_CLOUD_CONF") + "\n[LoadBalancer]\nmanage-security-groups = true\nprovider-requires-serial-api-calls = true\n"
+	opts := ccmOptions(conf)
+	opts.Controllers = []string{"cloud-node", "service"}
+	peer := env.StartBinary(t, bin, "openstack-cloud-controller-manager", opts)
+	env.NewKubelet(t, s.Name, s.fixedIP())
+	waitInitialised(t, s.Name)
+
+	ns := lbNamespace(t)
+	create := func(name string, ports []v1.ServicePort, annotations map[string]string) *v1.Service {
+		svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
+			Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name}, Ports: ports},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return svc
+	}
+	lbIDOf := func(name string) string {
+		var id string
+		require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+			got, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if id = got.Annotations["loadbalancer.openstack.org/load-balancer-id"]; id == "" || len(got.Status.LoadBalancer.Ingress) == 0 {
+				return fmt.Errorf("the peer has not served %s yet", name)
+			}
+			return nil
+		}))
+		return id
+	}
+	web := create("web", []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}, {Name: "dns", Protocol: v1.ProtocolUDP, Port: 53}}, nil)
+	webLB := lbIDOf("web")
+	api := create("api", []v1.ServicePort{{Name: "api", Protocol: v1.ProtocolTCP, Port: 8080}},
+		map[string]string{"loadbalancer.openstack.org/load-balancer-id": webLB})
+	require.Equal(t, webLB, lbIDOf("api"), "the peer shares web's load balancer with api")
+	addr := waitIngress(t, ns, "web")
+	require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+		if groupNamed(t, network, fmt.Sprintf("lb-sg-%s-%s-api", api.UID, ns)) == "" {
+			return fmt.Errorf("the peer has not made api's security group yet")
+		}
+		return nil
+	}))
+	before := peerBuilt{lbID: webLB, addr: addr, listeners: listenerIDsOf(t, octavia, webLB)}
+	require.Len(t, before.listeners, 3, "web's two listeners and api's one")
+	groupsBefore := map[string]string{}
+	for _, svc := range []*v1.Service{web, api} {
+		name := fmt.Sprintf("lb-sg-%s-%s-%s", svc.UID, ns, svc.Name)
+		groupsBefore[svc.Name] = groupNamed(t, network, name)
+		require.NotEmpty(t, groupsBefore[svc.Name], "the peer's group %s", name)
+	}
+	peer.Stop()
+
+	opts.Controllers = []string{"cloud-node", "cloud-node-lifecycle", "service"}
+	env.StartCCM(t, opts)
+	for _, name := range []string{"web", "api"} {
+		assert.Equal(t, addr, waitReady(t, ns, name), "%s keeps the address", name)
+	}
+	lb, err := loadbalancers.Get(t.Context(), octavia, webLB).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, "ACTIVE", lb.ProvisioningStatus)
+	assert.Contains(t, lb.Tags, "overcast-service-uid="+string(web.UID), "web's load balancer is taken over")
+	assert.Equal(t, before.listeners, listenerIDsOf(t, octavia, webLB), "no listener or pool rebuilt")
+	for _, svc := range []*v1.Service{web, api} {
+		g := groupOf(t, network, string(svc.UID))
+		require.NotNil(t, g, "%s's group, tagged", svc.Name)
+		assert.Equal(t, groupsBefore[svc.Name], g.ID, "%s keeps the peer's group", svc.Name)
+		assert.Contains(t, groupsOnServer(t, network, s.ID), g.ID)
+	}
+
+	// The owner first: the load balancer stays for api, then goes with it.
+	deleteSvcAndWait(t, ns, "web")
+	lb, err = loadbalancers.Get(t.Context(), octavia, webLB).Extract()
+	require.NoError(t, err, "api still shares it")
+	assert.Len(t, listenerIDsOf(t, octavia, webLB), 1)
+	assert.Equal(t, addr, waitIngress(t, ns, "api"))
+	deleteSvcAndWait(t, ns, "api")
+	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+		if _, err := loadbalancers.Get(context.Background(), octavia, webLB).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+			return fmt.Errorf("load balancer %s still there (%v)", webLB, err)
+		}
+		return nil
+	}))
+	pages, err := floatingips.List(network, floatingips.ListOpts{FloatingIP: addr}).AllPages(t.Context())
+	require.NoError(t, err)
+	fips, err := floatingips.ExtractFloatingIPs(pages)
+	require.NoError(t, err)
+	assert.Empty(t, fips, "the peer's floating IP is released with the load balancer")
+	for name, id := range groupsBefore {
+		_, err := groups.Get(t.Context(), network, id).Extract()
+		assert.True(t, gophercloud.ResponseCodeIs(err, 404), "%s's group is gone", name)
+	}
+}
+
+// waitReady waits for the Service's ingress from overcast-ccm (its Ready
+// condition) and returns the address.
+func waitReady(t *testing.T, ns, name string) string {
+	t.Helper()
+	var addr string
+	require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+		got, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == "LoadBalancerReady" && c.Status == metav1.ConditionTrue && len(got.Status.LoadBalancer.Ingress) > 0 {
+				addr = got.Status.LoadBalancer.Ingress[0].IP
+				return nil
+			}
+		}
+		return fmt.Errorf("%s/%s is not Ready yet", ns, name)
+	}))
+	return addr
+}
