@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -361,27 +362,11 @@ type sgPortView struct {
 	} `json:"fixed_ips"`
 }
 
-func listPortViews(ctx context.Context, network *gophercloud.ServiceClient, query string) ([]sgPortView, error) {
-	var out []sgPortView
-	url := network.ServiceURL("ports") + "?" + query
-	for url != "" {
-		var page struct {
-			Ports []sgPortView `json:"ports"`
-			Links []struct {
-				Rel  string `json:"rel"`
-				Href string `json:"href"`
-			} `json:"ports_links"`
-		}
-		if _, err := network.Get(ctx, url, &page, nil); err != nil {
-			return nil, fmt.Errorf("listing ports: %w", neutronErr(err))
-		}
-		out = append(out, page.Ports...)
-		url = ""
-		for _, l := range page.Links {
-			if l.Rel == "next" && len(page.Ports) > 0 {
-				url = l.Href
-			}
-		}
+func listPortViews(ctx context.Context, network *gophercloud.ServiceClient, query url.Values) ([]sgPortView, error) {
+	query["fields"] = []string{"id", "device_id", "security_groups", "port_security_enabled", "revision_number", "fixed_ips"}
+	out, err := listAll[sgPortView](ctx, network, "ports", query, "ports")
+	if err != nil {
+		return nil, fmt.Errorf("listing ports: %w", neutronErr(err))
 	}
 	return out, nil
 }
@@ -390,19 +375,14 @@ func listPortViews(ctx context.Context, network *gophercloud.ServiceClient, quer
 // member's address, when it has port security) and takes it off every other
 // port. The writes go through the port writer, batched with other Services'.
 func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient, groupID string, s lbSpec) (int, int, error) {
-	fields := "fields=id&fields=device_id&fields=security_groups&fields=port_security_enabled&fields=revision_number&fields=fixed_ips"
 	var members []sgPortView
 	if len(s.sg.servers) > 0 {
-		q := fields
-		for _, id := range s.sg.servers {
-			q += "&device_id=" + id
-		}
 		var err error
-		if members, err = listPortViews(ctx, network, q); err != nil {
+		if members, err = listPortViews(ctx, network, url.Values{"device_id": s.sg.servers}); err != nil {
 			return 0, 0, err
 		}
 	}
-	holding, err := listPortViews(ctx, network, fields+"&security_groups="+groupID)
+	holding, err := listPortViews(ctx, network, url.Values{"security_groups": {groupID}})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -517,16 +497,14 @@ func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch
 			return fmt.Errorf("writing the security groups of port %s: %w", known.id, neutronErr(err))
 		}
 		// Changed by someone else since it was read: read it again.
-		var got struct {
-			Port sgPortView `json:"port"`
+		got, err := listPortViews(ctx, network, url.Values{"id": {known.id}})
+		if err != nil {
+			return err
 		}
-		if _, err := network.Get(ctx, network.ServiceURL("ports", known.id), &got, nil); err != nil {
-			if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-				return nil
-			}
-			return fmt.Errorf("reading port %s: %w", known.id, neutronErr(err))
+		if len(got) == 0 {
+			return nil // the port went with its server
 		}
-		known = sgKnownPort{id: got.Port.ID, groups: got.Port.SecurityGroups, revision: got.Port.Revision}
+		known = sgKnownPort{id: got[0].ID, groups: got[0].SecurityGroups, revision: got[0].Revision}
 	}
 }
 
@@ -538,7 +516,7 @@ func (c *Cloud) deleteSG(ctx context.Context, network *gophercloud.ServiceClient
 	if err != nil || g == nil {
 		return err
 	}
-	holding, err := listPortViews(ctx, network, "fields=id&fields=security_groups&fields=revision_number&security_groups="+g.ID)
+	holding, err := listPortViews(ctx, network, url.Values{"security_groups": {g.ID}})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,6 @@ import (
 type peerBuilt struct {
 	lbID, addr string
 	listeners  []string // ID/pool ID, sorted
-	group      string   // its security group's ID
 }
 
 func listenerIDsOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []string {
@@ -142,14 +141,14 @@ func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
 
 	// The owner first: the load balancer stays for api, then goes with it.
 	deleteSvcAndWait(t, ns, "web")
-	lb, err = loadbalancers.Get(t.Context(), octavia, webLB).Extract()
+	_, err = loadbalancers.Get(t.Context(), octavia, webLB).Extract()
 	require.NoError(t, err, "api still shares it")
 	assert.Len(t, listenerIDsOf(t, octavia, webLB), 1)
 	assert.Equal(t, addr, waitIngress(t, ns, "api"))
 	deleteSvcAndWait(t, ns, "api")
 	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
 		if _, err := loadbalancers.Get(context.Background(), octavia, webLB).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
-			return fmt.Errorf("load balancer %s still there (%v)", webLB, err)
+			return fmt.Errorf("load balancer %s still there (%w)", webLB, err)
 		}
 		return nil
 	}))
