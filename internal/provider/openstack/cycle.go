@@ -116,6 +116,17 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if len(opts.Listeners) == len(spec.ports) {
 		s.setCreated(created.ID, spec.fingerprint()) // fully populated
 	}
+	if spec.sg == nil {
+		// A new load balancer: no group is left from when groups were managed.
+		s.sgs.unmanagedChecked.Store(svc.UID, true)
+	} else {
+		// Made while Octavia provisions: it needs nothing of the load balancer.
+		svc, logger := svc.DeepCopy(), klog.FromContext(ctx)
+		s.sgs.start(svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
+			_, err := s.convergeSG(klog.NewContext(ctx, logger), svc, spec)
+			return err
+		})
+	}
 	klog.FromContext(ctx).Info("Created load balancer", "service", klog.KObj(svc), "id", created.ID, "listeners", len(spec.ports), "members", len(spec.members))
 	return fmt.Sprintf("load balancer %s is being created", created.ID), nil
 }
@@ -179,9 +190,17 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 
 // convergedSG makes the Service's security group as spec asks once its load
 // balancer is: all its writes in one pass (they are Neutron's, not Octavia's
-// one at a time), so it never makes a pass of its own.
+// one at a time), so it never makes a pass of its own. The one started with
+// the load balancer's creation is waited for, not repeated.
 func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
-	if _, err := s.convergeSG(ctx, svc, spec); err != nil {
+	if spec.sg == nil {
+		_, err := s.convergeSG(ctx, svc, spec) // a group left from before goes
+		return "", err
+	}
+	if err := s.sgs.converged(ctx, svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
+		_, err := s.convergeSG(ctx, svc, spec)
+		return err
+	}); err != nil {
 		return "", fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	return "", nil

@@ -463,5 +463,16 @@ func (s *lbSpec) configFingerprint() string {
 	return h.Config()
 }
 
+// sgFingerprint covers what the security group is made from: its ports, the
+// members and their servers, the sources.
+func (s *lbSpec) sgFingerprint() string {
+	if s.sg == nil {
+		return "-"
+	}
+	h := lbcycle.NewHash()
+	h.Line("sg", s.sg.hcPort, s.sg.nodePorts, s.sg.servers, s.members, s.allowedCIDRs)
+	return h.Config()
+}
+
 // membersFingerprint covers the members' addresses (sorted).
 func (s *lbSpec) membersFingerprint() string { return lbcycle.MembersOf(s.members) }

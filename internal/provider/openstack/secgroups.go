@@ -20,6 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -47,6 +48,10 @@ const (
 	// portWriteTries bounds the writes of one port when another writer's
 	// change keeps making its revision stale.
 	portWriteTries = 4
+	// portWriters: how many ports are written at once.
+	portWriters = 8
+	// maxKnownPorts bounds the ports remembered as last written.
+	maxKnownPorts = 20000
 	// subnetsMaxAge: how old the list of subnets (whose CIDRs the rules open)
 	// may be.
 	subnetsMaxAge = 10 * time.Minute
@@ -114,9 +119,96 @@ type sgManager struct {
 	pending    map[string]*portChange // port ID → the changes waiting for its next write
 	flushing   *time.Timer            // the next write of the pending changes
 	flushDelay time.Duration
+	flushMu    sync.Mutex             // one flush at a time: a port is never written twice at once
+	ports      map[string]sgKnownPort // each port as last read or written by a flush
 	// unmanagedChecked: the Services already looked at for a group left from
 	// when groups were managed.
 	unmanagedChecked sync.Map
+	runs             map[types.UID]*sgRun // the last convergence of each Service's group
+}
+
+// sgRun is one convergence of a Service's group.
+type sgRun struct {
+	fingerprint string
+	done        chan struct{}
+	err         error
+	at          time.Time // when it ended
+}
+
+// sgFresh: a group converged this long ago to the same fingerprint is not
+// looked at again (the pass right after the creation that converged it).
+const sgFresh = time.Minute
+
+// start converges a Service's group in the background (with the load
+// balancer's creation); converged waits for it.
+func (m *sgManager) start(uid types.UID, fp string, f func(context.Context) error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[uid]; r != nil && r.fingerprint == fp && r.at.IsZero() {
+		return // under way
+	}
+	r := &sgRun{fingerprint: fp, done: make(chan struct{})}
+	m.runs[uid] = r
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		m.finish(r, f(ctx))
+	}()
+}
+
+func (m *sgManager) finish(r *sgRun, err error) {
+	m.mu.Lock()
+	r.err, r.at = err, time.Now()
+	m.mu.Unlock()
+	close(r.done)
+}
+
+// converged makes sure the Service's group is converged to fp: a run under
+// way is waited for, one that ended well less than sgFresh ago is enough, and
+// otherwise f runs now.
+func (m *sgManager) converged(ctx context.Context, uid types.UID, fp string, f func(context.Context) error) error {
+	m.mu.Lock()
+	r := m.runs[uid]
+	m.mu.Unlock()
+	if r != nil && r.fingerprint == fp {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		m.mu.Lock()
+		err, at := r.err, r.at
+		m.mu.Unlock()
+		if err == nil && time.Since(at) < sgFresh {
+			return nil
+		}
+	}
+	r = &sgRun{fingerprint: fp, done: make(chan struct{})}
+	m.mu.Lock()
+	m.runs[uid] = r
+	m.mu.Unlock()
+	err := f(ctx)
+	m.finish(r, err)
+	return err
+}
+
+// forget drops what is known of a deleted Service's group, once a
+// convergence under way (which could create it) has ended.
+func (m *sgManager) forget(ctx context.Context, uid types.UID) error {
+	m.mu.Lock()
+	r := m.runs[uid]
+	delete(m.runs, uid)
+	m.mu.Unlock()
+	m.unmanagedChecked.Delete(uid)
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // portChange is what Services want of one port's security groups.
@@ -135,7 +227,7 @@ type sgKnownPort struct {
 }
 
 func newSGManager() *sgManager {
-	return &sgManager{pending: map[string]*portChange{}, flushDelay: portWriteWindow}
+	return &sgManager{pending: map[string]*portChange{}, flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}}
 }
 
 // memberSubnetCIDRs are the CIDRs of the subnets that hold the members'
@@ -197,45 +289,40 @@ func (c *Cloud) sgRemotes(ctx context.Context, network *gophercloud.ServiceClien
 	return c.memberSubnetCIDRs(ctx, network, s.members)
 }
 
-// findSG is the Service's security group: the one tagged with its UID (ours),
-// else the peer's, by its name (an untagged one holding the Service's UID, or
-// one we had not yet tagged). A group of another cluster is never returned.
+// findSG is the Service's security group, found by its name (ours carry the
+// peer's name too): the one tagged with the Service's and this cluster's UIDs,
+// else the peer's (untagged). A group tagged for another cluster or Service is
+// never returned. One read.
 func (c *Cloud) findSG(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) (*groups.SecGroup, error) {
-	list := func(opts groups.ListOpts) ([]groups.SecGroup, error) {
-		pages, err := groups.List(network, opts).AllPages(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
-		}
-		return groups.ExtractGroups(pages)
+	pages, err := groups.List(network, groups.ListOpts{Name: sgName(svc)}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
 	}
-	tagged, err := list(groups.ListOpts{Tags: tagService + string(svc.UID)})
+	named, err := groups.ExtractGroups(pages)
 	if err != nil {
 		return nil, err
 	}
-	tagged = slices.DeleteFunc(tagged, func(g groups.SecGroup) bool { return !slices.Contains(g.Tags, tagCluster+c.Cluster.Get()) })
-	if len(tagged) > 1 {
-		return nil, fmt.Errorf("%d security groups carry the tags of Service %s/%s: resolve by hand", len(tagged), svc.Namespace, svc.Name)
-	}
-	if len(tagged) == 1 {
-		return &tagged[0], nil
-	}
-	named, err := list(groups.ListOpts{Name: sgName(svc)})
-	if err != nil {
-		return nil, err
-	}
-	named = slices.DeleteFunc(named, func(g groups.SecGroup) bool {
+	var ours, peers []groups.SecGroup
+	for _, g := range named {
+		tagged := false
 		for _, t := range g.Tags {
-			if strings.HasPrefix(t, tagCluster) || strings.HasPrefix(t, tagService) {
-				return true // another cluster's, or another Service's
-			}
+			tagged = tagged || strings.HasPrefix(t, tagCluster) || strings.HasPrefix(t, tagService)
 		}
-		return false
-	})
-	if len(named) > 1 {
-		return nil, fmt.Errorf("%d security groups are named %s: resolve by hand", len(named), sgName(svc))
+		switch {
+		case slices.Contains(g.Tags, tagService+string(svc.UID)) && slices.Contains(g.Tags, tagCluster+c.Cluster.Get()):
+			ours = append(ours, g)
+		case !tagged:
+			peers = append(peers, g)
+		}
 	}
-	if len(named) == 1 {
-		return &named[0], nil
+	for _, set := range [][]groups.SecGroup{ours, peers} {
+		switch len(set) {
+		case 0:
+			continue
+		case 1:
+			return &set[0], nil
+		}
+		return nil, fmt.Errorf("%d security groups are named %s: resolve by hand", len(set), sgName(svc))
 	}
 	return nil, nil
 }
@@ -297,7 +384,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (stri
 	if n > 0 {
 		did = append(did, fmt.Sprintf("%d rule(s) changed", n))
 	}
-	attached, detached, err := c.placeSG(ctx, network, g.ID, s)
+	attached, detached, err := c.placeSG(ctx, network, g.ID, s, slices.Contains(did, "created"))
 	if err != nil {
 		return "", err
 	}
@@ -374,17 +461,19 @@ func listPortViews(ctx context.Context, network *gophercloud.ServiceClient, quer
 // placeSG puts the group on each member Node's port (the port holding the
 // member's address, when it has port security) and takes it off every other
 // port. The writes go through the port writer, batched with other Services'.
-func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient, groupID string, s lbSpec) (int, int, error) {
-	var members []sgPortView
+func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient, groupID string, s lbSpec, created bool) (int, int, error) {
+	var members, holding []sgPortView
 	if len(s.sg.servers) > 0 {
 		var err error
 		if members, err = listPortViews(ctx, network, url.Values{"device_id": s.sg.servers}); err != nil {
 			return 0, 0, err
 		}
 	}
-	holding, err := listPortViews(ctx, network, url.Values{"security_groups": {groupID}})
-	if err != nil {
-		return 0, 0, err
+	if !created { // a group made just now is on no port
+		var err error
+		if holding, err = listPortViews(ctx, network, url.Values{"security_groups": {groupID}}); err != nil {
+			return 0, 0, err
+		}
 	}
 	isMember := map[string]bool{}
 	var changes []*portChange
@@ -446,6 +535,9 @@ func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, gr
 	if ch.known.id == "" || p.Revision > ch.known.revision {
 		ch.known = sgKnownPort{id: p.ID, groups: slices.Clone(p.SecurityGroups), revision: p.Revision}
 	}
+	if k, ok := m.ports[p.ID]; ok && k.revision > ch.known.revision {
+		ch.known = k // written since the caller read it
+	}
 	if add {
 		ch.add[groupID], ch.remove[groupID] = true, false
 	} else {
@@ -458,6 +550,8 @@ func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, gr
 // groups as last known, with the changes, under If-Match on its revision; a
 // stale revision reads the port again and retries.
 func (m *sgManager) flushNow(ctx context.Context, network *gophercloud.ServiceClient) {
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
 	m.mu.Lock()
 	batch := m.pending
 	m.pending = map[string]*portChange{}
@@ -466,13 +560,32 @@ func (m *sgManager) flushNow(ctx context.Context, network *gophercloud.ServiceCl
 		m.flushing = nil
 	}
 	m.mu.Unlock()
+	// Each port is written once, up to portWriters at a time.
+	sem := make(chan struct{}, portWriters)
+	var wg sync.WaitGroup
 	for _, ch := range batch {
-		ch.err = writePortGroups(ctx, network, ch)
-		close(ch.done)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var known sgKnownPort
+			known, ch.err = writePortGroups(ctx, network, ch)
+			if known.id != "" {
+				m.mu.Lock()
+				if len(m.ports) > maxKnownPorts {
+					clear(m.ports)
+				}
+				m.ports[known.id] = known
+				m.mu.Unlock()
+			}
+			close(ch.done)
+		})
 	}
+	wg.Wait()
 }
 
-func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch *portChange) error {
+// writePortGroups writes the port's groups with the change, and returns the
+// port as it then is (no id when unknown).
+func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch *portChange) (sgKnownPort, error) {
 	known := ch.known
 	for try := 0; ; try++ {
 		want := slices.DeleteFunc(slices.Clone(known.groups), func(g string) bool { return ch.remove[g] })
@@ -484,25 +597,25 @@ func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch
 		slices.Sort(want)
 		have := slices.Sorted(slices.Values(known.groups))
 		if slices.Equal(want, have) {
-			return nil
+			return known, nil
 		}
 		rev := known.revision
-		_, err := ports.Update(ctx, network, known.id, ports.UpdateOpts{SecurityGroups: &want, RevisionNumber: &rev}).Extract()
+		p, err := ports.Update(ctx, network, known.id, ports.UpdateOpts{SecurityGroups: &want, RevisionNumber: &rev}).Extract()
 		switch {
 		case err == nil:
-			return nil
+			return sgKnownPort{id: p.ID, groups: p.SecurityGroups, revision: p.RevisionNumber}, nil
 		case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
-			return nil // the port went with its server
+			return sgKnownPort{}, nil // the port went with its server
 		case !gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) || try+1 >= portWriteTries:
-			return fmt.Errorf("writing the security groups of port %s: %w", known.id, neutronErr(err))
+			return sgKnownPort{}, fmt.Errorf("writing the security groups of port %s: %w", known.id, neutronErr(err))
 		}
 		// Changed by someone else since it was read: read it again.
 		got, err := listPortViews(ctx, network, url.Values{"id": {known.id}})
 		if err != nil {
-			return err
+			return sgKnownPort{}, err
 		}
 		if len(got) == 0 {
-			return nil // the port went with its server
+			return sgKnownPort{}, nil
 		}
 		known = sgKnownPort{id: got[0].ID, groups: got[0].SecurityGroups, revision: got[0].Revision}
 	}
@@ -511,7 +624,9 @@ func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch
 // deleteSG takes the Service's group off every port and deletes it: ours, or
 // the peer's by its name. Nothing to do when there is none.
 func (c *Cloud) deleteSG(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) error {
-	c.sgs.unmanagedChecked.Delete(svc.UID)
+	if err := c.sgs.forget(ctx, svc.UID); err != nil {
+		return err
+	}
 	g, err := c.findSG(ctx, network, svc)
 	if err != nil || g == nil {
 		return err

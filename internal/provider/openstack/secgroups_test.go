@@ -246,7 +246,8 @@ func TestContractAPortChangedMeanwhileKeepsBothChanges(t *testing.T) {
 
 	ch := &portChange{add: map[string]bool{mine.ID: true}, remove: map[string]bool{},
 		known: sgKnownPort{id: read.ID, groups: read.SecurityGroups, revision: read.RevisionNumber}}
-	require.NoError(t, writePortGroups(t.Context(), tg.network, ch))
+	_, err = writePortGroups(t.Context(), tg.network, ch)
+	require.NoError(t, err)
 	got := portGroups(t, tg, s.id)
 	assert.Contains(t, got, mine.ID)
 	assert.Contains(t, got, theirs.ID, "the change made meanwhile is not lost")
