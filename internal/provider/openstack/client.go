@@ -398,9 +398,17 @@ func firstNonEmpty(a ...string) string {
 	return ""
 }
 
+// maxIdleConnsPerEndpoint: how many connections to one endpoint are kept for
+// reuse.
+const maxIdleConnsPerEndpoint = 32
+
 func baseTransport(a auth) http.RoundTripper {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = a.tls
+	// A burst (a restart's resync, many Services at once) has dozens of calls
+	// in flight to one endpoint: keeping only Go's default 2 connections idle
+	// would make most of them a new TLS handshake.
+	tr.MaxIdleConnsPerHost = maxIdleConnsPerEndpoint
 	return tr
 }
 

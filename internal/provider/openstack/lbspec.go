@@ -318,7 +318,7 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 		}
 	}
 	if cfg.ManageSecurityGroups {
-		s.sg = &sgSpec{}
+		s.sg = &sgSpec{selector: sel, serverLabels: map[string]labels.Set{}}
 		if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
 			s.sg.hcPort = int(svc.Spec.HealthCheckNodePort)
 		}
@@ -340,6 +340,7 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			s.members = append(s.members, ip.String())
 			if id, err := serverID(n.Spec.ProviderID); err == nil && s.sg != nil {
 				s.sg.servers = append(s.sg.servers, id)
+				s.sg.serverLabels[id] = n.Labels
 			}
 		}
 	}

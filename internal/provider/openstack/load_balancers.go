@@ -155,6 +155,7 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 			s.members = append(s.members, ip.String())
 			if s.sg != nil {
 				s.sg.servers = append(s.sg.servers, srv.ID)
+				s.sg.serverLabels[srv.ID] = n.Labels
 			}
 		}
 	}

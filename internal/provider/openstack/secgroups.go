@@ -20,6 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
@@ -62,6 +63,16 @@ type sgSpec struct {
 	nodePorts []sgPort // sorted
 	hcPort    int      // healthCheckNodePort, 0: none
 	servers   []string // the member Nodes' server IDs, sorted
+	// Which Nodes the Service's members come from, and each member server's
+	// Node labels: a Node that joins gets every Service's group at once.
+	selector     labels.Selector
+	serverLabels map[string]labels.Set
+}
+
+// sgPlacement is where a Service's group goes: the Nodes its selector takes.
+type sgPlacement struct {
+	group    string
+	selector labels.Selector
 }
 
 type sgPort struct {
@@ -125,6 +136,28 @@ type sgManager struct {
 	// when groups were managed.
 	unmanagedChecked sync.Map
 	runs             map[types.UID]*sgRun // the last convergence of each Service's group
+	placements       map[types.UID]sgPlacement
+}
+
+// groupsFor are the groups of every Service converged in this process whose
+// members a Node with these labels is among (a Node is a member of each
+// Service whose selector takes it).
+func (m *sgManager) groupsFor(set labels.Set) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, p := range m.placements {
+		if p.selector == nil || p.selector.Matches(set) {
+			out = append(out, p.group)
+		}
+	}
+	return out
+}
+
+func (m *sgManager) place(uid types.UID, p sgPlacement) {
+	m.mu.Lock()
+	m.placements[uid] = p
+	m.mu.Unlock()
 }
 
 // sgRun is one convergence of a Service's group.
@@ -198,6 +231,7 @@ func (m *sgManager) forget(ctx context.Context, uid types.UID) error {
 	m.mu.Lock()
 	r := m.runs[uid]
 	delete(m.runs, uid)
+	delete(m.placements, uid)
 	m.mu.Unlock()
 	m.unmanagedChecked.Delete(uid)
 	if r == nil {
@@ -227,7 +261,7 @@ type sgKnownPort struct {
 }
 
 func newSGManager() *sgManager {
-	return &sgManager{pending: map[string]*portChange{}, flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}}
+	return &sgManager{pending: map[string]*portChange{}, flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, placements: map[types.UID]sgPlacement{}}
 }
 
 // memberSubnetCIDRs are the CIDRs of the subnets that hold the members'
@@ -384,6 +418,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (stri
 	if n > 0 {
 		did = append(did, fmt.Sprintf("%d rule(s) changed", n))
 	}
+	c.sgs.place(svc.UID, sgPlacement{group: g.ID, selector: s.sg.selector})
 	attached, detached, err := c.placeSG(ctx, network, g.ID, s, slices.Contains(did, "created"))
 	if err != nil {
 		return "", err
@@ -490,7 +525,9 @@ func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient,
 		}
 		isMember[p.ID] = true
 		if !slices.Contains(p.SecurityGroups, groupID) {
-			changes = append(changes, c.sgs.request(network, p, groupID, true))
+			// A Node new to this Service is likely new to the others: their
+			// groups go on in the same write.
+			changes = append(changes, c.sgs.request(network, p, groupID, true, c.sgs.groupsFor(s.sg.serverLabels[p.DeviceID])...))
 		}
 	}
 	attached := len(changes)
@@ -517,7 +554,9 @@ func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient,
 // request asks for groupID on (add) or off the port, in the port's next
 // write, which is at most flushDelay away; the change's done closes when it is
 // written.
-func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, groupID string, add bool) *portChange {
+// others are groups of other Services that go on with an addition, unless
+// their own Service asks them off.
+func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, groupID string, add bool, others ...string) *portChange {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.flushing == nil {
@@ -540,6 +579,11 @@ func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, gr
 	}
 	if add {
 		ch.add[groupID], ch.remove[groupID] = true, false
+		for _, g := range others {
+			if !ch.remove[g] {
+				ch.add[g] = true
+			}
+		}
 	} else {
 		ch.remove[groupID], ch.add[groupID] = true, false
 	}

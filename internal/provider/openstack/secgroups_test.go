@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -161,13 +160,11 @@ func TestContractSecurityGroups(t *testing.T) {
 	if tg.emu != nil {
 		tg.emu.ResetCalls()
 	}
-	var wg sync.WaitGroup
+	// One after the other, as a service controller with one worker would:
+	// the first puts every group on.
 	for _, x := range append([]*v1.Service{svc}, others...) {
-		wg.Go(func() {
-			assert.NoError(t, poll(3*time.Minute, func() error { return c.UpdateLoadBalancer(context.Background(), "contract", x, joined) }))
-		})
+		require.NoError(t, poll(3*time.Minute, func() error { return c.UpdateLoadBalancer(context.Background(), "contract", x, joined) }))
 	}
-	wg.Wait()
 	on3 := portGroups(t, tg, s3.id)
 	for _, x := range append([]*v1.Service{svc}, others...) {
 		assert.Contains(t, on3, sgOf(t, tg, x).ID)
