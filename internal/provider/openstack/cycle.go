@@ -303,8 +303,12 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	}
 	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))
 	if spec.sg != nil {
-		if _, err := s.convergedSG(ctx, svc, spec); err != nil {
-			return "", true, err
+		if done, err := s.sgMembersChanged(ctx, svc, spec); err != nil {
+			return "", true, fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
+		} else if !done {
+			if _, err := s.convergedSG(ctx, svc, spec); err != nil {
+				return "", true, err
+			}
 		}
 	}
 	return "", true, nil

@@ -69,10 +69,14 @@ type sgSpec struct {
 	serverLabels map[string]labels.Set
 }
 
-// sgPlacement is where a Service's group goes: the Nodes its selector takes.
+// sgPlacement is where a Service's group went at its last convergence: the
+// Nodes its selector takes, the servers whose ports hold it, from which
+// sources its rules let traffic in.
 type sgPlacement struct {
 	group    string
 	selector labels.Selector
+	servers  []string // sorted
+	remotes  []string
 }
 
 type sgPort struct {
@@ -131,7 +135,8 @@ type sgManager struct {
 	flushing   *time.Timer            // the next write of the pending changes
 	flushDelay time.Duration
 	flushMu    sync.Mutex             // one flush at a time: a port is never written twice at once
-	ports      map[string]sgKnownPort // each port as last read or written by a flush
+	ports      map[string]sgKnownPort // each port as last read or written
+	byServer   map[string]string      // a member server's ID → its member port's ID
 	// unmanagedChecked: the Services already looked at for a group left from
 	// when groups were managed.
 	unmanagedChecked sync.Map
@@ -158,6 +163,35 @@ func (m *sgManager) place(uid types.UID, p sgPlacement) {
 	m.mu.Lock()
 	m.placements[uid] = p
 	m.mu.Unlock()
+}
+
+func (m *sgManager) placement(uid types.UID) (sgPlacement, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.placements[uid]
+	return p, ok
+}
+
+// learn remembers member ports as read (a newer revision wins).
+func (m *sgManager) learn(server string, p sgPortView) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.ports) > maxKnownPorts {
+		clear(m.ports)
+		clear(m.byServer)
+	}
+	if k, ok := m.ports[p.ID]; !ok || p.Revision > k.revision {
+		m.ports[p.ID] = sgKnownPort{id: p.ID, groups: slices.Clone(p.SecurityGroups), revision: p.Revision}
+	}
+	m.byServer[server] = p.ID
+}
+
+// holds says whether the server's member port is known to hold the group.
+func (m *sgManager) holds(server, group string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id, ok := m.byServer[server]
+	return ok && slices.Contains(m.ports[id].groups, group)
 }
 
 // sgRun is one convergence of a Service's group.
@@ -261,7 +295,7 @@ type sgKnownPort struct {
 }
 
 func newSGManager() *sgManager {
-	return &sgManager{pending: map[string]*portChange{}, flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, placements: map[types.UID]sgPlacement{}}
+	return &sgManager{pending: map[string]*portChange{}, flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
 }
 
 // memberSubnetCIDRs are the CIDRs of the subnets that hold the members'
@@ -423,6 +457,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (stri
 	if err != nil {
 		return "", err
 	}
+	c.sgs.place(svc.UID, sgPlacement{group: g.ID, selector: s.sg.selector, servers: s.sg.servers, remotes: remotes})
 	if attached+detached > 0 {
 		did = append(did, fmt.Sprintf("on %d more and %d fewer Node port(s)", attached, detached))
 	}
@@ -431,6 +466,78 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (stri
 	}
 	klog.FromContext(ctx).Info("Security group converged", "service", klog.KObj(svc), "id", g.ID, "changes", strings.Join(did, ", "))
 	return fmt.Sprintf("security group %s: %s", g.ID, strings.Join(did, ", ")), nil
+}
+
+// sgMembersChanged is Node churn's path: the group, its rules and its sources
+// are as this process last converged them, so only the ports of the servers
+// that joined or left are looked at, and a port known to hold the group
+// already (a Service before this one put it on) is not even read. false: the
+// full convergence is needed.
+func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec) (bool, error) {
+	p, ok := c.sgs.placement(svc.UID)
+	if !ok || p.servers == nil && len(s.sg.servers) > 0 {
+		return false, nil
+	}
+	network, err := c.clients.networkClient(ctx)
+	if err != nil {
+		return false, err
+	}
+	remotes, err := c.sgRemotes(ctx, network, s)
+	if err != nil || !slices.Equal(remotes, p.remotes) {
+		return false, err
+	}
+	var read []string
+	joined := map[string]bool{}
+	for _, id := range s.sg.servers {
+		if !slices.Contains(p.servers, id) {
+			joined[id] = true
+			if !c.sgs.holds(id, p.group) {
+				read = append(read, id)
+			}
+		}
+	}
+	for _, id := range p.servers {
+		if !slices.Contains(s.sg.servers, id) {
+			read = append(read, id)
+		}
+	}
+	var changes []*portChange
+	if len(read) > 0 {
+		ports, err := listPortViews(ctx, network, url.Values{"device_id": read})
+		if err != nil {
+			return false, err
+		}
+		for _, port := range ports {
+			member := false
+			for _, ip := range port.FixedIPs {
+				member = member || slices.Contains(s.members, ip.IPAddress)
+			}
+			has := slices.Contains(port.SecurityGroups, p.group)
+			switch {
+			case port.PortSecurity != nil && !*port.PortSecurity:
+			case joined[port.DeviceID] && member:
+				c.sgs.learn(port.DeviceID, port)
+				if !has {
+					changes = append(changes, c.sgs.request(network, port, p.group, true, c.sgs.groupsFor(s.sg.serverLabels[port.DeviceID])...))
+				}
+			case !joined[port.DeviceID] && has:
+				changes = append(changes, c.sgs.request(network, port, p.group, false))
+			}
+		}
+	}
+	for _, ch := range changes {
+		select {
+		case <-ch.done:
+			if ch.err != nil {
+				return false, ch.err
+			}
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	p.servers = s.sg.servers
+	c.sgs.place(svc.UID, p)
+	return true, nil
 }
 
 // convergeRules writes the difference between the group's ingress rules and
@@ -523,6 +630,7 @@ func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient,
 		if !member {
 			continue
 		}
+		c.sgs.learn(p.DeviceID, p)
 		isMember[p.ID] = true
 		if !slices.Contains(p.SecurityGroups, groupID) {
 			// A Node new to this Service is likely new to the others: their
