@@ -297,6 +297,14 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			e.add("port %q has no NodePort: Octavia members are NodePorts", p.Name)
 		}
 	}
+	// IPv6 VIPs are not built yet (docs/openstack.md, "Not yet"): refused
+	// rather than given an IPv4 address the Service did not ask for. A
+	// Service that prefers dual-stack gets its IPv4 address.
+	if len(svc.Spec.IPFamilies) > 0 && svc.Spec.IPFamilies[0] == v1.IPv6Protocol {
+		e.add("IPv6 load balancers are not supported yet on OpenStack (spec.ipFamilies starts with IPv6)")
+	} else if p := svc.Spec.IPFamilyPolicy; p != nil && *p == v1.IPFamilyPolicyRequireDualStack {
+		e.add("dual-stack load balancers are not supported yet on OpenStack (spec.ipFamilyPolicy RequireDualStack)")
+	}
 	s.ports = slices.Clone(svc.Spec.Ports)
 	sort.Slice(s.ports, func(i, j int) bool { return portKey(s.ports[i]) < portKey(s.ports[j]) })
 	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)

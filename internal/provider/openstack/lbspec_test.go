@@ -242,3 +242,21 @@ func TestFingerprintFollowsWhatConvergeActsOn(t *testing.T) {
 	assert.Equal(t, base.configFingerprint(), more.configFingerprint(), "a new member changes the members alone")
 	assert.NotEqual(t, base.membersFingerprint(), more.membersFingerprint())
 }
+
+func TestSpecRefusesIPv6AndRequiredDualStackForNow(t *testing.T) {
+	c := specCloud(t, "")
+	v6 := specService(nil)
+	v6.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
+	_, err := c.spec("k8s", v6, nil)
+	require.ErrorContains(t, err, "IPv6 load balancers are not supported yet")
+	required := v1.IPFamilyPolicyRequireDualStack
+	dual := specService(nil)
+	dual.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
+	dual.Spec.IPFamilyPolicy = &required
+	_, err = c.spec("k8s", dual, nil)
+	require.ErrorContains(t, err, "dual-stack load balancers are not supported yet")
+	preferred := v1.IPFamilyPolicyPreferDualStack
+	dual.Spec.IPFamilyPolicy = &preferred
+	_, err = c.spec("k8s", dual, nil)
+	require.NoError(t, err, "IPv4 first, dual-stack preferred: its IPv4 address")
+}
