@@ -140,10 +140,16 @@ func (e *Emulator) addSubnet(n *network, name, cidr, gateway string, pools [][2]
 		ranges = append(ranges, [2]netip.Addr{netip.MustParseAddr(p[0]), netip.MustParseAddr(p[1])})
 		ap = append(ap, allocPool{Start: p[0], End: p[1]})
 	}
-	s := &subnet{ID: e.newID(), Name: name, NetworkID: n.ID, CIDR: cidr, IPVersion: 4, GatewayIP: gateway,
+	version := 4
+	if prefix.Addr().Is6() {
+		version = 6
+	}
+	s := &subnet{ID: e.newID(), Name: name, NetworkID: n.ID, CIDR: cidr, IPVersion: version, GatewayIP: gateway,
 		AllocationPools: ap, EnableDHCP: dhcp, DNSNameservers: []string{}, HostRoutes: []any{},
 		ServiceTypes: []string{}, neutronStd: e.std(now), ipam: newIPAM(prefix, ranges)}
-	s.ipam.claim(netip.MustParseAddr(gateway)) // the gateway is never handed out
+	if gateway != "" {
+		s.ipam.claim(netip.MustParseAddr(gateway)) // the gateway is never handed out
+	}
 	e.subnets.Add(s.ID, s)
 	n.Subnets = with(n.Subnets, s.ID)
 	n.touch(now)

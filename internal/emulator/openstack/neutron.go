@@ -292,7 +292,8 @@ func (e *Emulator) routeNeutron() {
 	collection[network, *network]{path: "networks", key: "network", st: e.networks, view: viewCopy[network],
 		notFound: nf("NetworkNotFound", "Network"), badRequest: neutronBadRequest}.route(e, np)
 	collection[subnet, *subnet]{path: "subnets", key: "subnet", st: e.subnets, view: viewCopy[subnet],
-		notFound: nf("SubnetNotFound", "Subnet"), badRequest: neutronBadRequest}.route(e, np)
+		notFound: nf("SubnetNotFound", "Subnet"), badRequest: neutronBadRequest,
+		create: e.createSubnetHTTP, remove: e.deleteSubnetHTTP}.route(e, np)
 	collection[port, *port]{path: "ports", key: "port", st: e.ports, view: viewCopy[port],
 		notFound: nf("PortNotFound", "Port"), badRequest: neutronBadRequest,
 		create: e.createPortHTTP, update: e.updatePortHTTP, remove: e.deletePortHTTP}.route(e, np)
@@ -373,12 +374,12 @@ type portSpec struct {
 }
 
 // allocateIP allocates an address on network n, from subnet (if given) and
-// at address (if given).
-func (e *Emulator) allocateIP(n *network, subnetID, address string) (fixedIP, *apiErr) {
+// at address (if given), of the IP version given (0: any).
+func (e *Emulator) allocateIP(n *network, subnetID, address string, version int) (fixedIP, *apiErr) {
 	if address != "" {
 		a, err := netip.ParseAddr(address)
-		if err != nil || !a.Is4() {
-			return fixedIP{}, errf(400, "InvalidInput", "Invalid input for operation: '%s' is not a valid IPv4 address.", address)
+		if err != nil || a.Zone() != "" {
+			return fixedIP{}, errf(400, "InvalidInput", "Invalid input for operation: '%s' is not a valid IP address.", address)
 		}
 		for _, sid := range n.Subnets {
 			s, _ := e.subnets.Get(sid)
@@ -397,6 +398,9 @@ func (e *Emulator) allocateIP(n *network, subnetID, address string) (fixedIP, *a
 			continue
 		}
 		s, _ := e.subnets.Get(sid)
+		if version != 0 && s.IPVersion != version {
+			continue
+		}
 		if a, ok := s.ipam.allocate(); ok {
 			return fixedIP{SubnetID: sid, IPAddress: a.String()}, nil
 		}
@@ -422,16 +426,25 @@ func (e *Emulator) createPort(spec portSpec, now time.Time) (*port, *apiErr) {
 	var ips []fixedIP
 	fail := func(a *apiErr) (*port, *apiErr) { e.releaseIPs(ips); return nil, a }
 	reqs := spec.FixedIPs
+	versions := make([]int, len(reqs))
 	if len(reqs) == 0 {
-		reqs = []fixedIP{{}}
+		// As Neutron's IPAM does with no fixed_ips asked for: an address of
+		// each IP version the network has subnets of (one IPv4 subnet's,
+		// one IPv6 subnet's).
+		for _, v := range e.networkVersions(n) {
+			reqs, versions = append(reqs, fixedIP{}), append(versions, v)
+		}
+		if len(reqs) == 0 {
+			reqs, versions = []fixedIP{{}}, []int{0}
+		}
 	}
-	for _, req := range reqs {
+	for i, req := range reqs {
 		if req.SubnetID != "" {
 			if s, ok := e.subnets.Get(req.SubnetID); !ok || s.NetworkID != n.ID {
 				return fail(errf(400, "InvalidInput", "Invalid input for operation: Failed to create port on network %s, because fixed_ips included invalid subnet %s.", n.ID, req.SubnetID))
 			}
 		}
-		ip, err := e.allocateIP(n, req.SubnetID, req.IPAddress)
+		ip, err := e.allocateIP(n, req.SubnetID, req.IPAddress, versions[i])
 		if err != nil {
 			return fail(err)
 		}
@@ -456,6 +469,24 @@ func (e *Emulator) createPort(spec portSpec, now time.Time) (*port, *apiErr) {
 	e.ports.Add(p.ID, p)
 	e.indexPortDevice(p.ID, "", p.DeviceID)
 	return p, nil
+}
+
+// networkVersions are the IP versions of a network's subnets, 4 first.
+func (e *Emulator) networkVersions(n *network) []int {
+	var has4, has6 bool
+	for _, sid := range n.Subnets {
+		if s, ok := e.subnets.Get(sid); ok {
+			has4, has6 = has4 || s.IPVersion == 4, has6 || s.IPVersion == 6
+		}
+	}
+	var out []int
+	if has4 {
+		out = append(out, 4)
+	}
+	if has6 {
+		out = append(out, 6)
+	}
+	return out
 }
 
 func portStatus(p *port) string {
@@ -636,10 +667,14 @@ func (e *Emulator) associate(f *floatingIP, portID, fixedAddr string) *apiErr {
 	}
 	var fip *fixedIP
 	for i := range p.FixedIPs {
-		if fixedAddr == "" || p.FixedIPs[i].IPAddress == fixedAddr {
-			fip = &p.FixedIPs[i]
+		a, _ := netip.ParseAddr(p.FixedIPs[i].IPAddress)
+		if fixedAddr == "" && a.Is4() || fixedAddr != "" && p.FixedIPs[i].IPAddress == fixedAddr {
+			fip = &p.FixedIPs[i] // with none asked for, the port's IPv4 address
 			break
 		}
+	}
+	if a, err := netip.ParseAddr(fixedAddr); err == nil && !a.Is4() {
+		return errf(400, "BadRequest", "Bad floatingip request: Cannot process floating IP association with %s, since that is not an IPv4 address.", fixedAddr)
 	}
 	if fip == nil {
 		if fixedAddr != "" {
@@ -1137,3 +1172,155 @@ func (e *Emulator) deleteSGRule(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// createSubnetHTTP is POST /v2.0/subnets (Networking API reference,
+// "Subnets"): network_id and cidr required, ip_version 4 (the default) or 6
+// and matching the CIDR, the gateway the first address unless given (null:
+// none), the allocation pools all the rest unless given (IPv4 keeps the
+// broadcast address out), and no overlap with another subnet of the network.
+func (e *Emulator) createSubnetHTTP(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Subnet struct {
+			NetworkID       string          `json:"network_id"`
+			Name            string          `json:"name"`
+			CIDR            string          `json:"cidr"`
+			IPVersion       *int            `json:"ip_version"`
+			GatewayIP       json.RawMessage `json:"gateway_ip"` // absent: the first address; null: none
+			AllocationPools []allocPool     `json:"allocation_pools"`
+			EnableDHCP      *bool           `json:"enable_dhcp"`
+			IPv6AddressMode *string         `json:"ipv6_address_mode"`
+			IPv6RAMode      *string         `json:"ipv6_ra_mode"`
+			DNSNameservers  []string        `json:"dns_nameservers"`
+		} `json:"subnet"`
+	}
+	if err := decodeJSON(r, &b); err != nil {
+		neutronBadRequest(w, 400, "Invalid input: "+err.Error())
+		return
+	}
+	req := b.Subnet
+	version := deref(req.IPVersion, 4)
+	prefix, perr := netip.ParsePrefix(req.CIDR)
+	switch {
+	case req.NetworkID == "":
+		neutronBadRequest(w, 400, "Invalid input for network_id. Reason: 'None' is not a valid UUID.")
+		return
+	case version != 4 && version != 6:
+		neutronBadRequest(w, 400, fmt.Sprintf("Invalid input for ip_version. Reason: %d is not in [4, 6].", version))
+		return
+	case perr != nil || prefix.Masked() != prefix:
+		neutronBadRequest(w, 400, fmt.Sprintf("Invalid input for cidr. Reason: '%s' is not a valid IP subnet.", req.CIDR))
+		return
+	case prefix.Addr().Is4() != (version == 4):
+		neutronBadRequest(w, 400, "Invalid input for operation: Cidr and IP version are not compatible.")
+		return
+	case version == 4 && (req.IPv6AddressMode != nil || req.IPv6RAMode != nil):
+		neutronBadRequest(w, 400, "Invalid input for operation: ipv6_ra_mode or ipv6_address_mode cannot be set when enable_dhcp is set to False or on an IPv4 subnet.")
+		return
+	case prefix.Bits() >= prefix.Addr().BitLen()-1:
+		neutronBadRequest(w, 400, fmt.Sprintf("Invalid input for operation: Subnet %s is too small.", req.CIDR))
+		return
+	}
+	first := prefix.Addr().Next()
+	last := lastAddr(prefix)
+	if version == 4 {
+		last = prefixPrev(last) // the broadcast address
+	}
+	gateway := first.String()
+	if len(req.GatewayIP) > 0 {
+		gateway = ""
+		var given *string
+		if err := json.Unmarshal(req.GatewayIP, &given); err != nil {
+			neutronBadRequest(w, 400, "Invalid input for gateway_ip: "+err.Error())
+			return
+		}
+		if given != nil {
+			g, err := netip.ParseAddr(*given)
+			if err != nil || !prefix.Contains(g) {
+				neutronBadRequest(w, 400, fmt.Sprintf("Invalid input for operation: Gateway IP %s conflicts with the subnet %s.", *given, req.CIDR))
+				return
+			}
+			gateway = g.String()
+		}
+	}
+	var pools [][2]string
+	for _, p := range req.AllocationPools {
+		lo, err1 := netip.ParseAddr(p.Start)
+		hi, err2 := netip.ParseAddr(p.End)
+		if err1 != nil || err2 != nil || !prefix.Contains(lo) || !prefix.Contains(hi) || lo.Compare(hi) > 0 {
+			neutronBadRequest(w, 400, fmt.Sprintf("Invalid input for operation: The allocation pool %s-%s spans beyond the subnet cidr %s.", p.Start, p.End, req.CIDR))
+			return
+		}
+		pools = append(pools, [2]string{lo.String(), hi.String()})
+	}
+	if len(pools) == 0 {
+		lo := first
+		if gateway == first.String() {
+			lo = first.Next()
+		}
+		pools = [][2]string{{lo.String(), last.String()}}
+	}
+	now := e.lock()
+	defer e.mu.Unlock()
+	n, ok := e.networks.Get(req.NetworkID)
+	if !ok {
+		neutronError(w, 404, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", req.NetworkID))
+		return
+	}
+	for _, sid := range n.Subnets {
+		if o, ok := e.subnets.Get(sid); ok && o.ipam.prefix.Overlaps(prefix) {
+			neutronBadRequest(w, 400, fmt.Sprintf("Invalid input for operation: Requested subnet with cidr: %s for network: %s overlaps with another subnet.", req.CIDR, n.ID))
+			return
+		}
+	}
+	sn := e.addSubnet(n, req.Name, req.CIDR, gateway, pools, deref(req.EnableDHCP, true), now)
+	sn.IPv6AddressMode, sn.IPv6RAMode = req.IPv6AddressMode, req.IPv6RAMode
+	if req.DNSNameservers != nil {
+		sn.DNSNameservers = slices.Clone(req.DNSNameservers)
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"subnet": viewCopy(sn)})
+}
+
+// deleteSubnetHTTP refuses a subnet any port has an address on (409
+// SubnetInUse), as Neutron does for ports it does not own itself.
+func (e *Emulator) deleteSubnetHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	now := e.lock()
+	defer e.mu.Unlock()
+	sn, ok := e.subnets.Get(id)
+	if !ok {
+		neutronError(w, 404, "SubnetNotFound", fmt.Sprintf("Subnet %s could not be found.", id))
+		return
+	}
+	for _, p := range e.ports.All() {
+		for _, f := range p.FixedIPs {
+			if f.SubnetID == id {
+				neutronError(w, 409, "SubnetInUse", fmt.Sprintf("Unable to complete operation on subnet %s: One or more ports have an IP allocation from this subnet.", id))
+				return
+			}
+		}
+	}
+	e.subnets.Remove(id)
+	if n, ok := e.networks.Get(sn.NetworkID); ok {
+		n.Subnets = without(n.Subnets, id)
+		n.touch(now)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// lastAddr is the last address of a prefix.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := range b {
+		hostBits := p.Addr().BitLen() - p.Bits() - (len(b)-1-i)*8
+		switch {
+		case hostBits >= 8:
+			b[i] = 0xff
+		case hostBits > 0:
+			b[i] |= byte(1<<hostBits - 1)
+		}
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+func prefixPrev(a netip.Addr) netip.Addr { return a.Prev() }

@@ -2,7 +2,10 @@ package openstack
 
 import (
 	"context"
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -282,4 +285,51 @@ func TestSecurityGroupTagsBulkRulesAndRevisions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, sgs, updated.SecurityGroups)
 	assert.Greater(t, updated.RevisionNumber, rev)
+}
+
+// An IPv6 subnet made through the API, as the Networking API reference has
+// it: a port then gets an address of each version, a floating IP goes to its
+// IPv4 one, a load balancer's VIP on the IPv6 subnet is an IPv6 address, and
+// the checks on a subnet's CIDR, version and overlap, and on deleting one in
+// use, answer as Neutron does.
+func TestIPv6Subnets(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	v6 := gophercloud.IPv6
+	sn, err := subnets.Create(ctx, ev.network, subnets.CreateOpts{NetworkID: ev.fx.NetworkID, CIDR: "fd00:10::/64", IPVersion: v6, Name: "private-v6"}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, 6, sn.IPVersion)
+	assert.Equal(t, "fd00:10::1", sn.GatewayIP)
+	require.Len(t, sn.AllocationPools, 1)
+	assert.Equal(t, "fd00:10::2", sn.AllocationPools[0].Start)
+	assert.Equal(t, "fd00:10::ffff:ffff:ffff:ffff", sn.AllocationPools[0].End)
+
+	for _, bad := range []subnets.CreateOpts{
+		{NetworkID: ev.fx.NetworkID, CIDR: "fd00:10::/80", IPVersion: v6},               // overlaps
+		{NetworkID: ev.fx.NetworkID, CIDR: "fd00:20::/64", IPVersion: gophercloud.IPv4}, // wrong version
+		{NetworkID: ev.fx.NetworkID, CIDR: "fd00:20::1/64", IPVersion: v6},              // not a network address
+	} {
+		_, err := subnets.Create(ctx, ev.network, bad).Extract()
+		assert.Equal(t, http.StatusBadRequest, codeOf(err), "%+v", bad)
+	}
+	_, err = subnets.Create(ctx, ev.network, subnets.CreateOpts{NetworkID: "nope", CIDR: "fd00:30::/64", IPVersion: v6}).Extract()
+	assert.Equal(t, http.StatusNotFound, codeOf(err))
+
+	p, err := ports.Create(ctx, ev.network, ports.CreateOpts{NetworkID: ev.fx.NetworkID}).Extract()
+	require.NoError(t, err)
+	require.Len(t, p.FixedIPs, 2, "an address of each version")
+	assert.Equal(t, ev.fx.SubnetID, p.FixedIPs[0].SubnetID)
+	assert.Equal(t, sn.ID, p.FixedIPs[1].SubnetID)
+	fip, err := floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID, PortID: p.ID}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, p.FixedIPs[0].IPAddress, fip.FixedIP, "the IPv4 address")
+	_, err = floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID, PortID: p.ID, FixedIP: p.FixedIPs[1].IPAddress}).Extract()
+	assert.Equal(t, http.StatusBadRequest, codeOf(err), "no floating IP for an IPv6 address")
+
+	lb, err := loadbalancers.Create(ctx, ev.lb, loadbalancers.CreateOpts{VipSubnetID: sn.ID}).Extract()
+	require.NoError(t, err)
+	assert.True(t, netip.MustParseAddr(lb.VipAddress).Is6(), "an IPv6 VIP: %s", lb.VipAddress)
+
+	err = subnets.Delete(ctx, ev.network, sn.ID).ExtractErr()
+	assert.Equal(t, http.StatusConflict, codeOf(err), "in use")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -174,7 +175,7 @@ func (e *Emulator) serverView(s *server, base string, mv int, detail bool) map[s
 			name = n.Name
 		}
 		for _, f := range p.FixedIPs {
-			addresses[name] = append(addresses[name], map[string]any{"addr": f.IPAddress, "version": 4,
+			addresses[name] = append(addresses[name], map[string]any{"addr": f.IPAddress, "version": ipVersion(f.IPAddress),
 				"OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.MACAddress})
 		}
 		if fid, ok := e.fipByPort[pid]; ok {
@@ -673,4 +674,12 @@ func (e *Emulator) getFlavor(w http.ResponseWriter, r *http.Request, mv int) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"flavor": v})
+}
+
+// ipVersion is 4 or 6, as Nova's addresses say.
+func ipVersion(addr string) int {
+	if a, err := netip.ParseAddr(addr); err == nil && a.Is6() {
+		return 6
+	}
+	return 4
 }
