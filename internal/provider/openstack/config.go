@@ -161,6 +161,9 @@ type LoadBalancer struct {
 	MemberSubnetID string `ini:"member-subnet-id"`
 	// Network of the VIPs, when no subnet-id says which subnet of it.
 	NetworkID string `ini:"network-id"`
+	// (An Overcast extension.) The subnet of the VIPs of IPv6 Services (spec.ipFamilies starting with IPv6); the annotation subnet-id wins.
+	// Default: the one IPv6 subnet of the VIPs' network (network-id, or subnet-id's network)
+	IPv6SubnetID string `ini:"ipv6-subnet-id"`
 	// A security group per Service, as cloud-provider-openstack makes it (lb-sg-<UID>-<namespace>-<name>): a rule per NodePort (and healthCheckNodePort) from the member subnets (from the source ranges with lb-provider ovn), on each member Node's port. Tagged as this cluster's; deleted with the Service, whatever this setting says then.
 	// Default: false
 	ManageSecurityGroups bool `ini:"manage-security-groups"`

@@ -108,13 +108,20 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if err := s.requestedFloatingIPFree(ctx, network, svc, spec); err != nil {
 		return "", err
 	}
+	fingerprint := spec.fingerprint()
+	if spec.family == v1.IPv6Protocol && spec.subnetID == "" && spec.portID == "" {
+		if spec.subnetID, err = s.ipv6Subnet(ctx, network, spec); err != nil {
+			return "", err
+		}
+		spec.networkID = ""
+	}
 	opts := s.createOpts(svc, spec)
 	created, err := createLoadBalancer(ctx, octavia, opts)
 	if err != nil {
 		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, octaviaErr(err))
 	}
 	if len(opts.Listeners) == len(spec.ports) {
-		s.setCreated(created.ID, spec.fingerprint()) // fully populated
+		s.setCreated(created.ID, fingerprint) // fully populated
 	}
 	if spec.sg == nil {
 		// A new load balancer: no group is left from when groups were managed.
@@ -123,8 +130,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		// Made while Octavia provisions: it needs nothing of the load balancer.
 		svc, logger := svc.DeepCopy(), klog.FromContext(ctx)
 		s.sgs.start(svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
-			_, err := s.convergeSG(klog.NewContext(ctx, logger), svc, spec)
-			return err
+			return s.convergeSG(klog.NewContext(ctx, logger), svc, spec)
 		})
 	}
 	klog.FromContext(ctx).Info("Created load balancer", "service", klog.KObj(svc), "id", created.ID, "listeners", len(spec.ports), "members", len(spec.members))
@@ -194,12 +200,10 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 // the load balancer's creation is waited for, not repeated.
 func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
 	if spec.sg == nil {
-		_, err := s.convergeSG(ctx, svc, spec) // a group left from before goes
-		return "", err
+		return "", s.convergeSG(ctx, svc, spec) // a group left from before goes
 	}
 	if err := s.sgs.converged(ctx, svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
-		_, err := s.convergeSG(ctx, svc, spec)
-		return err
+		return s.convergeSG(ctx, svc, spec)
 	}); err != nil {
 		return "", fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
@@ -215,12 +219,13 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oct
 	}
 	addr := lb.Obj.VipAddress
 	switch {
-	case spec.internal && !lb.Shared:
+	case spec.noFloatingIP() && !lb.Shared:
 		// A Service made internal gives its floating IP back.
 		if err := s.releaseFloatingIP(ctx, network, svc, &lb.Obj, spec.keepFIP, false); err != nil {
 			return nil, "", err
 		}
-	case !spec.internal && lb.Shared:
+	case spec.noFloatingIP():
+	case lb.Shared:
 		// The owner gives a shared load balancer its address (one that is
 		// internal has none): a sharer never does.
 		fip, err := s.vipFloatingIP(ctx, network, &lb.Obj)
@@ -231,7 +236,7 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oct
 			return nil, "", outcome.Refuse(reasonSharingRefused, "Load balancer %s has no floating IP: only the Service it was made for gives it one", lb.ID)
 		}
 		addr = fip.FloatingIP
-	case !spec.internal:
+	default:
 		if addr, err = s.ensureFloatingIP(ctx, network, svc, &lb.Obj, spec); err != nil {
 			return nil, "", err
 		}
@@ -247,9 +252,9 @@ func (s steps) Published(ctx context.Context, _ *v1.Service, spec lbSpec, rec lb
 	switch {
 	case err != nil:
 		return nil, false, err
-	case spec.internal && hasFIP:
+	case spec.noFloatingIP() && hasFIP:
 		return nil, false, nil // to be given back
-	case !spec.internal:
+	case !spec.noFloatingIP():
 		if !hasFIP || (spec.floatingIP != "" && spec.floatingIP != fip.FloatingIP) {
 			return nil, false, nil
 		}

@@ -26,6 +26,12 @@ type lbSpec struct {
 	name    string // cloud-provider-openstack's: kube_service_<cluster>_<namespace>_<name>
 	cluster string // the --cluster-name in it
 
+	// The IP family of the VIP (spec.ipFamilies[0]). An IPv6 one has no
+	// floating IP (Neutron's are IPv4): its VIP is its address. Its subnet,
+	// when nothing names it, is found in the network when it is created.
+	family      v1.IPFamily
+	vipSubnetOf string // IPv6, no subnet named: a subnet of the VIPs' network (the cloud.conf's subnet-id)
+
 	// Where the VIP lives (one of them at least) and how members are reached.
 	subnetID, networkID, portID, memberSubnetID string
 	vipAddress                                  string // spec.loadBalancerIP of an internal LB
@@ -174,6 +180,15 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			*into = v
 		}
 	}
+	s.family = v1.IPv4Protocol
+	if len(svc.Spec.IPFamilies) > 0 {
+		s.family = svc.Spec.IPFamilies[0]
+	}
+	if s.family == v1.IPv6Protocol {
+		// The cloud.conf's subnet-id is the IPv4 VIPs'; its network is
+		// where an IPv6 subnet is looked for when none is named.
+		s.vipSubnetOf, s.subnetID = s.subnetID, cfg.IPv6SubnetID
+	}
 	uuid(annotation.OpenStackSubnetID, &s.subnetID)
 	uuid(annotation.OpenStackNetworkID, &s.networkID)
 	uuid(annotation.OpenStackPortID, &s.portID)
@@ -220,8 +235,12 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			s.floatingSubnetTags = &t
 		}
 	}
-	if s.subnetID == "" && s.networkID == "" && s.portID == "" {
+	if s.subnetID == "" && s.networkID == "" && s.portID == "" && s.vipSubnetOf == "" {
 		e.add("no network for the VIP: set [LoadBalancer] subnet-id (or network-id) in the cloud.conf, or the annotation %s", annotation.OpenStackSubnetID)
+	}
+	if s.family == v1.IPv6Protocol && s.memberSubnetID == cfg.MemberSubnetID {
+		// The cloud.conf's member subnet is the IPv4 members'.
+		s.memberSubnetID = ""
 	}
 	if s.memberSubnetID == "" {
 		s.memberSubnetID = s.subnetID
@@ -232,8 +251,8 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 	if ip := svc.Spec.LoadBalancerIP; ip != "" {
 		if _, err := netip.ParseAddr(ip); err != nil {
 			e.add("spec.loadBalancerIP %q is not an IP address", ip)
-		} else if s.internal {
-			s.vipAddress = ip
+		} else if s.internal || s.family == v1.IPv6Protocol {
+			s.vipAddress = ip // an IPv6 load balancer's address is its VIP
 		} else {
 			s.floatingIP = ip
 		}
@@ -297,12 +316,10 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			e.add("port %q has no NodePort: Octavia members are NodePorts", p.Name)
 		}
 	}
-	// IPv6 VIPs are not built yet (docs/openstack.md, "Not yet"): refused
-	// rather than given an IPv4 address the Service did not ask for. A
-	// Service that prefers dual-stack gets its IPv4 address.
-	if len(svc.Spec.IPFamilies) > 0 && svc.Spec.IPFamilies[0] == v1.IPv6Protocol {
-		e.add("IPv6 load balancers are not supported yet on OpenStack (spec.ipFamilies starts with IPv6)")
-	} else if p := svc.Spec.IPFamilyPolicy; p != nil && *p == v1.IPFamilyPolicyRequireDualStack {
+	// Dual-stack VIPs are not built yet (docs/openstack.md, "Not yet"): a
+	// Service that requires one is refused rather than given one family; one
+	// that prefers it gets its first family.
+	if p := svc.Spec.IPFamilyPolicy; p != nil && *p == v1.IPFamilyPolicyRequireDualStack {
 		e.add("dual-stack load balancers are not supported yet on OpenStack (spec.ipFamilyPolicy RequireDualStack)")
 	}
 	s.ports = slices.Clone(svc.Spec.Ports)
@@ -311,7 +328,16 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 	if err != nil {
 		e.errs = append(e.errs, err)
 	} else if !servicehelpers.IsAllowAll(ranges) {
-		s.allowedCIDRs = ranges.StringSlice()
+		// Octavia takes only ranges of the VIP's family; the others could
+		// never reach it. None of its family left would open it to everyone.
+		for _, r := range ranges.StringSlice() {
+			if p, err := netip.ParsePrefix(r); err == nil && p.Addr().Is6() == (s.family == v1.IPv6Protocol) {
+				s.allowedCIDRs = append(s.allowedCIDRs, r)
+			}
+		}
+		if len(s.allowedCIDRs) == 0 {
+			e.add("the source ranges %v hold no %s range for the %s load balancer", ranges.StringSlice(), s.family, s.family)
+		}
 		sort.Strings(s.allowedCIDRs)
 	}
 
@@ -344,7 +370,7 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			s.unaddressed = append(s.unaddressed, n)
 			continue
 		}
-		if ip, ok := provider.InternalIP(n.Status.Addresses, ""); ok {
+		if ip, ok := provider.InternalIP(n.Status.Addresses, s.family); ok && ip.Is6() == (s.family == v1.IPv6Protocol) {
 			s.members = append(s.members, ip.String())
 			if id, err := serverID(n.Spec.ProviderID); err == nil && s.sg != nil {
 				s.sg.servers = append(s.sg.servers, id)
@@ -453,6 +479,9 @@ func (s *lbSpec) configFingerprint() string {
 	h := lbcycle.NewHash()
 	w := h.Line
 	w("v2", s.name, s.memberSubnetID, s.method, s.proxy, s.xff, s.connLimit, s.allowedCIDRs)
+	if s.family == v1.IPv6Protocol {
+		w("family", s.family)
+	}
 	for _, p := range s.ports {
 		w("port", p.Protocol, p.Port, p.NodePort)
 	}
@@ -485,3 +514,7 @@ func (s *lbSpec) sgFingerprint() string {
 
 // membersFingerprint covers the members' addresses (sorted).
 func (s *lbSpec) membersFingerprint() string { return lbcycle.MembersOf(s.members) }
+
+// noFloatingIP: the load balancer's address is its VIP (internal, or IPv6:
+// Neutron's floating IPs are IPv4).
+func (s *lbSpec) noFloatingIP() bool { return s.internal || s.family == v1.IPv6Protocol }

@@ -243,12 +243,39 @@ func TestFingerprintFollowsWhatConvergeActsOn(t *testing.T) {
 	assert.NotEqual(t, base.membersFingerprint(), more.membersFingerprint())
 }
 
-func TestSpecRefusesIPv6AndRequiredDualStackForNow(t *testing.T) {
+func TestSpecOfAnIPv6Service(t *testing.T) {
 	c := specCloud(t, "")
-	v6 := specService(nil)
-	v6.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
-	_, err := c.spec("k8s", v6, nil)
-	require.ErrorContains(t, err, "IPv6 load balancers are not supported yet")
+	dualNode := node("a", "10.0.0.1", nil)
+	dualNode.Status.Addresses = append(dualNode.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00::1"})
+	v4Only := node("b", "10.0.0.2", nil)
+	v6 := specService(nil, func(s *v1.Service) {
+		s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
+		s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24", "2001:db8::/32"}
+	})
+	s, err := c.spec("k8s", v6, []*v1.Node{dualNode, v4Only})
+	require.NoError(t, err)
+	assert.Equal(t, v1.IPv6Protocol, s.family)
+	assert.Empty(t, s.subnetID, "found in the network when the load balancer is created")
+	assert.Equal(t, confSubnet, s.vipSubnetOf, "the network of the IPv4 VIP subnet")
+	assert.Equal(t, []string{"fd00::1"}, s.members, "IPv6 addresses only")
+	assert.Equal(t, []string{"2001:db8::/32"}, s.allowedCIDRs, "the ranges of its family")
+	assert.True(t, s.noFloatingIP())
+
+	named := specService(map[string]string{string(annotation.OpenStackSubnetID): annotSubnet}, func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol} })
+	s, err = c.spec("k8s", named, nil)
+	require.NoError(t, err)
+	assert.Equal(t, annotSubnet, s.subnetID, "the annotation names it")
+	s, err = specCloud(t, "ipv6-subnet-id="+classSubnet).spec("k8s", specService(nil, func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol} }), nil)
+	require.NoError(t, err)
+	assert.Equal(t, classSubnet, s.subnetID, "the cloud.conf names it")
+
+	onlyV4Ranges := specService(nil, func(s *v1.Service) {
+		s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
+		s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
+	})
+	_, err = c.spec("k8s", onlyV4Ranges, nil)
+	require.ErrorContains(t, err, "hold no IPv6 range", "never opened to everyone instead")
+
 	required := v1.IPFamilyPolicyRequireDualStack
 	dual := specService(nil)
 	dual.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
@@ -257,6 +284,7 @@ func TestSpecRefusesIPv6AndRequiredDualStackForNow(t *testing.T) {
 	require.ErrorContains(t, err, "dual-stack load balancers are not supported yet")
 	preferred := v1.IPFamilyPolicyPreferDualStack
 	dual.Spec.IPFamilyPolicy = &preferred
-	_, err = c.spec("k8s", dual, nil)
-	require.NoError(t, err, "IPv4 first, dual-stack preferred: its IPv4 address")
+	s, err = c.spec("k8s", dual, nil)
+	require.NoError(t, err, "dual-stack preferred: its first family")
+	assert.Equal(t, v1.IPv4Protocol, s.family)
 }

@@ -151,7 +151,7 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 			continue
 		}
 		addrs := nodeAddresses(srv.Name, c.addressesOf(ctx, srv), []string{srv.AccessIPv4, srv.AccessIPv6}, c.cfg.Networking)
-		if ip, ok := provider.InternalIP(addrs, ""); ok {
+		if ip, ok := provider.InternalIP(addrs, s.family); ok && ip.Is6() == (s.family == v1.IPv6Protocol) {
 			s.members = append(s.members, ip.String())
 			if s.sg != nil {
 				s.sg.servers = append(s.sg.servers, srv.ID)

@@ -399,24 +399,24 @@ func (c *Cloud) findSG(ctx context.Context, network *gophercloud.ServiceClient, 
 // (created, or the peer's adopted by tagging it), its rules (the missing in one
 // bulk call, the extra deleted), and its place on the member Nodes' ports (and
 // on no other). A Service whose groups are not managed has none: one left from
-// before is removed. It says what it changed, "" when nothing.
-func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (string, error) {
+// before is removed. What it changed is logged.
+func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error {
 	network, err := c.clients.networkClient(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if s.sg == nil {
 		// Groups not managed (any more): one left from when they were goes,
 		// looked for once a Service in this process (a change of the setting
 		// restarts it).
 		if _, seen := c.sgs.unmanagedChecked.LoadOrStore(svc.UID, true); seen {
-			return "", nil
+			return nil
 		}
-		return "", c.deleteSG(ctx, network, svc)
+		return c.deleteSG(ctx, network, svc)
 	}
 	g, err := c.findSG(ctx, network, svc)
 	if err != nil {
-		return "", err
+		return err
 	}
 	var did []string
 	tags := []string{tagService + string(svc.UID), tagCluster + c.Cluster.Get()}
@@ -426,7 +426,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (stri
 			Description: fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster),
 		}).Extract()
 		if err != nil {
-			return "", fmt.Errorf("creating security group %s: %w", sgName(svc), neutronErr(err))
+			return fmt.Errorf("creating security group %s: %w", sgName(svc), neutronErr(err))
 		}
 		g = created
 		did = append(did, "created")
@@ -435,7 +435,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (stri
 		all := append(slices.Clone(g.Tags), tags...)
 		slices.Sort(all)
 		if _, err := attributestags.ReplaceAll(ctx, network, "security-groups", g.ID, attributestags.ReplaceAllOpts{Tags: slices.Compact(all)}).Extract(); err != nil {
-			return "", fmt.Errorf("tagging security group %s: %w", g.ID, neutronErr(err))
+			return fmt.Errorf("tagging security group %s: %w", g.ID, neutronErr(err))
 		}
 		if len(did) == 0 {
 			did = append(did, "adopted")
@@ -443,11 +443,11 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (stri
 	}
 	remotes, err := c.sgRemotes(ctx, network, s)
 	if err != nil {
-		return "", err
+		return err
 	}
 	n, err := c.convergeRules(ctx, network, g, s.sg.wantedRules(remotes))
 	if err != nil {
-		return "", err
+		return err
 	}
 	if n > 0 {
 		did = append(did, fmt.Sprintf("%d rule(s) changed", n))
@@ -455,17 +455,17 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) (stri
 	c.sgs.place(svc.UID, sgPlacement{group: g.ID, selector: s.sg.selector})
 	attached, detached, err := c.placeSG(ctx, network, g.ID, s, slices.Contains(did, "created"))
 	if err != nil {
-		return "", err
+		return err
 	}
 	c.sgs.place(svc.UID, sgPlacement{group: g.ID, selector: s.sg.selector, servers: s.sg.servers, remotes: remotes})
 	if attached+detached > 0 {
 		did = append(did, fmt.Sprintf("on %d more and %d fewer Node port(s)", attached, detached))
 	}
 	if len(did) == 0 {
-		return "", nil
+		return nil
 	}
 	klog.FromContext(ctx).Info("Security group converged", "service", klog.KObj(svc), "id", g.ID, "changes", strings.Join(did, ", "))
-	return fmt.Sprintf("security group %s: %s", g.ID, strings.Join(did, ", ")), nil
+	return nil
 }
 
 // sgMembersChanged is Node churn's path: the group, its rules and its sources
