@@ -47,6 +47,11 @@ type Options struct {
 	// (from its 10th address on); default 203.0.113.0/24 (floating IPs
 	// .10–.250). Addresses only: nothing is ever sent to them.
 	PublicCIDR string
+	// OctaviaBefore226 makes Octavia an older one (API v2.25, Yoga): no
+	// additional_vips (a request with them is refused as an unknown
+	// attribute). The default is v2.26, as the Zed of the test harness, which
+	// takes additional VIPs (measured 2026-11-26).
+	OctaviaBefore226 bool
 }
 
 // Emulator is an in-memory OpenStack. It is an http.Handler and can also

@@ -77,6 +77,7 @@ type loadBalancer struct {
 	AZ               string `filter:"availability_zone"`
 	Provider         string `filter:"provider"`
 	Listeners, Pools []string
+	AdditionalVips   []additionalVIP
 	readyAt          time.Time
 	ownsVIP          bool
 	projectID        string `filter:"project_id,tenant_id"`
@@ -160,7 +161,7 @@ func (e *Emulator) lbView(lb *loadBalancer) any {
 	v["provider"] = lb.Provider
 	v["flavor_id"] = nullable(lb.FlavorID)
 	v["availability_zone"] = nullable(lb.AZ)
-	v["additional_vips"] = []any{}
+	v["additional_vips"] = nonNil(lb.AdditionalVips)
 	return v
 }
 
@@ -510,6 +511,14 @@ type lbReq struct {
 	Tags         *[]string     `json:"tags"`
 	Listeners    []listenerReq `json:"listeners"`
 	Pools        []poolReq     `json:"pools"`
+	// API v2.26: more VIPs on the VIP port, each on a subnet of the VIP's
+	// network (a dual-stack load balancer).
+	AdditionalVips []additionalVIP `json:"additional_vips"`
+}
+
+type additionalVIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
 }
 
 var (
@@ -755,9 +764,13 @@ func (e *Emulator) listenersOf(lb *loadBalancer) []*listener {
 func (e *Emulator) routeOctavia() {
 	e.handlePublic("GET /load-balancer/{$}", func(w http.ResponseWriter, r *http.Request) {
 		href := baseURL(r) + "/load-balancer/v2"
+		last := map[string]any{"id": "v2.26", "status": "CURRENT", "updated": "2022-08-29T00:00:00Z", "links": []any{map[string]string{"rel": "self", "href": href}}}
+		if e.opts.OctaviaBefore226 {
+			last = map[string]any{"id": "v2.25", "status": "CURRENT", "updated": "2021-10-02T00:00:00Z", "links": []any{map[string]string{"rel": "self", "href": href}}}
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"versions": []any{
 			map[string]any{"id": "v2.0", "status": "SUPPORTED", "updated": "2016-12-11T00:00:00Z", "links": []any{map[string]string{"rel": "self", "href": href}}},
-			map[string]any{"id": "v2.26", "status": "CURRENT", "updated": "2022-08-29T00:00:00Z", "links": []any{map[string]string{"rel": "self", "href": href}}},
+			last,
 		}})
 	})
 	for _, pre := range []string{"/load-balancer/v2.0/lbaas", "/load-balancer/v2/lbaas"} {
@@ -857,15 +870,30 @@ func (e *Emulator) allocateVIP(lb *loadBalancer, req lbReq, now time.Time) *apiE
 			}
 		}
 	}
+	fixed := []fixedIP{{SubnetID: subnetID, IPAddress: req.VipAddress}}
+	for _, av := range req.AdditionalVips {
+		// Octavia's API (v2.26): each additional VIP's subnet must be on the
+		// VIP's network; its address is on the same VIP port.
+		s, ok := e.subnets.Get(av.SubnetID)
+		if !ok {
+			return errf(400, "", "Subnet %s not found.", av.SubnetID)
+		}
+		if s.NetworkID != networkID {
+			return invalid("Additional VIP subnet %s is not on network %s of the primary VIP.", av.SubnetID, networkID)
+		}
+		fixed = append(fixed, fixedIP(av))
+	}
 	p, aerr := e.createPort(portSpec{NetworkID: networkID, Name: "octavia-lb-" + lb.ID, DeviceID: "lb-" + lb.ID,
-		DeviceOwner: ownerOctavia, FixedIPs: []fixedIP{{SubnetID: subnetID, IPAddress: req.VipAddress}},
-		SecurityGroups: &[]string{}, AdminStateUp: false}, now)
+		DeviceOwner: ownerOctavia, FixedIPs: fixed, SecurityGroups: &[]string{}, AdminStateUp: false}, now)
 	if aerr != nil {
 		return errf(aerr.code, "", "%s", aerr.msg)
 	}
 	lb.ownsVIP = true
 	lb.VipPortID, lb.VipNetworkID = p.ID, p.NetworkID
 	lb.VipSubnetID, lb.VipAddress = p.FixedIPs[0].SubnetID, p.FixedIPs[0].IPAddress
+	for _, f := range p.FixedIPs[1:] {
+		lb.AdditionalVips = append(lb.AdditionalVips, additionalVIP(f))
+	}
 	return nil
 }
 
@@ -876,6 +904,11 @@ func (e *Emulator) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(req.Pools) > 0 {
 		octaviaError(w, 400, "Validation failure: the emulator accepts pools in a load balancer graph only as a listener's default_pool.")
+		return
+	}
+	if len(req.AdditionalVips) > 0 && e.opts.OctaviaBefore226 {
+		// wsme's answer to an attribute the API version does not have.
+		octaviaError(w, 400, "Invalid input for field/attribute load_balancer. Value: Unknown attribute for argument load_balancer: additional_vips")
 		return
 	}
 	provider := req.Provider

@@ -35,6 +35,8 @@ type Cloud struct {
 	ports   *portAddresses
 	index   *lbIndex
 	sgs     *sgManager // security groups (manage-security-groups)
+	// octaviaAPI is what Octavia's API version says it has, once read.
+	octaviaAPI octaviaAPI
 
 	mu    sync.Mutex
 	nodes corelisters.NodeLister

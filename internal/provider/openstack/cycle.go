@@ -110,12 +110,22 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	}
 	fingerprint := spec.fingerprint()
 	if spec.family == v1.IPv6Protocol && spec.subnetID == "" && spec.portID == "" {
-		if spec.subnetID, err = s.ipv6Subnet(ctx, network, spec); err != nil {
+		// The IPv6 subnet of the VIPs' network.
+		netID, err := s.vipNetwork(ctx, network, spec)
+		if err != nil {
+			return "", err
+		}
+		if spec.subnetID, err = s.familySubnet(ctx, network, netID, v1.IPv6Protocol); err != nil {
 			return "", err
 		}
 		spec.networkID = ""
 	}
+	more, err := s.dualStack(ctx, octavia, network, svc, &spec)
+	if err != nil {
+		return "", err
+	}
 	opts := s.createOpts(svc, spec)
+	opts.AdditionalVips = more
 	created, err := createLoadBalancer(ctx, octavia, opts)
 	if err != nil {
 		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, octaviaErr(err))
@@ -241,7 +251,7 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oct
 			return nil, "", err
 		}
 	}
-	return s.statusFor(spec, addr, lb.Obj.VipAddress), addr, nil
+	return s.statusFor(spec, addr, lb.Obj.VipAddress, spec.otherVIP(&lb.Obj, addr)), addr, nil
 }
 
 // Published answers from the shared listing of floating IPs: the address must
@@ -263,7 +273,7 @@ func (s steps) Published(ctx context.Context, _ *v1.Service, spec lbSpec, rec lb
 	if rec.Address != addr {
 		return nil, false, nil
 	}
-	return s.statusFor(spec, addr, lb.Obj.VipAddress), true, nil
+	return s.statusFor(spec, addr, lb.Obj.VipAddress, spec.otherVIP(&lb.Obj, addr)), true, nil
 }
 
 // UpdateMembers handles a change of Nodes alone: its pools from one listing,

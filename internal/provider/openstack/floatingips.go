@@ -317,37 +317,3 @@ func (c *Cloud) floatingSubnets(ctx context.Context, network *gophercloud.Servic
 	}
 	return ids, nil
 }
-
-// ipv6Subnet is the subnet of an IPv6 Service's VIP when nothing names it: the
-// one IPv6 subnet of the VIPs' network (network-id, else the network of the
-// cloud.conf's subnet-id). None or several refuse the Service before anything
-// is built.
-func (c *Cloud) ipv6Subnet(ctx context.Context, network *gophercloud.ServiceClient, s lbSpec) (string, error) {
-	netID := s.networkID
-	if netID == "" {
-		sn, err := subnets.Get(ctx, network, s.vipSubnetOf).Extract()
-		if err != nil {
-			return "", fmt.Errorf("reading subnet %s: %w", s.vipSubnetOf, neutronErr(err))
-		}
-		netID = sn.NetworkID
-	}
-	pages, err := subnets.List(network, subnets.ListOpts{NetworkID: netID, IPVersion: 6}).AllPages(ctx)
-	if err != nil {
-		return "", fmt.Errorf("listing the subnets of network %s: %w", netID, neutronErr(err))
-	}
-	all, err := subnets.ExtractSubnets(pages)
-	if err != nil {
-		return "", err
-	}
-	switch len(all) {
-	case 1:
-		return all[0].ID, nil
-	case 0:
-		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "Network %s has no IPv6 subnet for the VIP of this IPv6 Service: add one, or name one with [LoadBalancer] ipv6-subnet-id or the annotation %s; nothing was built", netID, annotation.OpenStackSubnetID)
-	}
-	ids := make([]string, 0, len(all))
-	for _, sn := range all {
-		ids = append(ids, sn.ID)
-	}
-	return "", outcome.Refuse(outcome.ReasonUnsupportedService, "Network %s has %d IPv6 subnets (%s): name the VIP's with [LoadBalancer] ipv6-subnet-id or the annotation %s; nothing was built", netID, len(all), strings.Join(ids, ", "), annotation.OpenStackSubnetID)
-}

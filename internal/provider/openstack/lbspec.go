@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -31,6 +32,13 @@ type lbSpec struct {
 	// when nothing names it, is found in the network when it is created.
 	family      v1.IPFamily
 	vipSubnetOf string // IPv6, no subnet named: a subnet of the VIPs' network (the cloud.conf's subnet-id)
+	// Dual-stack (PreferDualStack or RequireDualStack with two families): a
+	// second VIP of the other family, Octavia's additional VIP (API v2.26),
+	// on secondSubnetID or, when none is named, the network's subnet of
+	// that family.
+	secondFamily   v1.IPFamily
+	requireDual    bool
+	secondSubnetID string
 
 	// Where the VIP lives (one of them at least) and how members are reached.
 	subnetID, networkID, portID, memberSubnetID string
@@ -316,11 +324,13 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			e.add("port %q has no NodePort: Octavia members are NodePorts", p.Name)
 		}
 	}
-	// Dual-stack VIPs are not built yet (docs/openstack.md, "Not yet"): a
-	// Service that requires one is refused rather than given one family; one
-	// that prefers it gets its first family.
-	if p := svc.Spec.IPFamilyPolicy; p != nil && *p == v1.IPFamilyPolicyRequireDualStack {
-		e.add("dual-stack load balancers are not supported yet on OpenStack (spec.ipFamilyPolicy RequireDualStack)")
+	if p := svc.Spec.IPFamilyPolicy; p != nil && *p != v1.IPFamilyPolicySingleStack && len(svc.Spec.IPFamilies) == 2 {
+		s.secondFamily, s.requireDual = svc.Spec.IPFamilies[1], *p == v1.IPFamilyPolicyRequireDualStack
+		if s.secondFamily == v1.IPv6Protocol {
+			s.secondSubnetID = cfg.IPv6SubnetID
+		} else {
+			s.secondSubnetID = s.vipSubnetOf
+		}
 	}
 	s.ports = slices.Clone(svc.Spec.Ports)
 	sort.Slice(s.ports, func(i, j int) bool { return portKey(s.ports[i]) < portKey(s.ports[j]) })
@@ -331,7 +341,7 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 		// Octavia takes only ranges of the VIP's family; the others could
 		// never reach it. None of its family left would open it to everyone.
 		for _, r := range ranges.StringSlice() {
-			if p, err := netip.ParsePrefix(r); err == nil && p.Addr().Is6() == (s.family == v1.IPv6Protocol) {
+			if p, err := netip.ParsePrefix(r); err == nil && (s.isFamily(p.Addr(), s.family) || s.isFamily(p.Addr(), s.secondFamily)) {
 				s.allowedCIDRs = append(s.allowedCIDRs, r)
 			}
 		}
@@ -479,8 +489,8 @@ func (s *lbSpec) configFingerprint() string {
 	h := lbcycle.NewHash()
 	w := h.Line
 	w("v2", s.name, s.memberSubnetID, s.method, s.proxy, s.xff, s.connLimit, s.allowedCIDRs)
-	if s.family == v1.IPv6Protocol {
-		w("family", s.family)
+	if s.family == v1.IPv6Protocol || s.secondFamily != "" {
+		w("family", s.family, s.secondFamily)
 	}
 	for _, p := range s.ports {
 		w("port", p.Protocol, p.Port, p.NodePort)
@@ -515,6 +525,35 @@ func (s *lbSpec) sgFingerprint() string {
 // membersFingerprint covers the members' addresses (sorted).
 func (s *lbSpec) membersFingerprint() string { return lbcycle.MembersOf(s.members) }
 
-// noFloatingIP: the load balancer's address is its VIP (internal, or IPv6:
-// Neutron's floating IPs are IPv4).
-func (s *lbSpec) noFloatingIP() bool { return s.internal || s.family == v1.IPv6Protocol }
+// noFloatingIP: the load balancer's address is its VIP (internal, or IPv6
+// with no IPv4 VIP: Neutron's floating IPs are IPv4).
+func (s *lbSpec) noFloatingIP() bool {
+	return s.internal || s.family == v1.IPv6Protocol && s.secondFamily != v1.IPv4Protocol
+}
+
+// isFamily says whether a is of family f ("" is none).
+func (s *lbSpec) isFamily(a netip.Addr, f v1.IPFamily) bool {
+	return f != "" && a.Is6() == (f == v1.IPv6Protocol)
+}
+
+// otherVIP is, on a dual-stack load balancer, its VIP of the family addr is
+// not of: the second address of its status.
+func (s *lbSpec) otherVIP(lb *loadbalancers.LoadBalancer, addr string) string {
+	if s.secondFamily == "" {
+		return ""
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return ""
+	}
+	vips := []string{lb.VipAddress}
+	for _, av := range lb.AdditionalVips {
+		vips = append(vips, av.IPAddress)
+	}
+	for _, v := range vips {
+		if b, err := netip.ParseAddr(v); err == nil && b.Is6() != a.Is6() {
+			return v
+		}
+	}
+	return ""
+}

@@ -243,7 +243,7 @@ func TestFingerprintFollowsWhatConvergeActsOn(t *testing.T) {
 	assert.NotEqual(t, base.membersFingerprint(), more.membersFingerprint())
 }
 
-func TestSpecOfAnIPv6Service(t *testing.T) {
+func TestSpecOfIPv6AndDualStackServices(t *testing.T) {
 	c := specCloud(t, "")
 	dualNode := node("a", "10.0.0.1", nil)
 	dualNode.Status.Addresses = append(dualNode.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fd00::1"})
@@ -280,11 +280,20 @@ func TestSpecOfAnIPv6Service(t *testing.T) {
 	dual := specService(nil)
 	dual.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
 	dual.Spec.IPFamilyPolicy = &required
-	_, err = c.spec("k8s", dual, nil)
-	require.ErrorContains(t, err, "dual-stack load balancers are not supported yet")
+	s, err = c.spec("k8s", dual, nil)
+	require.NoError(t, err)
+	assert.Equal(t, v1.IPv4Protocol, s.family)
+	assert.Equal(t, v1.IPv6Protocol, s.secondFamily)
+	assert.True(t, s.requireDual)
+	assert.False(t, s.noFloatingIP(), "its IPv4 VIP takes a floating IP")
 	preferred := v1.IPFamilyPolicyPreferDualStack
+	dual.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
 	dual.Spec.IPFamilyPolicy = &preferred
 	s, err = c.spec("k8s", dual, nil)
-	require.NoError(t, err, "dual-stack preferred: its first family")
-	assert.Equal(t, v1.IPv4Protocol, s.family)
+	require.NoError(t, err)
+	assert.Equal(t, v1.IPv6Protocol, s.family)
+	assert.Equal(t, v1.IPv4Protocol, s.secondFamily)
+	assert.Equal(t, confSubnet, s.secondSubnetID, "the cloud.conf's subnet-id is the IPv4 one")
+	assert.False(t, s.requireDual)
+	assert.False(t, s.noFloatingIP(), "an IPv4 VIP beside: a floating IP")
 }

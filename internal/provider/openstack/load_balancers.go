@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -124,7 +125,7 @@ func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1
 	if fip != nil {
 		addr = fip.FloatingIP
 	}
-	return c.statusFor(spec, addr, lb.VipAddress), true, nil
+	return c.statusFor(spec, addr, lb.VipAddress, spec.otherVIP(lb, addr)), true, nil
 }
 
 // GetLoadBalancerName is cloud-provider-openstack's name.
@@ -172,7 +173,7 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 // load-balancer-address annotation), else the address, then the VIP unless only
 // the public address is to be published. PROXY protocol makes ipMode Proxy, so
 // kube-proxy sends in-cluster traffic through the load balancer too.
-func (c *Cloud) statusFor(s lbSpec, addr, vip string) *v1.LoadBalancerStatus {
+func (c *Cloud) statusFor(s lbSpec, addr, vip string, more ...string) *v1.LoadBalancerStatus {
 	hostname := s.hostname
 	if hostname == "" && s.proxy != annotation.ProxyProtocolNone && c.cfg.LoadBalancer.EnableIngressHostname {
 		suffix := c.cfg.LoadBalancer.IngressHostnameSuffix
@@ -189,7 +190,12 @@ func (c *Cloud) statusFor(s lbSpec, addr, vip string) *v1.LoadBalancerStatus {
 		mode = v1.LoadBalancerIPModeProxy
 	}
 	st := &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: addr, IPMode: &mode}}}
-	if !s.onlyPublic && vip != "" && vip != addr {
+	for _, m := range more { // a dual-stack load balancer's other family
+		if m != "" && m != addr {
+			st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: m, IPMode: &mode})
+		}
+	}
+	if !s.onlyPublic && vip != "" && vip != addr && !slices.Contains(more, vip) {
 		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: vip, IPMode: &mode})
 	}
 	return st
@@ -207,6 +213,12 @@ func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadbalancers.LoadBalancer, s
 	}
 	if s.subnetID != "" && lb.VipSubnetID != "" && s.subnetID != lb.VipSubnetID {
 		diffs = append(diffs, fmt.Sprintf("VIP subnet %s (it has %s)", s.subnetID, lb.VipSubnetID))
+	}
+	if vip, err := netip.ParseAddr(lb.VipAddress); err == nil && !s.isFamily(vip, s.family) && s.family != "" {
+		diffs = append(diffs, fmt.Sprintf("an %s VIP (it has %s)", s.family, lb.VipAddress))
+	}
+	if s.secondFamily != "" && len(lb.AdditionalVips) == 0 && c.octaviaAPI.additionalVIPs.Load() == featureYes {
+		diffs = append(diffs, "a second VIP for dual-stack (it has one)")
 	}
 	if len(diffs) > 0 {
 		c.Events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
