@@ -347,6 +347,9 @@ func (c *Cloud) sgRemotes(ctx context.Context, network *gophercloud.ServiceClien
 			return s.allowedCIDRs, nil
 		}
 		out := []string{"0.0.0.0/0"}
+		if s.family == v1.IPv6Protocol || s.secondFamily == v1.IPv6Protocol {
+			return append(out, "::/0"), nil // clients over IPv6 too
+		}
 		for _, m := range s.members {
 			if ip, err := netip.ParseAddr(m); err == nil && ip.Is6() {
 				return append(out, "::/0"), nil

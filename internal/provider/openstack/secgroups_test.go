@@ -249,3 +249,21 @@ func TestContractAPortChangedMeanwhileKeepsBothChanges(t *testing.T) {
 	assert.Contains(t, got, mine.ID)
 	assert.Contains(t, got, theirs.ID, "the change made meanwhile is not lost")
 }
+
+// With the ovn provider the clients' addresses reach the Nodes: the rules
+// open the Service's source ranges, or everyone of each family it serves.
+func TestSecurityGroupSourcesWithOVN(t *testing.T) {
+	c := specCloud(t, "lb-provider=ovn")
+	got, err := c.sgRemotes(t.Context(), nil, lbSpec{family: v1.IPv4Protocol, members: []string{"10.0.0.1"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0.0.0.0/0"}, got)
+	got, err = c.sgRemotes(t.Context(), nil, lbSpec{family: v1.IPv4Protocol, secondFamily: v1.IPv6Protocol, members: []string{"10.0.0.1"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0.0.0.0/0", "::/0"}, got, "dual-stack: both families")
+	got, err = c.sgRemotes(t.Context(), nil, lbSpec{family: v1.IPv4Protocol, allowedCIDRs: []string{"192.0.2.0/24", "2001:db8::/32"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"192.0.2.0/24", "2001:db8::/32"}, got)
+	g := &sgSpec{nodePorts: []sgPort{{proto: "tcp", port: 30080}}}
+	assert.Equal(t, []sgRuleKey{{"IPv4", "tcp", "192.0.2.0/24", 30080, 30080}, {"IPv6", "tcp", "2001:db8::/32", 30080, 30080}},
+		g.wantedRules(got), "an IPv6 rule for an IPv6 range")
+}
