@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,4 +167,76 @@ func subnetCIDROf(t *testing.T, network *gophercloud.ServiceClient, ip string) s
 	}
 	t.Fatalf("no subnet holds %s", ip)
 	return ""
+}
+
+// TestTwoClustersWithSecurityGroupsOnOneNetwork: two clusters of the same
+// name, each with its own control plane, overcast-ccm and Node, on one
+// network, both managing security groups. Each Service's group is tagged with
+// its own cluster and sits on its own Node's port only; deleting the second
+// cluster's Service takes its group away and leaves the first's as it was.
+func TestTwoClustersWithSecurityGroupsOnOneNetwork(t *testing.T) {
+	network := networkClient(t)
+	other, err := framework.Start()
+	require.NoError(t, err)
+	t.Cleanup(other.Stop)
+	a, b := createServer(t, "os-sg2-a-"+suffix()), createServer(t, "os-sg2-b-"+suffix())
+	opts := ccmOptions(cloudConf(t, "OVERCAST_OS_CLOUD_CONF") + "\n[LoadBalancer]\nmanage-security-groups = true\n")
+	opts.Controllers = []string{"cloud-node", "service"}
+	env.StartCCM(t, opts)
+	other.StartCCMProcess(t, "other-cluster", opts)
+	env.NewKubelet(t, a.Name, a.fixedIP())
+	other.NewKubelet(t, b.Name, b.fixedIP())
+
+	ns := "os-sg2-" + suffix()
+	uids := map[*framework.Env]string{}
+	for _, e := range []*framework.Env{env, other} {
+		_, err := e.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		s, err := e.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: ns, Annotations: map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}},
+			Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		uids[e] = string(s.UID)
+	}
+	groupOn := func(e *framework.Env, server novaServer) error {
+		g := groupOf(t, network, uids[e])
+		if g == nil {
+			return fmt.Errorf("no group yet")
+		}
+		if !slices.Contains(groupsOnServer(t, network, server.ID), g.ID) {
+			return fmt.Errorf("group %s not on %s yet", g.ID, server.Name)
+		}
+		return nil
+	}
+	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error { return groupOn(env, a) }))
+	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error { return groupOn(other, b) }))
+	mine, theirs := groupOf(t, network, uids[env]), groupOf(t, network, uids[other])
+	require.NotEqual(t, mine.ID, theirs.ID)
+	require.NotContains(t, groupsOnServer(t, network, a.ID), theirs.ID, "the other cluster's group is not on this cluster's Node")
+	require.NotContains(t, groupsOnServer(t, network, b.ID), mine.ID)
+	var clusterTags []string
+	for _, g := range []*groups.SecGroup{mine, theirs} {
+		for _, tag := range g.Tags {
+			if strings.HasPrefix(tag, "overcast-cluster-uid=") {
+				clusterTags = append(clusterTags, tag)
+			}
+		}
+	}
+	require.Len(t, clusterTags, 2)
+	require.NotEqual(t, clusterTags[0], clusterTags[1], "each group carries its own cluster's tag")
+
+	require.NoError(t, other.Client.CoreV1().Services(ns).Delete(t.Context(), "twin", metav1.DeleteOptions{}))
+	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+		if groupOf(t, network, uids[other]) != nil {
+			return fmt.Errorf("the second cluster's group is still there")
+		}
+		return nil
+	}))
+	still := groupOf(t, network, uids[env])
+	require.NotNil(t, still, "the first cluster's group stays")
+	require.Equal(t, ingressOf(mine), ingressOf(still))
+	require.Contains(t, groupsOnServer(t, network, a.ID), still.ID)
+	deleteSvcAndWait(t, ns, "twin")
+	require.Nil(t, groupOf(t, network, uids[env]))
 }
