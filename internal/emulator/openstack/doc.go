@@ -16,11 +16,12 @@
 //     is embedded in the server. Servers go ACTIVE as soon as they are created.
 //     Like Nova, a list page holds at most 1000 servers, newest first, and carries
 //     a next link whenever the page is full.
-//   - Neutron at /network/v2.0: networks and subnets (read only), ports,
+//   - Neutron at /network/v2.0: networks, subnets (IPv4 and IPv6, created and
+//     deleted through the API), ports (an address of each IP version),
 //     floating IPs (with an allocation pool, attach, detach and router
 //     reachability checks), routers (get, list, update of routes and the atomic
-//     add_extraroutes/remove_extraroutes), security groups and rules, and the
-//     extension list. The trunk extension is not enabled, as in the reference
+//     add_extraroutes/remove_extraroutes), security groups (with tags) and
+//     rules (bulk create), If-Match on a port's revision, and the extension list. The trunk extension is not enabled, as in the reference
 //     installation. Lists accept equality filters on their attributes, the
 //     tags/tags-any/not-tags/not-tags-any filters, fields, limit and marker.
 //     An unknown filter is answered with 400, as Neutron's filter validation does.
@@ -31,7 +32,11 @@
 //     PENDING_DELETE for Options.ProvisioningDelay; while a load balancer is
 //     pending, or in ERROR, mutations of it and its children are answered with 409.
 //     A load balancer owns a real VIP port in Neutron, so floating IPs can be
-//     attached to it; the port goes away with the load balancer.
+//     attached to it; the port goes away with the load balancer. API v2.26:
+//     additional VIPs on that port (Options.OctaviaBefore226 makes it v2.25).
+//   - Barbican at /key-manager/v1: secrets (text/plain, base64
+//     application/octet-stream), certificate and generic containers, read ACLs
+//     (keymanager.go).
 //
 // The fixture created by [New] has one domain, one project, a user with a
 // password and an application credential, a private network with a

@@ -96,6 +96,10 @@ type Emulator struct {
 	sgRules    *core.Store[*sgRule]
 	overflow   map[string]int // network id -> overflow subnets added
 
+	// Barbican
+	kmSecrets    map[string]*kmSecret
+	kmContainers map[string]*kmContainer
+
 	// Octavia
 	lbs        *core.Store[*loadBalancer]
 	listeners  *core.Store[*listener]
@@ -120,35 +124,37 @@ func New(opts Options) *Emulator {
 	}
 	seed := uint64(opts.Seed)
 	e := &Emulator{
-		opts:       opts,
-		mux:        http.NewServeMux(),
-		noAuth:     map[string]bool{},
-		clock:      time.Now,
-		provDelay:  opts.ProvisioningDelay,
-		idRand:     rand.New(rand.NewPCG(seed, 0x6f70656e737461)),
-		tokens:     map[string]*token{},
-		users:      map[string]*user{},
-		appCreds:   map[string]*appCred{},
-		servers:    core.NewStore[*server](),
-		flavors:    core.NewStore[*flavor](),
-		images:     map[string]string{},
-		networks:   core.NewStore[*network](),
-		subnets:    core.NewStore[*subnet](),
-		ports:      core.NewStore[*port](),
-		portsByDev: map[string][]string{},
-		fips:       core.NewStore[*floatingIP](),
-		fipByPort:  map[string]string{},
-		routers:    core.NewStore[*router](),
-		secGroups:  core.NewStore[*secGroup](),
-		sgRules:    core.NewStore[*sgRule](),
-		overflow:   map[string]int{},
-		lbs:        core.NewStore[*loadBalancer](),
-		listeners:  core.NewStore[*listener](),
-		pools:      core.NewStore[*lbPool](),
-		members:    core.NewStore[*lbMember](),
-		monitors:   core.NewStore[*healthMonitor](),
-		pendingLBs: map[string]bool{},
-		quotas:     map[string]int{},
+		opts:         opts,
+		mux:          http.NewServeMux(),
+		noAuth:       map[string]bool{},
+		clock:        time.Now,
+		provDelay:    opts.ProvisioningDelay,
+		idRand:       rand.New(rand.NewPCG(seed, 0x6f70656e737461)),
+		tokens:       map[string]*token{},
+		users:        map[string]*user{},
+		appCreds:     map[string]*appCred{},
+		servers:      core.NewStore[*server](),
+		flavors:      core.NewStore[*flavor](),
+		images:       map[string]string{},
+		networks:     core.NewStore[*network](),
+		subnets:      core.NewStore[*subnet](),
+		ports:        core.NewStore[*port](),
+		portsByDev:   map[string][]string{},
+		fips:         core.NewStore[*floatingIP](),
+		fipByPort:    map[string]string{},
+		routers:      core.NewStore[*router](),
+		secGroups:    core.NewStore[*secGroup](),
+		sgRules:      core.NewStore[*sgRule](),
+		overflow:     map[string]int{},
+		lbs:          core.NewStore[*loadBalancer](),
+		kmSecrets:    map[string]*kmSecret{},
+		kmContainers: map[string]*kmContainer{},
+		listeners:    core.NewStore[*listener](),
+		pools:        core.NewStore[*lbPool](),
+		members:      core.NewStore[*lbMember](),
+		monitors:     core.NewStore[*healthMonitor](),
+		pendingLBs:   map[string]bool{},
+		quotas:       map[string]int{},
 	}
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{
 		Name:       "openstack emulator",
@@ -167,6 +173,7 @@ func New(opts Options) *Emulator {
 	e.routeNova()
 	e.routeNeutron()
 	e.routeOctavia()
+	e.routeKeyManager()
 	e.routeControl()
 	e.mu.Lock()
 	e.seedFixture()

@@ -320,6 +320,7 @@ func (e *Emulator) catalog(base string) []any {
 		entry("compute", "nova", base+"/compute/v2.1"),
 		entry("network", "neutron", base+"/network/"),
 		entry("load-balancer", "octavia", base+"/load-balancer/"),
+		entry("key-manager", "barbican", base+"/key-manager/"),
 	}
 }
 

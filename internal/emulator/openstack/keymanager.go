@@ -1,0 +1,368 @@
+package openstack
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Barbican, the key manager (the key-manager entry of the catalog): secrets
+// with their payloads, containers that group them (a certificate container
+// for TLS), and their ACLs. Shapes, codes and messages from the Key Manager
+// API reference (docs.openstack.org/barbican/zed/api/reference: secrets,
+// containers, acls) and Barbican's own answers: 201 with only the ref on a
+// create, a payload given without its content type 400, application/
+// octet-stream needing base64, a secret or container of another project 404
+// unless its ACL names the user ("Not Found. Sorry but your secret is in
+// another castle.").
+
+// A Barbican secret as the emulator keeps it.
+type kmSecret struct {
+	ID, Name, Type, ContentType, Algorithm, Mode string
+	BitLength                                    int
+	Payload                                      []byte
+	ProjectID, CreatorID                         string
+	Created                                      time.Time
+	ReadUsers                                    []string
+	ProjectAccess                                bool
+}
+
+type kmSecretRef struct {
+	Name      string `json:"name"`
+	SecretRef string `json:"secret_ref"`
+}
+
+type kmContainer struct {
+	ID, Name, Type       string
+	Refs                 []kmSecretRef
+	ProjectID, CreatorID string
+	Created              time.Time
+	ReadUsers            []string
+	ProjectAccess        bool
+}
+
+const kmPrefix = "/key-manager/v1"
+
+func barbicanError(w http.ResponseWriter, code int, desc string) {
+	writeJSON(w, code, map[string]any{"code": code, "title": http.StatusText(code), "description": desc})
+}
+
+// caller is the token's user and project (the route is authorized already).
+func (e *Emulator) caller(r *http.Request) (user, project string) {
+	t := e.tokens[r.Header.Get("X-Auth-Token")]
+	return t.UserID, t.ProjectID
+}
+
+// readable: the owner's project, or a user its ACL names.
+func readable(project, owner, user string, projectAccess bool, users []string) bool {
+	return project == owner && projectAccess || slices.Contains(users, user)
+}
+
+func (e *Emulator) routeKeyManager() {
+	// The version document (Barbican's root answers 300 Multiple Choices).
+	e.handlePublic("GET /key-manager/{$}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": map[string]any{"values": []any{map[string]any{
+			"id": "v1", "status": "stable",
+			"links":       []any{map[string]string{"rel": "self", "href": baseURL(r) + kmPrefix + "/"}},
+			"media-types": []any{map[string]string{"base": "application/json", "type": "application/vnd.openstack.key-manager-v1+json"}},
+		}}}})
+	})
+	e.handle("POST "+kmPrefix+"/secrets", e.createSecret)
+	e.handle("GET "+kmPrefix+"/secrets", e.listSecrets)
+	e.handle("GET "+kmPrefix+"/secrets/{id}", e.getSecret)
+	e.handle("GET "+kmPrefix+"/secrets/{id}/payload", e.getSecretPayload)
+	e.handle("DELETE "+kmPrefix+"/secrets/{id}", e.deleteSecret)
+	e.handle("PUT "+kmPrefix+"/secrets/{id}/acl", func(w http.ResponseWriter, r *http.Request) { e.putACL(w, r, "secrets") })
+	e.handle("POST "+kmPrefix+"/containers", e.createContainer)
+	e.handle("GET "+kmPrefix+"/containers/{id}", e.getContainer)
+	e.handle("DELETE "+kmPrefix+"/containers/{id}", e.deleteContainer)
+	e.handle("PUT "+kmPrefix+"/containers/{id}/acl", func(w http.ResponseWriter, r *http.Request) { e.putACL(w, r, "containers") })
+}
+
+func (e *Emulator) createSecret(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Name                   string `json:"name"`
+		Payload                string `json:"payload"`
+		PayloadContentType     string `json:"payload_content_type"`
+		PayloadContentEncoding string `json:"payload_content_encoding"`
+		SecretType             string `json:"secret_type"`
+		Algorithm              string `json:"algorithm"`
+		BitLength              int    `json:"bit_length"`
+		Mode                   string `json:"mode"`
+	}
+	if err := decodeJSON(r, &b); err != nil {
+		barbicanError(w, 400, "Provided object does not match schema 'Secret': "+err.Error())
+		return
+	}
+	if b.SecretType == "" {
+		b.SecretType = "opaque"
+	}
+	switch b.SecretType {
+	case "symmetric", "public", "private", "passphrase", "certificate", "opaque":
+	default:
+		barbicanError(w, 400, fmt.Sprintf("Provided object does not match schema 'Secret': %q is not one of the secret types. Invalid property: 'secret_type'", b.SecretType))
+		return
+	}
+	payload := []byte(b.Payload)
+	switch {
+	case b.Payload != "" && b.PayloadContentType == "":
+		barbicanError(w, 400, "Provided object does not match schema 'Secret': If 'payload' is supplied, 'payload_content_type' must also be supplied. Invalid property: 'payload_content_type'")
+		return
+	case b.PayloadContentType == "application/octet-stream":
+		if b.PayloadContentEncoding != "base64" {
+			barbicanError(w, 400, "Provided object does not match schema 'Secret': payload_content_encoding must be base64 for application/octet-stream. Invalid property: 'payload_content_encoding'")
+			return
+		}
+		raw, err := base64.StdEncoding.DecodeString(b.Payload)
+		if err != nil {
+			barbicanError(w, 400, "Problem decoding payload")
+			return
+		}
+		payload = raw
+	case b.PayloadContentType != "" && !strings.HasPrefix(b.PayloadContentType, "text/plain"):
+		barbicanError(w, 400, fmt.Sprintf("Provided object does not match schema 'Secret': payload_content_type %q is not supported. Invalid property: 'payload_content_type'", b.PayloadContentType))
+		return
+	}
+	now := e.lock()
+	defer e.mu.Unlock()
+	user, project := e.caller(r)
+	s := &kmSecret{ID: e.newID(), Name: b.Name, Type: b.SecretType, ContentType: strings.Split(b.PayloadContentType, ";")[0],
+		Algorithm: b.Algorithm, BitLength: b.BitLength, Mode: b.Mode, Payload: payload,
+		ProjectID: project, CreatorID: user, Created: now, ProjectAccess: true}
+	e.kmSecrets[s.ID] = s
+	writeJSON(w, http.StatusCreated, map[string]any{"secret_ref": baseURL(r) + kmPrefix + "/secrets/" + s.ID})
+}
+
+func (e *Emulator) secretView(r *http.Request, s *kmSecret) map[string]any {
+	v := map[string]any{
+		"secret_ref": baseURL(r) + kmPrefix + "/secrets/" + s.ID, "name": s.Name, "status": "ACTIVE",
+		"secret_type": s.Type, "algorithm": nullable(s.Algorithm), "mode": nullable(s.Mode),
+		"created": s.Created.UTC().Format("2006-01-02T15:04:05"), "updated": s.Created.UTC().Format("2006-01-02T15:04:05"),
+		"expiration": nil, "creator_id": s.CreatorID,
+	}
+	if s.BitLength > 0 {
+		v["bit_length"] = s.BitLength
+	} else {
+		v["bit_length"] = nil
+	}
+	if s.ContentType != "" {
+		v["content_types"] = map[string]string{"default": s.ContentType}
+	}
+	return v
+}
+
+// visibleSecret is the secret when the caller may read it.
+func (e *Emulator) visibleSecret(w http.ResponseWriter, r *http.Request) (*kmSecret, bool) {
+	user, project := e.caller(r)
+	s, ok := e.kmSecrets[r.PathValue("id")]
+	if !ok || !readable(project, s.ProjectID, user, s.ProjectAccess, s.ReadUsers) {
+		barbicanError(w, http.StatusNotFound, "Not Found. Sorry but your secret is in another castle.")
+		return nil, false
+	}
+	return s, true
+}
+
+func (e *Emulator) getSecret(w http.ResponseWriter, r *http.Request) {
+	e.lock()
+	defer e.mu.Unlock()
+	if s, ok := e.visibleSecret(w, r); ok {
+		writeJSON(w, http.StatusOK, e.secretView(r, s))
+	}
+}
+
+func (e *Emulator) getSecretPayload(w http.ResponseWriter, r *http.Request) {
+	e.lock()
+	defer e.mu.Unlock()
+	s, ok := e.visibleSecret(w, r)
+	if !ok {
+		return
+	}
+	if len(s.Payload) == 0 {
+		barbicanError(w, http.StatusNotFound, "Not Found. Sorry but your secret has no payload.")
+		return
+	}
+	w.Header().Set("Content-Type", s.ContentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(s.Payload)
+}
+
+func (e *Emulator) deleteSecret(w http.ResponseWriter, r *http.Request) {
+	e.lock()
+	defer e.mu.Unlock()
+	user, project := e.caller(r)
+	s, ok := e.kmSecrets[r.PathValue("id")]
+	if !ok || s.ProjectID != project && !slices.Contains(s.ReadUsers, user) {
+		barbicanError(w, http.StatusNotFound, "Not Found. Sorry but your secret is in another castle.")
+		return
+	}
+	if s.ProjectID != project {
+		barbicanError(w, http.StatusForbidden, "Forbidden: a user named by the ACL may read the secret, not delete it.")
+		return
+	}
+	delete(e.kmSecrets, s.ID)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// listSecrets: the project's secrets, newest first, filtered by name, paged
+// by limit (default 10) and offset.
+func (e *Emulator) listSecrets(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, offset := 10, 0
+	if v := q.Get("limit"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			limit = min(n, 100)
+		}
+	}
+	if v := q.Get("offset"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			offset = n
+		}
+	}
+	e.lock()
+	defer e.mu.Unlock()
+	_, project := e.caller(r)
+	var all []*kmSecret
+	for _, s := range e.kmSecrets {
+		if s.ProjectID == project && (q.Get("name") == "" || s.Name == q.Get("name")) {
+			all = append(all, s)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].Created.Equal(all[j].Created) {
+			return all[i].Created.After(all[j].Created)
+		}
+		return all[i].ID < all[j].ID
+	})
+	page := []any{}
+	for i := offset; i < len(all) && i < offset+limit; i++ {
+		page = append(page, e.secretView(r, all[i]))
+	}
+	out := map[string]any{"secrets": page, "total": len(all)}
+	if offset+limit < len(all) {
+		out["next"] = fmt.Sprintf("%s%s/secrets?limit=%d&offset=%d", baseURL(r), kmPrefix, limit, offset+limit)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// createContainer: a certificate container names a "certificate" secret and
+// may name "private_key", "private_key_passphrase" and "intermediates"; every
+// secret named must be one the caller may read.
+func (e *Emulator) createContainer(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Name       string        `json:"name"`
+		Type       string        `json:"type"`
+		SecretRefs []kmSecretRef `json:"secret_refs"`
+	}
+	if err := decodeJSON(r, &b); err != nil {
+		barbicanError(w, 400, "Provided object does not match schema 'Container': "+err.Error())
+		return
+	}
+	switch b.Type {
+	case "generic", "rsa":
+	case "certificate":
+		names := map[string]bool{}
+		for _, ref := range b.SecretRefs {
+			switch ref.Name {
+			case "certificate", "private_key", "private_key_passphrase", "intermediates":
+				names[ref.Name] = true
+			default:
+				barbicanError(w, 400, fmt.Sprintf("Provided object does not match schema 'Container': %q is not a secret name of a certificate container. Invalid property: 'secret_refs'", ref.Name))
+				return
+			}
+		}
+		if !names["certificate"] {
+			barbicanError(w, 400, "Provided object does not match schema 'Container': a certificate container needs a 'certificate' secret. Invalid property: 'secret_refs'")
+			return
+		}
+	default:
+		barbicanError(w, 400, fmt.Sprintf("Provided object does not match schema 'Container': %q is not one of ['generic', 'rsa', 'certificate']. Invalid property: 'type'", b.Type))
+		return
+	}
+	now := e.lock()
+	defer e.mu.Unlock()
+	user, project := e.caller(r)
+	for _, ref := range b.SecretRefs {
+		id := ref.SecretRef[strings.LastIndex(ref.SecretRef, "/")+1:]
+		s, ok := e.kmSecrets[id]
+		if !ok || !readable(project, s.ProjectID, user, s.ProjectAccess, s.ReadUsers) {
+			barbicanError(w, http.StatusNotFound, "Secret provided for '"+ref.Name+"' doesn't exist.")
+			return
+		}
+	}
+	c := &kmContainer{ID: e.newID(), Name: b.Name, Type: b.Type, Refs: slices.Clone(b.SecretRefs),
+		ProjectID: project, CreatorID: user, Created: now, ProjectAccess: true}
+	e.kmContainers[c.ID] = c
+	writeJSON(w, http.StatusCreated, map[string]any{"container_ref": baseURL(r) + kmPrefix + "/containers/" + c.ID})
+}
+
+func (e *Emulator) getContainer(w http.ResponseWriter, r *http.Request) {
+	e.lock()
+	defer e.mu.Unlock()
+	user, project := e.caller(r)
+	c, ok := e.kmContainers[r.PathValue("id")]
+	if !ok || !readable(project, c.ProjectID, user, c.ProjectAccess, c.ReadUsers) {
+		barbicanError(w, http.StatusNotFound, "Not Found. Sorry but your container is in another castle.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"container_ref": baseURL(r) + kmPrefix + "/containers/" + c.ID, "name": c.Name, "type": c.Type, "status": "ACTIVE",
+		"secret_refs": nonNil(c.Refs), "creator_id": c.CreatorID,
+		"created": c.Created.UTC().Format("2006-01-02T15:04:05"), "updated": c.Created.UTC().Format("2006-01-02T15:04:05"),
+		"consumers": []any{},
+	})
+}
+
+func (e *Emulator) deleteContainer(w http.ResponseWriter, r *http.Request) {
+	e.lock()
+	defer e.mu.Unlock()
+	_, project := e.caller(r)
+	c, ok := e.kmContainers[r.PathValue("id")]
+	if !ok || c.ProjectID != project {
+		barbicanError(w, http.StatusNotFound, "Not Found. Sorry but your container is in another castle.")
+		return
+	}
+	delete(e.kmContainers, c.ID) // its secrets stay: they are deleted on their own
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// putACL replaces the read ACL of a secret or container of the caller's
+// project: {"read": {"users": [...], "project-access": bool}}.
+func (e *Emulator) putACL(w http.ResponseWriter, r *http.Request, kind string) {
+	var b struct {
+		Read *struct {
+			Users         []string `json:"users"`
+			ProjectAccess *bool    `json:"project-access"`
+		} `json:"read"`
+	}
+	if err := decodeJSON(r, &b); err != nil || b.Read == nil {
+		barbicanError(w, 400, "Provided object does not match schema 'ACL': a 'read' operation is required")
+		return
+	}
+	e.lock()
+	defer e.mu.Unlock()
+	_, project := e.caller(r)
+	id := r.PathValue("id")
+	users, access := slices.Clone(b.Read.Users), deref(b.Read.ProjectAccess, true)
+	switch kind {
+	case "secrets":
+		s, ok := e.kmSecrets[id]
+		if !ok || s.ProjectID != project {
+			barbicanError(w, http.StatusNotFound, "Not Found. Sorry but your secret is in another castle.")
+			return
+		}
+		s.ReadUsers, s.ProjectAccess = users, access
+	default:
+		c, ok := e.kmContainers[id]
+		if !ok || c.ProjectID != project {
+			barbicanError(w, http.StatusNotFound, "Not Found. Sorry but your container is in another castle.")
+			return
+		}
+		c.ReadUsers, c.ProjectAccess = users, access
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"acl_ref": baseURL(r) + kmPrefix + "/" + kind + "/" + id + "/acl"})
+}
