@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/netaddr"
 )
 
 const neutronPrefix = "/network/v2.0"
@@ -1221,9 +1223,9 @@ func (e *Emulator) createSubnetHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	first := prefix.Addr().Next()
-	last := lastAddr(prefix)
+	last := netaddr.Last(prefix)
 	if version == 4 {
-		last = prefixPrev(last) // the broadcast address
+		last = last.Prev() // the broadcast address
 	}
 	gateway := first.String()
 	if len(req.GatewayIP) > 0 {
@@ -1306,21 +1308,3 @@ func (e *Emulator) deleteSubnetHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
-
-// lastAddr is the last address of a prefix.
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Masked().Addr().AsSlice()
-	for i := range b {
-		hostBits := p.Addr().BitLen() - p.Bits() - (len(b)-1-i)*8
-		switch {
-		case hostBits >= 8:
-			b[i] = 0xff
-		case hostBits > 0:
-			b[i] |= byte(1<<hostBits - 1)
-		}
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
-}
-
-func prefixPrev(a netip.Addr) netip.Addr { return a.Prev() }

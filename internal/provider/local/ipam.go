@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/overcast-ccm/overcast/internal/netaddr"
 )
 
 // IPAM errors. Each reaches the Service as a Warning Event.
@@ -79,7 +81,7 @@ func ParseRange(s string) (Range, error) {
 			return Range{}, fmt.Errorf("%q has host bits set; did you mean %s?", s, p.Masked())
 		}
 		first := p.Addr()
-		last := lastAddr(p)
+		last := netaddr.Last(p)
 		if first.Is4() && p.Bits() <= 30 {
 			first, last = first.Next(), last.Prev()
 		}
@@ -90,20 +92,6 @@ func ParseRange(s string) (Range, error) {
 		return Range{}, fmt.Errorf("%q is not a CIDR, a range or an address", s)
 	}
 	return Range{a.Unmap(), a.Unmap()}, nil
-}
-
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	bits := p.Bits()
-	for i := range b {
-		for j := range 8 {
-			if i*8+j >= bits {
-				b[i] |= 0x80 >> j
-			}
-		}
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
 }
 
 // ParsePools parses and checks the configured pools: names unique, addresses well

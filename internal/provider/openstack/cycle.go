@@ -109,18 +109,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return "", err
 	}
 	fingerprint := spec.fingerprint()
-	if spec.family == v1.IPv6Protocol && spec.subnetID == "" && spec.portID == "" {
-		// The IPv6 subnet of the VIPs' network.
-		netID, err := s.vipNetwork(ctx, network, spec)
-		if err != nil {
-			return "", err
-		}
-		if spec.subnetID, err = s.familySubnet(ctx, network, netID, v1.IPv6Protocol); err != nil {
-			return "", err
-		}
-		spec.networkID = ""
-	}
-	more, err := s.dualStack(ctx, octavia, network, svc, &spec)
+	more, err := s.vipSubnets(ctx, octavia, network, svc, &spec)
 	if err != nil {
 		return "", err
 	}

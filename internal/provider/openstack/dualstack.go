@@ -75,11 +75,23 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context, octavia *gophercloud.Serv
 	return has, name, nil
 }
 
-// dualStack settles a dual-stack Service's second VIP before its load
-// balancer is created: its subnet (named, or the network's one of the
-// family), or, where Octavia has no additional VIPs, one family only (a
-// Service that requires both is refused). It returns the additional VIP.
-func (s steps) dualStack(ctx context.Context, octavia, network *gophercloud.ServiceClient, svc *v1.Service, spec *lbSpec) ([]loadbalancers.AdditionalVip, error) {
+// vipSubnets settles, before a load balancer is created, the subnets its
+// VIPs go on where nothing names them: an IPv6 VIP's is the network's IPv6
+// subnet; a dual-stack Service's second VIP (its additional VIP, returned)
+// goes on the named subnet or the network's one of that family, or, where
+// Octavia has no additional VIPs, is left out (a Service that requires both
+// is refused).
+func (s steps) vipSubnets(ctx context.Context, octavia, network *gophercloud.ServiceClient, svc *v1.Service, spec *lbSpec) ([]loadbalancers.AdditionalVip, error) {
+	if spec.family == v1.IPv6Protocol && spec.subnetID == "" && spec.portID == "" {
+		netID, err := s.vipNetwork(ctx, network, *spec)
+		if err != nil {
+			return nil, err
+		}
+		if spec.subnetID, err = s.familySubnet(ctx, network, netID, v1.IPv6Protocol); err != nil {
+			return nil, err
+		}
+		spec.networkID = ""
+	}
 	if spec.secondFamily == "" {
 		return nil, nil
 	}

@@ -341,7 +341,7 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 		// Octavia takes only ranges of the VIP's family; the others could
 		// never reach it. None of its family left would open it to everyone.
 		for _, r := range ranges.StringSlice() {
-			if p, err := netip.ParsePrefix(r); err == nil && (s.isFamily(p.Addr(), s.family) || s.isFamily(p.Addr(), s.secondFamily)) {
+			if p, err := netip.ParsePrefix(r); err == nil && (isFamily(p.Addr(), s.family) || isFamily(p.Addr(), s.secondFamily)) {
 				s.allowedCIDRs = append(s.allowedCIDRs, r)
 			}
 		}
@@ -532,7 +532,7 @@ func (s *lbSpec) noFloatingIP() bool {
 }
 
 // isFamily says whether a is of family f ("" is none).
-func (s *lbSpec) isFamily(a netip.Addr, f v1.IPFamily) bool {
+func isFamily(a netip.Addr, f v1.IPFamily) bool {
 	return f != "" && a.Is6() == (f == v1.IPv6Protocol)
 }
 

@@ -214,7 +214,7 @@ func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadbalancers.LoadBalancer, s
 	if s.subnetID != "" && lb.VipSubnetID != "" && s.subnetID != lb.VipSubnetID {
 		diffs = append(diffs, fmt.Sprintf("VIP subnet %s (it has %s)", s.subnetID, lb.VipSubnetID))
 	}
-	if vip, err := netip.ParseAddr(lb.VipAddress); err == nil && !s.isFamily(vip, s.family) && s.family != "" {
+	if vip, err := netip.ParseAddr(lb.VipAddress); err == nil && !isFamily(vip, s.family) && s.family != "" {
 		diffs = append(diffs, fmt.Sprintf("an %s VIP (it has %s)", s.family, lb.VipAddress))
 	}
 	if s.secondFamily != "" && len(lb.AdditionalVips) == 0 && c.octaviaAPI.additionalVIPs.Load() == featureYes {

@@ -303,11 +303,9 @@ func newSGManager() *sgManager {
 // addresses on them are where its traffic to the Nodes comes from.
 func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.ServiceClient, members []string) ([]string, error) {
 	m := c.sgs
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	find := func() []string {
+	find := func(all []subnets.Subnet) []string {
 		var out []string
-		for _, sn := range m.subnets {
+		for _, sn := range all {
 			p, err := netip.ParsePrefix(sn.CIDR)
 			if err != nil {
 				continue
@@ -322,10 +320,14 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.Serv
 		sort.Strings(out)
 		return slices.Compact(out)
 	}
-	found := find()
-	if time.Since(m.subnetsAt) < subnetsMaxAge && (len(found) > 0 || len(members) == 0) {
+	m.mu.Lock()
+	known, fresh := m.subnets, time.Since(m.subnetsAt) < subnetsMaxAge
+	m.mu.Unlock()
+	if found := find(known); fresh && (len(found) > 0 || len(members) == 0) {
 		return found, nil
 	}
+	// A member on a subnet not seen yet: listed again (never under the lock
+	// the port writes take).
 	pages, err := subnets.List(network, subnets.ListOpts{}).AllPages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets: %w", neutronErr(err))
@@ -334,8 +336,10 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.Serv
 	if err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
 	m.subnets, m.subnetsAt = all, time.Now()
-	return find(), nil
+	m.mu.Unlock()
+	return find(all), nil
 }
 
 // sgRemotes are the sources the Service's rules let in.
@@ -404,10 +408,6 @@ func (c *Cloud) findSG(ctx context.Context, network *gophercloud.ServiceClient, 
 // on no other). A Service whose groups are not managed has none: one left from
 // before is removed. What it changed is logged.
 func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error {
-	network, err := c.clients.networkClient(ctx)
-	if err != nil {
-		return err
-	}
 	if s.sg == nil {
 		// Groups not managed (any more): one left from when they were goes,
 		// looked for once a Service in this process (a change of the setting
@@ -415,6 +415,12 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 		if _, seen := c.sgs.unmanagedChecked.LoadOrStore(svc.UID, true); seen {
 			return nil
 		}
+	}
+	network, err := c.clients.networkClient(ctx)
+	if err != nil {
+		return err
+	}
+	if s.sg == nil {
 		return c.deleteSG(ctx, network, svc)
 	}
 	g, err := c.findSG(ctx, network, svc)
@@ -455,7 +461,6 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 	if n > 0 {
 		did = append(did, fmt.Sprintf("%d rule(s) changed", n))
 	}
-	c.sgs.place(svc.UID, sgPlacement{group: g.ID, selector: s.sg.selector})
 	attached, detached, err := c.placeSG(ctx, network, g.ID, s, slices.Contains(did, "created"))
 	if err != nil {
 		return err
@@ -478,7 +483,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 // full convergence is needed.
 func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec) (bool, error) {
 	p, ok := c.sgs.placement(svc.UID)
-	if !ok || p.servers == nil && len(s.sg.servers) > 0 {
+	if !ok {
 		return false, nil
 	}
 	network, err := c.clients.networkClient(ctx)

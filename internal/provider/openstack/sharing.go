@@ -161,12 +161,7 @@ func (s steps) share(ctx context.Context, octavia *gophercloud.ServiceClient, sv
 		if m := s.cfg.LoadBalancer.MaxSharedLB; m != nil {
 			max = *m
 		}
-		count := 0
-		for _, t := range lb.Tags {
-			if strings.HasPrefix(t, servicePrefix) {
-				count++
-			}
-		}
+		count := len(sharers(lb, "")) // every Service on it
 		if count+1 > max {
 			return "", outcome.Refuse(reasonSharingRefused, "Load balancer %s already serves %d Service(s), as many as [LoadBalancer] max-shared-lb = %d allows; nothing was built", lb.ID, count, max)
 		}
