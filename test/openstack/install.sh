@@ -17,6 +17,7 @@ PACKAGES=(
   glance-api
   neutron-server
   octavia-api octavia-worker
+  barbican-api
   python3-openstackclient python3-octaviaclient
   mariadb-server rabbitmq-server python3-pymysql
   uwsgi-core uwsgi-plugin-python3

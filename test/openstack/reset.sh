@@ -14,6 +14,6 @@ load_secrets || die "no $STATE/secrets.env"
 for d in keystone neutron nova-api octavia-api; do
   group_alive "$d" || die "$d is not running (run test/openstack/up.sh)"
 done
-export STATE KEYSTONE_PORT REGION ADMIN_PASS
+export STATE KEYSTONE_PORT REGION ADMIN_PASS CCM_PASS
 "$PY" "$HARNESS_DIR/lib/reset.py"
 say "reset done in $(elapsed)s"

@@ -47,7 +47,7 @@ mkdir -p "$STATE" "$ETC" "$LOG_DIR" "$PID_DIR" "$RUN_DIR" "$CA_DIR/private" \
   "$STATE/keystone" "$STATE/glance/images" "$STATE/glance/staging" "$STATE/glance/tasks" \
   "$STATE/glance/image-cache" "$STATE/neutron" "$STATE/nova/instances" \
   "$STATE/octavia/certificates" "$STATE/lock/"{glance,neutron,nova,octavia} \
-  "$ETC/"{rabbitmq,keystone,placement,glance,neutron,nova,octavia,uwsgi}
+  "$ETC/"{rabbitmq,keystone,placement,glance,neutron,nova,octavia,uwsgi} "$STATE/barbican/.barbican"
 touch "$MARKER"
 chmod 0755 "$STATE"
 say "mode: $MODE; state: $STATE"
@@ -68,9 +68,13 @@ OCTAVIA_AMP_PASS=$(gen)
 EOF
   umask 022
 fi
+# Barbican's key-encryption key (32 bytes, base64), added to a state made before it.
+if ! grep -q '^BARBICAN_KEK=' "$STATE/secrets.env"; then
+  echo "BARBICAN_KEK=$(openssl rand -base64 32)" >>"$STATE/secrets.env"
+fi
 load_secrets
 export STATE ETC LOG_DIR CA_DIR REGION COMPUTE_HOST MYSQL_PORT RABBIT_PORT RABBIT_DIST_PORT \
-  KEYSTONE_PORT PLACEMENT_PORT NOVA_PORT GLANCE_PORT NEUTRON_PORT OCTAVIA_PORT
+  KEYSTONE_PORT PLACEMENT_PORT NOVA_PORT GLANCE_PORT NEUTRON_PORT OCTAVIA_PORT BARBICAN_PORT BARBICAN_KEK
 
 # ---------------------------------------------------------------------------------------
 # Configuration: rendered from etc/*.tmpl on every run, so template changes apply on restart.
@@ -90,6 +94,10 @@ render "$T/nova-compute.conf.tmpl" "$ETC/nova/nova-compute.conf"
 # nova-api under uwsgi reads api-paste.ini and nova.conf from OS_NOVA_CONFIG_DIR
 cp /etc/nova/api-paste.ini "$ETC/nova/api-paste.ini"
 render "$T/octavia.conf.tmpl" "$ETC/octavia/octavia.conf"
+# Barbican reads its barbican.conf from ~/.barbican (oslo.config's first place); its API
+# process gets HOME=$STATE/barbican, so nothing is written to /etc.
+render "$T/barbican.conf.tmpl" "$STATE/barbican/.barbican/barbican.conf"
+chmod 0600 "$STATE/barbican/.barbican/barbican.conf"
 
 # The Octavia network driver is copied into the state dir: the running services then do
 # not depend on the work tree (which may move or change under them).
@@ -109,6 +117,8 @@ uwsgi_ini placement "$PLACEMENT_PORT" /usr/bin/placement-api 1 2 \
 uwsgi_ini nova-api "$NOVA_PORT" /usr/bin/nova-api-wsgi "$NOVA_API_PROCESSES" 1 \
   "env = OS_NOVA_CONFIG_DIR=$ETC/nova
 env = OS_NOVA_CONFIG_FILES=api-paste.ini;nova.conf;nova-db.conf"
+uwsgi_ini barbican "$BARBICAN_PORT" /usr/bin/barbican-wsgi-api 1 4 \
+  "env = HOME=$STATE/barbican"
 uwsgi_ini octavia-api "$OCTAVIA_PORT" /usr/bin/octavia-wsgi 1 4 \
   "pyargv = --config-file $ETC/octavia/octavia.conf
 pythonpath = $OCTAVIA_PYTHONPATH
@@ -149,6 +159,7 @@ check_port_free "$GLANCE_PORT" glance
 check_port_free "$NEUTRON_PORT" neutron
 check_port_free "$NOVA_PORT" nova-api
 check_port_free "$OCTAVIA_PORT" octavia-api
+check_port_free "$BARBICAN_PORT" barbican
 
 # ---------------------------------------------------------------------------------------
 # MariaDB
@@ -161,8 +172,11 @@ start_daemon mariadb -- /usr/sbin/mariadbd --defaults-file="$ETC/my.cnf"
 wait_until 60 "MariaDB on 127.0.0.1:$MYSQL_PORT" "$LOG_DIR/mariadb-error.log" mariadb \
   mariadb-admin --defaults-file="$ETC/my.cnf" -uroot ping
 
-DATABASES=(keystone placement glance neutron nova_api nova nova_cell0 octavia)
-if [[ $MODE == first ]]; then
+DATABASES=(keystone placement glance neutron nova_api nova nova_cell0 octavia barbican)
+# A state configured before Barbican joined the harness gets it added, once.
+BARBICAN_NEW=0
+[[ $MODE == first || ! -e $STATE/barbican-configured ]] && BARBICAN_NEW=1
+if [[ $MODE == first || $BARBICAN_NEW == 1 ]]; then
   {
     for db in "${DATABASES[@]}"; do echo "CREATE DATABASE IF NOT EXISTS \`$db\`;"; done
     echo "CREATE USER IF NOT EXISTS 'openstack'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';"
@@ -233,6 +247,14 @@ if [[ $MODE == first ]]; then
   run_logged dbsync-octavia env PYTHONPATH="$OCTAVIA_PYTHONPATH" PYTHONDONTWRITEBYTECODE=1 \
     octavia-db-manage --config-file "$ETC/octavia/octavia.conf" upgrade head &
   SYNC_PIDS[octavia]=$!
+fi
+if [[ $BARBICAN_NEW == 1 ]]; then
+  # barbican-manage takes the database from --db-url, not from its config file
+  (cd "$RUN_DIR" && run_logged dbsync-barbican barbican-manage --config-file "$STATE/barbican/.barbican/barbican.conf" \
+    db upgrade --db-url "$DB_URL/barbican?charset=utf8") &
+  SYNC_PIDS[barbican]=$!
+fi
+if [[ $MODE == first ]]; then
 
   run_logged dbsync-keystone "${KS_MANAGE[@]}" db_sync || die "keystone db_sync failed (see $LOG_DIR/dbsync-keystone.log)"
   run_logged dbsync-keystone "${KS_MANAGE[@]}" fernet_setup --keystone-user root --keystone-group root
@@ -257,7 +279,7 @@ wait_keystone_and_rabbit() {
 # slow RabbitMQ's boot down so much that nova-compute times out on the conductor.
 wait_keystone_and_rabbit
 export ADMIN_PASS SERVICE_PASS CCM_PASS
-if [[ $MODE == first ]]; then
+if [[ $MODE == first || $BARBICAN_NEW == 1 ]]; then
   say "keystone: service project, roles, service users, catalog"
   "$PY" "$HARNESS_DIR/lib/bootstrap.py" keystone
   for svc in "${!SYNC_PIDS[@]}"; do
@@ -295,6 +317,7 @@ start_daemon nova-scheduler -- nova-scheduler --config-file "$ETC/nova/nova.conf
 # No nova-compute package (it pulls libvirt and qemu): the service runs from python3-nova.
 start_daemon nova-compute -- "$PY" -c 'from nova.cmd.compute import main; main()' \
   --config-file "$ETC/nova/nova.conf" --config-file "$ETC/nova/nova-compute.conf"
+start_daemon barbican -- "${UWSGI[@]}" "$ETC/uwsgi/barbican.ini"
 start_daemon octavia-api -- "${UWSGI[@]}" "$ETC/uwsgi/octavia-api.ini"
 start_daemon octavia-worker PYTHONPATH="$OCTAVIA_PYTHONPATH" PYTHONDONTWRITEBYTECODE=1 \
   -- octavia-worker --config-file "$ETC/octavia/octavia.conf"
@@ -304,6 +327,7 @@ wait_http glance glance "http://127.0.0.1:$GLANCE_PORT/" 120
 wait_http neutron neutron "http://127.0.0.1:$NEUTRON_PORT/" 180
 wait_http nova-api nova-api "http://127.0.0.1:$NOVA_PORT/" 180
 wait_http octavia-api octavia-api "http://127.0.0.1:$OCTAVIA_PORT/" 120
+wait_http barbican barbican "http://127.0.0.1:$BARBICAN_PORT/" 120
 for d in nova-conductor nova-scheduler octavia-worker; do
   group_alive "$d" || die "$d is not running; last lines of $LOG_DIR/$d.log:
 $(tail -n 30 "$LOG_DIR/$d.log")"
@@ -330,7 +354,7 @@ if [[ $MODE == first ]]; then
   say "compute host $COMPUTE_HOST mapped to cell1"
 fi
 
-if [[ $MODE == first || ! -s $STATE/openstack.env || ! -s $STATE/cloud.conf || ! -s $STATE/cloud-no-lb.conf ]]; then
+if [[ $MODE == first || $BARBICAN_NEW == 1 || ! -s $STATE/openstack.env || ! -s $STATE/cloud.conf || ! -s $STATE/cloud-no-lb.conf ]]; then
   say "image, flavors, project k8s, user ccm, networks, router, application credential"
   "$PY" "$HARNESS_DIR/lib/bootstrap.py" resources
 fi
@@ -340,6 +364,7 @@ fi
 "$HARNESS_DIR/lib/check-loopback.sh"
 
 date -u +%FT%TZ >"$STATE/configured"
+date -u +%FT%TZ >"$STATE/barbican-configured"
 say "OpenStack is up ($MODE) in $(elapsed)s. Use it with:
   source $STATE/openstack.env      # or: source test/openstack/env.sh
   openstack --os-cloud overcast-ccm server list

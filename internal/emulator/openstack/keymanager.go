@@ -2,8 +2,10 @@ package openstack
 
 import (
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -79,6 +81,7 @@ func (e *Emulator) routeKeyManager() {
 	e.handle("DELETE "+kmPrefix+"/secrets/{id}", e.deleteSecret)
 	e.handle("PUT "+kmPrefix+"/secrets/{id}/acl", func(w http.ResponseWriter, r *http.Request) { e.putACL(w, r, "secrets") })
 	e.handle("POST "+kmPrefix+"/containers", e.createContainer)
+	e.handle("GET "+kmPrefix+"/containers", e.listContainers)
 	e.handle("GET "+kmPrefix+"/containers/{id}", e.getContainer)
 	e.handle("DELETE "+kmPrefix+"/containers/{id}", e.deleteContainer)
 	e.handle("PUT "+kmPrefix+"/containers/{id}/acl", func(w http.ResponseWriter, r *http.Request) { e.putACL(w, r, "containers") })
@@ -212,17 +215,7 @@ func (e *Emulator) deleteSecret(w http.ResponseWriter, r *http.Request) {
 // by limit (default 10) and offset.
 func (e *Emulator) listSecrets(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, offset := 10, 0
-	if v := q.Get("limit"); v != "" {
-		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			limit = min(n, 100)
-		}
-	}
-	if v := q.Get("offset"); v != "" {
-		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			offset = n
-		}
-	}
+	limit, offset := pageOf(q)
 	e.lock()
 	defer e.mu.Unlock()
 	_, project := e.caller(r)
@@ -309,12 +302,16 @@ func (e *Emulator) getContainer(w http.ResponseWriter, r *http.Request) {
 		barbicanError(w, http.StatusNotFound, "Not Found. Sorry but your container is in another castle.")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	writeJSON(w, http.StatusOK, e.containerView(r, c))
+}
+
+func (e *Emulator) containerView(r *http.Request, c *kmContainer) map[string]any {
+	return map[string]any{
 		"container_ref": baseURL(r) + kmPrefix + "/containers/" + c.ID, "name": c.Name, "type": c.Type, "status": "ACTIVE",
 		"secret_refs": nonNil(c.Refs), "creator_id": c.CreatorID,
 		"created": c.Created.UTC().Format("2006-01-02T15:04:05"), "updated": c.Created.UTC().Format("2006-01-02T15:04:05"),
 		"consumers": []any{},
-	})
+	}
 }
 
 func (e *Emulator) deleteContainer(w http.ResponseWriter, r *http.Request) {
@@ -365,4 +362,125 @@ func (e *Emulator) putACL(w http.ResponseWriter, r *http.Request, kind string) {
 		c.ReadUsers, c.ProjectAccess = users, access
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"acl_ref": baseURL(r) + kmPrefix + "/" + kind + "/" + id + "/acl"})
+}
+
+// OctaviaUserID is the user Octavia reads certificates as: the one its API
+// adds to the read ACL of a listener's certificate.
+const OctaviaUserID = "0c7a1e5d9b3f4d2a8e6c1b0f3a9d7e52"
+
+// checkTLSRef checks a listener's certificate reference as Octavia's API does
+// (octavia/api/v2/controllers/base.py _validate_tls_refs, with
+// cert_manager = barbican_cert_manager and barbican_auth = barbican_acl_auth):
+// with the caller's token it adds Octavia's user to the read ACL of the
+// container and its secrets, or of the secret, then reads them as that user.
+// A reference that is not there, or that the caller may not read, is 400
+// "Could not retrieve certificate: ['<ref>']"; a container's certificate that
+// is not PEM likewise. A secret (not a container) must hold a PKCS12 bundle,
+// which the emulator takes as any binary payload. Call with mu held.
+func (e *Emulator) checkTLSRef(ref, user, project string) *apiErr {
+	bad := errf(400, "", "Could not retrieve certificate: ['%s']", ref)
+	parts := strings.Split(strings.TrimRight(ref, "/"), "/")
+	if len(parts) < 2 {
+		return bad
+	}
+	kind, id := parts[len(parts)-2], parts[len(parts)-1]
+	grant := func(users []string) []string {
+		if !slices.Contains(users, OctaviaUserID) {
+			users = append(users, OctaviaUserID)
+		}
+		return users
+	}
+	secret := func(ref string) (*kmSecret, bool) {
+		s, ok := e.kmSecrets[ref[strings.LastIndex(ref, "/")+1:]]
+		return s, ok && readable(project, s.ProjectID, user, s.ProjectAccess, s.ReadUsers)
+	}
+	switch kind {
+	case "containers":
+		c, ok := e.kmContainers[id]
+		if !ok || !readable(project, c.ProjectID, user, c.ProjectAccess, c.ReadUsers) || c.Type != "certificate" {
+			return bad
+		}
+		var found []*kmSecret
+		for _, r := range c.Refs {
+			s, ok := secret(r.SecretRef)
+			if !ok {
+				return bad
+			}
+			if r.Name == "certificate" {
+				if b, _ := pem.Decode(s.Payload); b == nil || b.Type != "CERTIFICATE" {
+					return bad
+				}
+			}
+			found = append(found, s)
+		}
+		if c.ProjectID == project {
+			c.ReadUsers = grant(c.ReadUsers)
+			for _, s := range found {
+				if s.ProjectID == project {
+					s.ReadUsers = grant(s.ReadUsers)
+				}
+			}
+		}
+	case "secrets":
+		s, ok := e.kmSecrets[id]
+		if !ok || !readable(project, s.ProjectID, user, s.ProjectAccess, s.ReadUsers) {
+			return bad
+		}
+		if len(s.Payload) == 0 || s.ContentType != "application/octet-stream" {
+			return errf(400, "", "The PKCS12 bundle is unreadable. Please check the PKCS12 bundle validity. In addition, make sure it does not require a pass phrase. Error: %s", "not a PKCS12 bundle")
+		}
+		if s.ProjectID == project {
+			s.ReadUsers = grant(s.ReadUsers)
+		}
+	default:
+		return bad
+	}
+	return nil
+}
+
+// listContainers: the project's containers, newest first, filtered by name
+// and type, paged by limit (default 10) and offset.
+func (e *Emulator) listContainers(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, offset := pageOf(q)
+	e.lock()
+	defer e.mu.Unlock()
+	_, project := e.caller(r)
+	var all []*kmContainer
+	for _, c := range e.kmContainers {
+		if c.ProjectID == project && (q.Get("name") == "" || c.Name == q.Get("name")) && (q.Get("type") == "" || c.Type == q.Get("type")) {
+			all = append(all, c)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].Created.Equal(all[j].Created) {
+			return all[i].Created.After(all[j].Created)
+		}
+		return all[i].ID < all[j].ID
+	})
+	page := []any{}
+	for i := offset; i < len(all) && i < offset+limit; i++ {
+		page = append(page, e.containerView(r, all[i]))
+	}
+	out := map[string]any{"containers": page, "total": len(all)}
+	if offset+limit < len(all) {
+		out["next"] = fmt.Sprintf("%s%s/containers?limit=%d&offset=%d", baseURL(r), kmPrefix, limit, offset+limit)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pageOf reads Barbican's limit (default 10, at most 100) and offset.
+func pageOf(q url.Values) (limit, offset int) {
+	limit = 10
+	if v := q.Get("limit"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			limit = min(n, 100)
+		}
+	}
+	if v := q.Get("offset"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			offset = n
+		}
+	}
+	return limit, offset
 }

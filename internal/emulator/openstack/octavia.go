@@ -97,6 +97,7 @@ type listener struct {
 	TimeoutMemberData, TimeoutTCPInspect    int
 	AllowedCIDRs                            []string
 	InsertHeaders                           map[string]string
+	TLSContainerRef                         string
 	projectID                               string `filter:"project_id,tenant_id"`
 }
 
@@ -178,7 +179,7 @@ func (e *Emulator) listenerView(l *listener) any {
 		insert = map[string]string{}
 	}
 	v["insert_headers"] = insert
-	v["default_tls_container_ref"], v["sni_container_refs"], v["l7policies"] = nil, []string{}, []any{}
+	v["default_tls_container_ref"], v["sni_container_refs"], v["l7policies"] = nullable(l.TLSContainerRef), []string{}, []any{}
 	v["client_ca_tls_container_ref"], v["client_authentication"], v["client_crl_container_ref"] = nil, "NONE", nil
 	v["tls_ciphers"], v["tls_versions"], v["alpn_protocols"] = nil, nil, nil
 	v["hsts_include_subdomains"], v["hsts_max_age"], v["hsts_preload"] = false, nil, false
@@ -689,13 +690,13 @@ func (e *Emulator) storePool(lb *loadBalancer, l *listener, g *poolGraph) {
 
 // buildListener validates a listener of lb against siblings (the listeners
 // it will have) and returns it without storing it.
-func (e *Emulator) buildListener(lb *loadBalancer, req listenerReq, siblings []*listener, now time.Time) (*listener, *apiErr) {
+func (e *Emulator) buildListener(lb *loadBalancer, req listenerReq, siblings []*listener, now time.Time, user, project string) (*listener, *apiErr) {
 	family, ok := listenerProtocols[req.Protocol]
 	if !ok {
 		return nil, invalid("Invalid input for field/attribute protocol. Value: '%s'. Value should be one of: HTTP, HTTPS, PROMETHEUS, SCTP, TCP, TERMINATED_HTTPS, UDP.", req.Protocol)
 	}
-	if req.Protocol == "TERMINATED_HTTPS" {
-		return nil, invalid("TERMINATED_HTTPS listeners need Barbican, which the emulator does not have.")
+	if req.Protocol == "TERMINATED_HTTPS" && deref(req.TLSContainerRef, "") == "" {
+		return nil, invalid("Validation failure: An SNI or default certificate container reference must be provided for TERMINATED_HTTPS protocol listeners.")
 	}
 	if aerr := checkPort(req.ProtocolPort); aerr != nil {
 		return nil, aerr
@@ -710,14 +711,30 @@ func (e *Emulator) buildListener(lb *loadBalancer, req listenerReq, siblings []*
 		TimeoutClientData: deref(req.TimeoutClientData, 50000), TimeoutMemberConnect: deref(req.TimeoutMemberConnect, 5000),
 		TimeoutMemberData: deref(req.TimeoutMemberData, 50000), TimeoutTCPInspect: deref(req.TimeoutTCPInspect, 0),
 		projectID: e.fx.ProjectID}
-	if aerr := validateListenerOptions(l, req); aerr != nil {
+	if aerr := e.validateListenerOptions(l, req, user, project); aerr != nil {
 		return nil, aerr
 	}
 	return l, nil
 }
 
-// validateListenerOptions applies and checks allowed_cidrs and insert_headers.
-func validateListenerOptions(l *listener, req listenerReq) *apiErr {
+// validateListenerOptions applies and checks allowed_cidrs, insert_headers and
+// default_tls_container_ref (checked in Barbican as the caller; see checkTLSRef).
+// Call with mu held.
+func (e *Emulator) validateListenerOptions(l *listener, req listenerReq, user, project string) *apiErr {
+	if req.TLSContainerRef != nil {
+		ref := *req.TLSContainerRef
+		switch {
+		case ref != "" && l.Protocol != "TERMINATED_HTTPS":
+			return invalid("Validation failure: Certificate container references are not allowed on %s protocol listeners.", l.Protocol)
+		case ref == "" && l.Protocol == "TERMINATED_HTTPS":
+			return invalid("Validation failure: An SNI or default certificate container reference must be provided for TERMINATED_HTTPS protocol listeners.")
+		case ref != "":
+			if aerr := e.checkTLSRef(ref, user, project); aerr != nil {
+				return aerr
+			}
+		}
+		l.TLSContainerRef = ref
+	}
 	if req.AllowedCIDRs != nil {
 		for _, c := range *req.AllowedCIDRs {
 			if _, err := netip.ParsePrefix(c); err != nil {
@@ -920,6 +937,7 @@ func (e *Emulator) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	now := e.lock()
 	defer e.mu.Unlock()
+	user, project := e.caller(r)
 	if e.quotaMet(QuotaLoadBalancer, e.lbs.Len()) {
 		// octavia/common/exceptions.py QuotaException: HTTP 403, "Quota has
 		// been met for resources: %(resource)s", the resource being
@@ -937,7 +955,7 @@ func (e *Emulator) createLB(w http.ResponseWriter, r *http.Request) {
 			octaviaError(w, 400, "Validation failure: a listener of a new load balancer cannot reference an existing pool.")
 			return
 		}
-		l, aerr := e.buildListener(lb, lr, ls, now)
+		l, aerr := e.buildListener(lb, lr, ls, now, user, project)
 		if aerr != nil {
 			octaviaErr(w, aerr)
 			return
@@ -1069,7 +1087,8 @@ func (e *Emulator) createListener(w http.ResponseWriter, r *http.Request) {
 		octaviaErr(w, aerr)
 		return
 	}
-	l, aerr := e.buildListener(lb, req, e.listenersOf(lb), now)
+	user, project := e.caller(r)
+	l, aerr := e.buildListener(lb, req, e.listenersOf(lb), now, user, project)
 	if aerr != nil {
 		octaviaErr(w, aerr)
 		return
@@ -1150,7 +1169,8 @@ func (e *Emulator) updateListener(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := *l
-	if aerr := validateListenerOptions(&next, req); aerr != nil {
+	user, project := e.caller(r)
+	if aerr := e.validateListenerOptions(&next, req, user, project); aerr != nil {
 		octaviaErr(w, aerr)
 		return
 	}

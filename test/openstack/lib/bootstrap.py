@@ -25,9 +25,11 @@ HOST = "127.0.0.1"
 AUTH_URL = "http://%s:%s/v3" % (HOST, E["KEYSTONE_PORT"])
 REGION = E["REGION"]
 
-SERVICE_USERS = ["glance", "nova", "placement", "neutron", "octavia"]
+SERVICE_USERS = ["glance", "nova", "placement", "neutron", "octavia", "barbican"]
 ROLES = ["admin", "member", "reader", "load-balancer_member", "load-balancer_observer",
-         "load-balancer_admin", "load-balancer_global_observer", "load-balancer_quota_admin"]
+         "load-balancer_admin", "load-balancer_global_observer", "load-balancer_quota_admin",
+         # Barbican's (legacy default policy): who may store secrets and containers
+         "creator", "observer", "audit"]
 CATALOG = [
     # name, type, url
     ("glance", "image", "http://%s:%s" % (HOST, E["GLANCE_PORT"])),
@@ -35,7 +37,11 @@ CATALOG = [
     ("placement", "placement", "http://%s:%s" % (HOST, E["PLACEMENT_PORT"])),
     ("neutron", "network", "http://%s:%s" % (HOST, E["NEUTRON_PORT"])),
     ("octavia", "load-balancer", "http://%s:%s" % (HOST, E["OCTAVIA_PORT"])),
+    ("barbican", "key-manager", "http://%s:%s" % (HOST, E["BARBICAN_PORT"])),
 ]
+# The CCM's roles in its project: Barbican's creator stores the certificates of the
+# Services that name a kubernetes.io/tls Secret (what cloud-provider-openstack's docs ask).
+CCM_ROLES = ("member", "load-balancer_member", "creator")
 
 PROJECT = "k8s"
 CCM_USER = "ccm"
@@ -219,7 +225,11 @@ def ensure_app_credential(admin, ccm_user, project):
     ccm = ccm_conn(project.id)
     existing = find_one(c for c in ccm.identity.application_credentials(user=ccm_user.id)
                         if c.name == APP_CRED_NAME)
-    if existing is not None and saved and saved.get("id") == existing.id:
+    # An application credential keeps the roles its user had when it was made: one
+    # made before a role was added (creator, when Barbican joined) is made again.
+    have_roles = {r["name"] for r in (existing.roles or [])} if existing is not None else set()
+    if existing is not None and saved and saved.get("id") == existing.id \
+            and set(CCM_ROLES) <= have_roles:
         return saved
     if existing is not None:
         ccm.identity.delete_application_credential(ccm_user.id, existing.id)
@@ -252,7 +262,7 @@ def cmd_resources():
 
     project = ensure_project(conn, PROJECT, "the Kubernetes cluster of the overcast harness")
     user = ensure_user(conn, CCM_USER, E["CCM_PASS"], default_project=project)
-    for role in ("member", "load-balancer_member"):
+    for role in CCM_ROLES:
         grant(conn, project, user, conn.identity.find_role(role))
     nolb = ensure_user(conn, NOLB_USER, E["CCM_PASS"], default_project=project)
     grant(conn, project, nolb, conn.identity.find_role("member"))

@@ -25,6 +25,7 @@ NOVA_PORT=$((8774 + PORT_OFFSET))
 GLANCE_PORT=$((9292 + PORT_OFFSET))
 NEUTRON_PORT=$((9696 + PORT_OFFSET))
 OCTAVIA_PORT=$((9876 + PORT_OFFSET))
+BARBICAN_PORT=$((9311 + PORT_OFFSET))
 # Non-default ports so that a system MariaDB/RabbitMQ/epmd never collides with ours, and
 # all below 32768, out of Linux's ephemeral range (ip_local_port_range 32768-60999): a
 # listener there can lose its port to any client's outgoing connection (measured: RabbitMQ
@@ -42,7 +43,7 @@ COMPUTE_HOST=host-ovs-filter-active
 # Services in start order; down.sh stops them in reverse.
 INFRA_SERVICES=(mariadb epmd rabbitmq)
 OPENSTACK_SERVICES=(keystone placement glance neutron nova-api nova-conductor nova-scheduler
-  nova-compute octavia-api octavia-worker)
+  nova-compute barbican octavia-api octavia-worker)
 
 SCRIPT_NAME=${SCRIPT_NAME:-$(basename "$0" .sh)}
 SCRIPT_START=$(date +%s)
@@ -56,7 +57,7 @@ require_root() { [[ $(id -u) -eq 0 ]] || die "must run as root"; }
 require_installed() {
   local p missing=()
   for p in keystone placement-api nova-api nova-conductor nova-scheduler glance-api \
-    neutron-server octavia-api octavia-worker mariadb-server rabbitmq-server uwsgi-plugin-python3 \
+    neutron-server octavia-api octavia-worker barbican-api mariadb-server rabbitmq-server uwsgi-plugin-python3 \
     python3-openstackclient python3-octaviaclient; do
     [[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" == installed ]] || missing+=("$p")
   done

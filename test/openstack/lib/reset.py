@@ -5,7 +5,8 @@ Deletes, in every project but "service": load balancers (cascade), servers, serv
 floating IPs, ports that no router or network owns, routers, networks and subnets that are
 not the base ones, security groups other than "default"; removes extra interfaces, routes
 and tags from the base router, and tags from the base networks and subnets; deletes the
-VIP security groups Octavia left behind. Keeps the base networks, router, image, flavors,
+VIP security groups Octavia left behind; deletes the Barbican containers and secrets of
+the CCM's project (Barbican lists a project's own only: done as the CCM's user). Keeps the base networks, router, image, flavors,
 users and credentials (their ids are in $STATE/base.json).
 
 Every wait is bounded; the script says what it waited for when it gives up and exits 1
@@ -215,6 +216,22 @@ def main():
             count("security groups")
         except sdk_exc.SDKException as e:
             problem("security group %s: %s" % (sg.id, e))
+
+    # 8. Barbican: containers first (they name secrets), then secrets.
+    ccm = openstack.connect(
+        load_yaml_config=False, load_envvars=False,
+        auth_url=AUTH_URL, username="ccm", password=E["CCM_PASS"],
+        project_id=base["project_id"], user_domain_id="default",
+        region_name=E["REGION"], identity_api_version="3")
+    for kind, lister, deleter in (
+            ("Barbican containers", ccm.key_manager.containers, ccm.key_manager.delete_container),
+            ("Barbican secrets", ccm.key_manager.secrets, ccm.key_manager.delete_secret)):
+        for obj in list(lister()):
+            try:
+                deleter(obj, ignore_missing=True)
+                count(kind)
+            except sdk_exc.SDKException as e:
+                problem("%s %s: %s" % (kind, obj.id, e))
 
     done = ", ".join("%d %s" % (v, k) for k, v in counts.items()) or "nothing to delete"
     log(done)
