@@ -142,13 +142,31 @@ const (
 	// Default: 0
 	OpenStackTimeoutTCPInspect Name = "loadbalancer.openstack.org/timeout-tcp-inspect"
 
-	// OpenStackDefaultTLSContainerRef makes the listeners terminate TLS with this
-	// certificate: the URL of a Barbican container or secret, such as
-	// https://barbican.example:9311/v1/containers/ followed by its UUID, or any
+	// OpenStackDefaultTLSContainerRef makes the TCP listeners (those of tls-ports
+	// when set) TERMINATED_HTTPS listeners with this certificate, their pools
+	// HTTP (PROXY with proxy-protocol): the URL of a Barbican certificate
+	// container or PKCS12 secret, such as https://barbican.example:9311/v1/containers/
+	// followed by its UUID, checked in Barbican before anything is built; or any
 	// reference when the cloud.conf [LoadBalancer] container-store is "external".
 	// Type: string
 	// Default: the cloud.conf [LoadBalancer] default-tls-container-ref, else no TLS
 	OpenStackDefaultTLSContainerRef Name = "loadbalancer.openstack.org/default-tls-container-ref"
+
+	// OpenStackTLSSecret (an Overcast extension) terminates TLS with the
+	// certificate and key of a kubernetes.io/tls Secret of the Service's own
+	// namespace: Overcast stores them in Barbican (a certificate container of
+	// its own), replaces them when the Secret changes and deletes them with the
+	// Service. It replaces default-tls-container-ref; the ports are chosen as
+	// with it.
+	// Type: the name of a Secret in the Service's namespace
+	// Default: none
+	OpenStackTLSSecret Name = "overcast.io/tls-secret"
+
+	// OpenStackTLSPorts (an Overcast extension) names the ports that terminate
+	// TLS (default-tls-container-ref or tls-secret); the others stay plain TCP.
+	// Type: comma-separated TCP port numbers of the Service
+	// Default: every TCP port of the Service
+	OpenStackTLSPorts Name = "overcast.io/tls-ports"
 
 	// OpenStackEnableHealthMonitor adds a health monitor to each pool, so that nodes
 	// that fail it get no traffic. Services with externalTrafficPolicy Local need one;

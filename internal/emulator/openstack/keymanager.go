@@ -60,6 +60,18 @@ func (e *Emulator) caller(r *http.Request) (user, project string) {
 	return t.UserID, t.ProjectID
 }
 
+// requester is who calls: a token's user and project, and whether the token
+// is delegated (an application credential's).
+type requester struct {
+	user, project string
+	delegated     bool
+}
+
+func (e *Emulator) requester(r *http.Request) requester {
+	t := e.tokens[r.Header.Get("X-Auth-Token")]
+	return requester{user: t.UserID, project: t.ProjectID, delegated: t.AppCredID != ""}
+}
+
 // readable: the owner's project, or a user its ACL names.
 func readable(project, owner, user string, projectAccess bool, users []string) bool {
 	return project == owner && projectAccess || slices.Contains(users, user)
@@ -376,9 +388,19 @@ const OctaviaUserID = "0c7a1e5d9b3f4d2a8e6c1b0f3a9d7e52"
 // A reference that is not there, or that the caller may not read, is 400
 // "Could not retrieve certificate: ['<ref>']"; a container's certificate that
 // is not PEM likewise. A secret (not a container) must hold a PKCS12 bundle,
-// which the emulator takes as any binary payload. Call with mu held.
-func (e *Emulator) checkTLSRef(ref, user, project string) *apiErr {
+// which the emulator takes as any binary payload.
+//
+// Octavia sets the ACL with a token it makes from the caller's: Keystone
+// refuses that for a token of an application credential ("Using a delegated
+// token to create another token is not allowed", measured with Octavia 11 and
+// Keystone 22 of Zed), so every reference of such a caller is refused
+// likewise. Call with mu held.
+func (e *Emulator) checkTLSRef(ref string, who requester) *apiErr {
 	bad := errf(400, "", "Could not retrieve certificate: ['%s']", ref)
+	if who.delegated {
+		return bad
+	}
+	user, project := who.user, who.project
 	parts := strings.Split(strings.TrimRight(ref, "/"), "/")
 	if len(parts) < 2 {
 		return bad

@@ -690,7 +690,7 @@ func (e *Emulator) storePool(lb *loadBalancer, l *listener, g *poolGraph) {
 
 // buildListener validates a listener of lb against siblings (the listeners
 // it will have) and returns it without storing it.
-func (e *Emulator) buildListener(lb *loadBalancer, req listenerReq, siblings []*listener, now time.Time, user, project string) (*listener, *apiErr) {
+func (e *Emulator) buildListener(lb *loadBalancer, req listenerReq, siblings []*listener, now time.Time, who requester) (*listener, *apiErr) {
 	family, ok := listenerProtocols[req.Protocol]
 	if !ok {
 		return nil, invalid("Invalid input for field/attribute protocol. Value: '%s'. Value should be one of: HTTP, HTTPS, PROMETHEUS, SCTP, TCP, TERMINATED_HTTPS, UDP.", req.Protocol)
@@ -711,7 +711,7 @@ func (e *Emulator) buildListener(lb *loadBalancer, req listenerReq, siblings []*
 		TimeoutClientData: deref(req.TimeoutClientData, 50000), TimeoutMemberConnect: deref(req.TimeoutMemberConnect, 5000),
 		TimeoutMemberData: deref(req.TimeoutMemberData, 50000), TimeoutTCPInspect: deref(req.TimeoutTCPInspect, 0),
 		projectID: e.fx.ProjectID}
-	if aerr := e.validateListenerOptions(l, req, user, project); aerr != nil {
+	if aerr := e.validateListenerOptions(l, req, who); aerr != nil {
 		return nil, aerr
 	}
 	return l, nil
@@ -720,7 +720,7 @@ func (e *Emulator) buildListener(lb *loadBalancer, req listenerReq, siblings []*
 // validateListenerOptions applies and checks allowed_cidrs, insert_headers and
 // default_tls_container_ref (checked in Barbican as the caller; see checkTLSRef).
 // Call with mu held.
-func (e *Emulator) validateListenerOptions(l *listener, req listenerReq, user, project string) *apiErr {
+func (e *Emulator) validateListenerOptions(l *listener, req listenerReq, who requester) *apiErr {
 	if req.TLSContainerRef != nil {
 		ref := *req.TLSContainerRef
 		switch {
@@ -729,7 +729,7 @@ func (e *Emulator) validateListenerOptions(l *listener, req listenerReq, user, p
 		case ref == "" && l.Protocol == "TERMINATED_HTTPS":
 			return invalid("Validation failure: An SNI or default certificate container reference must be provided for TERMINATED_HTTPS protocol listeners.")
 		case ref != "":
-			if aerr := e.checkTLSRef(ref, user, project); aerr != nil {
+			if aerr := e.checkTLSRef(ref, who); aerr != nil {
 				return aerr
 			}
 		}
@@ -937,7 +937,7 @@ func (e *Emulator) createLB(w http.ResponseWriter, r *http.Request) {
 	}
 	now := e.lock()
 	defer e.mu.Unlock()
-	user, project := e.caller(r)
+	who := e.requester(r)
 	if e.quotaMet(QuotaLoadBalancer, e.lbs.Len()) {
 		// octavia/common/exceptions.py QuotaException: HTTP 403, "Quota has
 		// been met for resources: %(resource)s", the resource being
@@ -955,7 +955,7 @@ func (e *Emulator) createLB(w http.ResponseWriter, r *http.Request) {
 			octaviaError(w, 400, "Validation failure: a listener of a new load balancer cannot reference an existing pool.")
 			return
 		}
-		l, aerr := e.buildListener(lb, lr, ls, now, user, project)
+		l, aerr := e.buildListener(lb, lr, ls, now, who)
 		if aerr != nil {
 			octaviaErr(w, aerr)
 			return
@@ -1087,8 +1087,8 @@ func (e *Emulator) createListener(w http.ResponseWriter, r *http.Request) {
 		octaviaErr(w, aerr)
 		return
 	}
-	user, project := e.caller(r)
-	l, aerr := e.buildListener(lb, req, e.listenersOf(lb), now, user, project)
+	who := e.requester(r)
+	l, aerr := e.buildListener(lb, req, e.listenersOf(lb), now, who)
 	if aerr != nil {
 		octaviaErr(w, aerr)
 		return
@@ -1169,8 +1169,8 @@ func (e *Emulator) updateListener(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := *l
-	user, project := e.caller(r)
-	if aerr := e.validateListenerOptions(&next, req, user, project); aerr != nil {
+	who := e.requester(r)
+	if aerr := e.validateListenerOptions(&next, req, who); aerr != nil {
 		octaviaErr(w, aerr)
 		return
 	}

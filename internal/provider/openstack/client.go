@@ -37,6 +37,7 @@ type clients struct {
 	compute  *gophercloud.ServiceClient
 	network  *gophercloud.ServiceClient
 	octavia  *gophercloud.ServiceClient
+	barbican *gophercloud.ServiceClient
 }
 
 func (c *clients) endpointOpts() gophercloud.EndpointOpts {
@@ -59,7 +60,7 @@ func (c *clients) setGlobal(g Global) bool {
 		return false
 	}
 	c.cfg.Global = g
-	c.provider, c.compute, c.network, c.octavia = nil, nil, nil, nil
+	c.provider, c.compute, c.network, c.octavia, c.barbican = nil, nil, nil, nil, nil
 	return true
 }
 
@@ -133,6 +134,11 @@ func catalogRegion(p *gophercloud.ProviderClient) string {
 // octaviaClient returns the Octavia client, authenticating on first use.
 func (c *clients) octaviaClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
 	return c.service(ctx, &c.octavia, "load-balancer", openstack.NewLoadBalancerV2)
+}
+
+// keyManagerClient returns the Barbican client, authenticating on first use.
+func (c *clients) keyManagerClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	return c.service(ctx, &c.barbican, "key-manager", openstack.NewKeyManagerV1)
 }
 
 // networkClient returns the Neutron client, authenticating on first use.

@@ -35,6 +35,8 @@ type Cloud struct {
 	ports   *portAddresses
 	index   *lbIndex
 	sgs     *sgManager // security groups (manage-security-groups)
+	// tlsCerts are the certificates of TLS Secrets stored in Barbican.
+	tlsCerts *tlsStore
 	// octaviaAPI is what Octavia's API version says it has, once read.
 	octaviaAPI octaviaAPI
 
@@ -86,6 +88,7 @@ func New(cfg Config) (*Cloud, error) {
 		created: map[string]string{}}
 	c.index = newLBIndex(c)
 	c.sgs = newSGManager()
+	c.tlsCerts = newTLSStore()
 	c.Cycle = newCycle(c)
 	c.serial.Store(cfg.LoadBalancer.ProviderRequiresSerialAPICalls)
 	return c, nil

@@ -203,9 +203,11 @@ type LoadBalancer struct {
 	// Suffix of enable-ingress-hostname's names.
 	// Default: nip.io
 	IngressHostnameSuffix string `ini:"ingress-hostname-suffix"`
-	// Not supported yet: a Service that would terminate TLS with it gets an UnsupportedService Event.
+	// Certificate every Service terminates TLS with on its TCP ports (TERMINATED_HTTPS listeners, HTTP pools) unless it names its own with the annotation default-tls-container-ref or overcast.io/tls-secret: a Barbican container or secret URL.
+	// Default: none (no TLS termination)
 	DefaultTLSContainerRef string `ini:"default-tls-container-ref"`
-	// Accepted for compatibility; only used with TLS termination, which is not supported yet.
+	// Where TLS references live: barbican (each is read in Barbican before anything is built with it) or external (passed to Octavia unread; overcast.io/tls-secret needs barbican).
+	// Default: barbican
 	ContainerStore string `ini:"container-store"`
 	// How many Services may share one load balancer (the load-balancer-id annotation), the one it was made for included; a Service beyond it gets a Warning and nothing is built for it.
 	// Default: 2
@@ -406,6 +408,16 @@ func (c *Config) Validate() error {
 	case "", "ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT":
 	default:
 		add("[LoadBalancer] lb-method: %q is not one of ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP, SOURCE_IP_PORT", lb.LBMethod)
+	}
+	switch lb.ContainerStore {
+	case "", "barbican", "external":
+	default:
+		add("[LoadBalancer] container-store: %q is not barbican or external", lb.ContainerStore)
+	}
+	if lb.DefaultTLSContainerRef != "" && (lb.ContainerStore == "" || lb.ContainerStore == "barbican") {
+		if _, _, err := barbicanRef(lb.DefaultTLSContainerRef); err != nil {
+			add("[LoadBalancer] default-tls-container-ref: %v", err)
+		}
 	}
 	if lb.MaxSharedLB != nil && *lb.MaxSharedLB < 1 {
 		add("[LoadBalancer] max-shared-lb: %d must be at least 1", *lb.MaxSharedLB)

@@ -51,6 +51,7 @@ import (
 type contractTarget struct {
 	name                                 string
 	conf                                 string // the CCM's cloud.conf
+	passwordConf                         string // the same with the CCM's user and password
 	imageID, flavorID, flavorName, netID string
 	publicCIDR                           netip.Prefix
 	routerID                             string
@@ -78,6 +79,8 @@ func newContractTargetWith(t *testing.T, opts emulator.Options) *contractTarget 
 		name: "emulator", conf: e.CloudConf(), imageID: f.ImageID, flavorID: f.FlavorID, flavorName: f.FlavorName,
 		netID: f.NetworkID, publicCIDR: netip.MustParsePrefix("203.0.113.0/24"), routerID: f.RouterID, emu: e,
 	}
+	tg.passwordConf = replaceGlobal(tg.conf, fmt.Sprintf("auth-url=%s/identity/v3\nusername=%s\npassword=%s\ntenant-id=%s\ndomain-id=default\nregion=RegionOne\n",
+		e.URL(), f.UserName, f.Password, f.ProjectID))
 	tg.clients(t, gophercloud.AuthOptions{
 		IdentityEndpoint: e.URL() + "/identity/v3", ApplicationCredentialID: f.AppCredentialID, ApplicationCredentialSecret: f.AppCredentialSecret,
 	}, "RegionOne")
@@ -99,8 +102,10 @@ func realTarget(t *testing.T, path string) *contractTarget {
 	}
 	conf, err := os.ReadFile(env["OVERCAST_OS_CLOUD_CONF"])
 	require.NoError(t, err)
+	passwordConf, err := os.ReadFile(env["OVERCAST_OS_CLOUD_PASSWORD_CONF"])
+	require.NoError(t, err)
 	tg := &contractTarget{
-		name: "real", conf: string(conf), imageID: env["OVERCAST_OS_IMAGE_ID"], flavorID: env["OVERCAST_OS_FLAVOR_ID"],
+		name: "real", conf: string(conf), passwordConf: string(passwordConf), imageID: env["OVERCAST_OS_IMAGE_ID"], flavorID: env["OVERCAST_OS_FLAVOR_ID"],
 		flavorName: env["OVERCAST_OS_FLAVOR_NAME"], netID: env["OVERCAST_OS_NETWORK_ID"],
 		publicCIDR: netip.MustParsePrefix("203.0.113.0/24"), routerID: env["OVERCAST_OS_ROUTER_ID"],
 	}
@@ -127,7 +132,19 @@ func (tg *contractTarget) clients(t *testing.T, ao gophercloud.AuthOptions, regi
 // cloud is the provider under test, with a cluster UID of its own.
 func (tg *contractTarget) cloud(t *testing.T, extra string) *Cloud {
 	t.Helper()
-	cfg, err := Read(strings.NewReader(tg.conf + extra))
+	return tg.cloudFrom(t, tg.conf+extra)
+}
+
+// replaceGlobal is conf with global as its [Global] section.
+func replaceGlobal(conf, global string) string {
+	start := strings.Index(conf, "[Global]")
+	end := strings.Index(conf[start+1:], "\n[")
+	return conf[:start] + "[Global]\n" + global + conf[start+1+end:]
+}
+
+func (tg *contractTarget) cloudFrom(t *testing.T, conf string) *Cloud {
+	t.Helper()
+	cfg, err := Read(strings.NewReader(conf))
 	require.NoError(t, err)
 	c, err := New(cfg)
 	require.NoError(t, err)

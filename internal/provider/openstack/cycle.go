@@ -55,6 +55,9 @@ func (s steps) Spec(ctx context.Context, clusterName string, svc *v1.Service, no
 	if s.Cluster.Get() == "" {
 		return lbSpec{}, lbcycle.Fingerprint{}, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
 	}
+	if err := s.readTLSSecret(ctx, svc, spec.tls); err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, err
+	}
 	if err := s.resolveMembers(ctx, &spec); err != nil {
 		return lbSpec{}, lbcycle.Fingerprint{}, err
 	}
@@ -113,10 +116,16 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if err != nil {
 		return "", err
 	}
+	if err := s.prepareTLS(ctx, svc, &spec); err != nil {
+		return "", err
+	}
 	opts := s.createOpts(svc, spec)
 	opts.AdditionalVips = more
 	created, err := createLoadBalancer(ctx, octavia, opts)
 	if err != nil {
+		if refused := s.tlsRefusal(err, spec); refused != nil {
+			return "", refused
+		}
 		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, octaviaErr(err))
 	}
 	if len(opts.Listeners) == len(spec.ports) {
@@ -164,10 +173,13 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 			return progress, err
 		}
 		s.setCreated(lb.ID, "")
-		return s.convergedSG(ctx, svc, spec)
+		return s.converged(ctx, svc, spec)
 	}
 	octavia, err := s.clients.octaviaClient(ctx)
 	if err != nil {
+		return "", err
+	}
+	if err := s.prepareTLS(ctx, svc, &spec); err != nil {
 		return "", err
 	}
 	if lb.Shared {
@@ -178,6 +190,9 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		s.warnImmutable(svc, &lb.Obj, spec)
 	}
 	changed, err := s.converge(ctx, octavia, svc, &lb.Obj, spec, lb.Shared)
+	if refused := s.tlsRefusal(err, spec); refused != nil {
+		return "", refused
+	}
 	if err != nil {
 		if errors.Is(err, outcome.ErrBusy) && !lb.Shared {
 			// Busy children of an ACTIVE load balancer may never finish.
@@ -190,7 +205,24 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	if changed {
 		return fmt.Sprintf("load balancer %s is being updated", lb.ID), nil
 	}
-	return s.convergedSG(ctx, svc, spec)
+	return s.converged(ctx, svc, spec)
+}
+
+// converged finishes a load balancer that is as spec asks: its security
+// group, then the certificates in Barbican no listener uses any more (those
+// of a rotated Secret, or all of them once the Service stops naming one).
+func (s steps) converged(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	if progress, err := s.convergedSG(ctx, svc, spec); err != nil || progress != "" {
+		return progress, err
+	}
+	keep := ""
+	if spec.tls != nil && spec.tls.secret != nil {
+		keep = spec.tls.secret.hash
+	}
+	if err := s.sweepCerts(ctx, svc, keep); err != nil {
+		return "", fmt.Errorf("certificates of %s/%s in Barbican: %w", svc.Namespace, svc.Name, err)
+	}
+	return "", nil
 }
 
 // convergedSG makes the Service's security group as spec asks once its load
@@ -319,8 +351,11 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 }
 
 // Drift sees, in the shared listings, a load balancer short of a listener or a
-// pool, and a floating IP no longer on it.
+// pool, and a floating IP no longer on it; and a TLS Secret that changed.
 func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l octaviaLB) (string, error) {
+	if why, err := s.secretRotated(ctx, svc); err != nil || why != "" {
+		return why, err
+	}
 	lb := l.Obj
 	switch {
 	case len(lb.Listeners) < len(svc.Spec.Ports):
@@ -369,6 +404,9 @@ func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) 
 		if err := s.deleteSG(ctx, network, svc); err != nil {
 			return "", err
 		}
+		if err := s.sweepCerts(ctx, svc, ""); err != nil {
+			return "", err
+		}
 		if keep {
 			return "", nil
 		}
@@ -380,5 +418,9 @@ func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) 
 	if progress, err := s.deleteOrLeave(ctx, octavia, network, svc, lb, clusterName); err != nil || progress != "" {
 		return progress, err
 	}
-	return "", s.deleteSG(ctx, network, svc) // a Service that left a shared load balancer
+	// A Service that left a shared load balancer.
+	if err := s.deleteSG(ctx, network, svc); err != nil {
+		return "", err
+	}
+	return "", s.sweepCerts(ctx, svc, "")
 }

@@ -63,6 +63,7 @@ type lbSpec struct {
 	connLimit    int              // -1: no limit
 	timeouts     listenerTimeouts
 	xff          bool // HTTP listeners adding X-Forwarded-For
+	tls          *tlsSpec // TLS termination (tls.go); nil: none
 
 	// Pools.
 	method  string
@@ -109,6 +110,9 @@ func (m *monitorSpec) monitorType(proto v1.Protocol) string {
 
 // listenerProtocol is what the listener of p speaks.
 func (s *lbSpec) listenerProtocol(p v1.ServicePort) string {
+	if s.isTLS(p) {
+		return "TERMINATED_HTTPS"
+	}
 	if s.xff && p.Protocol == v1.ProtocolTCP {
 		return "HTTP"
 	}
@@ -120,12 +124,12 @@ func (s *lbSpec) poolProtocol(p v1.ServicePort) string {
 	switch {
 	case p.Protocol != v1.ProtocolTCP:
 		return string(p.Protocol)
-	case s.xff:
-		return "HTTP"
 	case s.proxy == annotation.ProxyProtocolV1:
 		return "PROXY"
 	case s.proxy == annotation.ProxyProtocolV2:
 		return "PROXYV2"
+	case s.xff || s.isTLS(p):
+		return "HTTP"
 	}
 	return "TCP"
 }
@@ -300,11 +304,7 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			}
 		}
 	}
-	tlsRef := cfg.DefaultTLSContainerRef
-	str(annotation.OpenStackDefaultTLSContainerRef, &tlsRef)
-	if s.xff && tlsRef != "" {
-		e.add("%s: TLS termination (Barbican) is not supported yet; terminate TLS in the cluster, or drop %s", annotation.OpenStackDefaultTLSContainerRef, annotation.OpenStackXForwardedFor)
-	}
+	s.tls = c.tlsOf(svc, svc.Spec.Ports, &e)
 
 	s.monitor = c.monitorFor(svc, &e)
 
@@ -507,6 +507,9 @@ func (s *lbSpec) configFingerprint() string {
 	}
 	if g := s.sg; g != nil {
 		w("sg", g.hcPort, g.nodePorts)
+	}
+	if t := s.tlsFingerprint(); t != "" {
+		w("tls", t)
 	}
 	return h.Config()
 }

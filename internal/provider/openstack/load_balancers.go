@@ -287,6 +287,9 @@ func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listen
 	if s.xff && p.Protocol == v1.ProtocolTCP {
 		opts.InsertHeaders = map[string]string{"X-Forwarded-For": "true"}
 	}
+	if s.isTLS(p) {
+		opts.DefaultTlsContainerRef = s.tls.ref
+	}
 	return opts
 }
 
@@ -472,6 +475,11 @@ func (c *Cloud) convergeListener(ctx context.Context, octavia *gophercloud.Servi
 	if l.ConnLimit != s.connLimit {
 		limit := s.connLimit
 		u.ConnLimit, changed = &limit, true
+	}
+	if s.isTLS(p) && l.DefaultTlsContainerRef != s.tls.ref {
+		// A new certificate (a rotated Secret, another reference).
+		ref := s.tls.ref
+		u.DefaultTlsContainerRef, changed = &ref, true
 	}
 	if p.Protocol == v1.ProtocolTCP {
 		for _, t := range []struct {

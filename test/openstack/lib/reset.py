@@ -228,7 +228,8 @@ def main():
             ("Barbican secrets", ccm.key_manager.secrets, ccm.key_manager.delete_secret)):
         for obj in list(lister()):
             try:
-                deleter(obj, ignore_missing=True)
+                # the SDK's id of a listed secret or container is its whole ref
+                deleter(str(obj.id).rstrip("/").rsplit("/", 1)[-1], ignore_missing=False)
                 count(kind)
             except sdk_exc.SDKException as e:
                 problem("%s %s: %s" % (kind, obj.id, e))

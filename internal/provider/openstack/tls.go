@@ -1,0 +1,470 @@
+package openstack
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
+	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// TLS termination: the listeners of the chosen TCP ports are TERMINATED_HTTPS
+// with a certificate in Barbican, their pools HTTP (PROXY with
+// proxy-protocol). The certificate is either a reference the Service or the
+// cloud.conf names (cloud-provider-openstack's default-tls-container-ref),
+// read in Barbican before anything is built with it, or a kubernetes.io/tls
+// Secret of the Service's namespace (overcast.io/tls-secret), which Overcast
+// stores in Barbican as a certificate container of its own: named after the
+// Service's UID and the certificate's hash, made anew when the Secret
+// changes (the listeners moved to it, then the old one deleted), deleted
+// with the Service. The private key is only ever in the Secret and in
+// Barbican: never in a log, an Event or an error.
+
+// tlsSpec is a Service's TLS termination.
+type tlsSpec struct {
+	ref    string         // the certificate's reference; for a Secret, its container's once stored
+	secret *tlsSecret     // the Secret the certificate comes from; nil: ref is named
+	ports  map[int32]bool // the ports that terminate TLS; nil: every TCP port
+	check  bool           // ref is to be read in Barbican before use (container-store barbican)
+}
+
+// tlsSecret is a kubernetes.io/tls Secret's certificate, as read.
+type tlsSecret struct {
+	name             string
+	cert, chain, key []byte // PEM: the leaf, the intermediates (maybe none), the key
+	hash             string // of tls.crt: names the stored container
+}
+
+// isTLS says whether p's listener terminates TLS.
+func (s *lbSpec) isTLS(p v1.ServicePort) bool {
+	return s.tls != nil && p.Protocol == v1.ProtocolTCP && (s.tls.ports == nil || s.tls.ports[p.Port])
+}
+
+// tlsFingerprint is what the listeners' TLS is made of ("" without TLS, so
+// that the fingerprints of Services without it stay as they were).
+func (s *lbSpec) tlsFingerprint() string {
+	if s.tls == nil {
+		return ""
+	}
+	var ports []int32
+	for p := range s.tls.ports {
+		ports = append(ports, p)
+	}
+	slices.Sort(ports)
+	if s.tls.secret != nil {
+		return fmt.Sprintf("secret %s %s %v", s.tls.secret.name, s.tls.secret.hash, ports)
+	}
+	return fmt.Sprintf("ref %s %v", s.tls.ref, ports)
+}
+
+// barbicanRef splits a Barbican URL into its kind (containers or secrets)
+// and UUID.
+func barbicanRef(ref string) (kind, id string, err error) {
+	u, err := url.Parse(ref)
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || len(parts) < 2 ||
+		(parts[len(parts)-2] != "containers" && parts[len(parts)-2] != "secrets") || !looksLikeUUID(parts[len(parts)-1]) {
+		return "", "", fmt.Errorf("%q is not the URL of a Barbican container or secret (https://<barbican>/v1/containers/<uuid> or .../v1/secrets/<uuid>)", ref)
+	}
+	return parts[len(parts)-2], parts[len(parts)-1], nil
+}
+
+// tlsOf resolves a Service's TLS termination from its annotations and the
+// cloud.conf; the Secret itself is read later (readTLSSecret).
+func (c *Cloud) tlsOf(svc *v1.Service, ports []v1.ServicePort, e *specErrors) *tlsSpec {
+	cfg := c.cfg.LoadBalancer
+	external := cfg.ContainerStore == "external"
+	t := &tlsSpec{ref: cfg.DefaultTLSContainerRef, check: !external}
+	named, err := annotation.OpenStackDefaultTLSContainerRef.NonEmptyString(svc)
+	if e.keep(err) {
+		t.ref = named
+	}
+	if name, err := annotation.OpenStackTLSSecret.NonEmptyString(svc); e.keep(err) {
+		switch {
+		case named != "":
+			e.add("%s and %s both name a certificate: keep one", annotation.OpenStackTLSSecret, annotation.OpenStackDefaultTLSContainerRef)
+		case external:
+			e.add("%s: the certificate is stored in Barbican, which [LoadBalancer] container-store = external says this cloud does not use", annotation.OpenStackTLSSecret)
+		case strings.Contains(name, "/"):
+			e.add("%s: %q: name a Secret of the Service's own namespace (no namespace/)", annotation.OpenStackTLSSecret, name)
+		}
+		t.ref, t.secret, t.check = "", &tlsSecret{name: name}, false
+	}
+	if named != "" && t.check {
+		if _, _, err := barbicanRef(named); err != nil {
+			e.add("%s: %v", annotation.OpenStackDefaultTLSContainerRef, err)
+		}
+	}
+	chosen, err := annotation.OpenStackTLSPorts.Ports(svc)
+	if e.keep(err) {
+		if t.ref == "" && t.secret == nil {
+			e.add("%s names ports for TLS, but no certificate is named (%s or %s)", annotation.OpenStackTLSPorts, annotation.OpenStackTLSSecret, annotation.OpenStackDefaultTLSContainerRef)
+		}
+		t.ports = map[int32]bool{}
+		for _, n := range chosen {
+			i := slices.IndexFunc(ports, func(p v1.ServicePort) bool { return p.Port == n })
+			switch {
+			case i < 0:
+				e.add("%s: port %d is not a port of the Service", annotation.OpenStackTLSPorts, n)
+			case ports[i].Protocol != v1.ProtocolTCP:
+				e.add("%s: port %d is %s; TLS is terminated on TCP ports only", annotation.OpenStackTLSPorts, n, ports[i].Protocol)
+			}
+			t.ports[n] = true
+		}
+	}
+	if t.ref == "" && t.secret == nil {
+		return nil
+	}
+	return t
+}
+
+// readTLSSecret reads the Service's TLS Secret: a kubernetes.io/tls Secret
+// whose certificate and key match. What a user can fix is Invalid (a Warning,
+// nothing changed); the message never holds the key.
+func (c *Cloud) readTLSSecret(ctx context.Context, svc *v1.Service, t *tlsSpec) error {
+	if t == nil || t.secret == nil {
+		return nil
+	}
+	kube := c.Kube()
+	if kube == nil {
+		return errors.New("no Kubernetes client yet to read the TLS Secret")
+	}
+	name := t.secret.name
+	sec, err := kube.CoreV1().Secrets(svc.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "%s: Secret %s/%s does not exist; nothing was changed", annotation.OpenStackTLSSecret, svc.Namespace, name)
+	case apierrors.IsForbidden(err):
+		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "%s: this CCM may not read Secret %s/%s: grant it get on secrets (deploy/rbac.yaml); nothing was changed", annotation.OpenStackTLSSecret, svc.Namespace, name)
+	case err != nil:
+		return fmt.Errorf("reading the TLS Secret %s/%s: %w", svc.Namespace, name, err)
+	}
+	crt, key := sec.Data[v1.TLSCertKey], sec.Data[v1.TLSPrivateKeyKey]
+	if len(crt) == 0 || len(key) == 0 {
+		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "%s: Secret %s/%s has no %s or no %s (a kubernetes.io/tls Secret has both); nothing was changed", annotation.OpenStackTLSSecret, svc.Namespace, name, v1.TLSCertKey, v1.TLSPrivateKeyKey)
+	}
+	if _, err := tls.X509KeyPair(crt, key); err != nil {
+		// crypto/tls's errors name what is wrong, never the key's bytes.
+		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "%s: Secret %s/%s does not hold a certificate and its key (%v); nothing was changed", annotation.OpenStackTLSSecret, svc.Namespace, name, err)
+	}
+	var leaf, chain []byte
+	for rest := crt; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if leaf == nil {
+			leaf = pem.EncodeToMemory(b)
+		} else {
+			chain = append(chain, pem.EncodeToMemory(b)...)
+		}
+	}
+	sum := sha256.Sum256(crt)
+	t.secret.cert, t.secret.chain, t.secret.key, t.secret.hash = leaf, chain, key, hex.EncodeToString(sum[:8])
+	return nil
+}
+
+// tlsStore remembers, per Service, the certificate container this process
+// stored or found for it, and whether older ones may be left in Barbican.
+type tlsStore struct {
+	mu      sync.Mutex
+	stored  map[types.UID]storedCert
+	swept   map[types.UID]string // the hash of the one certificate left of the Service in Barbican
+	checked map[types.UID]string // the named reference read in Barbican, per Service
+}
+
+type storedCert struct{ hash, ref string }
+
+func newTLSStore() *tlsStore {
+	return &tlsStore{stored: map[types.UID]storedCert{}, swept: map[types.UID]string{}, checked: map[types.UID]string{}}
+}
+
+func (t *tlsStore) get(uid types.UID) (storedCert, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.stored[uid]
+	return s, ok
+}
+
+func (t *tlsStore) set(uid types.UID, s storedCert) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stored[uid] = s
+	delete(t.swept, uid)
+}
+
+// sweptFor says whether only the certificate of hash is left of the Service.
+func (t *tlsStore) sweptFor(uid types.UID, hash string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.swept[uid]
+	return ok && h == hash
+}
+
+func (t *tlsStore) setSwept(uid types.UID, hash string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.swept[uid] = hash
+}
+
+func (t *tlsStore) forget(uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.stored, uid)
+	delete(t.swept, uid)
+	delete(t.checked, uid)
+}
+
+// storedPrefix starts the Barbican names of a Service's certificates.
+func storedPrefix(uid types.UID) string { return "overcast-tls_" + string(uid) + "_" }
+
+// prepareTLS makes the spec's certificate ready before a listener is built
+// with it: a named reference is read in Barbican (once per reference and
+// Service in this process); a Secret's certificate is found in Barbican, or
+// stored there.
+func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) error {
+	t := s.tls
+	if t == nil || !slices.ContainsFunc(s.ports, s.isTLS) {
+		return nil
+	}
+	if t.secret != nil {
+		return c.storeCert(ctx, svc, t)
+	}
+	if !t.check {
+		return nil
+	}
+	c.tlsCerts.mu.Lock()
+	done := c.tlsCerts.checked[svc.UID] == t.ref
+	c.tlsCerts.mu.Unlock()
+	if done {
+		return nil
+	}
+	km, err := c.keyManager(ctx)
+	if err != nil {
+		return err
+	}
+	kind, id, err := barbicanRef(t.ref)
+	if err != nil {
+		return outcome.Invalid(err)
+	}
+	if kind == "containers" {
+		_, err = containers.Get(ctx, km, id).Extract()
+	} else {
+		_, err = secrets.Get(ctx, km, id).Extract()
+	}
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) || gophercloud.ResponseCodeIs(err, http.StatusForbidden) {
+		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "TLS certificate %s is not in Barbican, or this CCM's user may not read it; nothing was built with it", t.ref)
+	}
+	if err != nil {
+		return fmt.Errorf("reading TLS certificate %s in Barbican: %w", t.ref, redact(err))
+	}
+	c.tlsCerts.mu.Lock()
+	c.tlsCerts.checked[svc.UID] = t.ref
+	c.tlsCerts.mu.Unlock()
+	return nil
+}
+
+// keyManager is the Barbican client; a catalog without Barbican refuses
+// TLS termination.
+func (c *Cloud) keyManager(ctx context.Context) (*gophercloud.ServiceClient, error) {
+	km, err := c.clients.keyManagerClient(ctx)
+	var none *gophercloud.ErrEndpointNotFound
+	if errors.As(err, &none) {
+		return nil, outcome.Refuse(outcome.ReasonUnsupportedService, "This cloud's catalog has no key-manager (Barbican): TLS termination needs it; nothing was built")
+	}
+	return km, err
+}
+
+// storeCert finds the Secret's certificate in Barbican, by the name its
+// hash gives, or stores it there: its certificate, key and intermediates as
+// secrets, and a certificate container naming them.
+func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) error {
+	sec := t.secret
+	if have, ok := c.tlsCerts.get(svc.UID); ok && have.hash == sec.hash {
+		t.ref = have.ref
+		return nil
+	}
+	km, err := c.keyManager(ctx)
+	if err != nil {
+		return err
+	}
+	name := storedPrefix(svc.UID) + sec.hash
+	pages, err := containers.List(km, containers.ListOpts{Name: name, Limit: 10}).AllPages(ctx)
+	if err != nil {
+		return fmt.Errorf("listing Barbican containers: %w", redact(err))
+	}
+	found, err := containers.ExtractContainers(pages)
+	if err != nil {
+		return err
+	}
+	if len(found) > 0 {
+		// Stored before (by this process before a restart, or another replica).
+		t.ref = found[0].ContainerRef
+		c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
+		return nil
+	}
+	refs := []containers.SecretRef{}
+	for _, part := range []struct {
+		name    string
+		kind    secrets.SecretType
+		payload []byte
+	}{
+		{"certificate", secrets.CertificateSecret, sec.cert},
+		{"private_key", secrets.PrivateSecret, sec.key},
+		{"intermediates", secrets.CertificateSecret, sec.chain},
+	} {
+		if len(part.payload) == 0 {
+			continue
+		}
+		created, err := secrets.Create(ctx, km, secrets.CreateOpts{
+			Name: name + "_" + part.name, SecretType: part.kind,
+			Payload: base64.StdEncoding.EncodeToString(part.payload), PayloadContentType: "application/octet-stream", PayloadContentEncoding: "base64",
+		}).Extract()
+		if err != nil {
+			return fmt.Errorf("storing the %s of Secret %s/%s in Barbican: %w", strings.ReplaceAll(part.name, "_", " "), svc.Namespace, sec.name, redact(err))
+		}
+		refs = append(refs, containers.SecretRef{Name: part.name, SecretRef: created.SecretRef})
+	}
+	created, err := containers.Create(ctx, km, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs}).Extract()
+	if err != nil {
+		return fmt.Errorf("storing the certificate of Secret %s/%s in Barbican: %w", svc.Namespace, sec.name, redact(err))
+	}
+	t.ref = created.ContainerRef
+	c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
+	klog.FromContext(ctx).Info("Stored the certificate of a TLS Secret in Barbican", "service", klog.KObj(svc), "secret", sec.name, "container", t.ref)
+	return nil
+}
+
+// sweepCerts deletes the Service's certificates in Barbican but the one in
+// use (keepHash; "" deletes all): containers first, then the secrets they
+// named. Barbican lists by exact name only, so the project's containers and
+// secrets are listed and those the Service's prefix names are picked: a
+// Service with no Secret of its own, and one swept in this process since its
+// last new certificate, costs nothing.
+func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string) error {
+	if keepHash != "" && c.tlsCerts.sweptFor(svc.UID, keepHash) {
+		return nil
+	}
+	if _, stored := c.tlsCerts.get(svc.UID); !stored && !annotation.OpenStackTLSSecret.IsSet(svc) {
+		return nil
+	}
+	km, err := c.keyManager(ctx)
+	if err != nil {
+		return err
+	}
+	prefix := storedPrefix(svc.UID)
+	keep := func(name string) bool { return keepHash != "" && strings.HasPrefix(name, prefix+keepHash) }
+	cpages, err := containers.List(km, containers.ListOpts{Limit: 100}).AllPages(ctx)
+	if err != nil {
+		return fmt.Errorf("listing Barbican containers: %w", redact(err))
+	}
+	cs, err := containers.ExtractContainers(cpages)
+	if err != nil {
+		return err
+	}
+	deleted := 0
+	for _, ct := range cs {
+		if !strings.HasPrefix(ct.Name, prefix) || keep(ct.Name) {
+			continue
+		}
+		if err := containers.Delete(ctx, km, lastSegment(ct.ContainerRef)).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return fmt.Errorf("deleting Barbican container %s: %w", ct.ContainerRef, redact(err))
+		}
+		deleted++
+	}
+	spages, err := secrets.List(km, secrets.ListOpts{Limit: 100}).AllPages(ctx)
+	if err != nil {
+		return fmt.Errorf("listing Barbican secrets: %w", redact(err))
+	}
+	ss, err := secrets.ExtractSecrets(spages)
+	if err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if !strings.HasPrefix(s.Name, prefix) || keep(s.Name) {
+			continue
+		}
+		if err := secrets.Delete(ctx, km, lastSegment(s.SecretRef)).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return fmt.Errorf("deleting Barbican secret %s: %w", s.SecretRef, redact(err))
+		}
+		deleted++
+	}
+	if deleted > 0 {
+		klog.FromContext(ctx).Info("Deleted certificates of a Service in Barbican", "service", klog.KObj(svc), "objects", deleted)
+	}
+	if keepHash == "" {
+		c.tlsCerts.forget(svc.UID)
+	} else {
+		c.tlsCerts.setSwept(svc.UID, keepHash)
+	}
+	return nil
+}
+
+func lastSegment(ref string) string { return ref[strings.LastIndex(ref, "/")+1:] }
+
+// tlsRefusal explains Octavia's "Could not retrieve certificate": with its
+// default barbican_acl_auth, Octavia sets the certificate's ACL with a token
+// made from the caller's, which Keystone refuses for an application
+// credential's ("Using a delegated token to create another token is not
+// allowed"; measured with Zed's Octavia 11 and Keystone 22).
+func (c *Cloud) tlsRefusal(err error, s lbSpec) error {
+	if s.tls == nil || !gophercloud.ResponseCodeIs(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "Could not retrieve certificate") {
+		return nil
+	}
+	g := c.clients.global()
+	if g.ApplicationCredentialID != "" || g.ApplicationCredentialName != "" {
+		return outcome.Refuse(outcome.ReasonCloudRefused, "Octavia could not read TLS certificate %s: it reads certificates with a token made from this CCM's, which Keystone refuses for an application credential; give the CCM a user and password ([Global] username/password) for TLS termination", s.tls.ref)
+	}
+	return outcome.Refuse(outcome.ReasonCloudRefused, "Octavia could not read TLS certificate %s in Barbican: check that it exists and that this CCM's user may read it", s.tls.ref)
+}
+
+// secretRotated says, for the drift check, whether the Service's TLS Secret
+// holds another certificate than the one stored for it: Secrets are not
+// watched (the CCM may only get them), so a rotation is seen within a drift
+// period. Unknown (nothing stored by this process yet) is not drift: the
+// first sync after a start reads the Secret anyway.
+func (c *Cloud) secretRotated(ctx context.Context, svc *v1.Service) (string, error) {
+	name, err := annotation.OpenStackTLSSecret.NonEmptyString(svc)
+	if err != nil {
+		return "", nil
+	}
+	have, ok := c.tlsCerts.get(svc.UID)
+	kube := c.Kube()
+	if !ok || kube == nil {
+		return "", nil
+	}
+	sec, err := kube.CoreV1().Secrets(svc.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		// Gone or unreadable: the listeners keep the certificate they have
+		// (never taken away on doubt); the Service's next sync says why.
+		return "", nil
+	}
+	sum := sha256.Sum256(sec.Data[v1.TLSCertKey])
+	if hex.EncodeToString(sum[:8]) != have.hash {
+		return fmt.Sprintf("TLS Secret %s/%s holds a new certificate", svc.Namespace, name), nil
+	}
+	return "", nil
+}
