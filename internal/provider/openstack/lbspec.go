@@ -62,7 +62,7 @@ type lbSpec struct {
 	allowedCIDRs []string         // sorted; nil: everyone
 	connLimit    int              // -1: no limit
 	timeouts     listenerTimeouts
-	xff          bool // HTTP listeners adding X-Forwarded-For
+	xff          bool     // HTTP listeners adding X-Forwarded-For
 	tls          *tlsSpec // TLS termination (tls.go); nil: none
 
 	// Pools.
