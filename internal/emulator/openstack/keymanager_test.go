@@ -5,12 +5,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/acls"
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -80,4 +83,71 @@ func TestKeyManagerSecretsContainersAndACLs(t *testing.T) {
 	var e gophercloud.ErrUnexpectedResponseCode
 	require.ErrorAs(t, err, &e)
 	assert.Contains(t, string(e.Body), "Sorry but your secret is in another castle.")
+}
+
+// A TERMINATED_HTTPS listener as Octavia's API takes it: its certificate
+// read in Barbican as the caller, Octavia's user added to the read ACLs;
+// a reference that is not there, none at all, one on a TCP listener, or any
+// with an application credential's token (which Octavia cannot re-scope)
+// refused with Octavia's answers.
+func TestOctaviaTerminatedHTTPSListenersReadBarbican(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	pw, err := openstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{IdentityEndpoint: ev.e.URL() + "/identity/v3",
+		Username: ev.fx.UserName, Password: ev.fx.Password, TenantID: ev.fx.ProjectID, DomainID: "default"})
+	require.NoError(t, err)
+	eo := gophercloud.EndpointOpts{Region: "RegionOne"}
+	km, err := openstack.NewKeyManagerV1(pw, eo)
+	require.NoError(t, err)
+	octavia, err := openstack.NewLoadBalancerV2(pw, eo)
+	require.NoError(t, err)
+	idOf := func(ref string) string { return ref[strings.LastIndex(ref, "/")+1:] }
+
+	cert, err := secrets.Create(ctx, km, secrets.CreateOpts{Name: "c", Payload: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+		PayloadContentType: "text/plain", SecretType: secrets.CertificateSecret}).Extract()
+	require.NoError(t, err)
+	c, err := containers.Create(ctx, km, containers.CreateOpts{Type: containers.CertificateContainer, Name: "web",
+		SecretRefs: []containers.SecretRef{{Name: "certificate", SecretRef: cert.SecretRef}}}).Extract()
+	require.NoError(t, err)
+	lb, err := loadbalancers.Create(ctx, octavia, loadbalancers.CreateOpts{VipSubnetID: ev.fx.SubnetID}).Extract()
+	require.NoError(t, err)
+	active := func() {
+		ev.clock.Advance(time.Minute)
+		_, _ = loadbalancers.Get(ctx, octavia, lb.ID).Extract()
+	}
+	active()
+
+	l, err := listeners.Create(ctx, octavia, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: listeners.ProtocolTerminatedHTTPS,
+		ProtocolPort: 443, DefaultTlsContainerRef: c.ContainerRef}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, c.ContainerRef, l.DefaultTlsContainerRef)
+	ev.e.mu.Lock()
+	assert.Contains(t, ev.e.kmContainers[idOf(c.ContainerRef)].ReadUsers, OctaviaUserID)
+	assert.Contains(t, ev.e.kmSecrets[idOf(cert.SecretRef)].ReadUsers, OctaviaUserID)
+	ev.e.mu.Unlock()
+	active()
+
+	missing := strings.Replace(c.ContainerRef, idOf(c.ContainerRef), "0b5d8f3e-8a3c-4c1e-9f0e-2b7d6c5a4e31", 1)
+	for name, opts := range map[string]listeners.CreateOpts{
+		"a reference Barbican lacks": {Protocol: listeners.ProtocolTerminatedHTTPS, ProtocolPort: 8443, DefaultTlsContainerRef: missing},
+		"no reference":               {Protocol: listeners.ProtocolTerminatedHTTPS, ProtocolPort: 8443},
+		"a reference on TCP":         {Protocol: listeners.ProtocolTCP, ProtocolPort: 8443, DefaultTlsContainerRef: c.ContainerRef},
+	} {
+		opts.LoadbalancerID = lb.ID
+		_, err := listeners.Create(ctx, octavia, opts).Extract()
+		assert.Equal(t, http.StatusBadRequest, codeOf(err), name)
+	}
+	// The same container, asked with an application credential's token.
+	_, err = listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: listeners.ProtocolTerminatedHTTPS,
+		ProtocolPort: 8443, DefaultTlsContainerRef: c.ContainerRef}).Extract()
+	require.Equal(t, http.StatusBadRequest, codeOf(err))
+	assert.Contains(t, err.Error(), "Could not retrieve certificate")
+
+	// Containers listed by name.
+	pages, err := containers.List(km, containers.ListOpts{Name: "web"}).AllPages(ctx)
+	require.NoError(t, err)
+	listed, err := containers.ExtractContainers(pages)
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	assert.Equal(t, c.ContainerRef, listed[0].ContainerRef)
 }

@@ -297,3 +297,78 @@ func TestSpecOfIPv6AndDualStackServices(t *testing.T) {
 	assert.False(t, s.requireDual)
 	assert.False(t, s.noFloatingIP(), "an IPv4 VIP beside: a floating IP")
 }
+
+func TestSpecTLS(t *testing.T) {
+	const ref = "https://barbican.example:9311/v1/containers/0b5d8f3e-8a3c-4c1e-9f0e-2b7d6c5a4e31"
+	tcp443 := func(s *v1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443, NodePort: 30443})
+	}
+	byKey := func(s lbSpec) map[string]string {
+		out := map[string]string{}
+		for _, p := range s.ports {
+			out[s.listenerKey(p)] = s.poolProtocol(p)
+		}
+		return out
+	}
+
+	// The cloud.conf's certificate: every TCP port terminates TLS, UDP stays.
+	s, err := specCloud(t, "default-tls-container-ref="+ref).spec("k8s", specService(nil, tcp443), nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"TERMINATED_HTTPS/00080": "HTTP", "TERMINATED_HTTPS/00443": "HTTP", "UDP/00053": "UDP"}, byKey(s))
+	assert.Equal(t, ref, s.tls.ref)
+
+	// tls-ports picks; PROXY stays PROXY behind TLS.
+	s, err = specCloud(t, "").spec("k8s", specService(map[string]string{
+		string(annotation.OpenStackDefaultTLSContainerRef): ref, string(annotation.OpenStackTLSPorts): "443",
+		string(annotation.OpenStackProxyProtocol): "v2",
+	}, tcp443), nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"TCP/00080": "PROXYV2", "TERMINATED_HTTPS/00443": "PROXYV2", "UDP/00053": "UDP"}, byKey(s))
+
+	// Without TLS the fingerprint is as before TLS existed; with it, it changes.
+	plain, err := specCloud(t, "").spec("k8s", specService(nil), nil)
+	require.NoError(t, err)
+	assert.Empty(t, plain.tlsFingerprint())
+	withTLS, err := specCloud(t, "default-tls-container-ref="+ref).spec("k8s", specService(nil), nil)
+	require.NoError(t, err)
+	assert.NotEqual(t, plain.configFingerprint(), withTLS.configFingerprint())
+
+	for _, tc := range []struct {
+		name, conf string
+		ann        map[string]string
+		want       string
+	}{
+		{"not a Barbican URL", "", map[string]string{string(annotation.OpenStackDefaultTLSContainerRef): "my-cert"}, "is not the URL of a Barbican container or secret"},
+		{"two certificates", "", map[string]string{string(annotation.OpenStackDefaultTLSContainerRef): ref, string(annotation.OpenStackTLSSecret): "web-tls"}, "both name a certificate"},
+		{"a Secret with an external store", "container-store=external", map[string]string{string(annotation.OpenStackTLSSecret): "web-tls"}, "container-store = external"},
+		{"a Secret of another namespace", "", map[string]string{string(annotation.OpenStackTLSSecret): "other/web-tls"}, "the Service's own namespace"},
+		{"ports without a certificate", "", map[string]string{string(annotation.OpenStackTLSPorts): "80"}, "no certificate is named"},
+		{"a UDP port", "", map[string]string{string(annotation.OpenStackTLSSecret): "web-tls", string(annotation.OpenStackTLSPorts): "53"}, "port 53 is UDP"},
+		{"a port the Service lacks", "", map[string]string{string(annotation.OpenStackTLSSecret): "web-tls", string(annotation.OpenStackTLSPorts): "8443"}, "port 8443 is not a port of the Service"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := specCloud(t, tc.conf).spec("k8s", specService(tc.ann), nil)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+
+	// An external store passes any reference on unread.
+	s, err = specCloud(t, "container-store=external").spec("k8s", specService(map[string]string{string(annotation.OpenStackDefaultTLSContainerRef): "vault:my-cert"}), nil)
+	require.NoError(t, err)
+	assert.False(t, s.tls.check)
+}
+
+func TestConfigTLSKeys(t *testing.T) {
+	for _, tc := range []struct{ extra, want string }{
+		{"container-store=vault", `container-store: "vault" is not barbican or external`},
+		{"default-tls-container-ref=my-cert", "default-tls-container-ref: \"my-cert\" is not the URL"},
+	} {
+		cfg, err := Read(strings.NewReader("[Global]\nauth-url=http://127.0.0.1:5000/v3\napplication-credential-id=a\napplication-credential-secret=b\n[LoadBalancer]\n" + tc.extra + "\n"))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		require.Error(t, err, tc.extra)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}
