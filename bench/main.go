@@ -14,9 +14,17 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -59,6 +67,7 @@ type options struct {
 	global       []string // extra [Global] keys of the cloud.conf
 	confAppend   string   // a file whose text ends the cloud config
 	adminKeys    bool     // the cloud.conf carries the emulator's administrator keys
+	tls          bool     // every Service terminates TLS with a certificate stored in the emulator
 	throughProxy bool     // the CCM reaches the emulator as an HTTPS proxy
 	providerIDs  bool     // kubelets register with their providerID
 }
@@ -84,6 +93,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", "tmp/bench", "scratch directory (CCM logs)")
 	ccmEnv := flag.String("ccm-env", "", "extra environment of the CCM only, space-separated (e.g. GOMEMLIMIT=150MiB)")
 	ccmArgs := flag.String("ccm-args", "", "extra flags for the CCM, space-separated (e.g. --concurrent-service-syncs=20)")
+	flag.BoolVar(&o.tls, "tls", false, "OpenStack: every Service terminates TLS with a Barbican container stored in the emulator beforehand (default-tls-container-ref); the CCM authenticates with a password, as Octavia needs")
 	flag.BoolVar(&o.adminKeys, "admin-keys", false, "give the CCM the emulator's administrator keys instead of a user's (for a CCM that needs them, as cloudstack-kubernetes-provider does)")
 	flag.BoolVar(&o.throughProxy, "through-proxy", false, "the CCM reaches the emulator at the cloud's real host names, through it as an HTTPS proxy (HTTPS_PROXY, SSL_CERT_FILE): for a CCM that cannot be given an endpoint, as oci-cloud-controller-manager")
 	flag.BoolVar(&o.providerIDs, "provider-ids", false, "the simulated kubelets register their Nodes with the providerID, as kubelets started with --provider-id do (OKE's; oci-cloud-controller-manager needs it)")
@@ -258,6 +268,27 @@ func newBed(o options, nodes int) (*bed, error) {
 			return nil, fmt.Errorf("-admin-keys: the %s emulator has no administrator keys to give", o.cloud)
 		}
 		conf = a.AdminCloudConfig()
+	}
+	if o.tls {
+		t, ok := b.emu.(interface {
+			PasswordCloudConfig() string
+			StoreCertificate(name string, cert, key []byte) string
+		})
+		if !ok {
+			b.close()
+			return nil, fmt.Errorf("-tls: the %s emulator has no certificate store", o.cloud)
+		}
+		cert, key, err := selfSigned("bench.example")
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		conf = t.PasswordCloudConfig()
+		b.o.annotations = maps.Clone(b.o.annotations)
+		if b.o.annotations == nil {
+			b.o.annotations = map[string]string{}
+		}
+		b.o.annotations["loadbalancer.openstack.org/default-tls-container-ref"] = t.StoreCertificate("bench", cert, key)
 	}
 	if len(o.global) > 0 {
 		conf = strings.Replace(conf, "[Global]\n", "[Global]\n"+strings.Join(o.global, "\n")+"\n", 1)
@@ -890,4 +921,23 @@ func num(v float64) string {
 		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// selfSigned is a self-signed PEM certificate for name and its PEM key.
+func selfSigned(name string) (cert, key []byte, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return nil, nil, err
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), nil
 }

@@ -32,3 +32,7 @@ func emulateOpenStack(o EmulatorOptions) (Emulator, error) {
 	}
 	return openStackEmulator{e}, nil
 }
+
+// PasswordCloudConfig is CloudConfig with a user and password instead of an
+// application credential: what TLS termination needs of Octavia.
+func (e openStackEmulator) PasswordCloudConfig() string { return e.PasswordCloudConf() }

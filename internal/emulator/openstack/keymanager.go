@@ -506,3 +506,38 @@ func pageOf(q url.Values) (limit, offset int) {
 	}
 	return limit, offset
 }
+
+// StoreCertificate stores a certificate and its key (PEM) in Barbican as the
+// fixture's user, in a certificate container named name, as a person does
+// before naming it in default-tls-container-ref; it returns the container's
+// reference (on URL()).
+func (e *Emulator) StoreCertificate(name string, cert, key []byte) string {
+	base := e.URL()
+	now := e.lock()
+	defer e.mu.Unlock()
+	var refs []kmSecretRef
+	for _, p := range []struct {
+		name, kind string
+		payload    []byte
+	}{{"certificate", "certificate", cert}, {"private_key", "private", key}} {
+		s := &kmSecret{ID: e.newID(), Name: name + "-" + p.name, Type: p.kind, ContentType: "application/octet-stream",
+			Payload: slices.Clone(p.payload), ProjectID: e.fx.ProjectID, CreatorID: e.fx.UserID, Created: now, ProjectAccess: true}
+		e.kmSecrets[s.ID] = s
+		refs = append(refs, kmSecretRef{Name: p.name, SecretRef: base + kmPrefix + "/secrets/" + s.ID})
+	}
+	c := &kmContainer{ID: e.newID(), Name: name, Type: "certificate", Refs: refs, ProjectID: e.fx.ProjectID,
+		CreatorID: e.fx.UserID, Created: now, ProjectAccess: true}
+	e.kmContainers[c.ID] = c
+	return base + kmPrefix + "/containers/" + c.ID
+}
+
+// PasswordCloudConf is CloudConf with the fixture user's password in
+// [Global] instead of the application credential (Octavia reads TLS
+// certificates only for such a caller: see checkTLSRef).
+func (e *Emulator) PasswordCloudConf() string {
+	fx := e.Fixture()
+	conf := e.CloudConf()
+	start, end := strings.Index(conf, "[Global]"), strings.Index(conf, "\n[LoadBalancer]")
+	return conf[:start] + fmt.Sprintf("[Global]\nauth-url=%s/identity/v3\nusername=%s\npassword=%s\ntenant-id=%s\ndomain-id=default\nregion=%s\n",
+		e.URL(), fx.UserName, fx.Password, fx.ProjectID, e.opts.Region) + conf[end:]
+}
