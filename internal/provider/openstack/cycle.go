@@ -212,8 +212,8 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 // group, then the certificates in Barbican no listener uses any more (those
 // of a rotated Secret, or all of them once the Service stops naming one).
 func (s steps) converged(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
-	if progress, err := s.convergedSG(ctx, svc, spec); err != nil || progress != "" {
-		return progress, err
+	if err := s.convergedSG(ctx, svc, spec); err != nil {
+		return "", err
 	}
 	keep := ""
 	if spec.tls != nil && spec.tls.secret != nil {
@@ -229,16 +229,16 @@ func (s steps) converged(ctx context.Context, svc *v1.Service, spec lbSpec) (str
 // balancer is: all its writes in one pass (they are Neutron's, not Octavia's
 // one at a time), so it never makes a pass of its own. The one started with
 // the load balancer's creation is waited for, not repeated.
-func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) error {
 	if spec.sg == nil {
-		return "", s.convergeSG(ctx, svc, spec) // a group left from before goes
+		return s.convergeSG(ctx, svc, spec) // a group left from before goes
 	}
 	if err := s.sgs.converged(ctx, svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
 		return s.convergeSG(ctx, svc, spec)
 	}); err != nil {
-		return "", fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
+		return fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	return "", nil
+	return nil
 }
 
 // Publish attaches the floating IP (an internal Service gives its own back) and
@@ -342,7 +342,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 		if done, err := s.sgMembersChanged(ctx, svc, spec); err != nil {
 			return "", true, fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
 		} else if !done {
-			if _, err := s.convergedSG(ctx, svc, spec); err != nil {
+			if err := s.convergedSG(ctx, svc, spec); err != nil {
 				return "", true, err
 			}
 		}
@@ -353,8 +353,8 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 // Drift sees, in the shared listings, a load balancer short of a listener or a
 // pool, and a floating IP no longer on it; and a TLS Secret that changed.
 func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l octaviaLB) (string, error) {
-	if why, err := s.secretRotated(ctx, svc); err != nil || why != "" {
-		return why, err
+	if why := s.secretRotated(ctx, svc); why != "" {
+		return why, nil
 	}
 	lb := l.Obj
 	switch {

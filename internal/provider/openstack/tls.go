@@ -446,25 +446,25 @@ func (c *Cloud) tlsRefusal(err error, s lbSpec) error {
 // watched (the CCM may only get them), so a rotation is seen within a drift
 // period. Unknown (nothing stored by this process yet) is not drift: the
 // first sync after a start reads the Secret anyway.
-func (c *Cloud) secretRotated(ctx context.Context, svc *v1.Service) (string, error) {
+func (c *Cloud) secretRotated(ctx context.Context, svc *v1.Service) string {
 	name, err := annotation.OpenStackTLSSecret.NonEmptyString(svc)
 	if err != nil {
-		return "", nil
+		return ""
 	}
 	have, ok := c.tlsCerts.get(svc.UID)
 	kube := c.Kube()
 	if !ok || kube == nil {
-		return "", nil
+		return ""
 	}
 	sec, err := kube.CoreV1().Secrets(svc.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		// Gone or unreadable: the listeners keep the certificate they have
 		// (never taken away on doubt); the Service's next sync says why.
-		return "", nil
+		return ""
 	}
 	sum := sha256.Sum256(sec.Data[v1.TLSCertKey])
 	if hex.EncodeToString(sum[:8]) != have.hash {
-		return fmt.Sprintf("TLS Secret %s/%s holds a new certificate", svc.Namespace, name), nil
+		return fmt.Sprintf("TLS Secret %s/%s holds a new certificate", svc.Namespace, name)
 	}
-	return "", nil
+	return ""
 }
