@@ -52,6 +52,9 @@ type Options struct {
 	// attribute). The default is v2.26, as the Zed of the test harness, which
 	// takes additional VIPs (measured 2026-11-26).
 	OctaviaBefore226 bool
+	// NoKeyManager leaves Barbican out of the catalog, as in a cloud without
+	// it (its routes still answer: only the catalog does not name them).
+	NoKeyManager bool
 }
 
 // Emulator is an in-memory OpenStack. It is an http.Handler and can also

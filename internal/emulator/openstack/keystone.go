@@ -315,13 +315,16 @@ func (e *Emulator) catalog(base string) []any {
 		}
 		return map[string]any{"id": hex.EncodeToString([]byte(name)), "type": typ, "name": name, "endpoints": eps}
 	}
-	return []any{
+	cat := []any{
 		entry("identity", "keystone", base+"/identity/v3"),
 		entry("compute", "nova", base+"/compute/v2.1"),
 		entry("network", "neutron", base+"/network/"),
 		entry("load-balancer", "octavia", base+"/load-balancer/"),
-		entry("key-manager", "barbican", base+"/key-manager/"),
 	}
+	if !e.opts.NoKeyManager {
+		cat = append(cat, entry("key-manager", "barbican", base+"/key-manager/"))
+	}
+	return cat
 }
 
 func newTokenID() string {

@@ -371,7 +371,11 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 	if _, stored := c.tlsCerts.get(svc.UID); !stored && !annotation.OpenStackTLSSecret.IsSet(svc) {
 		return nil
 	}
-	km, err := c.keyManager(ctx)
+	km, err := c.clients.keyManagerClient(ctx)
+	var none *gophercloud.ErrEndpointNotFound
+	if errors.As(err, &none) {
+		return nil // no Barbican: nothing was ever stored in it
+	}
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"math/big"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
@@ -309,4 +311,27 @@ func TestContractTLSSecretProblemsBuildNothing(t *testing.T) {
 			assert.Nil(t, lb)
 		})
 	}
+}
+
+// A cloud without Barbican: a Service asking for TLS is told so and nothing
+// is built; deleting it is not held up by the missing Barbican.
+func TestContractTLSWithoutBarbican(t *testing.T) {
+	if os.Getenv("OVERCAST_CONTRACT_OPENSTACK_ENV") != "" {
+		t.Skip("the real OpenStack has Barbican")
+	}
+	tg := newContractTargetWith(t, emulator.Options{NoKeyManager: true})
+	c := tg.cloudFrom(t, tg.passwordConf)
+	svc := tlsService(contractName("tls-none"), map[string]string{string(annotation.OpenStackTLSSecret): "web-tls"})
+	cert, key := selfSigned(t, "one.example")
+	c.SetKube(fake.NewClientset(svc, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: "web-tls"}, Type: v1.SecretTypeTLS,
+		Data: map[string][]byte{v1.TLSCertKey: cert, v1.TLSPrivateKeyKey: key}}))
+	_, err := c.EnsureLoadBalancer(t.Context(), "contract", svc, nil)
+	p, ok := outcome.AsProblem(err)
+	require.True(t, ok, "a problem, not %v", err)
+	assert.Equal(t, outcome.ReasonUnsupportedService, p.Reason)
+	assert.Contains(t, p.Message, "no key-manager")
+	lb, err := c.findLB(t.Context(), tg.octavia(t, c), svc)
+	require.NoError(t, err)
+	assert.Nil(t, lb)
+	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "contract", svc))
 }
