@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
@@ -182,4 +184,71 @@ func waitReady(t *testing.T, ns, name string) string {
 		return fmt.Errorf("%s/%s is not Ready yet", ns, name)
 	}))
 	return addr
+}
+
+// TestOpenStackTakesOverThePeersTLSLoadBalancer: the unmodified
+// cloud-provider-openstack (OVERCAST_PEER_OPENSTACK) serves a Service
+// terminating TLS with a Barbican container (default-tls-container-ref),
+// then Overcast in its place: the same address, the same TERMINATED_HTTPS
+// listener and HTTP pool (same IDs, same certificate); deleting the Service
+// leaves no load balancer and the container as the person made it. Both
+// CCMs authenticate with a password (Octavia cannot read a certificate for
+// an application credential).
+func TestOpenStackTakesOverThePeersTLSLoadBalancer(t *testing.T) {
+	bin := os.Getenv("OVERCAST_PEER_OPENSTACK")
+	if bin == "" {
+		t.Skip("OVERCAST_PEER_OPENSTACK names no openstack-cloud-controller-manager binary")
+	}
+	octavia, km := octaviaClient(t), keyManagerClient(t)
+	s := createServer(t, "os-peer-tls-"+suffix())
+	ref := storeByHand(t, km, "os-peer-tls-"+suffix())
+	opts := ccmOptions(cloudConf(t, "OVERCAST_OS_CLOUD_PASSWORD_CONF") + "\n[LoadBalancer]\nprovider-requires-serial-api-calls = true\n")
+	opts.Controllers = []string{"cloud-node", "service"}
+	peer := env.StartBinary(t, bin, "openstack-cloud-controller-manager", opts)
+	env.NewKubelet(t, s.Name, s.fixedIP())
+	waitInitialised(t, s.Name)
+
+	ns := lbNamespace(t)
+	_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: ns, Annotations: map[string]string{"loadbalancer.openstack.org/default-tls-container-ref": ref}},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "https", Protocol: v1.ProtocolTCP, Port: 443}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var lbID string
+	require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+		got, err := env.Client.CoreV1().Services(ns).Get(context.Background(), "tls", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if lbID = got.Annotations["loadbalancer.openstack.org/load-balancer-id"]; lbID == "" || len(got.Status.LoadBalancer.Ingress) == 0 {
+			return fmt.Errorf("the peer has not served it yet")
+		}
+		return nil
+	}))
+	addr := waitIngress(t, ns, "tls")
+	gotRef, proto, err := tlsListener(t, octavia, lbID, 443)
+	require.NoError(t, err)
+	require.Equal(t, ref, gotRef, "the peer's listener terminates TLS with the container")
+	require.Equal(t, "HTTP", proto)
+	before := listenerIDsOf(t, octavia, lbID)
+	peer.Stop()
+
+	opts.Controllers = []string{"cloud-node", "cloud-node-lifecycle", "service"}
+	env.StartCCM(t, opts)
+	assert.Equal(t, addr, waitReady(t, ns, "tls"), "the address is kept")
+	assert.Equal(t, before, listenerIDsOf(t, octavia, lbID), "no listener or pool rebuilt")
+	gotRef, proto, err = tlsListener(t, octavia, lbID, 443)
+	require.NoError(t, err)
+	assert.Equal(t, ref, gotRef)
+	assert.Equal(t, "HTTP", proto)
+
+	deleteSvcAndWait(t, ns, "tls")
+	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+		if _, err := loadbalancers.Get(context.Background(), octavia, lbID).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+			return fmt.Errorf("load balancer %s still there (%w)", lbID, err)
+		}
+		return nil
+	}))
+	_, err = containers.Get(t.Context(), km, ref[strings.LastIndex(ref, "/")+1:]).Extract()
+	assert.NoError(t, err, "the person's container is left as it was")
 }

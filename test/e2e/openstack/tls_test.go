@@ -92,6 +92,28 @@ func tlsListener(t *testing.T, octavia *gophercloud.ServiceClient, lbID string, 
 	return "", "", fmt.Errorf("no listener on %d yet", port)
 }
 
+// storeByHand stores a self-signed certificate and its key in Barbican as a
+// person does before naming the container in default-tls-container-ref: the
+// container's reference (left for reset.sh).
+func storeByHand(t *testing.T, km *gophercloud.ServiceClient, name string) string {
+	t.Helper()
+	cert, key := certificate(t, name+".example")
+	var refs []containers.SecretRef
+	for _, p := range []struct {
+		name    string
+		kind    secrets.SecretType
+		payload []byte
+	}{{"certificate", secrets.CertificateSecret, cert}, {"private_key", secrets.PrivateSecret, key}} {
+		sec, err := secrets.Create(t.Context(), km, secrets.CreateOpts{Name: name + "-" + p.name, SecretType: p.kind,
+			Payload: base64.StdEncoding.EncodeToString(p.payload), PayloadContentType: "application/octet-stream", PayloadContentEncoding: "base64"}).Extract()
+		require.NoError(t, err)
+		refs = append(refs, containers.SecretRef{Name: p.name, SecretRef: sec.SecretRef})
+	}
+	c, err := containers.Create(t.Context(), km, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs}).Extract()
+	require.NoError(t, err)
+	return c.ContainerRef
+}
+
 // TestTLSTerminationWithBarbican: on the real Octavia, validating
 // certificates through the real Barbican, a Service naming a container gets
 // a TERMINATED_HTTPS listener with it (and an HTTP pool); a Service naming a
@@ -117,23 +139,10 @@ func TestTLSTerminationWithBarbican(t *testing.T) {
 	}
 
 	// A container a person stored.
-	cert, key := certificate(t, "by-hand.example")
-	var refs []containers.SecretRef
-	for _, p := range []struct {
-		name    string
-		kind    secrets.SecretType
-		payload []byte
-	}{{"certificate", secrets.CertificateSecret, cert}, {"private_key", secrets.PrivateSecret, key}} {
-		sec, err := secrets.Create(t.Context(), km, secrets.CreateOpts{Name: name + "-" + p.name, SecretType: p.kind,
-			Payload: base64.StdEncoding.EncodeToString(p.payload), PayloadContentType: "application/octet-stream", PayloadContentEncoding: "base64"}).Extract()
-		require.NoError(t, err)
-		refs = append(refs, containers.SecretRef{Name: p.name, SecretRef: sec.SecretRef})
-	}
-	byHand, err := containers.Create(t.Context(), km, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs}).Extract()
-	require.NoError(t, err)
+	byHand := storeByHand(t, km, name)
 	svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "named", Namespace: ns, Annotations: map[string]string{
-			"loadbalancer.openstack.org/default-tls-container-ref": byHand.ContainerRef}},
+			"loadbalancer.openstack.org/default-tls-container-ref": byHand}},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "https", Protocol: v1.ProtocolTCP, Port: 443}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -144,7 +153,7 @@ func TestTLSTerminationWithBarbican(t *testing.T) {
 			return fmt.Errorf("%d load balancers", len(lbs))
 		}
 		ref, proto, err := tlsListener(t, octavia, lbs[0].ID, 443)
-		if err == nil && (ref != byHand.ContainerRef || proto != "HTTP") {
+		if err == nil && (ref != byHand || proto != "HTTP") {
 			err = fmt.Errorf("certificate %s, pool %s", ref, proto)
 		}
 		return err
@@ -153,7 +162,7 @@ func TestTLSTerminationWithBarbican(t *testing.T) {
 	require.Contains(t, barbicanNames(t, km), "container "+name, "a container the Service named is left as it was")
 
 	// A kubernetes.io/tls Secret.
-	cert, key = certificate(t, "one.example")
+	cert, key := certificate(t, "one.example")
 	sec, err := env.Client.CoreV1().Secrets(ns).Create(t.Context(), &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-tls", Namespace: ns},
 		Type: v1.SecretTypeTLS, Data: map[string][]byte{v1.TLSCertKey: cert, v1.TLSPrivateKeyKey: key}}, metav1.CreateOptions{})
 	require.NoError(t, err)
