@@ -14,17 +14,10 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"maps"
-	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/overcast-ccm/overcast/internal/kit"
+	"github.com/overcast-ccm/overcast/internal/selfsigned"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -278,7 +272,7 @@ func newBed(o options, nodes int) (*bed, error) {
 			b.close()
 			return nil, fmt.Errorf("-tls: the %s emulator has no certificate store", o.cloud)
 		}
-		cert, key, err := selfSigned("bench.example")
+		cert, key, err := selfsigned.Pair("bench.example")
 		if err != nil {
 			b.close()
 			return nil, err
@@ -921,23 +915,4 @@ func num(v float64) string {
 		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
-}
-
-// selfSigned is a self-signed PEM certificate for name and its PEM key.
-func selfSigned(name string) (cert, key []byte, err error) {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		return nil, nil, err
-	}
-	kd, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), nil
 }

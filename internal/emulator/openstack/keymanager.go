@@ -227,7 +227,6 @@ func (e *Emulator) deleteSecret(w http.ResponseWriter, r *http.Request) {
 // by limit (default 10) and offset.
 func (e *Emulator) listSecrets(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, offset := pageOf(q)
 	e.lock()
 	defer e.mu.Unlock()
 	_, project := e.caller(r)
@@ -237,19 +236,30 @@ func (e *Emulator) listSecrets(w http.ResponseWriter, r *http.Request) {
 			all = append(all, s)
 		}
 	}
+	writeBarbicanPage(w, r, "secrets", all, func(s *kmSecret) (time.Time, string) { return s.Created, s.ID },
+		func(s *kmSecret) any { return e.secretView(r, s) })
+}
+
+// writeBarbicanPage answers a listing as Barbican does: newest first, paged
+// by limit (default 10, at most 100) and offset, with the total and the next
+// page's URL.
+func writeBarbicanPage[T any](w http.ResponseWriter, r *http.Request, kind string, all []T, key func(T) (time.Time, string), view func(T) any) {
+	limit, offset := pageOf(r.URL.Query())
 	sort.Slice(all, func(i, j int) bool {
-		if !all[i].Created.Equal(all[j].Created) {
-			return all[i].Created.After(all[j].Created)
+		ci, idi := key(all[i])
+		cj, idj := key(all[j])
+		if !ci.Equal(cj) {
+			return ci.After(cj)
 		}
-		return all[i].ID < all[j].ID
+		return idi < idj
 	})
 	page := []any{}
 	for i := offset; i < len(all) && i < offset+limit; i++ {
-		page = append(page, e.secretView(r, all[i]))
+		page = append(page, view(all[i]))
 	}
-	out := map[string]any{"secrets": page, "total": len(all)}
+	out := map[string]any{kind: page, "total": len(all)}
 	if offset+limit < len(all) {
-		out["next"] = fmt.Sprintf("%s%s/secrets?limit=%d&offset=%d", baseURL(r), kmPrefix, limit, offset+limit)
+		out["next"] = fmt.Sprintf("%s%s/%s?limit=%d&offset=%d", baseURL(r), kmPrefix, kind, limit, offset+limit)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -464,7 +474,6 @@ func (e *Emulator) checkTLSRef(ref string, who requester) *apiErr {
 // and type, paged by limit (default 10) and offset.
 func (e *Emulator) listContainers(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, offset := pageOf(q)
 	e.lock()
 	defer e.mu.Unlock()
 	_, project := e.caller(r)
@@ -474,21 +483,8 @@ func (e *Emulator) listContainers(w http.ResponseWriter, r *http.Request) {
 			all = append(all, c)
 		}
 	}
-	sort.Slice(all, func(i, j int) bool {
-		if !all[i].Created.Equal(all[j].Created) {
-			return all[i].Created.After(all[j].Created)
-		}
-		return all[i].ID < all[j].ID
-	})
-	page := []any{}
-	for i := offset; i < len(all) && i < offset+limit; i++ {
-		page = append(page, e.containerView(r, all[i]))
-	}
-	out := map[string]any{"containers": page, "total": len(all)}
-	if offset+limit < len(all) {
-		out["next"] = fmt.Sprintf("%s%s/containers?limit=%d&offset=%d", baseURL(r), kmPrefix, limit, offset+limit)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeBarbicanPage(w, r, "containers", all, func(c *kmContainer) (time.Time, string) { return c.Created, c.ID },
+		func(c *kmContainer) any { return e.containerView(r, c) })
 }
 
 // pageOf reads Barbican's limit (default 10, at most 100) and offset.
