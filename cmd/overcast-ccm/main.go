@@ -2,11 +2,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"          // JSON log format
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
@@ -29,7 +31,16 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
-	cmd, err := ccm.NewCommand(wait.NeverStop, os.Stderr)
+	// SIGTERM (a Pod deleted, a rollout) and SIGINT stop the manager: it
+	// returns, gives its leader Lease up and exits 0, instead of dying by the
+	// signal (143) with the Lease held until it expires. A second signal
+	// kills at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	cmd, err := ccm.NewCommand(ctx.Done(), os.Stderr)
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(1)

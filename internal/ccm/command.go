@@ -5,6 +5,7 @@
 package ccm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/app/config"
@@ -70,6 +72,16 @@ func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) 
 		}
 		return nil
 	}
+	// Stopped (SIGTERM in cmd/overcast-ccm): the Lease goes to another
+	// replica at once, not after the lease duration.
+	run := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := run(cmd, args); err != nil {
+			return err
+		}
+		init.releaseLease()
+		return nil
+	}
 	cmd.SilenceUsage = true
 	// Errors are written where they happen (every problem of a config, the
 	// framework's own); main maps an Exit to its code.
@@ -119,6 +131,16 @@ type cloudInit struct {
 	stderr io.Writer
 	name   string
 	cloud  cloudprovider.Interface
+	// What releasing the leader Lease needs, from the completed config.
+	client               kubernetes.Interface
+	leaseNS, leaseName   string
+	leaderElectionActive bool
+}
+
+func (i *cloudInit) releaseLease() {
+	if i.leaderElectionActive {
+		releaseLease(context.Background(), i.client, i.leaseNS, i.leaseName, i.cloud)
+	}
 }
 
 // build makes the cloud; an invalid configuration is written to stderr, every
@@ -142,6 +164,8 @@ func (i *cloudInit) get(c *config.CompletedConfig) cloudprovider.Interface {
 		// Not reached: PreRunE built it from the same flags.
 		klog.ErrorS(nil, "The cloud provider changed after the flags were read; keeping the first", "first", i.name, "now", cc.Name)
 	}
+	le := c.ComponentConfig.Generic.LeaderElection
+	i.client, i.leaseNS, i.leaseName, i.leaderElectionActive = c.Client, le.ResourceNamespace, le.ResourceName, le.LeaderElect
 	// Called before any informer starts.
 	if err := trimCaches(c.SharedInformers); err != nil {
 		klog.ErrorS(err, "Cannot trim the Node and Service caches; they keep whole objects")

@@ -54,6 +54,11 @@ const (
 	DefaultMaxRetryAfter = 60 * time.Second
 	// DefaultTimeout is the default timeout of a single attempt.
 	DefaultTimeout = 30 * time.Second
+	// DefaultMaxResponseBytes is the default bound on a response body: far
+	// above any page a cloud sends (a page of 1,000 Nova servers is about
+	// 3 MiB), low enough that a broken or hostile endpoint streaming without
+	// end cannot exhaust the CCM's memory.
+	DefaultMaxResponseBytes = 64 << 20
 )
 
 // NoRetries as Config.MaxRetries disables retries: every request is sent once.
@@ -96,6 +101,11 @@ type Config struct {
 	// response body (like http.Client.Timeout, it includes reading the body).
 	// The caller's context deadline still applies on top of it.
 	Timeout time.Duration
+
+	// MaxResponseBytes bounds a response body: reading past it fails with
+	// ErrResponseTooLarge (the SDK's decoding then fails, as for any bad
+	// answer), and a response whose Content-Length says more fails at once.
+	MaxResponseBytes int64
 
 	// Classify names the service and operation of a request for metric labels
 	// and logs. It must not return anything derived from secrets or from
@@ -157,6 +167,7 @@ func checkDuration(field string, v time.Duration) error {
 
 // withDefaults returns c with every zero field replaced by its default.
 func (c Config) withDefaults() Config {
+	orDefault(&c.MaxResponseBytes, DefaultMaxResponseBytes)
 	orDefault(&c.ReadQPS, DefaultReadQPS)
 	orDefault(&c.ReadBurst, DefaultReadBurst)
 	orDefault(&c.WriteQPS, DefaultWriteQPS)

@@ -175,7 +175,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				cancel()
 				return nil, t.fail(req, info, attempt, err)
 			}
-			resp.Body = cancelOnClose(resp.Body, cancel)
+			if resp.ContentLength > t.cfg.MaxResponseBytes {
+				closeBody(resp.Body)
+				cancel()
+				return nil, t.fail(req, info, attempt, fmt.Errorf("%w: %d bytes announced, at most %d read", ErrResponseTooLarge, resp.ContentLength, t.cfg.MaxResponseBytes))
+			}
+			resp.Body = limitBody(cancelOnClose(resp.Body, cancel), t.cfg.MaxResponseBytes)
 			resp.Request = req
 			return resp, nil
 		}
@@ -417,6 +422,44 @@ func drain(body io.ReadCloser) {
 	}
 	_, _ = io.CopyN(io.Discard, body, maxDrain)
 	_ = body.Close()
+}
+
+// ErrResponseTooLarge is a response body beyond Config.MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("cloud API response too large")
+
+// limitBody fails reads past max bytes of body with ErrResponseTooLarge.
+func limitBody(body io.ReadCloser, max int64) io.ReadCloser {
+	if body == nil || body == http.NoBody {
+		return body
+	}
+	if _, ok := body.(io.Writer); ok { // 101 Switching Protocols: a stream, not a body
+		return body
+	}
+	return &limitedBody{ReadCloser: body, left: max, max: max}
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left, max int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly max bytes from a longer one.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n > 0 {
+			return 0, fmt.Errorf("%w: more than %d bytes", ErrResponseTooLarge, b.max)
+		} else if err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // cancelOnClose returns body wrapped so that closing it also cancels the

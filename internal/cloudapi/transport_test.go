@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -534,4 +535,53 @@ func TestNewTransportRejectsAnInvalidConfig(t *testing.T) {
 	_, err = NewClient(Config{Cloud: "oci", Timeout: -time.Second}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Timeout")
+}
+
+// A body past MaxResponseBytes fails to read, whatever the server claims;
+// one announced too large fails before it is read; one within it is whole.
+func TestResponsesAreBounded(t *testing.T) {
+	const max = 1 << 10
+	for _, tc := range []struct {
+		name      string
+		size      int
+		announce  bool
+		wantError bool
+	}{
+		{"exactly the limit", max, false, false},
+		{"one byte more, streamed", max + 1, false, true},
+		{"endless, streamed", 64 * max, false, true},
+		{"announced too large", 2 * max, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				if tc.announce {
+					w.Header().Set("Content-Length", strconv.Itoa(tc.size))
+				}
+				chunk := strings.Repeat("x", 256)
+				for sent := 0; sent < tc.size; sent += len(chunk) {
+					_, _ = io.WriteString(w, chunk[:min(len(chunk), tc.size-sent)])
+					if f, ok := w.(http.Flusher); ok && !tc.announce {
+						f.Flush()
+					}
+				}
+			}))
+			defer srv.Close()
+			c, err := NewClient(Config{Cloud: "test", MaxResponseBytes: max, MaxRetries: NoRetries}, http.DefaultTransport)
+			require.NoError(t, err)
+			resp, err := c.Get(srv.URL)
+			if err == nil {
+				var b []byte
+				b, err = io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if err == nil {
+					assert.Len(t, b, tc.size)
+				}
+			}
+			if tc.wantError {
+				require.ErrorIs(t, err, ErrResponseTooLarge)
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
 }

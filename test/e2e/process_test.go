@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,4 +209,54 @@ func TestSecurePortServesHealthzAndMetrics(t *testing.T) {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		assert.Regexp(t, `(?m)^go_gc_gogc_percent 50$`, body, "the collector runs at 50 % heap growth unless GOGC says otherwise")
 	}
+}
+
+// SIGTERM (a Pod deleted, a rollout) stops the leader cleanly: it exits 0 and
+// gives its Lease up, so the standby leads at its next retry instead of after
+// the lease duration (60 s here, to make the difference plain).
+func TestSIGTERMReleasesTheLeaderLease(t *testing.T) {
+	opts := framework.CCMOptions{
+		CloudConfig: autoConfig(`  - name: p
+    addresses: ["127.1.32.0/28"]`),
+		ExtraArgs: []string{
+			"--leader-elect=true",
+			"--leader-elect-lease-duration=60s",
+			"--leader-elect-renew-deadline=40s",
+			"--leader-elect-retry-period=1s",
+		},
+	}
+	a := env.StartCCMProcess(t, "replica-a", opts)
+	b := env.StartCCMProcess(t, "replica-b", opts)
+	holder := func() string {
+		l, err := env.Client.CoordinationV1().Leases("kube-system").Get(t.Context(), "cloud-controller-manager", metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	var leader, standby *framework.ProcessCCM
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		for _, p := range []*framework.ProcessCCM{a, b} {
+			if strings.Contains(p.Output(), "Successfully acquired lease") {
+				leader, standby = p, map[*framework.ProcessCCM]*framework.ProcessCCM{a: b, b: a}[p]
+				return nil
+			}
+		}
+		return fmt.Errorf("no leader yet")
+	}))
+	first := holder()
+	require.NotEmpty(t, first)
+
+	start := time.Now()
+	require.NoError(t, leader.Cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, leader.Wait(15*time.Second), "the leader exits 0 on SIGTERM")
+	assert.Contains(t, leader.Output(), "Released the leader Lease")
+	require.NoError(t, framework.Poll(30*time.Second, 100*time.Millisecond, func() error {
+		if h := holder(); h == "" || h == first {
+			return fmt.Errorf("holder %q", h)
+		}
+		return nil
+	}), "the standby leads well before the 60 s lease would have expired")
+	t.Logf("failover after SIGTERM: %s (lease duration 60 s, retry period 1 s)", time.Since(start).Round(100*time.Millisecond))
+	assert.Eventually(t, func() bool { return strings.Contains(standby.Output(), "Successfully acquired lease") }, 10*time.Second, 100*time.Millisecond)
 }
