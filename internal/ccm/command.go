@@ -62,6 +62,11 @@ func NewCommand(stop <-chan struct{}, stderr io.Writer) (*cobra.Command, error) 
 		if printVersion(cmd, os.Stdout) {
 			return &Exit{Code: 0}
 		}
+		if g := svc.guard; g.Share < 0 || g.Min < 0 || g.Window < 0 {
+			fmt.Fprintf(stderr, "overcast-ccm: --node-deletion-guard-share, -min and -window must not be negative\n")
+			return &Exit{Code: ExitCodeConfig, Err: errors.New("invalid node deletion guard")}
+		}
+		provider.SetDeletionGuard(svc.guard)
 		cc := opts.KubeCloudShared.CloudProvider
 		if err := init.build(cc.Name, cc.CloudConfigFile); err != nil {
 			return err

@@ -120,6 +120,10 @@ type Base struct {
 
 	kube    atomic.Value // kubernetes.Interface
 	started atomic.Bool
+
+	guardOnce sync.Once
+	guard     *deletionGuard
+	nodes     atomic.Value // corelisters.NodeLister
 }
 
 // Started says whether Start ran: the framework initialises a cloud only in

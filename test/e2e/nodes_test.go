@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -184,4 +185,85 @@ func pick(m map[string]string, keys ...string) map[string]string {
 		}
 	}
 	return out
+}
+
+// The machines of most Nodes vanish at once (credentials of another project, a
+// removed policy): the guard holds their deletion, says so once, and lets a
+// Node go when a person annotates it; a machine back ends the hold.
+func TestNodeDeletionGuardHoldsAMassDisappearance(t *testing.T) {
+	const inv = `instances:
+- name: guard-a
+- name: guard-b
+- name: guard-c
+- name: guard-d
+`
+	cfg, path := localConfig(t, inv, `  - name: p
+    addresses: ["127.1.14.0/28"]`)
+	// A share of 10%: with fewer than 30 Nodes in this shared cluster, more
+	// than 2 vanished at once is held.
+	nodes, err := env.Client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Less(t, len(nodes.Items)+4, 30)
+	env.StartCCM(t, framework.CCMOptions{CloudConfig: cfg, ExtraArgs: []string{"--node-deletion-guard-share=0.1"}})
+	kubelets := map[string]*framework.Kubelet{}
+	for i, name := range []string{"guard-a", "guard-b", "guard-c", "guard-d"} {
+		kubelets[name] = env.NewKubelet(t, name, fmt.Sprintf("127.0.14.%d", i+1))
+	}
+	for name := range kubelets {
+		waitNodeInitialised(t, name)
+	}
+
+	writeInventory(t, path, "instances:\n- name: guard-d\n")
+	for _, name := range []string{"guard-a", "guard-b", "guard-c"} {
+		kubelets[name].StopHeartbeats(true)
+	}
+	var msg string
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		for _, name := range []string{"guard-a", "guard-b", "guard-c"} {
+			evs, err := env.Client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=NodeDeletionHeld"})
+			if err != nil {
+				return err
+			}
+			if len(evs.Items) > 0 {
+				msg = evs.Items[0].Message
+				return nil
+			}
+		}
+		return fmt.Errorf("no NodeDeletionHeld Warning yet")
+	}))
+	assert.Contains(t, msg, "the machines of 3 of the cluster's")
+	assert.Contains(t, msg, "overcast.io/allow-deletion=true")
+	time.Sleep(5 * time.Second) // five lifecycle periods (--node-monitor-period=1s)
+	for _, name := range []string{"guard-a", "guard-b", "guard-c"} {
+		_, err := env.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err, "%s must not be deleted while the guard holds", name)
+	}
+	var warnings int
+	evs, err := env.Client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=NodeDeletionHeld"})
+	require.NoError(t, err)
+	for _, e := range evs.Items {
+		warnings += int(e.Count)
+	}
+	assert.Equal(t, 1, warnings, "one Warning for the hold, not one per Node or per check")
+
+	// A person allows one: it goes, the others stay.
+	_, err = env.Client.CoreV1().Nodes().Patch(t.Context(), "guard-a", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"overcast.io/allow-deletion":"true"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		if _, err := env.Client.CoreV1().Nodes().Get(context.Background(), "guard-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("guard-a still there (%w)", err)
+		}
+		return nil
+	}), "the Node a person allowed is deleted")
+	for _, name := range []string{"guard-b", "guard-c"} {
+		_, err := env.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err, "%s is still held", name)
+	}
+
+	// The machines back: nothing more is held or deleted.
+	writeInventory(t, path, inv)
+	for _, name := range []string{"guard-b", "guard-c"} {
+		require.NoError(t, kubelets[name].ResumeHeartbeats())
+	}
 }

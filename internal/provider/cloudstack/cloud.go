@@ -109,7 +109,7 @@ func (c *Cloud) ProviderName() string { return c.name }
 func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) { return c, true }
 
 // InstancesV2 serves Node initialisation and lifecycle.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c.GuardInstances(c), true }
 
 // Routes is not served: CloudStack guest networks route between their machines themselves.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }

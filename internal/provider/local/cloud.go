@@ -98,6 +98,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 
 // SetInformers gives the cloud the Service and Node caches of the controller manager.
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
+	c.Base.SetInformers(f)
 	svc := f.Core().V1().Services()
 	node := f.Core().V1().Nodes()
 	c.infMu.Lock()
@@ -124,7 +125,7 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 }
 
 // InstancesV2 serves Node initialisation and lifecycle from the inventory.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c.GuardInstances(c), true }
 
 // Routes is not implemented: the local cloud has no routers; pod networking is the CNI's job.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }

@@ -54,6 +54,12 @@ type Cloud struct {
 	// compartmentOf is each instance's compartment as a listing or a
 	// lookup answered: what proves that a 404 means gone.
 	compartmentOf map[string]string
+	// confirmedGone are the instances a listing of their compartment
+	// confirmed gone, and when: asked again (the lifecycle controller's next
+	// pass, the Node deletion guard's survey), they are gone without asking
+	// OCI, whose 404 alone would be doubt now that the compartment is
+	// forgotten.
+	confirmedGone map[string]time.Time
 
 	subnetCache subnetCache
 	// nsgsLeft are the NSGs each Service's load balancer was last taken out
@@ -92,7 +98,7 @@ func New(cfg Config) (*Cloud, error) {
 		return nil, err
 	}
 	principal, _ := creds.(*instancePrincipal)
-	c := &Cloud{cfg: cfg, gw: gw, creds: keys, principal: principal, primary: map[string]bool{}, compartmentOf: map[string]string{},
+	c := &Cloud{cfg: cfg, gw: gw, creds: keys, principal: principal, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{},
 		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
@@ -147,7 +153,7 @@ func (c *Cloud) setKey(cfg Config) (bool, error) {
 func (c *Cloud) ProviderName() string { return ProviderName }
 
 // InstancesV2 serves Node initialisation and lifecycle.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c.GuardInstances(c), true }
 
 // LoadBalancer serves LoadBalancer Services with OCI load balancers, unless
 // the config's loadBalancer.disabled.

@@ -351,6 +351,12 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 	case !errors.Is(err, outcome.ErrNotFound):
 		return false, fmt.Errorf("looking up instance %s: %w", id, err)
 	}
+	c.mu.Lock()
+	at, confirmed := c.confirmedGone[id]
+	c.mu.Unlock()
+	if confirmed && time.Since(at) < confirmedGoneFor {
+		return false, nil
+	}
 	return c.confirmGone(ctx, node, id)
 }
 
@@ -390,9 +396,20 @@ func (c *Cloud) confirmGone(ctx context.Context, node *v1.Node, id string) (bool
 	klog.FromContext(ctx).Info("Instance of Node is gone", "node", klog.KObj(node), "instance", id, "compartment", comp)
 	c.mu.Lock()
 	delete(c.compartmentOf, id)
+	now := time.Now()
+	for old, at := range c.confirmedGone {
+		if now.Sub(at) > confirmedGoneFor {
+			delete(c.confirmedGone, old)
+		}
+	}
+	c.confirmedGone[id] = now
 	c.mu.Unlock()
 	return false, nil
 }
+
+// confirmedGoneFor is how long an instance confirmed gone stays so without
+// asking OCI again (its Node is deleted within seconds of the answer).
+const confirmedGoneFor = 10 * time.Minute
 
 // InstanceShutdown is true for a STOPPING or STOPPED instance.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {

@@ -131,6 +131,11 @@ func TestA404IsGoneOnlyWhenAListingOfTheInstancesCompartmentConfirmsIt(t *testin
 	exists, err := c.InstanceExists(ctx, node)
 	require.NoError(t, err)
 	assert.False(t, exists)
+	// Asked again (the controller's next pass, the deletion guard's survey):
+	// still gone, not doubt for want of the compartment now forgotten.
+	exists, err = c.InstanceExists(ctx, node)
+	require.NoError(t, err)
+	assert.False(t, exists)
 
 	// A CCM that never saw it, and no compartment on the Node: a 404 may be
 	// a missing policy on another compartment, so the Node is kept.

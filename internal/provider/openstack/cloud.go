@@ -123,7 +123,7 @@ func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
 }
 
 // InstancesV2 serves Node initialisation and lifecycle from Nova.
-func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c, true }
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c.GuardInstances(c), true }
 
 // Routes are served through the [Route] router-id router's extraroutes.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
@@ -135,6 +135,7 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
 
 // SetInformers gives the cloud the controller manager's Node cache.
 func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
+	c.Base.SetInformers(f)
 	lister := f.Core().V1().Nodes().Lister()
 	c.mu.Lock()
 	c.nodes = lister
