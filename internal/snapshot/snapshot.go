@@ -211,6 +211,15 @@ func (s *Snapshot[T]) Invalidate() {
 	s.fetched = time.Time{}
 }
 
+// Reset forgets the snapshot: the next Get lists in full, not the changes
+// since the last listing. For when what the listing sees changed as a whole
+// (other credentials, another project), which no change since would say.
+func (s *Snapshot[T]) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fetched, s.mark = time.Time{}, ""
+}
+
 // Put records an instance learnt another way (a direct GET), until the next list.
 func (s *Snapshot[T]) Put(item T) {
 	s.mu.Lock()

@@ -151,4 +151,17 @@ func (c *Cloud) nodeLister() corelisters.NodeLister {
 // setGlobal makes cfg's [Global] settings (credentials, endpoint, TLS) take
 // effect at the next call, which authenticates with them; other sections
 // need a restart.
-func (c *Cloud) setGlobal(cfg Config) (bool, error) { return c.clients.setGlobal(cfg.Global), nil }
+//
+// Other credentials may see another project: the servers are listed anew in
+// full (the changes since the last listing would not say that every server
+// of the old view is out of this one), and the load balancers and floating
+// IPs too.
+func (c *Cloud) setGlobal(cfg Config) (bool, error) {
+	if !c.clients.setGlobal(cfg.Global) {
+		return false, nil
+	}
+	c.servers.Reset()
+	c.index.lbs.Invalidate()
+	c.index.fips.Invalidate()
+	return true, nil
+}
