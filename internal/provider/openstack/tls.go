@@ -182,9 +182,15 @@ func (c *Cloud) readTLSSecret(ctx context.Context, svc *v1.Service, t *tlsSpec) 
 			chain = append(chain, pem.EncodeToMemory(b)...)
 		}
 	}
-	sum := sha256.Sum256(crt)
-	t.secret.cert, t.secret.chain, t.secret.key, t.secret.hash = leaf, chain, key, hex.EncodeToString(sum[:8])
+	t.secret.cert, t.secret.chain, t.secret.key, t.secret.hash = leaf, chain, key, certHash(crt)
 	return nil
+}
+
+// certHash names a Secret's certificate (its tls.crt) in Barbican: public
+// information only, never the key.
+func certHash(crt []byte) string {
+	sum := sha256.Sum256(crt)
+	return hex.EncodeToString(sum[:8])
 }
 
 // tlsStore remembers, per Service, the certificate container this process
@@ -230,6 +236,19 @@ func (t *tlsStore) setSwept(uid types.UID, hash string) {
 	t.swept[uid] = hash
 }
 
+// checkedRef is the named reference read in Barbican for the Service.
+func (t *tlsStore) checkedRef(uid types.UID) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.checked[uid]
+}
+
+func (t *tlsStore) setChecked(uid types.UID, ref string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.checked[uid] = ref
+}
+
 func (t *tlsStore) forget(uid types.UID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -256,10 +275,7 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 	if !t.check {
 		return nil
 	}
-	c.tlsCerts.mu.Lock()
-	done := c.tlsCerts.checked[svc.UID] == t.ref
-	c.tlsCerts.mu.Unlock()
-	if done {
+	if c.tlsCerts.checkedRef(svc.UID) == t.ref {
 		return nil
 	}
 	km, err := c.keyManager(ctx)
@@ -281,9 +297,7 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 	if err != nil {
 		return fmt.Errorf("reading TLS certificate %s in Barbican: %w", t.ref, redact(err))
 	}
-	c.tlsCerts.mu.Lock()
-	c.tlsCerts.checked[svc.UID] = t.ref
-	c.tlsCerts.mu.Unlock()
+	c.tlsCerts.setChecked(svc.UID, t.ref)
 	return nil
 }
 
@@ -326,15 +340,29 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 		c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
 		return nil
 	}
-	refs := []containers.SecretRef{}
+	ref, err := putCertificate(ctx, km, name, sec.cert, sec.key, sec.chain)
+	if err != nil {
+		return fmt.Errorf("storing the certificate of Secret %s/%s in Barbican: %w", svc.Namespace, sec.name, err)
+	}
+	t.ref = ref
+	c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
+	klog.FromContext(ctx).Info("Stored the certificate of a TLS Secret in Barbican", "service", klog.KObj(svc), "secret", sec.name, "container", t.ref)
+	return nil
+}
+
+// putCertificate stores a certificate, its key and intermediates (none:
+// left out) as secrets named name_<part>, and a certificate container name
+// naming them; it returns the container's reference.
+func putCertificate(ctx context.Context, km *gophercloud.ServiceClient, name string, cert, key, chain []byte) (string, error) {
+	var refs []containers.SecretRef
 	for _, part := range []struct {
 		name    string
 		kind    secrets.SecretType
 		payload []byte
 	}{
-		{"certificate", secrets.CertificateSecret, sec.cert},
-		{"private_key", secrets.PrivateSecret, sec.key},
-		{"intermediates", secrets.CertificateSecret, sec.chain},
+		{"certificate", secrets.CertificateSecret, cert},
+		{"private_key", secrets.PrivateSecret, key},
+		{"intermediates", secrets.CertificateSecret, chain},
 	} {
 		if len(part.payload) == 0 {
 			continue
@@ -344,18 +372,15 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 			Payload: base64.StdEncoding.EncodeToString(part.payload), PayloadContentType: "application/octet-stream", PayloadContentEncoding: "base64",
 		}).Extract()
 		if err != nil {
-			return fmt.Errorf("storing the %s of Secret %s/%s in Barbican: %w", strings.ReplaceAll(part.name, "_", " "), svc.Namespace, sec.name, redact(err))
+			return "", fmt.Errorf("the %s: %w", strings.ReplaceAll(part.name, "_", " "), redact(err))
 		}
 		refs = append(refs, containers.SecretRef{Name: part.name, SecretRef: created.SecretRef})
 	}
 	created, err := containers.Create(ctx, km, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs}).Extract()
 	if err != nil {
-		return fmt.Errorf("storing the certificate of Secret %s/%s in Barbican: %w", svc.Namespace, sec.name, redact(err))
+		return "", fmt.Errorf("the container: %w", redact(err))
 	}
-	t.ref = created.ContainerRef
-	c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
-	klog.FromContext(ctx).Info("Stored the certificate of a TLS Secret in Barbican", "service", klog.KObj(svc), "secret", sec.name, "container", t.ref)
-	return nil
+	return created.ContainerRef, nil
 }
 
 // sweepCerts deletes the Service's certificates in Barbican but the one in
@@ -380,7 +405,9 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 		return err
 	}
 	prefix := storedPrefix(svc.UID)
-	keep := func(name string) bool { return keepHash != "" && strings.HasPrefix(name, prefix+keepHash) }
+	// Containers first: they name the secrets.
+	type object struct{ kind, name, ref string }
+	var objs []object
 	cpages, err := containers.List(km, containers.ListOpts{Limit: 100}).AllPages(ctx)
 	if err != nil {
 		return fmt.Errorf("listing Barbican containers: %w", redact(err))
@@ -389,15 +416,8 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 	if err != nil {
 		return err
 	}
-	deleted := 0
 	for _, ct := range cs {
-		if !strings.HasPrefix(ct.Name, prefix) || keep(ct.Name) {
-			continue
-		}
-		if err := containers.Delete(ctx, km, lastSegment(ct.ContainerRef)).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return fmt.Errorf("deleting Barbican container %s: %w", ct.ContainerRef, redact(err))
-		}
-		deleted++
+		objs = append(objs, object{"container", ct.Name, ct.ContainerRef})
 	}
 	spages, err := secrets.List(km, secrets.ListOpts{Limit: 100}).AllPages(ctx)
 	if err != nil {
@@ -407,12 +427,22 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 	if err != nil {
 		return err
 	}
-	for _, s := range ss {
-		if !strings.HasPrefix(s.Name, prefix) || keep(s.Name) {
+	for _, sc := range ss {
+		objs = append(objs, object{"secret", sc.Name, sc.SecretRef})
+	}
+	deleted := 0
+	for _, o := range objs {
+		if !strings.HasPrefix(o.name, prefix) || keepHash != "" && strings.HasPrefix(o.name, prefix+keepHash) {
 			continue
 		}
-		if err := secrets.Delete(ctx, km, lastSegment(s.SecretRef)).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return fmt.Errorf("deleting Barbican secret %s: %w", s.SecretRef, redact(err))
+		var err error
+		if o.kind == "container" {
+			err = containers.Delete(ctx, km, lastSegment(o.ref)).ExtractErr()
+		} else {
+			err = secrets.Delete(ctx, km, lastSegment(o.ref)).ExtractErr()
+		}
+		if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return fmt.Errorf("deleting Barbican %s %s: %w", o.kind, o.ref, redact(err))
 		}
 		deleted++
 	}
@@ -466,8 +496,7 @@ func (c *Cloud) secretRotated(ctx context.Context, svc *v1.Service) string {
 		// (never taken away on doubt); the Service's next sync says why.
 		return ""
 	}
-	sum := sha256.Sum256(sec.Data[v1.TLSCertKey])
-	if hex.EncodeToString(sum[:8]) != have.hash {
+	if certHash(sec.Data[v1.TLSCertKey]) != have.hash {
 		return fmt.Sprintf("TLS Secret %s/%s holds a new certificate", svc.Namespace, name)
 	}
 	return ""

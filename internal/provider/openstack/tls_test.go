@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"context"
-	"encoding/base64"
 	"os"
 	"strconv"
 	"strings"
@@ -40,22 +39,18 @@ func storeContainer(t *testing.T, c *Cloud, name string, cert, key []byte) strin
 	t.Helper()
 	km, err := c.clients.keyManagerClient(t.Context())
 	require.NoError(t, err)
-	var refs []containers.SecretRef
-	for _, p := range []struct {
-		name    string
-		kind    secrets.SecretType
-		payload []byte
-	}{{"certificate", secrets.CertificateSecret, cert}, {"private_key", secrets.PrivateSecret, key}} {
-		s, err := secrets.Create(t.Context(), km, secrets.CreateOpts{Name: name + "-" + p.name, SecretType: p.kind,
-			Payload: base64.StdEncoding.EncodeToString(p.payload), PayloadContentType: "application/octet-stream", PayloadContentEncoding: "base64"}).Extract()
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = secrets.Delete(context.Background(), km, lastSegment(s.SecretRef)).ExtractErr() })
-		refs = append(refs, containers.SecretRef{Name: p.name, SecretRef: s.SecretRef})
-	}
-	ct, err := containers.Create(t.Context(), km, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs}).Extract()
+	ref, err := putCertificate(t.Context(), km, name, cert, key, nil)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = containers.Delete(context.Background(), km, lastSegment(ct.ContainerRef)).ExtractErr() })
-	return ct.ContainerRef
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if ct, err := containers.Get(ctx, km, lastSegment(ref)).Extract(); err == nil {
+			_ = containers.Delete(ctx, km, lastSegment(ref)).ExtractErr()
+			for _, s := range ct.SecretRefs {
+				_ = secrets.Delete(ctx, km, lastSegment(s.SecretRef)).ExtractErr()
+			}
+		}
+	})
+	return ref
 }
 
 // tlsListeners is each listener as "PROTO/port" with its certificate, and
