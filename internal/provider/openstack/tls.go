@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
@@ -150,6 +151,11 @@ func (c *Cloud) readTLSSecret(ctx context.Context, svc *v1.Service, t *tlsSpec) 
 		return errors.New("no Kubernetes client yet to read the TLS Secret")
 	}
 	name := t.secret.name
+	ref := svc.Namespace + "/" + name
+	if read, ok := c.tlsCerts.readSecret(ref); ok {
+		*t.secret = read
+		return nil
+	}
 	sec, err := kube.CoreV1().Secrets(svc.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -183,6 +189,7 @@ func (c *Cloud) readTLSSecret(ctx context.Context, svc *v1.Service, t *tlsSpec) 
 		}
 	}
 	t.secret.cert, t.secret.chain, t.secret.key, t.secret.hash = leaf, chain, key, certHash(crt)
+	c.tlsCerts.keepSecret(ref, *t.secret)
 	return nil
 }
 
@@ -196,7 +203,12 @@ func certHash(crt []byte) string {
 // tlsStore remembers, per Service, the certificate container this process
 // stored or found for it, and whether older ones may be left in Barbican.
 type tlsStore struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// secrets are the TLS Secrets read lately ("<namespace>/<name>"): a
+	// Service's every sync (a Node change among them) reads its Secret, which
+	// would be an apiserver request per Service per Node change. A rotation is
+	// seen by the drift check, which reads the Secret itself (secretRotated).
+	secrets map[string]readSecret
 	stored  map[types.UID]storedCert
 	swept   map[types.UID]string // the hash of the one certificate left of the Service in Barbican
 	checked map[types.UID]string // the named reference read in Barbican, per Service
@@ -204,8 +216,44 @@ type tlsStore struct {
 
 type storedCert struct{ hash, ref string }
 
+type readSecret struct {
+	secret tlsSecret
+	at     time.Time
+}
+
+// secretReadFor is how long a Secret read stands for the syncs of its
+// Services.
+const secretReadFor = time.Minute
+
+func (t *tlsStore) readSecret(ref string) (tlsSecret, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r, ok := t.secrets[ref]
+	if !ok || time.Since(r.at) > secretReadFor {
+		return tlsSecret{}, false
+	}
+	return r.secret, true
+}
+
+func (t *tlsStore) keepSecret(ref string, s tlsSecret) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, r := range t.secrets {
+		if time.Since(r.at) > secretReadFor {
+			delete(t.secrets, k)
+		}
+	}
+	t.secrets[ref] = readSecret{secret: s, at: time.Now()}
+}
+
+func (t *tlsStore) dropSecret(ref string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.secrets, ref)
+}
+
 func newTLSStore() *tlsStore {
-	return &tlsStore{stored: map[types.UID]storedCert{}, swept: map[types.UID]string{}, checked: map[types.UID]string{}}
+	return &tlsStore{secrets: map[string]readSecret{}, stored: map[types.UID]storedCert{}, swept: map[types.UID]string{}, checked: map[types.UID]string{}}
 }
 
 func (t *tlsStore) get(uid types.UID) (storedCert, bool) {
@@ -497,6 +545,7 @@ func (c *Cloud) secretRotated(ctx context.Context, svc *v1.Service) string {
 		return ""
 	}
 	if certHash(sec.Data[v1.TLSCertKey]) != have.hash {
+		c.tlsCerts.dropSecret(svc.Namespace + "/" + name) // the sync it causes reads it anew
 		return fmt.Sprintf("TLS Secret %s/%s holds a new certificate", svc.Namespace, name)
 	}
 	return ""
