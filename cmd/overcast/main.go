@@ -2,7 +2,8 @@
 // this machine: etcd, kube-apiserver, overcast-ccm on the local cloud (or on a
 // cloud's emulator), three simulated nodes and a demo LoadBalancer Service (this
 // is `make run`). `overcast emulate <cloud>` runs a cloud's emulator alone.
-// `overcast doctor` checks a cluster and a cloud for what overcast-ccm needs.
+// `overcast doctor` checks a cluster and a cloud for what overcast-ccm needs;
+// `overcast sweep` lists (and removes) what gone Services left in the cloud.
 package main
 
 import (
@@ -30,6 +31,10 @@ commands:
            credentials, RBAC, kubelets, Nodes to instances, leader Lease
            (overcast doctor --cloud-provider=openstack --cloud-config=cloud.conf
            [--kubeconfig FILE]; exit status 1 when a check fails)
+  sweep    list the cloud objects this cluster made for Services that are gone;
+           --delete removes them (never another cluster's, nor what no
+           overcast-ccm made): overcast sweep --cloud-provider=openstack
+           --cloud-config=cloud.conf [--kubeconfig FILE] [--delete]
 `
 }
 
@@ -51,6 +56,11 @@ func main() {
 	case "doctor":
 		err = runDoctor(os.Args[2:], os.Stdout)
 		if errors.Is(err, errChecksFailed) {
+			os.Exit(1)
+		}
+	case "sweep":
+		err = runSweep(os.Args[2:], os.Stdout)
+		if errors.Is(err, errLeftoversRemain) {
 			os.Exit(1)
 		}
 	case "-h", "--help", "help":

@@ -124,10 +124,14 @@ func isNotFound(err error) bool { return errors.Is(err, outcome.ErrNotFound) }
 type address struct {
 	ID, IP, State, Network, VPC string
 	Tags                        map[string]string
+	// SourceNAT, StaticNAT: the network's own address, or one mapped to a
+	// machine; never a load balancer's.
+	SourceNAT, StaticNAT bool
 }
 
 func toAddress(a *cs.PublicIpAddress) address {
-	return address{ID: a.Id, IP: a.Ipaddress, State: a.State, Network: a.Associatednetworkid, VPC: a.Vpcid, Tags: tagMap(a.Tags)}
+	return address{ID: a.Id, IP: a.Ipaddress, State: a.State, Network: a.Associatednetworkid, VPC: a.Vpcid, Tags: tagMap(a.Tags),
+		SourceNAT: a.Issourcenat, StaticNAT: a.Isstaticnat}
 }
 
 // associated is the address an associateIpAddress job's result names.
@@ -165,14 +169,17 @@ func (gw *gateway) addressParams() (*cs.ListPublicIpAddressesParams, error) {
 	return p, nil
 }
 
-// addressesTagged lists the public addresses carrying every tag of tags.
+// addressesTagged lists the public addresses carrying every tag of tags
+// (nil: every allocated address).
 func (gw *gateway) addressesTagged(tags map[string]string) ([]address, error) {
 	return pages(gw, func(page, size int) ([]address, int, error) {
 		p, err := gw.addressParams()
 		if err != nil {
 			return nil, 0, err
 		}
-		p.SetTags(tags)
+		if len(tags) > 0 {
+			p.SetTags(tags)
+		}
 		p.SetPage(page)
 		p.SetPagesize(size)
 		r, err := gw.cs().Address.ListPublicIpAddresses(p)

@@ -308,6 +308,45 @@ func (t *tlsStore) forget(uid types.UID) {
 // storedPrefix starts the Barbican names of a Service's certificates.
 func storedPrefix(uid types.UID) string { return "overcast-tls_" + string(uid) + "_" }
 
+// storedName is the Barbican name of a Service's certificate container:
+// overcast-tls_<Service UID>_<hash>_<cluster UID>, its secrets' names that
+// and _<part>. The cluster's UID tells `overcast sweep` whose it is once its
+// Service is gone (another cluster may store its certificates in the same
+// project).
+func storedName(uid types.UID, hash, cluster string) string {
+	return storedPrefix(uid) + hash + "_" + cluster
+}
+
+// certParts are the suffixes of a stored certificate's secrets.
+var certParts = []string{"certificate", "private_key", "intermediates"}
+
+// parseStoredName reads a Barbican name storedName (or a secret's) made:
+// the Service's UID and the cluster's ("" in names made before it was
+// recorded); ok false for a name that is not ours.
+func parseStoredName(name string) (uid types.UID, cluster string, ok bool) {
+	rest, found := strings.CutPrefix(name, "overcast-tls_")
+	if !found {
+		return "", "", false
+	}
+	parts := strings.SplitN(rest, "_", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return "", "", false
+	}
+	uid, cluster = types.UID(parts[0]), ""
+	if len(parts) == 3 {
+		cluster = parts[2]
+		for _, p := range certParts {
+			if cluster == p {
+				return uid, "", true
+			}
+			if c, cut := strings.CutSuffix(cluster, "_"+p); cut {
+				return uid, c, true
+			}
+		}
+	}
+	return uid, cluster, true
+}
+
 // prepareTLS makes the spec's certificate ready before a listener is built
 // with it: a named reference is read in Barbican (once per reference and
 // Service in this process); a Secret's certificate is found in Barbican, or
@@ -373,7 +412,7 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 	if err != nil {
 		return err
 	}
-	name := storedPrefix(svc.UID) + sec.hash
+	name := storedName(svc.UID, sec.hash, c.Cluster.Get())
 	pages, err := containers.List(km, containers.ListOpts{Name: name, Limit: 10}).AllPages(ctx)
 	if err != nil {
 		return fmt.Errorf("listing Barbican containers: %w", redact(err))
@@ -408,9 +447,9 @@ func putCertificate(ctx context.Context, km *gophercloud.ServiceClient, name str
 		kind    secrets.SecretType
 		payload []byte
 	}{
-		{"certificate", secrets.CertificateSecret, cert},
-		{"private_key", secrets.PrivateSecret, key},
-		{"intermediates", secrets.CertificateSecret, chain},
+		{certParts[0], secrets.CertificateSecret, cert},
+		{certParts[1], secrets.PrivateSecret, key},
+		{certParts[2], secrets.CertificateSecret, chain},
 	} {
 		if len(part.payload) == 0 {
 			continue

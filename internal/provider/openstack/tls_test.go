@@ -74,7 +74,7 @@ func tlsListeners(t *testing.T, octavia *gophercloud.ServiceClient, lbID string)
 }
 
 // storedNames are the names of the Barbican containers and secrets of the
-// Service's certificates.
+// Service's certificates, without the prefix and the cluster's UID.
 func storedNames(t *testing.T, c *Cloud, svc *v1.Service) []string {
 	t.Helper()
 	km, err := c.clients.keyManagerClient(t.Context())
@@ -86,7 +86,7 @@ func storedNames(t *testing.T, c *Cloud, svc *v1.Service) []string {
 	require.NoError(t, err)
 	for _, ct := range cs {
 		if strings.HasPrefix(ct.Name, storedPrefix(svc.UID)) {
-			out = append(out, "container "+strings.TrimPrefix(ct.Name, storedPrefix(svc.UID)))
+			out = append(out, "container "+strings.Replace(strings.TrimPrefix(ct.Name, storedPrefix(svc.UID)), "_"+c.Cluster.Get(), "", 1))
 		}
 	}
 	sp, err := secrets.List(km, secrets.ListOpts{Limit: 100}).AllPages(t.Context())
@@ -95,7 +95,7 @@ func storedNames(t *testing.T, c *Cloud, svc *v1.Service) []string {
 	require.NoError(t, err)
 	for _, s := range ss {
 		if strings.HasPrefix(s.Name, storedPrefix(svc.UID)) {
-			out = append(out, "secret "+strings.TrimPrefix(s.Name, storedPrefix(svc.UID)))
+			out = append(out, "secret "+strings.Replace(strings.TrimPrefix(s.Name, storedPrefix(svc.UID)), "_"+c.Cluster.Get(), "", 1))
 		}
 	}
 	return out
