@@ -2,7 +2,9 @@ package oci
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -16,10 +18,11 @@ var _ provider.Sweeper = (*Cloud)(nil)
 // the freeform tags it puts on them (this cluster's UID and the Service's):
 // load balancers and network load balancers (their listeners, backend sets
 // and certificates go with them) and the Services' frontend network security
-// groups. Three listings of the compartment; nothing is changed. The rules a
-// Service opened in security lists and backend NSGs carry no tag: they are
-// removed by the delete path of the Service whose load balancer or NSG is
-// left over, and not listed on their own.
+// groups, and the rules it marked in the security lists of the load
+// balancer and node subnets. Three listings of the compartment and a read
+// of each security list; nothing is changed. Rules in backend NSGs a Service
+// named by annotation are not listed: the Service's delete path removes them
+// while its annotation names the NSG.
 func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]provider.Leftover, error) {
 	cluster := c.Cluster.Get()
 	if cluster == "" {
@@ -55,7 +58,71 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 		out = append(out, provider.Leftover{Kind: "network security group", ID: g.ID, Name: g.DisplayName,
 			Owner: owners.Of(uid, ns, name), Removable: true, Note: "its Service is gone"})
 	}
+	rules, err := c.ruleLeftovers(ctx, cluster, live, &owners)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, rules...)
 	provider.SortLeftovers(out)
+	return out, nil
+}
+
+// ruleLeftovers are the rules of gone Services in the security lists of
+// the configured load balancer subnets and of the nodes' subnets, known by
+// their mark (overcast:<cluster UID>/<Service UID>).
+func (c *Cloud) ruleLeftovers(ctx context.Context, cluster string, live provider.Live, owners *provider.Owners) ([]provider.Leftover, error) {
+	var subnets []string
+	if lb := c.cfg.LoadBalancer; lb != nil {
+		for _, id := range []string{lb.Subnet1, lb.Subnet2} {
+			if id != "" {
+				subnets = append(subnets, id)
+			}
+		}
+	}
+	nodes, err := c.allNodeSubnets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var lists []string
+	for _, id := range append(subnets, nodes...) {
+		_, sl, err := c.subnetList(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(lists, sl) {
+			lists = append(lists, sl)
+		}
+	}
+	prefix := markPrefix + cluster + "/"
+	var out []provider.Leftover
+	for _, id := range lists {
+		sl, err := c.gw.securityList(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		for dir, raws := range map[string][]json.RawMessage{"ingress": sl.Ingress, "egress": sl.Egress} {
+			for _, raw := range raws {
+				var r struct {
+					Description string `json:"description"`
+				}
+				if json.Unmarshal(raw, &r) != nil {
+					continue
+				}
+				rest, ok := strings.CutPrefix(r.Description, prefix)
+				if !ok {
+					continue
+				}
+				uidPart, nsName, _ := strings.Cut(rest, " ")
+				uid := types.UID(uidPart)
+				if uid == "" || live.HasUID(uid) {
+					continue
+				}
+				ns, name, _ := strings.Cut(nsName, "/")
+				out = append(out, provider.Leftover{Kind: "security list rule", ID: id, Name: dir + " " + r.Description,
+					Owner: owners.Of(uid, ns, name), Removable: true, Note: "its Service is gone"})
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -1,0 +1,112 @@
+package cloudstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/cloud-provider/api"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/provider"
+)
+
+func leftoverRows(ls []provider.Leftover, who map[string]string) []string {
+	var out []string
+	for _, l := range ls {
+		name := "-"
+		if l.Owner != nil {
+			var ok bool
+			if name, ok = who[string(l.Owner.UID)]; !ok {
+				name = "unexpected " + string(l.Owner.UID)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s of %s removable=%v", l.Kind, name, l.Removable))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The sweep lists the address and rules of a gone Service, the rules a gone
+// Service put on a live one's address, and an untagged address with no rule
+// on the cluster's network (never removable); another cluster's never. The
+// gone Services' delete paths remove what is listed removable, and only that.
+func TestSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1")
+	cfg, err := Read(strings.NewReader(f.emu.CloudConfig()))
+	require.NoError(t, err)
+	other, err := New(cfg, ProviderName)
+	require.NoError(t, err)
+	other.Cluster.Set("another-cluster")
+	other.jobs.took, other.jobs.margin = 0, 0
+
+	port := func(p int32) v1.ServicePort {
+		return v1.ServicePort{Name: "p", Protocol: v1.ProtocolTCP, Port: p, NodePort: 30000 + p}
+	}
+	kept, gone, theirs := service("kept", port(80)), service("gone-svc", port(80)), service("theirs-svc-x", port(80))
+	st, err := f.ensure(kept, nodes)
+	require.NoError(t, err)
+	_, err = f.ensure(gone, nodes)
+	require.NoError(t, err)
+	sharer := service("sharer-of-kept", port(8080))
+	sharer.Spec.LoadBalancerIP = st.Ingress[0].IP
+	_, err = f.ensure(sharer, nodes)
+	require.NoError(t, err)
+	for range 30 {
+		_, err = other.EnsureLoadBalancer(context.Background(), "kubernetes", theirs, nodes)
+		if !errors.As(err, new(*api.RetryError)) {
+			break
+		}
+	}
+	require.NoError(t, err)
+	fx := f.emu.Fixture()
+	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
+	p := user.Address.NewAssociateIpAddressParams()
+	p.SetNetworkid(fx.NetworkID)
+	untagged, err := user.Address.AssociateIpAddress(p)
+	require.NoError(t, err)
+	rulesBefore, addressesBefore := len(f.rules()), len(f.addresses())
+
+	live := provider.NewLive([]v1.Service{*kept})
+	who := map[string]string{string(gone.UID): "gone", strings.TrimPrefix(lbName(sharer), "a"): "sharer"}
+	ls, err := f.c.Leftovers(context.Background(), "kubernetes", live)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"load balancer rule of gone removable=true",
+		"load balancer rule of sharer removable=true",
+		"public address of - removable=false",
+		"public address of gone removable=true",
+	}, leftoverRows(ls, who))
+	assert.Equal(t, rulesBefore, len(f.rules()), "listing changes nothing")
+	assert.Equal(t, addressesBefore, len(f.addresses()))
+
+	seen := map[*v1.Service]bool{}
+	for _, l := range ls {
+		if l.Removable && !seen[l.Owner] {
+			seen[l.Owner] = true
+			f.remove(l.Owner)
+		}
+	}
+	ls, err = f.c.Leftovers(context.Background(), "kubernetes", live)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"public address of - removable=false"}, leftoverRows(ls, who))
+	var names, ips []string
+	for _, r := range f.rules() {
+		names = append(names, r.Name)
+	}
+	for _, a := range f.addresses() {
+		ips = append(ips, a.Ipaddress)
+	}
+	assert.ElementsMatch(t, []string{lbName(kept) + "-tcp-80", lbName(theirs) + "-tcp-80"}, names, "the live Service's rule and the other cluster's stay")
+	assert.Contains(t, ips, st.Ingress[0].IP, "the live Service's address stays")
+	assert.Contains(t, ips, untagged.Ipaddress, "the untagged address stays")
+	assert.Len(t, ips, 3, "and the other cluster's")
+}
