@@ -54,9 +54,9 @@ func cloudStackLBCloud(t *testing.T, third, n int) *lbCloud {
 func cloudStackLBCloudOn(t *testing.T, third, n int) (*lbCloud, *emulator.Emulator) {
 	t.Helper()
 	e := cloudStackEmulator(t, third)
-	env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig(),
+	ccm := env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig(),
 		ExtraArgs: []string{"--load-balancer-drift-period=2s"}})
-	c := &lbCloud{name: "cloudstack"}
+	c := &lbCloud{name: "cloudstack", ccm: ccm, conf: e.CloudConfig()}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("cs%d-node-%d", third, i)
 		_, ip := e.AddMachine(name)

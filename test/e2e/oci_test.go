@@ -153,9 +153,9 @@ func ociLBs(t *testing.T, c loadbalancer.LoadBalancerClient, e *emulator.Emulato
 func ociLBCloud(t *testing.T, third, n int) *lbCloud {
 	t.Helper()
 	e := ociEmulator(t, third)
-	env.StartCCM(t, framework.CCMOptions{Cloud: "oci", CloudConfig: e.CloudConfig(),
+	ccm := env.StartCCM(t, framework.CCMOptions{Cloud: "oci", CloudConfig: e.CloudConfig(),
 		ExtraArgs: []string{"--load-balancer-drift-period=2s"}})
-	c := &lbCloud{name: "oci", ociEmu: e}
+	c := &lbCloud{name: "oci", ociEmu: e, ccm: ccm, conf: e.CloudConfig()}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("oci%d-node-%d", third, i)
 		_, ip := e.AddMachine(name)

@@ -53,6 +53,9 @@ type lbCloud struct {
 	octavia, network *gophercloud.ServiceClient
 	// The OCI emulator.
 	ociEmu *ociemulator.Emulator
+	// ccm is the CCM on the cloud; conf its cloud config (none for local).
+	ccm  *framework.InProcessCCM
+	conf string
 }
 
 // localLBCloud: the local cloud with n Nodes on 127.0.third.x and a pool on
@@ -89,9 +92,9 @@ func openStackLBCloud(t *testing.T, third, n int) *lbCloud {
 	t.Helper()
 	e := coretest.Serve(t, emulator.New(emulator.Options{ProvisioningDelay: 300 * time.Millisecond, ServeTraffic: true,
 		PrivateCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.2.%d.0/24", third)}), nil)
-	env.StartCCM(t, framework.CCMOptions{Cloud: "openstack", CloudConfig: e.CloudConf(),
+	ccm := env.StartCCM(t, framework.CCMOptions{Cloud: "openstack", CloudConfig: e.CloudConf(),
 		ExtraArgs: []string{"--load-balancer-drift-period=2s"}})
-	c := &lbCloud{name: "openstack"}
+	c := &lbCloud{name: "openstack", ccm: ccm, conf: e.CloudConf()}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("os%d-node-%d", third, i)
 		_, ip := e.AddServer(emulator.ServerSpec{Name: name})

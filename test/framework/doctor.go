@@ -13,19 +13,26 @@ import (
 // holding conf> args...` and returns its output and exit status.
 func RunDoctor(t testing.TB, bin, cloud, conf string, args ...string) (string, int) {
 	t.Helper()
+	return RunCLI(t, bin, "doctor", cloud, conf, args...)
+}
+
+// RunCLI runs `<bin> <command> --cloud-provider=<cloud> --cloud-config=<a
+// file holding conf> args...` and returns its output and exit status.
+func RunCLI(t testing.TB, bin, command, cloud, conf string, args ...string) (string, int) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "cloud.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	argv := append([]string{"doctor", "--cloud-provider=" + cloud, "--cloud-config=" + path}, args...)
+	argv := append([]string{command, "--cloud-provider=" + cloud, "--cloud-config=" + path}, args...)
 	out, err := exec.CommandContext(t.Context(), bin, argv...).CombinedOutput()
-	t.Logf("overcast doctor:\n%s", out)
+	t.Logf("overcast %s:\n%s", command, out)
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
 		return string(out), exit.ExitCode()
 	case err != nil:
-		t.Fatalf("%s doctor: %v", bin, err)
+		t.Fatalf("%s %s: %v", bin, command, err)
 	}
 	return string(out), 0
 }

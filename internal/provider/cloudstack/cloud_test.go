@@ -315,7 +315,7 @@ func TestTCPAndUDPOnOnePortShareAnAddressAndTheirOpenings(t *testing.T) {
 	for _, tg := range addrs[0].Tags {
 		tags[tg.Key] = tg.Value
 	}
-	assert.Equal(t, map[string]string{tagCluster: clusterUID, tagService: string(svc.UID)}, tags)
+	assert.Equal(t, map[string]string{tagCluster: clusterUID, tagService: string(svc.UID), tagServiceName: "default/dns"}, tags)
 
 	// Unchanged: a pass writes nothing.
 	f.emu.ResetCalls()

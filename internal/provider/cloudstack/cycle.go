@@ -32,6 +32,9 @@ import (
 const (
 	tagCluster = "overcast-cluster"
 	tagService = "overcast-service"
+	// tagServiceName is the Service's namespace/name, for a person (and
+	// `overcast sweep`) once the Service is gone; never used to find.
+	tagServiceName = "overcast-service-name"
 )
 
 const (
@@ -71,6 +74,14 @@ func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, lbState] {
 
 func (c *Cloud) ownTags(svc *v1.Service) map[string]string {
 	return map[string]string{tagCluster: c.Cluster.Get(), tagService: string(svc.UID)}
+}
+
+// newTags are what this CCM tags an object with: ownTags and the Service's
+// name.
+func (c *Cloud) newTags(svc *v1.Service) map[string]string {
+	t := c.ownTags(svc)
+	t[tagServiceName] = svc.Namespace + "/" + svc.Name
+	return t
 }
 
 // owns says whether the address was associated by this CCM for the Service.
@@ -223,7 +234,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return "", fmt.Errorf("cannot associate a public address: %w", err)
 	}
 	s.jobs.add(svc.UID, job, "associating public address "+id)
-	tagJob, err := s.gw.tag("PublicIpAddress", []string{id}, s.ownTags(svc))
+	tagJob, err := s.gw.tag("PublicIpAddress", []string{id}, s.newTags(svc))
 	if err != nil {
 		// An address without its tags would be nobody's: give it back.
 		if _, rerr := s.gw.disassociate(id); rerr != nil {
@@ -655,7 +666,7 @@ func (s steps) convergeOpenings(svc *v1.Service, spec lbSpec, st lbState, op ope
 		changes++
 	}
 	if len(created) > 0 {
-		job, err := s.gw.tag("NetworkACL", created, s.ownTags(svc))
+		job, err := s.gw.tag("NetworkACL", created, s.newTags(svc))
 		if err != nil {
 			return 0, fmt.Errorf("cannot tag ACL items %s: %w", strings.Join(created, ", "), err)
 		}
@@ -680,7 +691,7 @@ func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a address) (bo
 	if err != nil || !found || len(got.Tags) > 0 {
 		return false, err
 	}
-	job, err := s.gw.tag("PublicIpAddress", []string{a.ID}, s.ownTags(svc))
+	job, err := s.gw.tag("PublicIpAddress", []string{a.ID}, s.newTags(svc))
 	if err != nil {
 		return false, fmt.Errorf("cannot adopt public address %s: %w", a.IP, err)
 	}

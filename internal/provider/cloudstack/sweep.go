@@ -49,8 +49,9 @@ func (c *Cloud) Leftovers(_ context.Context, _ string, live provider.Live) ([]pr
 		if uid == "" || live.HasUID(uid) {
 			continue
 		}
+		ns, name, _ := strings.Cut(a.Tags[tagServiceName], "/")
 		out = append(out, provider.Leftover{Kind: "public address", ID: a.ID, Name: a.IP,
-			Owner: owners.Of(uid, "", ""), Removable: true, Note: "its Service is gone"})
+			Owner: owners.Of(uid, ns, name), Removable: true, Note: "its Service is gone"})
 	}
 	withRules := map[string]bool{}
 	for _, r := range rules {
