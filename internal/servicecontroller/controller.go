@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,12 +56,18 @@ const (
 	// within this period and one sync.
 	DefaultDriftPeriod = 3 * time.Minute
 	// warnAfter is how many failed passes in a row an error not known to need a
-	// person (a timeout, a 5xx) takes before it is a Warning Event.
+	// person (a timeout, a 5xx) takes before it is a Warning Event, the only
+	// one until a pass succeeds.
 	warnAfter = 3
 	// Failed passes are retried after 5 s, doubling up to 5 min, as the
 	// framework's controller does.
 	minRetryDelay = 5 * time.Second
 	maxRetryDelay = 5 * time.Minute
+	// probeInterval is how often one Service in backoff for an unreachable
+	// cloud is tried anyway: its success ends every other one's backoff, so
+	// that all converge within about this of the cloud's recovery, not after
+	// up to maxRetryDelay, for two passes a minute whatever their number.
+	probeInterval = 30 * time.Second
 	// nodesKey is the one key of the Node queue: every Node event asks for one
 	// look at the set of Nodes, however many came at once.
 	nodesKey = "nodes"
@@ -125,6 +132,12 @@ type Controller struct {
 
 	mu    sync.Mutex
 	state map[string]*serviceState // by namespace/name
+	// failing are the Services whose last pass failed with an error not
+	// known to need a person (a timeout, a 5xx: the cloud unreachable), in
+	// backoff; recovery requeues them at once (recovered), a probe tries one
+	// of them every probeInterval (probe). Guarded by mu.
+	failing map[string]bool
+	probed  string // the key the last probe tried
 }
 
 // serviceState is what the controller remembers of a Service between passes:
@@ -194,7 +207,8 @@ func New(cloud cloudprovider.Interface, kube clientset.Interface, services corei
 		nodeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](minRetryDelay, maxRetryDelay),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "node"}),
-		state: map[string]*serviceState{},
+		state:   map[string]*serviceState{},
+		failing: map[string]bool{},
 	}
 	c.drifter, _ = cloud.(Drifter)
 	if d, ok := balancer.(Drifter); ok {
@@ -291,6 +305,7 @@ func (c *Controller) Run(ctx context.Context) {
 	if c.drifter != nil && c.opts.DriftPeriod > 0 {
 		go wait.JitterUntilWithContext(ctx, c.checkDrift, c.opts.DriftPeriod, 0.1, false)
 	}
+	go wait.UntilWithContext(ctx, func(context.Context) { c.probe() }, probeInterval)
 	<-ctx.Done()
 }
 
@@ -314,13 +329,81 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	case err != nil:
 		klog.FromContext(ctx).V(2).Info("Service sync failed; retrying with backoff", "service", key, "err", err)
 		c.queue.AddRateLimited(key)
+		return true
 	case after > 0:
 		c.queue.Forget(key)
 		c.queue.AddAfter(key, after)
 	default:
 		c.queue.Forget(key)
 	}
+	c.recovered(ctx, key)
 	return true
+}
+
+// recovered is a pass of key that did not fail: when key was in backoff
+// for an unreachable cloud, the others in backoff are looked at again now.
+func (c *Controller) recovered(ctx context.Context, key string) {
+	c.mu.Lock()
+	if !c.failing[key] {
+		// Only a pass that failed before and not now says the cloud answers
+		// again: one that never needed it (answered from a shared listing)
+		// says nothing.
+		c.mu.Unlock()
+		return
+	}
+	delete(c.failing, key)
+	var again []string
+	for k := range c.failing {
+		again = append(again, k)
+		delete(c.failing, k)
+	}
+	c.mu.Unlock()
+	if len(again) == 0 {
+		return
+	}
+	klog.FromContext(ctx).Info("The cloud answers again: Services in backoff are looked at now", "services", len(again))
+	for _, k := range again {
+		c.queue.Forget(k)
+		c.queue.Add(k)
+	}
+}
+
+// setFailing records whether key's last pass failed for a reason that may
+// pass by itself (transient) or not.
+func (c *Controller) setFailing(key string, transient bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if transient {
+		c.failing[key] = true
+	} else {
+		delete(c.failing, key)
+	}
+}
+
+// probe tries one Service in backoff for an unreachable cloud, the next
+// after the one tried last, in key order.
+func (c *Controller) probe() {
+	c.mu.Lock()
+	keys := make([]string, 0, len(c.failing))
+	for k := range c.failing {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	next := ""
+	for _, k := range keys {
+		if k > c.probed {
+			next = k
+			break
+		}
+	}
+	if next == "" && len(keys) > 0 {
+		next = keys[0]
+	}
+	c.probed = next
+	c.mu.Unlock()
+	if next != "" {
+		c.queue.Add(next)
+	}
 }
 
 func (c *Controller) nodesChanged() {
@@ -586,14 +669,18 @@ func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceSta
 		st.failures++
 		c.setPhase(st, phaseFailed)
 		reason, msg := failReason, fmt.Sprintf("%s: %v", failPrefix, err)
+		_, problem := outcome.AsProblem(err)
+		c.setFailing(svc.Namespace+"/"+svc.Name, !problem)
 		if p, ok := outcome.AsProblem(err); ok {
 			reason, msg = p.Reason, capitalise(p.Message)
 			if msg != st.problem {
 				c.recorder.Event(svc, v1.EventTypeWarning, reason, msg)
 				st.problem = msg
 			}
-		} else if st.failures >= warnAfter {
-			c.recorder.Eventf(svc, v1.EventTypeWarning, reason, "%s (%d attempts)", msg, st.failures)
+		} else if st.failures == warnAfter {
+			// Once per run of failures, not per retry: an outage of the
+			// cloud is one Warning per Service, however long it lasts.
+			c.recorder.Eventf(svc, v1.EventTypeWarning, reason, "%s (%d attempts; retried with backoff, no further Warning until it succeeds)", msg, st.failures)
 		}
 		logger.Info("Load balancer sync failed", "reason", reason, "attempt", st.failures, "err", err)
 		conds = failedConditions(svc, reason, msg)

@@ -276,8 +276,20 @@ func (s *Snapshot[T]) refresh(ctx context.Context) error {
 	mark := s.mark
 	s.mu.Unlock()
 
-	// The listing outlives a cancelled caller: others may be waiting for it.
-	lctx := context.WithoutCancel(ctx)
+	// The listing outlives a cancelled caller (others may be waiting for
+	// it), in a goroutine of its own: a caller whose context ends returns
+	// then, even while the cloud does not answer.
+	go s.list1(context.WithoutCancel(ctx), c, incremental, mark)
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// list1 makes one listing for refresh's call c and keeps what it brought.
+func (s *Snapshot[T]) list1(lctx context.Context, c *call, incremental bool, mark string) {
 	kind := "full"
 	if incremental {
 		kind = "incremental"
@@ -319,5 +331,4 @@ func (s *Snapshot[T]) refresh(ctx context.Context) error {
 	s.mu.Unlock()
 	c.err = err
 	close(c.done)
-	return err
 }

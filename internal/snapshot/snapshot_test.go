@@ -317,3 +317,29 @@ func TestIncremental(t *testing.T) {
 		assert.Equal(t, int32(2), f.since.Load(), "the next look-up tries again")
 	})
 }
+
+// A caller whose context ends returns then, while a listing the cloud does
+// not answer goes on for the others; its result serves the next caller.
+func TestACallerDoesNotWaitForAListingPastItsContext(t *testing.T) {
+	release := make(chan struct{})
+	s := New("test", time.Minute, 0, func(ctx context.Context) ([]string, error) {
+		<-release
+		return []string{"a"}, nil
+	}, func(s string) []string { return []string{s} })
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, err := s.Get(ctx, "a")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*time.Second, "the caller returns at its deadline")
+	waited := make(chan error, 1)
+	go func() {
+		_, found, err := s.Get(t.Context(), "a")
+		if err == nil && !found {
+			err = errors.New("not found")
+		}
+		waited <- err
+	}()
+	close(release)
+	require.NoError(t, <-waited, "the listing went on, and answers who waits for it")
+}

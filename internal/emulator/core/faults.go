@@ -1,10 +1,13 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +35,11 @@ type Fault struct {
 	// done) or the emulator is closed: a timeout. Such calls are counted with
 	// code 0.
 	Hang bool
+	// Mangle answers as a broken or hostile cloud would (Status is not
+	// used): MangleTruncate, MangleWrongTypes, MangleHuge or MangleReset.
+	// Truncate and WrongTypes run the call for real first, so a write is
+	// made while its answer is garbage.
+	Mangle string
 	// Rate: 0 or 1 fails every matching call; 0<Rate<1 fails that fraction,
 	// at random from Options.Seed.
 	Rate float64
@@ -40,6 +48,22 @@ type Fault struct {
 	// From and Until bound an outage window; zero means no bound.
 	From, Until time.Time
 }
+
+// The ways Fault.Mangle breaks an answer.
+const (
+	// MangleTruncate cuts the real answer's body in half.
+	MangleTruncate = "truncate"
+	// MangleWrongTypes gives every value of the real answer's JSON another
+	// type: strings become numbers, numbers strings, booleans strings.
+	MangleWrongTypes = "wrong-types"
+	// MangleHuge answers 200 with a JSON body of 1 GiB, streamed.
+	MangleHuge = "huge"
+	// MangleReset closes the connection without an answer.
+	MangleReset = "reset"
+)
+
+// hugeBody is MangleHuge's body size.
+const hugeBody = 1 << 30
 
 type faultEntry struct {
 	id   int
@@ -56,6 +80,7 @@ type faultJSON struct {
 	Status     int             `json:"Status"`
 	RetryAfter json.RawMessage `json:"RetryAfter,omitempty"`
 	Hang       bool            `json:"Hang"`
+	Mangle     string          `json:"Mangle,omitempty"`
 	Rate       float64         `json:"Rate"`
 	Count      int             `json:"Count"`
 	From       *time.Time      `json:"From,omitempty"`
@@ -64,7 +89,7 @@ type faultJSON struct {
 
 func (fj faultJSON) fault() (Fault, error) {
 	f := Fault{Service: fj.Service, Method: strings.ToUpper(fj.Method), Route: fj.Route,
-		Status: fj.Status, Hang: fj.Hang, Rate: fj.Rate, Count: fj.Count}
+		Status: fj.Status, Hang: fj.Hang, Mangle: fj.Mangle, Rate: fj.Rate, Count: fj.Count}
 	if fj.From != nil {
 		f.From = *fj.From
 	}
@@ -94,8 +119,13 @@ func (s *Server) validate(f Fault) error {
 	if f.Service != "" && len(s.opts.Services) > 0 && !slices.Contains(s.opts.Services, f.Service) {
 		return fmt.Errorf("fault service %q: want %s or empty", f.Service, strings.Join(s.opts.Services, ", "))
 	}
-	if !f.Hang && (f.Status < 100 || f.Status > 599) {
-		return fmt.Errorf("fault status %d: want an HTTP status (or Hang)", f.Status)
+	switch f.Mangle {
+	case "", MangleTruncate, MangleWrongTypes, MangleHuge, MangleReset:
+	default:
+		return fmt.Errorf("fault mangle %q: want %s, %s, %s or %s", f.Mangle, MangleTruncate, MangleWrongTypes, MangleHuge, MangleReset)
+	}
+	if !f.Hang && f.Mangle == "" && (f.Status < 100 || f.Status > 599) {
+		return fmt.Errorf("fault status %d: want an HTTP status (or Hang, or Mangle)", f.Status)
 	}
 	if f.Rate < 0 || f.Rate > 1 {
 		return fmt.Errorf("fault rate %v: want 0..1", f.Rate)
@@ -157,6 +187,10 @@ func (s *Server) matchFault(service, method, op string, now time.Time) *Fault {
 
 // applyFault answers a call with a fault.
 func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, service string, f *Fault) {
+	if f.Mangle != "" {
+		s.mangle(w, r, f.Mangle)
+		return
+	}
 	if f.Hang {
 		select {
 		case <-r.Context().Done():
@@ -168,4 +202,80 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, service stri
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds()))))
 	}
 	s.opts.WriteError(w, r, service, f.Status, fmt.Sprintf("injected fault: %d %s", f.Status, http.StatusText(f.Status)))
+}
+
+// mangle answers as Fault.Mangle says.
+func (s *Server) mangle(w http.ResponseWriter, r *http.Request, how string) {
+	switch how {
+	case MangleReset:
+		// net/http closes the connection of a handler that panics with
+		// ErrAbortHandler, without an answer and without logging it.
+		panic(http.ErrAbortHandler)
+	case MangleHuge:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		chunk := bytes.Repeat([]byte("a"), 1<<20)
+		if _, err := io.WriteString(w, `{"items":["`); err != nil {
+			return
+		}
+		for sent := 0; sent < hugeBody && r.Context().Err() == nil; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+		_, _ = io.WriteString(w, `"]}`)
+		return
+	}
+	rec := httptest.NewRecorder()
+	s.api.ServeHTTP(rec, r)
+	body := rec.Body.Bytes()
+	if how == MangleTruncate {
+		body = body[:len(body)/2]
+	} else {
+		body = wrongTypes(body)
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(body)
+}
+
+// wrongTypes is a JSON document with every value of another type; a body
+// that is not JSON is kept.
+func wrongTypes(body []byte) []byte {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return body
+	}
+	var flip func(v any) any
+	flip = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				x[k] = flip(e)
+			}
+			return x
+		case []any:
+			for i, e := range x {
+				x[i] = flip(e)
+			}
+			return x
+		case string:
+			return 12345
+		case json.Number:
+			return "not a number"
+		case bool:
+			return "not a boolean"
+		}
+		return v
+	}
+	out, err := json.Marshal(flip(doc))
+	if err != nil {
+		return body
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 
@@ -40,6 +41,10 @@ type gateway struct {
 	global  Global
 	client  *cs.CloudStackClient
 	project string // the project's UUID ("" for none), resolved once
+	// attemptTimeout bounds one call (0: cloudapi's default). cloudstack-go
+	// takes no context, so a call the server never answers holds its caller
+	// until then, whatever the caller's deadline.
+	attemptTimeout time.Duration
 }
 
 func newGateway(g Global) (*gateway, error) {
@@ -69,7 +74,7 @@ func (gw *gateway) set(g Global) (bool, error) {
 	if g.SSLNoVerify {
 		base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the operator's ssl-no-verify, as the peer reads it
 	}
-	limits := cloudapi.Config{Cloud: ProviderName, WriteQPS: defaultWriteQPS, WriteBurst: 2 * defaultWriteQPS}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
+	limits := cloudapi.Config{Cloud: ProviderName, WriteQPS: defaultWriteQPS, WriteBurst: 2 * defaultWriteQPS, Timeout: gw.attemptTimeout}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
 	hc, err := cloudapi.NewClient(limits, base)
 	if err != nil {
 		return false, err

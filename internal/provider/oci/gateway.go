@@ -182,15 +182,12 @@ func (g *gateway) do(ctx context.Context, service, method, base, path string, qu
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		return resp.Header, nil
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer)).Decode(out); err != nil {
+	// The body is bounded by the transport (cloudapi.Config.MaxResponseBytes).
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return resp.Header, fmt.Errorf("decoding OCI's answer to %s %s: %w", method, operationPath(path), err)
 	}
 	return resp.Header, nil
 }
-
-// maxAnswer bounds what is read of one answer (a page of 1,000 instances is
-// about 2 MB).
-const maxAnswer = 64 << 20
 
 func answerError(resp *http.Response, method, path string) error {
 	e := &Error{Status: resp.StatusCode, Operation: method + " " + operationPath(path), RequestID: resp.Header.Get("opc-request-id")}

@@ -1,0 +1,43 @@
+package oci
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/overcast-ccm/overcast/internal/provider/providertest"
+)
+
+// OCI's APIs answering garbage: errors, no Node deleted, nothing removed,
+// memory bounded, one load balancer once they answer well again.
+func TestAHostileOCIIsAnErrorNeverAGoneInstance(t *testing.T) {
+	e := startEmulator(t)
+	c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
+	c.SetClusterUID("hostile-cluster")
+	id, ip := e.AddMachine("hostile-node")
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "hostile-node"}, Spec: v1.NodeSpec{ProviderID: "oci://" + id},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
+	n := 0
+	providertest.RunHostile(t, providertest.Hostile{
+		Cloud: c, Emulator: e.Server, Node: node, Nodes: []*v1.Node{node}, ClusterName: "kubernetes",
+		Service: func(name string) *v1.Service {
+			n++
+			return lbSvc(name, "uid-"+name, int32(30100+n))
+		},
+		Fresh: func() { c.machines.Invalidate(); steps{c}.Relist() },
+		Held: func(t *testing.T, svc *v1.Service) int {
+			lbs, err := c.gw.loadBalancers(t.Context(), kindLB, with(inCompartment(c.cfg.CompartmentID), "displayName", lbName(svc)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, lb := range lbs {
+				if lb.LifecycleState != "DELETED" {
+					n++
+				}
+			}
+			return n
+		},
+	})
+}

@@ -1,0 +1,246 @@
+package e2e
+
+// The chaos suite's cases on each cloud's emulator (issue 21). `make test`
+// runs their short forms; `make chaos` runs them long (OVERCAST_CHAOS_OUTAGE,
+// e.g. 10m) and writes a row per cloud to OVERCAST_CHAOS_REPORT, which
+// docs/reliability.md quotes.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	csemulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
+	ociemulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	osemulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/internal/servicecontroller"
+	"github.com/overcast-ccm/overcast/test/framework"
+)
+
+// chaosCloud is a cloud's emulator as the chaos cases need it.
+type chaosCloud struct {
+	name    string
+	server  *core.Server
+	conf    string
+	machine func(name string) (ip string)
+	objects func() map[string]int
+}
+
+var chaosClouds = []struct {
+	name  string
+	start func(t *testing.T, third int) chaosCloud
+}{
+	{"openstack", func(t *testing.T, third int) chaosCloud {
+		e := coretest.Serve(t, osemulator.New(osemulator.Options{ProvisioningDelay: 300 * time.Millisecond,
+			PrivateCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.2.%d.0/24", third)}), nil)
+		return chaosCloud{name: "openstack", server: e.Server, conf: e.CloudConf(), objects: e.Objects,
+			machine: func(name string) string { _, ip := e.AddServer(osemulator.ServerSpec{Name: name}); return ip }}
+	}},
+	{"cloudstack", func(t *testing.T, third int) chaosCloud {
+		e, err := csemulator.New(csemulator.Options{JobDelay: 300 * time.Millisecond,
+			MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.3.%d.0/24", third)})
+		e = coretest.Serve(t, e, err)
+		return chaosCloud{name: "cloudstack", server: e.Server, conf: e.CloudConfig(), objects: e.Objects,
+			machine: func(name string) string { _, ip := e.AddMachine(name); return ip }}
+	}},
+	{"oci", func(t *testing.T, third int) chaosCloud {
+		e, err := ociemulator.New(ociemulator.Options{MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third),
+			PublicCIDR: fmt.Sprintf("127.4.%d.0/24", third), Provisioning: 300 * time.Millisecond})
+		e = coretest.Serve(t, e, err)
+		return chaosCloud{name: "oci", server: e.Server, conf: e.CloudConfig(), objects: e.Objects,
+			machine: func(name string) string { _, ip := e.AddMachine(name); return ip }}
+	}},
+}
+
+// outageFaults are the ways the cloud fails in turn during an outage: what
+// an API down, overloaded, unreachable, or behind an IAM mistake answers.
+var outageFaults = []struct {
+	name string
+	f    core.Fault
+}{
+	{"500", core.Fault{Status: 500}},
+	{"503", core.Fault{Status: 503, RetryAfter: 5 * time.Second}},
+	{"timeout", core.Fault{Hang: true}},
+	{"reset", core.Fault{Mangle: core.MangleReset}},
+	{"401", core.Fault{Status: 401}},
+	{"403", core.Fault{Status: 403}},
+	{"404", core.Fault{Status: 404}},
+}
+
+// chaosDuration is how long a case's fault lasts: short in `make test`,
+// the value of env (e.g. 10m) under `make chaos`.
+func chaosDuration(t *testing.T, env string, short time.Duration) time.Duration {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return short
+	}
+	d, err := time.ParseDuration(v)
+	require.NoError(t, err, "%s", env)
+	return d
+}
+
+// chaosReport appends a row to OVERCAST_CHAOS_REPORT, when set.
+var chaosReportMu sync.Mutex
+
+func chaosReport(t *testing.T, row string) {
+	t.Logf("chaos: %s", row)
+	path := os.Getenv("OVERCAST_CHAOS_REPORT")
+	if path == "" {
+		return
+	}
+	chaosReportMu.Lock()
+	defer chaosReportMu.Unlock()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = fmt.Fprintln(f, row)
+	require.NoError(t, err)
+}
+
+func totalCalls(s *core.Server) int {
+	n := 0
+	for _, c := range s.Calls() {
+		n += c.Count
+	}
+	return n
+}
+
+// Case 1, the outage: every cloud call fails (500, 503, timeouts, resets,
+// 401, 403, 404 for what exists, in turn) while half the Nodes are NotReady
+// and Services are created, changed and deleted, with two replicas under
+// leader election. No Node is deleted or tainted shut down, no address
+// moves, calls are bounded by backoff, one Warning per Service at most per
+// kind of failure, and everything converges soon after the cloud is back.
+func TestChaosOutage(t *testing.T) {
+	outage := chaosDuration(t, "OVERCAST_CHAOS_OUTAGE", 14*time.Second)
+	for i, cloud := range chaosClouds {
+		t.Run(cloud.name, func(t *testing.T) {
+			c := cloud.start(t, 85+i)
+			opts := framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{
+				"--leader-elect=true", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+				"--leader-elect-retry-period=500ms", "--load-balancer-drift-period=5s",
+			}}
+			env.StartCCMProcess(t, c.name+"-a", opts)
+			env.StartCCMProcess(t, c.name+"-b", opts)
+			var kubelets []*framework.Kubelet
+			for n := range 4 {
+				name := fmt.Sprintf("chaos%d-node-%d", 85+i, n)
+				kubelets = append(kubelets, env.NewKubelet(t, name, c.machine(name)))
+			}
+			for _, k := range kubelets {
+				waitNodeInitialised(t, k.Name)
+			}
+			ns := namespace(t)
+			addrs := map[string]string{}
+			for _, name := range []string{"s1", "s2", "s3"} {
+				lbService(t, ns, name, nil)
+				addrs[name] = waitIngressIP(t, ns, name).String()
+			}
+			before := c.objects()
+			ctx := context.Background()
+
+			// The outage.
+			calls0, start := totalCalls(c.server), time.Now()
+			kubelets[0].StopHeartbeats(true)
+			kubelets[1].StopHeartbeats(true)
+			phase := outage / time.Duration(len(outageFaults))
+			for n, f := range outageFaults {
+				c.server.ClearFaults()
+				c.server.InjectFault(f.f)
+				switch n {
+				case 1:
+					lbService(t, ns, "s4", nil)
+				case 2:
+					s2 := getService(t, ns, "s2")
+					s2.Spec.Ports = append(s2.Spec.Ports, v1.ServicePort{Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080})
+					_, err := env.Client.CoreV1().Services(ns).Update(ctx, s2, metav1.UpdateOptions{})
+					require.NoError(t, err)
+				case 3:
+					require.NoError(t, env.Client.CoreV1().Services(ns).Delete(ctx, "s3", metav1.DeleteOptions{}))
+				}
+				time.Sleep(phase)
+			}
+			c.server.ClearFaults()
+			during := time.Since(start)
+			perMinute := float64(totalCalls(c.server)-calls0) / during.Minutes()
+			for _, k := range kubelets[:2] {
+				require.NoError(t, k.ResumeHeartbeats())
+			}
+
+			// Recovery.
+			back := time.Now()
+			for _, name := range []string{"s1", "s2", "s4"} {
+				waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+			}
+			require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+				_, err := env.Client.CoreV1().Services(ns).Get(ctx, "s3", metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return fmt.Errorf("s3 is still there: %w", err)
+			}), "the Service deleted during the outage is deleted once the cloud is back")
+			converged := time.Since(back)
+
+			nodesDeleted, tainted := 0, 0
+			for _, k := range kubelets {
+				n, err := env.Client.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					nodesDeleted++
+					continue
+				}
+				require.NoError(t, err)
+				for _, taint := range n.Spec.Taints {
+					if taint.Key == v1.TaintNodeOutOfService || taint.Key == "node.cloudprovider.kubernetes.io/shutdown" {
+						tainted++
+					}
+				}
+			}
+			moved := 0
+			for _, name := range []string{"s1", "s2"} {
+				if got := waitIngressIP(t, ns, name).String(); got != addrs[name] {
+					moved++
+				}
+			}
+			events, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			warnings := map[string]int{}
+			for _, e := range events.Items {
+				if e.Type == v1.EventTypeWarning && e.InvolvedObject.Kind == "Service" {
+					warnings[e.InvolvedObject.Name]++
+				}
+			}
+			most := 0
+			for _, n := range warnings {
+				most = max(most, n)
+			}
+			after := c.objects()
+			chaosReport(t, fmt.Sprintf("| outage | %s | %s | %.0f | %d | %d | %d | %d | %.0f s |",
+				c.name, outage, perMinute, nodesDeleted, tainted, moved, most, converged.Seconds()))
+			t.Logf("objects before %v, after %v; warnings per Service %v", before, after, warnings)
+
+			assert.Zero(t, nodesDeleted, "no Node is deleted during an outage")
+			assert.Zero(t, tainted, "no Node is tainted shut down during an outage")
+			assert.Zero(t, moved, "no address moves")
+			assert.LessOrEqual(t, most, len(outageFaults), "at most one Warning per Service per kind of failure, not one per retry")
+			assert.Less(t, converged, 2*time.Minute, "every Service converged within 2 minutes of the recovery")
+			for _, kind := range []string{"loadbalancers", "floatingips", "public-addresses", "loadBalancer"} {
+				if n, ok := before[kind]; ok {
+					// s3 went and s4 came: as many load balancers as before.
+					assert.Equal(t, n, after[kind], "%s: as many as before the outage (s3 deleted, s4 created)", kind)
+				}
+			}
+		})
+	}
+}
