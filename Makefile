@@ -22,10 +22,13 @@ TEST_FLAGS ?= -race -shuffle=on -count=1
 # k8s.io/cloud-provider's controllers too.
 E2E_FLAGS ?= $(TEST_FLAGS)
 RUN_ARGS ?=
+# make chaos: how long the outage and each fuzz target last.
+CHAOS_OUTAGE ?= 10m
+CHAOS_FUZZTIME ?= 3m
 # make run CLOUD=openstack runs the dev cluster on the OpenStack emulator.
 CLOUD ?= local
 
-.PHONY: bench all build image image-push test-image run test test-unit test-e2e test-binaries test-openstack openstack-up openstack-down lint generate verify clean help
+.PHONY: chaos bench all build image image-push test-image run test test-unit test-e2e test-binaries test-openstack openstack-up openstack-down lint generate verify clean help
 
 all: build
 
@@ -68,6 +71,9 @@ test-e2e: build test-binaries image ## e2e: real etcd + kube-apiserver, overcast
 		--to $(IMAGE_DIR)/rootfs --config $(IMAGE_DIR)/rootfs.config.json
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_HELM="$$(hack/helm.sh)" OVERCAST_IMAGE_ROOTFS=$(IMAGE_DIR)/rootfs \
 		$(GO) test $(TEST_FLAGS) -timeout 15m ./test/e2e/quickstart/
+
+chaos: build test-binaries ## the chaos suite's long forms, by hand (~1 h): a 10-minute outage on each emulator, every fuzz target (CHAOS_OUTAGE, CHAOS_FUZZTIME; report in tmp/chaos/report.md)
+	CHAOS_OUTAGE=$(CHAOS_OUTAGE) CHAOS_FUZZTIME=$(CHAOS_FUZZTIME) hack/chaos.sh
 
 openstack-up: ## install (first time ~6.5 min) and start a real OpenStack on 127.0.0.1 (test/openstack)
 	test/openstack/install.sh

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# make chaos: the chaos suite's long forms (issue 21), run by hand.
+#   - the outage case on each cloud's emulator (two replicas, a real
+#     apiserver), for CHAOS_OUTAGE (default 10m), then `overcast sweep`;
+#   - every fuzz target for CHAOS_FUZZTIME each (default 3m): config parsers,
+#     annotation tables, retry and response parsing. A crasher is written to
+#     the package's testdata/fuzz and becomes a seed of `make test`.
+# The report goes to tmp/chaos/report.md: quote it in docs/reliability.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUTAGE=${CHAOS_OUTAGE:-10m}
+FUZZTIME=${CHAOS_FUZZTIME:-3m}
+out=tmp/chaos
+mkdir -p "$out"
+report=$out/report.md
+rows=$out/rows.md
+: > "$rows"
+started=$(date -u +%FT%TZ)
+status=0
+
+echo "chaos: outage of $OUTAGE on each emulator (log: $out/e2e.log)"
+if ! OVERCAST_CHAOS_OUTAGE=$OUTAGE OVERCAST_CHAOS_REPORT=$PWD/$rows \
+	OVERCAST_TEST_BINARIES="$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$PWD/bin/overcast-ccm \
+	go test -count=1 -timeout 3h -run 'TestChaos|TestSweep' ./test/e2e/ > "$out/e2e.log" 2>&1; then
+	status=1
+	echo "chaos: the e2e cases FAILED (see $out/e2e.log)"
+fi
+
+fuzz_rows=""
+while read -r pkg target; do
+	echo "chaos: fuzzing $target in $pkg for $FUZZTIME"
+	log=$out/fuzz-$(basename "$pkg")-$target.log
+	if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" > "$log" 2>&1; then
+		execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+		fuzz_rows+="| $pkg | $target | $FUZZTIME | ${execs:-?} | ok |"$'\n'
+	else
+		status=1
+		fuzz_rows+="| $pkg | $target | $FUZZTIME | - | FAILED (crasher in testdata/fuzz) |"$'\n'
+	fi
+done < <(grep -rl --include='*_test.go' '^func Fuzz' internal | sort | while read -r f; do
+	for t in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do echo "./$(dirname "$f") $t"; done
+done)
+
+{
+	echo "Run of \`make chaos CHAOS_OUTAGE=$OUTAGE CHAOS_FUZZTIME=$FUZZTIME\`, started $started, $(git describe --tags --always --dirty)."
+	echo
+	echo "| case | cloud | fault | calls/min during | Nodes deleted | shutdown taints | addresses moved | most Warnings per Service | converged after recovery |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	cat "$rows"
+	echo
+	echo "| package | fuzz target | time | executions | result |"
+	echo "|---|---|---|---|---|"
+	printf '%s' "$fuzz_rows"
+} > "$report"
+cat "$report"
+exit $status
