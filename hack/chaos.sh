@@ -44,9 +44,13 @@ done)
 {
 	echo "Run of \`make chaos CHAOS_OUTAGE=$OUTAGE CHAOS_FUZZTIME=$FUZZTIME\`, started $started, $(git describe --tags --always --dirty)."
 	echo
-	echo "| case | cloud | fault | calls/min during | Nodes deleted | shutdown taints | addresses moved | most Warnings per Service | converged after recovery |"
+	echo "| case | cloud | outage | calls/min during | Nodes deleted | shutdown taints | addresses moved | most Warnings per Service | converged after recovery |"
 	echo "|---|---|---|---|---|---|---|---|---|"
-	cat "$rows"
+	grep '^| outage ' "$rows" || true
+	echo
+	echo "| case | cloud | hits of the credential's secret | searched (logs at -v=6, Events, Services, /metrics, doctor) |"
+	echo "|---|---|---|---|"
+	grep '^| secrets ' "$rows" || true
 	echo
 	echo "| package | fuzz target | time | executions | result |"
 	echo "|---|---|---|---|---|"

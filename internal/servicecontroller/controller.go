@@ -68,6 +68,9 @@ const (
 	// that all converge within about this of the cloud's recovery, not after
 	// up to maxRetryDelay, for two passes a minute whatever their number.
 	probeInterval = 30 * time.Second
+	// syncTimeout bounds one pass of a Service: far beyond what a pass
+	// takes (one step, a few calls of at most 30 s each).
+	syncTimeout = 5 * time.Minute
 	// nodesKey is the one key of the Node queue: every Node event asks for one
 	// look at the set of Nodes, however many came at once.
 	nodesKey = "nodes"
@@ -323,7 +326,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	start := time.Now()
-	after, err := c.sync(ctx, key)
+	// One pass is bounded: a cloud that pages without end or never answers
+	// fails it (and it is retried with backoff), never holds a worker.
+	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	after, err := c.sync(sctx, key)
+	cancel()
 	klog.FromContext(ctx).V(4).Info("Finished syncing service", "service", key, "duration", time.Since(start))
 	switch {
 	case err != nil:

@@ -288,8 +288,14 @@ func (s *Snapshot[T]) refresh(ctx context.Context) error {
 	}
 }
 
+// listTimeout bounds one listing, all its pages: a cloud that pages without
+// end (or never answers) fails the listing, and the next caller starts anew.
+var listTimeout = 2 * time.Minute
+
 // list1 makes one listing for refresh's call c and keeps what it brought.
 func (s *Snapshot[T]) list1(lctx context.Context, c *call, incremental bool, mark string) {
+	lctx, cancel := context.WithTimeout(lctx, listTimeout)
+	defer cancel()
 	kind := "full"
 	if incremental {
 		kind = "incremental"

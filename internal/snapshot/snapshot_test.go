@@ -343,3 +343,24 @@ func TestACallerDoesNotWaitForAListingPastItsContext(t *testing.T) {
 	close(release)
 	require.NoError(t, <-waited, "the listing went on, and answers who waits for it")
 }
+
+// A listing that never ends (a cloud paging without end) fails at
+// listTimeout, and the next caller lists anew.
+func TestAListingIsBoundedInTime(t *testing.T) {
+	old := listTimeout
+	listTimeout = 100 * time.Millisecond
+	t.Cleanup(func() { listTimeout = old })
+	var calls atomic.Int32
+	s := New("test", time.Minute, 0, func(ctx context.Context) ([]string, error) {
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // the first listing never ends by itself
+			return nil, ctx.Err()
+		}
+		return []string{"a"}, nil
+	}, func(s string) []string { return []string{s} })
+	_, _, err := s.Get(t.Context(), "a")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	_, found, err := s.Get(t.Context(), "a")
+	require.NoError(t, err)
+	assert.True(t, found, "the next listing")
+}

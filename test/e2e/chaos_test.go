@@ -8,7 +8,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"encoding/json"
+	"net"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +40,8 @@ type chaosCloud struct {
 	conf    string
 	machine func(name string) (ip string)
 	objects func() map[string]int
+	// secrets are the credential's secret parts, as they appear in conf.
+	secrets []string
 }
 
 var chaosClouds = []struct {
@@ -44,21 +51,22 @@ var chaosClouds = []struct {
 	{"openstack", func(t *testing.T, third int) chaosCloud {
 		e := coretest.Serve(t, osemulator.New(osemulator.Options{ProvisioningDelay: 300 * time.Millisecond,
 			PrivateCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.2.%d.0/24", third)}), nil)
-		return chaosCloud{name: "openstack", server: e.Server, conf: e.CloudConf(), objects: e.Objects,
+		return chaosCloud{name: "openstack", server: e.Server, conf: e.CloudConf(), objects: e.Objects, secrets: []string{e.Fixture().AppCredentialSecret},
 			machine: func(name string) string { _, ip := e.AddServer(osemulator.ServerSpec{Name: name}); return ip }}
 	}},
 	{"cloudstack", func(t *testing.T, third int) chaosCloud {
 		e, err := csemulator.New(csemulator.Options{JobDelay: 300 * time.Millisecond,
 			MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.3.%d.0/24", third)})
 		e = coretest.Serve(t, e, err)
-		return chaosCloud{name: "cloudstack", server: e.Server, conf: e.CloudConfig(), objects: e.Objects,
+		return chaosCloud{name: "cloudstack", server: e.Server, conf: e.CloudConfig(), objects: e.Objects, secrets: []string{e.Fixture().UserSecret},
 			machine: func(name string) string { _, ip := e.AddMachine(name); return ip }}
 	}},
 	{"oci", func(t *testing.T, third int) chaosCloud {
 		e, err := ociemulator.New(ociemulator.Options{MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third),
 			PublicCIDR: fmt.Sprintf("127.4.%d.0/24", third), Provisioning: 300 * time.Millisecond})
 		e = coretest.Serve(t, e, err)
-		return chaosCloud{name: "oci", server: e.Server, conf: e.CloudConfig(), objects: e.Objects,
+		key := strings.Split(strings.TrimSpace(e.Fixture().PrivateKeyPEM), "\n")
+		return chaosCloud{name: "oci", server: e.Server, conf: e.CloudConfig(), objects: e.Objects, secrets: key[1 : len(key)-1],
 			machine: func(name string) string { _, ip := e.AddMachine(name); return ip }}
 	}},
 }
@@ -241,6 +249,71 @@ func TestChaosOutage(t *testing.T) {
 					assert.Equal(t, n, after[kind], "%s: as many as before the outage (s3 deleted, s4 created)", kind)
 				}
 			}
+		})
+	}
+}
+
+// Case 7, secrets: a run with the cloud's credential in its config, logs at
+// -v=6, the cloud failing with 401 and 403 on the way; the credential's
+// secret is in none of the logs, Events, Services, /metrics or doctor's
+// output.
+func TestChaosSecretsAreNeverShown(t *testing.T) {
+	for i, cloud := range chaosClouds {
+		t.Run(cloud.name, func(t *testing.T) {
+			c := cloud.start(t, 88+i)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			port := l.Addr().(*net.TCPAddr).Port
+			require.NoError(t, l.Close())
+			p := env.StartCCMProcess(t, c.name+"-secrets", framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{
+				"--v=6", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+				"--authentication-kubeconfig=" + env.CCMKubeconfig, "--authorization-kubeconfig=" + env.CCMKubeconfig,
+				"--load-balancer-drift-period=2s",
+			}})
+			name := fmt.Sprintf("secrets%d-node", 88+i)
+			k := env.NewKubelet(t, name, c.machine(name))
+			waitNodeInitialised(t, k.Name)
+			ns := namespace(t)
+			lbService(t, ns, "s", nil)
+			waitIngressIP(t, ns, "s")
+			ctx := context.Background()
+			for _, status := range []int{401, 403} {
+				c.server.InjectFault(core.Fault{Status: status})
+				lbService(t, ns, fmt.Sprintf("s%d", status), nil)
+				time.Sleep(4 * time.Second)
+				c.server.ClearFaults()
+			}
+			waitIngressIP(t, ns, "s401")
+			deleteService(t, ns, "s403")
+
+			tok := env.MetricsToken(t, ns)
+			code, metrics, err := framework.GetSecurePort(t.Context(), port, "/metrics", tok)
+			require.NoError(t, err)
+			require.Equal(t, 200, code)
+			events, err := env.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			svcs, err := env.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			ej, err := json.Marshal(events)
+			require.NoError(t, err)
+			sj, err := json.Marshal(svcs)
+			require.NoError(t, err)
+			ccm, err := env.CCMBinary()
+			require.NoError(t, err)
+			doctor, _ := framework.RunDoctor(t, filepath.Join(filepath.Dir(ccm), "overcast"), c.name, c.conf, "--kubeconfig="+env.AdminKubeconfig, "--timeout=1m")
+			logs := p.Output()
+			require.Greater(t, len(logs), 10000, "the logs at -v=6 say a lot")
+			require.NotEmpty(t, c.secrets)
+			hits := 0
+			for what, text := range map[string]string{"logs": logs, "Events": string(ej), "Services": string(sj), "/metrics": metrics, "doctor": doctor} {
+				for _, secret := range c.secrets {
+					if strings.Contains(text, secret) {
+						hits++
+						t.Errorf("the credential's secret is in the %s", what)
+					}
+				}
+			}
+			chaosReport(t, fmt.Sprintf("| secrets | %s | %d | %d KiB |", c.name, hits, (len(logs)+len(ej)+len(sj)+len(metrics)+len(doctor))>>10))
 		})
 	}
 }
