@@ -7,8 +7,8 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
