@@ -27,9 +27,7 @@ var errChecksFailed = errors.New("some checks failed")
 
 func runDoctor(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	cloud := fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider ("+strings.Join(provider.Names(), ", ")+")")
-	cloudConfig := fs.String("cloud-config", "", "the cloud config file, as overcast-ccm's --cloud-config")
-	kubeconfig := fs.String("kubeconfig", "", "the cluster; default: in-cluster when run in a pod, else $KUBECONFIG or ~/.kube/config")
+	cloud, cloudConfig, kubeconfig := cloudFlags(fs)
 	namespace := fs.String("namespace", "kube-system", "namespace of the CCM's ServiceAccount and leader Lease")
 	sa := fs.String("service-account", "overcast-ccm", "the CCM's ServiceAccount, whose RBAC is checked")
 	lease := fs.String("lease", "cloud-controller-manager", "the leader Lease (--leader-elect-resource-name)")
@@ -37,16 +35,10 @@ func runDoctor(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cloud == "" || *cloudConfig == "" {
-		return errors.New("--cloud-provider and --cloud-config are required (e.g. --cloud-provider=openstack --cloud-config=/etc/overcast/cloud.conf)")
+	ctx, cancel, err := commandContext(*cloud, *cloudConfig, *timeout)
+	if err != nil {
+		return err
 	}
-	// The providers log through klog; the table is this command's output.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
 	o := doctor.Options{Cloud: *cloud, CloudConfig: *cloudConfig, Namespace: *namespace, ServiceAccount: *sa, Lease: *lease}
@@ -70,6 +62,29 @@ func runDoctor(args []string, stdout io.Writer) error {
 		return errChecksFailed
 	}
 	return nil
+}
+
+// cloudFlags are the flags of a command that reads the cloud as
+// overcast-ccm does, and the cluster.
+func cloudFlags(fs *flag.FlagSet) (cloud, cloudConfig, kubeconfig *string) {
+	cloud = fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider ("+strings.Join(provider.Names(), ", ")+")")
+	cloudConfig = fs.String("cloud-config", "", "the cloud config file, as overcast-ccm's --cloud-config")
+	kubeconfig = fs.String("kubeconfig", "", "the cluster; default: in-cluster when run in a pod, else $KUBECONFIG or ~/.kube/config")
+	return cloud, cloudConfig, kubeconfig
+}
+
+// commandContext checks that the cloud flags are given, sends the
+// providers' logs nowhere (the command's output is its table), and is the
+// command's context: until Ctrl-C, SIGTERM or timeout.
+func commandContext(cloud, cloudConfig string, timeout time.Duration) (context.Context, context.CancelFunc, error) {
+	if cloud == "" || cloudConfig == "" {
+		return nil, nil, errors.New("--cloud-provider and --cloud-config are required (e.g. --cloud-provider=openstack --cloud-config=/etc/overcast/cloud.conf)")
+	}
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return ctx, func() { cancel(); stop() }, nil
 }
 
 // kubeConfig is --kubeconfig, else the pod's own credentials, else the usual

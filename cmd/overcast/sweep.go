@@ -1,22 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/klog/v2"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/sweep"
 )
 
@@ -25,24 +19,17 @@ var errLeftoversRemain = errors.New("leftovers remain")
 
 func runSweep(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	cloud := fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider ("+strings.Join(provider.Names(), ", ")+")")
-	cloudConfig := fs.String("cloud-config", "", "the cloud config file, as overcast-ccm's --cloud-config")
-	kubeconfig := fs.String("kubeconfig", "", "the cluster; default: in-cluster when run in a pod, else $KUBECONFIG or ~/.kube/config")
+	cloud, cloudConfig, kubeconfig := cloudFlags(fs)
 	clusterName := fs.String("cluster-name", "kubernetes", "overcast-ccm's --cluster-name (it is in the load balancers' names)")
 	del := fs.Bool("delete", false, "remove the removable leftovers (default: list them, change nothing)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cloud == "" || *cloudConfig == "" {
-		return errors.New("--cloud-provider and --cloud-config are required (e.g. --cloud-provider=openstack --cloud-config=/etc/overcast/cloud.conf)")
+	ctx, cancel, err := commandContext(*cloud, *cloudConfig, *timeout)
+	if err != nil {
+		return err
 	}
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
 	c, err := cloudprovider.InitCloudProvider(*cloud, *cloudConfig)

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
-	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
@@ -180,29 +178,9 @@ func (c *Cloud) certLeftovers(ctx context.Context, live provider.Live, owners *p
 	if err != nil {
 		return nil, err
 	}
-	type object struct{ kind, name, ref string }
-	var objs []object
-	cpages, err := containers.List(km, containers.ListOpts{Limit: 100}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing Barbican containers: %w", redact(err))
-	}
-	cs, err := containers.ExtractContainers(cpages)
+	objs, err := storedObjects(ctx, km)
 	if err != nil {
 		return nil, err
-	}
-	for _, ct := range cs {
-		objs = append(objs, object{"Barbican container", ct.Name, ct.ContainerRef})
-	}
-	spages, err := secrets.List(km, secrets.ListOpts{Limit: 100}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing Barbican secrets: %w", redact(err))
-	}
-	ss, err := secrets.ExtractSecrets(spages)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range ss {
-		objs = append(objs, object{"Barbican secret", s.Name, s.SecretRef})
 	}
 	var out []provider.Leftover
 	var unsure []provider.Leftover

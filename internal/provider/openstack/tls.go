@@ -492,30 +492,9 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 		return err
 	}
 	prefix := storedPrefix(svc.UID)
-	// Containers first: they name the secrets.
-	type object struct{ kind, name, ref string }
-	var objs []object
-	cpages, err := containers.List(km, containers.ListOpts{Limit: 100}).AllPages(ctx)
-	if err != nil {
-		return fmt.Errorf("listing Barbican containers: %w", redact(err))
-	}
-	cs, err := containers.ExtractContainers(cpages)
+	objs, err := storedObjects(ctx, km)
 	if err != nil {
 		return err
-	}
-	for _, ct := range cs {
-		objs = append(objs, object{"container", ct.Name, ct.ContainerRef})
-	}
-	spages, err := secrets.List(km, secrets.ListOpts{Limit: 100}).AllPages(ctx)
-	if err != nil {
-		return fmt.Errorf("listing Barbican secrets: %w", redact(err))
-	}
-	ss, err := secrets.ExtractSecrets(spages)
-	if err != nil {
-		return err
-	}
-	for _, sc := range ss {
-		objs = append(objs, object{"secret", sc.Name, sc.SecretRef})
 	}
 	deleted := 0
 	for _, o := range objs {
@@ -523,13 +502,13 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 			continue
 		}
 		var err error
-		if o.kind == "container" {
+		if o.kind == kindContainer {
 			err = containers.Delete(ctx, km, lastSegment(o.ref)).ExtractErr()
 		} else {
 			err = secrets.Delete(ctx, km, lastSegment(o.ref)).ExtractErr()
 		}
 		if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return fmt.Errorf("deleting Barbican %s %s: %w", o.kind, o.ref, redact(err))
+			return fmt.Errorf("deleting %s %s: %w", o.kind, o.ref, redact(err))
 		}
 		deleted++
 	}
@@ -542,6 +521,45 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 		c.tlsCerts.setSwept(svc.UID, keepHash)
 	}
 	return nil
+}
+
+// storedObject is a Barbican container or secret of the project.
+type storedObject struct{ kind, name, ref string }
+
+// The kinds of storedObject, as a person reads them.
+const (
+	kindContainer = "Barbican container"
+	kindSecret    = "Barbican secret"
+)
+
+// storedObjects lists the project's Barbican containers, then its secrets
+// (containers name secrets: they go first). Barbican lists by exact name
+// only, so every one is listed.
+func storedObjects(ctx context.Context, km *gophercloud.ServiceClient) ([]storedObject, error) {
+	var objs []storedObject
+	cpages, err := containers.List(km, containers.ListOpts{Limit: 100}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing Barbican containers: %w", redact(err))
+	}
+	cs, err := containers.ExtractContainers(cpages)
+	if err != nil {
+		return nil, err
+	}
+	for _, ct := range cs {
+		objs = append(objs, storedObject{kindContainer, ct.Name, ct.ContainerRef})
+	}
+	spages, err := secrets.List(km, secrets.ListOpts{Limit: 100}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing Barbican secrets: %w", redact(err))
+	}
+	ss, err := secrets.ExtractSecrets(spages)
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range ss {
+		objs = append(objs, storedObject{kindSecret, sc.Name, sc.SecretRef})
+	}
+	return objs, nil
 }
 
 func lastSegment(ref string) string { return ref[strings.LastIndex(ref, "/")+1:] }
