@@ -317,3 +317,58 @@ func TestChaosSecretsAreNeverShown(t *testing.T) {
 		})
 	}
 }
+
+// Case 3, throttling: half of all cloud calls answered 429 with
+// Retry-After, with two replicas under leader election. Services created
+// and changed meanwhile converge while it lasts; the calls stay far within
+// the client's budget (cloudapi's 100 reads and 50 writes a second).
+func TestChaosThrottling(t *testing.T) {
+	throttle := chaosDuration(t, "OVERCAST_CHAOS_THROTTLE", 15*time.Second)
+	for i, cloud := range chaosClouds {
+		t.Run(cloud.name, func(t *testing.T) {
+			c := cloud.start(t, 91+i)
+			opts := framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{
+				"--leader-elect=true", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+				"--leader-elect-retry-period=500ms", "--load-balancer-drift-period=5s",
+			}}
+			env.StartCCMProcess(t, c.name+"-a", opts)
+			env.StartCCMProcess(t, c.name+"-b", opts)
+			for n := range 2 {
+				name := fmt.Sprintf("throttle%d-node-%d", 91+i, n)
+				k := env.NewKubelet(t, name, c.machine(name))
+				waitNodeInitialised(t, k.Name)
+			}
+			ns := namespace(t)
+			calls0, start := totalCalls(c.server), time.Now()
+			c.server.InjectFault(core.Fault{Status: 429, RetryAfter: time.Second, Rate: 0.5})
+			for _, name := range []string{"t1", "t2", "t3"} {
+				lbService(t, ns, name, nil)
+			}
+			for _, name := range []string{"t1", "t2", "t3"} {
+				waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+			}
+			t2 := getService(t, ns, "t2")
+			t2.Spec.Ports = append(t2.Spec.Ports, v1.ServicePort{Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080})
+			_, err := env.Client.CoreV1().Services(ns).Update(context.Background(), t2, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			t2 = waitCondition(t, ns, "t2", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+			converged := time.Since(start)
+			if rest := throttle - converged; rest > 0 {
+				time.Sleep(rest)
+			}
+			throttled := 0
+			for _, call := range c.server.Calls() {
+				if call.Code == 429 {
+					throttled += call.Count
+				}
+			}
+			c.server.ClearFaults()
+			during := time.Since(start)
+			perMinute := float64(totalCalls(c.server)-calls0) / during.Minutes()
+			chaosReport(t, fmt.Sprintf("| throttling | %s | %s | %.0f | %d | %.0f s |", c.name, throttle, perMinute, throttled, converged.Seconds()))
+			assert.Positive(t, throttled, "calls were answered 429")
+			assert.Less(t, perMinute, 150.0*60, "within the client's budget")
+			assert.Len(t, t2.Status.LoadBalancer.Ingress, 1)
+		})
+	}
+}
