@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make chaos: the chaos suite's long forms (issue 21), run by hand.
-#   - the outage case on each cloud's emulator (two replicas, a real
-#     apiserver), for CHAOS_OUTAGE (default 10m), then `overcast sweep`;
+#   - the outage and throttling cases on each cloud's emulator (two replicas,
+#     a real apiserver), each for CHAOS_OUTAGE (default 10m); the secrets
+#     case; `overcast sweep`;
 #   - every fuzz target for CHAOS_FUZZTIME each (default 3m): config parsers,
 #     annotation tables, retry and response parsing. A crasher is written to
 #     the package's testdata/fuzz and becomes a seed of `make test`.
@@ -19,7 +20,7 @@ started=$(date -u +%FT%TZ)
 status=0
 
 echo "chaos: outage of $OUTAGE on each emulator (log: $out/e2e.log)"
-if ! OVERCAST_CHAOS_OUTAGE=$OUTAGE OVERCAST_CHAOS_REPORT=$PWD/$rows \
+if ! OVERCAST_CHAOS_OUTAGE=$OUTAGE OVERCAST_CHAOS_THROTTLE=$OUTAGE OVERCAST_CHAOS_REPORT=$PWD/$rows \
 	OVERCAST_TEST_BINARIES="$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$PWD/bin/overcast-ccm \
 	go test -count=1 -timeout 3h -run 'TestChaos|TestSweep' ./test/e2e/ > "$out/e2e.log" 2>&1; then
 	status=1
@@ -47,6 +48,10 @@ done)
 	echo "| case | cloud | outage | calls/min during | Nodes deleted | shutdown taints | addresses moved | most Warnings per Service | converged after recovery |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	grep '^| outage ' "$rows" || true
+	echo
+	echo "| case | cloud | 429 on half the calls for | calls/min | 429 answers | 3 new Services and a change converged after |"
+	echo "|---|---|---|---|---|---|"
+	grep '^| throttling ' "$rows" || true
 	echo
 	echo "| case | cloud | hits of the credential's secret | searched (logs at -v=6, Events, Services, /metrics, doctor) |"
 	echo "|---|---|---|---|"
