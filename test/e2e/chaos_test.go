@@ -117,6 +117,27 @@ func chaosReport(t *testing.T, row string) {
 	require.NoError(t, err)
 }
 
+// replicas starts two overcast-ccm processes on the cloud under leader
+// election and n Nodes of machines named prefix-node-<i>, initialised.
+func (c chaosCloud) replicas(t *testing.T, prefix string, n int) []*framework.Kubelet {
+	t.Helper()
+	opts := framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{
+		"--leader-elect=true", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+		"--leader-elect-retry-period=500ms", "--load-balancer-drift-period=5s",
+	}}
+	env.StartCCMProcess(t, c.name+"-a", opts)
+	env.StartCCMProcess(t, c.name+"-b", opts)
+	var kubelets []*framework.Kubelet
+	for i := range n {
+		name := fmt.Sprintf("%s-node-%d", prefix, i)
+		kubelets = append(kubelets, env.NewKubelet(t, name, c.machine(name)))
+	}
+	for _, k := range kubelets {
+		waitNodeInitialised(t, k.Name)
+	}
+	return kubelets
+}
+
 func totalCalls(s *core.Server) int {
 	n := 0
 	for _, c := range s.Calls() {
@@ -136,20 +157,7 @@ func TestChaosOutage(t *testing.T) {
 	for i, cloud := range chaosClouds {
 		t.Run(cloud.name, func(t *testing.T) {
 			c := cloud.start(t, 85+i)
-			opts := framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{
-				"--leader-elect=true", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
-				"--leader-elect-retry-period=500ms", "--load-balancer-drift-period=5s",
-			}}
-			env.StartCCMProcess(t, c.name+"-a", opts)
-			env.StartCCMProcess(t, c.name+"-b", opts)
-			var kubelets []*framework.Kubelet
-			for n := range 4 {
-				name := fmt.Sprintf("chaos%d-node-%d", 85+i, n)
-				kubelets = append(kubelets, env.NewKubelet(t, name, c.machine(name)))
-			}
-			for _, k := range kubelets {
-				waitNodeInitialised(t, k.Name)
-			}
+			kubelets := c.replicas(t, fmt.Sprintf("chaos%d", 85+i), 4)
 			ns := namespace(t)
 			addrs := map[string]string{}
 			for _, name := range []string{"s1", "s2", "s3"} {
@@ -327,17 +335,7 @@ func TestChaosThrottling(t *testing.T) {
 	for i, cloud := range chaosClouds {
 		t.Run(cloud.name, func(t *testing.T) {
 			c := cloud.start(t, 91+i)
-			opts := framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{
-				"--leader-elect=true", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
-				"--leader-elect-retry-period=500ms", "--load-balancer-drift-period=5s",
-			}}
-			env.StartCCMProcess(t, c.name+"-a", opts)
-			env.StartCCMProcess(t, c.name+"-b", opts)
-			for n := range 2 {
-				name := fmt.Sprintf("throttle%d-node-%d", 91+i, n)
-				k := env.NewKubelet(t, name, c.machine(name))
-				waitNodeInitialised(t, k.Name)
-			}
+			c.replicas(t, fmt.Sprintf("throttle%d", 91+i), 2)
 			ns := namespace(t)
 			calls0, start := totalCalls(c.server), time.Now()
 			c.server.InjectFault(core.Fault{Status: 429, RetryAfter: time.Second, Rate: 0.5})
