@@ -73,8 +73,8 @@ func (l Leftover) Service() string {
 	return "uid " + string(l.Owner.UID)
 }
 
-// Sweeper is a cloud that can list its leftovers. Leftovers lists, from the
-// cloud's own listings, what this cluster (its UID; the cloud's ClusterUID
+// Sweeper is a cloud that can list its leftovers. Leftovers lists, in no
+// order, from fresh listings of the cloud, what this cluster (its UID; the cloud's ClusterUID
 // must be set) made for Services not in live, and the untagged leftovers
 // its crash windows can leave. It changes nothing.
 type Sweeper interface {
@@ -95,7 +95,6 @@ func GoneService(uid types.UID, namespace, name string) *v1.Service {
 // its leftovers knows are merged into one Service.
 type Owners struct {
 	byUID map[types.UID]*v1.Service
-	order []types.UID
 }
 
 // Of is the owner of UID uid, made with what is known (namespace and name may
@@ -108,7 +107,6 @@ func (o *Owners) Of(uid types.UID, namespace, name string) *v1.Service {
 	if !ok {
 		svc = GoneService(uid, namespace, name)
 		o.byUID[uid] = svc
-		o.order = append(o.order, uid)
 	}
 	if svc.Name == "" && name != "" {
 		svc.Namespace, svc.Name = namespace, name
@@ -124,7 +122,6 @@ func (o *Owners) Adopt(uid types.UID, svc *v1.Service) {
 	}
 	if _, ok := o.byUID[uid]; !ok {
 		o.byUID[uid] = svc
-		o.order = append(o.order, uid)
 	}
 	svc.UID = uid
 }

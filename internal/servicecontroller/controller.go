@@ -676,9 +676,9 @@ func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceSta
 		st.failures++
 		c.setPhase(st, phaseFailed)
 		reason, msg := failReason, fmt.Sprintf("%s: %v", failPrefix, err)
-		_, problem := outcome.AsProblem(err)
+		p, problem := outcome.AsProblem(err)
 		c.setFailing(svc.Namespace+"/"+svc.Name, !problem)
-		if p, ok := outcome.AsProblem(err); ok {
+		if problem {
 			reason, msg = p.Reason, capitalise(p.Message)
 			if msg != st.problem {
 				c.recorder.Event(svc, v1.EventTypeWarning, reason, msg)

@@ -98,6 +98,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if res.Found, err = sw.Leftovers(ctx, o.ClusterName, live); err != nil {
 		return res, fmt.Errorf("listing the cloud's objects: %w", err)
 	}
+	provider.SortLeftovers(res.Found)
 	if !o.Delete || len(Removable(res.Found)) == 0 {
 		return res, nil
 	}
@@ -124,6 +125,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if res.Left, err = sw.Leftovers(ctx, o.ClusterName, live); err != nil {
 		return res, fmt.Errorf("listing the cloud's objects after removing: %w", err)
 	}
+	provider.SortLeftovers(res.Left)
 	return res, nil
 }
 

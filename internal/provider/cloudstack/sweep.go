@@ -85,7 +85,6 @@ func (c *Cloud) Leftovers(_ context.Context, _ string, live provider.Live) ([]pr
 				Note: "untagged, with no rule, on this cluster's guest network: a crash between associating and tagging leaves such an address, but nothing says it is this cluster's; not removed (disassociateIpAddress by hand once known)"})
 		}
 	}
-	provider.SortLeftovers(out)
 	return out, nil
 }
 

@@ -30,8 +30,9 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 	}
 	var owners provider.Owners
 	var out []provider.Leftover
+	steps{c}.Relist() // the shared listings, as they are now
 	for _, kind := range []string{kindLB, kindNLB} {
-		lbs, err := c.gw.loadBalancers(ctx, kind, inCompartment(c.cfg.CompartmentID))
+		lbs, err := c.listings[kind].All(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +64,6 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 		return nil, err
 	}
 	out = append(out, rules...)
-	provider.SortLeftovers(out)
 	return out, nil
 }
 

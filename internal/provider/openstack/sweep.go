@@ -8,7 +8,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,18 +31,15 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 	if cluster == "" {
 		return nil, errors.New("the cluster's UID is not known")
 	}
-	octavia, network, err := c.lbClients(ctx)
+	network, err := c.clients.networkClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var owners provider.Owners
 	var out []provider.Leftover
 
-	pages, err := loadbalancers.List(octavia, loadbalancers.ListOpts{Tags: []string{tagCluster + cluster}}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing load balancers: %w", octaviaErr(err))
-	}
-	lbs, err := loadbalancers.ExtractLoadBalancers(pages)
+	steps{c}.Relist() // the shared listings, as they are now
+	lbs, err := c.index.lbs.All(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -93,11 +89,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 	}
 	out = append(out, certs...)
 
-	fpages, err := floatingips.List(network, floatingips.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing floating IPs: %w", neutronErr(err))
-	}
-	fips, err := floatingips.ExtractFloatingIPs(fpages)
+	fips, err := c.index.fips.All(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +107,6 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 		}
 		out = append(out, l)
 	}
-	provider.SortLeftovers(out)
 	return out, nil
 }
 
