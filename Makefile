@@ -22,9 +22,12 @@ TEST_FLAGS ?= -race -shuffle=on -count=1
 # k8s.io/cloud-provider's controllers too.
 E2E_FLAGS ?= $(TEST_FLAGS)
 RUN_ARGS ?=
-# make chaos: how long the outage and each fuzz target last.
+# make chaos: how long the outage and each fuzz target last, how many times
+# the leader is killed while how many Services churn.
 CHAOS_OUTAGE ?= 10m
 CHAOS_FUZZTIME ?= 3m
+CHAOS_KILLS ?= 200
+CHAOS_SERVICES ?= 50
 # make run CLOUD=openstack runs the dev cluster on the OpenStack emulator.
 CLOUD ?= local
 
@@ -72,8 +75,8 @@ test-e2e: build test-binaries image ## e2e: real etcd + kube-apiserver, overcast
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_HELM="$$(hack/helm.sh)" OVERCAST_IMAGE_ROOTFS=$(IMAGE_DIR)/rootfs \
 		$(GO) test $(TEST_FLAGS) -timeout 15m ./test/e2e/quickstart/
 
-chaos: build test-binaries ## the chaos suite's long forms, by hand (~1 h): a 10-minute outage on each emulator, every fuzz target (CHAOS_OUTAGE, CHAOS_FUZZTIME; report in tmp/chaos/report.md)
-	CHAOS_OUTAGE=$(CHAOS_OUTAGE) CHAOS_FUZZTIME=$(CHAOS_FUZZTIME) hack/chaos.sh
+chaos: build test-binaries ## the chaos suite's long forms, by hand (~3 h): 10-minute outage and throttling and 200 kills of the leader on each emulator, every fuzz target (CHAOS_*; report in tmp/chaos/report.md)
+	CHAOS_OUTAGE=$(CHAOS_OUTAGE) CHAOS_FUZZTIME=$(CHAOS_FUZZTIME) CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_SERVICES=$(CHAOS_SERVICES) hack/chaos.sh
 
 openstack-up: ## install (first time ~6.5 min) and start a real OpenStack on 127.0.0.1 (test/openstack)
 	test/openstack/install.sh

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make chaos: the chaos suite's long forms (issue 21), run by hand.
 #   - the outage and throttling cases on each cloud's emulator (two replicas,
-#     a real apiserver), each for CHAOS_OUTAGE (default 10m); the secrets
-#     case; `overcast sweep`;
+#     a real apiserver), each for CHAOS_OUTAGE (default 10m); the crash case,
+#     CHAOS_KILLS SIGKILLs of the leader (default 200) while CHAOS_SERVICES
+#     Services (default 50) churn; the secrets case; `overcast sweep`;
 #   - every fuzz target for CHAOS_FUZZTIME each (default 3m): config parsers,
 #     annotation tables, retry and response parsing. A crasher is written to
 #     the package's testdata/fuzz and becomes a seed of `make test`.
@@ -11,6 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUTAGE=${CHAOS_OUTAGE:-10m}
 FUZZTIME=${CHAOS_FUZZTIME:-3m}
+KILLS=${CHAOS_KILLS:-200}
+SERVICES=${CHAOS_SERVICES:-50}
 out=tmp/chaos
 mkdir -p "$out"
 report=$out/report.md
@@ -19,8 +22,9 @@ rows=$out/rows.md
 started=$(date -u +%FT%TZ)
 status=0
 
-echo "chaos: outage of $OUTAGE on each emulator (log: $out/e2e.log)"
+echo "chaos: outage and throttling of $OUTAGE, $KILLS kills of the leader, on each emulator (log: $out/e2e.log)"
 if ! OVERCAST_CHAOS_OUTAGE=$OUTAGE OVERCAST_CHAOS_THROTTLE=$OUTAGE OVERCAST_CHAOS_REPORT=$PWD/$rows \
+	OVERCAST_CHAOS_KILLS=$KILLS OVERCAST_CHAOS_SERVICES=$SERVICES \
 	OVERCAST_TEST_BINARIES="$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$PWD/bin/overcast-ccm \
 	go test -count=1 -timeout 3h -run 'TestChaos|TestSweep' ./test/e2e/ > "$out/e2e.log" 2>&1; then
 	status=1
@@ -43,7 +47,7 @@ done < <(grep -rl --include='*_test.go' '^func Fuzz' internal | sort | while rea
 done)
 
 {
-	echo "Run of \`make chaos CHAOS_OUTAGE=$OUTAGE CHAOS_FUZZTIME=$FUZZTIME\`, started $started, $(git describe --tags --always --dirty)."
+	echo "Run of \`make chaos CHAOS_OUTAGE=$OUTAGE CHAOS_KILLS=$KILLS CHAOS_SERVICES=$SERVICES CHAOS_FUZZTIME=$FUZZTIME\`, started $started, $(git describe --tags --always --dirty)."
 	echo
 	echo "| case | cloud | outage | calls/min during | Nodes deleted | shutdown taints | addresses moved | most Warnings per Service | converged after recovery |"
 	echo "|---|---|---|---|---|---|---|---|---|"
@@ -52,6 +56,10 @@ done)
 	echo "| case | cloud | 429 on half the calls for | calls/min | 429 answers | 3 new Services and a change converged after |"
 	echo "|---|---|---|---|---|---|"
 	grep '^| throttling ' "$rows" || true
+	echo
+	echo "| case | cloud | SIGKILLs of the leader | replicas that exited by themselves | churned Services | churn steps | kept | failover median | failover max | extra objects (emulator) | leftovers (sweep) | shared addresses | objects left after all deleted | converged after last kill |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	grep '^| crash ' "$rows" || true
 	echo
 	echo "| case | cloud | hits of the credential's secret | searched (logs at -v=6, Events, Services, /metrics, doctor) |"
 	echo "|---|---|---|---|"

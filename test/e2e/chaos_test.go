@@ -121,12 +121,25 @@ func chaosReport(t *testing.T, row string) {
 // election and n Nodes of machines named prefix-node-<i>, initialised.
 func (c chaosCloud) replicas(t *testing.T, prefix string, n int) []*framework.Kubelet {
 	t.Helper()
-	opts := framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{
-		"--leader-elect=true", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
-		"--leader-elect-retry-period=500ms", "--load-balancer-drift-period=5s",
-	}}
+	opts := c.ccmOptions(4*time.Second, 3*time.Second, 500*time.Millisecond)
 	env.StartCCMProcess(t, c.name+"-a", opts)
 	env.StartCCMProcess(t, c.name+"-b", opts)
+	return c.nodes(t, prefix, n)
+}
+
+// ccmOptions runs overcast-ccm on the cloud under leader election with the
+// given lease duration, renew deadline and retry period.
+func (c chaosCloud) ccmOptions(lease, renew, retry time.Duration) framework.CCMOptions {
+	return framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{
+		"--leader-elect=true", "--leader-elect-lease-duration=" + lease.String(), "--leader-elect-renew-deadline=" + renew.String(),
+		"--leader-elect-retry-period=" + retry.String(), "--load-balancer-drift-period=5s",
+	}}
+}
+
+// nodes adds n machines named prefix-node-<i> and their Nodes, and waits
+// until the CCM has initialised them.
+func (c chaosCloud) nodes(t *testing.T, prefix string, n int) []*framework.Kubelet {
+	t.Helper()
 	var kubelets []*framework.Kubelet
 	for i := range n {
 		name := fmt.Sprintf("%s-node-%d", prefix, i)

@@ -17,7 +17,7 @@ import (
 
 // sweep runs bin/overcast sweep on the cloud's config, with the admin's
 // kubeconfig, as an operator would.
-func sweep(t *testing.T, c *lbCloud, args ...string) (string, int) {
+func sweep(t *testing.T, cloud, conf string, args ...string) (string, int) {
 	t.Helper()
 	ccm, err := env.CCMBinary()
 	require.NoError(t, err)
@@ -25,7 +25,7 @@ func sweep(t *testing.T, c *lbCloud, args ...string) (string, int) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("%s: run `make test-e2e`, which builds it", bin)
 	}
-	return framework.RunCLI(t, bin, "sweep", c.name, c.conf,
+	return framework.RunCLI(t, bin, "sweep", cloud, conf,
 		append([]string{"--kubeconfig=" + env.AdminKubeconfig, "--cluster-name=overcast-e2e", "--timeout=2m"}, args...)...)
 }
 
@@ -62,20 +62,20 @@ func TestSweepRemovesWhatAServiceDeletedBehindTheCCMsBackLeft(t *testing.T) {
 				return err
 			}))
 
-			out, code := sweep(t, c)
+			out, code := sweep(t, c.name, c.conf)
 			assert.Equal(t, 0, code)
 			assert.Contains(t, out, "Dry run: nothing was changed")
 			assert.Contains(t, out, ns+"/gone")
 			assert.NotContains(t, out, ns+"/kept")
 			assert.NotEmpty(t, c.holds(t, gone, goneAddr), "a dry run changes nothing")
 
-			out, code = sweep(t, c, "--delete")
+			out, code = sweep(t, c.name, c.conf, "--delete")
 			assert.Equal(t, 0, code, "everything removable was removed")
 			assert.Contains(t, out, "none is left")
 			assert.Empty(t, c.holds(t, gone, goneAddr), "the gone Service's load balancer is removed")
 			assert.Equal(t, keptHolds, c.holds(t, kept, keptAddr), "the live one's is untouched")
 
-			out, code = sweep(t, c)
+			out, code = sweep(t, c.name, c.conf)
 			assert.Equal(t, 0, code)
 			assert.Contains(t, out, "No leftovers")
 		})

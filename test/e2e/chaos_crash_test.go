@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/overcast-ccm/overcast/internal/servicecontroller"
+	"github.com/overcast-ccm/overcast/test/framework"
+)
+
+// churnAnnotation is, per cloud, an annotation whose change reaches the
+// cloud (a listener's setting), and the two values the churn swaps.
+var churnAnnotation = map[string][3]string{
+	"openstack":  {"loadbalancer.openstack.org/connection-limit", "1000", "2000"},
+	"cloudstack": {"overcast.io/cloudstack-load-balancer-algorithm", "roundrobin", "leastconn"},
+	"oci":        {"service.beta.kubernetes.io/oci-load-balancer-connection-idle-timeout", "100", "200"},
+}
+
+// lbKinds are, per cloud, the emulator's kinds of which each Service has
+// exactly one: more is a duplicate, a leftover is an orphan.
+var lbKinds = map[string][]string{
+	"openstack":  {"loadbalancers", "floatingips"},
+	"cloudstack": {"public-addresses"},
+	"oci":        {"loadBalancer"},
+}
+
+// chaosCount is a count of a case: short in `make test`, the value of env
+// under `make chaos`.
+func chaosCount(t *testing.T, env string, short int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return short
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "%s", env)
+	return n
+}
+
+// churn puts Services name-0 … name-<n-1> of ns through cycles of create,
+// change of ports, of source ranges, of an annotation, and delete, each at
+// its own pace, until stop is closed. It returns the number of steps done
+// and the first error the apiserver gave that a client would not retry.
+func churn(ns, cloud string, n int, stop <-chan struct{}) (steps *int64, wait func() error) {
+	var mu sync.Mutex
+	var done int64
+	var failed error
+	var wg sync.WaitGroup
+	ann := churnAnnotation[cloud]
+	ctx := context.Background()
+	services := env.Client.CoreV1().Services(ns)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("churn-%d", i)
+			for step := 0; ; step++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(rand.IntN(2000)) * time.Millisecond):
+				}
+				var err error
+				switch step % 5 {
+				case 0:
+					_, err = services.Create(ctx, &v1.Service{
+						ObjectMeta: metav1.ObjectMeta{Name: name},
+						Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+							Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}},
+					}, metav1.CreateOptions{})
+					if apierrors.IsAlreadyExists(err) {
+						step-- // the last delete is still under way: create it again later
+						err = nil
+					}
+				case 1, 2, 3:
+					err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+						svc, err := services.Get(ctx, name, metav1.GetOptions{})
+						if err != nil {
+							return err
+						}
+						switch step % 5 {
+						case 1:
+							if len(svc.Spec.Ports) == 1 {
+								svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080})
+							} else {
+								svc.Spec.Ports = svc.Spec.Ports[:1]
+							}
+						case 2:
+							svc.Spec.LoadBalancerSourceRanges = [][]string{{"10.0.0.0/8"}, {"192.168.0.0/16", "172.16.0.0/12"}}[rand.IntN(2)]
+						case 3:
+							if svc.Annotations == nil {
+								svc.Annotations = map[string]string{}
+							}
+							svc.Annotations[ann[0]] = ann[1+rand.IntN(2)]
+						}
+						_, err = services.Update(ctx, svc, metav1.UpdateOptions{})
+						return err
+					})
+				case 4:
+					err = services.Delete(ctx, name, metav1.DeleteOptions{})
+				}
+				if apierrors.IsNotFound(err) {
+					err = nil // deleted while being changed: the next create makes it again
+				}
+				mu.Lock()
+				done++
+				if err != nil && failed == nil {
+					failed = fmt.Errorf("%s, step %d: %w", name, step%5, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	return &done, func() error {
+		wg.Wait()
+		return failed
+	}
+}
+
+// leaseHolder is who holds the CCM's leader Lease ("" when nobody does).
+func leaseHolder() string {
+	l, err := env.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), "cloud-controller-manager", metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+var leftoversLine = regexp.MustCompile(`(?m)^(\d+) leftover\(s\)`)
+
+// sweepCount is how many leftovers `overcast sweep` (a dry run) finds.
+func sweepCount(t *testing.T, c chaosCloud) int {
+	t.Helper()
+	out, code := sweep(t, c.name, c.conf)
+	require.Equal(t, 0, code, out)
+	if strings.Contains(out, "No leftovers") {
+		return 0
+	}
+	m := leftoversLine.FindStringSubmatch(out)
+	require.NotNil(t, m, "sweep's output has a count:\n%s", out)
+	n, _ := strconv.Atoi(m[1])
+	t.Logf("sweep:\n%s", out)
+	return n
+}
+
+// Case 2, crash and failover: the leader of two replicas is killed
+// (SIGKILL) at random points, again and again, while Services go through
+// create / change / delete cycles; the killed one comes back, as its Pod
+// would. Then half the Services are kept and half deleted: each kept one
+// has exactly one load balancer and address (no duplicate), nothing is left
+// of the deleted ones (counted by listing the emulator and by `overcast
+// sweep`, which must agree), and once the rest are deleted every kind of
+// object is back to what it was before the first Service (listeners, pools,
+// members, security groups and rules, tags, addresses).
+func TestChaosCrashAndFailover(t *testing.T) {
+	kills := chaosCount(t, "OVERCAST_CHAOS_KILLS", 4)
+	services := chaosCount(t, "OVERCAST_CHAOS_SERVICES", 6)
+	for i, cloud := range chaosClouds {
+		t.Run(cloud.name, func(t *testing.T) {
+			c := cloud.start(t, 94+i)
+			opts := c.ccmOptions(2*time.Second, 1500*time.Millisecond, 250*time.Millisecond)
+			replicas := []*framework.ProcessCCM{env.StartCCMProcess(t, c.name+"-0", opts), env.StartCCMProcess(t, c.name+"-1", opts)}
+			started := 2
+			c.nodes(t, fmt.Sprintf("crash%d", 94+i), 3)
+			baseline := c.objects()
+			ns := namespace(t)
+			t.Cleanup(func() {
+				for j := range services {
+					deleteService(t, ns, fmt.Sprintf("churn-%d", j))
+				}
+			})
+
+			stop := make(chan struct{})
+			steps, wait := churn(ns, c.name, services, stop)
+			var failovers []time.Duration
+			selfExits := 0
+			for k := range kills {
+				// The leader: the live replica that says it acquired the lease.
+				var leader int
+				require.NoError(t, framework.Poll(time.Minute, 50*time.Millisecond, func() error {
+					for j, p := range replicas {
+						if done, _ := p.Exited(); done {
+							// Ended by itself (e.g. it lost the lease): restart it.
+							selfExits++
+							replicas[j] = env.StartCCMProcess(t, fmt.Sprintf("%s-%d", c.name, started), opts)
+							started++
+							continue
+						}
+						if strings.Contains(p.Output(), "Successfully acquired lease") {
+							leader = j
+							return nil
+						}
+					}
+					return errors.New("no leader yet")
+				}), "kill %d", k)
+				time.Sleep(time.Duration(rand.IntN(3000)) * time.Millisecond) // a random point of its work
+				holder := leaseHolder()
+				killed := time.Now()
+				replicas[leader].Kill()
+				replicas[leader] = env.StartCCMProcess(t, fmt.Sprintf("%s-%d", c.name, started), opts)
+				started++
+				require.NoError(t, framework.Poll(time.Minute, 20*time.Millisecond, func() error {
+					if h := leaseHolder(); h == "" || h == holder {
+						return fmt.Errorf("the lease is still %q's", h)
+					}
+					return nil
+				}), "failover after kill %d", k)
+				failovers = append(failovers, time.Since(killed))
+			}
+			close(stop)
+			require.NoError(t, wait(), "the churn's apiserver calls")
+			lastKill := time.Now()
+
+			// The end state: even Services kept (changed once more), odd ones deleted.
+			ctx := context.Background()
+			svcs := env.Client.CoreV1().Services(ns)
+			var kept []string
+			for j := range services {
+				name := fmt.Sprintf("churn-%d", j)
+				if j%2 == 1 {
+					err := svcs.Delete(ctx, name, metav1.DeleteOptions{})
+					require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
+					continue
+				}
+				kept = append(kept, name)
+				require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+					svc, err := svcs.Get(ctx, name, metav1.GetOptions{})
+					switch {
+					case apierrors.IsNotFound(err):
+						_, err = svcs.Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ServiceSpec{
+							Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+							Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}}}, metav1.CreateOptions{})
+						return err
+					case err != nil:
+						return err
+					case svc.DeletionTimestamp != nil:
+						return fmt.Errorf("%s is being deleted", name)
+					}
+					return nil
+				}), "keeping %s", name)
+			}
+			addrs := map[string]string{}
+			for _, name := range kept {
+				svc := waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+				require.Len(t, svc.Status.LoadBalancer.Ingress, 1, name)
+				addrs[svc.Status.LoadBalancer.Ingress[0].IP] = name
+			}
+			for j := 1; j < services; j += 2 {
+				require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+					if _, err := svcs.Get(ctx, fmt.Sprintf("churn-%d", j), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+						return fmt.Errorf("churn-%d is still there (%v)", j, err)
+					}
+					return nil
+				}))
+			}
+			converged := time.Since(lastKill)
+
+			// Count what is in the cloud against what the kept Services need.
+			objects := c.objects()
+			// More than one per kept Service is an orphan of a deleted one
+			// or a duplicate of a kept one: the sweep lists the first.
+			orphans := 0
+			for _, kind := range lbKinds[c.name] {
+				orphans += max(objects[kind]-baseline[kind]-len(kept), 0)
+			}
+			duplicates := len(kept) - len(addrs) // two Services on one address
+			swept := sweepCount(t, c)
+
+			// Delete the rest: every kind is back to what it was.
+			for _, name := range kept {
+				require.NoError(t, svcs.Delete(ctx, name, metav1.DeleteOptions{}))
+			}
+			for _, name := range kept {
+				require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+					if _, err := svcs.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+						return fmt.Errorf("%s is still there (%v)", name, err)
+					}
+					return nil
+				}))
+			}
+			after := c.objects()
+			left := 0
+			for kind, n := range after {
+				left += max(n-baseline[kind], 0)
+			}
+			sweptAfter := sweepCount(t, c)
+
+			slices.Sort(failovers)
+			median, most := failovers[len(failovers)/2], failovers[len(failovers)-1]
+			chaosReport(t, fmt.Sprintf("| crash | %s | %d | %d | %d | %d | %d | %.1f s | %.1f s | %d | %d | %d | %d | %.0f s |",
+				c.name, kills, selfExits, services, *steps, len(kept), median.Seconds(), most.Seconds(),
+				orphans, swept, duplicates, left, converged.Seconds()))
+			t.Logf("objects: before %v, with %d kept %v, after %v", baseline, len(kept), objects, after)
+
+			assert.Zero(t, orphans, "nothing is left of the deleted Services (by the emulator's listing)")
+			assert.Equal(t, orphans, swept, "overcast sweep and the emulator's listing agree")
+			assert.Zero(t, duplicates, "each kept Service has its own address")
+			assert.Equal(t, baseline, after, "once every Service is deleted the cloud is as it was")
+			assert.Zero(t, sweptAfter, "and the sweep finds nothing")
+			assert.Less(t, converged, 2*time.Minute, "every Service converged within 2 minutes of the last kill")
+		})
+	}
+}
