@@ -26,9 +26,23 @@ echo "chaos: outage and throttling of $OUTAGE, $KILLS kills of the leader, on ea
 if ! OVERCAST_CHAOS_OUTAGE=$OUTAGE OVERCAST_CHAOS_THROTTLE=$OUTAGE OVERCAST_CHAOS_REPORT=$PWD/$rows \
 	OVERCAST_CHAOS_KILLS=$KILLS OVERCAST_CHAOS_SERVICES=$SERVICES \
 	OVERCAST_TEST_BINARIES="$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$PWD/bin/overcast-ccm \
-	go test -count=1 -timeout 3h -run 'TestChaos|TestSweep' ./test/e2e/ > "$out/e2e.log" 2>&1; then
+	OVERCAST_CHAOS_APISERVER_GONE=${CHAOS_APISERVER_GONE:-2m} \
+	go test -count=1 -timeout 4h -run 'TestChaos|TestSweep' ./test/e2e/ > "$out/e2e.log" 2>&1; then
 	status=1
 	echo "chaos: the e2e cases FAILED (see $out/e2e.log)"
+fi
+
+state=${OVERCAST_OPENSTACK_STATE:-/var/tmp/overcast-openstack}
+if [[ -f $state/openstack.env ]]; then
+	echo "chaos: outage of $OUTAGE on the real OpenStack (log: $out/openstack.log)"
+	if ! { bash test/openstack/up.sh && OVERCAST_CHAOS_OPENSTACK_OUTAGE=$OUTAGE OVERCAST_CHAOS_REPORT=$PWD/$rows \
+		OVERCAST_TEST_BINARIES="$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$PWD/bin/overcast-ccm \
+		go test -count=1 -timeout 1h -run 'TestOutageOfTheRealOpenStack' ./test/e2e/openstack/; } > "$out/openstack.log" 2>&1; then
+		status=1
+		echo "chaos: the real OpenStack's outage FAILED (see $out/openstack.log)"
+	fi
+else
+	echo "chaos: no OpenStack harness ($state): its outage case is skipped (make openstack-up first)"
 fi
 
 fuzz_rows=""
@@ -52,6 +66,18 @@ done)
 	echo "| case | cloud | outage | calls/min during | Nodes deleted | shutdown taints | addresses moved | most Warnings per Service | converged after recovery |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	grep '^| outage ' "$rows" || true
+	echo
+	echo "| case | cloud | apiserver gone for | replica exits | Nodes deleted | shutdown taints | converged after its return |"
+	echo "|---|---|---|---|---|---|---|"
+	grep '^| apiserver gone ' "$rows" || true
+	echo
+	echo "| case | cloud | upgraded from | cloud writes after the upgrade | load balancers adopted |"
+	echo "|---|---|---|---|---|"
+	grep '^| upgrade ' "$rows" || true
+	echo
+	echo "| case | cloud | leftovers either sweep lists | the other's objects untouched by a delete | the other's address kept |"
+	echo "|---|---|---|---|---|"
+	grep '^| isolation ' "$rows" || true
 	echo
 	echo "| case | cloud | 429 on half the calls for | calls/min | 429 answers | 3 new Services and a change converged after |"
 	echo "|---|---|---|---|---|---|"

@@ -28,6 +28,24 @@ import (
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
+type confirmKey struct{}
+
+// WithConfirm returns ctx with confirm, which the cycle calls before it
+// creates or replaces a Service's load balancer: the service controller
+// confirms there, by a read of the apiserver rather than of its cache, that
+// the Service still exists, is not being deleted and holds its finalizer.
+// An error stops the creation and is returned as the pass's.
+func WithConfirm(ctx context.Context, confirm func(context.Context) error) context.Context {
+	return context.WithValue(ctx, confirmKey{}, confirm)
+}
+
+func confirm(ctx context.Context) error {
+	if f, ok := ctx.Value(confirmKey{}).(func(context.Context) error); ok {
+		return f(ctx)
+	}
+	return nil
+}
+
 // State is a load balancer's state as the cycle needs it.
 type State int
 
@@ -237,6 +255,11 @@ func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fi
 	}
 	built := false
 	if !found || (lb.State == Failed && !lb.Shared) {
+		// What the controller saw of the Service may be older than the
+		// Service: never build for one that is gone or going.
+		if err := confirm(ctx); err != nil {
+			return nil, err
+		}
 		var progress string
 		if found {
 			progress, err = c.cloud.Replace(ctx, svc, lb)

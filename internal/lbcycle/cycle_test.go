@@ -288,6 +288,37 @@ func TestAnInvalidServiceMakesNoCall(t *testing.T) {
 	assert.Empty(t, cloud.ran)
 }
 
+// The controller's confirmation runs before anything is built, and only then:
+// when it says the Service is gone, nothing is created or replaced.
+func TestNothingIsBuiltForAServiceTheControllerCannotConfirm(t *testing.T) {
+	gone := api.NewRetryError("the Service is gone", time.Second)
+	for _, tc := range []struct {
+		name    string
+		cloud   script
+		records memRecords
+		ran     []string
+	}{
+		{"no load balancer yet", script{spec: fp}, memRecords{}, []string{"find"}},
+		{"its own in ERROR", script{spec: fp, found: &LB[string]{ID: "lb1", Status: "ERROR", State: Failed}}, memRecords{}, []string{"find"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asked := 0
+			ctx := WithConfirm(t.Context(), func(context.Context) error { asked++; return gone })
+			c := New[string, string](&tc.cloud, tc.records, Options{})
+			_, err := c.EnsureLoadBalancer(ctx, "kubernetes", service, nil)
+			assert.Same(t, gone, err)
+			assert.Equal(t, 1, asked)
+			assert.Equal(t, tc.ran, tc.cloud.ran, "no create, no replace")
+		})
+	}
+	t.Run("a load balancer that exists is converged without asking", func(t *testing.T) {
+		cloud := script{spec: fp, found: ready, publish: true}
+		ctx := WithConfirm(t.Context(), func(context.Context) error { t.Error("confirmation asked"); return nil })
+		_, err := New[string, string](&cloud, memRecords{}, Options{}).EnsureLoadBalancer(ctx, "kubernetes", service, nil)
+		require.NoError(t, err)
+	})
+}
+
 func TestUpdateChangesMembersAloneWhenOnlyNodesChanged(t *testing.T) {
 	moved := Fingerprint{Config: "c1", Members: "m2"}
 	for _, tc := range []struct {

@@ -30,6 +30,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -46,6 +47,7 @@ import (
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
@@ -613,7 +615,8 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, st
 			logger.V(2).Info("Ensuring load balancer", "nodes", len(nodes))
 			c.recorder.Event(svc, v1.EventTypeNormal, ReasonEnsuring, "Ensuring load balancer")
 		}
-		status, err = c.balancer.EnsureLoadBalancer(ctx, c.opts.ClusterName, svc, nodes)
+		confirmed := lbcycle.WithConfirm(ctx, func(ctx context.Context) error { return c.confirm(ctx, svc) })
+		status, err = c.balancer.EnsureLoadBalancer(confirmed, c.opts.ClusterName, svc, nodes)
 		if err == nil && status == nil {
 			err = errors.New("the cloud provider returned no load balancer status")
 		}
@@ -650,6 +653,28 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, st
 		c.recorder.Eventf(svc, v1.EventTypeNormal, ReasonUpdatedNodes, "Updated load balancer: %d Node(s) back it", len(nodes))
 	}
 	return 0, nil
+}
+
+// confirm reads the Service from the apiserver, not from the cache, before
+// a load balancer is built for it: the cache may be behind (a new leader's
+// first pass, a Service deleted and made again under the same name), and
+// what is built for a Service already gone is never deleted. It must exist
+// with the same UID, not be being deleted, and hold the finalizer; else
+// the pass stops and looks again (progress, not a failure), by which time
+// the cache has caught up.
+func (c *Controller) confirm(ctx context.Context, svc *v1.Service) error {
+	live, err := c.kube.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && live.UID != svc.UID:
+		return api.NewRetryError("the Service is gone: nothing is built for it", time.Second)
+	case err != nil:
+		return fmt.Errorf("reading the Service before building its load balancer: %w", err)
+	case live.DeletionTimestamp != nil:
+		return api.NewRetryError("the Service is being deleted: nothing is built for it", time.Second)
+	case !servicehelper.HasLBFinalizer(live):
+		return api.NewRetryError("the Service lost its load balancer finalizer: looking again", time.Second)
+	}
+	return nil
 }
 
 // failed publishes what err, which is not nil, says about a pass: progress

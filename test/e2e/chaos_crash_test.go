@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -148,7 +149,13 @@ var leftoversLine = regexp.MustCompile(`(?m)^(\d+) leftover\(s\)`)
 // sweepCount is how many leftovers `overcast sweep` (a dry run) finds.
 func sweepCount(t *testing.T, c chaosCloud) int {
 	t.Helper()
-	out, code := sweep(t, c.name, c.conf)
+	return sweepCountOf(t, env, c)
+}
+
+// sweepCountOf is how many it finds on the cluster of e.
+func sweepCountOf(t *testing.T, e *framework.Env, c chaosCloud) int {
+	t.Helper()
+	out, code := sweepOf(t, e, c.name, c.conf)
 	require.Equal(t, 0, code, out)
 	if strings.Contains(out, "No leftovers") {
 		return 0
@@ -315,6 +322,101 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			assert.Equal(t, baseline, after, "once every Service is deleted the cloud is as it was")
 			assert.Zero(t, sweptAfter, "and the sweep finds nothing")
 			assert.Less(t, converged, 2*time.Minute, "every Service converged within 2 minutes of the last kill")
+		})
+	}
+}
+
+// Case 4, isolation: two clusters of the same --cluster-name in one cloud
+// account, each with a Service of the same namespace and name (two ports,
+// source ranges). Each gets its own load balancer; neither sweep lists the
+// other's objects; deleting one cluster's Service leaves the cloud exactly
+// as it was with only the other's (its rules and security rules too), and
+// the other's keeps its address.
+func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
+	other, err := framework.Start()
+	require.NoError(t, err)
+	t.Cleanup(other.Stop)
+	for i, cloud := range chaosClouds {
+		t.Run(cloud.name, func(t *testing.T) {
+			c := cloud.start(t, 103+i)
+			opts := framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{"--load-balancer-drift-period=2s"}}
+			env.StartCCMProcess(t, c.name+"-first", opts)
+			other.StartCCMProcess(t, c.name+"-second", opts)
+			clusters := []*framework.Env{env, other}
+			var kubelets []*framework.Kubelet
+			for j, e := range clusters {
+				for k := range 2 {
+					name := fmt.Sprintf("iso%d-%c-%d", 103+i, 'a'+j, k)
+					kubelets = append(kubelets, e.NewKubelet(t, name, c.machine(name)))
+				}
+			}
+			ctx := context.Background()
+			for j, k := range kubelets {
+				e := clusters[j/2]
+				require.NoError(t, framework.Poll(waitLong, tick, func() error {
+					n, err := e.Client.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
+					if err != nil || n.Spec.ProviderID == "" {
+						return fmt.Errorf("%s not initialised (%v)", k.Name, err)
+					}
+					return nil
+				}))
+			}
+			base := c.objects()
+			ns := fmt.Sprintf("iso-%d-%d", 103+i, time.Now().UnixNano()%100000)
+			twin := func(e *framework.Env) string {
+				_, err := e.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+				require.NoError(t, err)
+				_, err = e.Client.CoreV1().Services(ns).Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "twin"}, Spec: v1.ServiceSpec{
+					Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "twin"}, LoadBalancerSourceRanges: []string{"10.0.0.0/8"},
+					Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}, {Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080}}}},
+					metav1.CreateOptions{})
+				require.NoError(t, err)
+				var addr string
+				require.NoError(t, framework.Poll(waitLong, tick, func() error {
+					s, err := e.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{})
+					if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
+						return fmt.Errorf("no address yet (%v)", err)
+					}
+					addr = s.Status.LoadBalancer.Ingress[0].IP
+					return nil
+				}))
+				return addr
+			}
+			gone := func(e *framework.Env) {
+				require.NoError(t, e.Client.CoreV1().Services(ns).Delete(ctx, "twin", metav1.DeleteOptions{}))
+				require.NoError(t, framework.Poll(waitLong, tick, func() error {
+					if _, err := e.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+						return fmt.Errorf("twin is still there (%v)", err)
+					}
+					return nil
+				}))
+			}
+
+			second := twin(other)
+			settled(t, c.server)
+			onlySecond := c.objects()
+			first := twin(env)
+			settled(t, c.server)
+			both := c.objects()
+			require.NotEqual(t, first, second, "two load balancers, two addresses")
+			for _, kind := range lbKinds[c.name] {
+				assert.Equal(t, base[kind]+2, both[kind], "%s: one per cluster", kind)
+			}
+			swept := sweepCountOf(t, env, c) + sweepCountOf(t, other, c)
+
+			gone(env)
+			settled(t, c.server)
+			afterFirst := c.objects()
+			s, err := other.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{})
+			require.NoError(t, err)
+			kept := len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == second
+			gone(other)
+			settled(t, c.server)
+			chaosReport(t, fmt.Sprintf("| isolation | %s | %d | %t | %t |", c.name, swept, maps.Equal(onlySecond, afterFirst), kept))
+			assert.Zero(t, swept, "neither cluster's sweep lists the other's objects")
+			assert.Equal(t, onlySecond, afterFirst, "deleting the first cluster's Service leaves the second's objects as they were")
+			assert.True(t, kept, "the second cluster's Service keeps its address")
+			assert.Equal(t, base, c.objects(), "and deleting the second's leaves nothing")
 		})
 	}
 }

@@ -8,10 +8,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -380,6 +383,217 @@ func TestChaosThrottling(t *testing.T) {
 			assert.Positive(t, throttled, "calls were answered 429")
 			assert.Less(t, perMinute, 150.0*60, "within the client's budget")
 			assert.Len(t, t2.Status.LoadBalancer.Ingress, 1)
+		})
+	}
+}
+
+// supervisor keeps replicas of overcast-ccm running as the kubelet keeps a
+// Pod's container: one that exits is started again, and counted.
+type supervisor struct {
+	t       *testing.T
+	name    string
+	opts    framework.CCMOptions
+	mu      sync.Mutex
+	procs   []*framework.ProcessCCM
+	started int
+	exits   []string // "<replica>: exit <code> at <time since start>"
+	begin   time.Time
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func supervise(t *testing.T, name string, n int, opts framework.CCMOptions) *supervisor {
+	s := &supervisor{t: t, name: name, opts: opts, begin: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	for range n {
+		s.procs = append(s.procs, s.start())
+	}
+	go func() {
+		defer close(s.done)
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			s.mu.Lock()
+			for i, p := range s.procs {
+				if done, code := p.Exited(); done {
+					s.exits = append(s.exits, fmt.Sprintf("%s: exit %d after %s", filepath.Base(p.Log), code, time.Since(s.begin).Round(time.Second)))
+					s.procs[i] = s.start()
+				}
+			}
+			s.mu.Unlock()
+		}
+	}()
+	t.Cleanup(s.halt)
+	return s
+}
+
+func (s *supervisor) start() *framework.ProcessCCM {
+	s.started++
+	return env.StartCCMProcess(s.t, fmt.Sprintf("%s-%d", s.name, s.started), s.opts)
+}
+
+// halt stops restarting; the processes end with the test.
+func (s *supervisor) halt() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+}
+
+// Exits are the replicas' exits so far.
+func (s *supervisor) Exits() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.exits)
+}
+
+// Case 8, the apiserver gone: both replicas reach the apiserver through a
+// proxy that is cut (connections refused and closed) for a while, as when
+// the control plane is down or being upgraded, while a Service is created,
+// another deleted and a Node stops reporting. The leader cannot renew its
+// Lease and exits once, as every controller manager does; the replica that
+// comes back waits for the apiserver instead of exiting again (no crash
+// loop). Once the apiserver is back, everything converges, and no Node was
+// deleted or tainted.
+func TestChaosAPIServerGone(t *testing.T) {
+	gone := chaosDuration(t, "OVERCAST_CHAOS_APISERVER_GONE", 10*time.Second)
+	for i, cloud := range chaosClouds {
+		t.Run(cloud.name, func(t *testing.T) {
+			c := cloud.start(t, 97+i)
+			proxy := framework.NewProxy(t, env.APIServerAddr())
+			opts := c.ccmOptions(4*time.Second, 3*time.Second, 500*time.Millisecond)
+			opts.ExtraArgs = append(opts.ExtraArgs, "--kubeconfig="+env.KubeconfigVia(t, proxy.Addr()))
+			s := supervise(t, c.name, 2, opts)
+			kubelets := c.nodes(t, fmt.Sprintf("gone%d", 97+i), 3)
+			ns := namespace(t)
+			lbService(t, ns, "before", nil)
+			addr := waitIngressIP(t, ns, "before").String()
+			lbService(t, ns, "deleted", nil)
+			waitIngressIP(t, ns, "deleted")
+			ctx := context.Background()
+
+			proxy.Cut()
+			cut := time.Now()
+			kubelets[0].StopHeartbeats(true)
+			lbService(t, ns, "during", nil)
+			require.NoError(t, env.Client.CoreV1().Services(ns).Delete(ctx, "deleted", metav1.DeleteOptions{}))
+			time.Sleep(gone)
+			exitsGone := s.Exits()
+			require.NoError(t, proxy.Restore())
+			back := time.Now()
+			require.NoError(t, kubelets[0].ResumeHeartbeats())
+
+			waitCondition(t, ns, "during", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+			require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+				if _, err := env.Client.CoreV1().Services(ns).Get(ctx, "deleted", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("the Service deleted meanwhile is still there (%v)", err)
+				}
+				return nil
+			}))
+			converged := time.Since(back)
+			time.Sleep(5 * time.Second) // a crash loop would show now
+			exits := s.Exits()
+			s.halt()
+
+			deleted, tainted := 0, 0
+			for _, k := range kubelets {
+				n, err := env.Client.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					deleted++
+					continue
+				}
+				require.NoError(t, err)
+				if hasTaint(n, v1.TaintNodeOutOfService) || hasTaint(n, "node.cloudprovider.kubernetes.io/shutdown") {
+					tainted++
+				}
+			}
+			chaosReport(t, fmt.Sprintf("| apiserver gone | %s | %s | %d | %d | %d | %.0f s |", c.name, gone, len(exits), deleted, tainted, converged.Seconds()))
+			t.Logf("exits while the apiserver was gone (%s): %v; in all: %v", time.Since(cut).Round(time.Second), exitsGone, exits)
+			assert.LessOrEqual(t, len(exits), 1, "the leader exits once at most (its lease lost), no crash loop: %v", exits)
+			assert.Equal(t, addr, waitIngressIP(t, ns, "before").String(), "the address stays")
+			assert.Zero(t, deleted, "no Node deleted")
+			assert.Zero(t, tainted, "no Node tainted")
+			assert.Less(t, converged, 2*time.Minute)
+		})
+	}
+}
+
+// cloudWrites counts the calls that change the cloud (token requests aside).
+func cloudWrites(s *core.Server) (n int) {
+	for _, c := range s.Calls() {
+		if c.Service != "identity" && c.Method != http.MethodGet && c.Method != http.MethodHead {
+			n += c.Count
+		}
+	}
+	return n
+}
+
+// settled waits until the cloud has seen no write for a few seconds.
+func settled(t *testing.T, s *core.Server) {
+	t.Helper()
+	last, quiet := -1, 0
+	require.NoError(t, framework.Poll(time.Minute, time.Second, func() error {
+		if n := cloudWrites(s); n != last {
+			last, quiet = n, 0
+		} else {
+			quiet++
+		}
+		if quiet < 3 {
+			return errors.New("the cloud is still being written")
+		}
+		return nil
+	}))
+}
+
+// Case 8, an upgrade: what overcast-ccm of an earlier commit
+// (OVERCAST_PREVIOUS_REV, default HEAD~1) built is adopted by this one as it
+// is: the same addresses, and not one write to the cloud.
+func TestChaosUpgradeAdoptsWhatThePreviousCommitBuilt(t *testing.T) {
+	rev := os.Getenv("OVERCAST_PREVIOUS_REV")
+	if rev == "" {
+		rev = "HEAD~1"
+	}
+	prev, commit, err := env.CCMBinaryAt(t.Context(), rev)
+	if err != nil {
+		t.Skipf("no earlier overcast-ccm to upgrade from: %v", err)
+	}
+	for i, cloud := range chaosClouds {
+		t.Run(cloud.name, func(t *testing.T) {
+			c := cloud.start(t, 100+i)
+			opts := framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{"--load-balancer-drift-period=2s"}}
+			old := env.StartBinary(t, prev, c.name+"-previous", opts)
+			c.nodes(t, fmt.Sprintf("upgrade%d", 100+i), 2)
+			ns := namespace(t)
+			ann := churnAnnotation[c.name]
+			lbService(t, ns, "plain", nil)
+			lbService(t, ns, "full", func(s *v1.Service) {
+				s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080})
+				s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
+				s.Annotations = map[string]string{ann[0]: ann[1]}
+			})
+			addrs := map[string]string{}
+			for _, name := range []string{"plain", "full"} {
+				addrs[name] = waitIngressIP(t, ns, name).String()
+			}
+			settled(t, c.server)
+			before := c.objects()
+			old.Stop()
+
+			c.server.ResetCalls()
+			env.StartCCMProcess(t, c.name+"-current", opts)
+			for _, name := range []string{"plain", "full"} {
+				svc := waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+				assert.Equal(t, addrs[name], svc.Status.LoadBalancer.Ingress[0].IP, "%s keeps its address", name)
+			}
+			time.Sleep(5 * time.Second) // two drift checks
+			writes := cloudWrites(c.server)
+			chaosReport(t, fmt.Sprintf("| upgrade | %s | %.12s | %d | %d |", c.name, commit, writes, len(addrs)))
+			assert.Zero(t, writes, "the load balancers of %.12s are adopted without a change: %v", commit, c.server.Calls())
+			assert.Equal(t, before, c.objects())
 		})
 	}
 }

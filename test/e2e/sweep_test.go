@@ -19,6 +19,12 @@ import (
 // kubeconfig, as an operator would.
 func sweep(t *testing.T, cloud, conf string, args ...string) (string, int) {
 	t.Helper()
+	return sweepOf(t, env, cloud, conf, args...)
+}
+
+// sweepOf runs it on the cluster of e.
+func sweepOf(t *testing.T, e *framework.Env, cloud, conf string, args ...string) (string, int) {
+	t.Helper()
 	ccm, err := env.CCMBinary()
 	require.NoError(t, err)
 	bin := filepath.Join(filepath.Dir(ccm), "overcast")
@@ -26,7 +32,7 @@ func sweep(t *testing.T, cloud, conf string, args ...string) (string, int) {
 		t.Skipf("%s: run `make test-e2e`, which builds it", bin)
 	}
 	return framework.RunCLI(t, bin, "sweep", cloud, conf,
-		append([]string{"--kubeconfig=" + env.AdminKubeconfig, "--cluster-name=overcast-e2e", "--timeout=2m"}, args...)...)
+		append([]string{"--kubeconfig=" + e.AdminKubeconfig, "--cluster-name=overcast-e2e", "--timeout=2m"}, args...)...)
 }
 
 // A Service deleted with its finalizer removed by hand while the CCM was

@@ -3,11 +3,14 @@ package cloudstack
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // CloudStack's error codes (api/ApiErrorCode.java) and exception codes
@@ -118,6 +121,10 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, resp, &apiError{code: codeUnauthorized, text: "unable to verify user credentials and/or request signature"})
 		return
 	}
+	if core.OnlyFirstPage(r) && p.Get("page") != "" {
+		p = maps.Clone(p) // signed as asked; answered as the first page
+		p.Set("page", "1")
+	}
 	if !known || (cmd.admin && !a.admin) {
 		// Newer servers (seen verbatim in cloudstack-kubernetes-provider issue #94).
 		writeError(w, "errorresponse", &apiError{code: codeUnsupported, cs: csDefault,
@@ -152,6 +159,28 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
+}
+
+// pager makes a list answer claim more objects than it has, so that a
+// reader asks for page after page (core.MangleEndlessPages).
+type pager struct{}
+
+func (pager) MorePages(_ *http.Request, _ http.Header, body []byte) []byte {
+	var doc map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil || len(doc) != 1 {
+		return body
+	}
+	for resp, fields := range doc {
+		if _, ok := fields["count"]; !ok || !strings.HasPrefix(resp, "list") {
+			return body
+		}
+		fields["count"] = json.RawMessage("1000000000")
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // list is a list answer: the total count and the page's items under key; an

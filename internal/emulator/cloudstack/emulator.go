@@ -153,6 +153,7 @@ func New(opts Options) (*Emulator, error) {
 		Latency:  opts.Latency,
 		Seed:     opts.Seed,
 		Classify: cloudapi.OperationFor,
+		Pager:    pager{},
 		WriteError: func(w http.ResponseWriter, r *http.Request, _ string, status int, msg string) {
 			_ = r.ParseForm()
 			writeError(w, responseName(r.Form.Get("command")), &apiError{code: status, cs: csDefault, text: msg})

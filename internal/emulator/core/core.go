@@ -39,6 +39,19 @@ type Options struct {
 	// Clock is the emulator's clock (time.Now when nil); outage windows of
 	// faults are on it.
 	Clock func() time.Time
+	// Pager knows the cloud's paging, for MangleEndlessPages; nil: that
+	// mangle answers as the cloud does.
+	Pager Pager
+}
+
+// Pager is how a cloud pages its lists, for a fault that never lets a
+// listing end (MangleEndlessPages). While it lasts, the cloud's list
+// handlers answer the first page whatever page is asked (OnlyFirstPage).
+type Pager interface {
+	// MorePages rewrites a successful list answer to r (header h, body) so
+	// that it claims a next page; an answer that is not a list, or has no
+	// items, is returned as it is.
+	MorePages(r *http.Request, h http.Header, body []byte) []byte
 }
 
 // Server serves a cloud's API handler with the shared behaviour in front of

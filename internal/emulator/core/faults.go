@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,6 +61,10 @@ const (
 	MangleHuge = "huge"
 	// MangleReset closes the connection without an answer.
 	MangleReset = "reset"
+	// MangleEndlessPages answers every list with its first page, claiming a
+	// next page that is the same again (Options.Pager): a listing that never
+	// ends unless its reader bounds it.
+	MangleEndlessPages = "endless-pages"
 )
 
 // hugeBody is MangleHuge's body size.
@@ -120,9 +125,9 @@ func (s *Server) validate(f Fault) error {
 		return fmt.Errorf("fault service %q: want %s or empty", f.Service, strings.Join(s.opts.Services, ", "))
 	}
 	switch f.Mangle {
-	case "", MangleTruncate, MangleWrongTypes, MangleHuge, MangleReset:
+	case "", MangleTruncate, MangleWrongTypes, MangleHuge, MangleReset, MangleEndlessPages:
 	default:
-		return fmt.Errorf("fault mangle %q: want %s, %s, %s or %s", f.Mangle, MangleTruncate, MangleWrongTypes, MangleHuge, MangleReset)
+		return fmt.Errorf("fault mangle %q: want %s, %s, %s, %s or %s", f.Mangle, MangleTruncate, MangleWrongTypes, MangleHuge, MangleReset, MangleEndlessPages)
 	}
 	if !f.Hang && f.Mangle == "" && (f.Status < 100 || f.Status > 599) {
 		return fmt.Errorf("fault status %d: want an HTTP status (or Hang, or Mangle)", f.Status)
@@ -226,13 +231,19 @@ func (s *Server) mangle(w http.ResponseWriter, r *http.Request, how string) {
 		_, _ = io.WriteString(w, `"]}`)
 		return
 	}
+	if how == MangleEndlessPages {
+		r = r.WithContext(context.WithValue(r.Context(), firstPageKey{}, true))
+	}
 	rec := httptest.NewRecorder()
 	s.api.ServeHTTP(rec, r)
 	body := rec.Body.Bytes()
-	if how == MangleTruncate {
+	switch {
+	case how == MangleTruncate:
 		body = body[:len(body)/2]
-	} else {
+	case how == MangleWrongTypes:
 		body = wrongTypes(body)
+	case how == MangleEndlessPages && s.opts.Pager != nil && rec.Code/100 == 2:
+		body = s.opts.Pager.MorePages(r, rec.Header(), body)
 	}
 	for k, v := range rec.Header() {
 		w.Header()[k] = v
@@ -240,6 +251,15 @@ func (s *Server) mangle(w http.ResponseWriter, r *http.Request, how string) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(rec.Code)
 	_, _ = w.Write(body)
+}
+
+type firstPageKey struct{}
+
+// OnlyFirstPage says whether a list handler must answer r with the first
+// page whatever page r asks for (MangleEndlessPages).
+func OnlyFirstPage(r *http.Request) bool {
+	v, _ := r.Context().Value(firstPageKey{}).(bool)
+	return v
 }
 
 // wrongTypes is a JSON document with every value of another type; a body

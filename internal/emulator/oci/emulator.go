@@ -163,7 +163,7 @@ func New(opts Options) (*Emulator, error) {
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{Name: "oci emulator", Latency: opts.Latency,
 		Classify: classify, WriteError: func(w http.ResponseWriter, _ *http.Request, _ string, status int, msg string) {
 			writeError(w, status, codeForStatus(status), msg)
-		}, Clock: opts.Clock})
+		}, Clock: opts.Clock, Pager: pager{}})
 	// OCI's real host names through HTTPS_PROXY (core/tlsproxy.go).
 	e.ServeTunnels(e.ca, ".oraclecloud.com")
 	e.Control().HandleFunc("POST /_emulator/provisioning-delay", core.DurationSetter(e.SetProvisioning))
@@ -406,6 +406,27 @@ func listItems[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter,
 	}
 }
 
+// pager makes a list answer name a next page in opc-next-page
+// (core.MangleEndlessPages).
+type pager struct{}
+
+func (pager) MorePages(r *http.Request, h http.Header, body []byte) []byte {
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil {
+		var coll struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if json.Unmarshal(body, &coll) != nil {
+			return body
+		}
+		items = coll.Items
+	}
+	if r.Method == http.MethodGet && len(items) > 0 {
+		h.Set("opc-next-page", "more")
+	}
+	return body
+}
+
 // page is a list's page of views, opc-next-page set; false when the
 // request was answered with an error.
 func page[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], keep func(T) bool, view func(T) any) ([]any, bool) {
@@ -420,7 +441,11 @@ func page[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *h
 		limit = n
 	}
 	e.mu.Lock()
-	items, more, err := st.Page(q.Get("page"), limit, false, keep)
+	token := q.Get("page")
+	if core.OnlyFirstPage(r) {
+		token = ""
+	}
+	items, more, err := st.Page(token, limit, false, keep)
 	views := make([]any, len(items))
 	for i, it := range items {
 		views[i] = view(it)

@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -165,6 +166,7 @@ func New(opts Options) *Emulator {
 		Seed:       opts.Seed,
 		Classify:   e.classify,
 		WriteError: writeFault,
+		Pager:      pager{},
 		Services:   []string{"identity", "compute", "network", "load-balancer"},
 		Clock: func() time.Time {
 			e.mu.Lock()
@@ -263,7 +265,49 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		notFound(w, serviceOf(r.URL.Path), "The resource could not be found.")
 		return
 	}
+	if core.OnlyFirstPage(r) {
+		// Answered as the first page: no marker (Nova, Neutron, Octavia),
+		// no offset (Barbican).
+		q := r.URL.Query()
+		q.Del("marker")
+		q.Del("offset")
+		r = r.Clone(r.Context())
+		r.URL.RawQuery = q.Encode()
+	}
 	e.mux.ServeHTTP(w, r)
+}
+
+// pager makes a list answer link a next page (core.MangleEndlessPages): the
+// collection's <key>_links (Nova, Neutron, Octavia) or next (Barbican).
+type pager struct{}
+
+func (pager) MorePages(r *http.Request, _ http.Header, body []byte) []byte {
+	var doc map[string]json.RawMessage
+	if r.Method != http.MethodGet || json.Unmarshal(body, &doc) != nil {
+		return body
+	}
+	next := nextLink(r, "more")
+	changed := false
+	for key, raw := range doc {
+		var items []json.RawMessage
+		if strings.HasSuffix(key, "_links") || json.Unmarshal(raw, &items) != nil || len(items) == 0 {
+			continue
+		}
+		changed = true
+		if strings.HasPrefix(r.URL.Path, kmPrefix+"/") {
+			doc["next"], _ = json.Marshal(next)
+			continue
+		}
+		doc[key+"_links"], _ = json.Marshal([]map[string]string{{"rel": "next", "href": next}})
+	}
+	if !changed {
+		return body
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 func serviceOf(path string) string {

@@ -144,13 +144,9 @@ func (c *Cloud) familySubnet(ctx context.Context, network *gophercloud.ServiceCl
 	if family == v1.IPv6Protocol {
 		version = 6
 	}
-	pages, err := subnets.List(network, subnets.ListOpts{NetworkID: netID, IPVersion: version}).AllPages(ctx)
+	all, err := allPages(ctx, subnets.List(network, subnets.ListOpts{NetworkID: netID, IPVersion: version}), subnets.ExtractSubnets)
 	if err != nil {
 		return "", fmt.Errorf("listing the subnets of network %s: %w", netID, neutronErr(err))
-	}
-	all, err := subnets.ExtractSubnets(pages)
-	if err != nil {
-		return "", err
 	}
 	key := "subnet-id"
 	if family == v1.IPv6Protocol {

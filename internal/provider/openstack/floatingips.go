@@ -13,6 +13,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -82,13 +83,9 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 // attachRequestedFloatingIP attaches the floating IP spec.loadBalancerIP names.
 // One attached elsewhere is never taken away.
 func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
-	pages, err := floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}).AllPages(ctx)
+	fips, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}), floatingips.ExtractFloatingIPs)
 	if err != nil {
 		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
-	}
-	fips, err := floatingips.ExtractFloatingIPs(pages)
-	if err != nil {
-		return "", err
 	}
 	if len(fips) == 0 {
 		// Not in the project yet: allocate that very address (clouds often allow
@@ -123,13 +120,9 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 // ownFloatingIPs lists the floating IPs this CCM created for the Service.
 func (c *Cloud) ownFloatingIPs(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) ([]floatingips.FloatingIP, error) {
 	desc := fipDescription + string(svc.UID)
-	pages, err := floatingips.List(network, floatingips.ListOpts{Description: desc}).AllPages(ctx)
+	all, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{Description: desc}), floatingips.ExtractFloatingIPs)
 	if err != nil {
 		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, neutronErr(err))
-	}
-	all, err := floatingips.ExtractFloatingIPs(pages)
-	if err != nil {
-		return nil, err
 	}
 	// The filter is the server's; ownership is checked here too.
 	return slices.DeleteFunc(all, func(f floatingips.FloatingIP) bool { return f.Description != desc }), nil
@@ -195,13 +188,9 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gopherclou
 	if s.floatingIP == "" {
 		return nil
 	}
-	pages, err := floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}).AllPages(ctx)
+	fips, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}), floatingips.ExtractFloatingIPs)
 	if err != nil {
 		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
-	}
-	fips, err := floatingips.ExtractFloatingIPs(pages)
-	if err != nil {
-		return err
 	}
 	for _, f := range fips {
 		if f.PortID != "" {
@@ -248,11 +237,10 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, network *gophercloud.ServiceC
 	if lb.VipPortID == "" {
 		return nil, nil
 	}
-	pages, err := floatingips.List(network, floatingips.ListOpts{PortID: lb.VipPortID}).AllPages(ctx)
+	fips, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{PortID: lb.VipPortID}), floatingips.ExtractFloatingIPs)
 	if err != nil {
 		return nil, fmt.Errorf("listing floating IPs: %w", neutronErr(err))
 	}
-	fips, err := floatingips.ExtractFloatingIPs(pages)
 	if err != nil || len(fips) == 0 {
 		return nil, err
 	}
@@ -264,13 +252,11 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, network *gophercloud.ServiceC
 func (c *Cloud) onlyExternalNetwork(ctx context.Context, network *gophercloud.ServiceClient) (string, error) {
 	iTrue := true
 	opts := external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &iTrue}
-	pages, err := networks.List(network, opts).AllPages(ctx)
+	nets, err := allPages(ctx, networks.List(network, opts), func(p pagination.Page) (nets []networks.Network, err error) {
+		return nets, networks.ExtractNetworksInto(p, &nets)
+	})
 	if err != nil {
 		return "", fmt.Errorf("listing external networks: %w", neutronErr(err))
-	}
-	var nets []networks.Network
-	if err := networks.ExtractNetworksInto(pages, &nets); err != nil {
-		return "", err
 	}
 	switch len(nets) {
 	case 1:
@@ -294,13 +280,9 @@ func (c *Cloud) floatingSubnets(ctx context.Context, network *gophercloud.Servic
 	if s.floatingSubnet == nil && s.floatingSubnetTags == nil {
 		return []string{""}, nil
 	}
-	pages, err := subnets.List(network, subnets.ListOpts{NetworkID: netID}).AllPages(ctx)
+	all, err := allPages(ctx, subnets.List(network, subnets.ListOpts{NetworkID: netID}), subnets.ExtractSubnets)
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, neutronErr(err))
-	}
-	all, err := subnets.ExtractSubnets(pages)
-	if err != nil {
-		return nil, err
 	}
 	var ids []string
 	for _, sn := range all {

@@ -3,7 +3,6 @@ package openstack
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 // Lists are read without gophercloud's pagers: those decode every page into
@@ -26,7 +26,28 @@ import (
 
 // maxListPages bounds the pages of one list (at Octavia's 1,000 a page, far
 // above any real pool).
-const maxListPages = 1000
+var maxListPages = 1000
+
+// allPages reads every page of a gophercloud list and extracts its items, as
+// AllPages and an Extract would, but ends with an error after maxListPages
+// pages: a cloud whose next link never ends would otherwise be followed
+// until the caller's deadline, every page kept.
+func allPages[T any](ctx context.Context, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, error) {
+	var out []T
+	pages := 0
+	err := pager.EachPage(ctx, func(_ context.Context, p pagination.Page) (bool, error) {
+		if pages++; pages > maxListPages {
+			return false, fmt.Errorf("more than %d pages", maxListPages)
+		}
+		items, err := extract(p)
+		out = append(out, items...)
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
 
 // listAll GETs every page of a list under path (the items under key, the next
 // page in key_links) into T.
@@ -76,7 +97,7 @@ func listAllAnswered[T any](ctx context.Context, client *gophercloud.ServiceClie
 			return out, answered, nil
 		}
 	}
-	return nil, time.Time{}, errors.New("listing " + key + ": more than 1,000 pages")
+	return nil, time.Time{}, fmt.Errorf("listing %s: more than %d pages", key, maxListPages)
 }
 
 // listPools lists the load balancer's pools.

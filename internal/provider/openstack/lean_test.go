@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // TestListsFollowOctaviasPages: Octavia pages every list at 1,000; a pool of
@@ -103,4 +105,33 @@ func TestTheLeanCreateBodyIsGophercloudsBody(t *testing.T) {
 	}{opts})
 	require.NoError(t, err)
 	assert.JSONEq(t, string(wantJSON), string(got))
+}
+
+// TestAListWhoseNextPageNeverEndsIsAnError: a cloud linking a next page for
+// ever (the emulator's endless-pages fault) ends both kinds of listing, ours
+// and gophercloud's pagers, with an error after maxListPages pages, never
+// with what was read so far.
+func TestAListWhoseNextPageNeverEndsIsAnError(t *testing.T) {
+	e, c := emulatorCloud(t)
+	ctx := t.Context()
+	octavia, err := c.clients.octaviaClient(ctx)
+	require.NoError(t, err)
+	_, err = loadbalancers.Create(ctx, octavia, loadbalancers.CreateOpts{Name: "lb", VipNetworkID: e.Fixture().NetworkID}).Extract()
+	require.NoError(t, err)
+
+	defer func(n int) { maxListPages = n }(maxListPages)
+	maxListPages = 50
+	e.InjectFault(core.Fault{Mangle: core.MangleEndlessPages})
+	e.ResetCalls()
+	lbs, err := allPages(ctx, loadbalancers.List(octavia, loadbalancers.ListOpts{}), loadbalancers.ExtractLoadBalancers)
+	require.ErrorContains(t, err, "more than 50 pages")
+	assert.Nil(t, lbs)
+	_, err = listAll[pools.Pool](ctx, octavia, "loadbalancers", nil, "lbaas", "loadbalancers")
+	require.ErrorContains(t, err, "more than 50 pages")
+	n := 0
+	for _, call := range e.Calls() {
+		n += call.Count
+	}
+	// gophercloud's pager fetches a page before it is counted: one more.
+	assert.Equal(t, 2*maxListPages+1, n, "each listing read its page bound and stopped")
 }

@@ -79,13 +79,9 @@ func (c *Cloud) findLB(ctx context.Context, octavia *gophercloud.ServiceClient, 
 		}
 		return lb, octaviaErr(err)
 	}
-	pages, err := loadbalancers.List(octavia, loadbalancers.ListOpts{Tags: []string{tagService + string(svc.UID)}}).AllPages(ctx)
+	lbs, err := allPages(ctx, loadbalancers.List(octavia, loadbalancers.ListOpts{Tags: []string{tagService + string(svc.UID)}}), loadbalancers.ExtractLoadBalancers)
 	if err != nil {
 		return nil, fmt.Errorf("listing load balancers: %w", octaviaErr(err))
-	}
-	lbs, err := loadbalancers.ExtractLoadBalancers(pages)
-	if err != nil {
-		return nil, err
 	}
 	// A Service UID is unique, but only a load balancer with this cluster's tag too
 	// is ours: never act on another cluster's.
@@ -338,13 +334,9 @@ func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) monitors.CreateOpts {
 // port whose listener must change protocol is free when its new listener is
 // created.
 func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec, shared bool) (bool, error) {
-	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+	have, err := allPages(ctx, listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lb.ID}), listeners.ExtractListeners)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
-	}
-	have, err := listeners.ExtractListeners(pages)
-	if err != nil {
-		return false, err
 	}
 	byKey := map[string]listeners.Listener{}
 	taken := map[string]listeners.Listener{} // other Services' listeners

@@ -42,11 +42,11 @@ func newLBIndex(c *Cloud) *lbIndex {
 			if err != nil {
 				return nil, err
 			}
-			pages, err := loadbalancers.List(octavia, loadbalancers.ListOpts{Tags: []string{tagCluster + uid}}).AllPages(ctx)
+			lbs, err := allPages(ctx, loadbalancers.List(octavia, loadbalancers.ListOpts{Tags: []string{tagCluster + uid}}), loadbalancers.ExtractLoadBalancers)
 			if err != nil {
 				return nil, fmt.Errorf("listing the cluster's load balancers: %w", redact(err))
 			}
-			return loadbalancers.ExtractLoadBalancers(pages)
+			return lbs, nil
 		}, func(lb loadbalancers.LoadBalancer) []string {
 			keys := []string{"lb/" + lb.ID} // its identity, then its Services
 			for _, t := range lb.Tags {
@@ -61,11 +61,11 @@ func newLBIndex(c *Cloud) *lbIndex {
 			if err != nil {
 				return nil, err
 			}
-			pages, err := floatingips.List(network, floatingips.ListOpts{}).AllPages(ctx)
+			fips, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{}), floatingips.ExtractFloatingIPs)
 			if err != nil {
 				return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
 			}
-			return floatingips.ExtractFloatingIPs(pages)
+			return fips, nil
 		}, func(f floatingips.FloatingIP) []string {
 			// Its identity, then its port: a port with two floating IPs is
 			// found by neither, and takes the direct path.

@@ -328,13 +328,9 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.Serv
 	}
 	// A member on a subnet not seen yet: listed again (never under the lock
 	// the port writes take).
-	pages, err := subnets.List(network, subnets.ListOpts{}).AllPages(ctx)
+	all, err := allPages(ctx, subnets.List(network, subnets.ListOpts{}), subnets.ExtractSubnets)
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets: %w", neutronErr(err))
-	}
-	all, err := subnets.ExtractSubnets(pages)
-	if err != nil {
-		return nil, err
 	}
 	m.mu.Lock()
 	m.subnets, m.subnetsAt = all, time.Now()
@@ -369,13 +365,9 @@ func (c *Cloud) sgRemotes(ctx context.Context, network *gophercloud.ServiceClien
 // else the peer's (untagged). A group tagged for another cluster or Service is
 // never returned. One read.
 func (c *Cloud) findSG(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) (*groups.SecGroup, error) {
-	pages, err := groups.List(network, groups.ListOpts{Name: sgName(svc)}).AllPages(ctx)
+	named, err := allPages(ctx, groups.List(network, groups.ListOpts{Name: sgName(svc)}), groups.ExtractGroups)
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
-	}
-	named, err := groups.ExtractGroups(pages)
-	if err != nil {
-		return nil, err
 	}
 	var ours, peers []groups.SecGroup
 	for _, g := range named {

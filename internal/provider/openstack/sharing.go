@@ -210,13 +210,9 @@ func othersOn(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.S
 	if len(sharers(lb, name)) > 0 {
 		return true, nil
 	}
-	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+	ls, err := allPages(ctx, listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lb.ID}), listeners.ExtractListeners)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
-	}
-	ls, err := listeners.ExtractListeners(pages)
-	if err != nil {
-		return false, err
 	}
 	for _, l := range ls {
 		if !mineListener(l, svc, name, owner) {

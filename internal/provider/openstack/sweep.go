@@ -58,13 +58,9 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 		}
 	}
 
-	gpages, err := groups.List(network, groups.ListOpts{Tags: tagCluster + cluster}).AllPages(ctx)
+	gs, err := allPages(ctx, groups.List(network, groups.ListOpts{Tags: tagCluster + cluster}), groups.ExtractGroups)
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
-	}
-	gs, err := groups.ExtractGroups(gpages)
-	if err != nil {
-		return nil, err
 	}
 	for _, g := range gs {
 		uid := tagValue(g.Tags, tagService)
@@ -126,7 +122,9 @@ func (c *Cloud) lbLeftovers(lb *loadbalancers.LoadBalancer, clusterName string, 
 	}
 	ownerUID := tagValue(lb.Tags, tagService)
 	ownerNS, ownerName, _ := nameOf(lb.Name)
-	ownerGone := ownerUID != "" && !live.HasUID(ownerUID) && (ownerName == "" || !live.Has(ownerNS+"/"+ownerName))
+	// The UID decides: a Service of the same name made again since (a new
+	// UID) has a load balancer of its own, found by its own UID.
+	ownerGone := ownerUID != "" && !live.HasUID(ownerUID)
 	var goneSharers []provider.Leftover
 	liveSharers := 0
 	for _, t := range lb.Tags {
@@ -153,8 +151,11 @@ func (c *Cloud) lbLeftovers(lb *loadbalancers.LoadBalancer, clusterName string, 
 		return append(goneSharers, provider.Leftover{Kind: "share of a load balancer", ID: lb.ID, Name: lb.Name, Owner: owner, Removable: true,
 			Note: fmt.Sprintf("its Service is gone; %d other Service(s) still use it: its listeners and tag leave it", liveSharers)})
 	}
-	l := provider.Leftover{Kind: "load balancer", ID: lb.ID, Name: lb.Name, Owner: owner, Removable: true,
-		Note: fmt.Sprintf("its Service is gone (with %d listener(s), %d pool(s))", len(lb.Listeners), len(lb.Pools))}
+	note := fmt.Sprintf("its Service is gone (with %d listener(s), %d pool(s))", len(lb.Listeners), len(lb.Pools))
+	if ownerName != "" && live.Has(ownerNS+"/"+ownerName) {
+		note = fmt.Sprintf("its Service is gone; the Service of that name now is another one, with a load balancer of its own (with %d listener(s), %d pool(s))", len(lb.Listeners), len(lb.Pools))
+	}
+	l := provider.Leftover{Kind: "load balancer", ID: lb.ID, Name: lb.Name, Owner: owner, Removable: true, Note: note}
 	return append(goneSharers, l)
 }
 

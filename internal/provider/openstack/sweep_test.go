@@ -137,4 +137,14 @@ func TestContractSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) 
 	}
 	assert.Contains(t, leftoverRows(ls, map[string]string{string(kept.UID): "kept", string(theirs.UID): "theirs", "uid-of-nobody-here": "nobody"}),
 		"load balancer of kept removable=true")
+
+	// The Service deleted and made again under its name (a new UID, as the
+	// chaos suite's churn does): its old load balancer is a leftover, its
+	// name notwithstanding.
+	again := kept.DeepCopy()
+	again.UID = "uid-of-kept-made-again"
+	ls, err = c.Leftovers(ctx, "contract", provider.NewLive([]v1.Service{*again}))
+	require.NoError(t, err)
+	assert.Contains(t, leftoverRows(ls, map[string]string{string(kept.UID): "kept", string(theirs.UID): "theirs", "uid-of-nobody-here": "nobody"}),
+		"load balancer of kept removable=true")
 }

@@ -413,13 +413,9 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 		return err
 	}
 	name := storedName(svc.UID, sec.hash, c.Cluster.Get())
-	pages, err := containers.List(km, containers.ListOpts{Name: name, Limit: 10}).AllPages(ctx)
+	found, err := allPages(ctx, containers.List(km, containers.ListOpts{Name: name, Limit: 10}), containers.ExtractContainers)
 	if err != nil {
 		return fmt.Errorf("listing Barbican containers: %w", redact(err))
-	}
-	found, err := containers.ExtractContainers(pages)
-	if err != nil {
-		return err
 	}
 	if len(found) > 0 {
 		// Stored before (by this process before a restart, or another replica).
@@ -537,24 +533,16 @@ const (
 // only, so every one is listed.
 func storedObjects(ctx context.Context, km *gophercloud.ServiceClient) ([]storedObject, error) {
 	var objs []storedObject
-	cpages, err := containers.List(km, containers.ListOpts{Limit: 100}).AllPages(ctx)
+	cs, err := allPages(ctx, containers.List(km, containers.ListOpts{Limit: 100}), containers.ExtractContainers)
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican containers: %w", redact(err))
-	}
-	cs, err := containers.ExtractContainers(cpages)
-	if err != nil {
-		return nil, err
 	}
 	for _, ct := range cs {
 		objs = append(objs, storedObject{kindContainer, ct.Name, ct.ContainerRef})
 	}
-	spages, err := secrets.List(km, secrets.ListOpts{Limit: 100}).AllPages(ctx)
+	ss, err := allPages(ctx, secrets.List(km, secrets.ListOpts{Limit: 100}), secrets.ExtractSecrets)
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican secrets: %w", redact(err))
-	}
-	ss, err := secrets.ExtractSecrets(spages)
-	if err != nil {
-		return nil, err
 	}
 	for _, sc := range ss {
 		objs = append(objs, storedObject{kindSecret, sc.Name, sc.SecretRef})
