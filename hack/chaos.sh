@@ -79,8 +79,8 @@ done)
 	echo "|---|---|---|---|---|"
 	grep '^| isolation ' "$rows" || true
 	echo
-	echo "| case | cloud | 429 on half the calls for | calls/min | 429 answers | 3 new Services and a change converged after |"
-	echo "|---|---|---|---|---|---|"
+	echo "| case | cloud | 429 on half the calls for | calls/min | 429 answers | soonest repeat of a call answered 429 | repeats within 0.9 s | 3 new Services and a change converged after |"
+	echo "|---|---|---|---|---|---|---|---|"
 	grep '^| throttling ' "$rows" || true
 	echo
 	echo "| case | cloud | SIGKILLs of the leader | replicas that exited by themselves | churned Services | churn steps | kept | failover median | failover max | extra objects (emulator) | leftovers (sweep) | shared addresses | objects left after all deleted | converged after last kill |"

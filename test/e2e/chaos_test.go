@@ -354,6 +354,7 @@ func TestChaosThrottling(t *testing.T) {
 			c.replicas(t, fmt.Sprintf("throttle%d", 91+i), 2)
 			ns := namespace(t)
 			calls0, start := totalCalls(c.server), time.Now()
+			c.server.StartTrace()
 			c.server.InjectFault(core.Fault{Status: 429, RetryAfter: time.Second, Rate: 0.5})
 			for _, name := range []string{"t1", "t2", "t3"} {
 				lbService(t, ns, name, nil)
@@ -379,12 +380,37 @@ func TestChaosThrottling(t *testing.T) {
 			c.server.ClearFaults()
 			during := time.Since(start)
 			perMinute := float64(totalCalls(c.server)-calls0) / during.Minutes()
-			chaosReport(t, fmt.Sprintf("| throttling | %s | %s | %.0f | %d | %.0f s |", c.name, throttle, perMinute, throttled, converged.Seconds()))
+			soonest, early := retriesAfter429(c.server.Trace())
+			chaosReport(t, fmt.Sprintf("| throttling | %s | %s | %.0f | %d | %.2f s | %d | %.0f s |", c.name, throttle, perMinute, throttled,
+				soonest.Seconds(), len(early), converged.Seconds()))
 			assert.Positive(t, throttled, "calls were answered 429")
+			assert.Empty(t, early, "no call answered 429 (Retry-After: 1) is made again within the second")
 			assert.Less(t, perMinute, 150.0*60, "within the client's budget")
 			assert.Len(t, t2.Status.LoadBalancer.Ingress, 1)
 		})
 	}
+}
+
+// retriesAfter429 reads a trace: for each call answered 429, the time until
+// the same call (the same object, the same request) was made again. It
+// returns the shortest such time, and the calls made again within 900 ms
+// (the throttling case answers Retry-After: 1).
+func retriesAfter429(trace []core.Traced) (soonest time.Duration, early []string) {
+	last := map[string]core.Traced{}
+	soonest = -1
+	for _, c := range trace {
+		if prev, ok := last[c.Object]; ok && prev.Code == http.StatusTooManyRequests {
+			gap := c.At.Sub(prev.At)
+			if soonest < 0 || gap < soonest {
+				soonest = gap
+			}
+			if gap < 900*time.Millisecond {
+				early = append(early, fmt.Sprintf("%s after %s", c.Object, gap.Round(time.Millisecond)))
+			}
+		}
+		last[c.Object] = c
+	}
+	return soonest, early
 }
 
 // supervisor keeps replicas of overcast-ccm running as the kubelet keeps a

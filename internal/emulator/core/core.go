@@ -70,6 +70,8 @@ type Server struct {
 
 	callsMu sync.Mutex
 	calls   map[callKey]int
+	tracing bool
+	trace   []Traced
 
 	srvMu sync.Mutex
 	srv   *http.Server
@@ -132,7 +134,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	service, op := s.opts.Classify(r)
-	rec := &statusRecorder{ResponseWriter: w, counted: func(code int) { s.count(service, r.Method, op, code) }}
+	object := s.objectOf(r)
+	rec := &statusRecorder{ResponseWriter: w, counted: func(code int) {
+		s.count(service, r.Method, op, code)
+		if object != "" {
+			s.traced(object, code)
+		}
+	}}
 	defer func() {
 		if rec.code == 0 { // no response: the client gave up, or the emulator closed
 			s.count(service, r.Method, op, 0)
