@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 
@@ -9,7 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 func TestTheTableShowsEachFixUnderItsFailedRow(t *testing.T) {
@@ -69,4 +73,50 @@ func TestPermissionsNameTheLease(t *testing.T) {
 	assert.Contains(t, got, "update leases.coordination.k8s.io my-lease")
 	assert.Contains(t, got, "patch services/status")
 	assert.Contains(t, got, "get namespaces kube-system")
+}
+
+// machines is a cloud whose instances are the names it holds.
+type machines struct {
+	cloudprovider.Interface
+	names map[string]bool
+}
+
+func (m machines) InstancesV2() (cloudprovider.InstancesV2, bool) { return instances(m), true }
+
+type instances machines
+
+func (instances) InstanceExists(context.Context, *v1.Node) (bool, error)   { return true, nil }
+func (instances) InstanceShutdown(context.Context, *v1.Node) (bool, error) { return false, nil }
+
+func (m instances) InstanceMetadata(_ context.Context, n *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	if !m.names[n.Name] {
+		return nil, cloudprovider.InstanceNotFound
+	}
+	return &cloudprovider.InstanceMetadata{ProviderID: "x:///" + n.Name}, nil
+}
+
+// Nodes without an instance are named; when more vanish than the Node
+// deletion guard lets go at once, doctor says the CCM holds their deletions
+// and how to let them go.
+func TestNodesWithoutAnInstanceAndTheGuard(t *testing.T) {
+	var nodes []v1.Node
+	cloud := machines{names: map[string]bool{}}
+	for i := range 8 {
+		name := fmt.Sprintf("n%d", i)
+		nodes = append(nodes, v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		cloud.names[name] = true
+	}
+	delete(cloud.names, "n0")
+	delete(cloud.names, "n1")
+	r := checkNodeInstances(t.Context(), cloud, nodes)
+	assert.Equal(t, Fail, r.Status)
+	assert.Contains(t, r.Detail, "2 match no instance: n0, n1")
+	assert.NotContains(t, r.Detail, "guard", "2 of 8 is within the guard's default (25 %, at least 2)")
+
+	delete(cloud.names, "n2")
+	r = checkNodeInstances(t.Context(), cloud, nodes)
+	assert.Contains(t, r.Detail, "3 match no instance")
+	assert.Contains(t, r.Detail, "Node deletion guard")
+	assert.Contains(t, r.Detail, provider.ReasonDeletionHeld)
+	assert.Contains(t, r.Fix, provider.AllowDeletion+"=true")
 }

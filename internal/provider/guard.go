@@ -101,8 +101,16 @@ func newDeletionGuard(o DeletionGuardOptions) *deletionGuard {
 const surveyEvery = 30 * time.Second
 
 // limit is how many vanished machines are never held among total Nodes.
-func (g *deletionGuard) limit(total int) int {
-	return max(g.opts.Min, int(math.Floor(g.opts.Share*float64(total))))
+func (g *deletionGuard) limit(total int) int { return g.opts.limit(total) }
+
+func (o DeletionGuardOptions) limit(total int) int {
+	return max(o.Min, int(math.Floor(o.Share*float64(total))))
+}
+
+// Holds says whether the guard holds the deletions when the machines of
+// gone of total Nodes vanish at once.
+func (o DeletionGuardOptions) Holds(gone, total int) bool {
+	return o.Share < 1 && gone > o.limit(total)
 }
 
 // schemeOf is a providerID's cloud ("openstack" of openstack:///…).

@@ -177,8 +177,8 @@ func sweepCountOf(t *testing.T, e *framework.Env, c chaosCloud) int {
 // object is back to what it was before the first Service (listeners, pools,
 // members, security groups and rules, tags, addresses).
 func TestChaosCrashAndFailover(t *testing.T) {
-	kills := chaosCount(t, "OVERCAST_CHAOS_KILLS", 4)
-	services := chaosCount(t, "OVERCAST_CHAOS_SERVICES", 6)
+	kills := chaosCount(t, "OVERCAST_CHAOS_KILLS", 3)
+	services := chaosCount(t, "OVERCAST_CHAOS_SERVICES", 4)
 	for i, cloud := range chaosClouds {
 		t.Run(cloud.name, func(t *testing.T) {
 			c := cloud.start(t, 94+i)

@@ -487,8 +487,14 @@ func (s *supervisor) Exits() []string {
 // deleted or tainted.
 func TestChaosAPIServerGone(t *testing.T) {
 	gone := chaosDuration(t, "OVERCAST_CHAOS_APISERVER_GONE", 10*time.Second)
+	long := os.Getenv("OVERCAST_CHAOS_APISERVER_GONE") != ""
 	for i, cloud := range chaosClouds {
 		t.Run(cloud.name, func(t *testing.T) {
+			if !long && i > 0 {
+				// What is tested is the manager's (leader election, informers),
+				// the same on every cloud: the short form runs on the first.
+				t.Skip("the short form runs on " + chaosClouds[0].name + "; make chaos runs every cloud")
+			}
 			c := cloud.start(t, 97+i)
 			proxy := framework.NewProxy(t, env.APIServerAddr())
 			opts := c.ccmOptions(4*time.Second, 3*time.Second, 500*time.Millisecond)
