@@ -20,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
@@ -135,6 +136,33 @@ func churn(ns, cloud string, n int, stop <-chan struct{}) (steps *int64, wait fu
 	}
 }
 
+// deleteAllServices deletes every Service of ns at once, waits a little for
+// a CCM to let them go, and then drops the finalizers of those left (no CCM
+// runs any more when a failed test cleans up).
+func deleteAllServices(t *testing.T, ns string) {
+	ctx := context.Background()
+	svcs := env.Client.CoreV1().Services(ns)
+	if l, err := svcs.List(ctx, metav1.ListOptions{}); err == nil {
+		for _, s := range l.Items {
+			_ = svcs.Delete(ctx, s.Name, metav1.DeleteOptions{})
+		}
+	}
+	_ = framework.Poll(30*time.Second, tick, func() error {
+		l, err := svcs.List(ctx, metav1.ListOptions{})
+		if err == nil && len(l.Items) > 0 {
+			err = fmt.Errorf("%d Services left", len(l.Items))
+		}
+		return err
+	})
+	l, err := svcs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, s := range l.Items {
+		_, _ = svcs.Patch(ctx, s.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	}
+}
+
 // leaseHolder is who holds the CCM's leader Lease ("" when nobody does).
 func leaseHolder() string {
 	l, err := env.Client.CoordinationV1().Leases("kube-system").Get(context.Background(), "cloud-controller-manager", metav1.GetOptions{})
@@ -188,11 +216,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			c.nodes(t, fmt.Sprintf("crash%d", 94+i), 3)
 			baseline := c.objects()
 			ns := namespace(t)
-			t.Cleanup(func() {
-				for j := range services {
-					deleteService(t, ns, fmt.Sprintf("churn-%d", j))
-				}
-			})
+			t.Cleanup(func() { deleteAllServices(t, ns) })
 
 			stop := make(chan struct{})
 			steps, wait := churn(ns, c.name, services, stop)
