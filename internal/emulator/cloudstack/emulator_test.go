@@ -649,3 +649,33 @@ func TestFirewallRulesAreListedInTheirScope(t *testing.T) {
 	assert.Equal(t, []string{inProject}, list(e.fx.ProjectID))
 	assert.Equal(t, []string{inProject}, list("-1"))
 }
+
+// A public range is used up only when every address is taken: one released
+// is given again (the server picks any Free address of the range).
+func TestReleasedPublicAddressesAreGivenAgain(t *testing.T) {
+	e := started(t, Options{PublicCIDR: "127.0.78.0/28"})
+	c := user(e)
+	associate := func() (*cs.AssociateIpAddressResponse, error) {
+		p := c.Address.NewAssociateIpAddressParams()
+		p.SetNetworkid(e.fx.NetworkID)
+		return c.Address.AssociateIpAddress(p)
+	}
+	var got []*cs.AssociateIpAddressResponse
+	for range 20 {
+		ip, err := associate()
+		if err != nil {
+			require.ErrorContains(t, err, "Insufficient address capacity")
+			break
+		}
+		got = append(got, ip)
+	}
+	require.NotEmpty(t, got)
+	require.Less(t, len(got), 16, "a /28 has at most 15 addresses")
+	_, err := c.Address.DisassociateIpAddress(c.Address.NewDisassociateIpAddressParams(got[0].Id))
+	require.NoError(t, err)
+	again, err := associate()
+	require.NoError(t, err, "the released address is free again")
+	assert.Equal(t, got[0].Ipaddress, again.Ipaddress)
+	_, err = associate()
+	require.ErrorContains(t, err, "Insufficient address capacity")
+}

@@ -193,6 +193,22 @@ func (e *Emulator) freeAddress(addr string) bool {
 	return !slices.ContainsFunc(e.ips, func(ip *publicIP) bool { return ip.address == addr })
 }
 
+// nextFreeAddress is the first free address from publicNext on, round the
+// range once.
+func (e *Emulator) nextFreeAddress() (netip.Addr, bool) {
+	a := e.publicNext
+	for range 1 << min(e.publicNet.Addr().BitLen()-e.publicNet.Bits(), 20) {
+		if !e.publicNet.Contains(a) {
+			a = e.publicNet.Addr()
+		}
+		if e.freeAddress(a.String()) {
+			return a, true
+		}
+		a = a.Next()
+	}
+	return netip.Addr{}, false
+}
+
 // freeID is the stable id of a free address (the server has a row for every
 // address of its public ranges).
 func (e *Emulator) freeID(addr string) string {
@@ -222,14 +238,16 @@ func (e *Emulator) associateIPAddress(a *account, p url.Values, now time.Time) (
 	case addr != "" && !e.freeAddress(addr):
 		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Unable to find a free public IP address " + addr + " in the zone"}
 	case addr == "":
-		for e.publicNet.Contains(e.publicNext) && !e.freeAddress(e.publicNext.String()) {
-			e.publicNext = e.publicNext.Next()
-		}
-		if !e.publicNet.Contains(e.publicNext) {
+		// Any Free address of the range (IpAddressManagerImpl.fetchNewPublicIp
+		// selects by state Free): the next after the last one given, round
+		// the range, so that a released address is not given again at once
+		// but the range is used up only when every address is taken.
+		next, ok := e.nextFreeAddress()
+		if !ok {
 			return nil, &apiError{code: 533, cs: 4370, text: "Insufficient address capacity"}
 		}
-		addr = e.publicNext.String()
-		e.publicNext = e.publicNext.Next()
+		addr = next.String()
+		e.publicNext = next.Next()
 	}
 	e.seq++
 	id := e.freeID(addr)
