@@ -75,7 +75,7 @@ done)
 	echo "|---|---|---|---|---|"
 	grep '^| upgrade ' "$rows" || true
 	echo
-	echo "| case | cloud | leftovers either sweep lists | the other's objects untouched by a delete | the other's address kept |"
+	echo "| case | cloud | the other's objects either sweep would remove | the other's objects untouched by a delete | the other's address kept |"
 	echo "|---|---|---|---|---|"
 	grep '^| isolation ' "$rows" || true
 	echo

@@ -599,6 +599,7 @@ func TestChaosUpgradeAdoptsWhatThePreviousCommitBuilt(t *testing.T) {
 			opts := framework.CCMOptions{Cloud: c.name, CloudConfig: c.conf, ExtraArgs: []string{"--load-balancer-drift-period=2s"}}
 			old := env.StartBinary(t, prev, c.name+"-previous", opts)
 			c.nodes(t, fmt.Sprintf("upgrade%d", 100+i), 2)
+			base := c.objects()
 			ns := namespace(t)
 			ann := churnAnnotation[c.name]
 			lbService(t, ns, "plain", nil)
@@ -626,6 +627,12 @@ func TestChaosUpgradeAdoptsWhatThePreviousCommitBuilt(t *testing.T) {
 			chaosReport(t, fmt.Sprintf("| upgrade | %s | %.12s | %d | %d |", c.name, commit, writes, len(addrs)))
 			assert.Zero(t, writes, "the load balancers of %.12s are adopted without a change: %v", commit, c.server.Calls())
 			assert.Equal(t, before, c.objects())
+			// And deleted as this one's own (while it runs: the cleanups
+			// stop it first).
+			for _, name := range []string{"plain", "full"} {
+				deleteService(t, ns, name)
+			}
+			assert.Equal(t, base, c.objects(), "nothing of them is left")
 		})
 	}
 }
