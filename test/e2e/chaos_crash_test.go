@@ -299,7 +299,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			for j := 1; j < services; j += 2 {
 				require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
 					if _, err := svcs.Get(ctx, fmt.Sprintf("churn-%d", j), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-						return fmt.Errorf("churn-%d is still there (%v)", j, err)
+						return fmt.Errorf("churn-%d is still there (%w)", j, err)
 					}
 					return nil
 				}))
@@ -324,7 +324,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			for _, name := range kept {
 				require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
 					if _, err := svcs.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-						return fmt.Errorf("%s is still there (%v)", name, err)
+						return fmt.Errorf("%s is still there (%w)", name, err)
 					}
 					return nil
 				}))
@@ -383,7 +383,7 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 				require.NoError(t, framework.Poll(waitLong, tick, func() error {
 					n, err := e.Client.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
 					if err != nil || n.Spec.ProviderID == "" {
-						return fmt.Errorf("%s not initialised (%v)", k.Name, err)
+						return fmt.Errorf("%s not initialised (%w)", k.Name, err)
 					}
 					return nil
 				}))
@@ -402,7 +402,7 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 				require.NoError(t, framework.Poll(waitLong, tick, func() error {
 					s, err := e.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{})
 					if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
-						return fmt.Errorf("no address yet (%v)", err)
+						return fmt.Errorf("no address yet (%w)", err)
 					}
 					addr = s.Status.LoadBalancer.Ingress[0].IP
 					return nil
@@ -413,7 +413,7 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 				require.NoError(t, e.Client.CoreV1().Services(ns).Delete(ctx, "twin", metav1.DeleteOptions{}))
 				require.NoError(t, framework.Poll(waitLong, tick, func() error {
 					if _, err := e.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-						return fmt.Errorf("twin is still there (%v)", err)
+						return fmt.Errorf("twin is still there (%w)", err)
 					}
 					return nil
 				}))

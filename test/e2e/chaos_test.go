@@ -522,7 +522,7 @@ func TestChaosAPIServerGone(t *testing.T) {
 			waitCondition(t, ns, "during", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
 			require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
 				if _, err := env.Client.CoreV1().Services(ns).Get(ctx, "deleted", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-					return fmt.Errorf("the Service deleted meanwhile is still there (%v)", err)
+					return fmt.Errorf("the Service deleted meanwhile is still there (%w)", err)
 				}
 				return nil
 			}))

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -29,7 +30,7 @@ type Proxy struct {
 // NewProxy forwards 127.0.0.1:<a free port> to target until the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func (p *Proxy) serve(ln net.Listener) {
 }
 
 func (p *Proxy) forward(c net.Conn) {
-	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	up, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(context.Background(), "tcp", p.target)
 	if err != nil {
 		_ = c.Close()
 		return
@@ -116,7 +117,7 @@ func (p *Proxy) Restore() error {
 	var err error
 	for range 50 { // the port was just closed: a moment may pass before it is free
 		var ln net.Listener
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
+		if ln, err = new(net.ListenConfig).Listen(context.Background(), "tcp", p.addr); err == nil {
 			p.serve(ln)
 			return nil
 		}

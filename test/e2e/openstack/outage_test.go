@@ -124,7 +124,7 @@ func TestOutageOfTheRealOpenStack(t *testing.T) {
 	}
 	require.NoError(t, framework.Poll(2*time.Minute, time.Second, func() error {
 		if _, err := svcs.Get(ctx, "deleted", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the Service deleted during the outage is still there (%v)", err)
+			return fmt.Errorf("the Service deleted during the outage is still there (%w)", err)
 		}
 		return nil
 	}))
