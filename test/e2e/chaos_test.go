@@ -154,6 +154,24 @@ func (c chaosCloud) nodes(t *testing.T, prefix string, n int) []*framework.Kubel
 	return kubelets
 }
 
+// nodesHarmed counts the kubelets' Nodes deleted, and those tainted out of
+// service or shut down.
+func nodesHarmed(t *testing.T, kubelets []*framework.Kubelet) (deleted, tainted int) {
+	t.Helper()
+	for _, k := range kubelets {
+		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), k.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			deleted++
+			continue
+		}
+		require.NoError(t, err)
+		if hasTaint(n, v1.TaintNodeOutOfService) || hasTaint(n, framework.ShutdownTaint) {
+			tainted++
+		}
+	}
+	return deleted, tainted
+}
+
 func totalCalls(s *core.Server) int {
 	n := 0
 	for _, c := range s.Calls() {
@@ -225,20 +243,7 @@ func TestChaosOutage(t *testing.T) {
 			}), "the Service deleted during the outage is deleted once the cloud is back")
 			converged := time.Since(back)
 
-			nodesDeleted, tainted := 0, 0
-			for _, k := range kubelets {
-				n, err := env.Client.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
-				if apierrors.IsNotFound(err) {
-					nodesDeleted++
-					continue
-				}
-				require.NoError(t, err)
-				for _, taint := range n.Spec.Taints {
-					if taint.Key == v1.TaintNodeOutOfService || taint.Key == "node.cloudprovider.kubernetes.io/shutdown" {
-						tainted++
-					}
-				}
-			}
+			nodesDeleted, tainted := nodesHarmed(t, kubelets)
 			moved := 0
 			for _, name := range []string{"s1", "s2"} {
 				if got := waitIngressIP(t, ns, name).String(); got != addrs[name] {
@@ -531,18 +536,7 @@ func TestChaosAPIServerGone(t *testing.T) {
 			exits := s.Exits()
 			s.halt()
 
-			deleted, tainted := 0, 0
-			for _, k := range kubelets {
-				n, err := env.Client.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
-				if apierrors.IsNotFound(err) {
-					deleted++
-					continue
-				}
-				require.NoError(t, err)
-				if hasTaint(n, v1.TaintNodeOutOfService) || hasTaint(n, "node.cloudprovider.kubernetes.io/shutdown") {
-					tainted++
-				}
-			}
+			deleted, tainted := nodesHarmed(t, kubelets)
 			chaosReport(t, fmt.Sprintf("| apiserver gone | %s | %s | %d | %d | %d | %.0f s |", c.name, gone, len(exits), deleted, tainted, converged.Seconds()))
 			t.Logf("exits while the apiserver was gone (%s): %v; in all: %v", time.Since(cut).Round(time.Second), exitsGone, exits)
 			assert.LessOrEqual(t, len(exits), 1, "the leader exits once at most (its lease lost), no crash loop: %v", exits)
