@@ -674,6 +674,7 @@ func (c *Controller) confirm(ctx context.Context, svc *v1.Service) error {
 	case !servicehelper.HasLBFinalizer(live):
 		return api.NewRetryError("the Service lost its load balancer finalizer: looking again", time.Second)
 	}
+	klog.FromContext(ctx).V(2).Info("Confirmed the Service before building its load balancer", "uid", live.UID, "resourceVersion", live.ResourceVersion)
 	return nil
 }
 
@@ -755,7 +756,7 @@ func (c *Controller) cleanup(ctx context.Context, key string, svc *v1.Service, s
 	}); err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("removing the load balancer cleanup finalizer: %w", err)
 	}
-	klog.FromContext(ctx).Info("Deleted load balancer")
+	klog.FromContext(ctx).Info("Deleted load balancer", "uid", svc.UID, "resourceVersion", svc.ResourceVersion)
 	c.recorder.Event(svc, v1.EventTypeNormal, ReasonDeleted, "Deleted load balancer")
 	c.dropState(key)
 	return 0, nil
