@@ -214,8 +214,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 		t.Run(cloud.name, func(t *testing.T) {
 			c := cloud.start(t, 94+i)
 			opts := c.ccmOptions(2*time.Second, 1500*time.Millisecond, 250*time.Millisecond)
-			replicas := []*framework.ProcessCCM{env.StartCCMProcess(t, c.name+"-0", opts), env.StartCCMProcess(t, c.name+"-1", opts)}
-			started := 2
+			replicas := supervise(t, c.name, 2, opts)
 			c.nodes(t, fmt.Sprintf("crash%d", 94+i), 3)
 			baseline := c.objects()
 			ns := namespace(t)
@@ -224,32 +223,18 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			stop := make(chan struct{})
 			steps, wait := churn(ns, c.name, services, stop)
 			var failovers []time.Duration
-			selfExits := 0
 			for k := range kills {
-				// The leader: the live replica that says it acquired the lease.
-				var leader int
+				var leader *framework.ProcessCCM
 				require.NoError(t, framework.Poll(time.Minute, 50*time.Millisecond, func() error {
-					for j, p := range replicas {
-						if done, _ := p.Exited(); done {
-							// Ended by itself (e.g. it lost the lease): restart it.
-							selfExits++
-							replicas[j] = env.StartCCMProcess(t, fmt.Sprintf("%s-%d", c.name, started), opts)
-							started++
-							continue
-						}
-						if strings.Contains(p.Output(), "Successfully acquired lease") {
-							leader = j
-							return nil
-						}
+					if leader = replicas.Leader(); leader == nil {
+						return errors.New("no leader yet")
 					}
-					return errors.New("no leader yet")
+					return nil
 				}), "kill %d", k)
 				time.Sleep(time.Duration(rand.IntN(3000)) * time.Millisecond) // a random point of its work
 				holder := leaseHolder()
 				killed := time.Now()
-				replicas[leader].Kill()
-				replicas[leader] = env.StartCCMProcess(t, fmt.Sprintf("%s-%d", c.name, started), opts)
-				started++
+				leader.Kill() // and the supervisor starts it again, as its Pod would be
 				require.NoError(t, framework.Poll(time.Minute, 20*time.Millisecond, func() error {
 					if h := leaseHolder(); h == "" || h == holder {
 						return fmt.Errorf("the lease is still %q's", h)
@@ -258,6 +243,8 @@ func TestChaosCrashAndFailover(t *testing.T) {
 				}), "failover after kill %d", k)
 				failovers = append(failovers, time.Since(killed))
 			}
+			selfExits := len(replicas.Exits()) - kills // ended by themselves (e.g. a lost lease)
+			replicas.halt()
 			close(stop)
 			require.NoError(t, wait(), "the churn's apiserver calls")
 			lastKill := time.Now()

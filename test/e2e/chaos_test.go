@@ -158,26 +158,9 @@ func (c chaosCloud) nodes(t *testing.T, prefix string, n int) []*framework.Kubel
 // service or shut down.
 func nodesHarmed(t *testing.T, kubelets []*framework.Kubelet) (deleted, tainted int) {
 	t.Helper()
-	for _, k := range kubelets {
-		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), k.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			deleted++
-			continue
-		}
-		require.NoError(t, err)
-		if hasTaint(n, v1.TaintNodeOutOfService) || hasTaint(n, framework.ShutdownTaint) {
-			tainted++
-		}
-	}
+	deleted, tainted, err := env.NodesHarmed(context.Background(), kubelets)
+	require.NoError(t, err)
 	return deleted, tainted
-}
-
-func totalCalls(s *core.Server) int {
-	n := 0
-	for _, c := range s.Calls() {
-		n += c.Count
-	}
-	return n
 }
 
 // Case 1, the outage: every cloud call fails (500, 503, timeouts, resets,
@@ -202,7 +185,7 @@ func TestChaosOutage(t *testing.T) {
 			ctx := context.Background()
 
 			// The outage.
-			calls0, start := totalCalls(c.server), time.Now()
+			calls0, start := c.server.CallCount(), time.Now()
 			kubelets[0].StopHeartbeats(true)
 			kubelets[1].StopHeartbeats(true)
 			phase := outage / time.Duration(len(outageFaults))
@@ -224,7 +207,7 @@ func TestChaosOutage(t *testing.T) {
 			}
 			c.server.ClearFaults()
 			during := time.Since(start)
-			perMinute := float64(totalCalls(c.server)-calls0) / during.Minutes()
+			perMinute := float64(c.server.CallCount()-calls0) / during.Minutes()
 			for _, k := range kubelets[:2] {
 				require.NoError(t, k.ResumeHeartbeats())
 			}
@@ -250,14 +233,8 @@ func TestChaosOutage(t *testing.T) {
 					moved++
 				}
 			}
-			events, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+			warnings, err := env.ServiceWarnings(ctx, ns)
 			require.NoError(t, err)
-			warnings := map[string]int{}
-			for _, e := range events.Items {
-				if e.Type == v1.EventTypeWarning && e.InvolvedObject.Kind == "Service" {
-					warnings[e.InvolvedObject.Name]++
-				}
-			}
 			most := 0
 			for _, n := range warnings {
 				most = max(most, n)
@@ -358,7 +335,7 @@ func TestChaosThrottling(t *testing.T) {
 			c := cloud.start(t, 91+i)
 			c.replicas(t, fmt.Sprintf("throttle%d", 91+i), 2)
 			ns := namespace(t)
-			calls0, start := totalCalls(c.server), time.Now()
+			calls0, start := c.server.CallCount(), time.Now()
 			c.server.StartTrace()
 			c.server.InjectFault(core.Fault{Status: 429, RetryAfter: time.Second, Rate: 0.5})
 			for _, name := range []string{"t1", "t2", "t3"} {
@@ -384,7 +361,7 @@ func TestChaosThrottling(t *testing.T) {
 			}
 			c.server.ClearFaults()
 			during := time.Since(start)
-			perMinute := float64(totalCalls(c.server)-calls0) / during.Minutes()
+			perMinute := float64(c.server.CallCount()-calls0) / during.Minutes()
 			soonest, early := retriesAfter429(c.server.Trace())
 			chaosReport(t, fmt.Sprintf("| throttling | %s | %s | %.0f | %d | %.2f s | %d | %.0f s |", c.name, throttle, perMinute, throttled,
 				soonest.Seconds(), len(early), converged.Seconds()))
@@ -419,7 +396,8 @@ func retriesAfter429(trace []core.Traced) (soonest time.Duration, early []string
 }
 
 // supervisor keeps replicas of overcast-ccm running as the kubelet keeps a
-// Pod's container: one that exits is started again, and counted.
+// Pod's container: one that exits (or is killed) is started again, and
+// counted.
 type supervisor struct {
 	t       *testing.T
 	name    string
@@ -443,6 +421,8 @@ func supervise(t *testing.T, name string, n int, opts framework.CCMOptions) *sup
 		for {
 			select {
 			case <-s.stop:
+				return
+			case <-t.Context().Done(): // the test is ending: its cleanups stop the processes
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
@@ -473,6 +453,18 @@ func (s *supervisor) halt() {
 		close(s.stop)
 	}
 	<-s.done
+}
+
+// Leader is the live replica that says it acquired the leader Lease, or nil.
+func (s *supervisor) Leader() *framework.ProcessCCM {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.procs {
+		if done, _ := p.Exited(); !done && strings.Contains(p.Output(), "Successfully acquired lease") {
+			return p
+		}
+	}
+	return nil
 }
 
 // Exits are the replicas' exits so far.

@@ -284,6 +284,16 @@ func (s *Server) Calls() []CallCount {
 	return out
 }
 
+// CallCount is the number of API calls so far, of every kind.
+func (s *Server) CallCount() (n int) {
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	for _, c := range s.calls {
+		n += c
+	}
+	return n
+}
+
 // ResetCalls forgets the counted calls.
 func (s *Server) ResetCalls() {
 	s.callsMu.Lock()

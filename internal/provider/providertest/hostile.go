@@ -72,7 +72,7 @@ func RunHostile(t *testing.T, h Hostile) {
 			h.Emulator.InjectFault(f)
 			h.Fresh()
 			peak := heapPeak(t)
-			calls0 := calls(h.Emulator)
+			calls0 := h.Emulator.CallCount()
 			began := time.Now()
 
 			// A call never answered ends with the caller's deadline, as the
@@ -100,7 +100,7 @@ func RunHostile(t *testing.T, h Hostile) {
 					t.Errorf("Leftovers listed from %s answers", name)
 				}
 			}
-			grown, made := peak(), calls(h.Emulator)-calls0
+			grown, made := peak(), h.Emulator.CallCount()-calls0
 			t.Logf("%d calls in %s; the heap in use grew by %d MiB at its peak", made, time.Since(began).Round(time.Millisecond), grown>>20)
 			if f.Mangle == core.MangleEndlessPages && made < 100 {
 				t.Errorf("only %d calls: the listings did not follow the endless pages (is the emulator's Pager set?)", made)
@@ -121,13 +121,6 @@ func RunHostile(t *testing.T, h Hostile) {
 			}
 		})
 	}
-}
-
-func calls(s *core.Server) (n int) {
-	for _, c := range s.Calls() {
-		n += c.Count
-	}
-	return n
 }
 
 // heapPeak samples the heap in use from now until the returned function is

@@ -130,28 +130,10 @@ func TestOutageOfTheRealOpenStack(t *testing.T) {
 	}))
 	after := time.Since(back)
 
-	deleted, tainted := 0, 0
-	for _, k := range kubelets {
-		n, err := env.Client.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			deleted++
-			continue
-		}
-		require.NoError(t, err)
-		for _, taint := range n.Spec.Taints {
-			if taint.Key == framework.ShutdownTaint || taint.Key == v1.TaintNodeOutOfService {
-				tainted++
-			}
-		}
-	}
-	events, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	deleted, tainted, err := env.NodesHarmed(ctx, kubelets)
 	require.NoError(t, err)
-	warnings := map[string]int{}
-	for _, e := range events.Items {
-		if e.Type == v1.EventTypeWarning && e.InvolvedObject.Kind == "Service" {
-			warnings[e.InvolvedObject.Name] += int(max(e.Count, 1))
-		}
-	}
+	warnings, err := env.ServiceWarnings(ctx, ns)
+	require.NoError(t, err)
 	most := 0
 	for _, n := range warnings {
 		most = max(most, n)
