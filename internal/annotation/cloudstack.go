@@ -12,7 +12,7 @@ import (
 )
 
 // The annotations this cloud writes on Services for its records.
-func init() { record(CloudStackIPAssociatedByController, CloudStackConverged) }
+func init() { record(CloudStackIPAssociatedByController, CloudStackConverged, CloudStackAssociating) }
 
 // Annotations of the cloudstack cloud (--cloud-provider=cloudstack or
 // external-cloudstack). The service.beta.kubernetes.io/cloudstack-load-balancer-*
@@ -79,6 +79,16 @@ const (
 	// Type: "<address id>/<fingerprint>", written by the CCM.
 	// Default: none.
 	CloudStackConverged Name = "overcast.io/cloudstack-converged"
+
+	// CloudStackAssociating is written by the CCM, not read from users: when
+	// it last began to associate a public address for the Service, written
+	// before the association. CloudStack cannot tag an address as it
+	// associates it; should the CCM stop between the two calls, the address
+	// associated then (untagged, without rules, allocated within a minute
+	// after) is taken up by the next pass instead of being left behind.
+	// Type: an RFC 3339 time, written by the CCM.
+	// Default: none.
+	CloudStackAssociating Name = "overcast.io/cloudstack-associating"
 )
 
 // CloudStackAlgorithms are the algorithms a rule takes.

@@ -30,6 +30,9 @@ type AnnotationRecords struct {
 	// None says that a Service has no record: it is always walked (a
 	// Service on a load balancer it shares). nil: every Service may have one.
 	None func(*v1.Service) bool
+	// Clear are annotations of the CCM's that a converged load balancer no
+	// longer needs: removed by the Put that records it.
+	Clear []annotation.Name
 }
 
 var _ Records = (*AnnotationRecords)(nil)
@@ -78,6 +81,11 @@ func (r *AnnotationRecords) Put(ctx context.Context, svc *v1.Service, rec Record
 			v += "/" + rec.Address
 		}
 		set(r.Converged, v)
+		for _, name := range r.Clear {
+			if _, ok := svc.Annotations[string(name)]; ok {
+				patch[string(name)] = nil
+			}
+		}
 	}
 	PatchAnnotations(ctx, r.kube(), svc, patch)
 }

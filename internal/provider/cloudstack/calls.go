@@ -123,7 +123,9 @@ func isNotFound(err error) bool { return errors.Is(err, outcome.ErrNotFound) }
 // address is a public IP address.
 type address struct {
 	ID, IP, State, Network, VPC string
-	Tags                        map[string]string
+	// Allocated is when it was associated (the server's date; "" when free).
+	Allocated string
+	Tags      map[string]string
 	// SourceNAT, StaticNAT: the network's own address, or one mapped to a
 	// machine; never a load balancer's.
 	SourceNAT, StaticNAT bool
@@ -131,7 +133,7 @@ type address struct {
 
 func toAddress(a *cs.PublicIpAddress) address {
 	return address{ID: a.Id, IP: a.Ipaddress, State: a.State, Network: a.Associatednetworkid, VPC: a.Vpcid, Tags: tagMap(a.Tags),
-		SourceNAT: a.Issourcenat, StaticNAT: a.Isstaticnat}
+		Allocated: a.Allocated, SourceNAT: a.Issourcenat, StaticNAT: a.Isstaticnat}
 }
 
 // associated is the address an associateIpAddress job's result names.

@@ -67,6 +67,10 @@ type Cloud struct {
 	// assigned is the members' fingerprint each Service's rules were last
 	// given their machines for (UpdateMembers), until the jobs are seen done.
 	assigned memo
+	// associating is held (shared) from associating an address to tagging
+	// it, and alone while an address left untagged is taken up, so that
+	// none is taken up between the two calls (associating.go).
+	associating sync.RWMutex
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -87,7 +91,8 @@ func New(cfg Config, name string) (*Cloud, error) {
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.firewall = newFirewallListing(gw)
-	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube}
+	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube,
+		Clear: []annotation.Name{annotation.CloudStackAssociating}}
 	c.Cycle = newCycle(c)
 	return c, nil
 }

@@ -123,8 +123,9 @@ func asLB(st lbState) csLB {
 // read is the Service's load balancer now: its rules (listed by the name's
 // keyword, kept by exact name, never by the keyword alone), and its address:
 // the rules', else the one associated for it (by its tags), else the
+// address an interrupted association left (associating.go), else the
 // allocated address its loadBalancerIP names.
-func (c *Cloud) read(svc *v1.Service) (lbState, bool, error) {
+func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error) {
 	name := lbName(svc)
 	listed, err := c.gw.rules(name)
 	if err != nil {
@@ -149,7 +150,12 @@ func (c *Cloud) read(svc *v1.Service) (lbState, bool, error) {
 		st.addr, st.addrRead = own[0], true
 		return st, true, nil
 	}
-	if ip := strings.TrimSpace(svc.Spec.LoadBalancerIP); ip != "" {
+	ip := strings.TrimSpace(svc.Spec.LoadBalancerIP)
+	if a, found, err := c.takeUpLeftover(ctx, svc, ip); err != nil || found {
+		st.addr, st.addrRead = a, found
+		return st, found, err
+	}
+	if ip != "" {
 		a, found, err := c.gw.addressOf(ip)
 		if err != nil {
 			return lbState{}, false, err
@@ -188,7 +194,7 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
 			return asLB(lbState{addr: a, addrRead: true}), true, nil
 		}
 	}
-	st, found, err := s.read(svc)
+	st, found, err := s.read(ctx, svc)
 	if err != nil || !found {
 		return csLB{}, false, err
 	}
@@ -222,10 +228,13 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if ask == "" {
 		ask = s.keptAddress(ctx, svc)
 	}
-	id, job, err := s.gw.associate(n, ask)
+	if err := s.noteAssociating(ctx, svc); err != nil {
+		return "", err
+	}
+	id, job, tagJob, tagErr, err := s.associateTagged(svc, n, ask)
 	if err != nil && ask != spec.ip {
 		klog.FromContext(ctx).Info("The Service's former address cannot be had again; associating another", "service", klog.KObj(svc), "address", ask, "err", err.Error())
-		id, job, err = s.gw.associate(n, "")
+		id, job, tagJob, tagErr, err = s.associateTagged(svc, n, "")
 	}
 	if err != nil {
 		if spec.ip != "" {
@@ -234,13 +243,12 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return "", fmt.Errorf("cannot associate a public address: %w", err)
 	}
 	s.jobs.add(svc.UID, job, "associating public address "+id)
-	tagJob, err := s.gw.tag("PublicIpAddress", []string{id}, s.newTags(svc))
-	if err != nil {
+	if tagErr != nil {
 		// An address without its tags would be nobody's: give it back.
 		if _, rerr := s.gw.disassociate(id); rerr != nil {
 			klog.FromContext(ctx).Error(rerr, "Cannot release the public address that could not be tagged; release it by hand", "service", klog.KObj(svc), "address", id)
 		}
-		return "", fmt.Errorf("cannot tag public address %s: %w", id, err)
+		return "", fmt.Errorf("cannot tag public address %s: %w", id, tagErr)
 	}
 	s.jobs.add(svc.UID, tagJob, "tagging public address "+id)
 	s.fresh.set(svc.UID, id+" "+job)
@@ -1005,7 +1013,7 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 	if progress != "" {
 		return progress, nil
 	}
-	st, found, err := s.read(svc)
+	st, found, err := s.read(ctx, svc)
 	if err != nil {
 		return "", err
 	}

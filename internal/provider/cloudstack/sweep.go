@@ -82,7 +82,7 @@ func (c *Cloud) Leftovers(_ context.Context, _ string, live provider.Live) ([]pr
 				continue
 			}
 			out = append(out, provider.Leftover{Kind: "public address", ID: a.ID, Name: a.IP,
-				Note: "untagged, with no rule, on this cluster's guest network: a crash between associating and tagging leaves such an address, but nothing says it is this cluster's; not removed (disassociateIpAddress by hand once known)"})
+				Note: "untagged, with no rule, on this cluster's guest network: a crash between associating and tagging leaves such an address (its Service takes it up, unless the Service is gone with its finalizer removed), but nothing says it is this cluster's; not removed (disassociateIpAddress by hand once known)"})
 		}
 	}
 	return out, nil

@@ -1,0 +1,148 @@
+package cloudstack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+)
+
+// CloudStack cannot tag an address as it associates it (associateIpAddress
+// takes no tags): a process that stops between associateIpAddress and the
+// createTags call after it leaves an address that nothing says is anyone's.
+// So, before associating, the time is written on the Service
+// (CloudStackAssociating); a pass that finds no address of the Service's
+// while the Service carries that time takes up the address associated then:
+// untagged, with no rule on it, allocated from just before that time to
+// associatingWindow after it (on the server's clock). A Service deleted
+// meanwhile has it released the same way.
+//
+// Within this process, associating and tagging hold c.associating shared and
+// taking an address up holds it alone, so that an address between its two
+// calls is never taken for another Service.
+
+// associatingWindow is how long after the time written an association it
+// stands for may have been allocated: the association is the next call, and
+// its attempts are bounded well within it.
+const associatingWindow = time.Minute
+
+// associatingSlack widens the window while the server's clock is not known
+// (it is learnt from the first jobs seen), for a server whose clock is a
+// little off ours.
+const associatingSlack = 2 * time.Minute
+
+// associatingSince is the time the Service's last association began, as
+// written on it.
+func associatingSince(svc *v1.Service) (time.Time, bool) {
+	v, ok := svc.Annotations[string(annotation.CloudStackAssociating)]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	return t, err == nil
+}
+
+// noteAssociating writes on the Service that an address is about to be
+// associated for it. An error: nothing may be associated (it could not be
+// taken up after a crash). Without a client (unit tests of the cloud alone)
+// nothing is written.
+func (c *Cloud) noteAssociating(ctx context.Context, svc *v1.Service) error {
+	kube := c.Kube()
+	if kube == nil {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{string(annotation.CloudStackAssociating): time.Now().UTC().Format(time.RFC3339Nano)},
+		// The Service it is written on: another of the same name is not.
+		"uid": svc.UID,
+	}})
+	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: "overcast-ccm"}); err != nil {
+		return fmt.Errorf("cannot write %s on the Service before associating its address: %w", annotation.CloudStackAssociating, err)
+	}
+	return nil
+}
+
+// associateTagged associates an address for the Service and tags it as the
+// Service's, holding c.associating shared between the two calls. tagErr is
+// the tagging's error: the address was associated, and must be given back.
+func (c *Cloud) associateTagged(svc *v1.Service, n network, ask string) (id, job, tagJob string, tagErr, err error) {
+	c.associating.RLock()
+	defer c.associating.RUnlock()
+	id, job, err = c.gw.associate(n, ask)
+	if err != nil {
+		return "", "", "", nil, err
+	}
+	tagJob, tagErr = c.gw.tag("PublicIpAddress", []string{id}, c.newTags(svc))
+	return id, job, tagJob, tagErr, nil
+}
+
+// takeUpLeftover looks, for a Service that carries CloudStackAssociating and
+// has no address, for the address its interrupted association left, and
+// tags it as the Service's (false: there is none). ip, when set, is the
+// only address it can be (the Service's loadBalancerIP).
+func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) (address, bool, error) {
+	since, ok := associatingSince(svc)
+	if !ok {
+		return address{}, false, nil
+	}
+	lo, hi := since.Add(-time.Second), since.Add(associatingWindow)
+	if skew, known := c.jobs.serverSkew(); known {
+		lo, hi = lo.Add(skew-skewSlack), hi.Add(skew+skewSlack)
+	} else {
+		lo, hi = lo.Add(-associatingSlack), hi.Add(associatingSlack)
+	}
+	c.associating.Lock()
+	defer c.associating.Unlock()
+	all, err := c.gw.addressesTagged(nil)
+	if err != nil {
+		return address{}, false, err
+	}
+	type candidate struct {
+		a  address
+		at time.Time
+	}
+	var found []candidate
+	for _, a := range all {
+		if len(a.Tags) > 0 || a.SourceNAT || a.StaticNAT || (ip != "" && a.IP != ip) ||
+			!(strings.EqualFold(a.State, "Allocated") || strings.EqualFold(a.State, "Allocating")) {
+			continue
+		}
+		at, err := time.Parse(csDateLayout, a.Allocated)
+		if err != nil || at.Before(lo) || at.After(hi) {
+			continue
+		}
+		found = append(found, candidate{a, at})
+	}
+	// The earliest: the association that followed the time written.
+	slices.SortFunc(found, func(x, y candidate) int { return x.at.Compare(y.at) })
+	for _, f := range found {
+		rules, err := c.gw.rulesOn(f.a.ID)
+		if err != nil {
+			return address{}, false, err
+		}
+		if len(rules) > 0 {
+			continue // someone's already: an interrupted association has none
+		}
+		tags := c.newTags(svc)
+		job, err := c.gw.tag("PublicIpAddress", []string{f.a.ID}, tags)
+		if err != nil {
+			return address{}, false, fmt.Errorf("cannot take up public address %s, associated for the Service and left untagged: %w", f.a.IP, err)
+		}
+		c.jobs.add(svc.UID, job, "tagging public address "+f.a.IP)
+		klog.FromContext(ctx).Info("Took up the public address an interrupted association left untagged",
+			"service", klog.KObj(svc), "address", f.a.IP, "associating", since.Format(time.RFC3339))
+		f.a.Tags = tags
+		return f.a, true, nil
+	}
+	return address{}, false, nil
+}

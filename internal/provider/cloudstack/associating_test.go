@@ -1,0 +1,135 @@
+package cloudstack
+
+import (
+	"testing"
+	"time"
+
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+)
+
+// associateUntagged associates an address as the CCM's keys, and tags
+// nothing: what a CCM stopped between associateIpAddress and createTags
+// leaves.
+func (f *fixture) associateUntagged() *cs.AssociateIpAddressResponse {
+	f.t.Helper()
+	fx := f.emu.Fixture()
+	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
+	p := user.Address.NewAssociateIpAddressParams()
+	p.SetNetworkid(fx.NetworkID)
+	a, err := user.Address.AssociateIpAddress(p)
+	require.NoError(f.t, err)
+	return a
+}
+
+func associatingAt(svc *v1.Service, t time.Time) {
+	if svc.Annotations == nil {
+		svc.Annotations = map[string]string{}
+	}
+	svc.Annotations[string(annotation.CloudStackAssociating)] = t.UTC().Format(time.RFC3339Nano)
+}
+
+func (f *fixture) addressOf(ip string) *cs.PublicIpAddress {
+	f.t.Helper()
+	for _, a := range f.addresses() {
+		if a.Ipaddress == ip {
+			return a
+		}
+	}
+	f.t.Fatalf("no address %s", ip)
+	return nil
+}
+
+// The crash case's finding: a CCM killed between associating an address and
+// tagging it left the address behind, untagged, and the next leader
+// associated another. Now the time written before associating lets the next
+// pass take it up; a Service without that time, an address with a rule on
+// it, and an address allocated long after are never taken.
+func TestAnAddressAnInterruptedAssociationLeftIsTakenUp(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1")
+	port := v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}
+
+	// Someone's address with a rule on it, untagged: never taken.
+	fx := f.emu.Fixture()
+	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
+	someones := f.associateUntagged()
+	rp := user.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", "someones-tcp-22", 22, 2222)
+	rp.SetPublicipid(someones.Id)
+	rp.SetNetworkid(fx.NetworkID)
+	_, err := user.LoadBalancer.CreateLoadBalancerRule(rp)
+	require.NoError(t, err)
+
+	svc := service("web", port)
+	associatingAt(svc, time.Now())
+	left := f.associateUntagged()
+
+	// A Service that wrote no such time associates its own.
+	other := service("other-service", port)
+	st, err := f.ensure(other, nodes)
+	require.NoError(t, err)
+	assert.NotEqual(t, left.Ipaddress, st.Ingress[0].IP)
+	assert.Empty(t, f.addressOf(left.Ipaddress).Tags, "not taken by a Service that did not leave it")
+
+	// One whose association began an hour before it was allocated: not its.
+	late := service("late", port)
+	associatingAt(late, time.Now().Add(-time.Hour))
+	st, err = f.ensure(late, nodes)
+	require.NoError(t, err)
+	assert.NotEqual(t, left.Ipaddress, st.Ingress[0].IP)
+
+	st, err = f.ensure(svc, nodes)
+	require.NoError(t, err)
+	assert.Equal(t, left.Ipaddress, st.Ingress[0].IP, "the address left untagged is the Service's")
+	got := f.addressOf(left.Ipaddress)
+	assert.Equal(t, string(svc.UID), tagMap(got.Tags)[tagService])
+	assert.Len(t, f.addresses(), 4, "someone's, other's, late's, and the one taken up: no other associated")
+	assert.Empty(t, f.addressOf(someones.Ipaddress).Tags, "someone's untouched")
+
+	for _, s := range []*v1.Service{svc, other, late} {
+		f.remove(s)
+	}
+	addrs := f.addresses()
+	require.Len(t, addrs, 1)
+	assert.Equal(t, someones.Ipaddress, addrs[0].Ipaddress)
+}
+
+// A Service deleted while the CCM was down, after an interrupted
+// association: the address is released with it.
+func TestAnAddressAnInterruptedAssociationLeftGoesWithItsDeletedService(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	associatingAt(svc, time.Now())
+	f.associateUntagged()
+	f.remove(svc)
+	assert.Empty(t, f.addresses())
+}
+
+// A Service's loadBalancerIP associated, and the CCM stopped before tagging
+// it: taken up by its IP, and released with the Service as one it
+// associated.
+func TestARequestedAddressAnInterruptedAssociationLeftIsReleasedWithTheService(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1")
+	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc.Spec.LoadBalancerIP = "203.0.113.77"
+	associatingAt(svc, time.Now())
+	fx := f.emu.Fixture()
+	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
+	p := user.Address.NewAssociateIpAddressParams()
+	p.SetNetworkid(fx.NetworkID)
+	p.SetIpaddress(svc.Spec.LoadBalancerIP)
+	_, err := user.Address.AssociateIpAddress(p)
+	require.NoError(t, err)
+
+	st, err := f.ensure(svc, nodes)
+	require.NoError(t, err)
+	assert.Equal(t, "203.0.113.77", st.Ingress[0].IP)
+	f.remove(svc)
+	assert.Empty(t, f.addresses(), "associated for the Service, released with it")
+}
