@@ -208,6 +208,7 @@ func (e *Env) startProcess(t testing.TB, bin, name string, args []string) *Proce
 	go func() {
 		p.err = cmd.Wait()
 		_ = f.Close()
+		keepLog(name, cmd.Process.Pid, logPath)
 		close(p.done)
 	}()
 	t.Cleanup(func() {

@@ -122,6 +122,10 @@ func StartWith(o StartOptions) (*Env, error) {
 	te.ControlPlane.GetAPIServer().Configure().
 		Set("service-cluster-ip-range", "10.96.0.0/16").
 		Set("endpoint-reconciler-type", "none")
+	if err := auditTo(te, dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
 	cfg, err := te.Start()
 	if err != nil {
 		_ = os.RemoveAll(dir)
