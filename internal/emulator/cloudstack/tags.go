@@ -1,6 +1,7 @@
 package cloudstack
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -127,6 +128,16 @@ func (e *Emulator) createTags(a *account, p url.Values, now time.Time) (any, *ap
 		}
 	}
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.tag.CreateTagsCmd", "None", "", now, func() (any, error) {
+		// Checked again as the job runs: another job may have put the key
+		// there meanwhile (the server's resource_tags table is unique per
+		// resource and key; the job then fails).
+		for _, id := range ids {
+			for k := range want {
+				if slices.ContainsFunc(e.tags, func(t *tag) bool { return t.resourceID == id && t.key == k }) {
+					return nil, fmt.Errorf("tag %s already on the resource %s", k, id)
+				}
+			}
+		}
 		for _, id := range ids {
 			for k, v := range want {
 				e.tags = append(e.tags, &tag{key: k, value: v, resourceType: rt, resourceID: id})

@@ -40,6 +40,13 @@ const associatingWindow = time.Minute
 // little off ours.
 const associatingSlack = 2 * time.Minute
 
+// tagSettle is how long an address must have been seen untagged before it
+// is taken up: createTags is a job, and until it has run the address of a
+// Service being associated now (by this process before a restart, or by
+// the other replica) is untagged too. Jobs take a second or two; an
+// interrupted association's address never gets its tags.
+const tagSettle = 15 * time.Second
+
 // associatingSince is the time the Service's last association began, as
 // written on it.
 func associatingSince(svc *v1.Service) (time.Time, bool) {
@@ -89,7 +96,8 @@ func (c *Cloud) associateTagged(svc *v1.Service, n network, ask string) (id, job
 // takeUpLeftover looks, for a Service that carries CloudStackAssociating and
 // has no address, for the address its interrupted association left, and
 // tags it as the Service's (false: there is none). ip, when set, is the
-// only address it can be (the Service's loadBalancerIP).
+// only address it can be (the Service's loadBalancerIP). An address not yet
+// seen untagged for tagSettle is returned unchanged, settling (busy).
 func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) (address, bool, error) {
 	since, ok := associatingSince(svc)
 	if !ok {
@@ -125,6 +133,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	}
 	// The earliest: the association that followed the time written.
 	slices.SortFunc(found, func(x, y candidate) int { return x.at.Compare(y.at) })
+	var settling *address
 	for _, f := range found {
 		rules, err := c.gw.rulesOn(f.a.ID)
 		if err != nil {
@@ -132,6 +141,12 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 		}
 		if len(rules) > 0 {
 			continue // someone's already: an interrupted association has none
+		}
+		if seen := c.untaggedSince(f.a.ID); time.Since(seen) < c.tagSettle {
+			if settling == nil {
+				settling = &f.a
+			}
+			continue
 		}
 		tags := c.newTags(svc)
 		job, err := c.gw.tag("PublicIpAddress", []string{f.a.ID}, tags)
@@ -144,5 +159,35 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 		f.a.Tags = tags
 		return f.a, true, nil
 	}
+	if settling != nil {
+		// Its tags may be on their way: the Service waits (neither a new
+		// address nor, being deleted, letting go) until they come or not.
+		a := *settling
+		a.settling = fmt.Sprintf("waiting to see whether public address %s, untagged, gets its tags (else it is the one whose association was interrupted)", a.IP)
+		return a, true, nil
+	}
 	return address{}, false, nil
+}
+
+// untaggedSince is when the address was first seen untagged by
+// takeUpLeftover (now, the first time); what was seen long ago is
+// forgotten.
+func (c *Cloud) untaggedSince(id string) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.untagged == nil {
+		c.untagged = map[string]time.Time{}
+	}
+	for k, t := range c.untagged {
+		if now.Sub(t) > associatingWindow+associatingSlack {
+			delete(c.untagged, k)
+		}
+	}
+	t, ok := c.untagged[id]
+	if !ok {
+		c.untagged[id] = now
+		return now
+	}
+	return t
 }

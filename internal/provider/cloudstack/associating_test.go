@@ -1,6 +1,7 @@
 package cloudstack
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/cloud-provider/api"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
@@ -132,4 +134,38 @@ func TestARequestedAddressAnInterruptedAssociationLeftIsReleasedWithTheService(t
 	assert.Equal(t, "203.0.113.77", st.Ingress[0].IP)
 	f.remove(svc)
 	assert.Empty(t, f.addresses(), "associated for the Service, released with it")
+}
+
+// The race the crash case found: an address another Service's association
+// made is untagged until its createTags job has run (here, it was killed
+// before the job ran and the other replica sees it): a Service whose own
+// association was interrupted waits for the tags before taking it, and
+// then associates its own.
+func TestAnAddressWhoseTagsAreOnTheirWayIsNotTakenUp(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	f.c.tagSettle = time.Hour // the other's tags come before
+	nodes := f.nodes("worker-1")
+	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	associatingAt(svc, time.Now())
+	others := f.associateUntagged()
+
+	_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
+	var retry *api.RetryError
+	require.ErrorAs(t, err, &retry, "waits for the tags")
+	assert.Contains(t, retry.Error(), others.Ipaddress)
+	assert.Len(t, f.addresses(), 1, "and associates nothing meanwhile")
+	err = f.c.EnsureLoadBalancerDeleted(context.Background(), "kubernetes", svc)
+	require.ErrorAs(t, err, &retry, "a deletion waits too")
+
+	// The other's tags come.
+	fx := f.emu.Fixture()
+	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
+	_, err = user.Resourcetags.CreateTags(user.Resourcetags.NewCreateTagsParams([]string{others.Id}, "PublicIpAddress",
+		map[string]string{tagCluster: clusterUID, tagService: "another-service"}))
+	require.NoError(t, err)
+
+	st, err := f.ensure(svc, nodes)
+	require.NoError(t, err)
+	assert.NotEqual(t, others.Ipaddress, st.Ingress[0].IP, "its own address")
+	assert.Equal(t, "another-service", tagMap(f.addressOf(others.Ipaddress).Tags)[tagService], "the other's untouched")
 }

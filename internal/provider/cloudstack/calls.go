@@ -125,6 +125,9 @@ type address struct {
 	ID, IP, State, Network, VPC string
 	// Allocated is when it was associated (the server's date; "" when free).
 	Allocated string
+	// settling: an untagged address that may be the Service's, not taken
+	// up yet (associating.go); the load balancer is busy meanwhile.
+	settling string
 	Tags      map[string]string
 	// SourceNAT, StaticNAT: the network's own address, or one mapped to a
 	// machine; never a load balancer's.

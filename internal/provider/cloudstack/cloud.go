@@ -14,6 +14,8 @@
 package cloudstack
 
 import (
+	"time"
+
 	"context"
 	"sync"
 
@@ -67,6 +69,11 @@ type Cloud struct {
 	// assigned is the members' fingerprint each Service's rules were last
 	// given their machines for (UpdateMembers), until the jobs are seen done.
 	assigned memo
+	// untagged is when each address takeUpLeftover considered was first
+	// seen untagged.
+	untagged map[string]time.Time
+	// tagSettle is how long (tagSettle; tests shorten it).
+	tagSettle time.Duration
 	// associating is held (shared) from associating an address to tagging
 	// it, and alone while an address left untagged is taken up, so that
 	// none is taken up between the two calls (associating.go).
@@ -87,7 +94,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}}
+	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, tagSettle: tagSettle}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.firewall = newFirewallListing(gw)

@@ -55,6 +55,9 @@ func newFixture(t *testing.T, opts emulator.Options) *fixture {
 	// CCM would learn that from the first listing; the tests' passes follow
 	// each other without waiting the 2 s it first expects.
 	c.jobs.took, c.jobs.margin = opts.JobDelay, 0
+	// An untagged address is taken up at once (associating_test.go has the
+	// wait for its tags).
+	c.tagSettle = 0
 	fx := e.Fixture()
 	return &fixture{t: t, emu: e, c: c, admin: cs.NewClient(e.URL()+"/client/api", fx.AdminKey, fx.AdminSecret, false)}
 }

@@ -112,6 +112,9 @@ func asLB(st lbState) csLB {
 	if oneOf(st.addr.State, busyStates) {
 		lb.State, lb.Status = lbcycle.Busy, "being "+strings.ToLower(strings.TrimSuffix(st.addr.State, "ing"))+"ed"
 	}
+	if st.addr.settling != "" {
+		lb.State, lb.Status = lbcycle.Busy, st.addr.settling
+	}
 	for _, r := range st.rules {
 		if oneOf(r.State, busyStates) {
 			lb.State, lb.Status = lbcycle.Busy, fmt.Sprintf("changing (rule %s is %s)", r.Name, r.State)

@@ -14,7 +14,8 @@ import (
 var _ provider.Sweeper = (*Cloud)(nil)
 
 // Leftovers lists what this cluster made for Services that are gone: the
-// public addresses tagged with its UID and a gone Service's, and the load
+// public addresses tagged with its UID and a gone Service's (and no live
+// Service's rules on them), and the load
 // balancer rules on this cluster's addresses named for a gone Service (one
 // that shared another's loadBalancerIP leaves only rules). Addresses on the
 // cluster's guest networks with no tag, no rule and no NAT are listed too:
@@ -38,6 +39,15 @@ func (c *Cloud) Leftovers(_ context.Context, _ string, live provider.Live) ([]pr
 	for _, uid := range live.UIDs() {
 		liveNames[lbNameOfUID(uid)] = true
 	}
+	// An address whose Service is gone but that a live Service's rules are
+	// on (it shared it by loadBalancerIP) is that Service's now: released
+	// with the last of them, never a leftover.
+	inUse := map[string]bool{}
+	for _, r := range rules {
+		if liveNames[lbNameOf(r.Name)] {
+			inUse[r.AddressID] = true
+		}
+	}
 	var owners provider.Owners
 	var out []provider.Leftover
 	byID := map[string]address{}
@@ -46,7 +56,7 @@ func (c *Cloud) Leftovers(_ context.Context, _ string, live provider.Live) ([]pr
 		byID[a.ID] = a
 		networks[a.Network] = true
 		uid := types.UID(a.Tags[tagService])
-		if uid == "" || live.HasUID(uid) {
+		if uid == "" || live.HasUID(uid) || inUse[a.ID] {
 			continue
 		}
 		ns, name, _ := strings.Cut(a.Tags[tagServiceName], "/")

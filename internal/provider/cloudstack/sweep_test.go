@@ -110,3 +110,29 @@ func TestSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) {
 	assert.Contains(t, ips, untagged.Ipaddress, "the untagged address stays")
 	assert.Len(t, ips, 3, "and the other cluster's")
 }
+
+// The crash case's finding: the address of a gone Service that a live one
+// shares (its loadBalancerIP) was listed removable, and a sweep --delete
+// would have taken the live Service's address. It is the live one's now:
+// not listed, and released with it.
+func TestSweepLeavesAGoneServicesAddressThatALiveOneShares(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1")
+	owner := service("owner", v1.ServicePort{Name: "p", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	st, err := f.ensure(owner, nodes)
+	require.NoError(t, err)
+	sharer := service("sharer-of-owner", v1.ServicePort{Name: "p", Protocol: v1.ProtocolTCP, Port: 8080, NodePort: 30081})
+	sharer.Spec.LoadBalancerIP = st.Ingress[0].IP
+	_, err = f.ensure(sharer, nodes)
+	require.NoError(t, err)
+
+	ls, err := f.c.Leftovers(context.Background(), "kubernetes", provider.NewLive([]v1.Service{*sharer}))
+	require.NoError(t, err)
+	who := map[string]string{string(owner.UID): "owner"}
+	assert.Equal(t, []string{"load balancer rule of owner removable=true"}, leftoverRows(ls, who),
+		"the owner gone (its finalizer removed by hand): its rule is left, its address is the sharer's")
+
+	f.remove(sharer)
+	f.remove(owner)
+	assert.Empty(t, f.addresses())
+}
