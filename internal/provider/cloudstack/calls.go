@@ -128,7 +128,7 @@ type address struct {
 	// settling: an untagged address that may be the Service's, not taken
 	// up yet (associating.go); the load balancer is busy meanwhile.
 	settling string
-	Tags      map[string]string
+	Tags     map[string]string
 	// SourceNAT, StaticNAT: the network's own address, or one mapped to a
 	// machine; never a load balancer's.
 	SourceNAT, StaticNAT bool
