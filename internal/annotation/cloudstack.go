@@ -84,7 +84,7 @@ const (
 	// it last began to associate a public address for the Service, written
 	// before the association. CloudStack cannot tag an address as it
 	// associates it; should the CCM stop between the two calls, the address
-	// associated then (untagged, without rules, allocated within a minute
+	// associated then (untagged, without rules, allocated within seconds
 	// after) is taken up by the next pass instead of being left behind.
 	// Type: an RFC 3339 time, written by the CCM.
 	// Default: none.

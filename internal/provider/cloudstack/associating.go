@@ -19,33 +19,40 @@ import (
 // CloudStack cannot tag an address as it associates it (associateIpAddress
 // takes no tags): a process that stops between associateIpAddress and the
 // createTags call after it leaves an address that nothing says is anyone's.
-// So, before associating, the time is written on the Service
+// So, just before associating, the time is written on the Service
 // (CloudStackAssociating); a pass that finds no address of the Service's
 // while the Service carries that time takes up the address associated then:
-// untagged, with no rule on it, allocated from just before that time to
-// associatingWindow after it (on the server's clock). A Service deleted
-// meanwhile has it released the same way.
+// untagged, with no rule on it, allocated within associatingWindow after
+// that time (on the server's clock, from the Date of its answers). A Service
+// deleted meanwhile has it released the same way.
 //
-// Within this process, associating and tagging hold c.associating shared and
-// taking an address up holds it alone, so that an address between its two
-// calls is never taken for another Service.
+// createTags is a job: until it has run, the address of a Service being
+// associated now (by the other replica, or by this process before it was
+// restarted) is untagged too. An address is taken up only once it is
+// tagSettle old; a younger one makes the Service wait (busy), neither
+// associating another nor letting go.
+//
+// Within this process, writing the time, associating and tagging hold
+// c.associating shared, and taking an address up holds it alone, so that an
+// address between its two calls is never taken for another Service.
 
-// associatingWindow is how long after the time written an association it
-// stands for may have been allocated: the association is the next call, and
-// its attempts are bounded well within it.
-const associatingWindow = time.Minute
+// associatingWindow is how long after the time written the association it
+// stands for may be allocated: it is the next call (a write the client-side
+// limit may hold a little).
+const associatingWindow = 10 * time.Second
 
-// associatingSlack widens the window while the server's clock is not known
-// (it is learnt from the first jobs seen), for a server whose clock is a
-// little off ours.
+// clockPrecision: the server's dates have whole seconds, and so does what
+// we know of its clock.
+const clockPrecision = 2 * time.Second
+
+// associatingSlack widens the window when the server's clock is not known
+// (an answer without a Date).
 const associatingSlack = 2 * time.Minute
 
-// tagSettle is how long an address must have been seen untagged before it
-// is taken up: createTags is a job, and until it has run the address of a
-// Service being associated now (by this process before a restart, or by
-// the other replica) is untagged too. Jobs take a second or two; an
-// interrupted association's address never gets its tags.
-const tagSettle = 15 * time.Second
+// tagSettle is how old an untagged address must be to be taken up: jobs
+// take a second or two; an interrupted association's address never gets
+// its tags.
+const tagSettle = 10 * time.Second
 
 // associatingSince is the time the Service's last association began, as
 // written on it.
@@ -79,12 +86,15 @@ func (c *Cloud) noteAssociating(ctx context.Context, svc *v1.Service) error {
 	return nil
 }
 
-// associateTagged associates an address for the Service and tags it as the
-// Service's, holding c.associating shared between the two calls. tagErr is
+// associateTagged writes the time on the Service, associates an address for
+// it and tags it as the Service's, holding c.associating shared. tagErr is
 // the tagging's error: the address was associated, and must be given back.
-func (c *Cloud) associateTagged(svc *v1.Service, n network, ask string) (id, job, tagJob string, tagErr, err error) {
+func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network, ask string) (id, job, tagJob string, tagErr, err error) {
 	c.associating.RLock()
 	defer c.associating.RUnlock()
+	if err := c.noteAssociating(ctx, svc); err != nil {
+		return "", "", "", nil, err
+	}
 	id, job, err = c.gw.associate(n, ask)
 	if err != nil {
 		return "", "", "", nil, err
@@ -96,24 +106,24 @@ func (c *Cloud) associateTagged(svc *v1.Service, n network, ask string) (id, job
 // takeUpLeftover looks, for a Service that carries CloudStackAssociating and
 // has no address, for the address its interrupted association left, and
 // tags it as the Service's (false: there is none). ip, when set, is the
-// only address it can be (the Service's loadBalancerIP). An address not yet
-// seen untagged for tagSettle is returned unchanged, settling (busy).
+// only address it can be (the Service's loadBalancerIP). An address younger
+// than c.tagSettle (tagSettle) is returned unchanged, settling (busy).
 func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) (address, bool, error) {
 	since, ok := associatingSince(svc)
 	if !ok {
 		return address{}, false, nil
-	}
-	lo, hi := since.Add(-time.Second), since.Add(associatingWindow)
-	if skew, known := c.jobs.serverSkew(); known {
-		lo, hi = lo.Add(skew-skewSlack), hi.Add(skew+skewSlack)
-	} else {
-		lo, hi = lo.Add(-associatingSlack), hi.Add(associatingSlack)
 	}
 	c.associating.Lock()
 	defer c.associating.Unlock()
 	all, err := c.gw.addressesTagged(nil)
 	if err != nil {
 		return address{}, false, err
+	}
+	serverNow, known := c.gw.clock.now()
+	skew := serverNow.Sub(time.Now())
+	lo, hi := since.Add(skew-clockPrecision), since.Add(skew+associatingWindow+clockPrecision)
+	if !known {
+		lo, hi = lo.Add(-associatingSlack), hi.Add(associatingSlack)
 	}
 	type candidate struct {
 		a  address
@@ -142,7 +152,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 		if len(rules) > 0 {
 			continue // someone's already: an interrupted association has none
 		}
-		if seen := c.untaggedSince(f.a.ID); time.Since(seen) < c.tagSettle {
+		if serverNow.Sub(f.at) < c.tagSettle {
 			if settling == nil {
 				settling = &f.a
 			}
@@ -167,27 +177,4 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 		return a, true, nil
 	}
 	return address{}, false, nil
-}
-
-// untaggedSince is when the address was first seen untagged by
-// takeUpLeftover (now, the first time); what was seen long ago is
-// forgotten.
-func (c *Cloud) untaggedSince(id string) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now()
-	if c.untagged == nil {
-		c.untagged = map[string]time.Time{}
-	}
-	for k, t := range c.untagged {
-		if now.Sub(t) > associatingWindow+associatingSlack {
-			delete(c.untagged, k)
-		}
-	}
-	t, ok := c.untagged[id]
-	if !ok {
-		c.untagged[id] = now
-		return now
-	}
-	return t
 }

@@ -69,10 +69,8 @@ type Cloud struct {
 	// assigned is the members' fingerprint each Service's rules were last
 	// given their machines for (UpdateMembers), until the jobs are seen done.
 	assigned memo
-	// untagged is when each address takeUpLeftover considered was first
-	// seen untagged.
-	untagged map[string]time.Time
-	// tagSettle is how long (tagSettle; tests shorten it).
+	// tagSettle is how old an untagged address must be to be taken up
+	// (tagSettle; tests shorten it).
 	tagSettle time.Duration
 	// associating is held (shared) from associating an address to tagging
 	// it, and alone while an address left untagged is taken up, so that

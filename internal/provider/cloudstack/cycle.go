@@ -231,13 +231,10 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if ask == "" {
 		ask = s.keptAddress(ctx, svc)
 	}
-	if err := s.noteAssociating(ctx, svc); err != nil {
-		return "", err
-	}
-	id, job, tagJob, tagErr, err := s.associateTagged(svc, n, ask)
+	id, job, tagJob, tagErr, err := s.associateTagged(ctx, svc, n, ask)
 	if err != nil && ask != spec.ip {
 		klog.FromContext(ctx).Info("The Service's former address cannot be had again; associating another", "service", klog.KObj(svc), "address", ask, "err", err.Error())
-		id, job, tagJob, tagErr, err = s.associateTagged(svc, n, "")
+		id, job, tagJob, tagErr, err = s.associateTagged(ctx, svc, n, "")
 	}
 	if err != nil {
 		if spec.ip != "" {

@@ -45,6 +45,42 @@ type gateway struct {
 	// takes no context, so a call the server never answers holds its caller
 	// until then, whatever the caller's deadline.
 	attemptTimeout time.Duration
+	// clock is the server's, as the Date of its answers says.
+	clock serverClock
+}
+
+// serverClock is the server's clock less ours, learnt from the Date header
+// of every answer (whole seconds: within a second).
+type serverClock struct {
+	skew  atomic.Int64
+	known atomic.Bool
+}
+
+// now is the server's time now (false: no answer had a Date yet).
+func (c *serverClock) now() (time.Time, bool) {
+	return time.Now().Add(time.Duration(c.skew.Load())), c.known.Load()
+}
+
+// dated is a transport that teaches clock the server's time.
+type dated struct {
+	next  http.RoundTripper
+	clock *serverClock
+}
+
+func (d dated) RoundTrip(r *http.Request) (*http.Response, error) {
+	sent := time.Now()
+	resp, err := d.next.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	if at, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
+		got := time.Now()
+		// The Date has whole seconds: the server's time was half a second
+		// later on average, when it was halfway through.
+		d.clock.skew.Store(int64(at.Add(500 * time.Millisecond).Sub(sent.Add(got.Sub(sent) / 2))))
+		d.clock.known.Store(true)
+	}
+	return resp, nil
 }
 
 func newGateway(g Global) (*gateway, error) {
@@ -75,7 +111,7 @@ func (gw *gateway) set(g Global) (bool, error) {
 		base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the operator's ssl-no-verify, as the peer reads it
 	}
 	limits := cloudapi.Config{Cloud: ProviderName, WriteQPS: defaultWriteQPS, WriteBurst: 2 * defaultWriteQPS, Timeout: gw.attemptTimeout}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
-	hc, err := cloudapi.NewClient(limits, base)
+	hc, err := cloudapi.NewClient(limits, dated{next: base, clock: &gw.clock})
 	if err != nil {
 		return false, err
 	}

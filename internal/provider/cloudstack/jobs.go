@@ -232,13 +232,6 @@ func (j *jobs) learnSkew(d time.Duration) {
 	}
 }
 
-// serverSkew is the server's clock less ours, once learnt.
-func (j *jobs) serverSkew() (time.Duration, bool) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.skew, j.skewKnown
-}
-
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
