@@ -8,6 +8,9 @@
 #     annotation tables, retry and response parsing. A crasher is written to
 #     the package's testdata/fuzz and becomes a seed of `make test`.
 # The report goes to tmp/chaos/report.md: quote it in docs/reliability.md.
+# Every overcast-ccm process's log is kept in tmp/chaos/logs; CHAOS_AUDIT=1
+# also keeps the apiserver's audit of every Service write in tmp/chaos/audit
+# (about 80 MB per 200 kills), to trace who changed a Service and when.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUTAGE=${CHAOS_OUTAGE:-10m}
@@ -15,7 +18,12 @@ FUZZTIME=${CHAOS_FUZZTIME:-3m}
 KILLS=${CHAOS_KILLS:-200}
 SERVICES=${CHAOS_SERVICES:-50}
 out=tmp/chaos
+rm -rf "$out/logs" "$out/audit"
 mkdir -p "$out"
+export OVERCAST_E2E_LOGS_DIR=$PWD/$out/logs
+if [[ ${CHAOS_AUDIT:-} == 1 ]]; then
+	export OVERCAST_E2E_AUDIT_DIR=$PWD/$out/audit
+fi
 report=$out/report.md
 rows=$out/rows.md
 : > "$rows"
