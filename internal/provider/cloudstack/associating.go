@@ -100,8 +100,40 @@ func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network,
 		return "", "", "", nil, err
 	}
 	tagJob, tagErr = c.gw.tag("PublicIpAddress", []string{id}, c.newTags(svc))
+	if tagErr == nil {
+		c.tagging(id)
+	}
 	return id, job, tagJob, tagErr, nil
 }
+
+// tagging records that this process asked for the address's tags: until
+// the job has surely run, it is not taken up for another Service.
+func (c *Cloud) tagging(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.tagged == nil {
+		c.tagged = map[string]time.Time{}
+	}
+	for k, at := range c.tagged {
+		if now.Sub(at) > taggingMemory {
+			delete(c.tagged, k)
+		}
+	}
+	c.tagged[id] = now
+}
+
+// taggedHere says whether this process asked for the address's tags lately.
+func (c *Cloud) taggedHere(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.tagged[id]
+	return ok && time.Since(at) <= taggingMemory
+}
+
+// taggingMemory is how long a createTags job this process started is
+// trusted to run: much longer than jobs take.
+const taggingMemory = 5 * time.Minute
 
 // takeUpLeftover looks, for a Service that carries CloudStackAssociating and
 // has no address, for the address its interrupted association left, and
@@ -131,7 +163,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	}
 	var found []candidate
 	for _, a := range all {
-		if len(a.Tags) > 0 || a.SourceNAT || a.StaticNAT || (ip != "" && a.IP != ip) ||
+		if len(a.Tags) > 0 || a.SourceNAT || a.StaticNAT || (ip != "" && a.IP != ip) || c.taggedHere(a.ID) ||
 			!(strings.EqualFold(a.State, "Allocated") || strings.EqualFold(a.State, "Allocating")) {
 			continue
 		}
@@ -163,6 +195,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 		if err != nil {
 			return address{}, false, fmt.Errorf("cannot take up public address %s, associated for the Service and left untagged: %w", f.a.IP, err)
 		}
+		c.tagging(f.a.ID)
 		c.jobs.add(svc.UID, job, "tagging public address "+f.a.IP)
 		klog.FromContext(ctx).Info("Took up the public address an interrupted association left untagged",
 			"service", klog.KObj(svc), "address", f.a.IP, "associating", since.Format(time.RFC3339))

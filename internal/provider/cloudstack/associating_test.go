@@ -2,6 +2,7 @@ package cloudstack
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -192,4 +193,42 @@ func TestTheServersClockIsLearntFromItsAnswers(t *testing.T) {
 	now, known := clock.now()
 	require.True(t, known)
 	assert.WithinDuration(t, ahead, now, 2*time.Second)
+}
+
+// Two Services whose associations one crash interrupted, and one address
+// left: the first takes it up; the second, while the first's createTags job
+// has not run yet (the address still untagged), does not take it too, and
+// associates its own (the crash case's third run found both taking one).
+func TestAnAddressTakenUpIsNotTakenUpTwice(t *testing.T) {
+	f := newFixture(t, emulator.Options{JobDelay: 300 * time.Millisecond})
+	nodes := f.nodes("worker-1")
+	port := v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}
+	a, b := service("first", port), service("second-one", port)
+	associatingAt(a, time.Now())
+	associatingAt(b, time.Now())
+	left := f.associateUntagged()
+	require.Eventually(t, func() bool { return f.addressOf(left.Ipaddress).State == "Allocated" }, 5*time.Second, 50*time.Millisecond)
+
+	// Two workers, one after the other, before the first's rules are made.
+	got, found, err := f.c.takeUpLeftover(context.Background(), a, "")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, left.Id, got.ID)
+	_, found, err = f.c.takeUpLeftover(context.Background(), b, "")
+	require.NoError(t, err)
+	assert.False(t, found, "its tags are being put on for the first")
+	ready := func(svc *v1.Service) *v1.LoadBalancerStatus {
+		var st *v1.LoadBalancerStatus
+		require.Eventually(t, func() bool {
+			var err error
+			st, err = f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
+			require.True(t, err == nil || errors.As(err, new(*api.RetryError)), "%v", err)
+			return err == nil
+		}, 20*time.Second, 100*time.Millisecond)
+		return st
+	}
+	stA, stB := ready(a), ready(b)
+	assert.Equal(t, left.Ipaddress, stA.Ingress[0].IP)
+	assert.NotEqual(t, left.Ipaddress, stB.Ingress[0].IP)
+	assert.Len(t, f.addresses(), 2)
 }

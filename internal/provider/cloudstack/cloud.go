@@ -72,6 +72,9 @@ type Cloud struct {
 	// tagSettle is how old an untagged address must be to be taken up
 	// (tagSettle; tests shorten it).
 	tagSettle time.Duration
+	// tagged is when this process asked for each address's tags, lately
+	// (associating.go).
+	tagged map[string]time.Time
 	// associating is held (shared) from associating an address to tagging
 	// it, and alone while an address left untagged is taken up, so that
 	// none is taken up between the two calls (associating.go).
