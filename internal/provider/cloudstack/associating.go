@@ -152,7 +152,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 		return address{}, false, err
 	}
 	serverNow, known := c.gw.clock.now()
-	skew := serverNow.Sub(time.Now())
+	skew := time.Until(serverNow)
 	lo, hi := since.Add(skew-clockPrecision), since.Add(skew+associatingWindow+clockPrecision)
 	if !known {
 		lo, hi = lo.Add(-associatingSlack), hi.Add(associatingSlack)
@@ -164,7 +164,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	var found []candidate
 	for _, a := range all {
 		if len(a.Tags) > 0 || a.SourceNAT || a.StaticNAT || (ip != "" && a.IP != ip) || c.taggedHere(a.ID) ||
-			!(strings.EqualFold(a.State, "Allocated") || strings.EqualFold(a.State, "Allocating")) {
+			(!strings.EqualFold(a.State, "Allocated") && !strings.EqualFold(a.State, "Allocating")) {
 			continue
 		}
 		at, err := time.Parse(csDateLayout, a.Allocated)
