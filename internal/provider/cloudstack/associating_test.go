@@ -18,16 +18,24 @@ import (
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 )
 
+// user is cloudstack-go with the CCM's keys, waiting for jobs.
+func (f *fixture) user() *cs.CloudStackClient {
+	fx := f.emu.Fixture()
+	return cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
+}
+
 // associateUntagged associates an address as the CCM's keys, and tags
 // nothing: what a CCM stopped between associateIpAddress and createTags
 // leaves.
-func (f *fixture) associateUntagged() *cs.AssociateIpAddressResponse {
+// ip, when set, is the address asked for.
+func (f *fixture) associateUntagged(ip ...string) *cs.AssociateIpAddressResponse {
 	f.t.Helper()
-	fx := f.emu.Fixture()
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
-	p := user.Address.NewAssociateIpAddressParams()
-	p.SetNetworkid(fx.NetworkID)
-	a, err := user.Address.AssociateIpAddress(p)
+	p := f.user().Address.NewAssociateIpAddressParams()
+	p.SetNetworkid(f.emu.Fixture().NetworkID)
+	if len(ip) > 0 {
+		p.SetIpaddress(ip[0])
+	}
+	a, err := f.user().Address.AssociateIpAddress(p)
 	require.NoError(f.t, err)
 	return a
 }
@@ -62,7 +70,7 @@ func TestAnAddressAnInterruptedAssociationLeftIsTakenUp(t *testing.T) {
 
 	// Someone's address with a rule on it, untagged: never taken.
 	fx := f.emu.Fixture()
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
+	user := f.user()
 	someones := f.associateUntagged()
 	rp := user.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", "someones-tcp-22", 22, 2222)
 	rp.SetPublicipid(someones.Id)
@@ -124,13 +132,7 @@ func TestARequestedAddressAnInterruptedAssociationLeftIsReleasedWithTheService(t
 	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
 	svc.Spec.LoadBalancerIP = "203.0.113.77"
 	associatingAt(svc, time.Now())
-	fx := f.emu.Fixture()
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
-	p := user.Address.NewAssociateIpAddressParams()
-	p.SetNetworkid(fx.NetworkID)
-	p.SetIpaddress(svc.Spec.LoadBalancerIP)
-	_, err := user.Address.AssociateIpAddress(p)
-	require.NoError(t, err)
+	f.associateUntagged(svc.Spec.LoadBalancerIP)
 
 	st, err := f.ensure(svc, nodes)
 	require.NoError(t, err)
@@ -161,8 +163,7 @@ func TestAnAddressWhoseTagsAreOnTheirWayIsNotTakenUp(t *testing.T) {
 	require.ErrorAs(t, err, &retry, "a deletion waits too")
 
 	// The other's tags come.
-	fx := f.emu.Fixture()
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
+	user := f.user()
 	_, err = user.Resourcetags.CreateTags(user.Resourcetags.NewCreateTagsParams([]string{others.Id}, "PublicIpAddress",
 		map[string]string{tagCluster: clusterUID, tagService: "another-service"}))
 	require.NoError(t, err)
