@@ -28,6 +28,7 @@ CHAOS_OUTAGE ?= 10m
 CHAOS_FUZZTIME ?= 3m
 CHAOS_KILLS ?= 200
 CHAOS_SERVICES ?= 50
+CHAOS_PARTS ?= e2e openstack fuzz
 # make run CLOUD=openstack runs the dev cluster on the OpenStack emulator.
 CLOUD ?= local
 
@@ -76,7 +77,7 @@ test-e2e: build test-binaries image ## e2e: real etcd + kube-apiserver, overcast
 		$(GO) test $(TEST_FLAGS) -timeout 15m ./test/e2e/quickstart/
 
 chaos: build test-binaries ## the chaos suite's long forms, by hand (~3 h): 10-minute outage and throttling and 200 kills of the leader on each emulator, every fuzz target (CHAOS_*; report in tmp/chaos/report.md)
-	CHAOS_OUTAGE=$(CHAOS_OUTAGE) CHAOS_FUZZTIME=$(CHAOS_FUZZTIME) CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_SERVICES=$(CHAOS_SERVICES) hack/chaos.sh
+	CHAOS_PARTS="$(CHAOS_PARTS)" CHAOS_OUTAGE=$(CHAOS_OUTAGE) CHAOS_FUZZTIME=$(CHAOS_FUZZTIME) CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_SERVICES=$(CHAOS_SERVICES) hack/chaos.sh
 
 openstack-up: ## install (first time ~6.5 min) and start a real OpenStack on 127.0.0.1 (test/openstack)
 	test/openstack/install.sh
