@@ -15,7 +15,10 @@ import (
 	"k8s.io/cloud-provider/api"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // user is cloudstack-go with the CCM's keys, waiting for jobs.
@@ -232,4 +235,28 @@ func TestAnAddressTakenUpIsNotTakenUpTwice(t *testing.T) {
 	assert.Equal(t, left.Ipaddress, stA.Ingress[0].IP)
 	assert.NotEqual(t, left.Ipaddress, stB.Ingress[0].IP)
 	assert.Len(t, f.addresses(), 2)
+}
+
+// CI's throttling case found it: the Service's former address, free again,
+// answered 429 when asked for, and another was asked for 2 ms later. A
+// throttled (or unauthorised, or busy) association is the pass's failure,
+// retried as the cloud asks; only the server's refusal of that address
+// makes the CCM ask for another at once.
+func TestAThrottledAssociationIsNotMadeAgainAtOnce(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1")
+	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.50"}} // its former address, free again
+	// The pass's first write is the association (its commands are POSTed):
+	// 429 to it and to each of the client's retries.
+	attempts := 1 + cloudapi.DefaultMaxRetries
+	f.emu.InjectFault(core.Fault{Method: http.MethodPost, Status: 429, Count: attempts})
+
+	_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
+	require.ErrorIs(t, err, outcome.ErrThrottled)
+	assert.Equal(t, attempts, writes(f.emu), "no other address asked for within the pass")
+
+	st, err := f.ensure(svc, nodes)
+	require.NoError(t, err)
+	assert.Equal(t, "203.0.113.50", st.Ingress[0].IP, "the next pass has its former address")
 }

@@ -232,7 +232,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		ask = s.keptAddress(ctx, svc)
 	}
 	id, job, tagJob, tagErr, err := s.associateTagged(ctx, svc, n, ask)
-	if err != nil && ask != spec.ip {
+	if err != nil && ask != spec.ip && refusedAddress(err) {
 		klog.FromContext(ctx).Info("The Service's former address cannot be had again; associating another", "service", klog.KObj(svc), "address", ask, "err", err.Error())
 		id, job, tagJob, tagErr, err = s.associateTagged(ctx, svc, n, "")
 	}
@@ -257,6 +257,15 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	}
 	klog.FromContext(ctx).Info("Associating public address", "service", klog.KObj(svc), "id", id, "requested", ask)
 	return fmt.Sprintf("public address %s is being associated", id), nil
+}
+
+// refusedAddress says whether an association failed for the address it
+// asked for (the server answered, and not "slow down", "who are you" or
+// "busy"): another is then asked for at once. Any other failure is the
+// pass's, retried later as the cloud asks, never with a second call now.
+func refusedAddress(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && !errors.Is(err, outcome.ErrThrottled) && !errors.Is(err, outcome.ErrAuth) && !errors.Is(err, outcome.ErrBusy)
 }
 
 // keptAddress is the address the Service was last published with, when it
