@@ -381,6 +381,9 @@ func retriesAfter429(trace []core.Traced) (soonest time.Duration, early []string
 	last := map[string]core.Traced{}
 	soonest = -1
 	for _, c := range trace {
+		if !attributable(c.Object) {
+			continue
+		}
 		if prev, ok := last[c.Object]; ok && prev.Code == http.StatusTooManyRequests {
 			gap := c.At.Sub(prev.At)
 			if soonest < 0 || gap < soonest {
@@ -393,6 +396,16 @@ func retriesAfter429(trace []core.Traced) (soonest time.Duration, early []string
 		last[c.Object] = c
 	}
 	return soonest, early
+}
+
+// attributable says whether a traced call names the object it is for, so
+// that two calls of the same request are one object's. CloudStack's
+// associateIpAddress names only the network: every Service's association
+// is the same request (the server chooses the address), and two Services
+// associating within a second of a 429 are not one retried too soon (seen
+// in CI: three new Services' associations a few ms apart).
+func attributable(object string) bool {
+	return !strings.Contains(object, "command=associateIpAddress&")
 }
 
 // supervisor keeps replicas of overcast-ccm running as the kubelet keeps a

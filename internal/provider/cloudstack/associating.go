@@ -32,9 +32,12 @@ import (
 // tagSettle old; a younger one makes the Service wait (busy), neither
 // associating another nor letting go.
 //
-// Within this process, writing the time, associating and tagging hold
-// c.associating shared, and taking an address up holds it alone, so that an
-// address between its two calls is never taken for another Service.
+// Within this process, an address it associated is never taken up for
+// another Service (c.tagged, recorded as soon as the association returns;
+// an address the server allocated a moment before that is still younger
+// than tagSettle), and one Service at a time takes an address up
+// (c.takingUp). Associations never wait for a taking up: they would leave
+// together, and a cloud that asked to slow down would see a burst.
 
 // associatingWindow is how long after the time written the association it
 // stands for may be allocated: it is the next call (a write the client-side
@@ -87,11 +90,9 @@ func (c *Cloud) noteAssociating(ctx context.Context, svc *v1.Service) error {
 }
 
 // associateTagged writes the time on the Service, associates an address for
-// it and tags it as the Service's, holding c.associating shared. tagErr is
+// it and tags it as the Service's. tagErr is
 // the tagging's error: the address was associated, and must be given back.
 func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network, ask string) (id, job, tagJob string, tagErr, err error) {
-	c.associating.RLock()
-	defer c.associating.RUnlock()
 	if err := c.noteAssociating(ctx, svc); err != nil {
 		return "", "", "", nil, err
 	}
@@ -99,15 +100,13 @@ func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network,
 	if err != nil {
 		return "", "", "", nil, err
 	}
+	c.tagging(id)
 	tagJob, tagErr = c.gw.tag("PublicIpAddress", []string{id}, c.newTags(svc))
-	if tagErr == nil {
-		c.tagging(id)
-	}
 	return id, job, tagJob, tagErr, nil
 }
 
-// tagging records that this process asked for the address's tags: until
-// the job has surely run, it is not taken up for another Service.
+// tagging records that this process associated the address and asks for its
+// tags: until the job has surely run, it is not taken up for another Service.
 func (c *Cloud) tagging(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -145,8 +144,8 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	if !ok {
 		return address{}, false, nil
 	}
-	c.associating.Lock()
-	defer c.associating.Unlock()
+	c.takingUp.Lock()
+	defer c.takingUp.Unlock()
 	all, err := c.gw.addressesTagged(nil)
 	if err != nil {
 		return address{}, false, err

@@ -75,10 +75,9 @@ type Cloud struct {
 	// tagged is when this process asked for each address's tags, lately
 	// (associating.go).
 	tagged map[string]time.Time
-	// associating is held (shared) from associating an address to tagging
-	// it, and alone while an address left untagged is taken up, so that
-	// none is taken up between the two calls (associating.go).
-	associating sync.RWMutex
+	// takingUp is held while an address left untagged is taken up
+	// (associating.go).
+	takingUp sync.Mutex
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
