@@ -113,8 +113,23 @@ func PatchAnnotations(ctx context.Context, kube kubernetes.Interface, svc *v1.Se
 	if len(patch) == 0 || kube == nil {
 		return
 	}
-	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
-	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: "overcast-ccm"}); err != nil {
+	if err := patchAnnotations(ctx, kube, svc, map[string]any{"annotations": patch}); err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot write the load balancer's annotations on the Service", "service", klog.KObj(svc))
 	}
+}
+
+// WriteAnnotations is PatchAnnotations for what must be written before the
+// cloud is changed: only on the Service of svc's UID (not another of its
+// name), and its error returned. A nil client writes nothing.
+func WriteAnnotations(ctx context.Context, kube kubernetes.Interface, svc *v1.Service, patch map[string]any) error {
+	if len(patch) == 0 || kube == nil {
+		return nil
+	}
+	return patchAnnotations(ctx, kube, svc, map[string]any{"annotations": patch, "uid": svc.UID})
+}
+
+func patchAnnotations(ctx context.Context, kube kubernetes.Interface, svc *v1.Service, metadata map[string]any) error {
+	data, _ := json.Marshal(map[string]any{"metadata": metadata})
+	_, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: "overcast-ccm"})
+	return err
 }

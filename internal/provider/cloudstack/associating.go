@@ -2,18 +2,16 @@ package cloudstack
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 )
 
 // CloudStack cannot tag an address as it associates it (associateIpAddress
@@ -73,17 +71,8 @@ func associatingSince(svc *v1.Service) (time.Time, bool) {
 // taken up after a crash). Without a client (unit tests of the cloud alone)
 // nothing is written.
 func (c *Cloud) noteAssociating(ctx context.Context, svc *v1.Service) error {
-	kube := c.Kube()
-	if kube == nil {
-		return nil
-	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{string(annotation.CloudStackAssociating): time.Now().UTC().Format(time.RFC3339Nano)},
-		// The Service it is written on: another of the same name is not.
-		"uid": svc.UID,
-	}})
-	if _, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: "overcast-ccm"}); err != nil {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	if err := lbcycle.WriteAnnotations(ctx, c.Kube(), svc, map[string]any{string(annotation.CloudStackAssociating): now}); err != nil {
 		return fmt.Errorf("cannot write %s on the Service before associating its address: %w", annotation.CloudStackAssociating, err)
 	}
 	return nil
