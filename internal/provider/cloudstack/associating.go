@@ -85,12 +85,14 @@ func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network,
 	if err := c.noteAssociating(ctx, svc); err != nil {
 		return "", "", "", nil, err
 	}
-	id, job, err = c.gw.associate(n, ask)
+	id, job, err = c.gw.associate(ctx, n, ask)
 	if err != nil {
 		return "", "", "", nil, err
 	}
 	c.tagging(id)
-	tagJob, tagErr = c.gw.tag("PublicIpAddress", []string{id}, c.newTags(svc))
+	fctx, cancel := followUp(ctx)
+	defer cancel()
+	tagJob, tagErr = c.gw.tag(fctx, "PublicIpAddress", []string{id}, c.newTags(svc))
 	return id, job, tagJob, tagErr, nil
 }
 
@@ -135,7 +137,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	}
 	c.takingUp.Lock()
 	defer c.takingUp.Unlock()
-	all, err := c.gw.addressesTagged(nil)
+	all, err := c.gw.addressesTagged(ctx, nil)
 	if err != nil {
 		return address{}, false, err
 	}
@@ -165,7 +167,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	slices.SortFunc(found, func(x, y candidate) int { return x.at.Compare(y.at) })
 	var settling *address
 	for _, f := range found {
-		rules, err := c.gw.rulesOn(f.a.ID)
+		rules, err := c.gw.rulesOn(ctx, f.a.ID)
 		if err != nil {
 			return address{}, false, err
 		}
@@ -179,7 +181,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 			continue
 		}
 		tags := c.newTags(svc)
-		job, err := c.gw.tag("PublicIpAddress", []string{f.a.ID}, tags)
+		job, err := c.gw.tag(ctx, "PublicIpAddress", []string{f.a.ID}, tags)
 		if err != nil {
 			return address{}, false, fmt.Errorf("cannot take up public address %s, associated for the Service and left untagged: %w", f.a.IP, err)
 		}

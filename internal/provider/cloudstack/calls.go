@@ -1,6 +1,7 @@
 package cloudstack
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,12 +37,12 @@ func toMachine(v *cs.VirtualMachine) machine {
 	return m
 }
 
-func (gw *gateway) vmParams() (*cs.ListVirtualMachinesParams, error) {
-	project, err := gw.projectID()
+func (gw *gateway) vmParams(ctx context.Context) (*cs.ListVirtualMachinesParams, error) {
+	project, err := gw.projectID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := gw.cs().VirtualMachine.NewListVirtualMachinesParams()
+	p := build.VirtualMachine.NewListVirtualMachinesParams()
 	p.SetListall(true)
 	p.SetDetails([]string{"min", "nics"})
 	if project != "" {
@@ -52,15 +53,15 @@ func (gw *gateway) vmParams() (*cs.ListVirtualMachinesParams, error) {
 
 // machines lists every virtual machine, page by page (the peer asks for one
 // page, and misses machines beyond the server's default.page.size).
-func (gw *gateway) machines() ([]machine, error) {
+func (gw *gateway) machines(ctx context.Context) ([]machine, error) {
 	return pages(gw, func(page, size int) ([]machine, int, error) {
-		p, err := gw.vmParams()
+		p, err := gw.vmParams(ctx)
 		if err != nil {
 			return nil, 0, err
 		}
 		p.SetPage(page)
 		p.SetPagesize(size)
-		r, err := gw.cs().VirtualMachine.ListVirtualMachines(p)
+		r, err := gw.cs(ctx).VirtualMachine.ListVirtualMachines(p)
 		if err != nil {
 			return nil, 0, translate("listVirtualMachines", err)
 		}
@@ -75,13 +76,13 @@ func (gw *gateway) machines() ([]machine, error) {
 // machine looks a virtual machine up by id. found is false only when the
 // server answers that there is none: an empty list (an expunged machine, or a
 // destroyed one to a user's keys) or 431 for an id that names nothing.
-func (gw *gateway) machine(id string) (machine, bool, error) {
-	p, err := gw.vmParams()
+func (gw *gateway) machine(ctx context.Context, id string) (machine, bool, error) {
+	p, err := gw.vmParams(ctx)
 	if err != nil {
 		return machine{}, false, err
 	}
 	p.SetId(id)
-	r, err := gw.cs().VirtualMachine.ListVirtualMachines(p)
+	r, err := gw.cs(ctx).VirtualMachine.ListVirtualMachines(p)
 	if err = translate("listVirtualMachines", err); err != nil {
 		if isNotFound(err) {
 			return machine{}, false, nil
@@ -99,13 +100,13 @@ func (gw *gateway) machine(id string) (machine, bool, error) {
 // machinesNamed lists the virtual machines named name (the server compares
 // names without case; older servers match a part of the name, so the names
 // are compared here again).
-func (gw *gateway) machinesNamed(name string) ([]machine, error) {
-	p, err := gw.vmParams()
+func (gw *gateway) machinesNamed(ctx context.Context, name string) ([]machine, error) {
+	p, err := gw.vmParams(ctx)
 	if err != nil {
 		return nil, err
 	}
 	p.SetName(name)
-	r, err := gw.cs().VirtualMachine.ListVirtualMachines(p)
+	r, err := gw.cs(ctx).VirtualMachine.ListVirtualMachines(p)
 	if err != nil {
 		return nil, translate("listVirtualMachines", err)
 	}
@@ -161,12 +162,12 @@ func tagMap(tags []cs.Tags) map[string]string {
 	return out
 }
 
-func (gw *gateway) addressParams() (*cs.ListPublicIpAddressesParams, error) {
-	project, err := gw.projectID()
+func (gw *gateway) addressParams(ctx context.Context) (*cs.ListPublicIpAddressesParams, error) {
+	project, err := gw.projectID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := gw.cs().Address.NewListPublicIpAddressesParams()
+	p := build.Address.NewListPublicIpAddressesParams()
 	p.SetListall(true)
 	if project != "" {
 		p.SetProjectid(project)
@@ -176,9 +177,9 @@ func (gw *gateway) addressParams() (*cs.ListPublicIpAddressesParams, error) {
 
 // addressesTagged lists the public addresses carrying every tag of tags
 // (nil: every allocated address).
-func (gw *gateway) addressesTagged(tags map[string]string) ([]address, error) {
+func (gw *gateway) addressesTagged(ctx context.Context, tags map[string]string) ([]address, error) {
 	return pages(gw, func(page, size int) ([]address, int, error) {
-		p, err := gw.addressParams()
+		p, err := gw.addressParams(ctx)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -187,7 +188,7 @@ func (gw *gateway) addressesTagged(tags map[string]string) ([]address, error) {
 		}
 		p.SetPage(page)
 		p.SetPagesize(size)
-		r, err := gw.cs().Address.ListPublicIpAddresses(p)
+		r, err := gw.cs(ctx).Address.ListPublicIpAddresses(p)
 		if err != nil {
 			return nil, 0, translate("listPublicIpAddresses", err)
 		}
@@ -200,13 +201,13 @@ func (gw *gateway) addressesTagged(tags map[string]string) ([]address, error) {
 }
 
 // address looks a public address up by id.
-func (gw *gateway) address(id string) (address, bool, error) {
-	p, err := gw.addressParams()
+func (gw *gateway) address(ctx context.Context, id string) (address, bool, error) {
+	p, err := gw.addressParams(ctx)
 	if err != nil {
 		return address{}, false, err
 	}
 	p.SetId(id)
-	r, err := gw.cs().Address.ListPublicIpAddresses(p)
+	r, err := gw.cs(ctx).Address.ListPublicIpAddresses(p)
 	if err = translate("listPublicIpAddresses", err); err != nil {
 		if isNotFound(err) {
 			return address{}, false, nil
@@ -223,14 +224,14 @@ func (gw *gateway) address(id string) (address, bool, error) {
 
 // addressOf looks up a public address by its IP, free ones included (state
 // Free: no one holds it).
-func (gw *gateway) addressOf(ip string) (address, bool, error) {
-	p, err := gw.addressParams()
+func (gw *gateway) addressOf(ctx context.Context, ip string) (address, bool, error) {
+	p, err := gw.addressParams(ctx)
 	if err != nil {
 		return address{}, false, err
 	}
 	p.SetIpaddress(ip)
 	p.SetAllocatedonly(false)
-	r, err := gw.cs().Address.ListPublicIpAddresses(p)
+	r, err := gw.cs(ctx).Address.ListPublicIpAddresses(p)
 	if err != nil {
 		return address{}, false, translate("listPublicIpAddresses", err)
 	}
@@ -244,12 +245,12 @@ func (gw *gateway) addressOf(ip string) (address, bool, error) {
 
 // associate acquires a public address for the guest network (or its VPC),
 // the one asked for when ip is set.
-func (gw *gateway) associate(n network, ip string) (id, job string, err error) {
-	project, err := gw.projectID()
+func (gw *gateway) associate(ctx context.Context, n network, ip string) (id, job string, err error) {
+	project, err := gw.projectID(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	p := gw.cs().Address.NewAssociateIpAddressParams()
+	p := build.Address.NewAssociateIpAddressParams()
 	if n.VPC != "" {
 		p.SetVpcid(n.VPC)
 	} else {
@@ -261,15 +262,15 @@ func (gw *gateway) associate(n network, ip string) (id, job string, err error) {
 	if project != "" {
 		p.SetProjectid(project)
 	}
-	r, err := gw.cs().Address.AssociateIpAddress(p)
+	r, err := gw.cs(ctx).Address.AssociateIpAddress(p)
 	if err != nil {
 		return "", "", translate("associateIpAddress", err)
 	}
 	return r.Id, r.JobID, nil
 }
 
-func (gw *gateway) disassociate(id string) (string, error) {
-	r, err := gw.cs().Address.DisassociateIpAddress(gw.cs().Address.NewDisassociateIpAddressParams(id))
+func (gw *gateway) disassociate(ctx context.Context, id string) (string, error) {
+	r, err := gw.cs(ctx).Address.DisassociateIpAddress(build.Address.NewDisassociateIpAddressParams(id))
 	if err != nil {
 		return "", translate("disassociateIpAddress", err)
 	}
@@ -277,8 +278,8 @@ func (gw *gateway) disassociate(id string) (string, error) {
 }
 
 // tag puts tags on resources of one type (PublicIpAddress, LoadBalancer).
-func (gw *gateway) tag(resourceType string, ids []string, tags map[string]string) (string, error) {
-	r, err := gw.cs().Resourcetags.CreateTags(gw.cs().Resourcetags.NewCreateTagsParams(ids, resourceType, tags))
+func (gw *gateway) tag(ctx context.Context, resourceType string, ids []string, tags map[string]string) (string, error) {
+	r, err := gw.cs(ctx).Resourcetags.CreateTags(build.Resourcetags.NewCreateTagsParams(ids, resourceType, tags))
 	if err != nil {
 		return "", translate("createTags", err)
 	}
@@ -292,18 +293,18 @@ type network struct {
 	Firewall     bool
 }
 
-func (gw *gateway) network(id string) (network, error) {
-	project, err := gw.projectID()
+func (gw *gateway) network(ctx context.Context, id string) (network, error) {
+	project, err := gw.projectID(ctx)
 	if err != nil {
 		return network{}, err
 	}
-	p := gw.cs().Network.NewListNetworksParams()
+	p := build.Network.NewListNetworksParams()
 	p.SetId(id)
 	p.SetListall(true)
 	if project != "" {
 		p.SetProjectid(project)
 	}
-	r, err := gw.cs().Network.ListNetworks(p)
+	r, err := gw.cs(ctx).Network.ListNetworks(p)
 	if err != nil {
 		return network{}, translate("listNetworks", err)
 	}
@@ -344,12 +345,12 @@ func splitCIDRs(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
 }
 
-func (gw *gateway) ruleParams() (*cs.ListLoadBalancerRulesParams, error) {
-	project, err := gw.projectID()
+func (gw *gateway) ruleParams(ctx context.Context) (*cs.ListLoadBalancerRulesParams, error) {
+	project, err := gw.projectID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := gw.cs().LoadBalancer.NewListLoadBalancerRulesParams()
+	p := build.LoadBalancer.NewListLoadBalancerRulesParams()
 	p.SetListall(true)
 	if project != "" {
 		p.SetProjectid(project)
@@ -360,9 +361,9 @@ func (gw *gateway) ruleParams() (*cs.ListLoadBalancerRulesParams, error) {
 // rules lists the load balancer rules; keyword ("" for all) narrows the
 // listing on the server, which matches it as a part of the name or the
 // description: callers compare names exactly.
-func (gw *gateway) rules(keyword string) ([]rule, error) {
+func (gw *gateway) rules(ctx context.Context, keyword string) ([]rule, error) {
 	return pages(gw, func(page, size int) ([]rule, int, error) {
-		p, err := gw.ruleParams()
+		p, err := gw.ruleParams(ctx)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -371,7 +372,7 @@ func (gw *gateway) rules(keyword string) ([]rule, error) {
 		}
 		p.SetPage(page)
 		p.SetPagesize(size)
-		r, err := gw.cs().LoadBalancer.ListLoadBalancerRules(p)
+		r, err := gw.cs(ctx).LoadBalancer.ListLoadBalancerRules(p)
 		if err != nil {
 			return nil, 0, translate("listLoadBalancerRules", err)
 		}
@@ -384,13 +385,13 @@ func (gw *gateway) rules(keyword string) ([]rule, error) {
 }
 
 // rulesOn lists the load balancer rules of a public address.
-func (gw *gateway) rulesOn(addressID string) ([]rule, error) {
-	p, err := gw.ruleParams()
+func (gw *gateway) rulesOn(ctx context.Context, addressID string) ([]rule, error) {
+	p, err := gw.ruleParams(ctx)
 	if err != nil {
 		return nil, err
 	}
 	p.SetPublicipid(addressID)
-	r, err := gw.cs().LoadBalancer.ListLoadBalancerRules(p)
+	r, err := gw.cs(ctx).LoadBalancer.ListLoadBalancerRules(p)
 	if err != nil {
 		return nil, translate("listLoadBalancerRules", err)
 	}
@@ -402,14 +403,14 @@ func (gw *gateway) rulesOn(addressID string) ([]rule, error) {
 }
 
 // createRule creates a rule on its address (in the address's project).
-func (gw *gateway) createRule(r rule) (id, job string, err error) {
-	p := gw.cs().LoadBalancer.NewCreateLoadBalancerRuleParams(r.Algorithm, r.Name, r.PrivatePort, r.PublicPort)
+func (gw *gateway) createRule(ctx context.Context, r rule) (id, job string, err error) {
+	p := build.LoadBalancer.NewCreateLoadBalancerRuleParams(r.Algorithm, r.Name, r.PrivatePort, r.PublicPort)
 	p.SetPublicipid(r.AddressID)
 	p.SetNetworkid(r.Network)
 	p.SetProtocol(r.Protocol)
 	p.SetOpenfirewall(false)
 	p.SetCidrlist(r.CIDRs)
-	resp, err := gw.cs().LoadBalancer.CreateLoadBalancerRule(p)
+	resp, err := gw.cs(ctx).LoadBalancer.CreateLoadBalancerRule(p)
 	if err != nil {
 		return "", "", translate("createLoadBalancerRule", err)
 	}
@@ -418,18 +419,18 @@ func (gw *gateway) createRule(r rule) (id, job string, err error) {
 
 // updateRule changes a rule's algorithm (its protocol and ports cannot be
 // changed in place).
-func (gw *gateway) updateRule(id, algorithm string) (string, error) {
-	p := gw.cs().LoadBalancer.NewUpdateLoadBalancerRuleParams(id)
+func (gw *gateway) updateRule(ctx context.Context, id, algorithm string) (string, error) {
+	p := build.LoadBalancer.NewUpdateLoadBalancerRuleParams(id)
 	p.SetAlgorithm(algorithm)
-	r, err := gw.cs().LoadBalancer.UpdateLoadBalancerRule(p)
+	r, err := gw.cs(ctx).LoadBalancer.UpdateLoadBalancerRule(p)
 	if err != nil {
 		return "", translate("updateLoadBalancerRule", err)
 	}
 	return r.JobID, nil
 }
 
-func (gw *gateway) deleteRule(id string) (string, error) {
-	r, err := gw.cs().LoadBalancer.DeleteLoadBalancerRule(gw.cs().LoadBalancer.NewDeleteLoadBalancerRuleParams(id))
+func (gw *gateway) deleteRule(ctx context.Context, id string) (string, error) {
+	r, err := gw.cs(ctx).LoadBalancer.DeleteLoadBalancerRule(build.LoadBalancer.NewDeleteLoadBalancerRuleParams(id))
 	if err != nil {
 		return "", translate("deleteLoadBalancerRule", err)
 	}
@@ -437,12 +438,12 @@ func (gw *gateway) deleteRule(id string) (string, error) {
 }
 
 // ruleMachines is the ids of a rule's machines.
-func (gw *gateway) ruleMachines(id string) ([]string, error) {
+func (gw *gateway) ruleMachines(ctx context.Context, id string) ([]string, error) {
 	return pages(gw, func(page, size int) ([]string, int, error) {
-		p := gw.cs().LoadBalancer.NewListLoadBalancerRuleInstancesParams(id)
+		p := build.LoadBalancer.NewListLoadBalancerRuleInstancesParams(id)
 		p.SetPage(page)
 		p.SetPagesize(size)
-		r, err := gw.cs().LoadBalancer.ListLoadBalancerRuleInstances(p)
+		r, err := gw.cs(ctx).LoadBalancer.ListLoadBalancerRuleInstances(p)
 		if err != nil {
 			return nil, 0, translate("listLoadBalancerRuleInstances", err)
 		}
@@ -454,20 +455,20 @@ func (gw *gateway) ruleMachines(id string) ([]string, error) {
 	})
 }
 
-func (gw *gateway) assign(id string, machines []string) (string, error) {
-	p := gw.cs().LoadBalancer.NewAssignToLoadBalancerRuleParams(id)
+func (gw *gateway) assign(ctx context.Context, id string, machines []string) (string, error) {
+	p := build.LoadBalancer.NewAssignToLoadBalancerRuleParams(id)
 	p.SetVirtualmachineids(machines)
-	r, err := gw.cs().LoadBalancer.AssignToLoadBalancerRule(p)
+	r, err := gw.cs(ctx).LoadBalancer.AssignToLoadBalancerRule(p)
 	if err != nil {
 		return "", translate("assignToLoadBalancerRule", err)
 	}
 	return r.JobID, nil
 }
 
-func (gw *gateway) unassign(id string, machines []string) (string, error) {
-	p := gw.cs().LoadBalancer.NewRemoveFromLoadBalancerRuleParams(id)
+func (gw *gateway) unassign(ctx context.Context, id string, machines []string) (string, error) {
+	p := build.LoadBalancer.NewRemoveFromLoadBalancerRuleParams(id)
 	p.SetVirtualmachineids(machines)
-	r, err := gw.cs().LoadBalancer.RemoveFromLoadBalancerRule(p)
+	r, err := gw.cs(ctx).LoadBalancer.RemoveFromLoadBalancerRule(p)
 	if err != nil {
 		return "", translate("removeFromLoadBalancerRule", err)
 	}
@@ -488,13 +489,13 @@ type opening struct {
 
 // firewallRules lists the firewall rules of an address ("": of every
 // address the account or project has, page by page).
-func (gw *gateway) firewallRules(addressID string) ([]opening, error) {
-	project, err := gw.projectID()
+func (gw *gateway) firewallRules(ctx context.Context, addressID string) ([]opening, error) {
+	project, err := gw.projectID(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return pages(gw, func(page, size int) ([]opening, int, error) {
-		p := gw.cs().Firewall.NewListFirewallRulesParams()
+		p := build.Firewall.NewListFirewallRulesParams()
 		if addressID != "" {
 			p.SetIpaddressid(addressID)
 		}
@@ -504,7 +505,7 @@ func (gw *gateway) firewallRules(addressID string) ([]opening, error) {
 		}
 		p.SetPage(page)
 		p.SetPagesize(size)
-		r, err := gw.cs().Firewall.ListFirewallRules(p)
+		r, err := gw.cs(ctx).Firewall.ListFirewallRules(p)
 		if err != nil {
 			return nil, 0, translate("listFirewallRules", err)
 		}
@@ -517,20 +518,20 @@ func (gw *gateway) firewallRules(addressID string) ([]opening, error) {
 	})
 }
 
-func (gw *gateway) createFirewallRule(addressID string, o opening) (string, error) {
-	p := gw.cs().Firewall.NewCreateFirewallRuleParams(addressID, o.Protocol)
+func (gw *gateway) createFirewallRule(ctx context.Context, addressID string, o opening) (string, error) {
+	p := build.Firewall.NewCreateFirewallRuleParams(addressID, o.Protocol)
 	p.SetStartport(o.Start)
 	p.SetEndport(o.End)
 	p.SetCidrlist(o.CIDRs)
-	r, err := gw.cs().Firewall.CreateFirewallRule(p)
+	r, err := gw.cs(ctx).Firewall.CreateFirewallRule(p)
 	if err != nil {
 		return "", translate("createFirewallRule", err)
 	}
 	return r.JobID, nil
 }
 
-func (gw *gateway) deleteFirewallRule(id string) (string, error) {
-	r, err := gw.cs().Firewall.DeleteFirewallRule(gw.cs().Firewall.NewDeleteFirewallRuleParams(id))
+func (gw *gateway) deleteFirewallRule(ctx context.Context, id string) (string, error) {
+	r, err := gw.cs(ctx).Firewall.DeleteFirewallRule(build.Firewall.NewDeleteFirewallRuleParams(id))
 	if err != nil {
 		return "", translate("deleteFirewallRule", err)
 	}
@@ -539,10 +540,10 @@ func (gw *gateway) deleteFirewallRule(id string) (string, error) {
 
 // aclListName is the name of a network ACL list (default_allow and
 // default_deny are the server's own, which nobody may change).
-func (gw *gateway) aclListName(id string) (string, error) {
-	p := gw.cs().NetworkACL.NewListNetworkACLListsParams()
+func (gw *gateway) aclListName(ctx context.Context, id string) (string, error) {
+	p := build.NetworkACL.NewListNetworkACLListsParams()
 	p.SetId(id)
-	r, err := gw.cs().NetworkACL.ListNetworkACLLists(p)
+	r, err := gw.cs(ctx).NetworkACL.ListNetworkACLLists(p)
 	if err != nil {
 		return "", translate("listNetworkACLLists", err)
 	}
@@ -554,14 +555,14 @@ func (gw *gateway) aclListName(id string) (string, error) {
 	return "", outcome.Classify(outcome.ErrNotFound, fmt.Errorf("network ACL list %s is not visible to the CCM's account", id))
 }
 
-func (gw *gateway) aclItems(aclID string) ([]opening, error) {
+func (gw *gateway) aclItems(ctx context.Context, aclID string) ([]opening, error) {
 	return pages(gw, func(page, size int) ([]opening, int, error) {
-		p := gw.cs().NetworkACL.NewListNetworkACLsParams()
+		p := build.NetworkACL.NewListNetworkACLsParams()
 		p.SetAclid(aclID)
 		p.SetListall(true)
 		p.SetPage(page)
 		p.SetPagesize(size)
-		r, err := gw.cs().NetworkACL.ListNetworkACLs(p)
+		r, err := gw.cs(ctx).NetworkACL.ListNetworkACLs(p)
 		if err != nil {
 			return nil, 0, translate("listNetworkACLs", err)
 		}
@@ -576,23 +577,23 @@ func (gw *gateway) aclItems(aclID string) ([]opening, error) {
 	})
 }
 
-func (gw *gateway) createACLItem(aclID string, o opening) (id, job string, err error) {
-	p := gw.cs().NetworkACL.NewCreateNetworkACLParams(o.Protocol)
+func (gw *gateway) createACLItem(ctx context.Context, aclID string, o opening) (id, job string, err error) {
+	p := build.NetworkACL.NewCreateNetworkACLParams(o.Protocol)
 	p.SetAclid(aclID)
 	p.SetAction("Allow")
 	p.SetTraffictype("Ingress")
 	p.SetStartport(o.Start)
 	p.SetEndport(o.End)
 	p.SetCidrlist(o.CIDRs)
-	r, err := gw.cs().NetworkACL.CreateNetworkACL(p)
+	r, err := gw.cs(ctx).NetworkACL.CreateNetworkACL(p)
 	if err != nil {
 		return "", "", translate("createNetworkACL", err)
 	}
 	return r.Id, r.JobID, nil
 }
 
-func (gw *gateway) deleteACLItem(id string) (string, error) {
-	r, err := gw.cs().NetworkACL.DeleteNetworkACL(gw.cs().NetworkACL.NewDeleteNetworkACLParams(id))
+func (gw *gateway) deleteACLItem(ctx context.Context, id string) (string, error) {
+	r, err := gw.cs(ctx).NetworkACL.DeleteNetworkACL(build.NetworkACL.NewDeleteNetworkACLParams(id))
 	if err != nil {
 		return "", translate("deleteNetworkACL", err)
 	}
@@ -606,10 +607,10 @@ type healthCheck struct {
 	Healthy, Unhealthy int
 }
 
-func (gw *gateway) healthChecks(ruleID string) ([]healthCheck, error) {
-	p := gw.cs().LoadBalancer.NewListLBHealthCheckPoliciesParams()
+func (gw *gateway) healthChecks(ctx context.Context, ruleID string) ([]healthCheck, error) {
+	p := build.LoadBalancer.NewListLBHealthCheckPoliciesParams()
 	p.SetLbruleid(ruleID)
-	r, err := gw.cs().LoadBalancer.ListLBHealthCheckPolicies(p)
+	r, err := gw.cs(ctx).LoadBalancer.ListLBHealthCheckPolicies(p)
 	if err != nil {
 		return nil, translate("listLBHealthCheckPolicies", err)
 	}
@@ -623,22 +624,22 @@ func (gw *gateway) healthChecks(ruleID string) ([]healthCheck, error) {
 	return out, nil
 }
 
-func (gw *gateway) createHealthCheck(ruleID string, h healthCheck) (string, error) {
-	p := gw.cs().LoadBalancer.NewCreateLBHealthCheckPolicyParams(ruleID)
+func (gw *gateway) createHealthCheck(ctx context.Context, ruleID string, h healthCheck) (string, error) {
+	p := build.LoadBalancer.NewCreateLBHealthCheckPolicyParams(ruleID)
 	p.SetPingpath(h.Path)
 	p.SetIntervaltime(h.Interval)
 	p.SetResponsetimeout(h.Timeout)
 	p.SetHealthythreshold(h.Healthy)
 	p.SetUnhealthythreshold(h.Unhealthy)
-	r, err := gw.cs().LoadBalancer.CreateLBHealthCheckPolicy(p)
+	r, err := gw.cs(ctx).LoadBalancer.CreateLBHealthCheckPolicy(p)
 	if err != nil {
 		return "", translate("createLBHealthCheckPolicy", err)
 	}
 	return r.JobID, nil
 }
 
-func (gw *gateway) deleteHealthCheck(id string) (string, error) {
-	r, err := gw.cs().LoadBalancer.DeleteLBHealthCheckPolicy(gw.cs().LoadBalancer.NewDeleteLBHealthCheckPolicyParams(id))
+func (gw *gateway) deleteHealthCheck(ctx context.Context, id string) (string, error) {
+	r, err := gw.cs(ctx).LoadBalancer.DeleteLBHealthCheckPolicy(build.LoadBalancer.NewDeleteLBHealthCheckPolicyParams(id))
 	if err != nil {
 		return "", translate("deleteLBHealthCheckPolicy", err)
 	}
@@ -646,8 +647,8 @@ func (gw *gateway) deleteHealthCheck(id string) (string, error) {
 }
 
 // jobStatus is how a job went (queryAsyncJobResult).
-func (gw *gateway) jobStatus(id string) (jobState, error) {
-	r, err := gw.cs().Asyncjob.QueryAsyncJobResult(gw.cs().Asyncjob.NewQueryAsyncJobResultParams(id))
+func (gw *gateway) jobStatus(ctx context.Context, id string) (jobState, error) {
+	r, err := gw.cs(ctx).Asyncjob.QueryAsyncJobResult(build.Asyncjob.NewQueryAsyncJobResultParams(id))
 	if err != nil {
 		return jobState{}, translate("queryAsyncJobResult", err)
 	}
@@ -687,13 +688,13 @@ const csDateLayout = "2006-01-02T15:04:05-0700"
 
 // jobsSince lists the account's jobs created at since or later
 // (listAsyncJobs: one call for every job under way, however many).
-func (gw *gateway) jobsSince(since time.Time) (map[string]jobState, error) {
+func (gw *gateway) jobsSince(ctx context.Context, since time.Time) (map[string]jobState, error) {
 	list, err := pages(gw, func(page, size int) ([]*cs.AsyncJob, int, error) {
-		p := gw.cs().Asyncjob.NewListAsyncJobsParams()
+		p := build.Asyncjob.NewListAsyncJobsParams()
 		p.SetStartdate(since.UTC().Format(csDateLayout))
 		p.SetPage(page)
 		p.SetPagesize(size)
-		r, err := gw.cs().Asyncjob.ListAsyncJobs(p)
+		r, err := gw.cs(ctx).Asyncjob.ListAsyncJobs(p)
 		if err != nil {
 			return nil, 0, translate("listAsyncJobs", err)
 		}
@@ -732,20 +733,20 @@ func countVisible[P pager, R any](p P, err error, op string, list func(P) (R, er
 }
 
 // machinesVisible, addressesVisible and rulesVisible count what the keys see.
-func (gw *gateway) machinesVisible() (int, error) {
-	p, err := gw.vmParams()
-	return countVisible(p, err, "listVirtualMachines", gw.cs().VirtualMachine.ListVirtualMachines,
+func (gw *gateway) machinesVisible(ctx context.Context) (int, error) {
+	p, err := gw.vmParams(ctx)
+	return countVisible(p, err, "listVirtualMachines", gw.cs(ctx).VirtualMachine.ListVirtualMachines,
 		func(r *cs.ListVirtualMachinesResponse) int { return r.Count })
 }
 
-func (gw *gateway) addressesVisible() (int, error) {
-	p, err := gw.addressParams()
-	return countVisible(p, err, "listPublicIpAddresses", gw.cs().Address.ListPublicIpAddresses,
+func (gw *gateway) addressesVisible(ctx context.Context) (int, error) {
+	p, err := gw.addressParams(ctx)
+	return countVisible(p, err, "listPublicIpAddresses", gw.cs(ctx).Address.ListPublicIpAddresses,
 		func(r *cs.ListPublicIpAddressesResponse) int { return r.Count })
 }
 
-func (gw *gateway) rulesVisible() (int, error) {
-	p, err := gw.ruleParams()
-	return countVisible(p, err, "listLoadBalancerRules", gw.cs().LoadBalancer.ListLoadBalancerRules,
+func (gw *gateway) rulesVisible(ctx context.Context) (int, error) {
+	p, err := gw.ruleParams(ctx)
+	return countVisible(p, err, "listLoadBalancerRules", gw.cs(ctx).LoadBalancer.ListLoadBalancerRules,
 		func(r *cs.ListLoadBalancerRulesResponse) int { return r.Count })
 }

@@ -130,7 +130,7 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 // guest network their default NICs are on (a load balancer needs its
 // network's kind: isolated or a VPC tier).
 func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
-	list, err := c.gw.machines()
+	list, err := c.gw.machines(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 	for _, m := range list {
 		if n := defaultNetwork(m); n != "" && !seen[n] {
 			seen[n] = true
-			if _, err := c.network(n); err != nil {
+			if _, err := c.network(ctx, n); err != nil {
 				klog.FromContext(ctx).V(2).Info("Cannot look up a guest network yet", "network", n, "err", err.Error())
 			}
 		}
@@ -147,14 +147,14 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 }
 
 // network is the guest network id's, looked up once.
-func (c *Cloud) network(id string) (network, error) {
+func (c *Cloud) network(ctx context.Context, id string) (network, error) {
 	c.mu.Lock()
 	n, ok := c.networks[id]
 	c.mu.Unlock()
 	if ok {
 		return n, nil
 	}
-	n, err := c.gw.network(id)
+	n, err := c.gw.network(ctx, id)
 	if err != nil {
 		return network{}, err
 	}

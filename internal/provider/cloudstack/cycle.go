@@ -130,7 +130,7 @@ func asLB(st lbState) csLB {
 // allocated address its loadBalancerIP names.
 func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error) {
 	name := lbName(svc)
-	listed, err := c.gw.rules(name)
+	listed, err := c.gw.rules(ctx, name)
 	if err != nil {
 		return lbState{}, false, err
 	}
@@ -145,7 +145,7 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 		st.addr = address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
 		return st, true, nil
 	}
-	own, err := c.gw.addressesTagged(c.ownTags(svc))
+	own, err := c.gw.addressesTagged(ctx, c.ownTags(svc))
 	if err != nil {
 		return lbState{}, false, err
 	}
@@ -159,7 +159,7 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 		return st, found, err
 	}
 	if ip != "" {
-		a, found, err := c.gw.addressOf(ip)
+		a, found, err := c.gw.addressOf(ctx, ip)
 		if err != nil {
 			return lbState{}, false, err
 		}
@@ -181,7 +181,7 @@ func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) 
 }
 
 func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
-	progress, results, err := s.jobs.check(s.gw, svc.UID)
+	progress, results, err := s.jobs.check(ctx, s.gw, svc.UID)
 	if err != nil {
 		return csLB{}, false, err
 	}
@@ -211,12 +211,12 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if spec.network == "" {
 		return "waiting for a Node whose virtual machine is known (its guest network is the load balancer's)", nil
 	}
-	n, err := s.network(spec.network)
+	n, err := s.network(ctx, spec.network)
 	if err != nil {
 		return "", err
 	}
 	if spec.ip != "" {
-		a, found, err := s.gw.addressOf(spec.ip)
+		a, found, err := s.gw.addressOf(ctx, spec.ip)
 		switch {
 		case err != nil:
 			return "", err
@@ -245,7 +245,9 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	s.jobs.add(svc.UID, job, "associating public address "+id)
 	if tagErr != nil {
 		// An address without its tags would be nobody's: give it back.
-		if _, rerr := s.gw.disassociate(id); rerr != nil {
+		fctx, cancel := followUp(ctx)
+		defer cancel()
+		if _, rerr := s.gw.disassociate(fctx, id); rerr != nil {
 			klog.FromContext(ctx).Error(rerr, "Cannot release the public address that could not be tagged; release it by hand", "service", klog.KObj(svc), "address", id)
 		}
 		return "", fmt.Errorf("cannot tag public address %s: %w", id, tagErr)
@@ -276,7 +278,7 @@ func (s steps) keptAddress(ctx context.Context, svc *v1.Service) string {
 		if in.IP == "" {
 			continue
 		}
-		a, found, err := s.gw.addressOf(in.IP)
+		a, found, err := s.gw.addressOf(ctx, in.IP)
 		if err != nil || !found || !strings.EqualFold(a.State, "Free") {
 			return ""
 		}
@@ -326,7 +328,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 			changes = append(changes, "adopting public address "+st.addr.IP)
 		}
 	}
-	n, err := s.network(spec.network)
+	n, err := s.network(ctx, spec.network)
 	if err != nil {
 		return "", err
 	}
@@ -352,7 +354,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		_, dup := have[r.Name]
 		if !ok || dup || r.AddressID != st.addr.ID || r.PublicPort != p.port || r.PrivatePort != p.nodePort || r.Protocol != p.proto ||
 			!plan.ruleServes(r, spec) {
-			job, err := s.gw.deleteRule(r.ID)
+			job, err := s.gw.deleteRule(ctx, r.ID)
 			if err != nil && !isNotFound(err) {
 				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
 			}
@@ -373,14 +375,14 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		if _, ok := have[name]; ok {
 			continue
 		}
-		id, job, err := s.gw.createRule(rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
+		id, job, err := s.gw.createRule(ctx, rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
 			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: spec.ruleCIDRs})
 		if err != nil {
 			return "", outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
 		}
 		s.jobs.add(svc.UID, job, "creating rule "+name)
 		if len(spec.members) > 0 {
-			job, err := s.gw.assign(id, spec.members)
+			job, err := s.gw.assign(ctx, id, spec.members)
 			if err != nil {
 				return "", fmt.Errorf("cannot assign the machines to rule %s: %w", name, err)
 			}
@@ -391,7 +393,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 	if created > 0 {
 		changes = append(changes, fmt.Sprintf("%d rule(s) being created", created))
 	}
-	opened, err := s.convergeOpenings(svc, spec, st, op, plan)
+	opened, err := s.convergeOpenings(ctx, svc, spec, st, op, plan)
 	if err != nil {
 		return "", err
 	}
@@ -404,7 +406,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		if !ok {
 			continue
 		}
-		changed, err := s.convergeRule(svc, spec, r)
+		changed, err := s.convergeRule(ctx, svc, spec, r)
 		if err != nil {
 			return "", err
 		}
@@ -423,21 +425,21 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 
 // convergeRule puts an existing rule's algorithm, machines and health check
 // right; true when it started a change.
-func (s steps) convergeRule(svc *v1.Service, spec lbSpec, r rule) (bool, error) {
+func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r rule) (bool, error) {
 	changed := false
 	if r.Algorithm != spec.algorithm {
-		job, err := s.gw.updateRule(r.ID, spec.algorithm)
+		job, err := s.gw.updateRule(ctx, r.ID, spec.algorithm)
 		if err != nil {
 			return false, fmt.Errorf("cannot update rule %s: %w", r.Name, err)
 		}
 		s.jobs.add(svc.UID, job, "updating rule "+r.Name)
 		changed = true
 	}
-	members, err := s.convergeMembers(svc, spec, r)
+	members, err := s.convergeMembers(ctx, svc, spec, r)
 	if err != nil {
 		return false, err
 	}
-	checks, err := s.gw.healthChecks(r.ID)
+	checks, err := s.gw.healthChecks(ctx, r.ID)
 	if err != nil {
 		return false, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
 	}
@@ -447,7 +449,7 @@ func (s steps) convergeRule(svc *v1.Service, spec lbSpec, r rule) (bool, error) 
 			keep = true
 			continue
 		}
-		job, err := s.gw.deleteHealthCheck(h.ID)
+		job, err := s.gw.deleteHealthCheck(ctx, h.ID)
 		if err != nil && !isNotFound(err) {
 			return false, fmt.Errorf("cannot delete a health check of rule %s: %w", r.Name, err)
 		}
@@ -455,7 +457,7 @@ func (s steps) convergeRule(svc *v1.Service, spec lbSpec, r rule) (bool, error) 
 		changed = true
 	}
 	if spec.check != nil && !keep && len(checks) == 0 {
-		job, err := s.gw.createHealthCheck(r.ID, *spec.check)
+		job, err := s.gw.createHealthCheck(ctx, r.ID, *spec.check)
 		if err != nil {
 			return false, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create the health check of rule %s: %w", r.Name, err))
 		}
@@ -467,8 +469,8 @@ func (s steps) convergeRule(svc *v1.Service, spec lbSpec, r rule) (bool, error) 
 
 // convergeMembers assigns the machines a rule lacks and removes the ones it
 // should not have; true when it started a change.
-func (s steps) convergeMembers(svc *v1.Service, spec lbSpec, r rule) (bool, error) {
-	current, err := s.gw.ruleMachines(r.ID)
+func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec, r rule) (bool, error) {
+	current, err := s.gw.ruleMachines(ctx, r.ID)
 	if err != nil {
 		return false, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
 	}
@@ -484,14 +486,14 @@ func (s steps) convergeMembers(svc *v1.Service, spec lbSpec, r rule) (bool, erro
 		}
 	}
 	if len(add) > 0 {
-		job, err := s.gw.assign(r.ID, add)
+		job, err := s.gw.assign(ctx, r.ID, add)
 		if err != nil {
 			return false, fmt.Errorf("cannot assign machines to rule %s: %w", r.Name, err)
 		}
 		s.jobs.add(svc.UID, job, "assigning machines to rule "+r.Name)
 	}
 	if len(remove) > 0 {
-		job, err := s.gw.unassign(r.ID, remove)
+		job, err := s.gw.unassign(ctx, r.ID, remove)
 		if err != nil && !isNotFound(err) {
 			return false, fmt.Errorf("cannot remove machines from rule %s: %w", r.Name, err)
 		}
@@ -524,7 +526,7 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 		op := openings{firewall: true, enforced: true, own: st.addrRead && s.owns(st.addr, svc)}
 		if st.addr.ID == "" || fresh != st.addr.ID {
 			var err error
-			if op.current, err = s.gw.firewallRules(st.addr.ID); err != nil {
+			if op.current, err = s.gw.firewallRules(ctx, st.addr.ID); err != nil {
 				return openings{}, err
 			}
 		}
@@ -533,7 +535,7 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 	if n.ACL == "" {
 		return openings{}, nil
 	}
-	list, err := s.gw.aclListName(n.ACL)
+	list, err := s.gw.aclListName(ctx, n.ACL)
 	if err != nil {
 		return openings{}, err
 	}
@@ -542,7 +544,7 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 		klog.FromContext(ctx).V(2).Info("The tier's ACL list is the server's own; it is left as it is", "service", klog.KObj(svc), "list", list)
 		return op, nil
 	}
-	items, err := s.gw.aclItems(n.ACL)
+	items, err := s.gw.aclItems(ctx, n.ACL)
 	if err != nil {
 		return openings{}, err
 	}
@@ -631,7 +633,7 @@ func letIn(rule, opening []string) (sources []string, one bool) {
 // the openings not kept go (on an address not the Service's own, only those
 // of its ports), the missing ones are made (ACL items tagged as the
 // Service's). It starts the changes and says how many.
-func (s steps) convergeOpenings(svc *v1.Service, spec lbSpec, st lbState, op openings, pl openingPlan) (int, error) {
+func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, op openings, pl openingPlan) (int, error) {
 	s.fresh.set(svc.UID, "")
 	if !op.enforced {
 		return 0, nil
@@ -650,9 +652,9 @@ func (s steps) convergeOpenings(svc *v1.Service, spec lbSpec, st lbState, op ope
 		var job string
 		var err error
 		if op.firewall {
-			job, err = s.gw.deleteFirewallRule(o.ID)
+			job, err = s.gw.deleteFirewallRule(ctx, o.ID)
 		} else {
-			job, err = s.gw.deleteACLItem(o.ID)
+			job, err = s.gw.deleteACLItem(ctx, o.ID)
 		}
 		if err != nil && !isNotFound(err) {
 			return 0, fmt.Errorf("cannot delete opening %s: %w", o.ID, err)
@@ -671,9 +673,9 @@ func (s steps) convergeOpenings(svc *v1.Service, spec lbSpec, st lbState, op ope
 		var id, job string
 		var err error
 		if op.firewall {
-			job, err = s.gw.createFirewallRule(st.addr.ID, o)
+			job, err = s.gw.createFirewallRule(ctx, st.addr.ID, o)
 		} else {
-			id, job, err = s.gw.createACLItem(op.acl, o)
+			id, job, err = s.gw.createACLItem(ctx, op.acl, o)
 			created = append(created, id)
 		}
 		if err != nil {
@@ -683,7 +685,7 @@ func (s steps) convergeOpenings(svc *v1.Service, spec lbSpec, st lbState, op ope
 		changes++
 	}
 	if len(created) > 0 {
-		job, err := s.gw.tag("NetworkACL", created, s.newTags(svc))
+		job, err := s.gw.tag(ctx, "NetworkACL", created, s.newTags(svc))
 		if err != nil {
 			return 0, fmt.Errorf("cannot tag ACL items %s: %w", strings.Join(created, ", "), err)
 		}
@@ -704,11 +706,11 @@ func inList(list string) string {
 // that the Service did not ask for by loadBalancerIP: the peer associated it,
 // and released it with the Service; so will we. true: it started to.
 func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a address) (bool, error) {
-	got, found, err := s.gw.address(a.ID)
+	got, found, err := s.gw.address(ctx, a.ID)
 	if err != nil || !found || len(got.Tags) > 0 {
 		return false, err
 	}
-	job, err := s.gw.tag("PublicIpAddress", []string{a.ID}, s.newTags(svc))
+	job, err := s.gw.tag(ctx, "PublicIpAddress", []string{a.ID}, s.newTags(svc))
 	if err != nil {
 		return false, fmt.Errorf("cannot adopt public address %s: %w", a.IP, err)
 	}
@@ -723,7 +725,7 @@ func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a address) (bo
 func (s steps) moveAddress(ctx context.Context, svc *v1.Service, st lbState) (string, error) {
 	if len(st.rules) > 0 {
 		for _, r := range st.rules {
-			job, err := s.gw.deleteRule(r.ID)
+			job, err := s.gw.deleteRule(ctx, r.ID)
 			if err != nil && !isNotFound(err) {
 				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
 			}
@@ -750,7 +752,7 @@ func (s steps) release(ctx context.Context, svc *v1.Service, a address) (string,
 	if strings.EqualFold(a.State, "Releasing") {
 		return fmt.Sprintf("public address %s is being released", a.IP), nil
 	}
-	others, err := s.gw.rulesOn(a.ID)
+	others, err := s.gw.rulesOn(ctx, a.ID)
 	if err != nil {
 		return "", err
 	}
@@ -758,7 +760,7 @@ func (s steps) release(ctx context.Context, svc *v1.Service, a address) (string,
 		klog.FromContext(ctx).Info("Keeping the public address: other rules are on it", "service", klog.KObj(svc), "address", a.IP, "rules", len(others))
 		return "", nil
 	}
-	job, err := s.gw.disassociate(a.ID)
+	job, err := s.gw.disassociate(ctx, a.ID)
 	if err != nil {
 		if isNotFound(err) {
 			return "", nil
@@ -849,7 +851,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	if !hasRules(lb.Obj, spec) {
 		return "", false, nil
 	}
-	progress, _, err := s.jobs.check(s.gw, svc.UID)
+	progress, _, err := s.jobs.check(ctx, s.gw, svc.UID)
 	if progress != "" {
 		return "waiting: " + progress, true, nil
 	}
@@ -864,7 +866,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	}
 	changed := 0
 	for _, r := range lb.Obj.rules {
-		c, err := s.convergeMembers(svc, spec, r)
+		c, err := s.convergeMembers(ctx, svc, spec, r)
 		if err != nil {
 			return "", true, err
 		}
@@ -892,7 +894,7 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 	if len(st.rules) == 0 {
 		return "", nil
 	}
-	n, err := s.network(st.rules[0].Network)
+	n, err := s.network(ctx, st.rules[0].Network)
 	if err != nil {
 		return "", err
 	}
@@ -906,7 +908,7 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 		}
 		open = fw.openings
 	case n.ACL != "":
-		items, managed, err := s.acls.items(s.gw, n.ACL)
+		items, managed, err := s.acls.items(ctx, s.gw, n.ACL)
 		if err != nil || !managed {
 			return "", err
 		}
@@ -949,19 +951,19 @@ type aclRead struct {
 
 // items are list id's items, read once a pass; managed is false for the
 // server's own lists, which the CCM leaves alone (and so has no item in).
-func (a *aclPass) items(gw *gateway, id string) ([]opening, bool, error) {
+func (a *aclPass) items(ctx context.Context, gw *gateway, id string) ([]opening, bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r, ok := a.read[id]; ok {
 		return r.items, r.managed, nil
 	}
-	name, err := gw.aclListName(id)
+	name, err := gw.aclListName(ctx, id)
 	if err != nil {
 		return nil, false, err
 	}
 	r := aclRead{managed: name != "default_allow" && name != "default_deny"}
 	if r.managed {
-		if r.items, err = gw.aclItems(id); err != nil {
+		if r.items, err = gw.aclItems(ctx, id); err != nil {
 			return nil, false, err
 		}
 	}
@@ -987,8 +989,8 @@ type addrOpenings struct {
 // newFirewallListing is the shared listing of every firewall rule, by
 // address: what the drift check reads.
 func newFirewallListing(gw *gateway) *snapshot.Snapshot[addrOpenings] {
-	return snapshot.New(ProviderName+"-firewall", listingMaxAge, listingMinMiss, func(context.Context) ([]addrOpenings, error) {
-		all, err := gw.firewallRules("")
+	return snapshot.New(ProviderName+"-firewall", listingMaxAge, listingMinMiss, func(ctx context.Context) ([]addrOpenings, error) {
+		all, err := gw.firewallRules(ctx, "")
 		if err != nil {
 			return nil, err
 		}
@@ -1015,7 +1017,7 @@ func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.jobs.retryAf
 // with their openings first, then the address if it was associated for the
 // Service. Done when nothing of it is left.
 func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
-	progress, _, err := s.jobs.check(s.gw, svc.UID)
+	progress, _, err := s.jobs.check(ctx, s.gw, svc.UID)
 	if err != nil {
 		klog.FromContext(ctx).Info("A change of the deleted Service's load balancer had failed", "service", klog.KObj(svc), "err", err.Error())
 	}
@@ -1049,7 +1051,7 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 			return "", err
 		}
 		for _, r := range st.rules {
-			job, err := s.gw.deleteRule(r.ID)
+			job, err := s.gw.deleteRule(ctx, r.ID)
 			if err != nil && !isNotFound(err) {
 				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
 			}
@@ -1079,7 +1081,7 @@ func (c *Cloud) forgetRecord(ctx context.Context, svc *v1.Service) {
 // firewall, the rules for their ports (all of them on an address of its own);
 // in a VPC, the ACL items tagged as the Service's.
 func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) error {
-	n, err := s.network(st.rules[0].Network)
+	n, err := s.network(ctx, st.rules[0].Network)
 	if err != nil {
 		if isNotFound(err) {
 			return nil
@@ -1088,7 +1090,7 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 	}
 	if n.Firewall {
 		addr := st.addr
-		if a, found, err := s.gw.address(addr.ID); err != nil {
+		if a, found, err := s.gw.address(ctx, addr.ID); err != nil {
 			return err
 		} else if found {
 			addr = a
@@ -1102,7 +1104,7 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 		// keep the openings of their ports.
 		var others []rule
 		if own {
-			on, err := s.gw.rulesOn(addr.ID)
+			on, err := s.gw.rulesOn(ctx, addr.ID)
 			if err != nil {
 				return err
 			}
@@ -1112,7 +1114,7 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 				}
 			}
 		}
-		current, err := s.gw.firewallRules(addr.ID)
+		current, err := s.gw.firewallRules(ctx, addr.ID)
 		if err != nil {
 			return err
 		}
@@ -1125,7 +1127,7 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 			}) {
 				continue
 			}
-			job, err := s.gw.deleteFirewallRule(f.ID)
+			job, err := s.gw.deleteFirewallRule(ctx, f.ID)
 			if err != nil && !isNotFound(err) {
 				return fmt.Errorf("cannot delete firewall rule %s: %w", f.ID, err)
 			}
@@ -1136,7 +1138,7 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 	if n.ACL == "" {
 		return nil
 	}
-	items, err := s.gw.aclItems(n.ACL)
+	items, err := s.gw.aclItems(ctx, n.ACL)
 	if err != nil {
 		return err
 	}
@@ -1144,7 +1146,7 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 		if it.Tags[tagService] != string(svc.UID) || it.Tags[tagCluster] != s.Cluster.Get() {
 			continue
 		}
-		job, err := s.gw.deleteACLItem(it.ID)
+		job, err := s.gw.deleteACLItem(ctx, it.ID)
 		if err != nil && !isNotFound(err) {
 			return fmt.Errorf("cannot delete ACL item %s: %w", it.ID, err)
 		}
@@ -1212,8 +1214,8 @@ type ruleGroup struct {
 // newRuleListing is the shared listing of every load balancer rule, grouped
 // by the load balancer name their names begin with, at most listingMaxAge old.
 func newRuleListing(gw *gateway) *snapshot.Snapshot[ruleGroup] {
-	return snapshot.New(ProviderName, listingMaxAge, listingMinMiss, func(context.Context) ([]ruleGroup, error) {
-		all, err := gw.rules("")
+	return snapshot.New(ProviderName, listingMaxAge, listingMinMiss, func(ctx context.Context) ([]ruleGroup, error) {
+		all, err := gw.rules(ctx, "")
 		if err != nil {
 			return nil, err
 		}

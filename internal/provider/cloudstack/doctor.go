@@ -15,12 +15,12 @@ var _ doctor.Diagnoser = (*Cloud)(nil)
 // page of one): machines (which checks the keys and the signature), the
 // project, public addresses and load balancer rules. Each failure says what
 // to change.
-func (c *Cloud) Diagnose(context.Context) []doctor.Result {
+func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	keys := doctor.Result{Check: "cloudstack: keys"}
-	if _, err := c.gw.projectID(); err != nil {
+	if _, err := c.gw.projectID(ctx); err != nil {
 		return []doctor.Result{failed(keys, err)}
 	}
-	n, err := c.gw.machinesVisible()
+	n, err := c.gw.machinesVisible(ctx)
 	if err != nil {
 		return []doctor.Result{failed(keys, err)}
 	}
@@ -28,13 +28,13 @@ func (c *Cloud) Diagnose(context.Context) []doctor.Result {
 	out := []doctor.Result{keys}
 	for _, k := range []struct {
 		check, what string
-		count       func() (int, error)
+		count       func(context.Context) (int, error)
 	}{
 		{"public addresses", "allocated address(es)", c.gw.addressesVisible},
 		{"load balancer rules", "rule(s)", c.gw.rulesVisible},
 	} {
 		r := doctor.Result{Check: "cloudstack: " + k.check}
-		if n, err := k.count(); err != nil {
+		if n, err := k.count(ctx); err != nil {
 			r = failed(r, err)
 		} else {
 			r.Detail = fmt.Sprintf("%d %s visible", n, k.what)

@@ -1,6 +1,7 @@
 package cloudstack
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -22,8 +23,9 @@ import (
 // makes is a method here, every answer is turned into the few fields the CCM
 // uses, and every error is translated once (translate) into the provider's
 // kinds with the server's own words, the query string (apiKey, signature) never
-// in it. cloudstack-go takes no context: a call is bounded by the transport's
-// per-attempt timeout and retries (internal/cloudapi).
+// in it. cloudstack-go takes no context: each call's client carries its
+// caller's in the transport (cs), so that the caller's deadline ends the call,
+// its wait for the rate limit and its retries (internal/cloudapi).
 
 // pageSize is what each page of a listing asks for at first: the server's
 // default default.page.size, which a larger pagesize must not exceed (431).
@@ -39,11 +41,9 @@ type gateway struct {
 
 	mu      sync.Mutex
 	global  Global
-	client  *cs.CloudStackClient
-	project string // the project's UUID ("" for none), resolved once
-	// attemptTimeout bounds one call (0: cloudapi's default). cloudstack-go
-	// takes no context, so a call the server never answers holds its caller
-	// until then, whatever the caller's deadline.
+	hc      *http.Client // cloudapi's: limits, retries, the attempt timeout
+	project string       // the project's UUID ("" for none), resolved once
+	// attemptTimeout bounds one attempt of a call (0: cloudapi's default).
 	attemptTimeout time.Duration
 	// clock is the server's, as the Date of its answers says.
 	clock serverClock
@@ -103,7 +103,7 @@ const defaultWriteQPS = 100
 func (gw *gateway) set(g Global) (bool, error) {
 	gw.mu.Lock()
 	defer gw.mu.Unlock()
-	if gw.client != nil && gw.global == g {
+	if gw.hc != nil && gw.global == g {
 		return false, nil
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -118,22 +118,51 @@ func (gw *gateway) set(g Global) (bool, error) {
 	if gw.global.ProjectID != g.ProjectID {
 		gw.project = ""
 	}
-	gw.global = g
-	gw.client = cs.NewClient(g.APIURL, g.APIKey, g.SecretKey, !g.SSLNoVerify, cs.WithHTTPClient(hc))
+	gw.global, gw.hc = g, hc
 	return true, nil
 }
 
-func (gw *gateway) cs() *cs.CloudStackClient {
+// cs is a client for calls made for ctx. cloudstack-go takes no context, so
+// each client's transport gives every request its caller's: a call the
+// server never answers ends at the caller's deadline, not at the attempt's
+// timeout. A client is cheap (a few hundred small allocations, next to a
+// call's round trip).
+func (gw *gateway) cs(ctx context.Context) *cs.CloudStackClient {
 	gw.mu.Lock()
-	defer gw.mu.Unlock()
-	return gw.client
+	g, hc := gw.global, gw.hc
+	gw.mu.Unlock()
+	return cs.NewClient(g.APIURL, g.APIKey, g.SecretKey, !g.SSLNoVerify,
+		cs.WithHTTPClient(&http.Client{Transport: withContext{ctx: ctx, next: hc.Transport}, Timeout: hc.Timeout}))
+}
+
+// followUp is the context of a call that must follow one just made whatever
+// happens to its caller (an address just associated gets its tags, or is given
+// back when they could not be put): the caller's values without its
+// cancellation, bounded on its own.
+func followUp(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+}
+
+// build makes calls' parameters: cloudstack-go's New…Params read nothing of
+// their client, so one client made once serves every call (calls go through
+// cs, with their caller's context).
+var build = cs.NewClient("", "", "", true)
+
+// withContext sends each request with its caller's context.
+type withContext struct {
+	ctx  context.Context
+	next http.RoundTripper
+}
+
+func (w withContext) RoundTrip(r *http.Request) (*http.Response, error) {
+	return w.next.RoundTrip(r.WithContext(w.ctx))
 }
 
 // projectID is the configured project's UUID ("" for none): a name is looked
 // up once.
-func (gw *gateway) projectID() (string, error) {
+func (gw *gateway) projectID(ctx context.Context) (string, error) {
 	gw.mu.Lock()
-	g, p, client := gw.global, gw.project, gw.client
+	g, p := gw.global, gw.project
 	gw.mu.Unlock()
 	switch {
 	case g.ProjectID == "":
@@ -143,6 +172,7 @@ func (gw *gateway) projectID() (string, error) {
 	case isUUID(g.ProjectID):
 		p = g.ProjectID
 	default:
+		client := gw.cs(ctx)
 		params := client.Project.NewListProjectsParams()
 		params.SetName(g.ProjectID)
 		params.SetListall(true)

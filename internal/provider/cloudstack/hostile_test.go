@@ -2,9 +2,7 @@ package cloudstack
 
 import (
 	"testing"
-	"time"
 
-	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
@@ -15,13 +13,6 @@ import (
 // removed, memory bounded, one address and its rules once it answers well.
 func TestAHostileCloudStackIsAnErrorNeverAGoneMachine(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
-	// cloudstack-go takes no context: a call never answered holds its caller
-	// for the attempt's timeout (30 s by default), whatever its deadline.
-	f.c.gw.mu.Lock()
-	f.c.gw.attemptTimeout, f.c.gw.client = 2*time.Second, nil
-	f.c.gw.mu.Unlock()
-	_, err := f.c.gw.set(f.c.gw.global)
-	require.NoError(t, err)
 	nodes := f.nodes("hostile-node")
 	n := 0
 	providertest.RunHostile(t, providertest.Hostile{
@@ -32,7 +23,7 @@ func TestAHostileCloudStackIsAnErrorNeverAGoneMachine(t *testing.T) {
 		},
 		Fresh: func() { f.c.machines.Invalidate(); steps{f.c}.Relist() },
 		Held: func(t *testing.T, svc *v1.Service) int {
-			own, err := f.c.gw.addressesTagged(f.c.ownTags(svc))
+			own, err := f.c.gw.addressesTagged(t.Context(), f.c.ownTags(svc))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -54,7 +54,7 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 		return m, found, err
 	}
 	if id != "" {
-		m, found, err := c.gw.machine(id)
+		m, found, err := c.gw.machine(ctx, id)
 		if err != nil {
 			return machine{}, false, fmt.Errorf("looking up virtual machine %s: %w", id, err)
 		}
@@ -63,7 +63,7 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 		}
 		return m, found, nil
 	}
-	list, err := c.gw.machinesNamed(shortName(node.Name))
+	list, err := c.gw.machinesNamed(ctx, shortName(node.Name))
 	if err != nil {
 		return machine{}, false, fmt.Errorf("looking up the virtual machine named %s: %w", shortName(node.Name), err)
 	}
@@ -84,7 +84,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 	// Confirm by id what a listing suggests: only a direct lookup may say gone.
 	if found {
 		id := m.ID
-		if m, found, err = c.gw.machine(id); err != nil {
+		if m, found, err = c.gw.machine(ctx, id); err != nil {
 			return false, fmt.Errorf("confirming virtual machine %s is gone: %w", id, err)
 		}
 		if found && !oneOf(m.State, goneStates) {

@@ -1,6 +1,7 @@
 package cloudstack
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,7 +130,7 @@ func (j *jobs) retryAfter(uid types.UID) time.Duration {
 // check asks how the Service's jobs went: the first still under way (as
 // progress), else the first failure; done and failed jobs are forgotten.
 // results are the results of the jobs seen done now, by job id.
-func (j *jobs) check(gw *gateway, uid types.UID) (progress string, results map[string]json.RawMessage, err error) {
+func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress string, results map[string]json.RawMessage, err error) {
 	j.mu.Lock()
 	list := j.m[uid]
 	// The jobs due: a listing asked for after they were due says how they
@@ -149,7 +150,7 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, results map[s
 	if need.IsZero() {
 		return list[0].what, nil, nil
 	}
-	states, err := j.states(gw, need, newest)
+	states, err := j.states(ctx, gw, need, newest)
 	if err != nil {
 		return "", nil, fmt.Errorf("asking how the load balancer's changes went: %w", err)
 	}
@@ -158,7 +159,7 @@ func (j *jobs) check(gw *gateway, uid types.UID) (progress string, results map[s
 	for _, jb := range list {
 		st, listed := states[jb.id]
 		if !listed {
-			st, err = gw.jobStatus(jb.id)
+			st, err = gw.jobStatus(ctx, jb.id)
 			switch {
 			case isNotFound(err):
 				continue // the server no longer knows it (purged): forgotten
@@ -244,7 +245,7 @@ func later(a, b time.Time) time.Time {
 // newest (it shows the jobs) and answered less than jobListingFresh ago. It
 // reaches back to the oldest job under way of any Service, within
 // listingWindow, on the server's clock.
-func (j *jobs) states(gw *gateway, need, newest time.Time) (map[string]jobState, error) {
+func (j *jobs) states(ctx context.Context, gw *gateway, need, newest time.Time) (map[string]jobState, error) {
 	j.fetch.Lock()
 	defer j.fetch.Unlock()
 	if j.unlisted {
@@ -270,7 +271,7 @@ func (j *jobs) states(gw *gateway, need, newest time.Time) (map[string]jobState,
 		since = oldest.Add(j.skew - skewSlack)
 	}
 	j.mu.Unlock()
-	listed, err := gw.jobsSince(since)
+	listed, err := gw.jobsSince(ctx, since)
 	if errors.Is(err, outcome.ErrRefused) {
 		klog.Background().Info("The account may not list its jobs; asking about each job alone", "cloud", ProviderName, "err", err.Error())
 		j.unlisted = true

@@ -85,7 +85,7 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 
 	f.emu.ResetCalls()
 	for _, svc := range []*v1.Service{a, b} {
-		progress, results, err := jb.check(f.c.gw, svc.UID)
+		progress, results, err := jb.check(t.Context(), f.c.gw, svc.UID)
 		require.NoError(t, err)
 		assert.Empty(t, progress, "the jobs are done: the stale listing is not believed")
 		assert.Len(t, results, 2, "the address's association and its tags")
@@ -103,7 +103,7 @@ func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
 	// The machines and their guest network are known from the Nodes already.
 	spec, _, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes)
 	require.NoError(t, err)
-	_, err = f.c.network(spec.network)
+	_, err = f.c.network(t.Context(), spec.network)
 	require.NoError(t, err)
 	f.emu.ResetCalls()
 	_, err = f.ensure(svc, nodes)

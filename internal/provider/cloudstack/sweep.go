@@ -22,16 +22,16 @@ var _ provider.Sweeper = (*Cloud)(nil)
 // a crash between associating an address and tagging it leaves one, but
 // nothing says it is this cluster's, so it is never removed. Three listings;
 // nothing is changed.
-func (c *Cloud) Leftovers(_ context.Context, _ string, live provider.Live) ([]provider.Leftover, error) {
+func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]provider.Leftover, error) {
 	cluster := c.Cluster.Get()
 	if cluster == "" {
 		return nil, errors.New("the cluster's UID is not known")
 	}
-	ours, err := c.gw.addressesTagged(map[string]string{tagCluster: cluster})
+	ours, err := c.gw.addressesTagged(ctx, map[string]string{tagCluster: cluster})
 	if err != nil {
 		return nil, err
 	}
-	rules, err := c.gw.rules("")
+	rules, err := c.gw.rules(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (c *Cloud) Leftovers(_ context.Context, _ string, live provider.Live) ([]pr
 			Owner: owners.Of(uid, "", ""), Removable: true, Note: fmt.Sprintf("its Service is gone (on %s)", a.IP)})
 	}
 	if len(networks) > 0 {
-		all, err := c.gw.addressesTagged(nil)
+		all, err := c.gw.addressesTagged(ctx, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -175,7 +175,7 @@ func TestCloudsYAMLIsUsedWithUseClouds(t *testing.T) {
 	require.NoError(t, err)
 	body, _ := json.Marshal(ks.last())
 	assert.Contains(t, string(body), `"name":"yaml-user"`)
-	assert.Equal(t, "RegionOne", cloud.clients.endpointOpts().Region)
+	assert.Equal(t, "RegionOne", cloud.clients.region(), "the clouds.yaml's region_name")
 
 	c, err = Read(strings.NewReader("[Global]\nuse-clouds=true\nclouds-file=" + yaml + "\ncloud=theirs\n"))
 	require.NoError(t, err)

@@ -31,17 +31,19 @@ const novaMicroversion = "2.47"
 type clients struct {
 	cfg Config
 
+	// authOnce serialises authentication (one Keystone token for every
+	// caller); a caller waits for it only as long as its context allows. mu
+	// guards the fields and is never held during a call.
+	authOnce chan struct{}
+
 	mu       sync.Mutex
+	gen      int // counts setGlobal's changes: a client of older settings is not kept
 	endpoint gophercloud.EndpointOpts
 	provider *gophercloud.ProviderClient
 	compute  *gophercloud.ServiceClient
 	network  *gophercloud.ServiceClient
 	octavia  *gophercloud.ServiceClient
 	barbican *gophercloud.ServiceClient
-}
-
-func (c *clients) endpointOpts() gophercloud.EndpointOpts {
-	return c.endpoint
 }
 
 // global is the [Global] section in effect (it changes when the cloud.conf does).
@@ -60,31 +62,67 @@ func (c *clients) setGlobal(g Global) bool {
 		return false
 	}
 	c.cfg.Global = g
+	c.gen++
 	c.provider, c.compute, c.network, c.octavia, c.barbican = nil, nil, nil, nil, nil
 	return true
 }
 
+// authenticating takes the turn to authenticate, waiting for another
+// caller's authentication no longer than ctx allows; done gives it back.
+func (c *clients) authenticating(ctx context.Context) (done func(), err error) {
+	select {
+	case c.authOnce <- struct{}{}:
+		return func() { <-c.authOnce }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the authentication to Keystone: %w", context.Cause(ctx))
+	}
+}
+
 // providerClient authenticates once; the provider re-authenticates by itself.
-// Callers hold c.mu.
 func (c *clients) providerClient(ctx context.Context) (*gophercloud.ProviderClient, error) {
-	if c.provider != nil {
-		return c.provider, nil
+	c.mu.Lock()
+	p := c.provider
+	c.mu.Unlock()
+	if p != nil {
+		return p, nil
 	}
-	a, err := resolveAuth(c.cfg.Global)
+	done, err := c.authenticating(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p, err := newProvider(ctx, a)
+	defer done()
+	p, _, err = c.authenticated(ctx)
+	return p, err
+}
+
+// authenticated is the provider and the endpoints' options, authenticating
+// when no one has yet. The caller has its turn (authenticating).
+func (c *clients) authenticated(ctx context.Context) (*gophercloud.ProviderClient, int, error) {
+	c.mu.Lock()
+	p, g, gen := c.provider, c.cfg.Global, c.gen
+	c.mu.Unlock()
+	if p != nil {
+		return p, gen, nil
+	}
+	a, err := resolveAuth(g)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	p, err = newProvider(ctx, a)
+	if err != nil {
+		return nil, 0, err
 	}
 	if a.endpoint.Region == "" {
 		// The classic guide's cloud.conf names no region: one the catalog has
 		// alone is the region (of the endpoints, and of the Nodes' label).
 		a.endpoint.Region = catalogRegion(p)
 	}
-	c.provider, c.endpoint = p, a.endpoint
-	return p, nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen {
+		c.provider, c.endpoint = p, a.endpoint
+	}
+	return p, gen, nil
 }
 
 // region is the region of the endpoints in use: the configured one, else the
@@ -163,19 +201,35 @@ func (c *clients) computeClient(ctx context.Context) (*gophercloud.ServiceClient
 func (c *clients) service(ctx context.Context, client **gophercloud.ServiceClient, kind string,
 	newClient func(*gophercloud.ProviderClient, gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error)) (*gophercloud.ServiceClient, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if *client != nil {
-		return *client, nil
+	sc := *client
+	c.mu.Unlock()
+	if sc != nil {
+		return sc, nil
 	}
-	provider, err := c.providerClient(ctx)
+	done, err := c.authenticating(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := newClient(provider, c.endpointOpts())
+	defer done()
+	c.mu.Lock()
+	sc = *client
+	c.mu.Unlock()
+	if sc != nil {
+		return sc, nil
+	}
+	provider, gen, err := c.authenticated(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sc, err = newClient(provider, c.endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("finding the %s endpoint: %w", kind, redact(err))
 	}
-	*client = sc
+	if c.gen == gen {
+		*client = sc
+	}
 	return sc, nil
 }
 

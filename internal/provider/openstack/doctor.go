@@ -23,9 +23,7 @@ var _ doctor.Diagnoser = (*Cloud)(nil)
 func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	g := c.clients.global()
 	auth := doctor.Result{Check: "openstack: credentials"}
-	c.clients.mu.Lock()
 	_, err := c.clients.providerClient(ctx)
-	c.clients.mu.Unlock()
 	if err != nil {
 		auth.Status, auth.Detail = doctor.Fail, redact(err).Error()
 		switch {

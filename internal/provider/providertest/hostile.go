@@ -101,6 +101,11 @@ func RunHostile(t *testing.T, h Hostile) {
 				}
 			}
 			grown, made := peak(), h.Emulator.CallCount()-calls0
+			// Every call above shares one 5 s deadline: a call that outlived
+			// it (held until an attempt's timeout, 30 s) would show here.
+			if took := time.Since(began); f.Hang && took > 15*time.Second {
+				t.Errorf("the calls to a cloud that never answers took %s: the caller's deadline (5 s) did not end them", took.Round(time.Second))
+			}
 			t.Logf("%d calls in %s; the heap in use grew by %d MiB at its peak", made, time.Since(began).Round(time.Millisecond), grown>>20)
 			if f.Mangle == core.MangleEndlessPages && made < 100 {
 				t.Errorf("only %d calls: the listings did not follow the endless pages (is the emulator's Pager set?)", made)
