@@ -135,8 +135,11 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	if !ok {
 		return address{}, false, nil
 	}
-	c.takingUp.Lock()
-	defer c.takingUp.Unlock()
+	done, err := c.takingUp.take(ctx, "another Service's taking up of an address")
+	if err != nil {
+		return address{}, false, err
+	}
+	defer done()
 	all, err := c.gw.addressesTagged(ctx, nil)
 	if err != nil {
 		return address{}, false, err

@@ -77,7 +77,7 @@ type Cloud struct {
 	tagged map[string]time.Time
 	// takingUp is held while an address left untagged is taken up
 	// (associating.go).
-	takingUp sync.Mutex
+	takingUp turn
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -94,7 +94,8 @@ func New(cfg Config, name string) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, tagSettle: tagSettle}
+	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, tagSettle: tagSettle,
+		takingUp: newTurn(), acls: aclPass{turn: newTurn()}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.firewall = newFirewallListing(gw)

@@ -940,8 +940,10 @@ func (s steps) Relist() {
 // aclPass is each ACL list's items as one drift pass read them: one listing
 // of a list (and one read of its name) for every Service of its tier.
 type aclPass struct {
+	turn turn // one read at a time, across its calls
 	mu   sync.Mutex
 	read map[string]aclRead
+	gen  int // counts forget: a read begun before is not kept
 }
 
 type aclRead struct {
@@ -952,11 +954,20 @@ type aclRead struct {
 // items are list id's items, read once a pass; managed is false for the
 // server's own lists, which the CCM leaves alone (and so has no item in).
 func (a *aclPass) items(ctx context.Context, gw *gateway, id string) ([]opening, bool, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if r, ok := a.read[id]; ok {
+	if r, ok := a.known(id); ok {
 		return r.items, r.managed, nil
 	}
+	done, err := a.turn.take(ctx, "another read of network ACL list "+id)
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
+	if r, ok := a.known(id); ok {
+		return r.items, r.managed, nil
+	}
+	a.mu.Lock()
+	gen := a.gen
+	a.mu.Unlock()
 	name, err := gw.aclListName(ctx, id)
 	if err != nil {
 		return nil, false, err
@@ -967,17 +978,29 @@ func (a *aclPass) items(ctx context.Context, gw *gateway, id string) ([]opening,
 			return nil, false, err
 		}
 	}
-	if a.read == nil {
-		a.read = map[string]aclRead{}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gen == gen {
+		if a.read == nil {
+			a.read = map[string]aclRead{}
+		}
+		a.read[id] = r
 	}
-	a.read[id] = r
 	return r.items, r.managed, nil
+}
+
+func (a *aclPass) known(id string) (aclRead, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.read[id]
+	return r, ok
 }
 
 func (a *aclPass) forget() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.read = nil
+	a.gen++
 }
 
 // addrOpenings are the firewall rules of one address.

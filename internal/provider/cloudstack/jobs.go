@@ -45,7 +45,7 @@ type jobs struct {
 	skew      time.Duration
 	skewKnown bool
 
-	fetch  sync.Mutex // one listing at a time
+	fetch  turn // one listing at a time
 	listed map[string]jobState
 	// fetched is when the listing was asked for (it shows every job done
 	// before), listedAt when it was answered.
@@ -90,7 +90,9 @@ const (
 	maxJobRetry = 5 * time.Second
 )
 
-func newJobs() *jobs { return &jobs{m: map[types.UID][]job{}, took: initialTook, margin: jobMargin} }
+func newJobs() *jobs {
+	return &jobs{m: map[types.UID][]job{}, took: initialTook, margin: jobMargin, fetch: newTurn()}
+}
 
 // add records a job the Service's step started ("" is none).
 func (j *jobs) add(uid types.UID, id, what string) {
@@ -246,8 +248,11 @@ func later(a, b time.Time) time.Time {
 // reaches back to the oldest job under way of any Service, within
 // listingWindow, on the server's clock.
 func (j *jobs) states(ctx context.Context, gw *gateway, need, newest time.Time) (map[string]jobState, error) {
-	j.fetch.Lock()
-	defer j.fetch.Unlock()
+	done, err := j.fetch.take(ctx, "another listing of jobs")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if j.unlisted {
 		return nil, nil
 	}

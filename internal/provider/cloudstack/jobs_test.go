@@ -13,6 +13,7 @@ import (
 	"k8s.io/cloud-provider/api"
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // A Service is looked at again when its jobs should be done: from when they
@@ -217,5 +218,37 @@ func TestPacedPassesFinishWhenJobsTakeLongerThanExpected(t *testing.T) {
 		assert.Empty(t, f.rules())
 		assert.Empty(t, f.addresses())
 		assert.Empty(t, f.firewall())
+	}
+}
+
+// A caller waiting for another's listing of jobs, which the server never
+// answers, gives up at its own deadline: it is not held for as long as the
+// other's calls last.
+func TestAWaitForAnothersListingEndsAtTheCallersDeadline(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	f.emu.Server.InjectFault(core.Fault{Hang: true})
+	now := time.Now()
+	holder, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	held := make(chan error, 1)
+	go func() {
+		_, err := f.c.jobs.states(holder, f.c.gw, now, now)
+		held <- err
+	}()
+	require.Eventually(t, func() bool { return len(f.c.jobs.fetch) == 1 }, 5*time.Second, 5*time.Millisecond, "the first listing holds the turn")
+
+	ctx, cancel2 := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel2()
+	began := time.Now()
+	_, err := f.c.jobs.states(ctx, f.c.gw, now, now)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(began), 5*time.Second, "the waiter gave up at its deadline")
+
+	cancel() // and the holder's call ends with its own
+	select {
+	case err := <-held:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listing the server never answers did not end with its caller's context")
 	}
 }
