@@ -134,7 +134,7 @@ type sgManager struct {
 	pending    map[string]*portChange // port ID → the changes waiting for its next write
 	flushing   *time.Timer            // the next write of the pending changes
 	flushDelay time.Duration
-	flushMu    sync.Mutex             // one flush at a time: a port is never written twice at once
+	flushTurn  chan struct{}          // one flush at a time (a port is never written twice at once), waited for as long as the caller's context allows
 	ports      map[string]sgKnownPort // each port as last read or written
 	byServer   map[string]string      // a member server's ID → its member port's ID
 	// unmanagedChecked: the Services already looked at for a group left from
@@ -295,7 +295,7 @@ type sgKnownPort struct {
 }
 
 func newSGManager() *sgManager {
-	return &sgManager{pending: map[string]*portChange{}, flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
+	return &sgManager{pending: map[string]*portChange{}, flushTurn: make(chan struct{}, 1), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
 }
 
 // memberSubnetCIDRs are the CIDRs of the subnets that hold the members'
@@ -702,8 +702,14 @@ func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, gr
 // groups as last known, with the changes, under If-Match on its revision; a
 // stale revision reads the port again and retries.
 func (m *sgManager) flushNow(ctx context.Context, network *gophercloud.ServiceClient) {
-	m.flushMu.Lock()
-	defer m.flushMu.Unlock()
+	select {
+	case m.flushTurn <- struct{}{}:
+		defer func() { <-m.flushTurn }()
+	case <-ctx.Done():
+		// Another flush holds the turn: what is pending now is the next
+		// one's (the timer set by the request that made it pending).
+		return
+	}
 	m.mu.Lock()
 	batch := m.pending
 	m.pending = map[string]*portChange{}
@@ -795,7 +801,11 @@ func (c *Cloud) deleteSG(ctx context.Context, network *gophercloud.ServiceClient
 		c.sgs.flushNow(ctx, network)
 	}
 	for _, ch := range changes {
-		<-ch.done
+		select {
+		case <-ch.done:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the ports' security groups to be written: %w", context.Cause(ctx))
+		}
 		if ch.err != nil {
 			return ch.err
 		}
