@@ -226,7 +226,7 @@ func TestPacedPassesFinishWhenJobsTakeLongerThanExpected(t *testing.T) {
 // other's calls last.
 func TestAWaitForAnothersListingEndsAtTheCallersDeadline(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
-	f.emu.Server.InjectFault(core.Fault{Hang: true})
+	f.emu.InjectFault(core.Fault{Hang: true})
 	now := time.Now()
 	holder, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
