@@ -135,7 +135,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	if !ok {
 		return address{}, false, nil
 	}
-	done, err := c.takingUp.take(ctx, "another Service's taking up of an address")
+	done, err := c.takingUp.Take(ctx, "another Service's taking up of an address")
 	if err != nil {
 		return address{}, false, err
 	}

@@ -77,7 +77,7 @@ type Cloud struct {
 	tagged map[string]time.Time
 	// takingUp is held while an address left untagged is taken up
 	// (associating.go).
-	takingUp turn
+	takingUp provider.Turn
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -95,7 +95,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, tagSettle: tagSettle,
-		takingUp: newTurn(), acls: aclPass{turn: newTurn()}}
+		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.firewall = newFirewallListing(gw)

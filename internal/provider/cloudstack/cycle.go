@@ -17,6 +17,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -940,7 +941,7 @@ func (s steps) Relist() {
 // aclPass is each ACL list's items as one drift pass read them: one listing
 // of a list (and one read of its name) for every Service of its tier.
 type aclPass struct {
-	turn turn // one read at a time, across its calls
+	turn provider.Turn // one read at a time, across its calls
 	mu   sync.Mutex
 	read map[string]aclRead
 	gen  int // counts forget: a read begun before is not kept
@@ -957,7 +958,7 @@ func (a *aclPass) items(ctx context.Context, gw *gateway, id string) ([]opening,
 	if r, ok := a.known(id); ok {
 		return r.items, r.managed, nil
 	}
-	done, err := a.turn.take(ctx, "another read of network ACL list "+id)
+	done, err := a.turn.Take(ctx, "another read of network ACL list "+id)
 	if err != nil {
 		return nil, false, err
 	}

@@ -143,24 +143,6 @@ func followUp(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 }
 
-// turn is a lock held across calls to the cloud, whose waiters give up when
-// their context ends (a sync.Mutex would hold them past their deadline for
-// as long as the holder's calls last).
-type turn chan struct{}
-
-func newTurn() turn { return make(turn, 1) }
-
-// take waits for the turn as long as ctx allows; the returned func gives it
-// back.
-func (t turn) take(ctx context.Context, what string) (func(), error) {
-	select {
-	case t <- struct{}{}:
-		return func() { <-t }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
-	}
-}
-
 // build makes calls' parameters: cloudstack-go's New…Params read nothing of
 // their client, so one client made once serves every call (calls go through
 // cs, with their caller's context).

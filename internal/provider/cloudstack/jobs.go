@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // jobs are the asynchronous jobs each Service's steps started and whose end
@@ -45,7 +46,7 @@ type jobs struct {
 	skew      time.Duration
 	skewKnown bool
 
-	fetch  turn // one listing at a time
+	fetch  provider.Turn // one listing at a time
 	listed map[string]jobState
 	// fetched is when the listing was asked for (it shows every job done
 	// before), listedAt when it was answered.
@@ -91,7 +92,7 @@ const (
 )
 
 func newJobs() *jobs {
-	return &jobs{m: map[types.UID][]job{}, took: initialTook, margin: jobMargin, fetch: newTurn()}
+	return &jobs{m: map[types.UID][]job{}, took: initialTook, margin: jobMargin, fetch: provider.NewTurn()}
 }
 
 // add records a job the Service's step started ("" is none).
@@ -248,7 +249,7 @@ func later(a, b time.Time) time.Time {
 // reaches back to the oldest job under way of any Service, within
 // listingWindow, on the server's clock.
 func (j *jobs) states(ctx context.Context, gw *gateway, need, newest time.Time) (map[string]jobState, error) {
-	done, err := j.fetch.take(ctx, "another listing of jobs")
+	done, err := j.fetch.Take(ctx, "another listing of jobs")
 	if err != nil {
 		return nil, err
 	}

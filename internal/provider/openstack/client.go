@@ -21,6 +21,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // novaMicroversion gives servers' flavor names (original_name) and tags.
@@ -34,7 +35,7 @@ type clients struct {
 	// authOnce serialises authentication (one Keystone token for every
 	// caller); a caller waits for it only as long as its context allows. mu
 	// guards the fields and is never held during a call.
-	authOnce chan struct{}
+	authOnce provider.Turn
 
 	mu       sync.Mutex
 	gen      int // counts setGlobal's changes: a client of older settings is not kept
@@ -67,17 +68,6 @@ func (c *clients) setGlobal(g Global) bool {
 	return true
 }
 
-// authenticating takes the turn to authenticate, waiting for another
-// caller's authentication no longer than ctx allows; done gives it back.
-func (c *clients) authenticating(ctx context.Context) (done func(), err error) {
-	select {
-	case c.authOnce <- struct{}{}:
-		return func() { <-c.authOnce }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the authentication to Keystone: %w", context.Cause(ctx))
-	}
-}
-
 // providerClient authenticates once; the provider re-authenticates by itself.
 func (c *clients) providerClient(ctx context.Context) (*gophercloud.ProviderClient, error) {
 	c.mu.Lock()
@@ -86,7 +76,7 @@ func (c *clients) providerClient(ctx context.Context) (*gophercloud.ProviderClie
 	if p != nil {
 		return p, nil
 	}
-	done, err := c.authenticating(ctx)
+	done, err := c.authOnce.Take(ctx, "the authentication to Keystone")
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +196,7 @@ func (c *clients) service(ctx context.Context, client **gophercloud.ServiceClien
 	if sc != nil {
 		return sc, nil
 	}
-	done, err := c.authenticating(ctx)
+	done, err := c.authOnce.Take(ctx, "the authentication to Keystone")
 	if err != nil {
 		return nil, err
 	}

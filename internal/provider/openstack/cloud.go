@@ -83,7 +83,7 @@ func New(cfg Config) (*Cloud, error) {
 	if err := provider.Prepare(&cfg, ProviderName); err != nil {
 		return nil, err
 	}
-	cl := &clients{cfg: cfg, authOnce: make(chan struct{}, 1)}
+	cl := &clients{cfg: cfg, authOnce: provider.NewTurn()}
 	c := &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},
 		created: map[string]string{}}
 	c.index = newLBIndex(c)

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // Security groups ([LoadBalancer] manage-security-groups = true), as
@@ -134,7 +136,7 @@ type sgManager struct {
 	pending    map[string]*portChange // port ID → the changes waiting for its next write
 	flushing   *time.Timer            // the next write of the pending changes
 	flushDelay time.Duration
-	flushTurn  chan struct{}          // one flush at a time (a port is never written twice at once), waited for as long as the caller's context allows
+	flushTurn  provider.Turn          // one flush at a time: a port is never written twice at once
 	ports      map[string]sgKnownPort // each port as last read or written
 	byServer   map[string]string      // a member server's ID → its member port's ID
 	// unmanagedChecked: the Services already looked at for a group left from
@@ -295,7 +297,7 @@ type sgKnownPort struct {
 }
 
 func newSGManager() *sgManager {
-	return &sgManager{pending: map[string]*portChange{}, flushTurn: make(chan struct{}, 1), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
+	return &sgManager{pending: map[string]*portChange{}, flushTurn: provider.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
 }
 
 // memberSubnetCIDRs are the CIDRs of the subnets that hold the members'
@@ -702,14 +704,13 @@ func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, gr
 // groups as last known, with the changes, under If-Match on its revision; a
 // stale revision reads the port again and retries.
 func (m *sgManager) flushNow(ctx context.Context, network *gophercloud.ServiceClient) {
-	select {
-	case m.flushTurn <- struct{}{}:
-		defer func() { <-m.flushTurn }()
-	case <-ctx.Done():
+	done, err := m.flushTurn.Take(ctx, "another flush")
+	if err != nil {
 		// Another flush holds the turn: what is pending now is the next
 		// one's (the timer set by the request that made it pending).
 		return
 	}
+	defer done()
 	m.mu.Lock()
 	batch := m.pending
 	m.pending = map[string]*portChange{}
