@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func waitNodeInitialised(t *testing.T, name string) *v1.Node {
 		}
 		for _, tn := range n.Spec.Taints {
 			if tn.Key == framework.UninitializedTaint {
-				return fmt.Errorf("node %s still has the uninitialized taint", name)
+				return fmt.Errorf("node %s still has the uninitialized taint%s", name, nodeEvents(name))
 			}
 		}
 		node = n
@@ -97,6 +98,21 @@ func waitNodeInitialised(t *testing.T, name string) *v1.Node {
 	})
 	require.NoError(t, err)
 	return node
+}
+
+// nodeEvents is the Node's latest Events, to say in a failure why it is not
+// yet what a test waits for ("" when it has none).
+func nodeEvents(name string) string {
+	evs, err := env.Client.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(),
+		metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + name})
+	if err != nil {
+		return "; its events: " + err.Error()
+	}
+	var b strings.Builder
+	for _, ev := range evs.Items[max(0, len(evs.Items)-5):] {
+		fmt.Fprintf(&b, "; %s %s: %s (x%d, last %s)", ev.Type, ev.Reason, ev.Message, ev.Count, ev.LastTimestamp.Format(time.TimeOnly))
+	}
+	return b.String()
 }
 
 // lbService creates a LoadBalancer Service and deletes it (waiting for the CCM to

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -214,7 +215,7 @@ func (e *Env) startProcess(t testing.TB, bin, name string, args []string) *Proce
 	t.Cleanup(func() {
 		p.Stop()
 		if t.Failed() {
-			t.Logf("--- output of %s (pid %d) ---\n%s", name, cmd.Process.Pid, tail(p.Output(), 200))
+			t.Logf("--- output of %s (pid %d) ---\n%s", name, cmd.Process.Pid, tail(withoutFlags(p.Output()), 200))
 		}
 	})
 	return p
@@ -266,6 +267,13 @@ func (p *ProcessCCM) Wait(d time.Duration) int {
 func (p *ProcessCCM) Output() string {
 	b, _ := os.ReadFile(p.Log)
 	return string(b)
+}
+
+// withoutFlags is a log without the FLAG lines every process starts with
+// (the options are the test's own; they would hide what happened).
+func withoutFlags(s string) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return strings.Contains(l, "] FLAG: --") }), "\n")
 }
 
 func tail(s string, lines int) string {
