@@ -144,7 +144,7 @@ type cloudInit struct {
 
 func (i *cloudInit) releaseLease() {
 	if i.leaderElectionActive {
-		releaseLease(context.Background(), i.client, i.leaseNS, i.leaseName, i.cloud)
+		releaseLease(context.Background(), i.client, i.leaseNS, i.leaseName)
 	}
 }
 

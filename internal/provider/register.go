@@ -118,23 +118,17 @@ type Base struct {
 	// tags what the cloud creates; learnt by Start.
 	Cluster ClusterUID
 
-	kube    atomic.Value // kubernetes.Interface
-	started atomic.Bool
+	kube atomic.Value // kubernetes.Interface
 
 	guardOnce sync.Once
 	guard     *deletionGuard
 	nodes     atomic.Value // corelisters.NodeLister
 }
 
-// Started says whether Start ran: the framework initialises a cloud only in
-// the process that leads.
-func (b *Base) Started() bool { return b.started.Load() }
-
 // Start is the part of Initialize every cloud shares: Events recorded through
 // the API, a client (named name, e.g. "overcast-openstack-cloud") for the
 // cloud's own writes, and the cluster's UID learnt in the background.
 func (b *Base) Start(clientBuilder cloudprovider.ControllerClientBuilder, name string, stop <-chan struct{}) {
-	b.started.Store(true)
 	b.Events.Start(clientBuilder, name, stop)
 	client := clientBuilder.ClientOrDie(name)
 	b.SetKube(client)
