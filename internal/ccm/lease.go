@@ -23,15 +23,12 @@ import (
 // this process's to give up).
 const leaderGauge = "leader_election_master_status"
 
-// gather reads the metrics (a variable: tests read their own).
-var gather = legacyregistry.DefaultGatherer.Gather
-
 // leads says whether this process's elector holds the Lease name: from the
 // moment it acquired it, before the framework initialises the cloud (a
 // SIGTERM in between must release it too: the other replica would otherwise
 // wait out the whole lease duration).
 func leads(name string) bool {
-	families, err := gather()
+	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		return false
 	}

@@ -55,7 +55,7 @@ func (l *memLock) Identity() string   { return l.id }
 func (l *memLock) Describe() string   { return "test/" + l.id }
 func (l *memLock) setFail(fail bool)  { l.mu.Lock(); l.fail = fail; l.mu.Unlock() }
 func (l *memLock) holder() string     { l.mu.Lock(); defer l.mu.Unlock(); return l.record.HolderIdentity }
-func (l *memLock) String() string     { return l.Describe() }
+
 func elect(t *testing.T, name string, lock *memLock) (*leaderelection.LeaderElector, chan struct{}) {
 	t.Helper()
 	started := make(chan struct{})
