@@ -32,7 +32,7 @@ CHAOS_PARTS ?= e2e openstack fuzz
 # make run CLOUD=openstack runs the dev cluster on the OpenStack emulator.
 CLOUD ?= local
 
-.PHONY: chaos bench all build image image-push test-image run test test-unit test-e2e test-binaries test-openstack test-openstack-contract test-openstack-e2e openstack-up openstack-down lint generate verify clean help
+.PHONY: chaos bench all build image image-push test-image run test test-unit test-e2e test-e2e-suite test-quickstart test-binaries test-openstack test-openstack-contract test-openstack-e2e openstack-up openstack-down lint generate verify clean help
 
 all: build
 
@@ -67,9 +67,13 @@ test: test-unit test-image test-e2e ## unit tests, fuzz seeds, the image, and th
 test-unit: ## unit tests and the seeds of every fuzz test
 	$(GO) test $(TEST_FLAGS) ./internal/... ./hack/... ./cmd/... ./bench/
 
-test-e2e: build test-binaries image ## e2e: real etcd + kube-apiserver, overcast-ccm under deploy/ RBAC; the README's quick starts with the image
+test-e2e: test-e2e-suite test-quickstart ## e2e: real etcd + kube-apiserver, overcast-ccm under deploy/ RBAC; the README's quick starts with the image
+
+test-e2e-suite: build test-binaries
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
 		$(GO) test $(E2E_FLAGS) -timeout 30m ./test/e2e/
+
+test-quickstart: test-binaries image
 	rm -rf $(IMAGE_DIR)/rootfs $(IMAGE_DIR)/rootfs.config.json
 	cd hack/image && $(GO) run . rootfs --image $(IMAGE_DIR)/oci --platform linux/$$($(GO) env GOARCH) \
 		--to $(IMAGE_DIR)/rootfs --config $(IMAGE_DIR)/rootfs.config.json

@@ -77,10 +77,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(page)
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(out, page, 0o644)
+	return gendoc.WriteFile(out, page)
 }
 
 // Generate renders the Markdown page of o.

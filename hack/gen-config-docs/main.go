@@ -21,7 +21,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -71,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		_, err := stdout.Write(page)
 		return err
 	}
-	return os.WriteFile(*out, page, 0o644)
+	return gendoc.WriteFile(*out, page)
 }
 
 // structsOf are the struct types of file, with their doc comments.

@@ -2,6 +2,7 @@
 package gendoc
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,38 @@ import (
 	"os"
 	"path/filepath"
 )
+
+// WriteFile writes a generated page to path, creating its directory. A page
+// that is already as it should be is not written at all, and a changed one
+// replaces the old at once (a temporary file renamed over it): .ci/run runs
+// make verify while the unit tests read these pages, and a reader never sees
+// one half written.
+func WriteFile(path string, page []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, page) {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, there is nothing to remove
+	if _, err := tmp.Write(page); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
 
 // ModulePath names path relative to the root of its module (the nearest
 // go.mod), so that a page is the same whatever directory its generator runs
