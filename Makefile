@@ -120,8 +120,9 @@ generate: ## regenerate docs/reference (the go:generate lines of each cloud's fi
 	hack/gen-manifests.sh
 	$(GO) generate ./internal/...
 
-verify: generate ## generate, then fail if anything changed
+verify: generate ## generate, then fail if anything changed; hack/tools links what bin/ links at the same versions
 	git diff --exit-code -- docs/ deploy/
+	hack/check-tools.sh
 
 clean: ## remove build output (the test-binary cache stays)
 	rm -rf $(BIN) tmp
