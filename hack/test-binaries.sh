@@ -2,7 +2,8 @@
 # Builds kube-apiserver, etcd and kubectl from the Go module proxy (hack/tools) into a
 # cache directory outside the repository, keyed by hack/tools/go.sum, and prints that
 # directory. A second call with the same go.sum costs nothing; a fresh machine builds
-# from nothing (about 13 minutes on 2 cores, most of it kube-apiserver).
+# from nothing (on 2 cores about 5 minutes once `make build` has compiled what
+# they share, most of it kube-apiserver).
 #
 #   hack/test-binaries.sh            build if needed, print the directory
 #   OVERCAST_CACHE=/some/dir ...     choose the cache root (default ~/.cache/overcast)
@@ -40,7 +41,7 @@ cd "$tools"
 # build comes first.
 export CGO_ENABLED=0
 start=$(date +%s)
-echo "building kube-apiserver $ver (first time on a machine: about 11 minutes)..." >&2
+echo "building kube-apiserver $ver (first time on a machine: a few minutes)..." >&2
 go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 echo "building etcd..." >&2
 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
