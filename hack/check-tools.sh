@@ -9,11 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=0 # as both are built
 # The version whose source is compiled: a replacement's if there is one.
-format='{{.ImportPath}} {{with .Module}}{{with .Replace}}{{.Path}}@{{.Version}}{{else}}{{.Path}}@{{.Version}}{{end}}{{end}}'
+format='{{.ImportPath}} {{with .Module}}{{with or .Replace .}}{{.Path}}@{{.Version}}{{end}}{{end}}'
 ours=$(go list -deps -f "$format" ./cmd/overcast-ccm ./cmd/overcast | sort -u)
 tools=$(cd hack/tools && go list -deps -f "$format" k8s.io/kubernetes/cmd/kube-apiserver go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kubectl | sort -u)
-differ=$(join <(echo "$ours") <(echo "$tools") | awk '$2 != $3 {print $2 " (ours) and " $3 " (hack/tools)"}' | sort -u)
-shared=$(join <(echo "$ours") <(echo "$tools") | wc -l)
+both=$(join <(echo "$ours") <(echo "$tools"))
+differ=$(awk '$2 != $3 {print $2 " (ours) and " $3 " (hack/tools)"}' <<<"$both" | sort -u)
+shared=$(wc -l <<<"$both")
 if [[ -n $differ ]]; then
 	echo "hack/tools and the main module link these modules at different versions, so the"
 	echo "Kubernetes test binaries compile their packages again:"
