@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // DecodeINI decodes a gcfg-style INI file (the cloud.conf of cloud-provider-openstack,
@@ -17,148 +19,219 @@ import (
 // map[string]*T for subsections such as [LoadBalancerClass "name"]. Keys are
 // tagged `ini:"auth-url"`; names of sections and keys are case-insensitive, as in
 // gcfg. Values may be "quoted" (with \" \\ \n \t escapes); ; and # start comments;
-// a key without "=" means true. Supported value types: string, bool, int, uint,
-// []string (the key repeated), Duration, and pointers to them (nil: not given).
+// a boolean key without "=" means true. Supported value types: string, bool, int,
+// uint, []string (the key repeated), Duration, and pointers to them (nil: not given).
 //
 // Every problem is reported at once, each with its line: unknown sections and
-// keys, a key given twice, values of the wrong type.
+// keys, a key given twice, values of the wrong type, lines that are not
+// `key = value`. An error names sections and keys, never a line's text: a
+// malformed line may hold a secret (`password: …`, `secret-key …`), and the
+// value of a key tagged secret:"true" is never shown.
 func DecodeINI(data []byte, out any) error {
 	rv := reflect.ValueOf(out)
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return errors.New("DecodeINI: out must be a pointer to a struct")
 	}
-	root := rv.Elem()
-	sections := iniFields(root.Type())
-	var errs []error
-	add := func(line int, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("line %d: %s", line, fmt.Sprintf(format, a...)))
-	}
-	var cur reflect.Value // the current section struct, invalid when unknown
-	var curName string
-	var curKeys map[string]reflect.StructField
-	seen := map[string]int{}       // section/key → the line that set it
-	seenVal := map[string]string{} // and its value
+	d := &iniDecoder{root: rv.Elem(), sections: iniFields(rv.Elem().Type()), seen: map[string]int{}, seenVal: map[string]string{}}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == ';' || line[0] == '#' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.LastIndexByte(line, ']')
-			if end < 0 {
-				add(n, "section header %q has no closing ]", line)
-				cur = reflect.Value{}
-				continue
-			}
-			name, sub, err := parseHeader(line[1:end])
-			if err != nil {
-				add(n, "%v", err)
-				cur = reflect.Value{}
-				continue
-			}
-			curName = name
-			if sub != "" {
-				curName = fmt.Sprintf("%s %q", name, sub)
-			}
-			f, ok := sections[strings.ToLower(name)]
-			if !ok {
-				add(n, "unknown section [%s]%s", name, suggestKey(name, sections))
-				cur = reflect.Value{}
-				continue
-			}
-			fv := root.FieldByIndex(f.Index)
-			switch {
-			case fv.Kind() == reflect.Struct && sub == "":
-				cur = fv
-			case fv.Kind() == reflect.Map && sub != "":
-				if fv.IsNil() {
-					fv.Set(reflect.MakeMap(fv.Type()))
-				}
-				key := reflect.ValueOf(sub)
-				elem := fv.MapIndex(key)
-				if !elem.IsValid() {
-					elem = reflect.New(fv.Type().Elem().Elem())
-					fv.SetMapIndex(key, elem)
-				}
-				cur = elem.Elem()
-			case fv.Kind() == reflect.Map:
-				add(n, "section [%s] needs a name: [%s \"name\"]", name, name)
-				cur = reflect.Value{}
-				continue
-			default:
-				add(n, "section [%s] takes no name", name)
-				cur = reflect.Value{}
-				continue
-			}
-			curKeys = iniFields(cur.Type())
-			continue
-		}
-		key, val, hasVal := strings.Cut(line, "=")
-		key = strings.TrimSpace(key)
-		val = strings.TrimSpace(val)
-		if !cur.IsValid() {
-			if curName == "" {
-				add(n, "%q is outside any section", key)
-			}
-			continue // the section's problem is reported already
-		}
-		f, ok := curKeys[strings.ToLower(key)]
-		if !ok {
-			add(n, "[%s] unknown key %q%s", curName, key, suggestKey(key, curKeys))
-			continue
-		}
-		if hasVal {
-			v, err := unquote(val)
-			if err != nil {
-				add(n, "[%s] %s: %v", curName, key, err)
-				continue
-			}
-			val = v
-		} else {
-			val = "true"
-		}
-		fv := cur.FieldByIndex(f.Index)
-		id := curName + "/" + strings.ToLower(key)
-		if fv.Kind() != reflect.Slice {
-			// The same value again is harmless (a file put together from
-			// pieces: cloud-provider-openstack's reader takes it too); two
-			// values are a mistake to point out.
-			if prev, dup := seen[id]; dup {
-				if seenVal[id] != val {
-					add(n, "[%s] %s is set twice, to different values (also on line %d)", curName, key, prev)
-				}
-				continue
-			}
-		}
-		seen[id], seenVal[id] = n, val
-		if err := setValue(fv, val); err != nil {
-			add(n, "[%s] %s: %v", curName, key, err)
+		switch {
+		case line == "" || line[0] == ';' || line[0] == '#':
+		case line[0] == '[':
+			d.header(n, line)
+		default:
+			d.keyLine(n, line)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		errs = append(errs, err)
+		d.errs = append(d.errs, fmt.Errorf("after line %d: %w", d.lines(data), err))
 	}
-	return errors.Join(errs...)
+	return errors.Join(d.errs...)
+}
+
+// iniDecoder is the state of one DecodeINI.
+type iniDecoder struct {
+	root     reflect.Value
+	sections map[string]reflect.StructField
+	errs     []error
+
+	cur     reflect.Value // the current section's struct; invalid when it is unknown
+	curName string        // its name as written, "" before the first header
+	curKeys map[string]reflect.StructField
+	seen    map[string]int    // section/key → the line that set it
+	seenVal map[string]string // and its value
+}
+
+func (d *iniDecoder) add(line int, format string, a ...any) {
+	d.errs = append(d.errs, fmt.Errorf("line %d: %s", line, fmt.Sprintf(format, a...)))
+}
+
+// lines counts the lines the scanner could read (for its error).
+func (d *iniDecoder) lines(data []byte) int { return bytes.Count(data, []byte("\n")) }
+
+// header enters the section of a [Name] or [Name "sub"] line.
+func (d *iniDecoder) header(n int, line string) {
+	d.cur, d.curName = reflect.Value{}, "["
+	end := strings.IndexByte(line, ']')
+	if end < 0 {
+		d.add(n, "a section header without a closing ]")
+		return
+	}
+	if rest := strings.TrimSpace(line[end+1:]); rest != "" && rest[0] != ';' && rest[0] != '#' {
+		d.add(n, "text after a section header's ] (a key goes on a line of its own)")
+	}
+	name, sub, err := parseHeader(line[1:end])
+	if err != nil {
+		d.add(n, "%v", err)
+		return
+	}
+	d.curName = name
+	if sub != "" {
+		d.curName = fmt.Sprintf("%s %q", name, sub)
+	}
+	f, ok := d.sections[strings.ToLower(name)]
+	if !ok {
+		d.add(n, "unknown section [%s]%s", name, suggestKey(name, d.sections))
+		return
+	}
+	fv := d.root.FieldByIndex(f.Index)
+	switch {
+	case fv.Kind() == reflect.Struct && sub == "":
+		d.cur = fv
+	case fv.Kind() == reflect.Map && sub != "":
+		if fv.IsNil() {
+			fv.Set(reflect.MakeMap(fv.Type()))
+		}
+		key := reflect.ValueOf(sub)
+		elem := fv.MapIndex(key)
+		if !elem.IsValid() {
+			elem = reflect.New(fv.Type().Elem().Elem())
+			fv.SetMapIndex(key, elem)
+		}
+		d.cur = elem.Elem()
+	case fv.Kind() == reflect.Map:
+		d.add(n, "section [%s] needs a name: [%s \"name\"]", name, name)
+		return
+	default:
+		d.add(n, "section [%s] takes no name", name)
+		return
+	}
+	d.curKeys = iniFields(d.cur.Type())
+}
+
+// keyLine sets the key of a `key = value` line (or a boolean's `key`).
+func (d *iniDecoder) keyLine(n int, line string) {
+	key, val, hasVal := strings.Cut(line, "=")
+	key = strings.TrimSpace(key)
+	if !isName(key) {
+		d.malformed(n, key)
+		return
+	}
+	if d.curName == "" {
+		d.add(n, "%s is outside any section (a key goes under its section, such as [Global])", key)
+		return
+	}
+	if !d.cur.IsValid() {
+		return // the section's problem is reported already
+	}
+	f, ok := d.curKeys[strings.ToLower(key)]
+	switch {
+	case !ok && hasVal:
+		d.add(n, "[%s] unknown key %q%s", d.curName, key, suggestKey(key, d.curKeys))
+		return
+	case !ok:
+		// A word alone on its line may be a value that slipped onto a
+		// line of its own: it is not shown.
+		d.add(n, "[%s] an unknown key without `=`%s (not shown: it may be a value on a line of its own)", d.curName, suggestKey(key, d.curKeys))
+		return
+	}
+	fv := d.cur.FieldByIndex(f.Index)
+	if !hasVal {
+		if fv.Kind() != reflect.Bool && (fv.Kind() != reflect.Pointer || fv.Type().Elem().Kind() != reflect.Bool) {
+			d.add(n, "[%s] %s has no value: write %s = value", d.curName, key, key)
+			return
+		}
+		val = "true"
+	} else {
+		v, err := unquote(strings.TrimSpace(val))
+		if err != nil {
+			d.add(n, "[%s] %s: %v", d.curName, key, err)
+			return
+		}
+		val = v
+	}
+	d.set(n, key, f, fv, val)
+}
+
+// set sets fv, the field f of the current section, to val.
+func (d *iniDecoder) set(n int, key string, f reflect.StructField, fv reflect.Value, val string) {
+	id := d.curName + "/" + strings.ToLower(key)
+	if fv.Kind() != reflect.Slice {
+		// The same value again is harmless (a file put together from
+		// pieces: cloud-provider-openstack's reader takes it too); two
+		// values are a mistake to point out.
+		if prev, dup := d.seen[id]; dup {
+			if d.seenVal[id] != val {
+				d.add(n, "[%s] %s is set twice, to different values (also on line %d)", d.curName, key, prev)
+			}
+			return
+		}
+	}
+	d.seen[id], d.seenVal[id] = n, val
+	if err := setValue(fv, val); err != nil {
+		if IsSecret(f) {
+			err = errors.New("not a value of its type (not shown: a secret)")
+		}
+		d.add(n, "[%s] %s: %v", d.curName, key, err)
+	}
+}
+
+// malformed reports a line that is not `key = value`, naming the key it
+// begins with when that is a key of its section, and nothing else of it.
+func (d *iniDecoder) malformed(n int, text string) {
+	lead := text[:len(text)-len(strings.TrimLeftFunc(text, isNameRune))]
+	if _, known := d.curKeys[strings.ToLower(lead)]; known && d.cur.IsValid() && lead != "" {
+		d.add(n, "[%s] %s is not written `%s = value` (a YAML-style `:` or a missing `=`?)", d.curName, lead, lead)
+		return
+	}
+	where := "outside any section"
+	if d.curName != "" {
+		where = "in [" + strings.TrimPrefix(d.curName, "[") + "]"
+	}
+	d.add(n, "not a `key = value` line %s (its text is not shown: it may hold a secret)", where)
+}
+
+// isName says whether s can be shown as the name of a key or section: it is
+// made of letters, digits, -, _ and . only.
+func isName(s string) bool {
+	return s != "" && len(s) <= 64 && strings.TrimLeftFunc(s, isNameRune) == ""
+}
+
+func isNameRune(r rune) bool {
+	return r < utf8.RuneSelf && (r == '-' || r == '_' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r))
 }
 
 func parseHeader(h string) (name, sub string, err error) {
 	h = strings.TrimSpace(h)
 	name, rest, found := strings.Cut(h, " ")
+	if !isName(name) {
+		return "", "", errors.New("a section header whose name is not a name (letters, digits, -, _)")
+	}
 	if !found {
-		return h, "", nil
+		return name, "", nil
 	}
 	rest = strings.TrimSpace(rest)
 	if len(rest) < 2 || rest[0] != '"' || rest[len(rest)-1] != '"' {
-		return "", "", fmt.Errorf("section header [%s]: a subsection name must be quoted, as in [%s \"name\"]", h, name)
+		return "", "", fmt.Errorf("section header [%s …]: a subsection name must be quoted, as in [%s \"name\"]", name, name)
 	}
 	sub, err = unquote(rest)
 	if err != nil {
-		return "", "", fmt.Errorf("section header [%s]: %w", h, err)
+		return "", "", fmt.Errorf("section header [%s …]: %w", name, err)
 	}
 	if sub == "" {
-		return "", "", fmt.Errorf("section header [%s]: empty subsection name", h)
+		return "", "", fmt.Errorf("section header [%s \"\"]: empty subsection name", name)
 	}
 	return name, sub, nil
 }
@@ -185,7 +258,7 @@ func unquote(v string) (string, error) {
 			case 't':
 				b.WriteByte('\t')
 			default:
-				return "", fmt.Errorf("unknown escape \\%c", v[i])
+				return "", errors.New("a quoted value has an unknown escape (known: \\\" \\\\ \\n \\t)")
 			}
 		case (c == ';' || c == '#') && !inQuote:
 			return strings.TrimSpace(b.String()), nil

@@ -1,6 +1,7 @@
 package cfgutil
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 
 type iniGlobal struct {
 	AuthURL  string   `ini:"auth-url"`
-	Password string   `ini:"password"`
+	Password string   `ini:"password" secret:"true"`
 	Insecure bool     `ini:"tls-insecure"`
 	Retries  int      `ini:"retries"`
 	Tags     []string `ini:"tag"`
@@ -55,7 +56,7 @@ func TestDecodeINI(t *testing.T) {
 				`line 8: section [LoadBalancerClass] needs a name`,
 			}},
 		{"the same value twice is taken", "[Global]\npassword=a\npassword=a\n", func(t *testing.T, d iniDoc) { assert.Equal(t, "a", d.Global.Password) }, nil},
-		{"a key before any section is refused", "a=b\n", nil, []string{`line 1: "a" is outside any section`}},
+		{"a key before any section is refused", "a=b\n", nil, []string{`line 1: a is outside any section`}},
 		{"an unterminated quote is refused", "[Global]\npassword=\"abc\n", nil, []string{"unterminated quote"}},
 		{"a bad boolean is refused", "[Global]\ntls-insecure=maybe\n", nil, []string{`"maybe" is not a boolean`}},
 	}
@@ -85,10 +86,31 @@ func TestDecodeININeverPrintsValuesOfUnknownKeys(t *testing.T) {
 
 func FuzzDecodeINI(f *testing.F) {
 	for _, s := range []string{"", "[Global]\nauth-url=x\n", "[LoadBalancerClass \"a\"]\nsubnet-id=1", "[", "[Global]\npassword=\"\\", "k=v", "[Global]\ntag\ntag=\"x\"#c"} {
-		f.Add(s)
+		f.Add(s, " = ", "\n")
 	}
-	f.Fuzz(func(t *testing.T, s string) {
+	f.Add("[Global]", ": ", " = x\n")
+	f.Add("[Global]", " ", "")
+	f.Add("", "\t", "\"")
+	f.Fuzz(func(t *testing.T, before, sep, after string) {
 		var d iniDoc
-		_ = DecodeINI([]byte(s), &d) // never panics
+		_ = DecodeINI([]byte(before+after), &d) // never panics
+		// The secret written after password on its line, however badly, is
+		// in no error.
+		if !separates(sep) || strings.Contains(before+sep+after, fuzzSecret[:4]) {
+			return
+		}
+		err := DecodeINI([]byte(before+"\npassword"+sep+fuzzSecret+after), &d)
+		if err != nil && strings.Contains(err.Error(), fuzzSecret[:4]) {
+			t.Fatalf("the secret is in the error: %v", err)
+		}
 	})
+}
+
+// fuzzSecret is the secret the fuzz targets write into a config.
+const fuzzSecret = "Zq7Kw-S3cr3t"
+
+// separates: sep, between a key and the secret, is on one line and parts
+// them (as a space, a colon, a tab or = does).
+func separates(sep string) bool {
+	return strings.ContainsAny(sep, " :\t=") && !strings.ContainsAny(sep, "\r\n")
 }

@@ -6,42 +6,156 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
+	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
 
 // DecodeYAML decodes YAML (or JSON) into out, a pointer to a struct with json tags.
 // Unlike a strict decoder that stops at the first problem, it reports every unknown
-// key, each by its full path (e.g. "loadBalancer.pools[1].adresses"), joined with
-// any type error.
+// key and every key given twice, each by its full path and line (e.g. "line 7:
+// loadBalancer.pools[1].adresses: unknown key"), joined with any type error. An
+// error never shows a value, nor a key that is not a name: a malformed line
+// may hold a secret.
 func DecodeYAML(data []byte, out any) error {
+	var root yaml3.Node
+	if err := yaml3.Unmarshal(data, &root); err != nil {
+		return fmt.Errorf("not valid YAML: %w", QuietYAMLError(err))
+	}
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return fmt.Errorf("not valid YAML: %w", err)
+		return fmt.Errorf("not valid YAML: %w", QuietYAMLError(err))
 	}
-	var errs []error
-	var generic any
-	if err := json.Unmarshal(js, &generic); err != nil {
-		return fmt.Errorf("not valid YAML: %w", err)
-	}
-	if generic != nil {
-		if _, ok := generic.(map[string]any); !ok {
-			return errors.New("the document must be a mapping of keys to values")
+	w := &yamlWalk{lines: map[string]int{}}
+	if len(root.Content) > 0 {
+		doc := root.Content[0]
+		if doc.Kind != yaml3.MappingNode && !(doc.Kind == yaml3.ScalarNode && doc.Tag == "!!null") {
+			return fmt.Errorf("line %d: the document must be a mapping of keys to values", doc.Line)
 		}
+		w.walk("", doc, reflect.TypeOf(out).Elem())
 	}
-	errs = append(errs, unknownKeys("", generic, reflect.TypeOf(out).Elem())...)
 	if err := json.Unmarshal(js, out); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			errs = append(errs, fmt.Errorf("%s: cannot use a %s here, want %s", te.Field, te.Value, kindName(te.Type)))
-		} else {
-			errs = append(errs, err)
+		w.errs = append(w.errs, w.typeError(err))
+	}
+	return errors.Join(w.errs...)
+}
+
+// yamlWalk checks a document's keys against the struct it decodes into.
+type yamlWalk struct {
+	errs  []error
+	lines map[string]int // a key's path (list indexes left out) → its line
+}
+
+func (w *yamlWalk) add(line int, format string, a ...any) {
+	w.errs = append(w.errs, fmt.Errorf("line %d: %s", line, fmt.Sprintf(format, a...)))
+}
+
+func (w *yamlWalk) walk(path string, n *yaml3.Node, t reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml3.AliasNode {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml3.MappingNode:
+		w.mapping(path, n, t)
+	case yaml3.SequenceNode:
+		if t.Kind() != reflect.Slice {
+			return // a type error, reported by the decoder
+		}
+		for i, item := range n.Content {
+			w.walk(fmt.Sprintf("%s[%d]", path, i), item, t.Elem())
 		}
 	}
-	return errors.Join(errs...)
+}
+
+func (w *yamlWalk) mapping(path string, n *yaml3.Node, t reflect.Type) {
+	isMap := t.Kind() == reflect.Map
+	if !isMap && (t.Kind() != reflect.Struct || t == reflect.TypeFor[Duration]()) {
+		return // a type error, reported by the decoder
+	}
+	fields := map[string]reflect.Type{}
+	if !isMap {
+		fields = jsonFields(t)
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		name := isName(k.Value) && k.Kind == yaml3.ScalarNode
+		if !name && !isMap {
+			w.add(k.Line, "%s: a key that is not a name (letters, digits, -, _, .); not shown, it may hold a secret", orRoot(path))
+			continue
+		}
+		p := join(path, k.Value)
+		if !name {
+			p = join(path, "(a key on line "+strconv.Itoa(k.Line)+")")
+		}
+		if prev, dup := seen[k.Value]; dup {
+			w.add(k.Line, "%s is set twice (also on line %d)", p, prev)
+			continue
+		}
+		seen[k.Value] = k.Line
+		w.lines[noIndexes(p)] = k.Line
+		if isMap {
+			w.walk(p, v, t.Elem())
+			continue
+		}
+		ft, ok := fields[k.Value]
+		if !ok {
+			w.add(k.Line, "%s: unknown key%s", p, suggest(k.Value, fields))
+			continue
+		}
+		w.walk(p, v, ft)
+	}
+}
+
+// typeError explains a decoding error, with the line of its key when known.
+func (w *yamlWalk) typeError(err error) error {
+	te, ok := errors.AsType[*json.UnmarshalTypeError](err)
+	if !ok {
+		return err
+	}
+	msg := fmt.Sprintf("%s: cannot use a %s here, want %s", te.Field, te.Value, kindName(te.Type))
+	if line, ok := w.lines[noIndexes(te.Field)]; ok {
+		return fmt.Errorf("line %d: %s", line, msg)
+	}
+	return errors.New(msg)
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "the document"
+	}
+	return path
+}
+
+var indexes = regexp.MustCompile(`\[\d+\]`)
+
+// noIndexes is path without its list indexes: encoding/json names a field
+// of a list's item without one.
+func noIndexes(path string) string { return indexes.ReplaceAllString(path, "") }
+
+// quoted is what a YAML parser's error may quote of the document.
+var quoted = regexp.MustCompile("\"[^\"]*\"|'[^']*'|`[^`]*`")
+
+// quietYAMLError is a YAML parser's error without what it quotes of the
+// document (a token, an anchor, a key), which may be a secret's value.
+func quietYAMLError(err error) string {
+	return quoted.ReplaceAllString(strings.TrimPrefix(err.Error(), "yaml: "), "(…)")
+}
+
+// QuietYAMLError is the error of a parser of YAML that is not ours (a
+// clouds.yaml read by gophercloud) without what it quotes of the document.
+func QuietYAMLError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(quietYAMLError(err))
 }
 
 func kindName(t reflect.Type) string {
@@ -61,51 +175,6 @@ func kindName(t reflect.Type) string {
 		return "a whole number"
 	}
 	return "a " + t.Kind().String()
-}
-
-func unknownKeys(path string, v any, t reflect.Type) []error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch val := v.(type) {
-	case map[string]any:
-		if t.Kind() == reflect.Map {
-			var errs []error
-			for k, item := range val {
-				errs = append(errs, unknownKeys(join(path, k), item, t.Elem())...)
-			}
-			return errs
-		}
-		if t.Kind() != reflect.Struct || t == reflect.TypeOf(Duration{}) {
-			return nil // a type error, reported by the decoder
-		}
-		fields := jsonFields(t)
-		keys := make([]string, 0, len(val))
-		for k := range val {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var errs []error
-		for _, k := range keys {
-			ft, ok := fields[k]
-			if !ok {
-				errs = append(errs, fmt.Errorf("%s: unknown key%s", join(path, k), suggest(k, fields)))
-				continue
-			}
-			errs = append(errs, unknownKeys(join(path, k), val[k], ft)...)
-		}
-		return errs
-	case []any:
-		if t.Kind() != reflect.Slice {
-			return nil
-		}
-		var errs []error
-		for i, item := range val {
-			errs = append(errs, unknownKeys(fmt.Sprintf("%s[%d]", path, i), item, t.Elem())...)
-		}
-		return errs
-	}
-	return nil
 }
 
 func join(path, k string) string {

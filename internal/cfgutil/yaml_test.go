@@ -1,6 +1,7 @@
 package cfgutil
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -57,10 +58,27 @@ func TestDecodeYAML(t *testing.T) {
 
 func FuzzDecodeYAML(f *testing.F) {
 	for _, s := range []string{"", "enabled: true", "pools: [{name: a}]", "interval: 1s", "a: [", "- x", "labels: {a: 1}", "nested: {inner: 3}"} {
-		f.Add(s)
+		f.Add(s, ": ", "\n")
 	}
-	f.Fuzz(func(t *testing.T, s string) {
+	f.Add("nested:", " = ", "\n")
+	f.Add("", ":", ": x")
+	f.Fuzz(func(t *testing.T, before, sep, after string) {
 		var d doc
-		_ = DecodeYAML([]byte(s), &d) // must not panic
+		_ = DecodeYAML([]byte(before+after), &d) // must not panic
+		// The secret written after token on its line, however badly, is in
+		// no error.
+		if !separates(sep) || strings.Contains(before+sep+after, fuzzSecret[:4]) {
+			return
+		}
+		var s secretDoc
+		err := DecodeYAML([]byte(before+"\ntoken"+sep+fuzzSecret+after), &s)
+		if err != nil && strings.Contains(err.Error(), fuzzSecret[:4]) {
+			t.Fatalf("the secret is in the error: %v", err)
+		}
 	})
+}
+
+type secretDoc struct {
+	doc
+	Token string `json:"token" secret:"true"`
 }

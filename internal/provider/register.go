@@ -3,9 +3,12 @@ package provider
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/cfgutil"
 	"github.com/overcast-ccm/overcast/internal/events"
 )
 
@@ -28,10 +32,14 @@ func Register[C any, I cloudprovider.Interface](name string, read func(io.Reader
 		return
 	}
 	registered[name] = true
+	configTypes[name] = reflect.TypeFor[C]()
 	cloudprovider.RegisterCloudProvider(name, func(r io.Reader) (cloudprovider.Interface, error) {
-		r = nonEmpty(r)
+		r, empty := nonEmpty(r)
 		cfg, readErr := read(r)
 		if r == nil {
+			if none, ok := errors.AsType[*cfgutil.NoConfigError](readErr); ok && empty != "" {
+				return nil, fmt.Errorf("--cloud-config %s is empty: %s", empty, none.Need)
+			}
 			return nil, readErr
 		}
 		c, err := build(cfg)
@@ -45,7 +53,16 @@ func Register[C any, I cloudprovider.Interface](name string, read func(io.Reader
 var (
 	registeredMu sync.Mutex
 	registered   = map[string]bool{}
+	configTypes  = map[string]reflect.Type{}
 )
+
+// ConfigType is the type of the config of the cloud registered as name (nil
+// for none): its fields tagged secret:"true" are the keys that hold secrets.
+func ConfigType(name string) reflect.Type {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	return configTypes[name]
+}
 
 // Names are the --cloud-provider names registered (a cloud's and its peer's
 // aliases), sorted: the one list of the clouds a binary serves.
@@ -60,25 +77,38 @@ func Names() []string {
 	return names
 }
 
-// nonEmpty returns nil for a missing or empty config. The framework passes a nil
-// *os.File as a non-nil io.Reader when --cloud-config is not given. A file keeps
-// its name (a FileReader), so that a provider can read it again when it changes.
-func nonEmpty(r io.Reader) io.Reader {
+// nonEmpty returns nil for a missing or empty config, with the path of a
+// file given but empty. The framework passes a nil *os.File as a non-nil
+// io.Reader when --cloud-config is not given. A file keeps its name (a
+// FileReader), so that a provider can read it again when it changes.
+func nonEmpty(r io.Reader) (_ io.Reader, empty string) {
 	if r == nil {
-		return nil
+		return nil, ""
 	}
 	if f, ok := r.(*os.File); ok && f == nil {
-		return nil
+		return nil, ""
+	}
+	name := ""
+	if f, ok := r.(interface{ Name() string }); ok {
+		name = f.Name()
 	}
 	data, err := io.ReadAll(r)
-	if err != nil || len(bytes.TrimSpace(data)) == 0 {
-		return nil
+	if err != nil {
+		return failedReader{fmt.Errorf("%s: %w", cmp.Or(name, "a stream"), err)}, ""
 	}
-	if f, ok := r.(interface{ Name() string }); ok {
-		return &FileReader{Reader: bytes.NewReader(data), Path: f.Name()}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, cmp.Or(name, "(a stream)")
 	}
-	return bytes.NewReader(data)
+	if name != "" {
+		return &FileReader{Reader: bytes.NewReader(data), Path: name}, ""
+	}
+	return bytes.NewReader(data), ""
 }
+
+// failedReader is a config that could not be read: the cloud's Read says so.
+type failedReader struct{ err error }
+
+func (f failedReader) Read([]byte) (int, error) { return 0, f.err }
 
 // FileReader is the --cloud-config's content with the path it was read from.
 type FileReader struct {

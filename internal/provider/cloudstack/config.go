@@ -35,9 +35,9 @@ type Global struct {
 	// The management server's API, such as https://cloud.example.com/client/api. Required.
 	APIURL string `ini:"api-url"`
 	// The API key of the account the CCM acts as (a user's keys are enough). Required.
-	APIKey string `ini:"api-key"`
+	APIKey string `ini:"api-key" secret:"true"`
 	// The secret key of api-key. A secret: never logged. Required.
-	SecretKey string `ini:"secret-key"`
+	SecretKey string `ini:"secret-key" secret:"true"`
 	// Accept any TLS certificate of the management server (for test clouds only).
 	// Default: false
 	SSLNoVerify bool `ini:"ssl-no-verify"`
@@ -74,7 +74,7 @@ type Global struct {
 // (an unknown section or key, a key given twice, a value of the wrong type),
 // each with its line.
 func Read(r io.Reader) (Config, error) {
-	c, path, err := cfgutil.Read[Config](r, "no --cloud-config given: the cloudstack cloud needs a cloud-config with [Global] api-url, api-key and secret-key", cfgutil.DecodeINI)
+	c, path, err := cfgutil.Read[Config](r, "the cloudstack cloud needs a cloud-config with [Global] api-url, api-key and secret-key", cfgutil.DecodeINI)
 	c.path = path
 	return c, err
 }

@@ -111,7 +111,7 @@ const (
 // error at once, and returns what it could decode even then, so that Validate can
 // add the remaining problems. It does not validate meaning: call Validate.
 func Read(r io.Reader) (Config, error) {
-	c, _, err := cfgutil.Read[Config](r, "no --cloud-config given: the local cloud needs one (see deploy/local/cloud-config.yaml)", cfgutil.DecodeYAML)
+	c, _, err := cfgutil.Read[Config](r, "the local cloud needs one (see deploy/local/cloud-config.yaml)", cfgutil.DecodeYAML)
 	c.setDefaults()
 	return c, err
 }

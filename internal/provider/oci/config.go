@@ -45,7 +45,7 @@ type Config struct {
 	// The region's short key (e.g. IAD). Not used by Overcast, which reads
 	// the region's name from auth.region.
 	// Default: auth.regionKey
-	RegionKey string `json:"regionKey"`
+	RegionKey string `json:"regionKey" secret:"false"`
 	// Authenticate as the instance the CCM runs on (instance principal):
 	// the auth block's keys are then ignored.
 	// Default: false
@@ -86,21 +86,21 @@ type Auth struct {
 	UserID string `json:"user"`
 	// The user's API signing key, PEM (PKCS#1 or PKCS#8; encrypted with
 	// passphrase when the PEM says so). Never logged.
-	PrivateKey string `json:"key"`
+	PrivateKey string `json:"key" secret:"true"`
 	// The key's fingerprint, as the console shows it (aa:bb:…): checked
 	// against the key.
 	Fingerprint string `json:"fingerprint"`
 	// The passphrase of an encrypted key. Never logged. (The peer accepts
 	// it but does not use it.)
-	Passphrase string `json:"passphrase"`
+	Passphrase string `json:"passphrase" secret:"true"`
 	// Deprecated: regionKey.
-	RegionKey string `json:"regionKey"`
+	RegionKey string `json:"regionKey" secret:"false"`
 	// Deprecated: useInstancePrincipals.
 	UseInstancePrincipals bool `json:"useInstancePrincipals"`
 	// Deprecated: compartment.
 	CompartmentID string `json:"compartment"`
 	// Deprecated: auth.passphrase.
-	PrivateKeyPassphrase string `json:"key_passphrase"`
+	PrivateKeyPassphrase string `json:"key_passphrase" secret:"true"`
 }
 
 // EndpointOverrides are base URLs of OCI's services (Overcast only): https,
@@ -264,7 +264,7 @@ type TagConfig struct {
 // one), a value of the wrong type, every problem at once. The peer's
 // deprecated keys are moved to their replacements (Warnings says which).
 func Read(r io.Reader) (Config, error) {
-	c, path, err := cfgutil.Read[Config](r, "no --cloud-config given: the oci cloud needs a cloud-provider.yaml (the Secret oci-cloud-controller-manager of oci-cloud-controller-manager's install)", cfgutil.DecodeYAML)
+	c, path, err := cfgutil.Read[Config](r, "the oci cloud needs a cloud-provider.yaml (the Secret oci-cloud-controller-manager of oci-cloud-controller-manager's install)", cfgutil.DecodeYAML)
 	c.path = path
 	c.complete()
 	return c, err

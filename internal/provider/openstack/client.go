@@ -19,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
+	"github.com/overcast-ccm/overcast/internal/cfgutil"
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
@@ -258,7 +259,7 @@ func resolveAuth(g Global) (auth, error) {
 		}
 		ao, eo, tlsCfg, err := clouds.Parse(opts...)
 		if err != nil {
-			return a, fmt.Errorf("[Global] use-clouds: %w", redact(err))
+			return a, fmt.Errorf("[Global] use-clouds: %w", cfgutil.QuietYAMLError(redact(err)))
 		}
 		ao.AllowReauth = ao.TokenID == ""
 		a.opts, a.tls = ao, tlsCfg

@@ -47,13 +47,13 @@ type Global struct {
 	// PEM client certificate for the OpenStack endpoints (with key-file).
 	CertFile string `ini:"cert-file"`
 	// PEM private key of cert-file.
-	KeyFile string `ini:"key-file"`
+	KeyFile string `ini:"key-file" secret:"false"`
 	// User name for password authentication (with user-domain-name or domain-name).
 	Username string `ini:"username"`
 	// User ID for password authentication, instead of username.
 	UserID string `ini:"user-id"`
 	// Password of username or user-id. A secret: never logged.
-	Password string `ini:"password"`
+	Password string `ini:"password" secret:"true"`
 	// Region of the catalog endpoints; also the Nodes' topology.kubernetes.io/region label.
 	Region string `ini:"region"`
 	// Domain ID of the user (and of the project when no tenant-domain-id is given).
@@ -77,7 +77,7 @@ type Global struct {
 	// User ID of the trustee of trust-id.
 	TrusteeID string `ini:"trustee-id"`
 	// Password of trustee-id. A secret: never logged.
-	TrusteePassword string `ini:"trustee-password"`
+	TrusteePassword string `ini:"trustee-password" secret:"true"`
 	// Authenticate with an entry of a clouds.yaml instead of this section's credentials.
 	// Default: false
 	UseClouds bool `ini:"use-clouds"`
@@ -88,21 +88,21 @@ type Global struct {
 	// Default: $OS_CLOUD
 	Cloud string `ini:"cloud"`
 	// Application credential ID (it carries its own project scope).
-	ApplicationCredentialID string `ini:"application-credential-id"`
+	ApplicationCredentialID string `ini:"application-credential-id" secret:"false"`
 	// Application credential name, with the user (username or user-id and its domain).
-	ApplicationCredentialName string `ini:"application-credential-name"`
+	ApplicationCredentialName string `ini:"application-credential-name" secret:"false"`
 	// Secret of the application credential. A secret: never logged.
-	ApplicationCredentialSecret string `ini:"application-credential-secret"`
+	ApplicationCredentialSecret string `ini:"application-credential-secret" secret:"true"`
 	// Skip verification of the endpoints' TLS certificates. Only for tests.
 	// Default: false
 	TLSInsecure bool `ini:"tls-insecure"`
 	// A Keystone token to use as it is (it cannot be renewed).
-	Token string `ini:"token"`
+	Token string `ini:"token" secret:"true"`
 	// CredentialsFile (an Overcast extension) names a second INI file, typically
 	// a mounted Secret, whose [Global] keys override these: the rest of the
 	// cloud.conf can then live in a ConfigMap. Both files are read again every
 	// few seconds; changed credentials take effect without a restart.
-	CredentialsFile string `ini:"credentials-file"`
+	CredentialsFile string `ini:"credentials-file" secret:"false"`
 	// Client-side limit of read calls (GET) to OpenStack, per second, with a burst
 	// of twice as many (an Overcast extension).
 	// Default: 100
@@ -283,7 +283,7 @@ type BlockStorage struct {
 // Read parses a cloud.conf. It reports every unknown section and key and every
 // value of the wrong type at once, and returns what it could decode even then.
 func Read(r io.Reader) (Config, error) {
-	c, path, err := cfgutil.Read[Config](r, "no --cloud-config given: the openstack cloud needs a cloud.conf", cfgutil.DecodeINI)
+	c, path, err := cfgutil.Read[Config](r, "the openstack cloud needs a cloud.conf", cfgutil.DecodeINI)
 	c.path = path
 	if c.Global.CredentialsFile != "" {
 		err = errors.Join(err, mergeCredentials(&c.Global, c.Global.CredentialsFile))
