@@ -109,6 +109,15 @@ type Config struct {
 	// answer), and a response whose Content-Length says more fails at once.
 	MaxResponseBytes int64
 
+	// AnswersJSON says that every answer of the API is JSON: its errors
+	// (4xx, 5xx) carry a JSON body, and it never answers HTML. An answer
+	// that is not is then the error NotAPIError instead of a response: a
+	// wrong URL, a login portal or a proxy answered, and the error says so.
+	AnswersJSON bool
+	// Endpoint names what sets the API's URL ("[Global] api-url"), for
+	// NotAPIError.
+	Endpoint string
+
 	// Classify names the service and operation of a request for metric labels
 	// and logs. It must not return anything derived from secrets or from
 	// unbounded sets (such as resource IDs). Defaults to OperationFor.

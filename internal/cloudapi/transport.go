@@ -1,6 +1,7 @@
 package cloudapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -182,6 +183,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			resp.Body = limitBody(cancelOnClose(resp.Body, cancel), t.cfg.MaxResponseBytes)
 			resp.Request = req
+			if body := t.notAPI(req, resp); body != "" {
+				closeBody(resp.Body)
+				return nil, t.fail(req, info, attempt, &NotAPIError{Cloud: t.cfg.Cloud, Status: resp.Status,
+					Host: req.URL.Host, Path: req.URL.Path, Body: body, Endpoint: cmp.Or(t.cfg.Endpoint, "the URL of the "+t.cfg.Cloud+" API")})
+			}
 			return resp, nil
 		}
 

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -79,16 +80,17 @@ func OneNamed[M any](list []M, id func(M) string, kind, name, prefix string) (M,
 
 // Looked is how every cloud's InstanceMetadata begins, from the lookup of
 // the Node's machine (machine names its kind, e.g. "instance"): a failed
-// lookup gets a Warning Event (InstanceAmbiguous when several machines
-// match, else InstanceLookupFailed) and is the error; a machine not found
+// lookup is the error, with a Warning Event (InstanceAmbiguous) when several
+// machines match, else reported as the lifecycle's lookups are: one Warning
+// an hour for the cloud whatever the number of Nodes (lookups.go); a machine not found
 // gets an InstanceNotFound Warning saying how it was looked for after the
 // providerID (how) and is cloudprovider.InstanceNotFound.
-func (b *Base) Looked(node *v1.Node, machine string, found bool, err error, how string) error {
+func (b *Base) Looked(ctx context.Context, node *v1.Node, machine string, found bool, err error, how string) error {
 	if err != nil {
 		if _, ok := errors.AsType[*AmbiguousError](err); ok {
 			b.Events.Eventf(node, v1.EventTypeWarning, "InstanceAmbiguous", "Node %s: %v", node.Name, err)
 		} else {
-			b.Events.Eventf(node, v1.EventTypeWarning, "InstanceLookupFailed", "Cannot look up the %s of Node %s: %v", machine, node.Name, err)
+			b.lookupDoubt().failed(ctx, b, node, "InstanceMetadata", err)
 		}
 		return err
 	}

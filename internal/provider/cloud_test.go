@@ -45,7 +45,7 @@ func TestShutdownAndLookupAnswersKeepErrorsAndNotFoundApart(t *testing.T) {
 
 	var b Base
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	assert.ErrorIs(t, b.Looked(node, "server", false, boom, "by name"), boom)
-	assert.ErrorIs(t, b.Looked(node, "server", false, nil, "by name"), cloudprovider.InstanceNotFound)
-	assert.NoError(t, b.Looked(node, "server", true, nil, "by name"))
+	assert.ErrorIs(t, b.Looked(t.Context(), node, "server", false, boom, "by name"), boom)
+	assert.ErrorIs(t, b.Looked(t.Context(), node, "server", false, nil, "by name"), cloudprovider.InstanceNotFound)
+	assert.NoError(t, b.Looked(t.Context(), node, "server", true, nil, "by name"))
 }

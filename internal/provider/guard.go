@@ -208,14 +208,21 @@ type guardedInstances struct {
 	cloudprovider.InstancesV2
 	base  *Base
 	guard *deletionGuard
+	doubt *lookupDoubt
 }
 
 // InstanceExists answers as the cloud does, except that a machine gone while
-// the guard holds is an error (the controller retries; it deletes nothing).
+// the guard holds is an error (the controller retries; it deletes nothing),
+// and a lookup that fails is doubt: the machine exists (lookups.go).
 func (g guardedInstances) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
 	exists, err := g.InstancesV2.InstanceExists(ctx, node)
-	if err != nil || exists {
-		return exists, err
+	if err != nil {
+		g.doubt.failed(ctx, g.base, node, "InstanceExists", err)
+		return true, nil
+	}
+	g.doubt.answered(ctx, node)
+	if exists {
+		return true, nil
 	}
 	gone, total, err := g.guard.survey(ctx, g.base.nodeLister(), g.InstancesV2, schemeOf(node.Spec.ProviderID))
 	if err != nil {
@@ -232,11 +239,30 @@ func (g guardedInstances) InstanceExists(ctx context.Context, node *v1.Node) (bo
 	return false, fmt.Errorf("%s", msg)
 }
 
+// InstanceShutdown answers as the cloud does; a lookup that fails is doubt:
+// not shut down (lookups.go).
+func (g guardedInstances) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	down, err := g.InstancesV2.InstanceShutdown(ctx, node)
+	if err != nil {
+		g.doubt.failed(ctx, g.base, node, "InstanceShutdown", err)
+		return false, nil
+	}
+	return down, nil
+}
+
 // GuardInstances is inner (the cloud's InstancesV2) with the Node deletion
 // guard: every cloud answers InstancesV2 with it.
 func (b *Base) GuardInstances(inner cloudprovider.InstancesV2) cloudprovider.InstancesV2 {
-	b.guardOnce.Do(func() { b.guard = newDeletionGuard(deletionGuardOptions()) })
-	return guardedInstances{InstancesV2: inner, base: b, guard: b.guard}
+	b.guardOnce.Do(b.initGuard)
+	return guardedInstances{InstancesV2: inner, base: b, guard: b.guard, doubt: b.doubt}
+}
+
+func (b *Base) initGuard() { b.guard, b.doubt = newDeletionGuard(deletionGuardOptions()), newLookupDoubt() }
+
+// lookupDoubt is the cloud's record of failing lookups.
+func (b *Base) lookupDoubt() *lookupDoubt {
+	b.guardOnce.Do(b.initGuard)
+	return b.doubt
 }
 
 // SetInformers keeps the shared Node lister (the guard's survey). A cloud

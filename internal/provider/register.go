@@ -152,6 +152,7 @@ type Base struct {
 
 	guardOnce sync.Once
 	guard     *deletionGuard
+	doubt     *lookupDoubt
 	nodes     atomic.Value // corelisters.NodeLister
 }
 

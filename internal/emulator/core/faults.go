@@ -37,7 +37,7 @@ type Fault struct {
 	// code 0.
 	Hang bool
 	// Mangle answers as a broken or hostile cloud would (Status is not
-	// used): MangleTruncate, MangleWrongTypes, MangleHuge or MangleReset.
+	// used): one of Mangles.
 	// Truncate and WrongTypes run the call for real first, so a write is
 	// made while its answer is garbage.
 	Mangle string
@@ -65,6 +65,21 @@ const (
 	// next page that is the same again (Options.Pager): a listing that never
 	// ends unless its reader bounds it.
 	MangleEndlessPages = "endless-pages"
+	// MangleEmpty404 answers 404 with an empty body, as a server does at a
+	// wrong path.
+	MangleEmpty404 = "empty-404"
+	// MangleHTMLPage answers 200 with an HTML page, as a login portal does.
+	MangleHTMLPage = "html-page"
+	// MangleProxy502 answers 502 with a proxy's text/plain page.
+	MangleProxy502 = "proxy-502"
+)
+
+// Mangles are the broken answers of a cloud (every Fault.Mangle), and
+// NotAPI those of them that are no answer of the cloud's API at all, but of
+// something else at its URL.
+var (
+	NotAPI  = []string{MangleEmpty404, MangleHTMLPage, MangleProxy502}
+	Mangles = append([]string{MangleTruncate, MangleWrongTypes, MangleHuge, MangleReset, MangleEndlessPages}, NotAPI...)
 )
 
 // hugeBody is MangleHuge's body size.
@@ -124,10 +139,8 @@ func (s *Server) validate(f Fault) error {
 	if f.Service != "" && len(s.opts.Services) > 0 && !slices.Contains(s.opts.Services, f.Service) {
 		return fmt.Errorf("fault service %q: want %s or empty", f.Service, strings.Join(s.opts.Services, ", "))
 	}
-	switch f.Mangle {
-	case "", MangleTruncate, MangleWrongTypes, MangleHuge, MangleReset, MangleEndlessPages:
-	default:
-		return fmt.Errorf("fault mangle %q: want %s, %s, %s, %s or %s", f.Mangle, MangleTruncate, MangleWrongTypes, MangleHuge, MangleReset, MangleEndlessPages)
+	if f.Mangle != "" && !slices.Contains(Mangles, f.Mangle) {
+		return fmt.Errorf("fault mangle %q: want one of %s", f.Mangle, strings.Join(Mangles, ", "))
 	}
 	if !f.Hang && f.Mangle == "" && (f.Status < 100 || f.Status > 599) {
 		return fmt.Errorf("fault status %d: want an HTTP status (or Hang, or Mangle)", f.Status)
@@ -216,6 +229,18 @@ func (s *Server) mangle(w http.ResponseWriter, r *http.Request, how string) {
 		// net/http closes the connection of a handler that panics with
 		// ErrAbortHandler, without an answer and without logging it.
 		panic(http.ErrAbortHandler)
+	case MangleEmpty404:
+		w.WriteHeader(http.StatusNotFound)
+		return
+	case MangleHTMLPage:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, "<!DOCTYPE html><html><body><form action=\"/login\">Sign in</form></body></html>\n")
+		return
+	case MangleProxy502:
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, "Bad Gateway\n")
+		return
 	case MangleHuge:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)

@@ -110,7 +110,7 @@ func (gw *gateway) set(g Global) (bool, error) {
 	if g.SSLNoVerify {
 		base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the operator's ssl-no-verify, as the peer reads it
 	}
-	limits := cloudapi.Config{Cloud: ProviderName, WriteQPS: defaultWriteQPS, WriteBurst: 2 * defaultWriteQPS, Timeout: gw.attemptTimeout}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
+	limits := cloudapi.Config{Cloud: ProviderName, AnswersJSON: true, Endpoint: "[Global] api-url", WriteQPS: defaultWriteQPS, WriteBurst: 2 * defaultWriteQPS, Timeout: gw.attemptTimeout}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
 	hc, err := cloudapi.NewClient(limits, dated{next: base, clock: &gw.clock})
 	if err != nil {
 		return false, err

@@ -107,7 +107,7 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 // Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	m, found, err := c.find(ctx, node, snapshot.MaxAge)
-	if err := c.Looked(node, "virtual machine", found, err, "by the name "+shortName(node.Name)+" among those the CCM's keys see"); err != nil {
+	if err := c.Looked(ctx, node, "virtual machine", found, err, "by the name "+shortName(node.Name)+" among those the CCM's keys see"); err != nil {
 		return nil, err
 	}
 	return &cloudprovider.InstanceMetadata{

@@ -71,7 +71,7 @@ type gateway struct {
 // newGateway is a gateway to ep signed with creds, limited as rl says (the
 // peer's defaults: 20 calls a second, bursts of 5, each way).
 func newGateway(ep Endpoints, creds credentials, rl *RateLimiter, now func() time.Time) (*gateway, error) {
-	limits := cloudapi.Config{Cloud: ProviderName, ReadQPS: 20, ReadBurst: 5, WriteQPS: 20, WriteBurst: 5}
+	limits := cloudapi.Config{Cloud: ProviderName, AnswersJSON: true, Endpoint: "auth.region (or endpoints)", ReadQPS: 20, ReadBurst: 5, WriteQPS: 20, WriteBurst: 5}
 	if rl != nil {
 		if rl.DisableRateLimiter {
 			limits.ReadQPS, limits.WriteQPS = math.Inf(1), math.Inf(1)

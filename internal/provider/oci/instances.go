@@ -422,7 +422,7 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 // matches no instance, or several, gets a Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	m, found, err := c.find(ctx, node, snapshot.MaxAge)
-	if err := c.Looked(node, "instance", found && !slices.Contains(goneStates, m.LifecycleState), err,
+	if err := c.Looked(ctx, node, "instance", found && !slices.Contains(goneStates, m.LifecycleState), err,
 		"by displayName, address or hostname label in compartment "+c.cfg.CompartmentID); err != nil {
 		return nil, err
 	}

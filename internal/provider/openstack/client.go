@@ -248,7 +248,7 @@ type auth struct {
 // credential, a token, or a password.
 func resolveAuth(g Global) (auth, error) {
 	a := auth{endpoint: gophercloud.EndpointOpts{Region: g.Region, Availability: availability(g.EndpointType)}}
-	a.limits = cloudapi.Config{Cloud: "openstack"}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
+	a.limits = cloudapi.Config{Cloud: "openstack", AnswersJSON: true, Endpoint: "[Global] auth-url and the endpoints of its catalog"}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
 	if g.UseClouds {
 		opts := []clouds.ParseOption{}
 		if g.CloudsFile != "" {

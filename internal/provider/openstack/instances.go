@@ -204,7 +204,7 @@ func (c *Cloud) addressesOf(ctx context.Context, s server) map[string][]novaAddr
 // addresses. A Node that matches no server gets a Warning Event.
 func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
 	s, found, err := c.find(ctx, node, snapshot.MaxAge)
-	if err := c.Looked(node, "OpenStack server", found, err, "by name in the project of the CCM's credentials"); err != nil {
+	if err := c.Looked(ctx, node, "OpenStack server", found, err, "by name in the project of the CCM's credentials"); err != nil {
 		return nil, err
 	}
 	flavor := s.Flavor.OriginalName

@@ -6,6 +6,8 @@ package providertest
 import (
 	"context"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,14 +52,11 @@ const heapLimit = 256 << 20
 // creations were made while the answers were garbage.
 func RunHostile(t *testing.T, h Hostile) {
 	ctx := t.Context()
-	for _, f := range []core.Fault{
-		{Mangle: core.MangleTruncate},
-		{Mangle: core.MangleWrongTypes},
-		{Mangle: core.MangleHuge},
-		{Mangle: core.MangleReset},
-		{Mangle: core.MangleEndlessPages},
-		{Hang: true},
-	} {
+	faults := []core.Fault{{Hang: true}}
+	for _, m := range core.Mangles {
+		faults = append(faults, core.Fault{Mangle: m})
+	}
+	for _, f := range faults {
 		name := f.Mangle
 		if f.Hang {
 			name = "never-answers"
@@ -100,6 +99,9 @@ func RunHostile(t *testing.T, h Hostile) {
 					t.Errorf("Leftovers listed from %s answers", name)
 				}
 			}
+			if slices.Contains(core.NotAPI, f.Mangle) {
+				saysNotAPI(t, h)
+			}
 			grown, made := peak(), h.Emulator.CallCount()-calls0
 			// Every call above shares one 5 s deadline: a call that outlived
 			// it (held until an attempt's timeout, 30 s) would show here.
@@ -125,6 +127,30 @@ func RunHostile(t *testing.T, h Hostile) {
 				t.Errorf("after the faults: InstanceExists = %v, %v", exists, err)
 			}
 		})
+	}
+}
+
+// saysNotAPI checks that the errors of a Node's lookup and of a Service's
+// load balancer, answered by something that is not the cloud's API (a
+// wrong path, a portal, a proxy), say so with the host, as a person needs to
+// act on them. Each call has time for its retries.
+func saysNotAPI(t *testing.T, h Hostile) {
+	t.Helper()
+	host := strings.TrimPrefix(strings.TrimPrefix(h.Emulator.URL(), "http://"), "https://")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, exists := h.Cloud.InstanceExists(ctx, h.Node)
+	_, ensure := h.Cloud.EnsureLoadBalancer(ctx, h.ClusterName, h.Service("not-api"), h.Nodes)
+	for call, err := range map[string]error{"InstanceExists": exists, "EnsureLoadBalancer": ensure} {
+		if err == nil {
+			t.Errorf("%s: no error on an answer that is not the API's", call)
+			continue
+		}
+		for _, want := range []string{host, "which is not an answer of the", "check "} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the error of an answer that is not the API's does not say %q: %v", call, want, err)
+			}
+		}
 	}
 }
 
