@@ -272,23 +272,60 @@ func TestCloudStackProxyProtocolReachesTheNode(t *testing.T) {
 // address the peer associated, the firewall rule. Overcast takes them over as
 // they are, with no second rule and the same address, and deleting the
 // Service releases the address, as the peer would have.
-// Two Services asking for one free address share it (as with the peer): it is
-// associated for the first, kept while the second's rules are on it after the
-// first is deleted, and released with the last.
+// Two Services asking for one free address share it: it is associated for
+// the first, kept while the other's rules are on it, and released with the
+// last, whichever goes first; for the address Overcast associated (tagged for
+// the first) and for the one the peer did (the first annotated
+// ip-associated-by-controller, the address untagged), taken over.
 func TestCloudStackASharedRequestedAddressGoesWithTheLast(t *testing.T) {
+	third := 70
+	for _, shape := range []string{"overcast", "peer"} {
+		for _, first := range []string{"owner", "other"} {
+			t.Run(shape+"/"+first+" deleted first", func(t *testing.T) {
+				sharedAddressGoesWithTheLast(t, third, shape == "peer", first == "owner")
+			})
+			third++
+		}
+	}
+}
+
+func sharedAddressGoesWithTheLast(t *testing.T, third int, peer, ownerFirst bool) {
 	ns := namespace(t)
-	e := cloudStackEmulator(t, 65)
-	_, ip := e.AddMachine("cs65-node-1")
-	k := env.NewKubelet(t, "cs65-node-1", ip)
-	env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig()})
-	waitNodeInitialised(t, k.Name)
-	const shared = "127.3.65.200"
-	for i, name := range []string{"first", "second"} {
-		svc := lbService(t, ns, name, func(s *v1.Service) {
-			s.Spec.LoadBalancerIP = shared
-			s.Spec.Ports[0].Port = int32(80 + i)
-		})
-		k.ServeService(t, svc, true)
+	e := cloudStackEmulator(t, third)
+	name := fmt.Sprintf("cs%d-node-1", third)
+	machine, ip := e.AddMachine(name)
+	k := env.NewKubelet(t, name, ip)
+	shared := fmt.Sprintf("127.3.%d.200", third)
+	svcs := []string{"owner", "other"}
+	opts := framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig()}
+	if peer {
+		nodes := env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig(),
+			Controllers: []string{"cloud-node", "cloud-node-lifecycle"}})
+		waitNodeInitialised(t, k.Name)
+		nodes.Stop()
+		for i, name := range svcs {
+			svc := lbService(t, ns, name, func(s *v1.Service) {
+				s.Spec.LoadBalancerIP = shared
+				s.Spec.Ports[0].Port, s.Spec.Ports[0].NodePort = int32(80+i), int32(30080+i)
+			})
+			k.ServeService(t, svc, true)
+			peerBuilds(t, e, svc, []string{machine})
+		}
+		require.Equal(t, "true", getService(t, ns, "owner").Annotations[peerIPAssociated], "the peer associated it for the first")
+		env.StartCCM(t, opts)
+	} else {
+		env.StartCCM(t, opts)
+		waitNodeInitialised(t, k.Name)
+		for i, name := range svcs {
+			svc := lbService(t, ns, name, func(s *v1.Service) {
+				s.Spec.LoadBalancerIP = shared
+				s.Spec.Ports[0].Port = int32(80 + i)
+			})
+			k.ServeService(t, svc, true)
+			waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+		}
+	}
+	for _, name := range svcs {
 		got := waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
 		require.Equal(t, shared, ingressAddr(got))
 	}
@@ -306,11 +343,15 @@ func TestCloudStackASharedRequestedAddressGoesWithTheLast(t *testing.T) {
 	}
 	require.Equal(t, []string{shared}, addresses())
 
-	deleteService(t, ns, "first")
-	assert.Equal(t, []string{shared}, addresses(), "kept: the second Service's rule is on it")
-	assert.Equal(t, k.Name, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(shared), 81)))
+	if !ownerFirst {
+		slices.Reverse(svcs)
+	}
+	deleteService(t, ns, svcs[0])
+	assert.Equal(t, []string{shared}, addresses(), "kept: the other Service's rule is on it")
+	port := map[string]uint16{"owner": 80, "other": 81}[svcs[1]]
+	assert.Equal(t, k.Name, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(shared), port)))
 
-	deleteService(t, ns, "second")
+	deleteService(t, ns, svcs[1])
 	assert.Empty(t, csRules(t, admin))
 	assert.Empty(t, addresses(), "released with the last Service that used it")
 	assert.Empty(t, warnings(t, ns))
