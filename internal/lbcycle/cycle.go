@@ -181,6 +181,11 @@ type Cycle[S, L any] struct {
 	// pass walks the load balancer, not the fast path, which only sees what
 	// the shared listing shows.
 	drifted map[types.UID]bool
+	// inventory is, by load balancer, the objects an Inventory cloud's
+	// listings showed of it after its last walk; verified, the load
+	// balancers walked since the last drift pass (inventory.go).
+	inventory map[string][]string
+	verified  map[string]bool
 }
 
 // New returns the cycle of cloud.
@@ -191,7 +196,8 @@ func New[S, L any](cloud Cloud[S, L], records Records, opts Options) *Cycle[S, L
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Cycle[S, L]{cloud: cloud, records: records, opts: opts, checked: map[string]time.Time{}, drifted: map[types.UID]bool{}}
+	return &Cycle[S, L]{cloud: cloud, records: records, opts: opts, checked: map[string]time.Time{}, drifted: map[types.UID]bool{},
+		inventory: map[string][]string{}, verified: map[string]bool{}}
 }
 
 // EnsureLoadBalancer converges the Service's load balancer by one step, or
@@ -284,6 +290,10 @@ func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fi
 			return nil, c.step(svc, progress, err)
 		}
 		c.walked(lb.ID)
+		c.walkedInventory(lb.ID)
+	}
+	if built {
+		c.walkedInventory(lb.ID)
 	}
 	if walk {
 		c.mu.Lock()
@@ -313,6 +323,7 @@ func (c *Cycle[S, L]) EnsureLoadBalancerDeleted(ctx context.Context, clusterName
 	delete(c.drifted, svc.UID)
 	if rec, ok := c.records.Get(svc); ok {
 		delete(c.checked, rec.ID)
+		c.forgetInventory(rec.ID)
 	}
 	c.mu.Unlock()
 	return nil
@@ -327,6 +338,7 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 		r.Relist()
 	}
 	checker, _ := c.cloud.(DriftChecker[L])
+	inv, _ := c.cloud.(Inventory[L])
 	out := map[types.UID]string{}
 	for _, svc := range svcs {
 		rec, ok := c.records.Get(svc)
@@ -351,6 +363,13 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 				return nil, err
 			}
 		}
+		if why == "" && found && inv != nil && !lb.Shared && lb.State == Ready && lb.ID == rec.ID {
+			objects, err := inv.Objects(ctx, svc, lb)
+			if err != nil {
+				return nil, err
+			}
+			why = c.inventoryDrift(lb.ID, objects)
+		}
 		if why != "" {
 			out[svc.UID] = why
 		}
@@ -360,6 +379,13 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 		c.drifted[uid] = true
 	}
 	c.mu.Unlock()
+	if l, ok := c.cloud.(DriftListener); ok {
+		for _, svc := range svcs {
+			if _, ok := out[svc.UID]; ok {
+				l.Drifting(svc)
+			}
+		}
+	}
 	return out, nil
 }
 

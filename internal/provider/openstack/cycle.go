@@ -379,6 +379,9 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 func (s steps) Relist() {
 	s.index.lbs.Invalidate()
 	s.index.fips.Invalidate()
+	s.index.listeners.Invalidate()
+	s.index.pools.Invalidate()
+	s.index.sgRules.Invalidate()
 }
 
 // Delete deletes the Service's load balancer (cascade) and the floating IP a

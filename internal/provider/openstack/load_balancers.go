@@ -404,12 +404,22 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 		return true, nil
 	}
 
+	if changed, err := c.deleteStrayPools(ctx, octavia, allPools, s); err != nil || changed {
+		return changed, err
+	}
 	for _, p := range s.ports {
 		k := s.listenerKey(p)
 		l, ok := byKey[k]
 		if !ok {
 			opts := c.listenerOpts(svc, s, p)
 			opts.LoadbalancerID = lb.ID
+			// The pool a listener deleted behind our back left serves the
+			// new one: nothing is left over, and its members are kept.
+			if i := slices.IndexFunc(allPools, func(pool pools.Pool) bool {
+				return len(pool.Listeners) == 0 && pool.Name == c.objectName(s, p) && pool.Protocol == s.poolProtocol(p)
+			}); i >= 0 {
+				opts.DefaultPoolID = allPools[i].ID
+			}
 			if _, err := listeners.Create(ctx, octavia, opts).Extract(); err != nil {
 				return false, fmt.Errorf("creating listener %s: %w", k, octaviaErr(err))
 			}
@@ -447,6 +457,26 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 		if changed, err := c.convergeMonitor(ctx, octavia, pool, s, p); err != nil || changed {
 			return changed, err
 		}
+	}
+	return false, nil
+}
+
+// deleteStrayPools deletes a pool of the Service's that no listener uses and
+// none of its ports wants (its listener deleted with the port, or behind our
+// back with a pool of another protocol); one a pass.
+func (c *Cloud) deleteStrayPools(ctx context.Context, octavia *gophercloud.ServiceClient, all []pools.Pool, s lbSpec) (bool, error) {
+	wanted := map[string]string{} // name → protocol
+	for _, p := range s.ports {
+		wanted[c.objectName(s, p)] = s.poolProtocol(p)
+	}
+	for _, pool := range all {
+		if len(pool.Listeners) > 0 || !strings.HasPrefix(pool.Name, s.name+"_") || wanted[pool.Name] == pool.Protocol {
+			continue
+		}
+		if err := pools.Delete(ctx, octavia, pool.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", pool.ID, octaviaErr(err))
+		}
+		return true, nil
 	}
 	return false, nil
 }

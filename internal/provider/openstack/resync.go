@@ -6,8 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -29,10 +32,15 @@ const (
 type lbIndex struct {
 	lbs  *snapshot.Snapshot[loadbalancers.LoadBalancer]
 	fips *snapshot.Snapshot[floatingips.FloatingIP]
+	// listeners and pools: the drift check's (inventory.go).
+	listeners *snapshot.Snapshot[listeners.Listener]
+	pools     *snapshot.Snapshot[pools.Pool]
+	sgRules   *snapshot.Snapshot[rules.SecGroupRule]
 }
 
 func newLBIndex(c *Cloud) *lbIndex {
-	return &lbIndex{
+	ls, ps := newObjectIndex(c)
+	return &lbIndex{listeners: ls, pools: ps, sgRules: newRuleIndex(c),
 		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]loadbalancers.LoadBalancer, error) {
 			uid := c.Cluster.Get()
 			if uid == "" {

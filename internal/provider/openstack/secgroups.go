@@ -261,6 +261,16 @@ func (m *sgManager) converged(ctx context.Context, uid types.UID, fp string, f f
 	return err
 }
 
+// expire makes the next convergence of the Service's group run, however
+// recently the last one ended (something changed it behind our back).
+func (m *sgManager) expire(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[uid]; r != nil && !r.at.IsZero() {
+		r.at = time.Unix(0, 0) // long ago: not fresh, not under way
+	}
+}
+
 // forget drops what is known of a deleted Service's group, once a
 // convergence under way (which could create it) has ended.
 func (m *sgManager) forget(ctx context.Context, uid types.UID) error {

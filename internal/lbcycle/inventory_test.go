@@ -1,0 +1,67 @@
+package lbcycle
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// inventoried is a cloud whose listings show objects of its load balancer.
+type inventoried struct {
+	script
+	objects []string
+}
+
+func (i *inventoried) Objects(context.Context, *v1.Service, LB[string]) ([]string, error) {
+	return i.objects, nil
+}
+
+// Every object of a load balancer is checked from the listings: after a
+// restart each load balancer is walked once; later an object gone, changed
+// or added is drift, which a walk repairs; what the walk leaves (a stray
+// that is not ours) is the new normal, not a drift forever.
+func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: types.UID("u1")}}
+	lb := &LB[string]{ID: "lb1", State: Ready}
+	cloud := &inventoried{script: script{spec: fp, listed: lb, found: lb, publish: true},
+		objects: []string{"listener/l1/TCP/80", "pool/p1", "member/p1/m1", "member/p1/m2"}}
+	records := memRecords{svc.UID: {ID: "lb1", Fingerprint: fp}}
+	c := New[string, string](cloud, records, Options{})
+	drift := func() string {
+		t.Helper()
+		d, err := c.Drifted(t.Context(), []*v1.Service{svc})
+		require.NoError(t, err)
+		return d[svc.UID]
+	}
+	walk := func() {
+		t.Helper()
+		cloud.ran = nil
+		_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", svc, nil)
+		require.NoError(t, err)
+		require.Contains(t, cloud.ran, "converge", "a drifted Service is walked")
+	}
+
+	assert.Equal(t, "load balancer lb1 has not been walked since this process started", drift(), "a restart re-verifies")
+	walk()
+	assert.Empty(t, drift(), "remembered as the walk left it")
+	assert.Empty(t, drift())
+
+	cloud.objects = []string{"listener/l1/TCP/80", "pool/p1", "member/p1/m1"}
+	assert.Equal(t, "gone or changed: member/p1/m2", drift(), "a member deleted out of band")
+	walk()
+	cloud.objects = []string{"listener/l1/TCP/80", "pool/p1", "member/p1/m1", "member/p1/m3"}
+	assert.Empty(t, drift(), "the walk's repair is the new normal")
+
+	cloud.objects = []string{"listener/l1/TCP/81", "pool/p1", "member/p1/m1", "member/p1/m3", "pool/stray"}
+	assert.Equal(t, "gone or changed: listener/l1/TCP/80; new: listener/l1/TCP/81, pool/stray", drift())
+	walk()
+	assert.Empty(t, drift(), "a stray the walk leaves (not ours) is not drift forever")
+
+	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", svc))
+	assert.Empty(t, c.inventory, "nothing remembered of a deleted load balancer")
+}

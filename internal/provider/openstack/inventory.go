@@ -1,0 +1,136 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
+)
+
+// The drift check sees every object of a Service's load balancer (lbcycle's
+// Inventory): its listeners and pools from the load balancer's listing, each
+// with what is converged of it from two project-wide listings shared by
+// every Service (listeners; pools, which carry their members' and health
+// monitor's ids), so a pass costs the same for 20 Services as for 1,000.
+
+var (
+	_ lbcycle.Inventory[loadbalancers.LoadBalancer] = steps{}
+	_ lbcycle.DriftListener                         = steps{}
+)
+
+// newObjectIndex lists every listener and pool of the project, by id.
+func newObjectIndex(c *Cloud) (*snapshot.Snapshot[listeners.Listener], *snapshot.Snapshot[pools.Pool]) {
+	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]listeners.Listener, error) {
+		octavia, err := c.clients.octaviaClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		all, err := listAll[listeners.Listener](ctx, octavia, "listeners", nil, "lbaas", "listeners")
+		if err != nil {
+			return nil, fmt.Errorf("listing the project's listeners: %w", octaviaErr(err))
+		}
+		return all, nil
+	}, func(l listeners.Listener) []string { return []string{"listener/" + l.ID} })
+	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]pools.Pool, error) {
+		octavia, err := c.clients.octaviaClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		all, err := listAll[pools.Pool](ctx, octavia, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools")
+		if err != nil {
+			return nil, fmt.Errorf("listing the project's pools: %w", octaviaErr(err))
+		}
+		return all, nil
+	}, func(p pools.Pool) []string { return []string{"pool/" + p.ID} })
+	return ls, ps
+}
+
+// Objects are the load balancer's listeners, pools, members and health
+// monitors, and the rules of the Service's security group (managed ones),
+// each keyed by what is converged of it.
+func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]string, error) {
+	out, err := s.sgObjects(ctx, svc)
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range l.Obj.Listeners {
+		li, found, err := s.index.listeners.Get(ctx, "listener/"+ref.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			out = append(out, "listener/"+ref.ID+" (not listed)")
+			continue
+		}
+		cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
+		out = append(out, fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s", li.ID, li.Protocol, li.ProtocolPort,
+			strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTlsContainerRef))
+	}
+	for _, ref := range l.Obj.Pools {
+		p, found, err := s.index.pools.Get(ctx, "pool/"+ref.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			out = append(out, "pool/"+ref.ID+" (not listed)")
+			continue
+		}
+		out = append(out, fmt.Sprintf("pool/%s %s %s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners)))
+		if p.MonitorID != "" {
+			out = append(out, "monitor/"+p.MonitorID+" of pool "+p.ID)
+		}
+		for _, m := range p.Members {
+			out = append(out, "member/"+m.ID+" of pool "+p.ID)
+		}
+	}
+	return out, nil
+}
+
+// sgObjects are the rules of the Service's security group as its last
+// convergence in this process placed it (none before one).
+func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error) {
+	p, ok := s.sgs.placement(svc.UID)
+	if !ok || p.group == "" {
+		return nil, nil
+	}
+	all, err := s.index.sgRules.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{"security-group/" + p.group}
+	for _, r := range all {
+		if r.SecGroupID == p.group {
+			out = append(out, fmt.Sprintf("security-group-rule/%s %s %s %s %d-%d from %s", r.ID, r.Direction, r.EtherType, r.Protocol, r.PortRangeMin, r.PortRangeMax, r.RemoteIPPrefix))
+		}
+	}
+	return out, nil
+}
+
+// newRuleIndex lists every security group rule of the project.
+func newRuleIndex(c *Cloud) *snapshot.Snapshot[rules.SecGroupRule] {
+	return snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]rules.SecGroupRule, error) {
+		network, err := c.clients.networkClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		all, err := allPages(ctx, rules.List(network, rules.ListOpts{}), rules.ExtractRules)
+		if err != nil {
+			return nil, fmt.Errorf("listing the project's security group rules: %w", neutronErr(err))
+		}
+		return all, nil
+	}, func(r rules.SecGroupRule) []string { return []string{"rule/" + r.ID} })
+}
+
+// Drifting: a Service whose objects drifted has its security group
+// converged by the walk, however recently it last was.
+func (s steps) Drifting(svc *v1.Service) { s.sgs.expire(svc.UID) }
