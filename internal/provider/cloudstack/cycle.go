@@ -793,32 +793,9 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 	if len(st.rules) == 0 {
 		return "", nil
 	}
-	n, err := s.network(ctx, st.rules[0].Network)
-	if err != nil {
+	open, what, err := s.openings(ctx, svc, st)
+	if err != nil || what == "" {
 		return "", err
-	}
-	var open []opening
-	what := "firewall rule"
-	switch {
-	case n.Firewall:
-		fw, _, err := s.firewall.Get(ctx, "addr/"+st.addr.ID)
-		if err != nil {
-			return "", err
-		}
-		open = fw.openings
-	case n.ACL != "":
-		items, managed, err := s.acls.items(ctx, s.gw, n.ACL)
-		if err != nil || !managed {
-			return "", err
-		}
-		for _, it := range items {
-			if it.Tags[tagService] == string(svc.UID) {
-				open = append(open, it)
-			}
-		}
-		what = "ACL item of the tier's list"
-	default:
-		return "", nil
 	}
 	for _, r := range st.rules {
 		if !slices.ContainsFunc(open, func(o opening) bool {

@@ -66,6 +66,8 @@ type Cloud struct {
 	// of: its frontend NSG among them is deleted once it is out.
 	nsgsLeft uidLists
 	lists    listWriter
+	// listPass: the drift check's reads of security lists (inventory.go).
+	listPass listPass
 }
 
 var _ provider.Cloud = (*Cloud)(nil)

@@ -223,6 +223,7 @@ func (s steps) Relist() {
 	for _, l := range s.listings {
 		l.Invalidate()
 	}
+	s.listPass.forget()
 }
 
 func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.wrs.retryAfter(svc) }

@@ -457,6 +457,13 @@ func (w *listWriter) forget(id string) {
 	delete(w.last, id)
 }
 
+// forgetAll makes the next batch of every list read it first.
+func (w *listWriter) forgetAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	clear(w.last)
+}
+
 // merge is have with the rules marked mark that want no longer asks for
 // removed, and those it asks for that nothing does yet added.
 func merge(have []json.RawMessage, want []rule, mark string) ([]json.RawMessage, bool, error) {

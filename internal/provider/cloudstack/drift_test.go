@@ -1,0 +1,108 @@
+package cloudstack
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/provider/providertest"
+)
+
+// Every kind of object a Service's load balancer owns (its rules, their
+// firewall openings), removed or changed behind the CCM's back, is repaired
+// within a drift period (providertest).
+func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1", "worker-2")
+	svc := service("drift", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080},
+		v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
+	svc.Spec.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
+	kube := fake.NewClientset(svc)
+	f.c.SetKube(kube)
+	fresh := func() *v1.Service {
+		got, err := kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		return got
+	}
+	id := providertest.ID
+	providertest.RunDrift(t, providertest.Drift{
+		Ensure: func(t *testing.T) string {
+			st, err := f.ensure(fresh(), nodes)
+			require.NoError(t, err)
+			return st.Ingress[0].IP
+		},
+		Drifted: func(t *testing.T) string {
+			d, err := f.c.Drifted(t.Context(), []*v1.Service{fresh()})
+			require.NoError(t, err)
+			return d[svc.UID]
+		},
+		Objects: func(t *testing.T) []string {
+			lb, found, err := steps{f.c}.Listed(t.Context(), fresh())
+			require.NoError(t, err)
+			require.True(t, found)
+			keys, err := steps{f.c}.Objects(t.Context(), fresh(), lb)
+			require.NoError(t, err)
+			return keys
+		},
+		Restart: func(t *testing.T) {
+			cfg, err := Read(strings.NewReader(f.emu.CloudConfig()))
+			require.NoError(t, err)
+			c, err := New(cfg, ProviderName)
+			require.NoError(t, err)
+			c.Cluster.Set(clusterUID)
+			c.jobs.took, c.jobs.margin, c.tagSettle = 0, 0, 0
+			c.SetKube(kube)
+			f.c = c
+		},
+		OutOfBand: map[string][2]func(context.Context, string) error{
+			"rule": {
+				func(_ context.Context, k string) error {
+					_, err := f.admin.LoadBalancer.DeleteLoadBalancerRule(f.admin.LoadBalancer.NewDeleteLoadBalancerRuleParams(id(k)))
+					return err
+				},
+				func(_ context.Context, k string) error {
+					p := f.admin.LoadBalancer.NewUpdateLoadBalancerRuleParams(id(k))
+					p.SetAlgorithm("leastconn")
+					_, err := f.admin.LoadBalancer.UpdateLoadBalancerRule(p)
+					return err
+				},
+			},
+			"firewall-rule": {
+				func(_ context.Context, k string) error {
+					_, err := f.admin.Firewall.DeleteFirewallRule(f.admin.Firewall.NewDeleteFirewallRuleParams(id(k)))
+					return err
+				},
+				func(_ context.Context, k string) error {
+					// Replaced by one for other sources (one open to all is
+					// not drift: the rule's cidrlist keeps the sources, as
+					// the peer's shape does).
+					r, _, err := f.admin.Firewall.GetFirewallRuleByID(id(k), cs.WithProject("-1"))
+					if err != nil {
+						r, _, err = f.admin.Firewall.GetFirewallRuleByID(id(k))
+					}
+					if err != nil {
+						return err
+					}
+					if _, err := f.admin.Firewall.DeleteFirewallRule(f.admin.Firewall.NewDeleteFirewallRuleParams(id(k))); err != nil {
+						return err
+					}
+					p := f.admin.Firewall.NewCreateFirewallRuleParams(r.Ipaddressid, r.Protocol)
+					p.SetCidrlist([]string{"192.0.2.0/24"})
+					p.SetStartport(r.Startport)
+					p.SetEndport(r.Endport)
+					_, err = f.admin.Firewall.CreateFirewallRule(p)
+					return err
+				},
+			},
+		},
+		Kinds: []string{"rule", "firewall-rule"},
+	})
+	f.remove(fresh())
+}

@@ -1,0 +1,72 @@
+package cloudstack
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+)
+
+// The drift check sees every object of a Service's load balancer that a
+// listing shared by all Services shows (lbcycle's Inventory): its rules
+// (address, ports, algorithm, source list), and what opens their ports (the
+// address's firewall rules, or the tier's ACL items tagged as the
+// Service's). A rule's machines need a call per rule (CloudStack lists them
+// by rule): they are the hourly walk's.
+
+var _ lbcycle.Inventory[lbState] = steps{}
+
+// Objects are the Service's rules and openings (the address is its rules').
+func (s steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string, error) {
+	st := lb.Obj
+	var out []string
+	for _, r := range st.rules {
+		cidrs := slices.Sorted(slices.Values(r.CIDRs))
+		out = append(out, fmt.Sprintf("rule/%s %s %s:%d->%d %s from %s", r.ID, r.Protocol, r.IP, r.PublicPort, r.PrivatePort, r.Algorithm, strings.Join(cidrs, ",")))
+	}
+	open, what, err := s.openings(ctx, svc, st)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range open {
+		cidrs := slices.Sorted(slices.Values(o.CIDRs))
+		out = append(out, fmt.Sprintf("%s/%s %s %d-%d from %s %s", strings.ReplaceAll(what, " ", "-"), o.ID, o.Protocol, o.Start, o.End, strings.Join(cidrs, ","), o.Action))
+	}
+	return out, nil
+}
+
+// openings are what opens the ports of the Service's rules, from the shared
+// listings: the firewall rules of its address (an isolated network), or the
+// ACL items of its tier's list tagged as the Service's (a VPC), and what
+// they are called; "" when its network has neither.
+func (s steps) openings(ctx context.Context, svc *v1.Service, st lbState) ([]opening, string, error) {
+	if len(st.rules) == 0 {
+		return nil, "", nil
+	}
+	n, err := s.network(ctx, st.rules[0].Network)
+	if err != nil {
+		return nil, "", err
+	}
+	switch {
+	case n.Firewall:
+		fw, _, err := s.firewall.Get(ctx, "addr/"+st.addr.ID)
+		return fw.openings, "firewall rule", err
+	case n.ACL != "":
+		items, managed, err := s.acls.items(ctx, s.gw, n.ACL)
+		if err != nil || !managed {
+			return nil, "", err
+		}
+		var open []opening
+		for _, it := range items {
+			if it.Tags[tagService] == string(svc.UID) {
+				open = append(open, it)
+			}
+		}
+		return open, "ACL item of the tier's list", nil
+	}
+	return nil, "", nil
+}

@@ -1,0 +1,282 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/cloud-provider/api"
+
+	"github.com/overcast-ccm/overcast/internal/provider/providertest"
+)
+
+// Every kind of object a Service's load balancer owns (listeners, backend
+// sets, backends, the security rules it relies on), removed or changed
+// behind the CCM's back, is repaired within a drift period (providertest).
+func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
+	e := startEmulator(t)
+	const cluster = "drift-cluster"
+	newCloud := func() *Cloud {
+		c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
+		c.SetClusterUID(cluster)
+		return c
+	}
+	c := newCloud()
+	svc := lbSvc("drift", "uid-drift", 30180)
+	kube := fake.NewClientset(svc)
+	c.SetKube(kube)
+	var nodes []*v1.Node
+	for _, name := range []string{"drift-a", "drift-b"} {
+		id, ip := e.AddMachine(name)
+		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: "oci://" + id},
+			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}})
+	}
+	fresh := func(t *testing.T) *v1.Service {
+		got, err := kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		return got
+	}
+	listed := func(ctx context.Context) (LB, error) {
+		steps{c}.Relist()
+		lb, found, err := steps{c}.Listed(ctx, fresh(t))
+		if err == nil && !found {
+			err = errors.New("the load balancer is not listed")
+		}
+		return lb.Obj, err
+	}
+	providertest.RunDrift(t, providertest.Drift{
+		Ensure: func(t *testing.T) string {
+			var st *v1.LoadBalancerStatus
+			require.NoError(t, poll(time.Minute, func() error {
+				var err error
+				st, err = c.EnsureLoadBalancer(t.Context(), "kubernetes", fresh(t), nodes)
+				return err
+			}))
+			return st.Ingress[0].IP
+		},
+		Drifted: func(t *testing.T) string {
+			d, err := c.Drifted(t.Context(), []*v1.Service{fresh(t)})
+			require.NoError(t, err)
+			return d[svc.UID]
+		},
+		Objects: func(t *testing.T) []string {
+			lb, found, err := steps{c}.Listed(t.Context(), fresh(t))
+			require.NoError(t, err)
+			require.True(t, found)
+			keys, err := steps{c}.Objects(t.Context(), fresh(t), lb)
+			require.NoError(t, err)
+			return keys
+		},
+		Restart: func(*testing.T) {
+			c = newCloud()
+			c.SetKube(kube)
+		},
+		OutOfBand: ociOutOfBand(func() *Cloud { return c }, listed),
+		Kinds:     []string{"listener", "backendset", "backend", "security-rule"},
+	})
+}
+
+// poll calls f until it is not a RetryError (bounded).
+func poll(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		var re *api.RetryError
+		if !errors.As(err, &re) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ociOutOfBand is what someone else does to an object of each kind.
+func ociOutOfBand(cloud func() *Cloud, listed func(context.Context) (LB, error)) map[string][2]func(context.Context, string) error {
+	child := func(ctx context.Context, method, kind, name string, body any) error {
+		lb, err := listed(ctx)
+		if err != nil {
+			return err
+		}
+		_, err = cloud().gw.changeChild(ctx, kindLB, method, lb.ID, kind, name, body)
+		return err
+	}
+	backendSet := func(ctx context.Context, name string, change func(*BackendSet)) error {
+		lb, err := listed(ctx)
+		if err != nil {
+			return err
+		}
+		bs := lb.BackendSets[name]
+		change(&bs)
+		bs.Name = ""
+		return child(ctx, http.MethodPut, "backendSets", name, bs)
+	}
+	id := providertest.ID
+	return map[string][2]func(context.Context, string) error{
+		"listener": {
+			func(ctx context.Context, k string) error { return child(ctx, http.MethodDelete, "listeners", id(k), nil) },
+			func(ctx context.Context, k string) error {
+				lb, err := listed(ctx)
+				if err != nil {
+					return err
+				}
+				l := lb.Listeners[id(k)]
+				l.Port, l.Name = l.Port+1000, ""
+				return child(ctx, http.MethodPut, "listeners", id(k), l)
+			},
+		},
+		"backendset": {
+			func(ctx context.Context, k string) error { // its listener first: OCI keeps a set in use
+				lb, err := listed(ctx)
+				if err != nil {
+					return err
+				}
+				for name, l := range lb.Listeners {
+					if l.DefaultBackendSetName == id(k) {
+						if err := child(ctx, http.MethodDelete, "listeners", name, nil); err != nil {
+							return err
+						}
+					}
+				}
+				return child(ctx, http.MethodDelete, "backendSets", id(k), nil)
+			},
+			func(ctx context.Context, k string) error {
+				return backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = "IP_HASH" })
+			},
+		},
+		"backend": {
+			func(ctx context.Context, k string) error {
+				_, set, _ := strings.Cut(k, " of ")
+				return backendSet(ctx, set, func(bs *BackendSet) {
+					bs.Backends = slices.DeleteFunc(bs.Backends, func(b Backend) bool { return fmt.Sprintf("%s:%d", b.IPAddress, b.Port) == id(k) })
+				})
+			},
+			func(ctx context.Context, k string) error { // a stray beside ours
+				_, set, _ := strings.Cut(k, " of ")
+				return backendSet(ctx, set, func(bs *BackendSet) {
+					bs.Backends = append(bs.Backends, Backend{IPAddress: "10.0.0.250", Port: 30999, Weight: 1})
+				})
+			},
+		},
+		"security-rule": {
+			func(ctx context.Context, k string) error { return editRule(ctx, cloud(), k, nil) },
+			func(ctx context.Context, k string) error {
+				return editRule(ctx, cloud(), k, func(r *rule) { r.Source = "0.0.0.0/0" })
+			},
+		},
+	}
+}
+
+// editRule removes the rule whose Objects key is key from its security
+// list (change nil), or changes it.
+func editRule(ctx context.Context, c *Cloud, key string, change func(*rule)) error {
+	list, dir := providertest.ID(key), strings.Fields(key)[1]
+	sl, err := c.gw.securityList(ctx, list)
+	if err != nil {
+		return err
+	}
+	rules := &sl.Ingress
+	if dir == "egress" {
+		rules = &sl.Egress
+	}
+	for i, raw := range *rules {
+		var r rule
+		if json.Unmarshal(raw, &r) != nil || r.key(list, dir) != key {
+			continue
+		}
+		if change == nil {
+			*rules = slices.Delete(*rules, i, i+1)
+		} else {
+			change(&r)
+			(*rules)[i], err = json.Marshal(r)
+			if err != nil {
+				return err
+			}
+		}
+		_, err = c.gw.updateSecurityList(ctx, sl)
+		return err
+	}
+	return fmt.Errorf("no rule %s", key)
+}
+
+// Finding: two clusters on one security list, the other on the peer. This
+// cluster's Service relies on the peer's unmarked rule for its port (it adds
+// none of its own); the other cluster's Service goes, and its peer removes
+// the rule. The next drift pass sees the rule gone and the walk adds a
+// marked one: the port is closed for at most a drift period, not until a
+// Node joins.
+func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing.T) {
+	e := startEmulator(t)
+	f := e.Fixture()
+	c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
+	c.SetClusterUID("cluster-b")
+	svc := lbSvc("web", "uid-web", 30280)
+	kube := fake.NewClientset(svc)
+	c.SetKube(kube)
+	id, ip := e.AddMachine("b-node")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "b-node"}, Spec: v1.NodeSpec{ProviderID: "oci://" + id},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	fresh := func() *v1.Service {
+		got, err := kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		return got
+	}
+	// The other cluster's peer opened port 80 to everyone, unmarked.
+	peer := tcpRule(true, "0.0.0.0/0", 80, "")
+	sl, err := c.gw.securityList(t.Context(), f.SecurityListID)
+	require.NoError(t, err)
+	raw, err := json.Marshal(peer)
+	require.NoError(t, err)
+	sl.Ingress = append(sl.Ingress, raw)
+	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	require.NoError(t, err)
+
+	ensure := func() {
+		require.NoError(t, poll(time.Minute, func() error {
+			_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", fresh(), nodes)
+			return err
+		}))
+	}
+	drifted := func() string {
+		d, err := c.Drifted(t.Context(), []*v1.Service{fresh()})
+		require.NoError(t, err)
+		return d[svc.UID]
+	}
+	opens80 := func() (marked, unmarked int) {
+		in, _ := e.SecurityListRules(f.SecurityListID)
+		for _, s := range in {
+			var r rule
+			require.NoError(t, json.Unmarshal([]byte(s), &r))
+			if r.does(peer) {
+				if strings.HasPrefix(r.Description, markPrefix) {
+					marked++
+				} else {
+					unmarked++
+				}
+			}
+		}
+		return marked, unmarked
+	}
+	ensure()
+	require.Empty(t, drifted())
+	m, u := opens80()
+	require.Equal(t, [2]int{0, 1}, [2]int{m, u}, "the peer's rule does it: none added")
+
+	// The other cluster's Service goes; its peer removes its rule.
+	require.NoError(t, editRule(t.Context(), c, peer.key(f.SecurityListID, "ingress"), nil))
+	why := drifted()
+	require.Contains(t, why, "security-rule/", "the next drift pass sees the port closed")
+	ensure()
+	m, u = opens80()
+	assert.Equal(t, [2]int{1, 0}, [2]int{m, u}, "the walk puts back a rule of its own, marked")
+	assert.Empty(t, drifted())
+}

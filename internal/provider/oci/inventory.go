@@ -1,0 +1,171 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+)
+
+// The drift check sees every object of a Service's load balancer (lbcycle's
+// Inventory): its listeners, backend sets and backends, from the shared
+// listing of load balancers (OCI lists them whole), and the security rules
+// it relies on in the security lists of its subnets and its nodes' subnets
+// (those marked as the Service's, and the unmarked ones that open its ports,
+// which it adopted), each list read once a drift pass whatever the number of
+// Services. A rule another cluster's CCM removes is thus seen within the
+// drift period, and put back. (Network security groups' rules are the
+// hourly walk's: OCI lists them per group.)
+
+var (
+	_ lbcycle.Inventory[LB] = steps{}
+	_ lbcycle.DriftListener = steps{}
+)
+
+// Drifting: the walk of a drifted Service reads the security lists again,
+// rather than write on what this process last wrote (listReuse): a rule
+// removed behind its back since is put back.
+func (s steps) Drifting(*v1.Service) { s.lists.forgetAll() }
+
+// Objects are the load balancer's listeners, backend sets, backends and
+// the security rules it relies on.
+func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string, error) {
+	o := lb.Obj
+	var out []string
+	ports := map[int]bool{}
+	for name, l := range o.Listeners {
+		ports[l.Port] = true
+		out = append(out, fmt.Sprintf("listener/%s %s/%d to %s", name, l.Protocol, l.Port, l.DefaultBackendSetName))
+	}
+	var ips []string
+	for name, bs := range o.BackendSets {
+		ports[bs.HealthChecker.Port] = true
+		out = append(out, fmt.Sprintf("backendset/%s %s check %s:%d", name, bs.Policy, bs.HealthChecker.Protocol, bs.HealthChecker.Port))
+		for _, b := range bs.Backends {
+			ports[b.Port] = true
+			ips = append(ips, b.IPAddress)
+			out = append(out, fmt.Sprintf("backend/%s:%d of %s", b.IPAddress, b.Port, name))
+		}
+	}
+	rules, err := s.reliedOn(ctx, svc, append(slices.Clone(o.SubnetIDs), o.SubnetID), ips, ports)
+	return append(out, rules...), err
+}
+
+// reliedOn are the rules of the security lists of subnets and of the
+// backends' subnets that the Service's load balancer relies on.
+func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []string, ports map[int]bool) ([]string, error) {
+	for _, ip := range ips {
+		if m, found, err := s.machines.Get(ctx, "ip/"+ip); err != nil {
+			return nil, err
+		} else if found && m.SubnetID != "" {
+			subnets = append(subnets, m.SubnetID)
+		}
+	}
+	mark := s.mark(svc) + " "
+	var out []string
+	seen := map[string]bool{}
+	for _, id := range subnets {
+		if id == "" {
+			continue
+		}
+		_, list, err := s.subnetList(ctx, id)
+		if err != nil || seen[list] {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		seen[list] = true
+		sl, err := s.listPass.list(ctx, s.gw, list)
+		if err != nil {
+			return nil, err
+		}
+		for dir, raws := range map[string][]json.RawMessage{"ingress": sl.Ingress, "egress": sl.Egress} {
+			for _, raw := range raws {
+				var r rule
+				if json.Unmarshal(raw, &r) != nil || !reliesOn(r, mark, ports) {
+					continue
+				}
+				out = append(out, r.key(list, dir))
+			}
+		}
+	}
+	return out, nil
+}
+
+// reliesOn: r is the Service's (its mark), or unmarked and opens one of
+// its ports (adopted: the peer's, an operator's).
+func reliesOn(r rule, mark string, ports map[int]bool) bool {
+	if strings.HasPrefix(r.Description, mark) {
+		return true
+	}
+	if strings.HasPrefix(r.Description, markPrefix) || r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
+		return false
+	}
+	pr := r.TCPOptions.DestinationPortRange
+	for p := range ports {
+		if pr.Min <= p && p <= pr.Max {
+			return true
+		}
+	}
+	return false
+}
+
+// key is the rule's in Objects, in list id and direction dir.
+func (r rule) key(list, dir string) string {
+	return fmt.Sprintf("security-rule/%s %s %s %s%s %s", list, dir, r.Protocol, r.Source, r.Destination, r.ports())
+}
+
+// ports are the rule's destination ports, as a key says them.
+func (r rule) ports() string {
+	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
+		return "all ports"
+	}
+	return fmt.Sprintf("ports %d-%d", r.TCPOptions.DestinationPortRange.Min, r.TCPOptions.DestinationPortRange.Max)
+}
+
+// listPass is each security list as one drift pass read it: one read of a
+// list for every Service whose rules are in it.
+type listPass struct {
+	mu   sync.Mutex
+	read map[string]SecurityList
+	gen  int // counts forget: a read begun before is not kept
+}
+
+// list is security list id as this pass read it (read now if not yet).
+func (p *listPass) list(ctx context.Context, gw *gateway, id string) (SecurityList, error) {
+	p.mu.Lock()
+	sl, ok := p.read[id]
+	gen := p.gen
+	p.mu.Unlock()
+	if ok {
+		return sl, nil
+	}
+	sl, err := gw.securityList(ctx, id)
+	if err != nil {
+		return SecurityList{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gen == gen {
+		if p.read == nil {
+			p.read = map[string]SecurityList{}
+		}
+		p.read[id] = sl
+	}
+	return sl, nil
+}
+
+// forget makes the next pass read the lists again.
+func (p *listPass) forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.read = nil
+	p.gen++
+}
