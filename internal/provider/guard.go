@@ -257,7 +257,9 @@ func (b *Base) GuardInstances(inner cloudprovider.InstancesV2) cloudprovider.Ins
 	return guardedInstances{InstancesV2: inner, base: b, guard: b.guard, doubt: b.doubt}
 }
 
-func (b *Base) initGuard() { b.guard, b.doubt = newDeletionGuard(deletionGuardOptions()), newLookupDoubt() }
+func (b *Base) initGuard() {
+	b.guard, b.doubt = newDeletionGuard(deletionGuardOptions()), newLookupDoubt()
+}
 
 // lookupDoubt is the cloud's record of failing lookups.
 func (b *Base) lookupDoubt() *lookupDoubt {

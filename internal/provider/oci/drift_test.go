@@ -123,7 +123,9 @@ func ociOutOfBand(cloud func() *Cloud, listed func(context.Context) (LB, error))
 	id := providertest.ID
 	return map[string][2]func(context.Context, string) error{
 		"listener": {
-			func(ctx context.Context, k string) error { return child(ctx, http.MethodDelete, "listeners", id(k), nil) },
+			func(ctx context.Context, k string) error {
+				return child(ctx, http.MethodDelete, "listeners", id(k), nil)
+			},
 			func(ctx context.Context, k string) error {
 				lb, err := listed(ctx)
 				if err != nil {
