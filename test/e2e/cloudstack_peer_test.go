@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,4 +78,88 @@ func TestCloudStackTakesOverFromThePeerItself(t *testing.T) {
 	t.Logf("the peer's %d rules and %d firewall rules adopted with %d writes; addresses %v", len(rules), len(firewall), writes, addrs)
 
 	csDeleteLeavesNothing(t, admin, false, ns, "plain", "ranged")
+}
+
+// TestCloudStackGoesBackToThePeerItself: the way back. Overcast serves
+// every shape the peer makes (source ranges, source-cidrs, both, PROXY
+// protocol, UDP, several ports), is stopped, and the unmodified peer starts
+// in its place: it rebuilds nothing (no write at all) and every Service
+// keeps its address and its traffic. Run by hand, as the way there.
+func TestCloudStackGoesBackToThePeerItself(t *testing.T) {
+	bin := os.Getenv("OVERCAST_PEER_CLOUDSTACK")
+	if bin == "" {
+		t.Skip("OVERCAST_PEER_CLOUDSTACK names no cloudstack-kubernetes-provider binary")
+	}
+	ns := namespace(t)
+	e := cloudStackEmulator(t, 74)
+	_, ip := e.AddMachine("cs74-node-1")
+	k := env.NewKubelet(t, "cs74-node-1", ip)
+	ccm := env.StartCCM(t, framework.CCMOptions{Cloud: "external-cloudstack", CloudConfig: e.CloudConfig()})
+	waitNodeInitialised(t, k.Name)
+	shapes := map[string]func(*v1.Service){
+		"plain":  nil,
+		"ranged": func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} },
+		"cidrs":  func(s *v1.Service) { s.Annotations = map[string]string{peerSourceCIDRs: "127.0.0.0/8"} },
+		"both": func(s *v1.Service) {
+			s.Annotations = map[string]string{peerSourceCIDRs: "127.0.0.0/8"}
+			s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/9"}
+		},
+		"proxy": func(s *v1.Service) { s.Annotations = map[string]string{peerProxyProtocol: "true"} },
+		"udp":   func(s *v1.Service) { s.Spec.Ports[0].Protocol, s.Spec.Ports[0].Port = v1.ProtocolUDP, 53 },
+		"ports": func(s *v1.Service) {
+			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443})
+			s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"}
+		},
+	}
+	addrs := map[string]string{}
+	for name, mutate := range shapes {
+		k.ServeService(t, lbService(t, ns, name, mutate), true)
+	}
+	for name := range shapes {
+		addrs[name] = ingressAddr(waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, ""))
+	}
+	admin := csAdmin(e)
+	rules, firewall := csObjects(t, admin, false)
+	ccm.Stop()
+	e.ResetCalls()
+
+	peer := env.StartBinary(t, bin, "cloudstack-kubernetes-provider", framework.CCMOptions{Cloud: "external-cloudstack",
+		CloudConfig: e.AdminCloudConfig()})
+	// The peer syncs every Service at its start: it has when it has listed
+	// each one's rules and called nothing for a while.
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		listed := 0
+		for _, c := range e.Calls() {
+			if c.Route == "listLoadBalancerRules" {
+				listed += c.Count
+			}
+		}
+		before := e.CallCount()
+		if listed < len(shapes) {
+			return fmt.Errorf("the peer listed the rules %d times, not yet once per Service", listed)
+		}
+		time.Sleep(5 * time.Second)
+		if e.CallCount() != before {
+			return fmt.Errorf("the peer is still at work")
+		}
+		return nil
+	}))
+	gotRules, gotFirewall := csObjects(t, admin, false)
+	assert.Equal(t, rules, gotRules, "the peer rebuilds no rule")
+	assert.Equal(t, firewall, gotFirewall, "the peer rebuilds no firewall rule")
+	assert.Zero(t, csWrites(e), "the peer writes nothing: %v", e.Calls())
+	for name := range shapes {
+		got, err := env.Client.CoreV1().Services(ns).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, addrs[name], ingressAddr(got), "%s keeps its address", name)
+	}
+	assert.Equal(t, k.Name, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(addrs["ranged"]), 80)))
+	peer.Stop()
+
+	env.StartCCM(t, framework.CCMOptions{Cloud: "external-cloudstack", CloudConfig: e.CloudConfig()})
+	names := make([]string, 0, len(shapes))
+	for name := range shapes {
+		names = append(names, name)
+	}
+	csDeleteLeavesNothing(t, admin, false, ns, names...)
 }

@@ -375,8 +375,12 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		if _, ok := have[name]; ok {
 			continue
 		}
+		cidrs := spec.ruleCIDRs
+		if plan.alone {
+			cidrs = spec.peerRuleCIDRs // the peer's shape; the firewall rule lets in the sources
+		}
 		id, job, err := s.gw.createRule(ctx, rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
-			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: spec.ruleCIDRs})
+			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: cidrs})
 		if err != nil {
 			return "", outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
 		}

@@ -28,8 +28,12 @@ type lbSpec struct {
 	ports     []portSpec // sorted
 	algorithm string
 	// ruleCIDRs are the rules' cidrlist; sources what the firewall rules or
-	// ACL items let in.
-	ruleCIDRs, sources []string
+	// ACL items let in. peerRuleCIDRs are the cidrlist the peer gives a rule
+	// (the source-cidrs annotation, else everyone): where a firewall rule
+	// alone decides what reaches a port, a rule is made so, as the peer
+	// makes it, and lets in the same (the sources, by its firewall rule):
+	// going back to the peer then rebuilds none.
+	ruleCIDRs, sources, peerRuleCIDRs []string
 	ip                 string // spec.loadBalancerIP ("" for any)
 	hostname           string // published instead of the address
 	check              *healthCheck
@@ -137,6 +141,7 @@ func parseSpec(svc *v1.Service) (lbSpec, error) {
 	}
 	s.ruleCIDRs = firstSet(annotated, ranges)
 	s.sources = firstSet(ranges, annotated)
+	s.peerRuleCIDRs = firstSet(annotated, everyone)
 
 	if ip := strings.TrimSpace(svc.Spec.LoadBalancerIP); ip != "" {
 		a, err := netip.ParseAddr(ip)
