@@ -340,6 +340,7 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 	checker, _ := c.cloud.(DriftChecker[L])
 	inv, _ := c.cloud.(Inventory[L])
 	out := map[types.UID]string{}
+	reverify := 0
 	for _, svc := range svcs {
 		rec, ok := c.records.Get(svc)
 		if !ok || rec.ID == "" {
@@ -369,6 +370,12 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 				return nil, err
 			}
 			why = c.inventoryDrift(lb.ID, objects)
+			if IsReverifying(why) {
+				if reverify >= ReverifyPerPass {
+					why = "" // the next pass's
+				}
+				reverify++
+			}
 		}
 		if why != "" {
 			out[svc.UID] = why

@@ -21,8 +21,10 @@ import (
 // after a walk sees them; later, any difference (an object deleted, changed,
 // or added beside them) is drift, and the Service is walked, which repairs it;
 // the objects are then remembered anew. A load balancer not walked since the
-// process started is drift too: a restart re-verifies every load balancer
-// once, with reads only when nothing changed.
+// process started is walked too, quietly (Reverifying: no Event, no
+// condition, no repair counted), at most ReverifyPerPass a pass: a restart
+// re-verifies every load balancer within a few passes, with reads only when
+// nothing changed.
 type Inventory[L any] interface {
 	Objects(ctx context.Context, svc *v1.Service, lb LB[L]) ([]string, error)
 }
@@ -34,6 +36,17 @@ type DriftListener interface {
 	Drifting(svc *v1.Service)
 }
 
+// Reverifying begins the reason of a load balancer walked because this
+// process has not walked it yet: not drift, nothing to tell anyone.
+const Reverifying = "re-verifying: "
+
+// ReverifyPerPass bounds the load balancers re-verified in one drift pass,
+// so that a restart with many Services spreads its reads.
+const ReverifyPerPass = 100
+
+// IsReverifying says whether a drift reason is a re-verification.
+func IsReverifying(why string) bool { return strings.HasPrefix(why, Reverifying) }
+
 // walked says a walk of the load balancer id converged it: the next drift
 // pass remembers its objects as they are then.
 func (c *Cycle[S, L]) walkedInventory(id string) {
@@ -42,7 +55,8 @@ func (c *Cycle[S, L]) walkedInventory(id string) {
 	c.mu.Unlock()
 }
 
-// forgetInventory drops what is remembered of the load balancer id.
+// forgetInventory drops what is remembered of the load balancer id (c.mu
+// held).
 func (c *Cycle[S, L]) forgetInventory(id string) {
 	delete(c.inventory, id)
 	delete(c.verified, id)
@@ -62,7 +76,7 @@ func (c *Cycle[S, L]) inventoryDrift(id string, objects []string) string {
 	}
 	was, ok := c.inventory[id]
 	if !ok {
-		return fmt.Sprintf("load balancer %s has not been walked since this process started", id)
+		return Reverifying + fmt.Sprintf("load balancer %s has not been walked since this process started", id)
 	}
 	return describeChange(was, objects)
 }

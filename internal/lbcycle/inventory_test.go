@@ -2,6 +2,7 @@ package lbcycle
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,7 +47,7 @@ func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) 
 		require.Contains(t, cloud.ran, "converge", "a drifted Service is walked")
 	}
 
-	assert.Equal(t, "load balancer lb1 has not been walked since this process started", drift(), "a restart re-verifies")
+	assert.True(t, IsReverifying(drift()), "a restart re-verifies")
 	walk()
 	assert.Empty(t, drift(), "remembered as the walk left it")
 	assert.Empty(t, drift())
@@ -64,4 +65,37 @@ func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) 
 
 	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", svc))
 	assert.Empty(t, c.inventory, "nothing remembered of a deleted load balancer")
+}
+
+// A restart with many load balancers re-verifies at most ReverifyPerPass
+// of them a pass: its reads are spread.
+func TestARestartReverifiesAFewLoadBalancersAPass(t *testing.T) {
+	records := memRecords{}
+	listing := map[types.UID]*LB[string]{}
+	var svcs []*v1.Service
+	for i := range ReverifyPerPass + 50 {
+		s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i), Namespace: "default", UID: types.UID(fmt.Sprint(i))}}
+		svcs = append(svcs, s)
+		id := fmt.Sprint("lb", i)
+		records[s.UID] = Record{ID: id, Fingerprint: fp}
+		listing[s.UID] = &LB[string]{ID: id, State: Ready}
+	}
+	cloud := &inventoriedListing{listingCloud: listingCloud{listing: listing}}
+	c := New[string, string](cloud, records, Options{})
+	drifted, err := c.Drifted(t.Context(), svcs)
+	require.NoError(t, err)
+	assert.Len(t, drifted, ReverifyPerPass)
+	for _, why := range drifted {
+		assert.True(t, IsReverifying(why), why)
+	}
+}
+
+type inventoriedListing struct{ listingCloud }
+
+func (i *inventoriedListing) Drift(context.Context, *v1.Service, Record, LB[string]) (string, error) {
+	return "", nil
+}
+
+func (i *inventoriedListing) Objects(context.Context, *v1.Service, LB[string]) ([]string, error) {
+	return []string{"listener/1"}, nil
 }

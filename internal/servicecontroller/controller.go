@@ -504,6 +504,12 @@ func (c *Controller) checkDrift(ctx context.Context) {
 			st.spec, st.nodes = 0, 0
 		}
 		c.mu.Unlock()
+		if lbcycle.IsReverifying(why) {
+			// Not drift: walked once by this process, quietly.
+			logger.V(2).Info("Verifying the load balancer once after the start", "service", klog.KObj(svc))
+			c.queue.Add(key)
+			continue
+		}
 		logger.Info("Load balancer drifted; repairing", "service", klog.KObj(svc), "why", why)
 		msg := "Repairing load balancer: " + why
 		c.recorder.Event(svc, v1.EventTypeNormal, ReasonRepairing, msg)
