@@ -34,11 +34,11 @@ type lbSpec struct {
 	// makes it, and lets in the same (the sources, by its firewall rule):
 	// going back to the peer then rebuilds none.
 	ruleCIDRs, sources, peerRuleCIDRs []string
-	ip                 string // spec.loadBalancerIP ("" for any)
-	hostname           string // published instead of the address
-	check              *healthCheck
-	members            []string // the eligible Nodes' machine ids, sorted
-	network            string   // the members' guest network
+	ip                                string // spec.loadBalancerIP ("" for any)
+	hostname                          string // published instead of the address
+	check                             *healthCheck
+	members                           []string // the eligible Nodes' machine ids, sorted
+	network                           string   // the members' guest network
 }
 
 // portSpec is one rule: a protocol (tcp, udp or tcp-proxy), the public port
