@@ -233,6 +233,7 @@ func (c *Cycle[S, L]) UpdateLoadBalancer(ctx context.Context, clusterName string
 				if ok {
 					rec.Fingerprint = fp
 					c.records.Put(ctx, svc, rec)
+					c.walkedInventory(lb.ID) // its new members are ours, not drift
 					return nil
 				}
 			}

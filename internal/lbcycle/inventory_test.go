@@ -99,3 +99,19 @@ func (i *inventoriedListing) Drift(context.Context, *v1.Service, Record, LB[stri
 func (i *inventoriedListing) Objects(context.Context, *v1.Service, LB[string]) ([]string, error) {
 	return []string{"listener/1"}, nil
 }
+
+// The members a Node change puts in are the cycle's own doing: not drift.
+func TestMembersUpdatedAloneAreNotDrift(t *testing.T) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: types.UID("u1")}}
+	lb := &LB[string]{ID: "lb1", State: Ready}
+	cloud := &inventoried{script: script{spec: fp, listed: lb, found: lb, publish: true, memberOK: true},
+		objects: []string{"pool/p1", "member/m1"}}
+	records := memRecords{svc.UID: {ID: "lb1", Fingerprint: Fingerprint{Config: fp.Config, Members: "old"}}}
+	c := New[string, string](cloud, records, Options{})
+	c.inventory["lb1"] = []string{"member/m0", "pool/p1"}
+	require.NoError(t, c.UpdateLoadBalancer(t.Context(), "kubernetes", svc, nil))
+	require.Contains(t, cloud.ran, "members")
+	d, err := c.Drifted(t.Context(), []*v1.Service{svc})
+	require.NoError(t, err)
+	assert.Empty(t, d)
+}

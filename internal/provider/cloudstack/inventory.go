@@ -33,6 +33,11 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string,
 		return nil, err
 	}
 	for _, o := range open {
+		if !slices.ContainsFunc(st.rules, func(r rule) bool {
+			return o.Protocol == l4(r.Protocol) && o.Start <= r.PublicPort && r.PublicPort <= o.End
+		}) {
+			continue // another Service's, on an address they share
+		}
 		cidrs := slices.Sorted(slices.Values(o.CIDRs))
 		out = append(out, fmt.Sprintf("%s/%s %s %d-%d from %s %s", strings.ReplaceAll(what, " ", "-"), o.ID, o.Protocol, o.Start, o.End, strings.Join(cidrs, ","), o.Action))
 	}
