@@ -48,6 +48,9 @@ func DecodeINI(data []byte, out any) error {
 	if err := sc.Err(); err != nil {
 		d.errs = append(d.errs, fmt.Errorf("after line %d: %w", d.lines(data), err))
 	}
+	if d.hidden {
+		d.errs = append(d.errs, errors.New("(the text of unknown keys and sections is not shown: a stray line may hold a secret)"))
+	}
 	return errors.Join(d.errs...)
 }
 
@@ -62,6 +65,7 @@ type iniDecoder struct {
 	curKeys map[string]reflect.StructField
 	seen    map[string]int    // section/key → the line that set it
 	seenVal map[string]string // and its value
+	hidden  bool              // a line's text was left out of an error
 }
 
 func (d *iniDecoder) add(line int, format string, a ...any) {
@@ -73,7 +77,7 @@ func (d *iniDecoder) lines(data []byte) int { return bytes.Count(data, []byte("\
 
 // header enters the section of a [Name] or [Name "sub"] line.
 func (d *iniDecoder) header(n int, line string) {
-	d.cur, d.curName = reflect.Value{}, "["
+	d.cur, d.curName = reflect.Value{}, "a section whose header is not valid"
 	end := strings.IndexByte(line, ']')
 	if end < 0 {
 		d.add(n, "a section header without a closing ]")
@@ -93,7 +97,8 @@ func (d *iniDecoder) header(n int, line string) {
 	}
 	f, ok := d.sections[strings.ToLower(name)]
 	if !ok {
-		d.add(n, "unknown section [%s]%s", name, suggestKey(name, d.sections))
+		d.add(n, "unknown section%s", suggestKey(name, d.sections))
+		d.hidden = true
 		return
 	}
 	fv := d.root.FieldByIndex(f.Index)
@@ -130,21 +135,20 @@ func (d *iniDecoder) keyLine(n int, line string) {
 		return
 	}
 	if d.curName == "" {
-		d.add(n, "%s is outside any section (a key goes under its section, such as [Global])", key)
+		d.add(n, "a key outside any section (it goes under its section, such as [Global])")
+		d.hidden = true
 		return
 	}
 	if !d.cur.IsValid() {
 		return // the section's problem is reported already
 	}
 	f, ok := d.curKeys[strings.ToLower(key)]
-	switch {
-	case !ok && hasVal:
-		d.add(n, "[%s] unknown key %q%s", d.curName, key, suggestKey(key, d.curKeys))
-		return
-	case !ok:
-		// A word alone on its line may be a value that slipped onto a
-		// line of its own: it is not shown.
-		d.add(n, "[%s] an unknown key without `=`%s (not shown: it may be a value on a line of its own)", d.curName, suggestKey(key, d.curKeys))
+	if !ok {
+		// What stands where a key should may be a value that slipped onto a
+		// line of its own (a password wrapped after its "="): it is not
+		// shown; the line and the key it most resembles are.
+		d.add(n, "[%s] unknown key%s", d.curName, suggestKey(key, d.curKeys))
+		d.hidden = true
 		return
 	}
 	fv := d.cur.FieldByIndex(f.Index)
@@ -167,7 +171,7 @@ func (d *iniDecoder) keyLine(n int, line string) {
 
 // set sets fv, the field f of the current section, to val.
 func (d *iniDecoder) set(n int, key string, f reflect.StructField, fv reflect.Value, val string) {
-	id := d.curName + "/" + strings.ToLower(key)
+	id := strings.ToLower(d.curName) + "/" + strings.ToLower(key)
 	if fv.Kind() != reflect.Slice {
 		// The same value again is harmless (a file put together from
 		// pieces: cloud-provider-openstack's reader takes it too); two
@@ -198,7 +202,7 @@ func (d *iniDecoder) malformed(n int, text string) {
 	}
 	where := "outside any section"
 	if d.curName != "" {
-		where = "in [" + strings.TrimPrefix(d.curName, "[") + "]"
+		where = "in [" + d.curName + "]"
 	}
 	d.add(n, "not a `key = value` line %s (its text is not shown: it may hold a secret)", where)
 }
@@ -342,12 +346,43 @@ func iniFields(t reflect.Type) map[string]reflect.StructField {
 	return out
 }
 
+// suggestKey names the key of fields that k most resembles (the same but for
+// case, - and _, or at most two letters apart), as " (did you mean …?)".
 func suggestKey(k string, fields map[string]reflect.StructField) string {
 	norm := func(s string) string { return strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(s)) }
+	best, bestD := "", 3
 	for name, f := range fields {
-		if norm(name) == norm(k) {
-			return fmt.Sprintf(" (did you mean %q?)", f.Tag.Get("ini"))
+		if d := distance(norm(name), norm(k)); d < bestD || (d == bestD && f.Tag.Get("ini") < best) {
+			best, bestD = f.Tag.Get("ini"), d
 		}
 	}
-	return ""
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// distance is the edit distance of a and b (Levenshtein), at most 3 worth
+// knowing: longer words are not compared letter by letter.
+func distance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 3
+	}
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -91,7 +91,7 @@ func TestAMalformedLineIsNamedByItsKeyAndLine(t *testing.T) {
 		"[Global]\npassword: x\n":            "line 2: [Global] password is not written `password = value`",
 		"[Global]\npassword x\n":             "line 2: [Global] password is not written `password = value`",
 		"[Global]\nx y\n":                    "line 2: not a `key = value` line in [Global]",
-		"password = x\n":                     "line 1: password is outside any section",
+		"password = x\n":                     "line 1: a key outside any section",
 		"[Global]\npassword\n":               "line 2: [Global] password has no value",
 		"[Global]\ninsecure\n":               "",
 		"[Global] password = x\n":            "line 1: text after a section header's ]",
@@ -99,7 +99,7 @@ func TestAMalformedLineIsNamedByItsKeyAndLine(t *testing.T) {
 		"[Class x]\n":                        "line 1: section header [Class …]: a subsection name must be quoted",
 		"[Global]\npassword = \"a\\qb\"\n":   "line 2: [Global] password: a quoted value has an unknown escape",
 		"[Global]\ntoken = a\ntoken = b\n":   "line 3: [Global] token is set twice, to different values (also on line 2)",
-		"[Global]\nPasswrd = x\n":            `line 2: [Global] unknown key "Passwrd"`,
+		"[Global]\nPasswrd = x\n":            `line 2: [Global] unknown key (did you mean "password"?)`,
 		"[Global]\nurl = a\n[Global]\nurl=a": "",
 	} {
 		var c iniSecrets
@@ -116,16 +116,18 @@ func TestAMalformedLineIsNamedByItsKeyAndLine(t *testing.T) {
 
 func TestYAMLProblemsNameTheirLine(t *testing.T) {
 	for in, want := range map[string]string{
-		"auth:\n  region: a\n  regoin: b\n":  "line 3: auth.regoin: unknown key",
-		"auth:\n  key: a\n  key: b\n":        "line 3: auth.key is set twice (also on line 2)",
-		"auth:\n  key x: a\n":                "line 2: auth: a key that is not a name",
-		"passphrase: [a]\n":                  "line 1: passphrase: cannot use a array here, want a string",
-		"- a\n":                              "line 1: the document must be a mapping",
-		"tags: {\"a b\": c}\n":               "",
-		"auth: {key: \"a\\qb\"}\n":           "not valid YAML",
-		"passphrase: \"unterminated\n":       "not valid YAML",
-		"auth:\n\tkey: a\n":                  "not valid YAML",
-		"auth: {region: a}\npassphrase: p\n": "",
+		"auth:\n  region: a\n  regoin: b\n":                 "line 3: auth.regoin: unknown key",
+		"auth:\n  key: a\n  key: b\n":                       "line 3: auth.key is set twice (also on line 2)",
+		"auth:\n  key x: a\n":                               "line 2: auth: a key that is not a name",
+		"passphrase: [a]\n":                                 "line 1: passphrase: cannot use a array here, want a string",
+		"- a\n":                                             "line 1: the document must be a mapping",
+		"tags: {\"a b\": c}\n":                              "",
+		"auth: {key: \"a\\qb\"}\n":                          "not valid YAML",
+		"passphrase: \"unterminated\n":                      "not valid YAML",
+		"auth:\n\tkey: a\n":                                 "not valid YAML",
+		"auth: {region: a}\npassphrase: p\n":                "",
+		"base: &b {region: a}\nauth:\n  <<: *b\n  key: k\n": "line 1: base: unknown key",
+		"auth:\n  ~: 12345678\n":                            "not valid YAML for a config",
 	} {
 		var c yamlSecrets
 		err := cfgutil.DecodeYAML([]byte(in), &c)

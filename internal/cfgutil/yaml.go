@@ -28,7 +28,8 @@ func DecodeYAML(data []byte, out any) error {
 	}
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return fmt.Errorf("not valid YAML: %w", QuietYAMLError(err))
+		// Its message may print a value unquoted (a null key's): not shown.
+		return errors.New("not valid YAML for a config: a key that is null, or a mapping as a key")
 	}
 	w := &yamlWalk{lines: map[string]int{}}
 	if len(root.Content) > 0 {
@@ -86,6 +87,9 @@ func (w *yamlWalk) mapping(path string, n *yaml3.Node, t reflect.Type) {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml3.ScalarNode && k.Tag == "!!merge" {
+			continue // <<: *defaults, merged by the decoder
+		}
 		name := isName(k.Value) && k.Kind == yaml3.ScalarNode
 		if !name && !isMap {
 			w.add(k.Line, "%s: a key that is not a name (letters, digits, -, _, .); not shown, it may hold a secret", orRoot(path))

@@ -53,6 +53,10 @@ func iniShapes(path []string, secret, valid string) []Shape {
 		{"an unknown escape", in(k + ` = "` + secret + `\q"`)},
 		{"a lone backslash", in(k + ` = "` + secret + `\`)},
 		{"the value alone on a line", in(k+" =", secret)},
+		{"the value alone on a line, with an =", in(k+" =", secret+"==")},
+		{"the value alone before any section", secret + "\n" + valid + "\n"},
+		{"the value alone with an = before any section", secret + "=x\n" + valid + "\n"},
+		{"the value as a section", valid + "\n[" + secret + "]\n"},
 		{"after a section header", valid + "\n" + head + " " + k + " = " + secret + "\n"},
 		{"in a section header", valid + "\n[" + path[0] + " " + k + " = " + secret + "]\n"},
 		{"in an unclosed section header", valid + "\n[" + path[0] + " " + k + " = " + secret + "\n"},
@@ -99,5 +103,9 @@ func yamlShapes(path []string, secret, valid string) []Shape {
 		{"binary garbage around it", valid + "\n" + nest(k+": \x00"+secret+"\xff")},
 		{"JSON", `{"` + strings.Join(path, `":{"`) + `":"` + secret + `"` + strings.Repeat("}", len(path)) + "x"},
 		{"an anchor and alias", valid + "\n" + nest(k+": &a "+secret+"\n"+k+"2: *a")},
+		{"an empty key", valid + "\n" + nest(": "+secret)},
+		{"a null key", valid + "\n" + nest("~: "+secret)},
+		{"a quote inside", valid + "\n" + nest(k+`: ab"`+secret)},
+		{"a number key", valid + "\n" + nest("1: "+secret)},
 	}
 }

@@ -36,7 +36,7 @@ func TestEveryProblemOfTheConfigIsNamedWithItsKey(t *testing.T) {
 		{"empty [Global]", "[Global]\n", nil, []string{"[Global] api-url: required", "[Global] api-key: required", "[Global] secret-key: required"}},
 		{"not a URL", "[Global]\napi-url = cloud.example.com\napi-key = k\nsecret-key = s\n", nil, []string{`[Global] api-url: "cloud.example.com" is not an http(s) URL`}},
 		{"credentials in the URL", "[Global]\napi-url = https://admin:pw@cloud.example.com/client/api\napi-key = k\nsecret-key = s\n", nil, []string{"[Global] api-url: must not carry credentials"}},
-		{"an unknown key and a bad bool", "[Global]\napi-url = https://c/client/api\napi-key = k\nsecret-key = s\napi-secret = s\nssl-no-verify = maybe\n", []string{"line 5", "api-secret", "line 6", "ssl-no-verify"}, nil},
+		{"an unknown key and a bad bool", "[Global]\napi-url = https://c/client/api\napi-key = k\nsecret-key = s\napi-secret = s\nssl-no-verify = maybe\n", []string{"line 5: [Global] unknown key", "line 6", "ssl-no-verify"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Read(strings.NewReader(tc.conf))

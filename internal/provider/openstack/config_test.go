@@ -119,9 +119,9 @@ search-order=configDrive,guess
 func TestReadReportsUnknownKeysWithLines(t *testing.T) {
 	_, err := Read(strings.NewReader("[Global]\nauth-url=http://x:5000/v3\npasswd=SecretValue1\n[LoadBalancer]\nfloating-network=abc\n[Volumes]\nx=1\n"))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `line 3: [Global] unknown key "passwd"`)
-	assert.Contains(t, err.Error(), `line 5: [LoadBalancer] unknown key "floating-network"`)
-	assert.Contains(t, err.Error(), "line 6: unknown section [Volumes]")
+	assert.Contains(t, err.Error(), `line 3: [Global] unknown key (did you mean "password"?)`)
+	assert.Contains(t, err.Error(), `line 5: [LoadBalancer] unknown key (did you mean "floating-network-id"?)`)
+	assert.Contains(t, err.Error(), "line 6: unknown section")
 	assert.NotContains(t, err.Error(), "SecretValue1")
 }
 
