@@ -21,8 +21,9 @@ import (
 // person needs is one Warning naming the likely cause. So a failed lookup of
 // the lifecycle controller is doubt, answered "exists, not shut down" (the
 // controller then deletes and taints nothing, as on an error), and reported
-// here: one log line a minute and one Warning an hour per cause, whatever
-// the number of Nodes; a line when the lookups answer again.
+// here: one log line a minute for each lookup and cause, and one Warning an
+// hour per cause, whatever the number of Nodes; a line when the lookups
+// answer again.
 
 // ReasonLookupsFailing is the Warning of lookups that fail.
 const ReasonLookupsFailing = "CloudLookupsFailing"
@@ -38,12 +39,12 @@ type lookupDoubt struct {
 
 	mu      sync.Mutex
 	failing map[string]bool      // the Nodes whose last lookup failed
-	logged  time.Time            // the last log line
+	logged  map[string]time.Time // by lookup and cause: the last log line
 	warned  map[string]time.Time // by cause: the last Warning
 }
 
 func newLookupDoubt() *lookupDoubt {
-	return &lookupDoubt{now: time.Now, failing: map[string]bool{}, warned: map[string]time.Time{}}
+	return &lookupDoubt{now: time.Now, failing: map[string]bool{}, logged: map[string]time.Time{}, warned: map[string]time.Time{}}
 }
 
 // failed reports the lookup of node's machine that failed with err: logged
@@ -53,9 +54,9 @@ func (d *lookupDoubt) failed(ctx context.Context, b *Base, node *v1.Node, what s
 	d.mu.Lock()
 	d.failing[node.Name] = true
 	n, now := len(d.failing), d.now()
-	log := now.Sub(d.logged) >= doubtLogEvery
+	log := now.Sub(d.logged[what+"/"+cause]) >= doubtLogEvery
 	if log {
-		d.logged = now
+		d.logged[what+"/"+cause] = now
 	}
 	warn := now.Sub(d.warned[cause]) >= doubtWarnEvery
 	if warn {
@@ -81,7 +82,7 @@ func (d *lookupDoubt) answered(ctx context.Context, node *v1.Node) {
 	ended := was && len(d.failing) == 0
 	if ended {
 		clear(d.warned)
-		d.logged = time.Time{}
+		clear(d.logged)
 	}
 	d.mu.Unlock()
 	if ended {

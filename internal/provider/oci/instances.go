@@ -370,8 +370,8 @@ func (c *Cloud) confirmGone(ctx context.Context, node *v1.Node, id string) (bool
 		c.mu.Unlock()
 	}
 	if comp == "" {
-		return false, fmt.Errorf("instance %s answers 404 NotAuthorizedOrNotFound and its compartment is unknown (no %s annotation on Node %s, not in compartment %s): the Node is kept, as the answer may be a missing policy",
-			id, CompartmentAnnotation, node.Name, c.cfg.CompartmentID)
+		return false, outcome.Classify(outcome.ErrNotFound, fmt.Errorf("instance %s answers 404 NotAuthorizedOrNotFound and its compartment is unknown (no %s annotation on Node %s, not in compartment %s): the Node is kept, as the answer may be a missing policy",
+			id, CompartmentAnnotation, node.Name, c.cfg.CompartmentID))
 	}
 	var listed []Instance
 	if comp == c.cfg.CompartmentID {
