@@ -185,7 +185,7 @@ type Cycle[S, L any] struct {
 	// listings showed of it after its last walk; verified, the load
 	// balancers walked since the last drift pass (inventory.go).
 	inventory map[string][]string
-	verified  map[string]bool
+	verified  map[string]int
 }
 
 // New returns the cycle of cloud.
@@ -197,7 +197,7 @@ func New[S, L any](cloud Cloud[S, L], records Records, opts Options) *Cycle[S, L
 		opts.Now = time.Now
 	}
 	return &Cycle[S, L]{cloud: cloud, records: records, opts: opts, checked: map[string]time.Time{}, drifted: map[types.UID]bool{},
-		inventory: map[string][]string{}, verified: map[string]bool{}}
+		inventory: map[string][]string{}, verified: map[string]int{}}
 }
 
 // EnsureLoadBalancer converges the Service's load balancer by one step, or
@@ -224,6 +224,9 @@ func (c *Cycle[S, L]) UpdateLoadBalancer(ctx context.Context, clusterName string
 		if has && rec.Config == fp.Config && rec.Members != fp.Members {
 			if lb, ok := c.listedAsRecorded(ctx, svc, rec); ok {
 				progress, ok, err := mu.UpdateMembers(ctx, svc, spec, lb)
+				if ok {
+					c.adopt(lb.ID, adoptMembers) // its new members are ours, not drift
+				}
 				if err != nil {
 					return c.outcome(err)
 				}
@@ -233,7 +236,6 @@ func (c *Cycle[S, L]) UpdateLoadBalancer(ctx context.Context, clusterName string
 				if ok {
 					rec.Fingerprint = fp
 					c.records.Put(ctx, svc, rec)
-					c.walkedInventory(lb.ID) // its new members are ours, not drift
 					return nil
 				}
 			}
@@ -287,11 +289,14 @@ func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fi
 	}
 	if !built && (walk || lb.Shared || !hasRec || rec.ID != lb.ID || rec.Fingerprint != fp || c.fullCheckDue(lb.ID)) {
 		progress, err := c.cloud.Converge(ctx, svc, spec, lb)
+		if !lb.Shared {
+			// Its changes, under way or done, are the cycle's: not drift.
+			c.walkedInventory(lb.ID)
+		}
 		if err != nil || progress != "" {
 			return nil, c.step(svc, progress, err)
 		}
 		c.walked(lb.ID)
-		c.walkedInventory(lb.ID)
 	}
 	if built {
 		c.walkedInventory(lb.ID)
@@ -360,6 +365,9 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 			why = fmt.Sprintf("load balancer %s is %s", lb.ID, lb.Status)
 		case lb.ID != rec.ID:
 			why = fmt.Sprintf("load balancer %s is not %s, which it was converged to", lb.ID, rec.ID)
+			c.mu.Lock()
+			c.forgetInventory(rec.ID)
+			c.mu.Unlock()
 		case checker != nil:
 			if why, err = checker.Drift(ctx, svc, rec, lb); err != nil {
 				return nil, err

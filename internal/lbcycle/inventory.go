@@ -47,11 +47,30 @@ const ReverifyPerPass = 100
 // IsReverifying says whether a drift reason is a re-verification.
 func IsReverifying(why string) bool { return strings.HasPrefix(why, Reverifying) }
 
-// walked says a walk of the load balancer id converged it: the next drift
-// pass remembers its objects as they are then.
-func (c *Cycle[S, L]) walkedInventory(id string) {
+// What the next drift pass adopts of a load balancer's objects as they are
+// then: all of them (a walk converged it, or is converging it: its own
+// changes are not drift), or its members alone (the Nodes changed; anything
+// else that differs is still drift).
+const (
+	adoptMembers = 1
+	adoptAll     = 2 // more than adoptMembers: it includes them
+)
+
+// MemberPrefix begins the key of a member (a backend) of a load balancer in
+// Objects: the one kind a change of Nodes alone changes.
+const MemberPrefix = "member/"
+
+// walkedInventory says the cycle converged (or is converging) the load
+// balancer id: the next drift pass adopts its objects as they are then.
+func (c *Cycle[S, L]) walkedInventory(id string) { c.adopt(id, adoptAll) }
+
+// adopt marks what the next drift pass adopts of the load balancer id.
+func (c *Cycle[S, L]) adopt(id string, what int) {
+	if id == "" {
+		return
+	}
 	c.mu.Lock()
-	c.verified[id] = true
+	c.verified[id] = max(c.verified[id], what)
 	c.mu.Unlock()
 }
 
@@ -63,29 +82,38 @@ func (c *Cycle[S, L]) forgetInventory(id string) {
 }
 
 // inventoryDrift compares the objects of the load balancer id with what was
-// remembered of it: "" when the same (or now remembered after a walk), else
-// what differs.
+// remembered of it: "" when the same (or now adopted after the cycle's own
+// change), else what differs.
 func (c *Cycle[S, L]) inventoryDrift(id string, objects []string) string {
 	objects = slices.Sorted(slices.Values(objects))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.verified[id] {
-		delete(c.verified, id)
+	what := c.verified[id]
+	delete(c.verified, id)
+	was, ok := c.inventory[id]
+	switch {
+	case what == adoptAll:
 		c.inventory[id] = objects
 		return ""
-	}
-	was, ok := c.inventory[id]
-	if !ok {
+	case !ok:
 		return Reverifying + fmt.Sprintf("load balancer %s has not been walked since this process started", id)
+	case what == adoptMembers:
+		isMember := func(k string) bool { return strings.HasPrefix(k, MemberPrefix) }
+		others := slices.DeleteFunc(slices.Clone(objects), isMember)
+		if why := describeChange(slices.DeleteFunc(slices.Clone(was), isMember), others); why != "" {
+			return why
+		}
+		c.inventory[id] = objects
+		return ""
 	}
 	return describeChange(was, objects)
 }
 
-// describeChange says what of was is gone from now and what is new in it,
-// at most three of each; "" when they are the same.
+// describeChange says what of was is gone from now and what is new in it
+// (counted: two alike are two), at most three of each; "" when they are the
+// same.
 func describeChange(was, now []string) string {
-	gone := slices.DeleteFunc(slices.Clone(was), func(k string) bool { _, in := slices.BinarySearch(now, k); return in })
-	added := slices.DeleteFunc(slices.Clone(now), func(k string) bool { _, in := slices.BinarySearch(was, k); return in })
+	gone, added := minus(was, now), minus(now, was)
 	var parts []string
 	if len(gone) > 0 {
 		parts = append(parts, "gone or changed: "+firstFew(gone))
@@ -94,6 +122,23 @@ func describeChange(was, now []string) string {
 		parts = append(parts, "new: "+firstFew(added))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// minus is a without b, each key of b taking one of a.
+func minus(a, b []string) []string {
+	left := map[string]int{}
+	for _, k := range b {
+		left[k]++
+	}
+	var out []string
+	for _, k := range a {
+		if left[k] > 0 {
+			left[k]--
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 func firstFew(keys []string) string {

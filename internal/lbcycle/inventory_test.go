@@ -114,4 +114,19 @@ func TestMembersUpdatedAloneAreNotDrift(t *testing.T) {
 	d, err := c.Drifted(t.Context(), []*v1.Service{svc})
 	require.NoError(t, err)
 	assert.Empty(t, d)
+
+	// A listener changed behind our back while the Nodes changed is
+	// drift all the same: only the members are adopted.
+	cloud.objects = []string{"listener/l1 from 0.0.0.0/0", "member/m2", "pool/p1"}
+	c.inventory["lb1"] = []string{"listener/l1 from 10.0.0.0/8", "member/m1", "pool/p1"}
+	records[svc.UID] = Record{ID: "lb1", Fingerprint: Fingerprint{Config: fp.Config, Members: "older"}}
+	require.NoError(t, c.UpdateLoadBalancer(t.Context(), "kubernetes", svc, nil))
+	d, err = c.Drifted(t.Context(), []*v1.Service{svc})
+	require.NoError(t, err)
+	assert.Equal(t, "gone or changed: listener/l1 from 10.0.0.0/8; new: listener/l1 from 0.0.0.0/0", d[svc.UID])
+}
+
+func TestTwoObjectsAlikeAreTwo(t *testing.T) {
+	assert.Equal(t, "gone or changed: rule/a", describeChange([]string{"rule/a", "rule/a"}, []string{"rule/a"}))
+	assert.Empty(t, describeChange([]string{"rule/a", "rule/b"}, []string{"rule/b", "rule/a"}))
 }

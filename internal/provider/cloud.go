@@ -99,5 +99,6 @@ func (b *Base) Looked(ctx context.Context, node *v1.Node, machine string, found 
 			node.Name, machine, node.Spec.ProviderID, how)
 		return fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
 	}
+	b.lookupDoubt().answered(ctx, node)
 	return nil
 }

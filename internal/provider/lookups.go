@@ -38,13 +38,13 @@ type lookupDoubt struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	failing map[string]bool      // the Nodes whose last lookup failed
+	failing map[string]time.Time // the Nodes whose last lookup failed, and when
 	logged  map[string]time.Time // by lookup and cause: the last log line
 	warned  map[string]time.Time // by cause: the last Warning
 }
 
 func newLookupDoubt() *lookupDoubt {
-	return &lookupDoubt{now: time.Now, failing: map[string]bool{}, logged: map[string]time.Time{}, warned: map[string]time.Time{}}
+	return &lookupDoubt{now: time.Now, failing: map[string]time.Time{}, logged: map[string]time.Time{}, warned: map[string]time.Time{}}
 }
 
 // failed reports the lookup of node's machine that failed with err: logged
@@ -52,8 +52,14 @@ func newLookupDoubt() *lookupDoubt {
 func (d *lookupDoubt) failed(ctx context.Context, b *Base, node *v1.Node, what string, err error) {
 	cause := likelyCause(err)
 	d.mu.Lock()
-	d.failing[node.Name] = true
-	n, now := len(d.failing), d.now()
+	now := d.now()
+	d.failing[node.Name] = now
+	for name, at := range d.failing {
+		if now.Sub(at) > doubtWarnEvery {
+			delete(d.failing, name) // a Node gone, or asked no more
+		}
+	}
+	n := len(d.failing)
 	log := now.Sub(d.logged[what+"/"+cause]) >= doubtLogEvery
 	if log {
 		d.logged[what+"/"+cause] = now
@@ -77,7 +83,7 @@ func (d *lookupDoubt) failed(ctx context.Context, b *Base, node *v1.Node, what s
 // Nodes to answer ends the doubt with a log line.
 func (d *lookupDoubt) answered(ctx context.Context, node *v1.Node) {
 	d.mu.Lock()
-	was := d.failing[node.Name]
+	_, was := d.failing[node.Name]
 	delete(d.failing, node.Name)
 	ended := was && len(d.failing) == 0
 	if ended {

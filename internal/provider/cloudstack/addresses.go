@@ -46,13 +46,14 @@ func (s steps) moveAddress(ctx context.Context, svc *v1.Service, st lbState) (st
 		}
 		return fmt.Sprintf("moving to %s: the rules on %s are being deleted", svc.Spec.LoadBalancerIP, st.addr.IP), nil
 	}
-	return s.release(ctx, svc, st.addr)
+	return s.release(ctx, svc, st.addr, false)
 }
 
 // release gives back an address associated for the Service (by its tags, or
 // by the peer's annotation) once no rule is on it; "" when there is nothing
-// to release.
-func (s steps) release(ctx context.Context, svc *v1.Service, a address) (string, error) {
+// to release. going: the Service's load balancer is being deleted (not
+// moved to another address).
+func (s steps) release(ctx context.Context, svc *v1.Service, a address, going bool) (string, error) {
 	if !a.addrOwnedBy(s.Cloud, svc) {
 		// Another Service's, through a shared loadBalancerIP: released by the
 		// last of them, once the one it was associated for is gone.
@@ -70,7 +71,7 @@ func (s steps) release(ctx context.Context, svc *v1.Service, a address) (string,
 		return "", err
 	}
 	if len(others) > 0 {
-		if len(a.Tags) == 0 {
+		if len(a.Tags) == 0 && going {
 			return s.handOver(ctx, svc, a)
 		}
 		klog.FromContext(ctx).Info("Keeping the public address: other rules are on it", "service", klog.KObj(svc), "address", a.IP, "rules", len(others))

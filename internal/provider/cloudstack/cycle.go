@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -370,14 +371,23 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		return strings.Join(changes, ", "), nil
 	}
 	created := 0
+	peerShaped := plan.alone && op.own
+	if names := slices.Sorted(maps.Keys(have)); len(names) > 0 {
+		// As the Service's other rules are: one shape for all of them.
+		peerShaped = plan.alone && sameSet(have[names[0]].CIDRs, spec.peerRuleCIDRs)
+	}
 	for _, p := range spec.ports {
 		name := p.ruleName(spec.name)
 		if _, ok := have[name]; ok {
 			continue
 		}
 		cidrs := spec.ruleCIDRs
-		if plan.alone {
-			cidrs = spec.peerRuleCIDRs // the peer's shape; the firewall rule lets in the sources
+		if peerShaped {
+			// The peer's shape: the address is the Service's own, so its
+			// firewall rules are all the Service's, and they let in the
+			// sources (on an address shared with others, another firewall
+			// rule may let everyone in: the cidrlist holds the sources).
+			cidrs = spec.peerRuleCIDRs
 		}
 		id, job, err := s.gw.createRule(ctx, rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
 			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: cidrs})
@@ -967,7 +977,7 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 		s.forgetRecord(ctx, svc)
 		return "", nil
 	}
-	progress, err = s.release(ctx, svc, st.addr)
+	progress, err = s.release(ctx, svc, st.addr, true)
 	if err == nil && progress == "" {
 		s.forgetRecord(ctx, svc)
 	}

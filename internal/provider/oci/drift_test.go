@@ -83,7 +83,7 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 			c.SetKube(kube)
 		},
 		OutOfBand: ociOutOfBand(func() *Cloud { return c }, listed),
-		Kinds:     []string{"listener", "backendset", "backend", "security-rule"},
+		Kinds:     []string{"listener", "backendset", "member", "security-rule"},
 	})
 }
 
@@ -155,7 +155,7 @@ func ociOutOfBand(cloud func() *Cloud, listed func(context.Context) (LB, error))
 				return backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = "IP_HASH" })
 			},
 		},
-		"backend": {
+		"member": {
 			func(ctx context.Context, k string) error {
 				_, set, _ := strings.Cut(k, " of ")
 				return backendSet(ctx, set, func(bs *BackendSet) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 )
@@ -50,8 +51,11 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string
 		for _, b := range bs.Backends {
 			ports[b.Port] = true
 			ips = append(ips, b.IPAddress)
-			out = append(out, fmt.Sprintf("backend/%s:%d of %s", b.IPAddress, b.Port, name))
+			out = append(out, fmt.Sprintf(lbcycle.MemberPrefix+"%s:%d of %s", b.IPAddress, b.Port, name))
 		}
+	}
+	if spec, err := s.parseSpec(svc); err != nil || spec.mode == ModeNone || spec.mode == ModeNSG {
+		return out, nil //nolint:nilerr // no security list rules to rely on (an invalid Service is the sync's to report)
 	}
 	rules, err := s.reliedOn(ctx, svc, append(slices.Clone(o.SubnetIDs), o.SubnetID), ips, ports)
 	return append(out, rules...), err
@@ -84,7 +88,10 @@ func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []str
 		seen[list] = true
 		sl, err := s.listPass.list(ctx, s.gw, list)
 		if err != nil {
-			return nil, err
+			// Not this pass's to decide: one list the CCM cannot read stops
+			// no other Service's check (the walk reads it and says why).
+			klog.FromContext(ctx).V(2).Info("Cannot read a security list for the drift check", "service", klog.KObj(svc), "list", list, "err", err.Error())
+			continue
 		}
 		for dir, raws := range map[string][]json.RawMessage{"ingress": sl.Ingress, "egress": sl.Egress} {
 			for _, raw := range raws {

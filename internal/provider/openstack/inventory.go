@@ -90,7 +90,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 			out = append(out, "monitor/"+p.MonitorID+" of pool "+p.ID)
 		}
 		for _, m := range p.Members {
-			out = append(out, "member/"+m.ID+" of pool "+p.ID)
+			out = append(out, lbcycle.MemberPrefix+m.ID+" of pool "+p.ID)
 		}
 	}
 	return out, nil
