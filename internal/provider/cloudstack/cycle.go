@@ -611,6 +611,11 @@ func (op openings) plan(spec lbSpec, current map[string]rule) openingPlan {
 	for key := range want {
 		if pl.after[key] == nil {
 			pl.after[key] = spec.sources
+			if pl.alone && op.own {
+				// The peer's shape on an address of the Service's own:
+				// with the rule's cidrlist, it lets in the same.
+				pl.after[key] = spec.peerSources
+			}
 		}
 	}
 	return pl
@@ -683,7 +688,7 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 			continue
 		}
 		matched[key] = true
-		o := opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: spec.sources}
+		o := opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: pl.after[key]}
 		var id, job string
 		var err error
 		if op.firewall {

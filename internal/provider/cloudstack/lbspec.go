@@ -34,6 +34,9 @@ type lbSpec struct {
 	// makes it, and lets in the same (the sources, by its firewall rule):
 	// going back to the peer then rebuilds none.
 	ruleCIDRs, sources, peerRuleCIDRs []string
+	// peerSources are what the peer's firewall rule lets in (the source
+	// ranges, else everyone): with peerRuleCIDRs, the same as ours.
+	peerSources []string
 	ip                                string // spec.loadBalancerIP ("" for any)
 	hostname                          string // published instead of the address
 	check                             *healthCheck
@@ -142,6 +145,7 @@ func parseSpec(svc *v1.Service) (lbSpec, error) {
 	s.ruleCIDRs = firstSet(annotated, ranges)
 	s.sources = firstSet(ranges, annotated)
 	s.peerRuleCIDRs = firstSet(annotated, everyone)
+	s.peerSources = firstSet(ranges, everyone)
 
 	if ip := strings.TrimSpace(svc.Spec.LoadBalancerIP); ip != "" {
 		a, err := netip.ParseAddr(ip)
