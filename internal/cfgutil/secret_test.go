@@ -103,14 +103,18 @@ func TestAMalformedLineIsNamedByItsKeyAndLine(t *testing.T) {
 		"[Global]\nurl = a\n[Global]\nurl=a": "",
 	} {
 		var c iniSecrets
-		err := cfgutil.DecodeINI([]byte(in), &c)
-		if want == "" {
-			assert.NoError(t, err, in)
-			continue
-		}
-		if assert.Error(t, err, in) {
-			assert.Contains(t, err.Error(), want, in)
-		}
+		saysOrPasses(t, in, want, cfgutil.DecodeINI([]byte(in), &c))
+	}
+}
+
+// saysOrPasses: the error of decoding in contains want, or there is none
+// when want is "".
+func saysOrPasses(t *testing.T, in, want string, err error) {
+	t.Helper()
+	if want == "" {
+		assert.NoError(t, err, in)
+	} else if assert.Error(t, err, in) {
+		assert.Contains(t, err.Error(), want, in)
 	}
 }
 
@@ -130,13 +134,6 @@ func TestYAMLProblemsNameTheirLine(t *testing.T) {
 		"auth:\n  ~: 12345678\n":                            "not valid YAML for a config",
 	} {
 		var c yamlSecrets
-		err := cfgutil.DecodeYAML([]byte(in), &c)
-		if want == "" {
-			assert.NoError(t, err, in)
-			continue
-		}
-		if assert.Error(t, err, in) {
-			assert.Contains(t, err.Error(), want, in)
-		}
+		saysOrPasses(t, in, want, cfgutil.DecodeYAML([]byte(in), &c))
 	}
 }

@@ -43,14 +43,7 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 			require.NoError(t, err)
 			return d[svc.UID]
 		},
-		Objects: func(t *testing.T) []string {
-			lb, found, err := steps{f.c}.Listed(t.Context(), fresh())
-			require.NoError(t, err)
-			require.True(t, found)
-			keys, err := steps{f.c}.Objects(t.Context(), fresh(), lb)
-			require.NoError(t, err)
-			return keys
-		},
+		Objects: func(t *testing.T) []string { return providertest.ObjectsOf(t, steps{f.c}, fresh()) },
 		Restart: func(t *testing.T) {
 			cfg, err := Read(strings.NewReader(f.emu.CloudConfig()))
 			require.NoError(t, err)

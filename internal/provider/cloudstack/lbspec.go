@@ -37,11 +37,11 @@ type lbSpec struct {
 	// peerSources are what the peer's firewall rule lets in (the source
 	// ranges, else everyone): with peerRuleCIDRs, the same as ours.
 	peerSources []string
-	ip                                string // spec.loadBalancerIP ("" for any)
-	hostname                          string // published instead of the address
-	check                             *healthCheck
-	members                           []string // the eligible Nodes' machine ids, sorted
-	network                           string   // the members' guest network
+	ip          string // spec.loadBalancerIP ("" for any)
+	hostname    string // published instead of the address
+	check       *healthCheck
+	members     []string // the eligible Nodes' machine ids, sorted
+	network     string   // the members' guest network
 }
 
 // portSpec is one rule: a protocol (tcp, udp or tcp-proxy), the public port

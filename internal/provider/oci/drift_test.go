@@ -70,14 +70,7 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 			require.NoError(t, err)
 			return d[svc.UID]
 		},
-		Objects: func(t *testing.T) []string {
-			lb, found, err := steps{c}.Listed(t.Context(), fresh(t))
-			require.NoError(t, err)
-			require.True(t, found)
-			keys, err := steps{c}.Objects(t.Context(), fresh(t), lb)
-			require.NoError(t, err)
-			return keys
-		},
+		Objects: func(t *testing.T) []string { return providertest.ObjectsOf(t, steps{c}, fresh(t)) },
 		Restart: func(*testing.T) {
 			c = newCloud()
 			c.SetKube(kube)

@@ -108,14 +108,7 @@ func TestContractEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 			require.NoError(t, err)
 			return d[svc.UID]
 		},
-		Objects: func(t *testing.T) []string {
-			lb, found, err := steps{c}.Listed(t.Context(), fresh(t))
-			require.NoError(t, err)
-			require.True(t, found)
-			keys, err := steps{c}.Objects(t.Context(), fresh(t), lb)
-			require.NoError(t, err)
-			return keys
-		},
+		Objects: func(t *testing.T) []string { return providertest.ObjectsOf(t, steps{c}, fresh(t)) },
 		Restart: func(t *testing.T) {
 			restarted := tg.cloud(t, extra)
 			restarted.Cluster.Set(c.Cluster.Get())

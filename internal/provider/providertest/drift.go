@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 )
 
 // Drift is a provider on its emulator (or a real cloud), for RunDrift.
@@ -150,4 +154,25 @@ func poll(timeout time.Duration, f func() error) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Inventoried is a cloud's cycle steps as a drift test reads them.
+type Inventoried[L any] interface {
+	Listed(ctx context.Context, svc *v1.Service) (lbcycle.LB[L], bool, error)
+	Objects(ctx context.Context, svc *v1.Service, lb lbcycle.LB[L]) ([]string, error)
+}
+
+// ObjectsOf are the objects the drift check lists of svc's load balancer,
+// which must be listed.
+func ObjectsOf[L any](t *testing.T, steps Inventoried[L], svc *v1.Service) []string {
+	t.Helper()
+	lb, found, err := steps.Listed(t.Context(), svc)
+	if err != nil || !found {
+		t.Fatalf("the load balancer of %s is not listed: %v", svc.Name, err)
+	}
+	keys, err := steps.Objects(t.Context(), svc, lb)
+	if err != nil {
+		t.Fatalf("listing the objects of %s: %v", svc.Name, err)
+	}
+	return keys
 }
