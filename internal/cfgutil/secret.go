@@ -3,6 +3,7 @@ package cfgutil
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -64,9 +65,9 @@ func walkFields(t reflect.Type, path []string, visit func([]string, reflect.Stru
 		if !f.IsExported() || name == "-" {
 			continue
 		}
-		p := path
+		p := slices.Clone(path)
 		if name != "" {
-			p = append(path[:len(path):len(path)], name)
+			p = append(p, name)
 		}
 		inner, within := f.Type, p
 		for inner.Kind() == reflect.Pointer || inner.Kind() == reflect.Map || inner.Kind() == reflect.Slice {

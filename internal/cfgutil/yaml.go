@@ -34,7 +34,7 @@ func DecodeYAML(data []byte, out any) error {
 	w := &yamlWalk{lines: map[string]int{}}
 	if len(root.Content) > 0 {
 		doc := root.Content[0]
-		if doc.Kind != yaml3.MappingNode && !(doc.Kind == yaml3.ScalarNode && doc.Tag == "!!null") {
+		if doc.Kind != yaml3.MappingNode && (doc.Kind != yaml3.ScalarNode || doc.Tag != "!!null") {
 			return fmt.Errorf("line %d: the document must be a mapping of keys to values", doc.Line)
 		}
 		w.walk("", doc, reflect.TypeOf(out).Elem())

@@ -64,7 +64,7 @@ func TestAnAnswerThatIsNotTheAPIsSaysStatusHostAndCause(t *testing.T) {
 		})
 	}
 	t.Run("an API not said to answer JSON gets its answers as they are", func(t *testing.T) {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(404) }))
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) }))
 		defer srv.Close()
 		client, err := NewClient(testConfig(t), nil)
 		require.NoError(t, err)
