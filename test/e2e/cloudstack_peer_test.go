@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -24,14 +25,7 @@ import (
 // place, as docs/cloudstack.md's migration says. Run by hand: the peer is not
 // built by make test.
 func TestCloudStackTakesOverFromThePeerItself(t *testing.T) {
-	bin := os.Getenv("OVERCAST_PEER_CLOUDSTACK")
-	if bin == "" {
-		t.Skip("OVERCAST_PEER_CLOUDSTACK names no cloudstack-kubernetes-provider binary")
-	}
-	ns := namespace(t)
-	e := cloudStackEmulator(t, 69)
-	_, ip := e.AddMachine("cs69-node-1")
-	k := env.NewKubelet(t, "cs69-node-1", ip)
+	bin, ns, e, k := peerCloudStack(t, 69)
 	// The peer needs an administrator's keys (it calls the admin-only
 	// listManagementServersMetrics at start).
 	peer := env.StartBinary(t, bin, "cloudstack-kubernetes-provider", framework.CCMOptions{Cloud: "external-cloudstack",
@@ -87,14 +81,7 @@ func TestCloudStackTakesOverFromThePeerItself(t *testing.T) {
 // in its place: it rebuilds nothing (no write at all) and every Service
 // keeps its address and its traffic. Run by hand, as the way there.
 func TestCloudStackGoesBackToThePeerItself(t *testing.T) {
-	bin := os.Getenv("OVERCAST_PEER_CLOUDSTACK")
-	if bin == "" {
-		t.Skip("OVERCAST_PEER_CLOUDSTACK names no cloudstack-kubernetes-provider binary")
-	}
-	ns := namespace(t)
-	e := cloudStackEmulator(t, 74)
-	_, ip := e.AddMachine("cs74-node-1")
-	k := env.NewKubelet(t, "cs74-node-1", ip)
+	bin, ns, e, k := peerCloudStack(t, 74)
 	ccm := env.StartCCM(t, framework.CCMOptions{Cloud: "external-cloudstack", CloudConfig: e.CloudConfig()})
 	waitNodeInitialised(t, k.Name)
 	shapes := map[string]func(*v1.Service){
@@ -166,4 +153,19 @@ func TestCloudStackGoesBackToThePeerItself(t *testing.T) {
 		names = append(names, name)
 	}
 	csDeleteLeavesNothing(t, admin, false, ns, names...)
+}
+
+// peerCloudStack is what a test with the peer needs: its binary (skipped
+// without one), a namespace, the emulator on 127.0.third.0/24 and a Node's
+// kubelet on one of its machines.
+func peerCloudStack(t *testing.T, third int) (bin, ns string, e *emulator.Emulator, k *framework.Kubelet) {
+	t.Helper()
+	bin = os.Getenv("OVERCAST_PEER_CLOUDSTACK")
+	if bin == "" {
+		t.Skip("OVERCAST_PEER_CLOUDSTACK names no cloudstack-kubernetes-provider binary")
+	}
+	e = cloudStackEmulator(t, third)
+	name := fmt.Sprintf("cs%d-node-1", third)
+	_, ip := e.AddMachine(name)
+	return bin, namespace(t), e, env.NewKubelet(t, name, ip)
 }
