@@ -817,9 +817,7 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 		return "", err
 	}
 	for _, r := range st.rules {
-		if !slices.ContainsFunc(open, func(o opening) bool {
-			return o.Protocol == l4(r.Protocol) && o.Start <= r.PublicPort && r.PublicPort <= o.End
-		}) {
+		if !slices.ContainsFunc(open, func(o opening) bool { return o.opens(r) }) {
 			return fmt.Sprintf("no %s opens port %d/%s of %s", what, r.PublicPort, l4(r.Protocol), st.addr.IP), nil
 		}
 	}

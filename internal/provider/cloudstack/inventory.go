@@ -33,9 +33,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string,
 		return nil, err
 	}
 	for _, o := range open {
-		if !slices.ContainsFunc(st.rules, func(r rule) bool {
-			return o.Protocol == l4(r.Protocol) && o.Start <= r.PublicPort && r.PublicPort <= o.End
-		}) {
+		if !slices.ContainsFunc(st.rules, o.opens) {
 			continue // another Service's, on an address they share
 		}
 		cidrs := slices.Sorted(slices.Values(o.CIDRs))
@@ -74,4 +72,9 @@ func (s steps) openings(ctx context.Context, svc *v1.Service, st lbState) ([]ope
 		return open, "ACL item of the tier's list", nil
 	}
 	return nil, "", nil
+}
+
+// opens says whether the opening lets traffic in to the rule's port.
+func (o opening) opens(r rule) bool {
+	return o.Protocol == l4(r.Protocol) && o.Start <= r.PublicPort && r.PublicPort <= o.End
 }
