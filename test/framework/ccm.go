@@ -31,6 +31,9 @@ type CCMOptions struct {
 	// Controllers, default cloud-node, cloud-node-lifecycle and service.
 	Controllers []string
 	ExtraArgs   []string
+	// Env is added to a process's environment (e.g. HTTPS_PROXY for a peer
+	// that cannot be given an endpoint).
+	Env []string
 }
 
 func (e *Env) ccmArgs(t testing.TB, o CCMOptions) []string {
@@ -184,17 +187,17 @@ func (e *Env) StartCCMProcess(t testing.TB, name string, o CCMOptions) *ProcessC
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e.startProcess(t, bin, name, e.ccmArgs(t, o))
+	return e.startProcess(t, bin, name, e.ccmArgs(t, o), o.Env...)
 }
 
 // StartBinary runs another CCM's binary (a peer's) as a process with the
 // flags of o, until the test ends (or Stop).
 func (e *Env) StartBinary(t testing.TB, bin, name string, o CCMOptions) *ProcessCCM {
 	t.Helper()
-	return e.startProcess(t, bin, name, e.ccmArgs(t, o))
+	return e.startProcess(t, bin, name, e.ccmArgs(t, o), o.Env...)
 }
 
-func (e *Env) startProcess(t testing.TB, bin, name string, args []string) *ProcessCCM {
+func (e *Env) startProcess(t testing.TB, bin, name string, args []string, env ...string) *ProcessCCM {
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -202,6 +205,9 @@ func (e *Env) startProcess(t testing.TB, bin, name string, args []string) *Proce
 	}
 	cmd := exec.CommandContext(context.Background(), bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -896,7 +896,7 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oci
 	if err != nil {
 		return nil, "", err
 	}
-	if err := s.applyRules(ctx, svc, want, lists); err != nil {
+	if err := s.applyRules(ctx, svc, want, lists, !s.builtHere(lb.Obj)); err != nil {
 		return nil, "", err
 	}
 	return status(addrs, spec.proxyMode), addrs[0], nil

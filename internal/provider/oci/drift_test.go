@@ -203,12 +203,15 @@ func editRule(ctx context.Context, c *Cloud, key string, change func(*rule)) err
 	return fmt.Errorf("no rule %s", key)
 }
 
-// Finding: two clusters on one security list, the other on the peer. This
-// cluster's Service relies on the peer's unmarked rule for its port (it adds
-// none of its own); the other cluster's Service goes, and its peer removes
-// the rule. The next drift pass sees the rule gone and the walk adds a
-// marked one: the port is closed for at most a drift period, not until a
-// Node joins.
+// Finding 5 of issue 34: two clusters on one security list, the other on
+// the peer. This cluster's Service, on a load balancer Overcast built, adds
+// its own marked rule beside the peer's unmarked one for the same port (the
+// peer's may go without it). The other cluster's Service goes, and its peer
+// removes every rule opening the port whatever its description (its Delete
+// keeps only rules of ports still wanted: load_balancer_security_lists.go's
+// getLoadBalancerIngressRules), ours too: the next drift pass sees the rule
+// gone and the walk puts it back, so the port is closed for at most a drift
+// period, not until a Node joins.
 func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing.T) {
 	e := startEmulator(t)
 	f := e.Fixture()
@@ -264,10 +267,14 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 	ensure()
 	require.Empty(t, drifted())
 	m, u := opens80()
-	require.Equal(t, [2]int{0, 1}, [2]int{m, u}, "the peer's rule does it: none added")
+	require.Equal(t, [2]int{1, 1}, [2]int{m, u}, "a rule of its own beside the peer's")
 
-	// The other cluster's Service goes; its peer removes its rule.
-	require.NoError(t, editRule(t.Context(), c, peer.key(f.SecurityListID, "ingress"), nil))
+	// The other cluster's Service goes; its peer removes the rules opening
+	// its port, both.
+	for range 2 {
+		require.NoError(t, editRule(t.Context(), c, peer.key(f.SecurityListID, "ingress"), nil))
+	}
+	require.Equal(t, [2]int{0, 0}, func() [2]int { m, u := opens80(); return [2]int{m, u} }())
 	why := drifted()
 	require.Contains(t, why, "security-rule/", "the next drift pass sees the port closed")
 	ensure()

@@ -18,9 +18,9 @@ import (
 // Inventory): its listeners, backend sets and backends, from the shared
 // listing of load balancers (OCI lists them whole), and the security rules
 // it relies on in the security lists of its subnets and its nodes' subnets
-// (those marked as the Service's, and the unmarked ones that open its ports,
-// which it adopted), each list read once a drift pass whatever the number of
-// Services. A rule another cluster's CCM removes is thus seen within the
+// (those marked as the Service's and, on the peer's load balancer it
+// adopted, the unmarked ones that open its ports), each list read once a
+// drift pass whatever the number of Services. A rule another cluster's CCM removes is thus seen within the
 // drift period, and put back. (Network security groups' rules are the
 // hourly walk's: OCI lists them per group.)
 
@@ -57,13 +57,13 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string
 	if spec, err := s.parseSpec(svc); err != nil || spec.mode == ModeNone || spec.mode == ModeNSG {
 		return out, nil //nolint:nilerr // no security list rules to rely on (an invalid Service is the sync's to report)
 	}
-	rules, err := s.reliedOn(ctx, svc, append(slices.Clone(o.SubnetIDs), o.SubnetID), ips, ports)
+	rules, err := s.reliedOn(ctx, svc, append(slices.Clone(o.SubnetIDs), o.SubnetID), ips, ports, !s.builtHere(o))
 	return append(out, rules...), err
 }
 
 // reliedOn are the rules of the security lists of subnets and of the
 // backends' subnets that the Service's load balancer relies on.
-func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []string, ports map[int]bool) ([]string, error) {
+func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []string, ports map[int]bool, adopt bool) ([]string, error) {
 	for _, ip := range ips {
 		if m, found, err := s.machines.Get(ctx, "ip/"+ip); err != nil {
 			return nil, err
@@ -96,7 +96,7 @@ func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []str
 		for dir, raws := range map[string][]json.RawMessage{"ingress": sl.Ingress, "egress": sl.Egress} {
 			for _, raw := range raws {
 				var r rule
-				if json.Unmarshal(raw, &r) != nil || !reliesOn(r, mark, ports) {
+				if json.Unmarshal(raw, &r) != nil || !reliesOn(r, mark, ports, adopt) {
 					continue
 				}
 				out = append(out, r.key(list, dir))
@@ -106,13 +106,16 @@ func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []str
 	return out, nil
 }
 
-// reliesOn: r is the Service's (its mark), or unmarked and opens one of
-// its ports (adopted: the peer's, an operator's).
-func reliesOn(r rule, mark string, ports map[int]bool) bool {
+// reliesOn: r is the Service's (its mark), or, adopting the peer's load
+// balancer, unmarked and opens one of its ports (the peer's).
+func reliesOn(r rule, mark string, ports map[int]bool, adopt bool) bool {
+	if !stands(r, mark, adopt) {
+		return false
+	}
 	if strings.HasPrefix(r.Description, mark) {
 		return true
 	}
-	if strings.HasPrefix(r.Description, markPrefix) || r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
+	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
 		return false
 	}
 	pr := r.TCPOptions.DestinationPortRange

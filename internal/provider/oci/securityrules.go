@@ -26,9 +26,14 @@ import (
 // this cluster's mark for the Service are ever removed: two clusters on one
 // security list never remove each other's rules (peer issues #150, #118). A
 // rule without a mark (the peer's, an operator's) that already does what one
-// of ours would (same direction, peer, protocol and ports) is left as it is
-// and none is added; a rule another Service marked does not count, as it
-// may go without this one.
+// of ours would (same direction, peer, protocol and ports) stands for ours
+// only on the peer's own load balancer of the Service (one without this
+// cluster's tag: a migration, where the rule is that peer's and writing
+// nothing is the promise). Beside a load balancer Overcast built, such a rule
+// may be another cluster's peer's, which removes it when its Service goes:
+// a marked one is added beside it (a security list is a list: OCI keeps two
+// rules that differ only in their description). A rule another Service
+// marked never counts, as it may go without this one.
 // Lists are updated with If-Match: a list changed meanwhile (412) is read
 // again and the change made anew (peer issues #92, #104).
 
@@ -274,13 +279,15 @@ func (c *Cloud) nodeSubnets(ctx context.Context, spec lbSpec) ([]string, error) 
 
 // applyRules makes each list of lists hold exactly the Service's wanted
 // rules among those with its mark, leaving every other rule as it is.
-func (c *Cloud) applyRules(ctx context.Context, svc *v1.Service, want map[string]listRules, lists []string) error {
+// adopt says an unmarked rule doing what one of them would stands for it
+// (the Service's load balancer is the peer's: adopting).
+func (c *Cloud) applyRules(ctx context.Context, svc *v1.Service, want map[string]listRules, lists []string, adopt bool) error {
 	if c.Cluster.Get() == "" {
 		return errors.New("the cluster UID (the kube-system namespace's), which marks the security rules, is not known yet")
 	}
 	mark := c.mark(svc) + " "
 	for _, id := range lists {
-		if err := c.updateList(ctx, id, mark, want[id]); err != nil {
+		if err := c.updateList(ctx, id, listChange{mark: mark, want: want[id], adopt: adopt}); err != nil {
 			return fmt.Errorf("security list %s: %w", id, err)
 		}
 	}
@@ -289,9 +296,10 @@ func (c *Cloud) applyRules(ctx context.Context, svc *v1.Service, want map[string
 
 // listChange is one Service's rules for a list, waiting to be written.
 type listChange struct {
-	mark string
-	want listRules
-	done chan error
+	mark  string
+	want  listRules
+	adopt bool
+	done  chan error
 }
 
 // listWriter writes each security list's changes in batches: while one
@@ -319,10 +327,10 @@ type knownList struct {
 // rule removed by hand is seen soon by a Service's next pass.
 const listReuse = 10 * time.Second
 
-// updateList makes list id hold exactly want among the rules marked mark,
-// in the next batch of its changes.
-func (c *Cloud) updateList(ctx context.Context, id, mark string, want listRules) error {
-	ch := listChange{mark: mark, want: want, done: make(chan error, 1)}
+// updateList makes list id hold exactly ch.want among the rules marked
+// ch.mark, in the next batch of its changes.
+func (c *Cloud) updateList(ctx context.Context, id string, ch listChange) error {
+	ch.done = make(chan error, 1)
 	w := &c.lists
 	w.mu.Lock()
 	if w.queued == nil {
@@ -403,8 +411,8 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange) e
 		}
 		changed := false
 		for _, ch := range batch {
-			in, inChanged, e1 := merge(sl.Ingress, ch.want.ingress, ch.mark)
-			out, outChanged, e2 := merge(sl.Egress, ch.want.egress, ch.mark)
+			in, inChanged, e1 := merge(sl.Ingress, ch.want.ingress, ch.mark, ch.adopt)
+			out, outChanged, e2 := merge(sl.Egress, ch.want.egress, ch.mark, ch.adopt)
 			if e1 != nil || e2 != nil {
 				return errors.Join(e1, e2)
 			}
@@ -465,8 +473,9 @@ func (w *listWriter) forgetAll() {
 }
 
 // merge is have with the rules marked mark that want no longer asks for
-// removed, and those it asks for that nothing does yet added.
-func merge(have []json.RawMessage, want []rule, mark string) ([]json.RawMessage, bool, error) {
+// removed, and those it asks for that nothing does yet added (with adopt, an
+// unmarked rule does).
+func merge(have []json.RawMessage, want []rule, mark string, adopt bool) ([]json.RawMessage, bool, error) {
 	out := make([]json.RawMessage, 0, len(have)+len(want))
 	var kept []rule
 	changed := false
@@ -483,12 +492,10 @@ func merge(have []json.RawMessage, want []rule, mark string) ([]json.RawMessage,
 		kept = append(kept, r)
 	}
 	for _, w := range want {
-		// Done already by a rule of the Service's, or by one no CCM of ours
-		// marked (the peer's, an operator's): never by another Service's
-		// or another cluster's, which may go without this Service.
-		if slices.ContainsFunc(kept, func(r rule) bool {
-			return r.does(w) && (strings.HasPrefix(r.Description, mark) || !strings.HasPrefix(r.Description, markPrefix))
-		}) {
+		// Done already by a rule of the Service's, or, adopting, by one no
+		// CCM of ours marked (the peer's): never by another Service's or
+		// another cluster's, which may go without this Service.
+		if slices.ContainsFunc(kept, func(r rule) bool { return r.does(w) && stands(r, mark, adopt) }) {
 			continue
 		}
 		raw, err := json.Marshal(w)
@@ -500,6 +507,18 @@ func merge(have []json.RawMessage, want []rule, mark string) ([]json.RawMessage,
 		changed = true
 	}
 	return out, changed, nil
+}
+
+// builtHere says whether this cluster's Overcast built the load balancer
+// (its tag), rather than adopted the peer's.
+func (c *Cloud) builtHere(lb LB) bool {
+	return lb.FreeformTags[tagCluster] != "" && lb.FreeformTags[tagCluster] == c.Cluster.Get()
+}
+
+// stands says whether rule r stands for one of the Service's: its mark, or,
+// adopting, no mark of any CCM of ours.
+func stands(r rule, mark string, adopt bool) bool {
+	return strings.HasPrefix(r.Description, mark) || (adopt && !strings.HasPrefix(r.Description, markPrefix))
 }
 
 // removeRules removes the Service's rules from every security list they may
@@ -521,7 +540,7 @@ func (c *Cloud) removeRules(ctx context.Context, svc *v1.Service, lbSubnets []st
 			lists = append(lists, sl)
 		}
 	}
-	return c.applyRules(ctx, svc, nil, lists)
+	return c.applyRules(ctx, svc, nil, lists, false)
 }
 
 // allNodeSubnets are the subnets of every instance of the compartment.

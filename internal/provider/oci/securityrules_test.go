@@ -1,9 +1,12 @@
 package oci
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,8 +31,16 @@ func lbSvc(name, uid string, nodePort int32) *v1.Service {
 			TargetPort: intstr.FromInt32(8080), NodePort: nodePort}}}}
 }
 
-// rulesFor opens the security lists for svc as cloud c would (spec and rules).
+// rulesFor opens the security lists for svc as cloud c would (spec and
+// rules), for a load balancer it built.
 func rulesFor(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) error {
+	t.Helper()
+	return rulesOf(t, c, svc, nodes, false)
+}
+
+// rulesOf is rulesFor, adopting (the Service's load balancer is the peer's)
+// or not.
+func rulesOf(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node, adopt bool) error {
 	t.Helper()
 	spec, err := c.parseSpec(svc)
 	require.NoError(t, err)
@@ -38,7 +49,7 @@ func rulesFor(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) error {
 	if err != nil {
 		return err
 	}
-	return c.applyRules(t.Context(), svc, want, lists)
+	return c.applyRules(t.Context(), svc, want, lists, adopt)
 }
 
 func marked(e *emulator.Emulator, mark string) (n int) {
@@ -139,6 +150,88 @@ func TestTwoClustersOnOneSecurityListNeverRemoveEachOthersRules(t *testing.T) {
 	// Even asked to remove b's Service's rules, a touches none of b's.
 	require.NoError(t, a.removeRules(t.Context(), svcB, []string{e.Fixture().SubnetID}))
 	assert.Equal(t, 5, marked(e, "overcast:cluster-b/uid-b "))
+}
+
+// The peer's rules (no description) for a Service of another cluster on the
+// same port and node port do what a Service of ours wants: they stand for
+// ours only when the load balancer is the peer's own (a migration, no
+// write); beside one Overcast built, marked ones go beside them, so the
+// other cluster's peer removing its rules closes nothing of ours (finding 5
+// of issue 34).
+func TestAnUnmarkedRuleStandsForOursOnlyOnThePeersOwnLoadBalancer(t *testing.T) {
+	e := startEmulator(t)
+	c := cloudOn(t, e.CloudConfig())
+	c.SetClusterUID("cluster-b")
+	_, ip := e.AddMachine("node-a")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	list := e.Fixture().SecurityListID
+	before, beforeOut := e.SecurityListRules(list)
+	// The other cluster's peer's rules: what ours would be, unmarked.
+	peerSvc := lbSvc("web", "uid-a", 30080)
+	require.NoError(t, rulesFor(t, c, peerSvc, nodes))
+	sl, err := c.gw.securityList(t.Context(), list)
+	require.NoError(t, err)
+	unmark := func(raws []json.RawMessage) {
+		for i, raw := range raws {
+			raws[i] = json.RawMessage(strings.ReplaceAll(string(raw), `,"description":"overcast:cluster-b/uid-a default/web"`, ""))
+		}
+	}
+	unmark(sl.Ingress)
+	unmark(sl.Egress)
+	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	require.NoError(t, err)
+	c.lists.forgetAll()
+	require.Equal(t, 0, marked(e, "overcast:"))
+	peers, _ := e.SecurityListRules(list)
+	require.Len(t, peers, len(before)+3, "the peer's rules: 80, the node port and 10256 in")
+
+	for _, tc := range []struct {
+		name  string
+		adopt bool
+		want  int
+	}{{"the peer's own load balancer, adopted", true, 0}, {"a load balancer Overcast built", false, 5}} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := lbSvc("web", "uid-b-"+strconv.FormatBool(tc.adopt), 30080)
+			writes := putsOf(e)
+			require.NoError(t, rulesOf(t, c, svc, nodes, tc.adopt))
+			assert.Equal(t, tc.want, marked(e, c.mark(svc)+" "))
+			if tc.adopt {
+				assert.Equal(t, writes, putsOf(e), "adopting writes nothing")
+			}
+		})
+	}
+	// The other cluster's Service goes: its peer removes its rules.
+	sl, err = c.gw.securityList(t.Context(), list)
+	require.NoError(t, err)
+	in, out := e.SecurityListRules(list)
+	keep := func(rules, own []string) (kept []json.RawMessage) {
+		for _, r := range rules {
+			if strings.Contains(r, `"description":"overcast:`) || slices.Contains(own, r) {
+				kept = append(kept, json.RawMessage(r))
+			}
+		}
+		return kept
+	}
+	sl.Ingress, sl.Egress = keep(in, before), keep(out, beforeOut)
+	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	require.NoError(t, err)
+	c.lists.forgetAll()
+	built := lbSvc("web", "uid-b-false", 30080)
+	assert.Equal(t, 5, marked(e, c.mark(built)+" "), "the rules of the load balancer Overcast built are all there")
+	writes := putsOf(e)
+	require.NoError(t, rulesOf(t, c, built, nodes, false))
+	assert.Equal(t, writes, putsOf(e), "and nothing to put back")
+}
+
+// putsOf is how many writes of a security list the emulator answered.
+func putsOf(e *emulator.Emulator) (n int) {
+	for _, call := range e.Calls() {
+		if call.Method == http.MethodPut && call.Code == 200 {
+			n += call.Count
+		}
+	}
+	return n
 }
 
 func TestAListThisCCMJustWroteIsWrittenOnWithoutReadingItAgain(t *testing.T) {
