@@ -121,6 +121,36 @@ func (e *Emulator) routeNSGs() {
 	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		getOne(e, w, r, e.nsgs, func(g *nsg) any { c := *g; return &c })
 	})
+	// UpdateNetworkSecurityGroup (oci-go-sdk core.UpdateNetworkSecurityGroupDetails:
+	// displayName, freeformTags, definedTags, each replaced when given), with
+	// If-Match: the peer tags a backend NSG it manages rules in so.
+	e.handle("PUT "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
+		var d struct {
+			DisplayName  *string                   `json:"displayName"`
+			FreeformTags map[string]string         `json:"freeformTags"`
+			DefinedTags  map[string]map[string]any `json:"definedTags"`
+		}
+		e.withNSG(w, r, &d, func(g *nsg) {
+			if m := r.Header.Get("if-match"); m != "" && m != g.etag() {
+				writeError(w, http.StatusPreconditionFailed, "NoEtagMatch",
+					fmt.Sprintf("Entity network security group with ID %s has a computed tag of %s, but is passed a tag of %s", g.ID, g.etag(), m))
+				return
+			}
+			if d.DisplayName != nil {
+				g.DisplayName = *d.DisplayName
+			}
+			if d.FreeformTags != nil {
+				g.FreeformTags = d.FreeformTags
+			}
+			if d.DefinedTags != nil {
+				g.DefinedTags = d.DefinedTags
+			}
+			g.revision++
+			view := *g
+			w.Header().Set("etag", view.etag())
+			core.WriteJSON(w, http.StatusOK, &view)
+		})
+	})
 	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		defer e.mu.Unlock()

@@ -79,3 +79,26 @@ func TestTheSDKManagesNetworkSecurityGroupsAndTheirRules(t *testing.T) {
 	require.Len(t, listed.Items, 1)
 	assert.Equal(t, back, *listed.Items[0].Id)
 }
+
+// UpdateNetworkSecurityGroup replaces the tags it is given, with the etag
+// read (412 NoEtagMatch with another), as the peer tags a backend NSG.
+func TestTheSDKTagsANetworkSecurityGroupWithItsCurrentEtag(t *testing.T) {
+	e := started(t, Options{})
+	c := fixtureClients(t, e)
+	ctx := t.Context()
+	f := e.fx
+	g, err := c.network.CreateNetworkSecurityGroup(ctx, core.CreateNetworkSecurityGroupRequest{CreateNetworkSecurityGroupDetails: core.CreateNetworkSecurityGroupDetails{
+		CompartmentId: &f.CompartmentID, VcnId: &f.VCNID, DisplayName: common.String("nodes"), FreeformTags: map[string]string{"team": "a"}}})
+	require.NoError(t, err)
+	got, err := c.network.GetNetworkSecurityGroup(ctx, core.GetNetworkSecurityGroupRequest{NetworkSecurityGroupId: g.Id})
+	require.NoError(t, err)
+	require.NotNil(t, got.Etag)
+	up, err := c.network.UpdateNetworkSecurityGroup(ctx, core.UpdateNetworkSecurityGroupRequest{NetworkSecurityGroupId: g.Id, IfMatch: got.Etag,
+		UpdateNetworkSecurityGroupDetails: core.UpdateNetworkSecurityGroupDetails{FreeformTags: map[string]string{"team": "a", "ManagedBy": "CCM"}}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"team": "a", "ManagedBy": "CCM"}, up.FreeformTags)
+	assert.Equal(t, "nodes", *up.DisplayName, "what is not given is kept")
+	_, err = c.network.UpdateNetworkSecurityGroup(ctx, core.UpdateNetworkSecurityGroupRequest{NetworkSecurityGroupId: g.Id, IfMatch: got.Etag,
+		UpdateNetworkSecurityGroupDetails: core.UpdateNetworkSecurityGroupDetails{FreeformTags: map[string]string{}}})
+	assert.Equal(t, 412, serviceError(t, err).GetHTTPStatusCode(), "the etag read before the change")
+}

@@ -65,7 +65,9 @@ type Cloud struct {
 	// nsgsLeft are the NSGs each Service's load balancer was last taken out
 	// of: its frontend NSG among them is deleted once it is out.
 	nsgsLeft uidLists
-	lists    listWriter
+	// managedNSGs are the backend NSGs known tagged ManagedBy (nsg.go).
+	managedNSGs sync.Map
+	lists       listWriter
 	// listPass: the drift check's reads of security lists (inventory.go).
 	listPass listPass
 }

@@ -954,6 +954,18 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 	if err := s.removeRules(ctx, svc, subnets); err != nil {
 		return "", err
 	}
+	for _, lb := range lbs {
+		if s.builtHere(lb.Obj) {
+			continue
+		}
+		lists, err := s.lbLists(ctx, lb.Obj.SubnetIDs)
+		if err != nil {
+			return "", err
+		}
+		if err := s.removePeerRules(ctx, svc, lb.Obj, lists); err != nil {
+			return "", err
+		}
+	}
 	if backends, err := annotation.OCIBackendNetworkSecurityGroups.OCIDs(svc, "networksecuritygroup", 0); err == nil {
 		if err := s.removeBackendNSGRules(ctx, svc, backends); err != nil {
 			return "", err

@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,11 +22,16 @@ import (
 // Service's sources on its ports and reaches the backend NSGs
 // (oci.oraclecloud.com/oci-backend-network-security-group) on the node
 // ports and the health check port; each backend NSG admits the frontend NSG
-// there. Every rule added is marked as the security list rules are (the
-// cluster's and the Service's UID in its description); a rule is this
-// Service's when it carries its mark or, as the peer marks them, its UID
-// alone. Only the Service's rules are removed; the frontend NSG goes with
-// the load balancer, after it. NSGs the Service names
+// there. Every rule added carries the peer's mark, service-uid-<UID> in its
+// description (the Service's UID is unique to it in any cluster), and the
+// frontend NSG exactly the peer's tags: the peer, which adopts a group only
+// with exactly its tags and a rule only with exactly its description
+// (load_balancer.go getFrontendNsg, load_balancer_network_security_group.go
+// findSecurityRule), takes over with no write, as Overcast takes over its.
+// A rule an earlier Overcast marked (overcast:<cluster UID>/<UID>) is the
+// Service's too. A backend NSG is tagged ManagedBy: CCM, as the peer tags
+// it, its other tags kept. Only the Service's rules are removed; the frontend NSG goes
+// with the load balancer, after it. NSGs the Service names
 // (oci-network-security-groups) are joined and never changed.
 
 // NSG is a network security group.
@@ -84,6 +90,24 @@ func (g *gateway) createNSG(ctx context.Context, compartment, vcn, name string, 
 
 func (g *gateway) nsg(ctx context.Context, id string) (NSG, error) {
 	return get[NSG](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id))
+}
+
+// nsgRead is NSG id with its etag.
+func (g *gateway) nsgRead(ctx context.Context, id string) (NSG, string, error) {
+	var out NSG
+	h, err := g.read(ctx, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id), nil, &out)
+	if err != nil {
+		return NSG{}, "", err
+	}
+	return out, h.Get("etag"), nil
+}
+
+// tagNSG replaces NSG id's freeform tags, if it has not changed since its
+// etag was read (a 412 is ErrBusy).
+func (g *gateway) tagNSG(ctx context.Context, id, etag string, tags map[string]string) error {
+	_, err := g.do(ctx, "network", http.MethodPut, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id), nil,
+		map[string]any{"freeformTags": tags}, nil, http.Header{"If-Match": {etag}})
+	return err
 }
 
 func (g *gateway) deleteNSG(ctx context.Context, id string) error {
@@ -153,8 +177,7 @@ func (c *Cloud) createFrontendNSG(ctx context.Context, svc *v1.Service, spec lbS
 	if err != nil {
 		return "", err
 	}
-	g, err := c.gw.createNSG(ctx, c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc),
-		map[string]string{"CreatedBy": "CCM", "ServiceUid": string(svc.UID), tagCluster: c.Cluster.Get()})
+	g, err := c.gw.createNSG(ctx, c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc), nsgTags(svc))
 	if err != nil {
 		return "", fmt.Errorf("creating the network security group of the Service: %w", err)
 	}
@@ -189,10 +212,20 @@ func wantedNSGs(spec lbSpec, frontend string) []string {
 	return slices.Compact(out)
 }
 
-// isOurs says whether an NSG rule is the Service's: its mark in this
-// cluster, or its UID alone (the peer's).
+// nsgTags are the peer's tags of a Service's frontend NSG, exactly: the
+// peer adopts no group with another tag.
+func nsgTags(svc *v1.Service) map[string]string {
+	return map[string]string{"CreatedBy": "CCM", "ServiceUid": string(svc.UID)}
+}
+
+// nsgMark is the description of the Service's NSG rules, the peer's.
+func nsgMark(svc *v1.Service) string { return "service-uid-" + string(svc.UID) }
+
+// isOurs says whether an NSG rule is the Service's: the peer's mark, its
+// UID alone, or an earlier Overcast's mark in this cluster.
 func (c *Cloud) isOurs(r NSGRule, svc *v1.Service) bool {
-	return r.Description == string(svc.UID) || r.Description == c.mark(svc) || strings.HasPrefix(r.Description, c.mark(svc)+" ")
+	return r.Description == nsgMark(svc) || r.Description == string(svc.UID) || r.Description == c.mark(svc) ||
+		strings.HasPrefix(r.Description, c.mark(svc)+" ")
 }
 
 // applyNSGRules makes the Service's rules in NSG id what want says: the
@@ -238,7 +271,7 @@ func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, w
 // nsgRules opens the frontend NSG to the Service's sources on its ports and
 // toward the backend NSGs, and the backend NSGs to it.
 func (c *Cloud) publishNSGRules(ctx context.Context, svc *v1.Service, spec lbSpec, frontend string) error {
-	mark := c.describe(svc)
+	mark := nsgMark(svc)
 	var front []NSGRule
 	for _, src := range spec.sources {
 		for _, p := range spec.listenerPorts {
@@ -254,14 +287,47 @@ func (c *Cloud) publishNSGRules(ctx context.Context, svc *v1.Service, spec lbSpe
 		return err
 	}
 	for _, b := range spec.backendNSGs {
+		if err := c.markManaged(ctx, b); err != nil {
+			return err
+		}
 		var back []NSGRule
 		for _, p := range spec.backendPorts {
 			back = append(back, nsgRule(true, frontend, p, mark))
+		}
+		for _, src := range clientSources(spec) {
+			for _, p := range nodePortsFrom(svc, spec, src, nil) {
+				back = append(back, nsgRule(true, src, p, mark))
+			}
 		}
 		if err := c.applyNSGRules(ctx, svc, b, back); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// markManaged tags a backend NSG the Service's rules go in ManagedBy: CCM,
+// once, as the peer tags it (load_balancer.go): the peer, taking over,
+// then has nothing to write. Its other tags are kept.
+func (c *Cloud) markManaged(ctx context.Context, id string) error {
+	if _, done := c.managedNSGs.Load(id); done {
+		return nil
+	}
+	g, etag, err := c.gw.nsgRead(ctx, id)
+	if err != nil {
+		return fmt.Errorf("reading network security group %s: %w", id, err)
+	}
+	if _, ok := g.FreeformTags["ManagedBy"]; !ok {
+		tags := maps.Clone(g.FreeformTags)
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		tags["ManagedBy"] = "CCM"
+		if err := c.gw.tagNSG(ctx, id, etag, tags); err != nil {
+			return fmt.Errorf("tagging network security group %s as the peer does: %w", id, err)
+		}
+	}
+	c.managedNSGs.Store(id, true)
 	return nil
 }
 

@@ -249,14 +249,41 @@ func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (
 			want[lbList] = w
 		}
 		w := want[sl]
-		for _, cidr := range lbCIDRs {
-			for _, p := range spec.backendPorts {
+		for _, cidr := range append(slices.Clone(lbCIDRs), clientSources(spec)...) {
+			for _, p := range nodePortsFrom(svc, spec, cidr, lbCIDRs) {
 				w.ingress = append(w.ingress, tcpRule(true, cidr, p, mark))
 			}
 		}
 		want[sl] = w
 	}
 	return want, lists, nil
+}
+
+// clientSources are the sources the nodes see themselves, beside the load
+// balancer's subnets: those of a network load balancer that preserves the
+// client's address (as the peer opens them: getNodeIngressRules).
+func clientSources(spec lbSpec) []string {
+	if !spec.preserveSource {
+		return nil
+	}
+	return spec.sources
+}
+
+// nodePortsFrom are the ports the nodes open to cidr: the node ports and the
+// health check's to the load balancer's subnets, the node ports alone to
+// the clients of a load balancer that preserves their address.
+func nodePortsFrom(svc *v1.Service, spec lbSpec, cidr string, lbCIDRs []string) []int {
+	if slices.Contains(lbCIDRs, cidr) {
+		return spec.backendPorts
+	}
+	var out []int
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			out = append(out, int(p.NodePort))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // nodeSubnets are the subnets of the backends' instances.
@@ -299,7 +326,9 @@ type listChange struct {
 	mark  string
 	want  listRules
 	adopt bool
-	done  chan error
+	// drop are the ports whose peer's rules go (peerrules.go).
+	drop map[int]bool
+	done chan error
 }
 
 // listWriter writes each security list's changes in batches: while one
@@ -411,8 +440,8 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange) e
 		}
 		changed := false
 		for _, ch := range batch {
-			in, inChanged, e1 := merge(sl.Ingress, ch.want.ingress, ch.mark, ch.adopt)
-			out, outChanged, e2 := merge(sl.Egress, ch.want.egress, ch.mark, ch.adopt)
+			in, inChanged, e1 := merge(sl.Ingress, ch.want.ingress, ch)
+			out, outChanged, e2 := merge(sl.Egress, ch.want.egress, ch)
 			if e1 != nil || e2 != nil {
 				return errors.Join(e1, e2)
 			}
@@ -472,10 +501,11 @@ func (w *listWriter) forgetAll() {
 	clear(w.last)
 }
 
-// merge is have with the rules marked mark that want no longer asks for
-// removed, and those it asks for that nothing does yet added (with adopt, an
-// unmarked rule does).
-func merge(have []json.RawMessage, want []rule, mark string, adopt bool) ([]json.RawMessage, bool, error) {
+// merge is have with the rules marked ch.mark that want no longer asks for
+// removed (and the peer's rules of the ports ch.drop), and those it asks for
+// that nothing does yet added (with ch.adopt, an unmarked rule does).
+func merge(have []json.RawMessage, want []rule, ch listChange) ([]json.RawMessage, bool, error) {
+	mark, adopt := ch.mark, ch.adopt
 	out := make([]json.RawMessage, 0, len(have)+len(want))
 	var kept []rule
 	changed := false
@@ -484,7 +514,7 @@ func merge(have []json.RawMessage, want []rule, mark string, adopt bool) ([]json
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, false, fmt.Errorf("a rule OCI answered cannot be read: %w", err)
 		}
-		if strings.HasPrefix(r.Description, mark) && !slices.ContainsFunc(want, r.does) {
+		if strings.HasPrefix(r.Description, mark) && !slices.ContainsFunc(want, r.does) || peerRuleOn(r, ch.drop) {
 			changed = true
 			continue
 		}
@@ -524,21 +554,9 @@ func stands(r rule, mark string, adopt bool) bool {
 // removeRules removes the Service's rules from every security list they may
 // be in: its load balancer's subnets' and the nodes' subnets'.
 func (c *Cloud) removeRules(ctx context.Context, svc *v1.Service, lbSubnets []string) error {
-	var lists []string
-	ids := slices.Clone(lbSubnets)
-	all, err := c.allNodeSubnets(ctx)
+	lists, err := c.lbLists(ctx, lbSubnets)
 	if err != nil {
 		return err
-	}
-	ids = append(ids, all...)
-	for _, id := range ids {
-		_, sl, err := c.subnetList(ctx, id)
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(lists, sl) {
-			lists = append(lists, sl)
-		}
 	}
 	return c.applyRules(ctx, svc, nil, lists, false)
 }

@@ -264,3 +264,33 @@ func TestAListThisCCMJustWroteIsWrittenOnWithoutReadingItAgain(t *testing.T) {
 		assert.Equal(t, 5, marked(e, mark), mark)
 	}
 }
+
+// A network load balancer that preserves the client's address: the nodes
+// see the clients, and their subnet's list admits the Service's sources on
+// the node port (not the health check's), as the peer's does.
+func TestANetworkLoadBalancerThatPreservesTheClientOpensTheNodesToTheClients(t *testing.T) {
+	e := startEmulator(t)
+	c := cloudOn(t, e.CloudConfig())
+	c.SetClusterUID("cluster-a")
+	_, ip := e.AddMachine("node-a")
+	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	svc := lbSvc("dns", "uid-nlb", 30053)
+	svc.Annotations = map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb",
+		"oci.oraclecloud.com/security-rule-management-mode": "SL-All", "oci-network-load-balancer.oraclecloud.com/is-preserve-source": "true"}
+	svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	svc.Spec.HealthCheckNodePort = 31000
+	svc.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
+	require.NoError(t, rulesFor(t, c, svc, nodes))
+	in, _ := e.SecurityListRules(e.Fixture().SecurityListID)
+	var fromClients []string
+	for _, raw := range in {
+		var r rule
+		require.NoError(t, json.Unmarshal([]byte(raw), &r))
+		if r.Source == "192.0.2.0/24" && strings.HasPrefix(r.Description, c.mark(svc)) {
+			fromClients = append(fromClients, r.ports())
+		}
+	}
+	slices.Sort(fromClients)
+	assert.Equal(t, []string{"ports 30053-30053", "ports 80-80"}, fromClients, "the listener's port, and the node port to the nodes")
+}

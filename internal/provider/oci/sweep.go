@@ -18,8 +18,11 @@ var _ provider.Sweeper = (*Cloud)(nil)
 // the freeform tags it puts on them (this cluster's UID and the Service's):
 // load balancers and network load balancers (their listeners, backend sets
 // and certificates go with them) and the Services' frontend network security
-// groups, and the rules it marked in the security lists of the load
-// balancer and node subnets. Three listings of the compartment and a read
+// groups (those of Services whose load balancer it built, or tagged by an
+// earlier Overcast: a group whose load balancer is gone too, as after a
+// crash between the two creates and the Service's finalizer removed by
+// hand, is nobody's it can prove, and left), and the rules it marked in the
+// security lists of the load balancer and node subnets. Three listings of the compartment and a read
 // of each security list; nothing is changed. Rules in backend NSGs a Service
 // named by annotation are not listed: the Service's delete path removes them
 // while its annotation names the NSG.
@@ -30,6 +33,10 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 	}
 	var owners provider.Owners
 	var out []provider.Leftover
+	// ours are the Services this cluster built a load balancer for: their
+	// frontend NSGs carry the peer's tags alone (nsgTags), the load
+	// balancer says whose they are.
+	ours := map[types.UID]bool{}
 	steps{c}.Relist() // the shared listings, as they are now
 	for _, kind := range []string{kindLB, kindNLB} {
 		lbs, err := c.listings[kind].All(ctx)
@@ -38,6 +45,9 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 		}
 		for _, lb := range lbs {
 			uid := types.UID(lb.FreeformTags[tagService])
+			if lb.FreeformTags[tagCluster] == cluster && uid != "" {
+				ours[uid] = true
+			}
 			if lb.FreeformTags[tagCluster] != cluster || uid == "" || live.HasUID(uid) || gone(lb.LifecycleState) {
 				continue
 			}
@@ -52,7 +62,7 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 	}
 	for _, g := range groups {
 		uid := types.UID(g.FreeformTags["ServiceUid"])
-		if g.FreeformTags[tagCluster] != cluster || uid == "" || live.HasUID(uid) || gone(g.LifecycleState) {
+		if !(g.FreeformTags[tagCluster] == cluster || ours[uid]) || uid == "" || live.HasUID(uid) || gone(g.LifecycleState) {
 			continue
 		}
 		ns, name := namespaceName(strings.TrimSuffix(g.DisplayName, "/nsg"), uid)

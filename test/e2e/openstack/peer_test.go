@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -251,4 +253,160 @@ func TestOpenStackTakesOverThePeersTLSLoadBalancer(t *testing.T) {
 	}))
 	_, err = containers.Get(t.Context(), km, ref[strings.LastIndex(ref, "/")+1:]).Extract()
 	assert.NoError(t, err, "the person's container is left as it was")
+}
+
+// logWrites marks where the access logs of octavia-api and neutron-server
+// are now; its writes are the POST, PUT and DELETE requests either logged
+// since.
+type logWrites map[string]int64
+
+var writeLines = map[string]*regexp.Regexp{
+	"octavia-api.log": regexp.MustCompile(`\] (POST|PUT|DELETE) (/v2\S*)`),
+	"neutron.log":     regexp.MustCompile(`"(POST|PUT|DELETE) (/v2\.0\S*)`),
+}
+
+func markLogs(t *testing.T) logWrites {
+	t.Helper()
+	m := logWrites{}
+	for name := range writeLines {
+		st, err := os.Stat(filepath.Join(stateDir(), "log", name))
+		require.NoError(t, err)
+		m[name] = st.Size()
+	}
+	return m
+}
+
+func (m logWrites) writes(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for name, re := range writeLines {
+		data, err := os.ReadFile(filepath.Join(stateDir(), "log", name))
+		require.NoError(t, err)
+		for _, w := range re.FindAllStringSubmatch(string(data[m[name]:]), -1) {
+			out = append(out, w[1]+" "+w[2])
+		}
+	}
+	return out
+}
+
+// TestOpenStackGoesBackToThePeerItself: the way back. Overcast serves the
+// shapes the peer makes (two protocols on one load balancer, a second
+// Service sharing it, source ranges, PROXY protocol, an internal one), with
+// security groups managed; it is stopped and the unmodified
+// cloud-provider-openstack (OVERCAST_PEER_OPENSTACK) starts in its place
+// with the same cloud.conf: it syncs every Service and writes nothing to
+// Octavia or Neutron (their access logs), every address, load balancer,
+// listener and security group kept. Overcast back deletes them all and
+// leaves nothing.
+func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
+	bin := os.Getenv("OVERCAST_PEER_OPENSTACK")
+	if bin == "" {
+		t.Skip("OVERCAST_PEER_OPENSTACK names no openstack-cloud-controller-manager binary")
+	}
+	octavia, network := octaviaClient(t), networkClient(t)
+	s := createServer(t, "os-back-"+suffix())
+	conf := cloudConf(t, "OVERCAST_OS_CLOUD_CONF") + "\n[LoadBalancer]\nmanage-security-groups = true\nprovider-requires-serial-api-calls = true\n"
+	opts := ccmOptions(conf)
+	ccm := env.StartCCM(t, opts)
+	env.NewKubelet(t, s.Name, s.fixedIP())
+	waitInitialised(t, s.Name)
+
+	ns := lbNamespace(t)
+	tcp := func(port int32) v1.ServicePort {
+		return v1.ServicePort{Name: fmt.Sprintf("p%d", port), Protocol: v1.ProtocolTCP, Port: port}
+	}
+	shapes := []struct {
+		name        string
+		ports       []v1.ServicePort
+		annotations map[string]string
+		ranges      []string
+	}{
+		{name: "web", ports: []v1.ServicePort{tcp(80), {Name: "dns", Protocol: v1.ProtocolUDP, Port: 53}}},
+		{name: "ranged", ports: []v1.ServicePort{tcp(80)}, ranges: []string{"127.0.0.0/8"}},
+		{name: "proxy", ports: []v1.ServicePort{tcp(80)}, annotations: map[string]string{"loadbalancer.openstack.org/proxy-protocol": "true"}},
+		{name: "internal", ports: []v1.ServicePort{tcp(80)}, annotations: map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}},
+	}
+	for _, sh := range shapes {
+		_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: sh.name, Namespace: ns, Annotations: sh.annotations},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": sh.name}, Ports: sh.ports,
+				LoadBalancerSourceRanges: sh.ranges},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	names := []string{"web", "ranged", "proxy", "internal", "api"}
+	addrs, lbs := map[string]string{}, map[string]string{}
+	for _, sh := range shapes {
+		addrs[sh.name] = waitReady(t, ns, sh.name)
+		lbs[sh.name] = getSvc(t, ns, sh.name).Annotations["loadbalancer.openstack.org/load-balancer-id"]
+		require.NotEmpty(t, lbs[sh.name], "%s's load balancer id, recorded as the peer records it", sh.name)
+	}
+	_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns, Annotations: map[string]string{"loadbalancer.openstack.org/load-balancer-id": lbs["web"]}},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "api"}, Ports: []v1.ServicePort{tcp(8080)}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	addrs["api"], lbs["api"] = waitReady(t, ns, "api"), lbs["web"]
+	require.Equal(t, addrs["web"], addrs["api"], "api shares web's load balancer")
+	uids := map[string]string{}
+	for _, name := range names {
+		uids[name] = string(getSvc(t, ns, name).UID)
+	}
+	state := func() map[string][]string {
+		out := map[string][]string{}
+		for _, name := range names {
+			out[name] = append(listenerIDsOf(t, octavia, lbs[name]), shape(t, octavia, lbs[name])...)
+			if g := groupOf(t, network, uids[name]); g != nil {
+				out[name] = append(out[name], g.ID)
+				for _, r := range g.Rules {
+					out[name] = append(out[name], r.ID)
+				}
+			}
+			slices.Sort(out[name])
+		}
+		return out
+	}
+	before := state()
+	ccm.Stop()
+
+	mark := markLogs(t)
+	ensured := map[string]int32{}
+	for _, name := range names {
+		ensured[name] = eventCount(t, ns, name, "EnsuredLoadBalancer")
+	}
+	opts.Controllers = []string{"cloud-node", "service"}
+	peer := env.StartBinary(t, bin, "openstack-cloud-controller-manager", opts)
+	require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+		for _, name := range names {
+			if eventCount(t, ns, name, "EnsuredLoadBalancer") == ensured[name] {
+				return fmt.Errorf("the peer has not synced %s yet", name)
+			}
+		}
+		return nil
+	}))
+	time.Sleep(15 * time.Second) // anything it does after its first pass
+	assert.Empty(t, mark.writes(t), "the peer writes nothing to Octavia or Neutron")
+	assert.Equal(t, before, state(), "every listener, pool, member and security group rule as it was")
+	for _, name := range names {
+		assert.Equal(t, addrs[name], waitIngress(t, ns, name), "%s keeps its address", name)
+	}
+	peer.Stop()
+
+	opts.Controllers = []string{"cloud-node", "cloud-node-lifecycle", "service"}
+	env.StartCCM(t, opts)
+	for _, name := range []string{"api", "web", "ranged", "proxy", "internal"} {
+		deleteSvcAndWait(t, ns, name)
+	}
+	for name, id := range lbs {
+		require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+			if _, err := loadbalancers.Get(context.Background(), octavia, id).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+				return fmt.Errorf("%s's load balancer %s still there (%w)", name, id, err)
+			}
+			return nil
+		}))
+	}
+	for _, name := range names {
+		assert.Empty(t, ownFloatingIPs(t, network, uids[name]), "%s's floating IP released", name)
+		assert.Nil(t, groupOf(t, network, uids[name]), "%s's security group deleted", name)
+	}
 }

@@ -1,0 +1,118 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The peer's rules of a Service whose load balancer Overcast took over.
+// They carry no mark; Overcast added none beside them (they stand for its
+// own: securityrules.go). When such a Service goes, its rules go as the peer
+// would remove them (load_balancer_security_lists.go Delete): the unmarked
+// stateful TCP rules opening one of its load balancer's ports, in its
+// subnets' and the nodes' subnets' lists, unless another LoadBalancer
+// Service of the cluster still uses that port (the peer's portInUse and
+// healthCheckPortInUse). Without them, switching from the peer would leave
+// every migrated Service's rules behind.
+
+// peerPorts are the ports the peer's rules of load balancer lb open: its
+// listeners', its backends' (the node ports) and its health checks'.
+func peerPorts(lb LB) map[int]bool {
+	ports := map[int]bool{}
+	for _, l := range lb.Listeners {
+		ports[l.Port] = true
+	}
+	for _, bs := range lb.BackendSets {
+		ports[bs.HealthChecker.Port] = true
+		for _, b := range bs.Backends {
+			ports[b.Port] = true
+		}
+	}
+	return ports
+}
+
+// portsInUse are the ports every other LoadBalancer Service of the cluster
+// uses: its ports, node ports and health check port.
+func (c *Cloud) portsInUse(ctx context.Context, svc *v1.Service) (map[int]bool, error) {
+	kube := c.Kube()
+	if kube == nil {
+		return nil, errors.New("no Kubernetes client yet to tell the ports other Services use")
+	}
+	list, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the Services, to keep the rules of the ports they use: %w", err)
+	}
+	used := map[int]bool{}
+	for _, s := range list.Items {
+		if s.UID == svc.UID || s.Spec.Type != v1.ServiceTypeLoadBalancer || s.DeletionTimestamp != nil {
+			continue
+		}
+		for _, p := range s.Spec.Ports {
+			used[int(p.Port)], used[int(p.NodePort)] = true, true
+		}
+		if s.Spec.HealthCheckNodePort != 0 {
+			used[int(s.Spec.HealthCheckNodePort)] = true
+		} else {
+			used[proxyHealthPort] = true
+		}
+	}
+	return used, nil
+}
+
+// removePeerRules removes the peer's rules of the Service whose load
+// balancer lb Overcast took over, from lists, sparing the ports other
+// Services use.
+func (c *Cloud) removePeerRules(ctx context.Context, svc *v1.Service, lb LB, lists []string) error {
+	drop := peerPorts(lb)
+	used, err := c.portsInUse(ctx, svc)
+	if err != nil {
+		return err
+	}
+	for p := range used {
+		delete(drop, p)
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	for _, id := range lists {
+		if err := c.updateList(ctx, id, listChange{mark: c.mark(svc) + " ", drop: drop}); err != nil {
+			return fmt.Errorf("security list %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// peerRuleOn says whether r is a rule of the peer's shape (no mark of any
+// CCM of ours, stateful TCP to one port) opening one of ports.
+func peerRuleOn(r rule, ports map[int]bool) bool {
+	if len(ports) == 0 || strings.HasPrefix(r.Description, markPrefix) || r.IsStateless || r.Protocol != "6" || r.TCPOptions == nil {
+		return false
+	}
+	d := r.TCPOptions.DestinationPortRange
+	return d != nil && r.TCPOptions.SourcePortRange == nil && d.Min == d.Max && ports[d.Min]
+}
+
+// lbLists are the security lists of the subnets and of every node subnet.
+func (c *Cloud) lbLists(ctx context.Context, subnets []string) ([]string, error) {
+	all, err := c.allNodeSubnets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var lists []string
+	for _, id := range append(slices.Clone(subnets), all...) {
+		_, sl, err := c.subnetList(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(lists, sl) {
+			lists = append(lists, sl)
+		}
+	}
+	return lists, nil
+}
