@@ -186,6 +186,9 @@ type Cycle[S, L any] struct {
 	// balancers walked since the last drift pass (inventory.go).
 	inventory map[string][]string
 	verified  map[string]int
+	// checking is, by load balancer, what a drift pass after its walk saw
+	// while a quiet walk checks it (inventory.go).
+	checking map[string]postWalk
 }
 
 // New returns the cycle of cloud.
@@ -197,7 +200,7 @@ func New[S, L any](cloud Cloud[S, L], records Records, opts Options) *Cycle[S, L
 		opts.Now = time.Now
 	}
 	return &Cycle[S, L]{cloud: cloud, records: records, opts: opts, checked: map[string]time.Time{}, drifted: map[types.UID]bool{},
-		inventory: map[string][]string{}, verified: map[string]int{}}
+		inventory: map[string][]string{}, verified: map[string]int{}, checking: map[string]postWalk{}}
 }
 
 // EnsureLoadBalancer converges the Service's load balancer by one step, or
@@ -382,6 +385,7 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 			if IsReverifying(why) {
 				if reverify >= ReverifyPerPass {
 					why = "" // the next pass's
+					c.postpone(lb.ID)
 				}
 				reverify++
 			}

@@ -17,10 +17,16 @@ import (
 // address). Some of what a key holds may belong to others (a rule beside
 // ours): the cycle compares, it never decides what is whose.
 //
-// The cycle remembers each load balancer's objects as the first drift pass
-// after a walk sees them; later, any difference (an object deleted, changed,
+// The cycle remembers each load balancer's objects as the drift passes
+// after a walk see them; later, any difference (an object deleted, changed,
 // or added beside them) is drift, and the Service is walked, which repairs it;
-// the objects are then remembered anew. A load balancer not walked since the
+// the objects are then remembered anew. What the first pass after a walk
+// sees is taken as it is only when it is what was remembered before the walk
+// (the walk changed nothing); else the Service is walked again, quietly,
+// and the next pass must see the same: an object changed behind the walk's
+// back before the first pass (another cluster's CCM removing a rule just
+// after ours was added) is repaired, not remembered as normal. A load
+// balancer not walked since the
 // process started is walked too, quietly (Reverifying: no Event, no
 // condition, no repair counted), at most ReverifyPerPass a pass: a restart
 // re-verifies every load balancer within a few passes, with reads only when
@@ -79,6 +85,29 @@ func (c *Cycle[S, L]) adopt(id string, what int) {
 func (c *Cycle[S, L]) forgetInventory(id string) {
 	delete(c.inventory, id)
 	delete(c.verified, id)
+	delete(c.checking, id)
+}
+
+// postWalk is what a pass after a walk saw of a load balancer, while a
+// quiet walk checks it, and how many such walks there were.
+type postWalk struct {
+	objects []string
+	walks   int
+}
+
+// postWalkChecks bounds the quiet walks after a walk: objects that change
+// at every pass are then remembered as they are (and the hourly full walk
+// looks again).
+const postWalkChecks = 3
+
+// postpone keeps the load balancer id's post-walk check for the next pass
+// (this one re-verified enough).
+func (c *Cycle[S, L]) postpone(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.checking[id]; ok {
+		c.verified[id] = adoptAll
+	}
 }
 
 // inventoryDrift compares the objects of the load balancer id with what was
@@ -93,8 +122,7 @@ func (c *Cycle[S, L]) inventoryDrift(id string, objects []string) string {
 	was, ok := c.inventory[id]
 	switch {
 	case what == adoptAll:
-		c.inventory[id] = objects
-		return ""
+		return c.afterWalk(id, objects, was, ok)
 	case !ok:
 		return Reverifying + fmt.Sprintf("load balancer %s has not been walked since this process started", id)
 	case what == adoptMembers:
@@ -107,6 +135,24 @@ func (c *Cycle[S, L]) inventoryDrift(id string, objects []string) string {
 		return ""
 	}
 	return describeChange(was, objects)
+}
+
+// afterWalk remembers what a pass after a walk sees of the load balancer id
+// when it is what the pass before saw (before the walk, or before a quiet
+// walk that checked it); else it asks for a quiet walk (c.mu held).
+func (c *Cycle[S, L]) afterWalk(id string, objects, was []string, remembered bool) string {
+	check, checking := c.checking[id]
+	ref, haveRef := was, remembered
+	if checking {
+		ref, haveRef = check.objects, true
+	}
+	if (haveRef && describeChange(ref, objects) == "") || check.walks >= postWalkChecks {
+		c.inventory[id] = objects
+		delete(c.checking, id)
+		return ""
+	}
+	c.checking[id] = postWalk{objects: objects, walks: check.walks + 1}
+	return Reverifying + fmt.Sprintf("checking what the walk of load balancer %s left", id)
 }
 
 // describeChange says what of was is gone from now and what is new in it

@@ -47,24 +47,79 @@ func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) 
 		require.Contains(t, cloud.ran, "converge", "a drifted Service is walked")
 	}
 
+	// settled: after a walk that changed what the pass before saw, the next
+	// pass asks for a quiet walk, and the one after remembers.
+	settled := func(msg string) {
+		t.Helper()
+		walk()
+		assert.True(t, IsReverifying(drift()), "%s: checked by a quiet walk", msg)
+		walk()
+		assert.Empty(t, drift(), msg)
+	}
 	assert.True(t, IsReverifying(drift()), "a restart re-verifies")
-	walk()
-	assert.Empty(t, drift(), "remembered as the walk left it")
+	settled("remembered as the walk left it")
 	assert.Empty(t, drift())
 
 	cloud.objects = []string{"listener/l1/TCP/80", "pool/p1", "member/p1/m1"}
 	assert.Equal(t, "gone or changed: member/p1/m2", drift(), "a member deleted out of band")
-	walk()
 	cloud.objects = []string{"listener/l1/TCP/80", "pool/p1", "member/p1/m1", "member/p1/m3"}
-	assert.Empty(t, drift(), "the walk's repair is the new normal")
+	settled("the walk's repair is the new normal")
 
 	cloud.objects = []string{"listener/l1/TCP/81", "pool/p1", "member/p1/m1", "member/p1/m3", "pool/stray"}
 	assert.Equal(t, "gone or changed: listener/l1/TCP/80; new: listener/l1/TCP/81, pool/stray", drift())
-	walk()
-	assert.Empty(t, drift(), "a stray the walk leaves (not ours) is not drift forever")
+	settled("a stray the walk leaves (not ours) is not drift forever")
+
+	// A walk that changes nothing (the hourly full walk): remembered at once.
+	c.walkedInventory("lb1")
+	assert.Empty(t, drift(), "the same as before the walk")
 
 	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", svc))
 	assert.Empty(t, c.inventory, "nothing remembered of a deleted load balancer")
+}
+
+// An object changed behind the walk's back before the first pass after it
+// (another cluster's CCM removing a rule just after ours was added) is not
+// remembered as normal: the pass asks for a quiet walk, which repairs it,
+// and what the next pass sees must match before it is remembered.
+func TestWhatChangesJustAfterAWalkIsRepairedNotRemembered(t *testing.T) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: types.UID("u1")}}
+	lb := &LB[string]{ID: "lb1", State: Ready}
+	all := []string{"listener/l1/TCP/80", "rule/80", "rule/30080", "rule/10256"}
+	cloud := &inventoried{script: script{spec: fp, listed: lb, found: lb, publish: true}, objects: all}
+	c := New[string, string](cloud, memRecords{svc.UID: {ID: "lb1", Fingerprint: fp}}, Options{})
+	drift := func() string {
+		t.Helper()
+		d, err := c.Drifted(t.Context(), []*v1.Service{svc})
+		require.NoError(t, err)
+		return d[svc.UID]
+	}
+	walks := 0
+	walk := func(leaves []string) {
+		t.Helper()
+		_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", svc, nil)
+		require.NoError(t, err)
+		walks++
+		cloud.objects = leaves
+	}
+	walk(all)
+	cloud.objects = all[:2] // two rules removed before the first pass
+	assert.True(t, IsReverifying(drift()), "not remembered: checked by a quiet walk")
+	walk(all) // which puts them back
+	assert.True(t, IsReverifying(drift()), "what the check left differs from what the pass saw: checked again")
+	walk(all)
+	assert.Empty(t, drift(), "the same twice: remembered")
+	cloud.objects = all[:2]
+	assert.Equal(t, "gone or changed: rule/10256, rule/30080", drift(), "and any change later is drift")
+	assert.Equal(t, 3, walks)
+
+	// Objects that change at every pass are remembered after a few checks.
+	walk(all)
+	for i := range postWalkChecks {
+		cloud.objects = all[:1+i%2]
+		assert.True(t, IsReverifying(drift()))
+		walk(cloud.objects)
+	}
+	assert.Empty(t, drift(), "remembered as they are after %d checks", postWalkChecks)
 }
 
 // A restart with many load balancers re-verifies at most ReverifyPerPass

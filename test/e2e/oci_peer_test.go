@@ -228,3 +228,70 @@ func TestOCIGoesToThePeerAndBackItself(t *testing.T) {
 		return nil
 	}), "nothing left, of the peer's or ours")
 }
+
+// TestOCIAnotherClustersPeerClosesNoPortForLong: two clusters on one
+// security list, cluster A (an apiserver of its own) on the unmodified
+// peer, cluster B on Overcast, a Service on the same port and node port in
+// each (finding 5 of issue 34). B's rules are its own, marked, beside A's
+// peer's; when A's Service goes, the peer removes every rule opening its
+// ports, B's too, and B's drift check puts them back within its period.
+func TestOCIAnotherClustersPeerClosesNoPortForLong(t *testing.T) {
+	const nodePort, drift = 30777, 20 * time.Second
+	e := ociEmulator(t, 92)
+	bin, opts := ociPeer(t, e)
+	clusterA, err := framework.Start()
+	require.NoError(t, err)
+	t.Cleanup(clusterA.Stop)
+	ociPeerKubelet(t, clusterA, e, "oci92-a-node")
+	clusterA.StartBinary(t, bin, "oci-cloud-controller-manager", opts)
+	web := func(s *v1.Service) { s.Spec.Ports[0].NodePort = nodePort }
+	nsA := clusterA.Namespace(t)
+	svcA := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: nsA},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}}}
+	web(svcA)
+	_, err = clusterA.Client.CoreV1().Services(nsA).Create(t.Context(), svcA, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		got, err := clusterA.Client.CoreV1().Services(nsA).Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil || ingressAddr(got) == "" {
+			return fmt.Errorf("the peer has not served cluster A's web yet (%v)", err)
+		}
+		return nil
+	}))
+
+	env.StartCCM(t, framework.CCMOptions{Cloud: "oci", CloudConfig: e.CloudConfig(), ExtraArgs: []string{"--load-balancer-drift-period=" + drift.String()}})
+	_, ip := e.AddMachine("oci92-b-node")
+	k := env.NewKubelet(t, "oci92-b-node", ip)
+	waitNodeInitialised(t, k.Name)
+	ns := namespace(t)
+	svcB := lbService(t, ns, "web", web)
+	addr := ingressAddr(waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured))
+	ours := func() (n int) {
+		in, out := e.SecurityListRules(e.Fixture().SecurityListID)
+		for _, r := range append(in, out...) {
+			if strings.Contains(r, string(svcB.UID)) {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 5, ours(), "B's own rules, beside the peer's that do the same")
+
+	// A's Service goes; watch B's rules until they are all back.
+	fewest := ours()
+	gone := time.Now()
+	require.NoError(t, clusterA.Client.CoreV1().Services(nsA).Delete(t.Context(), "web", metav1.DeleteOptions{}))
+	var back time.Duration
+	require.NoError(t, framework.Poll(waitLong+3*drift, 100*time.Millisecond, func() error {
+		n := ours()
+		fewest = min(fewest, n)
+		if fewest == 5 || n < 5 {
+			return fmt.Errorf("B has %d of its 5 rules (fewest %d)", n, fewest)
+		}
+		back = time.Since(gone)
+		return nil
+	}), "the peer removes B's rules with its own, and B puts them back")
+	t.Logf("the other cluster's peer left %d of B's 5 rules; all back %.1fs after its Service was deleted (drift period %s)", fewest, back.Seconds(), drift)
+	assert.Less(t, back, waitLong+3*drift)
+	assert.Equal(t, addr, ingressAddr(getService(t, ns, "web")), "B's address kept")
+}

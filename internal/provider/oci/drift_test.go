@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/cloud-provider/api"
 
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -249,6 +250,17 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 		require.NoError(t, err)
 		return d[svc.UID]
 	}
+	settled := func() string { // the post-walk check's quiet walks
+		why := drifted()
+		for range 2 {
+			if !lbcycle.IsReverifying(why) {
+				break
+			}
+			ensure()
+			why = drifted()
+		}
+		return why
+	}
 	opens80 := func() (marked, unmarked int) {
 		in, _ := e.SecurityListRules(f.SecurityListID)
 		for _, s := range in {
@@ -265,7 +277,7 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 		return marked, unmarked
 	}
 	ensure()
-	require.Empty(t, drifted())
+	require.Empty(t, settled())
 	m, u := opens80()
 	require.Equal(t, [2]int{1, 1}, [2]int{m, u}, "a rule of its own beside the peer's")
 
@@ -280,5 +292,5 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 	ensure()
 	m, u = opens80()
 	assert.Equal(t, [2]int{1, 0}, [2]int{m, u}, "the walk puts back a rule of its own, marked")
-	assert.Empty(t, drifted())
+	assert.Empty(t, settled())
 }

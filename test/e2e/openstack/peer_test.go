@@ -307,6 +307,7 @@ func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
 	s := createServer(t, "os-back-"+suffix())
 	conf := cloudConf(t, "OVERCAST_OS_CLOUD_CONF") + "\n[LoadBalancer]\nmanage-security-groups = true\nprovider-requires-serial-api-calls = true\n"
 	opts := ccmOptions(conf)
+	opts.Controllers = []string{"cloud-node", "cloud-node-lifecycle", "service"}
 	ccm := env.StartCCM(t, opts)
 	env.NewKubelet(t, s.Name, s.fixedIP())
 	waitInitialised(t, s.Name)
