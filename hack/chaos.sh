@@ -3,7 +3,9 @@
 #   - the outage and throttling cases on each cloud's emulator (two replicas,
 #     a real apiserver), each for CHAOS_OUTAGE (default 10m); the crash case,
 #     CHAOS_KILLS SIGKILLs of the leader (default 200) while CHAOS_SERVICES
-#     Services (default 50) churn; the secrets case; `overcast sweep`;
+#     Services (default 50) churn; the secrets cases (every secret key of
+#     every cloud in every malformed shape of cfgtest.Shapes, through the
+#     process at -v=6 and doctor); `overcast sweep`;
 #   - every fuzz target for CHAOS_FUZZTIME each (default 3m): config parsers,
 #     annotation tables, retry and response parsing. A crasher is written to
 #     the package's testdata/fuzz and becomes a seed of `make test`.
@@ -36,7 +38,7 @@ status=0
 
 if part e2e; then
 	echo "chaos: outage and throttling of $OUTAGE, $KILLS kills of the leader, on each emulator (log: $out/e2e.log)"
-	if ! OVERCAST_CHAOS_OUTAGE=$OUTAGE OVERCAST_CHAOS_THROTTLE=$OUTAGE OVERCAST_CHAOS_REPORT=$PWD/$rows \
+	if ! OVERCAST_CHAOS_SECRET_SHAPES=all OVERCAST_CHAOS_OUTAGE=$OUTAGE OVERCAST_CHAOS_THROTTLE=$OUTAGE OVERCAST_CHAOS_REPORT=$PWD/$rows \
 		OVERCAST_CHAOS_KILLS=$KILLS OVERCAST_CHAOS_SERVICES=$SERVICES \
 		OVERCAST_TEST_BINARIES="$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$PWD/bin/overcast-ccm \
 		OVERCAST_CHAOS_APISERVER_GONE=${CHAOS_APISERVER_GONE:-2m} \
@@ -105,7 +107,11 @@ done)
 	echo
 	echo "| case | cloud | hits of the credential's secret | searched (logs at -v=6, Events, Services, /metrics, doctor) |"
 	echo "|---|---|---|---|"
-	grep '^| secrets ' "$rows" || true
+	grep '^| secrets | ' "$rows" || true
+	echo
+	echo "| case | cloud | secret keys | runs (overcast-ccm at -v=6 and doctor, every malformed shape) | hits of a secret |"
+	echo "|---|---|---|---|---|"
+	grep '^| secrets per key ' "$rows" || true
 	echo
 	echo "| package | fuzz target | time | executions | result |"
 	echo "|---|---|---|---|---|"

@@ -62,6 +62,13 @@ type Diagnoser interface {
 	Diagnose(ctx context.Context) []Result
 }
 
+// ServiceDiagnoser is a cloud with checks of the cluster's LoadBalancer
+// Services against what it holds (what a switch back to the peer would
+// rebuild), when doctor has a kubeconfig.
+type ServiceDiagnoser interface {
+	DiagnoseServices(ctx context.Context, svcs []v1.Service) []Result
+}
+
 // Options of a run.
 type Options struct {
 	Cloud       string // --cloud-provider
@@ -101,7 +108,26 @@ func Run(ctx context.Context, o Options) []Result {
 			out = append(out, checkNodeInstances(ctx, cloud, nodes.Items))
 		}
 	}
+	if d, ok := cloud.(ServiceDiagnoser); ok {
+		out = append(out, diagnoseServices(ctx, o, d)...)
+	}
 	return append(out, checkLease(ctx, o))
+}
+
+// diagnoseServices lists the LoadBalancer Services for the cloud's checks.
+func diagnoseServices(ctx context.Context, o Options, d ServiceDiagnoser) []Result {
+	list, err := o.Kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return []Result{{Check: "kubernetes: services", Status: Fail, Detail: "cannot list Services: " + err.Error(),
+			Fix: "run doctor with a kubeconfig that may list Services (or inside the CCM's pod)"}}
+	}
+	var lbs []v1.Service
+	for _, s := range list.Items {
+		if s.Spec.Type == v1.ServiceTypeLoadBalancer {
+			lbs = append(lbs, s)
+		}
+	}
+	return d.DiagnoseServices(ctx, lbs)
 }
 
 // Failed says whether any check failed.

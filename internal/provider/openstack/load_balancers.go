@@ -262,13 +262,38 @@ func (c *Cloud) objectName(s lbSpec, p v1.ServicePort) string {
 	return fmt.Sprintf("%s_%s_%d", s.name, strings.ToLower(string(p.Protocol)), p.Port)
 }
 
+// listenerCIDRs are the listener's allowed_cidrs: the source ranges, else
+// everyone of the VIP's family written out, as the peer writes it
+// (GetLoadBalancerSourceRanges' default), so that neither CCM rewrites the
+// other's listeners.
+func (s lbSpec) listenerCIDRs() []string {
+	if len(s.allowedCIDRs) > 0 {
+		return s.allowedCIDRs
+	}
+	if s.family == v1.IPv6Protocol {
+		return []string{"::/0"}
+	}
+	return []string{"0.0.0.0/0"}
+}
+
+// openToAll says whether allowed_cidrs let everyone in: none, or only the
+// whole of a family.
+func openToAll(cidrs []string) bool {
+	for _, c := range cidrs {
+		if c != "0.0.0.0/0" && c != "::/0" {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listeners.CreateOpts {
 	limit := s.connLimit
 	opts := listeners.CreateOpts{
 		Name:         c.objectName(s, p),
 		Protocol:     listeners.Protocol(s.listenerProtocol(p)),
 		ProtocolPort: int(p.Port),
-		AllowedCIDRs: s.allowedCIDRs,
+		AllowedCIDRs: s.listenerCIDRs(),
 		ConnLimit:    &limit,
 		// Its name too, as cloud-provider-openstack tags its listeners: either
 		// CCM knows the other's.
@@ -487,11 +512,8 @@ func (c *Cloud) convergeListener(ctx context.Context, octavia *gophercloud.Servi
 	changed := false
 	cidrs := slices.Clone(l.AllowedCIDRs)
 	sort.Strings(cidrs)
-	if !slices.Equal(cidrs, s.allowedCIDRs) && (len(cidrs) != 0 || len(s.allowedCIDRs) != 0) {
-		update := s.allowedCIDRs
-		if update == nil {
-			update = []string{}
-		}
+	if !slices.Equal(cidrs, s.allowedCIDRs) && !(openToAll(cidrs) && openToAll(s.allowedCIDRs)) {
+		update := s.listenerCIDRs()
 		u.AllowedCIDRs, changed = &update, true
 	}
 	if l.ConnLimit != s.connLimit {

@@ -441,6 +441,9 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 		if err != nil {
 			return fmt.Errorf("creating security group %s: %w", sgName(svc), neutronErr(err))
 		}
+		if err := dropDefaultEgress(ctx, network, created); err != nil {
+			return err
+		}
 		g = created
 		did = append(did, "created")
 	}
@@ -550,6 +553,26 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 	p.servers = s.sg.servers
 	c.sgs.place(svc.UID, p)
 	return true, nil
+}
+
+// dropDefaultEgress deletes the egress rules Neutron gives a new group, as
+// the peer's first pass over its group does (getRulesToCreateAndDelete
+// keeps only its ingress rules): the group is then the peer's shape, and the
+// peer taking it over writes nothing. The nodes' other groups allow their
+// egress; a group only adds what it allows.
+func dropDefaultEgress(ctx context.Context, network *gophercloud.ServiceClient, g *groups.SecGroup) error {
+	kept := g.Rules[:0]
+	for _, r := range g.Rules {
+		if r.Direction != "egress" {
+			kept = append(kept, r)
+			continue
+		}
+		if err := rules.Delete(ctx, network, r.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return fmt.Errorf("deleting the default egress rule %s of security group %s: %w", r.ID, g.ID, neutronErr(err))
+		}
+	}
+	g.Rules = kept
+	return nil
 }
 
 // convergeRules writes the difference between the group's ingress rules and

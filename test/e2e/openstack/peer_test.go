@@ -339,8 +339,9 @@ func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
 	addrs, lbs := map[string]string{}, map[string]string{}
 	for _, sh := range shapes {
 		addrs[sh.name] = waitReady(t, ns, sh.name)
-		lbs[sh.name] = getSvc(t, ns, sh.name).Annotations["loadbalancer.openstack.org/load-balancer-id"]
-		require.NotEmpty(t, lbs[sh.name], "%s's load balancer id, recorded as the peer records it", sh.name)
+		own := lbOf(t, octavia, getSvc(t, ns, sh.name))
+		require.Len(t, own, 1, "%s's load balancer", sh.name)
+		lbs[sh.name] = own[0].ID
 	}
 	_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns, Annotations: map[string]string{"loadbalancer.openstack.org/load-balancer-id": lbs["web"]}},
@@ -360,7 +361,7 @@ func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
 			if g := groupOf(t, network, uids[name]); g != nil {
 				out[name] = append(out[name], g.ID)
 				for _, r := range g.Rules {
-					out[name] = append(out[name], r.ID)
+					out[name] = append(out[name], fmt.Sprintf("rule %s %s %s %s %s %d-%d", r.ID, r.Direction, r.EtherType, r.Protocol, r.RemoteIPPrefix, r.PortRangeMin, r.PortRangeMax))
 				}
 			}
 			slices.Sort(out[name])
