@@ -206,9 +206,14 @@ func (e *Emulator) listNetworkACLs(_ *account, p url.Values, _ time.Time) (any, 
 	if !e.opts.VPC {
 		return map[string]any{}, nil // a network without an ACL: an empty list
 	}
+	// The filters of the real API's listNetworkACLs that matter here: id,
+	// aclid (the tier's one list).
+	id, aclID := p.Get("id"), p.Get("aclid")
 	var items []any
 	for _, r := range e.acl {
-		items = append(items, e.aclView(r))
+		if (id == "" || r.id == id) && (aclID == "" || aclID == e.fx.ACLListID) {
+			items = append(items, e.aclView(r))
+		}
 	}
 	return list("networkacl", len(items), core.PageNumber(items, page, size)), nil
 }

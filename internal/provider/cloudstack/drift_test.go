@@ -2,6 +2,8 @@ package cloudstack
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,10 +18,24 @@ import (
 )
 
 // Every kind of object a Service's load balancer owns (its rules, their
-// firewall openings), removed or changed behind the CCM's back, is repaired
-// within a drift period (providertest).
+// firewall openings on an isolated network, the tier's ACL items in a VPC),
+// removed or changed behind the CCM's back, is repaired within a drift
+// period (providertest), on each kind of network.
 func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
+	for _, network := range []struct {
+		name  string
+		opts  emulator.Options
+		kinds []string
+	}{
+		{"isolated network", emulator.Options{}, []string{"rule", "firewall-rule"}},
+		{"VPC tier", emulator.Options{VPC: true}, []string{"rule", "ACL-item-of-the-tier's-list"}},
+	} {
+		t.Run(network.name, func(t *testing.T) { driftOn(t, network.opts, network.kinds) })
+	}
+}
+
+func driftOn(t *testing.T, opts emulator.Options, kinds []string) {
+	f := newFixture(t, opts)
 	nodes := f.nodes("worker-1", "worker-2")
 	svc := service("drift", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080},
 		v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
@@ -94,8 +110,40 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 					return err
 				},
 			},
+			"ACL-item-of-the-tier's-list": {
+				func(_ context.Context, k string) error {
+					_, err := f.admin.NetworkACL.DeleteNetworkACL(f.admin.NetworkACL.NewDeleteNetworkACLParams(id(k)))
+					return err
+				},
+				func(_ context.Context, k string) error {
+					// Replaced by one for other sources (CloudStack keeps an
+					// item's number: a new one is what a person can add).
+					p := f.admin.NetworkACL.NewListNetworkACLsParams()
+					p.SetId(id(k))
+					p.SetListall(true)
+					items, err := f.admin.NetworkACL.ListNetworkACLs(p)
+					if err != nil || len(items.NetworkACLs) != 1 {
+						return fmt.Errorf("ACL item %s: %v", id(k), err)
+					}
+					item := items.NetworkACLs[0]
+					if _, err := f.admin.NetworkACL.DeleteNetworkACL(f.admin.NetworkACL.NewDeleteNetworkACLParams(item.Id)); err != nil {
+						return err
+					}
+					c := f.admin.NetworkACL.NewCreateNetworkACLParams(item.Protocol)
+					c.SetAclid(item.Aclid)
+					c.SetCidrlist([]string{"192.0.2.0/24"})
+					c.SetStartport(atoi(item.Startport))
+					c.SetEndport(atoi(item.Endport))
+					c.SetTraffictype(item.Traffictype)
+					c.SetAction(item.Action)
+					_, err = f.admin.NetworkACL.CreateNetworkACL(c)
+					return err
+				},
+			},
 		},
-		Kinds: []string{"rule", "firewall-rule"},
+		Kinds: kinds,
 	})
 	f.remove(fresh())
 }
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
