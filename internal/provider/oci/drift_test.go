@@ -24,8 +24,22 @@ import (
 
 // Every kind of object a Service's load balancer owns (listeners, backend
 // sets, backends, the security rules it relies on), removed or changed
-// behind the CCM's back, is repaired within a drift period (providertest).
+// behind the CCM's back, is repaired within a drift period (providertest),
+// for each kind of load balancer (an nlb's rules: mode None, its default).
 func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
+	for _, kind := range []struct {
+		kind        string
+		annotations map[string]string
+		kinds       []string
+	}{
+		{kindLB, nil, []string{"listener", "backendset", "member", "security-rule"}},
+		{kindNLB, map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}, []string{"listener", "backendset", "member"}},
+	} {
+		t.Run(noun(kind.kind), func(t *testing.T) { driftOf(t, kind.kind, kind.annotations, kind.kinds) })
+	}
+}
+
+func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []string) {
 	e := startEmulator(t)
 	const cluster = "drift-cluster"
 	newCloud := func() *Cloud {
@@ -35,6 +49,7 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 	}
 	c := newCloud()
 	svc := lbSvc("drift", "uid-drift", 30180)
+	svc.Annotations = annotations
 	kube := fake.NewClientset(svc)
 	c.SetKube(kube)
 	var nodes []*v1.Node
@@ -76,8 +91,8 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 			c = newCloud()
 			c.SetKube(kube)
 		},
-		OutOfBand: ociOutOfBand(func() *Cloud { return c }, listed),
-		Kinds:     []string{"listener", "backendset", "member", "security-rule"},
+		OutOfBand: ociOutOfBand(func() *Cloud { return c }, kind, listed),
+		Kinds:     kinds,
 	})
 }
 
@@ -95,15 +110,16 @@ func poll(timeout time.Duration, f func() error) error {
 }
 
 // ociOutOfBand is what someone else does to an object of each kind.
-func ociOutOfBand(cloud func() *Cloud, listed func(context.Context) (LB, error)) map[string][2]func(context.Context, string) error {
-	child := func(ctx context.Context, method, kind, name string, body any) error {
+func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context) (LB, error)) map[string][2]func(context.Context, string) error {
+	child := func(ctx context.Context, method, what, name string, body any) error {
 		lb, err := listed(ctx)
 		if err != nil {
 			return err
 		}
-		_, err = cloud().gw.changeChild(ctx, kindLB, method, lb.ID, kind, name, body)
+		_, err = cloud().gw.changeChild(ctx, kind, method, lb.ID, what, name, body)
 		return err
 	}
+	policy := map[string]string{kindLB: "IP_HASH", kindNLB: "TWO_TUPLE"}[kind]
 	backendSet := func(ctx context.Context, name string, change func(*BackendSet)) error {
 		lb, err := listed(ctx)
 		if err != nil {
@@ -146,7 +162,7 @@ func ociOutOfBand(cloud func() *Cloud, listed func(context.Context) (LB, error))
 				return child(ctx, http.MethodDelete, "backendSets", id(k), nil)
 			},
 			func(ctx context.Context, k string) error {
-				return backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = "IP_HASH" })
+				return backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = policy })
 			},
 		},
 		"member": {
