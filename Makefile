@@ -28,7 +28,7 @@ CHAOS_OUTAGE ?= 10m
 CHAOS_FUZZTIME ?= 3m
 CHAOS_KILLS ?= 200
 CHAOS_SERVICES ?= 50
-CHAOS_PARTS ?= e2e openstack fuzz
+CHAOS_PARTS ?= e2e openstack peers fuzz
 # make run CLOUD=openstack runs the dev cluster on the OpenStack emulator.
 CLOUD ?= local
 

@@ -10,8 +10,9 @@
 #     annotation tables, retry and response parsing. A crasher is written to
 #     the package's testdata/fuzz and becomes a seed of `make test`.
 # The report goes to tmp/chaos/report.md: quote it in docs/reliability.md.
-# CHAOS_PARTS chooses what runs (default "e2e openstack fuzz", about three
-# hours: e2e about two, openstack 15 minutes, fuzz 40). Every overcast-ccm
+# CHAOS_PARTS chooses what runs (default "e2e openstack peers fuzz", about
+# three hours: e2e about two, openstack 15 minutes, peers 15 with all three
+# peer binaries named, fuzz 40). Every overcast-ccm
 # process's log is kept in tmp/chaos/logs; CHAOS_AUDIT=1
 # also keeps the apiserver's audit of every Service write in tmp/chaos/audit
 # (about 80 MB per 200 kills), to trace who changed a Service and when.
@@ -21,7 +22,7 @@ OUTAGE=${CHAOS_OUTAGE:-10m}
 FUZZTIME=${CHAOS_FUZZTIME:-3m}
 KILLS=${CHAOS_KILLS:-200}
 SERVICES=${CHAOS_SERVICES:-50}
-PARTS=${CHAOS_PARTS:-e2e openstack fuzz}
+PARTS=${CHAOS_PARTS:-e2e openstack peers fuzz}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 out=tmp/chaos
 rm -rf "$out/logs" "$out/audit"
@@ -61,6 +62,41 @@ elif [[ -f $state/openstack.env ]]; then
 	fi
 else
 	echo "chaos: no OpenStack harness ($state): its outage case is skipped (make openstack-up first)"
+fi
+
+# The peers, both ways: every test that runs an unmodified peer binary,
+# for each peer named (OVERCAST_PEER_CLOUDSTACK, OVERCAST_PEER_OCI,
+# OVERCAST_PEER_OPENSTACK; docs/<cloud>.md says how to build each); the
+# OpenStack ones on the real OpenStack when its harness is there.
+peer_rows=""
+if part peers; then
+	for peer in CLOUDSTACK OCI OPENSTACK; do
+		var=OVERCAST_PEER_$peer
+		if [[ -z ${!var:-} ]]; then
+			peer_rows+="| ${peer,,} | - | skipped: $var names no binary |"$'\n'
+			continue
+		fi
+		pkg=./test/e2e/
+		case $peer in
+		CLOUDSTACK) tests='^TestCloudStack.*(ThePeer|Shared)' ;;
+		OCI) tests='^TestOCI.*(ThePeer|Peer)' ;;
+		OPENSTACK) tests='^TestOpenStack(TakesOver|GoesBack)' pkg=./test/e2e/openstack/ ;;
+		esac
+		if [[ $peer == OPENSTACK && ! -f $state/openstack.env ]]; then
+			peer_rows+="| ${peer,,} | - | skipped: no OpenStack harness |"$'\n'
+			continue
+		fi
+		log=$out/peers-${peer,,}.log
+		echo "chaos: the unmodified ${peer,,} peer, both ways (log: $log)"
+		[[ $peer == OPENSTACK ]] && bash test/openstack/up.sh > /dev/null 2>&1
+		if OVERCAST_TEST_BINARIES="$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$PWD/bin/overcast-ccm \
+			go test -count=1 -v -timeout 1h -run "$tests" "$pkg" > "$log" 2>&1; then
+			peer_rows+="| ${peer,,} | $(grep -c '^--- PASS' "$log") | ok |"$'\n'
+		else
+			status=1
+			peer_rows+="| ${peer,,} | $(grep -c '^--- PASS' "$log") | FAILED (see $log) |"$'\n'
+		fi
+	done
 fi
 
 fuzz_rows=""
@@ -112,6 +148,10 @@ done)
 	echo "| case | cloud | secret keys | runs (overcast-ccm at -v=6 and doctor, every malformed shape) | hits of a secret |"
 	echo "|---|---|---|---|---|"
 	grep '^| secrets per key ' "$rows" || true
+	echo
+	echo "| peer | tests passed (migration, the way back, two clusters) | result |"
+	echo "|---|---|---|"
+	printf '%s' "$peer_rows"
 	echo
 	echo "| package | fuzz target | time | executions | result |"
 	echo "|---|---|---|---|---|"

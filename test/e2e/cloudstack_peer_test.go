@@ -2,16 +2,21 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
@@ -25,7 +30,7 @@ import (
 // place, as docs/cloudstack.md's migration says. Run by hand: the peer is not
 // built by make test.
 func TestCloudStackTakesOverFromThePeerItself(t *testing.T) {
-	bin, ns, e, k := peerCloudStack(t, 69)
+	bin, ns, e, k := peerCloudStack(t, 69, false)
 	// The peer needs an administrator's keys (it calls the admin-only
 	// listManagementServersMetrics at start).
 	peer := env.StartBinary(t, bin, "cloudstack-kubernetes-provider", framework.CCMOptions{Cloud: "external-cloudstack",
@@ -78,10 +83,24 @@ func TestCloudStackTakesOverFromThePeerItself(t *testing.T) {
 // TestCloudStackGoesBackToThePeerItself: the way back. Overcast serves
 // every shape the peer makes (source ranges, source-cidrs, both, PROXY
 // protocol, UDP, several ports), is stopped, and the unmodified peer starts
-// in its place: it rebuilds nothing (no write at all) and every Service
-// keeps its address and its traffic. Run by hand, as the way there.
+// in its place. On an isolated network it rebuilds nothing (no write at
+// all) and every Service keeps its address and its traffic. In a VPC tier a
+// Service's source ranges without the source-cidrs annotation are in its
+// rules' cidrlist (the tier's ACL is not the rule's alone): the peer
+// rebuilds exactly the Services overcast doctor named before the switch.
+// Run by hand, as the way there.
 func TestCloudStackGoesBackToThePeerItself(t *testing.T) {
-	bin, ns, e, k := peerCloudStack(t, 74)
+	for _, network := range []struct {
+		name  string
+		third int
+		vpc   bool
+	}{{"isolated network", 74, false}, {"VPC tier", 75, true}} {
+		t.Run(network.name, func(t *testing.T) { goBackToThePeer(t, network.third, network.vpc) })
+	}
+}
+
+func goBackToThePeer(t *testing.T, third int, vpc bool) {
+	bin, ns, e, k := peerCloudStack(t, third, vpc)
 	ccm := env.StartCCM(t, framework.CCMOptions{Cloud: "external-cloudstack", CloudConfig: e.CloudConfig()})
 	waitNodeInitialised(t, k.Name)
 	shapes := map[string]func(*v1.Service){
@@ -108,7 +127,17 @@ func TestCloudStackGoesBackToThePeerItself(t *testing.T) {
 	}
 	admin := csAdmin(e)
 	rules, firewall := csObjects(t, admin, false)
+	byName := csRuleNames(t, admin)
 	ccm.Stop()
+	// What doctor says the peer will rebuild, before the switch.
+	ccmBin, err := env.CCMBinary()
+	require.NoError(t, err)
+	doctor, _ := framework.RunDoctor(t, filepath.Join(filepath.Dir(ccmBin), "overcast"), "external-cloudstack", e.CloudConfig(),
+		"--kubeconfig="+env.AdminKubeconfig, "--timeout=1m")
+	named := map[string]bool{}
+	for name := range shapes {
+		named[name] = strings.Contains(doctor, ns+"/"+name)
+	}
 	e.ResetCalls()
 
 	peer := env.StartBinary(t, bin, "cloudstack-kubernetes-provider", framework.CCMOptions{Cloud: "external-cloudstack",
@@ -136,9 +165,28 @@ func TestCloudStackGoesBackToThePeerItself(t *testing.T) {
 		return nil
 	}))
 	gotRules, gotFirewall := csObjects(t, admin, false)
-	assert.Equal(t, rules, gotRules, "the peer rebuilds no rule")
-	assert.Equal(t, firewall, gotFirewall, "the peer rebuilds no firewall rule")
-	assert.Zero(t, csWrites(e), "the peer writes nothing: %v", e.Calls())
+	rebuilt := map[string]bool{}
+	for id, rule := range byName {
+		if slices.Contains(gotRules, id) {
+			continue
+		}
+		for name := range shapes {
+			if strings.HasPrefix(rule, cloudprovider.DefaultLoadBalancerName(getService(t, ns, name))+"-") {
+				rebuilt[name] = true
+			}
+		}
+	}
+	if vpc {
+		for name := range shapes {
+			assert.Equal(t, named[name], rebuilt[name], "%s: doctor named it %v, the peer rebuilt it %v:\n%s", name, named[name], rebuilt[name], doctor)
+		}
+		t.Logf("VPC tier: the peer rebuilt the rules of %v, as doctor said; %d writes", rebuilt, csWrites(e))
+	} else {
+		assert.Equal(t, rules, gotRules, "the peer rebuilds no rule")
+		assert.Equal(t, firewall, gotFirewall, "the peer rebuilds no firewall rule")
+		assert.Zero(t, csWrites(e), "the peer writes nothing: %v", e.Calls())
+		assert.NotContains(t, slices.Collect(maps.Values(named)), true, "doctor names none")
+	}
 	for name := range shapes {
 		got, err := env.Client.CoreV1().Services(ns).Get(t.Context(), name, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -158,14 +206,28 @@ func TestCloudStackGoesBackToThePeerItself(t *testing.T) {
 // peerCloudStack is what a test with the peer needs: its binary (skipped
 // without one), a namespace, the emulator on 127.0.third.0/24 and a Node's
 // kubelet on one of its machines.
-func peerCloudStack(t *testing.T, third int) (bin, ns string, e *emulator.Emulator, k *framework.Kubelet) {
+func peerCloudStack(t *testing.T, third int, vpc bool) (bin, ns string, e *emulator.Emulator, k *framework.Kubelet) {
 	t.Helper()
 	bin = os.Getenv("OVERCAST_PEER_CLOUDSTACK")
 	if bin == "" {
 		t.Skip("OVERCAST_PEER_CLOUDSTACK names no cloudstack-kubernetes-provider binary")
 	}
-	e = cloudStackEmulator(t, third)
+	e = cloudStackEmulator(t, third, vpc)
 	name := fmt.Sprintf("cs%d-node-1", third)
 	_, ip := e.AddMachine(name)
 	return bin, namespace(t), e, env.NewKubelet(t, name, ip)
+}
+
+// csRuleNames are the load balancer rules' names by id.
+func csRuleNames(t *testing.T, admin *cs.CloudStackClient) map[string]string {
+	t.Helper()
+	p := admin.LoadBalancer.NewListLoadBalancerRulesParams()
+	p.SetListall(true)
+	r, err := admin.LoadBalancer.ListLoadBalancerRules(p)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, x := range r.LoadBalancerRules {
+		out[x.Id] = x.Name
+	}
+	return out
 }

@@ -32,9 +32,9 @@ import (
 
 // cloudStackEmulator starts the emulator with its guest network on
 // 127.0.third.0/24 and its public addresses on 127.3.third.0/24.
-func cloudStackEmulator(t *testing.T, third int) *emulator.Emulator {
+func cloudStackEmulator(t *testing.T, third int, vpc ...bool) *emulator.Emulator {
 	t.Helper()
-	e, err := emulator.New(emulator.Options{JobDelay: 300 * time.Millisecond, ServeTraffic: true,
+	e, err := emulator.New(emulator.Options{JobDelay: 300 * time.Millisecond, ServeTraffic: true, VPC: len(vpc) > 0 && vpc[0],
 		MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.3.%d.0/24", third)})
 	return coretest.Serve(t, e, err)
 }

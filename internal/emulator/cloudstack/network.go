@@ -179,12 +179,14 @@ type aclItem struct {
 	id, protocol, action, trafficType string
 	start, end, number                int
 	cidrs                             []string
+	// state is Add from its creation, Active once its job has applied it.
+	state string
 }
 
 func (e *Emulator) aclView(r *aclItem) map[string]any {
 	return map[string]any{"id": r.id, "protocol": r.protocol, "startport": strconv.Itoa(r.start), "endport": strconv.Itoa(r.end),
 		"traffictype": r.trafficType, "action": r.action, "number": r.number, "aclid": e.fx.ACLListID,
-		"cidrlist": strings.Join(r.cidrs, ","), "state": "Active", "fordisplay": true, "tags": e.tagsOf(r.id)}
+		"cidrlist": strings.Join(r.cidrs, ","), "state": r.state, "fordisplay": true, "tags": e.tagsOf(r.id)}
 }
 
 func (e *Emulator) listNetworkACLLists(_ *account, p url.Values, _ time.Time) (any, *apiError) {
@@ -245,9 +247,13 @@ func (e *Emulator) createNetworkACL(a *account, p url.Values, now time.Time) (an
 	if traffic == "" {
 		traffic = "Ingress"
 	}
-	r := &aclItem{id: e.newID(), protocol: proto, action: action, trafficType: traffic, start: start, end: end, number: len(e.acl) + 1, cidrs: cidrs}
+	// CreateNetworkACLCmd is a BaseAsyncCreateCmd: its create() persists the
+	// item (state Add) before the job's execute() applies it (Active), so the
+	// item is listed, and can be tagged, at once.
+	r := &aclItem{id: e.newID(), protocol: proto, action: action, trafficType: traffic, start: start, end: end, number: len(e.acl) + 1, cidrs: cidrs, state: "Add"}
+	e.acl = append(e.acl, r)
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.network.CreateNetworkACLCmd", "NetworkAcl", r.id, now, func() (any, error) {
-		e.acl = append(e.acl, r)
+		r.state = "Active"
 		return map[string]any{"networkacl": e.aclView(r)}, nil
 	})
 	return map[string]any{"id": r.id, "jobid": job}, nil
