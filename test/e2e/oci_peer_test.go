@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oracle/oci-go-sdk/v65/common"
+	ocicore "github.com/oracle/oci-go-sdk/v65/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/oracle/oci-go-sdk/v65/common"
-	ocicore "github.com/oracle/oci-go-sdk/v65/core"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/kit"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
@@ -254,7 +254,7 @@ func TestOCIAnotherClustersPeerClosesNoPortForLong(t *testing.T) {
 	require.NoError(t, framework.Poll(waitLong, tick, func() error {
 		got, err := clusterA.Client.CoreV1().Services(nsA).Get(t.Context(), "web", metav1.GetOptions{})
 		if err != nil || ingressAddr(got) == "" {
-			return fmt.Errorf("the peer has not served cluster A's web yet (%v)", err)
+			return fmt.Errorf("the peer has not served cluster A's web yet (%w)", err)
 		}
 		return nil
 	}))

@@ -122,8 +122,11 @@ func driftOn(t *testing.T, opts emulator.Options, kinds []string) {
 					p.SetId(id(k))
 					p.SetListall(true)
 					items, err := f.admin.NetworkACL.ListNetworkACLs(p)
-					if err != nil || len(items.NetworkACLs) != 1 {
-						return fmt.Errorf("ACL item %s: %v", id(k), err)
+					if err != nil {
+						return err
+					}
+					if len(items.NetworkACLs) != 1 {
+						return fmt.Errorf("ACL item %s: %d listed", id(k), len(items.NetworkACLs))
 					}
 					item := items.NetworkACLs[0]
 					if _, err := f.admin.NetworkACL.DeleteNetworkACL(f.admin.NetworkACL.NewDeleteNetworkACLParams(item.Id)); err != nil {

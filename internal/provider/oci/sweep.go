@@ -62,7 +62,7 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 	}
 	for _, g := range groups {
 		uid := types.UID(g.FreeformTags["ServiceUid"])
-		if !(g.FreeformTags[tagCluster] == cluster || ours[uid]) || uid == "" || live.HasUID(uid) || gone(g.LifecycleState) {
+		if (g.FreeformTags[tagCluster] != cluster && !ours[uid]) || uid == "" || live.HasUID(uid) || gone(g.LifecycleState) {
 			continue
 		}
 		ns, name := namespaceName(strings.TrimSuffix(g.DisplayName, "/nsg"), uid)

@@ -512,7 +512,7 @@ func (c *Cloud) convergeListener(ctx context.Context, octavia *gophercloud.Servi
 	changed := false
 	cidrs := slices.Clone(l.AllowedCIDRs)
 	sort.Strings(cidrs)
-	if !slices.Equal(cidrs, s.allowedCIDRs) && !(openToAll(cidrs) && openToAll(s.allowedCIDRs)) {
+	if !slices.Equal(cidrs, s.allowedCIDRs) && (!openToAll(cidrs) || !openToAll(s.allowedCIDRs)) {
 		update := s.listenerCIDRs()
 		u.AllowedCIDRs, changed = &update, true
 	}
