@@ -372,3 +372,17 @@ func TestConfigTLSKeys(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want)
 	}
 }
+
+// A listener open to everyone is written as the peer writes it (the whole
+// of the VIP's family), and an empty list is taken as the same: neither CCM
+// rewrites the other's listeners (TestOpenStackGoesBackToThePeerItself ran
+// it with the peer).
+func TestAListenerOpenToAllIsWrittenAsThePeerWritesIt(t *testing.T) {
+	assert.Equal(t, []string{"0.0.0.0/0"}, lbSpec{family: v1.IPv4Protocol}.listenerCIDRs())
+	assert.Equal(t, []string{"::/0"}, lbSpec{family: v1.IPv6Protocol}.listenerCIDRs())
+	assert.Equal(t, []string{"198.51.100.0/24"}, lbSpec{family: v1.IPv4Protocol, allowedCIDRs: []string{"198.51.100.0/24"}}.listenerCIDRs())
+	for _, open := range [][]string{nil, {}, {"0.0.0.0/0"}, {"::/0"}, {"0.0.0.0/0", "::/0"}} {
+		assert.True(t, openToAll(open), "%v", open)
+	}
+	assert.False(t, openToAll([]string{"0.0.0.0/0", "198.51.100.0/24"}))
+}

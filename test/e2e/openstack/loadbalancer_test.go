@@ -137,9 +137,9 @@ func TestLoadBalancerOnOctavia(t *testing.T) {
 		np[p.Name] = p.NodePort
 	}
 	assert.Equal(t, []string{
-		fmt.Sprintf("TCP/80 -> [%s] []", member(np["http"])),
-		fmt.Sprintf("UDP/53 -> [%s] []", member(np["dns"])),
-	}, shape(t, octavia, lb.ID), "a listener per port, the Node as member at its NodePort")
+		fmt.Sprintf("TCP/80 -> [%s] [0.0.0.0/0]", member(np["http"])),
+		fmt.Sprintf("UDP/53 -> [%s] [0.0.0.0/0]", member(np["dns"])),
+	}, shape(t, octavia, lb.ID), "a listener per port, the Node as member at its NodePort, open to all as the peer writes it")
 
 	// Source ranges and a new port converge (one change at a time, requeued).
 	_, err = env.Client.CoreV1().Services(ns).Patch(t.Context(), "web", types.StrategicMergePatchType,
