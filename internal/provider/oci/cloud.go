@@ -68,8 +68,10 @@ type Cloud struct {
 	// managedNSGs are the backend NSGs known tagged ManagedBy (nsg.go).
 	managedNSGs sync.Map
 	lists       listWriter
-	// listPass: the drift check's reads of security lists (inventory.go).
+	// listPass: the drift check's reads of security lists (inventory.go);
+	// nsgPass its reads of NSG rules (nsginventory.go).
 	listPass listPass
+	nsgPass  nsgPass
 }
 
 var _ provider.Cloud = (*Cloud)(nil)

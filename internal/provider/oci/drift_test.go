@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -28,14 +29,16 @@ import (
 // for each kind of load balancer (an nlb's rules: mode None, its default).
 func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 	for _, kind := range []struct {
-		kind        string
+		name, kind  string
 		annotations map[string]string
 		kinds       []string
 	}{
-		{kindLB, nil, []string{"listener", "backendset", "member", "security-rule"}},
-		{kindNLB, map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}, []string{"listener", "backendset", "member"}},
+		{"security lists", kindLB, nil, []string{"listener", "backendset", "member", "security-rule"}},
+		{"NSG mode", kindLB, map[string]string{"oci.oraclecloud.com/security-rule-management-mode": "NSG"},
+			[]string{"listener", "backendset", "member", "nsg-rule"}},
+		{"network load balancer", kindNLB, map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}, []string{"listener", "backendset", "member"}},
 	} {
-		t.Run(noun(kind.kind), func(t *testing.T) { driftOf(t, kind.kind, kind.annotations, kind.kinds) })
+		t.Run(kind.name, func(t *testing.T) { driftOf(t, kind.kind, kind.annotations, kind.kinds) })
 	}
 }
 
@@ -49,7 +52,13 @@ func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []s
 	}
 	c := newCloud()
 	svc := lbSvc("drift", "uid-drift", 30180)
-	svc.Annotations = annotations
+	svc.Annotations = maps.Clone(annotations)
+	if annotations["oci.oraclecloud.com/security-rule-management-mode"] == "NSG" {
+		f := e.Fixture()
+		back, err := c.gw.createNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil)
+		require.NoError(t, err)
+		svc.Annotations["oci.oraclecloud.com/oci-backend-network-security-group"] = back.ID
+	}
 	kube := fake.NewClientset(svc)
 	c.SetKube(kube)
 	var nodes []*v1.Node
@@ -120,6 +129,25 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 		return err
 	}
 	policy := map[string]string{kindLB: "IP_HASH", kindNLB: "TWO_TUPLE"}[kind]
+	nsgRule := func(ctx context.Context, k string, change func(*NSGRule)) error {
+		group := strings.Fields(k)[1]
+		rules, err := cloud().gw.nsgRules(ctx, group)
+		if err != nil {
+			return err
+		}
+		for _, r := range rules {
+			if r.ID != providertest.ID(k) {
+				continue
+			}
+			if err := cloud().gw.removeNSGRules(ctx, group, []string{r.ID}); err != nil || change == nil {
+				return err
+			}
+			change(&r)
+			r.ID = ""
+			return cloud().gw.addNSGRules(ctx, group, []NSGRule{r})
+		}
+		return fmt.Errorf("no rule %s", k)
+	}
 	backendSet := func(ctx context.Context, name string, change func(*BackendSet)) error {
 		lb, err := listed(ctx)
 		if err != nil {
@@ -163,6 +191,18 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 			},
 			func(ctx context.Context, k string) error {
 				return backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = policy })
+			},
+		},
+		"nsg-rule": {
+			func(ctx context.Context, k string) error { return nsgRule(ctx, k, nil) },
+			func(ctx context.Context, k string) error {
+				return nsgRule(ctx, k, func(r *NSGRule) {
+					if r.Direction == "INGRESS" && r.SourceType == "CIDR_BLOCK" {
+						r.Source = "192.0.2.0/24"
+						return
+					}
+					r.TCPOptions.DestinationPortRange = &portRange{Min: 1, Max: 1}
+				})
 			},
 		},
 		"member": {

@@ -20,9 +20,9 @@ import (
 // it relies on in the security lists of its subnets and its nodes' subnets
 // (those marked as the Service's and, on the peer's load balancer it
 // adopted, the unmarked ones that open its ports), each list read once a
-// drift pass whatever the number of Services. A rule another cluster's CCM removes is thus seen within the
-// drift period, and put back. (Network security groups' rules are the
-// hourly walk's: OCI lists them per group.)
+// drift pass whatever the number of Services. A rule another cluster's CCM
+// removes is thus seen within the drift period, and put back. Network security groups' rules, which OCI
+// lists per group, are read on a budget (nsginventory.go).
 
 var (
 	_ lbcycle.Inventory[LB] = steps{}
@@ -54,8 +54,13 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string
 			out = append(out, fmt.Sprintf(lbcycle.MemberPrefix+"%s:%d of %s", b.IPAddress, b.Port, name))
 		}
 	}
-	if spec, err := s.parseSpec(svc); err != nil || spec.mode == ModeNone || spec.mode == ModeNSG {
-		return out, nil //nolint:nilerr // no security list rules to rely on (an invalid Service is the sync's to report)
+	spec, err := s.parseSpec(svc)
+	if err != nil || spec.mode == ModeNone {
+		return out, nil //nolint:nilerr // no security rules to rely on (an invalid Service is the sync's to report)
+	}
+	if spec.mode == ModeNSG {
+		rules, err := s.nsgObjects(ctx, svc, spec, o)
+		return append(out, rules...), err
 	}
 	rules, err := s.reliedOn(ctx, svc, append(slices.Clone(o.SubnetIDs), o.SubnetID), ips, ports, !s.builtHere(o))
 	return append(out, rules...), err

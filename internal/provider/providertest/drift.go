@@ -125,14 +125,19 @@ func ID(key string) string {
 	return id
 }
 
-// ids are what a repair may change of a key: the ids of recreated objects.
-var ids = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|ocid1\.[a-z0-9.]+`)
+// ids are what a repair may change of a key: the ids of recreated objects
+// (UUIDs, OCIDs); ownIDs the short ids some objects have of their own (an
+// OCI NSG rule's, six hex digits), after their kind.
+var (
+	ids    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|ocid1\.[a-z0-9.]+`)
+	ownIDs = regexp.MustCompile(`^([a-z-]+/)[0-9A-F]{6} `)
+)
 
 // shape is keys with their ids left out, counted.
 func shape(keys []string) map[string]int {
 	out := map[string]int{}
 	for _, k := range keys {
-		out[ids.ReplaceAllString(k, "<id>")]++
+		out[ownIDs.ReplaceAllString(ids.ReplaceAllString(k, "<id>"), "${1}<id> ")]++
 	}
 	return out
 }
