@@ -71,7 +71,7 @@ type Cloud struct {
 	// listPass: the drift check's reads of security lists (inventory.go);
 	// nsgPass its reads of NSG rules (nsginventory.go).
 	listPass listPass
-	nsgPass  nsgPass
+	nsgPass  provider.Rotation[[]NSGRule]
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -105,7 +105,7 @@ func New(cfg Config) (*Cloud, error) {
 	}
 	principal, _ := creds.(*instancePrincipal)
 	c := &Cloud{cfg: cfg, gw: gw, creds: keys, principal: principal, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{},
-		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}}
+		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}, nsgPass: provider.Rotation[[]NSGRule]{PerPass: nsgReadsPerPass}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
 	c.wrs = newWorkRequests()

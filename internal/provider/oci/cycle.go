@@ -224,7 +224,7 @@ func (s steps) Relist() {
 		l.Invalidate()
 	}
 	s.listPass.forget()
-	s.nsgPass.forget()
+	s.nsgPass.Pass()
 }
 
 func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.wrs.retryAfter(svc) }

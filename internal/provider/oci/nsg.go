@@ -232,7 +232,7 @@ func (c *Cloud) isOurs(r NSGRule, svc *v1.Service) bool {
 // missing added, those of the Service's no longer wanted removed, others
 // left.
 func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, want []NSGRule) error {
-	defer c.nsgPass.stale(id) // the drift check reads what this leaves
+	defer c.nsgPass.Stale(id) // the drift check reads what this leaves
 	have, err := c.gw.nsgRules(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading the rules of network security group %s: %w", id, err)
