@@ -54,6 +54,9 @@ type Cloud struct {
 	listing  *snapshot.Snapshot[ruleGroup]
 	firewall *snapshot.Snapshot[addrOpenings] // the drift check's
 	acls     aclPass                          // the drift check's, in a VPC
+	// ruleMachines are the drift check's reads of each rule's machines
+	// (inventory.go).
+	ruleMachines provider.Rotation[[]string]
 	jobs     *jobs
 	// records keeps each Service's converged record in CloudStackConverged.
 	records *lbcycle.AnnotationRecords
@@ -95,7 +98,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, tagSettle: tagSettle,
-		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}}
+		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.firewall = newFirewallListing(gw)

@@ -396,6 +396,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		}
 		s.jobs.add(svc.UID, job, "creating rule "+name)
 		if len(spec.members) > 0 {
+			s.ruleMachines.Stale(id)
 			job, err := s.gw.assign(ctx, id, spec.members)
 			if err != nil {
 				return "", fmt.Errorf("cannot assign the machines to rule %s: %w", name, err)
@@ -489,6 +490,11 @@ func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec
 		return false, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
 	}
 	var add, remove []string
+	defer func() {
+		if len(add)+len(remove) > 0 {
+			s.ruleMachines.Stale(r.ID) // the drift check reads what this leaves
+		}
+	}()
 	for _, m := range spec.members {
 		if !slices.Contains(current, m) {
 			add = append(add, m)
@@ -828,6 +834,7 @@ func (s steps) Relist() {
 	s.listing.Invalidate()
 	s.firewall.Invalidate()
 	s.acls.forget()
+	s.ruleMachines.Pass()
 }
 
 // aclPass is each ACL list's items as one drift pass read them: one listing

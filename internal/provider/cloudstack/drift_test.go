@@ -27,8 +27,8 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 		opts  emulator.Options
 		kinds []string
 	}{
-		{"isolated network", emulator.Options{}, []string{"rule", "firewall-rule"}},
-		{"VPC tier", emulator.Options{VPC: true}, []string{"rule", "ACL-item-of-the-tier's-list"}},
+		{"isolated network", emulator.Options{}, []string{"rule", "member", "firewall-rule"}},
+		{"VPC tier", emulator.Options{VPC: true}, []string{"rule", "member", "ACL-item-of-the-tier's-list"}},
 	} {
 		t.Run(network.name, func(t *testing.T) { driftOn(t, network.opts, network.kinds) })
 	}
@@ -37,6 +37,7 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 func driftOn(t *testing.T, opts emulator.Options, kinds []string) {
 	f := newFixture(t, opts)
 	nodes := f.nodes("worker-1", "worker-2")
+	stray, _ := f.emu.AddMachine("not-a-node")
 	svc := service("drift", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080},
 		v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
 	svc.Spec.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
@@ -110,6 +111,22 @@ func driftOn(t *testing.T, opts emulator.Options, kinds []string) {
 					return err
 				},
 			},
+			"member": {
+				func(_ context.Context, k string) error {
+					return unassign(f.admin, k)
+				},
+				func(_ context.Context, k string) error {
+					// Another machine in its place.
+					if err := unassign(f.admin, k); err != nil {
+						return err
+					}
+					_, rule, _ := strings.Cut(k, " of ")
+					p := f.admin.LoadBalancer.NewAssignToLoadBalancerRuleParams(rule)
+					p.SetVirtualmachineids([]string{stray})
+					_, err := f.admin.LoadBalancer.AssignToLoadBalancerRule(p)
+					return err
+				},
+			},
 			"ACL-item-of-the-tier's-list": {
 				func(_ context.Context, k string) error {
 					_, err := f.admin.NetworkACL.DeleteNetworkACL(f.admin.NetworkACL.NewDeleteNetworkACLParams(id(k)))
@@ -150,3 +167,13 @@ func driftOn(t *testing.T, opts emulator.Options, kinds []string) {
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// unassign removes the machine of a member key ("member/<vm> of <rule>")
+// from its rule.
+func unassign(admin *cs.CloudStackClient, key string) error {
+	_, rule, _ := strings.Cut(key, " of ")
+	p := admin.LoadBalancer.NewRemoveFromLoadBalancerRuleParams(rule)
+	p.SetVirtualmachineids([]string{providertest.ID(key)})
+	_, err := admin.LoadBalancer.RemoveFromLoadBalancerRule(p)
+	return err
+}

@@ -15,18 +15,34 @@ import (
 // listing shared by all Services shows (lbcycle's Inventory): its rules
 // (address, ports, algorithm, source list), and what opens their ports (the
 // address's firewall rules, or the tier's ACL items tagged as the
-// Service's). A rule's machines need a call per rule (CloudStack lists them
-// by rule): they are the hourly walk's.
+// Service's), and each rule's machines, which CloudStack lists per rule:
+// those are read on a budget (a provider.Rotation), at most
+// ruleReadsPerPass rules a pass, those read longest ago, so a machine removed
+// from a rule behind our back is seen within ceil(rules / ruleReadsPerPass)
+// drift periods (one up to that many rules) at a cost flat in the number of
+// Services; a rule whose machines this CCM just changed is read at the next
+// pass.
 
 var _ lbcycle.Inventory[lbState] = steps{}
 
-// Objects are the Service's rules and openings (the address is its rules').
+// ruleReadsPerPass bounds the rules whose machines one drift pass reads.
+const ruleReadsPerPass = 20
+
+// Objects are the Service's rules, their machines and openings (the address
+// is its rules').
 func (s steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string, error) {
 	st := lb.Obj
 	var out []string
 	for _, r := range st.rules {
 		cidrs := slices.Sorted(slices.Values(r.CIDRs))
 		out = append(out, fmt.Sprintf("rule/%s %s %s:%d->%d %s from %s", r.ID, r.Protocol, r.IP, r.PublicPort, r.PrivatePort, r.Algorithm, strings.Join(cidrs, ",")))
+		machines, err := s.ruleMachines.Get(ctx, r.ID, s.gw.ruleMachines)
+		if err != nil {
+			return nil, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
+		}
+		for _, m := range machines {
+			out = append(out, fmt.Sprintf(lbcycle.MemberPrefix+"%s of %s", m, r.ID))
+		}
 	}
 	open, what, err := s.openings(ctx, svc, st)
 	if err != nil {
