@@ -57,7 +57,7 @@ type Cloud struct {
 	// ruleMachines are the drift check's reads of each rule's machines
 	// (inventory.go).
 	ruleMachines provider.Rotation[[]string]
-	jobs     *jobs
+	jobs         *jobs
 	// records keeps each Service's converged record in CloudStackConverged.
 	records *lbcycle.AnnotationRecords
 
