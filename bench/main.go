@@ -48,6 +48,7 @@ type options struct {
 	runs         int
 	steady       time.Duration
 	steadySvcs   int
+	steadySettle time.Duration
 	notReady     time.Duration
 	latency      time.Duration
 	provisioning time.Duration
@@ -77,6 +78,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 3, "runs of each figure (the report gives the median, min and max)")
 	flag.DurationVar(&o.steady, "steady", 10*time.Minute, "steady-state measuring window")
 	flag.IntVar(&o.steadySvcs, "steady-services", 0, "LoadBalancer Services that exist (converged) through the steady-state window: their drift checks are in its calls")
+	flag.DurationVar(&o.steadySettle, "steady-settle", 0, "wait this long after the steady Services converged before measuring (two drift periods leave out the quiet walk that checks what each creation left)")
 	flag.DurationVar(&o.notReady, "notready", 10*time.Minute, "how long 100 Nodes stay NotReady")
 	flag.DurationVar(&o.latency, "latency", 50*time.Millisecond, "emulator latency per call")
 	flag.DurationVar(&o.provisioning, "provisioning", 2*time.Second, "emulator load balancer provisioning delay")
@@ -583,6 +585,7 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 				}
 				steadyR.name = fmt.Sprintf("steady state, N = %d, M = %d: reads/hour", n, o.steadySvcs)
 				steadyW.name = fmt.Sprintf("steady state, N = %d, M = %d: writes/hour", n, o.steadySvcs)
+				time.Sleep(o.steadySettle)
 			}
 			b.emu.ResetCalls()
 			timeline(b.emu, o.steady)

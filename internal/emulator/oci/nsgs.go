@@ -131,9 +131,7 @@ func (e *Emulator) routeNSGs() {
 			DefinedTags  map[string]map[string]any `json:"definedTags"`
 		}
 		e.withNSG(w, r, &d, func(g *nsg) {
-			if m := r.Header.Get("if-match"); m != "" && m != g.etag() {
-				writeError(w, http.StatusPreconditionFailed, "NoEtagMatch",
-					fmt.Sprintf("Entity network security group with ID %s has a computed tag of %s, but is passed a tag of %s", g.ID, g.etag(), m))
+			if !etagMatches(w, r, "network security group", g.ID, g.etag()) {
 				return
 			}
 			if d.DisplayName != nil {

@@ -81,11 +81,8 @@ func (e *Emulator) routeSecurityLists() {
 			writeNotFound(w)
 			return
 		}
-		if m := r.Header.Get("if-match"); m != "" && m != sl.etag() {
-			cur := sl.etag()
+		if !etagMatches(w, r, "security list", sl.ID, sl.etag()) {
 			e.mu.Unlock()
-			writeError(w, http.StatusPreconditionFailed, "NoEtagMatch",
-				fmt.Sprintf("Entity security list with ID %s has a computed tag of %s, but is passed a tag of %s", sl.ID, cur, m))
 			return
 		}
 		if d.DisplayName != nil {
@@ -120,4 +117,18 @@ func (e *Emulator) SecurityListRules(id string) (ingress, egress []string) {
 		egress = append(egress, string(r))
 	}
 	return ingress, egress
+}
+
+// etagMatches says whether the request's If-Match (if any) is the entity's
+// etag, else answers 412 NoEtagMatch in the message shape OCI gives ("Entity
+// security list with ID … has a computed tag of …, but is passed a tag of
+// …", peer issues #92, #104).
+func etagMatches(w http.ResponseWriter, r *http.Request, entity, id, etag string) bool {
+	m := r.Header.Get("if-match")
+	if m == "" || m == etag {
+		return true
+	}
+	writeError(w, http.StatusPreconditionFailed, "NoEtagMatch",
+		fmt.Sprintf("Entity %s with ID %s has a computed tag of %s, but is passed a tag of %s", entity, id, etag, m))
+	return false
 }

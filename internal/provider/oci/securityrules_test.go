@@ -52,6 +52,18 @@ func rulesOf(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node, adopt bo
 	return c.applyRules(t.Context(), svc, want, lists, adopt)
 }
 
+// oneNodeCluster is the emulator, a cloud of cluster uid on it and a Node on
+// one of its instances.
+func oneNodeCluster(t *testing.T, uid string) (*emulator.Emulator, *Cloud, []*v1.Node) {
+	t.Helper()
+	e := startEmulator(t)
+	c := cloudOn(t, e.CloudConfig())
+	c.SetClusterUID(uid)
+	_, ip := e.AddMachine("node-a")
+	return e, c, []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+}
+
 func marked(e *emulator.Emulator, mark string) (n int) {
 	in, out := e.SecurityListRules(e.Fixture().SecurityListID)
 	for _, r := range append(in, out...) {
@@ -159,12 +171,7 @@ func TestTwoClustersOnOneSecurityListNeverRemoveEachOthersRules(t *testing.T) {
 // other cluster's peer removing its rules closes nothing of ours (finding 5
 // of issue 34).
 func TestAnUnmarkedRuleStandsForOursOnlyOnThePeersOwnLoadBalancer(t *testing.T) {
-	e := startEmulator(t)
-	c := cloudOn(t, e.CloudConfig())
-	c.SetClusterUID("cluster-b")
-	_, ip := e.AddMachine("node-a")
-	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	e, c, nodes := oneNodeCluster(t, "cluster-b")
 	list := e.Fixture().SecurityListID
 	before, beforeOut := e.SecurityListRules(list)
 	// The other cluster's peer's rules: what ours would be, unmarked.
@@ -235,12 +242,7 @@ func putsOf(e *emulator.Emulator) (n int) {
 }
 
 func TestAListThisCCMJustWroteIsWrittenOnWithoutReadingItAgain(t *testing.T) {
-	e := startEmulator(t)
-	c := cloudOn(t, e.CloudConfig())
-	c.SetClusterUID("cluster-a")
-	_, ip := e.AddMachine("node-a")
-	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	e, c, nodes := oneNodeCluster(t, "cluster-a")
 	calls := func(method string) (n int) {
 		for _, call := range e.Calls() {
 			if call.Method == method && strings.Contains(call.Route, "/securityLists/") {
@@ -269,12 +271,7 @@ func TestAListThisCCMJustWroteIsWrittenOnWithoutReadingItAgain(t *testing.T) {
 // see the clients, and their subnet's list admits the Service's sources on
 // the node port (not the health check's), as the peer's does.
 func TestANetworkLoadBalancerThatPreservesTheClientOpensTheNodesToTheClients(t *testing.T) {
-	e := startEmulator(t)
-	c := cloudOn(t, e.CloudConfig())
-	c.SetClusterUID("cluster-a")
-	_, ip := e.AddMachine("node-a")
-	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	e, c, nodes := oneNodeCluster(t, "cluster-a")
 	svc := lbSvc("dns", "uid-nlb", 30053)
 	svc.Annotations = map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb",
 		"oci.oraclecloud.com/security-rule-management-mode": "SL-All", "oci-network-load-balancer.oraclecloud.com/is-preserve-source": "true"}

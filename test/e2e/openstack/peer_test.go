@@ -66,10 +66,7 @@ func groupNamed(t *testing.T, network *gophercloud.ServiceClient, name string) s
 // balancer, listener, pool and security group kept, and deleting the Services
 // leaves nothing. Run by hand: the peer is not built by make test-openstack.
 func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
-	bin := os.Getenv("OVERCAST_PEER_OPENSTACK")
-	if bin == "" {
-		t.Skip("OVERCAST_PEER_OPENSTACK names no openstack-cloud-controller-manager binary")
-	}
+	bin := peerBinary(t)
 	octavia, network := octaviaClient(t), networkClient(t)
 	s := createServer(t, "os-peer-"+suffix())
 	// Octavia's no-op driver of the harness leaves the children of a fully
@@ -197,10 +194,7 @@ func waitReady(t *testing.T, ns, name string) string {
 // CCMs authenticate with a password (Octavia cannot read a certificate for
 // an application credential).
 func TestOpenStackTakesOverThePeersTLSLoadBalancer(t *testing.T) {
-	bin := os.Getenv("OVERCAST_PEER_OPENSTACK")
-	if bin == "" {
-		t.Skip("OVERCAST_PEER_OPENSTACK names no openstack-cloud-controller-manager binary")
-	}
+	bin := peerBinary(t)
 	octavia, km := octaviaClient(t), keyManagerClient(t)
 	s := createServer(t, "os-peer-tls-"+suffix())
 	ref := storeByHand(t, km, "os-peer-tls-"+suffix())
@@ -299,10 +293,7 @@ func (m logWrites) writes(t *testing.T) []string {
 // listener and security group kept. Overcast back deletes them all and
 // leaves nothing.
 func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
-	bin := os.Getenv("OVERCAST_PEER_OPENSTACK")
-	if bin == "" {
-		t.Skip("OVERCAST_PEER_OPENSTACK names no openstack-cloud-controller-manager binary")
-	}
+	bin := peerBinary(t)
 	octavia, network := octaviaClient(t), networkClient(t)
 	s := createServer(t, "os-back-"+suffix())
 	conf := cloudConf(t, "OVERCAST_OS_CLOUD_CONF") + "\n[LoadBalancer]\nmanage-security-groups = true\nprovider-requires-serial-api-calls = true\n"
@@ -411,4 +402,16 @@ func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
 		assert.Empty(t, ownFloatingIPs(t, network, uids[name]), "%s's floating IP released", name)
 		assert.Nil(t, groupOf(t, network, uids[name]), "%s's security group deleted", name)
 	}
+}
+
+// peerBinary is the unmodified cloud-provider-openstack's binary named by
+// OVERCAST_PEER_OPENSTACK (docs/openstack.md says how to build it); the test
+// is skipped without one.
+func peerBinary(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("OVERCAST_PEER_OPENSTACK")
+	if bin == "" {
+		t.Skip("OVERCAST_PEER_OPENSTACK names no openstack-cloud-controller-manager binary")
+	}
+	return bin
 }
