@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"strings"
 	"syscall"
 	"time"
@@ -94,6 +95,50 @@ type transport struct {
 	base        http.RoundTripper
 	read, write *rate.Limiter
 	jitter      func(time.Duration) time.Duration
+	holds       holds
+}
+
+// holds are the requests a server answered with a Retry-After, until when:
+// the same request from another caller (two Services reading one shared
+// security list) waits it out too, not only the retry of the one answered.
+type holds struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// holdKey is what makes two requests the same one.
+func holdKey(req *http.Request) string {
+	if req.URL == nil {
+		return req.Method
+	}
+	return req.Method + " " + req.URL.String()
+}
+
+// wait sleeps until the hold on key (if any) has passed.
+func (h *holds) wait(ctx context.Context, key string) error {
+	h.mu.Lock()
+	until, ok := h.until[key]
+	h.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return sleep(ctx, time.Until(until))
+}
+
+// hold holds key for d, forgetting holds that have passed.
+func (h *holds) hold(key string, d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	if h.until == nil {
+		h.until = map[string]time.Time{}
+	}
+	for k, u := range h.until {
+		if u.Before(now) {
+			delete(h.until, k)
+		}
+	}
+	h.until[key] = now.Add(d)
 }
 
 // requestInfo describes the request being sent, for metrics and logs.
@@ -130,7 +175,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 
 	body := req.Body // the body of the next attempt, ours to close until sent
+	key := holdKey(req)
 	for attempt := 1; ; attempt++ {
+		if err := t.holds.wait(ctx, key); err != nil {
+			closeBody(body)
+			return nil, t.fail(req, info, attempt, fmt.Errorf("waiting out the server's Retry-After: %w", err))
+		}
 		if err := t.wait(ctx, limiter, bucket, info.logger); err != nil {
 			closeBody(body)
 			return nil, t.fail(req, info, attempt, err)
@@ -154,6 +204,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			err = fmt.Errorf("attempt timed out after %v: %w", t.cfg.Timeout, err)
 		}
 		t.observe(req, info, attempt, resp, err, elapsed)
+		if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+			if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
+				t.holds.hold(key, min(d, t.cfg.MaxRetryAfter))
+			}
+		}
 
 		reason, retry := shouldRetry(ctx, attemptCtx, idempotent, resp, err)
 		var delay time.Duration

@@ -585,3 +585,35 @@ func TestResponsesAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// A request the server answered 429 with Retry-After is held for every
+// caller: the same request from another (two Services reading one shared
+// list) waits it out too, not only the retry of the one answered.
+func TestARetryAfterHoldsTheSameRequestOfEveryCaller(t *testing.T) {
+	t.Parallel()
+	srv := newScriptedServer(t, step{status: 429, retryAfter: "1"}, step{status: 200})
+	tr := newTestTransport(t, testConfig(t), srv.Client().Transport)
+	get := func(path string) (time.Time, error) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			return time.Time{}, err
+		}
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			drain(resp.Body)
+		}
+		return time.Now(), err
+	}
+	first := make(chan error, 1)
+	start := time.Now()
+	go func() { _, err := get("/securityLists/a"); first <- err }()
+	require.Eventually(t, func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.attempts == 1 }, 5*time.Second, 5*time.Millisecond)
+	at, err := get("/securityLists/a") // another caller, the same request
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, at.Sub(start), 950*time.Millisecond, "it waited out the Retry-After")
+	require.NoError(t, <-first)
+	other := time.Now()
+	at, err = get("/securityLists/b") // another request: no hold
+	require.NoError(t, err)
+	assert.Less(t, at.Sub(other), 500*time.Millisecond)
+}
