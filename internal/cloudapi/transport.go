@@ -13,8 +13,8 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
