@@ -381,6 +381,8 @@ func TestAListenerOpenToAllIsWrittenAsThePeerWritesIt(t *testing.T) {
 	assert.Equal(t, []string{"0.0.0.0/0"}, lbSpec{family: v1.IPv4Protocol}.listenerCIDRs())
 	assert.Equal(t, []string{"::/0"}, lbSpec{family: v1.IPv6Protocol}.listenerCIDRs())
 	assert.Equal(t, []string{"198.51.100.0/24"}, lbSpec{family: v1.IPv4Protocol, allowedCIDRs: []string{"198.51.100.0/24"}}.listenerCIDRs())
+	assert.Empty(t, lbSpec{family: v1.IPv4Protocol, secondFamily: v1.IPv6Protocol}.listenerCIDRs(),
+		"dual-stack: none (Octavia refuses 0.0.0.0/0 for the IPv6 VIP)")
 	for _, open := range [][]string{nil, {}, {"0.0.0.0/0"}, {"::/0"}, {"0.0.0.0/0", "::/0"}} {
 		assert.True(t, openToAll(open), "%v", open)
 	}

@@ -265,12 +265,18 @@ func (c *Cloud) objectName(s lbSpec, p v1.ServicePort) string {
 // listenerCIDRs are the listener's allowed_cidrs: the source ranges, else
 // everyone of the VIP's family written out, as the peer writes it
 // (GetLoadBalancerSourceRanges' default), so that neither CCM rewrites the
-// other's listeners.
+// other's listeners. A dual-stack load balancer's listeners get none (open
+// to all): Octavia opens each VIP's port to every CIDR of the list, and
+// refuses 0.0.0.0/0 for the IPv6 one ("Conflicting value ethertype IPv6 for
+// CIDR 0.0.0.0/0", seen on the real OpenStack, where it left the load
+// balancer undeletable).
 func (s lbSpec) listenerCIDRs() []string {
-	if len(s.allowedCIDRs) > 0 {
+	switch {
+	case len(s.allowedCIDRs) > 0:
 		return s.allowedCIDRs
-	}
-	if s.family == v1.IPv6Protocol {
+	case s.secondFamily != "":
+		return []string{}
+	case s.family == v1.IPv6Protocol:
 		return []string{"::/0"}
 	}
 	return []string{"0.0.0.0/0"}
