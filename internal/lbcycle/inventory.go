@@ -152,8 +152,16 @@ func (c *Cycle[S, L]) afterWalk(id string, objects, was []string, remembered boo
 		return ""
 	}
 	c.checking[id] = postWalk{objects: objects, walks: check.walks + 1}
-	return Reverifying + fmt.Sprintf("checking what the walk of load balancer %s left", id)
+	return Reverifying + postWalkCheck + fmt.Sprintf("load balancer %s left", id)
 }
+
+// postWalkCheck begins (after Reverifying) the reason of a quiet walk that
+// checks what a walk left.
+const postWalkCheck = "checking what the walk of "
+
+// IsPostWalkCheck says whether a drift reason asks for the quiet walk that
+// checks what a walk left (afterWalk).
+func IsPostWalkCheck(why string) bool { return strings.HasPrefix(why, Reverifying+postWalkCheck) }
 
 // describeChange says what of was is gone from now and what is new in it
 // (counted: two alike are two), at most three of each; "" when they are the

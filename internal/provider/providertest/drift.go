@@ -106,7 +106,7 @@ func (d Drift) settled(t *testing.T) string {
 	t.Helper()
 	why := d.Drifted(t)
 	for range 2 {
-		if !strings.Contains(why, "checking what the walk of load balancer") {
+		if !lbcycle.IsPostWalkCheck(why) {
 			break
 		}
 		d.Ensure(t)
