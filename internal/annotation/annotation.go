@@ -10,10 +10,6 @@ package annotation
 import (
 	"errors"
 	"fmt"
-	"net/netip"
-	"strconv"
-	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -57,105 +53,6 @@ func (n Name) lookup(svc *v1.Service) (string, bool) {
 	}
 	v, ok := svc.Annotations[string(n)]
 	return v, ok
-}
-
-// String returns the raw value. An empty value counts as set.
-func (n Name) String(svc *v1.Service) (string, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return "", ErrNotSet
-	}
-	return v, nil
-}
-
-// NonEmptyString returns the value, which must not be empty or only blanks.
-func (n Name) NonEmptyString(svc *v1.Service) (string, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return "", ErrNotSet
-	}
-	if strings.TrimSpace(v) == "" {
-		return "", &InvalidError{Name: n, Value: v, Accepted: "a non-empty string"}
-	}
-	return strings.TrimSpace(v), nil
-}
-
-// Bool parses "true" or "false" (case-insensitive).
-func (n Name) Bool(svc *v1.Service) (bool, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return false, ErrNotSet
-	}
-	return ParseBool(n, v)
-}
-
-// ParseBool parses a boolean annotation value.
-func ParseBool(n Name, v string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, &InvalidError{Name: n, Value: v, Accepted: `"true" or "false"`}
-}
-
-// Duration parses a positive Go duration such as "30s" or "2m".
-func (n Name) Duration(svc *v1.Service, min, max time.Duration) (time.Duration, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return 0, ErrNotSet
-	}
-	return ParseDuration(n, v, min, max)
-}
-
-// ParseDuration parses a duration within [min, max].
-func ParseDuration(n Name, v string, min, max time.Duration) (time.Duration, error) {
-	accepted := fmt.Sprintf("durations from %s to %s such as \"30s\" or \"2m\"", min, max)
-	d, err := time.ParseDuration(strings.TrimSpace(v))
-	if err != nil {
-		return 0, &InvalidError{Name: n, Value: v, Accepted: accepted}
-	}
-	if d < min || d > max {
-		return 0, &InvalidError{Name: n, Value: v, Accepted: accepted}
-	}
-	return d, nil
-}
-
-// Int parses a decimal integer within [min, max].
-func (n Name) Int(svc *v1.Service, min, max int) (int, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return 0, ErrNotSet
-	}
-	return ParseInt(n, v, min, max)
-}
-
-// ParseInt parses an integer within [min, max].
-func ParseInt(n Name, v string, min, max int) (int, error) {
-	i, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || i < min || i > max {
-		return 0, &InvalidError{Name: n, Value: v, Accepted: fmt.Sprintf("whole numbers from %d to %d", min, max)}
-	}
-	return i, nil
-}
-
-// IP parses a single IPv4 or IPv6 address.
-func (n Name) IP(svc *v1.Service) (netip.Addr, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return netip.Addr{}, ErrNotSet
-	}
-	return ParseIP(n, v)
-}
-
-// ParseIP parses an IP address annotation value.
-func ParseIP(n Name, v string) (netip.Addr, error) {
-	a, err := netip.ParseAddr(strings.TrimSpace(v))
-	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, &InvalidError{Name: n, Value: v, Accepted: "one IPv4 or IPv6 address such as 192.0.2.10"}
-	}
-	return a.Unmap(), nil
 }
 
 // IsSet reports whether the annotation is present on the Service.

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,4 +128,38 @@ func TestWrittenByTheCCMAreRecorded(t *testing.T) {
 	}
 	require.NotEmpty(t, written)
 	assert.ElementsMatch(t, written, Recorded)
+}
+
+// A cloud's table file (the one with the go:generate line of its reference)
+// holds its table and nothing else: no parser, no type, no getter. Value types
+// and their parsers go in <cloud>_values.go, generic getters in getters.go,
+// so that a new cloud's table does not reach into another cloud's file.
+func TestACloudsFileHoldsOnlyItsTable(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	tables := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if strings.HasSuffix(f, "_test.go") || !strings.Contains(string(src), "//go:generate go run ../../hack/gen-annotation-docs") {
+			continue
+		}
+		tables++
+		file, err := parser.ParseFile(fset, f, src, 0)
+		require.NoError(t, err)
+		for _, d := range file.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Name.Name != "init" || d.Recv != nil {
+					t.Errorf("%s: func %s belongs in getters.go or %s_values.go", fset.Position(d.Pos()), d.Name.Name, strings.TrimSuffix(f, ".go"))
+				}
+			case *ast.GenDecl:
+				if d.Tok == token.TYPE {
+					t.Errorf("%s: a type belongs in %s_values.go", fset.Position(d.Pos()), strings.TrimSuffix(f, ".go"))
+				}
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, tables, 4, "every cloud's table file")
 }

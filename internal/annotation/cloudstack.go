@@ -3,14 +3,6 @@ package annotation
 // The reference page, by make generate.
 //go:generate go run ../../hack/gen-annotation-docs -pkg . -prefix CloudStack -title "CloudStack cloud" -out ../../docs/reference/cloudstack-annotations.md
 
-import (
-	"net/netip"
-	"slices"
-	"strings"
-
-	v1 "k8s.io/api/core/v1"
-)
-
 // The annotations this cloud writes on Services for its records.
 func init() { record(CloudStackIPAssociatedByController, CloudStackConverged, CloudStackAssociating) }
 
@@ -93,25 +85,3 @@ const (
 
 // CloudStackAlgorithms are the algorithms a rule takes.
 var CloudStackAlgorithms = []string{"roundrobin", "leastconn", "source"}
-
-// CIDRs parses a comma-separated list of CIDRs (blanks ignored; "" is an
-// empty list).
-func (n Name) CIDRs(svc *v1.Service) ([]string, error) {
-	return parseList(n, svc, "comma-separated CIDRs such as 203.0.113.0/24,198.51.100.7/32", func(c string) (string, error) {
-		p, err := netip.ParsePrefix(c)
-		return p.Masked().String(), err
-	})
-}
-
-// OneOf returns the value, which must be one of values (without case).
-func (n Name) OneOf(svc *v1.Service, values []string) (string, error) {
-	v, ok := n.lookup(svc)
-	if !ok {
-		return "", ErrNotSet
-	}
-	i := slices.IndexFunc(values, func(x string) bool { return strings.EqualFold(x, strings.TrimSpace(v)) })
-	if i < 0 {
-		return "", &InvalidError{Name: n, Value: v, Accepted: strings.Join(values, ", ")}
-	}
-	return values[i], nil
-}
