@@ -32,9 +32,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/kit"
 	"github.com/overcast-ccm/overcast/internal/selfsigned"
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 type options struct {
@@ -227,17 +227,17 @@ func run(o options) error {
 // bed is one run's cluster: control plane, emulator, kubelets, CCM.
 type bed struct {
 	o        options
-	env      *framework.Env
+	env      *devenv.Env
 	emu      kit.Emulator
 	conf     string
-	kubelets []*framework.Kubelet
+	kubelets []*devenv.Kubelet
 	ccm      *exec.Cmd
 	ccmDone  chan error
 	log      string
 }
 
 func newBed(o options, nodes int) (*bed, error) {
-	env, err := framework.Start()
+	env, err := devenv.Start()
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +304,7 @@ func newBed(o options, nodes int) (*bed, error) {
 	// Register every Node (tainted, Ready) before the CCM starts: "N Nodes
 	// registered at once".
 	type reg struct {
-		k   *framework.Kubelet
+		k   *devenv.Kubelet
 		err error
 	}
 	results := make(chan reg, nodes)
@@ -465,7 +465,7 @@ func (b *bed) waitInitialised(timeout time.Duration) error {
 			left := 0
 			for _, n := range nodes.Items {
 				for _, t := range n.Spec.Taints {
-					if t.Key == framework.UninitializedTaint {
+					if t.Key == devenv.UninitializedTaint {
 						left++
 					}
 				}

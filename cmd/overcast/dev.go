@@ -22,8 +22,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/kit"
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // The dev cluster's nodes, with loopback addresses (a cloud whose machines get
@@ -64,11 +64,11 @@ func runDev(args []string) error {
 		return err
 	}
 	defer devLog.Close()
-	framework.LogOutput = devLog
+	devenv.LogOutput = devLog
 
 	step("Starting etcd and kube-apiserver (the first run on a machine builds them from source: about 15 minutes on 2 cores; later runs take seconds)")
 	start := time.Now()
-	env, err := framework.Start()
+	env, err := devenv.Start()
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func runDev(args []string) error {
 	done("pid %d, log %s, https://127.0.0.1:%d/healthz", ccm.Process.Pid, logPath, port)
 
 	step("Registering %d simulated nodes (uninitialized taint, Ready heartbeats, NodePort backends)", len(nodes))
-	var kubelets []*framework.Kubelet
+	var kubelets []*devenv.Kubelet
 	defer func() {
 		for _, k := range kubelets {
 			_ = k.Remove(context.Background())
@@ -158,9 +158,9 @@ func runDev(args []string) error {
 		}
 		kubelets = append(kubelets, k)
 	}
-	if err := framework.Poll(60*time.Second, 200*time.Millisecond, func() error {
+	if err := devenv.Poll(60*time.Second, 200*time.Millisecond, func() error {
 		if err := ccmAlive(exited, logPath); err != nil {
-			return framework.Permanent(err)
+			return devenv.Permanent(err)
 		}
 		return nodesInitialised(ctx, env, nodes)
 	}); err != nil {
@@ -181,9 +181,9 @@ func runDev(args []string) error {
 		}
 	}
 	var ip netip.Addr
-	if err := framework.Poll(3*time.Minute, 200*time.Millisecond, func() error {
+	if err := devenv.Poll(3*time.Minute, 200*time.Millisecond, func() error {
 		if err := ccmAlive(exited, logPath); err != nil {
-			return framework.Permanent(err)
+			return devenv.Permanent(err)
 		}
 		s, err := env.Client.CoreV1().Services("demo").Get(ctx, "hello", metav1.GetOptions{})
 		if err != nil {
@@ -197,16 +197,16 @@ func runDev(args []string) error {
 	}); err != nil {
 		return err
 	}
-	bin, _ := framework.BinaryDir(env.RepoRoot)
+	bin, _ := devenv.BinaryDir(env.RepoRoot)
 	done("EXTERNAL-IP %s (%s)", ip, dev.Address)
 
 	vip := netip.AddrPortFrom(ip, 8080)
 	step("Sending requests through the load balancer %s", vip)
 	for i := range 3 {
 		var answer string
-		err := framework.Poll(20*time.Second, 200*time.Millisecond, func() error {
+		err := devenv.Poll(20*time.Second, 200*time.Millisecond, func() error {
 			var err error
-			answer, err = framework.RequestTCP(netip.Addr{}, vip)
+			answer, err = devenv.RequestTCP(netip.Addr{}, vip)
 			return err
 		})
 		if err != nil {
@@ -255,14 +255,14 @@ func ccmAlive(exited chan error, log string) error {
 	}
 }
 
-func nodesInitialised(ctx context.Context, env *framework.Env, nodes []kit.Node) error {
+func nodesInitialised(ctx context.Context, env *devenv.Env, nodes []kit.Node) error {
 	for _, n := range nodes {
 		node, err := env.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		for _, t := range node.Spec.Taints {
-			if t.Key == framework.UninitializedTaint {
+			if t.Key == devenv.UninitializedTaint {
 				return fmt.Errorf("%s not initialised yet", n.Name)
 			}
 		}
@@ -270,7 +270,7 @@ func nodesInitialised(ctx context.Context, env *framework.Env, nodes []kit.Node)
 	return nil
 }
 
-func printNodes(ctx context.Context, env *framework.Env, nodes []kit.Node) error {
+func printNodes(ctx context.Context, env *devenv.Env, nodes []kit.Node) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "    NODE\tPROVIDER-ID\tTYPE\tZONE\tINTERNAL-IP\tUNINITIALIZED-TAINT")
 	for _, n := range nodes {
@@ -286,7 +286,7 @@ func printNodes(ctx context.Context, env *framework.Env, nodes []kit.Node) error
 		}
 		taint := "removed"
 		for _, t := range node.Spec.Taints {
-			if t.Key == framework.UninitializedTaint {
+			if t.Key == devenv.UninitializedTaint {
 				taint = "present"
 			}
 		}
@@ -296,7 +296,7 @@ func printNodes(ctx context.Context, env *framework.Env, nodes []kit.Node) error
 	return w.Flush()
 }
 
-func createDemoService(ctx context.Context, env *framework.Env) (*v1.Service, error) {
+func createDemoService(ctx context.Context, env *devenv.Env) (*v1.Service, error) {
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "demo"}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/deletionguard"
 )
 
 // Status of one check.
@@ -344,14 +344,14 @@ func checkNodeInstances(ctx context.Context, cloud cloudprovider.Interface, node
 	}
 	r.Status = Fail
 	var parts []string
-	guard := provider.DefaultDeletionGuard
+	guard := deletionguard.Default
 	held := guard.Holds(len(none), len(nodes))
 	if len(none) > 0 {
 		parts = append(parts, fmt.Sprintf("%d match no instance: %s", len(none), list(none)))
 	}
 	if held {
 		parts = append(parts, fmt.Sprintf("more than the Node deletion guard lets go at once (%.0f%% of the Nodes, at least %d, by default): the CCM deletes none of them (Warning %s) until they stay gone for %s or a person allows each",
-			guard.Share*100, guard.Min+1, provider.ReasonDeletionHeld, guard.Window))
+			guard.Share*100, guard.Min+1, deletionguard.ReasonHeld, guard.Window))
 	}
 	errs := slices.Sorted(maps.Keys(byErr))
 	for _, e := range errs {
@@ -366,7 +366,7 @@ func checkNodeInstances(ctx context.Context, cloud cloudprovider.Interface, node
 	r.Fix = "name each Node as its instance, or set its providerID; the CCM's credentials must see the instances' project"
 	if held {
 		r.Fix = "if the credentials, project or policy changed, restore them (the instances come back); if the machines are really gone, annotate each Node " +
-			provider.AllowDeletion + "=true"
+			deletionguard.AllowAnnotation + "=true"
 	}
 	if len(byErr) == 1 && len(byErr[errs[0]]) == len(nodes) {
 		r.Fix = "fix the cloud's API access (the rows above) first"

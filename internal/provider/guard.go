@@ -3,11 +3,11 @@ package provider
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/overcast-ccm/overcast/internal/deletionguard"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -30,22 +30,11 @@ import (
 // that says so. They go ahead when the vanishing has lasted the guard's
 // window, or for each Node a person annotates.
 
-// DeletionGuardOptions configure the guard of every cloud of this process
-// (overcast-ccm's --node-deletion-guard-* flags).
-type DeletionGuardOptions struct {
-	// Share is the part of the cluster's Nodes whose machines may vanish at
-	// once without holding their deletion (0.25); 1 or more turns the guard off.
-	Share float64
-	// Min is how many vanished machines are never held, whatever the share
-	// (2): the Nodes of a small cluster are removed one or two at a time.
-	Min int
-	// Window is how long a hold lasts before the deletions go ahead (1h); 0
-	// holds them until a person allows each Node.
-	Window time.Duration
-}
+// DeletionGuardOptions configure the guard (deletionguard.Options).
+type DeletionGuardOptions = deletionguard.Options
 
 // DefaultDeletionGuard is the guard's default configuration.
-var DefaultDeletionGuard = DeletionGuardOptions{Share: 0.25, Min: 2, Window: time.Hour}
+var DefaultDeletionGuard = deletionguard.Default
 
 var (
 	guardMu      sync.Mutex
@@ -65,12 +54,11 @@ func deletionGuardOptions() DeletionGuardOptions {
 	return guardOptions
 }
 
-// AllowDeletion is the annotation that, set to "true" on a Node, lets its
-// deletion go ahead while the guard holds the others.
-const AllowDeletion = "overcast.io/allow-deletion"
-
-// ReasonDeletionHeld is the Warning of a hold.
-const ReasonDeletionHeld = "NodeDeletionHeld"
+// AllowDeletion and ReasonDeletionHeld: deletionguard's names.
+const (
+	AllowDeletion      = deletionguard.AllowAnnotation
+	ReasonDeletionHeld = deletionguard.ReasonHeld
+)
 
 var heldDeletions = metrics.NewGauge(&metrics.GaugeOpts{
 	Namespace: "overcast", Name: "node_deletions_held",
@@ -101,17 +89,7 @@ func newDeletionGuard(o DeletionGuardOptions) *deletionGuard {
 const surveyEvery = 30 * time.Second
 
 // limit is how many vanished machines are never held among total Nodes.
-func (g *deletionGuard) limit(total int) int { return g.opts.limit(total) }
-
-func (o DeletionGuardOptions) limit(total int) int {
-	return max(o.Min, int(math.Floor(o.Share*float64(total))))
-}
-
-// Holds says whether the guard holds the deletions when the machines of
-// gone of total Nodes vanish at once.
-func (o DeletionGuardOptions) Holds(gone, total int) bool {
-	return o.Share < 1 && gone > o.limit(total)
-}
+func (g *deletionGuard) limit(total int) int { return g.opts.Limit(total) }
 
 // schemeOf is a providerID's cloud ("openstack" of openstack:///…).
 func schemeOf(providerID string) string {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -147,7 +148,7 @@ func deleteAllServices(t *testing.T, ns string) {
 			_ = svcs.Delete(ctx, s.Name, metav1.DeleteOptions{})
 		}
 	}
-	_ = framework.Poll(30*time.Second, tick, func() error {
+	_ = devenv.Poll(30*time.Second, tick, func() error {
 		l, err := svcs.List(ctx, metav1.ListOptions{})
 		if err == nil && len(l.Items) > 0 {
 			err = fmt.Errorf("%d Services left", len(l.Items))
@@ -225,7 +226,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			var failovers []time.Duration
 			for k := range kills {
 				var leader *framework.ProcessCCM
-				require.NoError(t, framework.Poll(time.Minute, 50*time.Millisecond, func() error {
+				require.NoError(t, devenv.Poll(time.Minute, 50*time.Millisecond, func() error {
 					if leader = replicas.Leader(); leader == nil {
 						return errors.New("no leader yet")
 					}
@@ -235,7 +236,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 				holder := leaseHolder()
 				killed := time.Now()
 				leader.Kill() // and the supervisor starts it again, as its Pod would be
-				require.NoError(t, framework.Poll(time.Minute, 20*time.Millisecond, func() error {
+				require.NoError(t, devenv.Poll(time.Minute, 20*time.Millisecond, func() error {
 					if h := leaseHolder(); h == "" || h == holder {
 						return fmt.Errorf("the lease is still %q's", h)
 					}
@@ -261,7 +262,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 					continue
 				}
 				kept = append(kept, name)
-				require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+				require.NoError(t, devenv.Poll(2*time.Minute, tick, func() error {
 					svc, err := svcs.Get(ctx, name, metav1.GetOptions{})
 					switch {
 					case apierrors.IsNotFound(err):
@@ -284,7 +285,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 				addrs[svc.Status.LoadBalancer.Ingress[0].IP] = name
 			}
 			for j := 1; j < services; j += 2 {
-				require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+				require.NoError(t, devenv.Poll(2*time.Minute, tick, func() error {
 					if _, err := svcs.Get(ctx, fmt.Sprintf("churn-%d", j), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 						return fmt.Errorf("churn-%d is still there (%w)", j, err)
 					}
@@ -309,7 +310,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 				require.NoError(t, svcs.Delete(ctx, name, metav1.DeleteOptions{}))
 			}
 			for _, name := range kept {
-				require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+				require.NoError(t, devenv.Poll(2*time.Minute, tick, func() error {
 					if _, err := svcs.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 						return fmt.Errorf("%s is still there (%w)", name, err)
 					}
@@ -357,7 +358,7 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 			env.StartCCMProcess(t, c.name+"-first", opts)
 			other.StartCCMProcess(t, c.name+"-second", opts)
 			clusters := []*framework.Env{env, other}
-			var kubelets []*framework.Kubelet
+			var kubelets []*devenv.Kubelet
 			for j, e := range clusters {
 				for k := range 2 {
 					name := fmt.Sprintf("iso%d-%c-%d", 103+i, 'a'+j, k)
@@ -367,7 +368,7 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 			ctx := context.Background()
 			for j, k := range kubelets {
 				e := clusters[j/2]
-				require.NoError(t, framework.Poll(waitLong, tick, func() error {
+				require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 					n, err := e.Client.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
 					if err != nil || n.Spec.ProviderID == "" {
 						return fmt.Errorf("%s not initialised (%w)", k.Name, err)
@@ -386,7 +387,7 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 					metav1.CreateOptions{})
 				require.NoError(t, err)
 				var addr string
-				require.NoError(t, framework.Poll(waitLong, tick, func() error {
+				require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 					s, err := e.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{})
 					if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
 						return fmt.Errorf("no address yet (%w)", err)
@@ -398,7 +399,7 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 			}
 			gone := func(e *framework.Env) {
 				require.NoError(t, e.Client.CoreV1().Services(ns).Delete(ctx, "twin", metav1.DeleteOptions{}))
-				require.NoError(t, framework.Poll(waitLong, tick, func() error {
+				require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 					if _, err := e.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 						return fmt.Errorf("twin is still there (%w)", err)
 					}

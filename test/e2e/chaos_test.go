@@ -27,6 +27,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	csemulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
@@ -122,7 +123,7 @@ func chaosReport(t *testing.T, row string) {
 
 // replicas starts two overcast-ccm processes on the cloud under leader
 // election and n Nodes of machines named prefix-node-<i>, initialised.
-func (c chaosCloud) replicas(t *testing.T, prefix string, n int) []*framework.Kubelet {
+func (c chaosCloud) replicas(t *testing.T, prefix string, n int) []*devenv.Kubelet {
 	t.Helper()
 	opts := c.ccmOptions(4*time.Second, 3*time.Second, 500*time.Millisecond)
 	env.StartCCMProcess(t, c.name+"-a", opts)
@@ -141,9 +142,9 @@ func (c chaosCloud) ccmOptions(lease, renew, retry time.Duration) framework.CCMO
 
 // nodes adds n machines named prefix-node-<i> and their Nodes, and waits
 // until the CCM has initialised them.
-func (c chaosCloud) nodes(t *testing.T, prefix string, n int) []*framework.Kubelet {
+func (c chaosCloud) nodes(t *testing.T, prefix string, n int) []*devenv.Kubelet {
 	t.Helper()
-	var kubelets []*framework.Kubelet
+	var kubelets []*devenv.Kubelet
 	for i := range n {
 		name := fmt.Sprintf("%s-node-%d", prefix, i)
 		kubelets = append(kubelets, env.NewKubelet(t, name, c.machine(name)))
@@ -156,7 +157,7 @@ func (c chaosCloud) nodes(t *testing.T, prefix string, n int) []*framework.Kubel
 
 // nodesHarmed counts the kubelets' Nodes deleted, and those tainted out of
 // service or shut down.
-func nodesHarmed(t *testing.T, kubelets []*framework.Kubelet) (deleted, tainted int) {
+func nodesHarmed(t *testing.T, kubelets []*devenv.Kubelet) (deleted, tainted int) {
 	t.Helper()
 	deleted, tainted, err := env.NodesHarmed(context.Background(), kubelets)
 	require.NoError(t, err)
@@ -217,7 +218,7 @@ func TestChaosOutage(t *testing.T) {
 			for _, name := range []string{"s1", "s2", "s4"} {
 				waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
 			}
-			require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+			require.NoError(t, devenv.Poll(2*time.Minute, tick, func() error {
 				_, err := env.Client.CoreV1().Services(ns).Get(ctx, "s3", metav1.GetOptions{})
 				if apierrors.IsNotFound(err) {
 					return nil
@@ -293,7 +294,7 @@ func TestChaosSecretsAreNeverShown(t *testing.T) {
 			deleteService(t, ns, "s403")
 
 			tok := env.MetricsToken(t, ns)
-			code, metrics, err := framework.GetSecurePort(t.Context(), port, "/metrics", tok)
+			code, metrics, err := devenv.GetSecurePort(t.Context(), port, "/metrics", tok)
 			require.NoError(t, err)
 			require.Equal(t, 200, code)
 			events, err := env.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{})
@@ -530,7 +531,7 @@ func TestChaosAPIServerGone(t *testing.T) {
 			require.NoError(t, kubelets[0].ResumeHeartbeats())
 
 			waitCondition(t, ns, "during", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
-			require.NoError(t, framework.Poll(2*time.Minute, tick, func() error {
+			require.NoError(t, devenv.Poll(2*time.Minute, tick, func() error {
 				if _, err := env.Client.CoreV1().Services(ns).Get(ctx, "deleted", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 					return fmt.Errorf("the Service deleted meanwhile is still there (%w)", err)
 				}
@@ -567,7 +568,7 @@ func cloudWrites(s *core.Server) (n int) {
 func settled(t *testing.T, s *core.Server) {
 	t.Helper()
 	last, quiet := -1, 0
-	require.NoError(t, framework.Poll(time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(time.Minute, time.Second, func() error {
 		if n := cloudWrites(s); n != last {
 			last, quiet = n, 0
 		} else {

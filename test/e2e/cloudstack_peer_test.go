@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
@@ -46,7 +47,7 @@ func TestCloudStackTakesOverFromThePeerItself(t *testing.T) {
 		k.ServeService(t, svc, true)
 	}
 	for name := range shapes {
-		require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 			got, err := env.Client.CoreV1().Services(ns).Get(t.Context(), name, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -153,7 +154,7 @@ func goBackToThePeer(t *testing.T, third int, vpc bool) {
 		}
 		return n
 	}
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		before := listed()
 		if before < len(shapes) {
 			return fmt.Errorf("the peer listed the rules %d times, not yet once per Service", before)
@@ -206,7 +207,7 @@ func goBackToThePeer(t *testing.T, third int, vpc bool) {
 // peerCloudStack is what a test with the peer needs: its binary (skipped
 // without one), a namespace, the emulator on 127.0.third.0/24 and a Node's
 // kubelet on one of its machines.
-func peerCloudStack(t *testing.T, third int, vpc bool) (bin, ns string, e *emulator.Emulator, k *framework.Kubelet) {
+func peerCloudStack(t *testing.T, third int, vpc bool) (bin, ns string, e *emulator.Emulator, k *devenv.Kubelet) {
 	t.Helper()
 	bin = os.Getenv("OVERCAST_PEER_CLOUDSTACK")
 	if bin == "" {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
@@ -326,14 +327,14 @@ func TestCloudStackRepairsWhatIsRemovedBehindItsBack(t *testing.T) {
 		require.Len(t, rules, 1)
 		require.Len(t, openings, 1)
 		gone := remove(csRules(t, admin)[0], firewall()[0])
-		require.NoError(t, framework.Poll(waitShort, tick, func() error {
+		require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 			r, o := ids()
 			if slices.Contains(append(r, o...), gone) {
 				return fmt.Errorf("%s: %s is still there", what, gone)
 			}
 			return nil
 		}), what)
-		require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 			r, o := ids()
 			if len(r) != 1 || len(o) != 1 || (slices.Equal(r, rules) && slices.Equal(o, openings)) {
 				return fmt.Errorf("%s: rules %v, firewall rules %v: not repaired", what, r, o)

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
@@ -128,7 +129,7 @@ func TestCloudStackNodesFollowTheirMachines(t *testing.T) {
 	renamed, ip5 := e.AddMachine("cs-machine")
 	_, err := env.Client.CoreV1().Nodes().Create(t.Context(), &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "cs-renamed"},
-		Spec:       v1.NodeSpec{ProviderID: renamed, Taints: []v1.Taint{{Key: framework.UninitializedTaint, Value: "true", Effect: v1.TaintEffectNoSchedule}}},
+		Spec:       v1.NodeSpec{ProviderID: renamed, Taints: []v1.Taint{{Key: devenv.UninitializedTaint, Value: "true", Effect: v1.TaintEffectNoSchedule}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -164,19 +165,19 @@ func TestCloudStackNodesFollowTheirMachines(t *testing.T) {
 	require.NoError(t, e.SetMachineState(down, emulator.StateStopped))
 	k3.StopHeartbeats(true)
 	k2.StopHeartbeats(true)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		_, err := env.Client.CoreV1().Nodes().Get(context.Background(), "cs-gone", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("node cs-gone still exists (err %w)", err)
 	}), "the Node of a destroyed machine is deleted")
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), "cs-down", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if !hasTaint(n, framework.ShutdownTaint) {
+		if !hasTaint(n, devenv.ShutdownTaint) {
 			return fmt.Errorf("no shutdown taint yet")
 		}
 		return nil
@@ -204,9 +205,9 @@ func TestCloudStackServicesCarryTrafficAndLeaveNothing(t *testing.T) {
 	names := []string{c.nodes[0].Name, c.nodes[1].Name}
 	assert.Contains(t, names, waitTCP(t, netip.Addr{}, netip.AddrPortFrom(addr, 53)))
 	var answer string
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
+	require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 		var err error
-		answer, err = framework.RequestUDP(netip.Addr{}, netip.AddrPortFrom(addr, 53))
+		answer, err = devenv.RequestUDP(netip.Addr{}, netip.AddrPortFrom(addr, 53))
 		return err
 	}))
 	assert.Contains(t, names, answer)
@@ -214,7 +215,7 @@ func TestCloudStackServicesCarryTrafficAndLeaveNothing(t *testing.T) {
 
 	// Node churn: a Node excluded leaves the rules' machines.
 	patchNode(t, c.nodes[0].Name, `{"metadata":{"labels":{"`+v1.LabelNodeExcludeBalancers+`":"true"}}}`)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		m := c.members(t, got)
 		want := []string{c.nodes[1].IP.String(), c.nodes[1].IP.String()}
 		if !slices.Equal(m, want) {

@@ -11,14 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // lbCluster starts a CCM on an auto inventory with one pool and n Ready nodes.
-func lbCluster(t *testing.T, third int, pools string, n int) []*framework.Kubelet {
+func lbCluster(t *testing.T, third int, pools string, n int) []*devenv.Kubelet {
 	t.Helper()
 	env.StartCCM(t, framework.CCMOptions{CloudConfig: autoConfig(pools)})
-	var ks []*framework.Kubelet
+	var ks []*devenv.Kubelet
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("lb%d-node-%d", third, i)
 		ks = append(ks, env.NewKubelet(t, name, fmt.Sprintf("127.0.%d.%d", third, i)))
@@ -52,11 +53,11 @@ func TestLoadBalancerServesTCPAndUDPThroughTheVIP(t *testing.T) {
 	waitTCP(t, netip.Addr{}, vip)
 	seenTCP, seenUDP := map[string]bool{}, map[string]bool{}
 	for range 8 {
-		a, err := framework.RequestTCP(netip.Addr{}, vip)
+		a, err := devenv.RequestTCP(netip.Addr{}, vip)
 		require.NoError(t, err)
 		seenTCP[a] = true
 		// A new source port each time: a new UDP flow, balanced like a connection.
-		b, err := framework.RequestUDP(netip.Addr{}, vip)
+		b, err := devenv.RequestUDP(netip.Addr{}, vip)
 		require.NoError(t, err)
 		seenUDP[b] = true
 	}
@@ -70,8 +71,8 @@ func TestLoadBalancerServesTCPAndUDPThroughTheVIP(t *testing.T) {
 
 	// Deleting the Service closes the VIP.
 	deleteService(t, ns, "dns")
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
-		if _, err := framework.RequestTCP(netip.Addr{}, vip); err == nil {
+	require.NoError(t, devenv.Poll(waitShort, tick, func() error {
+		if _, err := devenv.RequestTCP(netip.Addr{}, vip); err == nil {
 			return fmt.Errorf("%s still answers after the Service was deleted", vip)
 		}
 		return nil
@@ -82,9 +83,9 @@ func TestLoadBalancerServesTCPAndUDPThroughTheVIP(t *testing.T) {
 // the others, which are what why says, get no new traffic.
 func onlyAnswers(t *testing.T, vip netip.AddrPort, node, why string) {
 	t.Helper()
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
+	require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 		for range 6 {
-			a, err := framework.RequestTCP(netip.Addr{}, vip)
+			a, err := devenv.RequestTCP(netip.Addr{}, vip)
 			if err != nil {
 				return err
 			}
@@ -107,7 +108,7 @@ func TestLoadBalancerSourceRangesBlockOtherClients(t *testing.T) {
 	vip := netip.AddrPortFrom(waitIngressIP(t, ns, "private"), 80)
 
 	assert.Equal(t, nodes[0].Name, waitTCP(t, netip.MustParseAddr("127.0.0.2"), vip), "a client inside the ranges is served")
-	_, err := framework.RequestTCP(netip.MustParseAddr("127.0.0.3"), vip)
+	_, err := devenv.RequestTCP(netip.MustParseAddr("127.0.0.3"), vip)
 	require.Error(t, err, "a client outside the ranges is refused")
 
 	// Widening the ranges lets it in, without a new IP.
@@ -155,8 +156,8 @@ func TestLoadBalancerIPsSurviveARestartOfTheCCM(t *testing.T) {
 
 	ccm.Stop()
 	for _, ip := range ips {
-		require.NoError(t, framework.Poll(waitShort, tick, func() error {
-			if _, err := framework.RequestTCP(netip.Addr{}, netip.AddrPortFrom(ip, 80)); err == nil {
+		require.NoError(t, devenv.Poll(waitShort, tick, func() error {
+			if _, err := devenv.RequestTCP(netip.Addr{}, netip.AddrPortFrom(ip, 80)); err == nil {
 				return fmt.Errorf("%s still served by a stopped CCM", ip)
 			}
 			return nil
@@ -232,7 +233,7 @@ func TestInvalidAnnotationGetsAnEventAndChangesNothing(t *testing.T) {
 	msg = waitEvent(t, ns, "good", "InvalidAnnotation")
 	assert.Contains(t, msg, "local.overcast.io/udp-idle-timeout", "every bad annotation is named")
 	assert.Equal(t, ip, waitIngressIP(t, ns, "good"))
-	_, err = framework.RequestTCP(netip.Addr{}, vip)
+	_, err = devenv.RequestTCP(netip.Addr{}, vip)
 	assert.NoError(t, err, "the load balancer keeps serving")
 }
 

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -83,13 +84,13 @@ loadBalancer:
 func waitNodeInitialised(t *testing.T, name string) *v1.Node {
 	t.Helper()
 	var node *v1.Node
-	err := framework.Poll(waitLong, tick, func() error {
+	err := devenv.Poll(waitLong, tick, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		for _, tn := range n.Spec.Taints {
-			if tn.Key == framework.UninitializedTaint {
+			if tn.Key == devenv.UninitializedTaint {
 				return fmt.Errorf("node %s still has the uninitialized taint%s", name, nodeEvents(name))
 			}
 		}
@@ -142,7 +143,7 @@ func deleteService(t *testing.T, ns, name string) {
 	if apierrors.IsNotFound(err) {
 		return
 	}
-	err = framework.Poll(waitShort, tick, func() error {
+	err = devenv.Poll(waitShort, tick, func() error {
 		_, err := env.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -158,7 +159,7 @@ func deleteService(t *testing.T, ns, name string) {
 func waitIngressIP(t *testing.T, ns, name string) netip.Addr {
 	t.Helper()
 	var ip netip.Addr
-	err := framework.Poll(waitLong, tick, func() error {
+	err := devenv.Poll(waitLong, tick, func() error {
 		svc, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -184,7 +185,7 @@ func getService(t *testing.T, ns, name string) *v1.Service {
 func waitEvent(t *testing.T, ns, object, reason string) string {
 	t.Helper()
 	var msg string
-	err := framework.Poll(waitLong, tick, func() error {
+	err := devenv.Poll(waitLong, tick, func() error {
 		evs, err := env.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -205,9 +206,9 @@ func waitEvent(t *testing.T, ns, object, reason string) string {
 func waitTCP(t *testing.T, src netip.Addr, dst netip.AddrPort) string {
 	t.Helper()
 	var got string
-	err := framework.Poll(waitShort, tick, func() error {
+	err := devenv.Poll(waitShort, tick, func() error {
 		var err error
-		got, err = framework.RequestTCP(src, dst)
+		got, err = devenv.RequestTCP(src, dst)
 		return err
 	})
 	require.NoError(t, err, "TCP through %s", dst)

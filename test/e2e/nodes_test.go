@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -48,7 +49,7 @@ func TestNodesAreInitialisedFromTheInventory(t *testing.T) {
 		v1.LabelFailureDomainBetaRegion: "region-1",
 	}, pick(a.Labels, v1.LabelInstanceTypeStable, v1.LabelInstanceType, v1.LabelTopologyZone,
 		v1.LabelFailureDomainBetaZone, v1.LabelTopologyRegion, v1.LabelFailureDomainBetaRegion))
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
+	require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(t.Context(), "init-a", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -68,7 +69,7 @@ func TestNodesAreInitialisedFromTheInventory(t *testing.T) {
 	assert.Equal(t, "local://rack2-slot7", b.Spec.ProviderID, "the inventory's providerID is used")
 	assert.Equal(t, "local.standard", b.Labels[v1.LabelInstanceTypeStable], "the default instance type")
 	assert.Equal(t, "e2e-zone-a", b.Labels[v1.LabelTopologyZone], "the config's default zone")
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
+	require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(t.Context(), "init-b", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -86,7 +87,7 @@ func TestNodesAreInitialisedFromTheInventory(t *testing.T) {
 	assert.Contains(t, msg, "init-unknown")
 	n, err := env.Client.CoreV1().Nodes().Get(t.Context(), "init-unknown", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.True(t, hasTaint(n, framework.UninitializedTaint), "an unknown Node keeps the uninitialized taint")
+	assert.True(t, hasTaint(n, devenv.UninitializedTaint), "an unknown Node keeps the uninitialized taint")
 	assert.Empty(t, n.Spec.ProviderID)
 }
 
@@ -133,19 +134,19 @@ func TestNodeLifecycleFollowsTheInventory(t *testing.T) {
 `)
 	gone.StopHeartbeats(true)
 	down.StopHeartbeats(true)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		_, err := env.Client.CoreV1().Nodes().Get(context.Background(), "life-gone", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("node life-gone still exists (err %w)", err)
 	}), "the Node of a removed instance is deleted")
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), "life-shutdown", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if !hasTaint(n, framework.ShutdownTaint) {
+		if !hasTaint(n, devenv.ShutdownTaint) {
 			return fmt.Errorf("no shutdown taint yet on %s", n.Name)
 		}
 		return nil
@@ -154,12 +155,12 @@ func TestNodeLifecycleFollowsTheInventory(t *testing.T) {
 	// Back up: the taint goes.
 	writeInventory(t, path, inv)
 	require.NoError(t, down.ResumeHeartbeats())
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), "life-shutdown", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if hasTaint(n, framework.ShutdownTaint) {
+		if hasTaint(n, devenv.ShutdownTaint) {
 			return fmt.Errorf("shutdown taint still on %s", n.Name)
 		}
 		return nil
@@ -205,7 +206,7 @@ func TestNodeDeletionGuardHoldsAMassDisappearance(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, len(nodes.Items)+4, 30)
 	env.StartCCM(t, framework.CCMOptions{CloudConfig: cfg, ExtraArgs: []string{"--node-deletion-guard-share=0.1"}})
-	kubelets := map[string]*framework.Kubelet{}
+	kubelets := map[string]*devenv.Kubelet{}
 	for i, name := range []string{"guard-a", "guard-b", "guard-c", "guard-d"} {
 		kubelets[name] = env.NewKubelet(t, name, fmt.Sprintf("127.0.14.%d", i+1))
 	}
@@ -218,7 +219,7 @@ func TestNodeDeletionGuardHoldsAMassDisappearance(t *testing.T) {
 		kubelets[name].StopHeartbeats(true)
 	}
 	var msg string
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		for _, name := range []string{"guard-a", "guard-b", "guard-c"} {
 			evs, err := env.Client.CoreV1().Events(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=NodeDeletionHeld"})
 			if err != nil {
@@ -250,7 +251,7 @@ func TestNodeDeletionGuardHoldsAMassDisappearance(t *testing.T) {
 	_, err = env.Client.CoreV1().Nodes().Patch(t.Context(), "guard-a", types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"overcast.io/allow-deletion":"true"}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		if _, err := env.Client.CoreV1().Nodes().Get(context.Background(), "guard-a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("guard-a still there (%w)", err)
 		}

@@ -19,6 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/kit"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
@@ -84,7 +85,7 @@ func ociPeer(t *testing.T, e *emulator.Emulator) (string, framework.CCMOptions) 
 
 // ociPeerKubelet registers a Node of cluster c on a new instance of e, with
 // its providerID, as OKE's kubelets are started (the peer needs it).
-func ociPeerKubelet(t *testing.T, c *framework.Env, e *emulator.Emulator, name string) *framework.Kubelet {
+func ociPeerKubelet(t *testing.T, c *framework.Env, e *emulator.Emulator, name string) *devenv.Kubelet {
 	t.Helper()
 	k, err := kit.Emulated("oci")
 	require.NoError(t, err)
@@ -119,7 +120,7 @@ func ociPeerSettled(t *testing.T, e *emulator.Emulator, n int) {
 		}
 		return k
 	}
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		before := lookups()
 		if before < n {
 			return fmt.Errorf("the peer looked up %d load balancers, not yet one per Service (%d)", before, n)
@@ -170,7 +171,7 @@ func TestOCIGoesToThePeerAndBackItself(t *testing.T) {
 		lbService(t, ns, "peer-"+name, mutate)
 	}
 	for name := range shapes {
-		require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 			if ingressAddr(getService(t, ns, "peer-"+name)) == "" {
 				return fmt.Errorf("peer-%s has no address from the peer yet", name)
 			}
@@ -221,7 +222,7 @@ func TestOCIGoesToThePeerAndBackItself(t *testing.T) {
 	for _, s := range slices.Sorted(maps.Keys(addrs)) {
 		deleteService(t, ns, s)
 	}
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		if got := e.Objects(); !maps.Equal(got, empty) {
 			return fmt.Errorf("left: %v, before: %v", got, empty)
 		}
@@ -251,7 +252,7 @@ func TestOCIAnotherClustersPeerClosesNoPortForLong(t *testing.T) {
 	web(svcA)
 	_, err = clusterA.Client.CoreV1().Services(nsA).Create(t.Context(), svcA, metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		got, err := clusterA.Client.CoreV1().Services(nsA).Get(t.Context(), "web", metav1.GetOptions{})
 		if err != nil || ingressAddr(got) == "" {
 			return fmt.Errorf("the peer has not served cluster A's web yet (%w)", err)
@@ -282,7 +283,7 @@ func TestOCIAnotherClustersPeerClosesNoPortForLong(t *testing.T) {
 	gone := time.Now()
 	require.NoError(t, clusterA.Client.CoreV1().Services(nsA).Delete(t.Context(), "web", metav1.DeleteOptions{}))
 	var back time.Duration
-	require.NoError(t, framework.Poll(waitLong+3*drift, 100*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(waitLong+3*drift, 100*time.Millisecond, func() error {
 		n := ours()
 		fewest = min(fewest, n)
 		if fewest == 5 || n < 5 {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
@@ -55,7 +56,7 @@ func TestOCINodesFollowTheirInstances(t *testing.T) {
 	e := ociEmulator(t, 66)
 	ccm := env.StartCCMProcess(t, "oci-nodes", framework.CCMOptions{Cloud: "oci", CloudConfig: e.CloudConfig() + "lifecycleMaxAge: 1s\n"})
 	ids := map[string]string{}
-	kubelets := map[string]*framework.Kubelet{}
+	kubelets := map[string]*devenv.Kubelet{}
 	for _, name := range []string{"oci-a", "oci-down", "oci-gone", "oci-purged", "oci-doubt"} {
 		id, ip := e.AddMachine(name)
 		ids[name] = id
@@ -102,14 +103,14 @@ func TestOCINodesFollowTheirInstances(t *testing.T) {
 	for _, name := range []string{"oci-gone", "oci-purged", "oci-down"} {
 		kubelets[name].StopHeartbeats(true)
 	}
-	require.NoError(t, framework.Poll(waitLong, tick, nodeGone("oci-gone")), "the Node of a terminated instance is deleted")
-	require.NoError(t, framework.Poll(waitLong, tick, nodeGone("oci-purged")), "the Node of a purged instance is deleted")
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, nodeGone("oci-gone")), "the Node of a terminated instance is deleted")
+	require.NoError(t, devenv.Poll(waitLong, tick, nodeGone("oci-purged")), "the Node of a purged instance is deleted")
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), "oci-down", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if !hasTaint(n, framework.ShutdownTaint) {
+		if !hasTaint(n, devenv.ShutdownTaint) {
 			return fmt.Errorf("no shutdown taint yet")
 		}
 		return nil
@@ -201,7 +202,7 @@ func TestOCILoadBalancersAreRepairedAndFollowTheNodes(t *testing.T) {
 	_, ip := e.AddMachine("oci67-node-3")
 	c.nodes = append(c.nodes, env.NewKubelet(t, "oci67-node-3", ip))
 	waitNodeInitialised(t, "oci67-node-3")
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		if m := c.members(t, got); len(m) != 3 || !slices.Contains(m, ip) {
 			return fmt.Errorf("members %v", m)
 		}
@@ -221,7 +222,7 @@ func TestOCILoadBalancersAreRepairedAndFollowTheNodes(t *testing.T) {
 	require.NoError(t, err)
 	waitReplaced(t, c, svc, *lbs[0].Id, "", "a deleted load balancer is built again")
 	got = waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		got = getService(t, ns, "web")
 		lbs := ociLBs(t, client, e, string(svc.UID))
 		if len(lbs) != 1 || len(lbs[0].IpAddresses) == 0 || ingressAddr(got) != *lbs[0].IpAddresses[0].IpAddress {
@@ -259,7 +260,7 @@ func TestOCIAdoptsThePeersLoadBalancer(t *testing.T) {
 			Protocol: common.String("TCP"), ConnectionConfiguration: &loadbalancer.ConnectionConfiguration{IdleTimeout: common.Int64(300)}}},
 	}})
 	require.NoError(t, err)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		if lbs := ociLBs(t, client, e, string(svc.UID)); len(lbs) != 1 || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
 			return fmt.Errorf("the peer's load balancer is not ACTIVE yet")
 		}
@@ -352,7 +353,7 @@ func TestOCIReservedAddressStaysPut(t *testing.T) {
 func waitReplaced(t *testing.T, c *lbCloud, svc *v1.Service, old, addr, msg string) {
 	t.Helper()
 	client := ociLBClient(t, c.ociEmu)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		lbs := ociLBs(t, client, c.ociEmu, string(svc.UID))
 		if len(lbs) != 1 || *lbs[0].Id == old || lbs[0].LifecycleState != loadbalancer.LoadBalancerLifecycleStateActive {
 			return fmt.Errorf("load balancers %v", c.holds(t, svc, ""))
@@ -409,13 +410,13 @@ func TestOCINetworkLoadBalancerServesTCPAndUDP(t *testing.T) {
 
 	vip := netip.AddrPortFrom(netip.MustParseAddr(got.Status.LoadBalancer.Ingress[0].IP), 53)
 	seenTCP, seenUDP := map[string]bool{}, map[string]bool{}
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
-		a, err := framework.RequestTCP(netip.Addr{}, vip)
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+		a, err := devenv.RequestTCP(netip.Addr{}, vip)
 		if err != nil {
 			return err
 		}
 		seenTCP[a] = true
-		b, err := framework.RequestUDP(netip.Addr{}, vip)
+		b, err := devenv.RequestUDP(netip.Addr{}, vip)
 		if err != nil {
 			return err
 		}
@@ -435,7 +436,7 @@ func TestOCINetworkLoadBalancerServesTCPAndUDP(t *testing.T) {
 	_, err = env.Client.CoreV1().Services(ns).Update(t.Context(), web, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	lbClient := ociLBClient(t, e)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		lbs := ociLBs(t, lbClient, e, string(web.UID))
 		left, err := client.ListNetworkLoadBalancers(t.Context(), nlb.ListNetworkLoadBalancersRequest{
 			CompartmentId: common.String(e.Fixture().CompartmentID), DisplayName: common.String(ns + "/web/" + string(web.UID))})
@@ -491,7 +492,7 @@ func TestOCIAdoptsThePeersNetworkLoadBalancer(t *testing.T) {
 			Port: common.Int(int(port.Port)), Protocol: nlb.ListenerProtocolsUdp, IpVersion: nlb.IpVersionIpv4}},
 	}})
 	require.NoError(t, err)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		got, err := client.GetNetworkLoadBalancer(t.Context(), nlb.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: created.Id})
 		if err != nil {
 			return err
@@ -571,7 +572,7 @@ func TestOCISSLListenersFollowTheirTLSSecret(t *testing.T) {
 
 	// Renewed in place: the drift check (every 2 s here) finds it.
 	second := tlsSecret(t, ca, ns, "web-tls", "web.example")
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		lbs := ociLBs(t, client, e, string(svc.UID))
 		if len(lbs) != 1 {
 			return fmt.Errorf("%d load balancers", len(lbs))
@@ -617,7 +618,7 @@ func TestOCIRuleSetsFollowTheirAnnotation(t *testing.T) {
 		require.NoError(t, err)
 	}
 	set(`{"via": {"items": [{"action": "REMOVE_HTTP_REQUEST_HEADER", "header": "X-Old"}]}}`)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		lb := ociLBs(t, client, e, string(svc.UID))[0]
 		if rs := lb.RuleSets["via"]; len(rs.Items) != 1 {
 			return fmt.Errorf("rule set via: %+v", rs)
@@ -627,7 +628,7 @@ func TestOCIRuleSetsFollowTheirAnnotation(t *testing.T) {
 		return nil
 	}), "the changed rule set")
 	set(`{}`)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		lb := ociLBs(t, client, e, string(svc.UID))[0]
 		if len(lb.RuleSets) != 0 || len(lb.Listeners["TCP-80"].RuleSetNames) != 0 {
 			return fmt.Errorf("rule sets %v, listener's %v", len(lb.RuleSets), lb.Listeners["TCP-80"].RuleSetNames)
@@ -689,7 +690,7 @@ func TestOCINSGModeOpensTheFrontendAndBackendGroups(t *testing.T) {
 	s.Annotations[mode] = "SL-All"
 	_, err = env.Client.CoreV1().Services(ns).Update(t.Context(), s, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		lb := ociLBs(t, client, e, string(svc.UID))[0]
 		if len(lb.NetworkSecurityGroupIds) != 0 {
 			return fmt.Errorf("still in %v", lb.NetworkSecurityGroupIds)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -120,9 +121,9 @@ func TestLeaderElectionNeverServesAVIPTwice(t *testing.T) {
 func waitTCPLong(t *testing.T, dst netip.AddrPort) string {
 	t.Helper()
 	var got string
-	err := framework.Poll(waitLong, tick, func() error {
+	err := devenv.Poll(waitLong, tick, func() error {
 		var err error
-		got, err = framework.RequestTCP(netip.Addr{}, dst)
+		got, err = devenv.RequestTCP(netip.Addr{}, dst)
 		return err
 	})
 	require.NoError(t, err)
@@ -183,11 +184,11 @@ func TestSecurePortServesHealthzAndMetrics(t *testing.T) {
 	tok := env.MetricsToken(t, namespace(t))
 	token := ""
 	get := func(path string) (int, string, error) {
-		return framework.GetSecurePort(t.Context(), port, path, token)
+		return devenv.GetSecurePort(t.Context(), port, path, token)
 	}
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
+	require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 		if exited, code := p.Exited(); exited {
-			return framework.Permanent(fmt.Errorf("overcast-ccm exited with %d", code))
+			return devenv.Permanent(fmt.Errorf("overcast-ccm exited with %d", code))
 		}
 		code, body, err := get("/healthz")
 		if err != nil {
@@ -236,7 +237,7 @@ func TestSIGTERMReleasesTheLeaderLease(t *testing.T) {
 		return *l.Spec.HolderIdentity
 	}
 	var leader, standby *framework.ProcessCCM
-	require.NoError(t, framework.Poll(waitLong, tick, func() error {
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 		for _, p := range []*framework.ProcessCCM{a, b} {
 			if strings.Contains(p.Output(), "Successfully acquired lease") {
 				leader, standby = p, map[*framework.ProcessCCM]*framework.ProcessCCM{a: b, b: a}[p]
@@ -252,7 +253,7 @@ func TestSIGTERMReleasesTheLeaderLease(t *testing.T) {
 	require.NoError(t, leader.Cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, leader.Wait(15*time.Second), "the leader exits 0 on SIGTERM")
 	assert.Contains(t, leader.Output(), "Released the leader Lease")
-	require.NoError(t, framework.Poll(30*time.Second, 100*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(30*time.Second, 100*time.Millisecond, func() error {
 		if h := holder(); h == "" || h == first {
 			return fmt.Errorf("holder %q", h)
 		}
@@ -264,7 +265,7 @@ func TestSIGTERMReleasesTheLeaderLease(t *testing.T) {
 	// framework has initialised its cloud and controllers, as in a rollout
 	// that ends a replica just after it took over), gives it up too: else
 	// the next one waits out the 60 s.
-	require.NoError(t, framework.Poll(10*time.Second, 5*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(10*time.Second, 5*time.Millisecond, func() error {
 		if strings.Contains(standby.Output(), "Successfully acquired lease") {
 			return nil
 		}

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/informers"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // gatedCloud is a cloud whose first load balancer build for one namespace
@@ -123,14 +123,14 @@ func TestANodeAddedWhileALoadBalancerIsBuiltReachesIt(t *testing.T) {
 	}
 	require.Contains(t, cloud.lastSet(), first.Name)
 	second := env.NewKubelet(t, "gated-node-2", "127.0.71.2")
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
+	require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 		_, err := factory.Core().V1().Nodes().Lister().Get(second.Name)
 		return err
 	}), "the controller's cache sees the new Node")
 	time.Sleep(500 * time.Millisecond) // the Node loop has run by now (it did not see a record to compare)
 	close(cloud.release)
 
-	require.NoError(t, framework.Poll(waitShort, tick, func() error {
+	require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 		if set := cloud.lastSet(); !slices.Contains(set, second.Name) {
 			return fmt.Errorf("the load balancer's Nodes are %v", set)
 		}

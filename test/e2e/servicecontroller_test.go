@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	ociemulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
@@ -40,7 +41,7 @@ import (
 // a Service.
 type lbCloud struct {
 	name  string
-	nodes []*framework.Kubelet
+	nodes []*devenv.Kubelet
 	// holds lists what the cloud holds for the Service (whose last address
 	// was addr): load balancers, listeners, floating IPs. Empty: nothing.
 	holds func(t *testing.T, svc *v1.Service, addr string) []string
@@ -186,7 +187,7 @@ var lbClouds = []struct {
 func waitCondition(t *testing.T, ns, name, typ string, status metav1.ConditionStatus, reason string) *v1.Service {
 	t.Helper()
 	var svc *v1.Service
-	err := framework.Poll(waitLong, tick, func() error {
+	err := devenv.Poll(waitLong, tick, func() error {
 		var err error
 		if svc, err = env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{}); err != nil {
 			return err
@@ -269,9 +270,9 @@ func TestServiceControllerKeepsTheFrameworksContract(t *testing.T) {
 			}
 			dst := netip.AddrPortFrom(netip.MustParseAddr(addr), uint16(got.Spec.Ports[0].Port))
 			answer := waitTCP(t, netip.Addr{}, dst)
-			assert.True(t, slices.ContainsFunc(c.nodes, func(k *framework.Kubelet) bool { return k.Name == answer }), "answered by a Node: %q", answer)
+			assert.True(t, slices.ContainsFunc(c.nodes, func(k *devenv.Kubelet) bool { return k.Name == answer }), "answered by a Node: %q", answer)
 			// Events are recorded asynchronously, after the status.
-			require.NoError(t, framework.Poll(waitShort, tick, func() error {
+			require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 				evs := events(t, ns, "web")
 				for _, want := range []string{"Normal " + servicecontroller.ReasonEnsuring, "Normal " + servicecontroller.ReasonEnsured} {
 					if !slices.Contains(evs, want) {
@@ -295,7 +296,7 @@ func TestServiceControllerKeepsTheFrameworksContract(t *testing.T) {
 			got.Spec.ExternalTrafficPolicy = ""
 			_, err := env.Client.CoreV1().Services(ns).Update(t.Context(), got, metav1.UpdateOptions{})
 			require.NoError(t, err)
-			require.NoError(t, framework.Poll(waitLong, tick, func() error {
+			require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 				s := getService(t, ns, "web")
 				if servicehelper.HasLBFinalizer(s) || len(s.Status.LoadBalancer.Ingress) > 0 || len(s.Status.Conditions) > 0 {
 					return fmt.Errorf("finalizers %v, ingress %v, conditions %v", s.Finalizers, s.Status.LoadBalancer.Ingress, s.Status.Conditions)
@@ -337,7 +338,7 @@ func TestInvalidAnnotationIsOneWarningAndBuildsNothing(t *testing.T) {
 			cond := meta.FindStatusCondition(got.Status.Conditions, servicecontroller.ConditionReady)
 			assert.NotEqual(t, servicecontroller.ReasonEnsuring, cond.Reason, "the condition names the problem")
 			var ws []string
-			require.NoError(t, framework.Poll(waitShort, tick, func() error {
+			require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 				if ws = warnings(t, ns); len(ws) == 0 {
 					return fmt.Errorf("no Warning yet")
 				}
@@ -359,7 +360,7 @@ func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 	lbService(t, ns, "web", nil)
 	waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
 	svc := getService(t, ns, "web")
-	ips := func(ks ...*framework.Kubelet) []string {
+	ips := func(ks ...*devenv.Kubelet) []string {
 		var out []string
 		for _, k := range ks {
 			out = append(out, k.IP.String())
@@ -369,7 +370,7 @@ func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 	}
 	waitMembers := func(want []string, why string) {
 		t.Helper()
-		require.NoError(t, framework.Poll(waitLong, tick, func() error {
+		require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 			if got := c.members(t, svc); !slices.Equal(got, want) {
 				return fmt.Errorf("members %v, want %v", got, want)
 			}
@@ -422,7 +423,7 @@ func TestLostLoadBalancerIsRebuiltWithTheSameAddress(t *testing.T) {
 			require.Len(t, lbs, 1)
 			lose.do(t, c, lbs[0].ID)
 
-			require.NoError(t, framework.Poll(waitLong, tick, func() error {
+			require.NoError(t, devenv.Poll(waitLong, tick, func() error {
 				lbs := listLBs(t, c.octavia, got.UID)
 				if len(lbs) != 1 || lbs[0].ProvisioningStatus != "ACTIVE" {
 					return fmt.Errorf("load balancers %v", lbs)

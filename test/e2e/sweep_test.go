@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -60,7 +61,7 @@ func TestSweepRemovesWhatAServiceDeletedBehindTheCCMsBackLeft(t *testing.T) {
 			_, err := env.Client.CoreV1().Services(ns).Patch(ctx, "gone", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 			require.NoError(t, err)
 			require.NoError(t, env.Client.CoreV1().Services(ns).Delete(ctx, "gone", metav1.DeleteOptions{}))
-			require.NoError(t, framework.Poll(waitShort, tick, func() error {
+			require.NoError(t, devenv.Poll(waitShort, tick, func() error {
 				_, err := env.Client.CoreV1().Services(ns).Get(ctx, "gone", metav1.GetOptions{})
 				if apierrors.IsNotFound(err) {
 					return nil

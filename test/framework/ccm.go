@@ -3,7 +3,6 @@ package framework
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,14 +13,11 @@ import (
 	"testing"
 	"time"
 
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/cloud-provider/app"
 	"k8s.io/component-base/configz"
-	logsapi "k8s.io/component-base/logs/api/v1"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/overcast-ccm/overcast/internal/ccm"
+	"github.com/overcast-ccm/overcast/internal/devenv"
 )
 
 // CCMOptions configure one overcast-ccm.
@@ -56,7 +52,7 @@ func (e *Env) ccmArgs(t testing.TB, o CCMOptions) []string {
 		"--node-monitor-period=1s",
 		"--node-status-update-frequency=5s",
 		"--configure-cloud-routes=false",
-		fmt.Sprintf("--v=%d", logVerbosity),
+		fmt.Sprintf("--v=%d", devenv.LogVerbosity),
 	}
 	hasFlag := func(name string) bool {
 		for _, a := range o.ExtraArgs {
@@ -85,32 +81,6 @@ type InProcessCCM struct {
 // inProcessMu serialises in-process managers: the framework's /configz and flag
 // state are process globals.
 var inProcessMu sync.Mutex
-
-// logVerbosity is the -v of every manager the framework starts.
-const logVerbosity = 2
-
-// applyLogging configures logging for the whole test process, once, before any
-// goroutine logs. Every in-process manager then applies the same settings, which
-// is a no-op: the global logger is never rewritten while others use it.
-func applyLogging() error {
-	// envtest logs through controller-runtime's logger: route it to klog, or it
-	// prints a stack trace complaining that no logger was set.
-	ctrllog.SetLogger(klog.Background())
-	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
-	c := logsapi.NewLoggingConfiguration()
-	c.Verbosity = logVerbosity
-	if LogOutput == nil {
-		// The managers' own default: an in-process manager applies the same
-		// again, and logsapi refuses a change (streams included).
-		return logsapi.ValidateAndApply(c, utilfeature.DefaultFeatureGate)
-	}
-	return logsapi.ValidateAndApplyWithOptions(c, &logsapi.LoggingOptions{ErrorStream: LogOutput, InfoStream: LogOutput}, utilfeature.DefaultFeatureGate)
-}
-
-// LogOutput receives, when set before Start, the logs of this process (client-go,
-// envtest) instead of stderr: `overcast dev` points it at a file so the terminal
-// shows only the demo's steps. Leave it nil where managers run in-process.
-var LogOutput io.Writer
 
 // StartCCM runs overcast-ccm in-process until the test ends (or Stop).
 func (e *Env) StartCCM(t testing.TB, o CCMOptions) *InProcessCCM {
@@ -215,7 +185,7 @@ func (e *Env) startProcess(t testing.TB, bin, name string, args []string, env ..
 	go func() {
 		p.err = cmd.Wait()
 		_ = f.Close()
-		keepLog(name, cmd.Process.Pid, logPath)
+		devenv.KeepLog(name, cmd.Process.Pid, logPath)
 		close(p.done)
 	}()
 	t.Cleanup(func() {

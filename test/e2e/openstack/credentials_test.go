@@ -15,11 +15,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // TestRotatedCredentialsTakeEffectWithoutARestart: the password lives in a
@@ -50,7 +49,7 @@ func TestRotatedCredentialsTakeEffectWithoutARestart(t *testing.T) {
 
 	write(m[1])
 	start := time.Now()
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -109,7 +108,7 @@ func TestCredentialsOfAnotherProjectDeleteNoNode(t *testing.T) {
 	// by default): the switch is seen within seconds.
 	conf = strings.Replace(conf, "[Global]\n", "[Global]\ncredentials-file="+creds+"\nlifecycle-max-age=5s\n", 1)
 
-	var kubelets []*framework.Kubelet
+	var kubelets []*devenv.Kubelet
 	var names []string
 	for i := range 3 {
 		n := fmt.Sprintf("os-elsewhere-%d-%s", i, suffix())
@@ -128,7 +127,7 @@ func TestCredentialsOfAnotherProjectDeleteNoNode(t *testing.T) {
 	kubelets[0].StopHeartbeats(true)
 	kubelets[1].StopHeartbeats(true)
 	var msg string
-	require.NoError(t, framework.Poll(2*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(2*time.Minute, time.Second, func() error {
 		evs, err := env.Client.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=NodeDeletionHeld"})
 		if err != nil {
 			return err

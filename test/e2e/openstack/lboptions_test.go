@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -95,7 +96,7 @@ func patchSvc(t *testing.T, ns, name, patch string) {
 func deleteSvcAndWait(t *testing.T, ns, name string) {
 	t.Helper()
 	require.NoError(t, env.Client.CoreV1().Services(ns).Delete(t.Context(), name, metav1.DeleteOptions{}))
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 		if _, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("service %s/%s still there (finalizer): %w", ns, name, err)
 		}
@@ -185,7 +186,7 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 	done := ensurePasses(t)
 	ccm.Stop()
 	env.StartCCM(t, opts)
-	require.NoError(t, framework.Poll(time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(time.Minute, time.Second, func() error {
 		if n := ensurePasses(t); n <= done {
 			return fmt.Errorf("the restarted CCM has not ensured the load balancer yet (%v passes)", n)
 		}
@@ -210,7 +211,7 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, framework.Poll(time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(time.Minute, time.Second, func() error {
 		s := getSvc(t, ns, "opts")
 		if len(s.Status.LoadBalancer.Ingress) == 0 || s.Status.LoadBalancer.Ingress[0].IPMode == nil || *s.Status.LoadBalancer.Ingress[0].IPMode != v1.LoadBalancerIPModeVIP {
 			return fmt.Errorf("ingress %+v, want ipMode VIP", s.Status.LoadBalancer.Ingress)
@@ -250,7 +251,7 @@ func eventCount(t *testing.T, ns, name, reason string) int32 {
 
 func waitPool(t *testing.T, octavia *gophercloud.ServiceClient, lbID string, port int, check func(octaviaPool) error) {
 	t.Helper()
-	require.NoError(t, framework.Poll(3*time.Minute, 2*time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, 2*time.Second, func() error {
 		p, err := poolOf(t, octavia, lbID, port)
 		if err != nil {
 			return err
@@ -343,8 +344,8 @@ func TestASecondClusterWithTheSameNameLeavesTheFirstAlone(t *testing.T) {
 		}
 		return nil
 	}
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error { return ingress(env) }))
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error { return ingress(other) }))
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error { return ingress(env) }))
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error { return ingress(other) }))
 	first := lbOf(t, octavia, &v1.Service{ObjectMeta: metav1.ObjectMeta{UID: uids[0]}})
 	second := lbOf(t, octavia, &v1.Service{ObjectMeta: metav1.ObjectMeta{UID: uids[1]}})
 	require.Len(t, first, 1)
@@ -353,7 +354,7 @@ func TestASecondClusterWithTheSameNameLeavesTheFirstAlone(t *testing.T) {
 	assert.NotEqual(t, first[0].ID, second[0].ID, "but two load balancers")
 
 	require.NoError(t, other.Client.CoreV1().Services(ns).Delete(t.Context(), "twin", metav1.DeleteOptions{}))
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 		if _, err := other.Client.CoreV1().Services(ns).Get(context.Background(), "twin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("second cluster's Service still there: %w", err)
 		}

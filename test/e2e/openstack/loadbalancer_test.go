@@ -15,14 +15,13 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 func octaviaClient(t *testing.T) *gophercloud.ServiceClient {
@@ -43,7 +42,7 @@ func lbNamespace(t *testing.T) string {
 func waitIngress(t *testing.T, ns, name string) string {
 	t.Helper()
 	var ip string
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 		s, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -155,7 +154,7 @@ func TestLoadBalancerOnOctavia(t *testing.T) {
 		fmt.Sprintf("TCP/80 -> [%s] [198.51.100.0/24]", member(np["http"])),
 		fmt.Sprintf("UDP/53 -> [%s] [198.51.100.0/24]", member(np["dns"])),
 	}
-	require.NoError(t, framework.Poll(3*time.Minute, 2*time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, 2*time.Second, func() error {
 		if got := shape(t, octavia, lb.ID); !slices.Equal(got, want) {
 			return fmt.Errorf("listeners %v, want %v", got, want)
 		}
@@ -165,7 +164,7 @@ func TestLoadBalancerOnOctavia(t *testing.T) {
 
 	// Deleting the Service removes the load balancer and its floating IP.
 	require.NoError(t, env.Client.CoreV1().Services(ns).Delete(t.Context(), "web", metav1.DeleteOptions{}))
-	require.NoError(t, framework.Poll(3*time.Minute, 2*time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, 2*time.Second, func() error {
 		_, err := env.Client.CoreV1().Services(ns).Get(context.Background(), "web", metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("service still there (finalizer): %w", err)
@@ -206,7 +205,7 @@ func TestInternalLoadBalancerHasNoFloatingIP(t *testing.T) {
 	require.Len(t, lbs, 1)
 	assert.Equal(t, lbs[0].VipAddress, ip, "an internal load balancer publishes its VIP")
 	require.NoError(t, env.Client.CoreV1().Services(ns).Delete(t.Context(), "internal", metav1.DeleteOptions{}))
-	require.NoError(t, framework.Poll(3*time.Minute, 2*time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, 2*time.Second, func() error {
 		if _, err := env.Client.CoreV1().Services(ns).Get(context.Background(), "internal", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("service still there: %w", err)
 		}

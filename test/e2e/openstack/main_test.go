@@ -17,6 +17,7 @@ import (
 	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -142,16 +143,16 @@ func createServer(t *testing.T, name string) novaServer {
 	}
 	t.Cleanup(func() { deleteServer(t, created.ID) })
 	var s novaServer
-	err = framework.Poll(2*time.Minute, time.Second, func() error {
+	err = devenv.Poll(2*time.Minute, time.Second, func() error {
 		err := servers.Get(ctx, compute, created.ID).ExtractInto(&s)
 		if gophercloud.ResponseCodeIs(err, 404) {
-			return framework.Permanent(fmt.Errorf("server %s vanished while booting: %w", name, err))
+			return devenv.Permanent(fmt.Errorf("server %s vanished while booting: %w", name, err))
 		}
 		if err != nil {
 			return err
 		}
 		if s.Status == "ERROR" {
-			return framework.Permanent(fmt.Errorf("server %s went to ERROR", name))
+			return devenv.Permanent(fmt.Errorf("server %s went to ERROR", name))
 		}
 		if s.Status != "ACTIVE" || s.fixedIP() == "" {
 			return fmt.Errorf("server %s is %s", name, s.Status)
@@ -174,7 +175,7 @@ func deleteServer(t *testing.T, id string) {
 		t.Errorf("deleting server %s: %v", id, err)
 		return
 	}
-	if err := framework.Poll(2*time.Minute, time.Second, func() error {
+	if err := devenv.Poll(2*time.Minute, time.Second, func() error {
 		err := servers.Get(ctx, compute, id).Err
 		if gophercloud.ResponseCodeIs(err, 404) {
 			return nil

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -23,13 +24,13 @@ func ccmOptions(conf string) framework.CCMOptions {
 func waitInitialised(t *testing.T, name string) *v1.Node {
 	t.Helper()
 	var node *v1.Node
-	require.NoError(t, framework.Poll(2*time.Minute, 250*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(2*time.Minute, 250*time.Millisecond, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		for _, tn := range n.Spec.Taints {
-			if tn.Key == framework.UninitializedTaint {
+			if tn.Key == devenv.UninitializedTaint {
 				return fmt.Errorf("%s still has the uninitialized taint", name)
 			}
 		}
@@ -54,7 +55,7 @@ func TestNodesAreInitialisedFromNovaServers(t *testing.T) {
 	assert.Equal(t, osEnv["OVERCAST_OS_FLAVOR_NAME"], n.Labels[v1.LabelInstanceTypeStable])
 	assert.Equal(t, s.AvailabilityZone, n.Labels[v1.LabelTopologyZone])
 	assert.Equal(t, osEnv["OS_REGION_NAME"], n.Labels[v1.LabelTopologyRegion])
-	require.NoError(t, framework.Poll(30*time.Second, 250*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(30*time.Second, 250*time.Millisecond, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -67,7 +68,7 @@ func TestNodesAreInitialisedFromNovaServers(t *testing.T) {
 	}))
 
 	// A Node that matches no server: a Warning Event, and it stays uninitialised.
-	require.NoError(t, framework.Poll(time.Minute, 250*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(time.Minute, 250*time.Millisecond, func() error {
 		evs, err := env.Client.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -104,20 +105,20 @@ func TestNodeLifecycleFollowsNova(t *testing.T) {
 	kg.StopHeartbeats(true)
 	ks.StopHeartbeats(true)
 
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 		_, err := env.Client.CoreV1().Nodes().Get(context.Background(), gone, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("node %s still exists (%w)", gone, err)
 	}), "the Node of a deleted server is deleted")
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), stopped, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		for _, tn := range n.Spec.Taints {
-			if tn.Key == framework.ShutdownTaint {
+			if tn.Key == devenv.ShutdownTaint {
 				return nil
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -16,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // harness runs one of the harness's scripts (test/openstack/<script>.sh).
@@ -33,7 +32,7 @@ func harness(t *testing.T, script string) {
 func converged(t *testing.T, ns, name string, within time.Duration) string {
 	t.Helper()
 	var addr string
-	require.NoError(t, framework.Poll(within, time.Second, func() error {
+	require.NoError(t, devenv.Poll(within, time.Second, func() error {
 		s, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -63,7 +62,7 @@ func TestOutageOfTheRealOpenStack(t *testing.T) {
 	}
 	outage, err := time.ParseDuration(v)
 	require.NoError(t, err)
-	var kubelets []*framework.Kubelet
+	var kubelets []*devenv.Kubelet
 	for i := range 2 {
 		name := fmt.Sprintf("os-outage-%d-%s", i, suffix())
 		s := createServer(t, name)
@@ -88,7 +87,7 @@ func TestOutageOfTheRealOpenStack(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() {
 			if err := svcs.Delete(context.Background(), name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
-				_ = framework.Poll(3*time.Minute, time.Second, func() error {
+				_ = devenv.Poll(3*time.Minute, time.Second, func() error {
 					if _, err := svcs.Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 						return fmt.Errorf("%s still there", name)
 					}
@@ -122,7 +121,7 @@ func TestOutageOfTheRealOpenStack(t *testing.T) {
 	for _, name := range []string{"kept", "during"} {
 		converged(t, ns, name, 2*time.Minute)
 	}
-	require.NoError(t, framework.Poll(2*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(2*time.Minute, time.Second, func() error {
 		if _, err := svcs.Get(ctx, "deleted", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the Service deleted during the outage is still there (%w)", err)
 		}

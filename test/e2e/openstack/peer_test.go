@@ -17,12 +17,11 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // peerBuilt is what the peer built for a Service, read from OpenStack.
@@ -89,7 +88,7 @@ func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
 	}
 	lbIDOf := func(name string) string {
 		var id string
-		require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+		require.NoError(t, devenv.Poll(5*time.Minute, time.Second, func() error {
 			got, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -107,7 +106,7 @@ func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
 		map[string]string{"loadbalancer.openstack.org/load-balancer-id": webLB})
 	require.Equal(t, webLB, lbIDOf("api"), "the peer shares web's load balancer with api")
 	addr := waitIngress(t, ns, "web")
-	require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(5*time.Minute, time.Second, func() error {
 		if groupNamed(t, network, fmt.Sprintf("lb-sg-%s-%s-api", api.UID, ns)) == "" {
 			return fmt.Errorf("the peer has not made api's security group yet")
 		}
@@ -147,7 +146,7 @@ func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
 	assert.Len(t, listenerIDsOf(t, octavia, webLB), 1)
 	assert.Equal(t, addr, waitIngress(t, ns, "api"))
 	deleteSvcAndWait(t, ns, "api")
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 		if _, err := loadbalancers.Get(context.Background(), octavia, webLB).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
 			return fmt.Errorf("load balancer %s still there (%w)", webLB, err)
 		}
@@ -169,7 +168,7 @@ func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
 func waitReady(t *testing.T, ns, name string) string {
 	t.Helper()
 	var addr string
-	require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(5*time.Minute, time.Second, func() error {
 		got, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -211,7 +210,7 @@ func TestOpenStackTakesOverThePeersTLSLoadBalancer(t *testing.T) {
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	var lbID string
-	require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(5*time.Minute, time.Second, func() error {
 		got, err := env.Client.CoreV1().Services(ns).Get(context.Background(), "tls", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -239,7 +238,7 @@ func TestOpenStackTakesOverThePeersTLSLoadBalancer(t *testing.T) {
 	assert.Equal(t, "HTTP", proto)
 
 	deleteSvcAndWait(t, ns, "tls")
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 		if _, err := loadbalancers.Get(context.Background(), octavia, lbID).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
 			return fmt.Errorf("load balancer %s still there (%w)", lbID, err)
 		}
@@ -369,7 +368,7 @@ func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
 	}
 	opts.Controllers = []string{"cloud-node", "service"}
 	peer := env.StartBinary(t, bin, "openstack-cloud-controller-manager", opts)
-	require.NoError(t, framework.Poll(5*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(5*time.Minute, time.Second, func() error {
 		for _, name := range names {
 			if eventCount(t, ns, name, "EnsuredLoadBalancer") == ensured[name] {
 				return fmt.Errorf("the peer has not synced %s yet", name)
@@ -391,7 +390,7 @@ func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
 		deleteSvcAndWait(t, ns, name)
 	}
 	for name, id := range lbs {
-		require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+		require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 			if _, err := loadbalancers.Get(context.Background(), octavia, id).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
 				return fmt.Errorf("%s's load balancer %s still there (%w)", name, id, err)
 			}

@@ -9,11 +9,10 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 func networkClient(t *testing.T) *gophercloud.ServiceClient {
@@ -55,7 +54,7 @@ func TestRoutesFollowNodePodCIDRs(t *testing.T) {
 		}
 		return false
 	}
-	require.NoError(t, framework.Poll(time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(time.Minute, time.Second, func() error {
 		if !has() {
 			return fmt.Errorf("router has no route %s via %s: %v", podCIDR, s.fixedIP(), routerRoutes(t, network))
 		}
@@ -64,7 +63,7 @@ func TestRoutesFollowNodePodCIDRs(t *testing.T) {
 
 	// The Node goes away: its route goes too.
 	require.NoError(t, k.Remove(context.Background()))
-	require.NoError(t, framework.Poll(time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(time.Minute, time.Second, func() error {
 		if has() {
 			return fmt.Errorf("route %s still on the router", podCIDR)
 		}

@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -94,7 +95,7 @@ func TestSecurityGroupsFollowTheServiceAndItsNodes(t *testing.T) {
 	}
 	until := func(what string, f func() error) {
 		t.Helper()
-		require.NoError(t, framework.Poll(3*time.Minute, time.Second, f), what)
+		require.NoError(t, devenv.Poll(3*time.Minute, time.Second, f), what)
 	}
 	var g *groups.SecGroup
 	until("the group, its rules and its ports", func() error {
@@ -209,8 +210,8 @@ func TestTwoClustersWithSecurityGroupsOnOneNetwork(t *testing.T) {
 		}
 		return nil
 	}
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error { return groupOn(env, a) }))
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error { return groupOn(other, b) }))
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error { return groupOn(env, a) }))
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error { return groupOn(other, b) }))
 	mine, theirs := groupOf(t, network, uids[env]), groupOf(t, network, uids[other])
 	require.NotEqual(t, mine.ID, theirs.ID)
 	require.NotContains(t, groupsOnServer(t, network, a.ID), theirs.ID, "the other cluster's group is not on this cluster's Node")
@@ -227,7 +228,7 @@ func TestTwoClustersWithSecurityGroupsOnOneNetwork(t *testing.T) {
 	require.NotEqual(t, clusterTags[0], clusterTags[1], "each group carries its own cluster's tag")
 
 	require.NoError(t, other.Client.CoreV1().Services(ns).Delete(t.Context(), "twin", metav1.DeleteOptions{}))
-	require.NoError(t, framework.Poll(3*time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
 		if groupOf(t, network, uids[other]) != nil {
 			return fmt.Errorf("the second cluster's group is still there")
 		}

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // What the service controller promises, on the real Octavia: progress is not a
@@ -43,7 +43,7 @@ func TestServiceControllerOnOctavia(t *testing.T) {
 	_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), webService(ns, "web"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	sawProgressing := false
-	require.NoError(t, framework.Poll(3*time.Minute, 200*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(3*time.Minute, 200*time.Millisecond, func() error {
 		got := getSvc(t, ns, "web")
 		if c := meta.FindStatusCondition(got.Status.Conditions, servicecontroller.ConditionProgressing); c != nil && c.Status == metav1.ConditionTrue {
 			sawProgressing = true
@@ -64,7 +64,7 @@ func TestServiceControllerOnOctavia(t *testing.T) {
 	first := lbs[0]
 	require.NoError(t, loadbalancers.Delete(t.Context(), octavia, first.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr())
 	start := time.Now()
-	require.NoError(t, framework.Poll(5*time.Minute, 2*time.Second, func() error {
+	require.NoError(t, devenv.Poll(5*time.Minute, 2*time.Second, func() error {
 		lbs := lbOf(t, octavia, svc)
 		if len(lbs) != 1 || lbs[0].ID == first.ID || lbs[0].ProvisioningStatus != "ACTIVE" {
 			return fmt.Errorf("load balancers of the Service: %v", lbNames(lbs))
@@ -90,7 +90,7 @@ func TestServiceControllerOnOctavia(t *testing.T) {
 	taken.Spec.LoadBalancerIP = addr
 	taken, err = env.Client.CoreV1().Services(ns).Create(t.Context(), taken, metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.NoError(t, framework.Poll(time.Minute, time.Second, func() error {
+	require.NoError(t, devenv.Poll(time.Minute, time.Second, func() error {
 		c := meta.FindStatusCondition(getSvc(t, ns, "taken").Status.Conditions, servicecontroller.ConditionReady)
 		if c == nil || c.Reason != "LoadBalancerIPUnavailable" {
 			return fmt.Errorf("condition %v", c)

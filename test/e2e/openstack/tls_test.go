@@ -18,8 +18,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/selfsigned"
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 func keyManagerClient(t *testing.T) *gophercloud.ServiceClient {
@@ -123,7 +123,7 @@ func TestTLSTerminationWithBarbican(t *testing.T) {
 	ns := lbNamespace(t)
 	until := func(what string, f func() error) {
 		t.Helper()
-		require.NoError(t, framework.Poll(3*time.Minute, time.Second, f), what)
+		require.NoError(t, devenv.Poll(3*time.Minute, time.Second, f), what)
 	}
 
 	// A container a person stored.

@@ -23,6 +23,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -251,7 +252,7 @@ func (p *pod) exec(argv ...string) (string, int) {
 func (p *pod) alive() error {
 	select {
 	case <-p.exited:
-		return framework.Permanent(fmt.Errorf("overcast-ccm exited: %v\n%s", p.cmd.ProcessState, tailLines(p.out.String(), 40)))
+		return devenv.Permanent(fmt.Errorf("overcast-ccm exited: %v\n%s", p.cmd.ProcessState, tailLines(p.out.String(), 40)))
 	default:
 		return nil
 	}
@@ -259,7 +260,7 @@ func (p *pod) alive() error {
 
 // get requests the container's secure port, as a probe or Prometheus would.
 func (p *pod) get(path, token string) (int, string, error) {
-	return framework.GetSecurePort(p.t.Context(), p.port, path, token)
+	return devenv.GetSecurePort(p.t.Context(), p.port, path, token)
 }
 
 func (p *pod) stop() {

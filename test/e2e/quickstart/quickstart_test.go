@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/test/framework"
@@ -36,7 +37,7 @@ var env *framework.Env
 func TestMain(m *testing.M) {
 	var err error
 	// Bare: the README's commands install deploy/ or the chart themselves.
-	env, err = framework.StartWith(framework.StartOptions{Bare: true})
+	env, err = framework.StartWith(devenv.StartOptions{Bare: true})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "quickstart: cannot start the control plane: %v\n", err)
 		os.Exit(1)
@@ -176,7 +177,7 @@ func quickStartOpenStack(t *testing.T, block, remove, net string) {
 	assert.Equal(t, testImage, d.Spec.Template.Spec.Containers[0].Image, "the Deployment runs the operator's image")
 
 	p := startPod(t, env, rootfs, config, "kube-system", "overcast-ccm")
-	var kubelets []*framework.Kubelet
+	var kubelets []*devenv.Kubelet
 	for i := range 2 {
 		name := fmt.Sprintf("qs-%s-%d", strings.ReplaceAll(net, ".", "-"), i)
 		_, ip := emu.AddServer(emulator.ServerSpec{Name: name})
@@ -219,7 +220,7 @@ loadBalancer:
 
 	p := startPod(t, env, rootfs, config, "kube-system", "overcast-ccm")
 	k := env.NewKubelet(t, "qs-local-0", "127.0.64.1")
-	waitNodes(t, p, []*framework.Kubelet{k}, "local://")
+	waitNodes(t, p, []*devenv.Kubelet{k}, "local://")
 	checkProbeAndVersion(t, p, rootfs)
 
 	ns := namespace(t)
@@ -229,12 +230,12 @@ loadBalancer:
 	require.True(t, netip.MustParsePrefix(pool).Contains(ip), "%s from the pool %s", ip, pool)
 	vip := netip.AddrPortFrom(ip, 80)
 	var answer string
-	require.NoError(t, framework.Poll(30*time.Second, 200*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(30*time.Second, 200*time.Millisecond, func() error {
 		if err := p.alive(); err != nil {
 			return err
 		}
 		var err error
-		answer, err = framework.RequestTCP(netip.Addr{}, vip)
+		answer, err = devenv.RequestTCP(netip.Addr{}, vip)
 		return err
 	}), "a request through %s", vip)
 	assert.Contains(t, answer, k.Name, "answered by the node behind the load balancer")
@@ -253,9 +254,9 @@ func flagValue(t *testing.T, args []string, name string) string {
 	return ""
 }
 
-func waitNodes(t *testing.T, p *pod, kubelets []*framework.Kubelet, providerPrefix string) {
+func waitNodes(t *testing.T, p *pod, kubelets []*devenv.Kubelet, providerPrefix string) {
 	t.Helper()
-	require.NoError(t, framework.Poll(90*time.Second, 250*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(90*time.Second, 250*time.Millisecond, func() error {
 		if err := p.alive(); err != nil {
 			return err
 		}
@@ -268,7 +269,7 @@ func waitNodes(t *testing.T, p *pod, kubelets []*framework.Kubelet, providerPref
 				return fmt.Errorf("node %s: providerID %q: %w", k.Name, n.Spec.ProviderID, errNotYet)
 			}
 			for _, taint := range n.Spec.Taints {
-				if taint.Key == framework.UninitializedTaint {
+				if taint.Key == devenv.UninitializedTaint {
 					return fmt.Errorf("node %s still has the uninitialized taint: %w", k.Name, errNotYet)
 				}
 			}
@@ -290,7 +291,7 @@ func checkProbeAndVersion(t *testing.T, p *pod, rootfs string) {
 
 	tok := env.MetricsToken(t, env.Namespace(t))
 	var metrics string
-	require.NoError(t, framework.Poll(30*time.Second, 500*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(30*time.Second, 500*time.Millisecond, func() error {
 		code, body, err := p.get("/metrics", tok)
 		if err != nil {
 			return err
@@ -327,7 +328,7 @@ func lbService(t *testing.T, ns string, port int32) *v1.Service {
 func waitIngress(t *testing.T, p *pod, ns, name string) netip.Addr {
 	t.Helper()
 	var ip netip.Addr
-	require.NoError(t, framework.Poll(90*time.Second, 250*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(90*time.Second, 250*time.Millisecond, func() error {
 		if err := p.alive(); err != nil {
 			return err
 		}
@@ -349,7 +350,7 @@ func waitIngress(t *testing.T, p *pod, ns, name string) netip.Addr {
 func deleteService(t *testing.T, p *pod, ns, name string) {
 	t.Helper()
 	require.NoError(t, env.Client.CoreV1().Services(ns).Delete(t.Context(), name, metav1.DeleteOptions{}))
-	require.NoError(t, framework.Poll(90*time.Second, 250*time.Millisecond, func() error {
+	require.NoError(t, devenv.Poll(90*time.Second, 250*time.Millisecond, func() error {
 		if err := p.alive(); err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package framework
+package devenv
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -56,7 +55,7 @@ type closer interface{ Close() error }
 // NewKubelet registers Node name with the uninitialized taint and the node IP
 // annotation, marks it Ready and keeps it Ready until StopHeartbeats. The Node and
 // listeners are removed when the test ends.
-func (e *Env) NewKubelet(t testing.TB, name string, ip string) *Kubelet {
+func (e *Env) NewKubelet(t TB, name string, ip string) *Kubelet {
 	t.Helper()
 	k, err := e.RegisterKubelet(context.Background(), name, ip)
 	if err != nil {
@@ -184,7 +183,7 @@ func (k *Kubelet) ResumeHeartbeats() error {
 // the port says) and answers each request with "<node name>", standing in for
 // kube-proxy plus a backend Pod. For externalTrafficPolicy: Local it also answers
 // the healthCheckNodePort with 200 when healthy is true, 503 otherwise.
-func (k *Kubelet) ServeService(t testing.TB, svc *v1.Service, healthy bool) {
+func (k *Kubelet) ServeService(t TB, svc *v1.Service, healthy bool) {
 	t.Helper()
 	if err := k.Serve(svc, healthy); err != nil {
 		t.Fatal(err)
@@ -355,7 +354,7 @@ func Permanent(err error) error { return permanent{err} }
 type permanent struct{ error }
 
 // DumpEvents logs the Events of the namespace (and of Nodes), for failed tests.
-func (e *Env) DumpEvents(t testing.TB, namespace string) {
+func (e *Env) DumpEvents(t TB, namespace string) {
 	for _, ns := range []string{namespace, metav1.NamespaceDefault} {
 		evs, err := e.Client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
 		if err != nil {

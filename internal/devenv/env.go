@@ -1,8 +1,10 @@
-// Package framework runs Overcast against a real Kubernetes control plane: etcd and
-// kube-apiserver built from source by hack/test-binaries.sh, overcast-ccm bound to
-// the RBAC shipped in deploy/, and simulated kubelets that register Nodes, heartbeat
-// and serve NodePorts the way kube-proxy would. No fake clientset anywhere.
-package framework
+// Package devenv runs a development cluster: etcd and kube-apiserver built
+// from source by hack/test-binaries.sh, the RBAC shipped in deploy/, and
+// simulated kubelets that register Nodes, heartbeat and serve NodePorts the way
+// kube-proxy would. `overcast dev`, the bench and the tests (through
+// test/framework, which adds what only a test needs) all run on it. No fake
+// clientset anywhere.
+package devenv
 
 import (
 	"bytes"
@@ -27,6 +29,16 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
+
+// TB is what the harness needs of a test: testing.TB has it, and so can a
+// program (overcast dev and the bench do without the testing package).
+type TB interface {
+	Helper()
+	Logf(format string, args ...any)
+	Error(args ...any)
+	Fatal(args ...any)
+	Cleanup(func())
+}
 
 // CCMUser is the identity overcast-ccm runs as in tests: the ServiceAccount that
 // deploy/rbac.yaml binds, so a missing RBAC rule fails the tests.

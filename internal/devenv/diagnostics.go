@@ -1,4 +1,4 @@
-package framework
+package devenv
 
 import (
 	"fmt"
@@ -55,8 +55,8 @@ func auditTo(te *envtest.Environment, dir string) error {
 	return nil
 }
 
-// keepLog copies a process's log to OVERCAST_E2E_LOGS_DIR, when set.
-func keepLog(name string, pid int, path string) {
+// KeepLog copies a process's log to OVERCAST_E2E_LOGS_DIR, when set.
+func KeepLog(name string, pid int, path string) {
 	out := os.Getenv("OVERCAST_E2E_LOGS_DIR")
 	if out == "" {
 		return

@@ -1,0 +1,143 @@
+package arch
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/overcast-ccm/overcast/"
+
+// layers are the module's packages from the bottom up (docs/architecture.md);
+// "*" stands for one path element, one cloud.
+var layers = [][]string{
+	// foundation: no knowledge of clouds or of the CCM
+	{"internal/annotation", "internal/cfgutil", "internal/cfgutil/cfgtest", "internal/cloudapi",
+		"internal/deletionguard", "internal/events", "internal/l4proxy", "internal/netaddr",
+		"internal/outcome", "internal/providerid", "internal/selfsigned", "internal/snapshot",
+		"internal/version", "internal/emulator/core/coretest", "hack/internal/gendoc", "internal/arch"},
+	// mechanisms: the load-balancer cycle, the Service controller, the doctor's checks, the emulators' core
+	{"internal/lbcycle", "internal/servicecontroller", "internal/doctor", "internal/emulator/core"},
+	// the provider contract shared by every cloud, and each cloud's emulator
+	{"internal/provider", "internal/provider/providertest", "internal/emulator/*"},
+	// each cloud's provider, and what the tools know of each cloud
+	{"internal/provider/*", "internal/kit"},
+	// the registry of clouds and what works across them
+	{"internal/clouds", "internal/sweep"},
+	// programs and their harness
+	{"internal/ccm", "internal/devenv", "cmd/*", "bench", "hack/*"},
+	// tests
+	{"test/framework", "test/*", "test/e2e/*"},
+}
+
+// layerOf is pkg's layer and the cloud its pattern's "*" stood for ("" if
+// none), or -1.
+func layerOf(pkg string) (int, string) {
+	for i, l := range layers {
+		for _, p := range l {
+			if p == pkg {
+				return i, ""
+			}
+		}
+	}
+	for i, l := range layers {
+		for _, p := range l {
+			if ok, _ := path.Match(p, pkg); ok && strings.Contains(p, "*") {
+				return i, path.Base(pkg)
+			}
+		}
+	}
+	return -1, ""
+}
+
+// imports lists every package of the module (a directory with non-test Go
+// files) with the module's packages it imports, not its tests'. It reads the
+// files itself, so that the test's cache knows what it read.
+func imports(t *testing.T) map[string][]string {
+	t.Helper()
+	root := "../.."
+	all := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(rel)
+		if _, seen := all[pkg]; !seen {
+			all[pkg] = nil
+		}
+		for _, imp := range f.Imports {
+			if dep, ok := strings.CutPrefix(strings.Trim(imp.Path.Value, `"`), module); ok {
+				all[pkg] = append(all[pkg], dep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+func TestEveryPackageImportsOnlyItsLayerAndBelow(t *testing.T) {
+	all := imports(t)
+	if len(all) < 30 {
+		t.Fatalf("go list found %d packages", len(all))
+	}
+	for pkg, deps := range all {
+		layer, cloud := layerOf(pkg)
+		if layer < 0 {
+			t.Errorf("%s has no layer: add it to the layers of this test and docs/architecture.md", pkg)
+			continue
+		}
+		for _, dep := range deps {
+			dl, dcloud := layerOf(dep)
+			switch {
+			case dl > layer:
+				t.Errorf("%s (layer %d) imports %s (layer %d), above it", pkg, layer, dep, dl)
+			case cloud != "" && dcloud != "" && cloud != dcloud:
+				t.Errorf("%s imports %s: one cloud never imports another's", pkg, dep)
+			}
+		}
+	}
+}
+
+// The test's own rules hold on what they must catch.
+func TestLayersCatchWhatTheyMust(t *testing.T) {
+	cases := []struct {
+		pkg   string
+		layer int
+		cloud string
+	}{
+		{"internal/outcome", 0, ""},
+		{"internal/provider/oci", 3, "oci"},
+		{"internal/provider/providertest", 2, ""},
+		{"internal/emulator/openstack", 2, "openstack"},
+		{"test/e2e/openstack", 6, "openstack"},
+		{"internal/new", -1, ""},
+	}
+	for _, c := range cases {
+		if l, cloud := layerOf(c.pkg); l != c.layer || cloud != c.cloud {
+			t.Errorf("layerOf(%s) = %d, %q; want %d, %q", c.pkg, l, cloud, c.layer, c.cloud)
+		}
+	}
+}
