@@ -35,6 +35,8 @@ commands:
            --delete removes them (never another cluster's, nor what no
            overcast-ccm made): overcast sweep --cloud-provider=openstack
            --cloud-config=cloud.conf [--kubeconfig FILE] [--delete]
+  clouds   the clouds this build knows, one a line (--dev: those make run
+           runs on; --emulated: those with an emulator)
 `
 }
 
@@ -58,6 +60,8 @@ func main() {
 		if errors.Is(err, errChecksFailed) {
 			os.Exit(1)
 		}
+	case "clouds":
+		err = runClouds(os.Args[2:], os.Stdout)
 	case "sweep":
 		err = runSweep(os.Args[2:], os.Stdout)
 		if errors.Is(err, errLeftoversRemain) {

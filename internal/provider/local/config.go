@@ -1,5 +1,8 @@
 package local
 
+// The reference page, by make generate.
+//go:generate go run ../../../hack/gen-config-docs -format yaml -file config.go -root Config -title "local cloud-config.yaml" -out ../../../docs/reference/local-cloud-config-yaml.md
+
 import (
 	"errors"
 	"fmt"
@@ -29,15 +32,33 @@ import (
 //	    addresses: ["127.0.200.0/24", "127.0.201.10-127.0.201.20"]
 //	    namespaces: []              # empty: every namespace
 type Config struct {
+	// Every Node is an instance, with the addresses its kubelet reports
+	// (--node-ip). Listed instances still take precedence. Nodes are then
+	// never deleted for a missing instance.
+	// Default: false
 	AutoInventory bool `json:"autoInventory"`
-	// InventoryFile holds an Inventory document; it is re-read every ReloadInterval.
-	InventoryFile  string             `json:"inventoryFile"`
-	ReloadInterval cfgutil.Duration   `json:"reloadInterval"`
-	Instances      []Instance         `json:"instances"`
-	Region         string             `json:"region"`
-	Zone           string             `json:"zone"`
-	InstanceType   string             `json:"instanceType"`
-	LoadBalancer   LoadBalancerConfig `json:"loadBalancer"`
+	// A file "instances: [...]" (the form of instances), re-read every
+	// reloadInterval. An unreadable or invalid file keeps the last good
+	// inventory. Not together with instances.
+	// Default: none
+	InventoryFile string `json:"inventoryFile"`
+	// How often inventoryFile is re-read (100ms to 1h).
+	// Default: 2s
+	ReloadInterval cfgutil.Duration `json:"reloadInterval"`
+	// Inline instances (read once).
+	// Default: none
+	Instances []Instance `json:"instances"`
+	// The instances' default region (label topology.kubernetes.io/region).
+	// Default: local
+	Region string `json:"region"`
+	// The instances' default zone (label topology.kubernetes.io/zone).
+	// Default: local-a
+	Zone string `json:"zone"`
+	// The instances' default type (label node.kubernetes.io/instance-type).
+	// Default: local.standard
+	InstanceType string `json:"instanceType"`
+	// The load balancers: address pools served by an L4 proxy in overcast-ccm.
+	LoadBalancer LoadBalancerConfig `json:"loadBalancer"`
 }
 
 // Inventory is the document of Config.InventoryFile.
@@ -47,19 +68,40 @@ type Inventory struct {
 
 // Instance is one machine of the local cloud.
 type Instance struct {
-	Name         string    `json:"name"`
-	ProviderID   string    `json:"providerID"`
-	InstanceType string    `json:"instanceType"`
-	Zone         string    `json:"zone"`
-	Region       string    `json:"region"`
-	Addresses    []Address `json:"addresses"`
-	State        State     `json:"state"`
+	// The Node's name (an RFC 1123 subdomain), unique. Required.
+	// Default: none
+	Name string `json:"name"`
+	// Starts with local://, unique.
+	// Default: local://<name>
+	ProviderID string `json:"providerID"`
+	// Label node.kubernetes.io/instance-type.
+	// Default: instanceType
+	InstanceType string `json:"instanceType"`
+	// Label topology.kubernetes.io/zone.
+	// Default: zone
+	Zone string `json:"zone"`
+	// Label topology.kubernetes.io/region.
+	// Default: region
+	Region string `json:"region"`
+	// The Node's addresses, each {type, address}; type is one of InternalIP,
+	// ExternalIP, Hostname, InternalDNS, ExternalDNS.
+	// Default: the kubelet's --node-ip and the Node's name
+	Addresses []Address `json:"addresses"`
+	// running, shutdown (the NotReady Node gets the
+	// node.cloudprovider.kubernetes.io/shutdown taint) or terminated (the
+	// NotReady Node is deleted, as when the instance is removed).
+	// Default: running
+	State State `json:"state"`
 }
 
 // Address is one address of an instance.
 type Address struct {
-	Type    v1.NodeAddressType `json:"type"`
-	Address string             `json:"address"`
+	// InternalIP, ExternalIP, Hostname, InternalDNS or ExternalDNS. Required.
+	// Default: none
+	Type v1.NodeAddressType `json:"type"`
+	// The address. Required.
+	// Default: none
+	Address string `json:"address"`
 }
 
 // State is the power state of an instance.
@@ -74,28 +116,50 @@ const (
 
 // LoadBalancerConfig configures IPAM and the L4 proxy.
 type LoadBalancerConfig struct {
-	// Disabled turns the LoadBalancer interface off (another controller serves them).
-	Disabled       bool              `json:"disabled"`
-	Pools          []PoolConfig      `json:"pools"`
-	HealthCheck    HealthCheckConfig `json:"healthCheck"`
-	UDPIdleTimeout cfgutil.Duration  `json:"udpIdleTimeout"`
+	// Leave LoadBalancer Services to another controller.
+	// Default: false
+	Disabled bool `json:"disabled"`
+	// The address pools.
+	// Default: none
+	Pools []PoolConfig `json:"pools"`
+	// How the proxy probes the backends.
+	HealthCheck HealthCheckConfig `json:"healthCheck"`
+	// A UDP flow without packets for this long is dropped (1s to 1h).
+	// Default: 60s
+	UDPIdleTimeout cfgutil.Duration `json:"udpIdleTimeout"`
 }
 
 // PoolConfig is one address pool.
 type PoolConfig struct {
+	// Unique; a Service picks it with the annotation local.overcast.io/pool.
+	// Required.
+	// Default: none
 	Name string `json:"name"`
-	// Addresses are CIDRs ("127.0.200.0/24") or ranges ("127.0.201.10-127.0.201.20").
+	// CIDRs (127.0.200.0/24; for IPv4 prefixes up to /30 the network and
+	// broadcast addresses are left out), ranges (127.0.201.10-127.0.201.20)
+	// or single addresses. No address may be in two places. Required.
+	// Default: none
 	Addresses []string `json:"addresses"`
-	// Namespaces restricts the pool to these namespaces; empty means every namespace.
+	// Reserve the pool for these namespaces; their Services use it before
+	// the global pools.
+	// Default: every namespace
 	Namespaces []string `json:"namespaces"`
 }
 
 // HealthCheckConfig is how the proxy probes backends.
 type HealthCheckConfig struct {
-	Interval           cfgutil.Duration `json:"interval"`
-	Timeout            cfgutil.Duration `json:"timeout"`
-	UnhealthyThreshold int              `json:"unhealthyThreshold"`
-	HealthyThreshold   int              `json:"healthyThreshold"`
+	// Backend probe interval (100ms to 5m).
+	// Default: 2s
+	Interval cfgutil.Duration `json:"interval"`
+	// Probe timeout, at most the interval.
+	// Default: 1s
+	Timeout cfgutil.Duration `json:"timeout"`
+	// Failed probes before a backend is taken out (1 to 10).
+	// Default: 2
+	UnhealthyThreshold int `json:"unhealthyThreshold"`
+	// Good probes before it is put back (1 to 10).
+	// Default: 1
+	HealthyThreshold int `json:"healthyThreshold"`
 }
 
 // Defaults.
