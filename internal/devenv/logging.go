@@ -20,6 +20,12 @@ func applyLogging() error {
 	// envtest logs through controller-runtime's logger: route it to klog, or it
 	// prints a stack trace complaining that no logger was set.
 	ctrllog.SetLogger(klog.Background())
+	// The logging options' feature gates (ContextualLogging…): overcast-ccm's
+	// command registers them; a program without it (overcast dev) must too.
+	// Registering the same again is harmless.
+	if err := logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate); err != nil {
+		return err
+	}
 	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	c := logsapi.NewLoggingConfiguration()
 	c.Verbosity = LogVerbosity
