@@ -2,6 +2,7 @@ package kit
 
 import (
 	"github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 func init() {
@@ -12,11 +13,16 @@ func init() {
 		Dev: OnEmulator{MachineCIDR: "127.0.62.0/24", PublicCIDR: "127.0.63.0/24",
 			ConfigName: "cloud-config", Cloud: "CloudStack", Machines: "machines",
 			Address: "the public IP address of a load balancer rule of the emulator"}.Dev(emulateCloudStack),
-		Invalid: [2]string{"service.beta.kubernetes.io/cloudstack-load-balancer-proxy-protocol", "maybe"},
+		Invalid:           [2]string{"service.beta.kubernetes.io/cloudstack-load-balancer-proxy-protocol", "maybe"},
+		Churn:             [3]string{"overcast.io/cloudstack-load-balancer-algorithm", "roundrobin", "leastconn"},
+		LoadBalancerKinds: []string{"public-addresses"},
 	})
 }
 
 type cloudStackEmulator struct{ *cloudstack.Emulator }
+
+func (e cloudStackEmulator) Core() *core.Server { return e.Server }
+func (e cloudStackEmulator) Secrets() []string  { return []string{e.Fixture().UserSecret} }
 
 func emulateCloudStack(o EmulatorOptions) (Emulator, error) {
 	e, err := cloudstack.New(cloudstack.Options{Latency: o.Latency, JobDelay: o.Provisioning,

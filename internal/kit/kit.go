@@ -36,6 +36,13 @@ type Kit struct {
 	// ProviderID is the providerID a kubelet of the cloud's is started with
 	// (--provider-id) for the machine id; nil where kubelets are not.
 	ProviderID func(id string) string
+	// Churn is an annotation whose change reaches the cloud (a listener's
+	// setting) and two values of it, which the chaos tests swap.
+	Churn [3]string
+	// LoadBalancerKinds are the kinds of the emulator's Objects of which a
+	// Service's load balancer has exactly one: more is a duplicate, one
+	// after its deletion an orphan.
+	LoadBalancerKinds []string
 }
 
 // EmulatorOptions are what every emulator takes.
@@ -78,6 +85,11 @@ type Emulator interface {
 	// Objects counts what a CCM may create, by kind: the same counts before
 	// a Service and after its deletion mean nothing of it was left.
 	Objects() map[string]int
+	// Core is the emulator core it runs on: faults, calls, traces.
+	Core() *core.Server
+	// Secrets are the secret parts of CloudConfig (a key, a password), as
+	// written there: what must never be shown.
+	Secrets() []string
 	ResetCalls()
 	Close() error
 }

@@ -41,6 +41,17 @@ func TestEveryEmulatorStartsOnLoopbackAndTakesMachines(t *testing.T) {
 			assert.NotEmpty(t, id)
 			assert.NotEmpty(t, ip)
 			assert.Contains(t, e.CloudConfig(), e.URL())
+			require.NotEmpty(t, e.Secrets(), "the chaos tests look for them in every output")
+			for _, secret := range e.Secrets() {
+				assert.Contains(t, e.CloudConfig(), secret, "a secret as the config writes it")
+			}
+			assert.NotNil(t, e.Core())
+			assert.NotEmpty(t, k.Churn[0], "the chaos tests' churn needs an annotation that reaches the cloud")
+			assert.NotEqual(t, k.Churn[1], k.Churn[2])
+			for _, kind := range k.LoadBalancerKinds {
+				assert.Contains(t, e.Objects(), kind, "a kind the emulator counts")
+			}
+			assert.NotEmpty(t, k.LoadBalancerKinds)
 			resp, err := http.Get(e.URL() + "/_emulator/calls")
 			require.NoError(t, err)
 			resp.Body.Close()

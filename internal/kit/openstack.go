@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 )
 
@@ -12,13 +13,17 @@ func init() {
 		Dev: OnEmulator{MachineCIDR: "127.0.60.0/24", PublicCIDR: "127.0.61.0/24",
 			ConfigName: "cloud.conf", Cloud: "OpenStack", Machines: "servers",
 			Address: "the floating IP of an Octavia load balancer of the emulator"}.Dev(emulateOpenStack),
-		Invalid: [2]string{"service.beta.kubernetes.io/openstack-internal-load-balancer", "maybe"},
+		Invalid:           [2]string{"service.beta.kubernetes.io/openstack-internal-load-balancer", "maybe"},
+		Churn:             [3]string{"loadbalancer.openstack.org/connection-limit", "1000", "2000"},
+		LoadBalancerKinds: []string{"loadbalancers", "floatingips"},
 	})
 }
 
 type openStackEmulator struct{ *emulator.Emulator }
 
 func (e openStackEmulator) CloudConfig() string { return e.CloudConf() }
+func (e openStackEmulator) Core() *core.Server  { return e.Server }
+func (e openStackEmulator) Secrets() []string   { return []string{e.Fixture().AppCredentialSecret} }
 
 func (e openStackEmulator) AddMachine(name string) (string, string) {
 	return e.AddServer(emulator.ServerSpec{Name: name})

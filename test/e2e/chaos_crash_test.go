@@ -24,24 +24,18 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/overcast-ccm/overcast/internal/devenv"
+	"github.com/overcast-ccm/overcast/internal/kit"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
-// churnAnnotation is, per cloud, an annotation whose change reaches the
-// cloud (a listener's setting), and the two values the churn swaps.
-var churnAnnotation = map[string][3]string{
-	"openstack":  {"loadbalancer.openstack.org/connection-limit", "1000", "2000"},
-	"cloudstack": {"overcast.io/cloudstack-load-balancer-algorithm", "roundrobin", "leastconn"},
-	"oci":        {"service.beta.kubernetes.io/oci-load-balancer-connection-idle-timeout", "100", "200"},
-}
-
-// lbKinds are, per cloud, the emulator's kinds of which each Service has
-// exactly one: more is a duplicate, a leftover is an orphan.
-var lbKinds = map[string][]string{
-	"openstack":  {"loadbalancers", "floatingips"},
-	"cloudstack": {"public-addresses"},
-	"oci":        {"loadBalancer"},
+// mustKit is the kit of cloud: its churn annotation, its load balancers'
+// kinds.
+func mustKit(t *testing.T, cloud string) kit.Kit {
+	t.Helper()
+	k, err := kit.Get(cloud)
+	require.NoError(t, err)
+	return k
 }
 
 // chaosCount is a count of a case: short in `make test`, the value of env
@@ -58,15 +52,15 @@ func chaosCount(t *testing.T, env string, short int) int {
 }
 
 // churn puts Services name-0 … name-<n-1> of ns through cycles of create,
-// change of ports, of source ranges, of an annotation, and delete, each at
+// change of ports, of source ranges, of the annotation ann (its name and
+// two values), and delete, each at
 // its own pace, until stop is closed. It returns the number of steps done
 // and the first error the apiserver gave that a client would not retry.
-func churn(ns, cloud string, n int, stop <-chan struct{}) (steps *int64, wait func() error) {
+func churn(ns string, ann [3]string, n int, stop <-chan struct{}) (steps *int64, wait func() error) {
 	var mu sync.Mutex
 	var done int64
 	var failed error
 	var wg sync.WaitGroup
-	ann := churnAnnotation[cloud]
 	ctx := context.Background()
 	services := env.Client.CoreV1().Services(ns)
 	for i := range n {
@@ -222,7 +216,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			t.Cleanup(func() { deleteAllServices(t, ns) })
 
 			stop := make(chan struct{})
-			steps, wait := churn(ns, c.name, services, stop)
+			steps, wait := churn(ns, mustKit(t, c.name).Churn, services, stop)
 			var failovers []time.Duration
 			for k := range kills {
 				var leader *framework.ProcessCCM
@@ -299,7 +293,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			// More than one per kept Service is an orphan of a deleted one
 			// or a duplicate of a kept one: the sweep lists the first.
 			orphans := 0
-			for _, kind := range lbKinds[c.name] {
+			for _, kind := range mustKit(t, c.name).LoadBalancerKinds {
 				orphans += max(objects[kind]-baseline[kind]-len(kept), 0)
 			}
 			duplicates := len(kept) - len(addrs) // two Services on one address
@@ -414,7 +408,7 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 			settled(t, c.server)
 			both := c.objects()
 			require.NotEqual(t, first, second, "two load balancers, two addresses")
-			for _, kind := range lbKinds[c.name] {
+			for _, kind := range mustKit(t, c.name).LoadBalancerKinds {
 				assert.Equal(t, base[kind]+2, both[kind], "%s: one per cluster", kind)
 			}
 			// Listed is allowed (an OpenStack floating IP names only its

@@ -28,11 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/overcast-ccm/overcast/internal/devenv"
-	csemulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
-	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
-	ociemulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
-	osemulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/internal/kit"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -48,31 +45,34 @@ type chaosCloud struct {
 	secrets []string
 }
 
-var chaosClouds = []struct {
+// chaosClouds are the clouds with an emulator, from the registry: each
+// starts its emulator with a machine subnet of its own (third) and public
+// addresses apart from every other cloud's.
+var chaosClouds = func() (out []struct {
 	name  string
 	start func(t *testing.T, third int) chaosCloud
-}{
-	{"openstack", func(t *testing.T, third int) chaosCloud {
-		e := coretest.Serve(t, osemulator.New(osemulator.Options{ProvisioningDelay: 300 * time.Millisecond,
-			PrivateCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.2.%d.0/24", third)}), nil)
-		return chaosCloud{name: "openstack", server: e.Server, conf: e.CloudConf(), objects: e.Objects, secrets: []string{e.Fixture().AppCredentialSecret},
-			machine: func(name string) string { _, ip := e.AddServer(osemulator.ServerSpec{Name: name}); return ip }}
-	}},
-	{"cloudstack", func(t *testing.T, third int) chaosCloud {
-		e, err := csemulator.New(csemulator.Options{JobDelay: 300 * time.Millisecond,
-			MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.3.%d.0/24", third)})
-		e = coretest.Serve(t, e, err)
-		return chaosCloud{name: "cloudstack", server: e.Server, conf: e.CloudConfig(), objects: e.Objects, secrets: []string{e.Fixture().UserSecret},
-			machine: func(name string) string { _, ip := e.AddMachine(name); return ip }}
-	}},
-	{"oci", func(t *testing.T, third int) chaosCloud {
-		e, err := ociemulator.New(ociemulator.Options{MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third),
-			PublicCIDR: fmt.Sprintf("127.4.%d.0/24", third), Provisioning: 300 * time.Millisecond})
-		e = coretest.Serve(t, e, err)
-		key := strings.Split(strings.TrimSpace(e.Fixture().PrivateKeyPEM), "\n")
-		return chaosCloud{name: "oci", server: e.Server, conf: e.CloudConfig(), objects: e.Objects, secrets: key[1 : len(key)-1],
-			machine: func(name string) string { _, ip := e.AddMachine(name); return ip }}
-	}},
+}) {
+	for i, name := range kit.EmulatedNames() {
+		out = append(out, struct {
+			name  string
+			start func(t *testing.T, third int) chaosCloud
+		}{name, func(t *testing.T, third int) chaosCloud { return startChaosCloud(t, name, i, third) }})
+	}
+	return out
+}()
+
+// startChaosCloud starts the emulator of cloud (the i-th emulated one) for a
+// case, stopped at its end.
+func startChaosCloud(t *testing.T, cloud string, i, third int) chaosCloud {
+	t.Helper()
+	k, err := kit.Emulated(cloud)
+	require.NoError(t, err)
+	e, err := k.Emulate(kit.EmulatorOptions{Provisioning: 300 * time.Millisecond,
+		MachineCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.%d.%d.0/24", 2+i, third)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return chaosCloud{name: cloud, server: e.Core(), conf: e.CloudConfig(), objects: e.Objects, secrets: e.Secrets(),
+		machine: func(name string) string { _, ip := e.AddMachine(name); return ip }}
 }
 
 // outageFaults are the ways the cloud fails in turn during an outage: what
@@ -601,7 +601,7 @@ func TestChaosUpgradeAdoptsWhatThePreviousCommitBuilt(t *testing.T) {
 			c.nodes(t, fmt.Sprintf("upgrade%d", 100+i), 2)
 			base := c.objects()
 			ns := namespace(t)
-			ann := churnAnnotation[c.name]
+			ann := mustKit(t, c.name).Churn
 			lbService(t, ns, "plain", nil)
 			lbService(t, ns, "full", func(s *v1.Service) {
 				s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080})

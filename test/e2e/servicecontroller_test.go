@@ -29,6 +29,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	ociemulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/internal/kit"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -182,6 +183,16 @@ var lbClouds = []struct {
 	{"oci", ociLBCloud},
 }
 
+// lbClouds is every registered cloud: a new one's load balancers are put
+// through the Service controller's cases as soon as it registers.
+func TestLBCloudsAreEveryCloud(t *testing.T) {
+	var names []string
+	for _, c := range lbClouds {
+		names = append(names, c.name)
+	}
+	assert.ElementsMatch(t, kit.Names(), names, "add the new cloud's lbCloud to lbClouds")
+}
+
 // waitCondition waits until the Service's condition has status (and reason,
 // when not empty) for its current generation, and returns the Service.
 func waitCondition(t *testing.T, ns, name, typ string, status metav1.ConditionStatus, reason string) *v1.Service {
@@ -327,12 +338,8 @@ func TestInvalidAnnotationIsOneWarningAndBuildsNothing(t *testing.T) {
 		t.Run(cloud.name, func(t *testing.T) {
 			ns := namespace(t)
 			c := cloud.start(t, 55+i, 1)
-			annotations := map[string]map[string]string{
-				"local":      {"local.overcast.io/health-check-interval": "soon"},
-				"openstack":  {"loadbalancer.openstack.org/connection-limit": "lots"},
-				"cloudstack": {"service.beta.kubernetes.io/cloudstack-load-balancer-source-cidrs": "10.0.0.0/33"},
-				"oci":        {"service.beta.kubernetes.io/oci-load-balancer-shape-flex-max": "lots"},
-			}[cloud.name]
+			invalid := mustKit(t, cloud.name).Invalid
+			annotations := map[string]string{invalid[0]: invalid[1]}
 			lbService(t, ns, "bad", func(s *v1.Service) { s.Annotations = annotations })
 			got := waitCondition(t, ns, "bad", servicecontroller.ConditionReady, metav1.ConditionFalse, "")
 			cond := meta.FindStatusCondition(got.Status.Conditions, servicecontroller.ConditionReady)
