@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/overcast-ccm/overcast/internal/deletionguard"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/deletionguard"
 )
 
 // The Node deletion guard: the node lifecycle controller deletes a NotReady

@@ -15,10 +15,11 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/projects"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
-	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/overcast-ccm/overcast/internal/devenv"
 )
 
 // TestRotatedCredentialsTakeEffectWithoutARestart: the password lives in a

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/overcast-ccm/overcast/internal/devenv"
 )
 
 // harness runs one of the harness's scripts (test/openstack/<script>.sh).

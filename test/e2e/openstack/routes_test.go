@@ -9,10 +9,11 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
-	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/overcast-ccm/overcast/internal/devenv"
 )
 
 func networkClient(t *testing.T) *gophercloud.ServiceClient {
