@@ -56,151 +56,216 @@ func runDev(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// This process's own logs (client-go, envtest) go to a file: the terminal shows
-	// the demo's steps and nothing else.
-	devLogPath := filepath.Join(absDir, "dev.log")
+	s := &devSession{ctx: ctx, dir: absDir, cloud: *cloud, ccmBin: *ccmBin, kit: cloudKit}
+	defer s.close()
+	for _, start := range []func() error{s.startControlPlane, s.startCloud, s.startCCM, s.registerNodes, s.demoService, s.sendRequests} {
+		if err := start(); err != nil {
+			return err
+		}
+	}
+	s.printCluster()
+	return waitDev(ctx, *once, s.exited, s.ccmLog)
+}
+
+// devSession is one run of the dev cluster: what it started, stopped in the
+// reverse order by close.
+type devSession struct {
+	ctx        context.Context
+	dir, cloud string
+	ccmBin     string
+	kit        kit.Kit
+	env        *devenv.Env
+	dev        *kit.Dev
+	exited     chan error // the CCM's exit
+	ccmLog     string
+	kubeconfig string
+	kubelets   []*devenv.Kubelet
+	ip         netip.Addr // the demo Service's external IP
+	stops      []func()
+}
+
+// onClose runs f when the session closes, before what was started earlier.
+func (s *devSession) onClose(f func()) { s.stops = append(s.stops, f) }
+
+func (s *devSession) close() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
+	}
+}
+
+// startControlPlane starts etcd and kube-apiserver, this process's own logs
+// (client-go, envtest) going to a file: the terminal shows the demo's steps
+// and nothing else.
+func (s *devSession) startControlPlane() error {
+	devLogPath := filepath.Join(s.dir, "dev.log")
 	devLog, err := os.Create(devLogPath)
 	if err != nil {
 		return err
 	}
-	defer devLog.Close()
+	s.onClose(func() { _ = devLog.Close() })
 	devenv.LogOutput = devLog
-
 	step("Starting etcd and kube-apiserver (the first run on a machine builds them from source: about 15 minutes on 2 cores; later runs take seconds)")
 	start := time.Now()
-	env, err := devenv.Start()
-	if err != nil {
+	if s.env, err = devenv.Start(); err != nil {
 		return err
 	}
-	defer func() {
+	s.onClose(func() {
 		step("Stopping etcd and kube-apiserver")
-		env.Stop()
-	}()
-	kubeconfig := filepath.Join(absDir, "admin.kubeconfig")
-	if err := copyFile(env.AdminKubeconfig, kubeconfig); err != nil {
+		s.env.Stop()
+	})
+	s.kubeconfig = filepath.Join(s.dir, "admin.kubeconfig")
+	if err := copyFile(s.env.AdminKubeconfig, s.kubeconfig); err != nil {
 		return err
 	}
 	done("control plane up in %s; deploy/rbac.yaml applied server-side; log %s", time.Since(start).Round(100*time.Millisecond), devLogPath)
+	return nil
+}
 
-	if cloudKit.Emulator != "" {
-		step("Starting the %s with a machine per node", cloudKit.Emulator)
+// startCloud readies the cloud (an emulator with a machine per node, or the
+// local cloud's inventory).
+func (s *devSession) startCloud() error {
+	if s.kit.Emulator != "" {
+		step("Starting the %s with a machine per node", s.kit.Emulator)
 	}
-	dev, err := cloudKit.Dev(absDir, devNodes)
+	dev, err := s.kit.Dev(s.dir, devNodes)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cloudKit.Emulator != "" {
-			step("Stopping the %s", cloudKit.Emulator)
+	s.dev = dev
+	s.onClose(func() {
+		if s.kit.Emulator != "" {
+			step("Stopping the %s", s.kit.Emulator)
 		}
 		dev.Close()
-	}()
+	})
 	if dev.Started != "" {
 		done("%s", dev.Started)
 	}
-	nodes, cloudConfig := dev.Nodes, dev.Config
+	return nil
+}
+
+// startCCM runs overcast-ccm as its ServiceAccount, stopped by SIGTERM (then
+// killed after 15 s) when the session closes.
+func (s *devSession) startCCM() error {
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	step("Starting overcast-ccm --cloud-provider=%s (as the overcast-ccm ServiceAccount, RBAC from deploy/rbac.yaml)", *cloud)
-	logPath := filepath.Join(absDir, "overcast-ccm.log")
-	logFile, err := os.Create(logPath)
+	step("Starting overcast-ccm --cloud-provider=%s (as the overcast-ccm ServiceAccount, RBAC from deploy/rbac.yaml)", s.cloud)
+	s.ccmLog = filepath.Join(s.dir, "overcast-ccm.log")
+	logFile, err := os.Create(s.ccmLog)
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	ccm := exec.CommandContext(context.Background(), *ccmBin, // stopped by SIGTERM below, not by ctx
-		"--cloud-provider="+*cloud,
-		"--cloud-config="+cloudConfig,
-		"--kubeconfig="+env.CCMKubeconfig,
-		"--authentication-kubeconfig="+env.CCMKubeconfig,
-		"--authorization-kubeconfig="+env.CCMKubeconfig,
+	s.onClose(func() { _ = logFile.Close() })
+	ccm := exec.CommandContext(context.Background(), s.ccmBin, s.ccmArgs(port)...) // stopped by SIGTERM, not by ctx
+	ccm.Stdout, ccm.Stderr = logFile, logFile
+	if err := ccm.Start(); err != nil {
+		return fmt.Errorf("starting %s (run `make build` first): %w", s.ccmBin, err)
+	}
+	s.exited = make(chan error, 1)
+	go func() { s.exited <- ccm.Wait() }()
+	s.onClose(func() { stopCCM(ccm, s.exited) })
+	done("pid %d, log %s, https://127.0.0.1:%d/healthz", ccm.Process.Pid, s.ccmLog, port)
+	return nil
+}
+
+func (s *devSession) ccmArgs(port int) []string {
+	kubeconfig := s.env.CCMKubeconfig
+	return []string{
+		"--cloud-provider=" + s.cloud,
+		"--cloud-config=" + s.dev.Config,
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
 		"--cluster-name=overcast-dev",
 		"--leader-elect=true",
 		"--configure-cloud-routes=false",
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
+		"--secure-port=" + strconv.Itoa(port),
 		"--node-monitor-period=2s",
 		"--v=2",
-	)
-	ccm.Stdout, ccm.Stderr = logFile, logFile
-	if err := ccm.Start(); err != nil {
-		return fmt.Errorf("starting %s (run `make build` first): %w", *ccmBin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- ccm.Wait() }()
-	defer func() {
-		step("Stopping overcast-ccm (pid %d)", ccm.Process.Pid)
-		_ = ccm.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			_ = err // a signalled process exits non-zero
-		case <-time.After(15 * time.Second):
-			_ = ccm.Process.Kill()
-			err := <-exited
-			_ = err // killed: a non-zero exit is expected
-		}
-	}()
-	done("pid %d, log %s, https://127.0.0.1:%d/healthz", ccm.Process.Pid, logPath, port)
+}
 
+// stopCCM sends SIGTERM and waits 15 s for the exit, then kills.
+func stopCCM(ccm *exec.Cmd, exited chan error) {
+	step("Stopping overcast-ccm (pid %d)", ccm.Process.Pid)
+	_ = ccm.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited: // a signalled process exits non-zero
+	case <-time.After(15 * time.Second):
+		_ = ccm.Process.Kill()
+		<-exited // killed: a non-zero exit is expected
+	}
+}
+
+// registerNodes registers the simulated kubelets and waits until the CCM
+// has initialised their Nodes.
+func (s *devSession) registerNodes() error {
+	nodes := s.dev.Nodes
 	step("Registering %d simulated nodes (uninitialized taint, Ready heartbeats, NodePort backends)", len(nodes))
-	var kubelets []*devenv.Kubelet
-	defer func() {
-		for _, k := range kubelets {
+	s.onClose(func() {
+		for _, k := range s.kubelets {
 			_ = k.Remove(context.Background())
 		}
-	}()
+	})
 	for _, n := range nodes {
-		k, err := env.RegisterKubelet(ctx, n.Name, n.IP)
+		k, err := s.env.RegisterKubelet(s.ctx, n.Name, n.IP)
 		if err != nil {
 			return err
 		}
-		kubelets = append(kubelets, k)
+		s.kubelets = append(s.kubelets, k)
 	}
-	if err := devenv.Poll(60*time.Second, 200*time.Millisecond, func() error {
-		if err := ccmAlive(exited, logPath); err != nil {
+	if err := s.poll(60*time.Second, func() error { return nodesInitialised(s.ctx, s.env, nodes) }); err != nil {
+		return err
+	}
+	return printNodes(s.ctx, s.env, nodes)
+}
+
+// poll is devenv.Poll that gives up at once when the CCM has died.
+func (s *devSession) poll(timeout time.Duration, f func() error) error {
+	return devenv.Poll(timeout, 200*time.Millisecond, func() error {
+		if err := ccmAlive(s.exited, s.ccmLog); err != nil {
 			return devenv.Permanent(err)
 		}
-		return nodesInitialised(ctx, env, nodes)
-	}); err != nil {
-		return err
-	}
-	if err := printNodes(ctx, env, nodes); err != nil {
-		return err
-	}
+		return f()
+	})
+}
 
+// demoService creates the demo Service, served by every kubelet, and waits
+// for its external IP.
+func (s *devSession) demoService() error {
 	step("Creating the demo LoadBalancer Service demo/hello (TCP 8080)")
-	svc, err := createDemoService(ctx, env)
+	svc, err := createDemoService(s.ctx, s.env)
 	if err != nil {
 		return err
 	}
-	for _, k := range kubelets {
+	for _, k := range s.kubelets {
 		if err := k.Serve(svc, true); err != nil {
 			return err
 		}
 	}
-	var ip netip.Addr
-	if err := devenv.Poll(3*time.Minute, 200*time.Millisecond, func() error {
-		if err := ccmAlive(exited, logPath); err != nil {
-			return devenv.Permanent(err)
-		}
-		s, err := env.Client.CoreV1().Services("demo").Get(ctx, "hello", metav1.GetOptions{})
+	err = s.poll(3*time.Minute, func() error {
+		got, err := s.env.Client.CoreV1().Services("demo").Get(s.ctx, "hello", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if len(s.Status.LoadBalancer.Ingress) == 0 {
+		if len(got.Status.LoadBalancer.Ingress) == 0 {
 			return errors.New("no external IP yet")
 		}
-		ip, err = netip.ParseAddr(s.Status.LoadBalancer.Ingress[0].IP)
+		s.ip, err = netip.ParseAddr(got.Status.LoadBalancer.Ingress[0].IP)
 		return err
-	}); err != nil {
-		return err
+	})
+	if err == nil {
+		done("EXTERNAL-IP %s (%s)", s.ip, s.dev.Address)
 	}
-	bin, _ := devenv.BinaryDir(env.RepoRoot)
-	done("EXTERNAL-IP %s (%s)", ip, dev.Address)
+	return err
+}
 
-	vip := netip.AddrPortFrom(ip, 8080)
+// sendRequests sends three requests through the load balancer.
+func (s *devSession) sendRequests() error {
+	vip := netip.AddrPortFrom(s.ip, 8080)
 	step("Sending requests through the load balancer %s", vip)
 	for i := range 3 {
 		var answer string
@@ -214,8 +279,12 @@ func runDev(args []string) error {
 		}
 		done("request %d: answered by %s", i+1, answer)
 	}
+	return nil
+}
 
-	cloudLine := dev.Note
+// printCluster says how to reach the cluster.
+func (s *devSession) printCluster() {
+	bin, _ := devenv.BinaryDir(s.env.RepoRoot)
 	fmt.Printf(`
 The cluster is yours:
   export KUBECONFIG=%s
@@ -224,8 +293,7 @@ The cluster is yours:
   printf 'hi\n' | nc -q1 %s %d      # through the load balancer
   %s
   overcast-ccm log: %s
-`, kubeconfig, bin, bin, ip, 8080, cloudLine, logPath)
-	return waitDev(ctx, *once, exited, logPath)
+`, s.kubeconfig, bin, bin, s.ip, 8080, s.dev.Note, s.ccmLog)
 }
 
 // waitDev returns at once with --once, else when Ctrl-C comes or the CCM dies.
