@@ -141,130 +141,185 @@ func (h *holds) hold(key string, d time.Duration) {
 	h.until[key] = now.Add(d)
 }
 
-// requestInfo describes the request being sent, for metrics and logs.
+// requestInfo describes the request being sent, for metrics, logs and its
+// retries.
 type requestInfo struct {
 	method, service, operation string
 	logger                     klog.Logger
+	// key is what a Retry-After holds (holdKey).
+	key string
+	// bucket and limiter are the client-side limit it waits for.
+	bucket  string
+	limiter *rate.Limiter
+	// idempotent: it may be sent again after a failure whose effect is
+	// unknown; hasBody: its body must be rewound to be sent again.
+	idempotent, hasBody bool
 }
 
-// RoundTrip implements http.RoundTripper.
-func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
+// describe is what RoundTrip needs to know of req.
+func (t *transport) describe(req *http.Request) requestInfo {
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
 	}
 	service, operation := t.cfg.Classify(req)
 	info := requestInfo{
-		method:    method,
-		service:   orUnknown(service),
-		operation: orUnknown(operation),
+		method:     method,
+		service:    orUnknown(service),
+		operation:  orUnknown(operation),
+		key:        holdKey(req),
+		bucket:     "read",
+		limiter:    t.read,
+		idempotent: isIdempotent(method),
+		hasBody:    req.Body != nil && req.Body != http.NoBody,
+	}
+	if !isRead(method) {
+		info.bucket, info.limiter = "write", t.write
 	}
 	var host, path string
 	if req.URL != nil {
 		host, path = req.URL.Host, req.URL.Path
 	}
-	info.logger = klog.FromContext(ctx).WithValues(
+	info.logger = klog.FromContext(req.Context()).WithValues(
 		"cloud", t.cfg.Cloud, "method", method, "host", host, "path", path, "operation", info.operation)
+	return info
+}
 
-	idempotent := isIdempotent(method)
-	hasBody := req.Body != nil && req.Body != http.NoBody
-	bucket, limiter := "read", t.read
-	if !isRead(method) {
-		bucket, limiter = "write", t.write
-	}
-
+// RoundTrip implements http.RoundTripper: each attempt waits out a
+// Retry-After and the client-side limit, runs under its own timeout, and is
+// retried as shouldRetry and planRetry say.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	info := t.describe(req)
 	body := req.Body // the body of the next attempt, ours to close until sent
-	key := holdKey(req)
 	for attempt := 1; ; attempt++ {
-		if err := t.holds.wait(ctx, key); err != nil {
-			closeBody(body)
-			return nil, t.fail(req, info, attempt, fmt.Errorf("waiting out the server's Retry-After: %w", err))
-		}
-		if err := t.wait(ctx, limiter, bucket, info.logger); err != nil {
+		if err := t.ready(ctx, info); err != nil {
 			closeBody(body)
 			return nil, t.fail(req, info, attempt, err)
 		}
-
-		attemptCtx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
-		areq := req.WithContext(attemptCtx)
-		areq.Body = body
+		a := t.send(req, info, attempt, body)
 		body = nil // the base transport closes it
-		start := time.Now()
-		resp, err := t.base.RoundTrip(areq)
-		elapsed := time.Since(start)
-		switch {
-		case err != nil && resp != nil:
-			closeBody(resp.Body)
-			resp = nil
-		case err == nil && resp == nil:
-			err = errors.New("base transport returned neither response nor error")
-		}
-		if err != nil && ctx.Err() == nil && errors.Is(attemptCtx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("attempt timed out after %v: %w", t.cfg.Timeout, err)
-		}
-		t.observe(req, info, attempt, resp, err, elapsed)
-		if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-			if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
-				t.holds.hold(key, min(d, t.cfg.MaxRetryAfter))
-			}
-		}
-
-		reason, retry := shouldRetry(ctx, attemptCtx, idempotent, resp, err)
+		reason, retry := shouldRetry(ctx, a.ctx, info.idempotent, a.resp, a.err)
 		var delay time.Duration
 		if retry {
-			retry, delay = t.planRetry(ctx, info, attempt, hasBody, req.GetBody != nil, resp)
+			retry, delay = t.planRetry(ctx, info, attempt, info.hasBody, req.GetBody != nil, a.resp)
 		}
-		if retry && hasBody {
-			nb, gerr := req.GetBody()
-			if gerr != nil {
-				info.logger.V(2).Info("Not retrying cloud API request: cannot rewind its body", "attempt", attempt, "err", redactError(gerr, requestSecrets(req)).Error())
-				retry = false
-			} else {
-				body = nb
-			}
-		} else if retry {
-			body = req.Body
+		if retry {
+			body, retry = t.rewind(req, info, attempt)
 		}
 		if !retry {
-			if err != nil {
-				cancel()
-				return nil, t.fail(req, info, attempt, err)
-			}
-			if resp.ContentLength > t.cfg.MaxResponseBytes {
-				closeBody(resp.Body)
-				cancel()
-				return nil, t.fail(req, info, attempt, fmt.Errorf("%w: %d bytes announced, at most %d read", ErrResponseTooLarge, resp.ContentLength, t.cfg.MaxResponseBytes))
-			}
-			resp.Body = limitBody(cancelOnClose(resp.Body, cancel), t.cfg.MaxResponseBytes)
-			resp.Request = req
-			if body := t.notAPI(req, resp); body != "" {
-				closeBody(resp.Body)
-				return nil, t.fail(req, info, attempt, &NotAPIError{Cloud: t.cfg.Cloud, Status: resp.Status,
-					Host: req.URL.Host, Path: req.URL.Path, Body: body, Endpoint: cmp.Or(t.cfg.Endpoint, "the URL of the "+t.cfg.Cloud+" API")})
-			}
-			return resp, nil
+			return t.deliver(req, info, attempt, a)
 		}
-
-		code := "error"
-		if resp != nil {
-			code = strconv.Itoa(resp.StatusCode)
-			drain(resp.Body)
-		}
-		cancel()
-		retriesTotal.WithLabelValues(t.cfg.Cloud, info.service, info.operation, reason).Inc()
-		if logger := info.logger.V(2); logger.Enabled() {
-			kv := []any{"attempt", attempt, "code", code, "reason", reason, "delay", delay}
-			if err != nil {
-				kv = append(kv, "err", redactError(err, requestSecrets(req)).Error())
-			}
-			logger.Info("Retrying cloud API request", kv...)
-		}
+		code := t.dropForRetry(req, info, attempt, a, reason, delay)
 		if err := sleep(ctx, delay); err != nil {
 			closeBody(body)
 			return nil, t.fail(req, info, attempt, fmt.Errorf("waiting %v to retry after %s: %w", delay, code, err))
 		}
 	}
+}
+
+// ready waits out a Retry-After that holds the request, then the
+// client-side limit.
+func (t *transport) ready(ctx context.Context, info requestInfo) error {
+	if err := t.holds.wait(ctx, info.key); err != nil {
+		return fmt.Errorf("waiting out the server's Retry-After: %w", err)
+	}
+	return t.wait(ctx, info.limiter, info.bucket, info.logger)
+}
+
+// sent is one attempt: its answer or error, and its context, which cancel
+// ends once the answer is read or dropped.
+type sent struct {
+	resp   *http.Response
+	err    error
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// send makes one attempt with body under the attempt timeout, records it,
+// and holds the request for a 429's or 503's Retry-After.
+func (t *transport) send(req *http.Request, info requestInfo, attempt int, body io.ReadCloser) sent {
+	attemptCtx, cancel := context.WithTimeout(req.Context(), t.cfg.Timeout)
+	areq := req.WithContext(attemptCtx)
+	areq.Body = body
+	start := time.Now()
+	resp, err := t.base.RoundTrip(areq)
+	elapsed := time.Since(start)
+	switch {
+	case err != nil && resp != nil:
+		closeBody(resp.Body)
+		resp = nil
+	case err == nil && resp == nil:
+		err = errors.New("base transport returned neither response nor error")
+	}
+	if err != nil && req.Context().Err() == nil && errors.Is(attemptCtx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("attempt timed out after %v: %w", t.cfg.Timeout, err)
+	}
+	t.observe(req, info, attempt, resp, err, elapsed)
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
+			t.holds.hold(info.key, min(d, t.cfg.MaxRetryAfter))
+		}
+	}
+	return sent{resp: resp, err: err, ctx: attemptCtx, cancel: cancel}
+}
+
+// rewind is the body of the next attempt; false when it cannot be had.
+func (t *transport) rewind(req *http.Request, info requestInfo, attempt int) (io.ReadCloser, bool) {
+	if !info.hasBody {
+		return req.Body, true
+	}
+	nb, err := req.GetBody()
+	if err != nil {
+		info.logger.V(2).Info("Not retrying cloud API request: cannot rewind its body", "attempt", attempt, "err", redactError(err, requestSecrets(req)).Error())
+		return nil, false
+	}
+	return nb, true
+}
+
+// deliver is the last attempt's answer to the caller: its error, or its
+// answer bounded in size and ending the attempt's context when closed, or an
+// answer that is not the API's.
+func (t *transport) deliver(req *http.Request, info requestInfo, attempt int, a sent) (*http.Response, error) {
+	if a.err != nil {
+		a.cancel()
+		return nil, t.fail(req, info, attempt, a.err)
+	}
+	resp := a.resp
+	if resp.ContentLength > t.cfg.MaxResponseBytes {
+		closeBody(resp.Body)
+		a.cancel()
+		return nil, t.fail(req, info, attempt, fmt.Errorf("%w: %d bytes announced, at most %d read", ErrResponseTooLarge, resp.ContentLength, t.cfg.MaxResponseBytes))
+	}
+	resp.Body = limitBody(cancelOnClose(resp.Body, a.cancel), t.cfg.MaxResponseBytes)
+	resp.Request = req
+	if body := t.notAPI(req, resp); body != "" {
+		closeBody(resp.Body)
+		return nil, t.fail(req, info, attempt, &NotAPIError{Cloud: t.cfg.Cloud, Status: resp.Status,
+			Host: req.URL.Host, Path: req.URL.Path, Body: body, Endpoint: cmp.Or(t.cfg.Endpoint, "the URL of the "+t.cfg.Cloud+" API")})
+	}
+	return resp, nil
+}
+
+// dropForRetry drops an attempt that will be retried (its answer drained,
+// its context ended), counts and logs the retry, and returns the attempt's
+// code ("error" for no answer).
+func (t *transport) dropForRetry(req *http.Request, info requestInfo, attempt int, a sent, reason string, delay time.Duration) string {
+	code := "error"
+	if a.resp != nil {
+		code = strconv.Itoa(a.resp.StatusCode)
+		drain(a.resp.Body)
+	}
+	a.cancel()
+	retriesTotal.WithLabelValues(t.cfg.Cloud, info.service, info.operation, reason).Inc()
+	if logger := info.logger.V(2); logger.Enabled() {
+		kv := []any{"attempt", attempt, "code", code, "reason", reason, "delay", delay}
+		if a.err != nil {
+			kv = append(kv, "err", redactError(a.err, requestSecrets(req)).Error())
+		}
+		logger.Info("Retrying cloud API request", kv...)
+	}
+	return code
 }
 
 // observe records the metrics and the V(4) log line of one attempt.
