@@ -20,26 +20,16 @@ import (
 // health checks are put right.
 func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, error) {
 	st := lb.Obj
-	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc), "address", st.addr.IP)
-	var changes []string
 	if spec.ip != "" && st.addr.IP != spec.ip {
 		return s.moveAddress(ctx, svc, st)
 	}
-	if s.created.get(svc.UID) == spec.configFingerprint()+"."+spec.membersFingerprint() && len(st.rules) == len(spec.ports) {
+	if s.created.get(svc.UID) == createdKey(spec) && len(st.rules) == len(spec.ports) {
 		s.created.set(svc.UID, "") // as created, and its jobs went well (Find)
 		return "", nil
 	}
-	if !st.addrRead && spec.ip == "" {
-		// Rules the peer made: their address is adopted (tagged) before
-		// anything else, so that it is found and released with the Service
-		// whatever becomes of the rules, as the peer would release it.
-		adopting, err := s.adoptAddress(ctx, svc, st.addr)
-		if err != nil {
-			return "", err
-		}
-		if adopting {
-			changes = append(changes, "adopting public address "+st.addr.IP)
-		}
+	changes, err := s.adoptPeerAddress(ctx, svc, spec, st)
+	if err != nil {
+		return "", err
 	}
 	n, err := s.network(ctx, spec.network)
 	if err != nil {
@@ -49,19 +39,95 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 	if err != nil {
 		return "", err
 	}
+	want := rulesWanted(spec)
+	plan := op.plan(spec, rulesByOpening(st, want))
+	have, wrong, err := s.deleteWrongRules(ctx, svc, spec, st, want, plan)
+	if err != nil {
+		return "", err
+	}
+	if wrong > 0 {
+		changes = append(changes, fmt.Sprintf("%d rule(s) not as the Service asks are being deleted", wrong))
+		return strings.Join(changes, ", "), nil
+	}
+	created, err := s.createMissingRules(ctx, svc, spec, st, n, have, peerShaped(spec, op, plan, have))
+	if err != nil {
+		return "", err
+	}
+	if created > 0 {
+		changes = append(changes, fmt.Sprintf("%d rule(s) being created", created))
+	}
+	opened, err := s.convergeOpenings(ctx, svc, spec, st, op, plan)
+	if err != nil {
+		return "", err
+	}
+	if opened > 0 {
+		s.firewall.Invalidate()
+		changes = append(changes, fmt.Sprintf("%d opening(s) for the sources being changed", opened))
+	}
+	updated, err := s.convergeRules(ctx, svc, spec, have)
+	if err != nil {
+		return "", err
+	}
+	changes = append(changes, updated...)
+	if len(changes) == 0 {
+		return "", nil
+	}
+	if created == len(spec.ports) {
+		s.created.set(svc.UID, createdKey(spec))
+	}
+	return strings.Join(changes, ", "), nil
+}
+
+// createdKey is what the created memo holds for a load balancer built whole
+// as spec asks: its next Converge, once the jobs went well (Find), has
+// nothing to read.
+func createdKey(spec lbSpec) string {
+	return spec.configFingerprint() + "." + spec.membersFingerprint()
+}
+
+// adoptPeerAddress tags the address of rules the peer made before anything
+// else, so that it is found and released with the Service whatever becomes
+// of the rules, as the peer would release it; the change it started, if any.
+func (s steps) adoptPeerAddress(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState) ([]string, error) {
+	if st.addrRead || spec.ip != "" {
+		return nil, nil
+	}
+	adopting, err := s.adoptAddress(ctx, svc, st.addr)
+	if err != nil || !adopting {
+		return nil, err
+	}
+	return []string{"adopting public address " + st.addr.IP}, nil
+}
+
+// rulesWanted are the spec's ports by the name of their rule.
+func rulesWanted(spec lbSpec) map[string]portSpec {
 	want := map[string]portSpec{}
 	for _, p := range spec.ports {
 		want[p.ruleName(spec.name)] = p
 	}
+	return want
+}
+
+// rulesByOpening are the current rules that serve a wanted port, by
+// openingKey (the first of each): what the openings are judged with.
+func rulesByOpening(st lbState, want map[string]portSpec) map[string]rule {
 	current := map[string]rule{}
 	for _, r := range st.rules {
 		if _, dup := current[openingKey(r.Protocol, r.PublicPort)]; !dup && want[r.Name].port == r.PublicPort {
 			current[openingKey(r.Protocol, r.PublicPort)] = r
 		}
 	}
-	plan := op.plan(spec, current)
-	have := map[string]rule{}
-	wrong := 0
+	return current
+}
+
+// deleteWrongRules starts the deletion of every rule not as the Service
+// asks (a second of one name, another address, port or protocol, or a
+// cidrlist that with its opening lets in other sources): their ports are
+// taken until they are gone. have are the rules that stay, by name.
+func (s steps) deleteWrongRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, want map[string]portSpec,
+	plan openingPlan) (have map[string]rule, wrong int, err error) {
+	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc), "address", st.addr.IP)
+	have = map[string]rule{}
 	for _, r := range st.rules {
 		p, ok := want[r.Name]
 		_, dup := have[r.Name]
@@ -69,7 +135,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 			!plan.ruleServes(r, spec) {
 			job, err := s.gw.deleteRule(ctx, r.ID)
 			if err != nil && !isNotFound(err) {
-				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
+				return nil, 0, fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
 			}
 			s.jobs.add(svc.UID, job, "deleting rule "+r.Name)
 			logger.Info("Deleting a rule not as the Service asks", "rule", r.Name)
@@ -78,16 +144,24 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		}
 		have[r.Name] = r
 	}
-	if wrong > 0 {
-		changes = append(changes, fmt.Sprintf("%d rule(s) not as the Service asks are being deleted", wrong))
-		return strings.Join(changes, ", "), nil
-	}
-	created := 0
-	peerShaped := plan.alone && op.own
+	return have, wrong, nil
+}
+
+// peerShaped says whether new rules take the peer's shape (their cidrlist
+// lets everyone in, the firewall the sources): as the Service's other rules
+// are, one shape for all of them, else on an address of its own.
+func peerShaped(spec lbSpec, op openings, plan openingPlan, have map[string]rule) bool {
 	if names := slices.Sorted(maps.Keys(have)); len(names) > 0 {
-		// As the Service's other rules are: one shape for all of them.
-		peerShaped = plan.alone && sameSet(have[names[0]].CIDRs, spec.peerRuleCIDRs)
+		return plan.alone && sameSet(have[names[0]].CIDRs, spec.peerRuleCIDRs)
 	}
+	return plan.alone && op.own
+}
+
+// createMissingRules starts the creation of the spec's rules that have
+// lacks, each with its machines; how many.
+func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n network, have map[string]rule,
+	peerShaped bool) (int, error) {
+	created := 0
 	for _, p := range spec.ports {
 		name := p.ruleName(spec.name)
 		if _, ok := have[name]; ok {
@@ -104,30 +178,35 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		id, job, err := s.gw.createRule(ctx, rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
 			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: cidrs})
 		if err != nil {
-			return "", outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
+			return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
 		}
 		s.jobs.add(svc.UID, job, "creating rule "+name)
-		if len(spec.members) > 0 {
-			s.ruleMachines.Stale(id)
-			job, err := s.gw.assign(ctx, id, spec.members)
-			if err != nil {
-				return "", fmt.Errorf("cannot assign the machines to rule %s: %w", name, err)
-			}
-			s.jobs.add(svc.UID, job, "assigning machines to rule "+name)
+		if err := s.assignNew(ctx, svc, spec, id, name); err != nil {
+			return 0, err
 		}
 		created++
 	}
-	if created > 0 {
-		changes = append(changes, fmt.Sprintf("%d rule(s) being created", created))
+	return created, nil
+}
+
+// assignNew assigns the spec's machines to a rule just created.
+func (s steps) assignNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, name string) error {
+	if len(spec.members) == 0 {
+		return nil
 	}
-	opened, err := s.convergeOpenings(ctx, svc, spec, st, op, plan)
+	s.ruleMachines.Stale(id)
+	job, err := s.gw.assign(ctx, id, spec.members)
 	if err != nil {
-		return "", err
+		return fmt.Errorf("cannot assign the machines to rule %s: %w", name, err)
 	}
-	if opened > 0 {
-		s.firewall.Invalidate()
-		changes = append(changes, fmt.Sprintf("%d opening(s) for the sources being changed", opened))
-	}
+	s.jobs.add(svc.UID, job, "assigning machines to rule "+name)
+	return nil
+}
+
+// convergeRules puts the existing rules right, in the order of the spec's
+// ports; the changes it started.
+func (s steps) convergeRules(ctx context.Context, svc *v1.Service, spec lbSpec, have map[string]rule) ([]string, error) {
+	var changes []string
 	for _, p := range spec.ports {
 		r, ok := have[p.ruleName(spec.name)]
 		if !ok {
@@ -135,19 +214,13 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 		}
 		changed, err := s.convergeRule(ctx, svc, spec, r)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if changed {
 			changes = append(changes, "rule "+r.Name+" being updated")
 		}
 	}
-	if len(changes) == 0 {
-		return "", nil
-	}
-	if created == len(spec.ports) {
-		s.created.set(svc.UID, spec.configFingerprint()+"."+spec.membersFingerprint())
-	}
-	return strings.Join(changes, ", "), nil
+	return changes, nil
 }
 
 // convergeRule puts an existing rule's algorithm, machines and health check

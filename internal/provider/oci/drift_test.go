@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/cloud-provider/api"
 
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
@@ -120,83 +121,24 @@ func poll(timeout time.Duration, f func() error) error {
 
 // ociOutOfBand is what someone else does to an object of each kind.
 func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context) (LB, error)) map[string][2]func(context.Context, string) error {
-	child := func(ctx context.Context, method, what, name string, body any) error {
-		lb, err := listed(ctx)
-		if err != nil {
-			return err
-		}
-		_, err = cloud().gw.changeChild(ctx, kind, method, lb.ID, what, name, body)
-		return err
-	}
+	h := hand{cloud: cloud, kind: kind, listed: listed}
 	policy := map[string]string{kindLB: "IP_HASH", kindNLB: "TWO_TUPLE"}[kind]
-	nsgRule := func(ctx context.Context, k string, change func(*NSGRule)) error {
-		group := strings.Fields(k)[1]
-		rules, err := cloud().gw.nsgRules(ctx, group)
-		if err != nil {
-			return err
-		}
-		for _, r := range rules {
-			if r.ID != providertest.ID(k) {
-				continue
-			}
-			if err := cloud().gw.removeNSGRules(ctx, group, []string{r.ID}); err != nil || change == nil {
-				return err
-			}
-			change(&r)
-			r.ID = ""
-			return cloud().gw.addNSGRules(ctx, group, []NSGRule{r})
-		}
-		return fmt.Errorf("no rule %s", k)
-	}
-	backendSet := func(ctx context.Context, name string, change func(*BackendSet)) error {
-		lb, err := listed(ctx)
-		if err != nil {
-			return err
-		}
-		bs := lb.BackendSets[name]
-		change(&bs)
-		bs.Name = ""
-		return child(ctx, http.MethodPut, "backendSets", name, bs)
-	}
 	id := providertest.ID
 	return map[string][2]func(context.Context, string) error{
 		"listener": {
-			func(ctx context.Context, k string) error {
-				return child(ctx, http.MethodDelete, "listeners", id(k), nil)
-			},
-			func(ctx context.Context, k string) error {
-				lb, err := listed(ctx)
-				if err != nil {
-					return err
-				}
-				l := lb.Listeners[id(k)]
-				l.Port, l.Name = l.Port+1000, ""
-				return child(ctx, http.MethodPut, "listeners", id(k), l)
-			},
+			func(ctx context.Context, k string) error { return h.remove(ctx, "listeners", id(k)) },
+			h.moveListener,
 		},
 		"backendset": {
-			func(ctx context.Context, k string) error { // its listener first: OCI keeps a set in use
-				lb, err := listed(ctx)
-				if err != nil {
-					return err
-				}
-				for name, l := range lb.Listeners {
-					if l.DefaultBackendSetName == id(k) {
-						if err := child(ctx, http.MethodDelete, "listeners", name, nil); err != nil {
-							return err
-						}
-					}
-				}
-				return child(ctx, http.MethodDelete, "backendSets", id(k), nil)
-			},
+			h.removeBackendSet,
 			func(ctx context.Context, k string) error {
-				return backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = policy })
+				return h.backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = policy })
 			},
 		},
 		"nsg-rule": {
-			func(ctx context.Context, k string) error { return nsgRule(ctx, k, nil) },
+			func(ctx context.Context, k string) error { return h.nsgRule(ctx, k, nil) },
 			func(ctx context.Context, k string) error {
-				return nsgRule(ctx, k, func(r *NSGRule) {
+				return h.nsgRule(ctx, k, func(r *NSGRule) {
 					if r.Direction == "INGRESS" && r.SourceType == "CIDR_BLOCK" {
 						r.Source = "192.0.2.0/24"
 						return
@@ -208,13 +150,13 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 		"member": {
 			func(ctx context.Context, k string) error {
 				_, set, _ := strings.Cut(k, " of ")
-				return backendSet(ctx, set, func(bs *BackendSet) {
+				return h.backendSet(ctx, set, func(bs *BackendSet) {
 					bs.Backends = slices.DeleteFunc(bs.Backends, func(b Backend) bool { return fmt.Sprintf("%s:%d", b.IPAddress, b.Port) == id(k) })
 				})
 			},
 			func(ctx context.Context, k string) error { // a stray beside ours
 				_, set, _ := strings.Cut(k, " of ")
-				return backendSet(ctx, set, func(bs *BackendSet) {
+				return h.backendSet(ctx, set, func(bs *BackendSet) {
 					bs.Backends = append(bs.Backends, Backend{IPAddress: "10.0.0.250", Port: 30999, Weight: 1})
 				})
 			},
@@ -226,6 +168,97 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 			},
 		},
 	}
+}
+
+// hand is someone else changing a load balancer of a kind through the API,
+// as the drift tests do behind the CCM's back.
+type hand struct {
+	cloud  func() *Cloud
+	kind   string
+	listed func(context.Context) (LB, error)
+}
+
+// update changes the child name of the load balancer (what: backendSets or
+// listeners) to body.
+func (h hand) update(ctx context.Context, what, name string, body any) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = h.cloud().gw.changeChild(ctx, h.kind, http.MethodPut, lb.ID, what, name, body)
+	return err
+}
+
+// remove deletes the child name of the load balancer.
+func (h hand) remove(ctx context.Context, what, name string) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = h.cloud().gw.changeChild(ctx, h.kind, http.MethodDelete, lb.ID, what, name, nil)
+	return err
+}
+
+// moveListener puts the listener of key k on another port.
+func (h hand) moveListener(ctx context.Context, k string) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	l := lb.Listeners[providertest.ID(k)]
+	l.Port, l.Name = l.Port+1000, ""
+	return h.update(ctx, "listeners", providertest.ID(k), l)
+}
+
+// removeBackendSet deletes the backend set of key k, its listener first:
+// OCI keeps a set in use.
+func (h hand) removeBackendSet(ctx context.Context, k string) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	for name, l := range lb.Listeners {
+		if l.DefaultBackendSetName == providertest.ID(k) {
+			if err := h.remove(ctx, "listeners", name); err != nil {
+				return err
+			}
+		}
+	}
+	return h.remove(ctx, "backendSets", providertest.ID(k))
+}
+
+// backendSet changes the backend set name as change says.
+func (h hand) backendSet(ctx context.Context, name string, change func(*BackendSet)) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	bs := lb.BackendSets[name]
+	change(&bs)
+	bs.Name = ""
+	return h.update(ctx, "backendSets", name, bs)
+}
+
+// nsgRule removes the NSG rule of key k (change nil), or replaces it with
+// one changed as change says.
+func (h hand) nsgRule(ctx context.Context, k string, change func(*NSGRule)) error {
+	group := strings.Fields(k)[1]
+	rules, err := h.cloud().gw.nsgRules(ctx, group)
+	if err != nil {
+		return err
+	}
+	for _, r := range rules {
+		if r.ID != providertest.ID(k) {
+			continue
+		}
+		if err := h.cloud().gw.removeNSGRules(ctx, group, []string{r.ID}); err != nil || change == nil {
+			return err
+		}
+		change(&r)
+		r.ID = ""
+		return h.cloud().gw.addNSGRules(ctx, group, []NSGRule{r})
+	}
+	return fmt.Errorf("no rule %s", k)
 }
 
 // editRule removes the rule whose Objects key is key from its security
@@ -287,13 +320,7 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 	}
 	// The other cluster's peer opened port 80 to everyone, unmarked.
 	peer := tcpRule(true, "0.0.0.0/0", 80, "")
-	sl, err := c.gw.securityList(t.Context(), f.SecurityListID)
-	require.NoError(t, err)
-	raw, err := json.Marshal(peer)
-	require.NoError(t, err)
-	sl.Ingress = append(sl.Ingress, raw)
-	_, err = c.gw.updateSecurityList(t.Context(), sl)
-	require.NoError(t, err)
+	addIngressRule(t, c, f.SecurityListID, peer)
 
 	ensure := func() {
 		require.NoError(t, poll(time.Minute, func() error {
@@ -317,21 +344,7 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 		}
 		return why
 	}
-	opens80 := func() (marked, unmarked int) {
-		in, _ := e.SecurityListRules(f.SecurityListID)
-		for _, s := range in {
-			var r rule
-			require.NoError(t, json.Unmarshal([]byte(s), &r))
-			if r.does(peer) {
-				if strings.HasPrefix(r.Description, markPrefix) {
-					marked++
-				} else {
-					unmarked++
-				}
-			}
-		}
-		return marked, unmarked
-	}
+	opens80 := func() (marked, unmarked int) { return rulesDoing(t, e, f.SecurityListID, peer) }
 	ensure()
 	require.Empty(t, settled())
 	m, u := opens80()
@@ -349,4 +362,33 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 	m, u = opens80()
 	assert.Equal(t, [2]int{1, 0}, [2]int{m, u}, "the walk puts back a rule of its own, marked")
 	assert.Empty(t, settled())
+}
+
+// addIngressRule adds r to the ingress rules of security list list.
+func addIngressRule(t *testing.T, c *Cloud, list string, r rule) {
+	sl, err := c.gw.securityList(t.Context(), list)
+	require.NoError(t, err)
+	raw, err := json.Marshal(r)
+	require.NoError(t, err)
+	sl.Ingress = append(sl.Ingress, raw)
+	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	require.NoError(t, err)
+}
+
+// rulesDoing counts the ingress rules of security list list that do what
+// want does: those with the CCM's mark, and the others.
+func rulesDoing(t *testing.T, e *emulator.Emulator, list string, want rule) (marked, unmarked int) {
+	in, _ := e.SecurityListRules(list)
+	for _, s := range in {
+		var r rule
+		require.NoError(t, json.Unmarshal([]byte(s), &r))
+		if r.does(want) {
+			if strings.HasPrefix(r.Description, markPrefix) {
+				marked++
+			} else {
+				unmarked++
+			}
+		}
+	}
+	return marked, unmarked
 }
