@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -25,18 +24,18 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		s.wrs.start(svc, have.Kind, wr, what)
 		return fmt.Sprintf("%s %s: %s (work request %s)", noun(have.Kind), lb.ID, what, wr), nil
 	}
-	// write creates (POST) or updates (PUT) one child of the load balancer:
-	// named in the path only to update, where its body names it not.
-	write := func(method, kind, name string, body, unnamedBody any, what string) (string, error) {
-		if method == http.MethodPost {
-			wr, err := s.gw.changeChild(ctx, have.Kind, method, lb.ID, kind, "", body)
+	// write creates or updates one child of the load balancer: named in the
+	// path only to update, where its body names it not.
+	write := func(update bool, kind, name string, body, unnamedBody any, what string) (string, error) {
+		if !update {
+			wr, err := s.gw.createChild(ctx, have.Kind, lb.ID, kind, body)
 			return change(wr, err, "creating "+what)
 		}
-		wr, err := s.gw.changeChild(ctx, have.Kind, method, lb.ID, kind, name, unnamedBody)
+		wr, err := s.gw.updateChild(ctx, have.Kind, lb.ID, kind, name, unnamedBody)
 		return change(wr, err, "updating "+what)
 	}
 	remove := func(kind, name, what string) (string, error) {
-		wr, err := s.gw.changeChild(ctx, have.Kind, http.MethodDelete, lb.ID, kind, name, nil)
+		wr, err := s.gw.deleteChild(ctx, have.Kind, lb.ID, kind, name)
 		return change(wr, err, "deleting "+what)
 	}
 	// Certificates first (a listener needs its own), under the names this
@@ -54,22 +53,22 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	spec = withCertNames(spec, names)
 	if spec.ruleSets == nil {
 		spec = keepRuleSetNames(spec, have)
-	} else if name, method := childChange(spec.ruleSets, have.RuleSets, sameRuleSet); method != "" {
+	} else if name, update := childChange(spec.ruleSets, have.RuleSets, sameRuleSet); name != "" {
 		want := spec.ruleSets[name]
 		named := want
 		named.Name = name
-		return write(method, "ruleSets", name, named, want, "rule set "+name)
+		return write(update, "ruleSets", name, named, want, "rule set "+name)
 	}
-	if name, method := childChange(spec.backendSets, have.BackendSets, sameBackendSet); method != "" {
+	if name, update := childChange(spec.backendSets, have.BackendSets, sameBackendSet); name != "" {
 		want := spec.backendSets[name]
-		return write(method, "backendSets", name, want, unnamed(want), "backend set "+name)
+		return write(update, "backendSets", name, want, unnamed(want), "backend set "+name)
 	}
-	if name, method := childChange(spec.listeners, have.Listeners, sameListener); method != "" {
+	if name, update := childChange(spec.listeners, have.Listeners, sameListener); name != "" {
 		want := spec.listeners[name]
-		if l := listenerOnPort(have, want.Port); method == http.MethodPost && l != "" {
+		if l := listenerOnPort(have, want.Port); !update && l != "" {
 			return remove("listeners", l, "listener "+l+" (its port is "+name+"'s)")
 		}
-		return write(method, "listeners", name, want, unnamedListener(want), "listener "+name)
+		return write(update, "listeners", name, want, unnamedListener(want), "listener "+name)
 	}
 	if name := unasked(have.Listeners, spec.listeners); name != "" {
 		return remove("listeners", name, "listener "+name)
@@ -170,18 +169,19 @@ func keepRuleSetNames(spec lbSpec, have LB) lbSpec {
 }
 
 // childChange is the first child (by name) of a kind that want asks and have
-// lacks (POST) or has otherwise (PUT); "" when have has them all as asked.
-func childChange[T any](want, have map[string]T, same func(got, want T) bool) (name, method string) {
+// lacks (to create) or has otherwise (update); "" when have has them all as
+// asked.
+func childChange[T any](want, have map[string]T, same func(got, want T) bool) (name string, update bool) {
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		got, ok := have[name]
 		if !ok {
-			return name, http.MethodPost
+			return name, false
 		}
 		if !same(got, want[name]) {
-			return name, http.MethodPut
+			return name, true
 		}
 	}
-	return "", ""
+	return "", false
 }
 
 // unasked is the first child (by name) have has and want does not ask.

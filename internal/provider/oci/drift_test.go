@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -185,7 +184,7 @@ func (h hand) update(ctx context.Context, what, name string, body any) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.cloud().gw.changeChild(ctx, h.kind, http.MethodPut, lb.ID, what, name, body)
+	_, err = h.cloud().gw.updateChild(ctx, h.kind, lb.ID, what, name, body)
 	return err
 }
 
@@ -195,7 +194,7 @@ func (h hand) remove(ctx context.Context, what, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.cloud().gw.changeChild(ctx, h.kind, http.MethodDelete, lb.ID, what, name, nil)
+	_, err = h.cloud().gw.deleteChild(ctx, h.kind, lb.ID, what, name)
 	return err
 }
 
