@@ -69,7 +69,7 @@ func (f *fixture) addressOf(ip string) *cs.PublicIpAddress {
 func TestAnAddressAnInterruptedAssociationLeftIsTakenUp(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
-	port := v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}
+	port := httpPort
 
 	// Someone's address with a rule on it, untagged: never taken.
 	fx := f.emu.Fixture()
@@ -119,7 +119,7 @@ func TestAnAddressAnInterruptedAssociationLeftIsTakenUp(t *testing.T) {
 // association: the address is released with it.
 func TestAnAddressAnInterruptedAssociationLeftGoesWithItsDeletedService(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	associatingAt(svc, time.Now())
 	f.associateUntagged()
 	f.remove(svc)
@@ -132,16 +132,11 @@ func TestAnAddressAnInterruptedAssociationLeftGoesWithItsDeletedService(t *testi
 func TestARequestedAddressAnInterruptedAssociationLeftIsReleasedWithTheService(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	svc.Spec.LoadBalancerIP = "203.0.113.77"
 	associatingAt(svc, time.Now())
 	f.associateUntagged(svc.Spec.LoadBalancerIP)
-
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
-	assert.Equal(t, "203.0.113.77", st.Ingress[0].IP)
-	f.remove(svc)
-	assert.Empty(t, f.addresses(), "associated for the Service, released with it")
+	f.associatedAndReleased(svc, nodes)
 }
 
 // The race the crash case found: an address another Service's association
@@ -153,7 +148,7 @@ func TestAnAddressWhoseTagsAreOnTheirWayIsNotTakenUp(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	f.c.tagSettle = time.Hour // the other's tags come before
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	associatingAt(svc, time.Now())
 	others := f.associateUntagged()
 
@@ -206,7 +201,7 @@ func TestTheServersClockIsLearntFromItsAnswers(t *testing.T) {
 func TestAnAddressTakenUpIsNotTakenUpTwice(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: 300 * time.Millisecond})
 	nodes := f.nodes("worker-1")
-	port := v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}
+	port := httpPort
 	a, b := service("first", port), service("second-one", port)
 	associatingAt(a, time.Now())
 	associatingAt(b, time.Now())
@@ -245,7 +240,7 @@ func TestAnAddressTakenUpIsNotTakenUpTwice(t *testing.T) {
 func TestAThrottledAssociationIsNotMadeAgainAtOnce(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.50"}} // its former address, free again
 	// The pass's first write is the association (its commands are POSTed):
 	// 429 to it and to each of the client's retries.

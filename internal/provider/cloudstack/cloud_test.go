@@ -178,7 +178,7 @@ func TestBadKeysFailEveryPath(t *testing.T) {
 	assert.ErrorIs(t, err, outcome.ErrAuth)
 	_, err = c.InstanceMetadata(ctx, node("worker-1", ""))
 	assert.ErrorIs(t, err, outcome.ErrAuth)
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	_, err = c.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node("worker-1", providerid.CloudStack(id))})
 	assert.ErrorIs(t, err, outcome.ErrAuth)
 	assert.NotContains(t, err.Error(), "not-the-secret")
@@ -196,6 +196,9 @@ func calls(e *emulator.Emulator, command string) int {
 	}
 	return n
 }
+
+// httpPort is the port most tests' Services have.
+var httpPort = v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}
 
 func service(name string, ports ...v1.ServicePort) *v1.Service {
 	return &v1.Service{
@@ -345,7 +348,7 @@ func writes(e *emulator.Emulator) int {
 func TestNodeChurnChangesTheRulesMachines(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	_, err := f.ensure(svc, nodes[:2])
 	require.NoError(t, err)
 	rules := f.rules()
@@ -370,14 +373,9 @@ func TestAUsersAddressIsUsedAndKept(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
 	// The user associated an address themselves.
-	fx := f.emu.Fixture()
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
-	p := user.Address.NewAssociateIpAddressParams()
-	p.SetNetworkid(fx.NetworkID)
-	got, err := user.Address.AssociateIpAddress(p)
-	require.NoError(t, err)
+	got := f.associateUntagged()
 
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	svc.Spec.LoadBalancerIP = got.Ipaddress
 	st, err := f.ensure(svc, nodes)
 	require.NoError(t, err)
@@ -394,19 +392,26 @@ func TestAUsersAddressIsUsedAndKept(t *testing.T) {
 func TestAFreeRequestedAddressIsAssociatedAndReleased(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	svc.Spec.LoadBalancerIP = "203.0.113.77"
+	f.associatedAndReleased(svc, nodes)
+}
+
+// associatedAndReleased ensures svc's load balancer, on its loadBalancerIP,
+// then deletes it: the address, associated for the Service, goes with it.
+func (f *fixture) associatedAndReleased(svc *v1.Service, nodes []*v1.Node) {
+	f.t.Helper()
 	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
-	assert.Equal(t, "203.0.113.77", st.Ingress[0].IP)
+	require.NoError(f.t, err)
+	assert.Equal(f.t, svc.Spec.LoadBalancerIP, st.Ingress[0].IP)
 	f.remove(svc)
-	assert.Empty(t, f.addresses(), "associated for the Service, released with it")
+	assert.Empty(f.t, f.addresses(), "associated for the Service, released with it")
 }
 
 func TestAnAddressOutOfReachCreatesNothing(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	svc.Spec.LoadBalancerIP = "192.0.2.10" // not a public address of the zone
 	_, err := f.ensure(svc, nodes)
 	p, ok := outcome.AsProblem(err)
@@ -419,7 +424,7 @@ func TestAnAddressOutOfReachCreatesNothing(t *testing.T) {
 func TestInvalidAnnotationsChangeNothing(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	svc.Annotations = map[string]string{"service.beta.kubernetes.io/cloudstack-load-balancer-source-cidrs": "10.0.0.0/33"}
 	f.emu.ResetCalls()
 	_, err := f.ensure(svc, nodes)
@@ -432,17 +437,14 @@ func TestInvalidAnnotationsChangeNothing(t *testing.T) {
 func TestThePeersRulesAreAdoptedNotDuplicated(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	fx := f.emu.Fixture()
 
 	// What the peer made: an address, a rule named <lbname>-tcp-80 with the
 	// machine, a firewall rule. No tags. And a rule whose name only contains
 	// the load balancer name, which its keyword search would take.
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
-	ap := user.Address.NewAssociateIpAddressParams()
-	ap.SetNetworkid(fx.NetworkID)
-	addr, err := user.Address.AssociateIpAddress(ap)
-	require.NoError(t, err)
+	user := f.user()
+	addr := f.associateUntagged()
 	rp := user.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", lbName(svc)+"-tcp-80", 30080, 80)
 	rp.SetPublicipid(addr.Id)
 	rp.SetNetworkid(fx.NetworkID)
@@ -474,7 +476,7 @@ func TestThePeersRulesAreAdoptedNotDuplicated(t *testing.T) {
 func TestVPCTiersOpenPortsWithTaggedACLItems(t *testing.T) {
 	f := newFixture(t, emulator.Options{VPC: true})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	svc.Annotations = map[string]string{"service.beta.kubernetes.io/cloudstack-load-balancer-proxy-protocol": "true"}
 	_, err := f.ensure(svc, nodes)
 	require.NoError(t, err)
@@ -522,7 +524,7 @@ func TestVPCTiersOpenPortsWithTaggedACLItems(t *testing.T) {
 func TestSlowJobsNeverHoldAWorker(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: time.Hour})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	start := time.Now()
 	for range 3 {
 		_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)

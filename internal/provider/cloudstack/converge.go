@@ -134,10 +134,9 @@ func (s steps) deleteWrongRules(ctx context.Context, svc *v1.Service, spec lbSpe
 		if !ok || dup || r.AddressID != st.addr.ID || r.PublicPort != p.port || r.PrivatePort != p.nodePort || r.Protocol != p.proto ||
 			!plan.ruleServes(r, spec) {
 			job, err := s.gw.deleteRule(ctx, r.ID)
-			if err != nil && !isNotFound(err) {
-				return nil, 0, fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
+			if err := s.deleting(svc, "rule "+r.Name, job, err); err != nil {
+				return nil, 0, err
 			}
-			s.jobs.add(svc.UID, job, "deleting rule "+r.Name)
 			logger.Info("Deleting a rule not as the Service asks", "rule", r.Name)
 			wrong++
 			continue
@@ -250,10 +249,9 @@ func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r
 			continue
 		}
 		job, err := s.gw.deleteHealthCheck(ctx, h.ID)
-		if err != nil && !isNotFound(err) {
-			return false, fmt.Errorf("cannot delete a health check of rule %s: %w", r.Name, err)
+		if err := s.deleting(svc, "a health check of rule "+r.Name, job, err); err != nil {
+			return false, err
 		}
-		s.jobs.add(svc.UID, job, "deleting a health check of rule "+r.Name)
 		changed = true
 	}
 	if spec.check != nil && !keep && len(checks) == 0 {

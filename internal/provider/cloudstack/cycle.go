@@ -75,7 +75,7 @@ func (s steps) Replace(context.Context, *v1.Service, csLB) (string, error) {
 func (s steps) Relist() {
 	s.listing.Invalidate()
 	s.firewall.Invalidate()
-	s.acls.forget()
+	s.acls.Forget()
 	s.ruleMachines.Pass()
 }
 

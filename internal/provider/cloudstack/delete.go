@@ -3,7 +3,6 @@ package cloudstack
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,12 +48,8 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 		if err := s.closeOpenings(ctx, svc, st); err != nil {
 			return "", err
 		}
-		for _, r := range st.rules {
-			job, err := s.gw.deleteRule(ctx, r.ID)
-			if err != nil && !isNotFound(err) {
-				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
-			}
-			s.jobs.add(svc.UID, job, "deleting rule "+r.Name)
+		if err := s.deleteRules(ctx, svc, st.rules); err != nil {
+			return "", err
 		}
 		klog.FromContext(ctx).Info("Deleting the load balancer rules", "service", klog.KObj(svc), "rules", len(st.rules))
 		return fmt.Sprintf("%d rule(s) are being deleted", len(st.rules)), nil
@@ -70,87 +65,30 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 	return progress, err
 }
 
+// deleteRules starts the deletion of rules.
+func (s steps) deleteRules(ctx context.Context, svc *v1.Service, rules []rule) error {
+	for _, r := range rules {
+		job, err := s.gw.deleteRule(ctx, r.ID)
+		if err := s.deleting(svc, "rule "+r.Name, job, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleting notes the job of a deletion of what the Service's load balancer
+// had, as the gateway's delete answered (job, err): one already gone is no
+// error, and its job, if any, is waited for as any other.
+func (s steps) deleting(svc *v1.Service, what, job string, err error) error {
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("cannot delete %s: %w", what, err)
+	}
+	s.jobs.add(svc.UID, job, "deleting "+what)
+	return nil
+}
+
 // forgetRecord drops the converged record of a Service whose load balancer is
 // gone (a Service made a LoadBalancer again starts afresh).
 func (c *Cloud) forgetRecord(ctx context.Context, svc *v1.Service) {
 	c.records.Forget(ctx, svc)
-}
-
-// closeOpenings deletes the openings of the Service's rules: on its address's
-// firewall, the rules for their ports (all of them on an address of its own);
-// in a VPC, the ACL items tagged as the Service's.
-func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) error {
-	n, err := s.network(ctx, st.rules[0].Network)
-	if err != nil {
-		if isNotFound(err) {
-			return nil
-		}
-		return err
-	}
-	if n.Firewall {
-		addr := st.addr
-		if a, found, err := s.gw.address(ctx, addr.ID); err != nil {
-			return err
-		} else if found {
-			addr = a
-		}
-		own := addr.addrOwnedBy(s.Cloud, svc)
-		ports := map[string]bool{}
-		for _, r := range st.rules {
-			ports[openingKey(r.Protocol, r.PublicPort)] = true
-		}
-		// Rules of other Services on the address (a shared loadBalancerIP)
-		// keep the openings of their ports.
-		var others []rule
-		if own {
-			on, err := s.gw.rulesOn(ctx, addr.ID)
-			if err != nil {
-				return err
-			}
-			for _, r := range on {
-				if lbNameOf(r.Name) != lbName(svc) {
-					others = append(others, r)
-				}
-			}
-		}
-		current, err := s.gw.firewallRules(ctx, addr.ID)
-		if err != nil {
-			return err
-		}
-		for _, f := range current {
-			if !own && (f.Start != f.End || !ports[openingKey(f.Protocol, f.Start)]) {
-				continue
-			}
-			if slices.ContainsFunc(others, func(r rule) bool {
-				return l4(r.Protocol) == l4(f.Protocol) && f.Start <= r.PublicPort && r.PublicPort <= f.End
-			}) {
-				continue
-			}
-			job, err := s.gw.deleteFirewallRule(ctx, f.ID)
-			if err != nil && !isNotFound(err) {
-				return fmt.Errorf("cannot delete firewall rule %s: %w", f.ID, err)
-			}
-			s.jobs.add(svc.UID, job, "deleting firewall rule "+f.ID)
-		}
-		return nil
-	}
-	if n.ACL == "" {
-		return nil
-	}
-	items, err := s.gw.aclItems(ctx, n.ACL)
-	if err != nil {
-		return err
-	}
-	for _, it := range items {
-		if it.Tags[tagService] != string(svc.UID) || it.Tags[tagCluster] != s.Cluster.Get() {
-			continue
-		}
-		job, err := s.gw.deleteACLItem(ctx, it.ID)
-		if err != nil && !isNotFound(err) {
-			return fmt.Errorf("cannot delete ACL item %s: %w", it.ID, err)
-		}
-		s.jobs.add(svc.UID, job, "deleting ACL item "+it.ID)
-	}
-	klog.FromContext(ctx).V(2).Info("Closed the openings of the Service's rules", "service", klog.KObj(svc))
-	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -41,9 +40,7 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 // of a list (and one read of its name) for every Service of its tier.
 type aclPass struct {
 	turn provider.Turn // one read at a time, across its calls
-	mu   sync.Mutex
-	read map[string]aclRead
-	gen  int // counts forget: a read begun before is not kept
+	provider.PassMemo[aclRead]
 }
 
 type aclRead struct {
@@ -54,7 +51,7 @@ type aclRead struct {
 // items are list id's items, read once a pass; managed is false for the
 // server's own lists, which the CCM leaves alone (and so has no item in).
 func (a *aclPass) items(ctx context.Context, gw *gateway, id string) ([]opening, bool, error) {
-	if r, ok := a.known(id); ok {
+	if r, ok := a.Known(id); ok {
 		return r.items, r.managed, nil
 	}
 	done, err := a.turn.Take(ctx, "another read of network ACL list "+id)
@@ -62,43 +59,22 @@ func (a *aclPass) items(ctx context.Context, gw *gateway, id string) ([]opening,
 		return nil, false, err
 	}
 	defer done()
-	if r, ok := a.known(id); ok {
-		return r.items, r.managed, nil
-	}
-	a.mu.Lock()
-	gen := a.gen
-	a.mu.Unlock()
+	r, err := a.Get(ctx, id, func(ctx context.Context) (aclRead, error) { return readACL(ctx, gw, id) })
+	return r.items, r.managed, err
+}
+
+// readACL reads ACL list id's name, and its items unless it is the server's
+// own.
+func readACL(ctx context.Context, gw *gateway, id string) (aclRead, error) {
 	name, err := gw.aclListName(ctx, id)
 	if err != nil {
-		return nil, false, err
+		return aclRead{}, err
 	}
 	r := aclRead{managed: name != "default_allow" && name != "default_deny"}
 	if r.managed {
 		if r.items, err = gw.aclItems(ctx, id); err != nil {
-			return nil, false, err
+			return aclRead{}, err
 		}
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.gen == gen {
-		if a.read == nil {
-			a.read = map[string]aclRead{}
-		}
-		a.read[id] = r
-	}
-	return r.items, r.managed, nil
-}
-
-func (a *aclPass) known(id string) (aclRead, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r, ok := a.read[id]
-	return r, ok
-}
-
-func (a *aclPass) forget() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.read = nil
-	a.gen++
+	return r, nil
 }

@@ -10,7 +10,6 @@ import (
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
@@ -38,16 +37,12 @@ func driftOn(t *testing.T, opts emulator.Options, kinds []string) {
 	f := newFixture(t, opts)
 	nodes := f.nodes("worker-1", "worker-2")
 	stray, _ := f.emu.AddMachine("not-a-node")
-	svc := service("drift", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080},
+	svc := service("drift", httpPort,
 		v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30053})
 	svc.Spec.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
 	kube := fake.NewClientset(svc)
 	f.c.SetKube(kube)
-	fresh := func() *v1.Service {
-		got, err := kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return got
-	}
+	fresh := func() *v1.Service { return providertest.Reread(t, kube, svc) }
 	providertest.RunDrift(t, providertest.Drift{
 		Ensure: func(t *testing.T) string {
 			st, err := f.ensure(fresh(), nodes)

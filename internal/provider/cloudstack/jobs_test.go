@@ -57,7 +57,7 @@ func TestServicesAreLookedAtWhenTheirJobsShouldBeDone(t *testing.T) {
 func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: 50 * time.Millisecond})
 	nodes := f.nodes("worker-1")
-	a := service("a", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	a := service("a", httpPort)
 	b := service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081})
 	f.c.jobs.took, f.c.jobs.margin = initialTook, jobMargin // as a new process expects
 	for _, svc := range []*v1.Service{a, b} {
@@ -100,7 +100,7 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	// The machines and their guest network are known from the Nodes already.
 	spec, _, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes)
 	require.NoError(t, err)
@@ -123,7 +123,7 @@ func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
 func TestANodeAddedIsOneReadAndOneWriteARule(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	st, err := f.ensure(svc, nodes[:2])
 	require.NoError(t, err)
 	// The record the cycle writes on the Service (the fixture has no apiserver).
@@ -154,7 +154,7 @@ func TestTheJobListingReachesBackOnlyAsFarAsNeeded(t *testing.T) {
 	behind := 2 * time.Minute
 	f.emu.SetClock(func() time.Time { return time.Now().Add(-behind) })
 	nodes := f.nodes("worker-1")
-	_, err := f.ensure(service("a", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}), nodes)
+	_, err := f.ensure(service("a", httpPort), nodes)
 	require.NoError(t, err)
 	jb := f.c.jobs
 	require.True(t, jb.skewKnown)
@@ -175,7 +175,7 @@ func TestALookBeforeTheJobsAreDueMakesNoCall(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: time.Hour})
 	f.c.jobs.took, f.c.jobs.margin = initialTook, jobMargin
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
 	require.ErrorAs(t, err, new(*api.RetryError))
 	f.emu.ResetCalls()
@@ -194,7 +194,7 @@ func TestPacedPassesFinishWhenJobsTakeLongerThanExpected(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: 300 * time.Millisecond})
 	f.c.jobs.took, f.c.jobs.margin = 100*time.Millisecond, jobMargin // expected sooner than they end
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	paced := func(step func() error) {
 		t.Helper()
 		for range 20 {

@@ -8,26 +8,20 @@ import (
 
 // memo is a note per Service kept by this process ("" is none).
 type memo struct {
-	mu sync.Mutex
-	m  map[types.UID]string
+	m sync.Map // types.UID → string
 }
 
 func (m *memo) get(uid types.UID) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.m[uid]
+	v, _ := m.m.Load(uid)
+	s, _ := v.(string)
+	return s
 }
 
 // set notes v for the Service; "" forgets it.
 func (m *memo) set(uid types.UID, v string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if v == "" {
-		delete(m.m, uid)
+		m.m.Delete(uid)
 		return
 	}
-	if m.m == nil {
-		m.m = map[types.UID]string{}
-	}
-	m.m[uid] = v
+	m.m.Store(uid, v)
 }

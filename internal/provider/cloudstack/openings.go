@@ -171,10 +171,9 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		} else {
 			job, err = s.gw.deleteACLItem(ctx, o.ID)
 		}
-		if err != nil && !isNotFound(err) {
-			return 0, fmt.Errorf("cannot delete opening %s: %w", o.ID, err)
+		if err := s.deleting(svc, "opening "+o.ID, job, err); err != nil {
+			return 0, err
 		}
-		s.jobs.add(svc.UID, job, "deleting opening "+o.ID)
 		changes++
 	}
 	var created []string
@@ -230,4 +229,106 @@ func sameSet(a, b []string) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+// closeOpenings deletes the openings of the Service's rules: on its address's
+// firewall, the rules for their ports (all of them on an address of its own);
+// in a VPC, the ACL items tagged as the Service's.
+func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) error {
+	n, err := s.network(ctx, st.rules[0].Network)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if n.Firewall {
+		return s.closeFirewall(ctx, svc, st)
+	}
+	if n.ACL == "" {
+		return nil
+	}
+	if err := s.closeACLItems(ctx, svc, n.ACL); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Closed the openings of the Service's rules", "service", klog.KObj(svc))
+	return nil
+}
+
+// closeFirewall deletes the firewall rules of the Service's ports on its
+// address (every one on an address of its own), but those other Services'
+// rules on the address still need.
+func (s steps) closeFirewall(ctx context.Context, svc *v1.Service, st lbState) error {
+	addr := st.addr
+	if a, found, err := s.gw.address(ctx, addr.ID); err != nil {
+		return err
+	} else if found {
+		addr = a
+	}
+	own := addr.addrOwnedBy(s.Cloud, svc)
+	ports := map[string]bool{}
+	for _, r := range st.rules {
+		ports[openingKey(r.Protocol, r.PublicPort)] = true
+	}
+	others, err := s.othersOn(ctx, svc, addr, own)
+	if err != nil {
+		return err
+	}
+	current, err := s.gw.firewallRules(ctx, addr.ID)
+	if err != nil {
+		return err
+	}
+	for _, f := range current {
+		if !own && (f.Start != f.End || !ports[openingKey(f.Protocol, f.Start)]) {
+			continue
+		}
+		if slices.ContainsFunc(others, func(r rule) bool {
+			return l4(r.Protocol) == l4(f.Protocol) && f.Start <= r.PublicPort && r.PublicPort <= f.End
+		}) {
+			continue
+		}
+		job, err := s.gw.deleteFirewallRule(ctx, f.ID)
+		if err := s.deleting(svc, "firewall rule "+f.ID, job, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// othersOn are the rules of other Services on the Service's own address (a
+// shared loadBalancerIP): they keep the openings of their ports. On an
+// address not its own only its ports' openings go, none is read.
+func (s steps) othersOn(ctx context.Context, svc *v1.Service, addr address, own bool) ([]rule, error) {
+	if !own {
+		return nil, nil
+	}
+	on, err := s.gw.rulesOn(ctx, addr.ID)
+	if err != nil {
+		return nil, err
+	}
+	var others []rule
+	for _, r := range on {
+		if lbNameOf(r.Name) != lbName(svc) {
+			others = append(others, r)
+		}
+	}
+	return others, nil
+}
+
+// closeACLItems deletes the items of ACL list acl tagged as the Service's.
+func (s steps) closeACLItems(ctx context.Context, svc *v1.Service, acl string) error {
+	items, err := s.gw.aclItems(ctx, acl)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if it.Tags[tagService] != string(svc.UID) || it.Tags[tagCluster] != s.Cluster.Get() {
+			continue
+		}
+		job, err := s.gw.deleteACLItem(ctx, it.ID)
+		if err := s.deleting(svc, "ACL item "+it.ID, job, err); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -67,12 +66,7 @@ func TestSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) {
 		}
 	}
 	require.NoError(t, err)
-	fx := f.emu.Fixture()
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
-	p := user.Address.NewAssociateIpAddressParams()
-	p.SetNetworkid(fx.NetworkID)
-	untagged, err := user.Address.AssociateIpAddress(p)
-	require.NoError(t, err)
+	untagged := f.associateUntagged()
 	rulesBefore, addressesBefore := len(f.rules()), len(f.addresses())
 
 	live := provider.NewLive([]v1.Service{*kept})

@@ -74,7 +74,7 @@ func (s steps) Relist() {
 	for _, l := range s.listings {
 		l.Invalidate()
 	}
-	s.listPass.forget()
+	s.listPass.Forget()
 	s.nsgPass.Pass()
 }
 

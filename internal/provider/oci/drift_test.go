@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/cloud-provider/api"
 
@@ -45,11 +44,7 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []string) {
 	e := startEmulator(t)
 	const cluster = "drift-cluster"
-	newCloud := func() *Cloud {
-		c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
-		c.SetClusterUID(cluster)
-		return c
-	}
+	newCloud := func() *Cloud { return clusterCloud(t, e, cluster) }
 	c := newCloud()
 	svc := lbSvc("drift", "uid-drift", 30180)
 	svc.Annotations = maps.Clone(annotations)
@@ -63,15 +58,9 @@ func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []s
 	c.SetKube(kube)
 	var nodes []*v1.Node
 	for _, name := range []string{"drift-a", "drift-b"} {
-		id, ip := e.AddMachine(name)
-		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: "oci://" + id},
-			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}})
+		nodes = append(nodes, machineNode(e, name))
 	}
-	fresh := func(t *testing.T) *v1.Service {
-		got, err := kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return got
-	}
+	fresh := func(t *testing.T) *v1.Service { return providertest.Reread(t, kube, svc) }
 	listed := func(ctx context.Context) (LB, error) {
 		steps{c}.Relist()
 		lb, found, err := steps{c}.Listed(ctx, fresh(t))
@@ -304,19 +293,12 @@ func editRule(ctx context.Context, c *Cloud, key string, change func(*rule)) err
 func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing.T) {
 	e := startEmulator(t)
 	f := e.Fixture()
-	c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
-	c.SetClusterUID("cluster-b")
+	c := clusterCloud(t, e, "cluster-b")
 	svc := lbSvc("web", "uid-web", 30280)
 	kube := fake.NewClientset(svc)
 	c.SetKube(kube)
-	id, ip := e.AddMachine("b-node")
-	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "b-node"}, Spec: v1.NodeSpec{ProviderID: "oci://" + id},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
-	fresh := func() *v1.Service {
-		got, err := kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return got
-	}
+	nodes := []*v1.Node{machineNode(e, "b-node")}
+	fresh := func() *v1.Service { return providertest.Reread(t, kube, svc) }
 	// The other cluster's peer opened port 80 to everyone, unmarked.
 	peer := tcpRule(true, "0.0.0.0/0", 80, "")
 	addIngressRule(t, c, f.SecurityListID, peer)
