@@ -87,20 +87,17 @@ func TestAnAddressAnInterruptedAssociationLeftIsTakenUp(t *testing.T) {
 
 	// A Service that wrote no such time associates its own.
 	other := service("other-service", port)
-	st, err := f.ensure(other, nodes)
-	require.NoError(t, err)
+	st := f.ensured(other, nodes)
 	assert.NotEqual(t, left.Ipaddress, st.Ingress[0].IP)
 	assert.Empty(t, f.addressOf(left.Ipaddress).Tags, "not taken by a Service that did not leave it")
 
 	// One whose association began an hour before it was allocated: not its.
 	late := service("late", port)
 	associatingAt(late, time.Now().Add(-time.Hour))
-	st, err = f.ensure(late, nodes)
-	require.NoError(t, err)
+	st = f.ensured(late, nodes)
 	assert.NotEqual(t, left.Ipaddress, st.Ingress[0].IP)
 
-	st, err = f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st = f.ensured(svc, nodes)
 	assert.Equal(t, left.Ipaddress, st.Ingress[0].IP, "the address left untagged is the Service's")
 	got := f.addressOf(left.Ipaddress)
 	assert.Equal(t, string(svc.UID), tagMap(got.Tags)[tagService])
@@ -166,8 +163,7 @@ func TestAnAddressWhoseTagsAreOnTheirWayIsNotTakenUp(t *testing.T) {
 		map[string]string{tagCluster: clusterUID, tagService: "another-service"}))
 	require.NoError(t, err)
 
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	assert.NotEqual(t, others.Ipaddress, st.Ingress[0].IP, "its own address")
 	assert.Equal(t, "another-service", tagMap(f.addressOf(others.Ipaddress).Tags)[tagService], "the other's untouched")
 }
@@ -251,7 +247,6 @@ func TestAThrottledAssociationIsNotMadeAgainAtOnce(t *testing.T) {
 	require.ErrorIs(t, err, outcome.ErrThrottled)
 	assert.Equal(t, attempts, writes(f.emu), "no other address asked for within the pass")
 
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	assert.Equal(t, "203.0.113.50", st.Ingress[0].IP, "the next pass has its former address")
 }

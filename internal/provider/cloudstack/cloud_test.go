@@ -222,6 +222,14 @@ func (f *fixture) ensure(svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerSta
 	return nil, nil
 }
 
+// ensured is ensure's status, which must come with no error.
+func (f *fixture) ensured(svc *v1.Service, nodes []*v1.Node) *v1.LoadBalancerStatus {
+	f.t.Helper()
+	st, err := f.ensure(svc, nodes)
+	require.NoError(f.t, err)
+	return st
+}
+
 func (f *fixture) remove(svc *v1.Service) {
 	f.t.Helper()
 	for range 30 {
@@ -288,8 +296,7 @@ func TestTCPAndUDPOnOnePortShareAnAddressAndTheirOpenings(t *testing.T) {
 		v1.ServicePort{Name: "dns-udp", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30054})
 	svc.Spec.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
 
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	require.Len(t, st.Ingress, 1)
 	addr := st.Ingress[0].IP
 
@@ -325,8 +332,7 @@ func TestTCPAndUDPOnOnePortShareAnAddressAndTheirOpenings(t *testing.T) {
 
 	// Unchanged: a pass writes nothing.
 	f.emu.ResetCalls()
-	_, err = f.ensure(svc, nodes)
-	require.NoError(t, err)
+	f.ensured(svc, nodes)
 	assert.Zero(t, writes(f.emu), "a pass over a converged load balancer writes nothing")
 
 	f.remove(svc)
@@ -349,12 +355,12 @@ func TestNodeChurnChangesTheRulesMachines(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
 	svc := service("web", httpPort)
-	_, err := f.ensure(svc, nodes[:2])
-	require.NoError(t, err)
+	f.ensured(svc, nodes[:2])
 	rules := f.rules()
 	require.Len(t, rules, 1)
 	assert.Len(t, f.members(rules[0].Id), 2)
 
+	var err error
 	for range 10 {
 		err = f.c.UpdateLoadBalancer(context.Background(), "kubernetes", svc, nodes[1:])
 		if !errors.As(err, new(*api.RetryError)) {
@@ -377,8 +383,7 @@ func TestAUsersAddressIsUsedAndKept(t *testing.T) {
 
 	svc := service("web", httpPort)
 	svc.Spec.LoadBalancerIP = got.Ipaddress
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	assert.Equal(t, got.Ipaddress, st.Ingress[0].IP)
 
 	f.remove(svc)
@@ -461,8 +466,7 @@ func TestThePeersRulesAreAdoptedNotDuplicated(t *testing.T) {
 	_, err = user.LoadBalancer.CreateLoadBalancerRule(decoy)
 	require.NoError(t, err)
 
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	assert.Equal(t, addr.Ipaddress, st.Ingress[0].IP, "the peer's address is kept")
 	assert.Len(t, f.rules(), 2, "nothing duplicated, the decoy untouched")
 
@@ -478,8 +482,7 @@ func TestVPCTiersOpenPortsWithTaggedACLItems(t *testing.T) {
 	nodes := f.nodes("worker-1")
 	svc := service("web", httpPort)
 	svc.Annotations = map[string]string{"service.beta.kubernetes.io/cloudstack-load-balancer-proxy-protocol": "true"}
-	_, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	f.ensured(svc, nodes)
 	rules := f.rules()
 	require.Len(t, rules, 1)
 	assert.Equal(t, "tcp-proxy", rules[0].Protocol)
@@ -508,8 +511,7 @@ func TestVPCTiersOpenPortsWithTaggedACLItems(t *testing.T) {
 	why, err = s.Drift(context.Background(), svc, lbcycle.Record{}, lb)
 	require.NoError(t, err)
 	assert.Equal(t, "no ACL item of the tier's list opens port 80/tcp of "+lb.Obj.addr.IP, why)
-	_, err = f.ensure(svc, nodes)
-	require.NoError(t, err)
+	f.ensured(svc, nodes)
 	acl, err = f.admin.NetworkACL.ListNetworkACLs(p)
 	require.NoError(t, err)
 	require.Len(t, acl.NetworkACLs, 1, "made again")

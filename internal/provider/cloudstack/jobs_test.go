@@ -107,8 +107,7 @@ func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
 	_, err = f.c.network(t.Context(), spec.network)
 	require.NoError(t, err)
 	f.emu.ResetCalls()
-	_, err = f.ensure(svc, nodes)
-	require.NoError(t, err)
+	f.ensured(svc, nodes)
 	assert.Equal(t, 5, writes(f.emu))
 	total := 0
 	for _, c := range f.emu.Calls() {
@@ -124,8 +123,7 @@ func TestANodeAddedIsOneReadAndOneWriteARule(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
 	svc := service("web", httpPort)
-	st, err := f.ensure(svc, nodes[:2])
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes[:2])
 	// The record the cycle writes on the Service (the fixture has no apiserver).
 	_, fp, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes[:2])
 	require.NoError(t, err)
@@ -154,16 +152,14 @@ func TestTheJobListingReachesBackOnlyAsFarAsNeeded(t *testing.T) {
 	behind := 2 * time.Minute
 	f.emu.SetClock(func() time.Time { return time.Now().Add(-behind) })
 	nodes := f.nodes("worker-1")
-	_, err := f.ensure(service("a", httpPort), nodes)
-	require.NoError(t, err)
+	f.ensured(service("a", httpPort), nodes)
 	jb := f.c.jobs
 	require.True(t, jb.skewKnown)
 	assert.InDelta(t, -behind.Seconds(), jb.skew.Seconds(), 1.5, "the server's clock is two minutes behind")
 
 	f.emu.ResetCalls()
 	start := time.Now()
-	_, err = f.ensure(service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081}), nodes)
-	require.NoError(t, err)
+	f.ensured(service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081}), nodes)
 	assert.Zero(t, calls(f.emu, "queryAsyncJobResult"), "every job was in the listing")
 	assert.Positive(t, calls(f.emu, "listAsyncJobs"))
 	assert.True(t, jb.since.After(start.Add(-behind-skewSlack-2*time.Second)), "reached back to %v", start.Sub(jb.since))
