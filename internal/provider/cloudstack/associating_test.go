@@ -127,9 +127,7 @@ func TestAnAddressAnInterruptedAssociationLeftGoesWithItsDeletedService(t *testi
 // it: taken up by its IP, and released with the Service as one it
 // associated.
 func TestARequestedAddressAnInterruptedAssociationLeftIsReleasedWithTheService(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", httpPort)
+	f, nodes, svc := webOnOneNode(t)
 	svc.Spec.LoadBalancerIP = "203.0.113.77"
 	associatingAt(svc, time.Now())
 	f.associateUntagged(svc.Spec.LoadBalancerIP)
@@ -234,9 +232,7 @@ func TestAnAddressTakenUpIsNotTakenUpTwice(t *testing.T) {
 // retried as the cloud asks; only the server's refusal of that address
 // makes the CCM ask for another at once.
 func TestAThrottledAssociationIsNotMadeAgainAtOnce(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", httpPort)
+	f, nodes, svc := webOnOneNode(t)
 	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.50"}} // its former address, free again
 	// The pass's first write is the association (its commands are POSTed):
 	// 429 to it and to each of the client's retries.

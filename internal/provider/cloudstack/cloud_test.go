@@ -197,6 +197,20 @@ func calls(e *emulator.Emulator, command string) int {
 	return n
 }
 
+// webOnOneNode is a fixture with one Node and the Service web on httpPort.
+func webOnOneNode(t *testing.T) (*fixture, []*v1.Node, *v1.Service) {
+	f := newFixture(t, emulator.Options{})
+	return f, f.nodes("worker-1"), service("web", httpPort)
+}
+
+// requireProblem says that err is a Problem of reason.
+func requireProblem(t *testing.T, err error, reason string) {
+	t.Helper()
+	p, ok := outcome.AsProblem(err)
+	require.True(t, ok, "a Problem: %v", err)
+	assert.Equal(t, reason, p.Reason)
+}
+
 // httpPort is the port most tests' Services have.
 var httpPort = v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}
 
@@ -395,9 +409,7 @@ func TestAUsersAddressIsUsedAndKept(t *testing.T) {
 }
 
 func TestAFreeRequestedAddressIsAssociatedAndReleased(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", httpPort)
+	f, nodes, svc := webOnOneNode(t)
 	svc.Spec.LoadBalancerIP = "203.0.113.77"
 	f.associatedAndReleased(svc, nodes)
 }
@@ -414,35 +426,25 @@ func (f *fixture) associatedAndReleased(svc *v1.Service, nodes []*v1.Node) {
 }
 
 func TestAnAddressOutOfReachCreatesNothing(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", httpPort)
+	f, nodes, svc := webOnOneNode(t)
 	svc.Spec.LoadBalancerIP = "192.0.2.10" // not a public address of the zone
 	_, err := f.ensure(svc, nodes)
-	p, ok := outcome.AsProblem(err)
-	require.True(t, ok, "a Problem: %v", err)
-	assert.Equal(t, outcome.ReasonAddressUnavailable, p.Reason)
+	requireProblem(t, err, outcome.ReasonAddressUnavailable)
 	assert.Empty(t, f.addresses())
 	assert.Empty(t, f.rules())
 }
 
 func TestInvalidAnnotationsChangeNothing(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", httpPort)
+	f, nodes, svc := webOnOneNode(t)
 	svc.Annotations = map[string]string{"service.beta.kubernetes.io/cloudstack-load-balancer-source-cidrs": "10.0.0.0/33"}
 	f.emu.ResetCalls()
 	_, err := f.ensure(svc, nodes)
-	p, ok := outcome.AsProblem(err)
-	require.True(t, ok, "a Problem: %v", err)
-	assert.Equal(t, outcome.ReasonInvalidAnnotation, p.Reason)
+	requireProblem(t, err, outcome.ReasonInvalidAnnotation)
 	assert.Zero(t, writes(f.emu))
 }
 
 func TestThePeersRulesAreAdoptedNotDuplicated(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", httpPort)
+	f, nodes, svc := webOnOneNode(t)
 	fx := f.emu.Fixture()
 
 	// What the peer made: an address, a rule named <lbname>-tcp-80 with the

@@ -90,14 +90,6 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
 	return s.find(ctx, svc, kindOf(svc))
 }
 
-// noun names a kind of load balancer in messages.
-func noun(kind string) string {
-	if kind == kindNLB {
-		return "network load balancer"
-	}
-	return "load balancer"
-}
-
 func (s steps) Replace(ctx context.Context, svc *v1.Service, lb ociLB) (string, error) {
 	wr, err := s.gw.deleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
 	if err != nil {
