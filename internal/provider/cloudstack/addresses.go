@@ -37,12 +37,8 @@ func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a address) (bo
 // Service; the new one is associated next.
 func (s steps) moveAddress(ctx context.Context, svc *v1.Service, st lbState) (string, error) {
 	if len(st.rules) > 0 {
-		for _, r := range st.rules {
-			job, err := s.gw.deleteRule(ctx, r.ID)
-			if err != nil && !isNotFound(err) {
-				return "", fmt.Errorf("cannot delete rule %s: %w", r.Name, err)
-			}
-			s.jobs.add(svc.UID, job, "deleting rule "+r.Name)
+		if err := s.deleteRules(ctx, svc, st.rules); err != nil {
+			return "", err
 		}
 		return fmt.Sprintf("moving to %s: the rules on %s are being deleted", svc.Spec.LoadBalancerIP, st.addr.IP), nil
 	}

@@ -69,7 +69,7 @@ func (f *fixture) addressOf(ip string) *cs.PublicIpAddress {
 func TestAnAddressAnInterruptedAssociationLeftIsTakenUp(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
-	port := v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}
+	port := httpPort
 
 	// Someone's address with a rule on it, untagged: never taken.
 	fx := f.emu.Fixture()
@@ -87,20 +87,17 @@ func TestAnAddressAnInterruptedAssociationLeftIsTakenUp(t *testing.T) {
 
 	// A Service that wrote no such time associates its own.
 	other := service("other-service", port)
-	st, err := f.ensure(other, nodes)
-	require.NoError(t, err)
+	st := f.ensured(other, nodes)
 	assert.NotEqual(t, left.Ipaddress, st.Ingress[0].IP)
 	assert.Empty(t, f.addressOf(left.Ipaddress).Tags, "not taken by a Service that did not leave it")
 
 	// One whose association began an hour before it was allocated: not its.
 	late := service("late", port)
 	associatingAt(late, time.Now().Add(-time.Hour))
-	st, err = f.ensure(late, nodes)
-	require.NoError(t, err)
+	st = f.ensured(late, nodes)
 	assert.NotEqual(t, left.Ipaddress, st.Ingress[0].IP)
 
-	st, err = f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st = f.ensured(svc, nodes)
 	assert.Equal(t, left.Ipaddress, st.Ingress[0].IP, "the address left untagged is the Service's")
 	got := f.addressOf(left.Ipaddress)
 	assert.Equal(t, string(svc.UID), tagMap(got.Tags)[tagService])
@@ -119,7 +116,7 @@ func TestAnAddressAnInterruptedAssociationLeftIsTakenUp(t *testing.T) {
 // association: the address is released with it.
 func TestAnAddressAnInterruptedAssociationLeftGoesWithItsDeletedService(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	associatingAt(svc, time.Now())
 	f.associateUntagged()
 	f.remove(svc)
@@ -130,18 +127,11 @@ func TestAnAddressAnInterruptedAssociationLeftGoesWithItsDeletedService(t *testi
 // it: taken up by its IP, and released with the Service as one it
 // associated.
 func TestARequestedAddressAnInterruptedAssociationLeftIsReleasedWithTheService(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	f, nodes, svc := webOnOneNode(t)
 	svc.Spec.LoadBalancerIP = "203.0.113.77"
 	associatingAt(svc, time.Now())
 	f.associateUntagged(svc.Spec.LoadBalancerIP)
-
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
-	assert.Equal(t, "203.0.113.77", st.Ingress[0].IP)
-	f.remove(svc)
-	assert.Empty(t, f.addresses(), "associated for the Service, released with it")
+	f.associatedAndReleased(svc, nodes)
 }
 
 // The race the crash case found: an address another Service's association
@@ -153,7 +143,7 @@ func TestAnAddressWhoseTagsAreOnTheirWayIsNotTakenUp(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	f.c.tagSettle = time.Hour // the other's tags come before
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	associatingAt(svc, time.Now())
 	others := f.associateUntagged()
 
@@ -171,8 +161,7 @@ func TestAnAddressWhoseTagsAreOnTheirWayIsNotTakenUp(t *testing.T) {
 		map[string]string{tagCluster: clusterUID, tagService: "another-service"}))
 	require.NoError(t, err)
 
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	assert.NotEqual(t, others.Ipaddress, st.Ingress[0].IP, "its own address")
 	assert.Equal(t, "another-service", tagMap(f.addressOf(others.Ipaddress).Tags)[tagService], "the other's untouched")
 }
@@ -206,7 +195,7 @@ func TestTheServersClockIsLearntFromItsAnswers(t *testing.T) {
 func TestAnAddressTakenUpIsNotTakenUpTwice(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: 300 * time.Millisecond})
 	nodes := f.nodes("worker-1")
-	port := v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}
+	port := httpPort
 	a, b := service("first", port), service("second-one", port)
 	associatingAt(a, time.Now())
 	associatingAt(b, time.Now())
@@ -243,9 +232,7 @@ func TestAnAddressTakenUpIsNotTakenUpTwice(t *testing.T) {
 // retried as the cloud asks; only the server's refusal of that address
 // makes the CCM ask for another at once.
 func TestAThrottledAssociationIsNotMadeAgainAtOnce(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	f, nodes, svc := webOnOneNode(t)
 	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.50"}} // its former address, free again
 	// The pass's first write is the association (its commands are POSTed):
 	// 429 to it and to each of the client's retries.
@@ -256,7 +243,6 @@ func TestAThrottledAssociationIsNotMadeAgainAtOnce(t *testing.T) {
 	require.ErrorIs(t, err, outcome.ErrThrottled)
 	assert.Equal(t, attempts, writes(f.emu), "no other address asked for within the pass")
 
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	assert.Equal(t, "203.0.113.50", st.Ingress[0].IP, "the next pass has its former address")
 }

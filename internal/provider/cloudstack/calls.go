@@ -65,11 +65,7 @@ func (gw *gateway) machines(ctx context.Context) ([]machine, error) {
 		if err != nil {
 			return nil, 0, translate("listVirtualMachines", err)
 		}
-		out := make([]machine, len(r.VirtualMachines))
-		for i, v := range r.VirtualMachines {
-			out[i] = toMachine(v)
-		}
-		return out, r.Count, nil
+		return convert(r.VirtualMachines, toMachine), r.Count, nil
 	})
 }
 
@@ -117,6 +113,15 @@ func (gw *gateway) machinesNamed(ctx context.Context, name string) ([]machine, e
 		}
 	}
 	return out, nil
+}
+
+// convert is each of an answer's objects as the CCM uses it (to says how).
+func convert[S, T any](in []S, to func(S) T) []T {
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[i] = to(v)
+	}
+	return out
 }
 
 func isNotFound(err error) bool { return errors.Is(err, outcome.ErrNotFound) }
@@ -192,11 +197,7 @@ func (gw *gateway) addressesTagged(ctx context.Context, tags map[string]string) 
 		if err != nil {
 			return nil, 0, translate("listPublicIpAddresses", err)
 		}
-		out := make([]address, len(r.PublicIpAddresses))
-		for i, a := range r.PublicIpAddresses {
-			out[i] = toAddress(a)
-		}
-		return out, r.Count, nil
+		return convert(r.PublicIpAddresses, toAddress), r.Count, nil
 	})
 }
 
@@ -376,11 +377,7 @@ func (gw *gateway) rules(ctx context.Context, keyword string) ([]rule, error) {
 		if err != nil {
 			return nil, 0, translate("listLoadBalancerRules", err)
 		}
-		out := make([]rule, len(r.LoadBalancerRules))
-		for i, x := range r.LoadBalancerRules {
-			out[i] = toRule(x)
-		}
-		return out, r.Count, nil
+		return convert(r.LoadBalancerRules, toRule), r.Count, nil
 	})
 }
 
@@ -395,11 +392,7 @@ func (gw *gateway) rulesOn(ctx context.Context, addressID string) ([]rule, error
 	if err != nil {
 		return nil, translate("listLoadBalancerRules", err)
 	}
-	out := make([]rule, len(r.LoadBalancerRules))
-	for i, x := range r.LoadBalancerRules {
-		out[i] = toRule(x)
-	}
-	return out, nil
+	return convert(r.LoadBalancerRules, toRule), nil
 }
 
 // createRule creates a rule on its address (in the address's project).
@@ -447,11 +440,7 @@ func (gw *gateway) ruleMachines(ctx context.Context, id string) ([]string, error
 		if err != nil {
 			return nil, 0, translate("listLoadBalancerRuleInstances", err)
 		}
-		out := make([]string, 0, len(r.LoadBalancerRuleInstances))
-		for _, v := range r.LoadBalancerRuleInstances {
-			out = append(out, v.Id)
-		}
-		return out, r.Count, nil
+		return convert(r.LoadBalancerRuleInstances, func(v *cs.VirtualMachine) string { return v.Id }), r.Count, nil
 	})
 }
 
@@ -509,13 +498,14 @@ func (gw *gateway) firewallRules(ctx context.Context, addressID string) ([]openi
 		if err != nil {
 			return nil, 0, translate("listFirewallRules", err)
 		}
-		out := make([]opening, len(r.FirewallRules))
-		for i, f := range r.FirewallRules {
-			out[i] = opening{ID: f.Id, Protocol: strings.ToLower(f.Protocol), Start: f.Startport, End: f.Endport,
-				CIDRs: splitCIDRs(f.Cidrlist), AddressID: f.Ipaddressid}
-		}
-		return out, r.Count, nil
+		return convert(r.FirewallRules, toFirewallOpening), r.Count, nil
 	})
+}
+
+// toFirewallOpening is a firewall rule as the CCM uses it.
+func toFirewallOpening(f *cs.FirewallRule) opening {
+	return opening{ID: f.Id, Protocol: strings.ToLower(f.Protocol), Start: f.Startport, End: f.Endport,
+		CIDRs: splitCIDRs(f.Cidrlist), AddressID: f.Ipaddressid}
 }
 
 func (gw *gateway) createFirewallRule(ctx context.Context, addressID string, o opening) (string, error) {
@@ -566,15 +556,16 @@ func (gw *gateway) aclItems(ctx context.Context, aclID string) ([]opening, error
 		if err != nil {
 			return nil, 0, translate("listNetworkACLs", err)
 		}
-		out := make([]opening, len(r.NetworkACLs))
-		for i, a := range r.NetworkACLs {
-			start, _ := strconv.Atoi(a.Startport)
-			end, _ := strconv.Atoi(a.Endport)
-			out[i] = opening{ID: a.Id, Protocol: strings.ToLower(a.Protocol), Start: start, End: end, CIDRs: splitCIDRs(a.Cidrlist),
-				Action: a.Action, Traffic: a.Traffictype, Tags: tagMap(a.Tags)}
-		}
-		return out, r.Count, nil
+		return convert(r.NetworkACLs, toACLItem), r.Count, nil
 	})
+}
+
+// toACLItem is a network ACL item as the CCM uses it.
+func toACLItem(a *cs.NetworkACL) opening {
+	start, _ := strconv.Atoi(a.Startport)
+	end, _ := strconv.Atoi(a.Endport)
+	return opening{ID: a.Id, Protocol: strings.ToLower(a.Protocol), Start: start, End: end, CIDRs: splitCIDRs(a.Cidrlist),
+		Action: a.Action, Traffic: a.Traffictype, Tags: tagMap(a.Tags)}
 }
 
 func (gw *gateway) createACLItem(ctx context.Context, aclID string, o opening) (id, job string, err error) {

@@ -178,7 +178,7 @@ func TestBadKeysFailEveryPath(t *testing.T) {
 	assert.ErrorIs(t, err, outcome.ErrAuth)
 	_, err = c.InstanceMetadata(ctx, node("worker-1", ""))
 	assert.ErrorIs(t, err, outcome.ErrAuth)
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	_, err = c.EnsureLoadBalancer(ctx, "kubernetes", svc, []*v1.Node{node("worker-1", providerid.CloudStack(id))})
 	assert.ErrorIs(t, err, outcome.ErrAuth)
 	assert.NotContains(t, err.Error(), "not-the-secret")
@@ -196,6 +196,23 @@ func calls(e *emulator.Emulator, command string) int {
 	}
 	return n
 }
+
+// webOnOneNode is a fixture with one Node and the Service web on httpPort.
+func webOnOneNode(t *testing.T) (*fixture, []*v1.Node, *v1.Service) {
+	f := newFixture(t, emulator.Options{})
+	return f, f.nodes("worker-1"), service("web", httpPort)
+}
+
+// requireProblem says that err is a Problem of reason.
+func requireProblem(t *testing.T, err error, reason string) {
+	t.Helper()
+	p, ok := outcome.AsProblem(err)
+	require.True(t, ok, "a Problem: %v", err)
+	assert.Equal(t, reason, p.Reason)
+}
+
+// httpPort is the port most tests' Services have.
+var httpPort = v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}
 
 func service(name string, ports ...v1.ServicePort) *v1.Service {
 	return &v1.Service{
@@ -217,6 +234,14 @@ func (f *fixture) ensure(svc *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerSta
 	}
 	f.t.Fatal("the load balancer was not ready after 30 passes")
 	return nil, nil
+}
+
+// ensured is ensure's status, which must come with no error.
+func (f *fixture) ensured(svc *v1.Service, nodes []*v1.Node) *v1.LoadBalancerStatus {
+	f.t.Helper()
+	st, err := f.ensure(svc, nodes)
+	require.NoError(f.t, err)
+	return st
 }
 
 func (f *fixture) remove(svc *v1.Service) {
@@ -285,8 +310,7 @@ func TestTCPAndUDPOnOnePortShareAnAddressAndTheirOpenings(t *testing.T) {
 		v1.ServicePort{Name: "dns-udp", Protocol: v1.ProtocolUDP, Port: 53, NodePort: 30054})
 	svc.Spec.LoadBalancerSourceRanges = []string{"198.51.100.0/24"}
 
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	require.Len(t, st.Ingress, 1)
 	addr := st.Ingress[0].IP
 
@@ -322,8 +346,7 @@ func TestTCPAndUDPOnOnePortShareAnAddressAndTheirOpenings(t *testing.T) {
 
 	// Unchanged: a pass writes nothing.
 	f.emu.ResetCalls()
-	_, err = f.ensure(svc, nodes)
-	require.NoError(t, err)
+	f.ensured(svc, nodes)
 	assert.Zero(t, writes(f.emu), "a pass over a converged load balancer writes nothing")
 
 	f.remove(svc)
@@ -345,13 +368,13 @@ func writes(e *emulator.Emulator) int {
 func TestNodeChurnChangesTheRulesMachines(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
-	_, err := f.ensure(svc, nodes[:2])
-	require.NoError(t, err)
+	svc := service("web", httpPort)
+	f.ensured(svc, nodes[:2])
 	rules := f.rules()
 	require.Len(t, rules, 1)
 	assert.Len(t, f.members(rules[0].Id), 2)
 
+	var err error
 	for range 10 {
 		err = f.c.UpdateLoadBalancer(context.Background(), "kubernetes", svc, nodes[1:])
 		if !errors.As(err, new(*api.RetryError)) {
@@ -370,17 +393,11 @@ func TestAUsersAddressIsUsedAndKept(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
 	// The user associated an address themselves.
-	fx := f.emu.Fixture()
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
-	p := user.Address.NewAssociateIpAddressParams()
-	p.SetNetworkid(fx.NetworkID)
-	got, err := user.Address.AssociateIpAddress(p)
-	require.NoError(t, err)
+	got := f.associateUntagged()
 
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	svc.Spec.LoadBalancerIP = got.Ipaddress
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	assert.Equal(t, got.Ipaddress, st.Ingress[0].IP)
 
 	f.remove(svc)
@@ -392,57 +409,49 @@ func TestAUsersAddressIsUsedAndKept(t *testing.T) {
 }
 
 func TestAFreeRequestedAddressIsAssociatedAndReleased(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	f, nodes, svc := webOnOneNode(t)
 	svc.Spec.LoadBalancerIP = "203.0.113.77"
+	f.associatedAndReleased(svc, nodes)
+}
+
+// associatedAndReleased ensures svc's load balancer, on its loadBalancerIP,
+// then deletes it: the address, associated for the Service, goes with it.
+func (f *fixture) associatedAndReleased(svc *v1.Service, nodes []*v1.Node) {
+	f.t.Helper()
 	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
-	assert.Equal(t, "203.0.113.77", st.Ingress[0].IP)
+	require.NoError(f.t, err)
+	assert.Equal(f.t, svc.Spec.LoadBalancerIP, st.Ingress[0].IP)
 	f.remove(svc)
-	assert.Empty(t, f.addresses(), "associated for the Service, released with it")
+	assert.Empty(f.t, f.addresses(), "associated for the Service, released with it")
 }
 
 func TestAnAddressOutOfReachCreatesNothing(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	f, nodes, svc := webOnOneNode(t)
 	svc.Spec.LoadBalancerIP = "192.0.2.10" // not a public address of the zone
 	_, err := f.ensure(svc, nodes)
-	p, ok := outcome.AsProblem(err)
-	require.True(t, ok, "a Problem: %v", err)
-	assert.Equal(t, outcome.ReasonAddressUnavailable, p.Reason)
+	requireProblem(t, err, outcome.ReasonAddressUnavailable)
 	assert.Empty(t, f.addresses())
 	assert.Empty(t, f.rules())
 }
 
 func TestInvalidAnnotationsChangeNothing(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	f, nodes, svc := webOnOneNode(t)
 	svc.Annotations = map[string]string{"service.beta.kubernetes.io/cloudstack-load-balancer-source-cidrs": "10.0.0.0/33"}
 	f.emu.ResetCalls()
 	_, err := f.ensure(svc, nodes)
-	p, ok := outcome.AsProblem(err)
-	require.True(t, ok, "a Problem: %v", err)
-	assert.Equal(t, outcome.ReasonInvalidAnnotation, p.Reason)
+	requireProblem(t, err, outcome.ReasonInvalidAnnotation)
 	assert.Zero(t, writes(f.emu))
 }
 
 func TestThePeersRulesAreAdoptedNotDuplicated(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	f, nodes, svc := webOnOneNode(t)
 	fx := f.emu.Fixture()
 
 	// What the peer made: an address, a rule named <lbname>-tcp-80 with the
 	// machine, a firewall rule. No tags. And a rule whose name only contains
 	// the load balancer name, which its keyword search would take.
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
-	ap := user.Address.NewAssociateIpAddressParams()
-	ap.SetNetworkid(fx.NetworkID)
-	addr, err := user.Address.AssociateIpAddress(ap)
-	require.NoError(t, err)
+	user := f.user()
+	addr := f.associateUntagged()
 	rp := user.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", lbName(svc)+"-tcp-80", 30080, 80)
 	rp.SetPublicipid(addr.Id)
 	rp.SetNetworkid(fx.NetworkID)
@@ -459,8 +468,7 @@ func TestThePeersRulesAreAdoptedNotDuplicated(t *testing.T) {
 	_, err = user.LoadBalancer.CreateLoadBalancerRule(decoy)
 	require.NoError(t, err)
 
-	st, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	st := f.ensured(svc, nodes)
 	assert.Equal(t, addr.Ipaddress, st.Ingress[0].IP, "the peer's address is kept")
 	assert.Len(t, f.rules(), 2, "nothing duplicated, the decoy untouched")
 
@@ -474,10 +482,9 @@ func TestThePeersRulesAreAdoptedNotDuplicated(t *testing.T) {
 func TestVPCTiersOpenPortsWithTaggedACLItems(t *testing.T) {
 	f := newFixture(t, emulator.Options{VPC: true})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	svc.Annotations = map[string]string{"service.beta.kubernetes.io/cloudstack-load-balancer-proxy-protocol": "true"}
-	_, err := f.ensure(svc, nodes)
-	require.NoError(t, err)
+	f.ensured(svc, nodes)
 	rules := f.rules()
 	require.Len(t, rules, 1)
 	assert.Equal(t, "tcp-proxy", rules[0].Protocol)
@@ -506,8 +513,7 @@ func TestVPCTiersOpenPortsWithTaggedACLItems(t *testing.T) {
 	why, err = s.Drift(context.Background(), svc, lbcycle.Record{}, lb)
 	require.NoError(t, err)
 	assert.Equal(t, "no ACL item of the tier's list opens port 80/tcp of "+lb.Obj.addr.IP, why)
-	_, err = f.ensure(svc, nodes)
-	require.NoError(t, err)
+	f.ensured(svc, nodes)
 	acl, err = f.admin.NetworkACL.ListNetworkACLs(p)
 	require.NoError(t, err)
 	require.Len(t, acl.NetworkACLs, 1, "made again")
@@ -522,7 +528,7 @@ func TestVPCTiersOpenPortsWithTaggedACLItems(t *testing.T) {
 func TestSlowJobsNeverHoldAWorker(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: time.Hour})
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	start := time.Now()
 	for range 3 {
 		_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)

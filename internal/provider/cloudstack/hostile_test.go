@@ -19,7 +19,7 @@ func TestAHostileCloudStackIsAnErrorNeverAGoneMachine(t *testing.T) {
 		Cloud: f.c, Emulator: f.emu.Server, Node: nodes[0], Nodes: nodes, ClusterName: "kubernetes",
 		Service: func(name string) *v1.Service {
 			n++
-			return service(name+string(rune('a'+n)), v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+			return service(name+string(rune('a'+n)), httpPort)
 		},
 		Fresh: func() { f.c.machines.Invalidate(); steps{f.c}.Relist() },
 		Held: func(t *testing.T, svc *v1.Service) int {

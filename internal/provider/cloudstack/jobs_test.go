@@ -57,7 +57,7 @@ func TestServicesAreLookedAtWhenTheirJobsShouldBeDone(t *testing.T) {
 func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: 50 * time.Millisecond})
 	nodes := f.nodes("worker-1")
-	a := service("a", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	a := service("a", httpPort)
 	b := service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081})
 	f.c.jobs.took, f.c.jobs.margin = initialTook, jobMargin // as a new process expects
 	for _, svc := range []*v1.Service{a, b} {
@@ -100,15 +100,14 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	// The machines and their guest network are known from the Nodes already.
 	spec, _, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes)
 	require.NoError(t, err)
 	_, err = f.c.network(t.Context(), spec.network)
 	require.NoError(t, err)
 	f.emu.ResetCalls()
-	_, err = f.ensure(svc, nodes)
-	require.NoError(t, err)
+	f.ensured(svc, nodes)
 	assert.Equal(t, 5, writes(f.emu))
 	total := 0
 	for _, c := range f.emu.Calls() {
@@ -123,9 +122,8 @@ func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
 func TestANodeAddedIsOneReadAndOneWriteARule(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
-	st, err := f.ensure(svc, nodes[:2])
-	require.NoError(t, err)
+	svc := service("web", httpPort)
+	st := f.ensured(svc, nodes[:2])
 	// The record the cycle writes on the Service (the fixture has no apiserver).
 	_, fp, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes[:2])
 	require.NoError(t, err)
@@ -154,16 +152,14 @@ func TestTheJobListingReachesBackOnlyAsFarAsNeeded(t *testing.T) {
 	behind := 2 * time.Minute
 	f.emu.SetClock(func() time.Time { return time.Now().Add(-behind) })
 	nodes := f.nodes("worker-1")
-	_, err := f.ensure(service("a", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}), nodes)
-	require.NoError(t, err)
+	f.ensured(service("a", httpPort), nodes)
 	jb := f.c.jobs
 	require.True(t, jb.skewKnown)
 	assert.InDelta(t, -behind.Seconds(), jb.skew.Seconds(), 1.5, "the server's clock is two minutes behind")
 
 	f.emu.ResetCalls()
 	start := time.Now()
-	_, err = f.ensure(service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081}), nodes)
-	require.NoError(t, err)
+	f.ensured(service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081}), nodes)
 	assert.Zero(t, calls(f.emu, "queryAsyncJobResult"), "every job was in the listing")
 	assert.Positive(t, calls(f.emu, "listAsyncJobs"))
 	assert.True(t, jb.since.After(start.Add(-behind-skewSlack-2*time.Second)), "reached back to %v", start.Sub(jb.since))
@@ -175,7 +171,7 @@ func TestALookBeforeTheJobsAreDueMakesNoCall(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: time.Hour})
 	f.c.jobs.took, f.c.jobs.margin = initialTook, jobMargin
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
 	require.ErrorAs(t, err, new(*api.RetryError))
 	f.emu.ResetCalls()
@@ -194,7 +190,7 @@ func TestPacedPassesFinishWhenJobsTakeLongerThanExpected(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: 300 * time.Millisecond})
 	f.c.jobs.took, f.c.jobs.margin = 100*time.Millisecond, jobMargin // expected sooner than they end
 	nodes := f.nodes("worker-1")
-	svc := service("web", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	svc := service("web", httpPort)
 	paced := func(step func() error) {
 		t.Helper()
 		for range 20 {

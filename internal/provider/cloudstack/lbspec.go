@@ -79,10 +79,40 @@ func lbName(svc *v1.Service) string { return cloudprovider.DefaultLoadBalancerNa
 
 var everyone = []string{"0.0.0.0/0"}
 
-// parseSpec reads what the Service asks, refusing what CloudStack cannot do.
+// parseSpec reads what the Service asks, refusing what CloudStack cannot do;
+// every problem is told at once, in the order of the fields.
 // members and network are resolved from the Nodes afterwards.
 func parseSpec(svc *v1.Service) (lbSpec, error) {
 	s := lbSpec{name: lbName(svc)}
+	ports, errs := parsePorts(svc)
+	s.ports = ports
+	algorithm, err := parseAlgorithm(svc)
+	s.algorithm = algorithm
+	errs = appendErr(errs, err)
+	errs = append(errs, parseSources(svc, &s)...)
+	s.ip, err = parseIP(svc)
+	errs = appendErr(errs, err)
+	if h, err := annotation.CloudStackHostname.String(svc); err == nil {
+		s.hostname = strings.TrimSpace(h)
+	}
+	check, checkErrs := parseHealthCheck(svc)
+	s.check = check
+	errs = append(errs, checkErrs...)
+	return s, errors.Join(errs...)
+}
+
+// appendErr is errs with err, if any.
+func appendErr(errs []error, err error) []error {
+	if err != nil {
+		return append(errs, err)
+	}
+	return errs
+}
+
+// parsePorts are the Service's ports as rules, sorted by port and protocol:
+// one rule for a port of both TCP protocols' transport, none for a port
+// without its node port yet.
+func parsePorts(svc *v1.Service) ([]portSpec, []error) {
 	var errs []error
 	proxy, err := annotation.CloudStackProxyProtocol.Bool(svc)
 	if err != nil && !errors.Is(err, annotation.ErrNotSet) {
@@ -91,23 +121,12 @@ func parseSpec(svc *v1.Service) (lbSpec, error) {
 	if len(svc.Spec.Ports) == 0 {
 		errs = append(errs, errors.New("the Service has no ports"))
 	}
+	var ports []portSpec
 	seen := map[string]bool{}
 	for _, p := range svc.Spec.Ports {
-		var proto string
-		switch p.Protocol {
-		case v1.ProtocolTCP, "":
-			proto = "tcp"
-			if proxy {
-				proto = "tcp-proxy"
-			}
-		case v1.ProtocolUDP:
-			proto = "udp"
-		default:
-			errs = append(errs, fmt.Errorf("port %d: CloudStack load balancer rules carry TCP and UDP, not %s", p.Port, p.Protocol))
-			continue
-		}
-		if p.NodePort == 0 {
-			errs = append(errs, fmt.Errorf("port %d/%s has no node port yet", p.Port, p.Protocol))
+		proto, err := ruleProtocol(p, proxy)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		key := l4(proto) + "/" + strconv.Itoa(int(p.Port))
@@ -115,66 +134,113 @@ func parseSpec(svc *v1.Service) (lbSpec, error) {
 			continue
 		}
 		seen[key] = true
-		s.ports = append(s.ports, portSpec{proto: proto, port: int(p.Port), nodePort: int(p.NodePort)})
+		ports = append(ports, portSpec{proto: proto, port: int(p.Port), nodePort: int(p.NodePort)})
 	}
-	slices.SortFunc(s.ports, func(a, b portSpec) int {
+	slices.SortFunc(ports, func(a, b portSpec) int {
 		if a.port != b.port {
 			return a.port - b.port
 		}
 		return strings.Compare(a.proto, b.proto)
 	})
+	return ports, errs
+}
 
-	s.algorithm = "roundrobin"
+// ruleProtocol is a port's rule protocol: tcp (tcp-proxy with the proxy
+// protocol annotation) or udp, which are all CloudStack's rules carry; an
+// error for a port with no node port yet.
+func ruleProtocol(p v1.ServicePort, proxy bool) (string, error) {
+	var proto string
+	switch p.Protocol {
+	case v1.ProtocolTCP, "":
+		proto = "tcp"
+		if proxy {
+			proto = "tcp-proxy"
+		}
+	case v1.ProtocolUDP:
+		proto = "udp"
+	default:
+		return "", fmt.Errorf("port %d: CloudStack load balancer rules carry TCP and UDP, not %s", p.Port, p.Protocol)
+	}
+	if p.NodePort == 0 {
+		return "", fmt.Errorf("port %d/%s has no node port yet", p.Port, p.Protocol)
+	}
+	return proto, nil
+}
+
+// parseAlgorithm is the rules' algorithm: the annotation's, else source for
+// ClientIP affinity, else roundrobin (the peer's defaults).
+func parseAlgorithm(svc *v1.Service) (string, error) {
+	algorithm := "roundrobin"
 	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
-		s.algorithm = "source"
+		algorithm = "source"
 	}
-	if a, err := annotation.CloudStackAlgorithm.OneOf(svc, annotation.CloudStackAlgorithms); err == nil {
-		s.algorithm = a
-	} else if !errors.Is(err, annotation.ErrNotSet) {
-		errs = append(errs, err)
+	a, err := annotation.CloudStackAlgorithm.OneOf(svc, annotation.CloudStackAlgorithms)
+	switch {
+	case err == nil:
+		return a, nil
+	case errors.Is(err, annotation.ErrNotSet):
+		return algorithm, nil
 	}
+	return algorithm, err
+}
 
+// parseSources sets what the rules' cidrlists and the openings let in, ours
+// and the peer's, from the source-cidrs annotation and
+// spec.loadBalancerSourceRanges.
+func parseSources(svc *v1.Service, s *lbSpec) []error {
+	var errs []error
 	annotated, err := annotation.CloudStackSourceCIDRs.CIDRs(svc)
 	if err != nil && !errors.Is(err, annotation.ErrNotSet) {
 		errs = append(errs, err)
 	}
 	ranges, err := sourceRanges(svc)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	errs = appendErr(errs, err)
 	s.ruleCIDRs = firstSet(annotated, ranges)
 	s.sources = firstSet(ranges, annotated)
 	s.peerRuleCIDRs = firstSet(annotated, everyone)
 	s.peerSources = firstSet(ranges, everyone)
+	return errs
+}
 
-	if ip := strings.TrimSpace(svc.Spec.LoadBalancerIP); ip != "" {
-		a, err := netip.ParseAddr(ip)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %q is not an IP address", ip))
-		case !a.Is4():
-			errs = append(errs, fmt.Errorf("spec.loadBalancerIP %s: CloudStack public addresses are IPv4", ip))
-		default:
-			s.ip = a.String()
-		}
+// parseIP is spec.loadBalancerIP ("" for any): CloudStack's public
+// addresses are IPv4.
+func parseIP(svc *v1.Service) (string, error) {
+	ip := strings.TrimSpace(svc.Spec.LoadBalancerIP)
+	if ip == "" {
+		return "", nil
 	}
-	if h, err := annotation.CloudStackHostname.String(svc); err == nil {
-		s.hostname = strings.TrimSpace(h)
+	a, err := netip.ParseAddr(ip)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("spec.loadBalancerIP %q is not an IP address", ip)
+	case !a.Is4():
+		return "", fmt.Errorf("spec.loadBalancerIP %s: CloudStack public addresses are IPv4", ip)
 	}
-	if path, err := annotation.CloudStackHealthCheckPath.NonEmptyString(svc); err == nil {
-		if !strings.HasPrefix(path, "/") {
-			errs = append(errs, &annotation.InvalidError{Name: annotation.CloudStackHealthCheckPath, Value: path, Accepted: "an absolute path such as /healthz"})
+	return a.String(), nil
+}
+
+// parseHealthCheck is the rules' health check, when the health check path
+// annotation asks for one, with the peer's timings but the interval
+// annotation's.
+func parseHealthCheck(svc *v1.Service) (*healthCheck, []error) {
+	path, err := annotation.CloudStackHealthCheckPath.NonEmptyString(svc)
+	if err != nil {
+		if errors.Is(err, annotation.ErrNotSet) {
+			return nil, nil
 		}
-		s.check = &healthCheck{Path: path, Interval: 5, Timeout: 2, Healthy: 2, Unhealthy: 1}
-		if n, err := annotation.CloudStackHealthCheckInterval.Int(svc, 3, 20940); err == nil {
-			s.check.Interval = n
-		} else if !errors.Is(err, annotation.ErrNotSet) {
-			errs = append(errs, err)
-		}
+		return nil, []error{err}
+	}
+	var errs []error
+	if !strings.HasPrefix(path, "/") {
+		errs = append(errs, &annotation.InvalidError{Name: annotation.CloudStackHealthCheckPath, Value: path, Accepted: "an absolute path such as /healthz"})
+	}
+	check := &healthCheck{Path: path, Interval: 5, Timeout: 2, Healthy: 2, Unhealthy: 1}
+	if n, err := annotation.CloudStackHealthCheckInterval.Int(svc, 3, 20940); err == nil {
+		check.Interval = n
 	} else if !errors.Is(err, annotation.ErrNotSet) {
 		errs = append(errs, err)
 	}
-	return s, errors.Join(errs...)
+	return check, errs
 }
 
 // sourceRanges is spec.loadBalancerSourceRanges, nil when unset.

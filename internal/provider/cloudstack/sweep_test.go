@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -52,14 +51,11 @@ func TestSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) {
 		return v1.ServicePort{Name: "p", Protocol: v1.ProtocolTCP, Port: p, NodePort: 30000 + p}
 	}
 	kept, gone, theirs := service("kept", port(80)), service("gone-svc", port(80)), service("theirs-svc-x", port(80))
-	st, err := f.ensure(kept, nodes)
-	require.NoError(t, err)
-	_, err = f.ensure(gone, nodes)
-	require.NoError(t, err)
+	st := f.ensured(kept, nodes)
+	f.ensured(gone, nodes)
 	sharer := service("sharer-of-kept", port(8080))
 	sharer.Spec.LoadBalancerIP = st.Ingress[0].IP
-	_, err = f.ensure(sharer, nodes)
-	require.NoError(t, err)
+	f.ensured(sharer, nodes)
 	for range 30 {
 		_, err = other.EnsureLoadBalancer(context.Background(), "kubernetes", theirs, nodes)
 		if !errors.As(err, new(*api.RetryError)) {
@@ -67,12 +63,7 @@ func TestSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) {
 		}
 	}
 	require.NoError(t, err)
-	fx := f.emu.Fixture()
-	user := cs.NewAsyncClient(f.emu.URL()+"/client/api", fx.UserKey, fx.UserSecret, false)
-	p := user.Address.NewAssociateIpAddressParams()
-	p.SetNetworkid(fx.NetworkID)
-	untagged, err := user.Address.AssociateIpAddress(p)
-	require.NoError(t, err)
+	untagged := f.associateUntagged()
 	rulesBefore, addressesBefore := len(f.rules()), len(f.addresses())
 
 	live := provider.NewLive([]v1.Service{*kept})
@@ -119,12 +110,10 @@ func TestSweepLeavesAGoneServicesAddressThatALiveOneShares(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1")
 	owner := service("owner", v1.ServicePort{Name: "p", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
-	st, err := f.ensure(owner, nodes)
-	require.NoError(t, err)
+	st := f.ensured(owner, nodes)
 	sharer := service("sharer-of-owner", v1.ServicePort{Name: "p", Protocol: v1.ProtocolTCP, Port: 8080, NodePort: 30081})
 	sharer.Spec.LoadBalancerIP = st.Ingress[0].IP
-	_, err = f.ensure(sharer, nodes)
-	require.NoError(t, err)
+	f.ensured(sharer, nodes)
 
 	ls, err := f.c.Leftovers(context.Background(), "kubernetes", provider.NewLive([]v1.Service{*sharer}))
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 func TestDoctorNamesTheServicesAWayBackToThePeerRebuilds(t *testing.T) {
 	f := newFixture(t, emulator.Options{VPC: true})
 	nodes := f.nodes("worker-1")
-	plain := service("plain", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080})
+	plain := service("plain", httpPort)
 	ranged := service("ranged", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 81, NodePort: 30081})
 	ranged.Spec.LoadBalancerSourceRanges = []string{"10.1.0.0/16"}
 	both := service("both", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 82, NodePort: 30082})

@@ -91,9 +91,7 @@ func TestThePeersConfigIsReadAsItIs(t *testing.T) {
 	assert.Equal(t, map[string]string{"team": "web"}, c.Tags.LoadBalancer.FreeformTags)
 	assert.Equal(t, "42", c.Tags.LoadBalancer.DefinedTags["Operations"]["CostCenter"])
 	assert.Empty(t, c.Warnings())
-	key, err := c.Auth.signingKey()
-	require.NoError(t, err)
-	assert.True(t, key.Equal(testKey))
+	signsWithTestKey(t, c.Auth)
 }
 
 func TestDeprecatedKeysWorkWithOneWarningEach(t *testing.T) {
@@ -145,9 +143,7 @@ func TestThePassphraseReallyDecryptsTheKey(t *testing.T) {
 
 	c.Auth.Passphrase = passphrase
 	require.NoError(t, c.Validate())
-	key, err := c.Auth.signingKey()
-	require.NoError(t, err)
-	assert.True(t, key.Equal(testKey))
+	signsWithTestKey(t, c.Auth)
 }
 
 func TestValidateListsEveryProblemAndNeverTheSecrets(t *testing.T) {
@@ -271,4 +267,12 @@ func TestEndpointsFollowTheRegionOrTheOverrides(t *testing.T) {
 	}
 	c.Endpoints = nil
 	assert.ErrorContains(t, c.Validate(), `auth.region: "Ashburn" is not a region's name`)
+}
+
+// signsWithTestKey says that auth signs with testKey.
+func signsWithTestKey(t *testing.T, auth Auth) {
+	t.Helper()
+	key, err := auth.signingKey()
+	require.NoError(t, err)
+	assert.True(t, key.Equal(testKey))
 }

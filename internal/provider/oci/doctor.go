@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
 	"github.com/overcast-ccm/overcast/internal/outcome"
@@ -30,8 +29,7 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	out := []doctor.Result{key}
 
 	inst := doctor.Result{Check: "oci: instances"}
-	var page []Instance
-	if _, err := c.gw.read(ctx, "compute", c.gw.ep.Core, coreAPI+"/instances", onePage(comp), &page); err != nil {
+	if page, err := c.gw.firstInstance(ctx, comp); err != nil {
 		out = append(out, failed(inst, err, "read instance-family in compartment <compartment of "+comp+">"))
 	} else {
 		inst.Detail = fmt.Sprintf("compartment %s answers (%d on the first page of one)", comp, len(page))
@@ -43,8 +41,7 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 		return out
 	}
 	lbs := doctor.Result{Check: "oci: load balancers"}
-	var lbPage []LB
-	if _, err := c.gw.read(ctx, "loadbalancer", c.gw.ep.LoadBalancer, lbAPI+"/loadBalancers", onePage(comp), &lbPage); err != nil {
+	if err := c.gw.firstLoadBalancer(ctx, comp); err != nil {
 		out = append(out, failed(lbs, err, "manage load-balancers in compartment <compartment of "+comp+">"))
 	} else {
 		lbs.Detail = fmt.Sprintf("compartment %s answers", comp)
@@ -60,7 +57,7 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 	vcn := c.cfg.VCNID
 	if vcn != "" {
 		r := doctor.Result{Check: "oci: VCN"}
-		if _, err := c.gw.read(ctx, "network", c.gw.ep.Core, coreAPI+"/vcns/"+url.PathEscape(vcn), nil, nil); err != nil {
+		if err := c.gw.vcn(ctx, vcn); err != nil {
 			out = append(out, failed(r, err, "use virtual-network-family in compartment <compartment of the VCN>"))
 		} else {
 			r.Detail = vcn
@@ -105,13 +102,6 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 		out = append(out, sl)
 	}
 	return out
-}
-
-// onePage is the query of a listing's first page of one object.
-func onePage(compartment string) url.Values {
-	q := inCompartment(compartment)
-	q.Set("limit", "1")
-	return q
 }
 
 // failed is r failed with err; policy is the statement a missing policy

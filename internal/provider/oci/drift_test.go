@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -15,10 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/cloud-provider/api"
 
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
@@ -45,11 +44,7 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []string) {
 	e := startEmulator(t)
 	const cluster = "drift-cluster"
-	newCloud := func() *Cloud {
-		c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
-		c.SetClusterUID(cluster)
-		return c
-	}
+	newCloud := func() *Cloud { return clusterCloud(t, e, cluster) }
 	c := newCloud()
 	svc := lbSvc("drift", "uid-drift", 30180)
 	svc.Annotations = maps.Clone(annotations)
@@ -63,15 +58,9 @@ func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []s
 	c.SetKube(kube)
 	var nodes []*v1.Node
 	for _, name := range []string{"drift-a", "drift-b"} {
-		id, ip := e.AddMachine(name)
-		nodes = append(nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: "oci://" + id},
-			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}})
+		nodes = append(nodes, machineNode(e, name))
 	}
-	fresh := func(t *testing.T) *v1.Service {
-		got, err := kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return got
-	}
+	fresh := func(t *testing.T) *v1.Service { return providertest.Reread(t, kube, svc) }
 	listed := func(ctx context.Context) (LB, error) {
 		steps{c}.Relist()
 		lb, found, err := steps{c}.Listed(ctx, fresh(t))
@@ -120,83 +109,24 @@ func poll(timeout time.Duration, f func() error) error {
 
 // ociOutOfBand is what someone else does to an object of each kind.
 func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context) (LB, error)) map[string][2]func(context.Context, string) error {
-	child := func(ctx context.Context, method, what, name string, body any) error {
-		lb, err := listed(ctx)
-		if err != nil {
-			return err
-		}
-		_, err = cloud().gw.changeChild(ctx, kind, method, lb.ID, what, name, body)
-		return err
-	}
+	h := hand{cloud: cloud, kind: kind, listed: listed}
 	policy := map[string]string{kindLB: "IP_HASH", kindNLB: "TWO_TUPLE"}[kind]
-	nsgRule := func(ctx context.Context, k string, change func(*NSGRule)) error {
-		group := strings.Fields(k)[1]
-		rules, err := cloud().gw.nsgRules(ctx, group)
-		if err != nil {
-			return err
-		}
-		for _, r := range rules {
-			if r.ID != providertest.ID(k) {
-				continue
-			}
-			if err := cloud().gw.removeNSGRules(ctx, group, []string{r.ID}); err != nil || change == nil {
-				return err
-			}
-			change(&r)
-			r.ID = ""
-			return cloud().gw.addNSGRules(ctx, group, []NSGRule{r})
-		}
-		return fmt.Errorf("no rule %s", k)
-	}
-	backendSet := func(ctx context.Context, name string, change func(*BackendSet)) error {
-		lb, err := listed(ctx)
-		if err != nil {
-			return err
-		}
-		bs := lb.BackendSets[name]
-		change(&bs)
-		bs.Name = ""
-		return child(ctx, http.MethodPut, "backendSets", name, bs)
-	}
 	id := providertest.ID
 	return map[string][2]func(context.Context, string) error{
 		"listener": {
-			func(ctx context.Context, k string) error {
-				return child(ctx, http.MethodDelete, "listeners", id(k), nil)
-			},
-			func(ctx context.Context, k string) error {
-				lb, err := listed(ctx)
-				if err != nil {
-					return err
-				}
-				l := lb.Listeners[id(k)]
-				l.Port, l.Name = l.Port+1000, ""
-				return child(ctx, http.MethodPut, "listeners", id(k), l)
-			},
+			func(ctx context.Context, k string) error { return h.remove(ctx, "listeners", id(k)) },
+			h.moveListener,
 		},
 		"backendset": {
-			func(ctx context.Context, k string) error { // its listener first: OCI keeps a set in use
-				lb, err := listed(ctx)
-				if err != nil {
-					return err
-				}
-				for name, l := range lb.Listeners {
-					if l.DefaultBackendSetName == id(k) {
-						if err := child(ctx, http.MethodDelete, "listeners", name, nil); err != nil {
-							return err
-						}
-					}
-				}
-				return child(ctx, http.MethodDelete, "backendSets", id(k), nil)
-			},
+			h.removeBackendSet,
 			func(ctx context.Context, k string) error {
-				return backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = policy })
+				return h.backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = policy })
 			},
 		},
 		"nsg-rule": {
-			func(ctx context.Context, k string) error { return nsgRule(ctx, k, nil) },
+			func(ctx context.Context, k string) error { return h.nsgRule(ctx, k, nil) },
 			func(ctx context.Context, k string) error {
-				return nsgRule(ctx, k, func(r *NSGRule) {
+				return h.nsgRule(ctx, k, func(r *NSGRule) {
 					if r.Direction == "INGRESS" && r.SourceType == "CIDR_BLOCK" {
 						r.Source = "192.0.2.0/24"
 						return
@@ -208,13 +138,13 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 		"member": {
 			func(ctx context.Context, k string) error {
 				_, set, _ := strings.Cut(k, " of ")
-				return backendSet(ctx, set, func(bs *BackendSet) {
+				return h.backendSet(ctx, set, func(bs *BackendSet) {
 					bs.Backends = slices.DeleteFunc(bs.Backends, func(b Backend) bool { return fmt.Sprintf("%s:%d", b.IPAddress, b.Port) == id(k) })
 				})
 			},
 			func(ctx context.Context, k string) error { // a stray beside ours
 				_, set, _ := strings.Cut(k, " of ")
-				return backendSet(ctx, set, func(bs *BackendSet) {
+				return h.backendSet(ctx, set, func(bs *BackendSet) {
 					bs.Backends = append(bs.Backends, Backend{IPAddress: "10.0.0.250", Port: 30999, Weight: 1})
 				})
 			},
@@ -226,6 +156,97 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 			},
 		},
 	}
+}
+
+// hand is someone else changing a load balancer of a kind through the API,
+// as the drift tests do behind the CCM's back.
+type hand struct {
+	cloud  func() *Cloud
+	kind   string
+	listed func(context.Context) (LB, error)
+}
+
+// update changes the child name of the load balancer (what: backendSets or
+// listeners) to body.
+func (h hand) update(ctx context.Context, what, name string, body any) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = h.cloud().gw.updateChild(ctx, h.kind, lb.ID, what, name, body)
+	return err
+}
+
+// remove deletes the child name of the load balancer.
+func (h hand) remove(ctx context.Context, what, name string) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = h.cloud().gw.deleteChild(ctx, h.kind, lb.ID, what, name)
+	return err
+}
+
+// moveListener puts the listener of key k on another port.
+func (h hand) moveListener(ctx context.Context, k string) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	l := lb.Listeners[providertest.ID(k)]
+	l.Port, l.Name = l.Port+1000, ""
+	return h.update(ctx, "listeners", providertest.ID(k), l)
+}
+
+// removeBackendSet deletes the backend set of key k, its listener first:
+// OCI keeps a set in use.
+func (h hand) removeBackendSet(ctx context.Context, k string) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	for name, l := range lb.Listeners {
+		if l.DefaultBackendSetName == providertest.ID(k) {
+			if err := h.remove(ctx, "listeners", name); err != nil {
+				return err
+			}
+		}
+	}
+	return h.remove(ctx, "backendSets", providertest.ID(k))
+}
+
+// backendSet changes the backend set name as change says.
+func (h hand) backendSet(ctx context.Context, name string, change func(*BackendSet)) error {
+	lb, err := h.listed(ctx)
+	if err != nil {
+		return err
+	}
+	bs := lb.BackendSets[name]
+	change(&bs)
+	bs.Name = ""
+	return h.update(ctx, "backendSets", name, bs)
+}
+
+// nsgRule removes the NSG rule of key k (change nil), or replaces it with
+// one changed as change says.
+func (h hand) nsgRule(ctx context.Context, k string, change func(*NSGRule)) error {
+	group := strings.Fields(k)[1]
+	rules, err := h.cloud().gw.nsgRules(ctx, group)
+	if err != nil {
+		return err
+	}
+	for _, r := range rules {
+		if r.ID != providertest.ID(k) {
+			continue
+		}
+		if err := h.cloud().gw.removeNSGRules(ctx, group, []string{r.ID}); err != nil || change == nil {
+			return err
+		}
+		change(&r)
+		r.ID = ""
+		return h.cloud().gw.addNSGRules(ctx, group, []NSGRule{r})
+	}
+	return fmt.Errorf("no rule %s", k)
 }
 
 // editRule removes the rule whose Objects key is key from its security
@@ -272,28 +293,15 @@ func editRule(ctx context.Context, c *Cloud, key string, change func(*rule)) err
 func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing.T) {
 	e := startEmulator(t)
 	f := e.Fixture()
-	c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
-	c.SetClusterUID("cluster-b")
+	c := clusterCloud(t, e, "cluster-b")
 	svc := lbSvc("web", "uid-web", 30280)
 	kube := fake.NewClientset(svc)
 	c.SetKube(kube)
-	id, ip := e.AddMachine("b-node")
-	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "b-node"}, Spec: v1.NodeSpec{ProviderID: "oci://" + id},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
-	fresh := func() *v1.Service {
-		got, err := kube.CoreV1().Services(svc.Namespace).Get(context.Background(), svc.Name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return got
-	}
+	nodes := []*v1.Node{machineNode(e, "b-node")}
+	fresh := func() *v1.Service { return providertest.Reread(t, kube, svc) }
 	// The other cluster's peer opened port 80 to everyone, unmarked.
 	peer := tcpRule(true, "0.0.0.0/0", 80, "")
-	sl, err := c.gw.securityList(t.Context(), f.SecurityListID)
-	require.NoError(t, err)
-	raw, err := json.Marshal(peer)
-	require.NoError(t, err)
-	sl.Ingress = append(sl.Ingress, raw)
-	_, err = c.gw.updateSecurityList(t.Context(), sl)
-	require.NoError(t, err)
+	addIngressRule(t, c, f.SecurityListID, peer)
 
 	ensure := func() {
 		require.NoError(t, poll(time.Minute, func() error {
@@ -317,21 +325,7 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 		}
 		return why
 	}
-	opens80 := func() (marked, unmarked int) {
-		in, _ := e.SecurityListRules(f.SecurityListID)
-		for _, s := range in {
-			var r rule
-			require.NoError(t, json.Unmarshal([]byte(s), &r))
-			if r.does(peer) {
-				if strings.HasPrefix(r.Description, markPrefix) {
-					marked++
-				} else {
-					unmarked++
-				}
-			}
-		}
-		return marked, unmarked
-	}
+	opens80 := func() (marked, unmarked int) { return rulesDoing(t, e, f.SecurityListID, peer) }
 	ensure()
 	require.Empty(t, settled())
 	m, u := opens80()
@@ -349,4 +343,33 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 	m, u = opens80()
 	assert.Equal(t, [2]int{1, 0}, [2]int{m, u}, "the walk puts back a rule of its own, marked")
 	assert.Empty(t, settled())
+}
+
+// addIngressRule adds r to the ingress rules of security list list.
+func addIngressRule(t *testing.T, c *Cloud, list string, r rule) {
+	sl, err := c.gw.securityList(t.Context(), list)
+	require.NoError(t, err)
+	raw, err := json.Marshal(r)
+	require.NoError(t, err)
+	sl.Ingress = append(sl.Ingress, raw)
+	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	require.NoError(t, err)
+}
+
+// rulesDoing counts the ingress rules of security list list that do what
+// want does: those with the CCM's mark, and the others.
+func rulesDoing(t *testing.T, e *emulator.Emulator, list string, want rule) (marked, unmarked int) {
+	in, _ := e.SecurityListRules(list)
+	for _, s := range in {
+		var r rule
+		require.NoError(t, json.Unmarshal([]byte(s), &r))
+		if r.does(want) {
+			if strings.HasPrefix(r.Description, markPrefix) {
+				marked++
+			} else {
+				unmarked++
+			}
+		}
+	}
+	return marked, unmarked
 }

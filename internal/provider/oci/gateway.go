@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -339,6 +340,35 @@ func (g *gateway) subnet(ctx context.Context, id string) (Subnet, error) {
 	return get[Subnet](ctx, g, "network", g.ep.Core, coreAPI+"/subnets/"+url.PathEscape(id))
 }
 
+// firstInstance is the first page of one of the compartment's instances:
+// the doctor's harmless read of the Compute API.
+func (g *gateway) firstInstance(ctx context.Context, compartment string) ([]Instance, error) {
+	var page []Instance
+	_, err := g.read(ctx, "compute", g.ep.Core, coreAPI+"/instances", onePage(compartment), &page)
+	return page, err
+}
+
+// firstLoadBalancer reads the first page of one of the compartment's load
+// balancers: the doctor's harmless read of the Load Balancing API.
+func (g *gateway) firstLoadBalancer(ctx context.Context, compartment string) error {
+	var page []LB
+	_, err := g.read(ctx, "loadbalancer", g.ep.LoadBalancer, lbAPI+"/loadBalancers", onePage(compartment), &page)
+	return err
+}
+
+// vcn reads VCN id, to see that it is there and readable.
+func (g *gateway) vcn(ctx context.Context, id string) error {
+	_, err := g.read(ctx, "network", g.ep.Core, coreAPI+"/vcns/"+url.PathEscape(id), nil, nil)
+	return err
+}
+
+// onePage is the query of a listing's first page of one object.
+func onePage(compartment string) url.Values {
+	q := inCompartment(compartment)
+	q.Set("limit", "1")
+	return q
+}
+
 // PrivateIP is a private IP as the CCM uses it.
 type PrivateIP struct {
 	ID            string `json:"id"`
@@ -665,15 +695,32 @@ func (g *gateway) deleteLoadBalancer(ctx context.Context, kind, id string) (stri
 	return g.lbChange(ctx, kind, http.MethodDelete, collection(kind)+"/"+url.PathEscape(id), nil, nil)
 }
 
-// changeChild changes a child of load balancer lb of a kind (child
-// backendSets or listeners): a create (POST) when name is "", else an update
-// (PUT, with body) or a delete (DELETE) of the child of that name.
-func (g *gateway) changeChild(ctx context.Context, kind, method, lb, child, name string, body any) (string, error) {
+// createChild creates a child of load balancer lb of a kind (child
+// backendSets, listeners or ruleSets), its body naming it.
+func (g *gateway) createChild(ctx context.Context, kind, lb, child string, body any) (string, error) {
+	return g.lbChange(ctx, kind, http.MethodPost, childPath(kind, lb, child, ""), body, nil)
+}
+
+// updateChild replaces the child name of load balancer lb of a kind with
+// body (which names it not: the path does).
+func (g *gateway) updateChild(ctx context.Context, kind, lb, child, name string, body any) (string, error) {
+	return g.lbChange(ctx, kind, http.MethodPut, childPath(kind, lb, child, name), body, nil)
+}
+
+// deleteChild deletes the child name of load balancer lb of a kind (child
+// backendSets, listeners, ruleSets or certificates).
+func (g *gateway) deleteChild(ctx context.Context, kind, lb, child, name string) (string, error) {
+	return g.lbChange(ctx, kind, http.MethodDelete, childPath(kind, lb, child, name), nil, nil)
+}
+
+// childPath is the path of load balancer lb's children of a kind, or of
+// the one named name.
+func childPath(kind, lb, child, name string) string {
 	path := collection(kind) + "/" + url.PathEscape(lb) + "/" + child
 	if name != "" {
 		path += "/" + url.PathEscape(name)
 	}
-	return g.lbChange(ctx, kind, method, path, body, nil)
+	return path
 }
 
 // createCertificate adds a certificate to load balancer lb (an lb).
@@ -736,4 +783,74 @@ func (g *gateway) updateSecurityList(ctx context.Context, sl SecurityList) (Secu
 	}
 	now.etag = h.Get("etag")
 	return now, nil
+}
+
+// The gateway's NSG calls (Virtual Network API).
+func (g *gateway) nsgs(ctx context.Context, q url.Values) ([]NSG, error) {
+	return list[NSG](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups", q)
+}
+
+func (g *gateway) createNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string) (NSG, error) {
+	var out NSG
+	_, err := g.do(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups", nil,
+		map[string]any{"compartmentId": compartment, "vcnId": vcn, "displayName": name, "freeformTags": tags}, &out, nil)
+	return out, err
+}
+
+func (g *gateway) nsg(ctx context.Context, id string) (NSG, error) {
+	return get[NSG](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id))
+}
+
+// nsgRead is NSG id with its etag.
+func (g *gateway) nsgRead(ctx context.Context, id string) (NSG, string, error) {
+	var out NSG
+	h, err := g.read(ctx, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id), nil, &out)
+	if err != nil {
+		return NSG{}, "", err
+	}
+	return out, h.Get("etag"), nil
+}
+
+// tagNSG replaces NSG id's freeform tags, if it has not changed since its
+// etag was read (a 412 is ErrBusy).
+func (g *gateway) tagNSG(ctx context.Context, id, etag string, tags map[string]string) error {
+	_, err := g.do(ctx, "network", http.MethodPut, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id), nil,
+		map[string]any{"freeformTags": tags}, nil, http.Header{"If-Match": {etag}})
+	return err
+}
+
+func (g *gateway) deleteNSG(ctx context.Context, id string) error {
+	_, err := g.callWith(ctx, "network", http.MethodDelete, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id), nil, nil)
+	return err
+}
+
+func (g *gateway) nsgRules(ctx context.Context, id string) ([]NSGRule, error) {
+	return list[NSGRule](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/securityRules", nil)
+}
+
+// addNSGRules adds rules to NSG id, 25 a call (the API's limit).
+func (g *gateway) addNSGRules(ctx context.Context, id string, rules []NSGRule) error {
+	return nsgAction(ctx, g, id, "addSecurityRules", "securityRules", rules)
+}
+
+// removeNSGRules removes the rules ids from NSG id, 25 a call.
+func (g *gateway) removeNSGRules(ctx context.Context, id string, ids []string) error {
+	return nsgAction(ctx, g, id, "removeSecurityRules", "securityRuleIds", ids)
+}
+
+// nsgAction posts action of NSG id with items under key, 25 a call.
+func nsgAction[T any](ctx context.Context, g *gateway, id, action, key string, items []T) error {
+	for batch := range slices.Chunk(items, 25) {
+		if _, err := g.callWith(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/actions/"+action,
+			map[string]any{key: batch}, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setNSGs puts load balancer lb (of a kind) in NSGs ids.
+func (g *gateway) setNSGs(ctx context.Context, kind, lb string, ids []string) (string, error) {
+	return g.lbChange(ctx, kind, http.MethodPut, collection(kind)+"/"+url.PathEscape(lb)+"/networkSecurityGroups",
+		map[string]any{"networkSecurityGroupIds": ids}, nil)
 }

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
@@ -13,11 +12,8 @@ import (
 // memory bounded, one load balancer once they answer well again.
 func TestAHostileOCIIsAnErrorNeverAGoneInstance(t *testing.T) {
 	e := startEmulator(t)
-	c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
-	c.SetClusterUID("hostile-cluster")
-	id, ip := e.AddMachine("hostile-node")
-	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "hostile-node"}, Spec: v1.NodeSpec{ProviderID: "oci://" + id},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
+	c := clusterCloud(t, e, "hostile-cluster")
+	node := machineNode(e, "hostile-node")
 	n := 0
 	providertest.RunHostile(t, providertest.Hostile{
 		Cloud: c, Emulator: e.Server, Node: node, Nodes: []*v1.Node{node}, ClusterName: "kubernetes",

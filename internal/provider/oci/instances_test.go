@@ -33,6 +33,33 @@ func cloudOn(t *testing.T, conf string) *Cloud {
 	return c
 }
 
+// unlimited turns a cloud config's client-side rate limit off: a test's
+// bursts wait for nothing.
+const unlimited = "rateLimiter:\n  disableRateLimiter: true\n"
+
+// clusterCloud is the cloud of cluster uid on the emulator, unlimited.
+func clusterCloud(t *testing.T, e *emulator.Emulator, uid string) *Cloud {
+	t.Helper()
+	c := cloudOn(t, e.CloudConfig()+unlimited)
+	c.SetClusterUID(uid)
+	return c
+}
+
+// machineNode is a Node on a new instance of the emulator, by its
+// providerID, with its internal address.
+func machineNode(e *emulator.Emulator, name string) *v1.Node {
+	id, ip := e.AddMachine(name)
+	return nodeAt(name, "oci://"+id, ip)
+}
+
+// nodeAt is a Node with internal address ip (providerID "": one the CCM
+// finds by its name).
+func nodeAt(name, providerID, ip string) *v1.Node {
+	n := nodeNamed(name, providerID)
+	n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}
+	return n
+}
+
 func nodeNamed(name, providerID string) *v1.Node {
 	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeSpec{ProviderID: providerID}}
 }

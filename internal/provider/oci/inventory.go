@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // The drift check sees every object of a Service's load balancer (lbcycle's
@@ -148,39 +148,10 @@ func (r rule) ports() string {
 // listPass is each security list as one drift pass read it: one read of a
 // list for every Service whose rules are in it.
 type listPass struct {
-	mu   sync.Mutex
-	read map[string]SecurityList
-	gen  int // counts forget: a read begun before is not kept
+	provider.PassMemo[SecurityList]
 }
 
 // list is security list id as this pass read it (read now if not yet).
 func (p *listPass) list(ctx context.Context, gw *gateway, id string) (SecurityList, error) {
-	p.mu.Lock()
-	sl, ok := p.read[id]
-	gen := p.gen
-	p.mu.Unlock()
-	if ok {
-		return sl, nil
-	}
-	sl, err := gw.securityList(ctx, id)
-	if err != nil {
-		return SecurityList{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.gen == gen {
-		if p.read == nil {
-			p.read = map[string]SecurityList{}
-		}
-		p.read[id] = sl
-	}
-	return sl, nil
-}
-
-// forget makes the next pass read the lists again.
-func (p *listPass) forget() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.read = nil
-	p.gen++
+	return p.Get(ctx, id, func(ctx context.Context) (SecurityList, error) { return gw.securityList(ctx, id) })
 }

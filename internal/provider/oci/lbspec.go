@@ -115,6 +115,14 @@ func nameOf(svc *v1.Service, kind string) string {
 	return lbName(svc)
 }
 
+// noun names a kind of load balancer in messages.
+func noun(kind string) string {
+	if kind == kindNLB {
+		return "network load balancer"
+	}
+	return "load balancer"
+}
+
 // kindAnnotations are the annotations that mean the same for either kind,
 // under each kind's name.
 type kindAnnotations struct {

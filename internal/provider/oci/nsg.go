@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -74,76 +72,6 @@ func nsgRule(ingress bool, peer string, port int, mark string) NSGRule {
 		}
 	}
 	return r
-}
-
-// The gateway's NSG calls (Virtual Network API).
-func (g *gateway) nsgs(ctx context.Context, q url.Values) ([]NSG, error) {
-	return list[NSG](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups", q)
-}
-
-func (g *gateway) createNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string) (NSG, error) {
-	var out NSG
-	_, err := g.do(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups", nil,
-		map[string]any{"compartmentId": compartment, "vcnId": vcn, "displayName": name, "freeformTags": tags}, &out, nil)
-	return out, err
-}
-
-func (g *gateway) nsg(ctx context.Context, id string) (NSG, error) {
-	return get[NSG](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id))
-}
-
-// nsgRead is NSG id with its etag.
-func (g *gateway) nsgRead(ctx context.Context, id string) (NSG, string, error) {
-	var out NSG
-	h, err := g.read(ctx, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id), nil, &out)
-	if err != nil {
-		return NSG{}, "", err
-	}
-	return out, h.Get("etag"), nil
-}
-
-// tagNSG replaces NSG id's freeform tags, if it has not changed since its
-// etag was read (a 412 is ErrBusy).
-func (g *gateway) tagNSG(ctx context.Context, id, etag string, tags map[string]string) error {
-	_, err := g.do(ctx, "network", http.MethodPut, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id), nil,
-		map[string]any{"freeformTags": tags}, nil, http.Header{"If-Match": {etag}})
-	return err
-}
-
-func (g *gateway) deleteNSG(ctx context.Context, id string) error {
-	_, err := g.callWith(ctx, "network", http.MethodDelete, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id), nil, nil)
-	return err
-}
-
-func (g *gateway) nsgRules(ctx context.Context, id string) ([]NSGRule, error) {
-	return list[NSGRule](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/securityRules", nil)
-}
-
-// addNSGRules adds rules to NSG id, 25 a call (the API's limit).
-func (g *gateway) addNSGRules(ctx context.Context, id string, rules []NSGRule) error {
-	return nsgAction(ctx, g, id, "addSecurityRules", "securityRules", rules)
-}
-
-// removeNSGRules removes the rules ids from NSG id, 25 a call.
-func (g *gateway) removeNSGRules(ctx context.Context, id string, ids []string) error {
-	return nsgAction(ctx, g, id, "removeSecurityRules", "securityRuleIds", ids)
-}
-
-// nsgAction posts action of NSG id with items under key, 25 a call.
-func nsgAction[T any](ctx context.Context, g *gateway, id, action, key string, items []T) error {
-	for batch := range slices.Chunk(items, 25) {
-		if _, err := g.callWith(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups/"+url.PathEscape(id)+"/actions/"+action,
-			map[string]any{key: batch}, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// setNSGs puts load balancer lb (of a kind) in NSGs ids.
-func (g *gateway) setNSGs(ctx context.Context, kind, lb string, ids []string) (string, error) {
-	return g.lbChange(ctx, kind, http.MethodPut, collection(kind)+"/"+url.PathEscape(lb)+"/networkSecurityGroups",
-		map[string]any{"networkSecurityGroupIds": ids}, nil)
 }
 
 // frontendNSGName is the peer's name of a Service's frontend NSG.

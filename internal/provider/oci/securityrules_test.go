@@ -60,8 +60,7 @@ func oneNodeCluster(t *testing.T, uid string) (*emulator.Emulator, *Cloud, []*v1
 	c := cloudOn(t, e.CloudConfig())
 	c.SetClusterUID(uid)
 	_, ip := e.AddMachine("node-a")
-	return e, c, []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	return e, c, []*v1.Node{nodeAt("node-a", "", ip)}
 }
 
 func marked(e *emulator.Emulator, mark string) (n int) {
@@ -82,14 +81,11 @@ func TestThirtyServicesOnOneSecurityListAtOnceLoseNoRule(t *testing.T) {
 	e = coretest.Serve(t, e, err)
 	var clusters []*Cloud
 	for _, uid := range []string{"cluster-a", "cluster-b", "cluster-c"} {
-		c := cloudOn(t, e.CloudConfig()+"rateLimiter:\n  disableRateLimiter: true\n")
-		c.SetClusterUID(uid)
-		clusters = append(clusters, c)
+		clusters = append(clusters, clusterCloud(t, e, uid))
 	}
 	c := clusters[0]
 	_, ip := e.AddMachine("node-a")
-	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	nodes := []*v1.Node{nodeAt("node-a", "", ip)}
 	before, _ := e.SecurityListRules(e.Fixture().SecurityListID)
 	var wg sync.WaitGroup
 	errs := make([]error, 30)
@@ -147,8 +143,7 @@ func TestTwoClustersOnOneSecurityListNeverRemoveEachOthersRules(t *testing.T) {
 	a.SetClusterUID("cluster-a")
 	b.SetClusterUID("cluster-b")
 	_, ip := e.AddMachine("node-a")
-	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	nodes := []*v1.Node{nodeAt("node-a", "", ip)}
 	// Each cluster's "web", with its own UID, on the same port.
 	svcA, svcB := lbSvc("web", "uid-a", 30080), lbSvc("web", "uid-b", 30080)
 	require.NoError(t, rulesFor(t, a, svcA, nodes))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -89,19 +88,9 @@ func (c *Cloud) ruleLeftovers(ctx context.Context, cluster string, live provider
 			}
 		}
 	}
-	nodes, err := c.allNodeSubnets(ctx)
+	lists, err := c.lbLists(ctx, subnets)
 	if err != nil {
 		return nil, err
-	}
-	var lists []string
-	for _, id := range append(subnets, nodes...) {
-		_, sl, err := c.subnetList(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(lists, sl) {
-			lists = append(lists, sl)
-		}
 	}
 	prefix := markPrefix + cluster + "/"
 	var out []provider.Leftover

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cloud-provider/api"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
@@ -56,13 +55,9 @@ func leftoverRows(ls []provider.Leftover, who map[string]string) []string {
 // Services' delete paths remove what is listed, and nothing else.
 func TestSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) {
 	e := startEmulator(t)
-	conf := e.CloudConfig() + "rateLimiter:\n  disableRateLimiter: true\n"
-	c, other := cloudOn(t, conf), cloudOn(t, conf)
-	c.SetClusterUID("cluster-a")
-	other.SetClusterUID("cluster-b")
+	c, other := clusterCloud(t, e, "cluster-a"), clusterCloud(t, e, "cluster-b")
 	_, ip := e.AddMachine("node-a")
-	nodes := []*v1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
-		Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}}
+	nodes := []*v1.Node{nodeAt("node-a", "", ip)}
 
 	kept, gone, goneNLB, goneSL, theirs := lbSvc("kept", "uid-kept", 30001), lbSvc("gone", "uid-gone", 30002),
 		lbSvc("gone-nlb", "uid-gone-nlb", 30003), lbSvc("gone-sl", "uid-gone-sl", 30005), lbSvc("theirs", "uid-theirs", 30004)

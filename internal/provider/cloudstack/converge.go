@@ -1,0 +1,266 @@
+package cloudstack
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// Converge starts every change the load balancer needs, as far as they are
+// independent: first rules that are wrong go (their ports are taken until
+// they are gone), then missing rules are created with their machines, the
+// openings for their sources, the existing rules' algorithm, machines and
+// health checks are put right.
+func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, error) {
+	st := lb.Obj
+	if spec.ip != "" && st.addr.IP != spec.ip {
+		return s.moveAddress(ctx, svc, st)
+	}
+	if s.created.get(svc.UID) == createdKey(spec) && len(st.rules) == len(spec.ports) {
+		s.created.set(svc.UID, "") // as created, and its jobs went well (Find)
+		return "", nil
+	}
+	changes, err := s.adoptPeerAddress(ctx, svc, spec, st)
+	if err != nil {
+		return "", err
+	}
+	n, err := s.network(ctx, spec.network)
+	if err != nil {
+		return "", err
+	}
+	op, err := s.readOpenings(ctx, svc, st, n)
+	if err != nil {
+		return "", err
+	}
+	want := rulesWanted(spec)
+	plan := op.plan(spec, rulesByOpening(st, want))
+	have, wrong, err := s.deleteWrongRules(ctx, svc, spec, st, want, plan)
+	if err != nil {
+		return "", err
+	}
+	if wrong > 0 {
+		changes = append(changes, fmt.Sprintf("%d rule(s) not as the Service asks are being deleted", wrong))
+		return strings.Join(changes, ", "), nil
+	}
+	created, err := s.createMissingRules(ctx, svc, spec, st, n, have, peerShaped(spec, op, plan, have))
+	if err != nil {
+		return "", err
+	}
+	if created > 0 {
+		changes = append(changes, fmt.Sprintf("%d rule(s) being created", created))
+	}
+	opened, err := s.convergeOpenings(ctx, svc, spec, st, op, plan)
+	if err != nil {
+		return "", err
+	}
+	if opened > 0 {
+		s.firewall.Invalidate()
+		changes = append(changes, fmt.Sprintf("%d opening(s) for the sources being changed", opened))
+	}
+	updated, err := s.convergeRules(ctx, svc, spec, have)
+	if err != nil {
+		return "", err
+	}
+	changes = append(changes, updated...)
+	if len(changes) == 0 {
+		return "", nil
+	}
+	if created == len(spec.ports) {
+		s.created.set(svc.UID, createdKey(spec))
+	}
+	return strings.Join(changes, ", "), nil
+}
+
+// createdKey is what the created memo holds for a load balancer built whole
+// as spec asks: its next Converge, once the jobs went well (Find), has
+// nothing to read.
+func createdKey(spec lbSpec) string {
+	return spec.configFingerprint() + "." + spec.membersFingerprint()
+}
+
+// adoptPeerAddress tags the address of rules the peer made before anything
+// else, so that it is found and released with the Service whatever becomes
+// of the rules, as the peer would release it; the change it started, if any.
+func (s steps) adoptPeerAddress(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState) ([]string, error) {
+	if st.addrRead || spec.ip != "" {
+		return nil, nil
+	}
+	adopting, err := s.adoptAddress(ctx, svc, st.addr)
+	if err != nil || !adopting {
+		return nil, err
+	}
+	return []string{"adopting public address " + st.addr.IP}, nil
+}
+
+// rulesWanted are the spec's ports by the name of their rule.
+func rulesWanted(spec lbSpec) map[string]portSpec {
+	want := map[string]portSpec{}
+	for _, p := range spec.ports {
+		want[p.ruleName(spec.name)] = p
+	}
+	return want
+}
+
+// rulesByOpening are the current rules that serve a wanted port, by
+// openingKey (the first of each): what the openings are judged with.
+func rulesByOpening(st lbState, want map[string]portSpec) map[string]rule {
+	current := map[string]rule{}
+	for _, r := range st.rules {
+		if _, dup := current[openingKey(r.Protocol, r.PublicPort)]; !dup && want[r.Name].port == r.PublicPort {
+			current[openingKey(r.Protocol, r.PublicPort)] = r
+		}
+	}
+	return current
+}
+
+// deleteWrongRules starts the deletion of every rule not as the Service
+// asks (a second of one name, another address, port or protocol, or a
+// cidrlist that with its opening lets in other sources): their ports are
+// taken until they are gone. have are the rules that stay, by name.
+func (s steps) deleteWrongRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, want map[string]portSpec,
+	plan openingPlan) (have map[string]rule, wrong int, err error) {
+	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc), "address", st.addr.IP)
+	have = map[string]rule{}
+	for _, r := range st.rules {
+		p, ok := want[r.Name]
+		_, dup := have[r.Name]
+		if !ok || dup || r.AddressID != st.addr.ID || r.PublicPort != p.port || r.PrivatePort != p.nodePort || r.Protocol != p.proto ||
+			!plan.ruleServes(r, spec) {
+			job, err := s.gw.deleteRule(ctx, r.ID)
+			if err := s.deleting(svc, "rule "+r.Name, job, err); err != nil {
+				return nil, 0, err
+			}
+			logger.Info("Deleting a rule not as the Service asks", "rule", r.Name)
+			wrong++
+			continue
+		}
+		have[r.Name] = r
+	}
+	return have, wrong, nil
+}
+
+// peerShaped says whether new rules take the peer's shape (their cidrlist
+// lets everyone in, the firewall the sources): as the Service's other rules
+// are, one shape for all of them, else on an address of its own.
+func peerShaped(spec lbSpec, op openings, plan openingPlan, have map[string]rule) bool {
+	if names := slices.Sorted(maps.Keys(have)); len(names) > 0 {
+		return plan.alone && sameSet(have[names[0]].CIDRs, spec.peerRuleCIDRs)
+	}
+	return plan.alone && op.own
+}
+
+// createMissingRules starts the creation of the spec's rules that have
+// lacks, each with its machines; how many.
+func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n network, have map[string]rule,
+	peerShaped bool) (int, error) {
+	created := 0
+	for _, p := range spec.ports {
+		name := p.ruleName(spec.name)
+		if _, ok := have[name]; ok {
+			continue
+		}
+		cidrs := spec.ruleCIDRs
+		if peerShaped {
+			// The peer's shape: the address is the Service's own, so its
+			// firewall rules are all the Service's, and they let in the
+			// sources (on an address shared with others, another firewall
+			// rule may let everyone in: the cidrlist holds the sources).
+			cidrs = spec.peerRuleCIDRs
+		}
+		id, job, err := s.gw.createRule(ctx, rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
+			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: cidrs})
+		if err != nil {
+			return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
+		}
+		s.jobs.add(svc.UID, job, "creating rule "+name)
+		if err := s.assignNew(ctx, svc, spec, id, name); err != nil {
+			return 0, err
+		}
+		created++
+	}
+	return created, nil
+}
+
+// assignNew assigns the spec's machines to a rule just created.
+func (s steps) assignNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, name string) error {
+	if len(spec.members) == 0 {
+		return nil
+	}
+	s.ruleMachines.Stale(id)
+	job, err := s.gw.assign(ctx, id, spec.members)
+	if err != nil {
+		return fmt.Errorf("cannot assign the machines to rule %s: %w", name, err)
+	}
+	s.jobs.add(svc.UID, job, "assigning machines to rule "+name)
+	return nil
+}
+
+// convergeRules puts the existing rules right, in the order of the spec's
+// ports; the changes it started.
+func (s steps) convergeRules(ctx context.Context, svc *v1.Service, spec lbSpec, have map[string]rule) ([]string, error) {
+	var changes []string
+	for _, p := range spec.ports {
+		r, ok := have[p.ruleName(spec.name)]
+		if !ok {
+			continue
+		}
+		changed, err := s.convergeRule(ctx, svc, spec, r)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			changes = append(changes, "rule "+r.Name+" being updated")
+		}
+	}
+	return changes, nil
+}
+
+// convergeRule puts an existing rule's algorithm, machines and health check
+// right; true when it started a change.
+func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r rule) (bool, error) {
+	changed := false
+	if r.Algorithm != spec.algorithm {
+		job, err := s.gw.updateRule(ctx, r.ID, spec.algorithm)
+		if err != nil {
+			return false, fmt.Errorf("cannot update rule %s: %w", r.Name, err)
+		}
+		s.jobs.add(svc.UID, job, "updating rule "+r.Name)
+		changed = true
+	}
+	members, err := s.convergeMembers(ctx, svc, spec, r)
+	if err != nil {
+		return false, err
+	}
+	checks, err := s.gw.healthChecks(ctx, r.ID)
+	if err != nil {
+		return false, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
+	}
+	var keep bool
+	for _, h := range checks {
+		if spec.check != nil && !keep && h.Path == spec.check.Path && h.Interval == spec.check.Interval {
+			keep = true
+			continue
+		}
+		job, err := s.gw.deleteHealthCheck(ctx, h.ID)
+		if err := s.deleting(svc, "a health check of rule "+r.Name, job, err); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	if spec.check != nil && !keep && len(checks) == 0 {
+		job, err := s.gw.createHealthCheck(ctx, r.ID, *spec.check)
+		if err != nil {
+			return false, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create the health check of rule %s: %w", r.Name, err))
+		}
+		s.jobs.add(svc.UID, job, "creating the health check of rule "+r.Name)
+		changed = true
+	}
+	return changed || members, nil
+}

@@ -1,0 +1,119 @@
+package cloudstack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+)
+
+var busyStates = []string{"Allocating", "Releasing", "Add", "Revoke", "Deleting", "Staged"}
+
+// asLB is the state as the cycle sees it: busy while the address or a rule is
+// being changed by the server.
+func asLB(st lbState) csLB {
+	lb := csLB{ID: st.addr.ID, Status: "ready", State: lbcycle.Ready, Obj: st}
+	if oneOf(st.addr.State, busyStates) {
+		lb.State, lb.Status = lbcycle.Busy, "being "+strings.ToLower(strings.TrimSuffix(st.addr.State, "ing"))+"ed"
+	}
+	if st.addr.settling != "" {
+		lb.State, lb.Status = lbcycle.Busy, st.addr.settling
+	}
+	for _, r := range st.rules {
+		if oneOf(r.State, busyStates) {
+			lb.State, lb.Status = lbcycle.Busy, fmt.Sprintf("changing (rule %s is %s)", r.Name, r.State)
+		}
+	}
+	return lb
+}
+
+// read is the Service's load balancer now: its rules (listed by the name's
+// keyword, kept by exact name, never by the keyword alone), and its address:
+// the rules', else the one associated for it (by its tags), else the
+// address an interrupted association left (associating.go), else the
+// allocated address its loadBalancerIP names.
+func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error) {
+	name := lbName(svc)
+	listed, err := c.gw.rules(ctx, name)
+	if err != nil {
+		return lbState{}, false, err
+	}
+	var st lbState
+	for _, r := range listed {
+		if lbNameOf(r.Name) == name {
+			st.rules = append(st.rules, r)
+		}
+	}
+	if len(st.rules) > 0 {
+		r := st.rules[0]
+		st.addr = address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
+		return st, true, nil
+	}
+	own, err := c.gw.addressesTagged(ctx, c.ownTags(svc))
+	if err != nil {
+		return lbState{}, false, err
+	}
+	if len(own) > 0 {
+		st.addr, st.addrRead = own[0], true
+		return st, true, nil
+	}
+	ip := strings.TrimSpace(svc.Spec.LoadBalancerIP)
+	if a, found, err := c.takeUpLeftover(ctx, svc, ip); err != nil || found {
+		st.addr, st.addrRead = a, found
+		return st, found, err
+	}
+	if ip != "" {
+		a, found, err := c.gw.addressOf(ctx, ip)
+		if err != nil {
+			return lbState{}, false, err
+		}
+		if found && !strings.EqualFold(a.State, "Free") {
+			st.addr, st.addrRead = a, true
+			return st, true, nil
+		}
+	}
+	return st, false, nil
+}
+
+func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
+	rules, err := s.listedRules(ctx, lbName(svc))
+	if err != nil || len(rules) == 0 {
+		return csLB{}, false, err
+	}
+	r := rules[0]
+	return asLB(lbState{addr: address{ID: r.AddressID, IP: r.IP, State: "Allocated"}, rules: rules}), true, nil
+}
+
+func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
+	progress, results, err := s.jobs.check(ctx, s.gw, svc.UID)
+	if err != nil {
+		return csLB{}, false, err
+	}
+	if progress != "" {
+		return csLB{ID: lbName(svc), State: lbcycle.Busy, Status: "waiting: " + progress}, true, nil
+	}
+	// An address this process has just associated and tagged, as its job's
+	// result says: it has no rules yet (the Service had none when it was
+	// associated), nothing to read.
+	if id, job := s.freshAddress(svc); job != "" {
+		if a, ok := associated(results[job]); ok && a.ID == id && strings.EqualFold(a.State, "Allocated") {
+			a.Tags = s.ownTags(svc)
+			return asLB(lbState{addr: a, addrRead: true}), true, nil
+		}
+	}
+	st, found, err := s.read(ctx, svc)
+	if err != nil || !found {
+		return csLB{}, false, err
+	}
+	return asLB(st), true, nil
+}
+
+// freshAddress is the address this process associated for the Service and
+// the job that associated it, until the address's openings are made.
+func (c *Cloud) freshAddress(svc *v1.Service) (id, job string) {
+	id, job, _ = strings.Cut(c.fresh.get(svc.UID), " ")
+	return id, job
+}

@@ -1,0 +1,88 @@
+package cloudstack
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// convergeMembers assigns the machines a rule lacks and removes the ones it
+// should not have; true when it started a change.
+func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec, r rule) (bool, error) {
+	current, err := s.gw.ruleMachines(ctx, r.ID)
+	if err != nil {
+		return false, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
+	}
+	var add, remove []string
+	defer func() {
+		if len(add)+len(remove) > 0 {
+			s.ruleMachines.Stale(r.ID) // the drift check reads what this leaves
+		}
+	}()
+	for _, m := range spec.members {
+		if !slices.Contains(current, m) {
+			add = append(add, m)
+		}
+	}
+	for _, m := range current {
+		if !slices.Contains(spec.members, m) {
+			remove = append(remove, m)
+		}
+	}
+	if len(add) > 0 {
+		job, err := s.gw.assign(ctx, r.ID, add)
+		if err != nil {
+			return false, fmt.Errorf("cannot assign machines to rule %s: %w", r.Name, err)
+		}
+		s.jobs.add(svc.UID, job, "assigning machines to rule "+r.Name)
+	}
+	if len(remove) > 0 {
+		job, err := s.gw.unassign(ctx, r.ID, remove)
+		if err != nil && !isNotFound(err) {
+			return false, fmt.Errorf("cannot remove machines from rule %s: %w", r.Name, err)
+		}
+		s.jobs.add(svc.UID, job, "removing machines from rule "+r.Name)
+	}
+	return len(add)+len(remove) > 0, nil
+}
+
+// UpdateMembers puts the rules' machines right when only the Nodes changed.
+//
+// The machines a pass assigned and removed are not read again: once their
+// jobs went well the rules have them.
+func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, bool, error) {
+	if !hasRules(lb.Obj, spec) {
+		return "", false, nil
+	}
+	progress, _, err := s.jobs.check(ctx, s.gw, svc.UID)
+	if progress != "" {
+		return "waiting: " + progress, true, nil
+	}
+	want := spec.membersFingerprint()
+	changedTo := s.assigned.get(svc.UID)
+	s.assigned.set(svc.UID, "")
+	if err != nil {
+		// Read below, and done again.
+		klog.FromContext(ctx).V(2).Info("A change of the rules' machines failed; they are read and put right", "service", klog.KObj(svc), "err", err.Error())
+	} else if changedTo == want {
+		return "", true, nil
+	}
+	changed := 0
+	for _, r := range lb.Obj.rules {
+		c, err := s.convergeMembers(ctx, svc, spec, r)
+		if err != nil {
+			return "", true, err
+		}
+		if c {
+			changed++
+		}
+	}
+	if changed > 0 {
+		s.assigned.set(svc.UID, want)
+		return fmt.Sprintf("the machines of %d rule(s) are being changed", changed), true, nil
+	}
+	return "", true, nil
+}

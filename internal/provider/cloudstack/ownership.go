@@ -1,0 +1,45 @@
+package cloudstack
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+)
+
+// Ownership tags on the public addresses this CCM associates: the cluster's
+// UID and the Service's. An address without them is never released.
+const (
+	tagCluster = "overcast-cluster"
+	tagService = "overcast-service"
+	// tagServiceName is the Service's namespace/name, for a person (and
+	// `overcast sweep`) once the Service is gone; never used to find.
+	tagServiceName = "overcast-service-name"
+)
+
+func (c *Cloud) ownTags(svc *v1.Service) map[string]string {
+	return map[string]string{tagCluster: c.Cluster.Get(), tagService: string(svc.UID)}
+}
+
+// newTags are what this CCM tags an object with: ownTags and the Service's
+// name.
+func (c *Cloud) newTags(svc *v1.Service) map[string]string {
+	t := c.ownTags(svc)
+	t[tagServiceName] = svc.Namespace + "/" + svc.Name
+	return t
+}
+
+// owns says whether the address was associated by this CCM for the Service.
+func (c *Cloud) owns(a address, svc *v1.Service) bool {
+	return a.Tags[tagCluster] == c.Cluster.Get() && a.Tags[tagService] == string(svc.UID)
+}
+
+// markAssociated writes the peer's ip-associated-by-controller annotation:
+// the Service's loadBalancerIP was associated for it, and goes with it (with
+// either CCM).
+func (c *Cloud) markAssociated(ctx context.Context, svc *v1.Service) {
+	patch := map[string]any{string(annotation.CloudStackIPAssociatedByController): "true"}
+	lbcycle.PatchAnnotations(ctx, c.Kube(), svc, patch)
+}

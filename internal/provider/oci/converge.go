@@ -1,0 +1,226 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// Converge makes one change toward spec: the backend sets first (a listener
+// needs its set), then the listeners, then what is no longer asked.
+func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
+	have := lb.Obj
+	change := func(wr string, err error, what string) (string, error) {
+		if err != nil {
+			return "", err
+		}
+		s.wrs.start(svc, have.Kind, wr, what)
+		return fmt.Sprintf("%s %s: %s (work request %s)", noun(have.Kind), lb.ID, what, wr), nil
+	}
+	// write creates or updates one child of the load balancer: named in the
+	// path only to update, where its body names it not.
+	write := func(update bool, kind, name string, body, unnamedBody any, what string) (string, error) {
+		if !update {
+			wr, err := s.gw.createChild(ctx, have.Kind, lb.ID, kind, body)
+			return change(wr, err, "creating "+what)
+		}
+		wr, err := s.gw.updateChild(ctx, have.Kind, lb.ID, kind, name, unnamedBody)
+		return change(wr, err, "updating "+what)
+	}
+	remove := func(kind, name, what string) (string, error) {
+		wr, err := s.gw.deleteChild(ctx, have.Kind, lb.ID, kind, name)
+		return change(wr, err, "deleting "+what)
+	}
+	// Certificates first (a listener needs its own), under the names this
+	// load balancer gives the Secrets' certificates.
+	names := certNames(have, spec)
+	for _, secret := range slices.Sorted(maps.Keys(spec.certs)) {
+		name := names[secret]
+		if _, ok := have.Certificates[name]; !ok {
+			c := spec.certs[secret]
+			c.CertificateName = name
+			wr, err := s.gw.createCertificate(ctx, lb.ID, c)
+			return change(wr, err, "creating certificate "+name+" (of Secret "+spec.tls[secret].String()+")")
+		}
+	}
+	spec = withCertNames(spec, names)
+	if spec.ruleSets == nil {
+		spec = keepRuleSetNames(spec, have)
+	} else if name, update := childChange(spec.ruleSets, have.RuleSets, sameRuleSet); name != "" {
+		want := spec.ruleSets[name]
+		named := want
+		named.Name = name
+		return write(update, "ruleSets", name, named, want, "rule set "+name)
+	}
+	if name, update := childChange(spec.backendSets, have.BackendSets, sameBackendSet); name != "" {
+		want := spec.backendSets[name]
+		return write(update, "backendSets", name, want, unnamed(want), "backend set "+name)
+	}
+	if name, update := childChange(spec.listeners, have.Listeners, sameListener); name != "" {
+		want := spec.listeners[name]
+		if l := listenerOnPort(have, want.Port); !update && l != "" {
+			return remove("listeners", l, "listener "+l+" (its port is "+name+"'s)")
+		}
+		return write(update, "listeners", name, want, unnamedListener(want), "listener "+name)
+	}
+	if name := unasked(have.Listeners, spec.listeners); name != "" {
+		return remove("listeners", name, "listener "+name)
+	}
+	if name := unasked(have.BackendSets, spec.backendSets); name != "" {
+		return remove("backendSets", name, "backend set "+name)
+	}
+	if name := unasked(have.RuleSets, spec.ruleSets); spec.ruleSets != nil && name != "" {
+		return remove("ruleSets", name, "rule set "+name)
+	}
+	if name := staleCertificate(have, spec, names); name != "" {
+		return remove("certificates", name, "certificate "+name+" (its Secret was renewed)")
+	}
+	if msg, err := s.convergeNSGs(ctx, svc, spec, lb, change); msg != "" || err != nil {
+		return msg, err
+	}
+	if msg := shapeDrift(have, spec); msg != "" {
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
+	}
+	return s.removeOtherKind(ctx, svc, spec.kind)
+}
+
+// convergeNSGs puts the load balancer in the NSGs the Service asks for (its
+// own, and its frontend NSG in NSG mode, made first), one step; an NSG it
+// leaves that is the Service's frontend NSG is deleted once it is out.
+func (s steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB,
+	change func(wr string, err error, what string) (string, error)) (string, error) {
+	have := lb.Obj
+	front, made, err := s.ensureFrontendNSG(ctx, svc, spec)
+	if made != "" || err != nil {
+		return made, err
+	}
+	want := wantedNSGs(spec, front)
+	got := slices.Sorted(slices.Values(have.NetworkSecurityGroupIDs))
+	if !slices.Equal(want, got) {
+		s.nsgsLeft.put(svc.UID, slices.DeleteFunc(got, func(id string) bool { return slices.Contains(want, id) }))
+		wr, err := s.gw.setNSGs(ctx, have.Kind, lb.ID, want)
+		return change(wr, err, "setting its network security groups")
+	}
+	for _, id := range s.nsgsLeft.take(svc.UID) {
+		g, err := s.gw.nsg(ctx, id)
+		if errors.Is(err, outcome.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if g.FreeformTags["ServiceUid"] == string(svc.UID) {
+			if err := s.gw.deleteNSG(ctx, id); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+				s.nsgsLeft.put(svc.UID, []string{id})
+				return "", err
+			}
+			return fmt.Sprintf("network security group %s deleted (the Service's rules are no longer in NSGs)", id), nil
+		}
+	}
+	return "", nil
+}
+
+// removeOtherKind deletes the Service's load balancer of the kind it no
+// longer asks for (its type annotation changed), once the one it asks for
+// is built: one call, then the Service is looked at again until it is gone.
+func (s steps) removeOtherKind(ctx context.Context, svc *v1.Service, kind string) (string, error) {
+	other := kindLB
+	if kind == kindLB {
+		other = kindNLB
+	}
+	if asking := s.asking(svc); asking != "" {
+		return asking, nil
+	}
+	old, found, err := s.listed(ctx, svc, other)
+	if err != nil || !found || old.LifecycleState == "DELETING" || old.LifecycleState == "DELETED" {
+		return "", err
+	}
+	wr, err := s.gw.deleteLoadBalancer(ctx, other, old.ID)
+	if errors.Is(err, outcome.ErrNotFound) {
+		s.listings[other].Invalidate()
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s.listings[other].Invalidate()
+	return fmt.Sprintf("%s %s is no longer asked for (the Service asks for a%s): deleting it (work request %s)", noun(other), old.ID,
+		map[string]string{kindLB: " load balancer", kindNLB: " network load balancer"}[kind], wr), nil
+}
+
+// keepRuleSetNames is spec with the listeners' rule sets as have's: rule
+// sets are left as they are when the Service does not ask for any (as the
+// peer leaves them).
+func keepRuleSetNames(spec lbSpec, have LB) lbSpec {
+	ls := maps.Clone(spec.listeners)
+	for name, l := range ls {
+		l.RuleSetNames = have.Listeners[name].RuleSetNames
+		ls[name] = l
+	}
+	spec.listeners = ls
+	return spec
+}
+
+// childChange is the first child (by name) of a kind that want asks and have
+// lacks (to create) or has otherwise (update); "" when have has them all as
+// asked.
+func childChange[T any](want, have map[string]T, same func(got, want T) bool) (name string, update bool) {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		got, ok := have[name]
+		if !ok {
+			return name, false
+		}
+		if !same(got, want[name]) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// unasked is the first child (by name) have has and want does not ask.
+func unasked[T any](have, want map[string]T) string {
+	for _, name := range slices.Sorted(maps.Keys(have)) {
+		if _, ok := want[name]; !ok {
+			return name
+		}
+	}
+	return ""
+}
+
+// shapeDrift says what cannot be changed in place yet.
+func shapeDrift(have LB, spec lbSpec) string {
+	switch {
+	case spec.ip != "" && address(have, false) != spec.ip:
+		return fmt.Sprintf("load balancer %s has the address %s and the Service asks for %s: a load balancer's address cannot change once built; delete and recreate the Service",
+			have.ID, address(have, false), spec.ip)
+	case have.IsPrivate != spec.internal:
+		return fmt.Sprintf("load balancer %s is %s and the Service asks for it %s: this cannot change once built; delete and recreate the Service",
+			have.ID, privacy(have.IsPrivate), privacy(spec.internal))
+	case !slices.Equal(slices.Sorted(slices.Values(have.SubnetIDs)), slices.Sorted(slices.Values(spec.subnets))):
+		return fmt.Sprintf("load balancer %s is on subnets %s and the Service asks for %s: subnets cannot change once built",
+			have.ID, strings.Join(have.SubnetIDs, ", "), strings.Join(spec.subnets, ", "))
+	}
+	return ""
+}
+
+func listenerOnPort(lb LB, port int) string {
+	for name, l := range lb.Listeners {
+		if l.Port == port {
+			return name
+		}
+	}
+	return ""
+}
+
+// unnamed is bs as an update's body (UpdateBackendSetDetails has no name).
+func unnamed(bs BackendSet) BackendSet { bs.Name = ""; return bs }
+
+// unnamedListener is l as an update's body (UpdateListenerDetails has no name).
+func unnamedListener(l Listener) Listener { l.Name = ""; return l }

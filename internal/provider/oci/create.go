@@ -1,0 +1,119 @@
+package oci
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// newToken is an opc-retry-token: the transport's retries of one create are
+// the same creation.
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	var reserved []ReservedIP
+	if spec.ip != "" {
+		id, err := s.reservedIP(ctx, spec.ip)
+		if err != nil {
+			return "", err
+		}
+		reserved = []ReservedIP{{ID: id}}
+	}
+	front, made, err := s.ensureFrontendNSG(ctx, svc, spec)
+	if made != "" || err != nil {
+		return made, err
+	}
+	nsgs := wantedNSGs(spec, front)
+	create := func(ctx context.Context) (string, error) {
+		if spec.kind == kindNLB {
+			return s.gw.createNetworkLoadBalancer(ctx, CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+				SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
+				FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs}, newToken())
+		}
+		return s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
+			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved,
+			Certificates: spec.certs, RuleSets: spec.ruleSets, NSGs: nsgs}, newToken())
+	}
+	// Busy (CREATING) until the shared listing shows it otherwise.
+	select {
+	case s.asks <- struct{}{}:
+		// A place among the creations asked for at once: asked now.
+		wr, err := create(ctx)
+		<-s.asks
+		if err != nil {
+			return "", err
+		}
+		s.wrs.start(svc, spec.kind, wr, whatCreate)
+		return fmt.Sprintf("%s %s is being created (work request %s)", noun(spec.kind), spec.name, wr), nil
+	default:
+	}
+	// Every place taken (a burst of Services): the creation is asked for
+	// without a worker waiting for its turn of the client-side write limit
+	// (the burst would hold every worker there, and none would see the first
+	// load balancers ready). The Service is busy until it is answered, and
+	// its next look tells how that went.
+	s.wrs.start(svc, spec.kind, "", whatCreate)
+	logger := klog.FromContext(ctx)
+	go func() {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createAskTimeout)
+		defer cancel()
+		var wr string
+		var err error
+		select {
+		case s.asks <- struct{}{}:
+			wr, err = create(actx)
+			<-s.asks
+		case <-actx.Done():
+			err = actx.Err()
+		}
+		if err != nil {
+			logger.V(2).Info("A load balancer's creation was refused", "service", klog.KObj(svc), "err", err.Error())
+		}
+		s.wrs.asked(svc, wr, err)
+	}()
+	return fmt.Sprintf("%s %s is being asked for", noun(spec.kind), spec.name), nil
+}
+
+// asking says, while a creation for the Service is being asked for, that
+// it is (it may yet be made: what is deleted or replaced waits for it).
+func (s steps) asking(svc *v1.Service) string {
+	if p, ok := s.wrs.get(svc); ok && p.id == "" && p.err == nil {
+		return fmt.Sprintf("the creation of %s %s is being asked for", noun(p.kind), nameOf(svc, p.kind))
+	}
+	return ""
+}
+
+// createAskTimeout bounds the asking for one creation, the wait for the
+// client-side write limit included.
+const createAskTimeout = 5 * time.Minute
+
+// reservedIP is the OCID of the reserved public IP of address ip, when it
+// is free for a new load balancer; otherwise a Problem saying why.
+func (s steps) reservedIP(ctx context.Context, ip string) (string, error) {
+	p, err := s.gw.publicIPByAddress(ctx, ip)
+	switch {
+	case errors.Is(err, outcome.ErrNotFound):
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService,
+			"spec.loadBalancerIP %s is not a reserved public IP this CCM may use: reserve it (oci network public-ip create --lifetime RESERVED) in a compartment the CCM's policies cover", ip)
+	case err != nil:
+		return "", err
+	case p.Lifetime != "RESERVED":
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "spec.loadBalancerIP %s is an ephemeral public IP; a load balancer takes a reserved one", ip)
+	case p.LifecycleState != "AVAILABLE":
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "spec.loadBalancerIP %s is %s (to %s): it is not free", ip, p.LifecycleState, p.AssignedEntityID)
+	}
+	return p.ID, nil
+}

@@ -1,0 +1,103 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// asLB is the load balancer as the cycle sees it: busy while OCI creates or
+// deletes it, or runs a work request this process started.
+func (c *Cloud) asLB(svc *v1.Service, lb LB) ociLB {
+	out := ociLB{ID: lb.ID, Status: lb.LifecycleState, State: lbcycle.Ready, Obj: lb}
+	switch lb.LifecycleState {
+	case "ACTIVE":
+		if p, ok := c.wrs.get(svc); ok {
+			out.State, out.Status = lbcycle.Busy, p.what
+		}
+	case "FAILED":
+		out.State = lbcycle.Failed
+	default:
+		out.State = lbcycle.Busy
+	}
+	return out
+}
+
+// find is Find of the Service's load balancer of a kind.
+func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, bool, error) {
+	p, waited := s.wrs.get(svc)
+	if waited && p.kind == kind {
+		switch {
+		case p.id == "" && p.err != nil:
+			s.wrs.done(svc, 0)
+			return ociLB{}, false, p.err
+		case p.id == "":
+			return ociLB{ID: nameOf(svc, kind), Status: "being asked for (the client-side write limit)", State: lbcycle.Busy}, true, nil
+		}
+		if p.what == whatCreate {
+			lb, found, err := s.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), createPoll)
+			switch {
+			case err != nil:
+				return ociLB{}, false, err
+			case found && lb.LifecycleState == "CREATING":
+				return ociLB{ID: lb.ID, Status: whatCreate, State: lbcycle.Busy}, true, nil
+			case found:
+				s.wrs.done(svc, time.Since(p.started))
+				return s.asLB(svc, lb), true, nil
+			}
+			// Not listed: the work request says whether it is still to come.
+		}
+		wr, err := s.gw.workRequest(ctx, kind, p.id)
+		switch {
+		case errors.Is(err, outcome.ErrNotFound):
+			s.wrs.done(svc, 0)
+		case err != nil:
+			return ociLB{}, false, err
+		case wr.LifecycleState == "ACCEPTED" || wr.LifecycleState == "IN_PROGRESS":
+			return ociLB{ID: wr.LoadBalancerID, Status: p.what, State: lbcycle.Busy}, true, nil
+		default:
+			s.wrs.done(svc, took(wr))
+			if wr.LifecycleState == "FAILED" {
+				klog.FromContext(ctx).Info("A load balancer's work request failed; the next step tries again", "service", klog.KObj(svc),
+					"loadBalancer", wr.LoadBalancerID, "workRequest", wr.ID, "type", wr.Type, "message", wr.Message)
+			}
+		}
+	}
+	key := "name/" + nameOf(svc, kind)
+	if !waited {
+		// Nothing this process started for the Service is in between: a
+		// listing of at most createPoll ago, shared by every Service
+		// looked at meanwhile (a burst of new Services costs one call, not
+		// one each), knows its load balancer as well as a read by name.
+		lb, found, err := s.listings[kind].GetFresh(ctx, key, createPoll)
+		switch {
+		case err != nil:
+			return ociLB{}, false, err
+		case found:
+			return s.asLB(svc, lb), true, nil
+		case !s.listings[kind].Shared(key):
+			return ociLB{}, false, nil
+		}
+		// Two of that name: the read by name below says so.
+	}
+	list, err := s.gw.loadBalancers(ctx, kind, with(inCompartment(s.cfg.CompartmentID), "displayName", nameOf(svc, kind)))
+	if err != nil {
+		return ociLB{}, false, err
+	}
+	list = slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" })
+	switch len(list) {
+	case 0:
+		return ociLB{}, false, nil
+	case 1:
+		s.listings[kind].Put(list[0])
+		return s.asLB(svc, list[0]), true, nil
+	}
+	return ociLB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), nameOf(svc, kind))
+}

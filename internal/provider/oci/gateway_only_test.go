@@ -1,0 +1,15 @@
+package oci
+
+import (
+	"testing"
+
+	"github.com/overcast-ccm/overcast/internal/provider/providertest"
+)
+
+// Only the gateway calls OCI: no other file makes an HTTP request or reads
+// a status code (sign.go and principal.go are its authentication
+// transport), nor imports OCI's SDK.
+func TestOnlyTheGatewayCallsOCI(t *testing.T) {
+	providertest.GatewayOnly(t, ".", []string{"gateway.go", "sign.go", "principal.go"},
+		[]string{"github.com/oracle/oci-go-sdk", "net/http"})
+}

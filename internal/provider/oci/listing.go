@@ -1,0 +1,37 @@
+package oci
+
+import (
+	"context"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
+)
+
+// newListing is the shared listing of the compartment's load balancers of
+// a kind.
+func newListing(c *Cloud, kind string) *snapshot.Snapshot[LB] {
+	return snapshot.New(ProviderName+"-"+kind, listingMaxAge, listingMinMiss, func(ctx context.Context) ([]LB, error) {
+		all, err := c.gw.loadBalancers(ctx, kind, inCompartment(c.cfg.CompartmentID))
+		return slices.DeleteFunc(all, func(lb LB) bool { return lb.LifecycleState == "DELETED" }), err
+	}, func(lb LB) []string { return []string{"id/" + lb.ID, "name/" + lb.DisplayName} })
+}
+
+// listed is the Service's load balancer of a kind in the shared listing.
+func (c *Cloud) listed(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
+	return c.listings[kind].Get(ctx, "name/"+nameOf(svc, kind))
+}
+
+// GetLoadBalancer is the Service's load balancer's status, from the shared
+// listing.
+func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	kind := kindOf(svc)
+	lb, found, err := c.listed(ctx, svc, kind)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	externalOnly, _ := annotation.OCINLBExternalIPOnly.Bool(svc)
+	return status(ingress(lb, lb.IsPrivate, externalOnly), false), true, nil
+}

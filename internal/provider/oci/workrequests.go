@@ -1,0 +1,90 @@
+package oci
+
+import (
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// workRequests are the work requests this process started, by Service, and
+// how long OCI takes to finish them.
+type workRequests struct {
+	mu      sync.Mutex
+	pending map[types.UID]pendingWR
+	took    time.Duration // a moving average of how long one took
+}
+
+// whatCreate is the work of a load balancer's creation.
+const whatCreate = "being created"
+
+type pendingWR struct {
+	kind    string // of the load balancer
+	id      string // "" while the creation is being asked for (Create)
+	what    string
+	started time.Time
+	err     error // the creation's refusal, for the next look to tell
+}
+
+func newWorkRequests() *workRequests { return &workRequests{pending: map[types.UID]pendingWR{}} }
+
+func (w *workRequests) start(svc *v1.Service, kind, id, what string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending[svc.UID] = pendingWR{kind: kind, id: id, what: what, started: time.Now()}
+}
+
+// asked records how the asking for a creation went: its work request, or
+// the error, which the Service's next look reports.
+func (w *workRequests) asked(svc *v1.Service, id string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pending[svc.UID]
+	if !ok || p.id != "" {
+		return
+	}
+	p.id, p.err, p.started = id, err, time.Now()
+	w.pending[svc.UID] = p
+}
+
+func (w *workRequests) get(svc *v1.Service) (pendingWR, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pending[svc.UID]
+	return p, ok
+}
+
+// done forgets the Service's work request, which took took (0: unknown).
+func (w *workRequests) done(svc *v1.Service, took time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.pending, svc.UID)
+	if took > 0 {
+		if w.took == 0 {
+			w.took = took
+		} else {
+			w.took = (3*w.took + took) / 4
+		}
+	}
+}
+
+// retryAfter is how long the Service's work request should still take.
+func (w *workRequests) retryAfter(svc *v1.Service) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pending[svc.UID]
+	if !ok || w.took == 0 {
+		return 0
+	}
+	left := time.Until(p.started.Add(w.took))
+	return min(max(left, 250*time.Millisecond), 10*time.Second)
+}
+
+// took is how long a finished work request took (0: unknown).
+func took(wr WorkRequest) time.Duration {
+	if wr.TimeFinished == nil {
+		return 0
+	}
+	return wr.TimeFinished.Sub(wr.TimeAccepted)
+}

@@ -1,0 +1,56 @@
+package providertest
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// GatewayOnly fails t for every import of a forbidden package (the cloud's
+// SDK, net/http: a path or a prefix of paths) by a non-test Go file of dir
+// other than the gateway's files, naming its file:line. A cloud's gateway
+// is the one place its API is called (docs/adding-a-cloud.md): a call made
+// elsewhere escapes its error translation, its limits and its metrics.
+func GatewayOnly(t testing.TB, dir string, gateway, forbidden []string) {
+	t.Helper()
+	found, err := ImportsOutside(dir, gateway, forbidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		t.Errorf("%s: only the gateway (%s) may import it", f, strings.Join(gateway, ", "))
+	}
+}
+
+// ImportsOutside lists, as "file:line imports path", each import of a
+// forbidden package by a non-test Go file of dir not named in gateway.
+func ImportsOutside(dir string, gateway, forbidden []string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	fset := token.NewFileSet()
+	for _, name := range files {
+		base := filepath.Base(name)
+		if strings.HasSuffix(base, "_test.go") || slices.Contains(gateway, base) {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			return nil, err
+		}
+		for _, im := range f.Imports {
+			path, _ := strconv.Unquote(im.Path.Value)
+			if slices.ContainsFunc(forbidden, func(p string) bool { return path == p || strings.HasPrefix(path, p+"/") }) {
+				pos := fset.Position(im.Pos())
+				found = append(found, filepath.Join(dir, base)+":"+strconv.Itoa(pos.Line)+" imports "+path)
+			}
+		}
+	}
+	return found, nil
+}
