@@ -296,53 +296,76 @@ func normalize(s ListenerSpec) (spec, error) {
 		return spec{}, invalid("address needs an IP and a non-zero port")
 	}
 	out := spec{id: listenerID{s.Protocol, unmap(s.Address)}}
+	var err error
+	if out.backends, err = normalBackends(s.Backends, invalid); err != nil {
+		return spec{}, err
+	}
+	if out.cfg, err = normalRuntime(s, invalid); err != nil {
+		return spec{}, err
+	}
+	if out.probe, err = normalProbe(s.Protocol, s.HealthCheck, invalid); err != nil {
+		return spec{}, err
+	}
+	return out, nil
+}
 
-	seen := make(map[Backend]struct{}, len(s.Backends))
-	out.backends = make([]Backend, 0, len(s.Backends))
-	for _, b := range s.Backends {
+// normalBackends are the backends with IPv4-mapped addresses unmapped and
+// repeats dropped.
+func normalBackends(in []Backend, invalid func(string, ...any) error) ([]Backend, error) {
+	seen := make(map[Backend]struct{}, len(in))
+	out := make([]Backend, 0, len(in))
+	for _, b := range in {
 		if !b.Addr.IsValid() || b.Addr.Port() == 0 || b.Addr.Addr().IsUnspecified() {
-			return spec{}, invalid("backend %q has invalid address %s", b.Name, b.Addr)
+			return nil, invalid("backend %q has invalid address %s", b.Name, b.Addr)
 		}
 		b.Addr = unmap(b.Addr)
 		if _, dup := seen[b]; dup {
 			continue
 		}
 		seen[b] = struct{}{}
-		out.backends = append(out.backends, b)
+		out = append(out, b)
 	}
+	return out, nil
+}
 
+// normalRuntime is the listener's source ranges (masked, IPv4-mapped ones
+// unmapped), PROXY protocol and UDP idle timeout.
+func normalRuntime(s ListenerSpec, invalid func(string, ...any) error) (runtimeConfig, error) {
+	var cfg runtimeConfig
 	for _, p := range s.SourceRanges {
 		if !p.IsValid() {
-			return spec{}, invalid("invalid source range %s", p)
+			return cfg, invalid("invalid source range %s", p)
 		}
 		if p.Addr().Is4In6() && p.Bits() >= 96 {
 			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
-		out.cfg.sourceRanges = append(out.cfg.sourceRanges, p.Masked())
+		cfg.sourceRanges = append(cfg.sourceRanges, p.Masked())
 	}
-
 	switch {
 	case s.ProxyProtocol < 0 || s.ProxyProtocol > 2:
-		return spec{}, invalid("PROXY protocol version %d: want 1 or 2 (0 for none)", s.ProxyProtocol)
+		return cfg, invalid("PROXY protocol version %d: want 1 or 2 (0 for none)", s.ProxyProtocol)
 	case s.ProxyProtocol != 0 && s.Protocol != TCP:
-		return spec{}, invalid("the PROXY protocol is for TCP listeners")
+		return cfg, invalid("the PROXY protocol is for TCP listeners")
 	}
-	out.cfg.proxyProtocol = s.ProxyProtocol
-
-	out.cfg.udpIdle = s.UDPIdleTimeout
+	cfg.proxyProtocol = s.ProxyProtocol
+	cfg.udpIdle = s.UDPIdleTimeout
 	switch {
 	case s.UDPIdleTimeout < 0:
-		return spec{}, invalid("negative UDP idle timeout")
+		return cfg, invalid("negative UDP idle timeout")
 	case s.UDPIdleTimeout == 0:
-		out.cfg.udpIdle = DefaultUDPIdleTimeout
+		cfg.udpIdle = DefaultUDPIdleTimeout
 	}
+	return cfg, nil
+}
 
-	hc := s.HealthCheck
+// normalProbe is how the backends are probed: HTTP when the health check
+// names a port, else TCP for a TCP listener, else not at all.
+func normalProbe(protocol Protocol, hc HealthCheck, invalid func(string, ...any) error) (probeConfig, error) {
 	if hc.HTTPPort < 0 || hc.HTTPPort > 65535 {
-		return spec{}, invalid("health-check port %d out of range", hc.HTTPPort)
+		return probeConfig{}, invalid("health-check port %d out of range", hc.HTTPPort)
 	}
 	if hc.Interval < 0 || hc.Timeout < 0 || hc.HealthyThreshold < 0 || hc.UnhealthyThreshold < 0 {
-		return spec{}, invalid("negative health-check interval, timeout or threshold")
+		return probeConfig{}, invalid("negative health-check interval, timeout or threshold")
 	}
 	pc := probeConfig{
 		interval:           or(hc.Interval, DefaultHealthCheckInterval),
@@ -356,16 +379,15 @@ func normalize(s ListenerSpec) (spec, error) {
 		pc.port = uint16(hc.HTTPPort)
 		pc.path = or(hc.HTTPPath, DefaultHealthCheckPath)
 		if !strings.HasPrefix(pc.path, "/") || strings.ContainsAny(pc.path, " \r\n#") {
-			return spec{}, invalid("health-check path %q must begin with / and contain no spaces or fragment", pc.path)
+			return probeConfig{}, invalid("health-check path %q must begin with / and contain no spaces or fragment", pc.path)
 		}
-	case s.Protocol == TCP:
+	case protocol == TCP:
 		pc.mode = probeTCP
 	default:
 		// UDP without an HTTP port: nothing to probe, and nothing else matters.
 		pc = probeConfig{mode: probeNone}
 	}
-	out.probe = pc
-	return out, nil
+	return pc, nil
 }
 
 func unmap(ap netip.AddrPort) netip.AddrPort {
