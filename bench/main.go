@@ -243,48 +243,54 @@ func newBed(o options, nodes int) (*bed, error) {
 	}
 	env.HeartbeatInterval = o.heartbeat
 	b := &bed{o: o, env: env}
+	if err := b.setUp(nodes); err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// setUp starts the cloud's emulator, writes the CCM's config and registers
+// the Nodes.
+func (b *bed) setUp(nodes int) error {
+	k, err := kit.Emulated(b.o.cloud)
+	if err != nil {
+		return err
+	}
+	if b.o.providerIDs && k.ProviderID == nil {
+		return fmt.Errorf("-provider-ids: the %s cloud's kubelets are not started with a providerID", b.o.cloud)
+	}
 	// Room for thousands of servers, VIPs and floating IPs (198.18.0.0/15 is the
 	// benchmarking range; the addresses are data, never contacted).
-	k, err := kit.Emulated(o.cloud)
-	if err != nil {
-		b.close()
-		return nil, err
-	}
-	if b.emu, err = k.Emulate(kit.EmulatorOptions{Latency: o.latency, Provisioning: o.provisioning,
+	if b.emu, err = k.Emulate(kit.EmulatorOptions{Latency: b.o.latency, Provisioning: b.o.provisioning,
 		MachineCIDR: "10.0.0.0/16", PublicCIDR: "198.18.0.0/16"}); err != nil {
-		b.close()
-		return nil, err
+		return err
 	}
+	if err := b.writeConfig(); err != nil {
+		return err
+	}
+	return b.registerNodes(k, nodes)
+}
+
+// writeConfig writes the CCM's cloud config: the emulator's, with the
+// administrator's keys, a password and a stored certificate for TLS, extra
+// [Global] keys or an appended file, as the options say.
+func (b *bed) writeConfig() error {
+	o := b.o
 	b.conf = filepath.Join(o.dir, "cloud.conf")
 	conf := b.emu.CloudConfig()
 	if o.adminKeys {
 		a, ok := b.emu.(interface{ AdminCloudConfig() string })
 		if !ok {
-			b.close()
-			return nil, fmt.Errorf("-admin-keys: the %s emulator has no administrator keys to give", o.cloud)
+			return fmt.Errorf("-admin-keys: the %s emulator has no administrator keys to give", o.cloud)
 		}
 		conf = a.AdminCloudConfig()
 	}
 	if o.tls {
-		t, ok := b.emu.(interface {
-			PasswordCloudConfig() string
-			StoreCertificate(name string, cert, key []byte) string
-		})
-		if !ok {
-			b.close()
-			return nil, fmt.Errorf("-tls: the %s emulator has no certificate store", o.cloud)
+		var err error
+		if conf, err = b.tlsConfig(); err != nil {
+			return err
 		}
-		cert, key, err := selfsigned.Pair("bench.example")
-		if err != nil {
-			b.close()
-			return nil, err
-		}
-		conf = t.PasswordCloudConfig()
-		b.o.annotations = maps.Clone(b.o.annotations)
-		if b.o.annotations == nil {
-			b.o.annotations = map[string]string{}
-		}
-		b.o.annotations["loadbalancer.openstack.org/default-tls-container-ref"] = t.StoreCertificate("bench", cert, key)
 	}
 	if len(o.global) > 0 {
 		conf = strings.Replace(conf, "[Global]\n", "[Global]\n"+strings.Join(o.global, "\n")+"\n", 1)
@@ -292,38 +298,55 @@ func newBed(o options, nodes int) (*bed, error) {
 	if o.confAppend != "" {
 		extra, err := os.ReadFile(o.confAppend)
 		if err != nil {
-			b.close()
-			return nil, err
+			return err
 		}
 		conf = strings.TrimRight(conf, "\n") + "\n" + string(extra)
 	}
-	if err := os.WriteFile(b.conf, []byte(conf), 0o600); err != nil {
-		b.close()
-		return nil, err
+	return os.WriteFile(b.conf, []byte(conf), 0o600)
+}
+
+// tlsConfig stores a certificate in the emulator, makes every Service
+// terminate TLS with it, and returns the password config Octavia needs.
+func (b *bed) tlsConfig() (string, error) {
+	t, ok := b.emu.(interface {
+		PasswordCloudConfig() string
+		StoreCertificate(name string, cert, key []byte) string
+	})
+	if !ok {
+		return "", fmt.Errorf("-tls: the %s emulator has no certificate store", b.o.cloud)
 	}
-	// Register every Node (tainted, Ready) before the CCM starts: "N Nodes
-	// registered at once".
+	cert, key, err := selfsigned.Pair("bench.example")
+	if err != nil {
+		return "", err
+	}
+	b.o.annotations = maps.Clone(b.o.annotations)
+	if b.o.annotations == nil {
+		b.o.annotations = map[string]string{}
+	}
+	b.o.annotations["loadbalancer.openstack.org/default-tls-container-ref"] = t.StoreCertificate("bench", cert, key)
+	return t.PasswordCloudConfig(), nil
+}
+
+// registerNodes registers every Node (tainted, Ready) before the CCM
+// starts, 32 at a time: "N Nodes registered at once".
+func (b *bed) registerNodes(k kit.Kit, nodes int) error {
 	type reg struct {
 		k   *devenv.Kubelet
 		err error
 	}
 	results := make(chan reg, nodes)
 	sem := make(chan struct{}, 32)
-	if o.providerIDs && k.ProviderID == nil {
-		b.close()
-		return nil, fmt.Errorf("-provider-ids: the %s cloud's kubelets are not started with a providerID", o.cloud)
-	}
 	for i := range nodes {
 		name := fmt.Sprintf("bench-node-%05d", i)
 		id, ip := b.emu.AddMachine(name)
 		var providerID []string
-		if o.providerIDs {
+		if b.o.providerIDs {
 			providerID = []string{k.ProviderID(id)}
 		}
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			k, err := env.RegisterKubelet(context.Background(), name, ip, providerID...)
+			k, err := b.env.RegisterKubelet(context.Background(), name, ip, providerID...)
 			results <- reg{k, err}
 		}()
 	}
@@ -336,11 +359,7 @@ func newBed(o options, nodes int) (*bed, error) {
 		}
 		b.kubelets = append(b.kubelets, r.k)
 	}
-	if err := errors.Join(errs...); err != nil {
-		b.close()
-		return nil, err
-	}
-	return b, nil
+	return errors.Join(errs...)
 }
 
 func (b *bed) startCCM(extra ...string) error {
@@ -730,107 +749,140 @@ func (b *bed) quiet(start time.Time, d, timeout time.Duration) (time.Duration, e
 }
 
 // serviceScenarios: 4 (no-op resync of M Services) and 5 (one Node added).
+// serviceFigures are the figures of the Service scenarios at N Nodes and M
+// Services.
+type serviceFigures struct {
+	m                         int
+	resyncT, resyncR, resyncW *figure
+	addT, addW, rss           *figure
+}
+
+func newServiceFigures(n, m int) *serviceFigures {
+	return &serviceFigures{m: m,
+		resyncT: &figure{scenario: "4", name: fmt.Sprintf("no-op resync (CCM restart), M = %d: time", m), unit: "s", target: "≤ 60 s for 1,000"},
+		resyncR: &figure{scenario: "4", name: fmt.Sprintf("no-op resync, M = %d: reads per Service", m), unit: "calls", target: "≤ 2"},
+		resyncW: &figure{scenario: "4", name: fmt.Sprintf("no-op resync, M = %d: writes", m), unit: "calls", target: "0"},
+		addT:    &figure{scenario: "5", name: fmt.Sprintf("one Node added, M = %d: time until every pool has it", m), unit: "s", target: "≤ 60 s"},
+		addW:    &figure{scenario: "5", name: fmt.Sprintf("one Node added, M = %d: writes per pool", m), unit: "calls", target: "1 (a batch member update)"},
+		rss:     &figure{scenario: "7", name: fmt.Sprintf("overcast-ccm peak RSS, N = %d, M = %d (creating the load balancers, or resyncing them)", n, m), unit: "MiB", target: "≤ 150 MiB at N = 2,000, M = 1,000"},
+	}
+}
+
 func serviceScenarios(o options, n, m int, want map[string]bool) ([]*figure, error) {
-	resyncT := &figure{scenario: "4", name: fmt.Sprintf("no-op resync (CCM restart), M = %d: time", m), unit: "s", target: "≤ 60 s for 1,000"}
-	resyncR := &figure{scenario: "4", name: fmt.Sprintf("no-op resync, M = %d: reads per Service", m), unit: "calls", target: "≤ 2"}
-	resyncW := &figure{scenario: "4", name: fmt.Sprintf("no-op resync, M = %d: writes", m), unit: "calls", target: "0"}
-	addT := &figure{scenario: "5", name: fmt.Sprintf("one Node added, M = %d: time until every pool has it", m), unit: "s", target: "≤ 60 s"}
-	addW := &figure{scenario: "5", name: fmt.Sprintf("one Node added, M = %d: writes per pool", m), unit: "calls", target: "1 (a batch member update)"}
-	rss := &figure{scenario: "7", name: fmt.Sprintf("overcast-ccm peak RSS, N = %d, M = %d (creating the load balancers, or resyncing them)", n, m), unit: "MiB", target: "≤ 150 MiB at N = 2,000, M = 1,000"}
+	f := newServiceFigures(n, m)
 	for r := range o.runs {
 		fmt.Printf("== M=%d run %d/%d\n", m, r+1, o.runs)
-		err := withBed(o, n, func(b *bed) error {
-			took, err := b.createServices("bench", m, 30*time.Minute)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("   created %d Services in %.1fs\n", m, took.Seconds())
-			peak := 0.0
-			measure := func() {
-				if v, err := b.peakRSS(); err == nil {
-					peak = max(peak, v)
-				}
-			}
-			defer func() {
-				if want["rss"] {
-					rss.values = append(rss.values, peak)
-					fmt.Printf("   peak RSS %.1f MiB\n", peak)
-				}
-			}()
-			if want["resync"] {
-				if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
-					return err
-				}
-				measure()
-				b.stopCCM()
-				b.emu.ResetCalls()
-				start := time.Now()
-				// The service controller logs each Service it has synced at V(4)
-				// (its file is controller.go): done when every Service has been
-				// synced again and the cloud calls stopped.
-				if err := b.startCCM("--vmodule=controller=4"); err != nil {
-					return err
-				}
-				synced, err := b.waitSynced("bench", m, 20*time.Minute)
-				if err != nil {
-					return err
-				}
-				lastCall, err := b.quiet(start, 10*time.Second, 20*time.Minute)
-				if err != nil {
-					return err
-				}
-				took := max(synced.Sub(start), lastCall)
-				reads, writes, byOp := calls(b.emu)
-				resyncT.values = append(resyncT.values, took.Seconds())
-				resyncR.values = append(resyncR.values, float64(reads)/float64(m))
-				resyncW.values = append(resyncW.values, float64(writes))
-				resyncR.detail = topOps(byOp, 1)
-				fmt.Printf("   resync %.1fs, %d reads, %d writes\n", took.Seconds(), reads, writes)
-			}
-			if want["addnode"] {
-				if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
-					return err
-				}
-				b.emu.ResetCalls()
-				name := "bench-node-added"
-				_, ip := b.emu.AddMachine(name)
-				start := time.Now()
-				k, err := b.env.RegisterKubelet(context.Background(), name, ip)
-				if err != nil {
-					return err
-				}
-				b.kubelets = append(b.kubelets, k)
-				took, err := b.quiet(start, 10*time.Second, 20*time.Minute)
-				if err != nil {
-					return err
-				}
-				_, writes, byOp := calls(b.emu)
-				addT.values = append(addT.values, took.Seconds())
-				addW.values = append(addW.values, float64(writes)/float64(m))
-				addW.detail = topOps(byOp, 1)
-				fmt.Printf("   add node %.1fs, %d writes\n", took.Seconds(), writes)
-			}
-			if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
-				return err
-			}
-			measure()
-			return nil
-		})
-		if err != nil {
+		if err := withBed(o, n, func(b *bed) error { return f.run(b, want) }); err != nil {
 			return nil, err
 		}
 	}
 	var out []*figure
 	if want["resync"] {
-		out = append(out, resyncT, resyncR, resyncW)
+		out = append(out, f.resyncT, f.resyncR, f.resyncW)
 	}
 	if want["addnode"] {
-		out = append(out, addT, addW)
+		out = append(out, f.addT, f.addW)
 	}
 	if want["rss"] {
-		out = append(out, rss)
+		out = append(out, f.rss)
 	}
 	return out, nil
+}
+
+// run is one run: M Services created, then the wanted scenarios, the peak
+// RSS taken after each.
+func (f *serviceFigures) run(b *bed, want map[string]bool) error {
+	took, err := b.createServices("bench", f.m, 30*time.Minute)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("   created %d Services in %.1fs\n", f.m, took.Seconds())
+	peak := 0.0
+	measure := func() {
+		if v, err := b.peakRSS(); err == nil {
+			peak = max(peak, v)
+		}
+	}
+	defer func() {
+		if want["rss"] {
+			f.rss.values = append(f.rss.values, peak)
+			fmt.Printf("   peak RSS %.1f MiB\n", peak)
+		}
+	}()
+	if want["resync"] {
+		if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
+			return err
+		}
+		measure()
+		if err := f.resync(b); err != nil {
+			return err
+		}
+	}
+	if want["addnode"] {
+		if err := f.addNode(b); err != nil {
+			return err
+		}
+	}
+	if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
+		return err
+	}
+	measure()
+	return nil
+}
+
+// resync restarts the CCM and measures its no-op resync of every Service.
+func (f *serviceFigures) resync(b *bed) error {
+	b.stopCCM()
+	b.emu.ResetCalls()
+	start := time.Now()
+	// The service controller logs each Service it has synced at V(4)
+	// (its file is controller.go): done when every Service has been
+	// synced again and the cloud calls stopped.
+	if err := b.startCCM("--vmodule=controller=4"); err != nil {
+		return err
+	}
+	synced, err := b.waitSynced("bench", f.m, 20*time.Minute)
+	if err != nil {
+		return err
+	}
+	lastCall, err := b.quiet(start, 10*time.Second, 20*time.Minute)
+	if err != nil {
+		return err
+	}
+	took := max(synced.Sub(start), lastCall)
+	reads, writes, byOp := calls(b.emu)
+	f.resyncT.values = append(f.resyncT.values, took.Seconds())
+	f.resyncR.values = append(f.resyncR.values, float64(reads)/float64(f.m))
+	f.resyncW.values = append(f.resyncW.values, float64(writes))
+	f.resyncR.detail = topOps(byOp, 1)
+	fmt.Printf("   resync %.1fs, %d reads, %d writes\n", took.Seconds(), reads, writes)
+	return nil
+}
+
+// addNode registers one more Node and measures until every pool has it.
+func (f *serviceFigures) addNode(b *bed) error {
+	if _, err := b.quiet(time.Now(), 5*time.Second, 10*time.Minute); err != nil {
+		return err
+	}
+	b.emu.ResetCalls()
+	name := "bench-node-added"
+	_, ip := b.emu.AddMachine(name)
+	start := time.Now()
+	k, err := b.env.RegisterKubelet(context.Background(), name, ip)
+	if err != nil {
+		return err
+	}
+	b.kubelets = append(b.kubelets, k)
+	took, err := b.quiet(start, 10*time.Second, 20*time.Minute)
+	if err != nil {
+		return err
+	}
+	_, writes, byOp := calls(b.emu)
+	f.addT.values = append(f.addT.values, took.Seconds())
+	f.addW.values = append(f.addW.values, float64(writes)/float64(f.m))
+	f.addW.detail = topOps(byOp, 1)
+	fmt.Printf("   add node %.1fs, %d writes\n", took.Seconds(), writes)
+	return nil
 }
 
 // createScenario: 6 (100 Services at once vs one).
