@@ -32,12 +32,13 @@ import (
 // Overcast's own client rather than cloudstack-go: the generated SDK costs
 // every user of the binary, whatever cloud it runs, ~15 MB of resident
 // memory (its pages: 81.1 MiB peak at 500 Nodes on OpenStack with it linked,
-// 66.2 without) for the 27 commands used here. Requests carry the parameters
+// 66.2 without) for the 26 commands used here. Requests carry the parameters
 // exactly as cloudstack-go v2.19 sends them (its <Command>Params.toURLValues:
 // the same names, lists comma-joined, tags as tags[i].key and tags[i].value
-// in the order of their keys, booleans as "true" or "false") and are signed
-// as it signs them (sign.go). cloudstack-go stays a test dependency: the
-// tests drive the emulator with it, as the peer does.
+// in the order of their keys, booleans as "true" or "false"), by the same
+// method, and are signed as the server verifies them (sign.go): wire_test.go
+// holds every call to what the SDK sends. cloudstack-go stays a test
+// dependency: the tests drive the emulator with it, as the peer does.
 
 // gatewayAPI is every call the rest of the provider makes: the gateway's
 // surface (named so: the tests import k8s.io/cloud-provider/api).
