@@ -43,6 +43,15 @@ func (f *fixture) associateUntagged(ip ...string) *cs.AssociateIpAddressResponse
 	return a
 }
 
+// csTags is tags, as cloudstack-go answers them, by key.
+func csTags(tags []cs.Tags) map[string]string {
+	out := map[string]string{}
+	for _, t := range tags {
+		out[t.Key] = t.Value
+	}
+	return out
+}
+
 func associatingAt(svc *v1.Service, t time.Time) {
 	if svc.Annotations == nil {
 		svc.Annotations = map[string]string{}
@@ -100,7 +109,7 @@ func TestAnAddressAnInterruptedAssociationLeftIsTakenUp(t *testing.T) {
 	st = f.ensured(svc, nodes)
 	assert.Equal(t, left.Ipaddress, st.Ingress[0].IP, "the address left untagged is the Service's")
 	got := f.addressOf(left.Ipaddress)
-	assert.Equal(t, string(svc.UID), tagMap(got.Tags)[tagService])
+	assert.Equal(t, string(svc.UID), csTags(got.Tags)[tagService])
 	assert.Len(t, f.addresses(), 4, "someone's, other's, late's, and the one taken up: no other associated")
 	assert.Empty(t, f.addressOf(someones.Ipaddress).Tags, "someone's untouched")
 
@@ -163,7 +172,7 @@ func TestAnAddressWhoseTagsAreOnTheirWayIsNotTakenUp(t *testing.T) {
 
 	st := f.ensured(svc, nodes)
 	assert.NotEqual(t, others.Ipaddress, st.Ingress[0].IP, "its own address")
-	assert.Equal(t, "another-service", tagMap(f.addressOf(others.Ipaddress).Tags)[tagService], "the other's untouched")
+	assert.Equal(t, "another-service", csTags(f.addressOf(others.Ipaddress).Tags)[tagService], "the other's untouched")
 }
 
 // The server's clock is learnt from the Date of its answers: an address's

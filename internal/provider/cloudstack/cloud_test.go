@@ -1,8 +1,9 @@
 package cloudstack
 
-// The provider through cloudstack-go against the CloudStack emulator
-// (internal/emulator/cloudstack), with the user keys CloudStack gives CKS
-// clusters. The controllers' side (the real apiserver) is test/e2e's.
+// The provider against the CloudStack emulator (internal/emulator/cloudstack),
+// with the user keys CloudStack gives CKS clusters; cloudstack-go, with an
+// administrator's keys, looks behind it. The controllers' side (the real
+// apiserver) is test/e2e's.
 
 import (
 	"context"
