@@ -440,21 +440,11 @@ func page[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *h
 		}
 		limit = n
 	}
-	e.mu.Lock()
 	token := q.Get("page")
 	if core.OnlyFirstPage(r) {
 		token = ""
 	}
-	items, more, err := st.Page(token, limit, false, keep)
-	views := make([]any, len(items))
-	for i, it := range items {
-		views[i] = view(it)
-	}
-	next := ""
-	if more && len(items) > 0 {
-		next = items[len(items)-1].ocid()
-	}
-	e.mu.Unlock()
+	views, next, err := core.Views(&e.mu, st, token, limit, keep, view, T.ocid)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "InvalidParameter", "Invalid page token.")
 		return nil, false
@@ -478,16 +468,12 @@ func lookup[T any](w http.ResponseWriter, st *core.Store[T], id string) (T, bool
 // getOne answers the object id of st, with its etag if it has one, or 404
 // NotAuthorizedOrNotFound.
 func getOne[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], view func(T) any) {
-	e.mu.Lock()
-	o, ok := st.Get(r.PathValue("id"))
-	var v any
-	if ok {
-		v = view(o)
+	v, ok := core.View(&e.mu, st, r.PathValue("id"), func(o T) any {
 		if t, tagged := any(o).(interface{ etag() string }); tagged {
 			w.Header().Set("etag", t.etag())
 		}
-	}
-	e.mu.Unlock()
+		return view(o)
+	})
 	if !ok {
 		writeNotFound(w)
 		return

@@ -1,0 +1,385 @@
+package openstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ---- requests ----
+
+type memberReq struct {
+	Address        string    `json:"address"`
+	ProtocolPort   int       `json:"protocol_port"`
+	Name           *string   `json:"name"`
+	Weight         *int      `json:"weight"`
+	SubnetID       *string   `json:"subnet_id"`
+	MonitorAddress *string   `json:"monitor_address"`
+	MonitorPort    *int      `json:"monitor_port"`
+	Backup         *bool     `json:"backup"`
+	AdminStateUp   *bool     `json:"admin_state_up"`
+	Tags           *[]string `json:"tags"`
+}
+
+type monitorReq struct {
+	PoolID         string     `json:"pool_id"`
+	Type           string     `json:"type"`
+	Name           *string    `json:"name"`
+	Delay          *int       `json:"delay"`
+	Timeout        *int       `json:"timeout"`
+	MaxRetries     *int       `json:"max_retries"`
+	MaxRetriesDown *int       `json:"max_retries_down"`
+	URLPath        *string    `json:"url_path"`
+	HTTPMethod     *string    `json:"http_method"`
+	ExpectedCodes  *string    `json:"expected_codes"`
+	DomainName     *string    `json:"domain_name"`
+	HTTPVersion    *flexFloat `json:"http_version"`
+	AdminStateUp   *bool      `json:"admin_state_up"`
+	Tags           *[]string  `json:"tags"`
+}
+
+// flexFloat is a number sent as a JSON number or string (gophercloud sends
+// http_version as "1.1").
+type flexFloat float64
+
+func (f *flexFloat) UnmarshalJSON(b []byte) error {
+	var x float64
+	if err := json.Unmarshal(b, &x); err == nil {
+		*f = flexFloat(x)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	*f = flexFloat(x)
+	return nil
+}
+
+func (f *flexFloat) ptr() *float64 {
+	if f == nil {
+		return nil
+	}
+	x := float64(*f)
+	return &x
+}
+
+type poolReq struct {
+	ListenerID     string           `json:"listener_id"`
+	LoadbalancerID string           `json:"loadbalancer_id"`
+	Protocol       string           `json:"protocol"`
+	LBAlgorithm    *string          `json:"lb_algorithm"`
+	Name           *string          `json:"name"`
+	Description    *string          `json:"description"`
+	Persistence    *json.RawMessage `json:"session_persistence"`
+	AdminStateUp   *bool            `json:"admin_state_up"`
+	Tags           *[]string        `json:"tags"`
+	Members        []memberReq      `json:"members"`
+	Monitor        *monitorReq      `json:"healthmonitor"`
+}
+
+type listenerReq struct {
+	LoadbalancerID       string             `json:"loadbalancer_id"`
+	Name                 *string            `json:"name"`
+	Description          *string            `json:"description"`
+	Protocol             string             `json:"protocol"`
+	ProtocolPort         int                `json:"protocol_port"`
+	ConnLimit            *int               `json:"connection_limit"`
+	DefaultPoolID        json.RawMessage    `json:"default_pool_id"`
+	DefaultPool          *poolReq           `json:"default_pool"`
+	TimeoutClientData    *int               `json:"timeout_client_data"`
+	TimeoutMemberConnect *int               `json:"timeout_member_connect"`
+	TimeoutMemberData    *int               `json:"timeout_member_data"`
+	TimeoutTCPInspect    *int               `json:"timeout_tcp_inspect"`
+	AllowedCIDRs         *[]string          `json:"allowed_cidrs"`
+	InsertHeaders        *map[string]string `json:"insert_headers"`
+	AdminStateUp         *bool              `json:"admin_state_up"`
+	Tags                 *[]string          `json:"tags"`
+	TLSContainerRef      *string            `json:"default_tls_container_ref"`
+}
+
+type lbReq struct {
+	Name         *string       `json:"name"`
+	Description  *string       `json:"description"`
+	VipSubnetID  string        `json:"vip_subnet_id"`
+	VipNetworkID string        `json:"vip_network_id"`
+	VipPortID    string        `json:"vip_port_id"`
+	VipAddress   string        `json:"vip_address"`
+	FlavorID     string        `json:"flavor_id"`
+	AZ           string        `json:"availability_zone"`
+	Provider     string        `json:"provider"`
+	AdminStateUp *bool         `json:"admin_state_up"`
+	Tags         *[]string     `json:"tags"`
+	Listeners    []listenerReq `json:"listeners"`
+	Pools        []poolReq     `json:"pools"`
+	// API v2.26: more VIPs on the VIP port, each on a subnet of the VIP's
+	// network (a dual-stack load balancer).
+	AdditionalVips []additionalVIP `json:"additional_vips"`
+}
+
+type additionalVIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+var (
+	listenerProtocols = map[string]string{ // protocol -> port family
+		"TCP": "TCP", "HTTP": "TCP", "HTTPS": "TCP", "TERMINATED_HTTPS": "TCP", "PROMETHEUS": "TCP",
+		"UDP": "UDP", "SCTP": "SCTP",
+	}
+	listenerPoolProtocols = map[string][]string{
+		"TCP":              {"HTTP", "HTTPS", "PROXY", "PROXYV2", "TCP"},
+		"HTTP":             {"HTTP", "PROXY", "PROXYV2"},
+		"HTTPS":            {"HTTPS", "PROXY", "PROXYV2", "TCP"},
+		"TERMINATED_HTTPS": {"HTTP", "PROXY", "PROXYV2"},
+		"UDP":              {"UDP"},
+		"SCTP":             {"SCTP"},
+	}
+	poolProtocols = []string{"TCP", "UDP", "SCTP", "HTTP", "HTTPS", "PROXY", "PROXYV2"}
+	lbAlgorithms  = []string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"}
+	monitorTypes  = []string{"HTTP", "HTTPS", "PING", "TCP", "TLS-HELLO", "UDP-CONNECT", "SCTP"}
+)
+
+func (e *Emulator) newOctStd(name, desc *string, admin *bool, tags *[]string, now time.Time) octStd {
+	return octStd{ID: e.newID(), Name: deref(name, ""), Description: deref(desc, ""),
+		AdminStateUp: deref(admin, true), Tags: slices.Clone(deref(tags, []string{})),
+		Prov: provPendingCreate, Oper: operOffline, Created: now, Updated: now}
+}
+
+func checkPort(port int) *apiErr {
+	if port < 1 || port > 65535 {
+		return invalid("Value should be between 1 and 65535: %d.", port)
+	}
+	return nil
+}
+
+// buildMember validates a member of pool p (against others, the members it
+// will have) and returns it without storing it.
+func (e *Emulator) buildMember(p *lbPool, req memberReq, others []*lbMember, now time.Time) (*lbMember, *apiErr) {
+	if _, err := netip.ParseAddr(req.Address); err != nil {
+		return nil, invalid("Invalid input for field/attribute address. Value: '%s'.", req.Address)
+	}
+	if aerr := checkPort(req.ProtocolPort); aerr != nil {
+		return nil, aerr
+	}
+	weight := deref(req.Weight, 1)
+	if weight < 0 || weight > 256 {
+		return nil, invalid("Invalid input for field/attribute weight. Value: '%d'. Value should be between 0 and 256.", weight)
+	}
+	subnetID := deref(req.SubnetID, "")
+	if subnetID != "" {
+		if _, ok := e.subnets.Get(subnetID); !ok {
+			return nil, errf(400, "", "Subnet %s not found.", subnetID)
+		}
+	}
+	if req.MonitorPort != nil {
+		if aerr := checkPort(*req.MonitorPort); aerr != nil {
+			return nil, aerr
+		}
+	}
+	for _, o := range others {
+		if o.Address == req.Address && o.ProtocolPort == req.ProtocolPort {
+			return nil, errf(409, "", "Another member on this pool is already using ip address %s on protocol_port %d", req.Address, req.ProtocolPort)
+		}
+	}
+	m := &lbMember{octStd: e.newOctStd(req.Name, nil, req.AdminStateUp, req.Tags, now), PoolID: p.ID,
+		Address: req.Address, ProtocolPort: req.ProtocolPort, Weight: weight, SubnetID: subnetID,
+		MonitorAddress: deref(req.MonitorAddress, ""), MonitorPort: req.MonitorPort, Backup: deref(req.Backup, false),
+		projectID: e.fx.ProjectID}
+	return m, nil
+}
+
+func (e *Emulator) buildMonitor(p *lbPool, req monitorReq, now time.Time) (*healthMonitor, *apiErr) {
+	if !slices.Contains(monitorTypes, req.Type) {
+		return nil, invalid("Invalid input for field/attribute type. Value: '%s'. Value should be one of: %s.", req.Type, strings.Join(monitorTypes, ", "))
+	}
+	if req.Delay == nil || req.Timeout == nil || req.MaxRetries == nil {
+		return nil, invalid("Mandatory field missing: delay, timeout and max_retries are required.")
+	}
+	if *req.Delay < 0 || *req.Timeout < 0 {
+		return nil, invalid("delay and timeout must be >= 0.")
+	}
+	if *req.MaxRetries < 1 || *req.MaxRetries > 10 {
+		return nil, invalid("Invalid input for field/attribute max_retries. Value: '%d'. Value should be between 1 and 10.", *req.MaxRetries)
+	}
+	down := deref(req.MaxRetriesDown, 3)
+	if down < 1 || down > 10 {
+		return nil, invalid("Invalid input for field/attribute max_retries_down. Value: '%d'. Value should be between 1 and 10.", down)
+	}
+	if p.Protocol == "UDP" && !slices.Contains([]string{"UDP-CONNECT", "HTTP", "TCP", "PING"}, req.Type) ||
+		req.Type == "UDP-CONNECT" && p.Protocol != "UDP" {
+		return nil, errf(400, "", "The associated pool protocol %q is not compatible with health monitor type %q.", p.Protocol, req.Type)
+	}
+	if p.MonitorID != "" {
+		return nil, errf(409, "", "This pool already has a health monitor")
+	}
+	h := &healthMonitor{octStd: e.newOctStd(req.Name, nil, req.AdminStateUp, req.Tags, now), PoolID: p.ID, Type: req.Type,
+		Delay: *req.Delay, Timeout: *req.Timeout, MaxRetries: *req.MaxRetries, MaxRetDown: down,
+		DomainName: deref(req.DomainName, ""), HTTPVersion: req.HTTPVersion.ptr(), projectID: e.fx.ProjectID}
+	if req.Type == "HTTP" || req.Type == "HTTPS" {
+		h.URLPath, h.HTTPMethod, h.ExpectedCodes = deref(req.URLPath, "/"), deref(req.HTTPMethod, "GET"), deref(req.ExpectedCodes, "200")
+	} else if req.URLPath != nil || req.HTTPMethod != nil || req.ExpectedCodes != nil {
+		return nil, invalid("url_path, http_method and expected_codes are only valid for HTTP and HTTPS health monitors.")
+	}
+	return h, nil
+}
+
+// poolGraph is a pool with its members and monitor, ready to be stored.
+type poolGraph struct {
+	pool    *lbPool
+	members []*lbMember
+	monitor *healthMonitor
+}
+
+// buildPool validates a pool of lb (for listener l, if any) with its
+// member and monitor graph.
+func (e *Emulator) buildPool(lb *loadBalancer, l *listener, req poolReq, now time.Time) (*poolGraph, *apiErr) {
+	if !slices.Contains(poolProtocols, req.Protocol) {
+		return nil, invalid("Invalid input for field/attribute protocol. Value: '%s'. Value should be one of: %s.", req.Protocol, strings.Join(poolProtocols, ", "))
+	}
+	alg := deref(req.LBAlgorithm, "")
+	if !slices.Contains(lbAlgorithms, alg) {
+		return nil, invalid("Invalid input for field/attribute lb_algorithm. Value: '%s'. Value should be one of: %s.", alg, strings.Join(lbAlgorithms, ", "))
+	}
+	p := &lbPool{octStd: e.newOctStd(req.Name, req.Description, req.AdminStateUp, req.Tags, now), LBID: lb.ID,
+		Protocol: req.Protocol, LBAlgorithm: alg, projectID: e.fx.ProjectID}
+	if req.Persistence != nil && string(*req.Persistence) != "null" {
+		p.Persistence = slices.Clone(*req.Persistence)
+	}
+	if l != nil {
+		if !slices.Contains(listenerPoolProtocols[l.Protocol], req.Protocol) {
+			return nil, invalid("The pool protocol '%s' is invalid while the listener protocol is '%s'.", req.Protocol, l.Protocol)
+		}
+		if l.DefaultPoolID != "" {
+			return nil, errf(409, "", "Listener %s already has a default pool", l.ID)
+		}
+		p.Listeners = []string{l.ID}
+	}
+	g := &poolGraph{pool: p}
+	for _, mr := range req.Members {
+		m, aerr := e.buildMember(p, mr, g.members, now)
+		if aerr != nil {
+			return nil, aerr
+		}
+		g.members = append(g.members, m)
+		p.Members = append(p.Members, m.ID)
+	}
+	if req.Monitor != nil {
+		h, aerr := e.buildMonitor(p, *req.Monitor, now)
+		if aerr != nil {
+			return nil, aerr
+		}
+		g.monitor, p.MonitorID = h, h.ID
+	}
+	return g, nil
+}
+
+func (e *Emulator) storePool(lb *loadBalancer, l *listener, g *poolGraph) {
+	e.pools.Add(g.pool.ID, g.pool)
+	lb.Pools = with(lb.Pools, g.pool.ID)
+	if l != nil {
+		l.DefaultPoolID = g.pool.ID
+	}
+	for _, m := range g.members {
+		e.members.Add(m.ID, m)
+	}
+	if g.monitor != nil {
+		e.monitors.Add(g.monitor.ID, g.monitor)
+	}
+}
+
+// buildListener validates a listener of lb against siblings (the listeners
+// it will have) and returns it without storing it.
+func (e *Emulator) buildListener(lb *loadBalancer, req listenerReq, siblings []*listener, now time.Time, who requester) (*listener, *apiErr) {
+	family, ok := listenerProtocols[req.Protocol]
+	if !ok {
+		return nil, invalid("Invalid input for field/attribute protocol. Value: '%s'. Value should be one of: HTTP, HTTPS, PROMETHEUS, SCTP, TCP, TERMINATED_HTTPS, UDP.", req.Protocol)
+	}
+	if req.Protocol == "TERMINATED_HTTPS" && deref(req.TLSContainerRef, "") == "" {
+		return nil, invalid("Validation failure: An SNI or default certificate container reference must be provided for TERMINATED_HTTPS protocol listeners.")
+	}
+	if aerr := checkPort(req.ProtocolPort); aerr != nil {
+		return nil, aerr
+	}
+	for _, s := range siblings {
+		if s.ProtocolPort == req.ProtocolPort && listenerProtocols[s.Protocol] == family && s.Prov != provPendingDelete {
+			return nil, errf(409, "", "Another Listener on this Load Balancer is already using protocol %s and protocol_port %d", req.Protocol, req.ProtocolPort)
+		}
+	}
+	l := &listener{octStd: e.newOctStd(req.Name, req.Description, req.AdminStateUp, req.Tags, now), LBID: lb.ID,
+		Protocol: req.Protocol, ProtocolPort: req.ProtocolPort, ConnLimit: deref(req.ConnLimit, -1),
+		TimeoutClientData: deref(req.TimeoutClientData, 50000), TimeoutMemberConnect: deref(req.TimeoutMemberConnect, 5000),
+		TimeoutMemberData: deref(req.TimeoutMemberData, 50000), TimeoutTCPInspect: deref(req.TimeoutTCPInspect, 0),
+		projectID: e.fx.ProjectID}
+	if aerr := e.validateListenerOptions(l, req, who); aerr != nil {
+		return nil, aerr
+	}
+	return l, nil
+}
+
+// validateListenerOptions applies and checks allowed_cidrs, insert_headers and
+// default_tls_container_ref (checked in Barbican as the caller; see checkTLSRef).
+// Call with mu held.
+func (e *Emulator) validateListenerOptions(l *listener, req listenerReq, who requester) *apiErr {
+	if req.TLSContainerRef != nil {
+		ref := *req.TLSContainerRef
+		switch {
+		case ref != "" && l.Protocol != "TERMINATED_HTTPS":
+			return invalid("Validation failure: Certificate container references are not allowed on %s protocol listeners.", l.Protocol)
+		case ref == "" && l.Protocol == "TERMINATED_HTTPS":
+			return invalid("Validation failure: An SNI or default certificate container reference must be provided for TERMINATED_HTTPS protocol listeners.")
+		case ref != "":
+			if aerr := e.checkTLSRef(ref, who); aerr != nil {
+				return aerr
+			}
+		}
+		l.TLSContainerRef = ref
+	}
+	if req.AllowedCIDRs != nil {
+		for _, c := range *req.AllowedCIDRs {
+			if _, err := netip.ParsePrefix(c); err != nil {
+				return invalid("Invalid input for field/attribute allowed_cidrs. Value: '%s'.", c)
+			}
+		}
+		l.AllowedCIDRs = slices.Clone(*req.AllowedCIDRs)
+	}
+	if req.InsertHeaders != nil {
+		if len(*req.InsertHeaders) > 0 && l.Protocol != "HTTP" && l.Protocol != "TERMINATED_HTTPS" {
+			return invalid("The following headers: %s are not valid for %s listeners.", strings.Join(mapKeys(*req.InsertHeaders), ", "), l.Protocol)
+		}
+		m := make(map[string]string, len(*req.InsertHeaders))
+		for k, v := range *req.InsertHeaders {
+			m[k] = v
+		}
+		l.InsertHeaders = m
+	}
+	return nil
+}
+
+func mapKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// listenersOf returns the stored listeners of lb.
+func (e *Emulator) listenersOf(lb *loadBalancer) []*listener {
+	out := make([]*listener, 0, len(lb.Listeners))
+	for _, id := range lb.Listeners {
+		if l, ok := e.listeners.Get(id); ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}

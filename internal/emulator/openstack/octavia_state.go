@@ -1,0 +1,186 @@
+package openstack
+
+import (
+	"time"
+)
+
+// ---- state machine (call with mu held) ----
+
+// settleLBs completes the pending transitions that are due.
+func (e *Emulator) settleLBs(now time.Time) {
+	for id := range e.pendingLBs {
+		lb, ok := e.lbs.Get(id)
+		if !ok {
+			delete(e.pendingLBs, id)
+			continue
+		}
+		if now.Before(lb.readyAt) {
+			continue
+		}
+		delete(e.pendingLBs, id)
+		e.settleLB(lb, now)
+	}
+}
+
+func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
+	if lb.Prov == provPendingDelete {
+		e.purgeLB(lb, now)
+		return
+	}
+	for _, lid := range lb.Listeners {
+		l, _ := e.listeners.Get(lid)
+		if l.Prov == provPendingDelete {
+			e.purgeListener(lb, l)
+		} else {
+			l.settle()
+		}
+	}
+	for _, pid := range lb.Pools {
+		p, _ := e.pools.Get(pid)
+		if p.Prov == provPendingDelete {
+			e.purgePool(lb, p)
+			continue
+		}
+		for _, mid := range p.Members {
+			m, _ := e.members.Get(mid)
+			if m.Prov == provPendingDelete {
+				p.Members = without(p.Members, mid)
+				e.members.Remove(mid)
+			} else {
+				m.settle()
+			}
+		}
+		if h, ok := e.monitors.Get(p.MonitorID); ok {
+			if h.Prov == provPendingDelete {
+				e.monitors.Remove(h.ID)
+				p.MonitorID = ""
+			} else {
+				h.settle()
+			}
+		}
+		p.settle()
+	}
+	if isPending(lb.Prov) {
+		lb.Prov = provActive
+	}
+	e.refreshOperating(lb)
+}
+
+// refreshOperating derives the operating statuses of an ACTIVE tree: the
+// emulator's members are always healthy.
+func (e *Emulator) refreshOperating(lb *loadBalancer) {
+	up := func(o *octStd) string {
+		if o.AdminStateUp {
+			return operOnline
+		}
+		return operOffline
+	}
+	lb.Oper = up(&lb.octStd)
+	for _, lid := range lb.Listeners {
+		l, _ := e.listeners.Get(lid)
+		l.Oper = up(&l.octStd)
+	}
+	for _, pid := range lb.Pools {
+		p, _ := e.pools.Get(pid)
+		p.Oper = up(&p.octStd)
+		h, monitored := e.monitors.Get(p.MonitorID)
+		if monitored {
+			h.Oper = up(&h.octStd)
+		}
+		for _, mid := range p.Members {
+			m, _ := e.members.Get(mid)
+			switch {
+			case !m.AdminStateUp:
+				m.Oper = operOffline
+			case monitored:
+				m.Oper = operOnline
+			default:
+				m.Oper = operNoMonitor
+			}
+		}
+	}
+}
+
+func (e *Emulator) purgeListener(lb *loadBalancer, l *listener) {
+	if p, ok := e.pools.Get(l.DefaultPoolID); ok {
+		p.Listeners = without(p.Listeners, l.ID)
+	}
+	lb.Listeners = without(lb.Listeners, l.ID)
+	e.listeners.Remove(l.ID)
+}
+
+func (e *Emulator) purgePool(lb *loadBalancer, p *lbPool) {
+	for _, mid := range p.Members {
+		e.members.Remove(mid)
+	}
+	if p.MonitorID != "" {
+		e.monitors.Remove(p.MonitorID)
+	}
+	for _, lid := range p.Listeners {
+		if l, ok := e.listeners.Get(lid); ok && l.DefaultPoolID == p.ID {
+			l.DefaultPoolID = ""
+		}
+	}
+	lb.Pools = without(lb.Pools, p.ID)
+	e.pools.Remove(p.ID)
+}
+
+func (e *Emulator) purgeLB(lb *loadBalancer, now time.Time) {
+	for _, pid := range lb.Pools {
+		if p, ok := e.pools.Get(pid); ok {
+			e.purgePool(lb, p)
+		}
+	}
+	for _, lid := range lb.Listeners {
+		if l, ok := e.listeners.Get(lid); ok {
+			e.purgeListener(lb, l)
+		}
+	}
+	if lb.ownsVIP {
+		e.deletePort(lb.VipPortID, now)
+	}
+	e.lbs.Remove(lb.ID)
+	delete(e.pendingLBs, lb.ID)
+}
+
+// mutable checks that the load balancer accepts a mutation (a deletion when
+// forDelete).
+func mutable(lb *loadBalancer, forDelete bool) *apiErr {
+	if isPending(lb.Prov) || lb.Prov == provError && !forDelete {
+		return errf(409, "", "Load Balancer %s is immutable and cannot be updated.", lb.ID)
+	}
+	return nil
+}
+
+// markPending puts the load balancer in status until the provisioning delay
+// has passed.
+func (e *Emulator) markPending(lb *loadBalancer, status string, now time.Time) {
+	lb.Prov = status
+	lb.Updated = now
+	lb.readyAt = now.Add(e.provDelay)
+	e.pendingLBs[lb.ID] = true
+}
+
+// touchChild marks a child object pending (status) and its load balancer
+// PENDING_UPDATE.
+func (e *Emulator) touchChild(lb *loadBalancer, o *octStd, status string, now time.Time) {
+	o.Prov = status
+	o.Updated = now
+	if status == provPendingCreate {
+		o.Oper = operOffline
+	}
+	e.markPending(lb, provPendingUpdate, now)
+}
+
+// touchPool marks a pool and its listeners PENDING_UPDATE (for changes to
+// its members and monitor).
+func (e *Emulator) touchPool(p *lbPool, now time.Time) {
+	if p.Prov == provActive {
+		p.Prov, p.Updated = provPendingUpdate, now
+	}
+	for _, lid := range p.Listeners {
+		if l, ok := e.listeners.Get(lid); ok && l.Prov == provActive {
+			l.Prov, l.Updated = provPendingUpdate, now
+		}
+	}
+}
