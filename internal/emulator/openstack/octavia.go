@@ -3,6 +3,7 @@ package openstack
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -62,6 +63,17 @@ func (o *octStd) settle() {
 }
 
 func (o *octStd) tagList() []string { return o.Tags }
+
+// update applies the attributes every Octavia object takes in an update
+// (nil: kept; members and monitors have no description).
+func (o *octStd) update(name, desc *string, admin *bool, tags *[]string) {
+	o.Name = deref(name, o.Name)
+	o.Description = deref(desc, o.Description)
+	o.AdminStateUp = deref(admin, o.AdminStateUp)
+	if tags != nil {
+		o.Tags = slices.Clone(*tags)
+	}
+}
 
 type loadBalancer struct {
 	octStd

@@ -372,14 +372,3 @@ func mapKeys(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
-
-// listenersOf returns the stored listeners of lb.
-func (e *Emulator) listenersOf(lb *loadBalancer) []*listener {
-	out := make([]*listener, 0, len(lb.Listeners))
-	for _, id := range lb.Listeners {
-		if l, ok := e.listeners.Get(id); ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}

@@ -188,12 +188,7 @@ func (e *Emulator) updateLB(r *http.Request, req *lbReq, now time.Time) (core.Re
 	if req.VipSubnetID != "" || req.VipNetworkID != "" || req.VipPortID != "" || req.VipAddress != "" || len(req.Listeners) > 0 {
 		return core.Reply{}, errf(400, "", "Validation failure: the VIP and the listeners of a load balancer cannot be updated.")
 	}
-	lb.Name = deref(req.Name, lb.Name)
-	lb.Description = deref(req.Description, lb.Description)
-	lb.AdminStateUp = deref(req.AdminStateUp, lb.AdminStateUp)
-	if req.Tags != nil {
-		lb.Tags = slices.Clone(*req.Tags)
-	}
+	lb.update(req.Name, req.Description, req.AdminStateUp, req.Tags)
 	e.markPending(lb, provPendingUpdate, now)
 	return core.OK(keyed("loadbalancer", e.lbView(lb))), nil
 }
@@ -223,7 +218,7 @@ func (e *Emulator) deleteLB(r *http.Request, _ *struct{}, now time.Time) (core.R
 	if !cascade && (len(lb.Listeners) > 0 || len(lb.Pools) > 0) {
 		return core.Reply{}, errf(400, "", "Validation failure: Cannot delete Load Balancer %s - it has children", id)
 	}
-	for _, l := range e.listenersOf(lb) {
+	for _, l := range e.listeners.Lookup(lb.Listeners) {
 		l.Prov = provPendingDelete
 	}
 	for _, pid := range lb.Pools {

@@ -23,7 +23,7 @@ func (e *Emulator) createListener(r *http.Request, req *listenerReq, now time.Ti
 	if aerr != nil {
 		return core.Reply{}, aerr
 	}
-	l, aerr := e.buildListener(lb, *req, e.listenersOf(lb), now, e.requester(r))
+	l, aerr := e.buildListener(lb, *req, e.listeners.Lookup(lb.Listeners), now, e.requester(r))
 	if aerr != nil {
 		return core.Reply{}, aerr
 	}
@@ -126,17 +126,12 @@ func (e *Emulator) repointDefaultPool(lb *loadBalancer, l, next *listener, poolI
 
 // applyListener applies the attributes an update gives (nil: kept).
 func applyListener(next *listener, req *listenerReq) {
-	next.Name = deref(req.Name, next.Name)
-	next.Description = deref(req.Description, next.Description)
-	next.AdminStateUp = deref(req.AdminStateUp, next.AdminStateUp)
+	next.update(req.Name, req.Description, req.AdminStateUp, req.Tags)
 	next.ConnLimit = deref(req.ConnLimit, next.ConnLimit)
 	next.TimeoutClientData = deref(req.TimeoutClientData, next.TimeoutClientData)
 	next.TimeoutMemberConnect = deref(req.TimeoutMemberConnect, next.TimeoutMemberConnect)
 	next.TimeoutMemberData = deref(req.TimeoutMemberData, next.TimeoutMemberData)
 	next.TimeoutTCPInspect = deref(req.TimeoutTCPInspect, next.TimeoutTCPInspect)
-	if req.Tags != nil {
-		next.Tags = slices.Clone(*req.Tags)
-	}
 }
 
 // deleteListener marks a listener PENDING_DELETE.

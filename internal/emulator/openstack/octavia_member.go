@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -43,24 +42,13 @@ func (e *Emulator) getMember(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, keyed("member", v))
 }
 
-// membersOf returns the stored members of p.
-func (e *Emulator) membersOf(p *lbPool) []*lbMember {
-	out := make([]*lbMember, 0, len(p.Members))
-	for _, id := range p.Members {
-		if m, ok := e.members.Get(id); ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // createMember adds a member to the pool in the path.
 func (e *Emulator) createMember(r *http.Request, req *memberReq, now time.Time) (core.Reply, *apiErr) {
 	p, lb, aerr := e.mutablePool(r.PathValue("pool_id"))
 	if aerr != nil {
 		return core.Reply{}, aerr
 	}
-	m, aerr := e.buildMember(p, *req, e.membersOf(p), now)
+	m, aerr := e.buildMember(p, *req, e.members.Lookup(p.Members), now)
 	if aerr != nil {
 		return core.Reply{}, aerr
 	}
@@ -82,17 +70,13 @@ func applyMember(m *lbMember, req memberReq) *apiErr {
 			return aerr
 		}
 	}
-	m.Name = deref(req.Name, m.Name)
+	m.update(req.Name, nil, req.AdminStateUp, req.Tags)
 	m.Weight = deref(req.Weight, m.Weight)
 	m.Backup = deref(req.Backup, m.Backup)
-	m.AdminStateUp = deref(req.AdminStateUp, m.AdminStateUp)
 	m.MonitorAddress = deref(req.MonitorAddress, m.MonitorAddress)
 	if req.MonitorPort != nil {
 		mp := *req.MonitorPort
 		m.MonitorPort = &mp
-	}
-	if req.Tags != nil {
-		m.Tags = slices.Clone(*req.Tags)
 	}
 	return nil
 }
@@ -163,7 +147,7 @@ func (e *Emulator) batchMembers(r *http.Request, reqs *[]memberReq, now time.Tim
 		return core.Reply{}, aerr
 	}
 	existing := map[memberKey]*lbMember{}
-	for _, m := range e.membersOf(p) {
+	for _, m := range e.members.Lookup(p.Members) {
 		existing[memberKey{m.Address, m.ProtocolPort}] = m
 	}
 	b, aerr := e.checkBatch(p, *reqs, existing, now)

@@ -85,12 +85,7 @@ func (e *Emulator) updatePool(r *http.Request, req *poolReq, now time.Time) (cor
 		return core.Reply{}, errf(400, "", "Validation failure: the protocol of a pool cannot be updated.")
 	}
 	p.LBAlgorithm = deref(req.LBAlgorithm, p.LBAlgorithm)
-	p.Name = deref(req.Name, p.Name)
-	p.Description = deref(req.Description, p.Description)
-	p.AdminStateUp = deref(req.AdminStateUp, p.AdminStateUp)
-	if req.Tags != nil {
-		p.Tags = slices.Clone(*req.Tags)
-	}
+	p.update(req.Name, req.Description, req.AdminStateUp, req.Tags)
 	if req.Persistence != nil {
 		p.Persistence = nil
 		if string(*req.Persistence) != "null" {
@@ -180,14 +175,10 @@ func applyMonitor(next *healthMonitor, req *monitorReq) *apiErr {
 	} else if req.URLPath != nil || req.HTTPMethod != nil || req.ExpectedCodes != nil {
 		return invalid("url_path, http_method and expected_codes are only valid for HTTP and HTTPS health monitors.")
 	}
-	next.Name = deref(req.Name, next.Name)
-	next.AdminStateUp = deref(req.AdminStateUp, next.AdminStateUp)
+	next.update(req.Name, nil, req.AdminStateUp, req.Tags)
 	next.DomainName = deref(req.DomainName, next.DomainName)
 	if req.HTTPVersion != nil {
 		next.HTTPVersion = req.HTTPVersion.ptr()
-	}
-	if req.Tags != nil {
-		next.Tags = slices.Clone(*req.Tags)
 	}
 	return nil
 }

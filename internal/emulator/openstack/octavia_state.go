@@ -22,6 +22,8 @@ func (e *Emulator) settleLBs(now time.Time) {
 	}
 }
 
+// settleLB completes a load balancer's pending transition and its
+// children's: what was PENDING_DELETE goes, the rest becomes ACTIVE.
 func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 	if lb.Prov == provPendingDelete {
 		e.purgeLB(lb, now)
@@ -29,11 +31,7 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 	}
 	for _, lid := range lb.Listeners {
 		l, _ := e.listeners.Get(lid)
-		if l.Prov == provPendingDelete {
-			e.purgeListener(lb, l)
-		} else {
-			l.settle()
-		}
+		settleOrPurge(&l.octStd, func() { e.purgeListener(lb, l) })
 	}
 	for _, pid := range lb.Pools {
 		p, _ := e.pools.Get(pid)
@@ -41,29 +39,39 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 			e.purgePool(lb, p)
 			continue
 		}
-		for _, mid := range p.Members {
-			m, _ := e.members.Get(mid)
-			if m.Prov == provPendingDelete {
-				p.Members = without(p.Members, mid)
-				e.members.Remove(mid)
-			} else {
-				m.settle()
-			}
-		}
-		if h, ok := e.monitors.Get(p.MonitorID); ok {
-			if h.Prov == provPendingDelete {
-				e.monitors.Remove(h.ID)
-				p.MonitorID = ""
-			} else {
-				h.settle()
-			}
-		}
-		p.settle()
+		e.settlePool(p)
 	}
 	if isPending(lb.Prov) {
 		lb.Prov = provActive
 	}
 	e.refreshOperating(lb)
+}
+
+// settlePool settles a pool that stays, its members and monitor first.
+func (e *Emulator) settlePool(p *lbPool) {
+	for _, mid := range p.Members {
+		m, _ := e.members.Get(mid)
+		settleOrPurge(&m.octStd, func() {
+			p.Members = without(p.Members, mid)
+			e.members.Remove(mid)
+		})
+	}
+	if h, ok := e.monitors.Get(p.MonitorID); ok {
+		settleOrPurge(&h.octStd, func() {
+			e.monitors.Remove(h.ID)
+			p.MonitorID = ""
+		})
+	}
+	p.settle()
+}
+
+// settleOrPurge purges a child that was PENDING_DELETE, else settles it.
+func settleOrPurge(o *octStd, purge func()) {
+	if o.Prov == provPendingDelete {
+		purge()
+		return
+	}
+	o.settle()
 }
 
 // refreshOperating derives the operating statuses of an ACTIVE tree: the

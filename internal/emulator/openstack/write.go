@@ -3,6 +3,7 @@ package openstack
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -95,3 +96,52 @@ func (l locker) Lock() { l.e.lock() }
 
 // Unlock releases it.
 func (l locker) Unlock() { l.e.mu.Unlock() }
+
+// ---- Neutron ----
+
+// neutronWrite serves a Neutron write: decode reads the body (nil: none),
+// errors are NeutronError bodies.
+func neutronWrite[Req any](e *Emulator, decode func(*http.Request, *Req) *apiErr, do change[Req]) http.HandlerFunc {
+	return writeOp(e, decode, do, neutronErr)
+}
+
+// neutronBody decodes the body into req as neutron-server reads it: a body
+// that is not JSON is a 400 HTTPBadRequest.
+func neutronBody[Req any](r *http.Request, req *Req) *apiErr {
+	if err := decodeJSON(r, req); err != nil {
+		return badRequest("Invalid input: " + err.Error())
+	}
+	return nil
+}
+
+// badRequest is Neutron's 400 HTTPBadRequest.
+func badRequest(msg string) *apiErr { return &apiErr{code: 400, typ: "HTTPBadRequest", msg: msg} }
+
+// badRequestf is badRequest of a formatted message.
+func badRequestf(format string, args ...any) *apiErr { return badRequest(fmt.Sprintf(format, args...)) }
+
+// missing makes Neutron's 404 of a resource: its error type and its message
+// format of the id (they differ by resource, as neutron-server words them).
+func missing(typ, format string) func(id string) *apiErr {
+	return func(id string) *apiErr { return errf(http.StatusNotFound, typ, format, id) }
+}
+
+// The 404s of Neutron's writes (a GET words its own: routeNeutron).
+var (
+	networkMissing  = missing("NetworkNotFound", "Network %s could not be found.")
+	subnetMissing   = missing("SubnetNotFound", "Subnet %s could not be found.")
+	portMissing     = missing("PortNotFound", "Port %s could not be found.")
+	fipMissing      = missing("FloatingIPNotFound", "Floating IP %s could not be found.")
+	routerMissing   = missing("RouterNotFound", "Router %s could not be found")
+	secGroupMissing = missing("SecurityGroupNotFound", "Security group %s does not exist")
+	sgRuleMissing   = missing("SecurityGroupRuleNotFound", "Security group rule %s does not exist")
+)
+
+// lookup is st's object id, or the 404 notFound makes of id.
+func lookup[T any](st *core.Store[T], id string, notFound func(string) *apiErr) (T, *apiErr) {
+	o, ok := st.Get(id)
+	if !ok {
+		return o, notFound(id)
+	}
+	return o, nil
+}
