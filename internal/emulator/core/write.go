@@ -5,11 +5,13 @@ import (
 	"sync"
 )
 
-// Reply is what a write answers when it succeeds: its status and its body
-// as JSON (nil: no body, as a 202 or a 204 answers).
+// Reply is what a write answers when it succeeds: its status, its body as
+// JSON (nil: no body, as a 202 or a 204 answers) and headers of its own
+// (OCI's etag and opc-work-request-id).
 type Reply struct {
 	Status int
 	Body   any
+	Header map[string]string
 }
 
 // Created is 201 with body, the answer of most creates.
@@ -64,6 +66,9 @@ func (wr Write[Req, Ctx]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Write answers the reply.
 func (rep Reply) Write(w http.ResponseWriter) {
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
 	if rep.Body == nil {
 		w.WriteHeader(rep.Status)
 		return

@@ -68,6 +68,11 @@ func TestWriteChangesUnderTheLockOrAnswersTheErrorAndChangesNothing(t *testing.T
 	NoContent().Write(rec)
 	assert.Equal(t, http.StatusNoContent, rec.Code)
 	assert.Empty(t, rec.Body.String(), "a reply without a body writes none")
+
+	rec = httptest.NewRecorder()
+	Reply{Status: http.StatusOK, Body: map[string]int{}, Header: map[string]string{"etag": "3"}}.Write(rec)
+	assert.Equal(t, "3", rec.Header().Get("etag"), "a reply's own headers are written")
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 }
 
 func TestViewsPageAndNameTheNextMarker(t *testing.T) {

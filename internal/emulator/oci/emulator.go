@@ -530,3 +530,24 @@ func requireCompartment(w http.ResponseWriter, r *http.Request) (string, bool) {
 	}
 	return c, true
 }
+
+// resourceRoutes are the routes every top-level resource of these APIs has
+// (load balancers, network load balancers, NSGs): create, list of a
+// compartment (filtered), get (with its etag) and delete.
+type resourceRoutes[T interface{ ocid() string }] struct {
+	path           string
+	list           filtered[T]
+	create, remove http.HandlerFunc
+}
+
+func (rr resourceRoutes[T]) route(e *Emulator) {
+	e.handle("POST "+rr.path, rr.create)
+	e.handle("GET "+rr.path, rr.list.serve(e))
+	e.handle("GET "+rr.path+"/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, rr.list.st, rr.list.view) })
+	e.handle("DELETE "+rr.path+"/{id}", rr.remove)
+}
+
+// nameAndState are the filters a list of load balancers takes.
+func nameAndState(compartment, name, state string) (string, map[string]string) {
+	return compartment, map[string]string{"displayName": name, "lifecycleState": state}
+}

@@ -151,19 +151,10 @@ var (
 
 func (e *Emulator) routeNetworkLoadBalancers() {
 	p := nlbPath + "/networkLoadBalancers"
-	e.handle("POST "+p, e.createNLB)
-	e.handle("GET "+p, filtered[*networkLoadBalancer]{st: e.nlbs, view: viewNLB, items: true, fields: func(n *networkLoadBalancer) (string, map[string]string) {
-		return n.CompartmentID, map[string]string{"displayName": n.DisplayName, "lifecycleState": n.LifecycleState}
-	}}.serve(e))
-	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbs, viewNLB) })
-	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		e.nlbChange(w, r, "DELETE_NETWORK_LOAD_BALANCER", func(n *networkLoadBalancer) (func(), error) {
-			return func() {
-				e.nlbs.Remove(n.ID)
-				e.releaseReserved(n.ID)
-			}, nil
-		})
-	})
+	resourceRoutes[*networkLoadBalancer]{path: p, create: e.createNLB, remove: e.deleteNLB,
+		list: filtered[*networkLoadBalancer]{st: e.nlbs, view: viewNLB, items: true, fields: func(n *networkLoadBalancer) (string, map[string]string) {
+			return nameAndState(n.CompartmentID, n.DisplayName, n.LifecycleState)
+		}}}.route(e)
 	routeChildren(e, p, children[*networkLoadBalancer, nlbBackendSet]{
 		change: e.nlbChangeNamed, path: "backendSets", op: "BackendSet", noun: "Backend set",
 		of:   func(n *networkLoadBalancer) map[string]*nlbBackendSet { return n.BackendSets },
@@ -187,6 +178,17 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 	e.handle("GET "+nlbPath+"/workRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbWRs, e.viewNLBWR) })
 	e.handle("GET "+nlbPath+"/workRequests", filtered[*nlbWorkRequest]{st: e.nlbWRs, view: e.viewNLBWR, items: true,
 		fields: func(wr *nlbWorkRequest) (string, map[string]string) { return wr.CompartmentID, nil }}.serve(e))
+}
+
+// deleteNLB answers DeleteNetworkLoadBalancer: DELETING at once, gone (its
+// reserved address released) when its work request succeeds.
+func (e *Emulator) deleteNLB(w http.ResponseWriter, r *http.Request) {
+	e.nlbChange(w, r, "DELETE_NETWORK_LOAD_BALANCER", func(n *networkLoadBalancer) (func(), error) {
+		return func() {
+			e.nlbs.Remove(n.ID)
+			e.releaseReserved(n.ID)
+		}, nil
+	})
 }
 
 func (n *networkLoadBalancer) etag() string { return strconv.Itoa(n.revision) }
@@ -284,24 +286,22 @@ func (e *Emulator) startNLBWR(n *networkLoadBalancer, op, action string, now tim
 // CREATING network load balancer with its address, ACTIVE when its work
 // request succeeds.
 func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
-	var d nlbCreateDetails
-	c, ok := e.startCreate(w, r, &d)
-	if !ok {
-		return
-	}
-	defer e.mu.Unlock()
-	now := c.now
-	if prev, replay := c.replay(w); replay {
-		if n, ok := e.nlbs.Get(prev.created); ok {
+	serveCreate(e, w, r, func(prev retried) bool {
+		n, ok := e.nlbs.Get(prev.created)
+		if ok {
 			w.Header().Set("etag", n.etag())
 			w.Header().Set("opc-work-request-id", prev.wr)
 			core.WriteJSON(w, http.StatusOK, viewNLB(n))
-			return
 		}
-	} else if c.answered {
-		return
-	}
-	if err := e.checkNLBCreate(&d); err != nil {
+		return ok
+	}, e.newNLB)
+}
+
+// newNLB makes the network load balancer a create asks for. Call with mu
+// held.
+func (e *Emulator) newNLB(w http.ResponseWriter, c *creation, d *nlbCreateDetails) {
+	now := c.now
+	if err := e.checkNLBCreate(d); err != nil {
 		writeAPIErr(w, err)
 		return
 	}
@@ -344,41 +344,30 @@ func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
 // checkNLBCreate is what OCI refuses of a create, before anything is made.
 // Call with mu held.
 func (e *Emulator) checkNLBCreate(d *nlbCreateDetails) error {
+	if err := requireNamed(d.CompartmentID, d.DisplayName); err != nil {
+		return err
+	}
 	switch {
-	case d.CompartmentID == "":
-		return &apiErr{http.StatusBadRequest, "MissingParameter", "compartmentId is required."}
-	case d.DisplayName == "":
-		return &apiErr{http.StatusBadRequest, "MissingParameter", "displayName is required."}
 	case d.SubnetID == "":
 		return &apiErr{http.StatusBadRequest, "MissingParameter", "subnetId is required."}
 	case d.NLBIPVersion != "" && d.NLBIPVersion != "IPV4":
 		return invalid("nlbIpVersion %s is not served by this emulator (IPV4).", d.NLBIPVersion)
 	}
-	if _, ok := e.subnets.Get(d.SubnetID); !ok {
-		return &apiErr{http.StatusBadRequest, "RelatedResourceNotAuthorizedOrNotFound", fmt.Sprintf("Subnet %s not found.", d.SubnetID)}
+	if err := e.checkSubnets(d.SubnetID); err != nil {
+		return err
 	}
 	if err := e.checkNSGs(d.NetworkSecurityGroupIDs); err != nil {
 		return err
 	}
-	if d.BackendSets == nil {
-		d.BackendSets = map[string]*nlbBackendSet{}
+	err := checkNamed(&d.BackendSets, func(bs *nlbBackendSet) *string { return &bs.Name },
+		func(bs *nlbBackendSet, _ map[string]*nlbBackendSet) error { return checkNLBBackendSet(bs) })
+	if err != nil {
+		return err
 	}
-	for name, bs := range d.BackendSets {
-		bs.Name = name
-		if err := checkNLBBackendSet(bs); err != nil {
-			return err
-		}
-	}
-	if d.Listeners == nil {
-		d.Listeners = map[string]*nlbListener{}
-	}
-	for name, l := range d.Listeners {
-		l.Name = name
-		if err := checkNLBListener(d.BackendSets, l, without(d.Listeners, name)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkNamed(&d.Listeners, func(l *nlbListener) *string { return &l.Name },
+		func(l *nlbListener, others map[string]*nlbListener) error {
+			return checkNLBListener(d.BackendSets, l, others)
+		})
 }
 
 func checkNLBBackendSet(bs *nlbBackendSet) error {

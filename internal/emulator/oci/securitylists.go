@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
@@ -59,47 +60,44 @@ func (e *Emulator) routeSecurityLists() {
 	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
 		getOne(e, w, r, e.securityLists, func(sl *securityList) any { c := *sl; return &c })
 	})
-	e.handle("PUT "+p, func(w http.ResponseWriter, r *http.Request) {
-		var d struct {
-			DisplayName          *string           `json:"displayName"`
-			IngressSecurityRules []json.RawMessage `json:"ingressSecurityRules"`
-			EgressSecurityRules  []json.RawMessage `json:"egressSecurityRules"`
+	e.handle("PUT "+p, ociWrite(e, true, e.updateSecurityList))
+}
+
+// securityListUpdate is UpdateSecurityListDetails, the parts kept: each
+// given replaces the list's.
+type securityListUpdate struct {
+	DisplayName          *string           `json:"displayName"`
+	IngressSecurityRules []json.RawMessage `json:"ingressSecurityRules"`
+	EgressSecurityRules  []json.RawMessage `json:"egressSecurityRules"`
+}
+
+// updateSecurityList answers UpdateSecurityList, with If-Match; the rules
+// are checked before the list is looked up, as OCI validates the body first.
+func (e *Emulator) updateSecurityList(r *http.Request, d *securityListUpdate, _ time.Time) (core.Reply, error) {
+	for dir, rules := range map[string][]json.RawMessage{"ingress": d.IngressSecurityRules, "egress": d.EgressSecurityRules} {
+		if err := checkRules(dir, rules); err != nil {
+			return core.Reply{}, err
 		}
-		if !decodeBody(w, r, &d) {
-			return
-		}
-		for dir, rules := range map[string][]json.RawMessage{"ingress": d.IngressSecurityRules, "egress": d.EgressSecurityRules} {
-			if err := checkRules(dir, rules); err != nil {
-				writeAPIErr(w, err)
-				return
-			}
-		}
-		e.mu.Lock()
-		sl, ok := e.securityLists.Get(r.PathValue("id"))
-		if !ok {
-			e.mu.Unlock()
-			writeNotFound(w)
-			return
-		}
-		if !etagMatches(w, r, "security list", sl.ID, sl.etag()) {
-			e.mu.Unlock()
-			return
-		}
-		if d.DisplayName != nil {
-			sl.DisplayName = *d.DisplayName
-		}
-		if d.IngressSecurityRules != nil {
-			sl.IngressSecurityRules = d.IngressSecurityRules
-		}
-		if d.EgressSecurityRules != nil {
-			sl.EgressSecurityRules = d.EgressSecurityRules
-		}
-		sl.version++
-		view := *sl
-		e.mu.Unlock()
-		w.Header().Set("etag", view.etag())
-		core.WriteJSON(w, http.StatusOK, &view)
-	})
+	}
+	sl, err := find(e.securityLists, r.PathValue("id"))
+	if err != nil {
+		return core.Reply{}, err
+	}
+	if err := etagMismatch(r, "security list", sl.ID, sl.etag()); err != nil {
+		return core.Reply{}, err
+	}
+	if d.DisplayName != nil {
+		sl.DisplayName = *d.DisplayName
+	}
+	if d.IngressSecurityRules != nil {
+		sl.IngressSecurityRules = d.IngressSecurityRules
+	}
+	if d.EgressSecurityRules != nil {
+		sl.EgressSecurityRules = d.EgressSecurityRules
+	}
+	sl.version++
+	view := *sl
+	return tagged(&view, view.etag()), nil
 }
 
 // SecurityListRules are a security list's rules, each as JSON (tests).
@@ -119,16 +117,15 @@ func (e *Emulator) SecurityListRules(id string) (ingress, egress []string) {
 	return ingress, egress
 }
 
-// etagMatches says whether the request's If-Match (if any) is the entity's
-// etag, else answers 412 NoEtagMatch in the message shape OCI gives ("Entity
+// etagMismatch is nil when the request's If-Match (if any) is the entity's
+// etag, else 412 NoEtagMatch in the message shape OCI gives ("Entity
 // security list with ID … has a computed tag of …, but is passed a tag of
 // …", peer issues #92, #104).
-func etagMatches(w http.ResponseWriter, r *http.Request, entity, id, etag string) bool {
+func etagMismatch(r *http.Request, entity, id, etag string) error {
 	m := r.Header.Get("if-match")
 	if m == "" || m == etag {
-		return true
+		return nil
 	}
-	writeError(w, http.StatusPreconditionFailed, "NoEtagMatch",
-		fmt.Sprintf("Entity %s with ID %s has a computed tag of %s, but is passed a tag of %s", entity, id, etag, m))
-	return false
+	return &apiErr{http.StatusPreconditionFailed, "NoEtagMatch",
+		fmt.Sprintf("Entity %s with ID %s has a computed tag of %s, but is passed a tag of %s", entity, id, etag, m)}
 }
