@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // The Load Balancing API (/20170115), as oci-go-sdk's loadbalancer package
@@ -46,11 +48,9 @@ type shapeDetails struct {
 }
 
 type lbIPAddress struct {
-	IPAddress  string `json:"ipAddress"`
-	IsPublic   bool   `json:"isPublic"`
-	ReservedIP *struct {
-		ID string `json:"id"`
-	} `json:"reservedIp,omitempty"`
+	IPAddress  string       `json:"ipAddress"`
+	IsPublic   bool         `json:"isPublic"`
+	ReservedIP *reservedRef `json:"reservedIp,omitempty"`
 }
 
 type connectionConfiguration struct {
@@ -189,7 +189,7 @@ func (c *creation) remember(wr, created string) {
 // under mu answered again as first when its opc-retry-token was seen with
 // the same body (replayed: false when what it made is gone, and it is made
 // anew), else made by create.
-func serveCreate[D any](e *Emulator, w http.ResponseWriter, r *http.Request, replayed func(retried) bool, create func(http.ResponseWriter, *creation, *D)) {
+func serveCreate[D any](e *Emulator, w http.ResponseWriter, r *http.Request, replayed func(retried) bool, create func(*creation, *D) (core.Reply, error)) {
 	var d D
 	c, ok := e.startCreate(w, r, &d)
 	if !ok {
@@ -200,7 +200,12 @@ func serveCreate[D any](e *Emulator, w http.ResponseWriter, r *http.Request, rep
 	if replay && replayed(prev) || c.answered {
 		return
 	}
-	create(w, c, &d)
+	rep, err := create(c, &d)
+	if err != nil {
+		writeAPIErr(w, err)
+		return
+	}
+	rep.Write(w)
 }
 
 // retried is what an opc-retry-token answered first.
@@ -556,11 +561,10 @@ func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 
 // newLoadBalancer makes the load balancer a create asks for. Call with mu
 // held.
-func (e *Emulator) newLoadBalancer(w http.ResponseWriter, c *creation, d *createDetails) {
+func (e *Emulator) newLoadBalancer(c *creation, d *createDetails) (core.Reply, error) {
 	now := c.now
 	if err := e.checkCreate(d); err != nil {
-		writeAPIErr(w, err)
-		return
+		return core.Reply{}, err
 	}
 	lb := &loadBalancer{resource: resource{ID: e.newID("loadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: LBCreating, TimeCreated: now},
 		DisplayName: d.DisplayName, ShapeName: d.ShapeName, ShapeDetails: d.ShapeDetails, IsPrivate: d.IsPrivate,
@@ -573,25 +577,19 @@ func (e *Emulator) newLoadBalancer(w http.ResponseWriter, c *creation, d *create
 	lb.FreeformTags, lb.DefinedTags = tagsOrEmpty(lb.FreeformTags, lb.DefinedTags)
 	reserved, err := e.reservedFor(d.ReservedIPs, d.IsPrivate, lb.ID, "load balancer")
 	if err != nil {
-		writeAPIErr(w, err)
-		return
+		return core.Reply{}, err
 	}
 	e.lbs.Add(lb.ID, lb)
 	wr := e.startWR(lb, "CreateLoadBalancer", now, func() {
 		lb.LifecycleState = LBActive
 		if len(reserved) > 0 {
-			a := lbIPAddress{IPAddress: reserved[0].IPAddress, IsPublic: true}
-			a.ReservedIP = &struct {
-				ID string `json:"id"`
-			}{ID: reserved[0].ID}
-			lb.IPAddresses = []lbIPAddress{a}
+			lb.IPAddresses = []lbIPAddress{{IPAddress: reserved[0].IPAddress, IsPublic: true, ReservedIP: &reservedRef{ID: reserved[0].ID}}}
 			return
 		}
 		lb.IPAddresses = []lbIPAddress{e.lbAddress(lb.IsPrivate)}
 	})
 	c.remember(wr, "")
-	w.Header().Set("opc-work-request-id", wr)
-	w.WriteHeader(http.StatusOK)
+	return core.Reply{Status: http.StatusOK, Header: map[string]string{"opc-work-request-id": wr}}, nil
 }
 
 func nonNil(s []string) []string {

@@ -34,12 +34,10 @@ const (
 )
 
 type nlbIPAddress struct {
-	IPAddress  string `json:"ipAddress"`
-	IsPublic   bool   `json:"isPublic"`
-	IPVersion  string `json:"ipVersion"`
-	ReservedIP *struct {
-		ID string `json:"id"`
-	} `json:"reservedIp,omitempty"`
+	IPAddress  string       `json:"ipAddress"`
+	IsPublic   bool         `json:"isPublic"`
+	IPVersion  string       `json:"ipVersion"`
+	ReservedIP *reservedRef `json:"reservedIp,omitempty"`
 }
 
 type nlbListener struct {
@@ -299,11 +297,10 @@ func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
 
 // newNLB makes the network load balancer a create asks for. Call with mu
 // held.
-func (e *Emulator) newNLB(w http.ResponseWriter, c *creation, d *nlbCreateDetails) {
+func (e *Emulator) newNLB(c *creation, d *nlbCreateDetails) (core.Reply, error) {
 	now := c.now
 	if err := e.checkNLBCreate(d); err != nil {
-		writeAPIErr(w, err)
-		return
+		return core.Reply{}, err
 	}
 	n := &networkLoadBalancer{resource: resource{ID: e.newID("networkloadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: NLBCreating, TimeCreated: now},
 		nlbConfig: d.nlbConfig, SystemTags: map[string]map[string]any{}, revision: 1}
@@ -311,34 +308,32 @@ func (e *Emulator) newNLB(w http.ResponseWriter, c *creation, d *nlbCreateDetail
 	n.FreeformTags, n.DefinedTags = tagsOrEmpty(n.FreeformTags, n.DefinedTags)
 	reserved, err := e.reservedFor(d.ReservedIPs, d.IsPrivate, n.ID, "network load balancer")
 	if err != nil {
-		writeAPIErr(w, err)
-		return
+		return core.Reply{}, err
 	}
-	// The address is the network load balancer's from its creation.
-	if len(reserved) > 0 {
-		a := nlbIPAddress{IPAddress: reserved[0].IPAddress, IsPublic: true, IPVersion: "IPV4"}
-		a.ReservedIP = &struct {
-			ID string `json:"id"`
-		}{ID: reserved[0].ID}
-		n.IPAddresses = []nlbIPAddress{a}
-	} else {
-		a := e.lbAddress(n.IsPrivate)
-		n.IPAddresses = []nlbIPAddress{{IPAddress: a.IPAddress, IsPublic: a.IsPublic, IPVersion: "IPV4"}}
-		if !n.IsPrivate {
-			// A public network load balancer has its private address too.
-			p := e.lbAddress(true)
-			n.IPAddresses = append(n.IPAddresses, nlbIPAddress{IPAddress: p.IPAddress, IPVersion: "IPV4"})
-		}
-	}
+	n.IPAddresses = e.nlbAddresses(n.IsPrivate, reserved)
 	e.nlbs.Add(n.ID, n)
 	wr := e.startNLBWR(n, "CREATE_NETWORK_LOAD_BALANCER", "CREATED", now, func() {
 		n.LifecycleState = NLBActive
 		n.revision++
 	})
 	c.remember(wr, n.ID)
-	w.Header().Set("etag", n.etag())
-	w.Header().Set("opc-work-request-id", wr)
-	core.WriteJSON(w, http.StatusOK, viewNLB(n))
+	return core.Reply{Status: http.StatusOK, Body: viewNLB(n), Header: map[string]string{"etag": n.etag(), "opc-work-request-id": wr}}, nil
+}
+
+// nlbAddresses are a new network load balancer's addresses, its own from
+// its creation: its reserved public IP, or a new one and (public) its
+// private address too. Call with mu held.
+func (e *Emulator) nlbAddresses(private bool, reserved []*publicIP) []nlbIPAddress {
+	if len(reserved) > 0 {
+		return []nlbIPAddress{{IPAddress: reserved[0].IPAddress, IsPublic: true, IPVersion: "IPV4", ReservedIP: &reservedRef{ID: reserved[0].ID}}}
+	}
+	a := e.lbAddress(private)
+	out := []nlbIPAddress{{IPAddress: a.IPAddress, IsPublic: a.IsPublic, IPVersion: "IPV4"}}
+	if !private {
+		p := e.lbAddress(true)
+		out = append(out, nlbIPAddress{IPAddress: p.IPAddress, IPVersion: "IPV4"})
+	}
+	return out
 }
 
 // checkNLBCreate is what OCI refuses of a create, before anything is made.

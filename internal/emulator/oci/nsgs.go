@@ -92,14 +92,14 @@ func (g *nsg) etag() string { return strconv.Itoa(g.revision) }
 func (e *Emulator) routeNSGs() {
 	p := corePath + "/networkSecurityGroups"
 	view := func(g *nsg) any { c := *g; return &c }
-	resourceRoutes[*nsg]{path: p, create: ociWrite(e, true, e.createNSG), remove: ociWrite(e, false, e.deleteNSG),
+	resourceRoutes[*nsg]{path: p, create: ociWrite(e, jsonBody[nsgCreate], e.createNSG), remove: ociWrite(e, nil, e.deleteNSG),
 		list: filtered[*nsg]{st: e.nsgs, view: view, fields: func(g *nsg) (string, map[string]string) {
 			return g.CompartmentID, map[string]string{"vcnId": g.VCNID, "displayName": g.DisplayName}
 		}}}.route(e)
-	e.handle("PUT "+p+"/{id}", ociWrite(e, true, e.updateNSG))
+	e.handle("PUT "+p+"/{id}", ociWrite(e, jsonBody[nsgUpdate], ifMatch(e.nsgs, "network security group", updateNSG)))
 	e.handle("GET "+p+"/{id}/securityRules", e.listNSGRules)
-	e.handle("POST "+p+"/{id}/actions/addSecurityRules", ociWrite(e, true, e.addNSGRules))
-	e.handle("POST "+p+"/{id}/actions/removeSecurityRules", ociWrite(e, true, e.removeNSGRules))
+	e.handle("POST "+p+"/{id}/actions/addSecurityRules", ociWrite(e, jsonBody[nsgRulesAdded], e.addNSGRules))
+	e.handle("POST "+p+"/{id}/actions/removeSecurityRules", ociWrite(e, jsonBody[nsgRulesRemoved], e.removeNSGRules))
 }
 
 // nsgCreate is CreateNetworkSecurityGroupDetails.
@@ -127,33 +127,20 @@ func (e *Emulator) createNSG(_ *http.Request, d *nsgCreate, now time.Time) (core
 // nsgUpdate is core.UpdateNetworkSecurityGroupDetails: displayName,
 // freeformTags, definedTags, each replaced when given.
 type nsgUpdate struct {
-	DisplayName  *string                   `json:"displayName"`
-	FreeformTags map[string]string         `json:"freeformTags"`
-	DefinedTags  map[string]map[string]any `json:"definedTags"`
+	DisplayName  *string                    `json:"displayName"`
+	FreeformTags *map[string]string         `json:"freeformTags"`
+	DefinedTags  *map[string]map[string]any `json:"definedTags"`
 }
 
 // updateNSG answers UpdateNetworkSecurityGroup, with If-Match: the peer
 // tags a backend NSG it manages rules in so.
-func (e *Emulator) updateNSG(r *http.Request, d *nsgUpdate, _ time.Time) (core.Reply, error) {
-	g, err := find(e.nsgs, r.PathValue("id"))
-	if err != nil {
-		return core.Reply{}, err
-	}
-	if err := etagMismatch(r, "network security group", g.ID, g.etag()); err != nil {
-		return core.Reply{}, err
-	}
-	if d.DisplayName != nil {
-		g.DisplayName = *d.DisplayName
-	}
-	if d.FreeformTags != nil {
-		g.FreeformTags = d.FreeformTags
-	}
-	if d.DefinedTags != nil {
-		g.DefinedTags = d.DefinedTags
-	}
+func updateNSG(g *nsg, d *nsgUpdate) core.Reply {
+	replaceIf(&g.DisplayName, d.DisplayName)
+	replaceIf(&g.FreeformTags, d.FreeformTags)
+	replaceIf(&g.DefinedTags, d.DefinedTags)
 	g.revision++
 	view := *g
-	return tagged(&view, view.etag()), nil
+	return tagged(&view, view.etag())
 }
 
 // deleteNSG answers DeleteNetworkSecurityGroup: refused (409) while a load

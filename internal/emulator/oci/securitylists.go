@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
@@ -60,44 +59,42 @@ func (e *Emulator) routeSecurityLists() {
 	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
 		getOne(e, w, r, e.securityLists, func(sl *securityList) any { c := *sl; return &c })
 	})
-	e.handle("PUT "+p, ociWrite(e, true, e.updateSecurityList))
+	e.handle("PUT "+p, ociWrite(e, decodeSecurityListUpdate, ifMatch(e.securityLists, "security list", updateSecurityList)))
 }
 
 // securityListUpdate is UpdateSecurityListDetails, the parts kept: each
 // given replaces the list's.
 type securityListUpdate struct {
-	DisplayName          *string           `json:"displayName"`
-	IngressSecurityRules []json.RawMessage `json:"ingressSecurityRules"`
-	EgressSecurityRules  []json.RawMessage `json:"egressSecurityRules"`
+	DisplayName          *string            `json:"displayName"`
+	IngressSecurityRules *[]json.RawMessage `json:"ingressSecurityRules"`
+	EgressSecurityRules  *[]json.RawMessage `json:"egressSecurityRules"`
 }
 
-// updateSecurityList answers UpdateSecurityList, with If-Match; the rules
-// are checked before the list is looked up, as OCI validates the body first.
-func (e *Emulator) updateSecurityList(r *http.Request, d *securityListUpdate, _ time.Time) (core.Reply, error) {
-	for dir, rules := range map[string][]json.RawMessage{"ingress": d.IngressSecurityRules, "egress": d.EgressSecurityRules} {
-		if err := checkRules(dir, rules); err != nil {
-			return core.Reply{}, err
+// decodeSecurityListUpdate reads an update and checks its rules before the
+// list is looked up, as OCI validates the body first.
+func decodeSecurityListUpdate(r *http.Request, d *securityListUpdate) error {
+	if err := readBody(r, d); err != nil {
+		return err
+	}
+	for dir, rules := range map[string]*[]json.RawMessage{"ingress": d.IngressSecurityRules, "egress": d.EgressSecurityRules} {
+		if rules == nil {
+			continue
+		}
+		if err := checkRules(dir, *rules); err != nil {
+			return err
 		}
 	}
-	sl, err := find(e.securityLists, r.PathValue("id"))
-	if err != nil {
-		return core.Reply{}, err
-	}
-	if err := etagMismatch(r, "security list", sl.ID, sl.etag()); err != nil {
-		return core.Reply{}, err
-	}
-	if d.DisplayName != nil {
-		sl.DisplayName = *d.DisplayName
-	}
-	if d.IngressSecurityRules != nil {
-		sl.IngressSecurityRules = d.IngressSecurityRules
-	}
-	if d.EgressSecurityRules != nil {
-		sl.EgressSecurityRules = d.EgressSecurityRules
-	}
+	return nil
+}
+
+// updateSecurityList answers UpdateSecurityList, with If-Match.
+func updateSecurityList(sl *securityList, d *securityListUpdate) core.Reply {
+	replaceIf(&sl.DisplayName, d.DisplayName)
+	replaceIf(&sl.IngressSecurityRules, d.IngressSecurityRules)
+	replaceIf(&sl.EgressSecurityRules, d.EgressSecurityRules)
 	sl.version++
 	view := *sl
-	return tagged(&view, view.etag()), nil
+	return tagged(&view, view.etag())
 }
 
 // SecurityListRules are a security list's rules, each as JSON (tests).

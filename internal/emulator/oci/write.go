@@ -10,20 +10,44 @@ import (
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
-// ociWrite serves an OCI write with core.Write: the JSON body read into Req
-// (body false: none), do run under mu at the emulator's time, its errors
+// ociWrite serves an OCI write with core.Write: the body read by decode
+// (jsonBody; nil: none), do run under mu at the emulator's time, its errors
 // answered as OCI's {"code", "message"} (writeAPIErr).
-func ociWrite[Req any](e *Emulator, body bool, do func(r *http.Request, req *Req, now time.Time) (core.Reply, error)) http.HandlerFunc {
-	wr := core.Write[Req, time.Time]{
+func ociWrite[Req any](e *Emulator, decode func(*http.Request, *Req) error, do func(r *http.Request, req *Req, now time.Time) (core.Reply, error)) http.HandlerFunc {
+	return core.Write[Req, time.Time]{
+		Decode: decode,
 		Lock:   func() time.Time { e.mu.Lock(); return e.opts.Clock() },
 		Unlock: e.mu.Unlock,
 		Do:     do,
 		Fail:   writeAPIErr,
+	}.ServeHTTP
+}
+
+// jsonBody reads a JSON body into req (readBody).
+func jsonBody[Req any](r *http.Request, req *Req) error { return readBody(r, req) }
+
+// ifMatch makes do a change of the object {id} of st (entity, in a 412's
+// message) under the request's If-Match: found, and its etag matched, first.
+func ifMatch[T interface{ etag() string }, Req any](st *core.Store[T], entity string, do func(o T, req *Req) core.Reply) func(*http.Request, *Req, time.Time) (core.Reply, error) {
+	return func(r *http.Request, req *Req, _ time.Time) (core.Reply, error) {
+		id := r.PathValue("id")
+		o, err := find(st, id)
+		if err != nil {
+			return core.Reply{}, err
+		}
+		if err := etagMismatch(r, entity, id, o.etag()); err != nil {
+			return core.Reply{}, err
+		}
+		return do(o, req), nil
 	}
-	if body {
-		wr.Decode = func(r *http.Request, req *Req) error { return readBody(r, req) }
+}
+
+// replaceIf sets *dst to *v when an update gives v: OCI's updates replace
+// each attribute given and keep the others.
+func replaceIf[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
 	}
-	return wr.ServeHTTP
 }
 
 // readBody reads a JSON body into v; one that is not JSON is 400

@@ -290,23 +290,25 @@ func (e *Emulator) routeNeutron() {
 		notFound: nf("NetworkNotFound", "Network"), badRequest: neutronBadRequest}.route(e, np)
 	collection[subnet, *subnet]{path: "subnets", key: "subnet", st: e.subnets, view: viewCopy[subnet],
 		notFound: nf("SubnetNotFound", "Subnet"), badRequest: neutronBadRequest,
-		create: neutronWrite(e, decodeSubnet, e.createSubnetHTTP), remove: neutronWrite(e, nil, e.deleteSubnetHTTP)}.route(e, np)
+		create: neutronWrite(e, decodeSubnet, e.createSubnetHTTP), remove: neutronWrite(e, nil, onObject(e.subnets, subnetMissing, e.deleteSubnetHTTP))}.route(e, np)
 	collection[port, *port]{path: "ports", key: "port", st: e.ports, view: viewCopy[port],
 		notFound: nf("PortNotFound", "Port"), badRequest: neutronBadRequest,
 		create: neutronWrite(e, decodeNewPort, e.createPortHTTP),
-		update: neutronWrite(e, decodePortUpdate, e.updatePortHTTP), remove: neutronWrite(e, nil, e.deletePortHTTP)}.route(e, np)
+		update: neutronWrite(e, decodePortUpdate, onObject(e.ports, portMissing, e.updatePortHTTP)),
+		remove: neutronWrite(e, nil, onObject(e.ports, portMissing, e.deletePortHTTP))}.route(e, np)
 	collection[floatingIP, *floatingIP]{path: "floatingips", key: "floatingip", st: e.fips, view: (*floatingIP).view,
 		notFound: nf("FloatingIPNotFound", "Floating IP"), badRequest: neutronBadRequest,
 		create: neutronWrite(e, neutronBody[fipReq], e.createFloatingIP),
-		update: neutronWrite(e, decodeFIPUpdate, e.updateFloatingIP), remove: neutronWrite(e, nil, e.deleteFloatingIP)}.route(e, np)
+		update: neutronWrite(e, decodeFIPUpdate, onObject(e.fips, fipMissing, e.updateFloatingIP)),
+		remove: neutronWrite(e, nil, onObject(e.fips, fipMissing, e.deleteFloatingIP))}.route(e, np)
 	collection[router, *router]{path: "routers", key: "router", st: e.routers, view: (*router).view,
-		notFound: nf("RouterNotFound", "Router"), badRequest: neutronBadRequest, update: neutronWrite(e, decodeRouterUpdate, e.updateRouter)}.route(e, np)
+		notFound: nf("RouterNotFound", "Router"), badRequest: neutronBadRequest, update: neutronWrite(e, decodeRouterUpdate, onObject(e.routers, routerMissing, e.updateRouter))}.route(e, np)
 	e.handle("PUT "+np+"/routers/{id}/add_extraroutes", neutronWrite(e, decodeExtraRoutes, e.extraRoutes(true)))
 	e.handle("PUT "+np+"/routers/{id}/remove_extraroutes", neutronWrite(e, decodeExtraRoutes, e.extraRoutes(false)))
 	collection[secGroup, *secGroup]{path: "security-groups", key: "security_group", st: e.secGroups, view: e.secGroupView,
 		notFound: nf("SecurityGroupNotFound", "Security group"), badRequest: neutronBadRequest,
-		create: neutronWrite(e, neutronBody[secGroupReq], e.createSecGroup), remove: neutronWrite(e, nil, e.deleteSecGroup)}.route(e, np)
-	e.handle("PUT "+np+"/security-groups/{id}/tags", neutronWrite(e, decodeTags, e.replaceSecGroupTags))
+		create: neutronWrite(e, neutronBody[secGroupReq], e.createSecGroup), remove: neutronWrite(e, nil, onObject(e.secGroups, secGroupMissing, e.deleteSecGroup))}.route(e, np)
+	e.handle("PUT "+np+"/security-groups/{id}/tags", neutronWrite(e, decodeTags, onObject(e.secGroups, secGroupMissing, e.replaceSecGroupTags)))
 	collection[sgRule, *sgRule]{path: "security-group-rules", key: "security_group_rule", st: e.sgRules, view: viewCopy[sgRule],
 		notFound: nf("SecurityGroupRuleNotFound", "Security group rule"), badRequest: neutronBadRequest,
 		create: neutronWrite(e, decodeSGRules, e.createSGRule), remove: neutronWrite(e, nil, e.deleteSGRule)}.route(e, np)

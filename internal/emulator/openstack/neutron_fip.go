@@ -170,11 +170,7 @@ func decodeFIPUpdate(r *http.Request, u *fipUpdate) *apiErr {
 
 // updateFloatingIP associates, moves or disassociates a floating IP, and
 // changes its description.
-func (e *Emulator) updateFloatingIP(r *http.Request, u *fipUpdate, now time.Time) (core.Reply, *apiErr) {
-	f, aerr := lookup(e.fips, r.PathValue("id"), fipMissing)
-	if aerr != nil {
-		return core.Reply{}, aerr
-	}
+func (e *Emulator) updateFloatingIP(f *floatingIP, _ *http.Request, u *fipUpdate, now time.Time) (core.Reply, *apiErr) {
 	if u.portGiven {
 		if u.portID == "" {
 			e.disassociate(f)
@@ -198,11 +194,7 @@ func (e *Emulator) disassociate(f *floatingIP) {
 }
 
 // deleteFloatingIP releases a floating IP and its address.
-func (e *Emulator) deleteFloatingIP(r *http.Request, _ *struct{}, now time.Time) (core.Reply, *apiErr) {
-	f, aerr := lookup(e.fips, r.PathValue("id"), fipMissing)
-	if aerr != nil {
-		return core.Reply{}, aerr
-	}
+func (e *Emulator) deleteFloatingIP(f *floatingIP, _ *http.Request, _ *struct{}, now time.Time) (core.Reply, *apiErr) {
 	if f.PortID != "" {
 		delete(e.fipByPort, f.PortID)
 	}

@@ -80,11 +80,7 @@ func decodePortUpdate(r *http.Request, b *portBody) *apiErr {
 }
 
 // updatePortHTTP changes a port, under its revision when If-Match names one.
-func (e *Emulator) updatePortHTTP(r *http.Request, b *portBody, now time.Time) (core.Reply, *apiErr) {
-	p, aerr := lookup(e.ports, r.PathValue("id"), portMissing)
-	if aerr != nil {
-		return core.Reply{}, aerr
-	}
+func (e *Emulator) updatePortHTTP(p *port, r *http.Request, b *portBody, now time.Time) (core.Reply, *apiErr) {
 	if aerr := revisionMatches(r, p.Revision); aerr != nil {
 		return core.Reply{}, aerr
 	}
@@ -121,11 +117,7 @@ func (e *Emulator) applyPort(p *port, b *portBody) {
 
 // deletePortHTTP deletes a port; a router's or a floating IP's is refused
 // (409 ServicePortInUse), as neutron-server refuses it.
-func (e *Emulator) deletePortHTTP(r *http.Request, _ *struct{}, now time.Time) (core.Reply, *apiErr) {
-	p, aerr := lookup(e.ports, r.PathValue("id"), portMissing)
-	if aerr != nil {
-		return core.Reply{}, aerr
-	}
+func (e *Emulator) deletePortHTTP(p *port, _ *http.Request, _ *struct{}, now time.Time) (core.Reply, *apiErr) {
 	switch p.DeviceOwner {
 	case ownerRouterInterface, ownerRouterGateway, ownerFloatingIP:
 		return core.Reply{}, errf(409, "ServicePortInUse", "Port %s cannot be deleted directly via the port API: has device owner %s.", p.ID, p.DeviceOwner)

@@ -61,11 +61,7 @@ func decodeRouterUpdate(r *http.Request, b *routesBody) *apiErr {
 }
 
 // updateRouter changes a router's attributes and replaces its routes.
-func (e *Emulator) updateRouter(r *http.Request, b *routesBody, now time.Time) (core.Reply, *apiErr) {
-	rt, aerr := lookup(e.routers, r.PathValue("id"), routerMissing)
-	if aerr != nil {
-		return core.Reply{}, aerr
-	}
+func (e *Emulator) updateRouter(rt *router, _ *http.Request, b *routesBody, now time.Time) (core.Reply, *apiErr) {
 	if b.Router.Routes != nil {
 		if aerr := e.validateRoutes(rt, *b.Router.Routes); aerr != nil {
 			return core.Reply{}, aerr
@@ -91,11 +87,7 @@ func decodeExtraRoutes(r *http.Request, b *routesBody) *apiErr {
 // extraRoutes serves add_extraroutes (add) and remove_extraroutes: atomic
 // and idempotent.
 func (e *Emulator) extraRoutes(add bool) change[routesBody] {
-	return func(r *http.Request, b *routesBody, now time.Time) (core.Reply, *apiErr) {
-		rt, aerr := lookup(e.routers, r.PathValue("id"), routerMissing)
-		if aerr != nil {
-			return core.Reply{}, aerr
-		}
+	return onObject(e.routers, routerMissing, func(rt *router, _ *http.Request, b *routesBody, now time.Time) (core.Reply, *apiErr) {
 		routes := slices.Clone(rt.Routes)
 		if add {
 			if aerr := e.validateRoutes(rt, *b.Router.Routes); aerr != nil {
@@ -112,5 +104,5 @@ func (e *Emulator) extraRoutes(add bool) change[routesBody] {
 		rt.Routes = routes
 		rt.touch(now)
 		return core.OK(keyed("router", rt.view())), nil
-	}
+	})
 }

@@ -52,11 +52,8 @@ func (e *Emulator) createSecGroup(_ *http.Request, b *secGroupReq, now time.Time
 }
 
 // deleteSecGroup deletes a group and its rules, unless a port uses it.
-func (e *Emulator) deleteSecGroup(r *http.Request, _ *struct{}, _ time.Time) (core.Reply, *apiErr) {
-	id := r.PathValue("id")
-	if _, aerr := lookup(e.secGroups, id, secGroupMissing); aerr != nil {
-		return core.Reply{}, aerr
-	}
+func (e *Emulator) deleteSecGroup(g *secGroup, _ *http.Request, _ *struct{}, _ time.Time) (core.Reply, *apiErr) {
+	id := g.ID
 	for _, p := range e.ports.All() {
 		if has(p.SecurityGroups, id) {
 			return core.Reply{}, errf(409, "SecurityGroupInUse", "Security Group %s in use.", id)
@@ -92,11 +89,7 @@ func decodeTags(r *http.Request, tags *[]string) *apiErr {
 // /v2.0/{resource_type}/{resource_id}/tags, Networking API reference, "Tag
 // extension"): 200 with the new list, each tag at most 255 characters; the
 // resource's revision goes up.
-func (e *Emulator) replaceSecGroupTags(r *http.Request, given *[]string, now time.Time) (core.Reply, *apiErr) {
-	g, aerr := lookup(e.secGroups, r.PathValue("id"), secGroupMissing)
-	if aerr != nil {
-		return core.Reply{}, aerr
-	}
+func (e *Emulator) replaceSecGroupTags(g *secGroup, _ *http.Request, given *[]string, now time.Time) (core.Reply, *apiErr) {
 	tags := slices.Compact(slices.Sorted(slices.Values(*given)))
 	g.Tags = tags
 	g.touch(now)

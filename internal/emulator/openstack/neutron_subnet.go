@@ -150,12 +150,8 @@ func (e *Emulator) createSubnetHTTP(_ *http.Request, p *subnetPlan, now time.Tim
 
 // deleteSubnetHTTP refuses a subnet any port has an address on (409
 // SubnetInUse), as Neutron does for ports it does not own itself.
-func (e *Emulator) deleteSubnetHTTP(r *http.Request, _ *struct{}, now time.Time) (core.Reply, *apiErr) {
-	id := r.PathValue("id")
-	sn, aerr := lookup(e.subnets, id, subnetMissing)
-	if aerr != nil {
-		return core.Reply{}, aerr
-	}
+func (e *Emulator) deleteSubnetHTTP(sn *subnet, _ *http.Request, _ *struct{}, now time.Time) (core.Reply, *apiErr) {
+	id := sn.ID
 	for _, p := range e.ports.All() {
 		for _, f := range p.FixedIPs {
 			if f.SubnetID == id {

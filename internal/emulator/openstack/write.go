@@ -137,6 +137,19 @@ var (
 	sgRuleMissing   = missing("SecurityGroupRuleNotFound", "Security group rule %s does not exist")
 )
 
+// onObject makes do a change of the object {id} of st, found first (else
+// the 404 notFound makes): the step every update and delete of a Neutron
+// resource begins with.
+func onObject[T, Req any](st *core.Store[T], notFound func(string) *apiErr, do func(o T, r *http.Request, req *Req, now time.Time) (core.Reply, *apiErr)) change[Req] {
+	return func(r *http.Request, req *Req, now time.Time) (core.Reply, *apiErr) {
+		o, aerr := lookup(st, r.PathValue("id"), notFound)
+		if aerr != nil {
+			return core.Reply{}, aerr
+		}
+		return do(o, r, req, now)
+	}
+}
+
 // lookup is st's object id, or the 404 notFound makes of id.
 func lookup[T any](st *core.Store[T], id string, notFound func(string) *apiErr) (T, *apiErr) {
 	o, ok := st.Get(id)
