@@ -150,15 +150,9 @@ func writeError(w http.ResponseWriter, resp string, e *apiError) {
 	writeJSON(w, e.code, map[string]any{resp: body})
 }
 
+// writeJSON writes v as CloudStack's JSON, its charset named.
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(code)
-	_, _ = w.Write(b)
+	core.WriteJSONType(w, code, v, "application/json; charset=UTF-8")
 }
 
 // pager makes a list answer claim more objects than it has, so that a

@@ -250,36 +250,37 @@ func (e *Emulator) machines(command string, p url.Values) ([]string, *apiError) 
 }
 
 func (e *Emulator) assignToLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
-	r, aerr := e.rule("assignToLoadBalancerRule", p)
-	if aerr != nil {
-		return nil, aerr
-	}
-	ids, aerr := e.machines("assignToLoadBalancerRule", p)
-	if aerr != nil {
-		return nil, aerr
-	}
-	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.AssignToLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
-		for _, id := range ids {
-			if !slices.Contains(r.members, id) {
-				r.members = append(r.members, id)
+	return e.changeMembers(a, p, now, "assignToLoadBalancerRule", "org.apache.cloudstack.api.command.user.loadbalancer.AssignToLoadBalancerRuleCmd",
+		func(r *lbRule, ids []string) {
+			for _, id := range ids {
+				if !slices.Contains(r.members, id) {
+					r.members = append(r.members, id)
+				}
 			}
-		}
-		return map[string]any{"success": true}, nil
-	})
-	return map[string]any{"jobid": job}, nil
+		})
 }
 
 func (e *Emulator) removeFromLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
-	r, aerr := e.rule("removeFromLoadBalancerRule", p)
+	return e.changeMembers(a, p, now, "removeFromLoadBalancerRule", "org.apache.cloudstack.api.command.user.loadbalancer.RemoveFromLoadBalancerRuleCmd",
+		func(r *lbRule, ids []string) {
+			r.members = slices.DeleteFunc(r.members, func(id string) bool { return slices.Contains(ids, id) })
+		})
+}
+
+// changeMembers answers a command (command, its class cmd) that changes the
+// machines of the rule id by virtualmachineids: both checked at once, the
+// change made by the command's job.
+func (e *Emulator) changeMembers(a *account, p url.Values, now time.Time, command, cmd string, change func(r *lbRule, ids []string)) (any, *apiError) {
+	r, aerr := e.rule(command, p)
 	if aerr != nil {
 		return nil, aerr
 	}
-	ids, aerr := e.machines("removeFromLoadBalancerRule", p)
+	ids, aerr := e.machines(command, p)
 	if aerr != nil {
 		return nil, aerr
 	}
-	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.RemoveFromLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
-		r.members = slices.DeleteFunc(r.members, func(id string) bool { return slices.Contains(ids, id) })
+	job := e.startJob(a, cmd, "FirewallRule", r.id, now, func() (any, error) {
+		change(r, ids)
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil

@@ -162,14 +162,23 @@ func (e *Emulator) listFirewallRules(_ *account, p url.Values, _ time.Time) (any
 }
 
 func (e *Emulator) deleteFirewallRule(a *account, p url.Values, now time.Time) (any, *apiError) {
-	i := slices.IndexFunc(e.firewall, func(f *firewallRule) bool { return f.id == p.Get("id") })
+	return deleteByJob(e, a, p, now, "deleteFirewallRule", "org.apache.cloudstack.api.command.user.firewall.DeleteFirewallRuleCmd", "FirewallRule",
+		&e.firewall, func(f *firewallRule) string { return f.id })
+}
+
+// deleteByJob answers a delete command (command) of the object of *list
+// the id parameter names: its job (cmd, of the object's kind) removes it,
+// as CloudStack deletes asynchronously ({"jobid"}, the job's result
+// {"success": true}).
+func deleteByJob[T any](e *Emulator, a *account, p url.Values, now time.Time, command, cmd, kind string, list *[]*T, idOf func(*T) string) (any, *apiError) {
+	i := slices.IndexFunc(*list, func(o *T) bool { return idOf(o) == p.Get("id") })
 	if i < 0 {
-		return nil, invalidID("deleteFirewallRule", p.Get("id"))
+		return nil, invalidID(command, p.Get("id"))
 	}
-	f := e.firewall[i]
-	job := e.startJob(a, "org.apache.cloudstack.api.command.user.firewall.DeleteFirewallRuleCmd", "FirewallRule", f.id, now, func() (any, error) {
-		e.firewall = slices.DeleteFunc(e.firewall, func(x *firewallRule) bool { return x == f })
-		e.forget(f.id)
+	o := (*list)[i]
+	job := e.startJob(a, cmd, kind, idOf(o), now, func() (any, error) {
+		*list = slices.DeleteFunc(*list, func(x *T) bool { return x == o })
+		e.forget(idOf(o))
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil
@@ -260,15 +269,6 @@ func (e *Emulator) createNetworkACL(a *account, p url.Values, now time.Time) (an
 }
 
 func (e *Emulator) deleteNetworkACL(a *account, p url.Values, now time.Time) (any, *apiError) {
-	i := slices.IndexFunc(e.acl, func(r *aclItem) bool { return r.id == p.Get("id") })
-	if i < 0 {
-		return nil, invalidID("deleteNetworkACL", p.Get("id"))
-	}
-	r := e.acl[i]
-	job := e.startJob(a, "org.apache.cloudstack.api.command.user.network.DeleteNetworkACLCmd", "NetworkAcl", r.id, now, func() (any, error) {
-		e.acl = slices.DeleteFunc(e.acl, func(x *aclItem) bool { return x == r })
-		e.forget(r.id)
-		return map[string]any{"success": true}, nil
-	})
-	return map[string]any{"jobid": job}, nil
+	return deleteByJob(e, a, p, now, "deleteNetworkACL", "org.apache.cloudstack.api.command.user.network.DeleteNetworkACLCmd", "NetworkAcl",
+		&e.acl, func(r *aclItem) string { return r.id })
 }

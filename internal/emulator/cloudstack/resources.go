@@ -297,12 +297,12 @@ type jobMeta struct {
 	accountID, userID, cmd, instanceType, instanceID, created string
 }
 
-// startJob starts an asynchronous job done after Options.JobDelay. Call with
+// startJob starts an asynchronous job done after the job delay. Call with
 // mu held; run is called with mu held too (jobs settle in lock).
 func (e *Emulator) startJob(a *account, cmd, instanceType, instanceID string, now time.Time, run func() (any, error)) string {
 	id := e.newID()
 	e.jobMeta[id] = jobMeta{accountID: a.id, userID: a.userID, cmd: cmd, instanceType: instanceType, instanceID: instanceID, created: csDate(now)}
-	e.jobs.Start(id, now, e.opts.JobDelay, run)
+	e.jobs.Start(id, now, e.jobDelay.Get(), run)
 	return id
 }
 

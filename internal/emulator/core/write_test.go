@@ -100,3 +100,12 @@ func TestViewsPageAndNameTheNextMarker(t *testing.T) {
 	_, ok = View(&mu, s, "zz", view)
 	assert.False(t, ok)
 }
+
+func TestDelayIsSetWhileItIsRead(t *testing.T) {
+	var d Delay
+	assert.Zero(t, d.Get(), "the zero value is no delay")
+	var wg sync.WaitGroup
+	wg.Go(func() { d.Set(3) })
+	wg.Wait()
+	assert.EqualValues(t, 3, d.Get())
+}

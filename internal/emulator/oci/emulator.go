@@ -115,7 +115,7 @@ type Emulator struct {
 	sessions      map[string]session // by token
 	jobs          *core.Jobs
 	retryTokens   map[string]retried
-	provMu        sync.Mutex
+	provisioning  core.Delay // of work requests (Options.Provisioning)
 	dataPlane     core.DataPlane
 	ca            *core.CA
 	machineNet    netip.Prefix
@@ -143,6 +143,7 @@ func New(opts Options) (*Emulator, error) {
 		nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest](), nsgs: core.NewStore[*nsg](), sessions: map[string]session{}, jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
+	e.provisioning.Set(opts.Provisioning)
 	if err := e.seedFixture(); err != nil {
 		return nil, err
 	}
@@ -185,9 +186,7 @@ func (e *Emulator) Start(addr string) error {
 
 // SetProvisioning changes how long work requests accepted from now take.
 func (e *Emulator) SetProvisioning(d time.Duration) {
-	e.provMu.Lock()
-	e.opts.Provisioning = d
-	e.provMu.Unlock()
+	e.provisioning.Set(d)
 }
 
 // CA is the PEM of the certificate authority of the emulator's HTTPS: a
@@ -250,12 +249,12 @@ func (e *Emulator) seedFixture() error {
 		f.AvailabilityDomains = append(f.AvailabilityDomains, fmt.Sprintf("Uocm:US-ASHBURN-AD-%d", i))
 	}
 	now := e.opts.Clock()
-	v := &vcn{resource: resource{ID: e.newID("vcn"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+	v := &vcn{resource: e.newResource("vcn", f.CompartmentID, "AVAILABLE", now),
 		DisplayName: "cluster", CIDRBlock: "10.0.0.0/16", CIDRBlocks: []string{"10.0.0.0/16"}}
 	e.vcns.Add(v.ID, v)
 	// The VCN's default security list, with the rules OCI gives it: SSH and
 	// ICMP in, everything out.
-	sl := &securityList{resource: resource{ID: e.newID("securitylist"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+	sl := &securityList{resource: e.newResource("securitylist", f.CompartmentID, "AVAILABLE", now),
 		DisplayName: "Default Security List for cluster", VCNID: v.ID, FreeformTags: map[string]string{},
 		IngressSecurityRules: []json.RawMessage{
 			json.RawMessage(`{"protocol":"6","source":"0.0.0.0/0","sourceType":"CIDR_BLOCK","isStateless":false,"tcpOptions":{"destinationPortRange":{"min":22,"max":22}}}`),
@@ -266,7 +265,7 @@ func (e *Emulator) seedFixture() error {
 		}}
 	e.securityLists.Add(sl.ID, sl)
 	f.SecurityListID = sl.ID
-	s := &subnet{resource: resource{ID: e.newID("subnet"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+	s := &subnet{resource: e.newResource("subnet", f.CompartmentID, "AVAILABLE", now),
 		VCNID: v.ID, DisplayName: "nodes", CIDRBlock: e.machineNet.String(), RouteTableID: e.newID("routetable"),
 		VirtualRouterIP: e.machineNet.Addr().Next().String(), VirtualRouterMac: "00:00:17:00:00:01",
 		SecurityListIDs: []string{sl.ID}}

@@ -188,8 +188,8 @@ func (c *creation) remember(wr, created string) {
 // serveCreate answers a create of the body D: read (startCreate), then
 // under mu answered again as first when its opc-retry-token was seen with
 // the same body (replayed: false when what it made is gone, and it is made
-// anew), else made by create.
-func serveCreate[D any](e *Emulator, w http.ResponseWriter, r *http.Request, replayed func(retried) bool, create func(*creation, *D) (core.Reply, error)) {
+// anew), else checked whole by check before create makes anything.
+func serveCreate[D any](e *Emulator, w http.ResponseWriter, r *http.Request, check func(*D) error, replayed func(retried) bool, create func(*creation, *D) (core.Reply, error)) {
 	var d D
 	c, ok := e.startCreate(w, r, &d)
 	if !ok {
@@ -198,6 +198,10 @@ func serveCreate[D any](e *Emulator, w http.ResponseWriter, r *http.Request, rep
 	defer e.mu.Unlock()
 	prev, replay := c.replay(w)
 	if replay && replayed(prev) || c.answered {
+		return
+	}
+	if err := check(&d); err != nil {
+		writeAPIErr(w, err)
 		return
 	}
 	rep, err := create(c, &d)
@@ -552,7 +556,7 @@ func checkListener(sets map[string]*backendSet, l *listener, others map[string]*
 // CREATING load balancer whose work request makes it ACTIVE with its
 // addresses.
 func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
-	serveCreate(e, w, r, func(prev retried) bool {
+	serveCreate(e, w, r, e.checkCreate, func(prev retried) bool {
 		w.Header().Set("opc-work-request-id", prev.wr)
 		w.WriteHeader(http.StatusOK)
 		return true
@@ -563,10 +567,7 @@ func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 // held.
 func (e *Emulator) newLoadBalancer(c *creation, d *createDetails) (core.Reply, error) {
 	now := c.now
-	if err := e.checkCreate(d); err != nil {
-		return core.Reply{}, err
-	}
-	lb := &loadBalancer{resource: resource{ID: e.newID("loadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: LBCreating, TimeCreated: now},
+	lb := &loadBalancer{resource: e.newResource("loadbalancer", d.CompartmentID, LBCreating, now),
 		DisplayName: d.DisplayName, ShapeName: d.ShapeName, ShapeDetails: d.ShapeDetails, IsPrivate: d.IsPrivate,
 		IPAddresses: []lbIPAddress{}, SubnetIDs: d.SubnetIDs, NetworkSecurityGroupIDs: nonNil(d.NetworkSecurityGroupIDs),
 		Listeners: d.Listeners, BackendSets: d.BackendSets, Certificates: d.certs, RuleSets: d.RuleSets,
@@ -707,7 +708,7 @@ func (e *Emulator) startWR(lb *loadBalancer, kind string, now time.Time, effect 
 	}
 	wr := &workRequest{ID: e.newID("loadbalancerworkrequest"), LoadBalancerID: lb.ID, Type: kind, LifecycleState: wrAccepted,
 		Message: "{}", TimeAccepted: now, ErrorDetails: []any{}, CompartmentID: lb.CompartmentID,
-		start: start, end: start.Add(e.provisioning())}
+		start: start, end: start.Add(e.provisioning.Get())}
 	e.wrs.Add(wr.ID, wr)
 	e.jobs.Start(wr.ID, now, wr.end.Sub(now), func() (any, error) {
 		// Jobs run from settle, with mu held.
@@ -738,13 +739,6 @@ func (e *Emulator) viewWR(wr *workRequest) any {
 		c.LifecycleState = wrInProgress
 	}
 	return &c
-}
-
-// provisioning is how long a work request takes.
-func (e *Emulator) provisioning() time.Duration {
-	e.provMu.Lock()
-	defer e.provMu.Unlock()
-	return e.opts.Provisioning
 }
 
 // SetLoadBalancerState moves a load balancer or a network load balancer to

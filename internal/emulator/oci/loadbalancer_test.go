@@ -55,15 +55,36 @@ type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
 
-// lbStory is what TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests
-// walks through: the emulator, its clock, the SDK's client and the load
-// balancer made.
-type lbStory struct {
+// story is a test told in steps against an emulator whose work requests
+// take 10 seconds of a clock the test moves; id is the object it follows.
+type story struct {
 	t   *testing.T
 	e   *Emulator
 	clk *clock
-	c   loadbalancer.LoadBalancerClient
 	id  *string
+}
+
+// newStory starts the emulator of a story.
+func newStory(t *testing.T) story {
+	clk := &clock{now: time.Now()}
+	return story{t: t, e: started(t, Options{Provisioning: 10 * time.Second, Clock: clk.Now}), clk: clk}
+}
+
+// advance moves the clock.
+func (s *story) advance(d time.Duration) { s.clk.now = s.clk.now.Add(d) }
+
+// steps runs a story's steps in order.
+func steps(fns ...func()) {
+	for _, f := range fns {
+		f()
+	}
+}
+
+// lbStory is what TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests
+// walks through, with the SDK's load balancer client.
+type lbStory struct {
+	story
+	c loadbalancer.LoadBalancerClient
 }
 
 // get reads the load balancer.
@@ -81,14 +102,9 @@ func (s *lbStory) workRequest(id *string) loadbalancer.WorkRequest {
 }
 
 func TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests(t *testing.T) {
-	clk := &clock{now: time.Now()}
-	e := started(t, Options{Provisioning: 10 * time.Second, Clock: clk.Now})
-	s := &lbStory{t: t, e: e, clk: clk, c: lbClient(t, e)}
-	s.create()
-	s.checkActive()
-	s.checkChangesQueue()
-	s.checkChildrenDependOnEachOther()
-	s.checkDelete()
+	s := &lbStory{story: newStory(t)}
+	s.c = lbClient(t, s.e)
+	steps(s.create, s.checkActive, s.checkChangesQueue, s.checkChildrenDependOnEachOther, s.checkDelete)
 }
 
 // create creates the load balancer with a retry token: the same token and
@@ -125,7 +141,7 @@ func (s *lbStory) create() {
 // address, the defaults of its children echoed, and listed by name.
 func (s *lbStory) checkActive() {
 	t := s.t
-	s.clk.now = s.clk.now.Add(10 * time.Second)
+	s.advance(10 * time.Second)
 	lb := s.get()
 	assert.Equal(t, loadbalancer.LoadBalancerLifecycleStateActive, lb.LifecycleState)
 	require.Len(t, lb.IpAddresses, 1)
@@ -155,13 +171,13 @@ func (s *lbStory) checkChangesQueue() {
 	second, err := s.c.CreateBackendSet(ctx, loadbalancer.CreateBackendSetRequest{LoadBalancerId: id,
 		CreateBackendSetDetails: loadbalancer.CreateBackendSetDetails{Name: common.String("TCP-443"), Policy: b443.Policy, Backends: b443.Backends, HealthChecker: b443.HealthChecker}})
 	require.NoError(t, err)
-	s.clk.now = s.clk.now.Add(10 * time.Second)
+	s.advance(10 * time.Second)
 	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateSucceeded, s.workRequest(first.OpcWorkRequestId).LifecycleState)
 	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateInProgress, s.workRequest(second.OpcWorkRequestId).LifecycleState)
 	wrs, err := s.c.ListWorkRequests(ctx, loadbalancer.ListWorkRequestsRequest{LoadBalancerId: id})
 	require.NoError(t, err)
 	assert.Len(t, wrs.Items, 3)
-	s.clk.now = s.clk.now.Add(10 * time.Second)
+	s.advance(10 * time.Second)
 }
 
 // checkChildrenDependOnEachOther: a listener needs its backend set; a
@@ -178,7 +194,7 @@ func (s *lbStory) checkChildrenDependOnEachOther() {
 	require.NoError(t, err)
 	_, err = s.c.DeleteListener(ctx, loadbalancer.DeleteListenerRequest{LoadBalancerId: id, ListenerName: common.String("TCP-80")})
 	require.NoError(t, err)
-	s.clk.now = s.clk.now.Add(20 * time.Second)
+	s.advance(20 * time.Second)
 	lb := s.get()
 	assert.Len(t, lb.BackendSets["TCP-80"].Backends, 2)
 	assert.Contains(t, lb.Listeners, "TCP-443")
@@ -193,7 +209,7 @@ func (s *lbStory) checkDelete() {
 	require.NoError(t, err)
 	require.NotNil(t, del.OpcWorkRequestId)
 	assert.Equal(t, loadbalancer.LoadBalancerLifecycleStateDeleting, s.get().LifecycleState)
-	s.clk.now = s.clk.now.Add(10 * time.Second)
+	s.advance(10 * time.Second)
 	_, err = s.c.GetLoadBalancer(t.Context(), loadbalancer.GetLoadBalancerRequest{LoadBalancerId: s.id})
 	requireServiceError(t, err, 404, "NotAuthorizedOrNotFound")
 	assert.Equal(t, 0, s.e.Objects()["loadBalancer"])

@@ -268,7 +268,7 @@ func (e *Emulator) startNLBWR(n *networkLoadBalancer, op, action string, now tim
 	wr := &nlbWorkRequest{ID: e.newID("nlbworkrequest"), OperationType: op, Status: wrAccepted, CompartmentID: n.CompartmentID,
 		Resources: []wrEntity{{EntityType: "NetworkLoadBalancer", ActionType: "IN_PROGRESS", Identifier: n.ID,
 			EntityURI: nlbPath + "/networkLoadBalancers/" + n.ID}},
-		TimeAccepted: now, start: now, end: now.Add(e.provisioning())}
+		TimeAccepted: now, start: now, end: now.Add(e.provisioning.Get())}
 	e.nlbWRs.Add(wr.ID, wr)
 	e.jobs.Start(wr.ID, now, wr.end.Sub(now), func() (any, error) {
 		effect()
@@ -284,7 +284,7 @@ func (e *Emulator) startNLBWR(n *networkLoadBalancer, op, action string, now tim
 // CREATING network load balancer with its address, ACTIVE when its work
 // request succeeds.
 func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
-	serveCreate(e, w, r, func(prev retried) bool {
+	serveCreate(e, w, r, e.checkNLBCreate, func(prev retried) bool {
 		n, ok := e.nlbs.Get(prev.created)
 		if ok {
 			w.Header().Set("etag", n.etag())
@@ -299,10 +299,7 @@ func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
 // held.
 func (e *Emulator) newNLB(c *creation, d *nlbCreateDetails) (core.Reply, error) {
 	now := c.now
-	if err := e.checkNLBCreate(d); err != nil {
-		return core.Reply{}, err
-	}
-	n := &networkLoadBalancer{resource: resource{ID: e.newID("networkloadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: NLBCreating, TimeCreated: now},
+	n := &networkLoadBalancer{resource: e.newResource("networkloadbalancer", d.CompartmentID, NLBCreating, now),
 		nlbConfig: d.nlbConfig, SystemTags: map[string]map[string]any{}, revision: 1}
 	n.NLBIPVersion, n.NetworkSecurityGroupIDs = "IPV4", nonNil(d.NetworkSecurityGroupIDs)
 	n.FreeformTags, n.DefinedTags = tagsOrEmpty(n.FreeformTags, n.DefinedTags)

@@ -20,14 +20,16 @@ func nlbClient(t *testing.T, e *Emulator) nlb.NetworkLoadBalancerClient {
 }
 
 // nlbStory is what TestTheSDKBuildsChangesAndDeletesANetworkLoadBalancer
-// walks through: the emulator, its clock, the SDK's client and the network
-// load balancer made.
+// walks through, with the SDK's network load balancer client.
 type nlbStory struct {
-	t   *testing.T
-	e   *Emulator
-	clk *clock
-	c   nlb.NetworkLoadBalancerClient
-	id  *string
+	story
+	c nlb.NetworkLoadBalancerClient
+}
+
+func TestTheSDKBuildsChangesAndDeletesANetworkLoadBalancer(t *testing.T) {
+	s := &nlbStory{story: newStory(t)}
+	s.c = nlbClient(t, s.e)
+	steps(s.create, s.checkActive, s.checkOneChangeAtATime, s.checkDelete)
 }
 
 // get reads the network load balancer.
@@ -42,16 +44,6 @@ func (s *nlbStory) get() nlb.NetworkLoadBalancer {
 func (s *nlbStory) updateBackendSet() (nlb.UpdateBackendSetResponse, error) {
 	return s.c.UpdateBackendSet(s.t.Context(), nlb.UpdateBackendSetRequest{NetworkLoadBalancerId: s.id, BackendSetName: common.String("TCP_AND_UDP-53"),
 		UpdateBackendSetDetails: nlb.UpdateBackendSetDetails{HealthChecker: &nlb.HealthCheckerDetails{Protocol: nlb.HealthCheckProtocolsHttp, Port: common.Int(10256), UrlPath: common.String("/healthz")}, Backends: []nlb.BackendDetails{}}})
-}
-
-func TestTheSDKBuildsChangesAndDeletesANetworkLoadBalancer(t *testing.T) {
-	clk := &clock{now: time.Now()}
-	e := started(t, Options{Provisioning: 10 * time.Second, Clock: clk.Now})
-	s := &nlbStory{t: t, e: e, clk: clk, c: nlbClient(t, e)}
-	s.create()
-	s.checkActive()
-	s.checkOneChangeAtATime()
-	s.checkDelete()
 }
 
 // create creates the network load balancer with a retry token: CREATING
@@ -91,7 +83,7 @@ func (s *nlbStory) create() {
 // and port, which the peer reads both), and listed by name.
 func (s *nlbStory) checkActive() {
 	t := s.t
-	s.clk.now = s.clk.now.Add(11 * time.Second)
+	s.advance(11 * time.Second)
 	got := s.get()
 	assert.Equal(t, nlb.LifecycleStateActive, got.LifecycleState)
 	bs := got.BackendSets["TCP_AND_UDP-53"]
@@ -117,7 +109,7 @@ func (s *nlbStory) checkOneChangeAtATime() {
 	require.NotNil(t, up.OpcWorkRequestId)
 	_, err = s.c.DeleteListener(ctx, nlb.DeleteListenerRequest{NetworkLoadBalancerId: s.id, ListenerName: common.String("TCP_AND_UDP-53")})
 	assert.Equal(t, 409, serviceError(t, err).GetHTTPStatusCode())
-	s.clk.now = s.clk.now.Add(11 * time.Second)
+	s.advance(11 * time.Second)
 	got := s.get()
 	assert.Equal(t, nlb.LifecycleStateActive, got.LifecycleState)
 	assert.Empty(t, got.BackendSets["TCP_AND_UDP-53"].Backends)
@@ -137,7 +129,7 @@ func (s *nlbStory) checkDelete() {
 	del, err := s.c.DeleteNetworkLoadBalancer(t.Context(), nlb.DeleteNetworkLoadBalancerRequest{NetworkLoadBalancerId: s.id})
 	require.NoError(t, err)
 	require.NotNil(t, del.OpcWorkRequestId)
-	s.clk.now = s.clk.now.Add(11 * time.Second)
+	s.advance(11 * time.Second)
 	_, err = s.c.GetNetworkLoadBalancer(t.Context(), nlb.GetNetworkLoadBalancerRequest{NetworkLoadBalancerId: s.id})
 	assert.Equal(t, 404, serviceError(t, err).GetHTTPStatusCode())
 	assert.Zero(t, s.e.Objects()["networkLoadBalancer"])

@@ -89,14 +89,17 @@ func (e *Emulator) checkNSGRule(r *nsgRule) error {
 
 func (g *nsg) etag() string { return strconv.Itoa(g.revision) }
 
+// bump moves the NSG to its next revision, as each update does.
+func (g *nsg) bump() { g.revision++ }
+
 func (e *Emulator) routeNSGs() {
 	p := corePath + "/networkSecurityGroups"
-	view := func(g *nsg) any { c := *g; return &c }
+	view := viewCopy[nsg]
 	resourceRoutes[*nsg]{path: p, create: ociWrite(e, jsonBody[nsgCreate], e.createNSG), remove: ociWrite(e, nil, e.deleteNSG),
 		list: filtered[*nsg]{st: e.nsgs, view: view, fields: func(g *nsg) (string, map[string]string) {
 			return g.CompartmentID, map[string]string{"vcnId": g.VCNID, "displayName": g.DisplayName}
 		}}}.route(e)
-	e.handle("PUT "+p+"/{id}", ociWrite(e, jsonBody[nsgUpdate], ifMatch(e.nsgs, "network security group", updateNSG)))
+	e.handle("PUT "+p+"/{id}", ociWrite(e, jsonBody[nsgUpdate], ifMatch(e.nsgs, "network security group", view, updateNSG)))
 	e.handle("GET "+p+"/{id}/securityRules", e.listNSGRules)
 	e.handle("POST "+p+"/{id}/actions/addSecurityRules", ociWrite(e, jsonBody[nsgRulesAdded], e.addNSGRules))
 	e.handle("POST "+p+"/{id}/actions/removeSecurityRules", ociWrite(e, jsonBody[nsgRulesRemoved], e.removeNSGRules))
@@ -117,8 +120,7 @@ func (e *Emulator) createNSG(_ *http.Request, d *nsgCreate, now time.Time) (core
 	if _, ok := e.vcns.Get(d.VCNID); !ok || d.CompartmentID == "" {
 		return core.Reply{}, invalid("compartmentId and the vcnId of an existing VCN are required.")
 	}
-	g := &nsg{resource: resource{ID: e.newID("networksecuritygroup"), CompartmentID: d.CompartmentID, LifecycleState: "AVAILABLE",
-		TimeCreated: now}, VCNID: d.VCNID, DisplayName: d.DisplayName, revision: 1}
+	g := &nsg{resource: e.newResource("networksecuritygroup", d.CompartmentID, "AVAILABLE", now), VCNID: d.VCNID, DisplayName: d.DisplayName, revision: 1}
 	g.FreeformTags, g.DefinedTags = tagsOrEmpty(d.FreeformTags, d.DefinedTags)
 	e.nsgs.Add(g.ID, g)
 	return tagged(g, g.etag()), nil
@@ -134,13 +136,10 @@ type nsgUpdate struct {
 
 // updateNSG answers UpdateNetworkSecurityGroup, with If-Match: the peer
 // tags a backend NSG it manages rules in so.
-func updateNSG(g *nsg, d *nsgUpdate) core.Reply {
+func updateNSG(g *nsg, d *nsgUpdate) {
 	replaceIf(&g.DisplayName, d.DisplayName)
 	replaceIf(&g.FreeformTags, d.FreeformTags)
 	replaceIf(&g.DefinedTags, d.DefinedTags)
-	g.revision++
-	view := *g
-	return tagged(&view, view.etag())
 }
 
 // deleteNSG answers DeleteNetworkSecurityGroup: refused (409) while a load

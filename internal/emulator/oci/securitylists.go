@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Security lists, as the Virtual Network API answers them (oci-go-sdk's
@@ -36,6 +34,9 @@ func (s *securityList) etag() string {
 	return hex.EncodeToString(sum[:4])
 }
 
+// bump moves the list to its next version, as each update does.
+func (s *securityList) bump() { s.version++ }
+
 // ruleKeys are the fields every rule must have, by direction.
 var ruleKeys = map[string]string{"ingress": "source", "egress": "destination"}
 
@@ -57,9 +58,9 @@ func checkRules(direction string, rules []json.RawMessage) error {
 func (e *Emulator) routeSecurityLists() {
 	p := corePath + "/securityLists/{id}"
 	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
-		getOne(e, w, r, e.securityLists, func(sl *securityList) any { c := *sl; return &c })
+		getOne(e, w, r, e.securityLists, viewCopy[securityList])
 	})
-	e.handle("PUT "+p, ociWrite(e, decodeSecurityListUpdate, ifMatch(e.securityLists, "security list", updateSecurityList)))
+	e.handle("PUT "+p, ociWrite(e, decodeSecurityListUpdate, ifMatch(e.securityLists, "security list", viewCopy[securityList], updateSecurityList)))
 }
 
 // securityListUpdate is UpdateSecurityListDetails, the parts kept: each
@@ -88,13 +89,10 @@ func decodeSecurityListUpdate(r *http.Request, d *securityListUpdate) error {
 }
 
 // updateSecurityList answers UpdateSecurityList, with If-Match.
-func updateSecurityList(sl *securityList, d *securityListUpdate) core.Reply {
+func updateSecurityList(sl *securityList, d *securityListUpdate) {
 	replaceIf(&sl.DisplayName, d.DisplayName)
 	replaceIf(&sl.IngressSecurityRules, d.IngressSecurityRules)
 	replaceIf(&sl.EgressSecurityRules, d.EgressSecurityRules)
-	sl.version++
-	view := *sl
-	return tagged(&view, view.etag())
 }
 
 // SecurityListRules are a security list's rules, each as JSON (tests).

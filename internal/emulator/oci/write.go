@@ -26,9 +26,17 @@ func ociWrite[Req any](e *Emulator, decode func(*http.Request, *Req) error, do f
 // jsonBody reads a JSON body into req (readBody).
 func jsonBody[Req any](r *http.Request, req *Req) error { return readBody(r, req) }
 
-// ifMatch makes do a change of the object {id} of st (entity, in a 412's
-// message) under the request's If-Match: found, and its etag matched, first.
-func ifMatch[T interface{ etag() string }, Req any](st *core.Store[T], entity string, do func(o T, req *Req) core.Reply) func(*http.Request, *Req, time.Time) (core.Reply, error) {
+// revised is an object whose etag is a revision that each change bumps.
+type revised interface {
+	etag() string
+	bump()
+}
+
+// ifMatch makes apply an update of the object {id} of st (entity, in a
+// 412's message) under the request's If-Match: found, and its etag
+// matched, first; then its revision goes up and the answer is its view
+// with the new etag.
+func ifMatch[T revised, Req any](st *core.Store[T], entity string, view func(T) any, apply func(o T, req *Req)) func(*http.Request, *Req, time.Time) (core.Reply, error) {
 	return func(r *http.Request, req *Req, _ time.Time) (core.Reply, error) {
 		id := r.PathValue("id")
 		o, err := find(st, id)
@@ -38,7 +46,9 @@ func ifMatch[T interface{ etag() string }, Req any](st *core.Store[T], entity st
 		if err := etagMismatch(r, entity, id, o.etag()); err != nil {
 			return core.Reply{}, err
 		}
-		return do(o, req), nil
+		apply(o, req)
+		o.bump()
+		return tagged(view(o), o.etag()), nil
 	}
 }
 
@@ -71,6 +81,10 @@ func find[T any](st *core.Store[T], id string) (T, error) {
 	}
 	return o, nil
 }
+
+// viewCopy is a copy of an object to encode outside the lock (its slices
+// and maps are replaced, never changed in place).
+func viewCopy[T any](o *T) any { c := *o; return &c }
 
 // tagged is the reply 200 with body and the object's etag.
 func tagged(body any, etag string) core.Reply {

@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -203,6 +204,18 @@ func (f *floatingIP) view() any {
 type route struct {
 	Destination string `json:"destination"`
 	NextHop     string `json:"nexthop"`
+}
+
+// routesBody is a router update's body, and add_extraroutes' and
+// remove_extraroutes'.
+type routesBody struct {
+	Router struct {
+		Name         *string          `json:"name"`
+		Description  *string          `json:"description"`
+		AdminStateUp *bool            `json:"admin_state_up"`
+		Routes       *[]route         `json:"routes"`
+		Gateway      *json.RawMessage `json:"external_gateway_info"`
+	} `json:"router"`
 }
 
 type router struct {

@@ -1,7 +1,6 @@
 package openstack
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -36,16 +35,6 @@ func (e *Emulator) validateRoutes(rt *router, routes []route) *apiErr {
 		}
 	}
 	return nil
-}
-
-type routesBody struct {
-	Router struct {
-		Name         *string          `json:"name"`
-		Description  *string          `json:"description"`
-		AdminStateUp *bool            `json:"admin_state_up"`
-		Routes       *[]route         `json:"routes"`
-		Gateway      *json.RawMessage `json:"external_gateway_info"`
-	} `json:"router"`
 }
 
 // decodeRouterUpdate reads a router update: its gateway is not changeable

@@ -13,15 +13,15 @@ import (
 
 // subnetReq is POST /v2.0/subnets' body.
 type subnetReq struct {
-	NetworkID       string          `json:"network_id"`
-	Name            string          `json:"name"`
-	CIDR            string          `json:"cidr"`
 	IPVersion       *int            `json:"ip_version"`
-	GatewayIP       json.RawMessage `json:"gateway_ip"` // absent: the first address; null: none
-	AllocationPools []allocPool     `json:"allocation_pools"`
 	EnableDHCP      *bool           `json:"enable_dhcp"`
 	IPv6AddressMode *string         `json:"ipv6_address_mode"`
 	IPv6RAMode      *string         `json:"ipv6_ra_mode"`
+	NetworkID       string          `json:"network_id"`
+	Name            string          `json:"name"`
+	CIDR            string          `json:"cidr"`
+	GatewayIP       json.RawMessage `json:"gateway_ip"` // absent: the first address; null: none
+	AllocationPools []allocPool     `json:"allocation_pools"`
 	DNSNameservers  []string        `json:"dns_nameservers"`
 }
 

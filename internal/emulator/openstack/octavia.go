@@ -228,3 +228,111 @@ func (e *Emulator) monitorView(h *healthMonitor) any {
 	v["domain_name"], v["http_version"] = nullable(h.DomainName), h.HTTPVersion
 	return v
 }
+
+// ---- requests ----
+
+type memberReq struct {
+	Address        string    `json:"address"`
+	ProtocolPort   int       `json:"protocol_port"`
+	Name           *string   `json:"name"`
+	Weight         *int      `json:"weight"`
+	SubnetID       *string   `json:"subnet_id"`
+	MonitorAddress *string   `json:"monitor_address"`
+	MonitorPort    *int      `json:"monitor_port"`
+	Backup         *bool     `json:"backup"`
+	AdminStateUp   *bool     `json:"admin_state_up"`
+	Tags           *[]string `json:"tags"`
+}
+
+type monitorReq struct {
+	PoolID         string     `json:"pool_id"`
+	Type           string     `json:"type"`
+	Name           *string    `json:"name"`
+	Delay          *int       `json:"delay"`
+	Timeout        *int       `json:"timeout"`
+	MaxRetries     *int       `json:"max_retries"`
+	MaxRetriesDown *int       `json:"max_retries_down"`
+	URLPath        *string    `json:"url_path"`
+	HTTPMethod     *string    `json:"http_method"`
+	ExpectedCodes  *string    `json:"expected_codes"`
+	DomainName     *string    `json:"domain_name"`
+	HTTPVersion    *flexFloat `json:"http_version"`
+	AdminStateUp   *bool      `json:"admin_state_up"`
+	Tags           *[]string  `json:"tags"`
+}
+
+type poolReq struct {
+	ListenerID     string           `json:"listener_id"`
+	LoadbalancerID string           `json:"loadbalancer_id"`
+	Protocol       string           `json:"protocol"`
+	LBAlgorithm    *string          `json:"lb_algorithm"`
+	Name           *string          `json:"name"`
+	Description    *string          `json:"description"`
+	Persistence    *json.RawMessage `json:"session_persistence"`
+	AdminStateUp   *bool            `json:"admin_state_up"`
+	Tags           *[]string        `json:"tags"`
+	Members        []memberReq      `json:"members"`
+	Monitor        *monitorReq      `json:"healthmonitor"`
+}
+
+type listenerReq struct {
+	LoadbalancerID       string             `json:"loadbalancer_id"`
+	Name                 *string            `json:"name"`
+	Description          *string            `json:"description"`
+	Protocol             string             `json:"protocol"`
+	ProtocolPort         int                `json:"protocol_port"`
+	ConnLimit            *int               `json:"connection_limit"`
+	DefaultPoolID        json.RawMessage    `json:"default_pool_id"`
+	DefaultPool          *poolReq           `json:"default_pool"`
+	TimeoutClientData    *int               `json:"timeout_client_data"`
+	TimeoutMemberConnect *int               `json:"timeout_member_connect"`
+	TimeoutMemberData    *int               `json:"timeout_member_data"`
+	TimeoutTCPInspect    *int               `json:"timeout_tcp_inspect"`
+	AllowedCIDRs         *[]string          `json:"allowed_cidrs"`
+	InsertHeaders        *map[string]string `json:"insert_headers"`
+	AdminStateUp         *bool              `json:"admin_state_up"`
+	Tags                 *[]string          `json:"tags"`
+	TLSContainerRef      *string            `json:"default_tls_container_ref"`
+}
+
+type lbReq struct {
+	Name         *string       `json:"name"`
+	Description  *string       `json:"description"`
+	VipSubnetID  string        `json:"vip_subnet_id"`
+	VipNetworkID string        `json:"vip_network_id"`
+	VipPortID    string        `json:"vip_port_id"`
+	VipAddress   string        `json:"vip_address"`
+	FlavorID     string        `json:"flavor_id"`
+	AZ           string        `json:"availability_zone"`
+	Provider     string        `json:"provider"`
+	AdminStateUp *bool         `json:"admin_state_up"`
+	Tags         *[]string     `json:"tags"`
+	Listeners    []listenerReq `json:"listeners"`
+	Pools        []poolReq     `json:"pools"`
+	// API v2.26: more VIPs on the VIP port, each on a subnet of the VIP's
+	// network (a dual-stack load balancer).
+	AdditionalVips []additionalVIP `json:"additional_vips"`
+}
+
+type additionalVIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+var (
+	listenerProtocols = map[string]string{ // protocol -> port family
+		"TCP": "TCP", "HTTP": "TCP", "HTTPS": "TCP", "TERMINATED_HTTPS": "TCP", "PROMETHEUS": "TCP",
+		"UDP": "UDP", "SCTP": "SCTP",
+	}
+	listenerPoolProtocols = map[string][]string{
+		"TCP":              {"HTTP", "HTTPS", "PROXY", "PROXYV2", "TCP"},
+		"HTTP":             {"HTTP", "PROXY", "PROXYV2"},
+		"HTTPS":            {"HTTPS", "PROXY", "PROXYV2", "TCP"},
+		"TERMINATED_HTTPS": {"HTTP", "PROXY", "PROXYV2"},
+		"UDP":              {"UDP"},
+		"SCTP":             {"SCTP"},
+	}
+	poolProtocols = []string{"TCP", "UDP", "SCTP", "HTTP", "HTTPS", "PROXY", "PROXYV2"}
+	lbAlgorithms  = []string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT"}
+	monitorTypes  = []string{"HTTP", "HTTPS", "PING", "TCP", "TLS-HELLO", "UDP-CONNECT", "SCTP"}
+)

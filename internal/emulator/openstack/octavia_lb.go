@@ -1,10 +1,7 @@
 package openstack
 
 import (
-	"fmt"
 	"net/http"
-	"net/netip"
-	"slices"
 	"strconv"
 	"time"
 
@@ -15,77 +12,6 @@ import (
 // the whole graph (listeners with their default pools, members and monitor)
 // and answers it PENDING_CREATE; every change makes the load balancer
 // PENDING_UPDATE (PENDING_DELETE) until the provisioning delay has passed.
-// allocateVIP finds or creates the VIP port of a new load balancer.
-func (e *Emulator) allocateVIP(lb *loadBalancer, req lbReq, now time.Time) *apiErr {
-	if req.VipPortID != "" {
-		p, ok := e.ports.Get(req.VipPortID)
-		if !ok {
-			return errf(400, "", "Port %s not found.", req.VipPortID)
-		}
-		if len(p.FixedIPs) == 0 {
-			return invalid("Port %s has no IP address.", p.ID)
-		}
-		lb.VipPortID, lb.VipNetworkID = p.ID, p.NetworkID
-		lb.VipSubnetID, lb.VipAddress = p.FixedIPs[0].SubnetID, p.FixedIPs[0].IPAddress
-		return nil
-	}
-	subnetID := req.VipSubnetID
-	networkID := req.VipNetworkID
-	switch {
-	case subnetID != "":
-		s, ok := e.subnets.Get(subnetID)
-		if !ok {
-			return errf(400, "", "Subnet %s not found.", subnetID)
-		}
-		if networkID != "" && networkID != s.NetworkID {
-			return invalid("Subnet %s is not on network %s.", subnetID, networkID)
-		}
-		networkID = s.NetworkID
-	case networkID != "":
-		if _, ok := e.networks.Get(networkID); !ok {
-			return errf(400, "", "Network %s not found.", networkID)
-		}
-	default:
-		return invalid("VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id.")
-	}
-	if req.VipAddress != "" {
-		a, err := netip.ParseAddr(req.VipAddress)
-		if err != nil {
-			return invalid("Invalid input for field/attribute vip_address. Value: '%s'.", req.VipAddress)
-		}
-		if subnetID != "" {
-			if s, _ := e.subnets.Get(subnetID); !s.ipam.prefix.Contains(a) {
-				return invalid("IP address %s is not in subnet %s.", req.VipAddress, subnetID)
-			}
-		}
-	}
-	fixed := []fixedIP{{SubnetID: subnetID, IPAddress: req.VipAddress}}
-	for _, av := range req.AdditionalVips {
-		// Octavia's API (v2.26): each additional VIP's subnet must be on the
-		// VIP's network; its address is on the same VIP port.
-		s, ok := e.subnets.Get(av.SubnetID)
-		if !ok {
-			return errf(400, "", "Subnet %s not found.", av.SubnetID)
-		}
-		if s.NetworkID != networkID {
-			return invalid("Additional VIP subnet %s is not on network %s of the primary VIP.", av.SubnetID, networkID)
-		}
-		fixed = append(fixed, fixedIP(av))
-	}
-	p, aerr := e.createPort(portSpec{NetworkID: networkID, Name: "octavia-lb-" + lb.ID, DeviceID: "lb-" + lb.ID,
-		DeviceOwner: ownerOctavia, FixedIPs: fixed, SecurityGroups: &[]string{}, AdminStateUp: false}, now)
-	if aerr != nil {
-		return errf(aerr.code, "", "%s", aerr.msg)
-	}
-	lb.ownsVIP = true
-	lb.VipPortID, lb.VipNetworkID = p.ID, p.NetworkID
-	lb.VipSubnetID, lb.VipAddress = p.FixedIPs[0].SubnetID, p.FixedIPs[0].IPAddress
-	for _, f := range p.FixedIPs[1:] {
-		lb.AdditionalVips = append(lb.AdditionalVips, additionalVIP(f))
-	}
-	return nil
-}
-
 // decodeLB reads a create's {"loadbalancer": …} and refuses, before any
 // lookup, what Octavia refuses of the body alone.
 func (e *Emulator) decodeLB(r *http.Request, req *lbReq) *apiErr {
@@ -246,84 +172,4 @@ func (e *Emulator) markPoolChildrenDeleted(p *lbPool) {
 	if h, ok := e.monitors.Get(p.MonitorID); ok {
 		h.Prov = provPendingDelete
 	}
-}
-
-// SetLoadBalancerError puts a load balancer in provisioning_status ERROR
-// (operating_status ERROR). It is then mutable only by deletion.
-func (e *Emulator) SetLoadBalancerError(id string) error {
-	e.lock()
-	defer e.mu.Unlock()
-	lb, ok := e.lbs.Get(id)
-	if !ok {
-		return fmt.Errorf("load balancer %s: %w", id, ErrNotFound)
-	}
-	if isPending(lb.Prov) && lb.Prov != provPendingDelete {
-		e.settleLB(lb, e.clock()) // finish the children's transitions first
-	}
-	lb.Prov, lb.Oper = provError, operError
-	delete(e.pendingLBs, id)
-	return nil
-}
-
-// lbStatusTree answers GET /v2/lbaas/loadbalancers/{id}/status: the load
-// balancer with its listeners, their pools, the pools' members and health
-// monitor, each with its id, name and statuses (Octavia API reference, "Get
-// the Load Balancer status tree"; the shape recorded from the harness's Octavia
-// 11.0.0: statuses.loadbalancer.listeners[].pools[].{members[],health_monitor}).
-func (e *Emulator) lbStatusTree(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	e.lock()
-	defer e.mu.Unlock()
-	lb, ok := e.lbs.Get(id)
-	if !ok {
-		octaviaErr(w, octaviaNotFound("Load Balancer", id))
-		return
-	}
-	std := func(o octStd) map[string]any {
-		return map[string]any{"id": o.ID, "name": o.Name, "provisioning_status": o.Prov, "operating_status": o.Oper}
-	}
-	var ls []any
-	for _, lid := range lb.Listeners {
-		l, ok := e.listeners.Get(lid)
-		if !ok {
-			continue
-		}
-		lv := std(l.octStd)
-		lv["type"] = l.Protocol
-		var ps []any
-		for _, pid := range lb.Pools {
-			p, ok := e.pools.Get(pid)
-			if !ok || !slices.Contains(p.Listeners, l.ID) {
-				continue
-			}
-			pv := std(p.octStd)
-			var ms []any
-			for _, mid := range p.Members {
-				if m, ok := e.members.Get(mid); ok {
-					mv := std(m.octStd)
-					mv["address"], mv["protocol_port"] = m.Address, m.ProtocolPort
-					ms = append(ms, mv)
-				}
-			}
-			pv["members"] = orEmpty(ms)
-			if h, ok := e.monitors.Get(p.MonitorID); ok {
-				hv := std(h.octStd)
-				hv["type"] = h.Type
-				pv["health_monitor"] = hv
-			}
-			ps = append(ps, pv)
-		}
-		lv["pools"] = orEmpty(ps)
-		ls = append(ls, lv)
-	}
-	lbv := std(lb.octStd)
-	lbv["listeners"] = orEmpty(ls)
-	writeJSON(w, http.StatusOK, map[string]any{"statuses": map[string]any{"loadbalancer": lbv}})
-}
-
-func orEmpty(v []any) []any {
-	if v == nil {
-		return []any{}
-	}
-	return v
 }

@@ -1,6 +1,9 @@
 package openstack
 
 import (
+	"fmt"
+	"net/http"
+	"slices"
 	"time"
 )
 
@@ -191,4 +194,84 @@ func (e *Emulator) touchPool(p *lbPool, now time.Time) {
 			l.Prov, l.Updated = provPendingUpdate, now
 		}
 	}
+}
+
+// SetLoadBalancerError puts a load balancer in provisioning_status ERROR
+// (operating_status ERROR). It is then mutable only by deletion.
+func (e *Emulator) SetLoadBalancerError(id string) error {
+	e.lock()
+	defer e.mu.Unlock()
+	lb, ok := e.lbs.Get(id)
+	if !ok {
+		return fmt.Errorf("load balancer %s: %w", id, ErrNotFound)
+	}
+	if isPending(lb.Prov) && lb.Prov != provPendingDelete {
+		e.settleLB(lb, e.clock()) // finish the children's transitions first
+	}
+	lb.Prov, lb.Oper = provError, operError
+	delete(e.pendingLBs, id)
+	return nil
+}
+
+// lbStatusTree answers GET /v2/lbaas/loadbalancers/{id}/status: the load
+// balancer with its listeners, their pools, the pools' members and health
+// monitor, each with its id, name and statuses (Octavia API reference, "Get
+// the Load Balancer status tree"; the shape recorded from the harness's Octavia
+// 11.0.0: statuses.loadbalancer.listeners[].pools[].{members[],health_monitor}).
+func (e *Emulator) lbStatusTree(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	e.lock()
+	defer e.mu.Unlock()
+	lb, ok := e.lbs.Get(id)
+	if !ok {
+		octaviaErr(w, octaviaNotFound("Load Balancer", id))
+		return
+	}
+	std := func(o octStd) map[string]any {
+		return map[string]any{"id": o.ID, "name": o.Name, "provisioning_status": o.Prov, "operating_status": o.Oper}
+	}
+	var ls []any
+	for _, lid := range lb.Listeners {
+		l, ok := e.listeners.Get(lid)
+		if !ok {
+			continue
+		}
+		lv := std(l.octStd)
+		lv["type"] = l.Protocol
+		var ps []any
+		for _, pid := range lb.Pools {
+			p, ok := e.pools.Get(pid)
+			if !ok || !slices.Contains(p.Listeners, l.ID) {
+				continue
+			}
+			pv := std(p.octStd)
+			var ms []any
+			for _, mid := range p.Members {
+				if m, ok := e.members.Get(mid); ok {
+					mv := std(m.octStd)
+					mv["address"], mv["protocol_port"] = m.Address, m.ProtocolPort
+					ms = append(ms, mv)
+				}
+			}
+			pv["members"] = orEmpty(ms)
+			if h, ok := e.monitors.Get(p.MonitorID); ok {
+				hv := std(h.octStd)
+				hv["type"] = h.Type
+				pv["health_monitor"] = hv
+			}
+			ps = append(ps, pv)
+		}
+		lv["pools"] = orEmpty(ps)
+		ls = append(ls, lv)
+	}
+	lbv := std(lb.octStd)
+	lbv["listeners"] = orEmpty(ls)
+	writeJSON(w, http.StatusOK, map[string]any{"statuses": map[string]any{"loadbalancer": lbv}})
+}
+
+func orEmpty(v []any) []any {
+	if v == nil {
+		return []any{}
+	}
+	return v
 }
