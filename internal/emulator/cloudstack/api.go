@@ -215,6 +215,29 @@ func (e *Emulator) paging(p url.Values) (page, size int, err *apiError) {
 
 // listParams checks what every list command checks: the project, the paging,
 // and an id that must resolve (resolves is asked only when p has an id).
+// listed answers a list command: its parameters checked (listParams, an
+// id given resolving by has), then the page of the views items makes, as
+// key.
+func (e *Emulator) listed(command, key string, p url.Values, has func(id string) bool, items func() []any) (any, *apiError) {
+	page, size, aerr := e.listParams(command, p, func() bool { return has(p.Get("id")) })
+	if aerr != nil {
+		return nil, aerr
+	}
+	all := items()
+	return list(key, len(all), core.PageNumber(all, page, size)), nil
+}
+
+// views are the views of the objects of all that keep accepts, in order.
+func views[T, V any](all []T, keep func(T) bool, view func(T) V) []any {
+	var out []any
+	for _, o := range all {
+		if keep(o) {
+			out = append(out, view(o))
+		}
+	}
+	return out
+}
+
 func (e *Emulator) listParams(command string, p url.Values, resolves func() bool) (page, size int, err *apiError) {
 	if err := e.checkProject(command, p); err != nil {
 		return 0, 0, err

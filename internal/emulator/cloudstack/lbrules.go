@@ -166,28 +166,19 @@ func l4(protocol string) string {
 // %keyword% on the name or the description: what the peer finds its rules
 // with), publicipid, networkid; paged.
 func (e *Emulator) listLoadBalancerRules(_ *account, p url.Values, _ time.Time) (any, *apiError) {
-	id := p.Get("id")
-	page, size, aerr := e.listParams("listLoadBalancerRules", p, func() bool { _, ok := e.ruleByID[id]; return ok })
-	if aerr != nil {
-		return nil, aerr
-	}
-	kw := strings.ToLower(p.Get("keyword"))
-	tagged := tagsParam(p)
-	var items []any
-	for _, r := range e.rules {
-		switch {
-		case id != "" && r.id != id,
-			p.Get("name") != "" && p.Get("name") != r.name,
-			kw != "" && !strings.Contains(strings.ToLower(r.name), kw) && !strings.Contains(strings.ToLower(r.description), kw),
-			p.Get("publicipid") != "" && p.Get("publicipid") != r.publicIPID,
-			p.Get("networkid") != "" && p.Get("networkid") != r.networkID,
-			!e.tagged(r.id, tagged),
-			id == "" && !e.inScope(p, r.projectID):
-			continue
-		}
-		items = append(items, e.ruleView(r))
-	}
-	return list("loadbalancerrule", len(items), core.PageNumber(items, page, size)), nil
+	has := func(id string) bool { _, ok := e.ruleByID[id]; return ok }
+	return e.listed("listLoadBalancerRules", "loadbalancerrule", p, has, func() []any {
+		id, kw, tagged := p.Get("id"), strings.ToLower(p.Get("keyword")), tagsParam(p)
+		return views(e.rules, func(r *lbRule) bool {
+			return (id == "" || r.id == id) &&
+				(p.Get("name") == "" || p.Get("name") == r.name) &&
+				(kw == "" || strings.Contains(strings.ToLower(r.name), kw) || strings.Contains(strings.ToLower(r.description), kw)) &&
+				(p.Get("publicipid") == "" || p.Get("publicipid") == r.publicIPID) &&
+				(p.Get("networkid") == "" || p.Get("networkid") == r.networkID) &&
+				e.tagged(r.id, tagged) &&
+				(id != "" || e.inScope(p, r.projectID))
+		}, e.ruleView)
+	})
 }
 
 func (e *Emulator) rule(command string, p url.Values) (*lbRule, *apiError) {
