@@ -79,10 +79,7 @@ func checkPendingConflicts(t *testing.T, ev *env, lbID string) {
 // Octavia's defaults, and a duplicate protocol_port refused.
 func checkActiveListener(t *testing.T, ev *env, lbID string) listeners.Listener {
 	ctx := t.Context()
-	ls, err := listeners.List(ev.lb, listeners.ListOpts{LoadbalancerID: lbID, ProtocolPort: 80}).AllPages(ctx)
-	require.NoError(t, err)
-	l80s, err := listeners.ExtractListeners(ls)
-	require.NoError(t, err)
+	l80s := listAll(t, listeners.List(ev.lb, listeners.ListOpts{LoadbalancerID: lbID, ProtocolPort: 80}), listeners.ExtractListeners)
 	require.Len(t, l80s, 1)
 	l80 := l80s[0]
 	assert.Equal(t, "ACTIVE", l80.ProvisioningStatus)
@@ -90,7 +87,7 @@ func checkActiveListener(t *testing.T, ev *env, lbID string) listeners.Listener 
 	assert.Equal(t, 50000, l80.TimeoutClientData)
 	assert.Equal(t, 5000, l80.TimeoutMemberConnect)
 
-	_, err = listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lbID, Protocol: listeners.ProtocolTCP, ProtocolPort: 80}).Extract()
+	_, err := listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lbID, Protocol: listeners.ProtocolTCP, ProtocolPort: 80}).Extract()
 	assert.Equal(t, 409, codeOf(err), "a duplicate protocol_port")
 	return l80
 }
@@ -158,10 +155,7 @@ func checkBatchMembers(t *testing.T, ev *env, poolID string) {
 
 // poolMembers lists a pool's members.
 func poolMembers(t *testing.T, ev *env, poolID string) []pools.Member {
-	mp, err := pools.ListMembers(ev.lb, poolID, nil).AllPages(t.Context())
-	require.NoError(t, err)
-	members, err := pools.ExtractMembers(mp)
-	require.NoError(t, err)
+	members := listAll(t, pools.ListMembers(ev.lb, poolID, nil), pools.ExtractMembers)
 	return members
 }
 
@@ -172,10 +166,7 @@ func checkTagFilters(t *testing.T, ev *env) {
 		tags []string
 		n    int
 	}{{[]string{"kube_service_a", "cluster-x"}, 1}, {[]string{"kube_service_a", "other"}, 0}} {
-		lp, err := loadbalancers.List(ev.lb, loadbalancers.ListOpts{Tags: c.tags}).AllPages(t.Context())
-		require.NoError(t, err)
-		lbs, err := loadbalancers.ExtractLoadBalancers(lp)
-		require.NoError(t, err)
+		lbs := listAll(t, loadbalancers.List(ev.lb, loadbalancers.ListOpts{Tags: c.tags}), loadbalancers.ExtractLoadBalancers)
 		assert.Len(t, lbs, c.n, c.tags)
 	}
 }
@@ -217,10 +208,7 @@ func TestLoadBalancerGraphWithPools(t *testing.T) {
 	}).Extract()
 	require.NoError(t, err)
 	// With no provisioning delay the next request sees everything ACTIVE.
-	pp, err := pools.List(ev.lb, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
-	require.NoError(t, err)
-	ps, err := pools.ExtractPools(pp)
-	require.NoError(t, err)
+	ps := listAll(t, pools.List(ev.lb, pools.ListOpts{LoadbalancerID: lb.ID}), pools.ExtractPools)
 	require.Len(t, ps, 1)
 	assert.Equal(t, "ACTIVE", ps[0].ProvisioningStatus)
 	assert.Len(t, ps[0].Members, 1)
