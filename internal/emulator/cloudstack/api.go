@@ -186,6 +186,12 @@ func list(key string, total int, items []any) map[string]any {
 	return map[string]any{"count": total, key: items}
 }
 
+// pageOf is the list answer of page (from 1) of items, size a page
+// (core.PageNumber), with the count of them all.
+func pageOf(key string, items []any, page, size int) map[string]any {
+	return list(key, len(items), core.PageNumber(items, page, size))
+}
+
 // paging reads page and pagesize as BaseListCmd does: both or neither;
 // pagesize -1 (without page) is unlimited; none is default.page.size.
 func (e *Emulator) paging(p url.Values) (page, size int, err *apiError) {
@@ -224,7 +230,7 @@ func (e *Emulator) listed(command, key string, p url.Values, has func(id string)
 		return nil, aerr
 	}
 	all := items()
-	return list(key, len(all), core.PageNumber(all, page, size)), nil
+	return pageOf(key, all, page, size), nil
 }
 
 // views are the views of the objects of all that keep accepts, in order.

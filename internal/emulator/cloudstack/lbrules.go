@@ -2,14 +2,11 @@ package cloudstack
 
 import (
 	"fmt"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Load balancer rules, as the peer drives them (../shared/facts/cloudstack-api.md
@@ -77,17 +74,11 @@ func ruleOptions(p url.Values, r *lbRule) *apiError {
 		r.description = v[0]
 	}
 	if v, ok := p["cidrlist"]; ok {
-		r.cidrs = nil
-		for _, c := range strings.Split(v[0], ",") {
-			c = strings.TrimSpace(c)
-			if c == "" {
-				continue
-			}
-			if _, err := netip.ParsePrefix(c); err != nil {
-				return &apiError{code: codeParamError, cs: csInvalidValue, text: fmt.Sprintf("Source cidrs formatting error %s", c)}
-			}
-			r.cidrs = append(r.cidrs, c)
+		cidrs, aerr := splitCIDRs(v[0], true)
+		if aerr != nil {
+			return aerr
 		}
+		r.cidrs = cidrs
 	}
 	return nil
 }
@@ -293,5 +284,5 @@ func (e *Emulator) listLoadBalancerRuleInstances(a *account, p url.Values, _ tim
 			items = append(items, e.vmView(a, v))
 		}
 	}
-	return list("loadbalancerruleinstance", len(items), core.PageNumber(items, page, size)), nil
+	return pageOf("loadbalancerruleinstance", items, page, size), nil
 }

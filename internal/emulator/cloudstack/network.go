@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // The guest network, its firewall rules (an isolated network) or its network
@@ -76,15 +74,26 @@ func (e *Emulator) firewallView(f *firewallRule) map[string]any {
 	return m
 }
 
-// cidrList reads a comma-separated cidrlist (0.0.0.0/0 when absent).
+// cidrList reads a comma-separated cidrlist (0.0.0.0/0 when absent), as a
+// firewall rule or an ACL item takes it: an empty entry is no CIDR.
 func cidrList(p url.Values) ([]string, *apiError) {
 	v, ok := p["cidrlist"]
 	if !ok || strings.TrimSpace(v[0]) == "" {
 		return []string{"0.0.0.0/0"}, nil
 	}
+	return splitCIDRs(v[0], false)
+}
+
+// splitCIDRs reads the CIDRs of a comma-separated list, each trimmed; an
+// empty entry is skipped when skipEmpty (a load balancer rule's reading),
+// else refused.
+func splitCIDRs(list string, skipEmpty bool) ([]string, *apiError) {
 	var out []string
-	for _, c := range strings.Split(v[0], ",") {
+	for _, c := range strings.Split(list, ",") {
 		c = strings.TrimSpace(c)
+		if c == "" && skipEmpty {
+			continue
+		}
 		if _, err := netip.ParsePrefix(c); err != nil {
 			return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: fmt.Sprintf("Source cidrs formatting error %s", c)}
 		}
@@ -238,7 +247,7 @@ func (e *Emulator) listNetworkACLs(_ *account, p url.Values, _ time.Time) (any, 
 			items = append(items, e.aclView(r))
 		}
 	}
-	return list("networkacl", len(items), core.PageNumber(items, page, size)), nil
+	return pageOf("networkacl", items, page, size), nil
 }
 
 func (e *Emulator) createNetworkACL(a *account, p url.Values, now time.Time) (any, *apiError) {

@@ -364,5 +364,5 @@ func (e *Emulator) listAsyncJobs(a *account, p url.Values, _ time.Time) (any, *a
 			items = append(items, v)
 		}
 	}
-	return list("asyncjobs", len(items), core.PageNumber(items, page, size)), nil
+	return pageOf("asyncjobs", items, page, size), nil
 }
