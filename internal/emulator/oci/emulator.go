@@ -96,32 +96,43 @@ type Emulator struct {
 	fx   Fixture
 	mux  *http.ServeMux
 
-	mu            sync.Mutex
-	seq           int
-	users         map[string]*user // by keyId
+	mu    sync.Mutex
+	seq   int
+	users map[string]*user // by keyId
+	networking
+	balancing
+	host         *hostIdentity
+	sessions     map[string]session // by token
+	jobs         *core.Jobs
+	retryTokens  map[string]retried
+	provisioning core.Delay // of work requests (Options.Provisioning)
+	dataPlane    core.DataPlane
+	ca           *core.CA
+	machineNet   netip.Prefix
+	ipv6Next     netip.Addr // the next VNIC's IPv6 address (invalid: IPv4 only)
+	machineNext  netip.Addr
+	publicNext   netip.Addr
+}
+
+// networking are the objects of the Compute and Virtual Network APIs.
+type networking struct {
 	instances     *core.Store[*instance]
 	attachments   *core.Store[*vnicAttachment]
 	vnics         *core.Store[*vnic]
 	subnets       *core.Store[*subnet]
 	vcns          *core.Store[*vcn]
-	lbs           *core.Store[*loadBalancer]
 	securityLists *core.Store[*securityList]
 	publicIPs     *core.Store[*publicIP]
-	wrs           *core.Store[*workRequest]
-	nlbs          *core.Store[*networkLoadBalancer]
-	nlbWRs        *core.Store[*nlbWorkRequest]
 	nsgs          *core.Store[*nsg]
-	host          *hostIdentity
-	sessions      map[string]session // by token
-	jobs          *core.Jobs
-	retryTokens   map[string]retried
-	provisioning  core.Delay // of work requests (Options.Provisioning)
-	dataPlane     core.DataPlane
-	ca            *core.CA
-	machineNet    netip.Prefix
-	ipv6Next      netip.Addr // the next VNIC's IPv6 address (invalid: IPv4 only)
-	machineNext   netip.Addr
-	publicNext    netip.Addr
+}
+
+// balancing are the objects of the Load Balancing and Network Load
+// Balancer APIs, with their work requests.
+type balancing struct {
+	lbs    *core.Store[*loadBalancer]
+	wrs    *core.Store[*workRequest]
+	nlbs   *core.Store[*networkLoadBalancer]
+	nlbWRs *core.Store[*nlbWorkRequest]
 }
 
 // New returns an emulator with its Fixture.
@@ -137,10 +148,12 @@ func New(opts Options) (*Emulator, error) {
 		return nil, err
 	}
 	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
-		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
-		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
-		lbs: core.NewStore[*loadBalancer](), securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), wrs: core.NewStore[*workRequest](),
-		nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest](), nsgs: core.NewStore[*nsg](), sessions: map[string]session{}, jobs: core.NewJobs(), retryTokens: map[string]retried{},
+		networking: networking{instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
+			vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
+			securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), nsgs: core.NewStore[*nsg]()},
+		balancing: balancing{lbs: core.NewStore[*loadBalancer](), wrs: core.NewStore[*workRequest](),
+			nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest]()},
+		sessions: map[string]session{}, jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	e.provisioning.Set(opts.Provisioning)
@@ -539,6 +552,7 @@ type resourceRoutes[T interface{ ocid() string }] struct {
 	create, remove http.HandlerFunc
 }
 
+// route registers the resource's routes under its path.
 func (rr resourceRoutes[T]) route(e *Emulator) {
 	e.handle("POST "+rr.path, rr.create)
 	e.handle("GET "+rr.path, rr.list.serve(e))

@@ -267,6 +267,7 @@ type collection[E any, T interface {
 	create, update, remove http.HandlerFunc
 }
 
+// route registers the collection's routes under the prefix pre.
 func (c collection[E, T]) route(e *Emulator, pre string) {
 	p := pre + "/" + c.path
 	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {

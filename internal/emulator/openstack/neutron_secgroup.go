@@ -16,6 +16,7 @@ import (
 // Neutron gives it; a group a port uses is not deleted; a rule is checked
 // alone (before the lock) and against the group's others (under it).
 
+// secGroupView is a security group with its rules, as Neutron shows it.
 func (e *Emulator) secGroupView(g *secGroup) any {
 	c := *g
 	c.Rules = []any{}
@@ -27,6 +28,8 @@ func (e *Emulator) secGroupView(g *secGroup) any {
 	return &c
 }
 
+// addSGRule adds a rule of direction and ether type to every traffic (a
+// new group's egress rules).
 func (e *Emulator) addSGRule(sgID, direction, ether string, now time.Time) {
 	ru := &sgRule{ID: e.newID(), SecurityGroupID: sgID, Direction: direction, EtherType: ether, neutronStd: e.std(now)}
 	e.sgRules.Add(ru.ID, ru)
@@ -221,6 +224,8 @@ func (e *Emulator) checkRuleIsNew(ru *sgRule, before []sgRule) *apiErr {
 	return nil
 }
 
+// sameRule says whether two rules match the same traffic, as Neutron
+// compares them to refuse a duplicate.
 func sameRule(a, b *sgRule) bool {
 	for _, k := range []string{"direction", "ethertype", "protocol", "port_range_min", "port_range_max", "remote_ip_prefix", "remote_group_id"} {
 		va, _ := field(a, k)

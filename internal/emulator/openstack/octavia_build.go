@@ -14,6 +14,7 @@ import (
 // http_version as "1.1").
 type flexFloat float64
 
+// UnmarshalJSON reads a number or a string of one.
 func (f *flexFloat) UnmarshalJSON(b []byte) error {
 	var x float64
 	if err := json.Unmarshal(b, &x); err == nil {
@@ -32,6 +33,7 @@ func (f *flexFloat) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// ptr is the number as a *float64 (nil: not given).
 func (f *flexFloat) ptr() *float64 {
 	if f == nil {
 		return nil
@@ -40,12 +42,15 @@ func (f *flexFloat) ptr() *float64 {
 	return &x
 }
 
+// newOctStd is the common part of a new Octavia object: PENDING_CREATE
+// and OFFLINE, admin_state_up true unless given.
 func (e *Emulator) newOctStd(name, desc *string, admin *bool, tags *[]string, now time.Time) octStd {
 	return octStd{ID: e.newID(), Name: deref(name, ""), Description: deref(desc, ""),
 		AdminStateUp: deref(admin, true), Tags: slices.Clone(deref(tags, []string{})),
 		Prov: provPendingCreate, Oper: operOffline, Created: now, Updated: now}
 }
 
+// checkPort refuses a port number outside 1-65535.
 func checkPort(port int) *apiErr {
 	if port < 1 || port > 65535 {
 		return invalid("Value should be between 1 and 65535: %d.", port)
@@ -89,6 +94,8 @@ func (e *Emulator) buildMember(p *lbPool, req memberReq, others []*lbMember, now
 	return m, nil
 }
 
+// buildMonitor validates a health monitor of pool p and returns it without
+// storing it.
 func (e *Emulator) buildMonitor(p *lbPool, req monitorReq, now time.Time) (*healthMonitor, *apiErr) {
 	if !slices.Contains(monitorTypes, req.Type) {
 		return nil, invalid("Invalid input for field/attribute type. Value: '%s'. Value should be one of: %s.", req.Type, strings.Join(monitorTypes, ", "))
@@ -174,6 +181,8 @@ func (e *Emulator) buildPool(lb *loadBalancer, l *listener, req poolReq, now tim
 	return g, nil
 }
 
+// storePool stores a checked pool graph of lb (the default pool of l, if
+// any).
 func (e *Emulator) storePool(lb *loadBalancer, l *listener, g *poolGraph) {
 	e.pools.Add(g.pool.ID, g.pool)
 	lb.Pools = with(lb.Pools, g.pool.ID)
@@ -256,6 +265,7 @@ func (e *Emulator) validateListenerOptions(l *listener, req listenerReq, who req
 	return nil
 }
 
+// mapKeys are the keys of m, sorted (for stable messages).
 func mapKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -112,6 +112,7 @@ func (e *Emulator) refreshOperating(lb *loadBalancer) {
 	}
 }
 
+// purgeListener removes a deleted listener from its pool and load balancer.
 func (e *Emulator) purgeListener(lb *loadBalancer, l *listener) {
 	if p, ok := e.pools.Get(l.DefaultPoolID); ok {
 		p.Listeners = without(p.Listeners, l.ID)
@@ -120,6 +121,8 @@ func (e *Emulator) purgeListener(lb *loadBalancer, l *listener) {
 	e.listeners.Remove(l.ID)
 }
 
+// purgePool removes a deleted pool with its members and monitor, its
+// listeners left without a default pool.
 func (e *Emulator) purgePool(lb *loadBalancer, p *lbPool) {
 	for _, mid := range p.Members {
 		e.members.Remove(mid)
@@ -136,6 +139,8 @@ func (e *Emulator) purgePool(lb *loadBalancer, p *lbPool) {
 	e.pools.Remove(p.ID)
 }
 
+// purgeLB removes a deleted load balancer with its tree and its own VIP
+// port.
 func (e *Emulator) purgeLB(lb *loadBalancer, now time.Time) {
 	for _, pid := range lb.Pools {
 		if p, ok := e.pools.Get(pid); ok {
@@ -269,6 +274,7 @@ func (e *Emulator) lbStatusTree(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"statuses": map[string]any{"loadbalancer": lbv}})
 }
 
+// orEmpty is v, or an empty list for nil (a JSON [] rather than null).
 func orEmpty(v []any) []any {
 	if v == nil {
 		return []any{}
