@@ -34,14 +34,6 @@ const (
 	LBDeleting = "DELETING"
 )
 
-// Work request states (loadbalancer.WorkRequestLifecycleStateEnum).
-const (
-	wrAccepted   = "ACCEPTED"
-	wrInProgress = "IN_PROGRESS"
-	wrFailed     = "FAILED"
-	wrSucceeded  = "SUCCEEDED"
-)
-
 type shapeDetails struct {
 	MinimumBandwidthInMbps int `json:"minimumBandwidthInMbps"`
 	MaximumBandwidthInMbps int `json:"maximumBandwidthInMbps"`
@@ -135,6 +127,14 @@ type workRequest struct {
 }
 
 func (w *workRequest) ocid() string { return w.ID }
+
+// Work request states (loadbalancer.WorkRequestLifecycleStateEnum).
+const (
+	wrAccepted   = "ACCEPTED"
+	wrInProgress = "IN_PROGRESS"
+	wrFailed     = "FAILED"
+	wrSucceeded  = "SUCCEEDED"
+)
 
 // creation is a create request being answered: its time, and its
 // opc-retry-token with a digest of its body.

@@ -24,13 +24,14 @@ import (
 // percentComplete, under /workRequests. oci-go-sdk reads only the headers of
 // a change's answer (202 Accepted here).
 
-// Network load balancer lifecycle states (networkloadbalancer.LifecycleStateEnum).
+// Network load balancer lifecycle states (networkloadbalancer.LifecycleStateEnum):
+// the Load Balancing API's words, and UPDATING while a change runs.
 const (
-	NLBCreating = "CREATING"
+	NLBCreating = LBCreating
 	NLBUpdating = "UPDATING"
-	NLBActive   = "ACTIVE"
-	NLBDeleting = "DELETING"
-	NLBFailed   = "FAILED"
+	NLBActive   = LBActive
+	NLBDeleting = LBDeleting
+	NLBFailed   = LBFailed
 )
 
 type nlbIPAddress struct {

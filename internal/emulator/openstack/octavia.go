@@ -65,13 +65,13 @@ func (o *octStd) settle() {
 func (o *octStd) tagList() []string { return o.Tags }
 
 // update applies the attributes every Octavia object takes in an update
-// (nil: kept; members and monitors have no description).
-func (o *octStd) update(name, desc *string, admin *bool, tags *[]string) {
-	o.Name = deref(name, o.Name)
-	o.Description = deref(desc, o.Description)
-	o.AdminStateUp = deref(admin, o.AdminStateUp)
-	if tags != nil {
-		o.Tags = slices.Clone(*tags)
+// (nil: kept).
+func (o *octStd) update(r stdReq) {
+	o.Name = deref(r.Name, o.Name)
+	o.Description = deref(r.Description, o.Description)
+	o.AdminStateUp = deref(r.AdminStateUp, o.AdminStateUp)
+	if r.Tags != nil {
+		o.Tags = slices.Clone(*r.Tags)
 	}
 }
 
@@ -231,23 +231,39 @@ func (e *Emulator) monitorView(h *healthMonitor) any {
 
 // ---- requests ----
 
+// stdReq is what a request gives of the attributes every Octavia object
+// has (nil: not given).
+type stdReq struct {
+	Name         *string   `json:"name"`
+	Description  *string   `json:"description"`
+	AdminStateUp *bool     `json:"admin_state_up"`
+	Tags         *[]string `json:"tags"`
+}
+
+// undescribed is r without its description: members and health monitors
+// take none here.
+func (r stdReq) undescribed() stdReq {
+	r.Description = nil
+	return r
+}
+
+// memberReq is a member of a create or an update: address and
+// protocol_port are its key in a pool.
 type memberReq struct {
-	Address        string    `json:"address"`
-	ProtocolPort   int       `json:"protocol_port"`
-	Name           *string   `json:"name"`
-	Weight         *int      `json:"weight"`
-	SubnetID       *string   `json:"subnet_id"`
-	MonitorAddress *string   `json:"monitor_address"`
-	MonitorPort    *int      `json:"monitor_port"`
-	Backup         *bool     `json:"backup"`
-	AdminStateUp   *bool     `json:"admin_state_up"`
-	Tags           *[]string `json:"tags"`
+	Weight         *int    `json:"weight"`
+	Backup         *bool   `json:"backup"`
+	Address        string  `json:"address"`
+	ProtocolPort   int     `json:"protocol_port"`
+	SubnetID       *string `json:"subnet_id"`
+	MonitorAddress *string `json:"monitor_address"`
+	MonitorPort    *int    `json:"monitor_port"`
+	stdReq
 }
 
 type monitorReq struct {
+	stdReq
 	PoolID         string     `json:"pool_id"`
 	Type           string     `json:"type"`
-	Name           *string    `json:"name"`
 	Delay          *int       `json:"delay"`
 	Timeout        *int       `json:"timeout"`
 	MaxRetries     *int       `json:"max_retries"`
@@ -257,28 +273,22 @@ type monitorReq struct {
 	ExpectedCodes  *string    `json:"expected_codes"`
 	DomainName     *string    `json:"domain_name"`
 	HTTPVersion    *flexFloat `json:"http_version"`
-	AdminStateUp   *bool      `json:"admin_state_up"`
-	Tags           *[]string  `json:"tags"`
 }
 
 type poolReq struct {
+	stdReq
 	ListenerID     string           `json:"listener_id"`
 	LoadbalancerID string           `json:"loadbalancer_id"`
 	Protocol       string           `json:"protocol"`
 	LBAlgorithm    *string          `json:"lb_algorithm"`
-	Name           *string          `json:"name"`
-	Description    *string          `json:"description"`
 	Persistence    *json.RawMessage `json:"session_persistence"`
-	AdminStateUp   *bool            `json:"admin_state_up"`
-	Tags           *[]string        `json:"tags"`
 	Members        []memberReq      `json:"members"`
 	Monitor        *monitorReq      `json:"healthmonitor"`
 }
 
 type listenerReq struct {
+	stdReq
 	LoadbalancerID       string             `json:"loadbalancer_id"`
-	Name                 *string            `json:"name"`
-	Description          *string            `json:"description"`
 	Protocol             string             `json:"protocol"`
 	ProtocolPort         int                `json:"protocol_port"`
 	ConnLimit            *int               `json:"connection_limit"`
@@ -290,14 +300,11 @@ type listenerReq struct {
 	TimeoutTCPInspect    *int               `json:"timeout_tcp_inspect"`
 	AllowedCIDRs         *[]string          `json:"allowed_cidrs"`
 	InsertHeaders        *map[string]string `json:"insert_headers"`
-	AdminStateUp         *bool              `json:"admin_state_up"`
-	Tags                 *[]string          `json:"tags"`
 	TLSContainerRef      *string            `json:"default_tls_container_ref"`
 }
 
 type lbReq struct {
-	Name         *string       `json:"name"`
-	Description  *string       `json:"description"`
+	stdReq
 	VipSubnetID  string        `json:"vip_subnet_id"`
 	VipNetworkID string        `json:"vip_network_id"`
 	VipPortID    string        `json:"vip_port_id"`
@@ -305,8 +312,6 @@ type lbReq struct {
 	FlavorID     string        `json:"flavor_id"`
 	AZ           string        `json:"availability_zone"`
 	Provider     string        `json:"provider"`
-	AdminStateUp *bool         `json:"admin_state_up"`
-	Tags         *[]string     `json:"tags"`
 	Listeners    []listenerReq `json:"listeners"`
 	Pools        []poolReq     `json:"pools"`
 	// API v2.26: more VIPs on the VIP port, each on a subnet of the VIP's

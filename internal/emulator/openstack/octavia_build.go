@@ -44,9 +44,9 @@ func (f *flexFloat) ptr() *float64 {
 
 // newOctStd is the common part of a new Octavia object: PENDING_CREATE
 // and OFFLINE, admin_state_up true unless given.
-func (e *Emulator) newOctStd(name, desc *string, admin *bool, tags *[]string, now time.Time) octStd {
-	return octStd{ID: e.newID(), Name: deref(name, ""), Description: deref(desc, ""),
-		AdminStateUp: deref(admin, true), Tags: slices.Clone(deref(tags, []string{})),
+func (e *Emulator) newOctStd(r stdReq, now time.Time) octStd {
+	return octStd{ID: e.newID(), Name: deref(r.Name, ""), Description: deref(r.Description, ""),
+		AdminStateUp: deref(r.AdminStateUp, true), Tags: slices.Clone(deref(r.Tags, []string{})),
 		Prov: provPendingCreate, Oper: operOffline, Created: now, Updated: now}
 }
 
@@ -87,7 +87,7 @@ func (e *Emulator) buildMember(p *lbPool, req memberReq, others []*lbMember, now
 			return nil, errf(409, "", "Another member on this pool is already using ip address %s on protocol_port %d", req.Address, req.ProtocolPort)
 		}
 	}
-	m := &lbMember{octStd: e.newOctStd(req.Name, nil, req.AdminStateUp, req.Tags, now), PoolID: p.ID,
+	m := &lbMember{octStd: e.newOctStd(req.undescribed(), now), PoolID: p.ID,
 		Address: req.Address, ProtocolPort: req.ProtocolPort, Weight: weight, SubnetID: subnetID,
 		MonitorAddress: deref(req.MonitorAddress, ""), MonitorPort: req.MonitorPort, Backup: deref(req.Backup, false),
 		projectID: e.fx.ProjectID}
@@ -120,7 +120,7 @@ func (e *Emulator) buildMonitor(p *lbPool, req monitorReq, now time.Time) (*heal
 	if p.MonitorID != "" {
 		return nil, errf(409, "", "This pool already has a health monitor")
 	}
-	h := &healthMonitor{octStd: e.newOctStd(req.Name, nil, req.AdminStateUp, req.Tags, now), PoolID: p.ID, Type: req.Type,
+	h := &healthMonitor{octStd: e.newOctStd(req.undescribed(), now), PoolID: p.ID, Type: req.Type,
 		Delay: *req.Delay, Timeout: *req.Timeout, MaxRetries: *req.MaxRetries, MaxRetDown: down,
 		DomainName: deref(req.DomainName, ""), HTTPVersion: req.HTTPVersion.ptr(), projectID: e.fx.ProjectID}
 	if req.Type == "HTTP" || req.Type == "HTTPS" {
@@ -148,7 +148,7 @@ func (e *Emulator) buildPool(lb *loadBalancer, l *listener, req poolReq, now tim
 	if !slices.Contains(lbAlgorithms, alg) {
 		return nil, invalid("Invalid input for field/attribute lb_algorithm. Value: '%s'. Value should be one of: %s.", alg, strings.Join(lbAlgorithms, ", "))
 	}
-	p := &lbPool{octStd: e.newOctStd(req.Name, req.Description, req.AdminStateUp, req.Tags, now), LBID: lb.ID,
+	p := &lbPool{octStd: e.newOctStd(req.stdReq, now), LBID: lb.ID,
 		Protocol: req.Protocol, LBAlgorithm: alg, projectID: e.fx.ProjectID}
 	if req.Persistence != nil && string(*req.Persistence) != "null" {
 		p.Persistence = slices.Clone(*req.Persistence)
@@ -215,7 +215,7 @@ func (e *Emulator) buildListener(lb *loadBalancer, req listenerReq, siblings []*
 			return nil, errf(409, "", "Another Listener on this Load Balancer is already using protocol %s and protocol_port %d", req.Protocol, req.ProtocolPort)
 		}
 	}
-	l := &listener{octStd: e.newOctStd(req.Name, req.Description, req.AdminStateUp, req.Tags, now), LBID: lb.ID,
+	l := &listener{octStd: e.newOctStd(req.stdReq, now), LBID: lb.ID,
 		Protocol: req.Protocol, ProtocolPort: req.ProtocolPort, ConnLimit: deref(req.ConnLimit, -1),
 		TimeoutClientData: deref(req.TimeoutClientData, 50000), TimeoutMemberConnect: deref(req.TimeoutMemberConnect, 5000),
 		TimeoutMemberData: deref(req.TimeoutMemberData, 50000), TimeoutTCPInspect: deref(req.TimeoutTCPInspect, 0),

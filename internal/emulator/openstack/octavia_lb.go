@@ -44,7 +44,7 @@ func (e *Emulator) createLB(r *http.Request, req *lbReq, now time.Time) (core.Re
 		// data_models.LoadBalancer._name(), the class name in snake case.
 		return core.Reply{}, errf(http.StatusForbidden, "", "Quota has been met for resources: load_balancer")
 	}
-	lb := &loadBalancer{octStd: e.newOctStd(req.Name, req.Description, req.AdminStateUp, req.Tags, now),
+	lb := &loadBalancer{octStd: e.newOctStd(req.stdReq, now),
 		FlavorID: req.FlavorID, AZ: req.AZ, Provider: req.Provider, projectID: e.fx.ProjectID}
 	ls, pgs, aerr := e.buildLBGraph(lb, req.Listeners, now, e.requester(r))
 	if aerr != nil {
@@ -114,7 +114,7 @@ func (e *Emulator) updateLB(r *http.Request, req *lbReq, now time.Time) (core.Re
 	if req.VipSubnetID != "" || req.VipNetworkID != "" || req.VipPortID != "" || req.VipAddress != "" || len(req.Listeners) > 0 {
 		return core.Reply{}, errf(400, "", "Validation failure: the VIP and the listeners of a load balancer cannot be updated.")
 	}
-	lb.update(req.Name, req.Description, req.AdminStateUp, req.Tags)
+	lb.update(req.stdReq)
 	e.markPending(lb, provPendingUpdate, now)
 	return core.OK(keyed("loadbalancer", e.lbView(lb))), nil
 }

@@ -126,7 +126,7 @@ func (e *Emulator) repointDefaultPool(lb *loadBalancer, l, next *listener, poolI
 
 // applyListener applies the attributes an update gives (nil: kept).
 func applyListener(next *listener, req *listenerReq) {
-	next.update(req.Name, req.Description, req.AdminStateUp, req.Tags)
+	next.update(req.stdReq)
 	next.ConnLimit = deref(req.ConnLimit, next.ConnLimit)
 	next.TimeoutClientData = deref(req.TimeoutClientData, next.TimeoutClientData)
 	next.TimeoutMemberConnect = deref(req.TimeoutMemberConnect, next.TimeoutMemberConnect)

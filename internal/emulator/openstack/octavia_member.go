@@ -70,7 +70,7 @@ func applyMember(m *lbMember, req memberReq) *apiErr {
 			return aerr
 		}
 	}
-	m.update(req.Name, nil, req.AdminStateUp, req.Tags)
+	m.update(req.undescribed())
 	m.Weight = deref(req.Weight, m.Weight)
 	m.Backup = deref(req.Backup, m.Backup)
 	m.MonitorAddress = deref(req.MonitorAddress, m.MonitorAddress)

@@ -85,7 +85,7 @@ func (e *Emulator) updatePool(r *http.Request, req *poolReq, now time.Time) (cor
 		return core.Reply{}, errf(400, "", "Validation failure: the protocol of a pool cannot be updated.")
 	}
 	p.LBAlgorithm = deref(req.LBAlgorithm, p.LBAlgorithm)
-	p.update(req.Name, req.Description, req.AdminStateUp, req.Tags)
+	p.update(req.stdReq)
 	if req.Persistence != nil {
 		p.Persistence = nil
 		if string(*req.Persistence) != "null" {
@@ -175,7 +175,7 @@ func applyMonitor(next *healthMonitor, req *monitorReq) *apiErr {
 	} else if req.URLPath != nil || req.HTTPMethod != nil || req.ExpectedCodes != nil {
 		return invalid("url_path, http_method and expected_codes are only valid for HTTP and HTTPS health monitors.")
 	}
-	next.update(req.Name, nil, req.AdminStateUp, req.Tags)
+	next.update(req.undescribed())
 	next.DomainName = deref(req.DomainName, next.DomainName)
 	if req.HTTPVersion != nil {
 		next.HTTPVersion = req.HTTPVersion.ptr()
