@@ -22,11 +22,8 @@ import (
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 )
 
-func started(t *testing.T, opts Options) *Emulator {
-	t.Helper()
-	e, err := New(opts)
-	return coretest.Serve(t, e, err)
-}
+// started is an emulator of opts serving on loopback for the test.
+func started(t *testing.T, opts Options) *Emulator { t.Helper(); return coretest.Start(t, New, opts) }
 
 // client is cloudstack-go's client as the peer builds it (NewAsyncClient).
 func client(e *Emulator, key, secret string) *cs.CloudStackClient {
