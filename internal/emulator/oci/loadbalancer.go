@@ -26,14 +26,6 @@ import (
 // loadBalancerId (facts §5); opc-retry-token makes a create idempotent for
 // 24 hours (the same token with another body: 409 InvalidatedRetryToken).
 
-// Load balancer lifecycle states (loadbalancer.LoadBalancerLifecycleStateEnum).
-const (
-	LBCreating = "CREATING"
-	LBFailed   = "FAILED"
-	LBActive   = "ACTIVE"
-	LBDeleting = "DELETING"
-)
-
 type shapeDetails struct {
 	MinimumBandwidthInMbps int `json:"minimumBandwidthInMbps"`
 	MaximumBandwidthInMbps int `json:"maximumBandwidthInMbps"`
@@ -92,6 +84,14 @@ type backendSet struct {
 	SSLConfiguration                *sslConfiguration `json:"sslConfiguration,omitempty"`
 	SessionPersistenceConfiguration json.RawMessage   `json:"sessionPersistenceConfiguration,omitempty"`
 }
+
+// Load balancer lifecycle states (loadbalancer.LoadBalancerLifecycleStateEnum).
+const (
+	LBCreating = "CREATING"
+	LBFailed   = "FAILED"
+	LBActive   = "ACTIVE"
+	LBDeleting = "DELETING"
+)
 
 type loadBalancer struct {
 	resource
