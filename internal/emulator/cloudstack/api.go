@@ -150,15 +150,9 @@ func writeError(w http.ResponseWriter, resp string, e *apiError) {
 	writeJSON(w, e.code, map[string]any{resp: body})
 }
 
+// writeJSON writes v as CloudStack's JSON, its charset named.
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(code)
-	_, _ = w.Write(b)
+	core.WriteJSONType(w, code, v, "application/json; charset=UTF-8")
 }
 
 // pager makes a list answer claim more objects than it has, so that a
@@ -192,6 +186,12 @@ func list(key string, total int, items []any) map[string]any {
 	return map[string]any{"count": total, key: items}
 }
 
+// pageOf is the list answer of page (from 1) of items, size a page
+// (core.PageNumber), with the count of them all.
+func pageOf(key string, items []any, page, size int) map[string]any {
+	return list(key, len(items), core.PageNumber(items, page, size))
+}
+
 // paging reads page and pagesize as BaseListCmd does: both or neither;
 // pagesize -1 (without page) is unlimited; none is default.page.size.
 func (e *Emulator) paging(p url.Values) (page, size int, err *apiError) {
@@ -221,6 +221,29 @@ func (e *Emulator) paging(p url.Values) (page, size int, err *apiError) {
 
 // listParams checks what every list command checks: the project, the paging,
 // and an id that must resolve (resolves is asked only when p has an id).
+// listed answers a list command: its parameters checked (listParams, an
+// id given resolving by has), then the page of the views items makes, as
+// key.
+func (e *Emulator) listed(command, key string, p url.Values, has func(id string) bool, items func() []any) (any, *apiError) {
+	page, size, aerr := e.listParams(command, p, func() bool { return has(p.Get("id")) })
+	if aerr != nil {
+		return nil, aerr
+	}
+	all := items()
+	return pageOf(key, all, page, size), nil
+}
+
+// views are the views of the objects of all that keep accepts, in order.
+func views[T, V any](all []T, keep func(T) bool, view func(T) V) []any {
+	var out []any
+	for _, o := range all {
+		if keep(o) {
+			out = append(out, view(o))
+		}
+	}
+	return out
+}
+
 func (e *Emulator) listParams(command string, p url.Values, resolves func() bool) (page, size int, err *apiError) {
 	if err := e.checkProject(command, p); err != nil {
 		return 0, 0, err

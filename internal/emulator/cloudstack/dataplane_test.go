@@ -26,14 +26,10 @@ func TestRulesCarryTrafficWhereTheFirewallOpensThem(t *testing.T) {
 	m1, ip1 := e.AddMachine("node-1")
 	coretest.Answerer(t, ip1+":30080", "node-1")
 	ip := associate(t, e, c, "")
-	p := c.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", "web-tcp-80", 30080, 80)
-	p.SetPublicipid(ip.Id)
-	p.SetNetworkid(e.fx.NetworkID)
-	rule, err := c.LoadBalancer.CreateLoadBalancerRule(p)
-	require.NoError(t, err)
-	assign := c.LoadBalancer.NewAssignToLoadBalancerRuleParams(rule.Id)
+	ruleID := webRule(t, e, c, ip, "web-tcp-80", 80)
+	assign := c.LoadBalancer.NewAssignToLoadBalancerRuleParams(ruleID)
 	assign.SetVirtualmachineids([]string{m1})
-	_, err = c.LoadBalancer.AssignToLoadBalancerRule(assign)
+	_, err := c.LoadBalancer.AssignToLoadBalancerRule(assign)
 	require.NoError(t, err)
 	vip := ip.Ipaddress + ":80"
 
@@ -56,7 +52,7 @@ func TestRulesCarryTrafficWhereTheFirewallOpensThem(t *testing.T) {
 
 	// A health-check policy probes the members by HTTP: this one answers no
 	// HTTP, so it goes down and nothing is served.
-	hc := c.LoadBalancer.NewCreateLBHealthCheckPolicyParams(rule.Id)
+	hc := c.LoadBalancer.NewCreateLBHealthCheckPolicyParams(ruleID)
 	hc.SetIntervaltime(3)
 	hc.SetResponsetimeout(2)
 	hc.SetUnhealthythreshold(1)
@@ -73,7 +69,7 @@ func TestRulesCarryTrafficWhereTheFirewallOpensThem(t *testing.T) {
 		return err == nil
 	}, 15*time.Second, 100*time.Millisecond, "without the policy, a TCP connect is health enough")
 
-	update := c.LoadBalancer.NewUpdateLoadBalancerRuleParams(rule.Id)
+	update := c.LoadBalancer.NewUpdateLoadBalancerRuleParams(ruleID)
 	update.SetCidrlist([]string{"10.0.0.0/8"})
 	_, err = c.LoadBalancer.UpdateLoadBalancerRule(update)
 	require.NoError(t, err)
@@ -82,7 +78,7 @@ func TestRulesCarryTrafficWhereTheFirewallOpensThem(t *testing.T) {
 		return err != nil
 	}, 10*time.Second, 50*time.Millisecond, "the rule's cidrlist does not admit loopback")
 
-	_, err = c.LoadBalancer.DeleteLoadBalancerRule(c.LoadBalancer.NewDeleteLoadBalancerRuleParams(rule.Id))
+	_, err = c.LoadBalancer.DeleteLoadBalancerRule(c.LoadBalancer.NewDeleteLoadBalancerRuleParams(ruleID))
 	require.NoError(t, err)
 	assert.Empty(t, e.DataPlaneErrors())
 }

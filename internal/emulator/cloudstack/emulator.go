@@ -109,6 +109,7 @@ type Emulator struct {
 	cmds         map[string]command // the commands served, built once
 	freeIPs      map[string]string  // address → id of a public address not allocated
 	jobs         *core.Jobs
+	jobDelay     core.Delay // of jobs (Options.JobDelay)
 	jobMeta      map[string]jobMeta
 
 	dataPlane             core.DataPlane
@@ -141,6 +142,7 @@ func New(opts Options) (*Emulator, error) {
 		machineNet: nets.Machine,
 		publicNet:  nets.Public,
 	}
+	e.jobDelay.Set(opts.JobDelay)
 	e.machineNext = e.machineNet.Addr().Next().Next() // .1 is the gateway
 	e.publicNext = e.publicNet.Addr()
 	for range 10 {
@@ -176,9 +178,7 @@ func (e *Emulator) Start(addr string) error {
 
 // SetJobDelay changes how long asynchronous jobs started from now take.
 func (e *Emulator) SetJobDelay(d time.Duration) {
-	e.mu.Lock()
-	e.opts.JobDelay = d
-	e.mu.Unlock()
+	e.jobDelay.Set(d)
 }
 
 func (e *Emulator) seedFixture() {

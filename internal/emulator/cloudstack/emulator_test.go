@@ -22,11 +22,8 @@ import (
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 )
 
-func started(t *testing.T, opts Options) *Emulator {
-	t.Helper()
-	e, err := New(opts)
-	return coretest.Serve(t, e, err)
-}
+// started is an emulator of opts serving on loopback for the test.
+func started(t *testing.T, opts Options) *Emulator { t.Helper(); return coretest.Start(t, New, opts) }
 
 // client is cloudstack-go's client as the peer builds it (NewAsyncClient).
 func client(e *Emulator, key, secret string) *cs.CloudStackClient {
@@ -400,6 +397,18 @@ func associate(t *testing.T, e *Emulator, c *cs.CloudStackClient, addr string) *
 	return associateIn(t, e, c, addr, "")
 }
 
+// webRule creates the round-robin rule name of ip's port to node port
+// 30000+port, through the SDK; its id.
+func webRule(t *testing.T, e *Emulator, c *cs.CloudStackClient, ip *cs.AssociateIpAddressResponse, name string, port int) string {
+	t.Helper()
+	p := c.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", name, 30000+port, port)
+	p.SetPublicipid(ip.Id)
+	p.SetNetworkid(e.fx.NetworkID)
+	r, err := c.LoadBalancer.CreateLoadBalancerRule(p)
+	require.NoError(t, err)
+	return r.Id
+}
+
 // associateIn is associate in a project ("" for the account).
 func associateIn(t *testing.T, e *Emulator, c *cs.CloudStackClient, addr, project string) *cs.AssociateIpAddressResponse {
 	t.Helper()
@@ -506,15 +515,7 @@ func TestResourcesAreFoundByTheirTags(t *testing.T) {
 	c := user(e)
 	ip := associate(t, e, c, "")
 	mine := map[string]string{"overcast-cluster-uid": "c-1", "overcast-service-uid": "s-1"}
-	rule := func(name string, port int) string {
-		p := c.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", name, 30000+port, port)
-		p.SetPublicipid(ip.Id)
-		p.SetNetworkid(e.fx.NetworkID)
-		r, err := c.LoadBalancer.CreateLoadBalancerRule(p)
-		require.NoError(t, err)
-		return r.Id
-	}
-	ours, theirs := rule("ours-tcp-80", 80), rule("theirs-tcp-81", 81)
+	ours, theirs := webRule(t, e, c, ip, "ours-tcp-80", 80), webRule(t, e, c, ip, "theirs-tcp-81", 81)
 	_, err := c.Resourcetags.CreateTags(c.Resourcetags.NewCreateTagsParams([]string{ours}, "LoadBalancer", mine))
 	require.NoError(t, err)
 	_, err = c.Resourcetags.CreateTags(c.Resourcetags.NewCreateTagsParams([]string{theirs}, "LoadBalancer", map[string]string{"overcast-cluster-uid": "c-2"}))
@@ -579,33 +580,29 @@ func TestAHealthCheckPolicyPerRule(t *testing.T) {
 	e := started(t, Options{})
 	c := user(e)
 	ip := associate(t, e, c, "")
-	p := c.LoadBalancer.NewCreateLoadBalancerRuleParams("roundrobin", "web-tcp-80", 30080, 80)
-	p.SetPublicipid(ip.Id)
-	p.SetNetworkid(e.fx.NetworkID)
-	rule, err := c.LoadBalancer.CreateLoadBalancerRule(p)
-	require.NoError(t, err)
+	ruleID := webRule(t, e, c, ip, "web-tcp-80", 80)
 
-	bad := c.LoadBalancer.NewCreateLBHealthCheckPolicyParams(rule.Id)
+	bad := c.LoadBalancer.NewCreateLBHealthCheckPolicyParams(ruleID)
 	bad.SetResponsetimeout(61)
-	_, err = c.LoadBalancer.CreateLBHealthCheckPolicy(bad)
+	_, err := c.LoadBalancer.CreateLBHealthCheckPolicy(bad)
 	require.ErrorContains(t, err, "CloudStack API error 430", "a response timeout beyond 60 s")
 
-	hc := c.LoadBalancer.NewCreateLBHealthCheckPolicyParams(rule.Id)
+	hc := c.LoadBalancer.NewCreateLBHealthCheckPolicyParams(ruleID)
 	hc.SetPingpath("/healthz")
 	hc.SetIntervaltime(10)
 	hc.SetResponsetimeout(3)
 	created, err := c.LoadBalancer.CreateLBHealthCheckPolicy(hc)
 	require.NoError(t, err)
 	require.Len(t, created.Healthcheckpolicy, 1)
-	assert.Equal(t, rule.Id, created.Lbruleid)
+	assert.Equal(t, ruleID, created.Lbruleid)
 	assert.Equal(t, "/healthz", created.Healthcheckpolicy[0].Pingpath)
 	assert.Equal(t, 10, created.Healthcheckpolicy[0].Healthcheckinterval)
 	assert.Equal(t, 2, created.Healthcheckpolicy[0].Healthcheckthresshold, "the server's default")
-	_, err = c.LoadBalancer.CreateLBHealthCheckPolicy(c.LoadBalancer.NewCreateLBHealthCheckPolicyParams(rule.Id))
+	_, err = c.LoadBalancer.CreateLBHealthCheckPolicy(c.LoadBalancer.NewCreateLBHealthCheckPolicyParams(ruleID))
 	require.ErrorContains(t, err, "CloudStack API error 431", "one policy per rule")
 
 	l := c.LoadBalancer.NewListLBHealthCheckPoliciesParams()
-	l.SetLbruleid(rule.Id)
+	l.SetLbruleid(ruleID)
 	list, err := c.LoadBalancer.ListLBHealthCheckPolicies(l)
 	require.NoError(t, err)
 	require.Equal(t, 1, list.Count)

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Health-check policies of load balancer rules (createLBHealthCheckPolicy,
@@ -103,7 +101,7 @@ func (e *Emulator) listLBHealthCheckPolicies(_ *account, p url.Values, _ time.Ti
 		}
 		items = append(items, e.healthCheckView(h))
 	}
-	return list("lbhealthcheckpolicy", len(items), core.PageNumber(items, page, size)), nil
+	return pageOf("lbhealthcheckpolicy", items, page, size), nil
 }
 
 func (e *Emulator) deleteLBHealthCheckPolicy(a *account, p url.Values, now time.Time) (any, *apiError) {

@@ -2,14 +2,11 @@ package cloudstack
 
 import (
 	"fmt"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Load balancer rules, as the peer drives them (../shared/facts/cloudstack-api.md
@@ -77,17 +74,11 @@ func ruleOptions(p url.Values, r *lbRule) *apiError {
 		r.description = v[0]
 	}
 	if v, ok := p["cidrlist"]; ok {
-		r.cidrs = nil
-		for _, c := range strings.Split(v[0], ",") {
-			c = strings.TrimSpace(c)
-			if c == "" {
-				continue
-			}
-			if _, err := netip.ParsePrefix(c); err != nil {
-				return &apiError{code: codeParamError, cs: csInvalidValue, text: fmt.Sprintf("Source cidrs formatting error %s", c)}
-			}
-			r.cidrs = append(r.cidrs, c)
+		cidrs, aerr := splitCIDRs(v[0], true)
+		if aerr != nil {
+			return aerr
 		}
+		r.cidrs = cidrs
 	}
 	return nil
 }
@@ -166,28 +157,19 @@ func l4(protocol string) string {
 // %keyword% on the name or the description: what the peer finds its rules
 // with), publicipid, networkid; paged.
 func (e *Emulator) listLoadBalancerRules(_ *account, p url.Values, _ time.Time) (any, *apiError) {
-	id := p.Get("id")
-	page, size, aerr := e.listParams("listLoadBalancerRules", p, func() bool { _, ok := e.ruleByID[id]; return ok })
-	if aerr != nil {
-		return nil, aerr
-	}
-	kw := strings.ToLower(p.Get("keyword"))
-	tagged := tagsParam(p)
-	var items []any
-	for _, r := range e.rules {
-		switch {
-		case id != "" && r.id != id,
-			p.Get("name") != "" && p.Get("name") != r.name,
-			kw != "" && !strings.Contains(strings.ToLower(r.name), kw) && !strings.Contains(strings.ToLower(r.description), kw),
-			p.Get("publicipid") != "" && p.Get("publicipid") != r.publicIPID,
-			p.Get("networkid") != "" && p.Get("networkid") != r.networkID,
-			!e.tagged(r.id, tagged),
-			id == "" && !e.inScope(p, r.projectID):
-			continue
-		}
-		items = append(items, e.ruleView(r))
-	}
-	return list("loadbalancerrule", len(items), core.PageNumber(items, page, size)), nil
+	has := func(id string) bool { _, ok := e.ruleByID[id]; return ok }
+	return e.listed("listLoadBalancerRules", "loadbalancerrule", p, has, func() []any {
+		id, kw, tagged := p.Get("id"), strings.ToLower(p.Get("keyword")), tagsParam(p)
+		return views(e.rules, func(r *lbRule) bool {
+			return (id == "" || r.id == id) &&
+				(p.Get("name") == "" || p.Get("name") == r.name) &&
+				(kw == "" || strings.Contains(strings.ToLower(r.name), kw) || strings.Contains(strings.ToLower(r.description), kw)) &&
+				(p.Get("publicipid") == "" || p.Get("publicipid") == r.publicIPID) &&
+				(p.Get("networkid") == "" || p.Get("networkid") == r.networkID) &&
+				e.tagged(r.id, tagged) &&
+				(id != "" || e.inScope(p, r.projectID))
+		}, e.ruleView)
+	})
 }
 
 func (e *Emulator) rule(command string, p url.Values) (*lbRule, *apiError) {
@@ -250,36 +232,37 @@ func (e *Emulator) machines(command string, p url.Values) ([]string, *apiError) 
 }
 
 func (e *Emulator) assignToLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
-	r, aerr := e.rule("assignToLoadBalancerRule", p)
-	if aerr != nil {
-		return nil, aerr
-	}
-	ids, aerr := e.machines("assignToLoadBalancerRule", p)
-	if aerr != nil {
-		return nil, aerr
-	}
-	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.AssignToLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
-		for _, id := range ids {
-			if !slices.Contains(r.members, id) {
-				r.members = append(r.members, id)
+	return e.changeMembers(a, p, now, "assignToLoadBalancerRule", "org.apache.cloudstack.api.command.user.loadbalancer.AssignToLoadBalancerRuleCmd",
+		func(r *lbRule, ids []string) {
+			for _, id := range ids {
+				if !slices.Contains(r.members, id) {
+					r.members = append(r.members, id)
+				}
 			}
-		}
-		return map[string]any{"success": true}, nil
-	})
-	return map[string]any{"jobid": job}, nil
+		})
 }
 
 func (e *Emulator) removeFromLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
-	r, aerr := e.rule("removeFromLoadBalancerRule", p)
+	return e.changeMembers(a, p, now, "removeFromLoadBalancerRule", "org.apache.cloudstack.api.command.user.loadbalancer.RemoveFromLoadBalancerRuleCmd",
+		func(r *lbRule, ids []string) {
+			r.members = slices.DeleteFunc(r.members, func(id string) bool { return slices.Contains(ids, id) })
+		})
+}
+
+// changeMembers answers a command (command, its class cmd) that changes the
+// machines of the rule id by virtualmachineids: both checked at once, the
+// change made by the command's job.
+func (e *Emulator) changeMembers(a *account, p url.Values, now time.Time, command, cmd string, change func(r *lbRule, ids []string)) (any, *apiError) {
+	r, aerr := e.rule(command, p)
 	if aerr != nil {
 		return nil, aerr
 	}
-	ids, aerr := e.machines("removeFromLoadBalancerRule", p)
+	ids, aerr := e.machines(command, p)
 	if aerr != nil {
 		return nil, aerr
 	}
-	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.RemoveFromLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
-		r.members = slices.DeleteFunc(r.members, func(id string) bool { return slices.Contains(ids, id) })
+	job := e.startJob(a, cmd, "FirewallRule", r.id, now, func() (any, error) {
+		change(r, ids)
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil
@@ -301,5 +284,5 @@ func (e *Emulator) listLoadBalancerRuleInstances(a *account, p url.Values, _ tim
 			items = append(items, e.vmView(a, v))
 		}
 	}
-	return list("loadbalancerruleinstance", len(items), core.PageNumber(items, page, size)), nil
+	return pageOf("loadbalancerruleinstance", items, page, size), nil
 }

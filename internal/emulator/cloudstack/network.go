@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // The guest network, its firewall rules (an isolated network) or its network
@@ -76,15 +74,26 @@ func (e *Emulator) firewallView(f *firewallRule) map[string]any {
 	return m
 }
 
-// cidrList reads a comma-separated cidrlist (0.0.0.0/0 when absent).
+// cidrList reads a comma-separated cidrlist (0.0.0.0/0 when absent), as a
+// firewall rule or an ACL item takes it: an empty entry is no CIDR.
 func cidrList(p url.Values) ([]string, *apiError) {
 	v, ok := p["cidrlist"]
 	if !ok || strings.TrimSpace(v[0]) == "" {
 		return []string{"0.0.0.0/0"}, nil
 	}
+	return splitCIDRs(v[0], false)
+}
+
+// splitCIDRs reads the CIDRs of a comma-separated list, each trimmed; an
+// empty entry is skipped when skipEmpty (a load balancer rule's reading),
+// else refused.
+func splitCIDRs(list string, skipEmpty bool) ([]string, *apiError) {
 	var out []string
-	for _, c := range strings.Split(v[0], ",") {
+	for _, c := range strings.Split(list, ",") {
 		c = strings.TrimSpace(c)
+		if c == "" && skipEmpty {
+			continue
+		}
 		if _, err := netip.ParsePrefix(c); err != nil {
 			return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: fmt.Sprintf("Source cidrs formatting error %s", c)}
 		}
@@ -105,6 +114,30 @@ func ports(command string, p url.Values) (int, int, *apiError) {
 	return start, end, nil
 }
 
+// match is what a firewall rule or a network ACL item matches: a protocol,
+// a port range and source CIDRs.
+type match struct {
+	proto      string
+	start, end int
+	cidrs      []string
+}
+
+// parseMatch reads a rule's protocol (tcp, udp, icmp or all; protocolMsg
+// begins the refusal of another, as each command words it), its ports and
+// its CIDRs.
+func parseMatch(command string, p url.Values, protocolMsg string) (match, *apiError) {
+	m := match{proto: strings.ToLower(p.Get("protocol"))}
+	if !slices.Contains([]string{"tcp", "udp", "icmp", "all"}, m.proto) {
+		return m, &apiError{code: codeParamError, cs: csInvalidValue, text: protocolMsg + p.Get("protocol")}
+	}
+	var aerr *apiError
+	if m.start, m.end, aerr = ports(command, p); aerr != nil {
+		return m, aerr
+	}
+	m.cidrs, aerr = cidrList(p)
+	return m, aerr
+}
+
 func (e *Emulator) createFirewallRule(a *account, p url.Values, now time.Time) (any, *apiError) {
 	if e.opts.VPC {
 		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Firewall service is not supported in the network of the VPC; use network ACLs"}
@@ -117,19 +150,11 @@ func (e *Emulator) createFirewallRule(a *account, p url.Values, now time.Time) (
 		// FirewallManagerImpl: the address must be readyToUse (Allocated).
 		return nil, paramError("Ip address id=%s is not ready for firewall rules yet", ip.id)
 	}
-	proto := strings.ToLower(p.Get("protocol"))
-	if !slices.Contains([]string{"tcp", "udp", "icmp", "all"}, proto) {
-		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Invalid protocol " + p.Get("protocol")}
-	}
-	start, end, aerr := ports("createFirewallRule", p)
+	m, aerr := parseMatch("createFirewallRule", p, "Invalid protocol ")
 	if aerr != nil {
 		return nil, aerr
 	}
-	cidrs, aerr := cidrList(p)
-	if aerr != nil {
-		return nil, aerr
-	}
-	f := &firewallRule{id: e.newID(), protocol: proto, ipID: ip.id, start: start, end: end, cidrs: cidrs}
+	f := &firewallRule{id: e.newID(), protocol: m.proto, ipID: ip.id, start: m.start, end: m.end, cidrs: m.cidrs}
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.firewall.CreateFirewallRuleCmd", "FirewallRule", f.id, now, func() (any, error) {
 		e.firewall = append(e.firewall, f)
 		return map[string]any{"firewallrule": e.firewallView(f)}, nil
@@ -141,35 +166,40 @@ func (e *Emulator) createFirewallRule(a *account, p url.Values, now time.Time) (
 // account's addresses, or with projectid a project's), as
 // listLoadBalancerRules does; one named by id or address is listed as it is.
 func (e *Emulator) listFirewallRules(_ *account, p url.Values, _ time.Time) (any, *apiError) {
-	page, size, perr := e.listParams("listFirewallRules", p, func() bool {
-		return slices.ContainsFunc(e.firewall, func(f *firewallRule) bool { return f.id == p.Get("id") })
+	has := func(id string) bool {
+		return slices.ContainsFunc(e.firewall, func(f *firewallRule) bool { return f.id == id })
+	}
+	return e.listed("listFirewallRules", "firewallrule", p, has, func() []any {
+		ipID, id := p.Get("ipaddressid"), p.Get("id")
+		named := ipID != "" || id != ""
+		return views(e.firewall, func(f *firewallRule) bool {
+			if (ipID != "" && ipID != f.ipID) || (id != "" && id != f.id) {
+				return false
+			}
+			ip := e.ipByID[f.ipID]
+			return named || ip == nil || e.inScope(p, ip.projectID)
+		}, e.firewallView)
 	})
-	if perr != nil {
-		return nil, perr
-	}
-	var items []any
-	for _, f := range e.firewall {
-		named := p.Get("ipaddressid") != "" || p.Get("id") != ""
-		if (p.Get("ipaddressid") != "" && p.Get("ipaddressid") != f.ipID) || (p.Get("id") != "" && p.Get("id") != f.id) {
-			continue
-		}
-		if ip := e.ipByID[f.ipID]; !named && ip != nil && !e.inScope(p, ip.projectID) {
-			continue
-		}
-		items = append(items, e.firewallView(f))
-	}
-	return list("firewallrule", len(items), core.PageNumber(items, page, size)), nil
 }
 
 func (e *Emulator) deleteFirewallRule(a *account, p url.Values, now time.Time) (any, *apiError) {
-	i := slices.IndexFunc(e.firewall, func(f *firewallRule) bool { return f.id == p.Get("id") })
+	return deleteByJob(e, a, p, now, "deleteFirewallRule", "org.apache.cloudstack.api.command.user.firewall.DeleteFirewallRuleCmd", "FirewallRule",
+		&e.firewall, func(f *firewallRule) string { return f.id })
+}
+
+// deleteByJob answers a delete command (command) of the object of *list
+// the id parameter names: its job (cmd, of the object's kind) removes it,
+// as CloudStack deletes asynchronously ({"jobid"}, the job's result
+// {"success": true}).
+func deleteByJob[T any](e *Emulator, a *account, p url.Values, now time.Time, command, cmd, kind string, list *[]*T, idOf func(*T) string) (any, *apiError) {
+	i := slices.IndexFunc(*list, func(o *T) bool { return idOf(o) == p.Get("id") })
 	if i < 0 {
-		return nil, invalidID("deleteFirewallRule", p.Get("id"))
+		return nil, invalidID(command, p.Get("id"))
 	}
-	f := e.firewall[i]
-	job := e.startJob(a, "org.apache.cloudstack.api.command.user.firewall.DeleteFirewallRuleCmd", "FirewallRule", f.id, now, func() (any, error) {
-		e.firewall = slices.DeleteFunc(e.firewall, func(x *firewallRule) bool { return x == f })
-		e.forget(f.id)
+	o := (*list)[i]
+	job := e.startJob(a, cmd, kind, idOf(o), now, func() (any, error) {
+		*list = slices.DeleteFunc(*list, func(x *T) bool { return x == o })
+		e.forget(idOf(o))
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil
@@ -217,7 +247,7 @@ func (e *Emulator) listNetworkACLs(_ *account, p url.Values, _ time.Time) (any, 
 			items = append(items, e.aclView(r))
 		}
 	}
-	return list("networkacl", len(items), core.PageNumber(items, page, size)), nil
+	return pageOf("networkacl", items, page, size), nil
 }
 
 func (e *Emulator) createNetworkACL(a *account, p url.Values, now time.Time) (any, *apiError) {
@@ -227,16 +257,9 @@ func (e *Emulator) createNetworkACL(a *account, p url.Values, now time.Time) (an
 	if id := p.Get("aclid"); id != "" && id != e.fx.ACLListID {
 		return nil, invalidID("createNetworkACL", id)
 	}
-	proto := strings.ToLower(p.Get("protocol"))
-	if !slices.Contains([]string{"tcp", "udp", "icmp", "all"}, proto) {
-		// The peer sends "tcp-proxy" for PROXY-protocol Services (a latent bug).
-		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Invalid protocol: " + p.Get("protocol")}
-	}
-	start, end, aerr := ports("createNetworkACL", p)
-	if aerr != nil {
-		return nil, aerr
-	}
-	cidrs, aerr := cidrList(p)
+	// The peer sends "tcp-proxy" for PROXY-protocol Services (a latent bug),
+	// which this refuses as the real API does.
+	m, aerr := parseMatch("createNetworkACL", p, "Invalid protocol: ")
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -250,7 +273,7 @@ func (e *Emulator) createNetworkACL(a *account, p url.Values, now time.Time) (an
 	// CreateNetworkACLCmd is a BaseAsyncCreateCmd: its create() persists the
 	// item (state Add) before the job's execute() applies it (Active), so the
 	// item is listed, and can be tagged, at once.
-	r := &aclItem{id: e.newID(), protocol: proto, action: action, trafficType: traffic, start: start, end: end, number: len(e.acl) + 1, cidrs: cidrs, state: "Add"}
+	r := &aclItem{id: e.newID(), protocol: m.proto, action: action, trafficType: traffic, start: m.start, end: m.end, number: len(e.acl) + 1, cidrs: m.cidrs, state: "Add"}
 	e.acl = append(e.acl, r)
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.network.CreateNetworkACLCmd", "NetworkAcl", r.id, now, func() (any, error) {
 		r.state = "Active"
@@ -260,15 +283,6 @@ func (e *Emulator) createNetworkACL(a *account, p url.Values, now time.Time) (an
 }
 
 func (e *Emulator) deleteNetworkACL(a *account, p url.Values, now time.Time) (any, *apiError) {
-	i := slices.IndexFunc(e.acl, func(r *aclItem) bool { return r.id == p.Get("id") })
-	if i < 0 {
-		return nil, invalidID("deleteNetworkACL", p.Get("id"))
-	}
-	r := e.acl[i]
-	job := e.startJob(a, "org.apache.cloudstack.api.command.user.network.DeleteNetworkACLCmd", "NetworkAcl", r.id, now, func() (any, error) {
-		e.acl = slices.DeleteFunc(e.acl, func(x *aclItem) bool { return x == r })
-		e.forget(r.id)
-		return map[string]any{"success": true}, nil
-	})
-	return map[string]any{"jobid": job}, nil
+	return deleteByJob(e, a, p, now, "deleteNetworkACL", "org.apache.cloudstack.api.command.user.network.DeleteNetworkACLCmd", "NetworkAcl",
+		&e.acl, func(r *aclItem) string { return r.id })
 }

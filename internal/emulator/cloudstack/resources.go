@@ -105,25 +105,18 @@ func netmask(bits int) string {
 // Destroyed or Expunging machines; an expunged one is in no list, but its id
 // still resolves (an empty answer, not an error).
 func (e *Emulator) listVirtualMachines(a *account, p url.Values, _ time.Time) (any, *apiError) {
-	id := p.Get("id")
-	page, size, aerr := e.listParams("listVirtualMachines", p, func() bool { _, ok := e.vmByID[id]; return ok })
-	if aerr != nil {
-		return nil, aerr
-	}
-	var items []any
-	for _, v := range e.vms {
-		switch {
-		case v.expunged,
-			id != "" && v.id != id,
-			p.Get("name") != "" && !strings.EqualFold(p.Get("name"), v.name),
-			p.Get("state") != "" && !strings.EqualFold(p.Get("state"), v.state),
-			!a.admin && (v.state == StateDestroyed || v.state == StateExpunging),
-			!e.inScope(p, v.projectID):
-			continue
-		}
-		items = append(items, e.vmView(a, v))
-	}
-	return list("virtualmachine", len(items), core.PageNumber(items, page, size)), nil
+	has := func(id string) bool { _, ok := e.vmByID[id]; return ok }
+	return e.listed("listVirtualMachines", "virtualmachine", p, has, func() []any {
+		id := p.Get("id")
+		return views(e.vms, func(v *vm) bool {
+			return !v.expunged &&
+				(id == "" || v.id == id) &&
+				(p.Get("name") == "" || strings.EqualFold(p.Get("name"), v.name)) &&
+				(p.Get("state") == "" || strings.EqualFold(p.Get("state"), v.state)) &&
+				(a.admin || v.state != StateDestroyed && v.state != StateExpunging) &&
+				e.inScope(p, v.projectID)
+		}, func(v *vm) any { return e.vmView(a, v) })
+	})
 }
 
 type publicIP struct {
@@ -160,28 +153,21 @@ func (e *Emulator) ipView(ip *publicIP) map[string]any {
 // listed too (state Free, no allocated date), as the peer expects when it
 // looks up a requested loadBalancerIP.
 func (e *Emulator) listPublicIPAddresses(_ *account, p url.Values, _ time.Time) (any, *apiError) {
-	id := p.Get("id")
-	page, size, aerr := e.listParams("listPublicIpAddresses", p, func() bool { _, ok := e.ipByID[id]; return ok })
-	if aerr != nil {
-		return nil, aerr
-	}
-	tagged := tagsParam(p)
-	var items []any
-	for _, ip := range e.ips {
-		switch {
-		case id != "" && ip.id != id,
-			p.Get("ipaddress") != "" && p.Get("ipaddress") != ip.address,
-			p.Get("associatednetworkid") != "" && p.Get("associatednetworkid") != ip.networkID,
-			!e.tagged(ip.id, tagged),
-			id == "" && !e.inScope(p, ip.projectID):
-			continue
+	has := func(id string) bool { _, ok := e.ipByID[id]; return ok }
+	return e.listed("listPublicIpAddresses", "publicipaddress", p, has, func() []any {
+		id, addr, tagged := p.Get("id"), p.Get("ipaddress"), tagsParam(p)
+		items := views(e.ips, func(ip *publicIP) bool {
+			return (id == "" || ip.id == id) &&
+				(addr == "" || addr == ip.address) &&
+				(p.Get("associatednetworkid") == "" || p.Get("associatednetworkid") == ip.networkID) &&
+				e.tagged(ip.id, tagged) &&
+				(id != "" || e.inScope(p, ip.projectID))
+		}, e.ipView)
+		if len(items) == 0 && id == "" && p.Get("allocatedonly") == "false" && e.freeAddress(addr) {
+			items = append(items, e.ipView(&publicIP{id: e.freeID(addr), address: addr, state: "Free"}))
 		}
-		items = append(items, e.ipView(ip))
-	}
-	if addr := p.Get("ipaddress"); len(items) == 0 && id == "" && p.Get("allocatedonly") == "false" && e.freeAddress(addr) {
-		items = append(items, e.ipView(&publicIP{id: e.freeID(addr), address: addr, state: "Free"}))
-	}
-	return list("publicipaddress", len(items), core.PageNumber(items, page, size)), nil
+		return items
+	})
 }
 
 // freeAddress says whether addr is in the public range and not allocated.
@@ -297,12 +283,12 @@ type jobMeta struct {
 	accountID, userID, cmd, instanceType, instanceID, created string
 }
 
-// startJob starts an asynchronous job done after Options.JobDelay. Call with
+// startJob starts an asynchronous job done after the job delay. Call with
 // mu held; run is called with mu held too (jobs settle in lock).
 func (e *Emulator) startJob(a *account, cmd, instanceType, instanceID string, now time.Time, run func() (any, error)) string {
 	id := e.newID()
 	e.jobMeta[id] = jobMeta{accountID: a.id, userID: a.userID, cmd: cmd, instanceType: instanceType, instanceID: instanceID, created: csDate(now)}
-	e.jobs.Start(id, now, e.opts.JobDelay, run)
+	e.jobs.Start(id, now, e.jobDelay.Get(), run)
 	return id
 }
 
@@ -378,5 +364,5 @@ func (e *Emulator) listAsyncJobs(a *account, p url.Values, _ time.Time) (any, *a
 			items = append(items, v)
 		}
 	}
-	return list("asyncjobs", len(items), core.PageNumber(items, page, size)), nil
+	return pageOf("asyncjobs", items, page, size), nil
 }

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Resource tags (createTags, deleteTags, listTags; asynchronous changes): what
@@ -181,7 +179,7 @@ func (e *Emulator) listTags(_ *account, p url.Values, _ time.Time) (any, *apiErr
 		}
 		items = append(items, e.tagView(t))
 	}
-	return list("tag", len(items), core.PageNumber(items, page, size)), nil
+	return pageOf("tag", items, page, size), nil
 }
 
 // forget drops the tags of a deleted resource, as the server does.

@@ -74,12 +74,18 @@ func BadControl(w http.ResponseWriter, msg string) {
 
 // WriteJSON writes v as JSON with code.
 func WriteJSON(w http.ResponseWriter, code int, v any) {
+	WriteJSONType(w, code, v, "application/json")
+}
+
+// WriteJSONType writes v as JSON with code and the Content-Type a cloud
+// gives its JSON (CloudStack's names its charset).
+func WriteJSONType(w http.ResponseWriter, code int, v any, contentType string) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
 }

@@ -117,3 +117,15 @@ func (s *Store[T]) Page(marker string, limit int, reverse bool, keep func(T) boo
 	}
 	return items, false, nil
 }
+
+// Lookup returns the objects of ids that exist, in the order of ids: the
+// children a parent object names by id.
+func (s *Store[T]) Lookup(ids []string) []T {
+	out := make([]T, 0, len(ids))
+	for _, id := range ids {
+		if en, ok := s.byID[id]; ok {
+			out = append(out, en.v)
+		}
+	}
+	return out
+}

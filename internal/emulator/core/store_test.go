@@ -40,3 +40,12 @@ func TestStorePagesAfterAMarkerEvenOneDeletedMeanwhile(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "vc", v)
 }
+
+func TestStoreLookupKeepsTheOrderOfIDsAndSkipsTheMissing(t *testing.T) {
+	s := NewStore[string]()
+	for _, id := range []string{"a", "b", "c"} {
+		s.Add(id, "v"+id)
+	}
+	assert.Equal(t, []string{"vc", "va"}, s.Lookup([]string{"c", "zz", "a"}))
+	assert.Empty(t, s.Lookup(nil))
+}

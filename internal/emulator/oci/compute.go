@@ -32,6 +32,12 @@ type resource struct {
 
 func (r *resource) ocid() string { return r.ID }
 
+// newResource is the common part of a new object of kind (its OCID's kind),
+// in state from now. Call with mu held.
+func (e *Emulator) newResource(kind, compartment, state string, now time.Time) resource {
+	return resource{ID: e.newID(kind), CompartmentID: compartment, LifecycleState: state, TimeCreated: now}
+}
+
 type instance struct {
 	resource
 	AvailabilityDomain string `json:"availabilityDomain"`
@@ -142,12 +148,12 @@ func (e *Emulator) AddMachine(name string) (id, ip string) {
 	n := e.instances.Len()
 	ad := e.fx.AvailabilityDomains[n%len(e.fx.AvailabilityDomains)]
 	now := e.opts.Clock()
-	inst := &instance{resource: resource{ID: e.newID("instance"), CompartmentID: e.fx.CompartmentID, LifecycleState: StateRunning, TimeCreated: now},
+	inst := &instance{resource: e.newResource("instance", e.fx.CompartmentID, StateRunning, now),
 		AvailabilityDomain: ad, FaultDomain: fmt.Sprintf("FAULT-DOMAIN-%d", n%3+1), DisplayName: name,
 		Region: regionField(e.opts.Region), Shape: "VM.Standard.E4.Flex"}
 	private, public := e.machineNext, e.publicNext
 	e.machineNext, e.publicNext = e.machineNext.Next(), e.publicNext.Next()
-	v := &vnic{resource: resource{ID: e.newID("vnic"), CompartmentID: inst.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+	v := &vnic{resource: e.newResource("vnic", inst.CompartmentID, "AVAILABLE", now),
 		AvailabilityDomain: ad, DisplayName: name, HostnameLabel: name, IsPrimary: true,
 		MacAddress: fmt.Sprintf("02:00:17:00:%02x:%02x", n/256%256, n%256),
 		PrivateIP:  private.String(), PublicIP: public.String(), IPv6Addresses: []string{}, SubnetID: e.fx.SubnetID,
@@ -156,7 +162,7 @@ func (e *Emulator) AddMachine(name string) (id, ip string) {
 		v.IPv6Addresses, v.ipv6ID = []string{e.ipv6Next.String()}, e.newID("ipv6")
 		e.ipv6Next = e.ipv6Next.Next()
 	}
-	att := &vnicAttachment{resource: resource{ID: e.newID("vnicattachment"), CompartmentID: inst.CompartmentID, LifecycleState: "ATTACHED", TimeCreated: now},
+	att := &vnicAttachment{resource: e.newResource("vnicattachment", inst.CompartmentID, "ATTACHED", now),
 		AvailabilityDomain: ad, InstanceID: inst.ID, VnicID: v.ID, SubnetID: v.SubnetID}
 	e.instances.Add(inst.ID, inst)
 	e.vnics.Add(v.ID, v)

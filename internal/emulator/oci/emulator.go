@@ -96,32 +96,43 @@ type Emulator struct {
 	fx   Fixture
 	mux  *http.ServeMux
 
-	mu            sync.Mutex
-	seq           int
-	users         map[string]*user // by keyId
+	mu    sync.Mutex
+	seq   int
+	users map[string]*user // by keyId
+	networking
+	balancing
+	host         *hostIdentity
+	sessions     map[string]session // by token
+	jobs         *core.Jobs
+	retryTokens  map[string]retried
+	provisioning core.Delay // of work requests (Options.Provisioning)
+	dataPlane    core.DataPlane
+	ca           *core.CA
+	machineNet   netip.Prefix
+	ipv6Next     netip.Addr // the next VNIC's IPv6 address (invalid: IPv4 only)
+	machineNext  netip.Addr
+	publicNext   netip.Addr
+}
+
+// networking are the objects of the Compute and Virtual Network APIs.
+type networking struct {
 	instances     *core.Store[*instance]
 	attachments   *core.Store[*vnicAttachment]
 	vnics         *core.Store[*vnic]
 	subnets       *core.Store[*subnet]
 	vcns          *core.Store[*vcn]
-	lbs           *core.Store[*loadBalancer]
 	securityLists *core.Store[*securityList]
 	publicIPs     *core.Store[*publicIP]
-	wrs           *core.Store[*workRequest]
-	nlbs          *core.Store[*networkLoadBalancer]
-	nlbWRs        *core.Store[*nlbWorkRequest]
 	nsgs          *core.Store[*nsg]
-	host          *hostIdentity
-	sessions      map[string]session // by token
-	jobs          *core.Jobs
-	retryTokens   map[string]retried
-	provMu        sync.Mutex
-	dataPlane     core.DataPlane
-	ca            *core.CA
-	machineNet    netip.Prefix
-	ipv6Next      netip.Addr // the next VNIC's IPv6 address (invalid: IPv4 only)
-	machineNext   netip.Addr
-	publicNext    netip.Addr
+}
+
+// balancing are the objects of the Load Balancing and Network Load
+// Balancer APIs, with their work requests.
+type balancing struct {
+	lbs    *core.Store[*loadBalancer]
+	wrs    *core.Store[*workRequest]
+	nlbs   *core.Store[*networkLoadBalancer]
+	nlbWRs *core.Store[*nlbWorkRequest]
 }
 
 // New returns an emulator with its Fixture.
@@ -137,12 +148,15 @@ func New(opts Options) (*Emulator, error) {
 		return nil, err
 	}
 	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
-		instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
-		vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
-		lbs: core.NewStore[*loadBalancer](), securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), wrs: core.NewStore[*workRequest](),
-		nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest](), nsgs: core.NewStore[*nsg](), sessions: map[string]session{}, jobs: core.NewJobs(), retryTokens: map[string]retried{},
+		networking: networking{instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
+			vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
+			securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), nsgs: core.NewStore[*nsg]()},
+		balancing: balancing{lbs: core.NewStore[*loadBalancer](), wrs: core.NewStore[*workRequest](),
+			nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest]()},
+		sessions: map[string]session{}, jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
+	e.provisioning.Set(opts.Provisioning)
 	if err := e.seedFixture(); err != nil {
 		return nil, err
 	}
@@ -185,9 +199,7 @@ func (e *Emulator) Start(addr string) error {
 
 // SetProvisioning changes how long work requests accepted from now take.
 func (e *Emulator) SetProvisioning(d time.Duration) {
-	e.provMu.Lock()
-	e.opts.Provisioning = d
-	e.provMu.Unlock()
+	e.provisioning.Set(d)
 }
 
 // CA is the PEM of the certificate authority of the emulator's HTTPS: a
@@ -250,12 +262,12 @@ func (e *Emulator) seedFixture() error {
 		f.AvailabilityDomains = append(f.AvailabilityDomains, fmt.Sprintf("Uocm:US-ASHBURN-AD-%d", i))
 	}
 	now := e.opts.Clock()
-	v := &vcn{resource: resource{ID: e.newID("vcn"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+	v := &vcn{resource: e.newResource("vcn", f.CompartmentID, "AVAILABLE", now),
 		DisplayName: "cluster", CIDRBlock: "10.0.0.0/16", CIDRBlocks: []string{"10.0.0.0/16"}}
 	e.vcns.Add(v.ID, v)
 	// The VCN's default security list, with the rules OCI gives it: SSH and
 	// ICMP in, everything out.
-	sl := &securityList{resource: resource{ID: e.newID("securitylist"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+	sl := &securityList{resource: e.newResource("securitylist", f.CompartmentID, "AVAILABLE", now),
 		DisplayName: "Default Security List for cluster", VCNID: v.ID, FreeformTags: map[string]string{},
 		IngressSecurityRules: []json.RawMessage{
 			json.RawMessage(`{"protocol":"6","source":"0.0.0.0/0","sourceType":"CIDR_BLOCK","isStateless":false,"tcpOptions":{"destinationPortRange":{"min":22,"max":22}}}`),
@@ -266,7 +278,7 @@ func (e *Emulator) seedFixture() error {
 		}}
 	e.securityLists.Add(sl.ID, sl)
 	f.SecurityListID = sl.ID
-	s := &subnet{resource: resource{ID: e.newID("subnet"), CompartmentID: f.CompartmentID, LifecycleState: "AVAILABLE", TimeCreated: now},
+	s := &subnet{resource: e.newResource("subnet", f.CompartmentID, "AVAILABLE", now),
 		VCNID: v.ID, DisplayName: "nodes", CIDRBlock: e.machineNet.String(), RouteTableID: e.newID("routetable"),
 		VirtualRouterIP: e.machineNet.Addr().Next().String(), VirtualRouterMac: "00:00:17:00:00:01",
 		SecurityListIDs: []string{sl.ID}}
@@ -440,21 +452,11 @@ func page[T interface{ ocid() string }](e *Emulator, w http.ResponseWriter, r *h
 		}
 		limit = n
 	}
-	e.mu.Lock()
 	token := q.Get("page")
 	if core.OnlyFirstPage(r) {
 		token = ""
 	}
-	items, more, err := st.Page(token, limit, false, keep)
-	views := make([]any, len(items))
-	for i, it := range items {
-		views[i] = view(it)
-	}
-	next := ""
-	if more && len(items) > 0 {
-		next = items[len(items)-1].ocid()
-	}
-	e.mu.Unlock()
+	views, next, err := core.Views(&e.mu, st, token, limit, keep, view, T.ocid)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "InvalidParameter", "Invalid page token.")
 		return nil, false
@@ -478,16 +480,12 @@ func lookup[T any](w http.ResponseWriter, st *core.Store[T], id string) (T, bool
 // getOne answers the object id of st, with its etag if it has one, or 404
 // NotAuthorizedOrNotFound.
 func getOne[T any](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], view func(T) any) {
-	e.mu.Lock()
-	o, ok := st.Get(r.PathValue("id"))
-	var v any
-	if ok {
-		v = view(o)
+	v, ok := core.View(&e.mu, st, r.PathValue("id"), func(o T) any {
 		if t, tagged := any(o).(interface{ etag() string }); tagged {
 			w.Header().Set("etag", t.etag())
 		}
-	}
-	e.mu.Unlock()
+		return view(o)
+	})
 	if !ok {
 		writeNotFound(w)
 		return
@@ -543,4 +541,26 @@ func requireCompartment(w http.ResponseWriter, r *http.Request) (string, bool) {
 		return "", false
 	}
 	return c, true
+}
+
+// resourceRoutes are the routes every top-level resource of these APIs has
+// (load balancers, network load balancers, NSGs): create, list of a
+// compartment (filtered), get (with its etag) and delete.
+type resourceRoutes[T interface{ ocid() string }] struct {
+	path           string
+	list           filtered[T]
+	create, remove http.HandlerFunc
+}
+
+// route registers the resource's routes under its path.
+func (rr resourceRoutes[T]) route(e *Emulator) {
+	e.handle("POST "+rr.path, rr.create)
+	e.handle("GET "+rr.path, rr.list.serve(e))
+	e.handle("GET "+rr.path+"/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, rr.list.st, rr.list.view) })
+	e.handle("DELETE "+rr.path+"/{id}", rr.remove)
+}
+
+// nameAndState are the filters a list of load balancers takes.
+func nameAndState(compartment, name, state string) (string, map[string]string) {
+	return compartment, map[string]string{"displayName": name, "lifecycleState": state}
 }

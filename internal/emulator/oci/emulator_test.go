@@ -26,11 +26,8 @@ import (
 // signs: what the SDK sends it must accept, and what it answers the SDK must
 // decode.
 
-func started(t *testing.T, opts Options) *Emulator {
-	t.Helper()
-	e, err := New(opts)
-	return coretest.Serve(t, e, err)
-}
+// started is an emulator of opts serving on loopback for the test.
+func started(t *testing.T, opts Options) *Emulator { t.Helper(); return coretest.Start(t, New, opts) }
 
 type sdkClients struct {
 	compute  core.ComputeClient

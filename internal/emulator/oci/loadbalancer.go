@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // The Load Balancing API (/20170115), as oci-go-sdk's loadbalancer package
@@ -24,33 +26,15 @@ import (
 // loadBalancerId (facts §5); opc-retry-token makes a create idempotent for
 // 24 hours (the same token with another body: 409 InvalidatedRetryToken).
 
-// Load balancer lifecycle states (loadbalancer.LoadBalancerLifecycleStateEnum).
-const (
-	LBCreating = "CREATING"
-	LBFailed   = "FAILED"
-	LBActive   = "ACTIVE"
-	LBDeleting = "DELETING"
-)
-
-// Work request states (loadbalancer.WorkRequestLifecycleStateEnum).
-const (
-	wrAccepted   = "ACCEPTED"
-	wrInProgress = "IN_PROGRESS"
-	wrFailed     = "FAILED"
-	wrSucceeded  = "SUCCEEDED"
-)
-
 type shapeDetails struct {
 	MinimumBandwidthInMbps int `json:"minimumBandwidthInMbps"`
 	MaximumBandwidthInMbps int `json:"maximumBandwidthInMbps"`
 }
 
 type lbIPAddress struct {
-	IPAddress  string `json:"ipAddress"`
-	IsPublic   bool   `json:"isPublic"`
-	ReservedIP *struct {
-		ID string `json:"id"`
-	} `json:"reservedIp,omitempty"`
+	IPAddress  string       `json:"ipAddress"`
+	IsPublic   bool         `json:"isPublic"`
+	ReservedIP *reservedRef `json:"reservedIp,omitempty"`
 }
 
 type connectionConfiguration struct {
@@ -101,6 +85,14 @@ type backendSet struct {
 	SessionPersistenceConfiguration json.RawMessage   `json:"sessionPersistenceConfiguration,omitempty"`
 }
 
+// Load balancer lifecycle states (loadbalancer.LoadBalancerLifecycleStateEnum).
+const (
+	LBCreating = "CREATING"
+	LBFailed   = "FAILED"
+	LBActive   = "ACTIVE"
+	LBDeleting = "DELETING"
+)
+
 type loadBalancer struct {
 	resource
 	DisplayName             string                    `json:"displayName"`
@@ -135,6 +127,14 @@ type workRequest struct {
 }
 
 func (w *workRequest) ocid() string { return w.ID }
+
+// Work request states (loadbalancer.WorkRequestLifecycleStateEnum).
+const (
+	wrAccepted   = "ACCEPTED"
+	wrInProgress = "IN_PROGRESS"
+	wrFailed     = "FAILED"
+	wrSucceeded  = "SUCCEEDED"
+)
 
 // creation is a create request being answered: its time, and its
 // opc-retry-token with a digest of its body.
@@ -185,6 +185,33 @@ func (c *creation) remember(wr, created string) {
 	}
 }
 
+// serveCreate answers a create of the body D: read (startCreate), then
+// under mu answered again as first when its opc-retry-token was seen with
+// the same body (replayed: false when what it made is gone, and it is made
+// anew), else checked whole by check before create makes anything.
+func serveCreate[D any](e *Emulator, w http.ResponseWriter, r *http.Request, check func(*D) error, replayed func(retried) bool, create func(*creation, *D) (core.Reply, error)) {
+	var d D
+	c, ok := e.startCreate(w, r, &d)
+	if !ok {
+		return
+	}
+	defer e.mu.Unlock()
+	prev, replay := c.replay(w)
+	if replay && replayed(prev) || c.answered {
+		return
+	}
+	if err := check(&d); err != nil {
+		writeAPIErr(w, err)
+		return
+	}
+	rep, err := create(c, &d)
+	if err != nil {
+		writeAPIErr(w, err)
+		return
+	}
+	rep.Write(w)
+}
+
 // retried is what an opc-retry-token answered first.
 type retried struct {
 	body      [32]byte
@@ -221,20 +248,10 @@ var lbPolicies = []string{"ROUND_ROBIN", "LEAST_CONNECTIONS", "IP_HASH"}
 
 func (e *Emulator) routeLoadBalancers() {
 	p := lbPath + "/loadBalancers"
-	e.handle("POST "+p, e.createLoadBalancer)
-	e.handle("GET "+p, filtered[*loadBalancer]{st: e.lbs, view: viewLB, fields: func(lb *loadBalancer) (string, map[string]string) {
-		return lb.CompartmentID, map[string]string{"displayName": lb.DisplayName, "lifecycleState": lb.LifecycleState}
-	}}.serve(e))
-	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.lbs, viewLB) })
-	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		e.change(w, r, "DeleteLoadBalancer", func(lb *loadBalancer) (func(), error) {
-			lb.LifecycleState = LBDeleting
-			return func() {
-				e.lbs.Remove(lb.ID)
-				e.releaseReserved(lb.ID)
-			}, nil
-		})
-	})
+	resourceRoutes[*loadBalancer]{path: p, create: e.createLoadBalancer, remove: e.deleteLoadBalancer,
+		list: filtered[*loadBalancer]{st: e.lbs, view: viewLB, fields: func(lb *loadBalancer) (string, map[string]string) {
+			return nameAndState(lb.CompartmentID, lb.DisplayName, lb.LifecycleState)
+		}}}.route(e)
 	routeChildren(e, p, children[*loadBalancer, backendSet]{
 		change: e.change, path: "backendSets", op: "BackendSet", noun: "Backend set",
 		of:   func(lb *loadBalancer) map[string]*backendSet { return lb.BackendSets },
@@ -272,6 +289,18 @@ func (e *Emulator) routeLoadBalancers() {
 		listPage(e, w, r, e.wrs, func(wr *workRequest) bool { return wr.LoadBalancerID == id }, e.viewWR)
 	})
 	e.handle("GET "+lbPath+"/loadBalancerWorkRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.wrs, e.viewWR) })
+}
+
+// deleteLoadBalancer answers DeleteLoadBalancer: DELETING at once, gone
+// (its reserved address released) when its work request succeeds.
+func (e *Emulator) deleteLoadBalancer(w http.ResponseWriter, r *http.Request) {
+	e.change(w, r, "DeleteLoadBalancer", func(lb *loadBalancer) (func(), error) {
+		lb.LifecycleState = LBDeleting
+		return func() {
+			e.lbs.Remove(lb.ID)
+			e.releaseReserved(lb.ID)
+		}, nil
+	})
 }
 
 // children is a kind of child of a load balancer P (backend sets,
@@ -376,8 +405,8 @@ func writeAPIErr(w http.ResponseWriter, err error) {
 
 // decodeBody reads a JSON body into v, or answers 400 CannotParseRequest.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, "CannotParseRequest", "The request body is not valid JSON: "+err.Error())
+	if err := readBody(r, v); err != nil {
+		writeAPIErr(w, err)
 		return false
 	}
 	return true
@@ -527,25 +556,18 @@ func checkListener(sets map[string]*backendSet, l *listener, others map[string]*
 // CREATING load balancer whose work request makes it ACTIVE with its
 // addresses.
 func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
-	var d createDetails
-	c, ok := e.startCreate(w, r, &d)
-	if !ok {
-		return
-	}
-	defer e.mu.Unlock()
-	now := c.now
-	if prev, replay := c.replay(w); replay {
+	serveCreate(e, w, r, e.checkCreate, func(prev retried) bool {
 		w.Header().Set("opc-work-request-id", prev.wr)
 		w.WriteHeader(http.StatusOK)
-		return
-	} else if c.answered {
-		return
-	}
-	if err := e.checkCreate(&d); err != nil {
-		writeAPIErr(w, err)
-		return
-	}
-	lb := &loadBalancer{resource: resource{ID: e.newID("loadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: LBCreating, TimeCreated: now},
+		return true
+	}, e.newLoadBalancer)
+}
+
+// newLoadBalancer makes the load balancer a create asks for. Call with mu
+// held.
+func (e *Emulator) newLoadBalancer(c *creation, d *createDetails) (core.Reply, error) {
+	now := c.now
+	lb := &loadBalancer{resource: e.newResource("loadbalancer", d.CompartmentID, LBCreating, now),
 		DisplayName: d.DisplayName, ShapeName: d.ShapeName, ShapeDetails: d.ShapeDetails, IsPrivate: d.IsPrivate,
 		IPAddresses: []lbIPAddress{}, SubnetIDs: d.SubnetIDs, NetworkSecurityGroupIDs: nonNil(d.NetworkSecurityGroupIDs),
 		Listeners: d.Listeners, BackendSets: d.BackendSets, Certificates: d.certs, RuleSets: d.RuleSets,
@@ -556,25 +578,19 @@ func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 	lb.FreeformTags, lb.DefinedTags = tagsOrEmpty(lb.FreeformTags, lb.DefinedTags)
 	reserved, err := e.reservedFor(d.ReservedIPs, d.IsPrivate, lb.ID, "load balancer")
 	if err != nil {
-		writeAPIErr(w, err)
-		return
+		return core.Reply{}, err
 	}
 	e.lbs.Add(lb.ID, lb)
 	wr := e.startWR(lb, "CreateLoadBalancer", now, func() {
 		lb.LifecycleState = LBActive
 		if len(reserved) > 0 {
-			a := lbIPAddress{IPAddress: reserved[0].IPAddress, IsPublic: true}
-			a.ReservedIP = &struct {
-				ID string `json:"id"`
-			}{ID: reserved[0].ID}
-			lb.IPAddresses = []lbIPAddress{a}
+			lb.IPAddresses = []lbIPAddress{{IPAddress: reserved[0].IPAddress, IsPublic: true, ReservedIP: &reservedRef{ID: reserved[0].ID}}}
 			return
 		}
 		lb.IPAddresses = []lbIPAddress{e.lbAddress(lb.IsPrivate)}
 	})
 	c.remember(wr, "")
-	w.Header().Set("opc-work-request-id", wr)
-	w.WriteHeader(http.StatusOK)
+	return core.Reply{Status: http.StatusOK, Header: map[string]string{"opc-work-request-id": wr}}, nil
 }
 
 func nonNil(s []string) []string {
@@ -587,18 +603,14 @@ func nonNil(s []string) []string {
 // checkCreate is what OCI refuses of a create, before anything is made.
 // Call with mu held.
 func (e *Emulator) checkCreate(d *createDetails) error {
-	switch {
-	case d.CompartmentID == "":
-		return &apiErr{http.StatusBadRequest, "MissingParameter", "compartmentId is required."}
-	case d.DisplayName == "":
-		return &apiErr{http.StatusBadRequest, "MissingParameter", "displayName is required."}
-	case len(d.SubnetIDs) == 0 || len(d.SubnetIDs) > 2:
+	if err := requireNamed(d.CompartmentID, d.DisplayName); err != nil {
+		return err
+	}
+	if len(d.SubnetIDs) == 0 || len(d.SubnetIDs) > 2 {
 		return invalid("subnetIds must name one regional subnet or two availability-domain subnets.")
 	}
-	for _, s := range d.SubnetIDs {
-		if _, ok := e.subnets.Get(s); !ok {
-			return &apiErr{http.StatusBadRequest, "RelatedResourceNotAuthorizedOrNotFound", fmt.Sprintf("Subnet %s not found.", s)}
-		}
+	if err := e.checkSubnets(d.SubnetIDs...); err != nil {
+		return err
 	}
 	if err := e.checkNSGs(d.NetworkSecurityGroupIDs); err != nil {
 		return err
@@ -634,28 +646,18 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 		}
 		d.certs[name] = c
 	}
-	if d.BackendSets == nil {
-		d.BackendSets = map[string]*backendSet{}
+	err := checkNamed(&d.BackendSets, func(bs *backendSet) *string { return &bs.Name },
+		func(bs *backendSet, _ map[string]*backendSet) error { return checkBackendSet(bs, d.certs) })
+	if err != nil {
+		return err
 	}
-	for name, bs := range d.BackendSets {
-		bs.Name = name
-		if err := checkBackendSet(bs, d.certs); err != nil {
-			return err
-		}
-	}
-	if d.Listeners == nil {
-		d.Listeners = map[string]*listener{}
-	}
-	for name, l := range d.Listeners {
-		l.Name = name
-		if err := checkRuleSetNames(l, d.RuleSets); err != nil {
-			return err
-		}
-		if err := checkListener(d.BackendSets, l, without(d.Listeners, name), d.certs); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkNamed(&d.Listeners, func(l *listener) *string { return &l.Name },
+		func(l *listener, others map[string]*listener) error {
+			if err := checkRuleSetNames(l, d.RuleSets); err != nil {
+				return err
+			}
+			return checkListener(d.BackendSets, l, others, d.certs)
+		})
 }
 
 // lbAddress is a new load balancer's address: public, or of the node
@@ -706,7 +708,7 @@ func (e *Emulator) startWR(lb *loadBalancer, kind string, now time.Time, effect 
 	}
 	wr := &workRequest{ID: e.newID("loadbalancerworkrequest"), LoadBalancerID: lb.ID, Type: kind, LifecycleState: wrAccepted,
 		Message: "{}", TimeAccepted: now, ErrorDetails: []any{}, CompartmentID: lb.CompartmentID,
-		start: start, end: start.Add(e.provisioning())}
+		start: start, end: start.Add(e.provisioning.Get())}
 	e.wrs.Add(wr.ID, wr)
 	e.jobs.Start(wr.ID, now, wr.end.Sub(now), func() (any, error) {
 		// Jobs run from settle, with mu held.
@@ -737,13 +739,6 @@ func (e *Emulator) viewWR(wr *workRequest) any {
 		c.LifecycleState = wrInProgress
 	}
 	return &c
-}
-
-// provisioning is how long a work request takes.
-func (e *Emulator) provisioning() time.Duration {
-	e.provMu.Lock()
-	defer e.provMu.Unlock()
-	return e.opts.Provisioning
 }
 
 // SetLoadBalancerState moves a load balancer or a network load balancer to

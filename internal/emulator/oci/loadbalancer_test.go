@@ -55,12 +55,63 @@ type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
 
-func TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests(t *testing.T) {
+// story is a test told in steps against an emulator whose work requests
+// take 10 seconds of a clock the test moves; id is the object it follows.
+type story struct {
+	t   *testing.T
+	e   *Emulator
+	clk *clock
+	id  *string
+}
+
+// newStory starts the emulator of a story.
+func newStory(t *testing.T) story {
 	clk := &clock{now: time.Now()}
-	e := started(t, Options{Provisioning: 10 * time.Second, Clock: clk.Now})
-	c := lbClient(t, e)
-	ctx := t.Context()
-	f := e.fx
+	return story{t: t, e: started(t, Options{Provisioning: 10 * time.Second, Clock: clk.Now}), clk: clk}
+}
+
+// advance moves the clock.
+func (s *story) advance(d time.Duration) { s.clk.now = s.clk.now.Add(d) }
+
+// steps runs a story's steps in order.
+func steps(fns ...func()) {
+	for _, f := range fns {
+		f()
+	}
+}
+
+// lbStory is what TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests
+// walks through, with the SDK's load balancer client.
+type lbStory struct {
+	story
+	c loadbalancer.LoadBalancerClient
+}
+
+// get reads the load balancer.
+func (s *lbStory) get() loadbalancer.LoadBalancer {
+	lb, err := s.c.GetLoadBalancer(s.t.Context(), loadbalancer.GetLoadBalancerRequest{LoadBalancerId: s.id})
+	require.NoError(s.t, err)
+	return lb.LoadBalancer
+}
+
+// workRequest reads a work request.
+func (s *lbStory) workRequest(id *string) loadbalancer.WorkRequest {
+	wr, err := s.c.GetWorkRequest(s.t.Context(), loadbalancer.GetWorkRequestRequest{WorkRequestId: id})
+	require.NoError(s.t, err)
+	return wr.WorkRequest
+}
+
+func TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests(t *testing.T) {
+	s := &lbStory{story: newStory(t)}
+	s.c = lbClient(t, s.e)
+	steps(s.create, s.checkActive, s.checkChangesQueue, s.checkChildrenDependOnEachOther, s.checkDelete)
+}
+
+// create creates the load balancer with a retry token: the same token and
+// body answer the same work request, another body 409; the load balancer
+// is CREATING, without an address, until its work request succeeds.
+func (s *lbStory) create() {
+	t, ctx, f := s.t, s.t.Context(), s.e.fx
 	details := loadbalancer.CreateLoadBalancerDetails{CompartmentId: common.String(f.CompartmentID), DisplayName: common.String("svc-uid"),
 		ShapeName: common.String("flexible"), SubnetIds: []string{f.SubnetID},
 		ShapeDetails: &loadbalancer.ShapeDetails{MinimumBandwidthInMbps: common.Int(10), MaximumBandwidthInMbps: common.Int(100)},
@@ -68,29 +119,30 @@ func TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests(t *testin
 		Listeners: map[string]loadbalancer.ListenerDetails{"TCP-80": {DefaultBackendSetName: common.String("TCP-80"),
 			Port: common.Int(80), Protocol: common.String("TCP")}},
 		FreeformTags: map[string]string{"overcast-service": "svc-uid"}}
-	created, err := c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details, OpcRetryToken: common.String("t1")})
+	created, err := s.c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details, OpcRetryToken: common.String("t1")})
 	require.NoError(t, err)
 	require.NotNil(t, created.OpcWorkRequestId)
-	// The same token and body: the same work request; another body: 409.
-	again, err := c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details, OpcRetryToken: common.String("t1")})
+	again, err := s.c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details, OpcRetryToken: common.String("t1")})
 	require.NoError(t, err)
 	assert.Equal(t, *created.OpcWorkRequestId, *again.OpcWorkRequestId)
 	details.DisplayName = common.String("other")
-	_, err = c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details, OpcRetryToken: common.String("t1")})
+	_, err = s.c.CreateLoadBalancer(ctx, loadbalancer.CreateLoadBalancerRequest{CreateLoadBalancerDetails: details, OpcRetryToken: common.String("t1")})
 	requireServiceError(t, err, 409, "InvalidatedRetryToken")
 
-	wr, err := c.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: created.OpcWorkRequestId})
-	require.NoError(t, err)
+	wr := s.workRequest(created.OpcWorkRequestId)
 	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateInProgress, wr.LifecycleState)
-	id := wr.LoadBalancerId
-	lb, err := c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
-	require.NoError(t, err)
+	s.id = wr.LoadBalancerId
+	lb := s.get()
 	assert.Equal(t, loadbalancer.LoadBalancerLifecycleStateCreating, lb.LifecycleState)
 	assert.Empty(t, lb.IpAddresses)
+}
 
-	clk.now = clk.now.Add(10 * time.Second)
-	lb, err = c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
-	require.NoError(t, err)
+// checkActive: once built, the load balancer is ACTIVE with a public
+// address, the defaults of its children echoed, and listed by name.
+func (s *lbStory) checkActive() {
+	t := s.t
+	s.advance(10 * time.Second)
+	lb := s.get()
 	assert.Equal(t, loadbalancer.LoadBalancerLifecycleStateActive, lb.LifecycleState)
 	require.Len(t, lb.IpAddresses, 1)
 	assert.True(t, *lb.IpAddresses[0].IsPublic)
@@ -102,61 +154,65 @@ func TestTheSDKBuildsChangesAndDeletesALoadBalancerThroughWorkRequests(t *testin
 	assert.Equal(t, int64(300), *lb.Listeners["TCP-80"].ConnectionConfiguration.IdleTimeout)
 	assert.Equal(t, "svc-uid", lb.FreeformTags["overcast-service"])
 
-	listed, err := c.ListLoadBalancers(ctx, loadbalancer.ListLoadBalancersRequest{CompartmentId: common.String(f.CompartmentID), DisplayName: common.String("svc-uid")})
+	listed, err := s.c.ListLoadBalancers(t.Context(), loadbalancer.ListLoadBalancersRequest{CompartmentId: common.String(s.e.fx.CompartmentID), DisplayName: common.String("svc-uid")})
 	require.NoError(t, err)
 	require.Len(t, listed.Items, 1)
-	assert.Equal(t, *id, *listed.Items[0].Id)
+	assert.Equal(t, *s.id, *listed.Items[0].Id)
+}
 
-	// Two changes queue: the second runs after the first.
+// checkChangesQueue: two changes queue, the second running after the first.
+func (s *lbStory) checkChangesQueue() {
+	t, ctx, id := s.t, s.t.Context(), s.id
 	upd := tcpBackendSet("10.0.10.2", "10.0.10.3")
-	first, err := c.UpdateBackendSet(ctx, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: id, BackendSetName: common.String("TCP-80"),
+	first, err := s.c.UpdateBackendSet(ctx, loadbalancer.UpdateBackendSetRequest{LoadBalancerId: id, BackendSetName: common.String("TCP-80"),
 		UpdateBackendSetDetails: loadbalancer.UpdateBackendSetDetails{Policy: upd.Policy, Backends: upd.Backends, HealthChecker: upd.HealthChecker}})
 	require.NoError(t, err)
 	b443 := tcpBackendSet("10.0.10.2")
-	second, err := c.CreateBackendSet(ctx, loadbalancer.CreateBackendSetRequest{LoadBalancerId: id,
+	second, err := s.c.CreateBackendSet(ctx, loadbalancer.CreateBackendSetRequest{LoadBalancerId: id,
 		CreateBackendSetDetails: loadbalancer.CreateBackendSetDetails{Name: common.String("TCP-443"), Policy: b443.Policy, Backends: b443.Backends, HealthChecker: b443.HealthChecker}})
 	require.NoError(t, err)
-	clk.now = clk.now.Add(10 * time.Second)
-	w1, err := c.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: first.OpcWorkRequestId})
-	require.NoError(t, err)
-	w2, err := c.GetWorkRequest(ctx, loadbalancer.GetWorkRequestRequest{WorkRequestId: second.OpcWorkRequestId})
-	require.NoError(t, err)
-	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateSucceeded, w1.LifecycleState)
-	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateInProgress, w2.LifecycleState)
-	wrs, err := c.ListWorkRequests(ctx, loadbalancer.ListWorkRequestsRequest{LoadBalancerId: id})
+	s.advance(10 * time.Second)
+	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateSucceeded, s.workRequest(first.OpcWorkRequestId).LifecycleState)
+	assert.Equal(t, loadbalancer.WorkRequestLifecycleStateInProgress, s.workRequest(second.OpcWorkRequestId).LifecycleState)
+	wrs, err := s.c.ListWorkRequests(ctx, loadbalancer.ListWorkRequestsRequest{LoadBalancerId: id})
 	require.NoError(t, err)
 	assert.Len(t, wrs.Items, 3)
-	clk.now = clk.now.Add(10 * time.Second)
+	s.advance(10 * time.Second)
+}
 
-	// A listener needs its backend set; a backend set in use cannot go.
-	_, err = c.CreateListener(ctx, loadbalancer.CreateListenerRequest{LoadBalancerId: id, CreateListenerDetails: loadbalancer.CreateListenerDetails{
+// checkChildrenDependOnEachOther: a listener needs its backend set; a
+// backend set in use cannot go.
+func (s *lbStory) checkChildrenDependOnEachOther() {
+	t, ctx, id := s.t, s.t.Context(), s.id
+	_, err := s.c.CreateListener(ctx, loadbalancer.CreateListenerRequest{LoadBalancerId: id, CreateListenerDetails: loadbalancer.CreateListenerDetails{
 		Name: common.String("TCP-8443"), DefaultBackendSetName: common.String("nope"), Port: common.Int(8443), Protocol: common.String("TCP")}})
 	requireServiceError(t, err, 400, "InvalidParameter")
-	_, err = c.DeleteBackendSet(ctx, loadbalancer.DeleteBackendSetRequest{LoadBalancerId: id, BackendSetName: common.String("TCP-80")})
+	_, err = s.c.DeleteBackendSet(ctx, loadbalancer.DeleteBackendSetRequest{LoadBalancerId: id, BackendSetName: common.String("TCP-80")})
 	requireServiceError(t, err, 400, "InvalidParameter")
-	_, err = c.CreateListener(ctx, loadbalancer.CreateListenerRequest{LoadBalancerId: id, CreateListenerDetails: loadbalancer.CreateListenerDetails{
+	_, err = s.c.CreateListener(ctx, loadbalancer.CreateListenerRequest{LoadBalancerId: id, CreateListenerDetails: loadbalancer.CreateListenerDetails{
 		Name: common.String("TCP-443"), DefaultBackendSetName: common.String("TCP-443"), Port: common.Int(443), Protocol: common.String("TCP")}})
 	require.NoError(t, err)
-	_, err = c.DeleteListener(ctx, loadbalancer.DeleteListenerRequest{LoadBalancerId: id, ListenerName: common.String("TCP-80")})
+	_, err = s.c.DeleteListener(ctx, loadbalancer.DeleteListenerRequest{LoadBalancerId: id, ListenerName: common.String("TCP-80")})
 	require.NoError(t, err)
-	clk.now = clk.now.Add(20 * time.Second)
-	lb, err = c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
-	require.NoError(t, err)
+	s.advance(20 * time.Second)
+	lb := s.get()
 	assert.Len(t, lb.BackendSets["TCP-80"].Backends, 2)
 	assert.Contains(t, lb.Listeners, "TCP-443")
 	assert.NotContains(t, lb.Listeners, "TCP-80")
-	assert.Equal(t, 1, e.Objects()["loadBalancer"])
+	assert.Equal(t, 1, s.e.Objects()["loadBalancer"])
+}
 
-	del, err := c.DeleteLoadBalancer(ctx, loadbalancer.DeleteLoadBalancerRequest{LoadBalancerId: id})
+// checkDelete: DELETING until the delete's work request succeeds, then gone.
+func (s *lbStory) checkDelete() {
+	t := s.t
+	del, err := s.c.DeleteLoadBalancer(t.Context(), loadbalancer.DeleteLoadBalancerRequest{LoadBalancerId: s.id})
 	require.NoError(t, err)
 	require.NotNil(t, del.OpcWorkRequestId)
-	lb, err = c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
-	require.NoError(t, err)
-	assert.Equal(t, loadbalancer.LoadBalancerLifecycleStateDeleting, lb.LifecycleState)
-	clk.now = clk.now.Add(10 * time.Second)
-	_, err = c.GetLoadBalancer(ctx, loadbalancer.GetLoadBalancerRequest{LoadBalancerId: id})
+	assert.Equal(t, loadbalancer.LoadBalancerLifecycleStateDeleting, s.get().LifecycleState)
+	s.advance(10 * time.Second)
+	_, err = s.c.GetLoadBalancer(t.Context(), loadbalancer.GetLoadBalancerRequest{LoadBalancerId: s.id})
 	requireServiceError(t, err, 404, "NotAuthorizedOrNotFound")
-	assert.Equal(t, 0, e.Objects()["loadBalancer"])
+	assert.Equal(t, 0, s.e.Objects()["loadBalancer"])
 }
 
 func TestAFlexibleShapeNeedsItsBandwidth(t *testing.T) {

@@ -24,22 +24,21 @@ import (
 // percentComplete, under /workRequests. oci-go-sdk reads only the headers of
 // a change's answer (202 Accepted here).
 
-// Network load balancer lifecycle states (networkloadbalancer.LifecycleStateEnum).
+// Network load balancer lifecycle states (networkloadbalancer.LifecycleStateEnum):
+// the Load Balancing API's words, and UPDATING while a change runs.
 const (
-	NLBCreating = "CREATING"
+	NLBCreating = LBCreating
 	NLBUpdating = "UPDATING"
-	NLBActive   = "ACTIVE"
-	NLBDeleting = "DELETING"
-	NLBFailed   = "FAILED"
+	NLBActive   = LBActive
+	NLBDeleting = LBDeleting
+	NLBFailed   = LBFailed
 )
 
 type nlbIPAddress struct {
-	IPAddress  string `json:"ipAddress"`
-	IsPublic   bool   `json:"isPublic"`
-	IPVersion  string `json:"ipVersion"`
-	ReservedIP *struct {
-		ID string `json:"id"`
-	} `json:"reservedIp,omitempty"`
+	IPAddress  string       `json:"ipAddress"`
+	IsPublic   bool         `json:"isPublic"`
+	IPVersion  string       `json:"ipVersion"`
+	ReservedIP *reservedRef `json:"reservedIp,omitempty"`
 }
 
 type nlbListener struct {
@@ -151,19 +150,10 @@ var (
 
 func (e *Emulator) routeNetworkLoadBalancers() {
 	p := nlbPath + "/networkLoadBalancers"
-	e.handle("POST "+p, e.createNLB)
-	e.handle("GET "+p, filtered[*networkLoadBalancer]{st: e.nlbs, view: viewNLB, items: true, fields: func(n *networkLoadBalancer) (string, map[string]string) {
-		return n.CompartmentID, map[string]string{"displayName": n.DisplayName, "lifecycleState": n.LifecycleState}
-	}}.serve(e))
-	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbs, viewNLB) })
-	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		e.nlbChange(w, r, "DELETE_NETWORK_LOAD_BALANCER", func(n *networkLoadBalancer) (func(), error) {
-			return func() {
-				e.nlbs.Remove(n.ID)
-				e.releaseReserved(n.ID)
-			}, nil
-		})
-	})
+	resourceRoutes[*networkLoadBalancer]{path: p, create: e.createNLB, remove: e.deleteNLB,
+		list: filtered[*networkLoadBalancer]{st: e.nlbs, view: viewNLB, items: true, fields: func(n *networkLoadBalancer) (string, map[string]string) {
+			return nameAndState(n.CompartmentID, n.DisplayName, n.LifecycleState)
+		}}}.route(e)
 	routeChildren(e, p, children[*networkLoadBalancer, nlbBackendSet]{
 		change: e.nlbChangeNamed, path: "backendSets", op: "BackendSet", noun: "Backend set",
 		of:   func(n *networkLoadBalancer) map[string]*nlbBackendSet { return n.BackendSets },
@@ -187,6 +177,17 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 	e.handle("GET "+nlbPath+"/workRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbWRs, e.viewNLBWR) })
 	e.handle("GET "+nlbPath+"/workRequests", filtered[*nlbWorkRequest]{st: e.nlbWRs, view: e.viewNLBWR, items: true,
 		fields: func(wr *nlbWorkRequest) (string, map[string]string) { return wr.CompartmentID, nil }}.serve(e))
+}
+
+// deleteNLB answers DeleteNetworkLoadBalancer: DELETING at once, gone (its
+// reserved address released) when its work request succeeds.
+func (e *Emulator) deleteNLB(w http.ResponseWriter, r *http.Request) {
+	e.nlbChange(w, r, "DELETE_NETWORK_LOAD_BALANCER", func(n *networkLoadBalancer) (func(), error) {
+		return func() {
+			e.nlbs.Remove(n.ID)
+			e.releaseReserved(n.ID)
+		}, nil
+	})
 }
 
 func (n *networkLoadBalancer) etag() string { return strconv.Itoa(n.revision) }
@@ -268,7 +269,7 @@ func (e *Emulator) startNLBWR(n *networkLoadBalancer, op, action string, now tim
 	wr := &nlbWorkRequest{ID: e.newID("nlbworkrequest"), OperationType: op, Status: wrAccepted, CompartmentID: n.CompartmentID,
 		Resources: []wrEntity{{EntityType: "NetworkLoadBalancer", ActionType: "IN_PROGRESS", Identifier: n.ID,
 			EntityURI: nlbPath + "/networkLoadBalancers/" + n.ID}},
-		TimeAccepted: now, start: now, end: now.Add(e.provisioning())}
+		TimeAccepted: now, start: now, end: now.Add(e.provisioning.Get())}
 	e.nlbWRs.Add(wr.ID, wr)
 	e.jobs.Start(wr.ID, now, wr.end.Sub(now), func() (any, error) {
 		effect()
@@ -284,101 +285,82 @@ func (e *Emulator) startNLBWR(n *networkLoadBalancer, op, action string, now tim
 // CREATING network load balancer with its address, ACTIVE when its work
 // request succeeds.
 func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
-	var d nlbCreateDetails
-	c, ok := e.startCreate(w, r, &d)
-	if !ok {
-		return
-	}
-	defer e.mu.Unlock()
-	now := c.now
-	if prev, replay := c.replay(w); replay {
-		if n, ok := e.nlbs.Get(prev.created); ok {
+	serveCreate(e, w, r, e.checkNLBCreate, func(prev retried) bool {
+		n, ok := e.nlbs.Get(prev.created)
+		if ok {
 			w.Header().Set("etag", n.etag())
 			w.Header().Set("opc-work-request-id", prev.wr)
 			core.WriteJSON(w, http.StatusOK, viewNLB(n))
-			return
 		}
-	} else if c.answered {
-		return
-	}
-	if err := e.checkNLBCreate(&d); err != nil {
-		writeAPIErr(w, err)
-		return
-	}
-	n := &networkLoadBalancer{resource: resource{ID: e.newID("networkloadbalancer"), CompartmentID: d.CompartmentID, LifecycleState: NLBCreating, TimeCreated: now},
+		return ok
+	}, e.newNLB)
+}
+
+// newNLB makes the network load balancer a create asks for. Call with mu
+// held.
+func (e *Emulator) newNLB(c *creation, d *nlbCreateDetails) (core.Reply, error) {
+	now := c.now
+	n := &networkLoadBalancer{resource: e.newResource("networkloadbalancer", d.CompartmentID, NLBCreating, now),
 		nlbConfig: d.nlbConfig, SystemTags: map[string]map[string]any{}, revision: 1}
 	n.NLBIPVersion, n.NetworkSecurityGroupIDs = "IPV4", nonNil(d.NetworkSecurityGroupIDs)
 	n.FreeformTags, n.DefinedTags = tagsOrEmpty(n.FreeformTags, n.DefinedTags)
 	reserved, err := e.reservedFor(d.ReservedIPs, d.IsPrivate, n.ID, "network load balancer")
 	if err != nil {
-		writeAPIErr(w, err)
-		return
+		return core.Reply{}, err
 	}
-	// The address is the network load balancer's from its creation.
-	if len(reserved) > 0 {
-		a := nlbIPAddress{IPAddress: reserved[0].IPAddress, IsPublic: true, IPVersion: "IPV4"}
-		a.ReservedIP = &struct {
-			ID string `json:"id"`
-		}{ID: reserved[0].ID}
-		n.IPAddresses = []nlbIPAddress{a}
-	} else {
-		a := e.lbAddress(n.IsPrivate)
-		n.IPAddresses = []nlbIPAddress{{IPAddress: a.IPAddress, IsPublic: a.IsPublic, IPVersion: "IPV4"}}
-		if !n.IsPrivate {
-			// A public network load balancer has its private address too.
-			p := e.lbAddress(true)
-			n.IPAddresses = append(n.IPAddresses, nlbIPAddress{IPAddress: p.IPAddress, IPVersion: "IPV4"})
-		}
-	}
+	n.IPAddresses = e.nlbAddresses(n.IsPrivate, reserved)
 	e.nlbs.Add(n.ID, n)
 	wr := e.startNLBWR(n, "CREATE_NETWORK_LOAD_BALANCER", "CREATED", now, func() {
 		n.LifecycleState = NLBActive
 		n.revision++
 	})
 	c.remember(wr, n.ID)
-	w.Header().Set("etag", n.etag())
-	w.Header().Set("opc-work-request-id", wr)
-	core.WriteJSON(w, http.StatusOK, viewNLB(n))
+	return core.Reply{Status: http.StatusOK, Body: viewNLB(n), Header: map[string]string{"etag": n.etag(), "opc-work-request-id": wr}}, nil
+}
+
+// nlbAddresses are a new network load balancer's addresses, its own from
+// its creation: its reserved public IP, or a new one and (public) its
+// private address too. Call with mu held.
+func (e *Emulator) nlbAddresses(private bool, reserved []*publicIP) []nlbIPAddress {
+	if len(reserved) > 0 {
+		return []nlbIPAddress{{IPAddress: reserved[0].IPAddress, IsPublic: true, IPVersion: "IPV4", ReservedIP: &reservedRef{ID: reserved[0].ID}}}
+	}
+	a := e.lbAddress(private)
+	out := []nlbIPAddress{{IPAddress: a.IPAddress, IsPublic: a.IsPublic, IPVersion: "IPV4"}}
+	if !private {
+		p := e.lbAddress(true)
+		out = append(out, nlbIPAddress{IPAddress: p.IPAddress, IPVersion: "IPV4"})
+	}
+	return out
 }
 
 // checkNLBCreate is what OCI refuses of a create, before anything is made.
 // Call with mu held.
 func (e *Emulator) checkNLBCreate(d *nlbCreateDetails) error {
+	if err := requireNamed(d.CompartmentID, d.DisplayName); err != nil {
+		return err
+	}
 	switch {
-	case d.CompartmentID == "":
-		return &apiErr{http.StatusBadRequest, "MissingParameter", "compartmentId is required."}
-	case d.DisplayName == "":
-		return &apiErr{http.StatusBadRequest, "MissingParameter", "displayName is required."}
 	case d.SubnetID == "":
 		return &apiErr{http.StatusBadRequest, "MissingParameter", "subnetId is required."}
 	case d.NLBIPVersion != "" && d.NLBIPVersion != "IPV4":
 		return invalid("nlbIpVersion %s is not served by this emulator (IPV4).", d.NLBIPVersion)
 	}
-	if _, ok := e.subnets.Get(d.SubnetID); !ok {
-		return &apiErr{http.StatusBadRequest, "RelatedResourceNotAuthorizedOrNotFound", fmt.Sprintf("Subnet %s not found.", d.SubnetID)}
+	if err := e.checkSubnets(d.SubnetID); err != nil {
+		return err
 	}
 	if err := e.checkNSGs(d.NetworkSecurityGroupIDs); err != nil {
 		return err
 	}
-	if d.BackendSets == nil {
-		d.BackendSets = map[string]*nlbBackendSet{}
+	err := checkNamed(&d.BackendSets, func(bs *nlbBackendSet) *string { return &bs.Name },
+		func(bs *nlbBackendSet, _ map[string]*nlbBackendSet) error { return checkNLBBackendSet(bs) })
+	if err != nil {
+		return err
 	}
-	for name, bs := range d.BackendSets {
-		bs.Name = name
-		if err := checkNLBBackendSet(bs); err != nil {
-			return err
-		}
-	}
-	if d.Listeners == nil {
-		d.Listeners = map[string]*nlbListener{}
-	}
-	for name, l := range d.Listeners {
-		l.Name = name
-		if err := checkNLBListener(d.BackendSets, l, without(d.Listeners, name)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkNamed(&d.Listeners, func(l *nlbListener) *string { return &l.Name },
+		func(l *nlbListener, others map[string]*nlbListener) error {
+			return checkNLBListener(d.BackendSets, l, others)
+		})
 }
 
 func checkNLBBackendSet(bs *nlbBackendSet) error {

@@ -89,149 +89,139 @@ func (e *Emulator) checkNSGRule(r *nsgRule) error {
 
 func (g *nsg) etag() string { return strconv.Itoa(g.revision) }
 
+// bump moves the NSG to its next revision, as each update does.
+func (g *nsg) bump() { g.revision++ }
+
 func (e *Emulator) routeNSGs() {
 	p := corePath + "/networkSecurityGroups"
-	e.handle("POST "+p, func(w http.ResponseWriter, r *http.Request) {
-		var d struct {
-			CompartmentID string                    `json:"compartmentId"`
-			VCNID         string                    `json:"vcnId"`
-			DisplayName   string                    `json:"displayName"`
-			FreeformTags  map[string]string         `json:"freeformTags"`
-			DefinedTags   map[string]map[string]any `json:"definedTags"`
-		}
-		if !decodeBody(w, r, &d) {
-			return
-		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if _, ok := e.vcns.Get(d.VCNID); !ok || d.CompartmentID == "" {
-			writeError(w, http.StatusBadRequest, "InvalidParameter", "compartmentId and the vcnId of an existing VCN are required.")
-			return
-		}
-		g := &nsg{resource: resource{ID: e.newID("networksecuritygroup"), CompartmentID: d.CompartmentID, LifecycleState: "AVAILABLE",
-			TimeCreated: e.opts.Clock()}, VCNID: d.VCNID, DisplayName: d.DisplayName, revision: 1}
-		g.FreeformTags, g.DefinedTags = tagsOrEmpty(d.FreeformTags, d.DefinedTags)
-		e.nsgs.Add(g.ID, g)
-		w.Header().Set("etag", g.etag())
-		core.WriteJSON(w, http.StatusOK, g)
-	})
-	e.handle("GET "+p, filtered[*nsg]{st: e.nsgs, view: func(g *nsg) any { c := *g; return &c }, fields: func(g *nsg) (string, map[string]string) {
-		return g.CompartmentID, map[string]string{"vcnId": g.VCNID, "displayName": g.DisplayName}
-	}}.serve(e))
-	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		getOne(e, w, r, e.nsgs, func(g *nsg) any { c := *g; return &c })
-	})
-	// UpdateNetworkSecurityGroup (oci-go-sdk core.UpdateNetworkSecurityGroupDetails:
-	// displayName, freeformTags, definedTags, each replaced when given), with
-	// If-Match: the peer tags a backend NSG it manages rules in so.
-	e.handle("PUT "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		var d struct {
-			DisplayName  *string                   `json:"displayName"`
-			FreeformTags map[string]string         `json:"freeformTags"`
-			DefinedTags  map[string]map[string]any `json:"definedTags"`
-		}
-		e.withNSG(w, r, &d, func(g *nsg) {
-			if !etagMatches(w, r, "network security group", g.ID, g.etag()) {
-				return
-			}
-			if d.DisplayName != nil {
-				g.DisplayName = *d.DisplayName
-			}
-			if d.FreeformTags != nil {
-				g.FreeformTags = d.FreeformTags
-			}
-			if d.DefinedTags != nil {
-				g.DefinedTags = d.DefinedTags
-			}
-			g.revision++
-			view := *g
-			w.Header().Set("etag", view.etag())
-			core.WriteJSON(w, http.StatusOK, &view)
-		})
-	})
-	e.handle("DELETE "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		id := r.PathValue("id")
-		if _, ok := lookup(w, e.nsgs, id); !ok {
-			return
-		}
-		if by := e.nsgUser(id); by != "" {
-			writeError(w, http.StatusConflict, "Conflict", fmt.Sprintf("Network security group %s has resources in it (%s).", id, by))
-			return
-		}
-		e.nsgs.Remove(id)
-		w.WriteHeader(http.StatusNoContent)
-	})
-	e.handle("GET "+p+"/{id}/securityRules", func(w http.ResponseWriter, r *http.Request) {
-		dir := r.URL.Query().Get("direction")
-		e.mu.Lock()
-		g, ok := e.nsgs.Get(r.PathValue("id"))
-		out := []nsgRule{}
-		if ok {
-			for _, rule := range g.rules {
-				if dir == "" || rule.Direction == dir {
-					out = append(out, *rule)
-				}
-			}
-		}
-		e.mu.Unlock()
-		if !ok {
-			writeNotFound(w)
-			return
-		}
-		core.WriteJSON(w, http.StatusOK, out)
-	})
-	e.handle("POST "+p+"/{id}/actions/addSecurityRules", func(w http.ResponseWriter, r *http.Request) {
-		var d struct {
-			SecurityRules []*nsgRule `json:"securityRules"`
-		}
-		e.withNSG(w, r, &d, func(g *nsg) {
-			if len(d.SecurityRules) > nsgRulesPerCall {
-				writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("At most %d security rules may be added at once.", nsgRulesPerCall))
-				return
-			}
-			for _, rule := range d.SecurityRules {
-				if err := e.checkNSGRule(rule); err != nil {
-					writeAPIErr(w, err)
-					return
-				}
-			}
-			now := e.opts.Clock()
-			added := []nsgRule{}
-			for _, rule := range d.SecurityRules {
-				e.seq++
-				rule.ID, rule.TimeCreated = fmt.Sprintf("%06X", e.seq), now
-				g.rules = append(g.rules, rule)
-				added = append(added, *rule)
-			}
-			g.revision++
-			core.WriteJSON(w, http.StatusOK, map[string]any{"securityRules": added})
-		})
-	})
-	e.handle("POST "+p+"/{id}/actions/removeSecurityRules", func(w http.ResponseWriter, r *http.Request) {
-		var d struct {
-			SecurityRuleIDs []string `json:"securityRuleIds"`
-		}
-		e.withNSG(w, r, &d, func(g *nsg) {
-			g.rules = slices.DeleteFunc(g.rules, func(rule *nsgRule) bool { return slices.Contains(d.SecurityRuleIDs, rule.ID) })
-			g.revision++
-			w.WriteHeader(http.StatusOK)
-		})
-	})
+	view := viewCopy[nsg]
+	resourceRoutes[*nsg]{path: p, create: ociWrite(e, jsonBody[nsgCreate], e.createNSG), remove: ociWrite(e, nil, e.deleteNSG),
+		list: filtered[*nsg]{st: e.nsgs, view: view, fields: func(g *nsg) (string, map[string]string) {
+			return g.CompartmentID, map[string]string{"vcnId": g.VCNID, "displayName": g.DisplayName}
+		}}}.route(e)
+	e.handle("PUT "+p+"/{id}", ociWrite(e, jsonBody[nsgUpdate], ifMatch(e.nsgs, "network security group", view, updateNSG)))
+	e.handle("GET "+p+"/{id}/securityRules", e.listNSGRules)
+	e.handle("POST "+p+"/{id}/actions/addSecurityRules", ociWrite(e, jsonBody[nsgRulesAdded], e.addNSGRules))
+	e.handle("POST "+p+"/{id}/actions/removeSecurityRules", ociWrite(e, jsonBody[nsgRulesRemoved], e.removeNSGRules))
 }
 
-// withNSG decodes the request's body into body, then calls f with the NSG
-// {id} and mu held; 404 NotAuthorizedOrNotFound when there is none.
-func (e *Emulator) withNSG(w http.ResponseWriter, r *http.Request, body any, f func(*nsg)) {
-	if !decodeBody(w, r, body) {
+// nsgCreate is CreateNetworkSecurityGroupDetails.
+type nsgCreate struct {
+	CompartmentID string                    `json:"compartmentId"`
+	VCNID         string                    `json:"vcnId"`
+	DisplayName   string                    `json:"displayName"`
+	FreeformTags  map[string]string         `json:"freeformTags"`
+	DefinedTags   map[string]map[string]any `json:"definedTags"`
+}
+
+// createNSG answers CreateNetworkSecurityGroup: an AVAILABLE NSG of a VCN,
+// with no rules, at once.
+func (e *Emulator) createNSG(_ *http.Request, d *nsgCreate, now time.Time) (core.Reply, error) {
+	if _, ok := e.vcns.Get(d.VCNID); !ok || d.CompartmentID == "" {
+		return core.Reply{}, invalid("compartmentId and the vcnId of an existing VCN are required.")
+	}
+	g := &nsg{resource: e.newResource("networksecuritygroup", d.CompartmentID, "AVAILABLE", now), VCNID: d.VCNID, DisplayName: d.DisplayName, revision: 1}
+	g.FreeformTags, g.DefinedTags = tagsOrEmpty(d.FreeformTags, d.DefinedTags)
+	e.nsgs.Add(g.ID, g)
+	return tagged(g, g.etag()), nil
+}
+
+// nsgUpdate is core.UpdateNetworkSecurityGroupDetails: displayName,
+// freeformTags, definedTags, each replaced when given.
+type nsgUpdate struct {
+	DisplayName  *string                    `json:"displayName"`
+	FreeformTags *map[string]string         `json:"freeformTags"`
+	DefinedTags  *map[string]map[string]any `json:"definedTags"`
+}
+
+// updateNSG answers UpdateNetworkSecurityGroup, with If-Match: the peer
+// tags a backend NSG it manages rules in so.
+func updateNSG(g *nsg, d *nsgUpdate) {
+	replaceIf(&g.DisplayName, d.DisplayName)
+	replaceIf(&g.FreeformTags, d.FreeformTags)
+	replaceIf(&g.DefinedTags, d.DefinedTags)
+}
+
+// deleteNSG answers DeleteNetworkSecurityGroup: refused (409) while a load
+// balancer is in the NSG.
+func (e *Emulator) deleteNSG(r *http.Request, _ *struct{}, _ time.Time) (core.Reply, error) {
+	id := r.PathValue("id")
+	if _, err := find(e.nsgs, id); err != nil {
+		return core.Reply{}, err
+	}
+	if by := e.nsgUser(id); by != "" {
+		return core.Reply{}, conflict("Network security group %s has resources in it (%s).", id, by)
+	}
+	e.nsgs.Remove(id)
+	return core.NoContent(), nil
+}
+
+// listNSGRules answers ListNetworkSecurityGroupSecurityRules, of a direction
+// when the request names one (a bare array, not paged here).
+func (e *Emulator) listNSGRules(w http.ResponseWriter, r *http.Request) {
+	dir := r.URL.Query().Get("direction")
+	v, ok := core.View(&e.mu, e.nsgs, r.PathValue("id"), func(g *nsg) any {
+		out := []nsgRule{}
+		for _, rule := range g.rules {
+			if dir == "" || rule.Direction == dir {
+				out = append(out, *rule)
+			}
+		}
+		return out
+	})
+	if !ok {
+		writeNotFound(w)
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if g, ok := lookup(w, e.nsgs, r.PathValue("id")); ok {
-		f(g)
+	core.WriteJSON(w, http.StatusOK, v)
+}
+
+// nsgRulesAdded is AddNetworkSecurityGroupSecurityRulesDetails.
+type nsgRulesAdded struct {
+	SecurityRules []*nsgRule `json:"securityRules"`
+}
+
+// addNSGRules answers AddNetworkSecurityGroupSecurityRules: at most
+// nsgRulesPerCall rules, all checked before any is added, each given an id.
+func (e *Emulator) addNSGRules(r *http.Request, d *nsgRulesAdded, now time.Time) (core.Reply, error) {
+	g, err := find(e.nsgs, r.PathValue("id"))
+	if err != nil {
+		return core.Reply{}, err
 	}
+	if len(d.SecurityRules) > nsgRulesPerCall {
+		return core.Reply{}, invalid("At most %d security rules may be added at once.", nsgRulesPerCall)
+	}
+	for _, rule := range d.SecurityRules {
+		if err := e.checkNSGRule(rule); err != nil {
+			return core.Reply{}, err
+		}
+	}
+	added := []nsgRule{}
+	for _, rule := range d.SecurityRules {
+		e.seq++
+		rule.ID, rule.TimeCreated = fmt.Sprintf("%06X", e.seq), now
+		g.rules = append(g.rules, rule)
+		added = append(added, *rule)
+	}
+	g.revision++
+	return core.OK(map[string]any{"securityRules": added}), nil
+}
+
+// nsgRulesRemoved is RemoveNetworkSecurityGroupSecurityRulesDetails.
+type nsgRulesRemoved struct {
+	SecurityRuleIDs []string `json:"securityRuleIds"`
+}
+
+// removeNSGRules answers RemoveNetworkSecurityGroupSecurityRules: 200 with
+// no body.
+func (e *Emulator) removeNSGRules(r *http.Request, d *nsgRulesRemoved, _ time.Time) (core.Reply, error) {
+	g, err := find(e.nsgs, r.PathValue("id"))
+	if err != nil {
+		return core.Reply{}, err
+	}
+	g.rules = slices.DeleteFunc(g.rules, func(rule *nsgRule) bool { return slices.Contains(d.SecurityRuleIDs, rule.ID) })
+	g.revision++
+	return core.Reply{Status: http.StatusOK}, nil
 }
 
 // nsgUser names a load balancer in NSG id ("" for none). Call with mu held.

@@ -36,7 +36,7 @@ func (e *Emulator) ReservePublicIP() (id, ip string) {
 	defer e.mu.Unlock()
 	a := e.publicNext
 	e.publicNext = a.Next()
-	p := &publicIP{resource: resource{ID: e.newID("publicip"), CompartmentID: e.fx.CompartmentID, LifecycleState: ipAvailable, TimeCreated: e.opts.Clock()},
+	p := &publicIP{resource: e.newResource("publicip", e.fx.CompartmentID, ipAvailable, e.opts.Clock()),
 		DisplayName: "reserved", IPAddress: a.String(), Lifetime: "RESERVED", Scope: "REGION"}
 	e.publicIPs.Add(p.ID, p)
 	return p.ID, p.IPAddress

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // Security lists, as the Virtual Network API answers them (oci-go-sdk's
@@ -36,6 +34,9 @@ func (s *securityList) etag() string {
 	return hex.EncodeToString(sum[:4])
 }
 
+// bump moves the list to its next version, as each update does.
+func (s *securityList) bump() { s.version++ }
+
 // ruleKeys are the fields every rule must have, by direction.
 var ruleKeys = map[string]string{"ingress": "source", "egress": "destination"}
 
@@ -57,49 +58,41 @@ func checkRules(direction string, rules []json.RawMessage) error {
 func (e *Emulator) routeSecurityLists() {
 	p := corePath + "/securityLists/{id}"
 	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
-		getOne(e, w, r, e.securityLists, func(sl *securityList) any { c := *sl; return &c })
+		getOne(e, w, r, e.securityLists, viewCopy[securityList])
 	})
-	e.handle("PUT "+p, func(w http.ResponseWriter, r *http.Request) {
-		var d struct {
-			DisplayName          *string           `json:"displayName"`
-			IngressSecurityRules []json.RawMessage `json:"ingressSecurityRules"`
-			EgressSecurityRules  []json.RawMessage `json:"egressSecurityRules"`
+	e.handle("PUT "+p, ociWrite(e, decodeSecurityListUpdate, ifMatch(e.securityLists, "security list", viewCopy[securityList], updateSecurityList)))
+}
+
+// securityListUpdate is UpdateSecurityListDetails, the parts kept: each
+// given replaces the list's.
+type securityListUpdate struct {
+	DisplayName          *string            `json:"displayName"`
+	IngressSecurityRules *[]json.RawMessage `json:"ingressSecurityRules"`
+	EgressSecurityRules  *[]json.RawMessage `json:"egressSecurityRules"`
+}
+
+// decodeSecurityListUpdate reads an update and checks its rules before the
+// list is looked up, as OCI validates the body first.
+func decodeSecurityListUpdate(r *http.Request, d *securityListUpdate) error {
+	if err := readBody(r, d); err != nil {
+		return err
+	}
+	for dir, rules := range map[string]*[]json.RawMessage{"ingress": d.IngressSecurityRules, "egress": d.EgressSecurityRules} {
+		if rules == nil {
+			continue
 		}
-		if !decodeBody(w, r, &d) {
-			return
+		if err := checkRules(dir, *rules); err != nil {
+			return err
 		}
-		for dir, rules := range map[string][]json.RawMessage{"ingress": d.IngressSecurityRules, "egress": d.EgressSecurityRules} {
-			if err := checkRules(dir, rules); err != nil {
-				writeAPIErr(w, err)
-				return
-			}
-		}
-		e.mu.Lock()
-		sl, ok := e.securityLists.Get(r.PathValue("id"))
-		if !ok {
-			e.mu.Unlock()
-			writeNotFound(w)
-			return
-		}
-		if !etagMatches(w, r, "security list", sl.ID, sl.etag()) {
-			e.mu.Unlock()
-			return
-		}
-		if d.DisplayName != nil {
-			sl.DisplayName = *d.DisplayName
-		}
-		if d.IngressSecurityRules != nil {
-			sl.IngressSecurityRules = d.IngressSecurityRules
-		}
-		if d.EgressSecurityRules != nil {
-			sl.EgressSecurityRules = d.EgressSecurityRules
-		}
-		sl.version++
-		view := *sl
-		e.mu.Unlock()
-		w.Header().Set("etag", view.etag())
-		core.WriteJSON(w, http.StatusOK, &view)
-	})
+	}
+	return nil
+}
+
+// updateSecurityList answers UpdateSecurityList, with If-Match.
+func updateSecurityList(sl *securityList, d *securityListUpdate) {
+	replaceIf(&sl.DisplayName, d.DisplayName)
+	replaceIf(&sl.IngressSecurityRules, d.IngressSecurityRules)
+	replaceIf(&sl.EgressSecurityRules, d.EgressSecurityRules)
 }
 
 // SecurityListRules are a security list's rules, each as JSON (tests).
@@ -119,16 +112,15 @@ func (e *Emulator) SecurityListRules(id string) (ingress, egress []string) {
 	return ingress, egress
 }
 
-// etagMatches says whether the request's If-Match (if any) is the entity's
-// etag, else answers 412 NoEtagMatch in the message shape OCI gives ("Entity
+// etagMismatch is nil when the request's If-Match (if any) is the entity's
+// etag, else 412 NoEtagMatch in the message shape OCI gives ("Entity
 // security list with ID … has a computed tag of …, but is passed a tag of
 // …", peer issues #92, #104).
-func etagMatches(w http.ResponseWriter, r *http.Request, entity, id, etag string) bool {
+func etagMismatch(r *http.Request, entity, id, etag string) error {
 	m := r.Header.Get("if-match")
 	if m == "" || m == etag {
-		return true
+		return nil
 	}
-	writeError(w, http.StatusPreconditionFailed, "NoEtagMatch",
-		fmt.Sprintf("Entity %s with ID %s has a computed tag of %s, but is passed a tag of %s", entity, id, etag, m))
-	return false
+	return &apiErr{http.StatusPreconditionFailed, "NoEtagMatch",
+		fmt.Sprintf("Entity %s with ID %s has a computed tag of %s, but is passed a tag of %s", entity, id, etag, m)}
 }

@@ -49,10 +49,7 @@ func TestLoadBalancersCarryTrafficOnLoopback(t *testing.T) {
 
 	// A new member set reaches the data plane; a deleted load balancer stops listening.
 	coretest.Answerer(t, "127.0.73.51:31080", "member-b")
-	pages, err := pools.List(ev.lb, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
-	require.NoError(t, err)
-	ps, err := pools.ExtractPools(pages)
-	require.NoError(t, err)
+	ps := listAll(t, pools.List(ev.lb, pools.ListOpts{LoadbalancerID: lb.ID}), pools.ExtractPools)
 	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, ps[0].ID, []pools.BatchUpdateMemberOpts{{Address: "127.0.73.51", ProtocolPort: 31080}}).ExtractErr())
 	require.Eventually(t, func() bool {
 		got, err := coretest.Ask(fip.FloatingIP + ":8080")

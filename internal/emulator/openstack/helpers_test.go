@@ -9,6 +9,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	"github.com/stretchr/testify/require"
 )
 
@@ -93,3 +94,13 @@ func codeOf(err error) int {
 }
 
 var _ http.Handler = (*Emulator)(nil)
+
+// listAll reads every page of a gophercloud list and extracts its items.
+func listAll[T any](t *testing.T, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) []T {
+	t.Helper()
+	pages, err := pager.AllPages(t.Context())
+	require.NoError(t, err)
+	items, err := extract(pages)
+	require.NoError(t, err)
+	return items
+}

@@ -226,18 +226,9 @@ func (e *Emulator) deleteSecret(w http.ResponseWriter, r *http.Request) {
 // listSecrets: the project's secrets, newest first, filtered by name, paged
 // by limit (default 10) and offset.
 func (e *Emulator) listSecrets(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	e.lock()
-	defer e.mu.Unlock()
-	_, project := e.caller(r)
-	var all []*kmSecret
-	for _, s := range e.kmSecrets {
-		if s.ProjectID == project && (q.Get("name") == "" || s.Name == q.Get("name")) {
-			all = append(all, s)
-		}
-	}
-	writeBarbicanPage(w, r, "secrets", all, func(s *kmSecret) (time.Time, string) { return s.Created, s.ID },
-		func(s *kmSecret) any { return e.secretView(r, s) })
+	serveBarbicanList(e, w, r, "secrets", e.kmSecrets, func(s *kmSecret, project string, q url.Values) bool {
+		return s.ProjectID == project && (q.Get("name") == "" || s.Name == q.Get("name"))
+	}, func(s *kmSecret) (time.Time, string) { return s.Created, s.ID }, e.secretView)
 }
 
 // writeBarbicanPage answers a listing as Barbican does: newest first, paged
@@ -473,18 +464,27 @@ func (e *Emulator) checkTLSRef(ref string, who requester) *apiErr {
 // listContainers: the project's containers, newest first, filtered by name
 // and type, paged by limit (default 10) and offset.
 func (e *Emulator) listContainers(w http.ResponseWriter, r *http.Request) {
+	serveBarbicanList(e, w, r, "containers", e.kmContainers, func(c *kmContainer, project string, q url.Values) bool {
+		return c.ProjectID == project && (q.Get("name") == "" || c.Name == q.Get("name")) && (q.Get("type") == "" || c.Type == q.Get("type"))
+	}, func(c *kmContainer) (time.Time, string) { return c.Created, c.ID }, e.containerView)
+}
+
+// serveBarbicanList answers a list of kind: the objects of m that keep
+// accepts given the caller's project (Barbican lists only the caller's
+// project's) and the query, newest first, paged (writeBarbicanPage).
+func serveBarbicanList[T, V any](e *Emulator, w http.ResponseWriter, r *http.Request, kind string, m map[string]T,
+	keep func(o T, project string, q url.Values) bool, key func(T) (time.Time, string), view func(*http.Request, T) V) {
 	q := r.URL.Query()
 	e.lock()
 	defer e.mu.Unlock()
 	_, project := e.caller(r)
-	var all []*kmContainer
-	for _, c := range e.kmContainers {
-		if c.ProjectID == project && (q.Get("name") == "" || c.Name == q.Get("name")) && (q.Get("type") == "" || c.Type == q.Get("type")) {
-			all = append(all, c)
+	var all []T
+	for _, o := range m {
+		if keep(o, project, q) {
+			all = append(all, o)
 		}
 	}
-	writeBarbicanPage(w, r, "containers", all, func(c *kmContainer) (time.Time, string) { return c.Created, c.ID },
-		func(c *kmContainer) any { return e.containerView(r, c) })
+	writeBarbicanPage(w, r, kind, all, key, func(o T) any { return view(r, o) })
 }
 
 // pageOf reads Barbican's limit (default 10, at most 100) and offset.

@@ -43,10 +43,7 @@ func TestKeyManagerSecretsContainersAndACLs(t *testing.T) {
 	payload, err := secrets.GetPayload(ctx, km, idOf(key.SecretRef), secrets.GetPayloadOpts{PayloadContentType: "application/octet-stream"}).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, "key bytes", string(payload), "stored decoded")
-	pages, err := secrets.List(km, secrets.ListOpts{Name: "web-key"}).AllPages(ctx)
-	require.NoError(t, err)
-	listed, err := secrets.ExtractSecrets(pages)
-	require.NoError(t, err)
+	listed := listAll(t, secrets.List(km, secrets.ListOpts{Name: "web-key"}), secrets.ExtractSecrets)
 	require.Len(t, listed, 1)
 	assert.Equal(t, key.SecretRef, listed[0].SecretRef)
 
@@ -144,10 +141,7 @@ func TestOctaviaTerminatedHTTPSListenersReadBarbican(t *testing.T) {
 	assert.Contains(t, err.Error(), "Could not retrieve certificate")
 
 	// Containers listed by name.
-	pages, err := containers.List(km, containers.ListOpts{Name: "web"}).AllPages(ctx)
-	require.NoError(t, err)
-	listed, err := containers.ExtractContainers(pages)
-	require.NoError(t, err)
+	listed := listAll(t, containers.List(km, containers.ListOpts{Name: "web"}), containers.ExtractContainers)
 	require.Len(t, listed, 1)
 	assert.Equal(t, c.ContainerRef, listed[0].ContainerRef)
 }

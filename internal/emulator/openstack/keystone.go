@@ -70,7 +70,7 @@ func (e *Emulator) routeKeystone() {
 	}
 	e.handlePublic("GET /identity/v3", version)
 	e.handlePublic("GET /identity/v3/{$}", version)
-	e.handlePublic("POST /identity/v3/auth/tokens", e.createToken)
+	e.handlePublic("POST /identity/v3/auth/tokens", writeOp(e, decodeAuth, e.createToken, keystoneErr))
 	e.handle("GET /identity/v3/auth/tokens", e.getToken)
 	e.handle("HEAD /identity/v3/auth/tokens", e.getToken)
 	e.handle("DELETE /identity/v3/auth/tokens", e.deleteToken)
@@ -143,102 +143,6 @@ func (e *Emulator) findUser(ref authUserRef) *user {
 		}
 	}
 	return nil
-}
-
-func (e *Emulator) createToken(w http.ResponseWriter, r *http.Request) {
-	var req authRequest
-	if err := decodeJSON(r, &req); err != nil {
-		keystoneError(w, http.StatusBadRequest, "Invalid request body: "+err.Error())
-		return
-	}
-	id := req.Auth.Identity
-	now := e.lock()
-	defer e.mu.Unlock()
-
-	unauthorized := func() {
-		keystoneError(w, http.StatusUnauthorized, "The request you have made requires authentication.")
-	}
-	t := &token{Issued: now, Expires: now.Add(e.opts.TokenTTL), Methods: id.Methods}
-	var u *user
-	switch {
-	case has(id.Methods, "application_credential") && id.ApplicationCredential != nil:
-		ac := id.ApplicationCredential
-		var cred *appCred
-		if ac.ID != "" {
-			cred = e.appCreds[ac.ID]
-		} else if ac.User != nil {
-			if owner := e.findUser(*ac.User); owner != nil {
-				for _, c := range e.appCreds {
-					if c.Name == ac.Name && c.UserID == owner.ID {
-						cred = c
-					}
-				}
-			}
-		}
-		if cred == nil || cred.Secret != ac.Secret {
-			unauthorized()
-			return
-		}
-		if len(req.Auth.Scope) > 0 && string(req.Auth.Scope) != "null" {
-			keystoneError(w, http.StatusUnauthorized, "Application credentials cannot request a scope.")
-			return
-		}
-		u = e.users[cred.UserID]
-		t.AppCredID, t.ProjectID = cred.ID, cred.ProjectID
-	case has(id.Methods, "password") && id.Password != nil:
-		u = e.findUser(id.Password.User)
-		if u == nil || u.Password != id.Password.User.Password {
-			unauthorized()
-			return
-		}
-		t.ProjectID = u.DefaultProjectID
-	case has(id.Methods, "token") && id.Token != nil:
-		old, ok := e.tokens[id.Token.ID]
-		if !ok || !now.Before(old.Expires) {
-			unauthorized()
-			return
-		}
-		u = e.users[old.UserID]
-		t.ProjectID, t.Expires, t.AppCredID = old.ProjectID, old.Expires, old.AppCredID
-	default:
-		keystoneError(w, http.StatusBadRequest, "Expecting to find identity methods password, token or application_credential.")
-		return
-	}
-	t.UserID = u.ID
-	if t.AppCredID == "" && len(req.Auth.Scope) > 0 && string(req.Auth.Scope) != "null" && string(req.Auth.Scope) != `"unscoped"` {
-		var sc scopeRequest
-		if err := json.Unmarshal(req.Auth.Scope, &sc); err != nil {
-			keystoneError(w, http.StatusBadRequest, "Invalid scope: "+err.Error())
-			return
-		}
-		if sc.Project == nil {
-			keystoneError(w, http.StatusUnauthorized, "The emulator issues project-scoped tokens only.")
-			return
-		}
-		p := sc.Project
-		match := p.ID == e.fx.ProjectID ||
-			(p.ID == "" && p.Name == e.projectName && p.Domain != nil &&
-				(p.Domain.ID == domainID || p.Domain.ID == "" && p.Domain.Name == domainName))
-		if !match {
-			unauthorized()
-			return
-		}
-		t.ProjectID = e.fx.ProjectID
-	} else if string(req.Auth.Scope) == `"unscoped"` {
-		t.ProjectID = ""
-	}
-	t.ID = newTokenID()
-	if len(e.tokens) > 10000 {
-		for k, old := range e.tokens {
-			if !now.Before(old.Expires) {
-				delete(e.tokens, k)
-			}
-		}
-	}
-	e.tokens[t.ID] = t
-	body := e.tokenBody(t, u, baseURL(r))
-	w.Header().Set("X-Subject-Token", t.ID)
-	writeJSON(w, http.StatusCreated, body)
 }
 
 func (e *Emulator) getToken(w http.ResponseWriter, r *http.Request) {

@@ -228,22 +228,13 @@ func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Requ
 	if strings.HasPrefix(r.URL.Path, "/load-balancer/") && (lq.limit == 0 || lq.limit > octaviaMaxLimit) {
 		lq.limit = octaviaMaxLimit
 	}
-	e.lock()
-	items, more, err := st.Page(lq.marker, lq.limit, false, func(o T) bool { return (pre == nil || pre(o)) && lq.match(o) })
+	keep := func(o T) bool { return (pre == nil || pre(o)) && lq.match(o) }
+	views, lastID, err := core.Views(locker{e}, st, lq.marker, lq.limit, keep, view, func(o T) string { id, _ := field(o, "id"); return id })
 	if err != nil {
-		e.mu.Unlock()
 		onError(w, http.StatusBadRequest, fmt.Sprintf("marker %s not found", lq.marker))
 		return
 	}
-	views := make([]any, len(items))
-	for i, o := range items {
-		views[i] = view(o)
-	}
-	var lastID string
-	if more && len(items) > 0 {
-		lastID, _ = field(items[len(items)-1], "id")
-	}
-	e.mu.Unlock()
+	more := lastID != ""
 	if len(lq.fields) > 0 {
 		views = selectFields(views, lq.fields)
 	}
@@ -276,6 +267,7 @@ type collection[E any, T interface {
 	create, update, remove http.HandlerFunc
 }
 
+// route registers the collection's routes under the prefix pre.
 func (c collection[E, T]) route(e *Emulator, pre string) {
 	p := pre + "/" + c.path
 	e.handle("GET "+p, func(w http.ResponseWriter, r *http.Request) {
@@ -283,13 +275,7 @@ func (c collection[E, T]) route(e *Emulator, pre string) {
 	})
 	e.handle("GET "+p+"/{id}", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		e.lock()
-		o, ok := c.st.Get(id)
-		var v any
-		if ok {
-			v = c.view(o)
-		}
-		e.mu.Unlock()
+		v, ok := core.View(locker{e}, c.st, id, c.view)
 		if !ok {
 			c.notFound(w, id)
 			return

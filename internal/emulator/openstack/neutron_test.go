@@ -47,10 +47,7 @@ func TestNetworksAndSubnets(t *testing.T) {
 	assert.Equal(t, "private", n.Name)
 	assert.Equal(t, []string{ev.fx.SubnetID}, n.Subnets)
 
-	sp, err := subnets.List(ev.network, subnets.ListOpts{NetworkID: ev.fx.NetworkID}).AllPages(ctx)
-	require.NoError(t, err)
-	ss, err := subnets.ExtractSubnets(sp)
-	require.NoError(t, err)
+	ss := listAll(t, subnets.List(ev.network, subnets.ListOpts{NetworkID: ev.fx.NetworkID}), subnets.ExtractSubnets)
 	require.Len(t, ss, 1)
 	assert.Equal(t, "10.0.0.0/24", ss[0].CIDR)
 	assert.Equal(t, []string{}, ss[0].Tags)
@@ -69,10 +66,7 @@ func TestNetworksAndSubnets(t *testing.T) {
 	// Trunks are not enabled; the extension list says so too.
 	_, err = trunks.Get(ctx, ev.network, "x").Extract()
 	assert.Equal(t, 404, codeOf(err))
-	ep, err := extensions.List(ev.network).AllPages(ctx)
-	require.NoError(t, err)
-	exts, err := extensions.ExtractExtensions(ep)
-	require.NoError(t, err)
+	exts := listAll(t, extensions.List(ev.network), extensions.ExtractExtensions)
 	aliases := map[string]bool{}
 	for _, x := range exts {
 		aliases[x.Alias] = true
@@ -101,10 +95,7 @@ func TestPortsPagingAndFilters(t *testing.T) {
 	assert.Equal(t, 7, count)
 	assert.Equal(t, 3, pages)
 
-	pl, err := ports.List(ev.network, ports.ListOpts{DeviceID: ids[3]}).AllPages(ctx)
-	require.NoError(t, err)
-	ps, err := ports.ExtractPorts(pl)
-	require.NoError(t, err)
+	ps := listAll(t, ports.List(ev.network, ports.ListOpts{DeviceID: ids[3]}), ports.ExtractPorts)
 	require.Len(t, ps, 1)
 	assert.Equal(t, ids[3], ps[0].DeviceID)
 
@@ -125,10 +116,7 @@ func TestFloatingIPs(t *testing.T) {
 	ev := newEnv(t, Options{})
 	ctx := t.Context()
 	srv, fixed := ev.e.AddServer(ServerSpec{Name: "web"})
-	pl, err := ports.List(ev.network, ports.ListOpts{DeviceID: srv}).AllPages(ctx)
-	require.NoError(t, err)
-	ps, err := ports.ExtractPorts(pl)
-	require.NoError(t, err)
+	ps := listAll(t, ports.List(ev.network, ports.ListOpts{DeviceID: srv}), ports.ExtractPorts)
 	portID := ps[0].ID
 
 	fip, err := floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID,
@@ -146,10 +134,7 @@ func TestFloatingIPs(t *testing.T) {
 	assert.Equal(t, "floating", addrs[1].(map[string]any)["OS-EXT-IPS:type"])
 	assert.Equal(t, fip.FloatingIP, addrs[1].(map[string]any)["addr"])
 
-	fl, err := floatingips.List(ev.network, floatingips.ListOpts{PortID: portID}).AllPages(ctx)
-	require.NoError(t, err)
-	fips, err := floatingips.ExtractFloatingIPs(fl)
-	require.NoError(t, err)
+	fips := listAll(t, floatingips.List(ev.network, floatingips.ListOpts{PortID: portID}), floatingips.ExtractFloatingIPs)
 	require.Len(t, fips, 1)
 
 	_, err = floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID,
@@ -224,10 +209,7 @@ func TestSecurityGroups(t *testing.T) {
 	g, err := groups.Create(ctx, ev.network, groups.CreateOpts{Name: "lb-sg"}).Extract()
 	require.NoError(t, err)
 	assert.Len(t, g.Rules, 2)
-	pages, err := groups.List(ev.network, groups.ListOpts{Name: "lb-sg"}).AllPages(ctx)
-	require.NoError(t, err)
-	gs, err := groups.ExtractGroups(pages)
-	require.NoError(t, err)
+	gs := listAll(t, groups.List(ev.network, groups.ListOpts{Name: "lb-sg"}), groups.ExtractGroups)
 	require.Len(t, gs, 1)
 	require.NoError(t, groups.Delete(ctx, ev.network, g.ID).ExtractErr())
 	_, err = groups.Get(ctx, ev.network, g.ID).Extract()
@@ -245,10 +227,7 @@ func TestSecurityGroupTagsBulkRulesAndRevisions(t *testing.T) {
 	tags, err := attributestags.ReplaceAll(ctx, ev.network, "security-groups", g.ID, attributestags.ReplaceAllOpts{Tags: []string{"b", "a"}}).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b"}, tags)
-	pages, err := groups.List(ev.network, groups.ListOpts{Tags: "a,b"}).AllPages(ctx)
-	require.NoError(t, err)
-	gs, err := groups.ExtractGroups(pages)
-	require.NoError(t, err)
+	gs := listAll(t, groups.List(ev.network, groups.ListOpts{Tags: "a,b"}), groups.ExtractGroups)
 	require.Len(t, gs, 1)
 
 	rule := func(port int, prefix string) rules.CreateOpts {
@@ -268,10 +247,7 @@ func TestSecurityGroupTagsBulkRulesAndRevisions(t *testing.T) {
 	bad.EtherType = rules.EtherType4
 	_, err = rules.Create(ctx, ev.network, bad).Extract()
 	assert.Equal(t, http.StatusBadRequest, codeOf(err), "an IPv6 prefix in an IPv4 rule")
-	rp, err := rules.List(ev.network, rules.ListOpts{SecGroupID: g.ID, Direction: "ingress"}).AllPages(ctx)
-	require.NoError(t, err)
-	rs, err := rules.ExtractRules(rp)
-	require.NoError(t, err)
+	rs := listAll(t, rules.List(ev.network, rules.ListOpts{SecGroupID: g.ID, Direction: "ingress"}), rules.ExtractRules)
 	assert.Len(t, rs, 2)
 
 	p, err := ports.Create(ctx, ev.network, ports.CreateOpts{NetworkID: ev.fx.NetworkID}).Extract()

@@ -3,6 +3,7 @@ package openstack
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 	"regexp"
@@ -121,7 +122,8 @@ func (e *Emulator) routeNova() {
 	e.handle("GET "+np+"/servers", novaHandler(func(w http.ResponseWriter, r *http.Request, mv int) { e.listServers(w, r, mv, false) }))
 	e.handle("GET "+np+"/servers/detail", novaHandler(func(w http.ResponseWriter, r *http.Request, mv int) { e.listServers(w, r, mv, true) }))
 	e.handle("GET "+np+"/servers/{id}", novaHandler(e.getServer))
-	e.handle("POST "+np+"/servers", novaHandler(e.createServer))
+	create := writeOp(e, decodeServer, e.createServer, novaErr)
+	e.handle("POST "+np+"/servers", novaHandler(func(w http.ResponseWriter, r *http.Request, _ int) { create(w, r) }))
 	e.handle("DELETE "+np+"/servers/{id}", novaHandler(e.deleteServer))
 	e.handle("POST "+np+"/servers/{id}/action", novaHandler(e.serverAction))
 	e.handle("GET "+np+"/servers/{id}/os-interface", novaHandler(e.listInterfaces))
@@ -160,9 +162,49 @@ func serverStates(status string) (string, int) {
 // mu held.
 func (e *Emulator) serverView(s *server, base string, mv int, detail bool) map[string]any {
 	v := map[string]any{"id": s.ID, "name": s.Name, "links": e.novaLinks(base, "servers", s.ID)}
-	if !detail {
-		return v
+	if detail {
+		maps.Copy(v, e.serverDetail(s, base, mv))
 	}
+	return v
+}
+
+// serverDetail is what a server's detailed view adds to its reference
+// (Compute API reference, "Show Server Details"); call with mu held.
+func (e *Emulator) serverDetail(s *server, base string, mv int) map[string]any {
+	var img any = ""
+	if s.ImageID != "" {
+		img = map[string]any{"id": s.ImageID, "links": e.novaLinks(base, "images", s.ImageID)[1:]}
+	}
+	vm, power := serverStates(s.Status)
+	sgs := []map[string]string{}
+	if s.Status != "ERROR" {
+		sgs = append(sgs, map[string]string{"name": "default"})
+	}
+	var launched any
+	if s.Status != "BUILD" && s.Status != "ERROR" {
+		launched = s.Created.UTC().Format("2006-01-02T15:04:05.000000")
+	}
+	v := map[string]any{
+		"status": s.Status, "tenant_id": e.fx.ProjectID, "user_id": s.UserID, "hostId": s.HostID,
+		"created": novaTime(s.Created), "updated": novaTime(s.Updated),
+		"addresses": e.serverAddresses(s), "accessIPv4": "", "accessIPv6": "",
+		"flavor": e.serverFlavor(s, base, mv), "image": img,
+		"metadata": s.Metadata, "tags": nonNil(s.Tags), "key_name": nullable(s.KeyName),
+		"progress": 0, "config_drive": "", "locked": false, "description": nil,
+		"security_groups": sgs, "os-extended-volumes:volumes_attached": []any{},
+		"OS-DCF:diskConfig": "MANUAL", "OS-EXT-AZ:availability_zone": s.AZ,
+		"OS-EXT-STS:vm_state": vm, "OS-EXT-STS:power_state": power, "OS-EXT-STS:task_state": nil,
+		"OS-SRV-USG:launched_at": launched, "OS-SRV-USG:terminated_at": nil,
+	}
+	if s.Fault != nil {
+		v["fault"] = *s.Fault
+	}
+	return v
+}
+
+// serverAddresses are a server's addresses by network name: each port's
+// fixed addresses and the floating IP on it.
+func (e *Emulator) serverAddresses(s *server) map[string][]map[string]any {
 	addresses := map[string][]map[string]any{}
 	for _, pid := range e.portsByDev[s.ID] {
 		p, ok := e.ports.Get(pid)
@@ -185,59 +227,21 @@ func (e *Emulator) serverView(s *server, base string, mv int, detail bool) map[s
 			}
 		}
 	}
-	var fl any = map[string]any{"id": s.FlavorID, "links": e.novaLinks(base, "flavors", s.FlavorID)[1:]}
-	if mv >= 47 {
-		f, _ := e.flavors.Get(s.FlavorID)
-		if f == nil {
-			f = &flavor{}
-		}
-		fl = map[string]any{"original_name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk,
-			"ephemeral": f.Ephemeral, "swap": f.Swap, "extra_specs": map[string]string{}}
+	return addresses
+}
+
+// serverFlavor is a server's flavor: a reference before microversion
+// 2.47, its description from it on.
+func (e *Emulator) serverFlavor(s *server, base string, mv int) any {
+	if mv < 47 {
+		return map[string]any{"id": s.FlavorID, "links": e.novaLinks(base, "flavors", s.FlavorID)[1:]}
 	}
-	var img any = ""
-	if s.ImageID != "" {
-		img = map[string]any{"id": s.ImageID, "links": e.novaLinks(base, "images", s.ImageID)[1:]}
+	f, _ := e.flavors.Get(s.FlavorID)
+	if f == nil {
+		f = &flavor{}
 	}
-	vm, power := serverStates(s.Status)
-	sgs := []map[string]string{}
-	if s.Status != "ERROR" {
-		sgs = append(sgs, map[string]string{"name": "default"})
-	}
-	var launched any
-	if s.Status != "BUILD" && s.Status != "ERROR" {
-		launched = s.Created.UTC().Format("2006-01-02T15:04:05.000000")
-	}
-	v["status"] = s.Status
-	v["tenant_id"] = e.fx.ProjectID
-	v["user_id"] = s.UserID
-	v["hostId"] = s.HostID
-	v["created"] = novaTime(s.Created)
-	v["updated"] = novaTime(s.Updated)
-	v["addresses"] = addresses
-	v["accessIPv4"] = ""
-	v["accessIPv6"] = ""
-	v["flavor"] = fl
-	v["image"] = img
-	v["metadata"] = s.Metadata
-	v["tags"] = nonNil(s.Tags)
-	v["key_name"] = nullable(s.KeyName)
-	v["progress"] = 0
-	v["config_drive"] = ""
-	v["locked"] = false
-	v["description"] = nil
-	v["security_groups"] = sgs
-	v["os-extended-volumes:volumes_attached"] = []any{}
-	v["OS-DCF:diskConfig"] = "MANUAL"
-	v["OS-EXT-AZ:availability_zone"] = s.AZ
-	v["OS-EXT-STS:vm_state"] = vm
-	v["OS-EXT-STS:power_state"] = power
-	v["OS-EXT-STS:task_state"] = nil
-	v["OS-SRV-USG:launched_at"] = launched
-	v["OS-SRV-USG:terminated_at"] = nil
-	if s.Fault != nil {
-		v["fault"] = *s.Fault
-	}
-	return v
+	return map[string]any{"original_name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk,
+		"ephemeral": f.Ephemeral, "swap": f.Swap, "extra_specs": map[string]string{}}
 }
 
 // serverFilter builds the filter of a server list from Nova's query
@@ -396,109 +400,6 @@ func (e *Emulator) addServer(s *server, networkIDs []string, overflow bool, now 
 		}
 	}
 	return nil
-}
-
-func (e *Emulator) createServer(w http.ResponseWriter, r *http.Request, mv int) {
-	var b struct {
-		Server struct {
-			Name       string            `json:"name"`
-			FlavorRef  string            `json:"flavorRef"`
-			ImageRef   string            `json:"imageRef"`
-			AZ         string            `json:"availability_zone"`
-			KeyName    string            `json:"key_name"`
-			Networks   json.RawMessage   `json:"networks"`
-			Metadata   map[string]string `json:"metadata"`
-			Tags       []string          `json:"tags"`
-			AdminPass  string            `json:"adminPass"`
-			DiskConfig string            `json:"OS-DCF:diskConfig"`
-		} `json:"server"`
-	}
-	if err := decodeJSON(r, &b); err != nil {
-		novaError(w, 400, "Malformed request body: "+err.Error())
-		return
-	}
-	req := b.Server
-	if strings.TrimSpace(req.Name) == "" || len(req.Name) > 255 {
-		novaError(w, 400, "Invalid input for field/attribute name. Value: "+req.Name+".")
-		return
-	}
-	if req.FlavorRef == "" {
-		novaError(w, 400, "Invalid input for field/attribute flavorRef. Value: None. None is not of type 'string', 'integer'")
-		return
-	}
-	// networks: a list of {"uuid"|"port"} or "auto"/"none"; absent means auto.
-	var nets []struct {
-		UUID string `json:"uuid"`
-		Port string `json:"port"`
-	}
-	auto := true
-	if len(req.Networks) > 0 && string(req.Networks) != "null" {
-		var word string
-		if json.Unmarshal(req.Networks, &word) == nil {
-			switch word {
-			case "auto":
-			case "none":
-				auto = false
-			default:
-				novaError(w, 400, "Invalid input for field/attribute networks. Value: "+word+".")
-				return
-			}
-		} else if err := json.Unmarshal(req.Networks, &nets); err != nil {
-			novaError(w, 400, "Invalid input for field/attribute networks: "+err.Error())
-			return
-		} else {
-			auto = false
-		}
-	}
-	now := e.lock()
-	defer e.mu.Unlock()
-	if _, ok := e.flavors.Get(req.FlavorRef); !ok {
-		novaError(w, 400, "Flavor "+req.FlavorRef+" could not be found.")
-		return
-	}
-	if req.ImageRef != "" {
-		if _, ok := e.images[req.ImageRef]; !ok {
-			novaError(w, 400, "Image "+req.ImageRef+" could not be found.")
-			return
-		}
-	}
-	if req.AZ == "" {
-		req.AZ = e.fx.AvailabilityZone
-	} else if req.AZ != e.fx.AvailabilityZone {
-		novaError(w, 400, "The requested availability zone is not available")
-		return
-	}
-	var netIDs []string
-	if auto {
-		netIDs = []string{e.fx.NetworkID}
-	}
-	for _, n := range nets {
-		if n.Port != "" {
-			novaError(w, 400, "The emulator does not support booting with a pre-created port.")
-			return
-		}
-		netIDs = append(netIDs, n.UUID)
-	}
-	s := &server{ID: e.newID(), Name: req.Name, Status: "ACTIVE", FlavorID: req.FlavorRef, ImageID: req.ImageRef,
-		AZ: req.AZ, UserID: e.fx.UserID, HostID: hostID(e.fx.ProjectID), KeyName: req.KeyName,
-		Created: now, Updated: now, Metadata: nonNilMap(req.Metadata), Tags: nonNil(req.Tags)}
-	if aerr := e.addServer(s, netIDs, false, now); aerr != nil {
-		novaError(w, aerr.code, aerr.msg)
-		return
-	}
-	pass := req.AdminPass
-	if pass == "" {
-		pass = strings.ReplaceAll(e.newID(), "-", "")[:12]
-	}
-	diskConfig := req.DiskConfig
-	if diskConfig == "" {
-		diskConfig = "AUTO"
-	}
-	w.Header().Set("Location", baseURL(r)+novaPrefix+"/servers/"+s.ID)
-	writeJSON(w, http.StatusAccepted, map[string]any{"server": map[string]any{
-		"id": s.ID, "links": e.novaLinks(baseURL(r), "servers", s.ID), "adminPass": pass,
-		"OS-DCF:diskConfig": diskConfig, "security_groups": []map[string]string{{"name": "default"}},
-	}})
 }
 
 func hostID(projectID string) string {

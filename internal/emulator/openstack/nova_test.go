@@ -148,10 +148,7 @@ func TestServerLifecycle(t *testing.T) {
 	assert.Equal(t, "fixed", addrs[0].(map[string]any)["OS-EXT-IPS:type"])
 
 	// The server's port is in Neutron.
-	pl, err := ports.List(ev.network, ports.ListOpts{DeviceID: created.ID}).AllPages(ctx)
-	require.NoError(t, err)
-	ps, err := ports.ExtractPorts(pl)
-	require.NoError(t, err)
+	ps := listAll(t, ports.List(ev.network, ports.ListOpts{DeviceID: created.ID}), ports.ExtractPorts)
 	require.Len(t, ps, 1)
 	assert.Equal(t, "compute:nova", ps[0].DeviceOwner)
 	assert.Equal(t, addrs[0].(map[string]any)["addr"], ps[0].FixedIPs[0].IPAddress)

@@ -14,9 +14,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// lifecycleDelay is the provisioning delay of TestLoadBalancerLifecycle.
+const lifecycleDelay = 2 * time.Second
+
+// TestLoadBalancerLifecycle drives one load balancer through Octavia's
+// states with gophercloud: created with its listeners, pending then ACTIVE,
+// given a pool, members and a monitor, listed by tags, deleted by cascade.
 func TestLoadBalancerLifecycle(t *testing.T) {
-	const delay = 2 * time.Second
-	ev := newEnv(t, Options{ProvisioningDelay: delay})
+	ev := newEnv(t, Options{ProvisioningDelay: lifecycleDelay})
+	lb, fipID := createLBBehindFloatingIP(t, ev)
+	checkPendingConflicts(t, ev, lb.ID)
+	l80 := checkActiveListener(t, ev, lb.ID)
+	checkPoolMembersAndMonitor(t, ev, lb.ID, l80.ID)
+	checkTagFilters(t, ev)
+	checkCascadeDelete(t, ev, lb, l80.ID, fipID)
+}
+
+// createLBBehindFloatingIP creates a load balancer with two listeners, and
+// a floating IP on its VIP: the VIP is a real Neutron port.
+func createLBBehindFloatingIP(t *testing.T, ev *env) (*loadbalancers.LoadBalancer, string) {
 	ctx := t.Context()
 	lb, err := loadbalancers.Create(ctx, ev.lb, loadbalancers.CreateOpts{
 		Name: "kube_service_a", VipSubnetID: ev.fx.SubnetID, Tags: []string{"kube_service_a", "cluster-x"},
@@ -31,7 +47,6 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	assert.Len(t, lb.Listeners, 2)
 	assert.NotEmpty(t, lb.VipAddress)
 
-	// The VIP is a real Neutron port that a floating IP can point at.
 	vip, err := ports.Get(ctx, ev.network, lb.VipPortID).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, "Octavia", vip.DeviceOwner)
@@ -39,25 +54,32 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	fip, err := floatingips.Create(ctx, ev.network, floatingips.CreateOpts{FloatingNetworkID: ev.fx.PublicNetworkID,
 		PortID: lb.VipPortID}).Extract()
 	require.NoError(t, err)
+	return lb, fip.ID
+}
 
-	// Pending: every mutation of the load balancer and its children conflicts.
-	_, err = listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: listeners.ProtocolTCP, ProtocolPort: 8080}).Extract()
+// checkPendingConflicts: while pending, every mutation of the load
+// balancer and its children conflicts; after the delay it is ACTIVE.
+func checkPendingConflicts(t *testing.T, ev *env, lbID string) {
+	ctx := t.Context()
+	_, err := listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lbID, Protocol: listeners.ProtocolTCP, ProtocolPort: 8080}).Extract()
 	assert.Equal(t, 409, codeOf(err))
-	ev.clock.Advance(delay / 2)
+	ev.clock.Advance(lifecycleDelay / 2)
 	name := "renamed"
-	_, err = loadbalancers.Update(ctx, ev.lb, lb.ID, loadbalancers.UpdateOpts{Name: &name}).Extract()
+	_, err = loadbalancers.Update(ctx, ev.lb, lbID, loadbalancers.UpdateOpts{Name: &name}).Extract()
 	assert.Equal(t, 409, codeOf(err))
 
-	ev.clock.Advance(delay / 2)
-	lb, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
+	ev.clock.Advance(lifecycleDelay / 2)
+	lb, err := loadbalancers.Get(ctx, ev.lb, lbID).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, "ACTIVE", lb.ProvisioningStatus)
 	assert.Equal(t, "ONLINE", lb.OperatingStatus)
+}
 
-	ls, err := listeners.List(ev.lb, listeners.ListOpts{LoadbalancerID: lb.ID, ProtocolPort: 80}).AllPages(ctx)
-	require.NoError(t, err)
-	l80s, err := listeners.ExtractListeners(ls)
-	require.NoError(t, err)
+// checkActiveListener finds the port-80 listener by a filtered list, with
+// Octavia's defaults, and a duplicate protocol_port refused.
+func checkActiveListener(t *testing.T, ev *env, lbID string) listeners.Listener {
+	ctx := t.Context()
+	l80s := listAll(t, listeners.List(ev.lb, listeners.ListOpts{LoadbalancerID: lbID, ProtocolPort: 80}), listeners.ExtractListeners)
 	require.Len(t, l80s, 1)
 	l80 := l80s[0]
 	assert.Equal(t, "ACTIVE", l80.ProvisioningStatus)
@@ -65,47 +87,62 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	assert.Equal(t, 50000, l80.TimeoutClientData)
 	assert.Equal(t, 5000, l80.TimeoutMemberConnect)
 
-	_, err = listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lb.ID, Protocol: listeners.ProtocolTCP, ProtocolPort: 80}).Extract()
+	_, err := listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lbID, Protocol: listeners.ProtocolTCP, ProtocolPort: 80}).Extract()
 	assert.Equal(t, 409, codeOf(err), "a duplicate protocol_port")
+	return l80
+}
 
-	// A pool on the listener, then members by batch, then a monitor.
-	pool, err := pools.Create(ctx, ev.lb, pools.CreateOpts{ListenerID: l80.ID, Protocol: pools.ProtocolTCP,
+// checkPoolMembersAndMonitor gives the listener a pool, then members by
+// batch (updated, created and deleted by address), then a monitor.
+func checkPoolMembersAndMonitor(t *testing.T, ev *env, lbID, listenerID string) {
+	ctx := t.Context()
+	pool, err := pools.Create(ctx, ev.lb, pools.CreateOpts{ListenerID: listenerID, Protocol: pools.ProtocolTCP,
 		LBMethod: pools.LBMethodRoundRobin, Name: "pool-80"}).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, "PENDING_CREATE", pool.ProvisioningStatus)
-	lb, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
+	lb, err := loadbalancers.Get(ctx, ev.lb, lbID).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, "PENDING_UPDATE", lb.ProvisioningStatus)
 	err = pools.BatchUpdateMembers(ctx, ev.lb, pool.ID, []pools.BatchUpdateMemberOpts{{Address: "10.0.0.5", ProtocolPort: 30080}}).ExtractErr()
 	assert.Equal(t, 409, codeOf(err), "the pool is pending")
-	ev.clock.Advance(delay)
+	ev.clock.Advance(lifecycleDelay)
 
-	l, err := listeners.Get(ctx, ev.lb, l80.ID).Extract()
+	l, err := listeners.Get(ctx, ev.lb, listenerID).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, pool.ID, l.DefaultPoolID)
 
+	checkBatchMembers(t, ev, pool.ID)
+	mon, err := monitors.Create(ctx, ev.lb, monitors.CreateOpts{PoolID: pool.ID, Type: monitors.TypeTCP, Delay: 10, Timeout: 5, MaxRetries: 3}).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, 3, mon.MaxRetriesDown)
+	ev.clock.Advance(lifecycleDelay)
+	_, err = monitors.Create(ctx, ev.lb, monitors.CreateOpts{PoolID: pool.ID, Type: monitors.TypeTCP, Delay: 10, Timeout: 5, MaxRetries: 3}).Extract()
+	assert.Equal(t, 409, codeOf(err), "one monitor per pool")
+	p, err := pools.Get(ctx, ev.lb, pool.ID).Extract()
+	require.NoError(t, err)
+	assert.Equal(t, mon.ID, p.MonitorID)
+	assert.Len(t, p.Members, 2)
+}
+
+// checkBatchMembers replaces a pool's members twice: the second batch
+// deletes one, updates one and creates one, each pending until the delay.
+func checkBatchMembers(t *testing.T, ev *env, poolID string) {
+	ctx := t.Context()
 	w := 5
-	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, pool.ID, []pools.BatchUpdateMemberOpts{
+	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, poolID, []pools.BatchUpdateMemberOpts{
 		{Address: "10.0.0.5", ProtocolPort: 30080}, {Address: "10.0.0.6", ProtocolPort: 30080},
 	}).ExtractErr())
-	ev.clock.Advance(delay)
-	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, pool.ID, []pools.BatchUpdateMemberOpts{
+	ev.clock.Advance(lifecycleDelay)
+	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, poolID, []pools.BatchUpdateMemberOpts{
 		{Address: "10.0.0.6", ProtocolPort: 30080, Weight: &w}, {Address: "10.0.0.7", ProtocolPort: 30080},
 	}).ExtractErr())
-	mp, err := pools.ListMembers(ev.lb, pool.ID, nil).AllPages(ctx)
-	require.NoError(t, err)
-	members, err := pools.ExtractMembers(mp)
-	require.NoError(t, err)
 	status := map[string]string{}
-	for _, m := range members {
+	for _, m := range poolMembers(t, ev, poolID) {
 		status[m.Address] = m.ProvisioningStatus
 	}
 	assert.Equal(t, map[string]string{"10.0.0.5": "PENDING_DELETE", "10.0.0.6": "PENDING_UPDATE", "10.0.0.7": "PENDING_CREATE"}, status)
-	ev.clock.Advance(delay)
-	mp, err = pools.ListMembers(ev.lb, pool.ID, nil).AllPages(ctx)
-	require.NoError(t, err)
-	members, err = pools.ExtractMembers(mp)
-	require.NoError(t, err)
+	ev.clock.Advance(lifecycleDelay)
+	members := poolMembers(t, ev, poolID)
 	require.Len(t, members, 2)
 	for _, m := range members {
 		assert.Equal(t, "ACTIVE", m.ProvisioningStatus)
@@ -114,45 +151,45 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 			assert.Equal(t, 5, m.Weight)
 		}
 	}
+}
 
-	mon, err := monitors.Create(ctx, ev.lb, monitors.CreateOpts{PoolID: pool.ID, Type: monitors.TypeTCP, Delay: 10, Timeout: 5, MaxRetries: 3}).Extract()
-	require.NoError(t, err)
-	assert.Equal(t, 3, mon.MaxRetriesDown)
-	ev.clock.Advance(delay)
-	_, err = monitors.Create(ctx, ev.lb, monitors.CreateOpts{PoolID: pool.ID, Type: monitors.TypeTCP, Delay: 10, Timeout: 5, MaxRetries: 3}).Extract()
-	assert.Equal(t, 409, codeOf(err), "one monitor per pool")
-	p, err := pools.Get(ctx, ev.lb, pool.ID).Extract()
-	require.NoError(t, err)
-	assert.Equal(t, mon.ID, p.MonitorID)
-	assert.Len(t, p.Members, 2)
+// poolMembers lists a pool's members.
+func poolMembers(t *testing.T, ev *env, poolID string) []pools.Member {
+	members := listAll(t, pools.ListMembers(ev.lb, poolID, nil), pools.ExtractMembers)
+	return members
+}
 
-	// Tags filter the list.
-	lp, err := loadbalancers.List(ev.lb, loadbalancers.ListOpts{Tags: []string{"kube_service_a", "cluster-x"}}).AllPages(ctx)
-	require.NoError(t, err)
-	lbs, err := loadbalancers.ExtractLoadBalancers(lp)
-	require.NoError(t, err)
-	assert.Len(t, lbs, 1)
-	lp, err = loadbalancers.List(ev.lb, loadbalancers.ListOpts{Tags: []string{"kube_service_a", "other"}}).AllPages(ctx)
-	require.NoError(t, err)
-	lbs, err = loadbalancers.ExtractLoadBalancers(lp)
-	require.NoError(t, err)
-	assert.Empty(t, lbs)
+// checkTagFilters: the tags filter keeps the load balancers with all the
+// tags given.
+func checkTagFilters(t *testing.T, ev *env) {
+	for _, c := range []struct {
+		tags []string
+		n    int
+	}{{[]string{"kube_service_a", "cluster-x"}, 1}, {[]string{"kube_service_a", "other"}, 0}} {
+		lbs := listAll(t, loadbalancers.List(ev.lb, loadbalancers.ListOpts{Tags: c.tags}), loadbalancers.ExtractLoadBalancers)
+		assert.Len(t, lbs, c.n, c.tags)
+	}
+}
 
-	// Without cascade a load balancer with children is refused; with it, it goes.
-	err = loadbalancers.Delete(ctx, ev.lb, lb.ID, nil).ExtractErr()
+// checkCascadeDelete: without cascade a load balancer with children is
+// refused; with it, it goes with its children and VIP port, the floating IP
+// released.
+func checkCascadeDelete(t *testing.T, ev *env, lb *loadbalancers.LoadBalancer, listenerID, fipID string) {
+	ctx := t.Context()
+	err := loadbalancers.Delete(ctx, ev.lb, lb.ID, nil).ExtractErr()
 	assert.Equal(t, 400, codeOf(err))
 	require.NoError(t, loadbalancers.Delete(ctx, ev.lb, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr())
-	lb, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
+	got, err := loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
 	require.NoError(t, err)
-	assert.Equal(t, "PENDING_DELETE", lb.ProvisioningStatus)
-	ev.clock.Advance(delay)
+	assert.Equal(t, "PENDING_DELETE", got.ProvisioningStatus)
+	ev.clock.Advance(lifecycleDelay)
 	_, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
 	assert.Equal(t, 404, codeOf(err))
-	_, err = listeners.Get(ctx, ev.lb, l80.ID).Extract()
+	_, err = listeners.Get(ctx, ev.lb, listenerID).Extract()
 	assert.Equal(t, 404, codeOf(err))
 	_, err = ports.Get(ctx, ev.network, lb.VipPortID).Extract()
 	assert.Equal(t, 404, codeOf(err), "the VIP port goes with the load balancer")
-	fip, err = floatingips.Get(ctx, ev.network, fip.ID).Extract()
+	fip, err := floatingips.Get(ctx, ev.network, fipID).Extract()
 	require.NoError(t, err)
 	assert.Empty(t, fip.PortID, "the floating IP is released from the VIP")
 }
@@ -171,10 +208,7 @@ func TestLoadBalancerGraphWithPools(t *testing.T) {
 	}).Extract()
 	require.NoError(t, err)
 	// With no provisioning delay the next request sees everything ACTIVE.
-	pp, err := pools.List(ev.lb, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
-	require.NoError(t, err)
-	ps, err := pools.ExtractPools(pp)
-	require.NoError(t, err)
+	ps := listAll(t, pools.List(ev.lb, pools.ListOpts{LoadbalancerID: lb.ID}), pools.ExtractPools)
 	require.Len(t, ps, 1)
 	assert.Equal(t, "ACTIVE", ps[0].ProvisioningStatus)
 	assert.Len(t, ps[0].Members, 1)

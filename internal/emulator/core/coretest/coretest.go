@@ -46,6 +46,17 @@ func Ask(addr string) (string, error) {
 	return bufio.NewReader(c).ReadString('\n')
 }
 
+// Start makes an emulator with newEmulator(opts) and serves it as Serve
+// does: the started helper of every emulator's tests.
+func Start[O any, E interface {
+	Start(addr string) error
+	Close() error
+}](t testing.TB, newEmulator func(O) (E, error), opts O) E {
+	t.Helper()
+	e, err := newEmulator(opts)
+	return Serve(t, e, err)
+}
+
 // Serve starts emulator e (made with err) on a free loopback port and closes
 // it when the test ends; any error fails the test.
 func Serve[E interface {
