@@ -1,13 +1,10 @@
 package cloudstack
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
-	"encoding/base64"
 	"net/url"
-	"sort"
-	"strings"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/signature"
 )
 
 // The request check of the management server (apache/cloudstack
@@ -17,67 +14,13 @@ import (
 // the whole string lower-cased, HMAC-SHA1 with the secret key, base64. With
 // signatureversion=3, expires is mandatory and must not be past.
 
-// canonical is the string the server signs for params.
-func canonical(params url.Values) string {
-	names := make([]string, 0, len(params))
-	for k := range params {
-		if k != "signature" {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	for _, k := range names {
-		for _, v := range params[k] {
-			if b.Len() > 0 {
-				b.WriteByte('&')
-			}
-			b.WriteString(k)
-			b.WriteByte('=')
-			b.WriteString(javaURLEncode(v))
-		}
-	}
-	return strings.ToLower(b.String())
-}
-
-// javaURLEncode is java.net.URLEncoder.encode(s, "UTF-8") with "+" replaced
-// by "%20": A-Z a-z 0-9 . - * _ stay, every other byte is %XX (upper case).
-func javaURLEncode(s string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '*', c == '_':
-			b.WriteByte(c)
-		case c == ' ':
-			b.WriteString("%20")
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-		}
-	}
-	return b.String()
-}
-
 // Sign is the signature of params with secret, as a client computes it.
-func Sign(params url.Values, secret string) string {
-	mac := hmac.New(sha1.New, []byte(secret))
-	mac.Write([]byte(canonical(params)))
-	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
-}
+func Sign(params url.Values, secret string) string { return signature.CloudStack(params, secret) }
 
 // verified says whether params carry a valid signature of secret, not expired
 // at now.
 func verified(params url.Values, secret string, now time.Time) bool {
-	got, err := base64.StdEncoding.DecodeString(params.Get("signature"))
-	if err != nil || len(got) == 0 {
-		return false
-	}
-	mac := hmac.New(sha1.New, []byte(secret))
-	mac.Write([]byte(canonical(params)))
-	if !hmac.Equal(got, mac.Sum(nil)) {
+	if !signature.CloudStackValid(params, secret) {
 		return false
 	}
 	if params.Get("signatureversion") == "3" {

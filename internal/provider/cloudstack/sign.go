@@ -1,13 +1,13 @@
 package cloudstack
 
 import (
-	"crypto/hmac"
-	"crypto/sha1" //nolint:gosec // HMAC-SHA1 is what the management server verifies, not our choice
-	"encoding/base64"
+
+	//nolint:gosec // HMAC-SHA1 is what the management server verifies, not our choice
+
 	"net/url"
-	"slices"
-	"strings"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/signature"
 )
 
 // How a call is signed: as the management server verifies it (apache/
@@ -33,62 +33,11 @@ const expiresIn = 15 * time.Minute
 
 // sign adds the parameters every call carries to p and answers p's
 // canonical form (the query of a GET, unsigned) and its signature.
-func sign(p url.Values, command, apiKey, secret string, now time.Time) (query, signature string) {
+func sign(p url.Values, command, apiKey, secret string, now time.Time) (query, sig string) {
 	p.Set("command", command)
 	p.Set("response", "json")
 	p.Set("apiKey", apiKey)
 	p.Set("signatureversion", "3")
 	p.Set("expires", now.UTC().Add(expiresIn).Format(time.RFC3339))
-	query = canonical(p)
-	mac := hmac.New(sha1.New, []byte(secret))
-	mac.Write([]byte(strings.ToLower(query)))
-	return query, base64.StdEncoding.EncodeToString(mac.Sum(nil))
-}
-
-// canonical is p as the server rebuilds it to check the signature, before
-// lower-casing: signature left out, names sorted, values encoded as Java's
-// URLEncoder encodes them. It is a valid query string as it is.
-func canonical(p url.Values) string {
-	names := make([]string, 0, len(p))
-	for name := range p {
-		if name != "signature" {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	var b strings.Builder
-	for _, name := range names {
-		for _, v := range p[name] {
-			if b.Len() > 0 {
-				b.WriteByte('&')
-			}
-			b.WriteString(name)
-			b.WriteByte('=')
-			b.WriteString(javaURLEncode(v))
-		}
-	}
-	return b.String()
-}
-
-// javaURLEncode is java.net.URLEncoder.encode(s, "UTF-8") with "+" made
-// "%20", as ApiServer encodes a value to sign it: A-Z a-z 0-9 . - * _ stay,
-// every other byte is %XX. (cloudstack-go's EncodeValues differs on "~",
-// which Go's QueryEscape keeps: a value with one fails its signature check.)
-func javaURLEncode(s string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := range len(s) {
-		switch c := s[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '*', c == '_':
-			b.WriteByte(c)
-		case c == ' ':
-			b.WriteString("%20")
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-		}
-	}
-	return b.String()
+	return signature.CloudStackQuery(p), signature.CloudStack(p, secret)
 }
