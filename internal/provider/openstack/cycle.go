@@ -85,11 +85,10 @@ func (s steps) Listed(ctx context.Context, svc *v1.Service) (octaviaLB, bool, er
 }
 
 func (s steps) Find(ctx context.Context, svc *v1.Service) (octaviaLB, bool, error) {
-	octavia, err := s.clients.octaviaClient(ctx)
-	if err != nil {
+	if err := s.api.session(ctx, svcOctavia); err != nil {
 		return octaviaLB{}, false, err
 	}
-	lb, err := s.findLB(ctx, octavia, svc)
+	lb, err := s.findLB(ctx, svc)
 	if err != nil || lb == nil {
 		return octaviaLB{}, false, err
 	}
@@ -104,15 +103,14 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
 		return "", outcome.Refuse(outcome.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
 	}
-	octavia, network, err := s.lbClients(ctx)
-	if err != nil {
+	if err := s.api.session(ctx, svcOctavia, svcNetwork); err != nil {
 		return "", err
 	}
-	if err := s.requestedFloatingIPFree(ctx, network, svc, spec); err != nil {
+	if err := s.requestedFloatingIPFree(ctx, svc, spec); err != nil {
 		return "", err
 	}
 	fingerprint := spec.fingerprint()
-	more, err := s.vipSubnets(ctx, octavia, network, svc, &spec)
+	more, err := s.vipSubnets(ctx, svc, &spec)
 	if err != nil {
 		return "", err
 	}
@@ -121,7 +119,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	}
 	opts := s.createOpts(svc, spec)
 	opts.AdditionalVips = more
-	created, err := createLoadBalancer(ctx, octavia, opts)
+	created, err := s.api.createLoadBalancer(ctx, opts)
 	if err != nil {
 		if refused := s.tlsRefusal(err, spec); refused != nil {
 			return "", refused
@@ -175,21 +173,20 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		s.setCreated(lb.ID, "")
 		return s.converged(ctx, svc, spec)
 	}
-	octavia, err := s.clients.octaviaClient(ctx)
-	if err != nil {
+	if err := s.api.session(ctx, svcOctavia); err != nil {
 		return "", err
 	}
 	if err := s.prepareTLS(ctx, svc, &spec); err != nil {
 		return "", err
 	}
 	if lb.Shared {
-		if progress, err := s.share(ctx, octavia, svc, spec, &lb.Obj); err != nil || progress != "" {
+		if progress, err := s.share(ctx, svc, spec, &lb.Obj); err != nil || progress != "" {
 			return progress, err
 		}
 	} else {
 		s.warnImmutable(svc, &lb.Obj, spec)
 	}
-	changed, err := s.converge(ctx, octavia, svc, &lb.Obj, spec, lb.Shared)
+	changed, err := s.converge(ctx, svc, &lb.Obj, spec, lb.Shared)
 	if refused := s.tlsRefusal(err, spec); refused != nil {
 		return "", refused
 	}
@@ -244,7 +241,7 @@ func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) er
 // Publish attaches the floating IP (an internal Service gives its own back) and
 // says the status.
 func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (*v1.LoadBalancerStatus, string, error) {
-	network, err := s.clients.networkClient(ctx)
+	err := s.api.session(ctx, svcNetwork)
 	if err != nil {
 		return nil, "", err
 	}
@@ -252,14 +249,14 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oct
 	switch {
 	case spec.noFloatingIP() && !lb.Shared:
 		// A Service made internal gives its floating IP back.
-		if err := s.releaseFloatingIP(ctx, network, svc, &lb.Obj, spec.keepFIP, false); err != nil {
+		if err := s.releaseFloatingIP(ctx, svc, &lb.Obj, spec.keepFIP, false); err != nil {
 			return nil, "", err
 		}
 	case spec.noFloatingIP():
 	case lb.Shared:
 		// The owner gives a shared load balancer its address (one that is
 		// internal has none): a sharer never does.
-		fip, err := s.vipFloatingIP(ctx, network, &lb.Obj)
+		fip, err := s.vipFloatingIP(ctx, &lb.Obj)
 		if err != nil {
 			return nil, "", err
 		}
@@ -268,7 +265,7 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oct
 		}
 		addr = fip.FloatingIP
 	default:
-		if addr, err = s.ensureFloatingIP(ctx, network, svc, &lb.Obj, spec); err != nil {
+		if addr, err = s.ensureFloatingIP(ctx, svc, &lb.Obj, spec); err != nil {
 			return nil, "", err
 		}
 	}
@@ -303,11 +300,10 @@ func (s steps) Published(ctx context.Context, _ *v1.Service, spec lbSpec, rec lb
 // second pool to update waits for the next pass. Any doubt (a pool missing or
 // named twice) is not ok: the full cycle repairs it.
 func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, bool, error) {
-	octavia, err := s.clients.octaviaClient(ctx)
-	if err != nil {
+	if err := s.api.session(ctx, svcOctavia); err != nil {
 		return "", false, err
 	}
-	all, err := listPools(ctx, octavia, lb.ID)
+	all, err := s.api.listPools(ctx, lb.ID)
 	if err != nil {
 		return "", false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, octaviaErr(err))
 	}
@@ -331,7 +327,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 		if wrote {
 			return fmt.Sprintf("members of load balancer %s are being updated", lb.ID), true, nil
 		}
-		changed, err := s.convergeMembers(ctx, octavia, mine[i], spec, p)
+		changed, err := s.convergeMembers(ctx, mine[i], spec, p)
 		if err != nil {
 			return "", true, fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err)
 		}
@@ -392,11 +388,10 @@ func (s steps) Relist() {
 // once the load balancer is gone: the Service keeps its finalizer until then,
 // and its free floating IPs go last.
 func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) (string, error) {
-	octavia, network, err := s.lbClients(ctx)
-	if err != nil {
+	if err := s.api.session(ctx, svcOctavia, svcNetwork); err != nil {
 		return "", err
 	}
-	lb, err := s.findLB(ctx, octavia, svc)
+	lb, err := s.findLB(ctx, svc)
 	if err != nil {
 		return "", err
 	}
@@ -404,7 +399,7 @@ func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) 
 	if lb == nil {
 		// Gone (deleted now, or behind our back before): what it left of ours
 		// goes too, its security group whether or not groups are managed now.
-		if err := s.deleteSG(ctx, network, svc); err != nil {
+		if err := s.deleteSG(ctx, svc); err != nil {
 			return "", err
 		}
 		if err := s.sweepCerts(ctx, svc, ""); err != nil {
@@ -413,16 +408,16 @@ func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) 
 		if keep {
 			return "", nil
 		}
-		return "", s.deleteOwnFloatingIPs(ctx, network, svc)
+		return "", s.deleteOwnFloatingIPs(ctx, svc)
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING") {
 		return fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), nil
 	}
-	if progress, err := s.deleteOrLeave(ctx, octavia, network, svc, lb, clusterName); err != nil || progress != "" {
+	if progress, err := s.deleteOrLeave(ctx, svc, lb, clusterName); err != nil || progress != "" {
 		return progress, err
 	}
 	// A Service that left a shared load balancer.
-	if err := s.deleteSG(ctx, network, svc); err != nil {
+	if err := s.deleteSG(ctx, svc); err != nil {
 		return "", err
 	}
 	return "", s.sweepCerts(ctx, svc, "")

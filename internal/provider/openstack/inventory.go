@@ -3,7 +3,6 @@ package openstack
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -31,22 +30,20 @@ var (
 // newObjectIndex lists every listener and pool of the project, by id.
 func newObjectIndex(c *Cloud) (*snapshot.Snapshot[listeners.Listener], *snapshot.Snapshot[pools.Pool]) {
 	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]listeners.Listener, error) {
-		octavia, err := c.clients.octaviaClient(ctx)
-		if err != nil {
+		if err := c.api.session(ctx, svcOctavia); err != nil {
 			return nil, err
 		}
-		all, err := listAll[listeners.Listener](ctx, octavia, "listeners", nil, "lbaas", "listeners")
+		all, err := c.api.listAllListeners(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing the project's listeners: %w", octaviaErr(err))
 		}
 		return all, nil
 	}, func(l listeners.Listener) []string { return []string{"listener/" + l.ID} })
 	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]pools.Pool, error) {
-		octavia, err := c.clients.octaviaClient(ctx)
-		if err != nil {
+		if err := c.api.session(ctx, svcOctavia); err != nil {
 			return nil, err
 		}
-		all, err := listAll[pools.Pool](ctx, octavia, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools")
+		all, err := c.api.listAllPools(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing the project's pools: %w", octaviaErr(err))
 		}
@@ -119,11 +116,10 @@ func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error)
 // newRuleIndex lists every security group rule of the project.
 func newRuleIndex(c *Cloud) *snapshot.Snapshot[rules.SecGroupRule] {
 	return snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]rules.SecGroupRule, error) {
-		network, err := c.clients.networkClient(ctx)
-		if err != nil {
+		if err := c.api.session(ctx, svcNetwork); err != nil {
 			return nil, err
 		}
-		all, err := allPages(ctx, rules.List(network, rules.ListOpts{}), rules.ExtractRules)
+		all, err := c.api.listRules(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing the project's security group rules: %w", neutronErr(err))
 		}

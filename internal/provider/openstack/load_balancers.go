@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
@@ -71,15 +70,15 @@ func (c *Cloud) owned(lb *loadbalancers.LoadBalancer, svc *v1.Service) bool {
 
 // findLB returns the Service's load balancer (found by its UID tag), or nil. An
 // explicit load-balancer-id annotation names a load balancer to share instead.
-func (c *Cloud) findLB(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service) (*loadbalancers.LoadBalancer, error) {
+func (c *Cloud) findLB(ctx context.Context, svc *v1.Service) (*loadbalancers.LoadBalancer, error) {
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
-		lb, err := loadbalancers.Get(ctx, octavia, id).Extract()
-		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		lb, err := c.api.getLoadBalancer(ctx, id)
+		if hasStatus(err, http.StatusNotFound) {
 			return nil, nil
 		}
 		return lb, octaviaErr(err)
 	}
-	lbs, err := allPages(ctx, loadbalancers.List(octavia, loadbalancers.ListOpts{Tags: []string{tagService + string(svc.UID)}}), loadbalancers.ExtractLoadBalancers)
+	lbs, err := c.api.listLoadBalancers(ctx, loadbalancers.ListOpts{Tags: []string{tagService + string(svc.UID)}})
 	if err != nil {
 		return nil, fmt.Errorf("listing load balancers: %w", octaviaErr(err))
 	}
@@ -97,11 +96,10 @@ func (c *Cloud) findLB(ctx context.Context, octavia *gophercloud.ServiceClient, 
 
 // GetLoadBalancer reports the Service's load balancer.
 func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	octavia, network, err := c.lbClients(ctx)
-	if err != nil {
+	if err := c.api.session(ctx, svcOctavia, svcNetwork); err != nil {
 		return nil, false, err
 	}
-	lb, err := c.findLB(ctx, octavia, svc)
+	lb, err := c.findLB(ctx, svc)
 	if err != nil || lb == nil {
 		return nil, false, err
 	}
@@ -113,7 +111,7 @@ func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1
 		// The status of what exists, however the Service reads now.
 		spec = lbSpec{onlyPublic: true}
 	}
-	fip, err := c.vipFloatingIP(ctx, network, lb)
+	fip, err := c.vipFloatingIP(ctx, lb)
 	if err != nil {
 		return nil, true, err
 	}
@@ -364,8 +362,8 @@ func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) monitors.CreateOpts {
 // recorded on it before its first listener. Removals come first, so that a
 // port whose listener must change protocol is free when its new listener is
 // created.
-func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec, shared bool) (bool, error) {
-	have, err := allPages(ctx, listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lb.ID}), listeners.ExtractListeners)
+func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec, shared bool) (bool, error) {
+	have, err := c.api.listListeners(ctx, lb.ID)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
 	}
@@ -394,7 +392,7 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 	if shared && len(s.ports) > 0 && !slices.Contains(lb.Tags, s.name) {
 		// Recorded first: a Service's listeners are never on a load
 		// balancer that does not name it.
-		if err := updateTags(ctx, octavia, lb.ID, append(slices.Clone(lb.Tags), s.name)); err != nil {
+		if err := c.updateTags(ctx, lb.ID, append(slices.Clone(lb.Tags), s.name)); err != nil {
 			return false, err
 		}
 		c.Events.Eventf(svc, v1.EventTypeNormal, reasonAdoptedLoadBalancer, "Sharing load balancer %s", lb.ID)
@@ -404,7 +402,7 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 	// load balancer names its pools: a new one has none to list.
 	var allPools []pools.Pool
 	if len(lb.Pools) > 0 {
-		if allPools, err = listPools(ctx, octavia, lb.ID); err != nil {
+		if allPools, err = c.api.listPools(ctx, lb.ID); err != nil {
 			return false, fmt.Errorf("listing pools: %w", octaviaErr(err))
 		}
 	}
@@ -424,18 +422,18 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 		}
 		l := byKey[k]
 		if l.DefaultPoolID != "" {
-			if err := pools.Delete(ctx, octavia, l.DefaultPoolID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
 				return false, fmt.Errorf("deleting pool of listener %s: %w", k, octaviaErr(err))
 			}
 			return true, nil
 		}
-		if err := listeners.Delete(ctx, octavia, l.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deleteListener(ctx, l.ID); err != nil {
 			return false, fmt.Errorf("deleting listener %s: %w", k, octaviaErr(err))
 		}
 		return true, nil
 	}
 
-	if changed, err := c.deleteStrayPools(ctx, octavia, allPools, s); err != nil || changed {
+	if changed, err := c.deleteStrayPools(ctx, allPools, s); err != nil || changed {
 		return changed, err
 	}
 	for _, p := range s.ports {
@@ -451,19 +449,19 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 			}); i >= 0 {
 				opts.DefaultPoolID = allPools[i].ID
 			}
-			if _, err := listeners.Create(ctx, octavia, opts).Extract(); err != nil {
+			if err := c.api.createListener(ctx, opts); err != nil {
 				return false, fmt.Errorf("creating listener %s: %w", k, octaviaErr(err))
 			}
 			return true, nil
 		}
-		if changed, err := c.convergeListener(ctx, octavia, l, s, p); err != nil || changed {
+		if changed, err := c.convergeListener(ctx, l, s, p); err != nil || changed {
 			return changed, err
 		}
 		pool, ok := poolByID[l.DefaultPoolID]
 		if !ok {
 			opts := c.poolOpts(s, p)
 			opts.ListenerID = l.ID
-			if _, err := pools.Create(ctx, octavia, opts).Extract(); err != nil {
+			if err := c.api.createPool(ctx, opts); err != nil {
 				return false, fmt.Errorf("creating the pool of listener %s: %w", k, octaviaErr(err))
 			}
 			return true, nil
@@ -471,21 +469,21 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 		if pool.Protocol != s.poolProtocol(p) {
 			// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
 			c.Events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
-			if err := pools.Delete(ctx, octavia, pool.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			if err := c.api.deletePool(ctx, pool.ID); err != nil {
 				return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, octaviaErr(err))
 			}
 			return true, nil
 		}
 		if pool.LBMethod != s.method {
-			if _, err := pools.Update(ctx, octavia, pool.ID, pools.UpdateOpts{LBMethod: pools.LBMethod(s.method)}).Extract(); err != nil {
+			if err := c.api.setPoolMethod(ctx, pool.ID, s.method); err != nil {
 				return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, octaviaErr(err))
 			}
 			return true, nil
 		}
-		if changed, err := c.convergeMembers(ctx, octavia, pool, s, p); err != nil || changed {
+		if changed, err := c.convergeMembers(ctx, pool, s, p); err != nil || changed {
 			return changed, err
 		}
-		if changed, err := c.convergeMonitor(ctx, octavia, pool, s, p); err != nil || changed {
+		if changed, err := c.convergeMonitor(ctx, pool, s, p); err != nil || changed {
 			return changed, err
 		}
 	}
@@ -495,7 +493,7 @@ func (c *Cloud) converge(ctx context.Context, octavia *gophercloud.ServiceClient
 // deleteStrayPools deletes a pool of the Service's that no listener uses and
 // none of its ports wants (its listener deleted with the port, or behind our
 // back with a pool of another protocol); one a pass.
-func (c *Cloud) deleteStrayPools(ctx context.Context, octavia *gophercloud.ServiceClient, all []pools.Pool, s lbSpec) (bool, error) {
+func (c *Cloud) deleteStrayPools(ctx context.Context, all []pools.Pool, s lbSpec) (bool, error) {
 	wanted := map[string]string{} // name → protocol
 	for _, p := range s.ports {
 		wanted[c.objectName(s, p)] = s.poolProtocol(p)
@@ -504,7 +502,7 @@ func (c *Cloud) deleteStrayPools(ctx context.Context, octavia *gophercloud.Servi
 		if len(pool.Listeners) > 0 || !strings.HasPrefix(pool.Name, s.name+"_") || wanted[pool.Name] == pool.Protocol {
 			continue
 		}
-		if err := pools.Delete(ctx, octavia, pool.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deletePool(ctx, pool.ID); err != nil {
 			return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", pool.ID, octaviaErr(err))
 		}
 		return true, nil
@@ -513,7 +511,7 @@ func (c *Cloud) deleteStrayPools(ctx context.Context, octavia *gophercloud.Servi
 }
 
 // convergeListener updates what Octavia can change in place.
-func (c *Cloud) convergeListener(ctx context.Context, octavia *gophercloud.ServiceClient, l listeners.Listener, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeListener(ctx context.Context, l listeners.Listener, s lbSpec, p v1.ServicePort) (bool, error) {
 	var u listeners.UpdateOpts
 	changed := false
 	cidrs := slices.Clone(l.AllowedCIDRs)
@@ -550,7 +548,7 @@ func (c *Cloud) convergeListener(ctx context.Context, octavia *gophercloud.Servi
 	if !changed {
 		return false, nil
 	}
-	if _, err := listeners.Update(ctx, octavia, l.ID, u).Extract(); err != nil {
+	if err := c.api.updateListener(ctx, l.ID, u); err != nil {
 		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, octaviaErr(err))
 	}
 	return true, nil
@@ -558,12 +556,12 @@ func (c *Cloud) convergeListener(ctx context.Context, octavia *gophercloud.Servi
 
 // convergeMonitor creates, updates or deletes the pool's health monitor. Its type
 // cannot change in place, so a new type replaces it.
-func (c *Cloud) convergeMonitor(ctx context.Context, octavia *gophercloud.ServiceClient, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeMonitor(ctx context.Context, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
 	if s.monitor == nil {
 		if pool.MonitorID == "" {
 			return false, nil
 		}
-		if err := monitors.Delete(ctx, octavia, pool.MonitorID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deleteMonitor(ctx, pool.MonitorID); err != nil {
 			return false, fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, octaviaErr(err))
 		}
 		return true, nil
@@ -571,17 +569,17 @@ func (c *Cloud) convergeMonitor(ctx context.Context, octavia *gophercloud.Servic
 	want := c.monitorOpts(s, p)
 	if pool.MonitorID == "" {
 		want.PoolID = pool.ID
-		if _, err := monitors.Create(ctx, octavia, want).Extract(); err != nil {
+		if err := c.api.createMonitor(ctx, want); err != nil {
 			return false, fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, octaviaErr(err))
 		}
 		return true, nil
 	}
-	have, err := monitors.Get(ctx, octavia, pool.MonitorID).Extract()
+	have, err := c.api.getMonitor(ctx, pool.MonitorID)
 	if err != nil {
 		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, octaviaErr(err))
 	}
 	if have.Type != want.Type {
-		if err := monitors.Delete(ctx, octavia, have.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deleteMonitor(ctx, have.ID); err != nil {
 			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, octaviaErr(err))
 		}
 		return true, nil
@@ -591,19 +589,19 @@ func (c *Cloud) convergeMonitor(ctx context.Context, octavia *gophercloud.Servic
 		return false, nil
 	}
 	u := monitors.UpdateOpts{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
-	if _, err := monitors.Update(ctx, octavia, have.ID, u).Extract(); err != nil {
+	if err := c.api.updateMonitor(ctx, have.ID, u); err != nil {
 		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, octaviaErr(err))
 	}
 	return true, nil
 }
 
 // convergeMembers replaces the pool's members in one batch call when they differ.
-func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.ServiceClient, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeMembers(ctx context.Context, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
 	poolID := pool.ID
 	var members []leanMember
 	if len(pool.Members) > 0 { // the pool names its members: a new one has none to list
 		var err error
-		if members, err = listMembers(ctx, octavia, poolID); err != nil {
+		if members, err = c.api.listMembers(ctx, poolID); err != nil {
 			return false, fmt.Errorf("listing members: %w", octaviaErr(err))
 		}
 	}
@@ -637,7 +635,7 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 		}
 		batch = append(batch, o)
 	}
-	if err := putMembers(ctx, octavia, poolID, batch); err != nil {
+	if err := c.api.putMembers(ctx, poolID, batch); err != nil {
 		return false, fmt.Errorf("updating members of pool %s: %w", poolID, octaviaErr(err))
 	}
 	return true, nil
@@ -651,12 +649,11 @@ func (c *Cloud) convergeMembers(ctx context.Context, octavia *gophercloud.Servic
 // built again step by step, as every later one is. Its floating IP is kept for
 // the new one. It returns a RetryError when it rebuilds, nil when all is well.
 func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer) (string, error) {
-	octavia, err := c.clients.octaviaClient(ctx)
-	if err != nil {
+	if err := c.api.session(ctx, svcOctavia); err != nil {
 		return "", err
 	}
 	var tree statusTree
-	if err := loadbalancers.GetStatuses(ctx, octavia, lb.ID).ExtractInto(&tree); err != nil {
+	if err := c.api.loadBalancerStatuses(ctx, lb.ID, &tree); err != nil {
 		return "", fmt.Errorf("reading the status tree of load balancer %s: %w", lb.ID, octaviaErr(err))
 	}
 	pending := tree.pending()
@@ -682,23 +679,18 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *load
 // deleteKeepingAddress deletes the Service's load balancer (cascade) to build
 // it anew; its floating IP is detached and kept for the new one.
 func (c *Cloud) deleteKeepingAddress(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer) error {
-	octavia, network, err := c.lbClients(ctx)
-	if err != nil {
+	if err := c.api.session(ctx, svcOctavia, svcNetwork); err != nil {
 		return err
 	}
-	if err := c.releaseFloatingIP(ctx, network, svc, lb, true, false); err != nil {
+	if err := c.releaseFloatingIP(ctx, svc, lb, true, false); err != nil {
 		return err
 	}
-	return deleteCascade(ctx, octavia, lb.ID)
+	return c.deleteCascade(ctx, lb.ID)
 }
 
 // deleteCascade deletes a load balancer with all it has; already gone is success.
-func deleteCascade(ctx context.Context, octavia *gophercloud.ServiceClient, id string) error {
-	err := loadbalancers.Delete(ctx, octavia, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
-	if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return octaviaErr(err)
-	}
-	return nil
+func (c *Cloud) deleteCascade(ctx context.Context, id string) error {
+	return octaviaErr(c.api.deleteLoadBalancer(ctx, id))
 }
 
 // statusTree is Octavia's status tree of a load balancer (GET

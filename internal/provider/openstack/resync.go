@@ -46,11 +46,10 @@ func newLBIndex(c *Cloud) *lbIndex {
 			if uid == "" {
 				return nil, fmt.Errorf("the cluster UID is not known yet")
 			}
-			octavia, err := c.clients.octaviaClient(ctx)
-			if err != nil {
+			if err := c.api.session(ctx, svcOctavia); err != nil {
 				return nil, err
 			}
-			lbs, err := allPages(ctx, loadbalancers.List(octavia, loadbalancers.ListOpts{Tags: []string{tagCluster + uid}}), loadbalancers.ExtractLoadBalancers)
+			lbs, err := c.api.listLoadBalancers(ctx, loadbalancers.ListOpts{Tags: []string{tagCluster + uid}})
 			if err != nil {
 				return nil, fmt.Errorf("listing the cluster's load balancers: %w", redact(err))
 			}
@@ -65,11 +64,10 @@ func newLBIndex(c *Cloud) *lbIndex {
 			return keys
 		}),
 		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]floatingips.FloatingIP, error) {
-			network, err := c.clients.networkClient(ctx)
-			if err != nil {
+			if err := c.api.session(ctx, svcNetwork); err != nil {
 				return nil, err
 			}
-			fips, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{}), floatingips.ExtractFloatingIPs)
+			fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{})
 			if err != nil {
 				return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,11 +24,10 @@ var _ cloudprovider.Routes = routes{}
 // InternalIP is its nexthop. A route whose nexthop is no Node's is reported as a
 // blackhole; the route controller removes it only if it lies in --cluster-cidr.
 func (r routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
-	network, err := r.c.clients.networkClient(ctx)
-	if err != nil {
+	if err := r.c.api.session(ctx, svcNetwork); err != nil {
 		return nil, err
 	}
-	router, err := routers.Get(ctx, network, r.c.cfg.Route.RouterID).Extract()
+	router, err := r.c.api.getRouter(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
 		return nil, fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, redact(err))
 	}
@@ -60,12 +58,11 @@ func (r routes) CreateRoute(ctx context.Context, _ string, _ string, route *clou
 	if err != nil {
 		return err
 	}
-	network, err := r.c.clients.networkClient(ctx)
-	if err != nil {
+	if err := r.c.api.session(ctx, svcNetwork); err != nil {
 		return err
 	}
 	rts := []routers.Route{{DestinationCIDR: route.DestinationCIDR, NextHop: nexthop}}
-	if _, err := extraroutes.Add(ctx, network, r.c.cfg.Route.RouterID, extraroutes.Opts{Routes: &rts}).Extract(); err != nil {
+	if err := r.c.api.addRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
 		return fmt.Errorf("adding route %s via %s to router %s: %w", route.DestinationCIDR, nexthop, r.c.cfg.Route.RouterID, redact(err))
 	}
 	klog.FromContext(ctx).Info("Created route", "destination", route.DestinationCIDR, "nexthop", nexthop, "node", route.TargetNode)
@@ -75,11 +72,10 @@ func (r routes) CreateRoute(ctx context.Context, _ string, _ string, route *clou
 // DeleteRoute removes the router's routes to the destination (whatever their
 // nexthop: the Node may be gone). Removing a route that is not there is a no-op.
 func (r routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
-	network, err := r.c.clients.networkClient(ctx)
-	if err != nil {
+	if err := r.c.api.session(ctx, svcNetwork); err != nil {
 		return err
 	}
-	router, err := routers.Get(ctx, network, r.c.cfg.Route.RouterID).Extract()
+	router, err := r.c.api.getRouter(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
 		return fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, redact(err))
 	}
@@ -92,7 +88,7 @@ func (r routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.
 	if len(rts) == 0 {
 		return nil
 	}
-	if _, err := extraroutes.Remove(ctx, network, r.c.cfg.Route.RouterID, extraroutes.Opts{Routes: &rts}).Extract(); err != nil {
+	if err := r.c.api.removeRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
 		return fmt.Errorf("removing route %s from router %s: %w", route.DestinationCIDR, r.c.cfg.Route.RouterID, redact(err))
 	}
 	klog.FromContext(ctx).Info("Deleted route", "destination", route.DestinationCIDR, "node", route.TargetNode)

@@ -13,11 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -130,6 +127,7 @@ func (g *sgSpec) wantedRules(remotes []string) []sgRuleKey {
 // sgManager keeps what the security groups need across Services: the
 // project's subnets (their CIDRs are what the rules open) and the port writer.
 type sgManager struct {
+	api        cloudAPI
 	mu         sync.Mutex
 	subnets    []subnets.Subnet
 	subnetsAt  time.Time
@@ -306,14 +304,14 @@ type sgKnownPort struct {
 	revision int
 }
 
-func newSGManager() *sgManager {
-	return &sgManager{pending: map[string]*portChange{}, flushTurn: provider.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
+func newSGManager(api cloudAPI) *sgManager {
+	return &sgManager{api: api, pending: map[string]*portChange{}, flushTurn: provider.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
 }
 
 // memberSubnetCIDRs are the CIDRs of the subnets that hold the members'
 // addresses (the member subnet, of each family): the load balancer's own
 // addresses on them are where its traffic to the Nodes comes from.
-func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.ServiceClient, members []string) ([]string, error) {
+func (c *Cloud) memberSubnetCIDRs(ctx context.Context, members []string) ([]string, error) {
 	m := c.sgs
 	find := func(all []subnets.Subnet) []string {
 		var out []string
@@ -340,7 +338,7 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.Serv
 	}
 	// A member on a subnet not seen yet: listed again (never under the lock
 	// the port writes take).
-	all, err := allPages(ctx, subnets.List(network, subnets.ListOpts{}), subnets.ExtractSubnets)
+	all, err := c.api.listSubnets(ctx, subnets.ListOpts{})
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets: %w", neutronErr(err))
 	}
@@ -351,7 +349,7 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.Serv
 }
 
 // sgRemotes are the sources the Service's rules let in.
-func (c *Cloud) sgRemotes(ctx context.Context, network *gophercloud.ServiceClient, s lbSpec) ([]string, error) {
+func (c *Cloud) sgRemotes(ctx context.Context, s lbSpec) ([]string, error) {
 	if c.cfg.LoadBalancer.LBProvider == "ovn" {
 		// OVN keeps the clients' addresses: the rules open the Service's
 		// source ranges to the NodePorts.
@@ -369,15 +367,15 @@ func (c *Cloud) sgRemotes(ctx context.Context, network *gophercloud.ServiceClien
 		}
 		return out, nil
 	}
-	return c.memberSubnetCIDRs(ctx, network, s.members)
+	return c.memberSubnetCIDRs(ctx, s.members)
 }
 
 // findSG is the Service's security group, found by its name (ours carry the
 // peer's name too): the one tagged with the Service's and this cluster's UIDs,
 // else the peer's (untagged). A group tagged for another cluster or Service is
 // never returned. One read.
-func (c *Cloud) findSG(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) (*groups.SecGroup, error) {
-	named, err := allPages(ctx, groups.List(network, groups.ListOpts{Name: sgName(svc)}), groups.ExtractGroups)
+func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*groups.SecGroup, error) {
+	named, err := c.api.listSecurityGroups(ctx, groups.ListOpts{Name: sgName(svc)})
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
 	}
@@ -420,28 +418,27 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 			return nil
 		}
 	}
-	network, err := c.clients.networkClient(ctx)
-	if err != nil {
+	if err := c.api.session(ctx, svcNetwork); err != nil {
 		return err
 	}
 	if s.sg == nil {
-		return c.deleteSG(ctx, network, svc)
+		return c.deleteSG(ctx, svc)
 	}
-	g, err := c.findSG(ctx, network, svc)
+	g, err := c.findSG(ctx, svc)
 	if err != nil {
 		return err
 	}
 	var did []string
 	tags := []string{tagService + string(svc.UID), tagCluster + c.Cluster.Get()}
 	if g == nil {
-		created, err := groups.Create(ctx, network, groups.CreateOpts{
+		created, err := c.api.createSecurityGroup(ctx, groups.CreateOpts{
 			Name:        sgName(svc),
 			Description: fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster),
-		}).Extract()
+		})
 		if err != nil {
 			return fmt.Errorf("creating security group %s: %w", sgName(svc), neutronErr(err))
 		}
-		if err := dropDefaultEgress(ctx, network, created); err != nil {
+		if err := c.dropDefaultEgress(ctx, created); err != nil {
 			return err
 		}
 		g = created
@@ -450,25 +447,25 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 	if !slices.Contains(g.Tags, tags[0]) || !slices.Contains(g.Tags, tags[1]) {
 		all := append(slices.Clone(g.Tags), tags...)
 		slices.Sort(all)
-		if _, err := attributestags.ReplaceAll(ctx, network, "security-groups", g.ID, attributestags.ReplaceAllOpts{Tags: slices.Compact(all)}).Extract(); err != nil {
+		if err := c.api.tagSecurityGroup(ctx, g.ID, slices.Compact(all)); err != nil {
 			return fmt.Errorf("tagging security group %s: %w", g.ID, neutronErr(err))
 		}
 		if len(did) == 0 {
 			did = append(did, "adopted")
 		}
 	}
-	remotes, err := c.sgRemotes(ctx, network, s)
+	remotes, err := c.sgRemotes(ctx, s)
 	if err != nil {
 		return err
 	}
-	n, err := c.convergeRules(ctx, network, g, s.sg.wantedRules(remotes))
+	n, err := c.convergeRules(ctx, g, s.sg.wantedRules(remotes))
 	if err != nil {
 		return err
 	}
 	if n > 0 {
 		did = append(did, fmt.Sprintf("%d rule(s) changed", n))
 	}
-	attached, detached, err := c.placeSG(ctx, network, g.ID, s, slices.Contains(did, "created"))
+	attached, detached, err := c.placeSG(ctx, g.ID, s, slices.Contains(did, "created"))
 	if err != nil {
 		return err
 	}
@@ -493,11 +490,10 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 	if !ok {
 		return false, nil
 	}
-	network, err := c.clients.networkClient(ctx)
-	if err != nil {
+	if err := c.api.session(ctx, svcNetwork); err != nil {
 		return false, err
 	}
-	remotes, err := c.sgRemotes(ctx, network, s)
+	remotes, err := c.sgRemotes(ctx, s)
 	if err != nil || !slices.Equal(remotes, p.remotes) {
 		return false, err
 	}
@@ -518,7 +514,7 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 	}
 	var changes []*portChange
 	if len(read) > 0 {
-		ports, err := listPortViews(ctx, network, url.Values{"device_id": read})
+		ports, err := c.api.listPortViews(ctx, url.Values{"device_id": read})
 		if err != nil {
 			return false, err
 		}
@@ -533,10 +529,10 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 			case joined[port.DeviceID] && member:
 				c.sgs.learn(port.DeviceID, port)
 				if !has {
-					changes = append(changes, c.sgs.request(network, port, p.group, true, c.sgs.groupsFor(s.sg.serverLabels[port.DeviceID])...))
+					changes = append(changes, c.sgs.request(port, p.group, true, c.sgs.groupsFor(s.sg.serverLabels[port.DeviceID])...))
 				}
 			case !joined[port.DeviceID] && has:
-				changes = append(changes, c.sgs.request(network, port, p.group, false))
+				changes = append(changes, c.sgs.request(port, p.group, false))
 			}
 		}
 	}
@@ -560,14 +556,14 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 // keeps only its ingress rules): the group is then the peer's shape, and the
 // peer taking it over writes nothing. The nodes' other groups allow their
 // egress; a group only adds what it allows.
-func dropDefaultEgress(ctx context.Context, network *gophercloud.ServiceClient, g *groups.SecGroup) error {
+func (c *Cloud) dropDefaultEgress(ctx context.Context, g *groups.SecGroup) error {
 	kept := g.Rules[:0]
 	for _, r := range g.Rules {
 		if r.Direction != "egress" {
 			kept = append(kept, r)
 			continue
 		}
-		if err := rules.Delete(ctx, network, r.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deleteRule(ctx, r.ID); err != nil {
 			return fmt.Errorf("deleting the default egress rule %s of security group %s: %w", r.ID, g.ID, neutronErr(err))
 		}
 	}
@@ -577,7 +573,7 @@ func dropDefaultEgress(ctx context.Context, network *gophercloud.ServiceClient, 
 
 // convergeRules writes the difference between the group's ingress rules and
 // the wanted ones; egress rules are left alone.
-func (c *Cloud) convergeRules(ctx context.Context, network *gophercloud.ServiceClient, g *groups.SecGroup, want []sgRuleKey) (int, error) {
+func (c *Cloud) convergeRules(ctx context.Context, g *groups.SecGroup, want []sgRuleKey) (int, error) {
 	have := map[sgRuleKey]string{}
 	var extra []string
 	for _, r := range g.Rules {
@@ -602,12 +598,12 @@ func (c *Cloud) convergeRules(ctx context.Context, network *gophercloud.ServiceC
 		})
 	}
 	if len(create) > 0 {
-		if _, err := rules.CreateBulk(ctx, network, create).Extract(); err != nil {
+		if err := c.api.createRules(ctx, create); err != nil {
 			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, neutronErr(err))
 		}
 	}
 	for _, id := range extra {
-		if err := rules.Delete(ctx, network, id).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deleteRule(ctx, id); err != nil {
 			return 0, fmt.Errorf("deleting rule %s of security group %s: %w", id, g.ID, neutronErr(err))
 		}
 	}
@@ -626,29 +622,20 @@ type sgPortView struct {
 	} `json:"fixed_ips"`
 }
 
-func listPortViews(ctx context.Context, network *gophercloud.ServiceClient, query url.Values) ([]sgPortView, error) {
-	query["fields"] = []string{"id", "device_id", "security_groups", "port_security_enabled", "revision_number", "fixed_ips"}
-	out, err := listAll[sgPortView](ctx, network, "ports", query, "ports")
-	if err != nil {
-		return nil, fmt.Errorf("listing ports: %w", neutronErr(err))
-	}
-	return out, nil
-}
-
 // placeSG puts the group on each member Node's port (the port holding the
 // member's address, when it has port security) and takes it off every other
 // port. The writes go through the port writer, batched with other Services'.
-func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient, groupID string, s lbSpec, created bool) (int, int, error) {
+func (c *Cloud) placeSG(ctx context.Context, groupID string, s lbSpec, created bool) (int, int, error) {
 	var members, holding []sgPortView
 	if len(s.sg.servers) > 0 {
 		var err error
-		if members, err = listPortViews(ctx, network, url.Values{"device_id": s.sg.servers}); err != nil {
+		if members, err = c.api.listPortViews(ctx, url.Values{"device_id": s.sg.servers}); err != nil {
 			return 0, 0, err
 		}
 	}
 	if !created { // a group made just now is on no port
 		var err error
-		if holding, err = listPortViews(ctx, network, url.Values{"security_groups": {groupID}}); err != nil {
+		if holding, err = c.api.listPortViews(ctx, url.Values{"security_groups": {groupID}}); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -670,13 +657,13 @@ func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient,
 		if !slices.Contains(p.SecurityGroups, groupID) {
 			// A Node new to this Service is likely new to the others: their
 			// groups go on in the same write.
-			changes = append(changes, c.sgs.request(network, p, groupID, true, c.sgs.groupsFor(s.sg.serverLabels[p.DeviceID])...))
+			changes = append(changes, c.sgs.request(p, groupID, true, c.sgs.groupsFor(s.sg.serverLabels[p.DeviceID])...))
 		}
 	}
 	attached := len(changes)
 	for _, p := range holding {
 		if !isMember[p.ID] {
-			changes = append(changes, c.sgs.request(network, p, groupID, false))
+			changes = append(changes, c.sgs.request(p, groupID, false))
 		}
 	}
 	var errs []error
@@ -699,14 +686,14 @@ func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient,
 // written.
 // others are groups of other Services that go on with an addition, unless
 // their own Service asks them off.
-func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, groupID string, add bool, others ...string) *portChange {
+func (m *sgManager) request(p sgPortView, groupID string, add bool, others ...string) *portChange {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.flushing == nil {
 		m.flushing = time.AfterFunc(m.flushDelay, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			m.flushNow(ctx, network)
+			m.flushNow(ctx)
 		})
 	}
 	ch, ok := m.pending[p.ID]
@@ -736,7 +723,7 @@ func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, gr
 // flushNow writes each port's pending changes, one write a port: the port's
 // groups as last known, with the changes, under If-Match on its revision; a
 // stale revision reads the port again and retries.
-func (m *sgManager) flushNow(ctx context.Context, network *gophercloud.ServiceClient) {
+func (m *sgManager) flushNow(ctx context.Context) {
 	done, err := m.flushTurn.Take(ctx, "another flush")
 	if err != nil {
 		// Another flush holds the turn: what is pending now is the next
@@ -760,7 +747,7 @@ func (m *sgManager) flushNow(ctx context.Context, network *gophercloud.ServiceCl
 		wg.Go(func() {
 			defer func() { <-sem }()
 			var known sgKnownPort
-			known, ch.err = writePortGroups(ctx, network, ch)
+			known, ch.err = m.writePortGroups(ctx, ch)
 			if known.id != "" {
 				m.mu.Lock()
 				if len(m.ports) > maxKnownPorts {
@@ -777,7 +764,7 @@ func (m *sgManager) flushNow(ctx context.Context, network *gophercloud.ServiceCl
 
 // writePortGroups writes the port's groups with the change, and returns the
 // port as it then is (no id when unknown).
-func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch *portChange) (sgKnownPort, error) {
+func (m *sgManager) writePortGroups(ctx context.Context, ch *portChange) (sgKnownPort, error) {
 	known := ch.known
 	for try := 0; ; try++ {
 		want := slices.DeleteFunc(slices.Clone(known.groups), func(g string) bool { return ch.remove[g] })
@@ -792,17 +779,17 @@ func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch
 			return known, nil
 		}
 		rev := known.revision
-		p, err := ports.Update(ctx, network, known.id, ports.UpdateOpts{SecurityGroups: &want, RevisionNumber: &rev}).Extract()
+		p, err := m.api.setPortGroups(ctx, known.id, want, rev)
 		switch {
 		case err == nil:
 			return sgKnownPort{id: p.ID, groups: p.SecurityGroups, revision: p.RevisionNumber}, nil
-		case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
+		case hasStatus(err, http.StatusNotFound):
 			return sgKnownPort{}, nil // the port went with its server
-		case !gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) || try+1 >= portWriteTries:
+		case !hasStatus(err, http.StatusPreconditionFailed) || try+1 >= portWriteTries:
 			return sgKnownPort{}, fmt.Errorf("writing the security groups of port %s: %w", known.id, neutronErr(err))
 		}
 		// Changed by someone else since it was read: read it again.
-		got, err := listPortViews(ctx, network, url.Values{"id": {known.id}})
+		got, err := m.api.listPortViews(ctx, url.Values{"id": {known.id}})
 		if err != nil {
 			return sgKnownPort{}, err
 		}
@@ -815,24 +802,24 @@ func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch
 
 // deleteSG takes the Service's group off every port and deletes it: ours, or
 // the peer's by its name. Nothing to do when there is none.
-func (c *Cloud) deleteSG(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) error {
+func (c *Cloud) deleteSG(ctx context.Context, svc *v1.Service) error {
 	if err := c.sgs.forget(ctx, svc.UID); err != nil {
 		return err
 	}
-	g, err := c.findSG(ctx, network, svc)
+	g, err := c.findSG(ctx, svc)
 	if err != nil || g == nil {
 		return err
 	}
-	holding, err := listPortViews(ctx, network, url.Values{"security_groups": {g.ID}})
+	holding, err := c.api.listPortViews(ctx, url.Values{"security_groups": {g.ID}})
 	if err != nil {
 		return err
 	}
 	var changes []*portChange
 	for _, p := range holding {
-		changes = append(changes, c.sgs.request(network, p, g.ID, false))
+		changes = append(changes, c.sgs.request(p, g.ID, false))
 	}
 	if len(changes) > 0 {
-		c.sgs.flushNow(ctx, network)
+		c.sgs.flushNow(ctx)
 	}
 	for _, ch := range changes {
 		select {
@@ -844,7 +831,7 @@ func (c *Cloud) deleteSG(ctx context.Context, network *gophercloud.ServiceClient
 			return ch.err
 		}
 	}
-	if err := groups.Delete(ctx, network, g.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+	if err := c.api.deleteSecurityGroup(ctx, g.ID); err != nil {
 		return fmt.Errorf("deleting security group %s: %w", g.ID, neutronErr(err))
 	}
 	klog.FromContext(ctx).Info("Deleted security group", "service", klog.KObj(svc), "id", g.ID, "ports", len(holding))

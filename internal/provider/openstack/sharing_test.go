@@ -102,7 +102,7 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 	owner := contractService(contractName("owner"), nil)
 	st := ensure(t, c, owner, nodes)
 	addr := st.Ingress[0].IP
-	lb, err := c.findLB(t.Context(), octavia, owner)
+	lb, err := c.findLB(t.Context(), owner)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
 
@@ -177,7 +177,7 @@ func TestContractASharedLoadBalancerAPersonMadeIsNeverDeleted(t *testing.T) {
 		Listeners: []listeners.CreateOpts{{Name: "theirs", Protocol: listeners.ProtocolTCP, ProtocolPort: 443}},
 	}).Extract()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = deleteCascade(context.Background(), octavia, created.ID) })
+	t.Cleanup(func() { _ = c.deleteCascade(context.Background(), created.ID) })
 	vip := active(t, octavia, created.ID)
 	// It has no floating IP: a person gives it one.
 	pub := publicNetwork(t, tg, c)
@@ -228,7 +228,7 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 		}},
 	}).Extract()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = deleteCascade(context.Background(), octavia, created.ID) })
+	t.Cleanup(func() { _ = c.deleteCascade(context.Background(), created.ID) })
 	lb := active(t, octavia, created.ID)
 	fip, err := floatingips.Create(t.Context(), tg.network, floatingips.CreateOpts{FloatingNetworkID: publicNetwork(t, tg, c), PortID: lb.VipPortID,
 		Description: "Floating IP for Kubernetes external service " + svc.Namespace + "/" + svc.Name + " from cluster contract"}).Extract()
@@ -277,7 +277,7 @@ func listenerIDs(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) 
 // publicNetwork is the external network floating IPs come from.
 func publicNetwork(t *testing.T, tg *contractTarget, c *Cloud) string {
 	t.Helper()
-	id, err := c.onlyExternalNetwork(t.Context(), tg.network)
+	id, err := c.onlyExternalNetwork(t.Context())
 	require.NoError(t, err)
 	return id
 }

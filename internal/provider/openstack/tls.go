@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
 	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
 	v1 "k8s.io/api/core/v1"
@@ -365,8 +364,7 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 	if c.tlsCerts.checkedRef(svc.UID) == t.ref {
 		return nil
 	}
-	km, err := c.keyManager(ctx)
-	if err != nil {
+	if err := c.keyManager(ctx); err != nil {
 		return err
 	}
 	kind, id, err := barbicanRef(t.ref)
@@ -374,11 +372,11 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 		return outcome.Invalid(err)
 	}
 	if kind == "containers" {
-		_, err = containers.Get(ctx, km, id).Extract()
+		err = c.api.getContainer(ctx, id)
 	} else {
-		_, err = secrets.Get(ctx, km, id).Extract()
+		err = c.api.getSecret(ctx, id)
 	}
-	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) || gophercloud.ResponseCodeIs(err, http.StatusForbidden) {
+	if hasStatus(err, http.StatusNotFound) || hasStatus(err, http.StatusForbidden) {
 		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "TLS certificate %s is not in Barbican, or this CCM's user may not read it; nothing was built with it", t.ref)
 	}
 	if err != nil {
@@ -388,15 +386,13 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 	return nil
 }
 
-// keyManager is the Barbican client; a catalog without Barbican refuses
-// TLS termination.
-func (c *Cloud) keyManager(ctx context.Context) (*gophercloud.ServiceClient, error) {
-	km, err := c.clients.keyManagerClient(ctx)
-	var none *gophercloud.ErrEndpointNotFound
-	if errors.As(err, &none) {
-		return nil, outcome.Refuse(outcome.ReasonUnsupportedService, "This cloud's catalog has no key-manager (Barbican): TLS termination needs it; nothing was built")
+// keyManager finds Barbican; a catalog without it refuses TLS termination.
+func (c *Cloud) keyManager(ctx context.Context) error {
+	missing, err := c.api.keyManagerMissing(ctx)
+	if missing {
+		return outcome.Refuse(outcome.ReasonUnsupportedService, "This cloud's catalog has no key-manager (Barbican): TLS termination needs it; nothing was built")
 	}
-	return km, err
+	return err
 }
 
 // storeCert finds the Secret's certificate in Barbican, by the name its
@@ -408,12 +404,11 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 		t.ref = have.ref
 		return nil
 	}
-	km, err := c.keyManager(ctx)
-	if err != nil {
+	if err := c.keyManager(ctx); err != nil {
 		return err
 	}
 	name := storedName(svc.UID, sec.hash, c.Cluster.Get())
-	found, err := allPages(ctx, containers.List(km, containers.ListOpts{Name: name, Limit: 10}), containers.ExtractContainers)
+	found, err := c.api.listContainers(ctx, containers.ListOpts{Name: name, Limit: 10})
 	if err != nil {
 		return fmt.Errorf("listing Barbican containers: %w", redact(err))
 	}
@@ -423,7 +418,7 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 		c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
 		return nil
 	}
-	ref, err := putCertificate(ctx, km, name, sec.cert, sec.key, sec.chain)
+	ref, err := c.putCertificate(ctx, name, sec.cert, sec.key, sec.chain)
 	if err != nil {
 		return fmt.Errorf("storing the certificate of Secret %s/%s in Barbican: %w", svc.Namespace, sec.name, err)
 	}
@@ -436,7 +431,7 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 // putCertificate stores a certificate, its key and intermediates (none:
 // left out) as secrets named name_<part>, and a certificate container name
 // naming them; it returns the container's reference.
-func putCertificate(ctx context.Context, km *gophercloud.ServiceClient, name string, cert, key, chain []byte) (string, error) {
+func (c *Cloud) putCertificate(ctx context.Context, name string, cert, key, chain []byte) (string, error) {
 	var refs []containers.SecretRef
 	for _, part := range []struct {
 		name    string
@@ -450,20 +445,20 @@ func putCertificate(ctx context.Context, km *gophercloud.ServiceClient, name str
 		if len(part.payload) == 0 {
 			continue
 		}
-		created, err := secrets.Create(ctx, km, secrets.CreateOpts{
+		ref, err := c.api.createSecret(ctx, secrets.CreateOpts{
 			Name: name + "_" + part.name, SecretType: part.kind,
 			Payload: base64.StdEncoding.EncodeToString(part.payload), PayloadContentType: "application/octet-stream", PayloadContentEncoding: "base64",
-		}).Extract()
+		})
 		if err != nil {
 			return "", fmt.Errorf("the %s: %w", strings.ReplaceAll(part.name, "_", " "), redact(err))
 		}
-		refs = append(refs, containers.SecretRef{Name: part.name, SecretRef: created.SecretRef})
+		refs = append(refs, containers.SecretRef{Name: part.name, SecretRef: ref})
 	}
-	created, err := containers.Create(ctx, km, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs}).Extract()
+	ref, err := c.api.createContainer(ctx, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs})
 	if err != nil {
 		return "", fmt.Errorf("the container: %w", redact(err))
 	}
-	return created.ContainerRef, nil
+	return ref, nil
 }
 
 // sweepCerts deletes the Service's certificates in Barbican but the one in
@@ -479,16 +474,15 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 	if _, stored := c.tlsCerts.get(svc.UID); !stored && !annotation.OpenStackTLSSecret.IsSet(svc) {
 		return nil
 	}
-	km, err := c.clients.keyManagerClient(ctx)
-	var none *gophercloud.ErrEndpointNotFound
-	if errors.As(err, &none) {
+	missing, err := c.api.keyManagerMissing(ctx)
+	if missing {
 		return nil // no Barbican: nothing was ever stored in it
 	}
 	if err != nil {
 		return err
 	}
 	prefix := storedPrefix(svc.UID)
-	objs, err := storedObjects(ctx, km)
+	objs, err := c.storedObjects(ctx)
 	if err != nil {
 		return err
 	}
@@ -499,11 +493,11 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 		}
 		var err error
 		if o.kind == kindContainer {
-			err = containers.Delete(ctx, km, lastSegment(o.ref)).ExtractErr()
+			err = c.api.deleteContainer(ctx, lastSegment(o.ref))
 		} else {
-			err = secrets.Delete(ctx, km, lastSegment(o.ref)).ExtractErr()
+			err = c.api.deleteSecret(ctx, lastSegment(o.ref))
 		}
-		if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err != nil {
 			return fmt.Errorf("deleting %s %s: %w", o.kind, o.ref, redact(err))
 		}
 		deleted++
@@ -531,16 +525,16 @@ const (
 // storedObjects lists the project's Barbican containers, then its secrets
 // (containers name secrets: they go first). Barbican lists by exact name
 // only, so every one is listed.
-func storedObjects(ctx context.Context, km *gophercloud.ServiceClient) ([]storedObject, error) {
+func (c *Cloud) storedObjects(ctx context.Context) ([]storedObject, error) {
 	var objs []storedObject
-	cs, err := allPages(ctx, containers.List(km, containers.ListOpts{Limit: 100}), containers.ExtractContainers)
+	cs, err := c.api.listContainers(ctx, containers.ListOpts{Limit: 100})
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican containers: %w", redact(err))
 	}
 	for _, ct := range cs {
 		objs = append(objs, storedObject{kindContainer, ct.Name, ct.ContainerRef})
 	}
-	ss, err := allPages(ctx, secrets.List(km, secrets.ListOpts{Limit: 100}), secrets.ExtractSecrets)
+	ss, err := c.api.listSecrets(ctx, secrets.ListOpts{Limit: 100})
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican secrets: %w", redact(err))
 	}
@@ -558,7 +552,7 @@ func lastSegment(ref string) string { return ref[strings.LastIndex(ref, "/")+1:]
 // credential's ("Using a delegated token to create another token is not
 // allowed"; measured with Zed's Octavia 11 and Keystone 22).
 func (c *Cloud) tlsRefusal(err error, s lbSpec) error {
-	if s.tls == nil || !gophercloud.ResponseCodeIs(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "Could not retrieve certificate") {
+	if s.tls == nil || !hasStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "Could not retrieve certificate") {
 		return nil
 	}
 	g := c.clients.global()

@@ -1,0 +1,191 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+)
+
+// Neutron's calls: floating IPs, subnets and networks, security groups and
+// their rules, ports, the router's extraroutes.
+
+func (gw *gateway) listFloatingIPs(ctx context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]floatingips.FloatingIP, error) {
+		return allPages(ctx, floatingips.List(sc, opts), floatingips.ExtractFloatingIPs)
+	})
+}
+
+func (gw *gateway) createFloatingIP(ctx context.Context, opts floatingips.CreateOpts) (*floatingips.FloatingIP, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*floatingips.FloatingIP, error) {
+		return floatingips.Create(ctx, sc, opts).Extract()
+	})
+}
+
+// setFloatingIPPort attaches the floating IP to the port (an empty one
+// detaches it).
+func (gw *gateway) setFloatingIPPort(ctx context.Context, id string, portID *string) error {
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
+		_, err := floatingips.Update(ctx, sc, id, floatingips.UpdateOpts{PortID: portID}).Extract()
+		return err
+	})
+}
+
+func (gw *gateway) deleteFloatingIP(ctx context.Context, id string) error {
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
+		return alreadyGone(floatingips.Delete(ctx, sc, id).ExtractErr())
+	})
+}
+
+// listExternalNetworks lists the external networks the project sees.
+func (gw *gateway) listExternalNetworks(ctx context.Context) ([]networks.Network, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]networks.Network, error) {
+		iTrue := true
+		opts := external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &iTrue}
+		return allPages(ctx, networks.List(sc, opts), func(p pagination.Page) (nets []networks.Network, err error) {
+			return nets, networks.ExtractNetworksInto(p, &nets)
+		})
+	})
+}
+
+func (gw *gateway) getSubnet(ctx context.Context, id string) (*subnets.Subnet, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*subnets.Subnet, error) {
+		return subnets.Get(ctx, sc, id).Extract()
+	})
+}
+
+func (gw *gateway) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]subnets.Subnet, error) {
+		return allPages(ctx, subnets.List(sc, opts), subnets.ExtractSubnets)
+	})
+}
+
+func (gw *gateway) listSecurityGroups(ctx context.Context, opts groups.ListOpts) ([]groups.SecGroup, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]groups.SecGroup, error) {
+		return allPages(ctx, groups.List(sc, opts), groups.ExtractGroups)
+	})
+}
+
+func (gw *gateway) createSecurityGroup(ctx context.Context, opts groups.CreateOpts) (*groups.SecGroup, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*groups.SecGroup, error) {
+		return groups.Create(ctx, sc, opts).Extract()
+	})
+}
+
+// tagSecurityGroup replaces the group's tags.
+func (gw *gateway) tagSecurityGroup(ctx context.Context, id string, tags []string) error {
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
+		_, err := attributestags.ReplaceAll(ctx, sc, "security-groups", id, attributestags.ReplaceAllOpts{Tags: tags}).Extract()
+		return err
+	})
+}
+
+func (gw *gateway) deleteSecurityGroup(ctx context.Context, id string) error {
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
+		return alreadyGone(groups.Delete(ctx, sc, id).ExtractErr())
+	})
+}
+
+// listRules lists every security group rule of the project.
+func (gw *gateway) listRules(ctx context.Context) ([]rules.SecGroupRule, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]rules.SecGroupRule, error) {
+		return allPages(ctx, rules.List(sc, rules.ListOpts{}), rules.ExtractRules)
+	})
+}
+
+// createRules creates the rules in one bulk call.
+func (gw *gateway) createRules(ctx context.Context, opts []rules.CreateOpts) error {
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
+		_, err := rules.CreateBulk(ctx, sc, opts).Extract()
+		return err
+	})
+}
+
+func (gw *gateway) deleteRule(ctx context.Context, id string) error {
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
+		return alreadyGone(rules.Delete(ctx, sc, id).ExtractErr())
+	})
+}
+
+// listPortViews lists the ports the query names, with the fields the
+// security groups' placement reads.
+func (gw *gateway) listPortViews(ctx context.Context, query url.Values) ([]sgPortView, error) {
+	sc, err := gw.client(ctx, svcNetwork)
+	if err != nil {
+		return nil, err
+	}
+	query["fields"] = []string{"id", "device_id", "security_groups", "port_security_enabled", "revision_number", "fixed_ips"}
+	out, err := listAll[sgPortView](ctx, sc, "ports", query, "ports")
+	if err != nil {
+		return nil, fmt.Errorf("listing ports: %w", neutronErr(err))
+	}
+	return out, nil
+}
+
+// setPortGroups writes the port's security groups if its revision is still
+// revision (If-Match: 412 when it is not).
+func (gw *gateway) setPortGroups(ctx context.Context, id string, groups []string, revision int) (*ports.Port, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*ports.Port, error) {
+		return ports.Update(ctx, sc, id, ports.UpdateOpts{SecurityGroups: &groups, RevisionNumber: &revision}).Extract()
+	})
+}
+
+// The lists that make the servers' addresses (ports.go), each asking Neutron
+// for the fields used only.
+
+func (gw *gateway) listLeanPorts(ctx context.Context) ([]leanPort, error) {
+	return leanList[leanPort](ctx, gw, "ports", "id", "device_id", "device_owner", "network_id", "fixed_ips")
+}
+
+func (gw *gateway) listLeanNetworks(ctx context.Context) ([]leanNetwork, error) {
+	return leanList[leanNetwork](ctx, gw, "networks", "id", "name")
+}
+
+func (gw *gateway) listLeanFloatingIPs(ctx context.Context) ([]leanFloatingIP, error) {
+	return leanList[leanFloatingIP](ctx, gw, "floatingips", "port_id", "floating_ip_address")
+}
+
+func (gw *gateway) listLeanTrunks(ctx context.Context) ([]leanTrunk, error) {
+	return leanList[leanTrunk](ctx, gw, "trunks", "port_id", "sub_ports")
+}
+
+// leanList lists Neutron's kind (its path and key), with only fields.
+func leanList[T any](ctx context.Context, gw *gateway, kind string, fields ...string) ([]T, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]T, error) {
+		return listAll[T](ctx, sc, kind, url.Values{"fields": fields}, kind)
+	})
+}
+
+func (gw *gateway) getRouter(ctx context.Context, id string) (*routers.Router, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*routers.Router, error) {
+		return routers.Get(ctx, sc, id).Extract()
+	})
+}
+
+// addRoutes adds extraroutes to the router, atomically (no read-modify-write).
+func (gw *gateway) addRoutes(ctx context.Context, routerID string, routes []routers.Route) error {
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
+		_, err := extraroutes.Add(ctx, sc, routerID, extraroutes.Opts{Routes: &routes}).Extract()
+		return err
+	})
+}
+
+// removeRoutes removes extraroutes from the router, atomically.
+func (gw *gateway) removeRoutes(ctx context.Context, routerID string, routes []routers.Route) error {
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
+		_, err := extraroutes.Remove(ctx, sc, routerID, extraroutes.Opts{Routes: &routes}).Extract()
+		return err
+	})
+}
