@@ -3,6 +3,7 @@ package openstack
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -367,27 +368,9 @@ func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadbalancers
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
 	}
-	byKey := map[string]listeners.Listener{}
-	taken := map[string]listeners.Listener{} // other Services' listeners
-	for _, l := range have {
-		k := fmt.Sprintf("%s/%05d", l.Protocol, l.ProtocolPort)
-		if !mineListener(l, svc, s.name, !shared) {
-			taken[k] = l
-			continue
-		}
-		byKey[k] = l
-	}
-	want := map[string]v1.ServicePort{}
-	var clashes []string
-	for _, p := range s.ports {
-		k := s.listenerKey(p)
-		want[k] = p
-		if l, ok := taken[k]; ok {
-			clashes = append(clashes, fmt.Sprintf("%s/%d (Service %s)", l.Protocol, l.ProtocolPort, serviceNamed(l, s.cluster)))
-		}
-	}
-	if len(clashes) > 0 {
-		return false, outcome.Refuse(reasonPortTaken, "Load balancer %s already listens on %s; nothing was changed", lb.ID, strings.Join(clashes, ", "))
+	mine, err := ownListeners(have, svc, s, lb.ID, shared)
+	if err != nil {
+		return false, err
 	}
 	if shared && len(s.ports) > 0 && !slices.Contains(lb.Tags, s.name) {
 		// Recorded first: a Service's listeners are never on a load
@@ -406,21 +389,69 @@ func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadbalancers
 			return false, fmt.Errorf("listing pools: %w", octaviaErr(err))
 		}
 	}
+	if changed, err := c.deleteUnwantedListener(ctx, mine, s); err != nil || changed {
+		return changed, err
+	}
+	if changed, err := c.deleteStrayPools(ctx, allPools, s); err != nil || changed {
+		return changed, err
+	}
 	poolByID := map[string]pools.Pool{}
 	for _, p := range allPools {
 		poolByID[p.ID] = p
 	}
-
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
+	for _, p := range s.ports {
+		l, ok := mine[s.listenerKey(p)]
+		if !ok {
+			if err := c.createListener(ctx, svc, lb.ID, allPools, s, p); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		if changed, err := c.convergePort(ctx, svc, l, poolByID, s, p); err != nil || changed {
+			return changed, err
+		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if _, ok := want[k]; ok {
+	return false, nil
+}
+
+// ownListeners are the Service's listeners on the load balancer, by
+// protocol/port; a port of the spec another Service's listener holds refuses
+// the Service.
+func ownListeners(have []listeners.Listener, svc *v1.Service, s lbSpec, lbID string, shared bool) (map[string]listeners.Listener, error) {
+	byKey := map[string]listeners.Listener{}
+	taken := map[string]listeners.Listener{} // other Services' listeners
+	for _, l := range have {
+		k := fmt.Sprintf("%s/%05d", l.Protocol, l.ProtocolPort)
+		if !mineListener(l, svc, s.name, !shared) {
+			taken[k] = l
 			continue
 		}
-		l := byKey[k]
+		byKey[k] = l
+	}
+	var clashes []string
+	for _, p := range s.ports {
+		if l, ok := taken[s.listenerKey(p)]; ok {
+			clashes = append(clashes, fmt.Sprintf("%s/%d (Service %s)", l.Protocol, l.ProtocolPort, serviceNamed(l, s.cluster)))
+		}
+	}
+	if len(clashes) > 0 {
+		return nil, outcome.Refuse(reasonPortTaken, "Load balancer %s already listens on %s; nothing was changed", lbID, strings.Join(clashes, ", "))
+	}
+	return byKey, nil
+}
+
+// deleteUnwantedListener deletes, of the Service's listeners no port wants
+// (in the order of their keys), the first one's pool, else the listener.
+func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]listeners.Listener, s lbSpec) (bool, error) {
+	want := map[string]bool{}
+	for _, p := range s.ports {
+		want[s.listenerKey(p)] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(mine)) {
+		if want[k] {
+			continue
+		}
+		l := mine[k]
 		if l.DefaultPoolID != "" {
 			if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
 				return false, fmt.Errorf("deleting pool of listener %s: %w", k, octaviaErr(err))
@@ -432,62 +463,59 @@ func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadbalancers
 		}
 		return true, nil
 	}
+	return false, nil
+}
 
-	if changed, err := c.deleteStrayPools(ctx, allPools, s); err != nil || changed {
+// createListener creates the listener of p. The pool a listener deleted
+// behind our back left serves the new one: nothing is left over, and its
+// members are kept.
+func (c *Cloud) createListener(ctx context.Context, svc *v1.Service, lbID string, allPools []pools.Pool, s lbSpec, p v1.ServicePort) error {
+	opts := c.listenerOpts(svc, s, p)
+	opts.LoadbalancerID = lbID
+	if i := slices.IndexFunc(allPools, func(pool pools.Pool) bool {
+		return len(pool.Listeners) == 0 && pool.Name == c.objectName(s, p) && pool.Protocol == s.poolProtocol(p)
+	}); i >= 0 {
+		opts.DefaultPoolID = allPools[i].ID
+	}
+	if err := c.api.createListener(ctx, opts); err != nil {
+		return fmt.Errorf("creating listener %s: %w", s.listenerKey(p), octaviaErr(err))
+	}
+	return nil
+}
+
+// convergePort makes the first change the listener of p and its pool need.
+func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l listeners.Listener, poolByID map[string]pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+	k := s.listenerKey(p)
+	if changed, err := c.convergeListener(ctx, l, s, p); err != nil || changed {
 		return changed, err
 	}
-	for _, p := range s.ports {
-		k := s.listenerKey(p)
-		l, ok := byKey[k]
-		if !ok {
-			opts := c.listenerOpts(svc, s, p)
-			opts.LoadbalancerID = lb.ID
-			// The pool a listener deleted behind our back left serves the
-			// new one: nothing is left over, and its members are kept.
-			if i := slices.IndexFunc(allPools, func(pool pools.Pool) bool {
-				return len(pool.Listeners) == 0 && pool.Name == c.objectName(s, p) && pool.Protocol == s.poolProtocol(p)
-			}); i >= 0 {
-				opts.DefaultPoolID = allPools[i].ID
-			}
-			if err := c.api.createListener(ctx, opts); err != nil {
-				return false, fmt.Errorf("creating listener %s: %w", k, octaviaErr(err))
-			}
-			return true, nil
+	pool, ok := poolByID[l.DefaultPoolID]
+	if !ok {
+		opts := c.poolOpts(s, p)
+		opts.ListenerID = l.ID
+		if err := c.api.createPool(ctx, opts); err != nil {
+			return false, fmt.Errorf("creating the pool of listener %s: %w", k, octaviaErr(err))
 		}
-		if changed, err := c.convergeListener(ctx, l, s, p); err != nil || changed {
-			return changed, err
-		}
-		pool, ok := poolByID[l.DefaultPoolID]
-		if !ok {
-			opts := c.poolOpts(s, p)
-			opts.ListenerID = l.ID
-			if err := c.api.createPool(ctx, opts); err != nil {
-				return false, fmt.Errorf("creating the pool of listener %s: %w", k, octaviaErr(err))
-			}
-			return true, nil
-		}
-		if pool.Protocol != s.poolProtocol(p) {
-			// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
-			c.Events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
-			if err := c.api.deletePool(ctx, pool.ID); err != nil {
-				return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, octaviaErr(err))
-			}
-			return true, nil
-		}
-		if pool.LBMethod != s.method {
-			if err := c.api.setPoolMethod(ctx, pool.ID, s.method); err != nil {
-				return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, octaviaErr(err))
-			}
-			return true, nil
-		}
-		if changed, err := c.convergeMembers(ctx, pool, s, p); err != nil || changed {
-			return changed, err
-		}
-		if changed, err := c.convergeMonitor(ctx, pool, s, p); err != nil || changed {
-			return changed, err
-		}
+		return true, nil
 	}
-	return false, nil
+	if pool.Protocol != s.poolProtocol(p) {
+		// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
+		c.Events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
+		if err := c.api.deletePool(ctx, pool.ID); err != nil {
+			return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, octaviaErr(err))
+		}
+		return true, nil
+	}
+	if pool.LBMethod != s.method {
+		if err := c.api.setPoolMethod(ctx, pool.ID, s.method); err != nil {
+			return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, octaviaErr(err))
+		}
+		return true, nil
+	}
+	if changed, err := c.convergeMembers(ctx, pool, s, p); err != nil || changed {
+		return changed, err
+	}
+	return c.convergeMonitor(ctx, pool, s, p)
 }
 
 // deleteStrayPools deletes a pool of the Service's that no listener uses and
