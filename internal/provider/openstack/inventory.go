@@ -130,3 +130,29 @@ func newRuleIndex(c *Cloud) *snapshot.Snapshot[rules.SecGroupRule] {
 // Drifting: a Service whose objects drifted has its security group
 // converged by the walk, however recently it last was.
 func (s steps) Drifting(svc *v1.Service) { s.sgs.expire(svc.UID) }
+
+// Drift sees, in the shared listings, a load balancer short of a listener or a
+// pool, and a floating IP no longer on it; and a TLS Secret that changed.
+func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l octaviaLB) (string, error) {
+	if why := s.secretRotated(ctx, svc); why != "" {
+		return why, nil
+	}
+	lb := l.Obj
+	switch {
+	case len(lb.Listeners) < len(svc.Spec.Ports):
+		return fmt.Sprintf("load balancer %s has %d listener(s) for %d port(s)", lb.ID, len(lb.Listeners), len(svc.Spec.Ports)), nil
+	case len(lb.Pools) < len(lb.Listeners):
+		return fmt.Sprintf("load balancer %s has %d pool(s) for %d listener(s)", lb.ID, len(lb.Pools), len(lb.Listeners)), nil
+	}
+	if rec.Address == "" || rec.Address == lb.VipAddress {
+		return "", nil // internal: its address is the VIP
+	}
+	fip, has, err := s.index.fips.Get(ctx, "port/"+lb.VipPortID)
+	if err != nil {
+		return "", err
+	}
+	if !has || fip.FloatingIP != rec.Address {
+		return fmt.Sprintf("floating IP %s is no longer on load balancer %s", rec.Address, lb.ID), nil
+	}
+	return "", nil
+}

@@ -9,15 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
-	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // lbSpec is everything a Service asks of Octavia and Neutron, resolved from its
@@ -94,48 +90,6 @@ type listenerTimeouts struct {
 type monitorSpec struct {
 	delay, timeout, maxRetries, maxRetriesDown int
 	httpPort                                   int // healthCheckNodePort; 0: probe the member port
-}
-
-func (m *monitorSpec) monitorType(proto v1.Protocol) string {
-	switch {
-	case m.httpPort != 0:
-		return "HTTP"
-	case proto == v1.ProtocolUDP:
-		return "UDP-CONNECT"
-	case proto == v1.ProtocolSCTP:
-		return "SCTP"
-	}
-	return "TCP"
-}
-
-// listenerProtocol is what the listener of p speaks.
-func (s *lbSpec) listenerProtocol(p v1.ServicePort) string {
-	if s.isTLS(p) {
-		return "TERMINATED_HTTPS"
-	}
-	if s.xff && p.Protocol == v1.ProtocolTCP {
-		return "HTTP"
-	}
-	return string(p.Protocol)
-}
-
-// poolProtocol is what the pool of p speaks to the Nodes.
-func (s *lbSpec) poolProtocol(p v1.ServicePort) string {
-	switch {
-	case p.Protocol != v1.ProtocolTCP:
-		return string(p.Protocol)
-	case s.proxy == annotation.ProxyProtocolV1:
-		return "PROXY"
-	case s.proxy == annotation.ProxyProtocolV2:
-		return "PROXYV2"
-	case s.xff || s.isTLS(p):
-		return "HTTP"
-	}
-	return "TCP"
-}
-
-func (s *lbSpec) listenerKey(p v1.ServicePort) string {
-	return fmt.Sprintf("%s/%05d", s.listenerProtocol(p), p.Port)
 }
 
 // fixed records an error of the Service a user can fix.
@@ -413,77 +367,6 @@ func (s *lbSpec) specSourceRanges(svc *v1.Service, e *specErrors) {
 	sort.Strings(s.allowedCIDRs)
 }
 
-// specMembers: the eligible Nodes' addresses (those the node selector
-// picks), and the security group when groups are managed.
-func (c *Cloud) specMembers(s *lbSpec, a specAnnotations, nodes []*v1.Node) {
-	selector := c.cfg.LoadBalancer.NodeSelector
-	if v, err := annotation.OpenStackNodeSelector.String(a.svc); a.e.keep(err) {
-		selector = v
-	}
-	sel := labels.Everything()
-	if selector != "" {
-		if m, err := annotation.ParseNodeSelector(selector); a.e.keep(err) {
-			sel = nodeSelector(m)
-		}
-	}
-	if c.cfg.LoadBalancer.ManageSecurityGroups {
-		s.sg = newSGSpec(a.svc, sel, s.ports)
-	}
-	for _, n := range nodes {
-		if !sel.Matches(labels.Set(n.Labels)) {
-			continue
-		}
-		if provider.AwaitingAddresses(n) {
-			s.unaddressed = append(s.unaddressed, n)
-			continue
-		}
-		if ip, ok := provider.InternalIP(n.Status.Addresses, s.family); ok && ip.Is6() == (s.family == v1.IPv6Protocol) {
-			s.members = append(s.members, ip.String())
-			if id, err := serverID(n.Spec.ProviderID); err == nil && s.sg != nil {
-				s.sg.servers = append(s.sg.servers, id)
-				s.sg.serverLabels[id] = n.Labels
-			}
-		}
-	}
-	sort.Strings(s.members)
-	if s.sg != nil {
-		sort.Strings(s.sg.servers)
-	}
-}
-
-// newSGSpec is the security group of the Service's NodePorts (and its
-// health check's with externalTrafficPolicy Local), on the selected Nodes.
-func newSGSpec(svc *v1.Service, sel labels.Selector, ports []v1.ServicePort) *sgSpec {
-	g := &sgSpec{selector: sel, serverLabels: map[string]labels.Set{}}
-	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
-		g.hcPort = int(svc.Spec.HealthCheckNodePort)
-	}
-	for _, p := range ports {
-		if p.NodePort != 0 {
-			g.nodePorts = append(g.nodePorts, sgPort{proto: strings.ToLower(string(p.Protocol)), port: int(p.NodePort)})
-		}
-	}
-	return g
-}
-
-// nodeSelector: "key=value" requires the value, "key" only the label.
-func nodeSelector(m map[string]string) labels.Selector {
-	sel := labels.NewSelector()
-	for k, v := range m {
-		var r *labels.Requirement
-		var err error
-		if v == "" {
-			r, err = labels.NewRequirement(k, selection.Exists, nil)
-		} else {
-			r, err = labels.NewRequirement(k, selection.Equals, []string{v})
-		}
-		if err == nil {
-			sel = sel.Add(*r)
-		}
-	}
-	return sel
-}
-
 func (c *Cloud) classNames() []string {
 	names := make([]string, 0, len(c.cfg.LoadBalancerClasses))
 	for n := range c.cfg.LoadBalancerClasses {
@@ -599,35 +482,7 @@ func (s *lbSpec) sgFingerprint() string {
 // membersFingerprint covers the members' addresses (sorted).
 func (s *lbSpec) membersFingerprint() string { return lbcycle.MembersOf(s.members) }
 
-// noFloatingIP: the load balancer's address is its VIP (internal, or IPv6
-// with no IPv4 VIP: Neutron's floating IPs are IPv4).
-func (s *lbSpec) noFloatingIP() bool {
-	return s.internal || s.family == v1.IPv6Protocol && s.secondFamily != v1.IPv4Protocol
-}
-
 // isFamily says whether a is of family f ("" is none).
 func isFamily(a netip.Addr, f v1.IPFamily) bool {
 	return f != "" && a.Is6() == (f == v1.IPv6Protocol)
-}
-
-// otherVIP is, on a dual-stack load balancer, its VIP of the family addr is
-// not of: the second address of its status.
-func (s *lbSpec) otherVIP(lb *loadbalancers.LoadBalancer, addr string) string {
-	if s.secondFamily == "" {
-		return ""
-	}
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return ""
-	}
-	vips := []string{lb.VipAddress}
-	for _, av := range lb.AdditionalVips {
-		vips = append(vips, av.IPAddress)
-	}
-	for _, v := range vips {
-		if b, err := netip.ParseAddr(v); err == nil && b.Is6() != a.Is6() {
-			return v
-		}
-	}
-	return ""
 }
