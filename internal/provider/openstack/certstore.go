@@ -263,20 +263,20 @@ func (c *Cloud) putCertificate(ctx context.Context, name string, cert, key, chai
 		if len(part.payload) == 0 {
 			continue
 		}
-		ref, err := c.api.createSecret(ctx, secrets.CreateOpts{
+		created, err := c.api.createSecret(ctx, secrets.CreateOpts{
 			Name: name + "_" + part.name, SecretType: part.kind,
 			Payload: base64.StdEncoding.EncodeToString(part.payload), PayloadContentType: "application/octet-stream", PayloadContentEncoding: "base64",
 		})
 		if err != nil {
 			return "", fmt.Errorf("the %s: %w", strings.ReplaceAll(part.name, "_", " "), redact(err))
 		}
-		refs = append(refs, containers.SecretRef{Name: part.name, SecretRef: ref})
+		refs = append(refs, containers.SecretRef{Name: part.name, SecretRef: created.SecretRef})
 	}
-	ref, err := c.api.createContainer(ctx, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs})
+	created, err := c.api.createContainer(ctx, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs})
 	if err != nil {
 		return "", fmt.Errorf("the container: %w", redact(err))
 	}
-	return ref, nil
+	return created.ContainerRef, nil
 }
 
 // sweepCerts deletes the Service's certificates in Barbican but the one in

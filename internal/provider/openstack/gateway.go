@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -31,14 +30,15 @@ import (
 // (shape_test.go fails on a gophercloud call anywhere else).
 //
 // Errors come back as the SDK gives them, and each caller translates them
-// with the words of its step (octaviaErr, neutronErr, redact: the same call
-// is a refusal in one step and a detail in another). A delete answers nil
-// when the object is already gone (404): every caller takes that as done.
+// with the words of its step (octaviaErr, neutronErr, redact, hasStatus, in
+// gateway_errors.go: the same call is a refusal in one step and a detail in
+// another). A delete answers nil when the object is already gone (404):
+// every caller takes that as done.
 //
 // The methods are in one file per service: gateway_compute.go (Nova),
 // gateway_network.go (Neutron), gateway_loadbalancer.go (Octavia),
 // gateway_keymanager.go (Barbican); gateway_lists.go reads lists page by
-// page without gophercloud's pagers.
+// page without gophercloud's pagers; gateway_session.go authenticates.
 
 // service is one of the OpenStack services the CCM calls.
 type service int
@@ -142,8 +142,8 @@ type keyManagerAPI interface {
 	getSecret(ctx context.Context, id string) error
 	listContainers(ctx context.Context, opts containers.ListOpts) ([]containers.Container, error)
 	listSecrets(ctx context.Context, opts secrets.ListOpts) ([]secrets.Secret, error)
-	createSecret(ctx context.Context, opts secrets.CreateOpts) (string, error)
-	createContainer(ctx context.Context, opts containers.CreateOpts) (string, error)
+	createSecret(ctx context.Context, opts secrets.CreateOpts) (*secrets.Secret, error)
+	createContainer(ctx context.Context, opts containers.CreateOpts) (*containers.Container, error)
 	deleteContainer(ctx context.Context, id string) error
 	deleteSecret(ctx context.Context, id string) error
 }
@@ -195,16 +195,15 @@ func do(ctx context.Context, gw *gateway, s service, f func(*gophercloud.Service
 	return f(sc)
 }
 
-// alreadyGone is a delete's error, nil when the object was already gone.
-func alreadyGone(err error) error {
-	if hasStatus(err, http.StatusNotFound) {
-		return nil
-	}
-	return err
+// deleteBy deletes id with del (a package's Delete); already gone is done.
+func deleteBy[R interface{ ExtractErr() error }](ctx context.Context, gw *gateway, s service, id string,
+	del func(context.Context, *gophercloud.ServiceClient, string) R,
+) error {
+	return do(ctx, gw, s, func(sc *gophercloud.ServiceClient) error { return alreadyGone(del(ctx, sc, id).ExtractErr()) })
 }
 
-// hasStatus says whether err is the service's answer with that HTTP status.
-func hasStatus(err error, status int) bool { return gophercloud.ResponseCodeIs(err, status) }
+// discard is the error of a call whose answer is not used.
+func discard[T any](_ T, err error) error { return err }
 
 // probeListing is a listing doctor reads one item of.
 type probeListing int

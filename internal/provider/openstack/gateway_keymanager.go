@@ -22,17 +22,11 @@ func (gw *gateway) keyManagerMissing(ctx context.Context) (bool, error) {
 }
 
 func (gw *gateway) getContainer(ctx context.Context, id string) error {
-	return do(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) error {
-		_, err := containers.Get(ctx, sc, id).Extract()
-		return err
-	})
+	return do(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) error { return discard(containers.Get(ctx, sc, id).Extract()) })
 }
 
 func (gw *gateway) getSecret(ctx context.Context, id string) error {
-	return do(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) error {
-		_, err := secrets.Get(ctx, sc, id).Extract()
-		return err
-	})
+	return do(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) error { return discard(secrets.Get(ctx, sc, id).Extract()) })
 }
 
 func (gw *gateway) listContainers(ctx context.Context, opts containers.ListOpts) ([]containers.Container, error) {
@@ -47,36 +41,22 @@ func (gw *gateway) listSecrets(ctx context.Context, opts secrets.ListOpts) ([]se
 	})
 }
 
-// createSecret stores a secret and answers its reference.
-func (gw *gateway) createSecret(ctx context.Context, opts secrets.CreateOpts) (string, error) {
-	return call(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) (string, error) {
-		created, err := secrets.Create(ctx, sc, opts).Extract()
-		if err != nil {
-			return "", err
-		}
-		return created.SecretRef, nil
+func (gw *gateway) createSecret(ctx context.Context, opts secrets.CreateOpts) (*secrets.Secret, error) {
+	return call(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) (*secrets.Secret, error) {
+		return secrets.Create(ctx, sc, opts).Extract()
 	})
 }
 
-// createContainer stores a container and answers its reference.
-func (gw *gateway) createContainer(ctx context.Context, opts containers.CreateOpts) (string, error) {
-	return call(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) (string, error) {
-		created, err := containers.Create(ctx, sc, opts).Extract()
-		if err != nil {
-			return "", err
-		}
-		return created.ContainerRef, nil
+func (gw *gateway) createContainer(ctx context.Context, opts containers.CreateOpts) (*containers.Container, error) {
+	return call(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) (*containers.Container, error) {
+		return containers.Create(ctx, sc, opts).Extract()
 	})
 }
 
 func (gw *gateway) deleteContainer(ctx context.Context, id string) error {
-	return do(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) error {
-		return alreadyGone(containers.Delete(ctx, sc, id).ExtractErr())
-	})
+	return deleteBy(ctx, gw, svcKeyManager, id, containers.Delete)
 }
 
 func (gw *gateway) deleteSecret(ctx context.Context, id string) error {
-	return do(ctx, gw, svcKeyManager, func(sc *gophercloud.ServiceClient) error {
-		return alreadyGone(secrets.Delete(ctx, sc, id).ExtractErr())
-	})
+	return deleteBy(ctx, gw, svcKeyManager, id, secrets.Delete)
 }

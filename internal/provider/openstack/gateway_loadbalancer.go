@@ -44,8 +44,7 @@ func (gw *gateway) createLoadBalancer(ctx context.Context, opts loadbalancers.Cr
 // setLoadBalancerTags replaces the load balancer's tags.
 func (gw *gateway) setLoadBalancerTags(ctx context.Context, id string, tags []string) error {
 	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		_, err := loadbalancers.Update(ctx, sc, id, loadbalancers.UpdateOpts{Tags: &tags}).Extract()
-		return err
+		return discard(loadbalancers.Update(ctx, sc, id, loadbalancers.UpdateOpts{Tags: &tags}).Extract())
 	})
 }
 
@@ -78,23 +77,17 @@ func (gw *gateway) listAllListeners(ctx context.Context) ([]listeners.Listener, 
 }
 
 func (gw *gateway) createListener(ctx context.Context, opts listeners.CreateOpts) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		_, err := listeners.Create(ctx, sc, opts).Extract()
-		return err
-	})
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error { return discard(listeners.Create(ctx, sc, opts).Extract()) })
 }
 
 func (gw *gateway) updateListener(ctx context.Context, id string, opts listeners.UpdateOpts) error {
 	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		_, err := listeners.Update(ctx, sc, id, opts).Extract()
-		return err
+		return discard(listeners.Update(ctx, sc, id, opts).Extract())
 	})
 }
 
 func (gw *gateway) deleteListener(ctx context.Context, id string) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		return alreadyGone(listeners.Delete(ctx, sc, id).ExtractErr())
-	})
+	return deleteBy(ctx, gw, svcOctavia, id, listeners.Delete)
 }
 
 func (gw *gateway) listPools(ctx context.Context, lbID string) ([]pools.Pool, error) {
@@ -112,24 +105,18 @@ func (gw *gateway) listAllPools(ctx context.Context) ([]pools.Pool, error) {
 }
 
 func (gw *gateway) createPool(ctx context.Context, opts pools.CreateOpts) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		_, err := pools.Create(ctx, sc, opts).Extract()
-		return err
-	})
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error { return discard(pools.Create(ctx, sc, opts).Extract()) })
 }
 
 // setPoolMethod changes the pool's load-balancing method.
 func (gw *gateway) setPoolMethod(ctx context.Context, id, method string) error {
 	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		_, err := pools.Update(ctx, sc, id, pools.UpdateOpts{LBMethod: pools.LBMethod(method)}).Extract()
-		return err
+		return discard(pools.Update(ctx, sc, id, pools.UpdateOpts{LBMethod: pools.LBMethod(method)}).Extract())
 	})
 }
 
 func (gw *gateway) deletePool(ctx context.Context, id string) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		return alreadyGone(pools.Delete(ctx, sc, id).ExtractErr())
-	})
+	return deleteBy(ctx, gw, svcOctavia, id, pools.Delete)
 }
 
 func (gw *gateway) listMembers(ctx context.Context, poolID string) ([]leanMember, error) {
@@ -151,23 +138,17 @@ func (gw *gateway) getMonitor(ctx context.Context, id string) (*monitors.Monitor
 }
 
 func (gw *gateway) createMonitor(ctx context.Context, opts monitors.CreateOpts) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		_, err := monitors.Create(ctx, sc, opts).Extract()
-		return err
-	})
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error { return discard(monitors.Create(ctx, sc, opts).Extract()) })
 }
 
 func (gw *gateway) updateMonitor(ctx context.Context, id string, opts monitors.UpdateOpts) error {
 	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		_, err := monitors.Update(ctx, sc, id, opts).Extract()
-		return err
+		return discard(monitors.Update(ctx, sc, id, opts).Extract())
 	})
 }
 
 func (gw *gateway) deleteMonitor(ctx context.Context, id string) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		return alreadyGone(monitors.Delete(ctx, sc, id).ExtractErr())
-	})
+	return deleteBy(ctx, gw, svcOctavia, id, monitors.Delete)
 }
 
 // listPools lists the load balancer's pools.

@@ -38,15 +38,12 @@ func (gw *gateway) createFloatingIP(ctx context.Context, opts floatingips.Create
 // detaches it).
 func (gw *gateway) setFloatingIPPort(ctx context.Context, id string, portID *string) error {
 	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		_, err := floatingips.Update(ctx, sc, id, floatingips.UpdateOpts{PortID: portID}).Extract()
-		return err
+		return discard(floatingips.Update(ctx, sc, id, floatingips.UpdateOpts{PortID: portID}).Extract())
 	})
 }
 
 func (gw *gateway) deleteFloatingIP(ctx context.Context, id string) error {
-	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		return alreadyGone(floatingips.Delete(ctx, sc, id).ExtractErr())
-	})
+	return deleteBy(ctx, gw, svcNetwork, id, floatingips.Delete)
 }
 
 // listExternalNetworks lists the external networks the project sees.
@@ -87,15 +84,12 @@ func (gw *gateway) createSecurityGroup(ctx context.Context, opts groups.CreateOp
 // tagSecurityGroup replaces the group's tags.
 func (gw *gateway) tagSecurityGroup(ctx context.Context, id string, tags []string) error {
 	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		_, err := attributestags.ReplaceAll(ctx, sc, "security-groups", id, attributestags.ReplaceAllOpts{Tags: tags}).Extract()
-		return err
+		return discard(attributestags.ReplaceAll(ctx, sc, "security-groups", id, attributestags.ReplaceAllOpts{Tags: tags}).Extract())
 	})
 }
 
 func (gw *gateway) deleteSecurityGroup(ctx context.Context, id string) error {
-	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		return alreadyGone(groups.Delete(ctx, sc, id).ExtractErr())
-	})
+	return deleteBy(ctx, gw, svcNetwork, id, groups.Delete)
 }
 
 // listRules lists every security group rule of the project.
@@ -107,16 +101,11 @@ func (gw *gateway) listRules(ctx context.Context) ([]rules.SecGroupRule, error) 
 
 // createRules creates the rules in one bulk call.
 func (gw *gateway) createRules(ctx context.Context, opts []rules.CreateOpts) error {
-	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		_, err := rules.CreateBulk(ctx, sc, opts).Extract()
-		return err
-	})
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error { return discard(rules.CreateBulk(ctx, sc, opts).Extract()) })
 }
 
 func (gw *gateway) deleteRule(ctx context.Context, id string) error {
-	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		return alreadyGone(rules.Delete(ctx, sc, id).ExtractErr())
-	})
+	return deleteBy(ctx, gw, svcNetwork, id, rules.Delete)
 }
 
 // listPortViews lists the ports the query names, with the fields the
@@ -177,15 +166,13 @@ func (gw *gateway) getRouter(ctx context.Context, id string) (*routers.Router, e
 // addRoutes adds extraroutes to the router, atomically (no read-modify-write).
 func (gw *gateway) addRoutes(ctx context.Context, routerID string, routes []routers.Route) error {
 	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		_, err := extraroutes.Add(ctx, sc, routerID, extraroutes.Opts{Routes: &routes}).Extract()
-		return err
+		return discard(extraroutes.Add(ctx, sc, routerID, extraroutes.Opts{Routes: &routes}).Extract())
 	})
 }
 
 // removeRoutes removes extraroutes from the router, atomically.
 func (gw *gateway) removeRoutes(ctx context.Context, routerID string, routes []routers.Route) error {
 	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		_, err := extraroutes.Remove(ctx, sc, routerID, extraroutes.Opts{Routes: &routes}).Extract()
-		return err
+		return discard(extraroutes.Remove(ctx, sc, routerID, extraroutes.Opts{Routes: &routes}).Extract())
 	})
 }

@@ -29,26 +29,12 @@ var (
 
 // newObjectIndex lists every listener and pool of the project, by id.
 func newObjectIndex(c *Cloud) (*snapshot.Snapshot[listeners.Listener], *snapshot.Snapshot[pools.Pool]) {
-	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]listeners.Listener, error) {
-		if err := c.api.session(ctx, svcOctavia); err != nil {
-			return nil, err
-		}
-		all, err := c.api.listAllListeners(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing the project's listeners: %w", octaviaErr(err))
-		}
-		return all, nil
-	}, func(l listeners.Listener) []string { return []string{"listener/" + l.ID} })
-	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]pools.Pool, error) {
-		if err := c.api.session(ctx, svcOctavia); err != nil {
-			return nil, err
-		}
-		all, err := c.api.listAllPools(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing the project's pools: %w", octaviaErr(err))
-		}
-		return all, nil
-	}, func(p pools.Pool) []string { return []string{"pool/" + p.ID} })
+	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss,
+		listing(c.api, svcOctavia, "the project's listeners", octaviaErr, c.api.listAllListeners),
+		func(l listeners.Listener) []string { return []string{"listener/" + l.ID} })
+	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss,
+		listing(c.api, svcOctavia, "the project's pools", octaviaErr, c.api.listAllPools),
+		func(p pools.Pool) []string { return []string{"pool/" + p.ID} })
 	return ls, ps
 }
 
@@ -115,16 +101,9 @@ func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error)
 
 // newRuleIndex lists every security group rule of the project.
 func newRuleIndex(c *Cloud) *snapshot.Snapshot[rules.SecGroupRule] {
-	return snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]rules.SecGroupRule, error) {
-		if err := c.api.session(ctx, svcNetwork); err != nil {
-			return nil, err
-		}
-		all, err := c.api.listRules(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing the project's security group rules: %w", neutronErr(err))
-		}
-		return all, nil
-	}, func(r rules.SecGroupRule) []string { return []string{"rule/" + r.ID} })
+	return snapshot.New("openstack", indexMaxAge, indexMinMiss,
+		listing(c.api, svcNetwork, "the project's security group rules", neutronErr, c.api.listRules),
+		func(r rules.SecGroupRule) []string { return []string{"rule/" + r.ID} })
 }
 
 // Drifting: a Service whose objects drifted has its security group

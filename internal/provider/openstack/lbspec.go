@@ -134,21 +134,26 @@ type specAnnotations struct {
 }
 
 func (a specAnnotations) str(n annotation.Name, into *string) {
-	if v, err := n.NonEmptyString(a.svc); a.e.keep(err) {
-		*into = v
-	}
+	v, err := n.NonEmptyString(a.svc)
+	setValid(a.e, into, v, err)
 }
 
 func (a specAnnotations) uuid(n annotation.Name, into *string) {
 	if v, err := n.NonEmptyString(a.svc); a.e.keep(err) {
-		if id, err := annotation.ParseUUID(n, v); a.e.keep(err) {
-			*into = id
-		}
+		id, err := annotation.ParseUUID(n, v)
+		setValid(a.e, into, id, err)
 	}
 }
 
 func (a specAnnotations) boolean(n annotation.Name, into *bool) {
-	if v, err := n.Bool(a.svc); a.e.keep(err) {
+	v, err := n.Bool(a.svc)
+	setValid(a.e, into, v, err)
+}
+
+// setValid gives *into an annotation's value when it is set and valid; a
+// problem is kept.
+func setValid[T any](e *specErrors, into *T, v T, err error) {
+	if e.keep(err) {
 		*into = v
 	}
 }
@@ -193,20 +198,39 @@ func (c *Cloud) specDefaults(clusterName string, svc *v1.Service) lbSpec {
 func (c *Cloud) specAddresses(s *lbSpec, a specAnnotations) {
 	cfg := c.cfg.LoadBalancer
 	floatingSubnet, floatingSubnetTags := cfg.FloatingSubnet, cfg.FloatingSubnetTags
-	a.uuid(annotation.OpenStackSubnetID, &s.subnetID)
-	a.uuid(annotation.OpenStackNetworkID, &s.networkID)
-	a.uuid(annotation.OpenStackPortID, &s.portID)
-	a.uuid(annotation.OpenStackMemberSubnetID, &s.memberSubnetID)
-	a.uuid(annotation.OpenStackFloatingNetworkID, &s.floatingNetworkID)
-	a.uuid(annotation.OpenStackFloatingSubnetID, &s.floatingSubnetID)
-	a.str(annotation.OpenStackFloatingSubnet, &floatingSubnet)
-	a.str(annotation.OpenStackFloatingSubnetTags, &floatingSubnetTags)
-	a.uuid(annotation.OpenStackFlavorID, &s.flavorID)
-	a.str(annotation.OpenStackAvailabilityZone, &s.availabilityZone)
-	a.boolean(annotation.OpenStackInternalLoadBalancer, &s.internal)
-	a.boolean(annotation.OpenStackKeepFloatingIP, &s.keepFIP)
-	a.boolean(annotation.OpenStackPublishOnlyPublicAddress, &s.onlyPublic)
-	a.boolean(annotation.OpenStackXForwardedFor, &s.xff)
+	for _, f := range []struct {
+		n    annotation.Name
+		into *string
+		uuid bool // an OpenStack id
+	}{
+		{annotation.OpenStackSubnetID, &s.subnetID, true},
+		{annotation.OpenStackNetworkID, &s.networkID, true},
+		{annotation.OpenStackPortID, &s.portID, true},
+		{annotation.OpenStackMemberSubnetID, &s.memberSubnetID, true},
+		{annotation.OpenStackFloatingNetworkID, &s.floatingNetworkID, true},
+		{annotation.OpenStackFloatingSubnetID, &s.floatingSubnetID, true},
+		{annotation.OpenStackFloatingSubnet, &floatingSubnet, false},
+		{annotation.OpenStackFloatingSubnetTags, &floatingSubnetTags, false},
+		{annotation.OpenStackFlavorID, &s.flavorID, true},
+		{annotation.OpenStackAvailabilityZone, &s.availabilityZone, false},
+	} {
+		if f.uuid {
+			a.uuid(f.n, f.into)
+		} else {
+			a.str(f.n, f.into)
+		}
+	}
+	for _, f := range []struct {
+		n    annotation.Name
+		into *bool
+	}{
+		{annotation.OpenStackInternalLoadBalancer, &s.internal},
+		{annotation.OpenStackKeepFloatingIP, &s.keepFIP},
+		{annotation.OpenStackPublishOnlyPublicAddress, &s.onlyPublic},
+		{annotation.OpenStackXForwardedFor, &s.xff},
+	} {
+		a.boolean(f.n, f.into)
+	}
 	c.specClass(s, a, &floatingSubnet, &floatingSubnetTags)
 	s.specFloatingSubnet(a.e, floatingSubnet, floatingSubnetTags)
 	if s.subnetID == "" && s.networkID == "" && s.portID == "" && s.vipSubnetOf == "" {

@@ -114,13 +114,11 @@ func TestSpecMonitorIsOnForLocalTrafficAndProbesTheHealthCheckNodePort(t *testin
 	assert.Equal(t, "TCP", s.monitor.monitorType(v1.ProtocolTCP))
 	assert.Equal(t, "UDP-CONNECT", s.monitor.monitorType(v1.ProtocolUDP))
 
-	_, err = c.spec("k8s", specService(map[string]string{
+	specRefuses(t, c, map[string]string{
 		string(annotation.OpenStackEnableHealthMonitor):  "true",
 		string(annotation.OpenStackHealthMonitorDelay):   "2",
 		string(annotation.OpenStackHealthMonitorTimeout): "5",
-	}), nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "must not exceed")
+	}, "must not exceed")
 }
 
 func TestSpecListenerAndPoolOptions(t *testing.T) {
@@ -142,25 +140,19 @@ func TestSpecListenerAndPoolOptions(t *testing.T) {
 	assert.Nil(t, s.timeouts.memberData, "unset timeouts are left to Octavia")
 	assert.Equal(t, "SOURCE_IP", s.method)
 
-	_, err = c.spec("k8s", specService(map[string]string{
+	specRefuses(t, c, map[string]string{
 		string(annotation.OpenStackProxyProtocol): "true",
 		string(annotation.OpenStackXForwardedFor): "true",
-	}), nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "cannot be combined")
+	}, "cannot be combined")
 }
 
 func TestSpecCollectsEveryProblem(t *testing.T) {
 	c := specCloud(t, "")
-	_, err := c.spec("k8s", specService(map[string]string{
+	err := specRefuses(t, c, map[string]string{
 		string(annotation.OpenStackConnectionLimit): "lots",
 		string(annotation.OpenStackLBMethod):        "RANDOM",
 		string(annotation.OpenStackSubnetID):        "not-a-uuid",
-	}), nil)
-	require.Error(t, err)
-	for _, want := range []string{"connection-limit", "lb-method", "subnet-id"} {
-		assert.Contains(t, err.Error(), want)
-	}
+	}, "connection-limit", "lb-method", "subnet-id")
 	var inv *annotation.InvalidError
 	assert.True(t, errors.As(err, &inv))
 }
@@ -347,9 +339,7 @@ func TestSpecTLS(t *testing.T) {
 		{"a port the Service lacks", "", map[string]string{string(annotation.OpenStackTLSSecret): "web-tls", string(annotation.OpenStackTLSPorts): "8443"}, "port 8443 is not a port of the Service"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := specCloud(t, tc.conf).spec("k8s", specService(tc.ann), nil)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
+			specRefuses(t, specCloud(t, tc.conf), tc.ann, tc.want)
 		})
 	}
 
@@ -387,4 +377,16 @@ func TestAListenerOpenToAllIsWrittenAsThePeerWritesIt(t *testing.T) {
 		assert.True(t, openToAll(open), "%v", open)
 	}
 	assert.False(t, openToAll([]string{"0.0.0.0/0", "198.51.100.0/24"}))
+}
+
+// specRefuses says that the Service with these annotations has no spec, for
+// problems that name each of want; it returns them.
+func specRefuses(t *testing.T, c *Cloud, annotations map[string]string, want ...string) error {
+	t.Helper()
+	_, err := c.spec("k8s", specService(annotations), nil)
+	require.Error(t, err)
+	for _, w := range want {
+		assert.Contains(t, err.Error(), w)
+	}
+	return err
 }

@@ -46,14 +46,9 @@ func newLBIndex(c *Cloud) *lbIndex {
 			if uid == "" {
 				return nil, fmt.Errorf("the cluster UID is not known yet")
 			}
-			if err := c.api.session(ctx, svcOctavia); err != nil {
-				return nil, err
-			}
-			lbs, err := c.api.listLoadBalancers(ctx, loadbalancers.ListOpts{Tags: []string{tagCluster + uid}})
-			if err != nil {
-				return nil, fmt.Errorf("listing the cluster's load balancers: %w", redact(err))
-			}
-			return lbs, nil
+			return listing(c.api, svcOctavia, "the cluster's load balancers", redact, func(ctx context.Context) ([]loadbalancers.LoadBalancer, error) {
+				return c.api.listLoadBalancers(ctx, loadbalancers.ListOpts{Tags: []string{tagCluster + uid}})
+			})(ctx)
 		}, func(lb loadbalancers.LoadBalancer) []string {
 			keys := []string{"lb/" + lb.ID} // its identity, then its Services
 			for _, t := range lb.Tags {
@@ -63,16 +58,9 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return keys
 		}),
-		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]floatingips.FloatingIP, error) {
-			if err := c.api.session(ctx, svcNetwork); err != nil {
-				return nil, err
-			}
-			fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{})
-			if err != nil {
-				return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
-			}
-			return fips, nil
-		}, func(f floatingips.FloatingIP) []string {
+		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, svcNetwork, "floating IPs", redact, func(ctx context.Context) ([]floatingips.FloatingIP, error) {
+			return c.api.listFloatingIPs(ctx, floatingips.ListOpts{})
+		}), func(f floatingips.FloatingIP) []string {
 			// Its identity, then its port: a port with two floating IPs is
 			// found by neither, and takes the direct path.
 			keys := []string{"fip/" + f.ID}
@@ -81,5 +69,20 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return keys
 		}),
+	}
+}
+
+// listing is a shared listing's source: the service found, then list, its
+// error told (translate) as listing what.
+func listing[T any](api cloudAPI, s service, what string, translate func(error) error, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
+	return func(ctx context.Context) ([]T, error) {
+		if err := api.session(ctx, s); err != nil {
+			return nil, err
+		}
+		all, err := list(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", what, translate(err))
+		}
+		return all, nil
 	}
 }
