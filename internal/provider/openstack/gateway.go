@@ -14,7 +14,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
@@ -82,6 +81,7 @@ type networkAPI interface {
 	listExternalNetworks(ctx context.Context) ([]networks.Network, error)
 	getSubnet(ctx context.Context, id string) (*subnets.Subnet, error)
 	listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error)
+	subnetCIDRs(ctx context.Context) ([]string, error)
 
 	listSecurityGroups(ctx context.Context, opts groups.ListOpts) ([]groups.SecGroup, error)
 	createSecurityGroup(ctx context.Context, opts groups.CreateOpts) (*groups.SecGroup, error)
@@ -98,9 +98,9 @@ type networkAPI interface {
 	listLeanFloatingIPs(ctx context.Context) ([]leanFloatingIP, error)
 	listLeanTrunks(ctx context.Context) ([]leanTrunk, error)
 
-	getRouter(ctx context.Context, id string) (*routers.Router, error)
-	addRoutes(ctx context.Context, routerID string, routes []routers.Route) error
-	removeRoutes(ctx context.Context, routerID string, routes []routers.Route) error
+	routerRoutes(ctx context.Context, routerID string) ([]extraRoute, error)
+	addRoutes(ctx context.Context, routerID string, routes []extraRoute) error
+	removeRoutes(ctx context.Context, routerID string, routes []extraRoute) error
 }
 
 // loadBalancerAPI is Octavia's part of cloudAPI (gateway_loadbalancer.go).

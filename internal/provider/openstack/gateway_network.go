@@ -69,6 +69,19 @@ func (gw *gateway) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]su
 	})
 }
 
+// subnetCIDRs lists the CIDRs of the project's subnets.
+func (gw *gateway) subnetCIDRs(ctx context.Context) ([]string, error) {
+	all, err := gw.listSubnets(ctx, subnets.ListOpts{})
+	if err != nil {
+		return nil, err
+	}
+	cidrs := make([]string, 0, len(all))
+	for _, sn := range all {
+		cidrs = append(cidrs, sn.CIDR)
+	}
+	return cidrs, nil
+}
+
 func (gw *gateway) listSecurityGroups(ctx context.Context, opts groups.ListOpts) ([]groups.SecGroup, error) {
 	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]groups.SecGroup, error) {
 		return allPages(ctx, groups.List(sc, opts), groups.ExtractGroups)
@@ -157,22 +170,42 @@ func leanList[T any](ctx context.Context, gw *gateway, kind string, fields ...st
 	})
 }
 
-func (gw *gateway) getRouter(ctx context.Context, id string) (*routers.Router, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*routers.Router, error) {
-		return routers.Get(ctx, sc, id).Extract()
+// routerRoutes reads the router's extraroutes.
+func (gw *gateway) routerRoutes(ctx context.Context, routerID string) ([]extraRoute, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]extraRoute, error) {
+		r, err := routers.Get(ctx, sc, routerID).Extract()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]extraRoute, 0, len(r.Routes))
+		for _, rt := range r.Routes {
+			out = append(out, extraRoute{destination: rt.DestinationCIDR, nextHop: rt.NextHop})
+		}
+		return out, nil
 	})
 }
 
 // addRoutes adds extraroutes to the router, atomically (no read-modify-write).
-func (gw *gateway) addRoutes(ctx context.Context, routerID string, routes []routers.Route) error {
+func (gw *gateway) addRoutes(ctx context.Context, routerID string, routes []extraRoute) error {
 	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		return discard(extraroutes.Add(ctx, sc, routerID, extraroutes.Opts{Routes: &routes}).Extract())
+		rts := routerRouteList(routes)
+		return discard(extraroutes.Add(ctx, sc, routerID, extraroutes.Opts{Routes: &rts}).Extract())
 	})
 }
 
 // removeRoutes removes extraroutes from the router, atomically.
-func (gw *gateway) removeRoutes(ctx context.Context, routerID string, routes []routers.Route) error {
+func (gw *gateway) removeRoutes(ctx context.Context, routerID string, routes []extraRoute) error {
 	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
-		return discard(extraroutes.Remove(ctx, sc, routerID, extraroutes.Opts{Routes: &routes}).Extract())
+		rts := routerRouteList(routes)
+		return discard(extraroutes.Remove(ctx, sc, routerID, extraroutes.Opts{Routes: &rts}).Extract())
 	})
+}
+
+// routerRouteList is routes as Neutron's extraroutes take them.
+func routerRouteList(routes []extraRoute) []routers.Route {
+	out := make([]routers.Route, 0, len(routes))
+	for _, rt := range routes {
+		out = append(out, routers.Route{DestinationCIDR: rt.destination, NextHop: rt.nextHop})
+	}
+	return out
 }

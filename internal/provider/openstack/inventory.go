@@ -46,35 +46,47 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 	if err != nil {
 		return nil, err
 	}
-	for _, ref := range l.Obj.Listeners {
-		li, found, err := s.index.listeners.Get(ctx, "listener/"+ref.ID)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			out = append(out, "listener/"+ref.ID+" (not listed)")
-			continue
-		}
-		cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
-		out = append(out, fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s", li.ID, li.Protocol, li.ProtocolPort,
-			strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTlsContainerRef))
+	ls, err := describeListed(ctx, s.index.listeners, "listener", l.Obj.Listeners, func(li listeners.Listener) string { return li.ID },
+		func(li listeners.Listener) []string {
+			cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
+			return []string{fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s", li.ID, li.Protocol, li.ProtocolPort,
+				strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTlsContainerRef)}
+		})
+	if err != nil {
+		return nil, err
 	}
-	for _, ref := range l.Obj.Pools {
-		p, found, err := s.index.pools.Get(ctx, "pool/"+ref.ID)
+	ps, err := describeListed(ctx, s.index.pools, "pool", l.Obj.Pools, func(p pools.Pool) string { return p.ID },
+		func(p pools.Pool) []string {
+			out := []string{fmt.Sprintf("pool/%s %s %s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners))}
+			if p.MonitorID != "" {
+				out = append(out, "monitor/"+p.MonitorID+" of pool "+p.ID)
+			}
+			for _, m := range p.Members {
+				out = append(out, lbcycle.MemberPrefix+m.ID+" of pool "+p.ID)
+			}
+			return out
+		})
+	if err != nil {
+		return nil, err
+	}
+	return append(append(out, ls...), ps...), nil
+}
+
+// describeListed describes each of refs (the load balancer's own references
+// to its objects, an id each) as the shared listing of kind has it, "(not
+// listed)" when it has it not.
+func describeListed[T any](ctx context.Context, listing *snapshot.Snapshot[T], kind string, refs []T, id func(T) string, describe func(T) []string) ([]string, error) {
+	var out []string
+	for _, ref := range refs {
+		obj, found, err := listing.Get(ctx, kind+"/"+id(ref))
 		if err != nil {
 			return nil, err
 		}
 		if !found {
-			out = append(out, "pool/"+ref.ID+" (not listed)")
+			out = append(out, kind+"/"+id(ref)+" (not listed)")
 			continue
 		}
-		out = append(out, fmt.Sprintf("pool/%s %s %s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners)))
-		if p.MonitorID != "" {
-			out = append(out, "monitor/"+p.MonitorID+" of pool "+p.ID)
-		}
-		for _, m := range p.Members {
-			out = append(out, lbcycle.MemberPrefix+m.ID+" of pool "+p.ID)
-		}
+		out = append(out, describe(obj)...)
 	}
 	return out, nil
 }

@@ -268,26 +268,25 @@ func TestSpecOfIPv6AndDualStackServices(t *testing.T) {
 	_, err = c.spec("k8s", onlyV4Ranges, nil)
 	require.ErrorContains(t, err, "hold no IPv6 range", "never opened to everyone instead")
 
-	required := v1.IPFamilyPolicyRequireDualStack
-	dual := specService(nil)
-	dual.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
-	dual.Spec.IPFamilyPolicy = &required
-	s, err = c.spec("k8s", dual, nil)
-	require.NoError(t, err)
-	assert.Equal(t, v1.IPv4Protocol, s.family)
-	assert.Equal(t, v1.IPv6Protocol, s.secondFamily)
-	assert.True(t, s.requireDual)
-	assert.False(t, s.noFloatingIP(), "its IPv4 VIP takes a floating IP")
-	preferred := v1.IPFamilyPolicyPreferDualStack
-	dual.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
-	dual.Spec.IPFamilyPolicy = &preferred
-	s, err = c.spec("k8s", dual, nil)
-	require.NoError(t, err)
-	assert.Equal(t, v1.IPv6Protocol, s.family)
-	assert.Equal(t, v1.IPv4Protocol, s.secondFamily)
-	assert.Equal(t, confSubnet, s.secondSubnetID, "the cloud.conf's subnet-id is the IPv4 one")
-	assert.False(t, s.requireDual)
-	assert.False(t, s.noFloatingIP(), "an IPv4 VIP beside: a floating IP")
+	for _, tc := range []struct {
+		policy      v1.IPFamilyPolicy
+		families    []v1.IPFamily
+		requireDual bool
+	}{
+		{v1.IPFamilyPolicyRequireDualStack, []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}, true},
+		{v1.IPFamilyPolicyPreferDualStack, []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}, false},
+	} {
+		dual := specService(nil, func(s *v1.Service) { s.Spec.IPFamilies, s.Spec.IPFamilyPolicy = tc.families, &tc.policy })
+		s, err = c.spec("k8s", dual, nil)
+		require.NoError(t, err)
+		assert.Equal(t, tc.families[0], s.family)
+		assert.Equal(t, tc.families[1], s.secondFamily)
+		assert.Equal(t, tc.requireDual, s.requireDual)
+		assert.False(t, s.noFloatingIP(), "its IPv4 VIP takes a floating IP")
+		if tc.families[1] == v1.IPv4Protocol {
+			assert.Equal(t, confSubnet, s.secondSubnetID, "the cloud.conf's subnet-id is the IPv4 one")
+		}
+	}
 }
 
 func TestSpecTLS(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +19,9 @@ type routes struct{ c *Cloud }
 
 var _ cloudprovider.Routes = routes{}
 
+// extraRoute is one of the router's extraroutes.
+type extraRoute struct{ destination, nextHop string }
+
 // ListRoutes returns the router's extraroutes, each matched to the Node whose
 // InternalIP is its nexthop. A route whose nexthop is no Node's is reported as a
 // blackhole; the route controller removes it only if it lies in --cluster-cidr.
@@ -27,7 +29,7 @@ func (r routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rout
 	if err := r.c.api.session(ctx, svcNetwork); err != nil {
 		return nil, err
 	}
-	router, err := r.c.api.getRouter(ctx, r.c.cfg.Route.RouterID)
+	extra, err := r.c.api.routerRoutes(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
 		return nil, fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, redact(err))
 	}
@@ -35,13 +37,13 @@ func (r routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rout
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*cloudprovider.Route, 0, len(router.Routes))
-	for _, rt := range router.Routes {
-		node, ok := byIP[rt.NextHop]
+	out := make([]*cloudprovider.Route, 0, len(extra))
+	for _, rt := range extra {
+		node, ok := byIP[rt.nextHop]
 		out = append(out, &cloudprovider.Route{
-			Name:            rt.DestinationCIDR + "-" + rt.NextHop,
+			Name:            rt.destination + "-" + rt.nextHop,
 			TargetNode:      types.NodeName(node),
-			DestinationCIDR: rt.DestinationCIDR,
+			DestinationCIDR: rt.destination,
 			Blackhole:       !ok,
 		})
 	}
@@ -61,7 +63,7 @@ func (r routes) CreateRoute(ctx context.Context, _ string, _ string, route *clou
 	if err := r.c.api.session(ctx, svcNetwork); err != nil {
 		return err
 	}
-	rts := []routers.Route{{DestinationCIDR: route.DestinationCIDR, NextHop: nexthop}}
+	rts := []extraRoute{{destination: route.DestinationCIDR, nextHop: nexthop}}
 	if err := r.c.api.addRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
 		return fmt.Errorf("adding route %s via %s to router %s: %w", route.DestinationCIDR, nexthop, r.c.cfg.Route.RouterID, redact(err))
 	}
@@ -75,13 +77,13 @@ func (r routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.
 	if err := r.c.api.session(ctx, svcNetwork); err != nil {
 		return err
 	}
-	router, err := r.c.api.getRouter(ctx, r.c.cfg.Route.RouterID)
+	extra, err := r.c.api.routerRoutes(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
 		return fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, redact(err))
 	}
-	var rts []routers.Route
-	for _, rt := range router.Routes {
-		if rt.DestinationCIDR == route.DestinationCIDR {
+	var rts []extraRoute
+	for _, rt := range extra {
+		if rt.destination == route.DestinationCIDR {
 			rts = append(rts, rt)
 		}
 	}

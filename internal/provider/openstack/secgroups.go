@@ -13,7 +13,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
@@ -124,10 +123,10 @@ func (g *sgSpec) wantedRules(remotes []string) []sgRuleKey {
 // addresses on them are where its traffic to the Nodes comes from.
 func (c *Cloud) memberSubnetCIDRs(ctx context.Context, members []string) ([]string, error) {
 	m := c.sgs
-	find := func(all []subnets.Subnet) []string {
+	find := func(all []string) []string {
 		var out []string
-		for _, sn := range all {
-			p, err := netip.ParsePrefix(sn.CIDR)
+		for _, cidr := range all {
+			p, err := netip.ParsePrefix(cidr)
 			if err != nil {
 				continue
 			}
@@ -149,7 +148,7 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, members []string) ([]stri
 	}
 	// A member on a subnet not seen yet: listed again (never under the lock
 	// the port writes take).
-	all, err := c.api.listSubnets(ctx, subnets.ListOpts{})
+	all, err := c.api.subnetCIDRs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets: %w", neutronErr(err))
 	}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -25,7 +24,7 @@ import (
 type sgManager struct {
 	api        cloudAPI
 	mu         sync.Mutex
-	subnets    []subnets.Subnet
+	subnets    []string // the CIDRs of the project's subnets
 	subnetsAt  time.Time
 	pending    map[string]*portChange // port ID → the changes waiting for its next write
 	flushing   *time.Timer            // the next write of the pending changes

@@ -62,11 +62,16 @@ func parsePackage(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
 	return files
 }
 
+// listFlags are the build flags of the test binary that change export data
+// (-race, shape_race_test.go): go list then finds what building it built.
+var listFlags []string
+
 // exportData maps every dependency of the package to its export data file, as
 // the go command built them (one `go list`, from the build cache).
 func exportData(t *testing.T) map[string]string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}}={{.Export}}", ".").Output()
+	args := append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}}={{.Export}}"}, listFlags...)
+	out, err := exec.Command("go", append(args, ".")...).Output()
 	if err != nil {
 		t.Fatalf("go list -export: %v", err)
 	}

@@ -33,12 +33,8 @@ func (tg *contractTarget) octavia(t *testing.T, c *Cloud) *gophercloud.ServiceCl
 // listenersOf is each listener of the load balancer as "PROTO/port".
 func listenersOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []string {
 	t.Helper()
-	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
-	require.NoError(t, err)
-	ls, err := listeners.ExtractListeners(pages)
-	require.NoError(t, err)
 	var out []string
-	for _, l := range ls {
+	for _, l := range lbListeners(t, octavia, lbID) {
 		out = append(out, l.Protocol+"/"+strconv.Itoa(l.ProtocolPort))
 	}
 	sort.Strings(out)
@@ -262,16 +258,22 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 
 func listenerIDs(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []string {
 	t.Helper()
-	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
-	require.NoError(t, err)
-	ls, err := listeners.ExtractListeners(pages)
-	require.NoError(t, err)
 	var ids []string
-	for _, l := range ls {
+	for _, l := range lbListeners(t, octavia, lbID) {
 		ids = append(ids, l.ID+"/"+l.DefaultPoolID)
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// lbListeners lists the load balancer's listeners.
+func lbListeners(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []listeners.Listener {
+	t.Helper()
+	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
+	require.NoError(t, err)
+	ls, err := listeners.ExtractListeners(pages)
+	require.NoError(t, err)
+	return ls
 }
 
 // publicNetwork is the external network floating IPs come from.

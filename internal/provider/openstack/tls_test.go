@@ -77,26 +77,18 @@ func tlsListeners(t *testing.T, octavia *gophercloud.ServiceClient, lbID string)
 // Service's certificates, without the prefix and the cluster's UID.
 func storedNames(t *testing.T, c *Cloud, svc *v1.Service) []string {
 	t.Helper()
-	km, err := c.clients.keyManagerClient(t.Context())
+	objs, err := c.storedObjects(t.Context())
 	require.NoError(t, err)
 	var out []string
-	cp, err := containers.List(km, containers.ListOpts{Limit: 100}).AllPages(t.Context())
-	require.NoError(t, err)
-	cs, err := containers.ExtractContainers(cp)
-	require.NoError(t, err)
-	for _, ct := range cs {
-		if strings.HasPrefix(ct.Name, storedPrefix(svc.UID)) {
-			out = append(out, "container "+strings.Replace(strings.TrimPrefix(ct.Name, storedPrefix(svc.UID)), "_"+c.Cluster.Get(), "", 1))
+	for _, o := range objs {
+		if !strings.HasPrefix(o.name, storedPrefix(svc.UID)) {
+			continue
 		}
-	}
-	sp, err := secrets.List(km, secrets.ListOpts{Limit: 100}).AllPages(t.Context())
-	require.NoError(t, err)
-	ss, err := secrets.ExtractSecrets(sp)
-	require.NoError(t, err)
-	for _, s := range ss {
-		if strings.HasPrefix(s.Name, storedPrefix(svc.UID)) {
-			out = append(out, "secret "+strings.Replace(strings.TrimPrefix(s.Name, storedPrefix(svc.UID)), "_"+c.Cluster.Get(), "", 1))
+		kind := "secret"
+		if o.kind == kindContainer {
+			kind = "container"
 		}
+		out = append(out, kind+" "+strings.Replace(strings.TrimPrefix(o.name, storedPrefix(svc.UID)), "_"+c.Cluster.Get(), "", 1))
 	}
 	return out
 }
