@@ -4,7 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -25,7 +24,7 @@ func init() {
 type Cloud struct {
 	provider.Base
 	// Cycle runs the load balancers on Octavia's steps (cycle.go).
-	*lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer]
+	*lbcycle.Cycle[lbSpec, loadBalancer]
 
 	cfg     Config
 	clients *clients // the session: credentials, region, service clients

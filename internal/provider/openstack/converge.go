@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	v1 "k8s.io/api/core/v1"
@@ -160,7 +159,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 // recorded on it before its first listener. Removals come first, so that a
 // port whose listener must change protocol is free when its new listener is
 // created.
-func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec, shared bool) (bool, error) {
+func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec, shared bool) (bool, error) {
 	have, err := c.api.listListeners(ctx, lb.ID)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))

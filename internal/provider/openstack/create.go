@@ -69,7 +69,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 
 // warnImmutable tells the user when a setting Octavia cannot change on an existing
 // load balancer differs from what the Service asks now.
-func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) {
+func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadBalancer, s lbSpec) {
 	var diffs []string
 	if s.flavorID != "" && lb.FlavorID != "" && s.flavorID != lb.FlavorID {
 		diffs = append(diffs, fmt.Sprintf("flavor %s (it has %s)", s.flavorID, lb.FlavorID))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
@@ -21,16 +20,16 @@ import (
 // Objects (inventory.go), Delete (delete.go).
 type steps struct{ *Cloud }
 
-type octaviaLB = lbcycle.LB[loadbalancers.LoadBalancer]
+type octaviaLB = lbcycle.LB[loadBalancer]
 
 var (
-	_ lbcycle.Cloud[lbSpec, loadbalancers.LoadBalancer]         = steps{}
-	_ lbcycle.MemberUpdater[lbSpec, loadbalancers.LoadBalancer] = steps{}
-	_ lbcycle.DriftChecker[loadbalancers.LoadBalancer]          = steps{}
-	_ lbcycle.Relister                                          = steps{}
+	_ lbcycle.Cloud[lbSpec, loadBalancer]         = steps{}
+	_ lbcycle.MemberUpdater[lbSpec, loadBalancer] = steps{}
+	_ lbcycle.DriftChecker[loadBalancer]          = steps{}
+	_ lbcycle.Relister                            = steps{}
 )
 
-func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer] {
+func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadBalancer] {
 	// The record is kept in the annotations cloud-provider-openstack users
 	// know: load-balancer-address (the address, the one place it shows when a
 	// hostname is published instead) and the converged record. A Service on
@@ -43,7 +42,7 @@ func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer] {
 			id := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]
 			return id != "" && !strings.HasPrefix(svc.Annotations[string(annotation.OpenStackConverged)], id+"/")
 		}}
-	return lbcycle.New[lbSpec, loadbalancers.LoadBalancer](steps{c}, records,
+	return lbcycle.New[lbSpec, loadBalancer](steps{c}, records,
 		lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
 }
 
@@ -65,7 +64,7 @@ func (s steps) Spec(ctx context.Context, clusterName string, svc *v1.Service, no
 }
 
 // asLB is an Octavia load balancer as the cycle sees it.
-func (s steps) asLB(lb *loadbalancers.LoadBalancer, svc *v1.Service) octaviaLB {
+func (s steps) asLB(lb *loadBalancer, svc *v1.Service) octaviaLB {
 	state := lbcycle.Ready
 	switch {
 	case strings.HasPrefix(lb.ProvisioningStatus, "PENDING"):

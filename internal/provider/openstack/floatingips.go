@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
@@ -21,7 +20,7 @@ import (
 // attaching one first if there is none: spec.loadBalancerIP names an existing one
 // (created with that address if the project may), else a new one is allocated
 // from the floating network, on the subnet the Service picks.
-func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
+func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec) (string, error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	fip, err := c.vipFloatingIP(ctx, lb)
 	if err != nil {
@@ -78,7 +77,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadb
 
 // attachRequestedFloatingIP attaches the floating IP spec.loadBalancerIP names.
 // One attached elsewhere is never taken away.
-func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
+func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec) (string, error) {
 	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: s.floatingIP})
 	if err != nil {
 		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
@@ -127,7 +126,7 @@ func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]floating
 // reattachOwnFloatingIP puts a free floating IP this CCM created for the
 // Service on the load balancer's VIP port: the Service keeps its address when
 // its load balancer is rebuilt. ok is false when there is none.
-func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer, netID string) (string, bool, error) {
+func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, netID string) (string, bool, error) {
 	own, err := c.ownFloatingIPs(ctx, svc)
 	if err != nil {
 		return "", false, err
@@ -206,7 +205,7 @@ func fipRefusedOr(err error) error { return outcome.RefusedProblem(reasonFloatin
 // it) and it is not to be kept, detached otherwise. anyService: the last
 // Service on a load balancer a CCM made for another deletes what a CCM
 // allocated for that one.
-func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer, keep, anyService bool) error {
+func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, keep, anyService bool) error {
 	fip, err := c.vipFloatingIP(ctx, lb)
 	if err != nil || fip == nil {
 		return err
@@ -229,7 +228,7 @@ func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *load
 	return nil
 }
 
-func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadbalancers.LoadBalancer) (*floatingips.FloatingIP, error) {
+func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingips.FloatingIP, error) {
 	if lb.VipPortID == "" {
 		return nil, nil
 	}

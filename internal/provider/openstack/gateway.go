@@ -106,9 +106,9 @@ type networkAPI interface {
 // loadBalancerAPI is Octavia's part of cloudAPI (gateway_loadbalancer.go).
 type loadBalancerAPI interface {
 	octaviaVersions(ctx context.Context, into any) error
-	getLoadBalancer(ctx context.Context, id string) (*loadbalancers.LoadBalancer, error)
-	listLoadBalancers(ctx context.Context, opts loadbalancers.ListOpts) ([]loadbalancers.LoadBalancer, error)
-	createLoadBalancer(ctx context.Context, opts loadbalancers.CreateOpts) (*loadbalancers.LoadBalancer, error)
+	getLoadBalancer(ctx context.Context, id string) (*loadBalancer, error)
+	listLoadBalancers(ctx context.Context, tag string) ([]loadBalancer, error)
+	createLoadBalancer(ctx context.Context, opts loadbalancers.CreateOpts) (*loadBalancer, error)
 	setLoadBalancerTags(ctx context.Context, id string, tags []string) error
 	deleteLoadBalancer(ctx context.Context, id string) error
 	loadBalancerStatuses(ctx context.Context, id string, into any) error

@@ -23,21 +23,77 @@ func (gw *gateway) octaviaVersions(ctx context.Context, into any) error {
 	})
 }
 
-func (gw *gateway) getLoadBalancer(ctx context.Context, id string) (*loadbalancers.LoadBalancer, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadbalancers.LoadBalancer, error) {
-		return loadbalancers.Get(ctx, sc, id).Extract()
+// loadBalancer is the part of an Octavia load balancer the CCM uses (the
+// names are Octavia's, as gophercloud spells them).
+type loadBalancer struct {
+	ID, Name           string
+	ProvisioningStatus string
+	Tags               []string
+	// Where its VIP is, and its create-time choices.
+	VipAddress, VipPortID, VipSubnetID string
+	FlavorID, AvailabilityZone         string
+	// AdditionalVips: a dual-stack load balancer's VIP of the other family.
+	AdditionalVips []additionalVIP
+	// Listeners and Pools name its children.
+	Listeners, Pools []objectRef
+}
+
+// additionalVIP is a load balancer's additional VIP.
+type additionalVIP struct{ SubnetID, IPAddress string }
+
+// objectRef names a child of a load balancer.
+type objectRef struct{ ID string }
+
+// asLoadBalancer is the part of gophercloud's load balancer the CCM uses.
+func asLoadBalancer(lb *loadbalancers.LoadBalancer) loadBalancer {
+	out := loadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, Tags: lb.Tags,
+		VipAddress: lb.VipAddress, VipPortID: lb.VipPortID, VipSubnetID: lb.VipSubnetID,
+		FlavorID: lb.FlavorID, AvailabilityZone: lb.AvailabilityZone}
+	for _, v := range lb.AdditionalVips {
+		out.AdditionalVips = append(out.AdditionalVips, additionalVIP{SubnetID: v.SubnetID, IPAddress: v.IPAddress})
+	}
+	for _, l := range lb.Listeners {
+		out.Listeners = append(out.Listeners, objectRef{ID: l.ID})
+	}
+	for _, p := range lb.Pools {
+		out.Pools = append(out.Pools, objectRef{ID: p.ID})
+	}
+	return out
+}
+
+// asLoadBalancerOrNil is asLoadBalancer of a call's answer.
+func asLoadBalancerOrNil(lb *loadbalancers.LoadBalancer, err error) (*loadBalancer, error) {
+	if err != nil || lb == nil {
+		return nil, err
+	}
+	out := asLoadBalancer(lb)
+	return &out, nil
+}
+
+func (gw *gateway) getLoadBalancer(ctx context.Context, id string) (*loadBalancer, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadBalancer, error) {
+		return asLoadBalancerOrNil(loadbalancers.Get(ctx, sc, id).Extract())
 	})
 }
 
-func (gw *gateway) listLoadBalancers(ctx context.Context, opts loadbalancers.ListOpts) ([]loadbalancers.LoadBalancer, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]loadbalancers.LoadBalancer, error) {
-		return allPages(ctx, loadbalancers.List(sc, opts), loadbalancers.ExtractLoadBalancers)
+// listLoadBalancers lists the load balancers that carry tag.
+func (gw *gateway) listLoadBalancers(ctx context.Context, tag string) ([]loadBalancer, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]loadBalancer, error) {
+		lbs, err := allPages(ctx, loadbalancers.List(sc, loadbalancers.ListOpts{Tags: []string{tag}}), loadbalancers.ExtractLoadBalancers)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]loadBalancer, len(lbs))
+		for i := range lbs {
+			out[i] = asLoadBalancer(&lbs[i])
+		}
+		return out, nil
 	})
 }
 
-func (gw *gateway) createLoadBalancer(ctx context.Context, opts loadbalancers.CreateOpts) (*loadbalancers.LoadBalancer, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadbalancers.LoadBalancer, error) {
-		return createLoadBalancer(ctx, sc, opts)
+func (gw *gateway) createLoadBalancer(ctx context.Context, opts loadbalancers.CreateOpts) (*loadBalancer, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadBalancer, error) {
+		return asLoadBalancerOrNil(createLoadBalancer(ctx, sc, opts))
 	})
 }
 

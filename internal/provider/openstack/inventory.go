@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	v1 "k8s.io/api/core/v1"
@@ -23,8 +22,8 @@ import (
 // monitor's ids), so a pass costs the same for 20 Services as for 1,000.
 
 var (
-	_ lbcycle.Inventory[loadbalancers.LoadBalancer] = steps{}
-	_ lbcycle.DriftListener                         = steps{}
+	_ lbcycle.Inventory[loadBalancer] = steps{}
+	_ lbcycle.DriftListener           = steps{}
 )
 
 // newObjectIndex lists every listener and pool of the project, by id.
@@ -46,7 +45,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 	if err != nil {
 		return nil, err
 	}
-	ls, err := describeListed(ctx, s.index.listeners, "listener", l.Obj.Listeners, func(li listeners.Listener) string { return li.ID },
+	ls, err := describeListed(ctx, s.index.listeners, "listener", l.Obj.Listeners,
 		func(li listeners.Listener) []string {
 			cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
 			return []string{fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s", li.ID, li.Protocol, li.ProtocolPort,
@@ -55,7 +54,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 	if err != nil {
 		return nil, err
 	}
-	ps, err := describeListed(ctx, s.index.pools, "pool", l.Obj.Pools, func(p pools.Pool) string { return p.ID },
+	ps, err := describeListed(ctx, s.index.pools, "pool", l.Obj.Pools,
 		func(p pools.Pool) []string {
 			out := []string{fmt.Sprintf("pool/%s %s %s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners))}
 			if p.MonitorID != "" {
@@ -72,18 +71,17 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 	return append(append(out, ls...), ps...), nil
 }
 
-// describeListed describes each of refs (the load balancer's own references
-// to its objects, an id each) as the shared listing of kind has it, "(not
-// listed)" when it has it not.
-func describeListed[T any](ctx context.Context, listing *snapshot.Snapshot[T], kind string, refs []T, id func(T) string, describe func(T) []string) ([]string, error) {
+// describeListed describes each of refs (the load balancer's children) as
+// the shared listing of kind has it, "(not listed)" when it has it not.
+func describeListed[T any](ctx context.Context, listing *snapshot.Snapshot[T], kind string, refs []objectRef, describe func(T) []string) ([]string, error) {
 	var out []string
 	for _, ref := range refs {
-		obj, found, err := listing.Get(ctx, kind+"/"+id(ref))
+		obj, found, err := listing.Get(ctx, kind+"/"+ref.ID)
 		if err != nil {
 			return nil, err
 		}
 		if !found {
-			out = append(out, kind+"/"+id(ref)+" (not listed)")
+			out = append(out, kind+"/"+ref.ID+" (not listed)")
 			continue
 		}
 		out = append(out, describe(obj)...)

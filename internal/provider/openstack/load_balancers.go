@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
@@ -53,13 +52,13 @@ func (c *Cloud) tags(svc *v1.Service, name string) []string {
 }
 
 // owned says whether lb was created by this cluster for svc.
-func (c *Cloud) owned(lb *loadbalancers.LoadBalancer, svc *v1.Service) bool {
+func (c *Cloud) owned(lb *loadBalancer, svc *v1.Service) bool {
 	return slices.Contains(lb.Tags, tagService+string(svc.UID)) && slices.Contains(lb.Tags, tagCluster+c.Cluster.Get())
 }
 
 // findLB returns the Service's load balancer (found by its UID tag), or nil. An
 // explicit load-balancer-id annotation names a load balancer to share instead.
-func (c *Cloud) findLB(ctx context.Context, svc *v1.Service) (*loadbalancers.LoadBalancer, error) {
+func (c *Cloud) findLB(ctx context.Context, svc *v1.Service) (*loadBalancer, error) {
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
 		lb, err := c.api.getLoadBalancer(ctx, id)
 		if hasStatus(err, http.StatusNotFound) {
@@ -67,13 +66,13 @@ func (c *Cloud) findLB(ctx context.Context, svc *v1.Service) (*loadbalancers.Loa
 		}
 		return lb, octaviaErr(err)
 	}
-	lbs, err := c.api.listLoadBalancers(ctx, loadbalancers.ListOpts{Tags: []string{tagService + string(svc.UID)}})
+	lbs, err := c.api.listLoadBalancers(ctx, tagService+string(svc.UID))
 	if err != nil {
 		return nil, fmt.Errorf("listing load balancers: %w", octaviaErr(err))
 	}
 	// A Service UID is unique, but only a load balancer with this cluster's tag too
 	// is ours: never act on another cluster's.
-	lbs = slices.DeleteFunc(lbs, func(lb loadbalancers.LoadBalancer) bool { return !c.owned(&lb, svc) })
+	lbs = slices.DeleteFunc(lbs, func(lb loadBalancer) bool { return !c.owned(&lb, svc) })
 	switch len(lbs) {
 	case 0:
 		return nil, nil

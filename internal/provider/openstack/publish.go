@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
@@ -112,7 +111,7 @@ func (s *lbSpec) noFloatingIP() bool {
 
 // otherVIP is, on a dual-stack load balancer, its VIP of the family addr is
 // not of: the second address of its status.
-func (s *lbSpec) otherVIP(lb *loadbalancers.LoadBalancer, addr string) string {
+func (s *lbSpec) otherVIP(lb *loadBalancer, addr string) string {
 	if s.secondFamily == "" {
 		return ""
 	}

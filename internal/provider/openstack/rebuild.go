@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -42,7 +41,7 @@ func (s steps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (stri
 // and nothing of them can be changed. The load balancer is then deleted to be
 // built again step by step, as every later one is. Its floating IP is kept for
 // the new one. It returns a RetryError when it rebuilds, nil when all is well.
-func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer) (string, error) {
+func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *loadBalancer) (string, error) {
 	if err := c.api.session(ctx, svcOctavia); err != nil {
 		return "", err
 	}
@@ -72,7 +71,7 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *load
 
 // deleteKeepingAddress deletes the Service's load balancer (cascade) to build
 // it anew; its floating IP is detached and kept for the new one.
-func (c *Cloud) deleteKeepingAddress(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer) error {
+func (c *Cloud) deleteKeepingAddress(ctx context.Context, svc *v1.Service, lb *loadBalancer) error {
 	if err := c.api.session(ctx, svcOctavia, svcNetwork); err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
@@ -30,7 +29,7 @@ const (
 )
 
 type lbIndex struct {
-	lbs  *snapshot.Snapshot[loadbalancers.LoadBalancer]
+	lbs  *snapshot.Snapshot[loadBalancer]
 	fips *snapshot.Snapshot[floatingips.FloatingIP]
 	// listeners and pools: the drift check's (inventory.go).
 	listeners *snapshot.Snapshot[listeners.Listener]
@@ -41,15 +40,15 @@ type lbIndex struct {
 func newLBIndex(c *Cloud) *lbIndex {
 	ls, ps := newObjectIndex(c)
 	return &lbIndex{listeners: ls, pools: ps, sgRules: newRuleIndex(c),
-		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]loadbalancers.LoadBalancer, error) {
+		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]loadBalancer, error) {
 			uid := c.Cluster.Get()
 			if uid == "" {
 				return nil, fmt.Errorf("the cluster UID is not known yet")
 			}
-			return listing(c.api, svcOctavia, "the cluster's load balancers", redact, func(ctx context.Context) ([]loadbalancers.LoadBalancer, error) {
-				return c.api.listLoadBalancers(ctx, loadbalancers.ListOpts{Tags: []string{tagCluster + uid}})
+			return listing(c.api, svcOctavia, "the cluster's load balancers", redact, func(ctx context.Context) ([]loadBalancer, error) {
+				return c.api.listLoadBalancers(ctx, tagCluster+uid)
 			})(ctx)
-		}, func(lb loadbalancers.LoadBalancer) []string {
+		}, func(lb loadBalancer) []string {
 			keys := []string{"lb/" + lb.ID} // its identity, then its Services
 			for _, t := range lb.Tags {
 				if uid, ok := strings.CutPrefix(t, tagService); ok {

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -48,7 +47,7 @@ const (
 // cloud-provider-openstack made it: named as the Service's, named by the
 // Service's load-balancer-id (the peer writes it on every Service it serves),
 // and carrying no tag of ours for another Service or cluster.
-func (c *Cloud) peerOwned(lb *loadbalancers.LoadBalancer, svc *v1.Service, name string) bool {
+func (c *Cloud) peerOwned(lb *loadBalancer, svc *v1.Service, name string) bool {
 	id, _ := annotation.OpenStackLoadBalancerID.NonEmptyString(svc)
 	if id != lb.ID || lb.Name != name {
 		return false
@@ -63,7 +62,7 @@ func (c *Cloud) peerOwned(lb *loadbalancers.LoadBalancer, svc *v1.Service, name 
 }
 
 // isOwner: lb was made for svc, by this cluster's CCM or by the peer.
-func (c *Cloud) isOwner(lb *loadbalancers.LoadBalancer, svc *v1.Service, name string) bool {
+func (c *Cloud) isOwner(lb *loadBalancer, svc *v1.Service, name string) bool {
 	return c.owned(lb, svc) || c.peerOwned(lb, svc, name)
 }
 
@@ -71,7 +70,7 @@ func (c *Cloud) isOwner(lb *loadbalancers.LoadBalancer, svc *v1.Service, name st
 // that the last Service on it may delete it: it carries this cluster's tag,
 // or (the peer's, which has no cluster tag) its name is one of this
 // cluster's. A load balancer a person made, or another cluster's, never is.
-func (c *Cloud) ours(lb *loadbalancers.LoadBalancer, clusterName string) bool {
+func (c *Cloud) ours(lb *loadBalancer, clusterName string) bool {
 	if slices.Contains(lb.Tags, tagCluster+c.Cluster.Get()) {
 		return true
 	}
@@ -85,7 +84,7 @@ func (c *Cloud) ours(lb *loadbalancers.LoadBalancer, clusterName string) bool {
 
 // sharers are the Services other than the one named name that lb's tags
 // record.
-func sharers(lb *loadbalancers.LoadBalancer, name string) []string {
+func sharers(lb *loadBalancer, name string) []string {
 	var out []string
 	for _, t := range lb.Tags {
 		if strings.HasPrefix(t, servicePrefix) && t != name {
@@ -137,7 +136,7 @@ func serviceNamed(l listeners.Listener, clusterName string) string {
 // as ours, nothing rebuilt); otherwise the Service may share it as the peer
 // allows (not internal, within max-shared-lb). It says what it started, or
 // "" to go on.
-func (s steps) share(ctx context.Context, svc *v1.Service, spec lbSpec, lb *loadbalancers.LoadBalancer) (string, error) {
+func (s steps) share(ctx context.Context, svc *v1.Service, spec lbSpec, lb *loadBalancer) (string, error) {
 	if s.peerOwned(lb, svc, spec.name) {
 		tags := slices.Clone(lb.Tags)
 		for _, t := range s.tags(svc, spec.name) {
@@ -183,7 +182,7 @@ func (c *Cloud) updateTags(ctx context.Context, id string, tags []string) error 
 // person made): its listeners and pools one at a time, then its tags. The
 // load balancer stays, with its floating IP. "" once nothing of the Service
 // is left on it.
-func (s steps) leave(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer, name string, owner bool) (string, error) {
+func (s steps) leave(ctx context.Context, svc *v1.Service, lb *loadBalancer, name string, owner bool) (string, error) {
 	changed, err := s.converge(ctx, svc, lb, lbSpec{name: name}, !owner)
 	if err != nil {
 		return "", err
@@ -205,7 +204,7 @@ func (s steps) leave(ctx context.Context, svc *v1.Service, lb *loadbalancers.Loa
 
 // othersOn says whether a Service other than svc still has a part of lb: a
 // tag naming it, or a listener of its own.
-func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer, name string, owner bool) (bool, error) {
+func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *loadBalancer, name string, owner bool) (bool, error) {
 	if len(sharers(lb, name)) > 0 {
 		return true, nil
 	}
@@ -225,7 +224,7 @@ func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *loadbalancers.
 // of: the Service's own, or the last Service's of one this cluster made, is
 // deleted with its floating IP (unless kept); any other is left, with what
 // the Service had on it removed.
-func (s steps) deleteOrLeave(ctx context.Context, svc *v1.Service, lb *loadbalancers.LoadBalancer, clusterName string) (string, error) {
+func (s steps) deleteOrLeave(ctx context.Context, svc *v1.Service, lb *loadBalancer, clusterName string) (string, error) {
 	name := s.lbName(clusterName, svc)
 	owner := s.isOwner(lb, svc, name)
 	others, err := s.othersOn(ctx, svc, lb, name, owner)

@@ -41,14 +41,15 @@ func listenersOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) 
 	return out
 }
 
-func getLB(t *testing.T, octavia *gophercloud.ServiceClient, id string) (*loadbalancers.LoadBalancer, bool) {
+func getLB(t *testing.T, octavia *gophercloud.ServiceClient, id string) (*loadBalancer, bool) {
 	t.Helper()
-	lb, err := loadbalancers.Get(t.Context(), octavia, id).Extract()
+	got, err := loadbalancers.Get(t.Context(), octavia, id).Extract()
 	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		return nil, false
 	}
 	require.NoError(t, err)
-	return lb, lb.ProvisioningStatus != "DELETED"
+	lb := asLoadBalancer(got)
+	return &lb, lb.ProvisioningStatus != "DELETED"
 }
 
 func fipsAt(t *testing.T, tg *contractTarget, addr string) []floatingips.FloatingIP {
@@ -296,9 +297,9 @@ func gone(t *testing.T, octavia *gophercloud.ServiceClient, id string) {
 }
 
 // active waits for the load balancer to be ACTIVE.
-func active(t *testing.T, octavia *gophercloud.ServiceClient, id string) *loadbalancers.LoadBalancer {
+func active(t *testing.T, octavia *gophercloud.ServiceClient, id string) *loadBalancer {
 	t.Helper()
-	var lb *loadbalancers.LoadBalancer
+	var lb *loadBalancer
 	require.NoError(t, poll(3*time.Minute, func() error {
 		if lb, _ = getLB(t, octavia, id); lb == nil || lb.ProvisioningStatus != "ACTIVE" {
 			return fmt.Errorf("load balancer %s is not ACTIVE", id)

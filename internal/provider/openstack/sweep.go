@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -108,7 +107,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 // all of it when its owner and every Service sharing it are gone, else the
 // part of each gone one (its listeners and its tag), removed by its Service's
 // delete path, which leaves a load balancer others still use.
-func (c *Cloud) lbLeftovers(lb *loadbalancers.LoadBalancer, clusterName string, live provider.Live, owners *provider.Owners) []provider.Leftover {
+func (c *Cloud) lbLeftovers(lb *loadBalancer, clusterName string, live provider.Live, owners *provider.Owners) []provider.Leftover {
 	prefix := servicePrefix + clusterName + "_"
 	nameOf := func(tag string) (string, string, bool) {
 		rest, ok := strings.CutPrefix(tag, prefix)
