@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
-	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -226,13 +223,13 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 		return err
 	}
 	name := storedName(svc.UID, sec.hash, c.Cluster.Get())
-	found, err := c.api.listContainers(ctx, containers.ListOpts{Name: name, Limit: 10})
+	found, err := c.api.listContainers(ctx, name, 10)
 	if err != nil {
 		return fmt.Errorf("listing Barbican containers: %w", redact(err))
 	}
 	if len(found) > 0 {
 		// Stored before (by this process before a restart, or another replica).
-		t.ref = found[0].ContainerRef
+		t.ref = found[0].Ref
 		c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
 		return nil
 	}
@@ -250,33 +247,30 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 // left out) as secrets named name_<part>, and a certificate container name
 // naming them; it returns the container's reference.
 func (c *Cloud) putCertificate(ctx context.Context, name string, cert, key, chain []byte) (string, error) {
-	var refs []containers.SecretRef
+	var refs []barbicanObject
 	for _, part := range []struct {
 		name    string
-		kind    secrets.SecretType
+		private bool
 		payload []byte
 	}{
-		{certParts[0], secrets.CertificateSecret, cert},
-		{certParts[1], secrets.PrivateSecret, key},
-		{certParts[2], secrets.CertificateSecret, chain},
+		{certParts[0], false, cert},
+		{certParts[1], true, key},
+		{certParts[2], false, chain},
 	} {
 		if len(part.payload) == 0 {
 			continue
 		}
-		created, err := c.api.createSecret(ctx, secrets.CreateOpts{
-			Name: name + "_" + part.name, SecretType: part.kind,
-			Payload: base64.StdEncoding.EncodeToString(part.payload), PayloadContentType: "application/octet-stream", PayloadContentEncoding: "base64",
-		})
+		ref, err := c.api.createSecret(ctx, name+"_"+part.name, part.private, part.payload)
 		if err != nil {
 			return "", fmt.Errorf("the %s: %w", strings.ReplaceAll(part.name, "_", " "), redact(err))
 		}
-		refs = append(refs, containers.SecretRef{Name: part.name, SecretRef: created.SecretRef})
+		refs = append(refs, barbicanObject{Name: part.name, Ref: ref})
 	}
-	created, err := c.api.createContainer(ctx, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs})
+	ref, err := c.api.createCertificateContainer(ctx, name, refs)
 	if err != nil {
 		return "", fmt.Errorf("the container: %w", redact(err))
 	}
-	return created.ContainerRef, nil
+	return ref, nil
 }
 
 // sweepCerts deletes the Service's certificates in Barbican but the one in
@@ -345,19 +339,19 @@ const (
 // only, so every one is listed.
 func (c *Cloud) storedObjects(ctx context.Context) ([]storedObject, error) {
 	var objs []storedObject
-	cs, err := c.api.listContainers(ctx, containers.ListOpts{Limit: 100})
+	cs, err := c.api.listContainers(ctx, "", 100)
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican containers: %w", redact(err))
 	}
 	for _, ct := range cs {
-		objs = append(objs, storedObject{kindContainer, ct.Name, ct.ContainerRef})
+		objs = append(objs, storedObject{kindContainer, ct.Name, ct.Ref})
 	}
-	ss, err := c.api.listSecrets(ctx, secrets.ListOpts{Limit: 100})
+	ss, err := c.api.listSecrets(ctx, 100)
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican secrets: %w", redact(err))
 	}
 	for _, sc := range ss {
-		objs = append(objs, storedObject{kindSecret, sc.Name, sc.SecretRef})
+		objs = append(objs, storedObject{kindSecret, sc.Name, sc.Ref})
 	}
 	return objs, nil
 }

@@ -7,15 +7,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
-	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
@@ -83,12 +79,12 @@ type networkAPI interface {
 	listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error)
 	subnetCIDRs(ctx context.Context) ([]string, error)
 
-	listSecurityGroups(ctx context.Context, opts groups.ListOpts) ([]groups.SecGroup, error)
-	createSecurityGroup(ctx context.Context, opts groups.CreateOpts) (*groups.SecGroup, error)
+	listSecurityGroups(ctx context.Context, name, tags string) ([]securityGroup, error)
+	createSecurityGroup(ctx context.Context, name, description string) (*securityGroup, error)
 	tagSecurityGroup(ctx context.Context, id string, tags []string) error
 	deleteSecurityGroup(ctx context.Context, id string) error
-	listRules(ctx context.Context) ([]rules.SecGroupRule, error)
-	createRules(ctx context.Context, opts []rules.CreateOpts) error
+	listRules(ctx context.Context) ([]securityRule, error)
+	createRules(ctx context.Context, groupID string, ingress []sgRuleKey) error
 	deleteRule(ctx context.Context, id string) error
 	listPortViews(ctx context.Context, query url.Values) ([]sgPortView, error)
 	setPortGroups(ctx context.Context, id string, groups []string, revision int) (*ports.Port, error)
@@ -140,10 +136,10 @@ type keyManagerAPI interface {
 	keyManagerMissing(ctx context.Context) (bool, error)
 	getContainer(ctx context.Context, id string) error
 	getSecret(ctx context.Context, id string) error
-	listContainers(ctx context.Context, opts containers.ListOpts) ([]containers.Container, error)
-	listSecrets(ctx context.Context, opts secrets.ListOpts) ([]secrets.Secret, error)
-	createSecret(ctx context.Context, opts secrets.CreateOpts) (*secrets.Secret, error)
-	createContainer(ctx context.Context, opts containers.CreateOpts) (*containers.Container, error)
+	listContainers(ctx context.Context, name string, limit int) ([]barbicanObject, error)
+	listSecrets(ctx context.Context, limit int) ([]barbicanObject, error)
+	createSecret(ctx context.Context, name string, private bool, payload []byte) (string, error)
+	createCertificateContainer(ctx context.Context, name string, parts []barbicanObject) (string, error)
 	deleteContainer(ctx context.Context, id string) error
 	deleteSecret(ctx context.Context, id string) error
 }

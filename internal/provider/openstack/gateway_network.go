@@ -82,15 +82,58 @@ func (gw *gateway) subnetCIDRs(ctx context.Context) ([]string, error) {
 	return cidrs, nil
 }
 
-func (gw *gateway) listSecurityGroups(ctx context.Context, opts groups.ListOpts) ([]groups.SecGroup, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]groups.SecGroup, error) {
-		return allPages(ctx, groups.List(sc, opts), groups.ExtractGroups)
+// securityGroup is the part of a Neutron security group the CCM uses.
+type securityGroup struct {
+	ID, Name string
+	Tags     []string
+	Rules    []securityRule
+}
+
+// securityRule is the part of a security group rule the CCM uses.
+type securityRule struct {
+	ID, SecGroupID                 string
+	Direction, EtherType, Protocol string
+	RemoteIPPrefix                 string
+	PortRangeMin, PortRangeMax     int
+}
+
+func asSecurityGroup(g *groups.SecGroup) securityGroup {
+	out := securityGroup{ID: g.ID, Name: g.Name, Tags: g.Tags}
+	for _, r := range g.Rules {
+		out.Rules = append(out.Rules, asSecurityRule(r))
+	}
+	return out
+}
+
+func asSecurityRule(r rules.SecGroupRule) securityRule {
+	return securityRule{ID: r.ID, SecGroupID: r.SecGroupID, Direction: r.Direction, EtherType: r.EtherType, Protocol: r.Protocol,
+		RemoteIPPrefix: r.RemoteIPPrefix, PortRangeMin: r.PortRangeMin, PortRangeMax: r.PortRangeMax}
+}
+
+// listSecurityGroups lists the groups named name and carrying tags ("":
+// any).
+func (gw *gateway) listSecurityGroups(ctx context.Context, name, tags string) ([]securityGroup, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]securityGroup, error) {
+		all, err := allPages(ctx, groups.List(sc, groups.ListOpts{Name: name, Tags: tags}), groups.ExtractGroups)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]securityGroup, len(all))
+		for i := range all {
+			out[i] = asSecurityGroup(&all[i])
+		}
+		return out, nil
 	})
 }
 
-func (gw *gateway) createSecurityGroup(ctx context.Context, opts groups.CreateOpts) (*groups.SecGroup, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*groups.SecGroup, error) {
-		return groups.Create(ctx, sc, opts).Extract()
+func (gw *gateway) createSecurityGroup(ctx context.Context, name, description string) (*securityGroup, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*securityGroup, error) {
+		g, err := groups.Create(ctx, sc, groups.CreateOpts{Name: name, Description: description}).Extract()
+		if err != nil {
+			return nil, err
+		}
+		out := asSecurityGroup(g)
+		return &out, nil
 	})
 }
 
@@ -106,15 +149,32 @@ func (gw *gateway) deleteSecurityGroup(ctx context.Context, id string) error {
 }
 
 // listRules lists every security group rule of the project.
-func (gw *gateway) listRules(ctx context.Context) ([]rules.SecGroupRule, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]rules.SecGroupRule, error) {
-		return allPages(ctx, rules.List(sc, rules.ListOpts{}), rules.ExtractRules)
+func (gw *gateway) listRules(ctx context.Context) ([]securityRule, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]securityRule, error) {
+		all, err := allPages(ctx, rules.List(sc, rules.ListOpts{}), rules.ExtractRules)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]securityRule, len(all))
+		for i, r := range all {
+			out[i] = asSecurityRule(r)
+		}
+		return out, nil
 	})
 }
 
-// createRules creates the rules in one bulk call.
-func (gw *gateway) createRules(ctx context.Context, opts []rules.CreateOpts) error {
-	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error { return discard(rules.CreateBulk(ctx, sc, opts).Extract()) })
+// createRules creates the group's ingress rules in one bulk call.
+func (gw *gateway) createRules(ctx context.Context, groupID string, ingress []sgRuleKey) error {
+	opts := make([]rules.CreateOpts, 0, len(ingress))
+	for _, k := range ingress {
+		opts = append(opts, rules.CreateOpts{
+			Direction: rules.DirIngress, EtherType: rules.RuleEtherType(k.ether), SecGroupID: groupID,
+			Protocol: rules.RuleProtocol(k.proto), PortRangeMin: k.min, PortRangeMax: k.max, RemoteIPPrefix: k.remote,
+		})
+	}
+	return do(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) error {
+		return discard(rules.CreateBulk(ctx, sc, opts).Extract())
+	})
 }
 
 func (gw *gateway) deleteRule(ctx context.Context, id string) error {

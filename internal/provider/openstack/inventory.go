@@ -8,7 +8,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
@@ -110,10 +109,10 @@ func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error)
 }
 
 // newRuleIndex lists every security group rule of the project.
-func newRuleIndex(c *Cloud) *snapshot.Snapshot[rules.SecGroupRule] {
+func newRuleIndex(c *Cloud) *snapshot.Snapshot[securityRule] {
 	return snapshot.New("openstack", indexMaxAge, indexMinMiss,
 		listing(c.api, svcNetwork, "the project's security group rules", neutronErr, c.api.listRules),
-		func(r rules.SecGroupRule) []string { return []string{"rule/" + r.ID} })
+		func(r securityRule) []string { return []string{"rule/" + r.ID} })
 }
 
 // Drifting: a Service whose objects drifted has its security group

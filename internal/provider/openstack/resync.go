@@ -9,7 +9,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -34,7 +33,7 @@ type lbIndex struct {
 	// listeners and pools: the drift check's (inventory.go).
 	listeners *snapshot.Snapshot[listeners.Listener]
 	pools     *snapshot.Snapshot[pools.Pool]
-	sgRules   *snapshot.Snapshot[rules.SecGroupRule]
+	sgRules   *snapshot.Snapshot[securityRule]
 }
 
 func newLBIndex(c *Cloud) *lbIndex {

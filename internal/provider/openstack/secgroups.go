@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
@@ -91,7 +89,7 @@ type sgRuleKey struct {
 	min, max             int
 }
 
-func ruleKey(r rules.SecGroupRule) sgRuleKey {
+func ruleKey(r securityRule) sgRuleKey {
 	return sgRuleKey{r.EtherType, strings.ToLower(r.Protocol), r.RemoteIPPrefix, r.PortRangeMin, r.PortRangeMax}
 }
 
@@ -184,12 +182,12 @@ func (c *Cloud) sgRemotes(ctx context.Context, s lbSpec) ([]string, error) {
 // peer's name too): the one tagged with the Service's and this cluster's UIDs,
 // else the peer's (untagged). A group tagged for another cluster or Service is
 // never returned. One read.
-func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*groups.SecGroup, error) {
-	named, err := c.api.listSecurityGroups(ctx, groups.ListOpts{Name: sgName(svc)})
+func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*securityGroup, error) {
+	named, err := c.api.listSecurityGroups(ctx, sgName(svc), "")
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
 	}
-	var ours, peers []groups.SecGroup
+	var ours, peers []securityGroup
 	for _, g := range named {
 		tagged := false
 		for _, t := range g.Tags {
@@ -202,7 +200,7 @@ func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*groups.SecGroup, 
 			peers = append(peers, g)
 		}
 	}
-	for _, set := range [][]groups.SecGroup{ours, peers} {
+	for _, set := range [][]securityGroup{ours, peers} {
 		switch len(set) {
 		case 0:
 			continue
@@ -241,10 +239,8 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 	var did []string
 	tags := []string{tagService + string(svc.UID), tagCluster + c.Cluster.Get()}
 	if g == nil {
-		created, err := c.api.createSecurityGroup(ctx, groups.CreateOpts{
-			Name:        sgName(svc),
-			Description: fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster),
-		})
+		created, err := c.api.createSecurityGroup(ctx, sgName(svc),
+			fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster))
 		if err != nil {
 			return fmt.Errorf("creating security group %s: %w", sgName(svc), neutronErr(err))
 		}
@@ -366,7 +362,7 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 // keeps only its ingress rules): the group is then the peer's shape, and the
 // peer taking it over writes nothing. The nodes' other groups allow their
 // egress; a group only adds what it allows.
-func (c *Cloud) dropDefaultEgress(ctx context.Context, g *groups.SecGroup) error {
+func (c *Cloud) dropDefaultEgress(ctx context.Context, g *securityGroup) error {
 	kept := g.Rules[:0]
 	for _, r := range g.Rules {
 		if r.Direction != "egress" {
@@ -383,7 +379,7 @@ func (c *Cloud) dropDefaultEgress(ctx context.Context, g *groups.SecGroup) error
 
 // convergeRules writes the difference between the group's ingress rules and
 // the wanted ones; egress rules are left alone.
-func (c *Cloud) convergeRules(ctx context.Context, g *groups.SecGroup, want []sgRuleKey) (int, error) {
+func (c *Cloud) convergeRules(ctx context.Context, g *securityGroup, want []sgRuleKey) (int, error) {
 	have := map[sgRuleKey]string{}
 	var extra []string
 	for _, r := range g.Rules {
@@ -397,18 +393,14 @@ func (c *Cloud) convergeRules(ctx context.Context, g *groups.SecGroup, want []sg
 		}
 		have[k] = r.ID
 	}
-	var create []rules.CreateOpts
+	var create []sgRuleKey
 	for _, k := range want {
-		if _, ok := have[k]; ok {
-			continue
+		if _, ok := have[k]; !ok {
+			create = append(create, k)
 		}
-		create = append(create, rules.CreateOpts{
-			Direction: rules.DirIngress, EtherType: rules.RuleEtherType(k.ether), SecGroupID: g.ID,
-			Protocol: rules.RuleProtocol(k.proto), PortRangeMin: k.min, PortRangeMax: k.max, RemoteIPPrefix: k.remote,
-		})
 	}
 	if len(create) > 0 {
-		if err := c.api.createRules(ctx, create); err != nil {
+		if err := c.api.createRules(ctx, g.ID, create); err != nil {
 			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, neutronErr(err))
 		}
 	}

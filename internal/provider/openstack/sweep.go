@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -55,7 +54,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 		}
 	}
 
-	gs, err := c.api.listSecurityGroups(ctx, groups.ListOpts{Tags: tagCluster + cluster})
+	gs, err := c.api.listSecurityGroups(ctx, "", tagCluster+cluster)
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
 	}
