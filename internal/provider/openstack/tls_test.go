@@ -164,11 +164,18 @@ func TestContractTLSMissingContainerBuildsNothing(t *testing.T) {
 	require.NoError(t, err)
 	ref := strings.TrimSuffix(km.Endpoint, "/") + "/containers/0b5d8f3e-8a3c-4c1e-9f0e-2b7d6c5a4e31"
 	svc := tlsService(contractName("tls-missing"), map[string]string{string(annotation.OpenStackDefaultTLSContainerRef): ref})
-	_, err = c.EnsureLoadBalancer(t.Context(), "contract", svc, nil)
+	refusedBuildingNothing(t, c, svc, outcome.ReasonInvalidAnnotation, "is not in Barbican")
+}
+
+// refusedBuildingNothing: ensuring svc is a problem of reason whose message
+// says msg, and builds no load balancer.
+func refusedBuildingNothing(t *testing.T, c *Cloud, svc *v1.Service, reason, msg string) {
+	t.Helper()
+	_, err := c.EnsureLoadBalancer(t.Context(), "contract", svc, nil)
 	p, ok := outcome.AsProblem(err)
 	require.True(t, ok, "a problem, not %v", err)
-	assert.Equal(t, outcome.ReasonInvalidAnnotation, p.Reason)
-	assert.Contains(t, p.Message, "is not in Barbican")
+	assert.Equal(t, reason, p.Reason)
+	assert.Contains(t, p.Message, msg)
 	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	assert.Nil(t, lb, "nothing was built")
@@ -300,13 +307,6 @@ func TestContractTLSWithoutBarbican(t *testing.T) {
 	cert, key := selfSigned(t, "one.example")
 	c.SetKube(fake.NewClientset(svc, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: "web-tls"}, Type: v1.SecretTypeTLS,
 		Data: map[string][]byte{v1.TLSCertKey: cert, v1.TLSPrivateKeyKey: key}}))
-	_, err := c.EnsureLoadBalancer(t.Context(), "contract", svc, nil)
-	p, ok := outcome.AsProblem(err)
-	require.True(t, ok, "a problem, not %v", err)
-	assert.Equal(t, outcome.ReasonUnsupportedService, p.Reason)
-	assert.Contains(t, p.Message, "no key-manager")
-	lb, err := c.findLB(t.Context(), svc)
-	require.NoError(t, err)
-	assert.Nil(t, lb)
+	refusedBuildingNothing(t, c, svc, outcome.ReasonUnsupportedService, "no key-manager")
 	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "contract", svc))
 }
