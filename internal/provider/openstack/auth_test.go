@@ -140,7 +140,16 @@ func TestCredentialsFileErrorsNameTheFileAndKeepSecretsOut(t *testing.T) {
 
 func TestTrustAuthenticatesTheTrusteeScopedToTheTrust(t *testing.T) {
 	ks := newKeystone(t, "trustee-secret")
-	c, err := Read(strings.NewReader(fmt.Sprintf("[Global]\nauth-url=%s/v3\ntrust-id=t-123\ntrustee-id=u-456\ntrustee-password=trustee-secret\n", ks.URL)))
+	_, body := authenticate(t, ks, fmt.Sprintf("[Global]\nauth-url=%s/v3\ntrust-id=t-123\ntrustee-id=u-456\ntrustee-password=trustee-secret\n", ks.URL))
+	assert.Contains(t, body, `"OS-TRUST:trust":{"id":"t-123"}`)
+	assert.Contains(t, body, `"id":"u-456"`)
+}
+
+// authenticate reads conf, checks it, builds its cloud and has it
+// authenticate to ks: the cloud, and the token request ks answered last.
+func authenticate(t *testing.T, ks *keystone, conf string) (*Cloud, string) {
+	t.Helper()
+	c, err := Read(strings.NewReader(conf))
 	require.NoError(t, err)
 	require.NoError(t, c.Validate())
 	cloud, err := New(c)
@@ -148,8 +157,7 @@ func TestTrustAuthenticatesTheTrusteeScopedToTheTrust(t *testing.T) {
 	_, err = cloud.clients.computeClient(context.Background())
 	require.NoError(t, err)
 	body, _ := json.Marshal(ks.last())
-	assert.Contains(t, string(body), `"OS-TRUST:trust":{"id":"t-123"}`)
-	assert.Contains(t, string(body), `"id":"u-456"`)
+	return cloud, string(body)
 }
 
 func TestCloudsYAMLIsUsedWithUseClouds(t *testing.T) {
@@ -166,18 +174,11 @@ func TestCloudsYAMLIsUsedWithUseClouds(t *testing.T) {
       user_domain_name: Default
     region_name: RegionOne
 `, ks.URL))
-	c, err := Read(strings.NewReader("[Global]\nuse-clouds=true\nclouds-file=" + yaml + "\ncloud=mine\n"))
-	require.NoError(t, err)
-	require.NoError(t, c.Validate())
-	cloud, err := New(c)
-	require.NoError(t, err)
-	_, err = cloud.clients.computeClient(context.Background())
-	require.NoError(t, err)
-	body, _ := json.Marshal(ks.last())
-	assert.Contains(t, string(body), `"name":"yaml-user"`)
+	cloud, body := authenticate(t, ks, "[Global]\nuse-clouds=true\nclouds-file="+yaml+"\ncloud=mine\n")
+	assert.Contains(t, body, `"name":"yaml-user"`)
 	assert.Equal(t, "RegionOne", cloud.clients.region(), "the clouds.yaml's region_name")
 
-	c, err = Read(strings.NewReader("[Global]\nuse-clouds=true\nclouds-file=" + yaml + "\ncloud=theirs\n"))
+	c, err := Read(strings.NewReader("[Global]\nuse-clouds=true\nclouds-file=" + yaml + "\ncloud=theirs\n"))
 	require.NoError(t, err)
 	err = c.Validate()
 	require.Error(t, err, "a cloud that is not in the file is a config error")

@@ -1,12 +1,9 @@
 package openstack
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -27,10 +24,11 @@ func init() {
 type Cloud struct {
 	provider.Base
 	// Cycle runs the load balancers on Octavia's steps (cycle.go).
-	*lbcycle.Cycle[lbSpec, loadbalancers.LoadBalancer]
+	*lbcycle.Cycle[lbSpec, loadBalancer]
 
 	cfg     Config
-	clients *clients
+	clients *clients // the session: credentials, region, service clients
+	api     cloudAPI // every call to OpenStack (gateway.go)
 	servers *snapshot.Snapshot[server]
 	ports   *portAddresses
 	index   *lbIndex
@@ -84,10 +82,11 @@ func New(cfg Config) (*Cloud, error) {
 		return nil, err
 	}
 	cl := &clients{cfg: cfg, authOnce: provider.NewTurn()}
-	c := &Cloud{cfg: cfg, clients: cl, servers: newServerSnapshot(cl), ports: &portAddresses{clients: cl},
+	gw := &gateway{cl}
+	c := &Cloud{cfg: cfg, clients: cl, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
 		created: map[string]string{}}
 	c.index = newLBIndex(c)
-	c.sgs = newSGManager()
+	c.sgs = newSGManager(gw)
 	c.tlsCerts = newTLSStore()
 	c.Cycle = newCycle(c)
 	c.serial.Store(cfg.LoadBalancer.ProviderRequiresSerialAPICalls)
@@ -99,16 +98,6 @@ func New(cfg Config) (*Cloud, error) {
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.Start(clientBuilder, "overcast-openstack-cloud", stop)
 	go provider.WatchConfig(stop, provider.CredentialsReload, ProviderName, c.cfg.path, &c.cfg, c.setGlobal)
-}
-
-func (c *Cloud) lbClients(ctx context.Context) (octavia, network *gophercloud.ServiceClient, err error) {
-	if octavia, err = c.clients.octaviaClient(ctx); err != nil {
-		return nil, nil, err
-	}
-	if network, err = c.clients.networkClient(ctx); err != nil {
-		return nil, nil, err
-	}
-	return octavia, network, nil
 }
 
 // ProviderName returns "openstack".

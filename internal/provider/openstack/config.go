@@ -336,54 +336,33 @@ func (c *Config) Warnings() []string {
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	g := c.Global
-	if !g.UseClouds {
-		if g.AuthURL == "" {
-			add("[Global] auth-url: required (or use-clouds = true with a clouds.yaml)")
-		} else if u, err := url.Parse(g.AuthURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("[Global] auth-url: %q is not an http(s) URL", g.AuthURL)
-		}
-		methods := 0
-		if g.ApplicationCredentialID != "" || g.ApplicationCredentialName != "" {
-			methods++
-			if g.ApplicationCredentialSecret == "" {
-				add("[Global] application-credential-secret: required with an application credential")
-			}
-			if g.ApplicationCredentialID == "" && g.Username == "" && g.UserID == "" {
-				add("[Global] application-credential-name: needs username (or user-id) and its domain; or use application-credential-id")
-			}
-		}
-		if g.Token != "" {
-			methods++
-		}
-		if g.TrustID != "" {
-			methods++
-			if g.TrusteeID == "" || g.TrusteePassword == "" {
-				add("[Global] trust-id: needs trustee-id and trustee-password")
-			}
-		}
-		if methods == 0 {
-			if g.Username == "" && g.UserID == "" {
-				add("[Global] username: required (or application-credential-id/secret, token, or trust-id)")
-			}
-			if g.Password == "" {
-				add("[Global] password: required with username")
-			}
-			if g.TenantID == "" && g.TenantName == "" {
-				add("[Global] tenant-id: required (or tenant-name) with username and password")
-			}
-		}
-		if methods > 1 {
-			add("[Global]: give one way to authenticate: application credential, token or trust")
-		}
-	} else if g.CloudsFile != "" {
+	c.Global.validate(add)
+	c.LoadBalancer.validate(add)
+	c.Networking.validate(add)
+	c.Route.validate(add)
+	c.Metadata.validate(add)
+	return errors.Join(errs...)
+}
+
+// problems records a problem of the config (fmt.Errorf's arguments).
+type problems func(format string, a ...any)
+
+// validate checks [Global]: the way to authenticate, the TLS files, the
+// limits and the endpoint type.
+func (g Global) validate(add problems) {
+	switch {
+	case !g.UseClouds:
+		g.validateCredentials(add)
+	case g.CloudsFile != "":
 		if _, err := os.Stat(g.CloudsFile); err != nil {
 			add("[Global] clouds-file: %v", err)
 		} else if _, err := resolveAuth(g); err != nil {
 			add("%v", err)
 		}
-	} else if _, err := resolveAuth(g); err != nil {
-		add("%v", err)
+	default:
+		if _, err := resolveAuth(g); err != nil {
+			add("%v", err)
+		}
 	}
 	for _, f := range []struct{ key, path string }{{"ca-file", g.CAFile}, {"cert-file", g.CertFile}, {"key-file", g.KeyFile}} {
 		if f.path == "" {
@@ -402,8 +381,54 @@ func (c *Config) Validate() error {
 	default:
 		add("[Global] os-endpoint-type: %q is not one of public, internal, admin", g.EndpointType)
 	}
+}
 
-	lb := c.LoadBalancer
+// validateCredentials checks the cloud.conf's own credentials (no
+// clouds.yaml): the auth-url and one complete way to authenticate.
+func (g Global) validateCredentials(add problems) {
+	if g.AuthURL == "" {
+		add("[Global] auth-url: required (or use-clouds = true with a clouds.yaml)")
+	} else if u, err := url.Parse(g.AuthURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		add("[Global] auth-url: %q is not an http(s) URL", g.AuthURL)
+	}
+	methods := 0
+	if g.ApplicationCredentialID != "" || g.ApplicationCredentialName != "" {
+		methods++
+		if g.ApplicationCredentialSecret == "" {
+			add("[Global] application-credential-secret: required with an application credential")
+		}
+		if g.ApplicationCredentialID == "" && g.Username == "" && g.UserID == "" {
+			add("[Global] application-credential-name: needs username (or user-id) and its domain; or use application-credential-id")
+		}
+	}
+	if g.Token != "" {
+		methods++
+	}
+	if g.TrustID != "" {
+		methods++
+		if g.TrusteeID == "" || g.TrusteePassword == "" {
+			add("[Global] trust-id: needs trustee-id and trustee-password")
+		}
+	}
+	if methods == 0 {
+		if g.Username == "" && g.UserID == "" {
+			add("[Global] username: required (or application-credential-id/secret, token, or trust-id)")
+		}
+		if g.Password == "" {
+			add("[Global] password: required with username")
+		}
+		if g.TenantID == "" && g.TenantName == "" {
+			add("[Global] tenant-id: required (or tenant-name) with username and password")
+		}
+	}
+	if methods > 1 {
+		add("[Global]: give one way to authenticate: application credential, token or trust")
+	}
+}
+
+// validate checks [LoadBalancer]: the method, the certificates' store, the
+// sharing limit and the health monitors.
+func (lb LoadBalancer) validate(add problems) {
 	switch strings.ToUpper(lb.LBMethod) {
 	case "", "ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT":
 	default:
@@ -434,26 +459,36 @@ func (c *Config) Validate() error {
 	if lb.MonitorMaxRetriesDown > 10 {
 		add("[LoadBalancer] monitor-max-retries-down: %d is outside 1..10", lb.MonitorMaxRetriesDown)
 	}
-	switch c.Networking.AddressSortOrder {
-	case "":
-	default:
-		for _, cidr := range strings.Split(c.Networking.AddressSortOrder, ",") {
-			if _, err := parseCIDR(strings.TrimSpace(cidr)); err != nil {
-				add("[Networking] address-sort-order: %q is not a CIDR", strings.TrimSpace(cidr))
-			}
+}
+
+// validate checks [Networking]: address-sort-order is a list of CIDRs.
+func (n Networking) validate(add problems) {
+	if n.AddressSortOrder == "" {
+		return
+	}
+	for _, cidr := range strings.Split(n.AddressSortOrder, ",") {
+		if _, err := parseCIDR(strings.TrimSpace(cidr)); err != nil {
+			add("[Networking] address-sort-order: %q is not a CIDR", strings.TrimSpace(cidr))
 		}
 	}
-	if c.Route.RouterID != "" && !looksLikeUUID(c.Route.RouterID) {
-		add("[Route] router-id: %q is not a router UUID", c.Route.RouterID)
+}
+
+// validate checks [Route]: router-id is a UUID.
+func (r Route) validate(add problems) {
+	if r.RouterID != "" && !looksLikeUUID(r.RouterID) {
+		add("[Route] router-id: %q is not a router UUID", r.RouterID)
 	}
-	for _, s := range strings.Split(c.Metadata.SearchOrder, ",") {
+}
+
+// validate checks [Metadata]: search-order names known sources.
+func (m Metadata) validate(add problems) {
+	for _, s := range strings.Split(m.SearchOrder, ",") {
 		switch strings.TrimSpace(s) {
 		case "", "configDrive", "metadataService":
 		default:
 			add("[Metadata] search-order: %q is not configDrive or metadataService", strings.TrimSpace(s))
 		}
 	}
-	return errors.Join(errs...)
 }
 
 func parseCIDR(s string) (netip.Prefix, error) { return netip.ParsePrefix(s) }

@@ -514,9 +514,9 @@ func TestContractANodeWithoutAddressesYetIsAMember(t *testing.T) {
 	}
 	ensure(t, c, svc, nodes)
 
-	octavia, _, err := c.lbClients(t.Context())
+	octavia, err := c.clients.octaviaClient(t.Context())
 	require.NoError(t, err)
-	lb, err := c.findLB(t.Context(), octavia, svc)
+	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
 	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(t.Context())
@@ -611,9 +611,7 @@ func memberAddresses(t *testing.T, octavia *gophercloud.ServiceClient, poolID st
 // has no Kubernetes client here).
 func record(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node, st *v1.LoadBalancerStatus) {
 	t.Helper()
-	octavia, _, err := c.lbClients(t.Context())
-	require.NoError(t, err)
-	lb, err := c.findLB(t.Context(), octavia, svc)
+	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	spec, err := c.spec("contract", svc, nodes)
 	require.NoError(t, err)
@@ -640,7 +638,7 @@ func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 		record(t, c, svc, nodes, ensure(t, c, svc, nodes))
 	}
 	nodes = append(nodes, contractNode("n2", "", "10.0.0.202"))
-	octavia, _, err := c.lbClients(ctx)
+	octavia, err := c.clients.octaviaClient(ctx)
 	require.NoError(t, err)
 	calls := func() (reads, writes map[string]int) {
 		reads, writes = map[string]int{}, map[string]int{}
@@ -685,7 +683,7 @@ func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 		assert.Equal(t, map[string]int{"PUT /load-balancer/v2.0/lbaas/pools/{id}/members": 2}, writes, "one batch update per pool")
 	}
 	for _, svc := range []*v1.Service{one, two} {
-		lb, err := c.findLB(ctx, octavia, svc)
+		lb, err := c.findLB(ctx, svc)
 		require.NoError(t, err)
 		pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
 		require.NoError(t, err)
@@ -730,13 +728,11 @@ func TestContractLoadBalancerInErrorIsReplaced(t *testing.T) {
 	c := tg.cloud(t, "")
 	svc := contractService(contractName("broken"), map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"})
 	ensure(t, c, svc, nil)
-	octavia, err := c.clients.octaviaClient(t.Context())
-	require.NoError(t, err)
-	lb, err := c.findLB(t.Context(), octavia, svc)
+	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NoError(t, tg.emu.SetLoadBalancerError(lb.ID))
 	ensure(t, c, svc, nil)
-	replaced, err := c.findLB(t.Context(), octavia, svc)
+	replaced, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	assert.NotEqual(t, lb.ID, replaced.ID, "a new load balancer replaces the one in ERROR")
 	deleteLB(t, c, svc)
@@ -810,7 +806,7 @@ func TestContractLoadBalancerIsCreatedFullyPopulated(t *testing.T) {
 
 	octavia, err := c.clients.octaviaClient(t.Context())
 	require.NoError(t, err)
-	lb, err := c.findLB(t.Context(), octavia, svc)
+	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.Equal(t, "ACTIVE", lb.ProvisioningStatus)
 	ps, err := listPools(t.Context(), octavia, lb.ID)
@@ -840,7 +836,7 @@ func TestContractStrandedChildrenAreRebuiltStepByStep(t *testing.T) {
 
 	octavia, err := c.clients.octaviaClient(t.Context())
 	require.NoError(t, err)
-	lb, err := c.findLB(t.Context(), octavia, svc)
+	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	var tree statusTree
 	require.NoError(t, loadbalancers.GetStatuses(t.Context(), octavia, lb.ID).ExtractInto(&tree))
@@ -910,9 +906,7 @@ func TestContractAFloatingIPQuotaKnownMetCreatesNothing(t *testing.T) {
 	c := tg.cloud(t, "")
 	tg.emu.SetQuota(emulator.QuotaFloatingIP, 1)
 	lbsOf := func(svc *v1.Service) int {
-		octavia, err := c.clients.octaviaClient(t.Context())
-		require.NoError(t, err)
-		lb, err := c.findLB(t.Context(), octavia, svc)
+		lb, err := c.findLB(t.Context(), svc)
 		require.NoError(t, err)
 		if lb == nil {
 			return 0

@@ -5,13 +5,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
-	"github.com/gophercloud/gophercloud/v2/pagination"
-
 	"github.com/overcast-ccm/overcast/internal/doctor"
 )
 
@@ -27,9 +20,9 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	if err != nil {
 		auth.Status, auth.Detail = doctor.Fail, redact(err).Error()
 		switch {
-		case gophercloud.ResponseCodeIs(err, http.StatusUnauthorized):
+		case hasStatus(err, http.StatusUnauthorized):
 			auth.Fix = "Keystone rejected the credentials: check application-credential-id/-secret (or username, password, user-domain-name and the project) in [Global] of the cloud.conf"
-		case gophercloud.ResponseCodeIs(err, http.StatusForbidden):
+		case hasStatus(err, http.StatusForbidden):
 			auth.Fix = "the user may not have a token for this project: give it a role there (member)"
 		default:
 			auth.Fix = "check auth-url (and ca-file / tls-insecure) in [Global], and that this network reaches Keystone"
@@ -38,45 +31,30 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	}
 	auth.Detail = fmt.Sprintf("Keystone %s accepted them (region %s)", redactURL(g.AuthURL), g.Region)
 	out := []doctor.Result{auth}
-
-	compute, cerr := c.clients.computeClient(ctx)
-	network, nerr := c.clients.networkClient(ctx)
-	out = append(out,
-		probe(ctx, "openstack: compute (servers)", "compute", compute, cerr, "member", func(sc *gophercloud.ServiceClient) pagination.Pager {
-			return servers.List(sc, servers.ListOpts{Limit: 1})
-		}),
-		probe(ctx, "openstack: network (ports)", "network", network, nerr, "member", func(sc *gophercloud.ServiceClient) pagination.Pager {
-			return ports.List(sc, ports.ListOpts{Limit: 1})
-		}),
-		probe(ctx, "openstack: network (floating IPs)", "network", network, nerr, "member", func(sc *gophercloud.ServiceClient) pagination.Pager {
-			return floatingips.List(sc, floatingips.ListOpts{Limit: 1})
-		}),
+	return append(out,
+		c.probe(ctx, "openstack: compute (servers)", "compute", probeServers, "member"),
+		c.probe(ctx, "openstack: network (ports)", "network", probePorts, "member"),
+		c.probe(ctx, "openstack: network (floating IPs)", "network", probeFloatingIPs, "member"),
+		c.probe(ctx, "openstack: load-balancer (Octavia)", "load-balancer", probeLoadBalancers, "load-balancer_member"),
 	)
-	octavia, oerr := c.clients.octaviaClient(ctx)
-	out = append(out, probe(ctx, "openstack: load-balancer (Octavia)", "load-balancer", octavia, oerr, "load-balancer_member", func(sc *gophercloud.ServiceClient) pagination.Pager {
-		return loadbalancers.List(sc, loadbalancers.ListOpts{Limit: 1})
-	}))
-	return out
 }
 
 // probe reads the first page of a listing.
-func probe(ctx context.Context, check, service string, sc *gophercloud.ServiceClient, clientErr error, role string,
-	list func(*gophercloud.ServiceClient) pagination.Pager,
-) doctor.Result {
+func (c *Cloud) probe(ctx context.Context, check, service string, l probeListing, role string) doctor.Result {
 	r := doctor.Result{Check: check}
-	if clientErr != nil {
-		r.Status, r.Detail = doctor.Fail, redact(clientErr).Error()
+	endpoint, reachErr, err := c.api.probe(ctx, l)
+	if reachErr != nil {
+		r.Status, r.Detail = doctor.Fail, redact(reachErr).Error()
 		r.Fix = fmt.Sprintf("the catalog has no %s endpoint for this region and interface: check [Global] region and os-endpoint-type", service)
 		return r
 	}
-	err := list(sc).EachPage(ctx, func(context.Context, pagination.Page) (bool, error) { return false, nil })
 	switch {
 	case err == nil:
-		r.Detail = fmt.Sprintf("%s answers and the credentials may read it", sc.Endpoint)
+		r.Detail = fmt.Sprintf("%s answers and the credentials may read it", endpoint)
 		return r
-	case gophercloud.ResponseCodeIs(err, http.StatusForbidden):
+	case hasStatus(err, http.StatusForbidden):
 		r.Status = doctor.Fail
-		r.Detail = fmt.Sprintf("%s: 403 Forbidden", redactURL(sc.Endpoint))
+		r.Detail = fmt.Sprintf("%s: 403 Forbidden", redactURL(endpoint))
 		r.Fix = fmt.Sprintf("the user lacks the %s role in the project: openstack role add --user <user> --project <project> %s", role, role)
 	default:
 		r.Status = doctor.Fail

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
@@ -41,7 +40,7 @@ type octaviaAPI struct {
 
 // hasAdditionalVIPs reads Octavia's version list (GET on the endpoint's root)
 // the first time, and says whether it has additional VIPs and its version.
-func (c *Cloud) hasAdditionalVIPs(ctx context.Context, octavia *gophercloud.ServiceClient) (bool, string, error) {
+func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
 	if v := c.octaviaAPI.additionalVIPs.Load(); v != featureUnknown {
 		version, _ := c.octaviaAPI.version.Load().(string)
 		return v == featureYes, version, nil
@@ -52,7 +51,7 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context, octavia *gophercloud.Serv
 			Status string `json:"status"`
 		} `json:"versions"`
 	}
-	if _, err := octavia.Get(ctx, octavia.Endpoint, &body, &gophercloud.RequestOpts{OkCodes: []int{200, 300}}); err != nil { //nolint:bodyclose // gophercloud decodes and closes it
+	if err := c.api.octaviaVersions(ctx, &body); err != nil {
 		return false, "", fmt.Errorf("reading Octavia's API versions: %w", octaviaErr(err))
 	}
 	best, name := -1, ""
@@ -81,13 +80,13 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context, octavia *gophercloud.Serv
 // goes on the named subnet or the network's one of that family, or, where
 // Octavia has no additional VIPs, is left out (a Service that requires both
 // is refused).
-func (s steps) vipSubnets(ctx context.Context, octavia, network *gophercloud.ServiceClient, svc *v1.Service, spec *lbSpec) ([]loadbalancers.AdditionalVip, error) {
+func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([]loadbalancers.AdditionalVip, error) {
 	if spec.family == v1.IPv6Protocol && spec.subnetID == "" && spec.portID == "" {
-		netID, err := s.vipNetwork(ctx, network, *spec)
+		netID, err := s.vipNetwork(ctx, *spec)
 		if err != nil {
 			return nil, err
 		}
-		if spec.subnetID, err = s.familySubnet(ctx, network, netID, v1.IPv6Protocol); err != nil {
+		if spec.subnetID, err = s.familySubnet(ctx, netID, v1.IPv6Protocol); err != nil {
 			return nil, err
 		}
 		spec.networkID = ""
@@ -95,7 +94,7 @@ func (s steps) vipSubnets(ctx context.Context, octavia, network *gophercloud.Ser
 	if spec.secondFamily == "" {
 		return nil, nil
 	}
-	has, version, err := s.hasAdditionalVIPs(ctx, octavia)
+	has, version, err := s.hasAdditionalVIPs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +108,11 @@ func (s steps) vipSubnets(ctx context.Context, octavia, network *gophercloud.Ser
 	}
 	subnetID := spec.secondSubnetID
 	if subnetID == "" {
-		netID, err := s.vipNetwork(ctx, network, *spec)
+		netID, err := s.vipNetwork(ctx, *spec)
 		if err != nil {
 			return nil, err
 		}
-		if subnetID, err = s.familySubnet(ctx, network, netID, spec.secondFamily); err != nil {
+		if subnetID, err = s.familySubnet(ctx, netID, spec.secondFamily); err != nil {
 			return nil, err
 		}
 	}
@@ -122,7 +121,7 @@ func (s steps) vipSubnets(ctx context.Context, octavia, network *gophercloud.Ser
 
 // vipNetwork is the network of the VIPs: network-id, else the network of the
 // VIP's subnet (or of the cloud.conf's subnet-id).
-func (c *Cloud) vipNetwork(ctx context.Context, network *gophercloud.ServiceClient, s lbSpec) (string, error) {
+func (c *Cloud) vipNetwork(ctx context.Context, s lbSpec) (string, error) {
 	if s.networkID != "" {
 		return s.networkID, nil
 	}
@@ -130,7 +129,7 @@ func (c *Cloud) vipNetwork(ctx context.Context, network *gophercloud.ServiceClie
 	if id == "" {
 		id = s.vipSubnetOf
 	}
-	sn, err := subnets.Get(ctx, network, id).Extract()
+	sn, err := c.api.getSubnet(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("reading subnet %s: %w", id, neutronErr(err))
 	}
@@ -139,12 +138,12 @@ func (c *Cloud) vipNetwork(ctx context.Context, network *gophercloud.ServiceClie
 
 // familySubnet is the one subnet of the family in the network. None or
 // several refuse the Service before anything is built.
-func (c *Cloud) familySubnet(ctx context.Context, network *gophercloud.ServiceClient, netID string, family v1.IPFamily) (string, error) {
+func (c *Cloud) familySubnet(ctx context.Context, netID string, family v1.IPFamily) (string, error) {
 	version := 4
 	if family == v1.IPv6Protocol {
 		version = 6
 	}
-	all, err := allPages(ctx, subnets.List(network, subnets.ListOpts{NetworkID: netID, IPVersion: version}), subnets.ExtractSubnets)
+	all, err := c.api.listSubnets(ctx, subnets.ListOpts{NetworkID: netID, IPVersion: version})
 	if err != nil {
 		return "", fmt.Errorf("listing the subnets of network %s: %w", netID, neutronErr(err))
 	}

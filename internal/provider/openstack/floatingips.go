@@ -7,13 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
-	"github.com/gophercloud/gophercloud/v2/pagination"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -25,9 +20,9 @@ import (
 // attaching one first if there is none: spec.loadBalancerIP names an existing one
 // (created with that address if the project may), else a new one is allocated
 // from the floating network, on the subnet the Service picks.
-func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
+func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec) (string, error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	fip, err := c.vipFloatingIP(ctx, network, lb)
+	fip, err := c.vipFloatingIP(ctx, lb)
 	if err != nil {
 		return "", err
 	}
@@ -36,39 +31,39 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 	}
 	if fip != nil {
 		// spec.loadBalancerIP changed: give the old address back first.
-		if err := c.releaseFloatingIP(ctx, network, svc, lb, s.keepFIP, false); err != nil {
+		if err := c.releaseFloatingIP(ctx, svc, lb, s.keepFIP, false); err != nil {
 			return "", err
 		}
 	}
 	if s.floatingIP != "" {
-		return c.attachRequestedFloatingIP(ctx, network, svc, lb, s)
+		return c.attachRequestedFloatingIP(ctx, svc, lb, s)
 	}
 	// A Service that had an address keeps it: the floating IP created for it
 	// earlier is free when its load balancer was lost (deleted behind our back,
 	// or replaced after ERROR). A new Service has none to look for.
 	if _, had := svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)]; had {
-		if addr, ok, err := c.reattachOwnFloatingIP(ctx, network, svc, lb, s.floatingNetworkID); err != nil || ok {
+		if addr, ok, err := c.reattachOwnFloatingIP(ctx, svc, lb, s.floatingNetworkID); err != nil || ok {
 			return addr, err
 		}
 	}
 	netID := s.floatingNetworkID
 	if netID == "" {
-		if netID, err = c.onlyExternalNetwork(ctx, network); err != nil {
+		if netID, err = c.onlyExternalNetwork(ctx); err != nil {
 			return "", err
 		}
 	}
-	subnetIDs, err := c.floatingSubnets(ctx, network, netID, s)
+	subnetIDs, err := c.floatingSubnets(ctx, netID, s)
 	if err != nil {
 		return "", err
 	}
 	var lastErr error
 	for _, subnet := range subnetIDs {
-		created, err := floatingips.Create(ctx, network, floatingips.CreateOpts{
+		created, err := c.api.createFloatingIP(ctx, floatingips.CreateOpts{
 			FloatingNetworkID: netID,
 			SubnetID:          subnet,
 			PortID:            lb.VipPortID,
 			Description:       fipDescription + string(svc.UID),
-		}).Extract()
+		})
 		if err == nil {
 			c.fipQuota.forget()
 			logger.Info("Attached floating IP", "ip", created.FloatingIP, "network", netID)
@@ -82,8 +77,8 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, network *gophercloud.Servi
 
 // attachRequestedFloatingIP attaches the floating IP spec.loadBalancerIP names.
 // One attached elsewhere is never taken away.
-func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, s lbSpec) (string, error) {
-	fips, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}), floatingips.ExtractFloatingIPs)
+func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec) (string, error) {
+	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: s.floatingIP})
 	if err != nil {
 		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
 	}
@@ -92,11 +87,11 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 		// this to admins only).
 		opts := floatingips.CreateOpts{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
 		if opts.FloatingNetworkID == "" {
-			if opts.FloatingNetworkID, err = c.onlyExternalNetwork(ctx, network); err != nil {
+			if opts.FloatingNetworkID, err = c.onlyExternalNetwork(ctx); err != nil {
 				return "", err
 			}
 		}
-		created, err := floatingips.Create(ctx, network, opts).Extract()
+		created, err := c.api.createFloatingIP(ctx, opts)
 		c.fipQuota.learn(err)
 		if err != nil {
 			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, neutronErr(err)))
@@ -109,7 +104,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 	}
 	if fip.PortID == "" {
 		port := lb.VipPortID
-		if _, err := floatingips.Update(ctx, network, fip.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
+		if err := c.api.setFloatingIPPort(ctx, fip.ID, &port); err != nil {
 			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, neutronErr(err)))
 		}
 		klog.FromContext(ctx).Info("Attached requested floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
@@ -118,9 +113,9 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, network *gophercl
 }
 
 // ownFloatingIPs lists the floating IPs this CCM created for the Service.
-func (c *Cloud) ownFloatingIPs(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) ([]floatingips.FloatingIP, error) {
+func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]floatingips.FloatingIP, error) {
 	desc := fipDescription + string(svc.UID)
-	all, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{Description: desc}), floatingips.ExtractFloatingIPs)
+	all, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{Description: desc})
 	if err != nil {
 		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, neutronErr(err))
 	}
@@ -131,8 +126,8 @@ func (c *Cloud) ownFloatingIPs(ctx context.Context, network *gophercloud.Service
 // reattachOwnFloatingIP puts a free floating IP this CCM created for the
 // Service on the load balancer's VIP port: the Service keeps its address when
 // its load balancer is rebuilt. ok is false when there is none.
-func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, netID string) (string, bool, error) {
-	own, err := c.ownFloatingIPs(ctx, network, svc)
+func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, netID string) (string, bool, error) {
+	own, err := c.ownFloatingIPs(ctx, svc)
 	if err != nil {
 		return "", false, err
 	}
@@ -141,7 +136,7 @@ func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, network *gophercloud.
 			continue
 		}
 		port := lb.VipPortID
-		if _, err := floatingips.Update(ctx, network, f.ID, floatingips.UpdateOpts{PortID: &port}).Extract(); err != nil {
+		if err := c.api.setFloatingIPPort(ctx, f.ID, &port); err != nil {
 			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, neutronErr(err)))
 		}
 		klog.FromContext(ctx).Info("Kept the Service's floating IP on its new load balancer", "service", klog.KObj(svc), "ip", f.FloatingIP, "loadBalancer", lb.ID)
@@ -152,8 +147,8 @@ func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, network *gophercloud.
 
 // deleteOwnFloatingIPs deletes the floating IPs this CCM created for the
 // Service that are on no port (those of load balancers lost or deleted).
-func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) error {
-	own, err := c.ownFloatingIPs(ctx, network, svc)
+func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, svc *v1.Service) error {
+	own, err := c.ownFloatingIPs(ctx, svc)
 	if err != nil {
 		return err
 	}
@@ -161,7 +156,7 @@ func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, network *gophercloud.S
 		if f.PortID != "" {
 			continue
 		}
-		if err := floatingips.Delete(ctx, network, f.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deleteFloatingIP(ctx, f.ID); err != nil {
 			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, neutronErr(err))
 		}
 		c.fipQuota.forget()
@@ -174,7 +169,7 @@ func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, network *gophercloud.S
 // spec.loadBalancerIP is a floating IP already on a port, and a new Service
 // that needs a new floating IP while the project's quota of them is known to
 // be met (a Service that had an address gets its own back, and needs none).
-func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, s lbSpec) error {
+func (c *Cloud) requestedFloatingIPFree(ctx context.Context, svc *v1.Service, s lbSpec) error {
 	if s.internal {
 		return nil
 	}
@@ -188,7 +183,7 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, network *gopherclou
 	if s.floatingIP == "" {
 		return nil
 	}
-	fips, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{FloatingIP: s.floatingIP}), floatingips.ExtractFloatingIPs)
+	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: s.floatingIP})
 	if err != nil {
 		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
 	}
@@ -210,8 +205,8 @@ func fipRefusedOr(err error) error { return outcome.RefusedProblem(reasonFloatin
 // it) and it is not to be kept, detached otherwise. anyService: the last
 // Service on a load balancer a CCM made for another deletes what a CCM
 // allocated for that one.
-func (c *Cloud) releaseFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, keep, anyService bool) error {
-	fip, err := c.vipFloatingIP(ctx, network, lb)
+func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, keep, anyService bool) error {
+	fip, err := c.vipFloatingIP(ctx, lb)
 	if err != nil || fip == nil {
 		return err
 	}
@@ -219,25 +214,25 @@ func (c *Cloud) releaseFloatingIP(ctx context.Context, network *gophercloud.Serv
 	allocated := d == fipDescription+string(svc.UID) || strings.HasPrefix(d, peerFIPDescription+svc.Namespace+"/"+svc.Name+" from cluster ") ||
 		(anyService && (strings.HasPrefix(d, fipDescription) || strings.HasPrefix(d, peerFIPDescription)))
 	if !keep && allocated {
-		if err := floatingips.Delete(ctx, network, fip.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deleteFloatingIP(ctx, fip.ID); err != nil {
 			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, neutronErr(err))
 		}
 		c.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 		return nil
 	}
-	if _, err := floatingips.Update(ctx, network, fip.ID, floatingips.UpdateOpts{PortID: new(string)}).Extract(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+	if err := c.api.setFloatingIPPort(ctx, fip.ID, new(string)); err != nil && !hasStatus(err, http.StatusNotFound) {
 		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, neutronErr(err))
 	}
 	klog.FromContext(ctx).Info("Detached floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	return nil
 }
 
-func (c *Cloud) vipFloatingIP(ctx context.Context, network *gophercloud.ServiceClient, lb *loadbalancers.LoadBalancer) (*floatingips.FloatingIP, error) {
+func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingips.FloatingIP, error) {
 	if lb.VipPortID == "" {
 		return nil, nil
 	}
-	fips, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{PortID: lb.VipPortID}), floatingips.ExtractFloatingIPs)
+	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{PortID: lb.VipPortID})
 	if err != nil {
 		return nil, fmt.Errorf("listing floating IPs: %w", neutronErr(err))
 	}
@@ -249,12 +244,8 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, network *gophercloud.ServiceC
 
 // onlyExternalNetwork is the floating network when none is configured: the one
 // external network the project sees, and an error naming them when not one.
-func (c *Cloud) onlyExternalNetwork(ctx context.Context, network *gophercloud.ServiceClient) (string, error) {
-	iTrue := true
-	opts := external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &iTrue}
-	nets, err := allPages(ctx, networks.List(network, opts), func(p pagination.Page) (nets []networks.Network, err error) {
-		return nets, networks.ExtractNetworksInto(p, &nets)
-	})
+func (c *Cloud) onlyExternalNetwork(ctx context.Context) (string, error) {
+	nets, err := c.api.listExternalNetworks(ctx)
 	if err != nil {
 		return "", fmt.Errorf("listing external networks: %w", neutronErr(err))
 	}
@@ -273,14 +264,14 @@ func (c *Cloud) onlyExternalNetwork(ctx context.Context, network *gophercloud.Se
 
 // floatingSubnets are the subnets to try in turn: the one by ID, those matching
 // the name pattern or the tags, or "" (Neutron's choice).
-func (c *Cloud) floatingSubnets(ctx context.Context, network *gophercloud.ServiceClient, netID string, s lbSpec) ([]string, error) {
+func (c *Cloud) floatingSubnets(ctx context.Context, netID string, s lbSpec) ([]string, error) {
 	if s.floatingSubnetID != "" {
 		return []string{s.floatingSubnetID}, nil
 	}
 	if s.floatingSubnet == nil && s.floatingSubnetTags == nil {
 		return []string{""}, nil
 	}
-	all, err := allPages(ctx, subnets.List(network, subnets.ListOpts{NetworkID: netID}), subnets.ExtractSubnets)
+	all, err := c.api.listSubnets(ctx, subnets.ListOpts{NetworkID: netID})
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, neutronErr(err))
 	}

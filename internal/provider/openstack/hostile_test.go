@@ -29,9 +29,7 @@ func TestAHostileOpenStackIsAnErrorNeverAGoneServer(t *testing.T) {
 		Service: func(name string) *v1.Service { return contractService(name, nil) },
 		Fresh:   func() { c.servers.Invalidate(); steps{c}.Relist() },
 		Held: func(t *testing.T, svc *v1.Service) int {
-			octavia, err := c.clients.octaviaClient(t.Context())
-			require.NoError(t, err)
-			lb, err := c.findLB(t.Context(), octavia, svc)
+			lb, err := c.findLB(t.Context(), svc)
 			require.NoError(t, err, "one load balancer, found by its tags")
 			if lb == nil {
 				return 0

@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -63,7 +61,7 @@ func serverKeys(s server) []string {
 	return []string{"id/" + s.ID, "name/" + s.Name}
 }
 
-func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
+func newServerSnapshot(gw cloudAPI) *snapshot.Snapshot[server] {
 	since := func(ctx context.Context, mark string) ([]server, string, error) {
 		changesSince := ""
 		if mark != "" {
@@ -73,7 +71,7 @@ func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
 			}
 			changesSince = t.Add(-changesOverlap).UTC().Format(time.RFC3339)
 		}
-		return listServers(ctx, cl, changesSince)
+		return listServers(ctx, gw, changesSince)
 	}
 	return snapshot.NewIncremental("openstack", snapshot.MaxAge, snapshot.MinMiss, serverKeys, snapshot.Incremental[server]{
 		Since:     since,
@@ -88,16 +86,15 @@ func newServerSnapshot(cl *clients) *snapshot.Snapshot[server] {
 // next listing starts there, and a quiet cloud answers it with nothing. Without
 // a Date header it is the newest "updated" time listed, or "" (the next
 // listing is then a full one).
-func listServers(ctx context.Context, cl *clients, changesSince string) (list []server, next string, err error) {
-	compute, err := cl.computeClient(ctx)
-	if err != nil {
+func listServers(ctx context.Context, gw cloudAPI, changesSince string) (list []server, next string, err error) {
+	if err := gw.session(ctx, svcCompute); err != nil {
 		return nil, "", err
 	}
 	query := url.Values{"limit": {"1000"}}
 	if changesSince != "" {
 		query.Set("changes-since", changesSince)
 	}
-	list, answered, err := listAllAnswered[server](ctx, compute, "servers", query, "servers", "detail")
+	list, answered, err := gw.listServers(ctx, query)
 	if err != nil {
 		return nil, "", fmt.Errorf("listing servers: %w", redact(err))
 	}
@@ -140,15 +137,13 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 	if found {
 		return s, true, nil
 	}
-	compute, err := c.clients.computeClient(ctx)
-	if err != nil {
+	if err := c.api.session(ctx, svcCompute); err != nil {
 		return server{}, false, err
 	}
 	if id != "" {
-		var got server
-		err := servers.Get(ctx, compute, id).ExtractInto(&got)
+		got, err := c.api.getServer(ctx, id)
 		switch {
-		case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
+		case hasStatus(err, http.StatusNotFound):
 			return server{}, false, nil
 		case err != nil:
 			return server{}, false, fmt.Errorf("getting server %s: %w", id, redact(err))
@@ -156,7 +151,7 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 		c.servers.Put(got)
 		return got, true, nil
 	}
-	list, err := listAll[server](ctx, compute, "servers", url.Values{"name": {"^" + regexp.QuoteMeta(node.Name) + "$"}}, "servers", "detail")
+	list, _, err := c.api.listServers(ctx, url.Values{"name": {"^" + regexp.QuoteMeta(node.Name) + "$"}})
 	if err != nil {
 		return server{}, false, fmt.Errorf("listing servers named %s: %w", node.Name, redact(err))
 	}

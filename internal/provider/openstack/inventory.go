@@ -3,14 +3,11 @@ package openstack
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
@@ -24,34 +21,18 @@ import (
 // monitor's ids), so a pass costs the same for 20 Services as for 1,000.
 
 var (
-	_ lbcycle.Inventory[loadbalancers.LoadBalancer] = steps{}
-	_ lbcycle.DriftListener                         = steps{}
+	_ lbcycle.Inventory[loadBalancer] = steps{}
+	_ lbcycle.DriftListener           = steps{}
 )
 
 // newObjectIndex lists every listener and pool of the project, by id.
 func newObjectIndex(c *Cloud) (*snapshot.Snapshot[listeners.Listener], *snapshot.Snapshot[pools.Pool]) {
-	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]listeners.Listener, error) {
-		octavia, err := c.clients.octaviaClient(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := listAll[listeners.Listener](ctx, octavia, "listeners", nil, "lbaas", "listeners")
-		if err != nil {
-			return nil, fmt.Errorf("listing the project's listeners: %w", octaviaErr(err))
-		}
-		return all, nil
-	}, func(l listeners.Listener) []string { return []string{"listener/" + l.ID} })
-	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]pools.Pool, error) {
-		octavia, err := c.clients.octaviaClient(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := listAll[pools.Pool](ctx, octavia, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools")
-		if err != nil {
-			return nil, fmt.Errorf("listing the project's pools: %w", octaviaErr(err))
-		}
-		return all, nil
-	}, func(p pools.Pool) []string { return []string{"pool/" + p.ID} })
+	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss,
+		listing(c.api, svcOctavia, "the project's listeners", octaviaErr, c.api.listAllListeners),
+		func(l listeners.Listener) []string { return []string{"listener/" + l.ID} })
+	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss,
+		listing(c.api, svcOctavia, "the project's pools", octaviaErr, c.api.listAllPools),
+		func(p pools.Pool) []string { return []string{"pool/" + p.ID} })
 	return ls, ps
 }
 
@@ -63,35 +44,46 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 	if err != nil {
 		return nil, err
 	}
-	for _, ref := range l.Obj.Listeners {
-		li, found, err := s.index.listeners.Get(ctx, "listener/"+ref.ID)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			out = append(out, "listener/"+ref.ID+" (not listed)")
-			continue
-		}
-		cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
-		out = append(out, fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s", li.ID, li.Protocol, li.ProtocolPort,
-			strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTlsContainerRef))
+	ls, err := describeListed(ctx, s.index.listeners, "listener", l.Obj.Listeners,
+		func(li listeners.Listener) []string {
+			cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
+			return []string{fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s", li.ID, li.Protocol, li.ProtocolPort,
+				strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTlsContainerRef)}
+		})
+	if err != nil {
+		return nil, err
 	}
-	for _, ref := range l.Obj.Pools {
-		p, found, err := s.index.pools.Get(ctx, "pool/"+ref.ID)
+	ps, err := describeListed(ctx, s.index.pools, "pool", l.Obj.Pools,
+		func(p pools.Pool) []string {
+			out := []string{fmt.Sprintf("pool/%s %s %s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners))}
+			if p.MonitorID != "" {
+				out = append(out, "monitor/"+p.MonitorID+" of pool "+p.ID)
+			}
+			for _, m := range p.Members {
+				out = append(out, lbcycle.MemberPrefix+m.ID+" of pool "+p.ID)
+			}
+			return out
+		})
+	if err != nil {
+		return nil, err
+	}
+	return append(append(out, ls...), ps...), nil
+}
+
+// describeListed describes each of refs (the load balancer's children) as
+// the shared listing of kind has it, "(not listed)" when it has it not.
+func describeListed[T any](ctx context.Context, listing *snapshot.Snapshot[T], kind string, refs []objectRef, describe func(T) []string) ([]string, error) {
+	var out []string
+	for _, ref := range refs {
+		obj, found, err := listing.Get(ctx, kind+"/"+ref.ID)
 		if err != nil {
 			return nil, err
 		}
 		if !found {
-			out = append(out, "pool/"+ref.ID+" (not listed)")
+			out = append(out, kind+"/"+ref.ID+" (not listed)")
 			continue
 		}
-		out = append(out, fmt.Sprintf("pool/%s %s %s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners)))
-		if p.MonitorID != "" {
-			out = append(out, "monitor/"+p.MonitorID+" of pool "+p.ID)
-		}
-		for _, m := range p.Members {
-			out = append(out, lbcycle.MemberPrefix+m.ID+" of pool "+p.ID)
-		}
+		out = append(out, describe(obj)...)
 	}
 	return out, nil
 }
@@ -117,20 +109,38 @@ func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error)
 }
 
 // newRuleIndex lists every security group rule of the project.
-func newRuleIndex(c *Cloud) *snapshot.Snapshot[rules.SecGroupRule] {
-	return snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]rules.SecGroupRule, error) {
-		network, err := c.clients.networkClient(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := allPages(ctx, rules.List(network, rules.ListOpts{}), rules.ExtractRules)
-		if err != nil {
-			return nil, fmt.Errorf("listing the project's security group rules: %w", neutronErr(err))
-		}
-		return all, nil
-	}, func(r rules.SecGroupRule) []string { return []string{"rule/" + r.ID} })
+func newRuleIndex(c *Cloud) *snapshot.Snapshot[securityRule] {
+	return snapshot.New("openstack", indexMaxAge, indexMinMiss,
+		listing(c.api, svcNetwork, "the project's security group rules", neutronErr, c.api.listRules),
+		func(r securityRule) []string { return []string{"rule/" + r.ID} })
 }
 
 // Drifting: a Service whose objects drifted has its security group
 // converged by the walk, however recently it last was.
 func (s steps) Drifting(svc *v1.Service) { s.sgs.expire(svc.UID) }
+
+// Drift sees, in the shared listings, a load balancer short of a listener or a
+// pool, and a floating IP no longer on it; and a TLS Secret that changed.
+func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l octaviaLB) (string, error) {
+	if why := s.secretRotated(ctx, svc); why != "" {
+		return why, nil
+	}
+	lb := l.Obj
+	switch {
+	case len(lb.Listeners) < len(svc.Spec.Ports):
+		return fmt.Sprintf("load balancer %s has %d listener(s) for %d port(s)", lb.ID, len(lb.Listeners), len(svc.Spec.Ports)), nil
+	case len(lb.Pools) < len(lb.Listeners):
+		return fmt.Sprintf("load balancer %s has %d pool(s) for %d listener(s)", lb.ID, len(lb.Pools), len(lb.Listeners)), nil
+	}
+	if rec.Address == "" || rec.Address == lb.VipAddress {
+		return "", nil // internal: its address is the VIP
+	}
+	fip, has, err := s.index.fips.Get(ctx, "port/"+lb.VipPortID)
+	if err != nil {
+		return "", err
+	}
+	if !has || fip.FloatingIP != rec.Address {
+		return fmt.Sprintf("floating IP %s is no longer on load balancer %s", rec.Address, lb.ID), nil
+	}
+	return "", nil
+}

@@ -48,11 +48,11 @@ func TestContractIPv6LoadBalancer(t *testing.T) {
 	vip := netip.MustParseAddr(st.Ingress[0].IP)
 	assert.True(t, cidr.Contains(vip), "the VIP, on the IPv6 subnet: %s", vip)
 	octavia := tg.octavia(t, c)
-	lb, err := c.findLB(t.Context(), octavia, svc)
+	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
 	assert.Equal(t, sn.ID, lb.VipSubnetID)
-	fip, err := c.vipFloatingIP(t.Context(), tg.network, lb)
+	fip, err := c.vipFloatingIP(t.Context(), lb)
 	require.NoError(t, err)
 	assert.Nil(t, fip, "no floating IP for an IPv6 VIP")
 	ps, err := listPools(t.Context(), octavia, lb.ID)
@@ -77,7 +77,7 @@ func TestContractIPv6LoadBalancer(t *testing.T) {
 	require.Len(t, st.Ingress, 2, "%+v", st.Ingress)
 	assert.True(t, tg.publicCIDR.Contains(netip.MustParseAddr(st.Ingress[0].IP)), "its floating IP first: %s", st.Ingress[0].IP)
 	assert.True(t, cidr.Contains(netip.MustParseAddr(st.Ingress[1].IP)), "then its IPv6 VIP: %s", st.Ingress[1].IP)
-	lb, err = c.findLB(t.Context(), octavia, dual)
+	lb, err = c.findLB(t.Context(), dual)
 	require.NoError(t, err)
 	require.Len(t, lb.AdditionalVips, 1)
 	assert.Equal(t, sn.ID, lb.AdditionalVips[0].SubnetID)
@@ -115,7 +115,7 @@ func TestContractDualStackOnAnOlderOctavia(t *testing.T) {
 	dual.Spec.IPFamilyPolicy = &preferred
 	st := ensure(t, c, dual, nil)
 	require.Len(t, st.Ingress, 1, "its IPv4 address only")
-	lb, err := c.findLB(t.Context(), tg.octavia(t, c), dual)
+	lb, err := c.findLB(t.Context(), dual)
 	require.NoError(t, err)
 	assert.Empty(t, lb.AdditionalVips)
 	deleteLB(t, c, dual)
@@ -126,7 +126,7 @@ func serverAddress(t *testing.T, tg *contractTarget, serverID string, cidr netip
 	t.Helper()
 	var addr string
 	require.NoError(t, poll(time.Minute, func() error {
-		views, err := listPortViews(t.Context(), tg.network, url.Values{"device_id": {serverID}})
+		views, err := listAll[sgPortView](t.Context(), tg.network, "ports", url.Values{"device_id": {serverID}}, "ports")
 		if err != nil {
 			return err
 		}

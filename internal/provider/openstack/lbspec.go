@@ -9,15 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
-	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // lbSpec is everything a Service asks of Octavia and Neutron, resolved from its
@@ -96,48 +92,6 @@ type monitorSpec struct {
 	httpPort                                   int // healthCheckNodePort; 0: probe the member port
 }
 
-func (m *monitorSpec) monitorType(proto v1.Protocol) string {
-	switch {
-	case m.httpPort != 0:
-		return "HTTP"
-	case proto == v1.ProtocolUDP:
-		return "UDP-CONNECT"
-	case proto == v1.ProtocolSCTP:
-		return "SCTP"
-	}
-	return "TCP"
-}
-
-// listenerProtocol is what the listener of p speaks.
-func (s *lbSpec) listenerProtocol(p v1.ServicePort) string {
-	if s.isTLS(p) {
-		return "TERMINATED_HTTPS"
-	}
-	if s.xff && p.Protocol == v1.ProtocolTCP {
-		return "HTTP"
-	}
-	return string(p.Protocol)
-}
-
-// poolProtocol is what the pool of p speaks to the Nodes.
-func (s *lbSpec) poolProtocol(p v1.ServicePort) string {
-	switch {
-	case p.Protocol != v1.ProtocolTCP:
-		return string(p.Protocol)
-	case s.proxy == annotation.ProxyProtocolV1:
-		return "PROXY"
-	case s.proxy == annotation.ProxyProtocolV2:
-		return "PROXYV2"
-	case s.xff || s.isTLS(p):
-		return "HTTP"
-	}
-	return "TCP"
-}
-
-func (s *lbSpec) listenerKey(p v1.ServicePort) string {
-	return fmt.Sprintf("%s/%05d", s.listenerProtocol(p), p.Port)
-}
-
 // fixed records an error of the Service a user can fix.
 type specErrors struct{ errs []error }
 
@@ -152,8 +106,61 @@ func (e *specErrors) keep(err error) bool {
 func (e *specErrors) add(format string, a ...any) { e.errs = append(e.errs, fmt.Errorf(format, a...)) }
 
 // spec resolves what the Service asks for. Every problem is in the error, and an
-// error means nothing may be changed in the cloud.
+// error means nothing may be changed in the cloud. Each part reads its own
+// annotations; the problems are told in this order.
 func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, error) {
+	s := c.specDefaults(clusterName, svc)
+	e := &specErrors{}
+	a := specAnnotations{svc: svc, e: e}
+	c.specAddresses(&s, a)
+	s.specListeners(a)
+	s.tls = c.tlsOf(svc, svc.Spec.Ports, e)
+	s.monitor = c.monitorFor(svc, e)
+	if v, err := annotation.OpenStackHostname.NonEmptyString(svc); e.keep(err) {
+		if h, err := annotation.ParseHostname(v); e.keep(err) {
+			s.hostname = h
+		}
+	}
+	s.specPorts(svc, c.cfg.LoadBalancer.IPv6SubnetID, e)
+	c.specMembers(&s, a, nodes)
+	return s, errors.Join(e.errs...)
+}
+
+// specAnnotations reads a Service's annotations into a spec, keeping their
+// problems.
+type specAnnotations struct {
+	svc *v1.Service
+	e   *specErrors
+}
+
+func (a specAnnotations) str(n annotation.Name, into *string) {
+	v, err := n.NonEmptyString(a.svc)
+	setValid(a.e, into, v, err)
+}
+
+func (a specAnnotations) uuid(n annotation.Name, into *string) {
+	if v, err := n.NonEmptyString(a.svc); a.e.keep(err) {
+		id, err := annotation.ParseUUID(n, v)
+		setValid(a.e, into, id, err)
+	}
+}
+
+func (a specAnnotations) boolean(n annotation.Name, into *bool) {
+	v, err := n.Bool(a.svc)
+	setValid(a.e, into, v, err)
+}
+
+// setValid gives *into an annotation's value when it is set and valid; a
+// problem is kept.
+func setValid[T any](e *specErrors, into *T, v T, err error) {
+	if e.keep(err) {
+		*into = v
+	}
+}
+
+// specDefaults is what the cloud.conf's [LoadBalancer] gives every Service of
+// the family of svc's VIP.
+func (c *Cloud) specDefaults(clusterName string, svc *v1.Service) lbSpec {
 	cfg := c.cfg.LoadBalancer
 	s := lbSpec{
 		name:              c.lbName(clusterName, svc),
@@ -169,30 +176,11 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 		availabilityZone:  cfg.AvailabilityZone,
 		method:            strings.ToUpper(cfg.LBMethod),
 		connLimit:         -1,
+		family:            v1.IPv4Protocol,
 	}
 	if s.method == "" {
 		s.method = "ROUND_ROBIN"
 	}
-	var e specErrors
-	floatingSubnet, floatingSubnetTags := cfg.FloatingSubnet, cfg.FloatingSubnetTags
-	str := func(n annotation.Name, into *string) {
-		if v, err := n.NonEmptyString(svc); e.keep(err) {
-			*into = v
-		}
-	}
-	uuid := func(n annotation.Name, into *string) {
-		if v, err := n.NonEmptyString(svc); e.keep(err) {
-			if id, err := annotation.ParseUUID(n, v); e.keep(err) {
-				*into = id
-			}
-		}
-	}
-	boolean := func(n annotation.Name, into *bool) {
-		if v, err := n.Bool(svc); e.keep(err) {
-			*into = v
-		}
-	}
-	s.family = v1.IPv4Protocol
 	if len(svc.Spec.IPFamilies) > 0 {
 		s.family = svc.Spec.IPFamilies[0]
 	}
@@ -201,54 +189,52 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 		// where an IPv6 subnet is looked for when none is named.
 		s.vipSubnetOf, s.subnetID = s.subnetID, cfg.IPv6SubnetID
 	}
-	uuid(annotation.OpenStackSubnetID, &s.subnetID)
-	uuid(annotation.OpenStackNetworkID, &s.networkID)
-	uuid(annotation.OpenStackPortID, &s.portID)
-	uuid(annotation.OpenStackMemberSubnetID, &s.memberSubnetID)
-	uuid(annotation.OpenStackFloatingNetworkID, &s.floatingNetworkID)
-	uuid(annotation.OpenStackFloatingSubnetID, &s.floatingSubnetID)
-	str(annotation.OpenStackFloatingSubnet, &floatingSubnet)
-	str(annotation.OpenStackFloatingSubnetTags, &floatingSubnetTags)
-	uuid(annotation.OpenStackFlavorID, &s.flavorID)
-	str(annotation.OpenStackAvailabilityZone, &s.availabilityZone)
-	boolean(annotation.OpenStackInternalLoadBalancer, &s.internal)
-	boolean(annotation.OpenStackKeepFloatingIP, &s.keepFIP)
-	boolean(annotation.OpenStackPublishOnlyPublicAddress, &s.onlyPublic)
-	boolean(annotation.OpenStackXForwardedFor, &s.xff)
+	return s
+}
 
-	// A class names network choices that win over the annotations.
-	if name, err := annotation.OpenStackClass.NonEmptyString(svc); e.keep(err) {
-		class, ok := c.cfg.LoadBalancerClasses[name]
-		if !ok {
-			e.errs = append(e.errs, &annotation.InvalidError{Name: annotation.OpenStackClass, Value: name,
-				Accepted: "the names of the cloud.conf's [LoadBalancerClass] sections: " + strings.Join(c.classNames(), ", ")})
+// specAddresses: where the VIP and the members live, the floating IP's
+// network and subnet, and the create-time choices, from the annotations and
+// a [LoadBalancerClass].
+func (c *Cloud) specAddresses(s *lbSpec, a specAnnotations) {
+	cfg := c.cfg.LoadBalancer
+	floatingSubnet, floatingSubnetTags := cfg.FloatingSubnet, cfg.FloatingSubnetTags
+	for _, f := range []struct {
+		n    annotation.Name
+		into *string
+		uuid bool // an OpenStack id
+	}{
+		{annotation.OpenStackSubnetID, &s.subnetID, true},
+		{annotation.OpenStackNetworkID, &s.networkID, true},
+		{annotation.OpenStackPortID, &s.portID, true},
+		{annotation.OpenStackMemberSubnetID, &s.memberSubnetID, true},
+		{annotation.OpenStackFloatingNetworkID, &s.floatingNetworkID, true},
+		{annotation.OpenStackFloatingSubnetID, &s.floatingSubnetID, true},
+		{annotation.OpenStackFloatingSubnet, &floatingSubnet, false},
+		{annotation.OpenStackFloatingSubnetTags, &floatingSubnetTags, false},
+		{annotation.OpenStackFlavorID, &s.flavorID, true},
+		{annotation.OpenStackAvailabilityZone, &s.availabilityZone, false},
+	} {
+		if f.uuid {
+			a.uuid(f.n, f.into)
 		} else {
-			for _, f := range []struct {
-				from string
-				into *string
-			}{
-				{class.SubnetID, &s.subnetID}, {class.NetworkID, &s.networkID}, {class.MemberSubnetID, &s.memberSubnetID},
-				{class.FloatingNetworkID, &s.floatingNetworkID}, {class.FloatingSubnetID, &s.floatingSubnetID},
-				{class.FloatingSubnet, &floatingSubnet}, {class.FloatingSubnetTags, &floatingSubnetTags},
-			} {
-				if f.from != "" {
-					*f.into = f.from
-				}
-			}
+			a.str(f.n, f.into)
 		}
 	}
-	if floatingSubnet != "" {
-		if p, err := annotation.ParseSubnetPattern(floatingSubnet); e.keep(err) {
-			s.floatingSubnet = &p
-		}
+	for _, f := range []struct {
+		n    annotation.Name
+		into *bool
+	}{
+		{annotation.OpenStackInternalLoadBalancer, &s.internal},
+		{annotation.OpenStackKeepFloatingIP, &s.keepFIP},
+		{annotation.OpenStackPublishOnlyPublicAddress, &s.onlyPublic},
+		{annotation.OpenStackXForwardedFor, &s.xff},
+	} {
+		a.boolean(f.n, f.into)
 	}
-	if floatingSubnetTags != "" {
-		if t, err := annotation.ParseSubnetTags(floatingSubnetTags); e.keep(err) {
-			s.floatingSubnetTags = &t
-		}
-	}
+	c.specClass(s, a, &floatingSubnet, &floatingSubnetTags)
+	s.specFloatingSubnet(a.e, floatingSubnet, floatingSubnetTags)
 	if s.subnetID == "" && s.networkID == "" && s.portID == "" && s.vipSubnetOf == "" {
-		e.add("no network for the VIP: set [LoadBalancer] subnet-id (or network-id) in the cloud.conf, or the annotation %s", annotation.OpenStackSubnetID)
+		a.e.add("no network for the VIP: set [LoadBalancer] subnet-id (or network-id) in the cloud.conf, or the annotation %s", annotation.OpenStackSubnetID)
 	}
 	if s.family == v1.IPv6Protocol && s.memberSubnetID == cfg.MemberSubnetID {
 		// The cloud.conf's member subnet is the IPv4 members'.
@@ -257,19 +243,69 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 	if s.memberSubnetID == "" {
 		s.memberSubnetID = s.subnetID
 	}
+	s.specLoadBalancerIP(a)
+}
 
-	// spec.loadBalancerIP: the floating IP of a public load balancer, the VIP of
-	// an internal one.
-	if ip := svc.Spec.LoadBalancerIP; ip != "" {
-		if _, err := netip.ParseAddr(ip); err != nil {
-			e.add("spec.loadBalancerIP %q is not an IP address", ip)
-		} else if s.internal || s.family == v1.IPv6Protocol {
-			s.vipAddress = ip // an IPv6 load balancer's address is its VIP
-		} else {
-			s.floatingIP = ip
+// specClass: a class names network choices that win over the annotations.
+func (c *Cloud) specClass(s *lbSpec, a specAnnotations, floatingSubnet, floatingSubnetTags *string) {
+	name, err := annotation.OpenStackClass.NonEmptyString(a.svc)
+	if !a.e.keep(err) {
+		return
+	}
+	class, ok := c.cfg.LoadBalancerClasses[name]
+	if !ok {
+		a.e.errs = append(a.e.errs, &annotation.InvalidError{Name: annotation.OpenStackClass, Value: name,
+			Accepted: "the names of the cloud.conf's [LoadBalancerClass] sections: " + strings.Join(c.classNames(), ", ")})
+		return
+	}
+	for _, f := range []struct {
+		from string
+		into *string
+	}{
+		{class.SubnetID, &s.subnetID}, {class.NetworkID, &s.networkID}, {class.MemberSubnetID, &s.memberSubnetID},
+		{class.FloatingNetworkID, &s.floatingNetworkID}, {class.FloatingSubnetID, &s.floatingSubnetID},
+		{class.FloatingSubnet, floatingSubnet}, {class.FloatingSubnetTags, floatingSubnetTags},
+	} {
+		if f.from != "" {
+			*f.into = f.from
 		}
 	}
+}
 
+// specFloatingSubnet parses the floating subnet's name pattern and tags.
+func (s *lbSpec) specFloatingSubnet(e *specErrors, pattern, tags string) {
+	if pattern != "" {
+		if p, err := annotation.ParseSubnetPattern(pattern); e.keep(err) {
+			s.floatingSubnet = &p
+		}
+	}
+	if tags != "" {
+		if t, err := annotation.ParseSubnetTags(tags); e.keep(err) {
+			s.floatingSubnetTags = &t
+		}
+	}
+}
+
+// specLoadBalancerIP: spec.loadBalancerIP is the floating IP of a public load
+// balancer, the VIP of an internal one.
+func (s *lbSpec) specLoadBalancerIP(a specAnnotations) {
+	ip := a.svc.Spec.LoadBalancerIP
+	if ip == "" {
+		return
+	}
+	if _, err := netip.ParseAddr(ip); err != nil {
+		a.e.add("spec.loadBalancerIP %q is not an IP address", ip)
+	} else if s.internal || s.family == v1.IPv6Protocol {
+		s.vipAddress = ip // an IPv6 load balancer's address is its VIP
+	} else {
+		s.floatingIP = ip
+	}
+}
+
+// specListeners: the pools' method and protocol, the listeners' connection
+// limit and timeouts.
+func (s *lbSpec) specListeners(a specAnnotations) {
+	svc, e := a.svc, a.e
 	if v, err := annotation.OpenStackLBMethod.String(svc); e.keep(err) {
 		if m, err := annotation.ParseLBMethod(v); e.keep(err) {
 			s.method = string(m)
@@ -304,16 +340,11 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 			}
 		}
 	}
-	s.tls = c.tlsOf(svc, svc.Spec.Ports, &e)
+}
 
-	s.monitor = c.monitorFor(svc, &e)
-
-	if v, err := annotation.OpenStackHostname.NonEmptyString(svc); e.keep(err) {
-		if h, err := annotation.ParseHostname(v); e.keep(err) {
-			s.hostname = h
-		}
-	}
-
+// specPorts: the ports (their protocols, a NodePort each), the second family
+// of a dual-stack Service, and the source ranges.
+func (s *lbSpec) specPorts(svc *v1.Service, ipv6SubnetID string, e *specErrors) {
 	for _, p := range svc.Spec.Ports {
 		switch p.Protocol {
 		case v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP:
@@ -327,90 +358,37 @@ func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbS
 	if p := svc.Spec.IPFamilyPolicy; p != nil && *p != v1.IPFamilyPolicySingleStack && len(svc.Spec.IPFamilies) == 2 {
 		s.secondFamily, s.requireDual = svc.Spec.IPFamilies[1], *p == v1.IPFamilyPolicyRequireDualStack
 		if s.secondFamily == v1.IPv6Protocol {
-			s.secondSubnetID = cfg.IPv6SubnetID
+			s.secondSubnetID = ipv6SubnetID
 		} else {
 			s.secondSubnetID = s.vipSubnetOf
 		}
 	}
 	s.ports = slices.Clone(svc.Spec.Ports)
 	sort.Slice(s.ports, func(i, j int) bool { return portKey(s.ports[i]) < portKey(s.ports[j]) })
+	s.specSourceRanges(svc, e)
+}
+
+// specSourceRanges: the listeners' allowed CIDRs. Octavia takes only ranges
+// of the VIP's family; the others could never reach it. None of its family
+// left would open it to everyone.
+func (s *lbSpec) specSourceRanges(svc *v1.Service, e *specErrors) {
 	ranges, err := servicehelpers.GetLoadBalancerSourceRanges(svc)
 	if err != nil {
 		e.errs = append(e.errs, err)
-	} else if !servicehelpers.IsAllowAll(ranges) {
-		// Octavia takes only ranges of the VIP's family; the others could
-		// never reach it. None of its family left would open it to everyone.
-		for _, r := range ranges.StringSlice() {
-			if p, err := netip.ParsePrefix(r); err == nil && (isFamily(p.Addr(), s.family) || isFamily(p.Addr(), s.secondFamily)) {
-				s.allowedCIDRs = append(s.allowedCIDRs, r)
-			}
-		}
-		if len(s.allowedCIDRs) == 0 {
-			e.add("the source ranges %v hold no %s range for the %s load balancer", ranges.StringSlice(), s.family, s.family)
-		}
-		sort.Strings(s.allowedCIDRs)
+		return
 	}
-
-	selector := c.cfg.LoadBalancer.NodeSelector
-	if v, err := annotation.OpenStackNodeSelector.String(svc); e.keep(err) {
-		selector = v
+	if servicehelpers.IsAllowAll(ranges) {
+		return
 	}
-	sel := labels.Everything()
-	if selector != "" {
-		if m, err := annotation.ParseNodeSelector(selector); e.keep(err) {
-			sel = nodeSelector(m)
+	for _, r := range ranges.StringSlice() {
+		if p, err := netip.ParsePrefix(r); err == nil && (isFamily(p.Addr(), s.family) || isFamily(p.Addr(), s.secondFamily)) {
+			s.allowedCIDRs = append(s.allowedCIDRs, r)
 		}
 	}
-	if cfg.ManageSecurityGroups {
-		s.sg = &sgSpec{selector: sel, serverLabels: map[string]labels.Set{}}
-		if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
-			s.sg.hcPort = int(svc.Spec.HealthCheckNodePort)
-		}
-		for _, p := range s.ports {
-			if p.NodePort != 0 {
-				s.sg.nodePorts = append(s.sg.nodePorts, sgPort{proto: strings.ToLower(string(p.Protocol)), port: int(p.NodePort)})
-			}
-		}
+	if len(s.allowedCIDRs) == 0 {
+		e.add("the source ranges %v hold no %s range for the %s load balancer", ranges.StringSlice(), s.family, s.family)
 	}
-	for _, n := range nodes {
-		if !sel.Matches(labels.Set(n.Labels)) {
-			continue
-		}
-		if provider.AwaitingAddresses(n) {
-			s.unaddressed = append(s.unaddressed, n)
-			continue
-		}
-		if ip, ok := provider.InternalIP(n.Status.Addresses, s.family); ok && ip.Is6() == (s.family == v1.IPv6Protocol) {
-			s.members = append(s.members, ip.String())
-			if id, err := serverID(n.Spec.ProviderID); err == nil && s.sg != nil {
-				s.sg.servers = append(s.sg.servers, id)
-				s.sg.serverLabels[id] = n.Labels
-			}
-		}
-	}
-	sort.Strings(s.members)
-	if s.sg != nil {
-		sort.Strings(s.sg.servers)
-	}
-	return s, errors.Join(e.errs...)
-}
-
-// nodeSelector: "key=value" requires the value, "key" only the label.
-func nodeSelector(m map[string]string) labels.Selector {
-	sel := labels.NewSelector()
-	for k, v := range m {
-		var r *labels.Requirement
-		var err error
-		if v == "" {
-			r, err = labels.NewRequirement(k, selection.Exists, nil)
-		} else {
-			r, err = labels.NewRequirement(k, selection.Equals, []string{v})
-		}
-		if err == nil {
-			sel = sel.Add(*r)
-		}
-	}
-	return sel
+	sort.Strings(s.allowedCIDRs)
 }
 
 func (c *Cloud) classNames() []string {
@@ -528,35 +506,7 @@ func (s *lbSpec) sgFingerprint() string {
 // membersFingerprint covers the members' addresses (sorted).
 func (s *lbSpec) membersFingerprint() string { return lbcycle.MembersOf(s.members) }
 
-// noFloatingIP: the load balancer's address is its VIP (internal, or IPv6
-// with no IPv4 VIP: Neutron's floating IPs are IPv4).
-func (s *lbSpec) noFloatingIP() bool {
-	return s.internal || s.family == v1.IPv6Protocol && s.secondFamily != v1.IPv4Protocol
-}
-
 // isFamily says whether a is of family f ("" is none).
 func isFamily(a netip.Addr, f v1.IPFamily) bool {
 	return f != "" && a.Is6() == (f == v1.IPv6Protocol)
-}
-
-// otherVIP is, on a dual-stack load balancer, its VIP of the family addr is
-// not of: the second address of its status.
-func (s *lbSpec) otherVIP(lb *loadbalancers.LoadBalancer, addr string) string {
-	if s.secondFamily == "" {
-		return ""
-	}
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return ""
-	}
-	vips := []string{lb.VipAddress}
-	for _, av := range lb.AdditionalVips {
-		vips = append(vips, av.IPAddress)
-	}
-	for _, v := range vips {
-		if b, err := netip.ParseAddr(v); err == nil && b.Is6() != a.Is6() {
-			return v
-		}
-	}
-	return ""
 }

@@ -114,13 +114,11 @@ func TestSpecMonitorIsOnForLocalTrafficAndProbesTheHealthCheckNodePort(t *testin
 	assert.Equal(t, "TCP", s.monitor.monitorType(v1.ProtocolTCP))
 	assert.Equal(t, "UDP-CONNECT", s.monitor.monitorType(v1.ProtocolUDP))
 
-	_, err = c.spec("k8s", specService(map[string]string{
+	specRefuses(t, c, map[string]string{
 		string(annotation.OpenStackEnableHealthMonitor):  "true",
 		string(annotation.OpenStackHealthMonitorDelay):   "2",
 		string(annotation.OpenStackHealthMonitorTimeout): "5",
-	}), nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "must not exceed")
+	}, "must not exceed")
 }
 
 func TestSpecListenerAndPoolOptions(t *testing.T) {
@@ -142,25 +140,19 @@ func TestSpecListenerAndPoolOptions(t *testing.T) {
 	assert.Nil(t, s.timeouts.memberData, "unset timeouts are left to Octavia")
 	assert.Equal(t, "SOURCE_IP", s.method)
 
-	_, err = c.spec("k8s", specService(map[string]string{
+	specRefuses(t, c, map[string]string{
 		string(annotation.OpenStackProxyProtocol): "true",
 		string(annotation.OpenStackXForwardedFor): "true",
-	}), nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "cannot be combined")
+	}, "cannot be combined")
 }
 
 func TestSpecCollectsEveryProblem(t *testing.T) {
 	c := specCloud(t, "")
-	_, err := c.spec("k8s", specService(map[string]string{
+	err := specRefuses(t, c, map[string]string{
 		string(annotation.OpenStackConnectionLimit): "lots",
 		string(annotation.OpenStackLBMethod):        "RANDOM",
 		string(annotation.OpenStackSubnetID):        "not-a-uuid",
-	}), nil)
-	require.Error(t, err)
-	for _, want := range []string{"connection-limit", "lb-method", "subnet-id"} {
-		assert.Contains(t, err.Error(), want)
-	}
+	}, "connection-limit", "lb-method", "subnet-id")
 	var inv *annotation.InvalidError
 	assert.True(t, errors.As(err, &inv))
 }
@@ -276,26 +268,25 @@ func TestSpecOfIPv6AndDualStackServices(t *testing.T) {
 	_, err = c.spec("k8s", onlyV4Ranges, nil)
 	require.ErrorContains(t, err, "hold no IPv6 range", "never opened to everyone instead")
 
-	required := v1.IPFamilyPolicyRequireDualStack
-	dual := specService(nil)
-	dual.Spec.IPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
-	dual.Spec.IPFamilyPolicy = &required
-	s, err = c.spec("k8s", dual, nil)
-	require.NoError(t, err)
-	assert.Equal(t, v1.IPv4Protocol, s.family)
-	assert.Equal(t, v1.IPv6Protocol, s.secondFamily)
-	assert.True(t, s.requireDual)
-	assert.False(t, s.noFloatingIP(), "its IPv4 VIP takes a floating IP")
-	preferred := v1.IPFamilyPolicyPreferDualStack
-	dual.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}
-	dual.Spec.IPFamilyPolicy = &preferred
-	s, err = c.spec("k8s", dual, nil)
-	require.NoError(t, err)
-	assert.Equal(t, v1.IPv6Protocol, s.family)
-	assert.Equal(t, v1.IPv4Protocol, s.secondFamily)
-	assert.Equal(t, confSubnet, s.secondSubnetID, "the cloud.conf's subnet-id is the IPv4 one")
-	assert.False(t, s.requireDual)
-	assert.False(t, s.noFloatingIP(), "an IPv4 VIP beside: a floating IP")
+	for _, tc := range []struct {
+		policy      v1.IPFamilyPolicy
+		families    []v1.IPFamily
+		requireDual bool
+	}{
+		{v1.IPFamilyPolicyRequireDualStack, []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}, true},
+		{v1.IPFamilyPolicyPreferDualStack, []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}, false},
+	} {
+		dual := specService(nil, func(s *v1.Service) { s.Spec.IPFamilies, s.Spec.IPFamilyPolicy = tc.families, &tc.policy })
+		s, err = c.spec("k8s", dual, nil)
+		require.NoError(t, err)
+		assert.Equal(t, tc.families[0], s.family)
+		assert.Equal(t, tc.families[1], s.secondFamily)
+		assert.Equal(t, tc.requireDual, s.requireDual)
+		assert.False(t, s.noFloatingIP(), "its IPv4 VIP takes a floating IP")
+		if tc.families[1] == v1.IPv4Protocol {
+			assert.Equal(t, confSubnet, s.secondSubnetID, "the cloud.conf's subnet-id is the IPv4 one")
+		}
+	}
 }
 
 func TestSpecTLS(t *testing.T) {
@@ -347,9 +338,7 @@ func TestSpecTLS(t *testing.T) {
 		{"a port the Service lacks", "", map[string]string{string(annotation.OpenStackTLSSecret): "web-tls", string(annotation.OpenStackTLSPorts): "8443"}, "port 8443 is not a port of the Service"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := specCloud(t, tc.conf).spec("k8s", specService(tc.ann), nil)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
+			specRefuses(t, specCloud(t, tc.conf), tc.ann, tc.want)
 		})
 	}
 
@@ -387,4 +376,16 @@ func TestAListenerOpenToAllIsWrittenAsThePeerWritesIt(t *testing.T) {
 		assert.True(t, openToAll(open), "%v", open)
 	}
 	assert.False(t, openToAll([]string{"0.0.0.0/0", "198.51.100.0/24"}))
+}
+
+// specRefuses says that the Service with these annotations has no spec, for
+// problems that name each of want; it returns them.
+func specRefuses(t *testing.T, c *Cloud, annotations map[string]string, want ...string) error {
+	t.Helper()
+	_, err := c.spec("k8s", specService(annotations), nil)
+	require.Error(t, err)
+	for _, w := range want {
+		assert.Contains(t, err.Error(), w)
+	}
+	return err
 }

@@ -3,7 +3,6 @@ package openstack
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +27,7 @@ const portAddressesMaxAge = 9*time.Minute + 30*time.Second
 // floating IPs on them. A server it does not know yet (a new one) is served from
 // Nova's addresses instead, so a new Node never waits for it.
 type portAddresses struct {
-	clients *clients
+	api cloudAPI
 
 	mu        sync.Mutex
 	fetched   time.Time
@@ -86,29 +85,26 @@ type (
 	}
 )
 
-func fields(names ...string) url.Values { return url.Values{"fields": names} }
-
 func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]novaAddress, error) {
-	network, err := p.clients.networkClient(ctx)
-	if err != nil {
+	if err := p.api.session(ctx, svcNetwork); err != nil {
 		return nil, err
 	}
-	allPorts, err := listAll[leanPort](ctx, network, "ports", fields("id", "device_id", "device_owner", "network_id", "fixed_ips"), "ports")
+	allPorts, err := p.api.listLeanPorts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ports: %w", redact(err))
 	}
-	nets, err := listAll[leanNetwork](ctx, network, "networks", fields("id", "name"), "networks")
+	nets, err := p.api.listLeanNetworks(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing networks: %w", redact(err))
 	}
-	fips, err := listAll[leanFloatingIP](ctx, network, "floatingips", fields("port_id", "floating_ip_address"), "floatingips")
+	fips, err := p.api.listLeanFloatingIPs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
 	}
 	// Subports belong to the server of their trunk's parent port. A cloud
 	// without the trunk extension answers 404: no subports then.
 	subportOf := map[string]string{} // subport ID → parent port ID
-	if ts, err := listAll[leanTrunk](ctx, network, "trunks", fields("port_id", "sub_ports"), "trunks"); err == nil {
+	if ts, err := p.api.listLeanTrunks(ctx); err == nil {
 		for _, t := range ts {
 			for _, sp := range t.Subports {
 				subportOf[sp.PortID] = t.PortID

@@ -1,14 +1,8 @@
 package openstack
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"net/http"
 	"sync"
 	"time"
-
-	"github.com/gophercloud/gophercloud/v2"
 )
 
 // quotaRecheck is how long a met quota is believed without news: after it, one
@@ -53,22 +47,4 @@ func (q *quotaMemory) forget() {
 	q.mu.Lock()
 	q.since, q.msg = time.Time{}, ""
 	q.mu.Unlock()
-}
-
-// overQuota says whether err is Neutron's OverQuota (neutron_lib's OverQuota,
-// a 409 whose NeutronError type is "OverQuota"), with its message.
-func overQuota(err error) (string, bool) {
-	var code gophercloud.ErrUnexpectedResponseCode
-	if !errors.As(err, &code) || code.Actual != http.StatusConflict || !bytes.Contains(code.Body, []byte(`"OverQuota"`)) {
-		return "", false
-	}
-	var body struct {
-		NeutronError struct {
-			Message string `json:"message"`
-		} `json:"NeutronError"`
-	}
-	if jsonErr := json.Unmarshal(code.Body, &body); jsonErr != nil || body.NeutronError.Message == "" {
-		return "Neutron answered OverQuota", true
-	}
-	return body.NeutronError.Message, true
 }

@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
 
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -30,32 +28,26 @@ const (
 )
 
 type lbIndex struct {
-	lbs  *snapshot.Snapshot[loadbalancers.LoadBalancer]
+	lbs  *snapshot.Snapshot[loadBalancer]
 	fips *snapshot.Snapshot[floatingips.FloatingIP]
 	// listeners and pools: the drift check's (inventory.go).
 	listeners *snapshot.Snapshot[listeners.Listener]
 	pools     *snapshot.Snapshot[pools.Pool]
-	sgRules   *snapshot.Snapshot[rules.SecGroupRule]
+	sgRules   *snapshot.Snapshot[securityRule]
 }
 
 func newLBIndex(c *Cloud) *lbIndex {
 	ls, ps := newObjectIndex(c)
 	return &lbIndex{listeners: ls, pools: ps, sgRules: newRuleIndex(c),
-		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]loadbalancers.LoadBalancer, error) {
+		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]loadBalancer, error) {
 			uid := c.Cluster.Get()
 			if uid == "" {
 				return nil, fmt.Errorf("the cluster UID is not known yet")
 			}
-			octavia, err := c.clients.octaviaClient(ctx)
-			if err != nil {
-				return nil, err
-			}
-			lbs, err := allPages(ctx, loadbalancers.List(octavia, loadbalancers.ListOpts{Tags: []string{tagCluster + uid}}), loadbalancers.ExtractLoadBalancers)
-			if err != nil {
-				return nil, fmt.Errorf("listing the cluster's load balancers: %w", redact(err))
-			}
-			return lbs, nil
-		}, func(lb loadbalancers.LoadBalancer) []string {
+			return listing(c.api, svcOctavia, "the cluster's load balancers", redact, func(ctx context.Context) ([]loadBalancer, error) {
+				return c.api.listLoadBalancers(ctx, tagCluster+uid)
+			})(ctx)
+		}, func(lb loadBalancer) []string {
 			keys := []string{"lb/" + lb.ID} // its identity, then its Services
 			for _, t := range lb.Tags {
 				if uid, ok := strings.CutPrefix(t, tagService); ok {
@@ -64,17 +56,9 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return keys
 		}),
-		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]floatingips.FloatingIP, error) {
-			network, err := c.clients.networkClient(ctx)
-			if err != nil {
-				return nil, err
-			}
-			fips, err := allPages(ctx, floatingips.List(network, floatingips.ListOpts{}), floatingips.ExtractFloatingIPs)
-			if err != nil {
-				return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
-			}
-			return fips, nil
-		}, func(f floatingips.FloatingIP) []string {
+		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, svcNetwork, "floating IPs", redact, func(ctx context.Context) ([]floatingips.FloatingIP, error) {
+			return c.api.listFloatingIPs(ctx, floatingips.ListOpts{})
+		}), func(f floatingips.FloatingIP) []string {
 			// Its identity, then its port: a port with two floating IPs is
 			// found by neither, and takes the direct path.
 			keys := []string{"fip/" + f.ID}
@@ -83,5 +67,20 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return keys
 		}),
+	}
+}
+
+// listing is a shared listing's source: the service found, then list, its
+// error told (translate) as listing what.
+func listing[T any](api cloudAPI, s service, what string, translate func(error) error, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
+	return func(ctx context.Context) ([]T, error) {
+		if err := api.session(ctx, s); err != nil {
+			return nil, err
+		}
+		all, err := list(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", what, translate(err))
+		}
+		return all, nil
 	}
 }

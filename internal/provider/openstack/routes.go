@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/extraroutes"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,15 +19,17 @@ type routes struct{ c *Cloud }
 
 var _ cloudprovider.Routes = routes{}
 
+// extraRoute is one of the router's extraroutes.
+type extraRoute struct{ destination, nextHop string }
+
 // ListRoutes returns the router's extraroutes, each matched to the Node whose
 // InternalIP is its nexthop. A route whose nexthop is no Node's is reported as a
 // blackhole; the route controller removes it only if it lies in --cluster-cidr.
 func (r routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
-	network, err := r.c.clients.networkClient(ctx)
-	if err != nil {
+	if err := r.c.api.session(ctx, svcNetwork); err != nil {
 		return nil, err
 	}
-	router, err := routers.Get(ctx, network, r.c.cfg.Route.RouterID).Extract()
+	extra, err := r.c.api.routerRoutes(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
 		return nil, fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, redact(err))
 	}
@@ -37,13 +37,13 @@ func (r routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rout
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*cloudprovider.Route, 0, len(router.Routes))
-	for _, rt := range router.Routes {
-		node, ok := byIP[rt.NextHop]
+	out := make([]*cloudprovider.Route, 0, len(extra))
+	for _, rt := range extra {
+		node, ok := byIP[rt.nextHop]
 		out = append(out, &cloudprovider.Route{
-			Name:            rt.DestinationCIDR + "-" + rt.NextHop,
+			Name:            rt.destination + "-" + rt.nextHop,
 			TargetNode:      types.NodeName(node),
-			DestinationCIDR: rt.DestinationCIDR,
+			DestinationCIDR: rt.destination,
 			Blackhole:       !ok,
 		})
 	}
@@ -60,12 +60,11 @@ func (r routes) CreateRoute(ctx context.Context, _ string, _ string, route *clou
 	if err != nil {
 		return err
 	}
-	network, err := r.c.clients.networkClient(ctx)
-	if err != nil {
+	if err := r.c.api.session(ctx, svcNetwork); err != nil {
 		return err
 	}
-	rts := []routers.Route{{DestinationCIDR: route.DestinationCIDR, NextHop: nexthop}}
-	if _, err := extraroutes.Add(ctx, network, r.c.cfg.Route.RouterID, extraroutes.Opts{Routes: &rts}).Extract(); err != nil {
+	rts := []extraRoute{{destination: route.DestinationCIDR, nextHop: nexthop}}
+	if err := r.c.api.addRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
 		return fmt.Errorf("adding route %s via %s to router %s: %w", route.DestinationCIDR, nexthop, r.c.cfg.Route.RouterID, redact(err))
 	}
 	klog.FromContext(ctx).Info("Created route", "destination", route.DestinationCIDR, "nexthop", nexthop, "node", route.TargetNode)
@@ -75,24 +74,23 @@ func (r routes) CreateRoute(ctx context.Context, _ string, _ string, route *clou
 // DeleteRoute removes the router's routes to the destination (whatever their
 // nexthop: the Node may be gone). Removing a route that is not there is a no-op.
 func (r routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
-	network, err := r.c.clients.networkClient(ctx)
-	if err != nil {
+	if err := r.c.api.session(ctx, svcNetwork); err != nil {
 		return err
 	}
-	router, err := routers.Get(ctx, network, r.c.cfg.Route.RouterID).Extract()
+	extra, err := r.c.api.routerRoutes(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
 		return fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, redact(err))
 	}
-	var rts []routers.Route
-	for _, rt := range router.Routes {
-		if rt.DestinationCIDR == route.DestinationCIDR {
+	var rts []extraRoute
+	for _, rt := range extra {
+		if rt.destination == route.DestinationCIDR {
 			rts = append(rts, rt)
 		}
 	}
 	if len(rts) == 0 {
 		return nil
 	}
-	if _, err := extraroutes.Remove(ctx, network, r.c.cfg.Route.RouterID, extraroutes.Opts{Routes: &rts}).Extract(); err != nil {
+	if err := r.c.api.removeRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
 		return fmt.Errorf("removing route %s from router %s: %w", route.DestinationCIDR, r.c.cfg.Route.RouterID, redact(err))
 	}
 	klog.FromContext(ctx).Info("Deleted route", "destination", route.DestinationCIDR, "node", route.TargetNode)

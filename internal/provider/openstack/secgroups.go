@@ -4,27 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/attributestags"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/rules"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-
-	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // Security groups ([LoadBalancer] manage-security-groups = true), as
@@ -100,7 +89,7 @@ type sgRuleKey struct {
 	min, max             int
 }
 
-func ruleKey(r rules.SecGroupRule) sgRuleKey {
+func ruleKey(r securityRule) sgRuleKey {
 	return sgRuleKey{r.EtherType, strings.ToLower(r.Protocol), r.RemoteIPPrefix, r.PortRangeMin, r.PortRangeMax}
 }
 
@@ -127,198 +116,15 @@ func (g *sgSpec) wantedRules(remotes []string) []sgRuleKey {
 	return slices.Compact(out)
 }
 
-// sgManager keeps what the security groups need across Services: the
-// project's subnets (their CIDRs are what the rules open) and the port writer.
-type sgManager struct {
-	mu         sync.Mutex
-	subnets    []subnets.Subnet
-	subnetsAt  time.Time
-	pending    map[string]*portChange // port ID → the changes waiting for its next write
-	flushing   *time.Timer            // the next write of the pending changes
-	flushDelay time.Duration
-	flushTurn  provider.Turn          // one flush at a time: a port is never written twice at once
-	ports      map[string]sgKnownPort // each port as last read or written
-	byServer   map[string]string      // a member server's ID → its member port's ID
-	// unmanagedChecked: the Services already looked at for a group left from
-	// when groups were managed.
-	unmanagedChecked sync.Map
-	runs             map[types.UID]*sgRun // the last convergence of each Service's group
-	placements       map[types.UID]sgPlacement
-}
-
-// groupsFor are the groups of every Service converged in this process whose
-// members a Node with these labels is among (a Node is a member of each
-// Service whose selector takes it).
-func (m *sgManager) groupsFor(set labels.Set) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []string
-	for _, p := range m.placements {
-		if p.selector == nil || p.selector.Matches(set) {
-			out = append(out, p.group)
-		}
-	}
-	return out
-}
-
-func (m *sgManager) place(uid types.UID, p sgPlacement) {
-	m.mu.Lock()
-	m.placements[uid] = p
-	m.mu.Unlock()
-}
-
-func (m *sgManager) placement(uid types.UID) (sgPlacement, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, ok := m.placements[uid]
-	return p, ok
-}
-
-// learn remembers member ports as read (a newer revision wins).
-func (m *sgManager) learn(server string, p sgPortView) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.ports) > maxKnownPorts {
-		clear(m.ports)
-		clear(m.byServer)
-	}
-	if k, ok := m.ports[p.ID]; !ok || p.Revision > k.revision {
-		m.ports[p.ID] = sgKnownPort{id: p.ID, groups: slices.Clone(p.SecurityGroups), revision: p.Revision}
-	}
-	m.byServer[server] = p.ID
-}
-
-// holds says whether the server's member port is known to hold the group.
-func (m *sgManager) holds(server, group string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	id, ok := m.byServer[server]
-	return ok && slices.Contains(m.ports[id].groups, group)
-}
-
-// sgRun is one convergence of a Service's group.
-type sgRun struct {
-	fingerprint string
-	done        chan struct{}
-	err         error
-	at          time.Time // when it ended
-}
-
-// sgFresh: a group converged this long ago to the same fingerprint is not
-// looked at again (the pass right after the creation that converged it).
-const sgFresh = time.Minute
-
-// start converges a Service's group in the background (with the load
-// balancer's creation); converged waits for it.
-func (m *sgManager) start(uid types.UID, fp string, f func(context.Context) error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r := m.runs[uid]; r != nil && r.fingerprint == fp && r.at.IsZero() {
-		return // under way
-	}
-	r := &sgRun{fingerprint: fp, done: make(chan struct{})}
-	m.runs[uid] = r
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		m.finish(r, f(ctx))
-	}()
-}
-
-func (m *sgManager) finish(r *sgRun, err error) {
-	m.mu.Lock()
-	r.err, r.at = err, time.Now()
-	m.mu.Unlock()
-	close(r.done)
-}
-
-// converged makes sure the Service's group is converged to fp: a run under
-// way is waited for, one that ended well less than sgFresh ago is enough, and
-// otherwise f runs now.
-func (m *sgManager) converged(ctx context.Context, uid types.UID, fp string, f func(context.Context) error) error {
-	m.mu.Lock()
-	r := m.runs[uid]
-	m.mu.Unlock()
-	if r != nil && r.fingerprint == fp {
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		m.mu.Lock()
-		err, at := r.err, r.at
-		m.mu.Unlock()
-		if err == nil && time.Since(at) < sgFresh {
-			return nil
-		}
-	}
-	r = &sgRun{fingerprint: fp, done: make(chan struct{})}
-	m.mu.Lock()
-	m.runs[uid] = r
-	m.mu.Unlock()
-	err := f(ctx)
-	m.finish(r, err)
-	return err
-}
-
-// expire makes the next convergence of the Service's group run, however
-// recently the last one ended (something changed it behind our back).
-func (m *sgManager) expire(uid types.UID) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r := m.runs[uid]; r != nil && !r.at.IsZero() {
-		r.at = time.Unix(0, 0) // long ago: not fresh, not under way
-	}
-}
-
-// forget drops what is known of a deleted Service's group, once a
-// convergence under way (which could create it) has ended.
-func (m *sgManager) forget(ctx context.Context, uid types.UID) error {
-	m.mu.Lock()
-	r := m.runs[uid]
-	delete(m.runs, uid)
-	delete(m.placements, uid)
-	m.mu.Unlock()
-	m.unmanagedChecked.Delete(uid)
-	if r == nil {
-		return nil
-	}
-	select {
-	case <-r.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// portChange is what Services want of one port's security groups.
-type portChange struct {
-	add, remove map[string]bool
-	known       sgKnownPort
-	done        chan struct{}
-	err         error
-}
-
-// sgKnownPort is a port as last read or written.
-type sgKnownPort struct {
-	id       string
-	groups   []string
-	revision int
-}
-
-func newSGManager() *sgManager {
-	return &sgManager{pending: map[string]*portChange{}, flushTurn: provider.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
-}
-
 // memberSubnetCIDRs are the CIDRs of the subnets that hold the members'
 // addresses (the member subnet, of each family): the load balancer's own
 // addresses on them are where its traffic to the Nodes comes from.
-func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.ServiceClient, members []string) ([]string, error) {
+func (c *Cloud) memberSubnetCIDRs(ctx context.Context, members []string) ([]string, error) {
 	m := c.sgs
-	find := func(all []subnets.Subnet) []string {
+	find := func(all []string) []string {
 		var out []string
-		for _, sn := range all {
-			p, err := netip.ParsePrefix(sn.CIDR)
+		for _, cidr := range all {
+			p, err := netip.ParsePrefix(cidr)
 			if err != nil {
 				continue
 			}
@@ -340,7 +146,7 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.Serv
 	}
 	// A member on a subnet not seen yet: listed again (never under the lock
 	// the port writes take).
-	all, err := allPages(ctx, subnets.List(network, subnets.ListOpts{}), subnets.ExtractSubnets)
+	all, err := c.api.subnetCIDRs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets: %w", neutronErr(err))
 	}
@@ -351,7 +157,7 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, network *gophercloud.Serv
 }
 
 // sgRemotes are the sources the Service's rules let in.
-func (c *Cloud) sgRemotes(ctx context.Context, network *gophercloud.ServiceClient, s lbSpec) ([]string, error) {
+func (c *Cloud) sgRemotes(ctx context.Context, s lbSpec) ([]string, error) {
 	if c.cfg.LoadBalancer.LBProvider == "ovn" {
 		// OVN keeps the clients' addresses: the rules open the Service's
 		// source ranges to the NodePorts.
@@ -369,19 +175,19 @@ func (c *Cloud) sgRemotes(ctx context.Context, network *gophercloud.ServiceClien
 		}
 		return out, nil
 	}
-	return c.memberSubnetCIDRs(ctx, network, s.members)
+	return c.memberSubnetCIDRs(ctx, s.members)
 }
 
 // findSG is the Service's security group, found by its name (ours carry the
 // peer's name too): the one tagged with the Service's and this cluster's UIDs,
 // else the peer's (untagged). A group tagged for another cluster or Service is
 // never returned. One read.
-func (c *Cloud) findSG(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) (*groups.SecGroup, error) {
-	named, err := allPages(ctx, groups.List(network, groups.ListOpts{Name: sgName(svc)}), groups.ExtractGroups)
+func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*securityGroup, error) {
+	named, err := c.api.listSecurityGroups(ctx, sgName(svc), "")
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
 	}
-	var ours, peers []groups.SecGroup
+	var ours, peers []securityGroup
 	for _, g := range named {
 		tagged := false
 		for _, t := range g.Tags {
@@ -394,7 +200,7 @@ func (c *Cloud) findSG(ctx context.Context, network *gophercloud.ServiceClient, 
 			peers = append(peers, g)
 		}
 	}
-	for _, set := range [][]groups.SecGroup{ours, peers} {
+	for _, set := range [][]securityGroup{ours, peers} {
 		switch len(set) {
 		case 0:
 			continue
@@ -420,28 +226,25 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 			return nil
 		}
 	}
-	network, err := c.clients.networkClient(ctx)
-	if err != nil {
+	if err := c.api.session(ctx, svcNetwork); err != nil {
 		return err
 	}
 	if s.sg == nil {
-		return c.deleteSG(ctx, network, svc)
+		return c.deleteSG(ctx, svc)
 	}
-	g, err := c.findSG(ctx, network, svc)
+	g, err := c.findSG(ctx, svc)
 	if err != nil {
 		return err
 	}
 	var did []string
 	tags := []string{tagService + string(svc.UID), tagCluster + c.Cluster.Get()}
 	if g == nil {
-		created, err := groups.Create(ctx, network, groups.CreateOpts{
-			Name:        sgName(svc),
-			Description: fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster),
-		}).Extract()
+		created, err := c.api.createSecurityGroup(ctx, sgName(svc),
+			fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster))
 		if err != nil {
 			return fmt.Errorf("creating security group %s: %w", sgName(svc), neutronErr(err))
 		}
-		if err := dropDefaultEgress(ctx, network, created); err != nil {
+		if err := c.dropDefaultEgress(ctx, created); err != nil {
 			return err
 		}
 		g = created
@@ -450,25 +253,25 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 	if !slices.Contains(g.Tags, tags[0]) || !slices.Contains(g.Tags, tags[1]) {
 		all := append(slices.Clone(g.Tags), tags...)
 		slices.Sort(all)
-		if _, err := attributestags.ReplaceAll(ctx, network, "security-groups", g.ID, attributestags.ReplaceAllOpts{Tags: slices.Compact(all)}).Extract(); err != nil {
+		if err := c.api.tagSecurityGroup(ctx, g.ID, slices.Compact(all)); err != nil {
 			return fmt.Errorf("tagging security group %s: %w", g.ID, neutronErr(err))
 		}
 		if len(did) == 0 {
 			did = append(did, "adopted")
 		}
 	}
-	remotes, err := c.sgRemotes(ctx, network, s)
+	remotes, err := c.sgRemotes(ctx, s)
 	if err != nil {
 		return err
 	}
-	n, err := c.convergeRules(ctx, network, g, s.sg.wantedRules(remotes))
+	n, err := c.convergeRules(ctx, g, s.sg.wantedRules(remotes))
 	if err != nil {
 		return err
 	}
 	if n > 0 {
 		did = append(did, fmt.Sprintf("%d rule(s) changed", n))
 	}
-	attached, detached, err := c.placeSG(ctx, network, g.ID, s, slices.Contains(did, "created"))
+	attached, detached, err := c.placeSG(ctx, g.ID, s, slices.Contains(did, "created"))
 	if err != nil {
 		return err
 	}
@@ -493,11 +296,10 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 	if !ok {
 		return false, nil
 	}
-	network, err := c.clients.networkClient(ctx)
-	if err != nil {
+	if err := c.api.session(ctx, svcNetwork); err != nil {
 		return false, err
 	}
-	remotes, err := c.sgRemotes(ctx, network, s)
+	remotes, err := c.sgRemotes(ctx, s)
 	if err != nil || !slices.Equal(remotes, p.remotes) {
 		return false, err
 	}
@@ -518,7 +320,7 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 	}
 	var changes []*portChange
 	if len(read) > 0 {
-		ports, err := listPortViews(ctx, network, url.Values{"device_id": read})
+		ports, err := c.api.listPortViews(ctx, url.Values{"device_id": read})
 		if err != nil {
 			return false, err
 		}
@@ -533,10 +335,10 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 			case joined[port.DeviceID] && member:
 				c.sgs.learn(port.DeviceID, port)
 				if !has {
-					changes = append(changes, c.sgs.request(network, port, p.group, true, c.sgs.groupsFor(s.sg.serverLabels[port.DeviceID])...))
+					changes = append(changes, c.sgs.request(port, p.group, true, c.sgs.groupsFor(s.sg.serverLabels[port.DeviceID])...))
 				}
 			case !joined[port.DeviceID] && has:
-				changes = append(changes, c.sgs.request(network, port, p.group, false))
+				changes = append(changes, c.sgs.request(port, p.group, false))
 			}
 		}
 	}
@@ -560,14 +362,14 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 // keeps only its ingress rules): the group is then the peer's shape, and the
 // peer taking it over writes nothing. The nodes' other groups allow their
 // egress; a group only adds what it allows.
-func dropDefaultEgress(ctx context.Context, network *gophercloud.ServiceClient, g *groups.SecGroup) error {
+func (c *Cloud) dropDefaultEgress(ctx context.Context, g *securityGroup) error {
 	kept := g.Rules[:0]
 	for _, r := range g.Rules {
 		if r.Direction != "egress" {
 			kept = append(kept, r)
 			continue
 		}
-		if err := rules.Delete(ctx, network, r.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deleteRule(ctx, r.ID); err != nil {
 			return fmt.Errorf("deleting the default egress rule %s of security group %s: %w", r.ID, g.ID, neutronErr(err))
 		}
 	}
@@ -577,7 +379,7 @@ func dropDefaultEgress(ctx context.Context, network *gophercloud.ServiceClient, 
 
 // convergeRules writes the difference between the group's ingress rules and
 // the wanted ones; egress rules are left alone.
-func (c *Cloud) convergeRules(ctx context.Context, network *gophercloud.ServiceClient, g *groups.SecGroup, want []sgRuleKey) (int, error) {
+func (c *Cloud) convergeRules(ctx context.Context, g *securityGroup, want []sgRuleKey) (int, error) {
 	have := map[sgRuleKey]string{}
 	var extra []string
 	for _, r := range g.Rules {
@@ -591,64 +393,39 @@ func (c *Cloud) convergeRules(ctx context.Context, network *gophercloud.ServiceC
 		}
 		have[k] = r.ID
 	}
-	var create []rules.CreateOpts
+	var create []sgRuleKey
 	for _, k := range want {
-		if _, ok := have[k]; ok {
-			continue
+		if _, ok := have[k]; !ok {
+			create = append(create, k)
 		}
-		create = append(create, rules.CreateOpts{
-			Direction: rules.DirIngress, EtherType: rules.RuleEtherType(k.ether), SecGroupID: g.ID,
-			Protocol: rules.RuleProtocol(k.proto), PortRangeMin: k.min, PortRangeMax: k.max, RemoteIPPrefix: k.remote,
-		})
 	}
 	if len(create) > 0 {
-		if _, err := rules.CreateBulk(ctx, network, create).Extract(); err != nil {
+		if err := c.api.createRules(ctx, g.ID, create); err != nil {
 			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, neutronErr(err))
 		}
 	}
 	for _, id := range extra {
-		if err := rules.Delete(ctx, network, id).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		if err := c.api.deleteRule(ctx, id); err != nil {
 			return 0, fmt.Errorf("deleting rule %s of security group %s: %w", id, g.ID, neutronErr(err))
 		}
 	}
 	return len(create) + len(extra), nil
 }
 
-// sgPortFields are the fields of a port the placement reads.
-type sgPortView struct {
-	ID             string   `json:"id"`
-	DeviceID       string   `json:"device_id"`
-	SecurityGroups []string `json:"security_groups"`
-	PortSecurity   *bool    `json:"port_security_enabled"`
-	Revision       int      `json:"revision_number"`
-	FixedIPs       []struct {
-		IPAddress string `json:"ip_address"`
-	} `json:"fixed_ips"`
-}
-
-func listPortViews(ctx context.Context, network *gophercloud.ServiceClient, query url.Values) ([]sgPortView, error) {
-	query["fields"] = []string{"id", "device_id", "security_groups", "port_security_enabled", "revision_number", "fixed_ips"}
-	out, err := listAll[sgPortView](ctx, network, "ports", query, "ports")
-	if err != nil {
-		return nil, fmt.Errorf("listing ports: %w", neutronErr(err))
-	}
-	return out, nil
-}
-
 // placeSG puts the group on each member Node's port (the port holding the
 // member's address, when it has port security) and takes it off every other
 // port. The writes go through the port writer, batched with other Services'.
-func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient, groupID string, s lbSpec, created bool) (int, int, error) {
+func (c *Cloud) placeSG(ctx context.Context, groupID string, s lbSpec, created bool) (int, int, error) {
 	var members, holding []sgPortView
 	if len(s.sg.servers) > 0 {
 		var err error
-		if members, err = listPortViews(ctx, network, url.Values{"device_id": s.sg.servers}); err != nil {
+		if members, err = c.api.listPortViews(ctx, url.Values{"device_id": s.sg.servers}); err != nil {
 			return 0, 0, err
 		}
 	}
 	if !created { // a group made just now is on no port
 		var err error
-		if holding, err = listPortViews(ctx, network, url.Values{"security_groups": {groupID}}); err != nil {
+		if holding, err = c.api.listPortViews(ctx, url.Values{"security_groups": {groupID}}); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -670,13 +447,13 @@ func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient,
 		if !slices.Contains(p.SecurityGroups, groupID) {
 			// A Node new to this Service is likely new to the others: their
 			// groups go on in the same write.
-			changes = append(changes, c.sgs.request(network, p, groupID, true, c.sgs.groupsFor(s.sg.serverLabels[p.DeviceID])...))
+			changes = append(changes, c.sgs.request(p, groupID, true, c.sgs.groupsFor(s.sg.serverLabels[p.DeviceID])...))
 		}
 	}
 	attached := len(changes)
 	for _, p := range holding {
 		if !isMember[p.ID] {
-			changes = append(changes, c.sgs.request(network, p, groupID, false))
+			changes = append(changes, c.sgs.request(p, groupID, false))
 		}
 	}
 	var errs []error
@@ -694,145 +471,26 @@ func (c *Cloud) placeSG(ctx context.Context, network *gophercloud.ServiceClient,
 	return attached, len(changes) - attached, nil
 }
 
-// request asks for groupID on (add) or off the port, in the port's next
-// write, which is at most flushDelay away; the change's done closes when it is
-// written.
-// others are groups of other Services that go on with an addition, unless
-// their own Service asks them off.
-func (m *sgManager) request(network *gophercloud.ServiceClient, p sgPortView, groupID string, add bool, others ...string) *portChange {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.flushing == nil {
-		m.flushing = time.AfterFunc(m.flushDelay, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			m.flushNow(ctx, network)
-		})
-	}
-	ch, ok := m.pending[p.ID]
-	if !ok {
-		ch = &portChange{add: map[string]bool{}, remove: map[string]bool{}, done: make(chan struct{})}
-		m.pending[p.ID] = ch
-	}
-	if ch.known.id == "" || p.Revision > ch.known.revision {
-		ch.known = sgKnownPort{id: p.ID, groups: slices.Clone(p.SecurityGroups), revision: p.Revision}
-	}
-	if k, ok := m.ports[p.ID]; ok && k.revision > ch.known.revision {
-		ch.known = k // written since the caller read it
-	}
-	if add {
-		ch.add[groupID], ch.remove[groupID] = true, false
-		for _, g := range others {
-			if !ch.remove[g] {
-				ch.add[g] = true
-			}
-		}
-	} else {
-		ch.remove[groupID], ch.add[groupID] = true, false
-	}
-	return ch
-}
-
-// flushNow writes each port's pending changes, one write a port: the port's
-// groups as last known, with the changes, under If-Match on its revision; a
-// stale revision reads the port again and retries.
-func (m *sgManager) flushNow(ctx context.Context, network *gophercloud.ServiceClient) {
-	done, err := m.flushTurn.Take(ctx, "another flush")
-	if err != nil {
-		// Another flush holds the turn: what is pending now is the next
-		// one's (the timer set by the request that made it pending).
-		return
-	}
-	defer done()
-	m.mu.Lock()
-	batch := m.pending
-	m.pending = map[string]*portChange{}
-	if m.flushing != nil {
-		m.flushing.Stop()
-		m.flushing = nil
-	}
-	m.mu.Unlock()
-	// Each port is written once, up to portWriters at a time.
-	sem := make(chan struct{}, portWriters)
-	var wg sync.WaitGroup
-	for _, ch := range batch {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			var known sgKnownPort
-			known, ch.err = writePortGroups(ctx, network, ch)
-			if known.id != "" {
-				m.mu.Lock()
-				if len(m.ports) > maxKnownPorts {
-					clear(m.ports)
-				}
-				m.ports[known.id] = known
-				m.mu.Unlock()
-			}
-			close(ch.done)
-		})
-	}
-	wg.Wait()
-}
-
-// writePortGroups writes the port's groups with the change, and returns the
-// port as it then is (no id when unknown).
-func writePortGroups(ctx context.Context, network *gophercloud.ServiceClient, ch *portChange) (sgKnownPort, error) {
-	known := ch.known
-	for try := 0; ; try++ {
-		want := slices.DeleteFunc(slices.Clone(known.groups), func(g string) bool { return ch.remove[g] })
-		for g, add := range ch.add {
-			if add && !slices.Contains(want, g) {
-				want = append(want, g)
-			}
-		}
-		slices.Sort(want)
-		have := slices.Sorted(slices.Values(known.groups))
-		if slices.Equal(want, have) {
-			return known, nil
-		}
-		rev := known.revision
-		p, err := ports.Update(ctx, network, known.id, ports.UpdateOpts{SecurityGroups: &want, RevisionNumber: &rev}).Extract()
-		switch {
-		case err == nil:
-			return sgKnownPort{id: p.ID, groups: p.SecurityGroups, revision: p.RevisionNumber}, nil
-		case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
-			return sgKnownPort{}, nil // the port went with its server
-		case !gophercloud.ResponseCodeIs(err, http.StatusPreconditionFailed) || try+1 >= portWriteTries:
-			return sgKnownPort{}, fmt.Errorf("writing the security groups of port %s: %w", known.id, neutronErr(err))
-		}
-		// Changed by someone else since it was read: read it again.
-		got, err := listPortViews(ctx, network, url.Values{"id": {known.id}})
-		if err != nil {
-			return sgKnownPort{}, err
-		}
-		if len(got) == 0 {
-			return sgKnownPort{}, nil
-		}
-		known = sgKnownPort{id: got[0].ID, groups: got[0].SecurityGroups, revision: got[0].Revision}
-	}
-}
-
 // deleteSG takes the Service's group off every port and deletes it: ours, or
 // the peer's by its name. Nothing to do when there is none.
-func (c *Cloud) deleteSG(ctx context.Context, network *gophercloud.ServiceClient, svc *v1.Service) error {
+func (c *Cloud) deleteSG(ctx context.Context, svc *v1.Service) error {
 	if err := c.sgs.forget(ctx, svc.UID); err != nil {
 		return err
 	}
-	g, err := c.findSG(ctx, network, svc)
+	g, err := c.findSG(ctx, svc)
 	if err != nil || g == nil {
 		return err
 	}
-	holding, err := listPortViews(ctx, network, url.Values{"security_groups": {g.ID}})
+	holding, err := c.api.listPortViews(ctx, url.Values{"security_groups": {g.ID}})
 	if err != nil {
 		return err
 	}
 	var changes []*portChange
 	for _, p := range holding {
-		changes = append(changes, c.sgs.request(network, p, g.ID, false))
+		changes = append(changes, c.sgs.request(p, g.ID, false))
 	}
 	if len(changes) > 0 {
-		c.sgs.flushNow(ctx, network)
+		c.sgs.flushNow(ctx)
 	}
 	for _, ch := range changes {
 		select {
@@ -844,7 +502,7 @@ func (c *Cloud) deleteSG(ctx context.Context, network *gophercloud.ServiceClient
 			return ch.err
 		}
 	}
-	if err := groups.Delete(ctx, network, g.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+	if err := c.api.deleteSecurityGroup(ctx, g.ID); err != nil {
 		return fmt.Errorf("deleting security group %s: %w", g.ID, neutronErr(err))
 	}
 	klog.FromContext(ctx).Info("Deleted security group", "service", klog.KObj(svc), "id", g.ID, "ports", len(holding))

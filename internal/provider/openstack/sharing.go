@@ -6,9 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -49,7 +47,7 @@ const (
 // cloud-provider-openstack made it: named as the Service's, named by the
 // Service's load-balancer-id (the peer writes it on every Service it serves),
 // and carrying no tag of ours for another Service or cluster.
-func (c *Cloud) peerOwned(lb *loadbalancers.LoadBalancer, svc *v1.Service, name string) bool {
+func (c *Cloud) peerOwned(lb *loadBalancer, svc *v1.Service, name string) bool {
 	id, _ := annotation.OpenStackLoadBalancerID.NonEmptyString(svc)
 	if id != lb.ID || lb.Name != name {
 		return false
@@ -64,7 +62,7 @@ func (c *Cloud) peerOwned(lb *loadbalancers.LoadBalancer, svc *v1.Service, name 
 }
 
 // isOwner: lb was made for svc, by this cluster's CCM or by the peer.
-func (c *Cloud) isOwner(lb *loadbalancers.LoadBalancer, svc *v1.Service, name string) bool {
+func (c *Cloud) isOwner(lb *loadBalancer, svc *v1.Service, name string) bool {
 	return c.owned(lb, svc) || c.peerOwned(lb, svc, name)
 }
 
@@ -72,7 +70,7 @@ func (c *Cloud) isOwner(lb *loadbalancers.LoadBalancer, svc *v1.Service, name st
 // that the last Service on it may delete it: it carries this cluster's tag,
 // or (the peer's, which has no cluster tag) its name is one of this
 // cluster's. A load balancer a person made, or another cluster's, never is.
-func (c *Cloud) ours(lb *loadbalancers.LoadBalancer, clusterName string) bool {
+func (c *Cloud) ours(lb *loadBalancer, clusterName string) bool {
 	if slices.Contains(lb.Tags, tagCluster+c.Cluster.Get()) {
 		return true
 	}
@@ -86,7 +84,7 @@ func (c *Cloud) ours(lb *loadbalancers.LoadBalancer, clusterName string) bool {
 
 // sharers are the Services other than the one named name that lb's tags
 // record.
-func sharers(lb *loadbalancers.LoadBalancer, name string) []string {
+func sharers(lb *loadBalancer, name string) []string {
 	var out []string
 	for _, t := range lb.Tags {
 		if strings.HasPrefix(t, servicePrefix) && t != name {
@@ -138,7 +136,7 @@ func serviceNamed(l listeners.Listener, clusterName string) string {
 // as ours, nothing rebuilt); otherwise the Service may share it as the peer
 // allows (not internal, within max-shared-lb). It says what it started, or
 // "" to go on.
-func (s steps) share(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, spec lbSpec, lb *loadbalancers.LoadBalancer) (string, error) {
+func (s steps) share(ctx context.Context, svc *v1.Service, spec lbSpec, lb *loadBalancer) (string, error) {
 	if s.peerOwned(lb, svc, spec.name) {
 		tags := slices.Clone(lb.Tags)
 		for _, t := range s.tags(svc, spec.name) {
@@ -146,7 +144,7 @@ func (s steps) share(ctx context.Context, octavia *gophercloud.ServiceClient, sv
 				tags = append(tags, t)
 			}
 		}
-		if err := updateTags(ctx, octavia, lb.ID, tags); err != nil {
+		if err := s.updateTags(ctx, lb.ID, tags); err != nil {
 			return "", err
 		}
 		klog.FromContext(ctx).Info("Adopted the load balancer cloud-provider-openstack made", "service", klog.KObj(svc), "id", lb.ID)
@@ -170,11 +168,11 @@ func (s steps) share(ctx context.Context, octavia *gophercloud.ServiceClient, sv
 }
 
 // updateTags writes a load balancer's tags (one provisioning round).
-func updateTags(ctx context.Context, octavia *gophercloud.ServiceClient, id string, tags []string) error {
+func (c *Cloud) updateTags(ctx context.Context, id string, tags []string) error {
 	if len(tags) == 0 {
 		tags = []string{} // an empty list, which Octavia takes as "none"
 	}
-	if _, err := loadbalancers.Update(ctx, octavia, id, loadbalancers.UpdateOpts{Tags: &tags}).Extract(); err != nil {
+	if err := c.api.setLoadBalancerTags(ctx, id, tags); err != nil {
 		return fmt.Errorf("updating the tags of load balancer %s: %w", id, octaviaErr(err))
 	}
 	return nil
@@ -184,8 +182,8 @@ func updateTags(ctx context.Context, octavia *gophercloud.ServiceClient, id stri
 // person made): its listeners and pools one at a time, then its tags. The
 // load balancer stays, with its floating IP. "" once nothing of the Service
 // is left on it.
-func (s steps) leave(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, name string, owner bool) (string, error) {
-	changed, err := s.converge(ctx, octavia, svc, lb, lbSpec{name: name}, !owner)
+func (s steps) leave(ctx context.Context, svc *v1.Service, lb *loadBalancer, name string, owner bool) (string, error) {
+	changed, err := s.converge(ctx, svc, lb, lbSpec{name: name}, !owner)
 	if err != nil {
 		return "", err
 	}
@@ -197,7 +195,7 @@ func (s steps) leave(ctx context.Context, octavia *gophercloud.ServiceClient, sv
 	if len(tags) == len(lb.Tags) {
 		return "", nil
 	}
-	if err := updateTags(ctx, octavia, lb.ID, tags); err != nil {
+	if err := s.updateTags(ctx, lb.ID, tags); err != nil {
 		return "", err
 	}
 	klog.FromContext(ctx).Info("Left shared load balancer", "service", klog.KObj(svc), "id", lb.ID, "others", len(sharers(lb, name)))
@@ -206,11 +204,11 @@ func (s steps) leave(ctx context.Context, octavia *gophercloud.ServiceClient, sv
 
 // othersOn says whether a Service other than svc still has a part of lb: a
 // tag naming it, or a listener of its own.
-func othersOn(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, name string, owner bool) (bool, error) {
+func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *loadBalancer, name string, owner bool) (bool, error) {
 	if len(sharers(lb, name)) > 0 {
 		return true, nil
 	}
-	ls, err := allPages(ctx, listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lb.ID}), listeners.ExtractListeners)
+	ls, err := s.api.listListeners(ctx, lb.ID)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
 	}
@@ -226,21 +224,21 @@ func othersOn(ctx context.Context, octavia *gophercloud.ServiceClient, svc *v1.S
 // of: the Service's own, or the last Service's of one this cluster made, is
 // deleted with its floating IP (unless kept); any other is left, with what
 // the Service had on it removed.
-func (s steps) deleteOrLeave(ctx context.Context, octavia, network *gophercloud.ServiceClient, svc *v1.Service, lb *loadbalancers.LoadBalancer, clusterName string) (string, error) {
+func (s steps) deleteOrLeave(ctx context.Context, svc *v1.Service, lb *loadBalancer, clusterName string) (string, error) {
 	name := s.lbName(clusterName, svc)
 	owner := s.isOwner(lb, svc, name)
-	others, err := othersOn(ctx, octavia, svc, lb, name, owner)
+	others, err := s.othersOn(ctx, svc, lb, name, owner)
 	if err != nil {
 		return "", err
 	}
 	if others || (!owner && !s.ours(lb, clusterName)) {
-		return s.leave(ctx, octavia, svc, lb, name, owner)
+		return s.leave(ctx, svc, lb, name, owner)
 	}
 	keep, _ := annotation.OpenStackKeepFloatingIP.Bool(svc)
-	if err := s.releaseFloatingIP(ctx, network, svc, lb, keep, !owner); err != nil {
+	if err := s.releaseFloatingIP(ctx, svc, lb, keep, !owner); err != nil {
 		return "", err
 	}
-	if err := deleteCascade(ctx, octavia, lb.ID); err != nil {
+	if err := s.deleteCascade(ctx, lb.ID); err != nil {
 		return "", fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
 	}
 	klog.FromContext(ctx).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "owner", owner)

@@ -33,26 +33,23 @@ func (tg *contractTarget) octavia(t *testing.T, c *Cloud) *gophercloud.ServiceCl
 // listenersOf is each listener of the load balancer as "PROTO/port".
 func listenersOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []string {
 	t.Helper()
-	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
-	require.NoError(t, err)
-	ls, err := listeners.ExtractListeners(pages)
-	require.NoError(t, err)
 	var out []string
-	for _, l := range ls {
+	for _, l := range lbListeners(t, octavia, lbID) {
 		out = append(out, l.Protocol+"/"+strconv.Itoa(l.ProtocolPort))
 	}
 	sort.Strings(out)
 	return out
 }
 
-func getLB(t *testing.T, octavia *gophercloud.ServiceClient, id string) (*loadbalancers.LoadBalancer, bool) {
+func getLB(t *testing.T, octavia *gophercloud.ServiceClient, id string) (*loadBalancer, bool) {
 	t.Helper()
-	lb, err := loadbalancers.Get(t.Context(), octavia, id).Extract()
+	got, err := loadbalancers.Get(t.Context(), octavia, id).Extract()
 	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		return nil, false
 	}
 	require.NoError(t, err)
-	return lb, lb.ProvisioningStatus != "DELETED"
+	lb := asLoadBalancer(got)
+	return &lb, lb.ProvisioningStatus != "DELETED"
 }
 
 func fipsAt(t *testing.T, tg *contractTarget, addr string) []floatingips.FloatingIP {
@@ -102,7 +99,7 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 	owner := contractService(contractName("owner"), nil)
 	st := ensure(t, c, owner, nodes)
 	addr := st.Ingress[0].IP
-	lb, err := c.findLB(t.Context(), octavia, owner)
+	lb, err := c.findLB(t.Context(), owner)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
 
@@ -177,7 +174,7 @@ func TestContractASharedLoadBalancerAPersonMadeIsNeverDeleted(t *testing.T) {
 		Listeners: []listeners.CreateOpts{{Name: "theirs", Protocol: listeners.ProtocolTCP, ProtocolPort: 443}},
 	}).Extract()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = deleteCascade(context.Background(), octavia, created.ID) })
+	t.Cleanup(func() { _ = c.deleteCascade(context.Background(), created.ID) })
 	vip := active(t, octavia, created.ID)
 	// It has no floating IP: a person gives it one.
 	pub := publicNetwork(t, tg, c)
@@ -228,7 +225,7 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 		}},
 	}).Extract()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = deleteCascade(context.Background(), octavia, created.ID) })
+	t.Cleanup(func() { _ = c.deleteCascade(context.Background(), created.ID) })
 	lb := active(t, octavia, created.ID)
 	fip, err := floatingips.Create(t.Context(), tg.network, floatingips.CreateOpts{FloatingNetworkID: publicNetwork(t, tg, c), PortID: lb.VipPortID,
 		Description: "Floating IP for Kubernetes external service " + svc.Namespace + "/" + svc.Name + " from cluster contract"}).Extract()
@@ -262,22 +259,28 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 
 func listenerIDs(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []string {
 	t.Helper()
-	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
-	require.NoError(t, err)
-	ls, err := listeners.ExtractListeners(pages)
-	require.NoError(t, err)
 	var ids []string
-	for _, l := range ls {
+	for _, l := range lbListeners(t, octavia, lbID) {
 		ids = append(ids, l.ID+"/"+l.DefaultPoolID)
 	}
 	slices.Sort(ids)
 	return ids
 }
 
+// lbListeners lists the load balancer's listeners.
+func lbListeners(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []listeners.Listener {
+	t.Helper()
+	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
+	require.NoError(t, err)
+	ls, err := listeners.ExtractListeners(pages)
+	require.NoError(t, err)
+	return ls
+}
+
 // publicNetwork is the external network floating IPs come from.
 func publicNetwork(t *testing.T, tg *contractTarget, c *Cloud) string {
 	t.Helper()
-	id, err := c.onlyExternalNetwork(t.Context(), tg.network)
+	id, err := c.onlyExternalNetwork(t.Context())
 	require.NoError(t, err)
 	return id
 }
@@ -294,9 +297,9 @@ func gone(t *testing.T, octavia *gophercloud.ServiceClient, id string) {
 }
 
 // active waits for the load balancer to be ACTIVE.
-func active(t *testing.T, octavia *gophercloud.ServiceClient, id string) *loadbalancers.LoadBalancer {
+func active(t *testing.T, octavia *gophercloud.ServiceClient, id string) *loadBalancer {
 	t.Helper()
-	var lb *loadbalancers.LoadBalancer
+	var lb *loadBalancer
 	require.NoError(t, poll(3*time.Minute, func() error {
 		if lb, _ = getLB(t, octavia, id); lb == nil || lb.ProvisioningStatus != "ACTIVE" {
 			return fmt.Errorf("load balancer %s is not ACTIVE", id)

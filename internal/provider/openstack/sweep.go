@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -31,8 +28,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 	if cluster == "" {
 		return nil, errors.New("the cluster's UID is not known")
 	}
-	network, err := c.clients.networkClient(ctx)
-	if err != nil {
+	if err := c.api.session(ctx, svcNetwork); err != nil {
 		return nil, err
 	}
 	var owners provider.Owners
@@ -58,7 +54,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 		}
 	}
 
-	gs, err := allPages(ctx, groups.List(network, groups.ListOpts{Tags: tagCluster + cluster}), groups.ExtractGroups)
+	gs, err := c.api.listSecurityGroups(ctx, "", tagCluster+cluster)
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
 	}
@@ -110,7 +106,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 // all of it when its owner and every Service sharing it are gone, else the
 // part of each gone one (its listeners and its tag), removed by its Service's
 // delete path, which leaves a load balancer others still use.
-func (c *Cloud) lbLeftovers(lb *loadbalancers.LoadBalancer, clusterName string, live provider.Live, owners *provider.Owners) []provider.Leftover {
+func (c *Cloud) lbLeftovers(lb *loadBalancer, clusterName string, live provider.Live, owners *provider.Owners) []provider.Leftover {
 	prefix := servicePrefix + clusterName + "_"
 	nameOf := func(tag string) (string, string, bool) {
 		rest, ok := strings.CutPrefix(tag, prefix)
@@ -162,15 +158,14 @@ func (c *Cloud) lbLeftovers(lb *loadbalancers.LoadBalancer, clusterName string, 
 // certLeftovers are the certificates in Barbican stored for Services that
 // are gone; none when the cloud has no Barbican.
 func (c *Cloud) certLeftovers(ctx context.Context, live provider.Live, owners *provider.Owners) ([]provider.Leftover, error) {
-	km, err := c.clients.keyManagerClient(ctx)
-	var none *gophercloud.ErrEndpointNotFound
-	if errors.As(err, &none) {
+	missing, err := c.api.keyManagerMissing(ctx)
+	if missing {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	objs, err := storedObjects(ctx, km)
+	objs, err := c.storedObjects(ctx)
 	if err != nil {
 		return nil, err
 	}

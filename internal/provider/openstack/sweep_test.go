@@ -65,7 +65,7 @@ func TestContractSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) 
 		ensure(t, s.c, s.svc, nodes)
 		t.Cleanup(func() { cleanupLB(s.c, s.svc) })
 	}
-	keptLB, err := c.findLB(ctx, tg.octavia(t, c), kept)
+	keptLB, err := c.findLB(ctx, kept)
 	require.NoError(t, err)
 	require.NotNil(t, keptLB)
 	sharer := contractService(contractName("sharer"), map[string]string{string(annotation.OpenStackLoadBalancerID): keptLB.ID})
@@ -73,13 +73,7 @@ func TestContractSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) 
 	ensure(t, c, sharer, nodes)
 	t.Cleanup(func() { cleanupLB(c, sharer) })
 
-	network, err := c.clients.networkClient(ctx)
-	require.NoError(t, err)
-	ext, err := c.onlyExternalNetwork(ctx, network)
-	require.NoError(t, err)
-	stray, err := floatingips.Create(ctx, network, floatingips.CreateOpts{FloatingNetworkID: ext, Description: fipDescription + "uid-of-nobody-here"}).Extract()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = floatingips.Delete(context.Background(), network, stray.ID).ExtractErr() })
+	strayFIP := strayFloatingIP(t, c)
 
 	live := provider.NewLive([]v1.Service{*kept})
 	who := map[string]string{string(gone.UID): "gone", string(sharer.UID): "sharer",
@@ -99,52 +93,78 @@ func TestContractSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) 
 		"share of a load balancer of sharer removable=true",
 	}, leftoverRows(ls, who))
 
-	// Each gone Service's delete path, as `overcast sweep --delete` runs it.
+	sweep(t, c, ls)
+	ls, err = c.Leftovers(ctx, "contract", live)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"floating IP of nobody removable=false", "floating IP of theirs removable=false"}, leftoverRows(ls, who),
+		"what no Service of this cluster made is still there")
+
+	keptLB, err = c.findLB(ctx, kept)
+	require.NoError(t, err)
+	require.NotNil(t, keptLB, "the live Service's load balancer stays")
+	assert.Equal(t, []string{"TCP/80", "UDP/53"}, listenersOf(t, tg.octavia(t, c), keptLB.ID), "without the gone sharer's listener")
+	assert.NotContains(t, keptLB.Tags, c.lbName("contract", sharer))
+	theirLB, err := other.findLB(ctx, theirs)
+	require.NoError(t, err)
+	require.NotNil(t, theirLB, "the other cluster's load balancer stays")
+	assert.Equal(t, "ACTIVE", theirLB.ProvisioningStatus)
+	assert.NotNil(t, sgOf(t, tg, theirs), "and its security group")
+	assert.NoError(t, strayFIP(), "the stray floating IP stays")
+	liveServicesAreLeftoversToo(t, c, kept, theirs)
+}
+
+// strayFloatingIP allocates a floating IP an overcast-ccm made for a Service
+// no cluster here knows; the function reads it again.
+func strayFloatingIP(t *testing.T, c *Cloud) func() error {
+	t.Helper()
+	ctx := t.Context()
+	network, err := c.clients.networkClient(ctx)
+	require.NoError(t, err)
+	ext, err := c.onlyExternalNetwork(ctx)
+	require.NoError(t, err)
+	stray, err := floatingips.Create(ctx, network, floatingips.CreateOpts{FloatingNetworkID: ext, Description: fipDescription + "uid-of-nobody-here"}).Extract()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = floatingips.Delete(context.Background(), network, stray.ID).ExtractErr() })
+	return func() error {
+		_, err := floatingips.Get(ctx, network, stray.ID).Extract()
+		return err
+	}
+}
+
+// sweep runs each gone Service's delete path, as `overcast sweep --delete`
+// does.
+func sweep(t *testing.T, c *Cloud, ls []provider.Leftover) {
+	t.Helper()
 	seen := map[*v1.Service]bool{}
 	for _, l := range ls {
 		if !l.Removable || seen[l.Owner] {
 			continue
 		}
 		seen[l.Owner] = true
-		require.NoError(t, poll(3*time.Minute, func() error { return c.EnsureLoadBalancerDeleted(ctx, "contract", l.Owner) }), "removing %s", l.Service())
+		require.NoError(t, poll(3*time.Minute, func() error { return c.EnsureLoadBalancerDeleted(t.Context(), "contract", l.Owner) }), "removing %s", l.Service())
 	}
-	ls, err = c.Leftovers(ctx, "contract", live)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"floating IP of nobody removable=false", "floating IP of theirs removable=false"}, leftoverRows(ls, who),
-		"what no Service of this cluster made is still there")
+}
 
-	keptLB, err = c.findLB(ctx, tg.octavia(t, c), kept)
-	require.NoError(t, err)
-	require.NotNil(t, keptLB, "the live Service's load balancer stays")
-	assert.Equal(t, []string{"TCP/80", "UDP/53"}, listenersOf(t, tg.octavia(t, c), keptLB.ID), "without the gone sharer's listener")
-	assert.NotContains(t, keptLB.Tags, c.lbName("contract", sharer))
-	theirLB, err := other.findLB(ctx, tg.octavia(t, other), theirs)
-	require.NoError(t, err)
-	require.NotNil(t, theirLB, "the other cluster's load balancer stays")
-	assert.Equal(t, "ACTIVE", theirLB.ProvisioningStatus)
-	assert.NotNil(t, sgOf(t, tg, theirs), "and its security group")
-	_, err = floatingips.Get(ctx, network, stray.ID).Extract()
-	assert.NoError(t, err, "the stray floating IP stays")
-
-	// No live Service at all: this cluster's live ones are listed too, and
-	// the other cluster's never.
-	ls, err = c.Leftovers(ctx, "contract", provider.NewLive(nil))
+// liveServicesAreLeftoversToo: with no live Service at all, this cluster's
+// live ones are listed too, and the other cluster's never; a Service made
+// again under its name (a new UID, as the chaos suite's churn does) leaves
+// its old load balancer a leftover, its name notwithstanding.
+func liveServicesAreLeftoversToo(t *testing.T, c *Cloud, kept, theirs *v1.Service) {
+	t.Helper()
+	ctx := t.Context()
+	ls, err := c.Leftovers(ctx, "contract", provider.NewLive(nil))
 	require.NoError(t, err)
 	for _, l := range ls {
 		if l.Owner.UID == theirs.UID {
 			assert.False(t, l.Removable, "the other cluster's %s", l.Kind)
 		}
 	}
-	assert.Contains(t, leftoverRows(ls, map[string]string{string(kept.UID): "kept", string(theirs.UID): "theirs", "uid-of-nobody-here": "nobody"}),
-		"load balancer of kept removable=true")
+	who := map[string]string{string(kept.UID): "kept", string(theirs.UID): "theirs", "uid-of-nobody-here": "nobody"}
+	assert.Contains(t, leftoverRows(ls, who), "load balancer of kept removable=true")
 
-	// The Service deleted and made again under its name (a new UID, as the
-	// chaos suite's churn does): its old load balancer is a leftover, its
-	// name notwithstanding.
 	again := kept.DeepCopy()
 	again.UID = "uid-of-kept-made-again"
 	ls, err = c.Leftovers(ctx, "contract", provider.NewLive([]v1.Service{*again}))
 	require.NoError(t, err)
-	assert.Contains(t, leftoverRows(ls, map[string]string{string(kept.UID): "kept", string(theirs.UID): "theirs", "uid-of-nobody-here": "nobody"}),
-		"load balancer of kept removable=true")
+	assert.Contains(t, leftoverRows(ls, who), "load balancer of kept removable=true")
 }

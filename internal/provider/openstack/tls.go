@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -13,17 +12,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/containers"
-	"github.com/gophercloud/gophercloud/v2/openstack/keymanager/v1/secrets"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
@@ -200,357 +193,12 @@ func certHash(crt []byte) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// tlsStore remembers, per Service, the certificate container this process
-// stored or found for it, and whether older ones may be left in Barbican.
-type tlsStore struct {
-	mu sync.Mutex
-	// secrets are the TLS Secrets read lately ("<namespace>/<name>"): a
-	// Service's every sync (a Node change among them) reads its Secret, which
-	// would be an apiserver request per Service per Node change. A rotation is
-	// seen by the drift check, which reads the Secret itself (secretRotated).
-	secrets map[string]readSecret
-	stored  map[types.UID]storedCert
-	swept   map[types.UID]string // the hash of the one certificate left of the Service in Barbican
-	checked map[types.UID]string // the named reference read in Barbican, per Service
-}
-
-type storedCert struct{ hash, ref string }
-
-type readSecret struct {
-	secret tlsSecret
-	at     time.Time
-}
-
 // secretReadFor is how long a Secret read stands for the syncs of its
 // Services.
 const secretReadFor = time.Minute
 
-func (t *tlsStore) readSecret(ref string) (tlsSecret, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r, ok := t.secrets[ref]
-	if !ok || time.Since(r.at) > secretReadFor {
-		return tlsSecret{}, false
-	}
-	return r.secret, true
-}
-
-func (t *tlsStore) keepSecret(ref string, s tlsSecret) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k, r := range t.secrets {
-		if time.Since(r.at) > secretReadFor {
-			delete(t.secrets, k)
-		}
-	}
-	t.secrets[ref] = readSecret{secret: s, at: time.Now()}
-}
-
-func (t *tlsStore) dropSecret(ref string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.secrets, ref)
-}
-
-func newTLSStore() *tlsStore {
-	return &tlsStore{secrets: map[string]readSecret{}, stored: map[types.UID]storedCert{}, swept: map[types.UID]string{}, checked: map[types.UID]string{}}
-}
-
-func (t *tlsStore) get(uid types.UID) (storedCert, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, ok := t.stored[uid]
-	return s, ok
-}
-
-func (t *tlsStore) set(uid types.UID, s storedCert) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.stored[uid] = s
-	delete(t.swept, uid)
-}
-
-// sweptFor says whether only the certificate of hash is left of the Service.
-func (t *tlsStore) sweptFor(uid types.UID, hash string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	h, ok := t.swept[uid]
-	return ok && h == hash
-}
-
-func (t *tlsStore) setSwept(uid types.UID, hash string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.swept[uid] = hash
-}
-
-// checkedRef is the named reference read in Barbican for the Service.
-func (t *tlsStore) checkedRef(uid types.UID) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.checked[uid]
-}
-
-func (t *tlsStore) setChecked(uid types.UID, ref string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.checked[uid] = ref
-}
-
-func (t *tlsStore) forget(uid types.UID) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.stored, uid)
-	delete(t.swept, uid)
-	delete(t.checked, uid)
-}
-
-// storedPrefix starts the Barbican names of a Service's certificates.
-func storedPrefix(uid types.UID) string { return "overcast-tls_" + string(uid) + "_" }
-
-// storedName is the Barbican name of a Service's certificate container:
-// overcast-tls_<Service UID>_<hash>_<cluster UID>, its secrets' names that
-// and _<part>. The cluster's UID tells `overcast sweep` whose it is once its
-// Service is gone (another cluster may store its certificates in the same
-// project).
-func storedName(uid types.UID, hash, cluster string) string {
-	return storedPrefix(uid) + hash + "_" + cluster
-}
-
 // certParts are the suffixes of a stored certificate's secrets.
 var certParts = []string{"certificate", "private_key", "intermediates"}
-
-// parseStoredName reads a Barbican name storedName (or a secret's) made:
-// the Service's UID and the cluster's ("" in names made before it was
-// recorded); ok false for a name that is not ours.
-func parseStoredName(name string) (uid types.UID, cluster string, ok bool) {
-	rest, found := strings.CutPrefix(name, "overcast-tls_")
-	if !found {
-		return "", "", false
-	}
-	parts := strings.SplitN(rest, "_", 3)
-	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
-		return "", "", false
-	}
-	uid, cluster = types.UID(parts[0]), ""
-	if len(parts) == 3 {
-		cluster = parts[2]
-		for _, p := range certParts {
-			if cluster == p {
-				return uid, "", true
-			}
-			if c, cut := strings.CutSuffix(cluster, "_"+p); cut {
-				return uid, c, true
-			}
-		}
-	}
-	return uid, cluster, true
-}
-
-// prepareTLS makes the spec's certificate ready before a listener is built
-// with it: a named reference is read in Barbican (once per reference and
-// Service in this process); a Secret's certificate is found in Barbican, or
-// stored there.
-func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) error {
-	t := s.tls
-	if t == nil || !slices.ContainsFunc(s.ports, s.isTLS) {
-		return nil
-	}
-	if t.secret != nil {
-		return c.storeCert(ctx, svc, t)
-	}
-	if !t.check {
-		return nil
-	}
-	if c.tlsCerts.checkedRef(svc.UID) == t.ref {
-		return nil
-	}
-	km, err := c.keyManager(ctx)
-	if err != nil {
-		return err
-	}
-	kind, id, err := barbicanRef(t.ref)
-	if err != nil {
-		return outcome.Invalid(err)
-	}
-	if kind == "containers" {
-		_, err = containers.Get(ctx, km, id).Extract()
-	} else {
-		_, err = secrets.Get(ctx, km, id).Extract()
-	}
-	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) || gophercloud.ResponseCodeIs(err, http.StatusForbidden) {
-		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "TLS certificate %s is not in Barbican, or this CCM's user may not read it; nothing was built with it", t.ref)
-	}
-	if err != nil {
-		return fmt.Errorf("reading TLS certificate %s in Barbican: %w", t.ref, redact(err))
-	}
-	c.tlsCerts.setChecked(svc.UID, t.ref)
-	return nil
-}
-
-// keyManager is the Barbican client; a catalog without Barbican refuses
-// TLS termination.
-func (c *Cloud) keyManager(ctx context.Context) (*gophercloud.ServiceClient, error) {
-	km, err := c.clients.keyManagerClient(ctx)
-	var none *gophercloud.ErrEndpointNotFound
-	if errors.As(err, &none) {
-		return nil, outcome.Refuse(outcome.ReasonUnsupportedService, "This cloud's catalog has no key-manager (Barbican): TLS termination needs it; nothing was built")
-	}
-	return km, err
-}
-
-// storeCert finds the Secret's certificate in Barbican, by the name its
-// hash gives, or stores it there: its certificate, key and intermediates as
-// secrets, and a certificate container naming them.
-func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) error {
-	sec := t.secret
-	if have, ok := c.tlsCerts.get(svc.UID); ok && have.hash == sec.hash {
-		t.ref = have.ref
-		return nil
-	}
-	km, err := c.keyManager(ctx)
-	if err != nil {
-		return err
-	}
-	name := storedName(svc.UID, sec.hash, c.Cluster.Get())
-	found, err := allPages(ctx, containers.List(km, containers.ListOpts{Name: name, Limit: 10}), containers.ExtractContainers)
-	if err != nil {
-		return fmt.Errorf("listing Barbican containers: %w", redact(err))
-	}
-	if len(found) > 0 {
-		// Stored before (by this process before a restart, or another replica).
-		t.ref = found[0].ContainerRef
-		c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
-		return nil
-	}
-	ref, err := putCertificate(ctx, km, name, sec.cert, sec.key, sec.chain)
-	if err != nil {
-		return fmt.Errorf("storing the certificate of Secret %s/%s in Barbican: %w", svc.Namespace, sec.name, err)
-	}
-	t.ref = ref
-	c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
-	klog.FromContext(ctx).Info("Stored the certificate of a TLS Secret in Barbican", "service", klog.KObj(svc), "secret", sec.name, "container", t.ref)
-	return nil
-}
-
-// putCertificate stores a certificate, its key and intermediates (none:
-// left out) as secrets named name_<part>, and a certificate container name
-// naming them; it returns the container's reference.
-func putCertificate(ctx context.Context, km *gophercloud.ServiceClient, name string, cert, key, chain []byte) (string, error) {
-	var refs []containers.SecretRef
-	for _, part := range []struct {
-		name    string
-		kind    secrets.SecretType
-		payload []byte
-	}{
-		{certParts[0], secrets.CertificateSecret, cert},
-		{certParts[1], secrets.PrivateSecret, key},
-		{certParts[2], secrets.CertificateSecret, chain},
-	} {
-		if len(part.payload) == 0 {
-			continue
-		}
-		created, err := secrets.Create(ctx, km, secrets.CreateOpts{
-			Name: name + "_" + part.name, SecretType: part.kind,
-			Payload: base64.StdEncoding.EncodeToString(part.payload), PayloadContentType: "application/octet-stream", PayloadContentEncoding: "base64",
-		}).Extract()
-		if err != nil {
-			return "", fmt.Errorf("the %s: %w", strings.ReplaceAll(part.name, "_", " "), redact(err))
-		}
-		refs = append(refs, containers.SecretRef{Name: part.name, SecretRef: created.SecretRef})
-	}
-	created, err := containers.Create(ctx, km, containers.CreateOpts{Type: containers.CertificateContainer, Name: name, SecretRefs: refs}).Extract()
-	if err != nil {
-		return "", fmt.Errorf("the container: %w", redact(err))
-	}
-	return created.ContainerRef, nil
-}
-
-// sweepCerts deletes the Service's certificates in Barbican but the one in
-// use (keepHash; "" deletes all): containers first, then the secrets they
-// named. Barbican lists by exact name only, so the project's containers and
-// secrets are listed and those the Service's prefix names are picked: a
-// Service with no Secret of its own, and one swept in this process since its
-// last new certificate, costs nothing.
-func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string) error {
-	if keepHash != "" && c.tlsCerts.sweptFor(svc.UID, keepHash) {
-		return nil
-	}
-	if _, stored := c.tlsCerts.get(svc.UID); !stored && !annotation.OpenStackTLSSecret.IsSet(svc) {
-		return nil
-	}
-	km, err := c.clients.keyManagerClient(ctx)
-	var none *gophercloud.ErrEndpointNotFound
-	if errors.As(err, &none) {
-		return nil // no Barbican: nothing was ever stored in it
-	}
-	if err != nil {
-		return err
-	}
-	prefix := storedPrefix(svc.UID)
-	objs, err := storedObjects(ctx, km)
-	if err != nil {
-		return err
-	}
-	deleted := 0
-	for _, o := range objs {
-		if !strings.HasPrefix(o.name, prefix) || keepHash != "" && strings.HasPrefix(o.name, prefix+keepHash) {
-			continue
-		}
-		var err error
-		if o.kind == kindContainer {
-			err = containers.Delete(ctx, km, lastSegment(o.ref)).ExtractErr()
-		} else {
-			err = secrets.Delete(ctx, km, lastSegment(o.ref)).ExtractErr()
-		}
-		if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			return fmt.Errorf("deleting %s %s: %w", o.kind, o.ref, redact(err))
-		}
-		deleted++
-	}
-	if deleted > 0 {
-		klog.FromContext(ctx).Info("Deleted certificates of a Service in Barbican", "service", klog.KObj(svc), "objects", deleted)
-	}
-	if keepHash == "" {
-		c.tlsCerts.forget(svc.UID)
-	} else {
-		c.tlsCerts.setSwept(svc.UID, keepHash)
-	}
-	return nil
-}
-
-// storedObject is a Barbican container or secret of the project.
-type storedObject struct{ kind, name, ref string }
-
-// The kinds of storedObject, as a person reads them.
-const (
-	kindContainer = "Barbican container"
-	kindSecret    = "Barbican secret"
-)
-
-// storedObjects lists the project's Barbican containers, then its secrets
-// (containers name secrets: they go first). Barbican lists by exact name
-// only, so every one is listed.
-func storedObjects(ctx context.Context, km *gophercloud.ServiceClient) ([]storedObject, error) {
-	var objs []storedObject
-	cs, err := allPages(ctx, containers.List(km, containers.ListOpts{Limit: 100}), containers.ExtractContainers)
-	if err != nil {
-		return nil, fmt.Errorf("listing Barbican containers: %w", redact(err))
-	}
-	for _, ct := range cs {
-		objs = append(objs, storedObject{kindContainer, ct.Name, ct.ContainerRef})
-	}
-	ss, err := allPages(ctx, secrets.List(km, secrets.ListOpts{Limit: 100}), secrets.ExtractSecrets)
-	if err != nil {
-		return nil, fmt.Errorf("listing Barbican secrets: %w", redact(err))
-	}
-	for _, sc := range ss {
-		objs = append(objs, storedObject{kindSecret, sc.Name, sc.SecretRef})
-	}
-	return objs, nil
-}
-
-func lastSegment(ref string) string { return ref[strings.LastIndex(ref, "/")+1:] }
 
 // tlsRefusal explains Octavia's "Could not retrieve certificate": with its
 // default barbican_acl_auth, Octavia sets the certificate's ACL with a token
@@ -558,7 +206,7 @@ func lastSegment(ref string) string { return ref[strings.LastIndex(ref, "/")+1:]
 // credential's ("Using a delegated token to create another token is not
 // allowed"; measured with Zed's Octavia 11 and Keystone 22).
 func (c *Cloud) tlsRefusal(err error, s lbSpec) error {
-	if s.tls == nil || !gophercloud.ResponseCodeIs(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "Could not retrieve certificate") {
+	if s.tls == nil || !hasStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "Could not retrieve certificate") {
 		return nil
 	}
 	g := c.clients.global()

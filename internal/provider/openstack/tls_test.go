@@ -39,7 +39,7 @@ func storeContainer(t *testing.T, c *Cloud, name string, cert, key []byte) strin
 	t.Helper()
 	km, err := c.clients.keyManagerClient(t.Context())
 	require.NoError(t, err)
-	ref, err := putCertificate(t.Context(), km, name, cert, key, nil)
+	ref, err := c.putCertificate(t.Context(), name, cert, key, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -77,26 +77,18 @@ func tlsListeners(t *testing.T, octavia *gophercloud.ServiceClient, lbID string)
 // Service's certificates, without the prefix and the cluster's UID.
 func storedNames(t *testing.T, c *Cloud, svc *v1.Service) []string {
 	t.Helper()
-	km, err := c.clients.keyManagerClient(t.Context())
+	objs, err := c.storedObjects(t.Context())
 	require.NoError(t, err)
 	var out []string
-	cp, err := containers.List(km, containers.ListOpts{Limit: 100}).AllPages(t.Context())
-	require.NoError(t, err)
-	cs, err := containers.ExtractContainers(cp)
-	require.NoError(t, err)
-	for _, ct := range cs {
-		if strings.HasPrefix(ct.Name, storedPrefix(svc.UID)) {
-			out = append(out, "container "+strings.Replace(strings.TrimPrefix(ct.Name, storedPrefix(svc.UID)), "_"+c.Cluster.Get(), "", 1))
+	for _, o := range objs {
+		if !strings.HasPrefix(o.name, storedPrefix(svc.UID)) {
+			continue
 		}
-	}
-	sp, err := secrets.List(km, secrets.ListOpts{Limit: 100}).AllPages(t.Context())
-	require.NoError(t, err)
-	ss, err := secrets.ExtractSecrets(sp)
-	require.NoError(t, err)
-	for _, s := range ss {
-		if strings.HasPrefix(s.Name, storedPrefix(svc.UID)) {
-			out = append(out, "secret "+strings.Replace(strings.TrimPrefix(s.Name, storedPrefix(svc.UID)), "_"+c.Cluster.Get(), "", 1))
+		kind := "secret"
+		if o.kind == kindContainer {
+			kind = "container"
 		}
+		out = append(out, kind+" "+strings.Replace(strings.TrimPrefix(o.name, storedPrefix(svc.UID)), "_"+c.Cluster.Get(), "", 1))
 	}
 	return out
 }
@@ -143,7 +135,7 @@ func TestContractTLSContainerOnTheNamedPorts(t *testing.T) {
 	})
 	ensure(t, c, svc, nodes)
 	t.Cleanup(func() { cleanupLB(c, svc) })
-	lb, err := c.findLB(t.Context(), tg.octavia(t, c), svc)
+	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
 	ls, poolProto := tlsListeners(t, tg.octavia(t, c), lb.ID)
@@ -172,12 +164,19 @@ func TestContractTLSMissingContainerBuildsNothing(t *testing.T) {
 	require.NoError(t, err)
 	ref := strings.TrimSuffix(km.Endpoint, "/") + "/containers/0b5d8f3e-8a3c-4c1e-9f0e-2b7d6c5a4e31"
 	svc := tlsService(contractName("tls-missing"), map[string]string{string(annotation.OpenStackDefaultTLSContainerRef): ref})
-	_, err = c.EnsureLoadBalancer(t.Context(), "contract", svc, nil)
+	refusedBuildingNothing(t, c, svc, outcome.ReasonInvalidAnnotation, "is not in Barbican")
+}
+
+// refusedBuildingNothing: ensuring svc is a problem of reason whose message
+// says msg, and builds no load balancer.
+func refusedBuildingNothing(t *testing.T, c *Cloud, svc *v1.Service, reason, msg string) {
+	t.Helper()
+	_, err := c.EnsureLoadBalancer(t.Context(), "contract", svc, nil)
 	p, ok := outcome.AsProblem(err)
 	require.True(t, ok, "a problem, not %v", err)
-	assert.Equal(t, outcome.ReasonInvalidAnnotation, p.Reason)
-	assert.Contains(t, p.Message, "is not in Barbican")
-	lb, err := c.findLB(t.Context(), tg.octavia(t, c), svc)
+	assert.Equal(t, reason, p.Reason)
+	assert.Contains(t, p.Message, msg)
+	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	assert.Nil(t, lb, "nothing was built")
 }
@@ -229,7 +228,7 @@ func TestContractTLSSecretIsStoredRotatedAndDeleted(t *testing.T) {
 
 	ensure(t, c, svc, nodes)
 	t.Cleanup(func() { cleanupLB(c, svc) })
-	lb, err := c.findLB(t.Context(), tg.octavia(t, c), svc)
+	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
 	first, _ := c.tlsCerts.get(svc.UID)
@@ -289,7 +288,7 @@ func TestContractTLSSecretProblemsBuildNothing(t *testing.T) {
 			assert.Contains(t, p.Message, tc.want)
 			assert.NotContains(t, p.Message, "PRIVATE KEY")
 			assert.NotContains(t, p.Message, string(key[40:60]))
-			lb, err := c.findLB(t.Context(), tg.octavia(t, c), svc)
+			lb, err := c.findLB(t.Context(), svc)
 			require.NoError(t, err)
 			assert.Nil(t, lb)
 		})
@@ -308,13 +307,6 @@ func TestContractTLSWithoutBarbican(t *testing.T) {
 	cert, key := selfSigned(t, "one.example")
 	c.SetKube(fake.NewClientset(svc, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: "web-tls"}, Type: v1.SecretTypeTLS,
 		Data: map[string][]byte{v1.TLSCertKey: cert, v1.TLSPrivateKeyKey: key}}))
-	_, err := c.EnsureLoadBalancer(t.Context(), "contract", svc, nil)
-	p, ok := outcome.AsProblem(err)
-	require.True(t, ok, "a problem, not %v", err)
-	assert.Equal(t, outcome.ReasonUnsupportedService, p.Reason)
-	assert.Contains(t, p.Message, "no key-manager")
-	lb, err := c.findLB(t.Context(), tg.octavia(t, c), svc)
-	require.NoError(t, err)
-	assert.Nil(t, lb)
+	refusedBuildingNothing(t, c, svc, outcome.ReasonUnsupportedService, "no key-manager")
 	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "contract", svc))
 }

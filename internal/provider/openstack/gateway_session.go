@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -21,7 +19,6 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
-	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
@@ -71,19 +68,28 @@ func (c *clients) setGlobal(g Global) bool {
 
 // providerClient authenticates once; the provider re-authenticates by itself.
 func (c *clients) providerClient(ctx context.Context) (*gophercloud.ProviderClient, error) {
-	c.mu.Lock()
-	p := c.provider
-	c.mu.Unlock()
-	if p != nil {
+	if p := loaded(c, &c.provider); p != nil {
 		return p, nil
 	}
-	done, err := c.authOnce.Take(ctx, "the authentication to Keystone")
+	done, err := c.turn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	p, _, err = c.authenticated(ctx)
+	p, _, err := c.authenticated(ctx)
 	return p, err
+}
+
+// loaded is *field of c, read under its lock.
+func loaded[T any](c *clients, field *T) T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return *field
+}
+
+// turn waits, as long as ctx allows, for the turn to authenticate.
+func (c *clients) turn(ctx context.Context) (func(), error) {
+	return c.authOnce.Take(ctx, "the authentication to Keystone")
 }
 
 // authenticated is the provider and the endpoints' options, authenticating
@@ -191,21 +197,15 @@ func (c *clients) computeClient(ctx context.Context) (*gophercloud.ServiceClient
 // (which authenticates when nothing has yet).
 func (c *clients) service(ctx context.Context, client **gophercloud.ServiceClient, kind string,
 	newClient func(*gophercloud.ProviderClient, gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error)) (*gophercloud.ServiceClient, error) {
-	c.mu.Lock()
-	sc := *client
-	c.mu.Unlock()
-	if sc != nil {
+	if sc := loaded(c, client); sc != nil {
 		return sc, nil
 	}
-	done, err := c.authOnce.Take(ctx, "the authentication to Keystone")
+	done, err := c.turn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	c.mu.Lock()
-	sc = *client
-	c.mu.Unlock()
-	if sc != nil {
+	if sc := loaded(c, client); sc != nil {
 		return sc, nil
 	}
 	provider, gen, err := c.authenticated(ctx)
@@ -214,7 +214,7 @@ func (c *clients) service(ctx context.Context, client **gophercloud.ServiceClien
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sc, err = newClient(provider, c.endpoint)
+	sc, err := newClient(provider, c.endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("finding the %s endpoint: %w", kind, redact(err))
 	}
@@ -307,97 +307,6 @@ func redactURL(s string) string {
 // redact strips URLs' query strings from an SDK error (tokens never appear in
 // gophercloud's messages; query strings could).
 func redact(err error) error { return cloudapi.RedactError(err) }
-
-// octaviaErr is an error of Octavia (or of another service answering as REST
-// clouds do) translated once: redacted, and classified by its HTTP status
-// (outcome.KindByStatus; Octavia's 409 is a load balancer that is PENDING,
-// busy). nil stays nil.
-func octaviaErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return outcome.Classify(outcome.KindByStatus(statusOf(err)), answered("Octavia", err))
-}
-
-// neutronErr is a Neutron error translated once. Neutron's 409 is a conflict
-// that waiting does not solve (OverQuota, IpAddressAlreadyAllocated,
-// FloatingIPPortAlreadyAssociated: api-ref of the Networking API, "Floating
-// IPs"), so it is a refusal, not a busy object.
-func neutronErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	kind := outcome.KindByStatus(statusOf(err))
-	if errors.Is(kind, outcome.ErrBusy) {
-		kind = outcome.ErrRefused
-	}
-	return outcome.Classify(kind, answered("Neutron", err))
-}
-
-// answered is an HTTP error of an OpenStack service told as a person reads
-// it: "Neutron answered 409 (OverQuota): Quota exceeded for resources:
-// ['floatingip']." from the body's own message (Neutron's NeutronError,
-// Octavia's faultstring, Nova's and Keystone's message), instead of
-// gophercloud's "Expected HTTP response code [...] when accessing [...]". The
-// original stays in the chain. Any other error is only redacted.
-func answered(service string, err error) error {
-	var code gophercloud.ErrUnexpectedResponseCode
-	if !errors.As(err, &code) {
-		return redact(err)
-	}
-	var body struct {
-		NeutronError *struct {
-			Type    string `json:"type"`
-			Message string `json:"message"`
-		} `json:"NeutronError"`
-		Faultstring string `json:"faultstring"`
-		Message     string `json:"message"`
-		Error       *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	msg := ""
-	if json.Unmarshal(code.Body, &body) == nil {
-		switch {
-		case body.NeutronError != nil:
-			msg = ": " + body.NeutronError.Message
-			if body.NeutronError.Type != "" {
-				msg = " (" + body.NeutronError.Type + ")" + msg
-			}
-		case body.Faultstring != "":
-			msg = ": " + body.Faultstring
-		case body.Message != "":
-			msg = ": " + body.Message
-		case body.Error != nil && body.Error.Message != "":
-			msg = ": " + body.Error.Message
-		}
-	}
-	if msg == "" {
-		// No message of its own (an HTML page of a proxy): the status and the
-		// request, without its query.
-		msg = " " + http.StatusText(code.Actual) + " to " + code.Method + " " + redactURL(code.URL)
-	}
-	return &apiError{msg: fmt.Sprintf("%s answered %d%s", service, code.Actual, msg), err: redact(err)}
-}
-
-// apiError is an OpenStack service's error with a readable message.
-type apiError struct {
-	msg string
-	err error
-}
-
-func (e *apiError) Error() string { return e.msg }
-
-func (e *apiError) Unwrap() error { return e.err }
-
-// statusOf is the HTTP status of gophercloud's error, 0 if it has none.
-func statusOf(err error) int {
-	var code gophercloud.ErrUnexpectedResponseCode
-	if errors.As(err, &code) {
-		return code.Actual
-	}
-	return 0
-}
 
 func authOptions(g Global) gophercloud.AuthOptions {
 	o := gophercloud.AuthOptions{

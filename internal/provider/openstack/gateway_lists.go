@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
@@ -98,48 +96,4 @@ func listAllAnswered[T any](ctx context.Context, client *gophercloud.ServiceClie
 		}
 	}
 	return nil, time.Time{}, fmt.Errorf("listing %s: more than %d pages", key, maxListPages)
-}
-
-// listPools lists the load balancer's pools.
-func listPools(ctx context.Context, octavia *gophercloud.ServiceClient, lbID string) ([]pools.Pool, error) {
-	return listAll[pools.Pool](ctx, octavia, "pools", url.Values{"loadbalancer_id": {lbID}}, "lbaas", "pools")
-}
-
-// leanMember is what the CCM compares of a member.
-type leanMember struct {
-	Address      string `json:"address"`
-	ProtocolPort int    `json:"protocol_port"`
-	MonitorPort  *int   `json:"monitor_port"`
-}
-
-// listMembers lists the pool's members, with only the fields compared.
-func listMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string) ([]leanMember, error) {
-	return listAll[leanMember](ctx, octavia, "members", url.Values{"fields": {"address", "protocol_port", "monitor_port"}}, "lbaas", "pools", poolID, "members")
-}
-
-// putMembers replaces the pool's members in one batch update. The body is
-// encoded straight from the typed list (gophercloud builds a generic map per
-// member first).
-func putMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string, members []pools.BatchUpdateMemberOpts) error {
-	body := struct {
-		Members []pools.BatchUpdateMemberOpts `json:"members"`
-	}{Members: members}
-	// gophercloud drains and closes the body (no KeepResponseBody).
-	resp, err := octavia.Put(ctx, octavia.ServiceURL("lbaas", "pools", poolID, "members"), body, nil, &gophercloud.RequestOpts{OkCodes: []int{202}}) //nolint:bodyclose // closed by gophercloud
-	_, _, err = gophercloud.ParseResponse(resp, err)
-	return err
-}
-
-// createLoadBalancer POSTs a load balancer encoded straight from its typed
-// options. gophercloud's Create first turns the whole graph into generic maps
-// (one per member): with 2,000 Nodes in every pool and 20 workers creating at
-// once, that was a large part of the CCM's transient memory.
-func createLoadBalancer(ctx context.Context, octavia *gophercloud.ServiceClient, opts loadbalancers.CreateOpts) (*loadbalancers.LoadBalancer, error) {
-	body := struct {
-		LoadBalancer loadbalancers.CreateOpts `json:"loadbalancer"`
-	}{opts}
-	var r loadbalancers.CreateResult
-	resp, err := octavia.Post(ctx, octavia.ServiceURL("lbaas", "loadbalancers"), body, &r.Body, nil) //nolint:bodyclose // closed by gophercloud
-	_, r.Header, r.Err = gophercloud.ParseResponse(resp, err)
-	return r.Extract()
 }

@@ -1,0 +1,466 @@
+package openstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// Converging an existing load balancer: its listeners, pools, members and
+// monitors walked, one change a pass (Octavia takes one at a time per load
+// balancer); then its security group and the certificates no listener uses.
+
+// Converge walks the load balancer's listeners, pools, members and monitors and
+// makes the first change it needs. One this process created fully populated
+// from the very spec is not walked: only its status tree is read, to catch
+// children Octavia never finished.
+func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, error) {
+	if !lb.Shared && s.createdAs(lb.ID) == spec.fingerprint() {
+		if progress, err := s.rebuildIfStranded(ctx, svc, &lb.Obj); err != nil || progress != "" {
+			return progress, err
+		}
+		s.setCreated(lb.ID, "")
+		return s.converged(ctx, svc, spec)
+	}
+	if err := s.api.session(ctx, svcOctavia); err != nil {
+		return "", err
+	}
+	if err := s.prepareTLS(ctx, svc, &spec); err != nil {
+		return "", err
+	}
+	if lb.Shared {
+		if progress, err := s.share(ctx, svc, spec, &lb.Obj); err != nil || progress != "" {
+			return progress, err
+		}
+	} else {
+		s.warnImmutable(svc, &lb.Obj, spec)
+	}
+	changed, err := s.converge(ctx, svc, &lb.Obj, spec, lb.Shared)
+	if refused := s.tlsRefusal(err, spec); refused != nil {
+		return "", refused
+	}
+	if err != nil {
+		if errors.Is(err, outcome.ErrBusy) && !lb.Shared {
+			// Busy children of an ACTIVE load balancer may never finish.
+			if progress, serr := s.rebuildIfStranded(ctx, svc, &lb.Obj); serr != nil || progress != "" {
+				return progress, serr
+			}
+		}
+		return "", fmt.Errorf("cannot update load balancer %s: %w", lb.ID, err)
+	}
+	if changed {
+		return fmt.Sprintf("load balancer %s is being updated", lb.ID), nil
+	}
+	return s.converged(ctx, svc, spec)
+}
+
+// converged finishes a load balancer that is as spec asks: its security
+// group, then the certificates in Barbican no listener uses any more (those
+// of a rotated Secret, or all of them once the Service stops naming one).
+func (s steps) converged(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	if err := s.convergedSG(ctx, svc, spec); err != nil {
+		return "", err
+	}
+	keep := ""
+	if spec.tls != nil && spec.tls.secret != nil {
+		keep = spec.tls.secret.hash
+	}
+	if err := s.sweepCerts(ctx, svc, keep); err != nil {
+		return "", fmt.Errorf("certificates of %s/%s in Barbican: %w", svc.Namespace, svc.Name, err)
+	}
+	return "", nil
+}
+
+// convergedSG makes the Service's security group as spec asks once its load
+// balancer is: all its writes in one pass (they are Neutron's, not Octavia's
+// one at a time), so it never makes a pass of its own. The one started with
+// the load balancer's creation is waited for, not repeated.
+func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) error {
+	if spec.sg == nil {
+		return s.convergeSG(ctx, svc, spec) // a group left from before goes
+	}
+	if err := s.sgs.converged(ctx, svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
+		return s.convergeSG(ctx, svc, spec)
+	}); err != nil {
+		return fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
+// UpdateMembers handles a change of Nodes alone: its pools from one listing,
+// and one declarative batch update of each pool whose members differ, counted
+// as done once Octavia accepts it. Octavia takes one update at a time, so a
+// second pool to update waits for the next pass. Any doubt (a pool missing or
+// named twice) is not ok: the full cycle repairs it.
+func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, bool, error) {
+	if err := s.api.session(ctx, svcOctavia); err != nil {
+		return "", false, err
+	}
+	all, err := s.api.listPools(ctx, lb.ID)
+	if err != nil {
+		return "", false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, octaviaErr(err))
+	}
+	byName := map[string]pools.Pool{}
+	for _, p := range all {
+		if _, dup := byName[p.Name]; dup {
+			return "", false, nil
+		}
+		byName[p.Name] = p
+	}
+	mine := make([]pools.Pool, len(spec.ports))
+	for i, p := range spec.ports {
+		pool, ok := byName[s.objectName(spec, p)]
+		if !ok || pool.Protocol != spec.poolProtocol(p) {
+			return "", false, nil
+		}
+		mine[i] = pool
+	}
+	wrote := false
+	for i, p := range spec.ports {
+		if wrote {
+			return fmt.Sprintf("members of load balancer %s are being updated", lb.ID), true, nil
+		}
+		changed, err := s.convergeMembers(ctx, mine[i], spec, p)
+		if err != nil {
+			return "", true, fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err)
+		}
+		wrote = wrote || changed
+	}
+	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))
+	if spec.sg != nil {
+		if done, err := s.sgMembersChanged(ctx, svc, spec); err != nil {
+			return "", true, fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
+		} else if !done {
+			if err := s.convergedSG(ctx, svc, spec); err != nil {
+				return "", true, err
+			}
+		}
+	}
+	return "", true, nil
+}
+
+// converge makes at most one change (Octavia allows one at a time per load
+// balancer) and says whether it made one. Only the Service's own listeners
+// (mineListener) are ever changed: a port another Service holds refuses the
+// Service before anything is written, and a Service sharing a load balancer is
+// recorded on it before its first listener. Removals come first, so that a
+// port whose listener must change protocol is free when its new listener is
+// created.
+func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec, shared bool) (bool, error) {
+	have, err := c.api.listListeners(ctx, lb.ID)
+	if err != nil {
+		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
+	}
+	mine, err := ownListeners(have, svc, s, lb.ID, shared)
+	if err != nil {
+		return false, err
+	}
+	if shared && len(s.ports) > 0 && !slices.Contains(lb.Tags, s.name) {
+		// Recorded first: a Service's listeners are never on a load
+		// balancer that does not name it.
+		if err := c.updateTags(ctx, lb.ID, append(slices.Clone(lb.Tags), s.name)); err != nil {
+			return false, err
+		}
+		c.Events.Eventf(svc, v1.EventTypeNormal, reasonAdoptedLoadBalancer, "Sharing load balancer %s", lb.ID)
+		return true, nil
+	}
+	// Pools are listed once: protocol, method and health monitor of each. The
+	// load balancer names its pools: a new one has none to list.
+	var allPools []pools.Pool
+	if len(lb.Pools) > 0 {
+		if allPools, err = c.api.listPools(ctx, lb.ID); err != nil {
+			return false, fmt.Errorf("listing pools: %w", octaviaErr(err))
+		}
+	}
+	if changed, err := c.deleteUnwantedListener(ctx, mine, s); err != nil || changed {
+		return changed, err
+	}
+	if changed, err := c.deleteStrayPools(ctx, allPools, s); err != nil || changed {
+		return changed, err
+	}
+	poolByID := map[string]pools.Pool{}
+	for _, p := range allPools {
+		poolByID[p.ID] = p
+	}
+	for _, p := range s.ports {
+		l, ok := mine[s.listenerKey(p)]
+		if !ok {
+			if err := c.createListener(ctx, svc, lb.ID, allPools, s, p); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		if changed, err := c.convergePort(ctx, svc, l, poolByID, s, p); err != nil || changed {
+			return changed, err
+		}
+	}
+	return false, nil
+}
+
+// ownListeners are the Service's listeners on the load balancer, by
+// protocol/port; a port of the spec another Service's listener holds refuses
+// the Service.
+func ownListeners(have []listeners.Listener, svc *v1.Service, s lbSpec, lbID string, shared bool) (map[string]listeners.Listener, error) {
+	byKey := map[string]listeners.Listener{}
+	taken := map[string]listeners.Listener{} // other Services' listeners
+	for _, l := range have {
+		k := fmt.Sprintf("%s/%05d", l.Protocol, l.ProtocolPort)
+		if !mineListener(l, svc, s.name, !shared) {
+			taken[k] = l
+			continue
+		}
+		byKey[k] = l
+	}
+	var clashes []string
+	for _, p := range s.ports {
+		if l, ok := taken[s.listenerKey(p)]; ok {
+			clashes = append(clashes, fmt.Sprintf("%s/%d (Service %s)", l.Protocol, l.ProtocolPort, serviceNamed(l, s.cluster)))
+		}
+	}
+	if len(clashes) > 0 {
+		return nil, outcome.Refuse(reasonPortTaken, "Load balancer %s already listens on %s; nothing was changed", lbID, strings.Join(clashes, ", "))
+	}
+	return byKey, nil
+}
+
+// deleteUnwantedListener deletes, of the Service's listeners no port wants
+// (in the order of their keys), the first one's pool, else the listener.
+func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]listeners.Listener, s lbSpec) (bool, error) {
+	want := map[string]bool{}
+	for _, p := range s.ports {
+		want[s.listenerKey(p)] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(mine)) {
+		if want[k] {
+			continue
+		}
+		l := mine[k]
+		if l.DefaultPoolID != "" {
+			if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
+				return false, fmt.Errorf("deleting pool of listener %s: %w", k, octaviaErr(err))
+			}
+			return true, nil
+		}
+		if err := c.api.deleteListener(ctx, l.ID); err != nil {
+			return false, fmt.Errorf("deleting listener %s: %w", k, octaviaErr(err))
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// createListener creates the listener of p. The pool a listener deleted
+// behind our back left serves the new one: nothing is left over, and its
+// members are kept.
+func (c *Cloud) createListener(ctx context.Context, svc *v1.Service, lbID string, allPools []pools.Pool, s lbSpec, p v1.ServicePort) error {
+	opts := c.listenerOpts(svc, s, p)
+	opts.LoadbalancerID = lbID
+	if i := slices.IndexFunc(allPools, func(pool pools.Pool) bool {
+		return len(pool.Listeners) == 0 && pool.Name == c.objectName(s, p) && pool.Protocol == s.poolProtocol(p)
+	}); i >= 0 {
+		opts.DefaultPoolID = allPools[i].ID
+	}
+	if err := c.api.createListener(ctx, opts); err != nil {
+		return fmt.Errorf("creating listener %s: %w", s.listenerKey(p), octaviaErr(err))
+	}
+	return nil
+}
+
+// convergePort makes the first change the listener of p and its pool need.
+func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l listeners.Listener, poolByID map[string]pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+	k := s.listenerKey(p)
+	if changed, err := c.convergeListener(ctx, l, s, p); err != nil || changed {
+		return changed, err
+	}
+	pool, ok := poolByID[l.DefaultPoolID]
+	if !ok {
+		opts := c.poolOpts(s, p)
+		opts.ListenerID = l.ID
+		if err := c.api.createPool(ctx, opts); err != nil {
+			return false, fmt.Errorf("creating the pool of listener %s: %w", k, octaviaErr(err))
+		}
+		return true, nil
+	}
+	if pool.Protocol != s.poolProtocol(p) {
+		// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
+		c.Events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
+		if err := c.api.deletePool(ctx, pool.ID); err != nil {
+			return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, octaviaErr(err))
+		}
+		return true, nil
+	}
+	if pool.LBMethod != s.method {
+		if err := c.api.setPoolMethod(ctx, pool.ID, s.method); err != nil {
+			return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, octaviaErr(err))
+		}
+		return true, nil
+	}
+	if changed, err := c.convergeMembers(ctx, pool, s, p); err != nil || changed {
+		return changed, err
+	}
+	return c.convergeMonitor(ctx, pool, s, p)
+}
+
+// deleteStrayPools deletes a pool of the Service's that no listener uses and
+// none of its ports wants (its listener deleted with the port, or behind our
+// back with a pool of another protocol); one a pass.
+func (c *Cloud) deleteStrayPools(ctx context.Context, all []pools.Pool, s lbSpec) (bool, error) {
+	wanted := map[string]string{} // name → protocol
+	for _, p := range s.ports {
+		wanted[c.objectName(s, p)] = s.poolProtocol(p)
+	}
+	for _, pool := range all {
+		if len(pool.Listeners) > 0 || !strings.HasPrefix(pool.Name, s.name+"_") || wanted[pool.Name] == pool.Protocol {
+			continue
+		}
+		if err := c.api.deletePool(ctx, pool.ID); err != nil {
+			return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", pool.ID, octaviaErr(err))
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// convergeListener updates what Octavia can change in place.
+func (c *Cloud) convergeListener(ctx context.Context, l listeners.Listener, s lbSpec, p v1.ServicePort) (bool, error) {
+	var u listeners.UpdateOpts
+	changed := false
+	cidrs := slices.Clone(l.AllowedCIDRs)
+	sort.Strings(cidrs)
+	if !slices.Equal(cidrs, s.allowedCIDRs) && (!openToAll(cidrs) || !openToAll(s.allowedCIDRs)) {
+		update := s.listenerCIDRs()
+		u.AllowedCIDRs, changed = &update, true
+	}
+	if l.ConnLimit != s.connLimit {
+		limit := s.connLimit
+		u.ConnLimit, changed = &limit, true
+	}
+	if s.isTLS(p) && l.DefaultTlsContainerRef != s.tls.ref {
+		// A new certificate (a rotated Secret, another reference).
+		ref := s.tls.ref
+		u.DefaultTlsContainerRef, changed = &ref, true
+	}
+	if p.Protocol == v1.ProtocolTCP {
+		for _, t := range []struct {
+			want *int
+			have int
+			into **int
+		}{
+			{s.timeouts.clientData, l.TimeoutClientData, &u.TimeoutClientData},
+			{s.timeouts.memberConnect, l.TimeoutMemberConnect, &u.TimeoutMemberConnect},
+			{s.timeouts.memberData, l.TimeoutMemberData, &u.TimeoutMemberData},
+			{s.timeouts.tcpInspect, l.TimeoutTCPInspect, &u.TimeoutTCPInspect},
+		} {
+			if t.want != nil && *t.want != t.have {
+				*t.into, changed = t.want, true
+			}
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	if err := c.api.updateListener(ctx, l.ID, u); err != nil {
+		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, octaviaErr(err))
+	}
+	return true, nil
+}
+
+// convergeMonitor creates, updates or deletes the pool's health monitor. Its type
+// cannot change in place, so a new type replaces it.
+func (c *Cloud) convergeMonitor(ctx context.Context, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+	if s.monitor == nil {
+		if pool.MonitorID == "" {
+			return false, nil
+		}
+		if err := c.api.deleteMonitor(ctx, pool.MonitorID); err != nil {
+			return false, fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, octaviaErr(err))
+		}
+		return true, nil
+	}
+	want := c.monitorOpts(s, p)
+	if pool.MonitorID == "" {
+		want.PoolID = pool.ID
+		if err := c.api.createMonitor(ctx, want); err != nil {
+			return false, fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, octaviaErr(err))
+		}
+		return true, nil
+	}
+	have, err := c.api.getMonitor(ctx, pool.MonitorID)
+	if err != nil {
+		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, octaviaErr(err))
+	}
+	if have.Type != want.Type {
+		if err := c.api.deleteMonitor(ctx, have.ID); err != nil {
+			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, octaviaErr(err))
+		}
+		return true, nil
+	}
+	if have.Delay == want.Delay && have.Timeout == want.Timeout && have.MaxRetries == want.MaxRetries &&
+		have.MaxRetriesDown == want.MaxRetriesDown && (want.Type != "HTTP" || have.URLPath == want.URLPath) {
+		return false, nil
+	}
+	u := monitors.UpdateOpts{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
+	if err := c.api.updateMonitor(ctx, have.ID, u); err != nil {
+		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, octaviaErr(err))
+	}
+	return true, nil
+}
+
+// convergeMembers replaces the pool's members in one batch call when they differ.
+func (c *Cloud) convergeMembers(ctx context.Context, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+	poolID := pool.ID
+	var members []leanMember
+	if len(pool.Members) > 0 { // the pool names its members: a new one has none to list
+		var err error
+		if members, err = c.api.listMembers(ctx, poolID); err != nil {
+			return false, fmt.Errorf("listing members: %w", octaviaErr(err))
+		}
+	}
+	monitorPort := 0
+	if s.monitor != nil {
+		monitorPort = s.monitor.httpPort
+	}
+	have := make([]string, 0, len(members))
+	for _, m := range members {
+		monitor := 0
+		if m.MonitorPort != nil {
+			monitor = *m.MonitorPort
+		}
+		have = append(have, m.Address+":"+strconv.Itoa(m.ProtocolPort)+"/"+strconv.Itoa(monitor))
+	}
+	want := make([]string, 0, len(s.members))
+	for _, m := range s.members {
+		want = append(want, m+":"+strconv.Itoa(int(p.NodePort))+"/"+strconv.Itoa(monitorPort))
+	}
+	sort.Strings(have)
+	sort.Strings(want)
+	if slices.Equal(have, want) {
+		return false, nil
+	}
+	batch := make([]pools.BatchUpdateMemberOpts, 0, len(s.members))
+	for _, m := range c.memberOpts(s, p) {
+		o := pools.BatchUpdateMemberOpts{Address: m.Address, ProtocolPort: m.ProtocolPort, MonitorPort: m.MonitorPort}
+		if m.SubnetID != "" {
+			subnet := m.SubnetID
+			o.SubnetID = &subnet
+		}
+		batch = append(batch, o)
+	}
+	if err := c.api.putMembers(ctx, poolID, batch); err != nil {
+		return false, fmt.Errorf("updating members of pool %s: %w", poolID, octaviaErr(err))
+	}
+	return true, nil
+}

@@ -1,0 +1,129 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// Creating a Service's load balancer: refused before anything exists when
+// the Service could never be served, then made in one call (fully populated
+// unless the cloud needs it step by step). What Octavia cannot change later
+// is warned about, never changed.
+
+// Create refuses, before anything is created, what would refuse the Service
+// later (a load-balancer-id that names nothing, a taken floating IP), then
+// creates the load balancer: fully populated, one provisioning round, unless
+// the cloud needs it step by step.
+func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
+		return "", outcome.Refuse(outcome.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
+	}
+	if err := s.api.session(ctx, svcOctavia, svcNetwork); err != nil {
+		return "", err
+	}
+	if err := s.requestedFloatingIPFree(ctx, svc, spec); err != nil {
+		return "", err
+	}
+	fingerprint := spec.fingerprint()
+	more, err := s.vipSubnets(ctx, svc, &spec)
+	if err != nil {
+		return "", err
+	}
+	if err := s.prepareTLS(ctx, svc, &spec); err != nil {
+		return "", err
+	}
+	opts := s.createOpts(svc, spec)
+	opts.AdditionalVips = more
+	created, err := s.api.createLoadBalancer(ctx, opts)
+	if err != nil {
+		if refused := s.tlsRefusal(err, spec); refused != nil {
+			return "", refused
+		}
+		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, octaviaErr(err))
+	}
+	if len(opts.Listeners) == len(spec.ports) {
+		s.setCreated(created.ID, fingerprint) // fully populated
+	}
+	if spec.sg == nil {
+		// A new load balancer: no group is left from when groups were managed.
+		s.sgs.unmanagedChecked.Store(svc.UID, true)
+	} else {
+		// Made while Octavia provisions: it needs nothing of the load balancer.
+		svc, logger := svc.DeepCopy(), klog.FromContext(ctx)
+		s.sgs.start(svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
+			return s.convergeSG(klog.NewContext(ctx, logger), svc, spec)
+		})
+	}
+	klog.FromContext(ctx).Info("Created load balancer", "service", klog.KObj(svc), "id", created.ID, "listeners", len(spec.ports), "members", len(spec.members))
+	return fmt.Sprintf("load balancer %s is being created", created.ID), nil
+}
+
+// warnImmutable tells the user when a setting Octavia cannot change on an existing
+// load balancer differs from what the Service asks now.
+func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadBalancer, s lbSpec) {
+	var diffs []string
+	if s.flavorID != "" && lb.FlavorID != "" && s.flavorID != lb.FlavorID {
+		diffs = append(diffs, fmt.Sprintf("flavor %s (it has %s)", s.flavorID, lb.FlavorID))
+	}
+	if s.availabilityZone != "" && s.availabilityZone != lb.AvailabilityZone {
+		diffs = append(diffs, fmt.Sprintf("availability zone %q (it has %q)", s.availabilityZone, lb.AvailabilityZone))
+	}
+	if s.subnetID != "" && lb.VipSubnetID != "" && s.subnetID != lb.VipSubnetID {
+		diffs = append(diffs, fmt.Sprintf("VIP subnet %s (it has %s)", s.subnetID, lb.VipSubnetID))
+	}
+	if vip, err := netip.ParseAddr(lb.VipAddress); err == nil && !isFamily(vip, s.family) && s.family != "" {
+		diffs = append(diffs, fmt.Sprintf("an %s VIP (it has %s)", s.family, lb.VipAddress))
+	}
+	if s.secondFamily != "" && len(lb.AdditionalVips) == 0 && c.octaviaAPI.additionalVIPs.Load() == featureYes {
+		diffs = append(diffs, "a second VIP for dual-stack (it has one)")
+	}
+	if len(diffs) > 0 {
+		c.Events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
+			"Load balancer %s keeps its %s: Octavia cannot change them; recreate the Service to apply", lb.ID, strings.Join(diffs, ", "))
+	}
+}
+
+func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) loadbalancers.CreateOpts {
+	opts := loadbalancers.CreateOpts{
+		Name:             s.name,
+		Description:      fmt.Sprintf("Kubernetes Service %s/%s", svc.Namespace, svc.Name),
+		VipSubnetID:      s.subnetID,
+		VipNetworkID:     s.networkID,
+		VipPortID:        s.portID,
+		VipAddress:       s.vipAddress,
+		Provider:         c.cfg.LoadBalancer.LBProvider,
+		FlavorID:         s.flavorID,
+		AvailabilityZone: s.availabilityZone,
+		Tags:             c.tags(svc, s.name),
+	}
+	if c.serial.Load() {
+		// Step by step: the listeners, pools, members and monitors follow,
+		// one per pass (converge).
+		return opts
+	}
+	// Fully populated: each listener with its default pool, the pool with its
+	// members and health monitor, so that Octavia provisions the whole load
+	// balancer once. (Octavia takes pools in a graph as a listener's
+	// default_pool; a top-level "pools" list, or a POST of a listener with its
+	// pool inline outside a graph, is another matter.)
+	for _, p := range s.ports {
+		l := c.listenerOpts(svc, s, p)
+		pool := c.poolOpts(s, p)
+		pool.Members = c.memberOpts(s, p)
+		if s.monitor != nil {
+			pool.Monitor = c.monitorOpts(s, p)
+		}
+		l.DefaultPool = &pool
+		opts.Listeners = append(opts.Listeners, l)
+	}
+	return opts
+}

@@ -1,0 +1,242 @@
+package openstack
+
+import (
+	"context"
+	"net/url"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
+)
+
+// The gateway is the one place gophercloud is called (docs/adding-a-cloud.md):
+// every call the CCM makes is a method of cloudAPI, made with the service client
+// of its service (gateway_session.go: authenticated once, rebuilt when the
+// credentials change). The rest of the package sees cloudAPI only
+// (shape_test.go fails on a gophercloud call anywhere else).
+//
+// Errors come back as the SDK gives them, and each caller translates them
+// with the words of its step (octaviaErr, neutronErr, redact, hasStatus, in
+// gateway_errors.go: the same call is a refusal in one step and a detail in
+// another). A delete answers nil when the object is already gone (404):
+// every caller takes that as done.
+//
+// The methods are in one file per service: gateway_compute.go (Nova),
+// gateway_network.go (Neutron), gateway_loadbalancer.go (Octavia),
+// gateway_keymanager.go (Barbican); gateway_lists.go reads lists page by
+// page without gophercloud's pagers; gateway_session.go authenticates.
+
+// service is one of the OpenStack services the CCM calls.
+type service int
+
+// The services, by the catalog's type.
+const (
+	svcCompute    service = iota // compute (Nova)
+	svcNetwork                   // network (Neutron)
+	svcOctavia                   // load-balancer (Octavia)
+	svcKeyManager                // key-manager (Barbican)
+)
+
+// cloudAPI is every call the CCM makes to OpenStack.
+type cloudAPI interface {
+	// session authenticates (once) and finds the endpoints of services in
+	// the catalog: a step that calls several services finds them all before
+	// its first call, so that a missing endpoint fails it before it writes.
+	session(ctx context.Context, services ...service) error
+	// probe reads the first page of a listing (doctor): the endpoint asked,
+	// the error finding it (reach), and the listing's.
+	probe(ctx context.Context, l probeListing) (endpoint string, reach, err error)
+
+	computeAPI
+	networkAPI
+	loadBalancerAPI
+	keyManagerAPI
+}
+
+// computeAPI is Nova's part of cloudAPI (gateway_compute.go).
+type computeAPI interface {
+	getServer(ctx context.Context, id string) (server, error)
+	listServers(ctx context.Context, query url.Values) ([]server, time.Time, error)
+}
+
+// networkAPI is Neutron's part of cloudAPI (gateway_network.go).
+type networkAPI interface {
+	listFloatingIPs(ctx context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error)
+	createFloatingIP(ctx context.Context, opts floatingips.CreateOpts) (*floatingips.FloatingIP, error)
+	setFloatingIPPort(ctx context.Context, id string, portID *string) error
+	deleteFloatingIP(ctx context.Context, id string) error
+	listExternalNetworks(ctx context.Context) ([]networks.Network, error)
+	getSubnet(ctx context.Context, id string) (*subnets.Subnet, error)
+	listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error)
+	subnetCIDRs(ctx context.Context) ([]string, error)
+
+	listSecurityGroups(ctx context.Context, name, tags string) ([]securityGroup, error)
+	createSecurityGroup(ctx context.Context, name, description string) (*securityGroup, error)
+	tagSecurityGroup(ctx context.Context, id string, tags []string) error
+	deleteSecurityGroup(ctx context.Context, id string) error
+	listRules(ctx context.Context) ([]securityRule, error)
+	createRules(ctx context.Context, groupID string, ingress []sgRuleKey) error
+	deleteRule(ctx context.Context, id string) error
+	listPortViews(ctx context.Context, query url.Values) ([]sgPortView, error)
+	setPortGroups(ctx context.Context, id string, groups []string, revision int) (*ports.Port, error)
+
+	listLeanPorts(ctx context.Context) ([]leanPort, error)
+	listLeanNetworks(ctx context.Context) ([]leanNetwork, error)
+	listLeanFloatingIPs(ctx context.Context) ([]leanFloatingIP, error)
+	listLeanTrunks(ctx context.Context) ([]leanTrunk, error)
+
+	routerRoutes(ctx context.Context, routerID string) ([]extraRoute, error)
+	addRoutes(ctx context.Context, routerID string, routes []extraRoute) error
+	removeRoutes(ctx context.Context, routerID string, routes []extraRoute) error
+}
+
+// loadBalancerAPI is Octavia's part of cloudAPI (gateway_loadbalancer.go).
+type loadBalancerAPI interface {
+	octaviaVersions(ctx context.Context, into any) error
+	getLoadBalancer(ctx context.Context, id string) (*loadBalancer, error)
+	listLoadBalancers(ctx context.Context, tag string) ([]loadBalancer, error)
+	createLoadBalancer(ctx context.Context, opts loadbalancers.CreateOpts) (*loadBalancer, error)
+	setLoadBalancerTags(ctx context.Context, id string, tags []string) error
+	deleteLoadBalancer(ctx context.Context, id string) error
+	loadBalancerStatuses(ctx context.Context, id string, into any) error
+
+	listListeners(ctx context.Context, lbID string) ([]listeners.Listener, error)
+	listAllListeners(ctx context.Context) ([]listeners.Listener, error)
+	createListener(ctx context.Context, opts listeners.CreateOpts) error
+	updateListener(ctx context.Context, id string, opts listeners.UpdateOpts) error
+	deleteListener(ctx context.Context, id string) error
+
+	listPools(ctx context.Context, lbID string) ([]pools.Pool, error)
+	listAllPools(ctx context.Context) ([]pools.Pool, error)
+	createPool(ctx context.Context, opts pools.CreateOpts) error
+	setPoolMethod(ctx context.Context, id, method string) error
+	deletePool(ctx context.Context, id string) error
+	listMembers(ctx context.Context, poolID string) ([]leanMember, error)
+	putMembers(ctx context.Context, poolID string, members []pools.BatchUpdateMemberOpts) error
+
+	getMonitor(ctx context.Context, id string) (*monitors.Monitor, error)
+	createMonitor(ctx context.Context, opts monitors.CreateOpts) error
+	updateMonitor(ctx context.Context, id string, opts monitors.UpdateOpts) error
+	deleteMonitor(ctx context.Context, id string) error
+}
+
+// keyManagerAPI is Barbican's part of cloudAPI (gateway_keymanager.go).
+type keyManagerAPI interface {
+	// keyManagerMissing says whether the catalog has no key-manager, the
+	// other errors finding it returned.
+	keyManagerMissing(ctx context.Context) (bool, error)
+	getContainer(ctx context.Context, id string) error
+	getSecret(ctx context.Context, id string) error
+	listContainers(ctx context.Context, name string, limit int) ([]barbicanObject, error)
+	listSecrets(ctx context.Context, limit int) ([]barbicanObject, error)
+	createSecret(ctx context.Context, name string, private bool, payload []byte) (string, error)
+	createCertificateContainer(ctx context.Context, name string, parts []barbicanObject) (string, error)
+	deleteContainer(ctx context.Context, id string) error
+	deleteSecret(ctx context.Context, id string) error
+}
+
+// gateway is cloudAPI on gophercloud, with the session's service clients.
+type gateway struct{ *clients }
+
+var _ cloudAPI = (*gateway)(nil)
+
+// client is the service client of s, authenticating on first use.
+func (gw *gateway) client(ctx context.Context, s service) (*gophercloud.ServiceClient, error) {
+	switch s {
+	case svcCompute:
+		return gw.computeClient(ctx)
+	case svcNetwork:
+		return gw.networkClient(ctx)
+	case svcOctavia:
+		return gw.octaviaClient(ctx)
+	default:
+		return gw.keyManagerClient(ctx)
+	}
+}
+
+func (gw *gateway) session(ctx context.Context, services ...service) error {
+	for _, s := range services {
+		if _, err := gw.client(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// call is f's answer, made with the client of s.
+func call[T any](ctx context.Context, gw *gateway, s service, f func(*gophercloud.ServiceClient) (T, error)) (T, error) {
+	sc, err := gw.client(ctx, s)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return f(sc)
+}
+
+// do is f's error, made with the client of s.
+func do(ctx context.Context, gw *gateway, s service, f func(*gophercloud.ServiceClient) error) error {
+	sc, err := gw.client(ctx, s)
+	if err != nil {
+		return err
+	}
+	return f(sc)
+}
+
+// deleteBy deletes id with del (a package's Delete); already gone is done.
+func deleteBy[R interface{ ExtractErr() error }](ctx context.Context, gw *gateway, s service, id string,
+	del func(context.Context, *gophercloud.ServiceClient, string) R,
+) error {
+	return do(ctx, gw, s, func(sc *gophercloud.ServiceClient) error { return alreadyGone(del(ctx, sc, id).ExtractErr()) })
+}
+
+// discard is the error of a call whose answer is not used.
+func discard[T any](_ T, err error) error { return err }
+
+// probeListing is a listing doctor reads one item of.
+type probeListing int
+
+// The listings doctor reads.
+const (
+	probeServers probeListing = iota
+	probePorts
+	probeFloatingIPs
+	probeLoadBalancers
+)
+
+func (gw *gateway) probe(ctx context.Context, l probeListing) (string, error, error) {
+	var s service
+	switch l {
+	case probeServers:
+		s = svcCompute
+	case probePorts, probeFloatingIPs:
+		s = svcNetwork
+	default:
+		s = svcOctavia
+	}
+	sc, reach := gw.client(ctx, s)
+	if reach != nil {
+		return "", reach, nil
+	}
+	var pager pagination.Pager
+	switch l {
+	case probeServers:
+		pager = servers.List(sc, servers.ListOpts{Limit: 1})
+	case probePorts:
+		pager = ports.List(sc, ports.ListOpts{Limit: 1})
+	case probeFloatingIPs:
+		pager = floatingips.List(sc, floatingips.ListOpts{Limit: 1})
+	default:
+		pager = loadbalancers.List(sc, loadbalancers.ListOpts{Limit: 1})
+	}
+	err := pager.EachPage(ctx, func(context.Context, pagination.Page) (bool, error) { return false, nil })
+	return sc.Endpoint, nil, err
+}

@@ -1,0 +1,252 @@
+package openstack
+
+import (
+	"context"
+	"net/url"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+)
+
+// Octavia's calls: load balancers, listeners, pools, members and health
+// monitors.
+
+// octaviaVersions reads Octavia's version list (GET on the endpoint's root)
+// into into.
+func (gw *gateway) octaviaVersions(ctx context.Context, into any) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		_, err := sc.Get(ctx, sc.Endpoint, into, &gophercloud.RequestOpts{OkCodes: []int{200, 300}}) //nolint:bodyclose // gophercloud decodes and closes it
+		return err
+	})
+}
+
+// loadBalancer is the part of an Octavia load balancer the CCM uses (the
+// names are Octavia's, as gophercloud spells them).
+type loadBalancer struct {
+	ID, Name           string
+	ProvisioningStatus string
+	Tags               []string
+	// Where its VIP is, and its create-time choices.
+	VipAddress, VipPortID, VipSubnetID string
+	FlavorID, AvailabilityZone         string
+	// AdditionalVips: a dual-stack load balancer's VIP of the other family.
+	AdditionalVips []additionalVIP
+	// Listeners and Pools name its children.
+	Listeners, Pools []objectRef
+}
+
+// additionalVIP is a load balancer's additional VIP.
+type additionalVIP struct{ SubnetID, IPAddress string }
+
+// objectRef names a child of a load balancer.
+type objectRef struct{ ID string }
+
+// asLoadBalancer is the part of gophercloud's load balancer the CCM uses.
+func asLoadBalancer(lb *loadbalancers.LoadBalancer) loadBalancer {
+	out := loadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, Tags: lb.Tags,
+		VipAddress: lb.VipAddress, VipPortID: lb.VipPortID, VipSubnetID: lb.VipSubnetID,
+		FlavorID: lb.FlavorID, AvailabilityZone: lb.AvailabilityZone}
+	for _, v := range lb.AdditionalVips {
+		out.AdditionalVips = append(out.AdditionalVips, additionalVIP{SubnetID: v.SubnetID, IPAddress: v.IPAddress})
+	}
+	for _, l := range lb.Listeners {
+		out.Listeners = append(out.Listeners, objectRef{ID: l.ID})
+	}
+	for _, p := range lb.Pools {
+		out.Pools = append(out.Pools, objectRef{ID: p.ID})
+	}
+	return out
+}
+
+// asLoadBalancerOrNil is asLoadBalancer of a call's answer.
+func asLoadBalancerOrNil(lb *loadbalancers.LoadBalancer, err error) (*loadBalancer, error) {
+	if err != nil || lb == nil {
+		return nil, err
+	}
+	out := asLoadBalancer(lb)
+	return &out, nil
+}
+
+func (gw *gateway) getLoadBalancer(ctx context.Context, id string) (*loadBalancer, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadBalancer, error) {
+		return asLoadBalancerOrNil(loadbalancers.Get(ctx, sc, id).Extract())
+	})
+}
+
+// listLoadBalancers lists the load balancers that carry tag.
+func (gw *gateway) listLoadBalancers(ctx context.Context, tag string) ([]loadBalancer, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]loadBalancer, error) {
+		lbs, err := allPages(ctx, loadbalancers.List(sc, loadbalancers.ListOpts{Tags: []string{tag}}), loadbalancers.ExtractLoadBalancers)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]loadBalancer, len(lbs))
+		for i := range lbs {
+			out[i] = asLoadBalancer(&lbs[i])
+		}
+		return out, nil
+	})
+}
+
+func (gw *gateway) createLoadBalancer(ctx context.Context, opts loadbalancers.CreateOpts) (*loadBalancer, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadBalancer, error) {
+		return asLoadBalancerOrNil(createLoadBalancer(ctx, sc, opts))
+	})
+}
+
+// setLoadBalancerTags replaces the load balancer's tags.
+func (gw *gateway) setLoadBalancerTags(ctx context.Context, id string, tags []string) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return discard(loadbalancers.Update(ctx, sc, id, loadbalancers.UpdateOpts{Tags: &tags}).Extract())
+	})
+}
+
+// deleteLoadBalancer deletes a load balancer with all it has (cascade).
+func (gw *gateway) deleteLoadBalancer(ctx context.Context, id string) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return alreadyGone(loadbalancers.Delete(ctx, sc, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr())
+	})
+}
+
+// loadBalancerStatuses reads the load balancer's status tree into into.
+func (gw *gateway) loadBalancerStatuses(ctx context.Context, id string, into any) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return loadbalancers.GetStatuses(ctx, sc, id).ExtractInto(into)
+	})
+}
+
+// listListeners lists the load balancer's listeners.
+func (gw *gateway) listListeners(ctx context.Context, lbID string) ([]listeners.Listener, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]listeners.Listener, error) {
+		return allPages(ctx, listeners.List(sc, listeners.ListOpts{LoadbalancerID: lbID}), listeners.ExtractListeners)
+	})
+}
+
+// listAllListeners lists every listener of the project.
+func (gw *gateway) listAllListeners(ctx context.Context) ([]listeners.Listener, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]listeners.Listener, error) {
+		return listAll[listeners.Listener](ctx, sc, "listeners", nil, "lbaas", "listeners")
+	})
+}
+
+func (gw *gateway) createListener(ctx context.Context, opts listeners.CreateOpts) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error { return discard(listeners.Create(ctx, sc, opts).Extract()) })
+}
+
+func (gw *gateway) updateListener(ctx context.Context, id string, opts listeners.UpdateOpts) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return discard(listeners.Update(ctx, sc, id, opts).Extract())
+	})
+}
+
+func (gw *gateway) deleteListener(ctx context.Context, id string) error {
+	return deleteBy(ctx, gw, svcOctavia, id, listeners.Delete)
+}
+
+func (gw *gateway) listPools(ctx context.Context, lbID string) ([]pools.Pool, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]pools.Pool, error) {
+		return listPools(ctx, sc, lbID)
+	})
+}
+
+// listAllPools lists every pool of the project, with the fields the drift
+// check reads (their members' and health monitor's ids among them).
+func (gw *gateway) listAllPools(ctx context.Context) ([]pools.Pool, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]pools.Pool, error) {
+		return listAll[pools.Pool](ctx, sc, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools")
+	})
+}
+
+func (gw *gateway) createPool(ctx context.Context, opts pools.CreateOpts) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error { return discard(pools.Create(ctx, sc, opts).Extract()) })
+}
+
+// setPoolMethod changes the pool's load-balancing method.
+func (gw *gateway) setPoolMethod(ctx context.Context, id, method string) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return discard(pools.Update(ctx, sc, id, pools.UpdateOpts{LBMethod: pools.LBMethod(method)}).Extract())
+	})
+}
+
+func (gw *gateway) deletePool(ctx context.Context, id string) error {
+	return deleteBy(ctx, gw, svcOctavia, id, pools.Delete)
+}
+
+func (gw *gateway) listMembers(ctx context.Context, poolID string) ([]leanMember, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]leanMember, error) {
+		return listMembers(ctx, sc, poolID)
+	})
+}
+
+func (gw *gateway) putMembers(ctx context.Context, poolID string, members []pools.BatchUpdateMemberOpts) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return putMembers(ctx, sc, poolID, members)
+	})
+}
+
+func (gw *gateway) getMonitor(ctx context.Context, id string) (*monitors.Monitor, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*monitors.Monitor, error) {
+		return monitors.Get(ctx, sc, id).Extract()
+	})
+}
+
+func (gw *gateway) createMonitor(ctx context.Context, opts monitors.CreateOpts) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error { return discard(monitors.Create(ctx, sc, opts).Extract()) })
+}
+
+func (gw *gateway) updateMonitor(ctx context.Context, id string, opts monitors.UpdateOpts) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return discard(monitors.Update(ctx, sc, id, opts).Extract())
+	})
+}
+
+func (gw *gateway) deleteMonitor(ctx context.Context, id string) error {
+	return deleteBy(ctx, gw, svcOctavia, id, monitors.Delete)
+}
+
+// listPools lists the load balancer's pools.
+func listPools(ctx context.Context, octavia *gophercloud.ServiceClient, lbID string) ([]pools.Pool, error) {
+	return listAll[pools.Pool](ctx, octavia, "pools", url.Values{"loadbalancer_id": {lbID}}, "lbaas", "pools")
+}
+
+// leanMember is what the CCM compares of a member.
+type leanMember struct {
+	Address      string `json:"address"`
+	ProtocolPort int    `json:"protocol_port"`
+	MonitorPort  *int   `json:"monitor_port"`
+}
+
+// listMembers lists the pool's members, with only the fields compared.
+func listMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string) ([]leanMember, error) {
+	return listAll[leanMember](ctx, octavia, "members", url.Values{"fields": {"address", "protocol_port", "monitor_port"}}, "lbaas", "pools", poolID, "members")
+}
+
+// putMembers replaces the pool's members in one batch update. The body is
+// encoded straight from the typed list (gophercloud builds a generic map per
+// member first).
+func putMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string, members []pools.BatchUpdateMemberOpts) error {
+	body := struct {
+		Members []pools.BatchUpdateMemberOpts `json:"members"`
+	}{Members: members}
+	// gophercloud drains and closes the body (no KeepResponseBody).
+	resp, err := octavia.Put(ctx, octavia.ServiceURL("lbaas", "pools", poolID, "members"), body, nil, &gophercloud.RequestOpts{OkCodes: []int{202}}) //nolint:bodyclose // closed by gophercloud
+	_, _, err = gophercloud.ParseResponse(resp, err)
+	return err
+}
+
+// createLoadBalancer POSTs a load balancer encoded straight from its typed
+// options. gophercloud's Create first turns the whole graph into generic maps
+// (one per member): with 2,000 Nodes in every pool and 20 workers creating at
+// once, that was a large part of the CCM's transient memory.
+func createLoadBalancer(ctx context.Context, octavia *gophercloud.ServiceClient, opts loadbalancers.CreateOpts) (*loadbalancers.LoadBalancer, error) {
+	body := struct {
+		LoadBalancer loadbalancers.CreateOpts `json:"loadbalancer"`
+	}{opts}
+	var r loadbalancers.CreateResult
+	resp, err := octavia.Post(ctx, octavia.ServiceURL("lbaas", "loadbalancers"), body, &r.Body, nil) //nolint:bodyclose // closed by gophercloud
+	_, r.Header, r.Err = gophercloud.ParseResponse(resp, err)
+	return r.Extract()
+}

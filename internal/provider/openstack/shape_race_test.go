@@ -1,0 +1,5 @@
+//go:build race
+
+package openstack
+
+func init() { listFlags = append(listFlags, "-race") }
