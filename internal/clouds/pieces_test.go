@@ -34,7 +34,7 @@ var pieces = []piece{
 		return files(t, "internal/provider/"+c, "cloud.go", "config.go", "instances.go", "cycle.go", "inventory.go")
 	}},
 	{name: "provider files of a cloud with an API", applies: remote, present: func(t *testing.T, c string) (bool, string) {
-		return files(t, "internal/provider/"+c, "lbspec.go", "doctor.go", "sweep.go")
+		return files(t, "internal/provider/"+c, "gateway.go", "lbspec.go", "doctor.go", "sweep.go")
 	}},
 	{name: "annotation table", present: func(t *testing.T, c string) (bool, string) {
 		return contains(t, "internal/annotation/"+c+".go", "-out ../../docs/reference/"+c+"-annotations.md")
