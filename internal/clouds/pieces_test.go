@@ -36,6 +36,9 @@ var pieces = []piece{
 	{name: "provider files of a cloud with an API", applies: remote, present: func(t *testing.T, c string) (bool, string) {
 		return files(t, "internal/provider/"+c, "gateway.go", "lbspec.go", "doctor.go", "sweep.go")
 	}},
+	{name: "test that only the gateway calls the API", applies: remote, present: func(t *testing.T, c string) (bool, string) {
+		return files(t, "internal/provider/"+c, "gateway_only_test.go")
+	}},
 	{name: "annotation table", present: func(t *testing.T, c string) (bool, string) {
 		return contains(t, "internal/annotation/"+c+".go", "-out ../../docs/reference/"+c+"-annotations.md")
 	}},

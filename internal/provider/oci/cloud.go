@@ -32,7 +32,7 @@ type Cloud struct {
 	*lbcycle.Cycle[lbSpec, LB]
 
 	cfg       Config
-	gw        *gateway
+	gw        gatewayAPI
 	creds     *rotatingKey       // an API key (nil with instance principals)
 	principal *instancePrincipal // an instance principal (nil with an API key)
 	machines  *snapshot.Snapshot[machine]

@@ -25,7 +25,7 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	if err != nil {
 		return []doctor.Result{failed(key, err, "read availability domains in tenancy")}
 	}
-	key.Detail = fmt.Sprintf("%s accepted the signature of user %s; %d availability domain(s)", c.gw.ep.Identity, c.cfg.Auth.UserID, len(ads))
+	key.Detail = fmt.Sprintf("%s accepted the signature of user %s; %d availability domain(s)", c.gw.endpoints().Identity, c.cfg.Auth.UserID, len(ads))
 	out := []doctor.Result{key}
 
 	inst := doctor.Result{Check: "oci: instances"}

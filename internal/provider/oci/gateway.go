@@ -59,6 +59,53 @@ func endpointsFor(region string) Endpoints {
 	}
 }
 
+// gatewayAPI is every call the rest of the provider makes, and no more: the
+// compile-time check below keeps the gateway to it, and a test can put
+// anything that answers it in the gateway's place.
+type gatewayAPI interface {
+	// endpoints are the URLs the calls go to (the doctor names them).
+	endpoints() Endpoints
+	addNSGRules(ctx context.Context, id string, rules []NSGRule) error
+	attachments(ctx context.Context, q url.Values) ([]VnicAttachment, error)
+	availabilityDomains(ctx context.Context, compartment string) ([]string, error)
+	createCertificate(ctx context.Context, lb string, c Certificate) (string, error)
+	createChild(ctx context.Context, kind, lb, child string, body any) (string, error)
+	createLoadBalancer(ctx context.Context, d CreateLoadBalancer, token string) (string, error)
+	createNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string) (NSG, error)
+	createNetworkLoadBalancer(ctx context.Context, d CreateNetworkLoadBalancer, token string) (string, error)
+	deleteChild(ctx context.Context, kind, lb, child, name string) (string, error)
+	deleteLoadBalancer(ctx context.Context, kind, id string) (string, error)
+	deleteNSG(ctx context.Context, id string) error
+	ephemeralPublicIPs(ctx context.Context, compartment, ad string) ([]PublicIP, error)
+	firstInstance(ctx context.Context, compartment string) ([]Instance, error)
+	firstLoadBalancer(ctx context.Context, compartment string) error
+	instance(ctx context.Context, id string) (Instance, error)
+	instances(ctx context.Context, q url.Values) ([]Instance, error)
+	ipv6s(ctx context.Context, subnet string) ([]IPv6, error)
+	loadBalancers(ctx context.Context, kind string, q url.Values) ([]LB, error)
+	nsg(ctx context.Context, id string) (NSG, error)
+	nsgRead(ctx context.Context, id string) (NSG, string, error)
+	nsgRules(ctx context.Context, id string) ([]NSGRule, error)
+	nsgs(ctx context.Context, q url.Values) ([]NSG, error)
+	privateIPs(ctx context.Context, subnet string) ([]PrivateIP, error)
+	publicIPByAddress(ctx context.Context, ip string) (PublicIP, error)
+	removeNSGRules(ctx context.Context, id string, ids []string) error
+	reservedPublicIPs(ctx context.Context, compartment string) ([]PublicIP, error)
+	securityList(ctx context.Context, id string) (SecurityList, error)
+	setNSGs(ctx context.Context, kind, lb string, ids []string) (string, error)
+	subnet(ctx context.Context, id string) (Subnet, error)
+	tagNSG(ctx context.Context, id, etag string, tags map[string]string) error
+	updateChild(ctx context.Context, kind, lb, child, name string, body any) (string, error)
+	updateSecurityList(ctx context.Context, sl SecurityList) (SecurityList, error)
+	vcn(ctx context.Context, id string) error
+	vnic(ctx context.Context, id string) (Vnic, error)
+	workRequest(ctx context.Context, kind, id string) (WorkRequest, error)
+}
+
+var _ gatewayAPI = (*gateway)(nil)
+
+func (g *gateway) endpoints() Endpoints { return g.ep }
+
 type gateway struct {
 	http *http.Client
 	ep   Endpoints

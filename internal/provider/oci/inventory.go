@@ -152,6 +152,6 @@ type listPass struct {
 }
 
 // list is security list id as this pass read it (read now if not yet).
-func (p *listPass) list(ctx context.Context, gw *gateway, id string) (SecurityList, error) {
+func (p *listPass) list(ctx context.Context, gw gatewayAPI, id string) (SecurityList, error) {
 	return p.Get(ctx, id, func(ctx context.Context) (SecurityList, error) { return gw.securityList(ctx, id) })
 }

@@ -28,7 +28,7 @@ type Cloud struct {
 
 	cfg     Config
 	clients *clients // the session: credentials, region, service clients
-	api     cloudAPI // every call to OpenStack (gateway.go)
+	api     gatewayAPI // every call to OpenStack (gateway.go)
 	servers *snapshot.Snapshot[server]
 	ports   *portAddresses
 	index   *lbIndex

@@ -19,10 +19,10 @@ import (
 )
 
 // The gateway is the one place gophercloud is called (docs/adding-a-cloud.md):
-// every call the CCM makes is a method of cloudAPI, made with the service client
+// every call the CCM makes is a method of gatewayAPI, made with the service client
 // of its service (gateway_session.go: authenticated once, rebuilt when the
-// credentials change). The rest of the package sees cloudAPI only
-// (shape_test.go fails on a gophercloud call anywhere else).
+// credentials change). The rest of the package sees gatewayAPI only
+// (gateway_only_test.go fails on a gophercloud call anywhere else).
 //
 // Errors come back as the SDK gives them, and each caller translates them
 // with the words of its step (octaviaErr, neutronErr, redact, hasStatus, in
@@ -46,8 +46,8 @@ const (
 	svcKeyManager                // key-manager (Barbican)
 )
 
-// cloudAPI is every call the CCM makes to OpenStack.
-type cloudAPI interface {
+// gatewayAPI is every call the CCM makes to OpenStack.
+type gatewayAPI interface {
 	// session authenticates (once) and finds the endpoints of services in
 	// the catalog: a step that calls several services finds them all before
 	// its first call, so that a missing endpoint fails it before it writes.
@@ -62,13 +62,13 @@ type cloudAPI interface {
 	keyManagerAPI
 }
 
-// computeAPI is Nova's part of cloudAPI (gateway_compute.go).
+// computeAPI is Nova's part of gatewayAPI (gateway_compute.go).
 type computeAPI interface {
 	getServer(ctx context.Context, id string) (server, error)
 	listServers(ctx context.Context, query url.Values) ([]server, time.Time, error)
 }
 
-// networkAPI is Neutron's part of cloudAPI (gateway_network.go).
+// networkAPI is Neutron's part of gatewayAPI (gateway_network.go).
 type networkAPI interface {
 	listFloatingIPs(ctx context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error)
 	createFloatingIP(ctx context.Context, opts floatingips.CreateOpts) (*floatingips.FloatingIP, error)
@@ -99,7 +99,7 @@ type networkAPI interface {
 	removeRoutes(ctx context.Context, routerID string, routes []extraRoute) error
 }
 
-// loadBalancerAPI is Octavia's part of cloudAPI (gateway_loadbalancer.go).
+// loadBalancerAPI is Octavia's part of gatewayAPI (gateway_loadbalancer.go).
 type loadBalancerAPI interface {
 	octaviaVersions(ctx context.Context, into any) error
 	getLoadBalancer(ctx context.Context, id string) (*loadBalancer, error)
@@ -129,7 +129,7 @@ type loadBalancerAPI interface {
 	deleteMonitor(ctx context.Context, id string) error
 }
 
-// keyManagerAPI is Barbican's part of cloudAPI (gateway_keymanager.go).
+// keyManagerAPI is Barbican's part of gatewayAPI (gateway_keymanager.go).
 type keyManagerAPI interface {
 	// keyManagerMissing says whether the catalog has no key-manager, the
 	// other errors finding it returned.
@@ -144,10 +144,10 @@ type keyManagerAPI interface {
 	deleteSecret(ctx context.Context, id string) error
 }
 
-// gateway is cloudAPI on gophercloud, with the session's service clients.
+// gateway is gatewayAPI on gophercloud, with the session's service clients.
 type gateway struct{ *clients }
 
-var _ cloudAPI = (*gateway)(nil)
+var _ gatewayAPI = (*gateway)(nil)
 
 // client is the service client of s, authenticating on first use.
 func (gw *gateway) client(ctx context.Context, s service) (*gophercloud.ServiceClient, error) {

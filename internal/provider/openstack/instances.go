@@ -61,7 +61,7 @@ func serverKeys(s server) []string {
 	return []string{"id/" + s.ID, "name/" + s.Name}
 }
 
-func newServerSnapshot(gw cloudAPI) *snapshot.Snapshot[server] {
+func newServerSnapshot(gw gatewayAPI) *snapshot.Snapshot[server] {
 	since := func(ctx context.Context, mark string) ([]server, string, error) {
 		changesSince := ""
 		if mark != "" {
@@ -86,7 +86,7 @@ func newServerSnapshot(gw cloudAPI) *snapshot.Snapshot[server] {
 // next listing starts there, and a quiet cloud answers it with nothing. Without
 // a Date header it is the newest "updated" time listed, or "" (the next
 // listing is then a full one).
-func listServers(ctx context.Context, gw cloudAPI, changesSince string) (list []server, next string, err error) {
+func listServers(ctx context.Context, gw gatewayAPI, changesSince string) (list []server, next string, err error) {
 	if err := gw.session(ctx, svcCompute); err != nil {
 		return nil, "", err
 	}

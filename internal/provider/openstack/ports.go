@@ -27,7 +27,7 @@ const portAddressesMaxAge = 9*time.Minute + 30*time.Second
 // floating IPs on them. A server it does not know yet (a new one) is served from
 // Nova's addresses instead, so a new Node never waits for it.
 type portAddresses struct {
-	api cloudAPI
+	api gatewayAPI
 
 	mu        sync.Mutex
 	fetched   time.Time

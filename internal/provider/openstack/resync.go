@@ -72,7 +72,7 @@ func newLBIndex(c *Cloud) *lbIndex {
 
 // listing is a shared listing's source: the service found, then list, its
 // error told (translate) as listing what.
-func listing[T any](api cloudAPI, s service, what string, translate func(error) error, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
+func listing[T any](api gatewayAPI, s service, what string, translate func(error) error, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
 	return func(ctx context.Context) ([]T, error) {
 		if err := api.session(ctx, s); err != nil {
 			return nil, err

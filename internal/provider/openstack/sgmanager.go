@@ -22,7 +22,7 @@ import (
 // sgManager keeps what the security groups need across Services: the
 // project's subnets (their CIDRs are what the rules open) and the port writer.
 type sgManager struct {
-	api        cloudAPI
+	api        gatewayAPI
 	mu         sync.Mutex
 	subnets    []string // the CIDRs of the project's subnets
 	subnetsAt  time.Time
@@ -199,7 +199,7 @@ type sgKnownPort struct {
 	revision int
 }
 
-func newSGManager(api cloudAPI) *sgManager {
+func newSGManager(api gatewayAPI) *sgManager {
 	return &sgManager{api: api, pending: map[string]*portChange{}, flushTurn: provider.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
 }
 

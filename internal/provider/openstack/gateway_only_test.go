@@ -63,7 +63,7 @@ func parsePackage(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
 }
 
 // listFlags are the build flags of the test binary that change export data
-// (-race, shape_race_test.go): go list then finds what building it built.
+// (-race, gateway_only_race_test.go): go list then finds what building it built.
 var listFlags []string
 
 // exportData maps every dependency of the package to its export data file, as
