@@ -27,7 +27,7 @@ type Cloud struct {
 	*lbcycle.Cycle[lbSpec, loadBalancer]
 
 	cfg     Config
-	clients *clients // the session: credentials, region, service clients
+	clients *clients   // the session: credentials, region, service clients
 	api     gatewayAPI // every call to OpenStack (gateway.go)
 	servers *snapshot.Snapshot[server]
 	ports   *portAddresses
