@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -93,4 +94,16 @@ func WatchConfig[C any, P Rereadable[C]](stop <-chan struct{}, interval time.Dur
 			logger.Info("The credentials changed; the next call uses them")
 		}
 	}, interval, stop)
+}
+
+// ErrClusterUnknown is Known's error while the cluster's UID is not known.
+var ErrClusterUnknown = errors.New("the cluster's UID is not known")
+
+// Known is the UID, or ErrClusterUnknown: what a sweep needs before it can
+// tell this cluster's objects from another's.
+func (c *ClusterUID) Known() (string, error) {
+	if uid := c.Get(); uid != "" {
+		return uid, nil
+	}
+	return "", ErrClusterUnknown
 }

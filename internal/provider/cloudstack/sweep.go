@@ -2,7 +2,6 @@ package cloudstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -23,9 +22,9 @@ var _ provider.Sweeper = (*Cloud)(nil)
 // nothing says it is this cluster's, so it is never removed. Three listings;
 // nothing is changed.
 func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]provider.Leftover, error) {
-	cluster := c.Cluster.Get()
-	if cluster == "" {
-		return nil, errors.New("the cluster's UID is not known")
+	cluster, err := c.Cluster.Known()
+	if err != nil {
+		return nil, err
 	}
 	ours, err := c.gw.addressesTagged(ctx, map[string]string{tagCluster: cluster})
 	if err != nil {

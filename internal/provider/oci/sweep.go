@@ -3,7 +3,6 @@ package oci
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -26,9 +25,9 @@ var _ provider.Sweeper = (*Cloud)(nil)
 // named by annotation are not listed: the Service's delete path removes them
 // while its annotation names the NSG.
 func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]provider.Leftover, error) {
-	cluster := c.Cluster.Get()
-	if cluster == "" {
-		return nil, errors.New("the cluster's UID is not known")
+	cluster, err := c.Cluster.Known()
+	if err != nil {
+		return nil, err
 	}
 	var owners provider.Owners
 	var out []provider.Leftover

@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -24,9 +23,9 @@ var _ provider.Sweeper = (*Cloud)(nil)
 // Service's other objects, or the load balancer it is on, say it is this
 // cluster's. Five listings at most; nothing is changed.
 func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider.Live) ([]provider.Leftover, error) {
-	cluster := c.Cluster.Get()
-	if cluster == "" {
-		return nil, errors.New("the cluster's UID is not known")
+	cluster, err := c.Cluster.Known()
+	if err != nil {
+		return nil, err
 	}
 	if err := c.api.session(ctx, svcNetwork); err != nil {
 		return nil, err
