@@ -10,6 +10,6 @@ import (
 // a status code (sign.go and principal.go are its authentication
 // transport), nor imports OCI's SDK.
 func TestOnlyTheGatewayCallsOCI(t *testing.T) {
-	providertest.GatewayOnly(t, ".", []string{"gateway.go", "sign.go", "principal.go"},
+	providertest.GatewayOnly(t, ".", []string{"gateway.go", "gateway_core.go", "gateway_loadbalancer.go", "sign.go", "principal.go"},
 		[]string{"github.com/oracle/oci-go-sdk", "net/http"})
 }
