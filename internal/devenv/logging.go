@@ -21,10 +21,12 @@ func applyLogging() error {
 	// prints a stack trace complaining that no logger was set.
 	ctrllog.SetLogger(klog.Background())
 	// The logging options' feature gates (ContextualLogging…): overcast-ccm's
-	// command registers them; a program without it (overcast dev) must too.
-	// Registering the same again is harmless.
-	if err := logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate); err != nil {
-		return err
+	// command registers them; a program without it (overcast dev) must too,
+	// once: a gate cannot be added after a command put the gates on its flags.
+	if _, known := utilfeature.DefaultMutableFeatureGate.GetAll()[logsapi.ContextualLogging]; !known {
+		if err := logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate); err != nil {
+			return err
+		}
 	}
 	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
 	c := logsapi.NewLoggingConfiguration()
