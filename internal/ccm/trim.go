@@ -7,14 +7,14 @@ import (
 )
 
 // trimCaches makes the shared Node and Service caches keep only what the
-// controllers read. Every Node is cached, and the service controller keeps, for
-// every Service, the Nodes it last synced with, so older copies of Nodes stay in
-// memory as long as some Service has not synced since: what a Node carries is
-// multiplied many times. No controller here reads managed fields, nor a Node's
-// image list (up to 50 images with their names, most of a real Node's size).
-// Writes stay whole: an update that omits managed fields keeps them, a Node's
-// status is written only by patches of what changed, and an update of a Node
-// never writes its status.
+// controllers read. Every Node is cached once, for the node controllers and
+// the service controller (which keeps, per Service, only hashes of its spec
+// and of its Nodes, never the Nodes): what a Node carries is held as many
+// times as there are Nodes. No controller here reads managed fields, nor a
+// Node's image list (up to 50 images with their names, most of a real Node's
+// size). Writes stay whole: an update that omits managed fields keeps them, a
+// Node's status is written only by patches of what changed, and an update of
+// a Node never writes its status.
 func trimCaches(f informers.SharedInformerFactory) error {
 	if err := f.Core().V1().Nodes().Informer().SetTransform(trimObject); err != nil {
 		return err
