@@ -193,10 +193,12 @@ func stopCCM(ccm *exec.Cmd, exited chan error) {
 	step("Stopping overcast-ccm (pid %d)", ccm.Process.Pid)
 	_ = ccm.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-exited: // a signalled process exits non-zero
+	case err := <-exited:
+		_ = err // a signalled process exits non-zero
 	case <-time.After(15 * time.Second):
 		_ = ccm.Process.Kill()
-		<-exited // killed: a non-zero exit is expected
+		err := <-exited
+		_ = err // killed: a non-zero exit is expected
 	}
 }
 

@@ -243,7 +243,7 @@ func (t *transport) send(req *http.Request, info requestInfo, attempt int, body 
 	areq := req.WithContext(attemptCtx)
 	areq.Body = body
 	start := time.Now()
-	resp, err := t.base.RoundTrip(areq)
+	resp, err := t.base.RoundTrip(areq) //nolint:bodyclose // closed by deliver or dropForRetry, or the caller's
 	elapsed := time.Since(start)
 	switch {
 	case err != nil && resp != nil:
