@@ -1,6 +1,8 @@
 // Package cloudstack is an in-memory Apache CloudStack management server API
 // (/client/api) for tests, the bench and `overcast emulate cloudstack`, reached
-// through the real client library (cloudstack-go). It runs on the emulator core
+// through the real client library (cloudstack-go) in its tests, and by
+// overcast-ccm's own client (internal/provider/cloudstack, held to
+// cloudstack-go's requests byte for byte). It runs on the emulator core
 // (internal/emulator/core): latency, faults, calls counted by command,
 // /_emulator.
 //

@@ -14,8 +14,11 @@
 // every answer, list bodies as bare arrays paged with limit, page and
 // opc-next-page.
 //
-// This first part serves what Nodes need: instances, their VNIC attachments
-// and VNICs, subnets, VCNs and availability domains.
+// It serves what Nodes need (instances, their VNIC attachments and VNICs,
+// subnets, VCNs, availability domains, addresses) and what load balancers
+// need (load balancers and network load balancers with their children and
+// work requests, certificates, security lists, network security groups,
+// public IPs): docs/oci-emulator.md lists it.
 package oci
 
 import (
