@@ -77,7 +77,8 @@ var pieces = []piece{
 	}},
 	{name: "CI's smoke run of make run", applies: func(k kit.Kit) bool { return k.Dev != nil }, present: func(t *testing.T, c string) (bool, string) {
 		// .ci/run loops over the registry's list (overcast clouds --dev), or names the cloud
-		if ok, _ := matchesLine(t, ".ci/run", `^for cloud in \$\(bin/overcast clouds --dev\); do$`); ok {
+		listed, _ := matchesLine(t, ".ci/run", `^clouds=\$\(bin/overcast clouds --dev\)$`)
+		if loops, _ := matchesLine(t, ".ci/run", `^for cloud in \$clouds; do$`); listed && loops {
 			return true, ""
 		}
 		return matchesLine(t, ".ci/run", `^\s*make run .*CLOUD=`+c+`\b`)
