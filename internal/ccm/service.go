@@ -14,14 +14,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/deletionguard"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 )
 
 // serviceOptions are overcast-ccm's own flags of the service controller.
 type serviceOptions struct {
 	driftPeriod time.Duration
-	guard       provider.DeletionGuardOptions
+	guard       deletionguard.Options
 }
 
 func (o *serviceOptions) flags() cliflag.NamedFlagSets {
@@ -30,13 +30,13 @@ func (o *serviceOptions) flags() cliflag.NamedFlagSets {
 	fs.DurationVar(&o.driftPeriod, "load-balancer-drift-period", servicecontroller.DefaultDriftPeriod,
 		"How often the cloud's load balancers are listed (one listing for all Services) to find and repair those deleted, broken or changed behind the controller's back. 0 or less: never.")
 	g := sets.FlagSet("overcast node deletion guard")
-	d := provider.DefaultDeletionGuard
+	d := deletionguard.Default
 	g.Float64Var(&o.guard.Share, "node-deletion-guard-share", d.Share,
 		"When the cloud says the machines of more than this share of the cluster's Nodes are gone at once, their deletions are held (a Warning says so). 1 or more: no guard.")
 	g.IntVar(&o.guard.Min, "node-deletion-guard-min", d.Min,
 		"This many Nodes whose machines are gone are never held, whatever the share.")
 	g.DurationVar(&o.guard.Window, "node-deletion-guard-window", d.Window,
-		"How long a hold lasts before the deletions go ahead. 0: until a person annotates each Node "+provider.AllowDeletion+"=true.")
+		"How long a hold lasts before the deletions go ahead. 0: until a person annotates each Node "+deletionguard.AllowAnnotation+"=true.")
 	return sets
 }
 

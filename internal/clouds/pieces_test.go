@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,20 +130,11 @@ func matches(t *testing.T, glob string, except ...string) (bool, string) {
 	}
 	for _, f := range found {
 		rel, _ := filepath.Rel(root, f)
-		if !isAny(rel, except) && !isAny(filepath.Base(rel), except) {
+		if !slices.Contains(except, rel) && !slices.Contains(except, filepath.Base(rel)) {
 			return true, ""
 		}
 	}
 	return false, "no file " + glob
-}
-
-func isAny(s string, xs []string) bool {
-	for _, x := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 // contains: file holds s.

@@ -13,7 +13,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
-	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/deletionguard"
 )
 
 func TestTheTableShowsEachFixUnderItsFailedRow(t *testing.T) {
@@ -117,6 +117,6 @@ func TestNodesWithoutAnInstanceAndTheGuard(t *testing.T) {
 	r = checkNodeInstances(t.Context(), cloud, nodes)
 	assert.Contains(t, r.Detail, "3 match no instance")
 	assert.Contains(t, r.Detail, "Node deletion guard")
-	assert.Contains(t, r.Detail, provider.ReasonDeletionHeld)
-	assert.Contains(t, r.Fix, provider.AllowDeletion+"=true")
+	assert.Contains(t, r.Detail, deletionguard.ReasonHeld)
+	assert.Contains(t, r.Fix, deletionguard.AllowAnnotation+"=true")
 }

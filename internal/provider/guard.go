@@ -31,35 +31,23 @@ import (
 // that says so. They go ahead when the vanishing has lasted the guard's
 // window, or for each Node a person annotates.
 
-// DeletionGuardOptions configure the guard (deletionguard.Options).
-type DeletionGuardOptions = deletionguard.Options
-
-// DefaultDeletionGuard is the guard's default configuration.
-var DefaultDeletionGuard = deletionguard.Default
-
 var (
 	guardMu      sync.Mutex
-	guardOptions = DefaultDeletionGuard
+	guardOptions = deletionguard.Default
 )
 
 // SetDeletionGuard sets the options of the guards made from now on.
-func SetDeletionGuard(o DeletionGuardOptions) {
+func SetDeletionGuard(o deletionguard.Options) {
 	guardMu.Lock()
 	defer guardMu.Unlock()
 	guardOptions = o
 }
 
-func deletionGuardOptions() DeletionGuardOptions {
+func deletionGuardOptions() deletionguard.Options {
 	guardMu.Lock()
 	defer guardMu.Unlock()
 	return guardOptions
 }
-
-// AllowDeletion and ReasonDeletionHeld: deletionguard's names.
-const (
-	AllowDeletion      = deletionguard.AllowAnnotation
-	ReasonDeletionHeld = deletionguard.ReasonHeld
-)
 
 var heldDeletions = metrics.NewGauge(&metrics.GaugeOpts{
 	Namespace: "overcast", Name: "node_deletions_held",
@@ -71,7 +59,7 @@ func init() { legacyregistry.MustRegister(heldDeletions) }
 
 // deletionGuard is one cloud's guard.
 type deletionGuard struct {
-	opts DeletionGuardOptions
+	opts deletionguard.Options
 	now  func() time.Time
 
 	mu       sync.Mutex
@@ -82,7 +70,7 @@ type deletionGuard struct {
 	warned   bool      // the hold's Warning is out
 }
 
-func newDeletionGuard(o DeletionGuardOptions) *deletionGuard {
+func newDeletionGuard(o deletionguard.Options) *deletionGuard {
 	return &deletionGuard{opts: o, now: time.Now}
 }
 
@@ -163,7 +151,7 @@ func (g *deletionGuard) decide(node *v1.Node, gone, total int) (held bool, msg s
 	if g.opts.Window > 0 && now.Sub(g.since) >= g.opts.Window {
 		return false, "", false // vanished for the whole window: not a blip
 	}
-	if node.Annotations[AllowDeletion] == "true" {
+	if node.Annotations[deletionguard.AllowAnnotation] == "true" {
 		return false, "", false
 	}
 	until := "a person allows each"
@@ -175,7 +163,7 @@ func (g *deletionGuard) decide(node *v1.Node, gone, total int) (held bool, msg s
 		more = " at least"
 	}
 	msg = fmt.Sprintf("Node deletion guard: the cloud says the machines of%s %d of the cluster's %d Nodes are gone, more than %.0f%% at once (credentials of another project, a removed policy, an API fault?); no Node is deleted until %s (annotate the Node %s=true)",
-		more, gone, total, g.opts.Share*100, until, AllowDeletion)
+		more, gone, total, g.opts.Share*100, until, deletionguard.AllowAnnotation)
 	first = !g.warned
 	g.warned = true
 	return true, msg, first
@@ -213,7 +201,7 @@ func (g guardedInstances) InstanceExists(ctx context.Context, node *v1.Node) (bo
 	}
 	if first {
 		klog.FromContext(ctx).Info("Holding Node deletions", "node", klog.KObj(node), "why", msg)
-		g.base.Events.Eventf(node, v1.EventTypeWarning, ReasonDeletionHeld, "%s", msg)
+		g.base.Events.Eventf(node, v1.EventTypeWarning, deletionguard.ReasonHeld, "%s", msg)
 	}
 	return false, fmt.Errorf("%s", msg)
 }

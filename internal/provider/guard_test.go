@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/overcast-ccm/overcast/internal/deletionguard"
 )
 
 func guardNode(name string, annotations map[string]string) *v1.Node {
@@ -21,7 +23,7 @@ func guardNode(name string, annotations map[string]string) *v1.Node {
 
 func TestDeletionGuardDecides(t *testing.T) {
 	now := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
-	g := newDeletionGuard(DeletionGuardOptions{Share: 0.25, Min: 2, Window: time.Hour})
+	g := newDeletionGuard(deletionguard.Options{Share: 0.25, Min: 2, Window: time.Hour})
 	g.now = func() time.Time { return now }
 	const total = 12 // the limit: max(2, floor(3)) = 3
 
@@ -31,13 +33,13 @@ func TestDeletionGuardDecides(t *testing.T) {
 	require.True(t, held, "4 of 12 at once is held")
 	assert.True(t, first, "one Warning per hold")
 	assert.Contains(t, msg, "4 of the cluster's 12 Nodes")
-	assert.Contains(t, msg, AllowDeletion)
+	assert.Contains(t, msg, deletionguard.AllowAnnotation)
 	held, _, first = g.decide(guardNode("b", nil), 12, total)
 	assert.True(t, held)
 	assert.False(t, first)
 	assert.Contains(t, func() string { _, m, _ := g.decide(guardNode("b", nil), 12, total); return m }(), "at least 12")
 
-	held, _, _ = g.decide(guardNode("c", map[string]string{AllowDeletion: "true"}), 12, total)
+	held, _, _ = g.decide(guardNode("c", map[string]string{deletionguard.AllowAnnotation: "true"}), 12, total)
 	assert.False(t, held, "a Node a person allows goes")
 
 	// Back within the share: the hold ends, and a new one warns again.
@@ -56,7 +58,7 @@ func TestDeletionGuardDecides(t *testing.T) {
 	assert.False(t, held, "held for the whole window: the deletions go ahead")
 
 	// Window 0: held until a person allows, however long.
-	g0 := newDeletionGuard(DeletionGuardOptions{Share: 0.25, Min: 2})
+	g0 := newDeletionGuard(deletionguard.Options{Share: 0.25, Min: 2})
 	g0.now = func() time.Time { return now }
 	g0.decide(guardNode("a", nil), 4, total)
 	now = now.Add(48 * time.Hour)
@@ -64,10 +66,10 @@ func TestDeletionGuardDecides(t *testing.T) {
 	assert.True(t, held)
 
 	// Share 1: no guard; Min: two machines gone are never held.
-	off := newDeletionGuard(DeletionGuardOptions{Share: 1, Min: 2})
+	off := newDeletionGuard(deletionguard.Options{Share: 1, Min: 2})
 	held, _, _ = off.decide(guardNode("a", nil), 12, total)
 	assert.False(t, held)
-	small := newDeletionGuard(DeletionGuardOptions{Share: 0.25, Min: 2})
+	small := newDeletionGuard(deletionguard.Options{Share: 0.25, Min: 2})
 	held, _, _ = small.decide(guardNode("a", nil), 2, 3)
 	assert.False(t, held, "2 of a 3-Node cluster: Min")
 }

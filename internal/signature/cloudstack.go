@@ -45,20 +45,21 @@ func CloudStackQuery(p url.Values) string {
 // CloudStack is the signature of p with secret: HMAC-SHA1 of the lower-cased
 // CloudStackQuery, base64.
 func CloudStack(p url.Values, secret string) string {
-	mac := hmac.New(sha1.New, []byte(secret))
-	mac.Write([]byte(strings.ToLower(CloudStackQuery(p))))
-	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	return base64.StdEncoding.EncodeToString(mac(p, secret))
 }
 
 // CloudStackValid says whether p carries secret's signature (in constant
 // time), whatever else the server checks (expires).
 func CloudStackValid(p url.Values, secret string) bool {
 	got, err := base64.StdEncoding.DecodeString(p.Get("signature"))
-	if err != nil || len(got) == 0 {
-		return false
-	}
-	want, _ := base64.StdEncoding.DecodeString(CloudStack(p, secret))
-	return hmac.Equal(got, want)
+	return err == nil && len(got) > 0 && hmac.Equal(got, mac(p, secret))
+}
+
+// mac is the HMAC-SHA1 the server computes of p with secret.
+func mac(p url.Values, secret string) []byte {
+	h := hmac.New(sha1.New, []byte(secret))
+	h.Write([]byte(strings.ToLower(CloudStackQuery(p))))
+	return h.Sum(nil)
 }
 
 // javaURLEncode is java.net.URLEncoder.encode(s, "UTF-8") with "+" made

@@ -48,18 +48,18 @@ type chaosCloud struct {
 // chaosClouds are the clouds with an emulator, from the registry: each
 // starts its emulator with a machine subnet of its own (third) and public
 // addresses apart from every other cloud's.
-var chaosClouds = func() (out []struct {
-	name  string
-	start func(t *testing.T, third int) chaosCloud
-}) {
+var chaosClouds = func() (out []chaosStart) {
 	for i, name := range kit.EmulatedNames() {
-		out = append(out, struct {
-			name  string
-			start func(t *testing.T, third int) chaosCloud
-		}{name, func(t *testing.T, third int) chaosCloud { return startChaosCloud(t, name, i, third) }})
+		out = append(out, chaosStart{name, func(t *testing.T, third int) chaosCloud { return startChaosCloud(t, name, i, third) }})
 	}
 	return out
 }()
+
+// chaosStart starts a cloud's emulator for a case.
+type chaosStart struct {
+	name  string
+	start func(t *testing.T, third int) chaosCloud
+}
 
 // startChaosCloud starts the emulator of cloud (the i-th emulated one) for a
 // case, stopped at its end.
