@@ -27,22 +27,18 @@ var errChecksFailed = errors.New("some checks failed")
 
 func runDoctor(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	cloud, cloudConfig, kubeconfig := cloudFlags(fs)
+	cc := cloudFlags(fs, time.Minute)
 	namespace := fs.String("namespace", "kube-system", "namespace of the CCM's ServiceAccount and leader Lease")
 	sa := fs.String("service-account", "overcast-ccm", "the CCM's ServiceAccount, whose RBAC is checked")
 	lease := fs.String("lease", "cloud-controller-manager", "the leader Lease (--leader-elect-resource-name)")
-	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ctx, cancel, err := commandContext(*cloud, *cloudConfig, *timeout)
+	ctx, cancel, err := cc.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	defer cancel()
 
-	o := doctor.Options{Cloud: *cloud, CloudConfig: *cloudConfig, Namespace: *namespace, ServiceAccount: *sa, Lease: *lease}
-	cfg, inCluster, err := kubeConfig(*kubeconfig)
+	o := doctor.Options{Cloud: *cc.cloud, CloudConfig: *cc.config, Namespace: *namespace, ServiceAccount: *sa, Lease: *lease}
+	cfg, inCluster, err := kubeConfig(*cc.kubeconfig)
 	var results []doctor.Result
 	if err != nil {
 		results = append(results, doctor.Result{Check: "kubernetes", Status: doctor.Fail, Detail: err.Error(),
@@ -64,26 +60,38 @@ func runDoctor(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// cloudFlags are the flags of a command that reads the cloud as
-// overcast-ccm does, and the cluster.
-func cloudFlags(fs *flag.FlagSet) (cloud, cloudConfig, kubeconfig *string) {
-	cloud = fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider ("+strings.Join(provider.Names(), ", ")+")")
-	cloudConfig = fs.String("cloud-config", "", "the cloud config file, as overcast-ccm's --cloud-config")
-	kubeconfig = fs.String("kubeconfig", "", "the cluster; default: in-cluster when run in a pod, else $KUBECONFIG or ~/.kube/config")
-	return cloud, cloudConfig, kubeconfig
+// cloudCommand is the flags of a command that reads the cloud as
+// overcast-ccm does, and the cluster, for so long.
+type cloudCommand struct {
+	cloud, config, kubeconfig *string
+	timeout                   *time.Duration
 }
 
-// commandContext checks that the cloud flags are given, sends the
+// cloudFlags adds a cloud command's flags to fs (timeout: --timeout's
+// default).
+func cloudFlags(fs *flag.FlagSet, timeout time.Duration) cloudCommand {
+	return cloudCommand{
+		cloud:      fs.String("cloud-provider", "", "the cloud, as overcast-ccm's --cloud-provider ("+strings.Join(provider.Names(), ", ")+")"),
+		config:     fs.String("cloud-config", "", "the cloud config file, as overcast-ccm's --cloud-config"),
+		kubeconfig: fs.String("kubeconfig", "", "the cluster; default: in-cluster when run in a pod, else $KUBECONFIG or ~/.kube/config"),
+		timeout:    fs.Duration("timeout", timeout, "give up after this long"),
+	}
+}
+
+// parse parses args, checks that the cloud flags are given, sends the
 // providers' logs nowhere (the command's output is its table), and is the
-// command's context: until Ctrl-C, SIGTERM or timeout.
-func commandContext(cloud, cloudConfig string, timeout time.Duration) (context.Context, context.CancelFunc, error) {
-	if cloud == "" || cloudConfig == "" {
+// command's context: until Ctrl-C, SIGTERM or --timeout.
+func (c cloudCommand) parse(fs *flag.FlagSet, args []string) (context.Context, context.CancelFunc, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if *c.cloud == "" || *c.config == "" {
 		return nil, nil, errors.New("--cloud-provider and --cloud-config are required (e.g. --cloud-provider=openstack --cloud-config=/etc/overcast/cloud.conf)")
 	}
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, *c.timeout)
 	return ctx, func() { cancel(); stop() }, nil
 }
 

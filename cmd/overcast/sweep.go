@@ -19,27 +19,23 @@ var errLeftoversRemain = errors.New("leftovers remain")
 
 func runSweep(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	cloud, cloudConfig, kubeconfig := cloudFlags(fs)
+	cc := cloudFlags(fs, 10*time.Minute)
 	clusterName := fs.String("cluster-name", "kubernetes", "overcast-ccm's --cluster-name (it is in the load balancers' names)")
 	del := fs.Bool("delete", false, "remove the removable leftovers (default: list them, change nothing)")
-	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ctx, cancel, err := commandContext(*cloud, *cloudConfig, *timeout)
+	ctx, cancel, err := cc.parse(fs, args)
 	if err != nil {
 		return err
 	}
 	defer cancel()
 
-	c, err := cloudprovider.InitCloudProvider(*cloud, *cloudConfig)
+	c, err := cloudprovider.InitCloudProvider(*cc.cloud, *cc.config)
 	if err != nil {
-		return fmt.Errorf("--cloud-provider=%s --cloud-config=%s: %w", *cloud, *cloudConfig, err)
+		return fmt.Errorf("--cloud-provider=%s --cloud-config=%s: %w", *cc.cloud, *cc.config, err)
 	}
 	if c == nil {
-		return fmt.Errorf("unknown --cloud-provider %q", *cloud)
+		return fmt.Errorf("unknown --cloud-provider %q", *cc.cloud)
 	}
-	cfg, _, err := kubeConfig(*kubeconfig)
+	cfg, _, err := kubeConfig(*cc.kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -7,12 +7,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
 const (
@@ -122,16 +121,10 @@ func TestCallsAreSentAsCloudStackGoSendsThem(t *testing.T) {
 func commandsSent(t *testing.T) []string {
 	t.Helper()
 	verb := regexp.MustCompile(`^"(list|create|delete|update|assign|remove|associate|disassociate|query)[A-Z][A-Za-z]*"$`)
-	files, err := filepath.Glob("*.go")
+	_, files, err := providertest.Sources(".", 0)
 	require.NoError(t, err)
-	fset := token.NewFileSet()
 	var out []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		require.NoError(t, err)
+	for _, file := range files {
 		ast.Inspect(file, func(n ast.Node) bool {
 			if call, ok := n.(*ast.CallExpr); ok {
 				for _, a := range call.Args {

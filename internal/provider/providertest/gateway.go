@@ -1,6 +1,7 @@
 package providertest
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
@@ -29,28 +30,43 @@ func GatewayOnly(t testing.TB, dir string, gateway, forbidden []string) {
 // ImportsOutside lists, as "file:line imports path", each import of a
 // forbidden package by a non-test Go file of dir not named in gateway.
 func ImportsOutside(dir string, gateway, forbidden []string) ([]string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	fset, files, err := Sources(dir, parser.ImportsOnly)
 	if err != nil {
 		return nil, err
 	}
 	var found []string
-	fset := token.NewFileSet()
-	for _, name := range files {
-		base := filepath.Base(name)
-		if strings.HasSuffix(base, "_test.go") || slices.Contains(gateway, base) {
+	for name, f := range files {
+		if slices.Contains(gateway, filepath.Base(name)) {
 			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
-		if err != nil {
-			return nil, err
 		}
 		for _, im := range f.Imports {
 			path, _ := strconv.Unquote(im.Path.Value)
 			if slices.ContainsFunc(forbidden, func(p string) bool { return path == p || strings.HasPrefix(path, p+"/") }) {
 				pos := fset.Position(im.Pos())
-				found = append(found, filepath.Join(dir, base)+":"+strconv.Itoa(pos.Line)+" imports "+path)
+				found = append(found, name+":"+strconv.Itoa(pos.Line)+" imports "+path)
 			}
 		}
 	}
+	slices.Sort(found)
 	return found, nil
+}
+
+// Sources are the non-test Go files of dir, parsed with mode, by path: what
+// a test of a package's own code (its gateway, the commands it sends) reads.
+func Sources(dir string, mode parser.Mode) (*token.FileSet, map[string]*ast.File, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, nil, err
+	}
+	fset := token.NewFileSet()
+	files := map[string]*ast.File{}
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		if files[name], err = parser.ParseFile(fset, name, nil, mode); err != nil {
+			return nil, nil, err
+		}
+	}
+	return fset, files, nil
 }
