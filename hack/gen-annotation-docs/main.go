@@ -4,7 +4,9 @@
 // Every constant of type Name (see -type) whose identifier starts with -prefix becomes
 // one row, in source order. Its doc comment is a description followed by a
 // "Type: ..." line and a "Default: ..." line; a constant that lacks either is an
-// error naming it, so that an undocumented annotation cannot be added.
+// error naming it, so that an undocumented annotation cannot be added. An
+// optional "Not served: ..." line says why the cloud refuses it for now; the
+// row then starts with it.
 //
 //	go run ./hack/gen-annotation-docs -pkg ./internal/annotation -prefix Local \
 //	    -title "local cloud" -out docs/reference/local-annotations.md
@@ -48,6 +50,9 @@ type Annotation struct {
 	Type        string
 	Default     string
 	Description string
+	// NotServed says why the cloud refuses the annotation for now (the
+	// optional "Not served:" line); "" when it is served.
+	NotServed string
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -101,7 +106,11 @@ func Generate(o Options) ([]byte, error) {
 	fmt.Fprintf(&b, "| Annotation | Type | Default | Description |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|\n")
 	for _, a := range anns {
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", a.Name, cell(a.Type), cell(a.Default), cell(a.Description))
+		desc := a.Description
+		if a.NotServed != "" {
+			desc = "**Not served:** " + a.NotServed + " " + desc
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", a.Name, cell(a.Type), cell(a.Default), cell(desc))
 	}
 	return b.Bytes(), nil
 }
@@ -201,27 +210,26 @@ func annotation(d *ast.GenDecl, vs *ast.ValueSpec, i int) (Annotation, []error) 
 	if cg == nil {
 		return a, []error{errors.New(`has no doc comment: describe it, then add "Type:" and "Default:" lines`)}
 	}
+	// The field lines; Type and Default are required, "Not served" is not.
+	fields := map[string]*string{"Type": &a.Type, "Default": &a.Default, "Not served": &a.NotServed}
 	var desc []string
 	var field *string
 	seen := map[string]bool{}
 	var errs []error
 	for line := range strings.SplitSeq(cg.Text(), "\n") {
 		line = strings.TrimSpace(line)
-		key, value, isField := strings.Cut(line, ":")
+		key, value, _ := strings.Cut(line, ":")
 		switch {
-		case isField && (key == "Type" || key == "Default"):
+		case fields[key] != nil:
 			if seen[key] {
 				errs = append(errs, fmt.Errorf("has two %q lines", key+":"))
 			}
 			seen[key] = true
-			field = &a.Type
-			if key == "Default" {
-				field = &a.Default
-			}
+			field = fields[key]
 			*field = strings.TrimSpace(value)
 		case line == "":
 			field = nil
-		case field != nil: // a continuation of Type: or Default:
+		case field != nil: // a continuation of a field line
 			*field += " " + line
 		default:
 			desc = append(desc, line)
@@ -232,11 +240,10 @@ func annotation(d *ast.GenDecl, vs *ast.ValueSpec, i int) (Annotation, []error) 
 			errs = append(errs, fmt.Errorf("doc comment has no %q line", key+":"))
 		}
 	}
-	if seen["Type"] && a.Type == "" {
-		errs = append(errs, errors.New(`"Type:" is empty`))
-	}
-	if seen["Default"] && a.Default == "" {
-		errs = append(errs, errors.New(`"Default:" is empty`))
+	for _, key := range []string{"Type", "Default", "Not served"} {
+		if seen[key] && *fields[key] == "" {
+			errs = append(errs, fmt.Errorf("%q is empty", key+":"))
+		}
 	}
 	a.Description = describe(a.Ident, strings.Join(desc, " "))
 	if a.Description == "" {

@@ -174,8 +174,10 @@ const (
 	OCIRuleSets Name = "oci.oraclecloud.com/oci-load-balancer-rule-sets"
 
 	// OCIWorkloadServiceAccount is the peer's per-Service OKE workload
-	// identity. Overcast does not support workload identity: a Service that
-	// sets it gets a Warning Event, and the CCM's own credentials are used.
+	// identity: the load balancer is made with the named ServiceAccount's
+	// credentials instead of the CCM's.
+	// Not served: a Service that sets it is refused with a Warning Event,
+	// and nothing is built for it.
 	// Type: a ServiceAccount's name.
 	// Default: none.
 	OCIWorkloadServiceAccount Name = "oci.oraclecloud.com/workload-service-account"
@@ -272,12 +274,16 @@ const (
 
 	// OCINLBAssignedPrivateIPv4 is the private IPv4 address the network load
 	// balancer takes in its subnet.
+	// Not served: a Service that sets it is refused with a Warning Event,
+	// and nothing is built for it.
 	// Type: IPv4 address.
 	// Default: one OCI chooses.
 	OCINLBAssignedPrivateIPv4 Name = "oci-network-load-balancer.oraclecloud.com/assigned-private-ipv4"
 
 	// OCINLBAssignedIPv6 is the IPv6 address the network load balancer takes
 	// in its subnet.
+	// Not served: a Service that sets it is refused with a Warning Event,
+	// and nothing is built for it.
 	// Type: IPv6 address.
 	// Default: one OCI chooses.
 	OCINLBAssignedIPv6 Name = "oci-network-load-balancer.oraclecloud.com/assigned-ipv6"

@@ -70,3 +70,33 @@ func Sources(dir string, mode parser.Mode) (*token.FileSet, map[string]*ast.File
 	}
 	return fset, files, nil
 }
+
+// NotServed are the annotations of an annotation table file (a file of
+// internal/annotation) whose doc comment has a "Not served:" line: what
+// the cloud's reference says it refuses, for a test that the provider
+// refuses exactly those.
+func NotServed(file string) ([]string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			if vs.Doc == nil || !strings.Contains("\n"+vs.Doc.Text(), "\nNot served:") || len(vs.Values) != 1 {
+				continue
+			}
+			if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				name, _ := strconv.Unquote(lit.Value)
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}

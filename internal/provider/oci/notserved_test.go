@@ -1,0 +1,37 @@
+package oci
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/overcast-ccm/overcast/internal/provider/providertest"
+)
+
+// The reference (generated from the annotation table's doc comments) says
+// "Not served" of exactly the annotations the spec refuses, and a Service of
+// every kind that sets one is refused, naming it.
+func TestTheReferenceSaysWhatIsNotServed(t *testing.T) {
+	documented, err := providertest.NotServed("../../annotation/oci.go")
+	require.NoError(t, err)
+	var refused []string
+	for kind, names := range unsupported {
+		for _, n := range names {
+			if !slices.Contains(refused, string(n)) {
+				refused = append(refused, string(n))
+			}
+			svc := lbSvc("web", "uid-1", 30080)
+			svc.Annotations = map[string]string{string(n): "x"}
+			if kind == kindNLB {
+				svc.Annotations["oci.oraclecloud.com/load-balancer-type"] = kindNLB
+			}
+			_, err := specCloud().parseSpec(svc)
+			require.Error(t, err, "%s on an %s", n, kind)
+			assert.Contains(t, err.Error(), string(n)+": not served")
+		}
+	}
+	slices.Sort(refused)
+	assert.Equal(t, documented, refused, "the annotations whose doc says \"Not served:\" (internal/annotation/oci.go) and those the spec refuses (unsupported)")
+}
