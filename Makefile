@@ -116,9 +116,9 @@ lint: $(GOLANGCI_LINT) ## golangci-lint v2 with .golangci.yml (the main module a
 	$(GOLANGCI_LINT) run ./...
 	cd hack/image && $(GOLANGCI_LINT) run --config $(ROOT)/.golangci.yml ./...
 
-generate: ## regenerate docs/reference (the go:generate lines of each cloud's files) and deploy/ (rendered from the Helm chart)
-	hack/gen-manifests.sh
+generate: ## regenerate docs/reference and the chart's admission policies (the go:generate lines of internal/), then deploy/ (rendered from the Helm chart)
 	$(GO) generate ./internal/...
+	hack/gen-manifests.sh
 
 verify: generate ## generate, then fail if anything changed; hack/tools links what bin/ links at the same versions
 	git diff --exit-code -- docs/ deploy/

@@ -41,4 +41,9 @@ for file in "$chart"/clouds/*.yaml; do
 	render "deploy/$cloud/deployment.yaml" "$header" \
 		--set cloud="$cloud" --set cloudConfig.existingSecret="${secret:-overcast-ccm-$cloud}" \
 		--show-only templates/deployment.yaml --show-only templates/pdb.yaml
+	render "deploy/$cloud/admission/policy.yaml" \
+		"# Refuses at kubectl apply a LoadBalancer Service whose $cloud annotation value is invalid.
+# Optional (Kubernetes 1.30+): without it such a Service gets a Warning Event instead." \
+		--set cloud="$cloud" --set cloudConfig.existingSecret=unused \
+		--show-only templates/admissionpolicy.yaml
 done

@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 
+	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -34,4 +36,14 @@ func TestTheReferenceSaysWhatIsNotServed(t *testing.T) {
 	}
 	slices.Sort(refused)
 	assert.Equal(t, documented, refused, "the annotations whose doc says \"Not served:\" (internal/annotation/oci.go) and those the spec refuses (unsupported)")
+}
+
+// The spec reads every annotation as its check (internal/annotation,
+// what the admission policy is made of) says.
+func TestTheSpecAgreesWithTheAnnotationChecks(t *testing.T) {
+	providertest.ChecksAgree(t, annotation.ChecksOf(ProviderName), func() *v1.Service { return lbSvc("web", "uid-1", 30080) },
+		func(svc *v1.Service) error {
+			_, err := specCloud().parseSpec(svc)
+			return err
+		})
 }
