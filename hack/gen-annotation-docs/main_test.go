@@ -70,37 +70,39 @@ func writePackage(t *testing.T, src string) string {
 
 const header = "package annotation\n\ntype Name string\n\n"
 
-func TestGenerate(t *testing.T) {
-	tests := []struct {
-		name    string
-		src     string
-		prefix  string
-		want    []string // rows or fragments of the page
-		wantErr []string
-	}{
-		{
-			name: "a constant without Type: is refused by name",
-			src: header + `const (
+// generations are TestGenerate's cases: a package's source, the prefix asked
+// for, and the rows or fragments of the page, or the problems its error must
+// name.
+var generations = []struct {
+	name    string
+	src     string
+	prefix  string
+	want    []string // rows or fragments of the page
+	wantErr []string
+}{
+	{
+		name: "a constant without Type: is refused by name",
+		src: header + `const (
 	// FooColour is the colour.
 	// Default: red
 	FooColour Name = "foo.io/colour"
 )
 `,
-			prefix:  "Foo",
-			wantErr: []string{`FooColour: doc comment has no "Type:" line`},
-		},
-		{
-			name: "a constant without Default: is refused by name",
-			src: header + `// FooSize is the size.
+		prefix:  "Foo",
+		wantErr: []string{`FooColour: doc comment has no "Type:" line`},
+	},
+	{
+		name: "a constant without Default: is refused by name",
+		src: header + `// FooSize is the size.
 // Type: integer
 const FooSize Name = "foo.io/size"
 `,
-			prefix:  "Foo",
-			wantErr: []string{`FooSize: doc comment has no "Default:" line`},
-		},
-		{
-			name: "every constant without documentation is reported at once",
-			src: header + `const (
+		prefix:  "Foo",
+		wantErr: []string{`FooSize: doc comment has no "Default:" line`},
+	},
+	{
+		name: "every constant without documentation is reported at once",
+		src: header + `const (
 	FooA Name = "foo.io/a"
 
 	// FooB is b.
@@ -116,23 +118,23 @@ const FooSize Name = "foo.io/size"
 	FooD Name = "foo.io/d"
 )
 `,
-			prefix: "Foo",
-			wantErr: []string{
-				"FooA: has no doc comment",
-				`FooB: doc comment has no "Type:" line`,
-				`FooB: doc comment has no "Default:" line`,
-				"FooD: doc comment has no description",
-			},
+		prefix: "Foo",
+		wantErr: []string{
+			"FooA: has no doc comment",
+			`FooB: doc comment has no "Type:" line`,
+			`FooB: doc comment has no "Default:" line`,
+			"FooD: doc comment has no description",
 		},
-		{
-			name:    "a prefix that matches nothing is an error",
-			src:     header + "// BarX is x.\n// Type: string\n// Default: x\nconst BarX Name = \"bar.io/x\"\n",
-			prefix:  "Foo",
-			wantErr: []string{`no constant of type Name starts with "Foo"`},
-		},
-		{
-			name: "only constants of the prefix and of type Name are listed, in source order",
-			src: header + `// FooZ is listed first.
+	},
+	{
+		name:    "a prefix that matches nothing is an error",
+		src:     header + "// BarX is x.\n// Type: string\n// Default: x\nconst BarX Name = \"bar.io/x\"\n",
+		prefix:  "Foo",
+		wantErr: []string{`no constant of type Name starts with "Foo"`},
+	},
+	{
+		name: "only constants of the prefix and of type Name are listed, in source order",
+		src: header + `// FooZ is listed first.
 // Type: string
 // Default: z
 const FooZ Name = "foo.io/z"
@@ -151,14 +153,16 @@ const (
 	FooA Name = "foo.io/a"
 )
 `,
-			prefix: "Foo",
-			want: []string{
-				"| `foo.io/z` | string | z | Listed first. |\n| `foo.io/a` | string | none, or something else | Names a thing, with a \\| in it. |\n",
-				"# Service annotations of the foo cloud",
-			},
+		prefix: "Foo",
+		want: []string{
+			"| `foo.io/z` | string | z | Listed first. |\n| `foo.io/a` | string | none, or something else | Names a thing, with a \\| in it. |\n",
+			"# Service annotations of the foo cloud",
 		},
-	}
-	for _, tt := range tests {
+	},
+}
+
+func TestGenerate(t *testing.T) {
+	for _, tt := range generations {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Generate(Options{Dir: writePackage(t, tt.src), Prefix: tt.prefix, Title: "foo cloud"})
 			if len(tt.wantErr) > 0 {

@@ -149,7 +149,6 @@ func TestBuiltImage(t *testing.T) {
 	version := im.Annotations["org.opencontainers.image.version"]
 	require.NotEmpty(t, version, "the index is annotated with the version")
 
-	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 	for _, d := range im.Manifests {
 		arch := d.Platform.Architecture
 		t.Run(arch, func(t *testing.T) {
@@ -157,73 +156,96 @@ func TestBuiltImage(t *testing.T) {
 			require.NoError(t, err)
 			cf, err := img.ConfigFile()
 			require.NoError(t, err)
-			assert.Equal(t, "linux", cf.OS)
-			assert.Equal(t, arch, cf.Architecture)
-			assert.Equal(t, "65532:65532", cf.Config.User, "a numeric non-root user, so runAsNonRoot can check it")
-			assert.Equal(t, []string{"/usr/local/bin/overcast-ccm"}, cf.Config.Entrypoint)
-			for _, l := range []string{"title", "description", "version", "revision", "created", "source"} {
-				assert.NotEmpty(t, cf.Config.Labels["org.opencontainers.image."+l], "label org.opencontainers.image.%s", l)
-			}
-			assert.Equal(t, version, cf.Config.Labels["org.opencontainers.image.version"])
+			checkTheImageConfig(t, cf, arch, version)
 
 			files := flatten(t, img)
-			for p := range files {
-				base := path.Base(p)
-				for _, shell := range []string{"sh", "bash", "dash", "ash", "zsh", "busybox"} {
-					assert.NotEqual(t, shell, base, "no shell in the image: %s", p)
-				}
-				assert.False(t, strings.HasPrefix(p, "/bin/") || strings.HasPrefix(p, "/sbin/"), "nothing in /bin or /sbin: %s", p)
-			}
-			assert.Contains(t, string(files["/etc/passwd"].body), "nonroot:x:65532:65532:")
-			assert.Equal(t, int64(0o1777), files["/tmp"].mode&0o7777, "a writable /tmp with the sticky bit")
-			assert.Equal(t, 65532, files["/home/nonroot"].uid)
-			roots := 0
-			for rest := files[CACertFile].body; ; {
-				var b *pem.Block
-				if b, rest = pem.Decode(rest); b == nil {
-					break
-				}
-				_, err := x509.ParseCertificate(b.Bytes)
-				require.NoError(t, err)
-				roots++
-			}
-			assert.Greater(t, roots, 100, "CA roots in %s", CACertFile)
-
-			for _, bin := range Binaries {
-				f := files["/usr/local/bin/"+bin]
-				require.NotNil(t, f, bin)
-				assert.Equal(t, int64(0o755), f.mode&0o777, bin)
-				e, err := elf.NewFile(bytes.NewReader(f.body))
-				require.NoError(t, err, bin)
-				assert.Equal(t, machines[arch], e.Machine, "%s is built for %s", bin, arch)
-				for _, p := range e.Progs {
-					assert.NotEqual(t, elf.PT_INTERP, p.Type, "%s is static (CGO_ENABLED=0): no interpreter", bin)
-				}
-			}
+			checkTheFileSystem(t, files)
+			checkTheBinaries(t, files, arch)
 			if arch != runtime.GOARCH {
 				return
 			}
-			// Run this platform's binaries as they come out of the layer.
-			dir := t.TempDir()
-			for _, bin := range Binaries {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, bin), files["/usr/local/bin/"+bin].body, 0o755))
-			}
-			out, err := exec.CommandContext(t.Context(), filepath.Join(dir, "overcast-ccm"), "--version").CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			assert.True(t, strings.HasPrefix(string(out), "overcast-ccm "+version+" (commit "+cf.Config.Labels["org.opencontainers.image.revision"]), "--version says the image's version and commit: %s", out)
-			out, err = exec.CommandContext(t.Context(), filepath.Join(dir, "overcast-ccm"), "--help").CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			assert.Contains(t, string(out), "--cloud-provider")
-			assert.Contains(t, string(out), "--leader-elect")
-			out, err = exec.CommandContext(t.Context(), filepath.Join(dir, "overcast"), "--help").CombinedOutput()
-			require.NoError(t, err, "%s", out)
-			assert.Contains(t, string(out), "doctor")
-			// No package of the image's overcast may need a writable file system at
-			// start (envtest's did: it panicked under readOnlyRootFilesystem).
-			out, _ = exec.CommandContext(t.Context(), filepath.Join(dir, "overcast"), "dev").CombinedOutput()
-			assert.Contains(t, string(out), "not part of this build")
+			runTheBinaries(t, files, version, cf.Config.Labels["org.opencontainers.image.revision"])
 		})
 	}
+}
+
+// checkTheImageConfig checks an image's config: its platform, a numeric
+// non-root user, the entrypoint and the OCI labels, with the index's version.
+func checkTheImageConfig(t *testing.T, cf *v1.ConfigFile, arch, version string) {
+	assert.Equal(t, "linux", cf.OS)
+	assert.Equal(t, arch, cf.Architecture)
+	assert.Equal(t, "65532:65532", cf.Config.User, "a numeric non-root user, so runAsNonRoot can check it")
+	assert.Equal(t, []string{"/usr/local/bin/overcast-ccm"}, cf.Config.Entrypoint)
+	for _, l := range []string{"title", "description", "version", "revision", "created", "source"} {
+		assert.NotEmpty(t, cf.Config.Labels["org.opencontainers.image."+l], "label org.opencontainers.image.%s", l)
+	}
+	assert.Equal(t, version, cf.Config.Labels["org.opencontainers.image.version"])
+}
+
+// checkTheFileSystem checks an image's files: no shell and nothing in /bin
+// or /sbin, the non-root user, a writable /tmp, and the CA roots.
+func checkTheFileSystem(t *testing.T, files map[string]*entry) {
+	for p := range files {
+		base := path.Base(p)
+		for _, shell := range []string{"sh", "bash", "dash", "ash", "zsh", "busybox"} {
+			assert.NotEqual(t, shell, base, "no shell in the image: %s", p)
+		}
+		assert.False(t, strings.HasPrefix(p, "/bin/") || strings.HasPrefix(p, "/sbin/"), "nothing in /bin or /sbin: %s", p)
+	}
+	assert.Contains(t, string(files["/etc/passwd"].body), "nonroot:x:65532:65532:")
+	assert.Equal(t, int64(0o1777), files["/tmp"].mode&0o7777, "a writable /tmp with the sticky bit")
+	assert.Equal(t, 65532, files["/home/nonroot"].uid)
+	roots := 0
+	for rest := files[CACertFile].body; ; {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		_, err := x509.ParseCertificate(b.Bytes)
+		require.NoError(t, err)
+		roots++
+	}
+	assert.Greater(t, roots, 100, "CA roots in %s", CACertFile)
+}
+
+// checkTheBinaries checks that every binary is in the image, executable,
+// built for the platform, and static.
+func checkTheBinaries(t *testing.T, files map[string]*entry, arch string) {
+	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+	for _, bin := range Binaries {
+		f := files["/usr/local/bin/"+bin]
+		require.NotNil(t, f, bin)
+		assert.Equal(t, int64(0o755), f.mode&0o777, bin)
+		e, err := elf.NewFile(bytes.NewReader(f.body))
+		require.NoError(t, err, bin)
+		assert.Equal(t, machines[arch], e.Machine, "%s is built for %s", bin, arch)
+		for _, p := range e.Progs {
+			assert.NotEqual(t, elf.PT_INTERP, p.Type, "%s is static (CGO_ENABLED=0): no interpreter", bin)
+		}
+	}
+}
+
+// runTheBinaries runs this platform's binaries as they come out of the
+// layer: they tell the image's version and commit, their flags and commands.
+func runTheBinaries(t *testing.T, files map[string]*entry, version, revision string) {
+	dir := t.TempDir()
+	for _, bin := range Binaries {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, bin), files["/usr/local/bin/"+bin].body, 0o755))
+	}
+	out, err := exec.CommandContext(t.Context(), filepath.Join(dir, "overcast-ccm"), "--version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.True(t, strings.HasPrefix(string(out), "overcast-ccm "+version+" (commit "+revision), "--version says the image's version and commit: %s", out)
+	out, err = exec.CommandContext(t.Context(), filepath.Join(dir, "overcast-ccm"), "--help").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "--cloud-provider")
+	assert.Contains(t, string(out), "--leader-elect")
+	out, err = exec.CommandContext(t.Context(), filepath.Join(dir, "overcast"), "--help").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "doctor")
+	// No package of the image's overcast may need a writable file system at
+	// start (envtest's did: it panicked under readOnlyRootFilesystem).
+	out, _ = exec.CommandContext(t.Context(), filepath.Join(dir, "overcast"), "dev").CombinedOutput()
+	assert.Contains(t, string(out), "not part of this build")
 }
 
 type entry struct {

@@ -12,72 +12,80 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// The IDs in the URLs of operationCases.
+const (
+	uuid1   = "9f3c3b0e-5c55-4a0b-9f8e-2b0b5a8f7c11"
+	uuid2   = "0b8e7d7a-1c2b-4e0f-a9d3-51f1e3c2b4a5"
+	project = "0123456789abcdef0123456789abcdef"
+)
+
+// deployForm is a CloudStack command in a form-encoded body.
+var deployForm = url.Values{"command": {"deployVirtualMachine"}, "apiKey": {"k"}, "signature": {"s"}}.Encode()
+
+// operationCases are TestOperationFor's cases: a request (its method, URL,
+// body and the service set on its context) and the service and operation its
+// metrics are labelled with.
+var operationCases = []struct {
+	name          string
+	method        string
+	url           string
+	service       string // set with WithService if not empty
+	body          string
+	contentType   string
+	wantService   string
+	wantOperation string
+}{
+	{name: "a Nova server by UUID", method: "GET", url: "https://nova.example:8774/v2.1/servers/" + uuid1,
+		wantService: "servers", wantOperation: "GET /v2.1/servers/{id}"},
+	{name: "a Nova server with the service set on the context", method: "GET", url: "https://nova.example:8774/v2.1/servers/" + uuid1,
+		service: "compute", wantService: "compute", wantOperation: "GET /v2.1/servers/{id}"},
+	{name: "a Nova path with a project ID and a query", method: "GET", url: "https://nova.example/v2.1/" + project + "/servers/detail?limit=100&marker=" + uuid2,
+		wantService: "servers", wantOperation: "GET /v2.1/{id}/servers/detail"},
+	{name: "a Nova server action", method: "POST", url: "https://nova.example/v2.1/servers/" + uuid1 + "/action",
+		wantService: "servers", wantOperation: "POST /v2.1/servers/{id}/action"},
+	{name: "a Nova flavor by number", method: "GET", url: "https://nova.example/v2.1/flavors/12345",
+		wantService: "flavors", wantOperation: "GET /v2.1/flavors/{id}"},
+	{name: "a Nova extension name without digits is kept", method: "GET", url: "https://nova.example/v2.1/os-availability-zone/detail",
+		wantService: "os-availability-zone", wantOperation: "GET /v2.1/os-availability-zone/detail"},
+	{name: "a Nova endpoint under a path prefix", method: "GET", url: "https://devstack.example/compute/v2.1/servers/",
+		wantService: "compute", wantOperation: "GET /compute/v2.1/servers"},
+	{name: "a Neutron port list with a filter", method: "GET", url: "https://neutron.example:9696/v2.0/ports?device_id=" + uuid1,
+		wantService: "ports", wantOperation: "GET /v2.0/ports"},
+	{name: "a Neutron floating IP update", method: "PUT", url: "https://neutron.example:9696/v2.0/floatingips/" + uuid1,
+		service: "network", wantService: "network", wantOperation: "PUT /v2.0/floatingips/{id}"},
+	{name: "an Octavia load balancer status", method: "GET", url: "https://octavia.example:9876/v2/lbaas/loadbalancers/" + uuid1 + "/status",
+		wantService: "lbaas", wantOperation: "GET /v2/lbaas/loadbalancers/{id}/status"},
+	{name: "an Octavia pool member deletion", method: "DELETE", url: "https://octavia.example:9876/v2/lbaas/pools/" + uuid1 + "/members/" + uuid2,
+		service: "load-balancer", wantService: "load-balancer", wantOperation: "DELETE /v2/lbaas/pools/{id}/members/{id}"},
+	{name: "a Keystone token request", method: "POST", url: "https://keystone.example:5000/v3/auth/tokens",
+		wantService: "auth", wantOperation: "POST /v3/auth/tokens"},
+	{name: "a CloudStack command in the query", method: "GET",
+		url:         "https://cloudstack.example/client/api?apiKey=AKIA&command=listVirtualMachines&response=json&signature=c2lnbmF0dXJl",
+		wantService: "client", wantOperation: "GET listVirtualMachines"},
+	{name: "a CloudStack command in a form body", method: "POST", url: "https://cloudstack.example/client/api",
+		body: deployForm, contentType: "application/x-www-form-urlencoded",
+		wantService: "client", wantOperation: "POST deployVirtualMachine"},
+	{name: "a CloudStack command that is not a command name is ignored", method: "GET",
+		url:         "https://cloudstack.example/client/api?command=%3Cscript%3E",
+		wantService: "client", wantOperation: "GET /client/api"},
+	{name: "a JSON body is not parsed for a command", method: "POST", url: "https://cloudstack.example/client/api",
+		body: `{"command":"x"}`, contentType: "application/json",
+		wantService: "client", wantOperation: "POST /client/api"},
+	{name: "an OCI instance by OCID", method: "GET", url: "https://iaas.us-phoenix-1.oraclecloud.com/20160918/instances/ocid1.instance.oc1.phx.abyhqljt",
+		wantService: "instances", wantOperation: "GET /20160918/instances/{id}"},
+	{name: "hex strings of 16 or more characters are IDs", method: "GET", url: "https://x.example/v1/images/deadbeefdeadbeef",
+		wantService: "images", wantOperation: "GET /v1/images/{id}"},
+	{name: "short segments with digits are kept", method: "GET", url: "https://x.example/v2.0/ipv6/abc",
+		wantService: "ipv6", wantOperation: "GET /v2.0/ipv6/abc"},
+	{name: "the root path has no service", method: "GET", url: "https://x.example/",
+		wantService: "unknown", wantOperation: "GET /"},
+	{name: "an empty method is a GET", method: "", url: "https://x.example/v3/projects",
+		wantService: "projects", wantOperation: "GET /v3/projects"},
+}
+
 func TestOperationFor(t *testing.T) {
 	t.Parallel()
-	const (
-		uuid1   = "9f3c3b0e-5c55-4a0b-9f8e-2b0b5a8f7c11"
-		uuid2   = "0b8e7d7a-1c2b-4e0f-a9d3-51f1e3c2b4a5"
-		project = "0123456789abcdef0123456789abcdef"
-	)
-	form := url.Values{"command": {"deployVirtualMachine"}, "apiKey": {"k"}, "signature": {"s"}}.Encode()
-	tests := []struct {
-		name          string
-		method        string
-		url           string
-		service       string // set with WithService if not empty
-		body          string
-		contentType   string
-		wantService   string
-		wantOperation string
-	}{
-		{name: "a Nova server by UUID", method: "GET", url: "https://nova.example:8774/v2.1/servers/" + uuid1,
-			wantService: "servers", wantOperation: "GET /v2.1/servers/{id}"},
-		{name: "a Nova server with the service set on the context", method: "GET", url: "https://nova.example:8774/v2.1/servers/" + uuid1,
-			service: "compute", wantService: "compute", wantOperation: "GET /v2.1/servers/{id}"},
-		{name: "a Nova path with a project ID and a query", method: "GET", url: "https://nova.example/v2.1/" + project + "/servers/detail?limit=100&marker=" + uuid2,
-			wantService: "servers", wantOperation: "GET /v2.1/{id}/servers/detail"},
-		{name: "a Nova server action", method: "POST", url: "https://nova.example/v2.1/servers/" + uuid1 + "/action",
-			wantService: "servers", wantOperation: "POST /v2.1/servers/{id}/action"},
-		{name: "a Nova flavor by number", method: "GET", url: "https://nova.example/v2.1/flavors/12345",
-			wantService: "flavors", wantOperation: "GET /v2.1/flavors/{id}"},
-		{name: "a Nova extension name without digits is kept", method: "GET", url: "https://nova.example/v2.1/os-availability-zone/detail",
-			wantService: "os-availability-zone", wantOperation: "GET /v2.1/os-availability-zone/detail"},
-		{name: "a Nova endpoint under a path prefix", method: "GET", url: "https://devstack.example/compute/v2.1/servers/",
-			wantService: "compute", wantOperation: "GET /compute/v2.1/servers"},
-		{name: "a Neutron port list with a filter", method: "GET", url: "https://neutron.example:9696/v2.0/ports?device_id=" + uuid1,
-			wantService: "ports", wantOperation: "GET /v2.0/ports"},
-		{name: "a Neutron floating IP update", method: "PUT", url: "https://neutron.example:9696/v2.0/floatingips/" + uuid1,
-			service: "network", wantService: "network", wantOperation: "PUT /v2.0/floatingips/{id}"},
-		{name: "an Octavia load balancer status", method: "GET", url: "https://octavia.example:9876/v2/lbaas/loadbalancers/" + uuid1 + "/status",
-			wantService: "lbaas", wantOperation: "GET /v2/lbaas/loadbalancers/{id}/status"},
-		{name: "an Octavia pool member deletion", method: "DELETE", url: "https://octavia.example:9876/v2/lbaas/pools/" + uuid1 + "/members/" + uuid2,
-			service: "load-balancer", wantService: "load-balancer", wantOperation: "DELETE /v2/lbaas/pools/{id}/members/{id}"},
-		{name: "a Keystone token request", method: "POST", url: "https://keystone.example:5000/v3/auth/tokens",
-			wantService: "auth", wantOperation: "POST /v3/auth/tokens"},
-		{name: "a CloudStack command in the query", method: "GET",
-			url:         "https://cloudstack.example/client/api?apiKey=AKIA&command=listVirtualMachines&response=json&signature=c2lnbmF0dXJl",
-			wantService: "client", wantOperation: "GET listVirtualMachines"},
-		{name: "a CloudStack command in a form body", method: "POST", url: "https://cloudstack.example/client/api",
-			body: form, contentType: "application/x-www-form-urlencoded",
-			wantService: "client", wantOperation: "POST deployVirtualMachine"},
-		{name: "a CloudStack command that is not a command name is ignored", method: "GET",
-			url:         "https://cloudstack.example/client/api?command=%3Cscript%3E",
-			wantService: "client", wantOperation: "GET /client/api"},
-		{name: "a JSON body is not parsed for a command", method: "POST", url: "https://cloudstack.example/client/api",
-			body: `{"command":"x"}`, contentType: "application/json",
-			wantService: "client", wantOperation: "POST /client/api"},
-		{name: "an OCI instance by OCID", method: "GET", url: "https://iaas.us-phoenix-1.oraclecloud.com/20160918/instances/ocid1.instance.oc1.phx.abyhqljt",
-			wantService: "instances", wantOperation: "GET /20160918/instances/{id}"},
-		{name: "hex strings of 16 or more characters are IDs", method: "GET", url: "https://x.example/v1/images/deadbeefdeadbeef",
-			wantService: "images", wantOperation: "GET /v1/images/{id}"},
-		{name: "short segments with digits are kept", method: "GET", url: "https://x.example/v2.0/ipv6/abc",
-			wantService: "ipv6", wantOperation: "GET /v2.0/ipv6/abc"},
-		{name: "the root path has no service", method: "GET", url: "https://x.example/",
-			wantService: "unknown", wantOperation: "GET /"},
-		{name: "an empty method is a GET", method: "", url: "https://x.example/v3/projects",
-			wantService: "projects", wantOperation: "GET /v3/projects"},
-	}
-	for _, tt := range tests {
+	for _, tt := range operationCases {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()

@@ -61,53 +61,61 @@ func TestMetrics(t *testing.T) {
 	})
 
 	t.Run("the metrics are ALPHA and exposed by the legacy registry with their labels", func(t *testing.T) {
-		families, err := legacyregistry.DefaultGatherer.Gather()
-		require.NoError(t, err)
-		want := map[string][]string{
-			"overcast_cloud_api_requests_total":           {"cloud", "code", "operation", "service"},
-			"overcast_cloud_api_request_duration_seconds": {"cloud", "operation", "service"},
-			"overcast_cloud_api_retries_total":            {"cloud", "operation", "reason", "service"},
-			"overcast_cloud_api_throttled_total":          {"bucket", "cloud"},
-			"overcast_cloud_api_server_throttled_total":   {"cloud", "operation", "service"},
-		}
-		for _, mf := range families {
-			labels, ok := want[mf.GetName()]
-			if !ok {
-				continue
-			}
-			delete(want, mf.GetName())
-			assert.True(t, strings.HasPrefix(mf.GetHelp(), "[ALPHA]"), "%s help: %q", mf.GetName(), mf.GetHelp())
-			found := false
-			for _, m := range mf.GetMetric() {
-				var names []string
-				cloud := ""
-				for _, lp := range m.GetLabel() {
-					names = append(names, lp.GetName())
-					if lp.GetName() == "cloud" {
-						cloud = lp.GetValue()
-					}
-				}
-				slices.Sort(names)
-				assert.Equal(t, labels, names, mf.GetName())
-				found = found || cloud == cfg.Cloud
-			}
-			assert.True(t, found, "%s has a series for this test's cloud", mf.GetName())
-		}
-		assert.Empty(t, want, "metric families missing from the legacy registry")
+		theMetricsAreALPHAWithTheirLabels(t, cfg.Cloud)
 	})
+	t.Run("the metrics pass promlint", theMetricsPassPromlint)
+}
 
-	t.Run("the metrics pass promlint", func(t *testing.T) {
-		families, err := legacyregistry.DefaultGatherer.Gather()
-		require.NoError(t, err)
-		var text bytes.Buffer
-		for _, mf := range families {
-			if strings.HasPrefix(mf.GetName(), "overcast_cloud_api_") {
-				_, err := testutil.MetricFamilyToText(&text, mf)
-				require.NoError(t, err)
-			}
+// theMetricsAreALPHAWithTheirLabels: every metric family is ALPHA, exposed by
+// the legacy registry with its labels, and has a series of the test's cloud.
+func theMetricsAreALPHAWithTheirLabels(t *testing.T, testCloud string) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	want := map[string][]string{
+		"overcast_cloud_api_requests_total":           {"cloud", "code", "operation", "service"},
+		"overcast_cloud_api_request_duration_seconds": {"cloud", "operation", "service"},
+		"overcast_cloud_api_retries_total":            {"cloud", "operation", "reason", "service"},
+		"overcast_cloud_api_throttled_total":          {"bucket", "cloud"},
+		"overcast_cloud_api_server_throttled_total":   {"cloud", "operation", "service"},
+	}
+	for _, mf := range families {
+		labels, ok := want[mf.GetName()]
+		if !ok {
+			continue
 		}
-		problems, err := testutil.NewPromLinter(&text).Lint()
-		require.NoError(t, err)
-		assert.Empty(t, problems)
-	})
+		delete(want, mf.GetName())
+		assert.True(t, strings.HasPrefix(mf.GetHelp(), "[ALPHA]"), "%s help: %q", mf.GetName(), mf.GetHelp())
+		found := false
+		for _, m := range mf.GetMetric() {
+			var names []string
+			cloud := ""
+			for _, lp := range m.GetLabel() {
+				names = append(names, lp.GetName())
+				if lp.GetName() == "cloud" {
+					cloud = lp.GetValue()
+				}
+			}
+			slices.Sort(names)
+			assert.Equal(t, labels, names, mf.GetName())
+			found = found || cloud == testCloud
+		}
+		assert.True(t, found, "%s has a series for this test's cloud", mf.GetName())
+	}
+	assert.Empty(t, want, "metric families missing from the legacy registry")
+}
+
+// theMetricsPassPromlint: the package's metric families pass promlint.
+func theMetricsPassPromlint(t *testing.T) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	var text bytes.Buffer
+	for _, mf := range families {
+		if strings.HasPrefix(mf.GetName(), "overcast_cloud_api_") {
+			_, err := testutil.MetricFamilyToText(&text, mf)
+			require.NoError(t, err)
+		}
+	}
+	problems, err := testutil.NewPromLinter(&text).Lint()
+	require.NoError(t, err)
+	assert.Empty(t, problems)
 }

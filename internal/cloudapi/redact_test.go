@@ -58,49 +58,53 @@ func assertNoSecret(t *testing.T, what, s string) {
 	}
 }
 
+// callsThatMightLeak are TestSecretsNeverLeak's cases: the transport under
+// the client (and the host it reaches), the attempt's timeout and the error
+// expected, if any.
+var callsThatMightLeak = []struct {
+	name      string
+	base      func(t *testing.T) (http.RoundTripper, string) // transport and host
+	timeout   time.Duration
+	wantIs    error
+	wantError bool
+}{
+	{name: "a refused connection", wantError: true, wantIs: syscall.ECONNREFUSED,
+		base: func(t *testing.T) (http.RoundTripper, string) { return nil, closedAddr(t) }},
+	{name: "a base transport returning a *url.Error with the full URL", wantError: true,
+		base: func(*testing.T) (http.RoundTripper, string) {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				return nil, &url.Error{Op: "Get", URL: r.URL.String(), Err: syscall.ECONNRESET}
+			}), "cloud.invalid"
+		}, wantIs: syscall.ECONNRESET},
+	{name: "a base transport wrapping a *url.Error in another error", wantError: true,
+		base: func(*testing.T) (http.RoundTripper, string) {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				return nil, fmt.Errorf("signing proxy: %w", &url.Error{Op: "Get", URL: r.URL.String(), Err: syscall.ECONNRESET})
+			}), "cloud.invalid"
+		}, wantIs: syscall.ECONNRESET},
+	{name: "a base transport echoing the credentials", wantError: true,
+		base: func(*testing.T) (http.RoundTripper, string) {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				return nil, fmt.Errorf("token %s (%s) with key %s and signature %s rejected: %w",
+					r.Header.Get("X-Auth-Token"), r.Header.Get("Authorization"),
+					r.URL.Query().Get("apiKey"), r.URL.Query().Get("signature"), syscall.ECONNRESET)
+			}), "cloud.invalid"
+		}, wantIs: syscall.ECONNRESET},
+	{name: "an attempt timeout", wantError: true, timeout: 100 * time.Millisecond,
+		base: func(t *testing.T) (http.RoundTripper, string) {
+			srv := newScriptedServer(t, step{block: true})
+			return srv.Client().Transport, strings.TrimPrefix(srv.URL, "http://")
+		}},
+	{name: "a throttled response",
+		base: func(t *testing.T) (http.RoundTripper, string) {
+			srv := newScriptedServer(t, step{status: 429, retryAfter: "0"})
+			return srv.Client().Transport, strings.TrimPrefix(srv.URL, "http://")
+		}},
+}
+
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name      string
-		base      func(t *testing.T) (http.RoundTripper, string) // transport and host
-		timeout   time.Duration
-		wantIs    error
-		wantError bool
-	}{
-		{name: "a refused connection", wantError: true, wantIs: syscall.ECONNREFUSED,
-			base: func(t *testing.T) (http.RoundTripper, string) { return nil, closedAddr(t) }},
-		{name: "a base transport returning a *url.Error with the full URL", wantError: true,
-			base: func(*testing.T) (http.RoundTripper, string) {
-				return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-					return nil, &url.Error{Op: "Get", URL: r.URL.String(), Err: syscall.ECONNRESET}
-				}), "cloud.invalid"
-			}, wantIs: syscall.ECONNRESET},
-		{name: "a base transport wrapping a *url.Error in another error", wantError: true,
-			base: func(*testing.T) (http.RoundTripper, string) {
-				return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-					return nil, fmt.Errorf("signing proxy: %w", &url.Error{Op: "Get", URL: r.URL.String(), Err: syscall.ECONNRESET})
-				}), "cloud.invalid"
-			}, wantIs: syscall.ECONNRESET},
-		{name: "a base transport echoing the credentials", wantError: true,
-			base: func(*testing.T) (http.RoundTripper, string) {
-				return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-					return nil, fmt.Errorf("token %s (%s) with key %s and signature %s rejected: %w",
-						r.Header.Get("X-Auth-Token"), r.Header.Get("Authorization"),
-						r.URL.Query().Get("apiKey"), r.URL.Query().Get("signature"), syscall.ECONNRESET)
-				}), "cloud.invalid"
-			}, wantIs: syscall.ECONNRESET},
-		{name: "an attempt timeout", wantError: true, timeout: 100 * time.Millisecond,
-			base: func(t *testing.T) (http.RoundTripper, string) {
-				srv := newScriptedServer(t, step{block: true})
-				return srv.Client().Transport, strings.TrimPrefix(srv.URL, "http://")
-			}},
-		{name: "a throttled response",
-			base: func(t *testing.T) (http.RoundTripper, string) {
-				srv := newScriptedServer(t, step{status: 429, retryAfter: "0"})
-				return srv.Client().Transport, strings.TrimPrefix(srv.URL, "http://")
-			}},
-	}
-	for _, tt := range tests {
+	for _, tt := range callsThatMightLeak {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			base, host := tt.base(t)

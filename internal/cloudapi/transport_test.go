@@ -267,124 +267,139 @@ func TestRoundTripResendsTheBody(t *testing.T) {
 func TestRoundTripRetriesTransportErrors(t *testing.T) {
 	t.Parallel()
 
-	t.Run("a GET whose attempt times out is retried", func(t *testing.T) {
-		t.Parallel()
-		srv := newScriptedServer(t, step{block: true}, step{status: 200})
-		cfg := testConfig(t)
-		cfg.Timeout = 200 * time.Millisecond
-		tr := newTestTransport(t, cfg, srv.Client().Transport)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/v2.1/servers/detail", nil)
-		require.NoError(t, err)
+	t.Run("a GET whose attempt times out is retried", aTimedOutGETIsRetried)
+	t.Run("a POST whose attempt times out is not retried", aTimedOutPOSTIsNotRetried)
+	t.Run("a GET is retried when the connection is closed without a response", aGETOnAClosedConnectionIsRetried)
+	t.Run("a POST is not retried when the connection is closed after it was sent", aSentPOSTOnAClosedConnectionIsNotRetried)
+	t.Run("a POST is retried when the connection is refused", aRefusedPOSTIsRetried)
+	t.Run("a GET to a closed port gives up after MaxRetries with the dial error", aGETToAClosedPortGivesUp)
+	t.Run("a TLS certificate error is not retried", aTLSCertificateErrorIsNotRetried)
+}
 
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		assert.Equal(t, "attempt 2", readBody(t, resp))
-		assert.InDelta(t, 1.0, counterValue(t, retriesTotal, cfg.Cloud, "servers", "GET /v2.1/servers/detail", "timeout"), 0)
-		assert.InDelta(t, 1.0, counterValue(t, requestsTotal, cfg.Cloud, "servers", "GET /v2.1/servers/detail", "error"), 0)
+// aTimedOutGETIsRetried: a GET whose attempt times out is retried.
+func aTimedOutGETIsRetried(t *testing.T) {
+	t.Parallel()
+	srv := newScriptedServer(t, step{block: true}, step{status: 200})
+	cfg := testConfig(t)
+	cfg.Timeout = 200 * time.Millisecond
+	tr := newTestTransport(t, cfg, srv.Client().Transport)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/v2.1/servers/detail", nil)
+	require.NoError(t, err)
+
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, "attempt 2", readBody(t, resp))
+	assert.InDelta(t, 1.0, counterValue(t, retriesTotal, cfg.Cloud, "servers", "GET /v2.1/servers/detail", "timeout"), 0)
+	assert.InDelta(t, 1.0, counterValue(t, requestsTotal, cfg.Cloud, "servers", "GET /v2.1/servers/detail", "error"), 0)
+}
+
+// aTimedOutPOSTIsNotRetried: a POST whose attempt times out is not retried.
+func aTimedOutPOSTIsNotRetried(t *testing.T) {
+	t.Parallel()
+	srv := newScriptedServer(t, step{block: true}, step{status: 200})
+	cfg := testConfig(t)
+	cfg.Timeout = 200 * time.Millisecond
+	tr := newTestTransport(t, cfg, srv.Client().Transport)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v2.1/servers", strings.NewReader("{}"))
+	require.NoError(t, err)
+
+	_, err = tr.RoundTrip(req)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, 1, srv.Attempts())
+}
+
+// aGETOnAClosedConnectionIsRetried: a GET is retried when the connection is closed without a response.
+func aGETOnAClosedConnectionIsRetried(t *testing.T) {
+	t.Parallel()
+	srv := newScriptedServer(t, step{hijack: true}, step{status: 200})
+	cfg := testConfig(t)
+	tr := newTestTransport(t, cfg, srv.Client().Transport)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/v2.0/networks", nil)
+	require.NoError(t, err)
+
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, "attempt 2", readBody(t, resp))
+	assert.InDelta(t, 1.0, counterValue(t, retriesTotal, cfg.Cloud, "networks", "GET /v2.0/networks", "network"), 0)
+}
+
+// aSentPOSTOnAClosedConnectionIsNotRetried: a POST is not retried when the connection is closed after it was sent.
+func aSentPOSTOnAClosedConnectionIsNotRetried(t *testing.T) {
+	t.Parallel()
+	srv := newScriptedServer(t, step{hijack: true}, step{status: 201})
+	tr := newTestTransport(t, testConfig(t), srv.Client().Transport)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v2.0/networks", strings.NewReader("{}"))
+	require.NoError(t, err)
+
+	_, err = tr.RoundTrip(req)
+	require.Error(t, err)
+	assert.Equal(t, 1, srv.Attempts())
+}
+
+// aRefusedPOSTIsRetried: a POST is retried when the connection is refused.
+func aRefusedPOSTIsRetried(t *testing.T) {
+	t.Parallel()
+	srv := newScriptedServer(t, step{status: 201})
+	refused := closedAddr(t)
+	var calls atomic.Int32
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if calls.Add(1) == 1 {
+			r = r.Clone(r.Context())
+			r.URL.Host = refused
+		}
+		return srv.Client().Transport.RoundTrip(r)
 	})
+	cfg := testConfig(t)
+	tr := newTestTransport(t, cfg, base)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v2.0/networks", strings.NewReader(`{"n":1}`))
+	require.NoError(t, err)
 
-	t.Run("a POST whose attempt times out is not retried", func(t *testing.T) {
-		t.Parallel()
-		srv := newScriptedServer(t, step{block: true}, step{status: 200})
-		cfg := testConfig(t)
-		cfg.Timeout = 200 * time.Millisecond
-		tr := newTestTransport(t, cfg, srv.Client().Transport)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v2.1/servers", strings.NewReader("{}"))
-		require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusCreated, resp.StatusCode)
+	_ = readBody(t, resp)
+	assert.Equal(t, int32(2), calls.Load())
+	assert.Equal(t, []string{`{"n":1}`}, srv.Bodies())
+	assert.InDelta(t, 1.0, counterValue(t, retriesTotal, cfg.Cloud, "networks", "POST /v2.0/networks", "network"), 0)
+}
 
-		_, err = tr.RoundTrip(req)
-		require.Error(t, err)
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Equal(t, 1, srv.Attempts())
+// aGETToAClosedPortGivesUp: a GET to a closed port gives up after MaxRetries with the dial error.
+func aGETToAClosedPortGivesUp(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.MaxRetries = 3
+	tr := newTestTransport(t, cfg, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+closedAddr(t)+"/v2.0/networks", nil)
+	require.NoError(t, err)
+
+	_, err = tr.RoundTrip(req)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.Contains(t, err.Error(), "attempt 4")
+	assert.InDelta(t, 3.0, counterValue(t, retriesTotal, cfg.Cloud, "networks", "GET /v2.0/networks", "network"), 0)
+	assert.InDelta(t, 4.0, counterValue(t, requestsTotal, cfg.Cloud, "networks", "GET /v2.0/networks", "error"), 0)
+}
+
+// aTLSCertificateErrorIsNotRetried: a TLS certificate error is not retried.
+func aTLSCertificateErrorIsNotRetried(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the failed handshakes are expected
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	var calls atomic.Int32
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		calls.Add(1)
+		return http.DefaultTransport.RoundTrip(r) // does not trust the test CA
 	})
+	tr := newTestTransport(t, testConfig(t), base)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/v3/auth/tokens", nil)
+	require.NoError(t, err)
 
-	t.Run("a GET is retried when the connection is closed without a response", func(t *testing.T) {
-		t.Parallel()
-		srv := newScriptedServer(t, step{hijack: true}, step{status: 200})
-		cfg := testConfig(t)
-		tr := newTestTransport(t, cfg, srv.Client().Transport)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/v2.0/networks", nil)
-		require.NoError(t, err)
-
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		assert.Equal(t, "attempt 2", readBody(t, resp))
-		assert.InDelta(t, 1.0, counterValue(t, retriesTotal, cfg.Cloud, "networks", "GET /v2.0/networks", "network"), 0)
-	})
-
-	t.Run("a POST is not retried when the connection is closed after it was sent", func(t *testing.T) {
-		t.Parallel()
-		srv := newScriptedServer(t, step{hijack: true}, step{status: 201})
-		tr := newTestTransport(t, testConfig(t), srv.Client().Transport)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v2.0/networks", strings.NewReader("{}"))
-		require.NoError(t, err)
-
-		_, err = tr.RoundTrip(req)
-		require.Error(t, err)
-		assert.Equal(t, 1, srv.Attempts())
-	})
-
-	t.Run("a POST is retried when the connection is refused", func(t *testing.T) {
-		t.Parallel()
-		srv := newScriptedServer(t, step{status: 201})
-		refused := closedAddr(t)
-		var calls atomic.Int32
-		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			if calls.Add(1) == 1 {
-				r = r.Clone(r.Context())
-				r.URL.Host = refused
-			}
-			return srv.Client().Transport.RoundTrip(r)
-		})
-		cfg := testConfig(t)
-		tr := newTestTransport(t, cfg, base)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v2.0/networks", strings.NewReader(`{"n":1}`))
-		require.NoError(t, err)
-
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		assert.Equal(t, http.StatusCreated, resp.StatusCode)
-		_ = readBody(t, resp)
-		assert.Equal(t, int32(2), calls.Load())
-		assert.Equal(t, []string{`{"n":1}`}, srv.Bodies())
-		assert.InDelta(t, 1.0, counterValue(t, retriesTotal, cfg.Cloud, "networks", "POST /v2.0/networks", "network"), 0)
-	})
-
-	t.Run("a GET to a closed port gives up after MaxRetries with the dial error", func(t *testing.T) {
-		t.Parallel()
-		cfg := testConfig(t)
-		cfg.MaxRetries = 3
-		tr := newTestTransport(t, cfg, nil)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+closedAddr(t)+"/v2.0/networks", nil)
-		require.NoError(t, err)
-
-		_, err = tr.RoundTrip(req)
-		require.Error(t, err)
-		assert.ErrorIs(t, err, syscall.ECONNREFUSED)
-		assert.Contains(t, err.Error(), "attempt 4")
-		assert.InDelta(t, 3.0, counterValue(t, retriesTotal, cfg.Cloud, "networks", "GET /v2.0/networks", "network"), 0)
-		assert.InDelta(t, 4.0, counterValue(t, requestsTotal, cfg.Cloud, "networks", "GET /v2.0/networks", "error"), 0)
-	})
-
-	t.Run("a TLS certificate error is not retried", func(t *testing.T) {
-		t.Parallel()
-		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the failed handshakes are expected
-		srv.StartTLS()
-		t.Cleanup(srv.Close)
-		var calls atomic.Int32
-		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			calls.Add(1)
-			return http.DefaultTransport.RoundTrip(r) // does not trust the test CA
-		})
-		tr := newTestTransport(t, testConfig(t), base)
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/v3/auth/tokens", nil)
-		require.NoError(t, err)
-
-		_, err = tr.RoundTrip(req)
-		require.Error(t, err)
-		assert.Equal(t, int32(1), calls.Load())
-	})
+	_, err = tr.RoundTrip(req)
+	require.Error(t, err)
+	assert.Equal(t, int32(1), calls.Load())
 }
 
 func TestRoundTripResponseBodyIsReadableAfterReturn(t *testing.T) {

@@ -3,6 +3,7 @@ package lbcycle
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -123,103 +124,108 @@ func retryMessage(t *testing.T, err error) string {
 	return re.Error()
 }
 
+// ensureSteps are TestEnsureTakesOneStepAndSaysWhatIsUnderWay's cases: the
+// cloud's answers and the records, the steps that run, and the progress told
+// or the record written. Each run takes its own copy of the records.
+var ensureSteps = []struct {
+	name     string
+	cloud    script
+	records  memRecords
+	ran      []string
+	progress string // "" → converged
+	record   *Record
+}{
+	{
+		name:     "a Service with no load balancer gets one created",
+		cloud:    script{spec: fp, answer: map[string]string{"create": "load balancer lb1 is being created"}},
+		records:  memRecords{},
+		ran:      []string{"find", "create"},
+		progress: "load balancer lb1 is being created",
+	},
+	{
+		name:    "a load balancer built at once is published in the same pass",
+		cloud:   script{spec: fp, built: ready},
+		records: memRecords{},
+		ran:     []string{"find", "create", "find", "publish"},
+		record:  &Record{ID: "lb1", Fingerprint: fp, Address: "203.0.113.7"},
+	},
+	{
+		name:     "a load balancer the cloud is working on is waited for, with no write",
+		cloud:    script{spec: fp, found: &LB[string]{ID: "lb1", Status: "PENDING_CREATE", State: Busy}},
+		records:  memRecords{},
+		ran:      []string{"find"},
+		progress: "load balancer lb1 is PENDING_CREATE",
+	},
+	{
+		name:     "the Service's own load balancer in ERROR is replaced",
+		cloud:    script{spec: fp, found: &LB[string]{ID: "lb1", Status: "ERROR", State: Failed}, answer: map[string]string{"replace": "replacing lb1"}},
+		records:  converged("lb1"),
+		ran:      []string{"listed", "find", "replace"},
+		progress: "replacing lb1",
+	},
+	{
+		name:    "a shared load balancer in ERROR is never replaced: it is walked",
+		cloud:   script{spec: fp, found: &LB[string]{ID: "lb1", Status: "ERROR", State: Failed, Shared: true}},
+		records: memRecords{},
+		ran:     []string{"find", "converge", "publish"},
+		record:  &Record{Fingerprint: fp, Address: "203.0.113.7"},
+	},
+	{
+		name:     "a load balancer not as recorded is walked; a change made is progress",
+		cloud:    script{spec: fp, found: ready, answer: map[string]string{"converge": "listener TCP/80 is being created"}},
+		records:  memRecords{},
+		ran:      []string{"find", "converge"},
+		progress: "listener TCP/80 is being created",
+	},
+	{
+		name:    "a walk that finds nothing to change publishes and records",
+		cloud:   script{spec: fp, found: ready},
+		records: memRecords{},
+		ran:     []string{"find", "converge", "publish"},
+		record:  &Record{ID: "lb1", Fingerprint: fp, Address: "203.0.113.7"},
+	},
+	{
+		name:    "an unchanged Service is answered from the shared listing alone",
+		cloud:   script{spec: fp, listed: ready, publish: true},
+		records: converged("lb1"),
+		ran:     []string{"listed", "published"},
+		record:  &Record{ID: "lb1", Fingerprint: fp, Address: "203.0.113.7"},
+	},
+	{
+		name:    "an unchanged Service whose address is not as recorded is published again, without a walk",
+		cloud:   script{spec: fp, listed: ready, found: ready, publish: false},
+		records: converged("lb1"),
+		ran:     []string{"listed", "published", "find", "publish"},
+		record:  &Record{ID: "lb1", Fingerprint: fp, Address: "203.0.113.7"},
+	},
+	{
+		name:    "a Service whose load balancer is not the recorded one is walked",
+		cloud:   script{spec: fp, listed: &LB[string]{ID: "lb2", State: Ready}, found: &LB[string]{ID: "lb2", State: Ready}},
+		records: converged("lb1"),
+		ran:     []string{"listed", "find", "converge", "publish"},
+		record:  &Record{ID: "lb2", Fingerprint: fp, Address: "203.0.113.7"},
+	},
+	{
+		name:    "a changed Service is walked, not answered from the listing",
+		cloud:   script{spec: Fingerprint{Config: "c2", Members: "m1"}, listed: ready, found: ready, publish: true},
+		records: converged("lb1"),
+		ran:     []string{"find", "converge", "publish"},
+		record:  &Record{ID: "lb1", Fingerprint: Fingerprint{Config: "c2", Members: "m1"}, Address: "203.0.113.7"},
+	},
+	{
+		name:    "a shared load balancer is never recorded by ID",
+		cloud:   script{spec: fp, found: &LB[string]{ID: "lb9", State: Ready, Shared: true}},
+		records: memRecords{},
+		ran:     []string{"find", "converge", "publish"},
+		record:  &Record{Fingerprint: fp, Address: "203.0.113.7"},
+	},
+}
+
 func TestEnsureTakesOneStepAndSaysWhatIsUnderWay(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		cloud    script
-		records  memRecords
-		ran      []string
-		progress string // "" → converged
-		record   *Record
-	}{
-		{
-			name:     "a Service with no load balancer gets one created",
-			cloud:    script{spec: fp, answer: map[string]string{"create": "load balancer lb1 is being created"}},
-			records:  memRecords{},
-			ran:      []string{"find", "create"},
-			progress: "load balancer lb1 is being created",
-		},
-		{
-			name:    "a load balancer built at once is published in the same pass",
-			cloud:   script{spec: fp, built: ready},
-			records: memRecords{},
-			ran:     []string{"find", "create", "find", "publish"},
-			record:  &Record{ID: "lb1", Fingerprint: fp, Address: "203.0.113.7"},
-		},
-		{
-			name:     "a load balancer the cloud is working on is waited for, with no write",
-			cloud:    script{spec: fp, found: &LB[string]{ID: "lb1", Status: "PENDING_CREATE", State: Busy}},
-			records:  memRecords{},
-			ran:      []string{"find"},
-			progress: "load balancer lb1 is PENDING_CREATE",
-		},
-		{
-			name:     "the Service's own load balancer in ERROR is replaced",
-			cloud:    script{spec: fp, found: &LB[string]{ID: "lb1", Status: "ERROR", State: Failed}, answer: map[string]string{"replace": "replacing lb1"}},
-			records:  converged("lb1"),
-			ran:      []string{"listed", "find", "replace"},
-			progress: "replacing lb1",
-		},
-		{
-			name:    "a shared load balancer in ERROR is never replaced: it is walked",
-			cloud:   script{spec: fp, found: &LB[string]{ID: "lb1", Status: "ERROR", State: Failed, Shared: true}},
-			records: memRecords{},
-			ran:     []string{"find", "converge", "publish"},
-			record:  &Record{Fingerprint: fp, Address: "203.0.113.7"},
-		},
-		{
-			name:     "a load balancer not as recorded is walked; a change made is progress",
-			cloud:    script{spec: fp, found: ready, answer: map[string]string{"converge": "listener TCP/80 is being created"}},
-			records:  memRecords{},
-			ran:      []string{"find", "converge"},
-			progress: "listener TCP/80 is being created",
-		},
-		{
-			name:    "a walk that finds nothing to change publishes and records",
-			cloud:   script{spec: fp, found: ready},
-			records: memRecords{},
-			ran:     []string{"find", "converge", "publish"},
-			record:  &Record{ID: "lb1", Fingerprint: fp, Address: "203.0.113.7"},
-		},
-		{
-			name:    "an unchanged Service is answered from the shared listing alone",
-			cloud:   script{spec: fp, listed: ready, publish: true},
-			records: converged("lb1"),
-			ran:     []string{"listed", "published"},
-			record:  &Record{ID: "lb1", Fingerprint: fp, Address: "203.0.113.7"},
-		},
-		{
-			name:    "an unchanged Service whose address is not as recorded is published again, without a walk",
-			cloud:   script{spec: fp, listed: ready, found: ready, publish: false},
-			records: converged("lb1"),
-			ran:     []string{"listed", "published", "find", "publish"},
-			record:  &Record{ID: "lb1", Fingerprint: fp, Address: "203.0.113.7"},
-		},
-		{
-			name:    "a Service whose load balancer is not the recorded one is walked",
-			cloud:   script{spec: fp, listed: &LB[string]{ID: "lb2", State: Ready}, found: &LB[string]{ID: "lb2", State: Ready}},
-			records: converged("lb1"),
-			ran:     []string{"listed", "find", "converge", "publish"},
-			record:  &Record{ID: "lb2", Fingerprint: fp, Address: "203.0.113.7"},
-		},
-		{
-			name:    "a changed Service is walked, not answered from the listing",
-			cloud:   script{spec: Fingerprint{Config: "c2", Members: "m1"}, listed: ready, found: ready, publish: true},
-			records: converged("lb1"),
-			ran:     []string{"find", "converge", "publish"},
-			record:  &Record{ID: "lb1", Fingerprint: Fingerprint{Config: "c2", Members: "m1"}, Address: "203.0.113.7"},
-		},
-		{
-			name:    "a shared load balancer is never recorded by ID",
-			cloud:   script{spec: fp, found: &LB[string]{ID: "lb9", State: Ready, Shared: true}},
-			records: memRecords{},
-			ran:     []string{"find", "converge", "publish"},
-			record:  &Record{Fingerprint: fp, Address: "203.0.113.7"},
-		},
-	} {
+	for _, tc := range ensureSteps {
 		t.Run(tc.name, func(t *testing.T) {
-			cloud := tc.cloud
-			c := New[string, string](&cloud, tc.records, Options{})
+			cloud, records := tc.cloud, maps.Clone(tc.records)
+			c := New[string, string](&cloud, records, Options{})
 			st, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
 			assert.Equal(t, tc.ran, cloud.ran)
 			if tc.progress != "" {
@@ -230,7 +236,7 @@ func TestEnsureTakesOneStepAndSaysWhatIsUnderWay(t *testing.T) {
 				assert.Equal(t, "203.0.113.7", st.Ingress[0].IP)
 			}
 			if tc.record != nil {
-				assert.Equal(t, *tc.record, tc.records[service.UID])
+				assert.Equal(t, *tc.record, records[service.UID])
 			}
 		})
 	}

@@ -62,44 +62,8 @@ func TestSnapshot(t *testing.T) {
 		_, _, _ = s.Get(t.Context(), "a")
 		assert.Equal(t, int32(2), f.calls.Load())
 	})
-	t.Run("GetWithin serves an older list to a caller that can wait", func(t *testing.T) {
-		f := &fixture{now: time.Unix(0, 0), items: []inst{{"a", "node-a"}}}
-		s := f.snapshot()
-		_, _, _ = s.Get(t.Context(), "a")
-		f.advance(4 * time.Minute)
-		_, found, err := s.GetWithin(t.Context(), "a", 5*time.Minute)
-		require.NoError(t, err)
-		assert.True(t, found)
-		assert.Equal(t, int32(1), f.calls.Load(), "a 4-minute-old list is fine for a 5-minute bound")
-		_, _, _ = s.Get(t.Context(), "a")
-		assert.Equal(t, int32(2), f.calls.Load(), "but not for the snapshot's own bound")
-		f.advance(6 * time.Minute)
-		_, _, _ = s.GetWithin(t.Context(), "a", 5*time.Minute)
-		assert.Equal(t, int32(3), f.calls.Load(), "older than the caller's bound: listed again")
-		f.advance(20 * time.Second)
-		_, found, _ = s.GetWithin(t.Context(), "gone", 5*time.Minute)
-		assert.False(t, found)
-		assert.Equal(t, int32(4), f.calls.Load(), "a miss still lists again once the list is minMiss old")
-	})
-	t.Run("misses refresh at most once per minMiss", func(t *testing.T) {
-		f := &fixture{now: time.Unix(0, 0), items: []inst{{"a", "node-a"}}}
-		s := f.snapshot()
-		_, _, _ = s.Get(t.Context(), "a")
-		for range 100 { // a burst of unknown Nodes
-			_, found, err := s.Get(t.Context(), "new")
-			require.NoError(t, err)
-			assert.False(t, found)
-		}
-		assert.Equal(t, int32(1), f.calls.Load(), "within minMiss a miss does not list again")
-		f.mu.Lock()
-		f.items = append(f.items, inst{"new", "node-new"})
-		f.mu.Unlock()
-		f.advance(11 * time.Second)
-		_, found, err := s.Get(t.Context(), "new")
-		require.NoError(t, err)
-		assert.True(t, found, "after minMiss a miss refreshes and finds the new instance")
-		assert.Equal(t, int32(2), f.calls.Load())
-	})
+	t.Run("GetWithin serves an older list to a caller that can wait", getWithinServesAnOlderList)
+	t.Run("misses refresh at most once per minMiss", missesRefreshAtMostOncePerMinMiss)
 	t.Run("an error is returned, never a miss", func(t *testing.T) {
 		f := &fixture{now: time.Unix(0, 0), err: errors.New("503")}
 		s := f.snapshot()
@@ -134,6 +98,48 @@ func TestSnapshot(t *testing.T) {
 		assert.True(t, found)
 		assert.Equal(t, int32(1), f.calls.Load())
 	})
+}
+
+// getWithinServesAnOlderList: GetWithin serves an older list to a caller that can wait.
+func getWithinServesAnOlderList(t *testing.T) {
+	f := &fixture{now: time.Unix(0, 0), items: []inst{{"a", "node-a"}}}
+	s := f.snapshot()
+	_, _, _ = s.Get(t.Context(), "a")
+	f.advance(4 * time.Minute)
+	_, found, err := s.GetWithin(t.Context(), "a", 5*time.Minute)
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, int32(1), f.calls.Load(), "a 4-minute-old list is fine for a 5-minute bound")
+	_, _, _ = s.Get(t.Context(), "a")
+	assert.Equal(t, int32(2), f.calls.Load(), "but not for the snapshot's own bound")
+	f.advance(6 * time.Minute)
+	_, _, _ = s.GetWithin(t.Context(), "a", 5*time.Minute)
+	assert.Equal(t, int32(3), f.calls.Load(), "older than the caller's bound: listed again")
+	f.advance(20 * time.Second)
+	_, found, _ = s.GetWithin(t.Context(), "gone", 5*time.Minute)
+	assert.False(t, found)
+	assert.Equal(t, int32(4), f.calls.Load(), "a miss still lists again once the list is minMiss old")
+}
+
+// missesRefreshAtMostOncePerMinMiss: misses refresh at most once per minMiss.
+func missesRefreshAtMostOncePerMinMiss(t *testing.T) {
+	f := &fixture{now: time.Unix(0, 0), items: []inst{{"a", "node-a"}}}
+	s := f.snapshot()
+	_, _, _ = s.Get(t.Context(), "a")
+	for range 100 { // a burst of unknown Nodes
+		_, found, err := s.Get(t.Context(), "new")
+		require.NoError(t, err)
+		assert.False(t, found)
+	}
+	assert.Equal(t, int32(1), f.calls.Load(), "within minMiss a miss does not list again")
+	f.mu.Lock()
+	f.items = append(f.items, inst{"new", "node-new"})
+	f.mu.Unlock()
+	f.advance(11 * time.Second)
+	_, found, err := s.Get(t.Context(), "new")
+	require.NoError(t, err)
+	assert.True(t, found, "after minMiss a miss refreshes and finds the new instance")
+	assert.Equal(t, int32(2), f.calls.Load())
 }
 
 func TestSharedKeys(t *testing.T) {

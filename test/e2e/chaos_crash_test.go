@@ -217,27 +217,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 
 			stop := make(chan struct{})
 			steps, wait := churn(ns, mustKit(t, c.name).Churn, services, stop)
-			var failovers []time.Duration
-			for k := range kills {
-				var leader *framework.ProcessCCM
-				require.NoError(t, devenv.Poll(time.Minute, 50*time.Millisecond, func() error {
-					if leader = replicas.Leader(); leader == nil {
-						return errors.New("no leader yet")
-					}
-					return nil
-				}), "kill %d", k)
-				time.Sleep(time.Duration(rand.IntN(3000)) * time.Millisecond) // a random point of its work
-				holder := leaseHolder()
-				killed := time.Now()
-				leader.Kill() // and the supervisor starts it again, as its Pod would be
-				require.NoError(t, devenv.Poll(time.Minute, 20*time.Millisecond, func() error {
-					if h := leaseHolder(); h == "" || h == holder {
-						return fmt.Errorf("the lease is still %q's", h)
-					}
-					return nil
-				}), "failover after kill %d", k)
-				failovers = append(failovers, time.Since(killed))
-			}
+			failovers := killTheLeaderAgainAndAgain(t, replicas, kills)
 			selfExits := len(replicas.Exits()) - kills // ended by themselves (e.g. a lost lease)
 			replicas.halt()
 			close(stop)
@@ -245,47 +225,7 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			lastKill := time.Now()
 
 			// The end state: even Services kept (changed once more), odd ones deleted.
-			ctx := context.Background()
-			svcs := env.Client.CoreV1().Services(ns)
-			var kept []string
-			for j := range services {
-				name := fmt.Sprintf("churn-%d", j)
-				if j%2 == 1 {
-					err := svcs.Delete(ctx, name, metav1.DeleteOptions{})
-					require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
-					continue
-				}
-				kept = append(kept, name)
-				require.NoError(t, devenv.Poll(2*time.Minute, tick, func() error {
-					svc, err := svcs.Get(ctx, name, metav1.GetOptions{})
-					switch {
-					case apierrors.IsNotFound(err):
-						_, err = svcs.Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ServiceSpec{
-							Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
-							Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}}}, metav1.CreateOptions{})
-						return err
-					case err != nil:
-						return err
-					case svc.DeletionTimestamp != nil:
-						return fmt.Errorf("%s is being deleted", name)
-					}
-					return nil
-				}), "keeping %s", name)
-			}
-			addrs := map[string]string{}
-			for _, name := range kept {
-				svc := waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
-				require.Len(t, svc.Status.LoadBalancer.Ingress, 1, name)
-				addrs[svc.Status.LoadBalancer.Ingress[0].IP] = name
-			}
-			for j := 1; j < services; j += 2 {
-				require.NoError(t, devenv.Poll(2*time.Minute, tick, func() error {
-					if _, err := svcs.Get(ctx, fmt.Sprintf("churn-%d", j), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-						return fmt.Errorf("churn-%d is still there (%w)", j, err)
-					}
-					return nil
-				}))
-			}
+			kept, addrs := keepTheEvenDeleteTheOdd(t, ns, services)
 			converged := time.Since(lastKill)
 
 			// Count what is in the cloud against what the kept Services need.
@@ -300,16 +240,12 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			swept := sweepCount(t, c)
 
 			// Delete the rest: every kind is back to what it was.
+			ctx := context.Background()
 			for _, name := range kept {
-				require.NoError(t, svcs.Delete(ctx, name, metav1.DeleteOptions{}))
+				require.NoError(t, env.Client.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}))
 			}
 			for _, name := range kept {
-				require.NoError(t, devenv.Poll(2*time.Minute, tick, func() error {
-					if _, err := svcs.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-						return fmt.Errorf("%s is still there (%w)", name, err)
-					}
-					return nil
-				}))
+				waitServiceGone(t, env, ns, name, 2*time.Minute)
 			}
 			after := c.objects()
 			left := 0
@@ -333,6 +269,90 @@ func TestChaosCrashAndFailover(t *testing.T) {
 			assert.Less(t, converged, 2*time.Minute, "every Service converged within 2 minutes of the last kill")
 		})
 	}
+}
+
+// killTheLeaderAgainAndAgain kills the leader of the replicas (SIGKILL)
+// kills times, each at a random point of its work, and waits each time for
+// another to take the lease; the supervisor starts the killed one again,
+// as its Pod would be. It returns how long each failover took.
+func killTheLeaderAgainAndAgain(t *testing.T, replicas *supervisor, kills int) (failovers []time.Duration) {
+	for k := range kills {
+		var leader *framework.ProcessCCM
+		require.NoError(t, devenv.Poll(time.Minute, 50*time.Millisecond, func() error {
+			if leader = replicas.Leader(); leader == nil {
+				return errors.New("no leader yet")
+			}
+			return nil
+		}), "kill %d", k)
+		time.Sleep(time.Duration(rand.IntN(3000)) * time.Millisecond) // a random point of its work
+		holder := leaseHolder()
+		killed := time.Now()
+		leader.Kill() // and the supervisor starts it again, as its Pod would be
+		require.NoError(t, devenv.Poll(time.Minute, 20*time.Millisecond, func() error {
+			if h := leaseHolder(); h == "" || h == holder {
+				return fmt.Errorf("the lease is still %q's", h)
+			}
+			return nil
+		}), "failover after kill %d", k)
+		failovers = append(failovers, time.Since(killed))
+	}
+	return failovers
+}
+
+// keepTheEvenDeleteTheOdd brings the churned Services of ns to their end
+// state: it deletes the odd ones, keeps the even ones (making them again if
+// the churn had deleted them), waits until each kept one is Ready with one
+// address and each deleted one is gone. It returns the kept Services and
+// the Service of each address.
+func keepTheEvenDeleteTheOdd(t *testing.T, ns string, services int) (kept []string, addrs map[string]string) {
+	ctx := context.Background()
+	svcs := env.Client.CoreV1().Services(ns)
+	for j := range services {
+		name := fmt.Sprintf("churn-%d", j)
+		if j%2 == 1 {
+			err := svcs.Delete(ctx, name, metav1.DeleteOptions{})
+			require.True(t, err == nil || apierrors.IsNotFound(err), "%v", err)
+			continue
+		}
+		kept = append(kept, name)
+		require.NoError(t, devenv.Poll(2*time.Minute, tick, func() error {
+			svc, err := svcs.Get(ctx, name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				_, err = svcs.Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ServiceSpec{
+					Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+					Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}}}, metav1.CreateOptions{})
+				return err
+			case err != nil:
+				return err
+			case svc.DeletionTimestamp != nil:
+				return fmt.Errorf("%s is being deleted", name)
+			}
+			return nil
+		}), "keeping %s", name)
+	}
+	addrs = map[string]string{}
+	for _, name := range kept {
+		svc := waitCondition(t, ns, name, servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+		require.Len(t, svc.Status.LoadBalancer.Ingress, 1, name)
+		addrs[svc.Status.LoadBalancer.Ingress[0].IP] = name
+	}
+	for j := 1; j < services; j += 2 {
+		waitServiceGone(t, env, ns, fmt.Sprintf("churn-%d", j), 2*time.Minute)
+	}
+	return kept, addrs
+}
+
+// waitServiceGone waits, up to within, until the Service ns/name is gone
+// from the cluster of e.
+func waitServiceGone(t *testing.T, e *framework.Env, ns, name string, within time.Duration) {
+	t.Helper()
+	require.NoError(t, devenv.Poll(within, tick, func() error {
+		if _, err := e.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s is still there (%w)", name, err)
+		}
+		return nil
+	}))
 }
 
 // Case 4, isolation: two clusters of the same --cluster-name in one cloud
@@ -372,39 +392,11 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 			}
 			base := c.objects()
 			ns := fmt.Sprintf("iso-%d-%d", 103+i, time.Now().UnixNano()%100000)
-			twin := func(e *framework.Env) string {
-				_, err := e.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-				require.NoError(t, err)
-				_, err = e.Client.CoreV1().Services(ns).Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "twin"}, Spec: v1.ServiceSpec{
-					Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "twin"}, LoadBalancerSourceRanges: []string{"10.0.0.0/8"},
-					Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}, {Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080}}}},
-					metav1.CreateOptions{})
-				require.NoError(t, err)
-				var addr string
-				require.NoError(t, devenv.Poll(waitLong, tick, func() error {
-					s, err := e.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{})
-					if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
-						return fmt.Errorf("no address yet (%w)", err)
-					}
-					addr = s.Status.LoadBalancer.Ingress[0].IP
-					return nil
-				}))
-				return addr
-			}
-			gone := func(e *framework.Env) {
-				require.NoError(t, e.Client.CoreV1().Services(ns).Delete(ctx, "twin", metav1.DeleteOptions{}))
-				require.NoError(t, devenv.Poll(waitLong, tick, func() error {
-					if _, err := e.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-						return fmt.Errorf("twin is still there (%w)", err)
-					}
-					return nil
-				}))
-			}
 
-			second := twin(other)
+			second := makeTheTwin(t, other, ns)
 			settled(t, c.server)
 			onlySecond := c.objects()
-			first := twin(env)
+			first := makeTheTwin(t, env, ns)
 			settled(t, c.server)
 			both := c.objects()
 			require.NotEqual(t, first, second, "two load balancers, two addresses")
@@ -418,13 +410,13 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 			_, secondRemoves := sweepCountOf(t, other, c)
 			swept := firstRemoves + secondRemoves
 
-			gone(env)
+			deleteTheTwin(t, env, ns)
 			settled(t, c.server)
 			afterFirst := c.objects()
 			s, err := other.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{})
 			require.NoError(t, err)
 			kept := len(s.Status.LoadBalancer.Ingress) == 1 && s.Status.LoadBalancer.Ingress[0].IP == second
-			gone(other)
+			deleteTheTwin(t, other, ns)
 			settled(t, c.server)
 			chaosReport(t, fmt.Sprintf("| isolation | %s | %d | %t | %t |", c.name, swept, maps.Equal(onlySecond, afterFirst), kept))
 			assert.Zero(t, swept, "neither cluster's sweep would remove anything of the other's")
@@ -433,4 +425,34 @@ func TestChaosIsolationOfTwoClustersOfOneName(t *testing.T) {
 			assert.Equal(t, base, c.objects(), "and deleting the second's leaves nothing")
 		})
 	}
+}
+
+// makeTheTwin makes the namespace ns and its Service twin (two ports,
+// source ranges) in the cluster of e, and returns the address it gets.
+func makeTheTwin(t *testing.T, e *framework.Env, ns string) string {
+	ctx := context.Background()
+	_, err := e.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = e.Client.CoreV1().Services(ns).Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "twin"}, Spec: v1.ServiceSpec{
+		Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "twin"}, LoadBalancerSourceRanges: []string{"10.0.0.0/8"},
+		Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}, {Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	var addr string
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+		s, err := e.Client.CoreV1().Services(ns).Get(ctx, "twin", metav1.GetOptions{})
+		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
+			return fmt.Errorf("no address yet (%w)", err)
+		}
+		addr = s.Status.LoadBalancer.Ingress[0].IP
+		return nil
+	}))
+	return addr
+}
+
+// deleteTheTwin deletes the Service twin of ns in the cluster of e and
+// waits until it is gone.
+func deleteTheTwin(t *testing.T, e *framework.Env, ns string) {
+	require.NoError(t, e.Client.CoreV1().Services(ns).Delete(context.Background(), "twin", metav1.DeleteOptions{}))
+	waitServiceGone(t, e, ns, "twin", waitLong)
 }

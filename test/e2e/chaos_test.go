@@ -186,32 +186,7 @@ func TestChaosOutage(t *testing.T) {
 			ctx := context.Background()
 
 			// The outage.
-			calls0, start := c.server.CallCount(), time.Now()
-			kubelets[0].StopHeartbeats(true)
-			kubelets[1].StopHeartbeats(true)
-			phase := outage / time.Duration(len(outageFaults))
-			for n, f := range outageFaults {
-				c.server.ClearFaults()
-				c.server.InjectFault(f.f)
-				switch n {
-				case 1:
-					lbService(t, ns, "s4", nil)
-				case 2:
-					s2 := getService(t, ns, "s2")
-					s2.Spec.Ports = append(s2.Spec.Ports, v1.ServicePort{Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080})
-					_, err := env.Client.CoreV1().Services(ns).Update(ctx, s2, metav1.UpdateOptions{})
-					require.NoError(t, err)
-				case 3:
-					require.NoError(t, env.Client.CoreV1().Services(ns).Delete(ctx, "s3", metav1.DeleteOptions{}))
-				}
-				time.Sleep(phase)
-			}
-			c.server.ClearFaults()
-			during := time.Since(start)
-			perMinute := float64(c.server.CallCount()-calls0) / during.Minutes()
-			for _, k := range kubelets[:2] {
-				require.NoError(t, k.ResumeHeartbeats())
-			}
+			perMinute := goThroughTheOutage(t, c, kubelets, ns, outage)
 
 			// Recovery.
 			back := time.Now()
@@ -258,6 +233,41 @@ func TestChaosOutage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goThroughTheOutage makes every cloud call fail, each of outageFaults in
+// turn for an equal part of outage, while the first two Nodes are NotReady
+// and Services of ns are created (s4), changed (s2) and deleted (s3). It
+// returns the cloud calls made per minute meanwhile.
+func goThroughTheOutage(t *testing.T, c chaosCloud, kubelets []*devenv.Kubelet, ns string, outage time.Duration) (perMinute float64) {
+	ctx := context.Background()
+	calls0, start := c.server.CallCount(), time.Now()
+	kubelets[0].StopHeartbeats(true)
+	kubelets[1].StopHeartbeats(true)
+	phase := outage / time.Duration(len(outageFaults))
+	for n, f := range outageFaults {
+		c.server.ClearFaults()
+		c.server.InjectFault(f.f)
+		switch n {
+		case 1:
+			lbService(t, ns, "s4", nil)
+		case 2:
+			s2 := getService(t, ns, "s2")
+			s2.Spec.Ports = append(s2.Spec.Ports, v1.ServicePort{Name: "alt", Protocol: v1.ProtocolTCP, Port: 8080})
+			_, err := env.Client.CoreV1().Services(ns).Update(ctx, s2, metav1.UpdateOptions{})
+			require.NoError(t, err)
+		case 3:
+			require.NoError(t, env.Client.CoreV1().Services(ns).Delete(ctx, "s3", metav1.DeleteOptions{}))
+		}
+		time.Sleep(phase)
+	}
+	c.server.ClearFaults()
+	during := time.Since(start)
+	perMinute = float64(c.server.CallCount()-calls0) / during.Minutes()
+	for _, k := range kubelets[:2] {
+		require.NoError(t, k.ResumeHeartbeats())
+	}
+	return perMinute
 }
 
 // Case 7, secrets: a run with the cloud's credential in its config, logs at

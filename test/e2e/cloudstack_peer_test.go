@@ -100,25 +100,29 @@ func TestCloudStackGoesBackToThePeerItself(t *testing.T) {
 	}
 }
 
+// shapesThePeerMakes are the Services of every shape the peer makes (source
+// ranges, source-cidrs, both, PROXY protocol, UDP, several ports), by name.
+var shapesThePeerMakes = map[string]func(*v1.Service){
+	"plain":  nil,
+	"ranged": func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} },
+	"cidrs":  func(s *v1.Service) { s.Annotations = map[string]string{peerSourceCIDRs: "127.0.0.0/8"} },
+	"both": func(s *v1.Service) {
+		s.Annotations = map[string]string{peerSourceCIDRs: "127.0.0.0/8"}
+		s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/9"}
+	},
+	"proxy": func(s *v1.Service) { s.Annotations = map[string]string{peerProxyProtocol: "true"} },
+	"udp":   func(s *v1.Service) { s.Spec.Ports[0].Protocol, s.Spec.Ports[0].Port = v1.ProtocolUDP, 53 },
+	"ports": func(s *v1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443})
+		s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"}
+	},
+}
+
 func goBackToThePeer(t *testing.T, third int, vpc bool) {
 	bin, ns, e, k := peerCloudStack(t, third, vpc)
 	ccm := env.StartCCM(t, framework.CCMOptions{Cloud: "external-cloudstack", CloudConfig: e.CloudConfig()})
 	waitNodeInitialised(t, k.Name)
-	shapes := map[string]func(*v1.Service){
-		"plain":  nil,
-		"ranged": func(s *v1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"} },
-		"cidrs":  func(s *v1.Service) { s.Annotations = map[string]string{peerSourceCIDRs: "127.0.0.0/8"} },
-		"both": func(s *v1.Service) {
-			s.Annotations = map[string]string{peerSourceCIDRs: "127.0.0.0/8"}
-			s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/9"}
-		},
-		"proxy": func(s *v1.Service) { s.Annotations = map[string]string{peerProxyProtocol: "true"} },
-		"udp":   func(s *v1.Service) { s.Spec.Ports[0].Protocol, s.Spec.Ports[0].Port = v1.ProtocolUDP, 53 },
-		"ports": func(s *v1.Service) {
-			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443})
-			s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.0/8"}
-		},
-	}
+	shapes := shapesThePeerMakes
 	addrs := map[string]string{}
 	for name, mutate := range shapes {
 		k.ServeService(t, lbService(t, ns, name, mutate), true)
@@ -143,28 +147,7 @@ func goBackToThePeer(t *testing.T, third int, vpc bool) {
 
 	peer := env.StartBinary(t, bin, "cloudstack-kubernetes-provider", framework.CCMOptions{Cloud: "external-cloudstack",
 		CloudConfig: e.AdminCloudConfig()})
-	// The peer syncs every Service at its start: it has when it has listed
-	// each one's rules and lists them no more for a while (it asks for its
-	// zone every 5 s whatever it does).
-	listed := func() (n int) {
-		for _, c := range e.Calls() {
-			if strings.HasSuffix(c.Route, "listLoadBalancerRules") {
-				n += c.Count
-			}
-		}
-		return n
-	}
-	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
-		before := listed()
-		if before < len(shapes) {
-			return fmt.Errorf("the peer listed the rules %d times, not yet once per Service", before)
-		}
-		time.Sleep(5 * time.Second)
-		if listed() != before {
-			return fmt.Errorf("the peer is still at work")
-		}
-		return nil
-	}))
+	waitThePeerSynced(t, e, len(shapes))
 	gotRules, gotFirewall := csObjects(t, admin, false)
 	rebuilt := map[string]bool{}
 	for id, rule := range byName {
@@ -202,6 +185,32 @@ func goBackToThePeer(t *testing.T, third int, vpc bool) {
 		names = append(names, name)
 	}
 	csDeleteLeavesNothing(t, admin, false, ns, names...)
+}
+
+// waitThePeerSynced waits until the peer has synced its services Services,
+// as it does every one at its start: it has when it has listed each one's
+// rules and lists them no more for a while (it asks for its zone every 5 s
+// whatever it does).
+func waitThePeerSynced(t *testing.T, e *emulator.Emulator, services int) {
+	listed := func() (n int) {
+		for _, c := range e.Calls() {
+			if strings.HasSuffix(c.Route, "listLoadBalancerRules") {
+				n += c.Count
+			}
+		}
+		return n
+	}
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+		before := listed()
+		if before < services {
+			return fmt.Errorf("the peer listed the rules %d times, not yet once per Service", before)
+		}
+		time.Sleep(5 * time.Second)
+		if listed() != before {
+			return fmt.Errorf("the peer is still at work")
+		}
+		return nil
+	}))
 }
 
 // peerCloudStack is what a test with the peer needs: its binary (skipped

@@ -119,43 +119,7 @@ func peerBuilds(t *testing.T, e *emulator.Emulator, svc *v1.Service, machines []
 		project = fx.ProjectID
 	}
 	var b peerBuilt
-	associate := func(ip string) {
-		p := user.Address.NewAssociateIpAddressParams()
-		p.SetNetworkid(fx.NetworkID)
-		if project != "" {
-			p.SetProjectid(project)
-		}
-		if ip != "" {
-			p.SetIpaddress(ip)
-		}
-		r, err := user.Address.AssociateIpAddress(p)
-		require.NoError(t, err)
-		b.addrID, b.addr = r.Id, r.Ipaddress
-	}
-	if ip := svc.Spec.LoadBalancerIP; ip != "" {
-		p := user.Address.NewListPublicIpAddressesParams()
-		p.SetIpaddress(ip)
-		p.SetAllocatedonly(false)
-		p.SetListall(true)
-		if project != "" {
-			p.SetProjectid(project)
-		}
-		l, err := user.Address.ListPublicIpAddresses(p)
-		require.NoError(t, err)
-		require.Equal(t, 1, l.Count, "loadBalancerIP %s is one of the zone's addresses", ip)
-		b.addrID, b.addr = l.PublicIpAddresses[0].Id, l.PublicIpAddresses[0].Ipaddress
-		if l.PublicIpAddresses[0].Allocated == "" {
-			associate(ip)
-			if svc.Annotations == nil {
-				svc.Annotations = map[string]string{}
-			}
-			svc.Annotations[peerIPAssociated] = "true"
-			_, err := env.Client.CoreV1().Services(svc.Namespace).Update(t.Context(), svc, metav1.UpdateOptions{})
-			require.NoError(t, err)
-		}
-	} else {
-		associate("")
-	}
+	b.addrID, b.addr = peerAddress(t, user, fx.NetworkID, project, svc)
 	cidrs := []string{"0.0.0.0/0"}
 	if a := svc.Annotations[peerSourceCIDRs]; a != "" {
 		cidrs = strings.Split(a, ",")
@@ -196,6 +160,51 @@ func peerBuilds(t *testing.T, e *emulator.Emulator, svc *v1.Service, machines []
 		b.firewall = append(b.firewall, f.Id)
 	}
 	return b
+}
+
+// peerAddress is the address the peer takes for svc, in project if not
+// empty: the one loadBalancerIP names, associated if it is free (the
+// Service then annotated as associated by the controller), else a new one.
+func peerAddress(t *testing.T, user *cs.CloudStackClient, networkID, project string, svc *v1.Service) (id, addr string) {
+	t.Helper()
+	associate := func(ip string) {
+		p := user.Address.NewAssociateIpAddressParams()
+		p.SetNetworkid(networkID)
+		if project != "" {
+			p.SetProjectid(project)
+		}
+		if ip != "" {
+			p.SetIpaddress(ip)
+		}
+		r, err := user.Address.AssociateIpAddress(p)
+		require.NoError(t, err)
+		id, addr = r.Id, r.Ipaddress
+	}
+	if ip := svc.Spec.LoadBalancerIP; ip != "" {
+		p := user.Address.NewListPublicIpAddressesParams()
+		p.SetIpaddress(ip)
+		p.SetAllocatedonly(false)
+		p.SetListall(true)
+		if project != "" {
+			p.SetProjectid(project)
+		}
+		l, err := user.Address.ListPublicIpAddresses(p)
+		require.NoError(t, err)
+		require.Equal(t, 1, l.Count, "loadBalancerIP %s is one of the zone's addresses", ip)
+		id, addr = l.PublicIpAddresses[0].Id, l.PublicIpAddresses[0].Ipaddress
+		if l.PublicIpAddresses[0].Allocated == "" {
+			associate(ip)
+			if svc.Annotations == nil {
+				svc.Annotations = map[string]string{}
+			}
+			svc.Annotations[peerIPAssociated] = "true"
+			_, err := env.Client.CoreV1().Services(svc.Namespace).Update(t.Context(), svc, metav1.UpdateOptions{})
+			require.NoError(t, err)
+		}
+	} else {
+		associate("")
+	}
+	return id, addr
 }
 
 func TestCloudStackTakesOverEveryShapeThePeerMakes(t *testing.T) {
@@ -256,12 +265,7 @@ func takeOver(t *testing.T, third int, inProject bool) {
 		built[shape], svcs[shape] = peerBuilds(t, e, svc, []string{machine}), svc
 	}
 	admin := csAdmin(e)
-	var wantRules, wantFirewall []string
-	for _, b := range built {
-		wantRules, wantFirewall = append(wantRules, b.rules...), append(wantFirewall, b.firewall...)
-	}
-	slices.Sort(wantRules)
-	slices.Sort(wantFirewall)
+	wantRules, wantFirewall := peerRuleIDs(built)
 	e.ResetCalls()
 
 	env.StartCCM(t, framework.CCMOptions{Cloud: "cloudstack", CloudConfig: e.CloudConfig()})
@@ -276,6 +280,32 @@ func takeOver(t *testing.T, third int, inProject bool) {
 	assert.Equal(t, wantFirewall, firewall, "the peer's firewall rules, none rebuilt")
 	writes := csWrites(e)
 	// One write for every address the peer associated unasked: its tags.
+	assert.Equal(t, len(shapes)-1, adoptedAddresses(t, admin, inProject), "every address the peer associated unasked is adopted")
+	assert.Equal(t, len(shapes)-1, writes, "nothing written but the adopted addresses' tags")
+	assert.Empty(t, warnings(t, ns))
+
+	names := make([]string, 0, len(shapes))
+	for shape := range shapes {
+		names = append(names, shape)
+	}
+	csDeleteLeavesNothing(t, admin, inProject, ns, names...)
+}
+
+// peerRuleIDs are the ids of the rules and firewall rules the peer built,
+// each sorted.
+func peerRuleIDs(built map[string]peerBuilt) (rules, firewall []string) {
+	for _, b := range built {
+		rules, firewall = append(rules, b.rules...), append(firewall, b.firewall...)
+	}
+	slices.Sort(rules)
+	slices.Sort(firewall)
+	return rules, firewall
+}
+
+// adoptedAddresses counts the addresses tagged as this cluster's (its
+// kube-system's UID), in every project if inProject.
+func adoptedAddresses(t *testing.T, admin *cs.CloudStackClient, inProject bool) int {
+	t.Helper()
 	tagged := admin.Address.NewListPublicIpAddressesParams()
 	tagged.SetListall(true)
 	kubeSystem, err := env.Client.CoreV1().Namespaces().Get(t.Context(), "kube-system", metav1.GetOptions{})
@@ -286,15 +316,7 @@ func takeOver(t *testing.T, third int, inProject bool) {
 	}
 	adopted, err := admin.Address.ListPublicIpAddresses(tagged)
 	require.NoError(t, err)
-	assert.Equal(t, len(shapes)-1, adopted.Count, "every address the peer associated unasked is adopted")
-	assert.Equal(t, len(shapes)-1, writes, "nothing written but the adopted addresses' tags")
-	assert.Empty(t, warnings(t, ns))
-
-	names := make([]string, 0, len(shapes))
-	for shape := range shapes {
-		names = append(names, shape)
-	}
-	csDeleteLeavesNothing(t, admin, inProject, ns, names...)
+	return adopted.Count
 }
 
 // What is removed behind the CCM's back (a firewall rule, a load balancer

@@ -162,86 +162,87 @@ loadBalancer:
 	assert.Len(t, strings.Split(msg, "\n"), 21, "one line per problem:\n%s", msg)
 }
 
-func TestValidate(t *testing.T) {
-	tests := []struct {
-		name    string
-		doc     string
-		wantErr []string // substrings; none means valid
-	}{
-		{
-			name: "inline instances with a pool are valid",
-			doc:  "instances: [{name: a}]\n" + validPools,
-		},
-		{
-			name: "autoInventory alone is a valid source of instances",
-			doc:  "autoInventory: true\n" + validPools,
-		},
-		{
-			name: "an inventory file alone is a valid source of instances",
-			doc:  "inventoryFile: /nonexistent/inventory.yaml\n" + validPools,
-		},
-		{
-			name: "a disabled load balancer needs no pools",
-			doc:  "autoInventory: true\nloadBalancer: {disabled: true}\n",
-		},
-		{
-			name:    "both an inventory file and inline instances are refused",
-			doc:     "inventoryFile: /x.yaml\ninstances: [{name: a}]\n" + validPools,
-			wantErr: []string{"inventoryFile and instances: give one or the other"},
-		},
-		{
-			name:    "no instances, no inventory file and no autoInventory are refused",
-			doc:     validPools,
-			wantErr: []string{"instances: no instances, no inventoryFile and autoInventory is false"},
-		},
-		{
-			name:    "an enabled load balancer without pools is refused",
-			doc:     "autoInventory: true\n",
-			wantErr: []string{"loadBalancer.pools: no pools"},
-		},
-		{
-			name:    "a reload interval below 100ms is refused",
-			doc:     "autoInventory: true\nreloadInterval: 50ms\n" + validPools,
-			wantErr: []string{"reloadInterval: 50ms is outside 100ms..1h"},
-		},
-		{
-			name:    "a reload interval above an hour is refused",
-			doc:     "autoInventory: true\nreloadInterval: 2h\n" + validPools,
-			wantErr: []string{"reloadInterval: 2h0m0s is outside 100ms..1h"},
-		},
-		{
-			name:    "a negative reload interval is refused",
-			doc:     "autoInventory: true\nreloadInterval: -1s\n" + validPools,
-			wantErr: []string{"reloadInterval: -1s is outside"},
-		},
-		{
-			name:    "a health check interval below 100ms is refused",
-			doc:     "autoInventory: true\nloadBalancer: {disabled: true, healthCheck: {interval: 10ms, timeout: 5ms}}\n",
-			wantErr: []string{"loadBalancer.healthCheck.interval: 10ms is outside 100ms..5m"},
-		},
-		{
-			name:    "a negative health check timeout is refused",
-			doc:     "autoInventory: true\nloadBalancer: {disabled: true, healthCheck: {timeout: -1s}}\n",
-			wantErr: []string{"loadBalancer.healthCheck.timeout: -1s must be positive"},
-		},
-		{
-			name:    "a health check timeout longer than the interval is refused",
-			doc:     "autoInventory: true\nloadBalancer: {disabled: true, healthCheck: {interval: 1s, timeout: 2s}}\n",
-			wantErr: []string{"loadBalancer.healthCheck.timeout: 2s must be positive and at most the interval (1s)"},
-		},
-		{
-			name:    "a UDP idle timeout below a second is refused",
-			doc:     "autoInventory: true\nloadBalancer: {disabled: true, udpIdleTimeout: 500ms}\n",
-			wantErr: []string{"loadBalancer.udpIdleTimeout: 500ms is outside 1s..1h"},
-		},
-		{
-			name:    "a UDP idle timeout above an hour is refused",
-			doc:     "autoInventory: true\nloadBalancer: {disabled: true, udpIdleTimeout: 61m}\n",
-			wantErr: []string{"loadBalancer.udpIdleTimeout: 1h1m0s is outside 1s..1h"},
-		},
-		{
-			name: "every address type is accepted",
-			doc: `instances:
+// validations are TestValidate's cases: a config document, valid or with
+// the problems its error must name.
+var validations = []struct {
+	name    string
+	doc     string
+	wantErr []string // substrings; none means valid
+}{
+	{
+		name: "inline instances with a pool are valid",
+		doc:  "instances: [{name: a}]\n" + validPools,
+	},
+	{
+		name: "autoInventory alone is a valid source of instances",
+		doc:  "autoInventory: true\n" + validPools,
+	},
+	{
+		name: "an inventory file alone is a valid source of instances",
+		doc:  "inventoryFile: /nonexistent/inventory.yaml\n" + validPools,
+	},
+	{
+		name: "a disabled load balancer needs no pools",
+		doc:  "autoInventory: true\nloadBalancer: {disabled: true}\n",
+	},
+	{
+		name:    "both an inventory file and inline instances are refused",
+		doc:     "inventoryFile: /x.yaml\ninstances: [{name: a}]\n" + validPools,
+		wantErr: []string{"inventoryFile and instances: give one or the other"},
+	},
+	{
+		name:    "no instances, no inventory file and no autoInventory are refused",
+		doc:     validPools,
+		wantErr: []string{"instances: no instances, no inventoryFile and autoInventory is false"},
+	},
+	{
+		name:    "an enabled load balancer without pools is refused",
+		doc:     "autoInventory: true\n",
+		wantErr: []string{"loadBalancer.pools: no pools"},
+	},
+	{
+		name:    "a reload interval below 100ms is refused",
+		doc:     "autoInventory: true\nreloadInterval: 50ms\n" + validPools,
+		wantErr: []string{"reloadInterval: 50ms is outside 100ms..1h"},
+	},
+	{
+		name:    "a reload interval above an hour is refused",
+		doc:     "autoInventory: true\nreloadInterval: 2h\n" + validPools,
+		wantErr: []string{"reloadInterval: 2h0m0s is outside 100ms..1h"},
+	},
+	{
+		name:    "a negative reload interval is refused",
+		doc:     "autoInventory: true\nreloadInterval: -1s\n" + validPools,
+		wantErr: []string{"reloadInterval: -1s is outside"},
+	},
+	{
+		name:    "a health check interval below 100ms is refused",
+		doc:     "autoInventory: true\nloadBalancer: {disabled: true, healthCheck: {interval: 10ms, timeout: 5ms}}\n",
+		wantErr: []string{"loadBalancer.healthCheck.interval: 10ms is outside 100ms..5m"},
+	},
+	{
+		name:    "a negative health check timeout is refused",
+		doc:     "autoInventory: true\nloadBalancer: {disabled: true, healthCheck: {timeout: -1s}}\n",
+		wantErr: []string{"loadBalancer.healthCheck.timeout: -1s must be positive"},
+	},
+	{
+		name:    "a health check timeout longer than the interval is refused",
+		doc:     "autoInventory: true\nloadBalancer: {disabled: true, healthCheck: {interval: 1s, timeout: 2s}}\n",
+		wantErr: []string{"loadBalancer.healthCheck.timeout: 2s must be positive and at most the interval (1s)"},
+	},
+	{
+		name:    "a UDP idle timeout below a second is refused",
+		doc:     "autoInventory: true\nloadBalancer: {disabled: true, udpIdleTimeout: 500ms}\n",
+		wantErr: []string{"loadBalancer.udpIdleTimeout: 500ms is outside 1s..1h"},
+	},
+	{
+		name:    "a UDP idle timeout above an hour is refused",
+		doc:     "autoInventory: true\nloadBalancer: {disabled: true, udpIdleTimeout: 61m}\n",
+		wantErr: []string{"loadBalancer.udpIdleTimeout: 1h1m0s is outside 1s..1h"},
+	},
+	{
+		name: "every address type is accepted",
+		doc: `instances:
 - name: a
   addresses:
   - {type: InternalIP, address: 127.0.0.1}
@@ -250,14 +251,16 @@ func TestValidate(t *testing.T) {
   - {type: InternalDNS, address: a.internal}
   - {type: ExternalDNS, address: a.example}
 ` + validPools,
-		},
-		{
-			name:    "an IP address with a zone is refused",
-			doc:     "instances: [{name: a, addresses: [{type: InternalIP, address: 'fe80::1%eth0'}]}]\n" + validPools,
-			wantErr: []string{`instances[0].addresses[0].address: "fe80::1%eth0" is not an IP address`},
-		},
-	}
-	for _, tt := range tests {
+	},
+	{
+		name:    "an IP address with a zone is refused",
+		doc:     "instances: [{name: a, addresses: [{type: InternalIP, address: 'fe80::1%eth0'}]}]\n" + validPools,
+		wantErr: []string{`instances[0].addresses[0].address: "fe80::1%eth0" is not an IP address`},
+	},
+}
+
+func TestValidate(t *testing.T) {
+	for _, tt := range validations {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := readConfig(t, tt.doc)
 			err := cfg.Validate()

@@ -83,74 +83,78 @@ func TestInstanceMetadata(t *testing.T) {
 	}
 }
 
+// notFoundCases are TestNotFoundMapping's cases: a Node, and what
+// InstanceExists, InstanceShutdown and InstanceMetadata answer for it, with the
+// Event the last one records.
+var notFoundCases = []struct {
+	name string
+	node *v1.Node
+
+	existsWant bool
+	existsErr  bool
+
+	shutdownWant        bool
+	shutdownErr         bool
+	shutdownNotFound    bool
+	metadataNotFound    bool
+	metadataErr         bool
+	metadataEventReason string
+}{
+	{
+		name:       "a running instance exists and is not shut down",
+		node:       testNode("running", "", nil),
+		existsWant: true,
+	},
+	{
+		name:       "an instance found by providerID exists",
+		node:       testNode("other-name", "local://custom-id", nil),
+		existsWant: true,
+	},
+	{
+		name:         "a shut down instance exists and is shut down",
+		node:         testNode("shutdown", "local://shutdown", nil),
+		existsWant:   true,
+		shutdownWant: true,
+	},
+	{
+		name:                "a terminated instance does not exist and has no metadata",
+		node:                testNode("terminated", "", nil),
+		metadataNotFound:    true,
+		metadataErr:         true,
+		metadataEventReason: "InstanceNotFound",
+	},
+	{
+		name:                "an unknown Node does not exist and is not found",
+		node:                testNode("stranger", "", nil),
+		shutdownErr:         true,
+		shutdownNotFound:    true,
+		metadataNotFound:    true,
+		metadataErr:         true,
+		metadataEventReason: "InstanceNotFound",
+	},
+	{
+		name:                "an unknown local providerID does not exist and is not found",
+		node:                testNode("running", "local://gone", nil),
+		shutdownErr:         true,
+		shutdownNotFound:    true,
+		metadataNotFound:    true,
+		metadataErr:         true,
+		metadataEventReason: "InstanceNotFound",
+	},
+	{
+		name:                "a foreign providerID is an error everywhere, never gone",
+		node:                testNode("running", "openstack:///0b4e1c9e", nil),
+		existsErr:           true,
+		shutdownErr:         true,
+		metadataErr:         true,
+		metadataEventReason: "InstanceLookupFailed",
+	},
+}
+
 // TestNotFoundMapping is the mapping the house rules ask for: "certainly gone" is
 // InstanceNotFound or exists=false; "cannot tell" is an error, never "gone".
 func TestNotFoundMapping(t *testing.T) {
-	tests := []struct {
-		name string
-		node *v1.Node
-
-		existsWant bool
-		existsErr  bool
-
-		shutdownWant        bool
-		shutdownErr         bool
-		shutdownNotFound    bool
-		metadataNotFound    bool
-		metadataErr         bool
-		metadataEventReason string
-	}{
-		{
-			name:       "a running instance exists and is not shut down",
-			node:       testNode("running", "", nil),
-			existsWant: true,
-		},
-		{
-			name:       "an instance found by providerID exists",
-			node:       testNode("other-name", "local://custom-id", nil),
-			existsWant: true,
-		},
-		{
-			name:         "a shut down instance exists and is shut down",
-			node:         testNode("shutdown", "local://shutdown", nil),
-			existsWant:   true,
-			shutdownWant: true,
-		},
-		{
-			name:                "a terminated instance does not exist and has no metadata",
-			node:                testNode("terminated", "", nil),
-			metadataNotFound:    true,
-			metadataErr:         true,
-			metadataEventReason: "InstanceNotFound",
-		},
-		{
-			name:                "an unknown Node does not exist and is not found",
-			node:                testNode("stranger", "", nil),
-			shutdownErr:         true,
-			shutdownNotFound:    true,
-			metadataNotFound:    true,
-			metadataErr:         true,
-			metadataEventReason: "InstanceNotFound",
-		},
-		{
-			name:                "an unknown local providerID does not exist and is not found",
-			node:                testNode("running", "local://gone", nil),
-			shutdownErr:         true,
-			shutdownNotFound:    true,
-			metadataNotFound:    true,
-			metadataErr:         true,
-			metadataEventReason: "InstanceNotFound",
-		},
-		{
-			name:                "a foreign providerID is an error everywhere, never gone",
-			node:                testNode("running", "openstack:///0b4e1c9e", nil),
-			existsErr:           true,
-			shutdownErr:         true,
-			metadataErr:         true,
-			metadataEventReason: "InstanceLookupFailed",
-		},
-	}
-	for _, tt := range tests {
+	for _, tt := range notFoundCases {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newTestCloud(t, testInstances...)
 			events := record.NewFakeRecorder(10)

@@ -47,113 +47,117 @@ var inlineInstances = []Instance{
 	{Name: "node-c", State: StateTerminated},
 }
 
-func TestInventoryLookup(t *testing.T) {
-	tests := []struct {
-		name      string
-		auto      bool
-		node      *v1.Node
-		want      Instance
-		wantFound bool
-		wantErr   bool
-	}{
-		{
-			name:      "an instance is found by name and gets the default providerID, state, type, zone and region",
-			node:      testNode("node-a", "", nil),
-			wantFound: true,
-			want: Instance{
-				Name: "node-a", ProviderID: "local://node-a", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
-				State: StateRunning, Addresses: []Address{{Type: v1.NodeInternalIP, Address: "127.0.0.10"}},
-			},
+// inventoryLookups are TestInventoryLookup's cases: a Node looked up in
+// inlineInstances, with or without autoInventory, and the instance found,
+// nothing, or an error.
+var inventoryLookups = []struct {
+	name      string
+	auto      bool
+	node      *v1.Node
+	want      Instance
+	wantFound bool
+	wantErr   bool
+}{
+	{
+		name:      "an instance is found by name and gets the default providerID, state, type, zone and region",
+		node:      testNode("node-a", "", nil),
+		wantFound: true,
+		want: Instance{
+			Name: "node-a", ProviderID: "local://node-a", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
+			State: StateRunning, Addresses: []Address{{Type: v1.NodeInternalIP, Address: "127.0.0.10"}},
 		},
-		{
-			name:      "an instance is found by its default providerID",
-			node:      testNode("renamed", "local://node-a", nil),
-			wantFound: true,
-			want: Instance{
-				Name: "node-a", ProviderID: "local://node-a", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
-				State: StateRunning, Addresses: []Address{{Type: v1.NodeInternalIP, Address: "127.0.0.10"}},
-			},
+	},
+	{
+		name:      "an instance is found by its default providerID",
+		node:      testNode("renamed", "local://node-a", nil),
+		wantFound: true,
+		want: Instance{
+			Name: "node-a", ProviderID: "local://node-a", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
+			State: StateRunning, Addresses: []Address{{Type: v1.NodeInternalIP, Address: "127.0.0.10"}},
 		},
-		{
-			name:      "an instance is found by its given providerID and keeps its own fields",
-			node:      testNode("node-b", "local://custom-b", nil),
-			wantFound: true,
-			want: Instance{
-				Name: "node-b", ProviderID: "local://custom-b", InstanceType: "local.large", Zone: "local-b", Region: "r2",
-				State: StateShutdown, Addresses: []Address{{Type: v1.NodeHostName, Address: "node-b"}},
-			},
+	},
+	{
+		name:      "an instance is found by its given providerID and keeps its own fields",
+		node:      testNode("node-b", "local://custom-b", nil),
+		wantFound: true,
+		want: Instance{
+			Name: "node-b", ProviderID: "local://custom-b", InstanceType: "local.large", Zone: "local-b", Region: "r2",
+			State: StateShutdown, Addresses: []Address{{Type: v1.NodeHostName, Address: "node-b"}},
 		},
-		{
-			name:      "an instance without addresses takes the Node's own",
-			node:      testNode("node-c", "", []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "127.0.0.12"}}),
-			wantFound: true,
-			want: Instance{
-				Name: "node-c", ProviderID: "local://node-c", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
-				State:     StateTerminated,
-				Addresses: []Address{{Type: v1.NodeInternalIP, Address: "127.0.0.12"}, {Type: v1.NodeHostName, Address: "node-c"}},
-			},
+	},
+	{
+		name:      "an instance without addresses takes the Node's own",
+		node:      testNode("node-c", "", []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "127.0.0.12"}}),
+		wantFound: true,
+		want: Instance{
+			Name: "node-c", ProviderID: "local://node-c", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
+			State:     StateTerminated,
+			Addresses: []Address{{Type: v1.NodeInternalIP, Address: "127.0.0.12"}, {Type: v1.NodeHostName, Address: "node-c"}},
 		},
-		{
-			name: "a Node of an unknown name is not found",
-			node: testNode("stranger", "", nil),
+	},
+	{
+		name: "a Node of an unknown name is not found",
+		node: testNode("stranger", "", nil),
+	},
+	{
+		name: "a local providerID of no instance is not found, even when the name matches",
+		node: testNode("node-a", "local://elsewhere", nil),
+	},
+	{
+		name:    "a foreign providerID is an error, never not found",
+		node:    testNode("node-a", "openstack:///8a6f5a1b", nil),
+		wantErr: true,
+	},
+	{
+		name:    "a foreign providerID is an error even with autoInventory",
+		auto:    true,
+		node:    testNode("node-a", "aws:///us-east-1a/i-1", nil),
+		wantErr: true,
+	},
+	{
+		name:      "autoInventory prefers the inventory's instance",
+		auto:      true,
+		node:      testNode("node-b", "", nil),
+		wantFound: true,
+		want: Instance{
+			Name: "node-b", ProviderID: "local://custom-b", InstanceType: "local.large", Zone: "local-b", Region: "r2",
+			State: StateShutdown, Addresses: []Address{{Type: v1.NodeHostName, Address: "node-b"}},
 		},
-		{
-			name: "a local providerID of no instance is not found, even when the name matches",
-			node: testNode("node-a", "local://elsewhere", nil),
-		},
-		{
-			name:    "a foreign providerID is an error, never not found",
-			node:    testNode("node-a", "openstack:///8a6f5a1b", nil),
-			wantErr: true,
-		},
-		{
-			name:    "a foreign providerID is an error even with autoInventory",
-			auto:    true,
-			node:    testNode("node-a", "aws:///us-east-1a/i-1", nil),
-			wantErr: true,
-		},
-		{
-			name:      "autoInventory prefers the inventory's instance",
-			auto:      true,
-			node:      testNode("node-b", "", nil),
-			wantFound: true,
-			want: Instance{
-				Name: "node-b", ProviderID: "local://custom-b", InstanceType: "local.large", Zone: "local-b", Region: "r2",
-				State: StateShutdown, Addresses: []Address{{Type: v1.NodeHostName, Address: "node-b"}},
-			},
-		},
-		{
-			name: "autoInventory adopts an unknown Node with its provided node IPs, status addresses and hostname",
-			auto: true,
-			node: testNode("stranger", "", []v1.NodeAddress{
+	},
+	{
+		name: "autoInventory adopts an unknown Node with its provided node IPs, status addresses and hostname",
+		auto: true,
+		node: testNode("stranger", "", []v1.NodeAddress{
+			{Type: v1.NodeInternalIP, Address: "127.0.0.20"},
+			{Type: v1.NodeExternalIP, Address: "127.0.0.30"},
+			{Type: v1.NodeHostName, Address: "stranger"},
+		}, providedNodeIPAnnotation, "127.0.0.20, ::1"),
+		wantFound: true,
+		want: Instance{
+			Name: "stranger", ProviderID: "local://stranger", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
+			State: StateRunning,
+			Addresses: []Address{
 				{Type: v1.NodeInternalIP, Address: "127.0.0.20"},
+				{Type: v1.NodeInternalIP, Address: "::1"},
 				{Type: v1.NodeExternalIP, Address: "127.0.0.30"},
 				{Type: v1.NodeHostName, Address: "stranger"},
-			}, providedNodeIPAnnotation, "127.0.0.20, ::1"),
-			wantFound: true,
-			want: Instance{
-				Name: "stranger", ProviderID: "local://stranger", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
-				State: StateRunning,
-				Addresses: []Address{
-					{Type: v1.NodeInternalIP, Address: "127.0.0.20"},
-					{Type: v1.NodeInternalIP, Address: "::1"},
-					{Type: v1.NodeExternalIP, Address: "127.0.0.30"},
-					{Type: v1.NodeHostName, Address: "stranger"},
-				},
 			},
 		},
-		{
-			name:      "autoInventory adopts a Node by its local providerID",
-			auto:      true,
-			node:      testNode("stranger", "local://stranger", nil),
-			wantFound: true,
-			want: Instance{
-				Name: "stranger", ProviderID: "local://stranger", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
-				State: StateRunning, Addresses: []Address{{Type: v1.NodeHostName, Address: "stranger"}},
-			},
+	},
+	{
+		name:      "autoInventory adopts a Node by its local providerID",
+		auto:      true,
+		node:      testNode("stranger", "local://stranger", nil),
+		wantFound: true,
+		want: Instance{
+			Name: "stranger", ProviderID: "local://stranger", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
+			State: StateRunning, Addresses: []Address{{Type: v1.NodeHostName, Address: "stranger"}},
 		},
-	}
-	for _, tt := range tests {
+	},
+}
+
+func TestInventoryLookup(t *testing.T) {
+	for _, tt := range inventoryLookups {
 		t.Run(tt.name, func(t *testing.T) {
 			inv, err := newInventory(testConfig(func(c *Config) {
 				c.Instances = inlineInstances

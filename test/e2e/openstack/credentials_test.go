@@ -70,27 +70,9 @@ func TestRotatedCredentialsTakeEffectWithoutARestart(t *testing.T) {
 // Warning says so; the right credentials back, the Nodes are Ready again.
 func TestCredentialsOfAnotherProjectDeleteNoNode(t *testing.T) {
 	ctx := t.Context()
-	admin, err := gopenstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{
-		IdentityEndpoint: osEnv["OS_AUTH_URL"], Username: osEnv["OVERCAST_OS_ADMIN_USERNAME"], Password: osEnv["OVERCAST_OS_ADMIN_PASSWORD"],
-		TenantID: osEnv["OVERCAST_OS_ADMIN_PROJECT_ID"], DomainID: "default",
-	})
-	require.NoError(t, err)
-	identity, err := gopenstack.NewIdentityV3(admin, gophercloud.EndpointOpts{Region: osEnv["OS_REGION_NAME"]})
-	require.NoError(t, err)
 	name := "os-elsewhere-" + suffix()
-	project, err := projects.Create(ctx, identity, projects.CreateOpts{Name: name, DomainID: "default"}).Extract()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = projects.Delete(context.Background(), identity, project.ID).ExtractErr() })
 	const otherPassword = "another-project-password"
-	user, err := users.Create(ctx, identity, users.CreateOpts{Name: name, DomainID: "default", Password: otherPassword, DefaultProjectID: project.ID}).Extract()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = users.Delete(context.Background(), identity, user.ID).ExtractErr() })
-	pages, err := roles.List(identity, roles.ListOpts{Name: "member"}).AllPages(ctx)
-	require.NoError(t, err)
-	member, err := roles.ExtractRoles(pages)
-	require.NoError(t, err)
-	require.Len(t, member, 1)
-	require.NoError(t, roles.Assign(ctx, identity, member[0].ID, roles.AssignOpts{UserID: user.ID, ProjectID: project.ID}).ExtractErr())
+	project := aMemberOfAnotherProject(t, name, otherPassword)
 
 	conf := cloudConf(t, "OVERCAST_OS_CLOUD_PASSWORD_CONF")
 	global := regexp.MustCompile(`(?m)^(username|password|tenant-id)\s*=\s*(.*)$`)
@@ -124,7 +106,7 @@ func TestCredentialsOfAnotherProjectDeleteNoNode(t *testing.T) {
 		waitInitialised(t, n)
 	}
 
-	write(fmt.Sprintf("[Global]\nusername=%s\npassword=%s\ntenant-id=%s\n", name, otherPassword, project.ID))
+	write(fmt.Sprintf("[Global]\nusername=%s\npassword=%s\ntenant-id=%s\n", name, otherPassword, project))
 	kubelets[0].StopHeartbeats(true)
 	kubelets[1].StopHeartbeats(true)
 	var msg string
@@ -152,4 +134,31 @@ func TestCredentialsOfAnotherProjectDeleteNoNode(t *testing.T) {
 	for _, k := range kubelets[:2] {
 		require.NoError(t, k.ResumeHeartbeats())
 	}
+}
+
+// aMemberOfAnotherProject makes, as the admin, a project and a user of it,
+// both named name, with password, a member of that project. It returns the
+// project's ID. Both go at the test's end.
+func aMemberOfAnotherProject(t *testing.T, name, password string) (projectID string) {
+	ctx := t.Context()
+	admin, err := gopenstack.AuthenticatedClient(ctx, gophercloud.AuthOptions{
+		IdentityEndpoint: osEnv["OS_AUTH_URL"], Username: osEnv["OVERCAST_OS_ADMIN_USERNAME"], Password: osEnv["OVERCAST_OS_ADMIN_PASSWORD"],
+		TenantID: osEnv["OVERCAST_OS_ADMIN_PROJECT_ID"], DomainID: "default",
+	})
+	require.NoError(t, err)
+	identity, err := gopenstack.NewIdentityV3(admin, gophercloud.EndpointOpts{Region: osEnv["OS_REGION_NAME"]})
+	require.NoError(t, err)
+	project, err := projects.Create(ctx, identity, projects.CreateOpts{Name: name, DomainID: "default"}).Extract()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = projects.Delete(context.Background(), identity, project.ID).ExtractErr() })
+	user, err := users.Create(ctx, identity, users.CreateOpts{Name: name, DomainID: "default", Password: password, DefaultProjectID: project.ID}).Extract()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = users.Delete(context.Background(), identity, user.ID).ExtractErr() })
+	pages, err := roles.List(identity, roles.ListOpts{Name: "member"}).AllPages(ctx)
+	require.NoError(t, err)
+	member, err := roles.ExtractRoles(pages)
+	require.NoError(t, err)
+	require.Len(t, member, 1)
+	require.NoError(t, roles.Assign(ctx, identity, member[0].ID, roles.AssignOpts{UserID: user.ID, ProjectID: project.ID}).ExtractErr())
+	return project.ID
 }

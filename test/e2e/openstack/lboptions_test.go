@@ -119,24 +119,7 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 	waitInitialised(t, first.Name)
 
 	ns := lbNamespace(t)
-	_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "opts", Namespace: ns, Annotations: map[string]string{
-			"service.beta.kubernetes.io/openstack-internal-load-balancer": "true",
-			"loadbalancer.openstack.org/proxy-protocol":                   "v2",
-			"loadbalancer.openstack.org/connection-limit":                 "1000",
-			"loadbalancer.openstack.org/timeout-client-data":              "60000",
-			"loadbalancer.openstack.org/timeout-member-connect":           "3000",
-			"loadbalancer.openstack.org/lb-method":                        "LEAST_CONNECTIONS",
-			"loadbalancer.openstack.org/health-monitor-delay":             "7",
-			"loadbalancer.openstack.org/health-monitor-max-retries-down":  "2",
-		}},
-		Spec: v1.ServiceSpec{
-			Type:                  v1.ServiceTypeLoadBalancer,
-			ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal,
-			Ports:                 []v1.ServicePort{{Name: "tcp", Protocol: v1.ProtocolTCP, Port: 9000}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createTheOptionsService(t, ns)
 	waitIngress(t, ns, "opts")
 	svc := getSvc(t, ns, "opts")
 	require.NotZero(t, svc.Spec.HealthCheckNodePort)
@@ -177,10 +160,52 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 		return nil
 	})
 
-	// A restarted CCM looks at every Service again: a converged load balancer
-	// costs reads, not one write.
-	// (An unchanged, ready load balancer gets no new Event: its pass is seen in
-	// the service controller's metric, kept across managers in this process.)
+	// A restarted CCM looks at every Service again.
+	aRestartWritesNothing(t, ccm, opts, ns)
+
+	// PROXY protocol off (the pool is replaced), monitor off, another limit.
+	turnTheOptionsOff(t, octavia, ns, lbID)
+
+	// The second Node leaves: its member goes.
+	require.NoError(t, k2.Remove(t.Context()))
+	waitPool(t, octavia, lbID, 9000, func(p octaviaPool) error {
+		if len(p.members) != 1 || p.members[0] != fmt.Sprintf("%s:%d/0", first.fixedIP(), nodePort) {
+			return fmt.Errorf("members %v, want only %s", p.members, first.fixedIP())
+		}
+		return nil
+	})
+	deleteSvcAndWait(t, ns, "opts")
+}
+
+// createTheOptionsService creates the Service opts of ns: internal, with
+// PROXY protocol, timeouts, a connection limit, a method, a health
+// monitor's delay and retries, and externalTrafficPolicy Local.
+func createTheOptionsService(t *testing.T, ns string) {
+	_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "opts", Namespace: ns, Annotations: map[string]string{
+			"service.beta.kubernetes.io/openstack-internal-load-balancer": "true",
+			"loadbalancer.openstack.org/proxy-protocol":                   "v2",
+			"loadbalancer.openstack.org/connection-limit":                 "1000",
+			"loadbalancer.openstack.org/timeout-client-data":              "60000",
+			"loadbalancer.openstack.org/timeout-member-connect":           "3000",
+			"loadbalancer.openstack.org/lb-method":                        "LEAST_CONNECTIONS",
+			"loadbalancer.openstack.org/health-monitor-delay":             "7",
+			"loadbalancer.openstack.org/health-monitor-max-retries-down":  "2",
+		}},
+		Spec: v1.ServiceSpec{
+			Type:                  v1.ServiceTypeLoadBalancer,
+			ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal,
+			Ports:                 []v1.ServicePort{{Name: "tcp", Protocol: v1.ProtocolTCP, Port: 9000}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// aRestartWritesNothing restarts the CCM: it looks at every Service again,
+// and a converged load balancer costs reads, not one write.
+// (An unchanged, ready load balancer gets no new Event: its pass is seen in
+// the service controller's metric, kept across managers in this process.)
+func aRestartWritesNothing(t *testing.T, ccm *framework.InProcessCCM, opts framework.CCMOptions, ns string) {
 	writes := octaviaWrites(t)
 	ensured := eventCount(t, ns, "opts", "EnsuredLoadBalancer")
 	done := ensurePasses(t)
@@ -194,8 +219,12 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 	}))
 	assert.Equal(t, writes, octaviaWrites(t), "no-op reconcile: no write call to Octavia")
 	assert.Equal(t, ensured, eventCount(t, ns, "opts", "EnsuredLoadBalancer"), "a restart is not news: no new Event")
+}
 
-	// PROXY protocol off (the pool is replaced), monitor off, another limit.
+// turnTheOptionsOff turns PROXY protocol off (the pool is replaced), the
+// monitor off and the connection limit to none, and waits until the pool
+// and the Service's ipMode say so.
+func turnTheOptionsOff(t *testing.T, octavia *gophercloud.ServiceClient, ns, lbID string) {
 	patchSvc(t, ns, "opts", `{"metadata":{"annotations":{"loadbalancer.openstack.org/proxy-protocol":null,`+
 		`"loadbalancer.openstack.org/enable-health-monitor":"false","loadbalancer.openstack.org/connection-limit":"-1"}}}`)
 	waitPool(t, octavia, lbID, 9000, func(p octaviaPool) error {
@@ -218,16 +247,6 @@ func TestLoadBalancerOptionsAndMembers(t *testing.T) {
 		}
 		return nil
 	}))
-
-	// The second Node leaves: its member goes.
-	require.NoError(t, k2.Remove(t.Context()))
-	waitPool(t, octavia, lbID, 9000, func(p octaviaPool) error {
-		if len(p.members) != 1 || p.members[0] != fmt.Sprintf("%s:%d/0", first.fixedIP(), nodePort) {
-			return fmt.Errorf("members %v, want only %s", p.members, first.fixedIP())
-		}
-		return nil
-	})
-	deleteSvcAndWait(t, ns, "opts")
 }
 
 // octaviaWrites counts the POST, PUT and DELETE requests in octavia-api's access log.

@@ -108,18 +108,10 @@ func TestLoadBalancerOnOctavia(t *testing.T) {
 	waitInitialised(t, name)
 
 	ns := lbNamespace(t)
-	svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: v1.ServiceSpec{
-			Type:     v1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": "web"},
-			Ports: []v1.ServicePort{
-				{Name: "http", Protocol: v1.ProtocolTCP, Port: 80},
-				{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53},
-			},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	svc := createService(t, ns, "web", []v1.ServicePort{
+		{Name: "http", Protocol: v1.ProtocolTCP, Port: 80},
+		{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53},
+	}, nil)
 
 	ip := waitIngress(t, ns, "web")
 	pub := netip.MustParsePrefix("203.0.113.0/24")
@@ -130,7 +122,7 @@ func TestLoadBalancerOnOctavia(t *testing.T) {
 	assert.Equal(t, "ACTIVE", lb.ProvisioningStatus)
 	assert.Equal(t, "kube_service_overcast-e2e_"+ns+"_web", lb.Name)
 	member := func(p int32) string { return fmt.Sprintf("%s:%d", s.fixedIP(), p) }
-	svc, err = env.Client.CoreV1().Services(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	svc, err := env.Client.CoreV1().Services(ns).Get(t.Context(), "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	np := map[string]int32{}
 	for _, p := range svc.Spec.Ports {

@@ -16,6 +16,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
+	"github.com/stretchr/testify/require"
 
 	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/test/framework"
@@ -193,4 +194,11 @@ func cloudConf(t *testing.T, key string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// until waits up to 3 minutes for f to answer nil; what says what is
+// waited for.
+func until(t *testing.T, what string, f func() error) {
+	t.Helper()
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, f), what)
 }

@@ -63,42 +63,12 @@ func TestOutageOfTheRealOpenStack(t *testing.T) {
 	}
 	outage, err := time.ParseDuration(v)
 	require.NoError(t, err)
-	var kubelets []*devenv.Kubelet
-	for i := range 2 {
-		name := fmt.Sprintf("os-outage-%d-%s", i, suffix())
-		s := createServer(t, name)
-		kubelets = append(kubelets, env.NewKubelet(t, name, s.fixedIP()))
-	}
-	opts := ccmOptions(cloudConf(t, "OVERCAST_OS_CLOUD_CONF"))
-	opts.Controllers = []string{"cloud-node", "cloud-node-lifecycle", "service"}
-	opts.ExtraArgs = append(opts.ExtraArgs, "--leader-elect=true", "--leader-elect-lease-duration=4s",
-		"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms")
-	env.StartCCMProcess(t, "outage-a", opts)
-	env.StartCCMProcess(t, "outage-b", opts)
-	for _, k := range kubelets {
-		waitInitialised(t, k.Name)
-	}
+	kubelets := twoReplicasAndTwoNodes(t)
 	ns := lbNamespace(t)
 	ctx := context.Background()
 	svcs := env.Client.CoreV1().Services(ns)
-	create := func(name string) {
-		_, err := svcs.Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ServiceSpec{
-			Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
-			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			if err := svcs.Delete(context.Background(), name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
-				_ = devenv.Poll(3*time.Minute, time.Second, func() error {
-					if _, err := svcs.Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-						return fmt.Errorf("%s still there", name)
-					}
-					return nil
-				})
-			}
-		})
-	}
-	create("kept")
-	create("deleted")
+	createOutageService(t, ns, "kept")
+	createOutageService(t, ns, "deleted")
 	addr := converged(t, ns, "kept", 5*time.Minute)
 	converged(t, ns, "deleted", 5*time.Minute)
 
@@ -110,7 +80,7 @@ func TestOutageOfTheRealOpenStack(t *testing.T) {
 		}
 	})
 	kubelets[0].StopHeartbeats(true)
-	create("during")
+	createOutageService(t, ns, "during")
 	_, err = svcs.Patch(ctx, "kept", types.StrategicMergePatchType, []byte(`{"spec":{"ports":[{"name":"alt","protocol":"TCP","port":8080}]}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	require.NoError(t, svcs.Delete(ctx, "deleted", metav1.DeleteOptions{}))
@@ -145,6 +115,59 @@ func TestOutageOfTheRealOpenStack(t *testing.T) {
 	row := fmt.Sprintf("| outage | real OpenStack (all services stopped) | %s | - | %d | %d | %d | %d | %.0f s |",
 		outage, deleted, tainted, moved, most, after.Seconds())
 	t.Logf("chaos: %s; warnings %v", row, warnings)
+	reportChaosRow(t, row)
+	assert.Zero(t, deleted, "no Node is deleted during an outage")
+	assert.Zero(t, tainted, "no Node is tainted shut down during an outage")
+	assert.Zero(t, moved, "the address stays")
+	assert.LessOrEqual(t, most, 3, "a few Warnings per Service, not one per retry: %v", warnings)
+	assert.Less(t, after, 2*time.Minute, "converged within 2 minutes of the cloud's return")
+}
+
+// twoReplicasAndTwoNodes starts two overcast-ccm processes under leader
+// election and two servers' Nodes, and waits until the Nodes are
+// initialised. It returns their kubelets.
+func twoReplicasAndTwoNodes(t *testing.T) []*devenv.Kubelet {
+	var kubelets []*devenv.Kubelet
+	for i := range 2 {
+		name := fmt.Sprintf("os-outage-%d-%s", i, suffix())
+		s := createServer(t, name)
+		kubelets = append(kubelets, env.NewKubelet(t, name, s.fixedIP()))
+	}
+	opts := ccmOptions(cloudConf(t, "OVERCAST_OS_CLOUD_CONF"))
+	opts.Controllers = []string{"cloud-node", "cloud-node-lifecycle", "service"}
+	opts.ExtraArgs = append(opts.ExtraArgs, "--leader-elect=true", "--leader-elect-lease-duration=4s",
+		"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms")
+	env.StartCCMProcess(t, "outage-a", opts)
+	env.StartCCMProcess(t, "outage-b", opts)
+	for _, k := range kubelets {
+		waitInitialised(t, k.Name)
+	}
+	return kubelets
+}
+
+// createOutageService creates the LoadBalancer Service ns/name; the test's
+// end deletes it and waits, a while, until it is gone.
+func createOutageService(t *testing.T, ns, name string) {
+	ctx := context.Background()
+	svcs := env.Client.CoreV1().Services(ns)
+	_, err := svcs.Create(ctx, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ServiceSpec{
+		Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+		Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := svcs.Delete(context.Background(), name, metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+			_ = devenv.Poll(3*time.Minute, time.Second, func() error {
+				if _, err := svcs.Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("%s still there", name)
+				}
+				return nil
+			})
+		}
+	})
+}
+
+// reportChaosRow appends the row to OVERCAST_CHAOS_REPORT, when set.
+func reportChaosRow(t *testing.T, row string) {
 	if path := os.Getenv("OVERCAST_CHAOS_REPORT"); path != "" {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		require.NoError(t, err)
@@ -152,9 +175,4 @@ func TestOutageOfTheRealOpenStack(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
 	}
-	assert.Zero(t, deleted, "no Node is deleted during an outage")
-	assert.Zero(t, tainted, "no Node is tainted shut down during an outage")
-	assert.Zero(t, moved, "the address stays")
-	assert.LessOrEqual(t, most, 3, "a few Warnings per Service, not one per retry: %v", warnings)
-	assert.Less(t, after, 2*time.Minute, "converged within 2 minutes of the cloud's return")
 }

@@ -79,33 +79,11 @@ func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
 	waitInitialised(t, s.Name)
 
 	ns := lbNamespace(t)
-	create := func(name string, ports []v1.ServicePort, annotations map[string]string) *v1.Service {
-		svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
-			Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name}, Ports: ports},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		return svc
-	}
-	lbIDOf := func(name string) string {
-		var id string
-		require.NoError(t, devenv.Poll(5*time.Minute, time.Second, func() error {
-			got, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if id = got.Annotations["loadbalancer.openstack.org/load-balancer-id"]; id == "" || len(got.Status.LoadBalancer.Ingress) == 0 {
-				return fmt.Errorf("the peer has not served %s yet", name)
-			}
-			return nil
-		}))
-		return id
-	}
-	web := create("web", []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}, {Name: "dns", Protocol: v1.ProtocolUDP, Port: 53}}, nil)
-	webLB := lbIDOf("web")
-	api := create("api", []v1.ServicePort{{Name: "api", Protocol: v1.ProtocolTCP, Port: 8080}},
+	web := createService(t, ns, "web", []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}, {Name: "dns", Protocol: v1.ProtocolUDP, Port: 53}}, nil)
+	webLB := peerLBIDOf(t, ns, "web")
+	api := createService(t, ns, "api", []v1.ServicePort{{Name: "api", Protocol: v1.ProtocolTCP, Port: 8080}},
 		map[string]string{"loadbalancer.openstack.org/load-balancer-id": webLB})
-	require.Equal(t, webLB, lbIDOf("api"), "the peer shares web's load balancer with api")
+	require.Equal(t, webLB, peerLBIDOf(t, ns, "api"), "the peer shares web's load balancer with api")
 	addr := waitIngress(t, ns, "web")
 	require.NoError(t, devenv.Poll(5*time.Minute, time.Second, func() error {
 		if groupNamed(t, network, fmt.Sprintf("lb-sg-%s-%s-api", api.UID, ns)) == "" {
@@ -147,12 +125,7 @@ func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
 	assert.Len(t, listenerIDsOf(t, octavia, webLB), 1)
 	assert.Equal(t, addr, waitIngress(t, ns, "api"))
 	deleteSvcAndWait(t, ns, "api")
-	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
-		if _, err := loadbalancers.Get(context.Background(), octavia, webLB).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
-			return fmt.Errorf("load balancer %s still there (%w)", webLB, err)
-		}
-		return nil
-	}))
+	waitLBGone(t, octavia, "load balancer", webLB)
 	pages, err := floatingips.List(network, floatingips.ListOpts{FloatingIP: addr}).AllPages(t.Context())
 	require.NoError(t, err)
 	fips, err := floatingips.ExtractFloatingIPs(pages)
@@ -162,6 +135,48 @@ func TestOpenStackTakesOverFromThePeerItself(t *testing.T) {
 		_, err := groups.Get(t.Context(), network, id).Extract()
 		assert.True(t, gophercloud.ResponseCodeIs(err, 404), "%s's group is gone", name)
 	}
+}
+
+// createService creates the LoadBalancer Service ns/name with its ports
+// and annotations.
+func createService(t *testing.T, ns, name string, ports []v1.ServicePort, annotations map[string]string) *v1.Service {
+	t.Helper()
+	svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name}, Ports: ports},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return svc
+}
+
+// peerLBIDOf waits until the peer has served the Service ns/name (an
+// ingress and its load balancer's ID annotated) and returns that ID.
+func peerLBIDOf(t *testing.T, ns, name string) string {
+	t.Helper()
+	var id string
+	require.NoError(t, devenv.Poll(5*time.Minute, time.Second, func() error {
+		got, err := env.Client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if id = got.Annotations["loadbalancer.openstack.org/load-balancer-id"]; id == "" || len(got.Status.LoadBalancer.Ingress) == 0 {
+			return fmt.Errorf("the peer has not served %s yet", name)
+		}
+		return nil
+	}))
+	return id
+}
+
+// waitLBGone waits until the load balancer id (what says whose) is gone
+// from Octavia.
+func waitLBGone(t *testing.T, octavia *gophercloud.ServiceClient, what, id string) {
+	t.Helper()
+	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
+		if _, err := loadbalancers.Get(context.Background(), octavia, id).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+			return fmt.Errorf("%s %s still there (%w)", what, id, err)
+		}
+		return nil
+	}))
 }
 
 // waitReady waits for the Service's ingress from overcast-ccm (its Ready
@@ -239,12 +254,7 @@ func TestOpenStackTakesOverThePeersTLSLoadBalancer(t *testing.T) {
 	assert.Equal(t, "HTTP", proto)
 
 	deleteSvcAndWait(t, ns, "tls")
-	require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
-		if _, err := loadbalancers.Get(context.Background(), octavia, lbID).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
-			return fmt.Errorf("load balancer %s still there (%w)", lbID, err)
-		}
-		return nil
-	}))
+	waitLBGone(t, octavia, "load balancer", lbID)
 	_, err = containers.Get(t.Context(), km, ref[strings.LastIndex(ref, "/")+1:]).Extract()
 	assert.NoError(t, err, "the person's container is left as it was")
 }
@@ -304,62 +314,9 @@ func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
 	waitInitialised(t, s.Name)
 
 	ns := lbNamespace(t)
-	tcp := func(port int32) v1.ServicePort {
-		return v1.ServicePort{Name: fmt.Sprintf("p%d", port), Protocol: v1.ProtocolTCP, Port: port}
-	}
-	shapes := []struct {
-		name        string
-		ports       []v1.ServicePort
-		annotations map[string]string
-		ranges      []string
-	}{
-		{name: "web", ports: []v1.ServicePort{tcp(80), {Name: "dns", Protocol: v1.ProtocolUDP, Port: 53}}},
-		{name: "ranged", ports: []v1.ServicePort{tcp(80)}, ranges: []string{"127.0.0.0/8"}},
-		{name: "proxy", ports: []v1.ServicePort{tcp(80)}, annotations: map[string]string{"loadbalancer.openstack.org/proxy-protocol": "true"}},
-		{name: "internal", ports: []v1.ServicePort{tcp(80)}, annotations: map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}},
-	}
-	for _, sh := range shapes {
-		_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: sh.name, Namespace: ns, Annotations: sh.annotations},
-			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": sh.name}, Ports: sh.ports,
-				LoadBalancerSourceRanges: sh.ranges},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	names := []string{"web", "ranged", "proxy", "internal", "api"}
-	addrs, lbs := map[string]string{}, map[string]string{}
-	for _, sh := range shapes {
-		addrs[sh.name] = waitReady(t, ns, sh.name)
-		own := lbOf(t, octavia, getSvc(t, ns, sh.name))
-		require.Len(t, own, 1, "%s's load balancer", sh.name)
-		lbs[sh.name] = own[0].ID
-	}
-	_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns, Annotations: map[string]string{"loadbalancer.openstack.org/load-balancer-id": lbs["web"]}},
-		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "api"}, Ports: []v1.ServicePort{tcp(8080)}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	addrs["api"], lbs["api"] = waitReady(t, ns, "api"), lbs["web"]
-	require.Equal(t, addrs["web"], addrs["api"], "api shares web's load balancer")
-	uids := map[string]string{}
-	for _, name := range names {
-		uids[name] = string(getSvc(t, ns, name).UID)
-	}
-	state := func() map[string][]string {
-		out := map[string][]string{}
-		for _, name := range names {
-			out[name] = append(listenerIDsOf(t, octavia, lbs[name]), shape(t, octavia, lbs[name])...)
-			if g := groupOf(t, network, uids[name]); g != nil {
-				out[name] = append(out[name], g.ID)
-				for _, r := range g.Rules {
-					out[name] = append(out[name], fmt.Sprintf("rule %s %s %s %s %s %d-%d", r.ID, r.Direction, r.EtherType, r.Protocol, r.RemoteIPPrefix, r.PortRangeMin, r.PortRangeMax))
-				}
-			}
-			slices.Sort(out[name])
-		}
-		return out
-	}
-	before := state()
+	served := overcastServesThePeersShapes(t, octavia, ns)
+	names, addrs, lbs, uids := served.names, served.addrs, served.lbs, served.uids
+	before := served.state(t, octavia, network)
 	ccm.Stop()
 
 	mark := markLogs(t)
@@ -379,7 +336,7 @@ func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
 	}))
 	time.Sleep(15 * time.Second) // anything it does after its first pass
 	assert.Empty(t, mark.writes(t), "the peer writes nothing to Octavia or Neutron")
-	assert.Equal(t, before, state(), "every listener, pool, member and security group rule as it was")
+	assert.Equal(t, before, served.state(t, octavia, network), "every listener, pool, member and security group rule as it was")
 	for _, name := range names {
 		assert.Equal(t, addrs[name], waitIngress(t, ns, name), "%s keeps its address", name)
 	}
@@ -391,17 +348,90 @@ func TestOpenStackGoesBackToThePeerItself(t *testing.T) {
 		deleteSvcAndWait(t, ns, name)
 	}
 	for name, id := range lbs {
-		require.NoError(t, devenv.Poll(3*time.Minute, time.Second, func() error {
-			if _, err := loadbalancers.Get(context.Background(), octavia, id).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
-				return fmt.Errorf("%s's load balancer %s still there (%w)", name, id, err)
-			}
-			return nil
-		}))
+		waitLBGone(t, octavia, name+"'s load balancer", id)
 	}
 	for _, name := range names {
 		assert.Empty(t, ownFloatingIPs(t, network, uids[name]), "%s's floating IP released", name)
 		assert.Nil(t, groupOf(t, network, uids[name]), "%s's security group deleted", name)
 	}
+}
+
+// peerShapes are the shapes the peer makes, each a Service of its own: two
+// protocols on one load balancer, source ranges, PROXY protocol, an
+// internal one.
+var peerShapes = []struct {
+	name        string
+	ports       []v1.ServicePort
+	annotations map[string]string
+	ranges      []string
+}{
+	{name: "web", ports: []v1.ServicePort{tcpPort(80), {Name: "dns", Protocol: v1.ProtocolUDP, Port: 53}}},
+	{name: "ranged", ports: []v1.ServicePort{tcpPort(80)}, ranges: []string{"127.0.0.0/8"}},
+	{name: "proxy", ports: []v1.ServicePort{tcpPort(80)}, annotations: map[string]string{"loadbalancer.openstack.org/proxy-protocol": "true"}},
+	{name: "internal", ports: []v1.ServicePort{tcpPort(80)}, annotations: map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}},
+}
+
+// tcpPort is the TCP port p<port>.
+func tcpPort(port int32) v1.ServicePort {
+	return v1.ServicePort{Name: fmt.Sprintf("p%d", port), Protocol: v1.ProtocolTCP, Port: port}
+}
+
+// servedShapes are the Services Overcast serves in the shapes the peer
+// makes, and api sharing web's load balancer: their names, and by name
+// their addresses, load balancers' IDs and UIDs.
+type servedShapes struct {
+	names            []string
+	addrs, lbs, uids map[string]string
+}
+
+// overcastServesThePeersShapes creates a Service of each of peerShapes in
+// ns, then api sharing web's load balancer, and waits until Overcast has
+// served each.
+func overcastServesThePeersShapes(t *testing.T, octavia *gophercloud.ServiceClient, ns string) servedShapes {
+	for _, sh := range peerShapes {
+		_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: sh.name, Namespace: ns, Annotations: sh.annotations},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": sh.name}, Ports: sh.ports,
+				LoadBalancerSourceRanges: sh.ranges},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	s := servedShapes{names: []string{"web", "ranged", "proxy", "internal", "api"},
+		addrs: map[string]string{}, lbs: map[string]string{}, uids: map[string]string{}}
+	for _, sh := range peerShapes {
+		s.addrs[sh.name] = waitReady(t, ns, sh.name)
+		own := lbOf(t, octavia, getSvc(t, ns, sh.name))
+		require.Len(t, own, 1, "%s's load balancer", sh.name)
+		s.lbs[sh.name] = own[0].ID
+	}
+	_, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns, Annotations: map[string]string{"loadbalancer.openstack.org/load-balancer-id": s.lbs["web"]}},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "api"}, Ports: []v1.ServicePort{tcpPort(8080)}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	s.addrs["api"], s.lbs["api"] = waitReady(t, ns, "api"), s.lbs["web"]
+	require.Equal(t, s.addrs["web"], s.addrs["api"], "api shares web's load balancer")
+	for _, name := range s.names {
+		s.uids[name] = string(getSvc(t, ns, name).UID)
+	}
+	return s
+}
+
+// state is what OpenStack has of each Service, sorted: its load balancer's
+// listeners and shape, its security group and the group's rules.
+func (s servedShapes) state(t *testing.T, octavia, network *gophercloud.ServiceClient) map[string][]string {
+	out := map[string][]string{}
+	for _, name := range s.names {
+		out[name] = append(listenerIDsOf(t, octavia, s.lbs[name]), shape(t, octavia, s.lbs[name])...)
+		if g := groupOf(t, network, s.uids[name]); g != nil {
+			out[name] = append(out[name], g.ID)
+			for _, r := range g.Rules {
+				out[name] = append(out[name], fmt.Sprintf("rule %s %s %s %s %s %d-%d", r.ID, r.Direction, r.EtherType, r.Protocol, r.RemoteIPPrefix, r.PortRangeMin, r.PortRangeMax))
+			}
+		}
+		slices.Sort(out[name])
+	}
+	return out
 }
 
 // peerBinary is the unmodified cloud-provider-openstack's binary named by

@@ -77,28 +77,12 @@ func TestSecurityGroupsFollowTheServiceAndItsNodes(t *testing.T) {
 	ownA := groupsOnServer(t, network, a.ID)
 
 	ns := lbNamespace(t)
-	svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "web"},
-			Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	svc := createService(t, ns, "web", []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}, nil)
 	waitIngress(t, ns, "web")
 	cidr := subnetCIDROf(t, network, a.fixedIP())
-	rules := func(svc *v1.Service) []string {
-		var out []string
-		for _, p := range svc.Spec.Ports {
-			out = append(out, fmt.Sprintf("%s %d from %s", map[v1.Protocol]string{v1.ProtocolTCP: "tcp", v1.ProtocolUDP: "udp"}[p.Protocol], p.NodePort, cidr))
-		}
-		sort.Strings(out)
-		return out
-	}
-	until := func(what string, f func() error) {
-		t.Helper()
-		require.NoError(t, devenv.Poll(3*time.Minute, time.Second, f), what)
-	}
+	rules := func(svc *v1.Service) []string { return nodePortRules(svc, cidr) }
 	var g *groups.SecGroup
-	until("the group, its rules and its ports", func() error {
+	until(t, "the group, its rules and its ports", func() error {
 		if g = groupOf(t, network, string(svc.UID)); g == nil {
 			return fmt.Errorf("no group yet")
 		}
@@ -115,13 +99,13 @@ func TestSecurityGroupsFollowTheServiceAndItsNodes(t *testing.T) {
 
 	// A port added, and source ranges (the listener enforces them with the
 	// amphora provider: the rules stay from the member subnet).
-	svc, err = env.Client.CoreV1().Services(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	svc, err := env.Client.CoreV1().Services(ns).Get(t.Context(), "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "dns", Protocol: v1.ProtocolUDP, Port: 53})
 	svc.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
 	svc, err = env.Client.CoreV1().Services(ns).Update(t.Context(), svc, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	until("a rule for the new port", func() error {
+	until(t, "a rule for the new port", func() error {
 		if got := ingressOf(groupOf(t, network, string(svc.UID))); !slices.Equal(got, rules(svc)) {
 			return fmt.Errorf("rules %v, want %v", got, rules(svc))
 		}
@@ -132,14 +116,14 @@ func TestSecurityGroupsFollowTheServiceAndItsNodes(t *testing.T) {
 	c := createServer(t, "os-sg-c-"+suffix())
 	env.NewKubelet(t, c.Name, c.fixedIP())
 	waitInitialised(t, c.Name)
-	until("on the new Node's port", func() error {
+	until(t, "on the new Node's port", func() error {
 		if !slices.Contains(groupsOnServer(t, network, c.ID), g.ID) {
 			return fmt.Errorf("not yet")
 		}
 		return nil
 	})
 	require.NoError(t, kb.Remove(t.Context()))
-	until("off the port of the Node that left", func() error {
+	until(t, "off the port of the Node that left", func() error {
 		if slices.Contains(groupsOnServer(t, network, b.ID), g.ID) {
 			return fmt.Errorf("still there")
 		}
@@ -152,6 +136,17 @@ func TestSecurityGroupsFollowTheServiceAndItsNodes(t *testing.T) {
 		require.NotContains(t, groupsOnServer(t, network, s.ID), g.ID)
 	}
 	require.ElementsMatch(t, ownA, groupsOnServer(t, network, a.ID), "the Node's own groups are as they were")
+}
+
+// nodePortRules are the ingress rules the Service's node ports need from
+// cidr, sorted, as ingressOf writes them.
+func nodePortRules(svc *v1.Service, cidr string) []string {
+	var out []string
+	for _, p := range svc.Spec.Ports {
+		out = append(out, fmt.Sprintf("%s %d from %s", map[v1.Protocol]string{v1.ProtocolTCP: "tcp", v1.ProtocolUDP: "udp"}[p.Protocol], p.NodePort, cidr))
+	}
+	sort.Strings(out)
+	return out
 }
 
 // subnetCIDROf is the CIDR of the tenant network's subnet that holds ip.

@@ -86,19 +86,7 @@ func TestServiceControllerOnOctavia(t *testing.T) {
 	assert.Empty(t, warningEvents(t, ns))
 
 	// A Service asking for that address is refused before anything is created.
-	taken := webService(ns, "taken")
-	taken.Spec.LoadBalancerIP = addr
-	taken, err = env.Client.CoreV1().Services(ns).Create(t.Context(), taken, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.NoError(t, devenv.Poll(time.Minute, time.Second, func() error {
-		c := meta.FindStatusCondition(getSvc(t, ns, "taken").Status.Conditions, servicecontroller.ConditionReady)
-		if c == nil || c.Reason != "LoadBalancerIPUnavailable" {
-			return fmt.Errorf("condition %v", c)
-		}
-		return nil
-	}))
-	assert.Empty(t, lbOf(t, octavia, taken), "no load balancer for the refused Service")
-	assert.Empty(t, ownFloatingIPs(t, network, string(taken.UID)))
+	aServiceAskingForATakenAddressIsRefused(t, octavia, network, ns, addr)
 
 	// Deleted: nothing of either Service stays.
 	current := lbOf(t, octavia, svc)[0]
@@ -109,6 +97,24 @@ func TestServiceControllerOnOctavia(t *testing.T) {
 	for _, id := range []string{first.ID, current.ID} {
 		assert.Empty(t, portsNamed(t, network, "octavia-lb-"+id), "no VIP port of load balancer %s", id)
 	}
+}
+
+// aServiceAskingForATakenAddressIsRefused creates the Service taken of ns
+// asking for addr, in use: it is refused before anything is created.
+func aServiceAskingForATakenAddressIsRefused(t *testing.T, octavia, network *gophercloud.ServiceClient, ns, addr string) {
+	taken := webService(ns, "taken")
+	taken.Spec.LoadBalancerIP = addr
+	taken, err := env.Client.CoreV1().Services(ns).Create(t.Context(), taken, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, devenv.Poll(time.Minute, time.Second, func() error {
+		c := meta.FindStatusCondition(getSvc(t, ns, "taken").Status.Conditions, servicecontroller.ConditionReady)
+		if c == nil || c.Reason != "LoadBalancerIPUnavailable" {
+			return fmt.Errorf("condition %v", c)
+		}
+		return nil
+	}))
+	assert.Empty(t, lbOf(t, octavia, taken), "no load balancer for the refused Service")
+	assert.Empty(t, ownFloatingIPs(t, network, string(taken.UID)))
 }
 
 func webService(ns, name string) *v1.Service {

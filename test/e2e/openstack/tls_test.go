@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	gopenstack "github.com/gophercloud/gophercloud/v2/openstack"
@@ -18,7 +17,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/selfsigned"
 )
 
@@ -121,40 +119,16 @@ func TestTLSTerminationWithBarbican(t *testing.T) {
 	env.NewKubelet(t, name, s.fixedIP())
 	waitInitialised(t, name)
 	ns := lbNamespace(t)
-	until := func(what string, f func() error) {
-		t.Helper()
-		require.NoError(t, devenv.Poll(3*time.Minute, time.Second, f), what)
-	}
 
 	// A container a person stored.
-	byHand := storeByHand(t, km, name)
-	svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "named", Namespace: ns, Annotations: map[string]string{
-			"loadbalancer.openstack.org/default-tls-container-ref": byHand}},
-		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "https", Protocol: v1.ProtocolTCP, Port: 443}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	waitIngress(t, ns, "named")
-	until("a TERMINATED_HTTPS listener with the container", func() error {
-		lbs := lbOf(t, octavia, svc)
-		if len(lbs) != 1 {
-			return fmt.Errorf("%d load balancers", len(lbs))
-		}
-		ref, proto, err := tlsListener(t, octavia, lbs[0].ID, 443)
-		if err == nil && (ref != byHand || proto != "HTTP") {
-			err = fmt.Errorf("certificate %s, pool %s", ref, proto)
-		}
-		return err
-	})
-	deleteSvcAndWait(t, ns, "named")
-	require.Contains(t, barbicanNames(t, km), "container "+name, "a container the Service named is left as it was")
+	aContainerAPersonStored(t, octavia, km, ns, name)
 
 	// A kubernetes.io/tls Secret.
 	cert, key := certificate(t, "one.example")
 	sec, err := env.Client.CoreV1().Secrets(ns).Create(t.Context(), &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "web-tls", Namespace: ns},
 		Type: v1.SecretTypeTLS, Data: map[string][]byte{v1.TLSCertKey: cert, v1.TLSPrivateKeyKey: key}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	svc, err = env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+	svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "own", Namespace: ns, Annotations: map[string]string{
 			"overcast.io/tls-secret": "web-tls", "overcast.io/tls-ports": "443"}},
 		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{
@@ -173,7 +147,7 @@ func TestTLSTerminationWithBarbican(t *testing.T) {
 		return out
 	}
 	var first string
-	until("the Secret's certificate stored and on the 443 listener", func() error {
+	until(t, "the Secret's certificate stored and on the 443 listener", func() error {
 		lbs := lbOf(t, octavia, svc)
 		if len(lbs) != 1 {
 			return fmt.Errorf("%d load balancers", len(lbs))
@@ -193,7 +167,7 @@ func TestTLSTerminationWithBarbican(t *testing.T) {
 	sec.Data = map[string][]byte{v1.TLSCertKey: cert2, v1.TLSPrivateKeyKey: key2}
 	_, err = env.Client.CoreV1().Secrets(ns).Update(t.Context(), sec, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	until("the rotated certificate on the listener, the old one gone", func() error {
+	until(t, "the rotated certificate on the listener, the old one gone", func() error {
 		ref, _, err := tlsListener(t, octavia, lbOf(t, octavia, svc)[0].ID, 443)
 		if err != nil {
 			return err
@@ -209,4 +183,31 @@ func TestTLSTerminationWithBarbican(t *testing.T) {
 
 	deleteSvcAndWait(t, ns, "own")
 	require.Empty(t, ours(), "nothing of the Service left in Barbican")
+}
+
+// aContainerAPersonStored: a Service naming a container a person stored in
+// Barbican gets a TERMINATED_HTTPS listener with it (and an HTTP pool), and
+// the container is left as it was once the Service is deleted.
+func aContainerAPersonStored(t *testing.T, octavia, km *gophercloud.ServiceClient, ns, name string) {
+	byHand := storeByHand(t, km, name)
+	svc, err := env.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "named", Namespace: ns, Annotations: map[string]string{
+			"loadbalancer.openstack.org/default-tls-container-ref": byHand}},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "https", Protocol: v1.ProtocolTCP, Port: 443}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitIngress(t, ns, "named")
+	until(t, "a TERMINATED_HTTPS listener with the container", func() error {
+		lbs := lbOf(t, octavia, svc)
+		if len(lbs) != 1 {
+			return fmt.Errorf("%d load balancers", len(lbs))
+		}
+		ref, proto, err := tlsListener(t, octavia, lbs[0].ID, 443)
+		if err == nil && (ref != byHand || proto != "HTTP") {
+			err = fmt.Errorf("certificate %s, pool %s", ref, proto)
+		}
+		return err
+	})
+	deleteSvcAndWait(t, ns, "named")
+	require.Contains(t, barbicanNames(t, km), "container "+name, "a container the Service named is left as it was")
 }

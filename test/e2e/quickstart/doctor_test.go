@@ -33,43 +33,10 @@ var row = framework.DoctorRow
 // fix, and the exit status says so.
 func TestDoctorNamesEachBrokenThing(t *testing.T) {
 	rootfs, _ := image(t)
-	ctx := t.Context()
 	emu := coretest.Serve(t, emulator.New(emulator.Options{PrivateCIDR: "127.0.65.0/24"}), nil)
 
-	// A Node whose server exists, one whose server does not, and one registered
-	// by a kubelet without --cloud-provider=external (no taint, no providerID).
-	_, ip := emu.AddServer(emulator.ServerSpec{Name: "dr-ok"})
-	env.NewKubelet(t, "dr-ok", ip)
-	env.NewKubelet(t, "dr-ghost", "127.0.65.200")
-	_, err := env.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dr-legacy"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = env.Client.CoreV1().Nodes().Delete(context.Background(), "dr-legacy", metav1.DeleteOptions{})
-	})
-
-	// Another CCM's pod holds the leader Lease.
-	if _, err := env.Client.CoreV1().ServiceAccounts("kube-system").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	_, err = env.Client.CoreV1().Pods("kube-system").Create(ctx, &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "openstack-cloud-controller-manager-x7k2p"},
-		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "ccm",
-			Image: "registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.31.0"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = env.Client.CoreV1().Pods("kube-system").Delete(context.Background(), "openstack-cloud-controller-manager-x7k2p", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
-	})
-	now := metav1.NewMicroTime(time.Now())
-	_, err = env.Client.CoordinationV1().Leases("kube-system").Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: "cloud-controller-manager"},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("openstack-cloud-controller-manager-x7k2p_0f4d2c1e"),
-			LeaseDurationSeconds: ptr(int32(3600)), AcquireTime: &now, RenewTime: &now},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = env.Client.CoordinationV1().Leases("kube-system").Delete(context.Background(), "cloud-controller-manager", metav1.DeleteOptions{})
-	})
+	registerTheDoctorsNodes(t, emu)
+	anotherCCMHoldsTheLease(t)
 
 	// The user lacks the load-balancer role: Octavia answers 403 (its default
 	// policy for a project user without load-balancer_member or _observer).
@@ -128,4 +95,47 @@ func TestDoctorNamesEachBrokenThing(t *testing.T) {
 	assert.Contains(t, cfg, "FAIL")
 	assert.Contains(t, cfg, "auth-url")
 	assert.Contains(t, cfg, "lb-method")
+}
+
+// registerTheDoctorsNodes registers a Node whose server exists, one whose
+// server does not, and one registered by a kubelet without
+// --cloud-provider=external (no taint, no providerID).
+func registerTheDoctorsNodes(t *testing.T, emu *emulator.Emulator) {
+	ctx := t.Context()
+	_, ip := emu.AddServer(emulator.ServerSpec{Name: "dr-ok"})
+	env.NewKubelet(t, "dr-ok", ip)
+	env.NewKubelet(t, "dr-ghost", "127.0.65.200")
+	_, err := env.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dr-legacy"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().Nodes().Delete(context.Background(), "dr-legacy", metav1.DeleteOptions{})
+	})
+}
+
+// anotherCCMHoldsTheLease makes another CCM's pod and has it hold the leader
+// Lease.
+func anotherCCMHoldsTheLease(t *testing.T) {
+	ctx := t.Context()
+	if _, err := env.Client.CoreV1().ServiceAccounts("kube-system").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	_, err := env.Client.CoreV1().Pods("kube-system").Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "openstack-cloud-controller-manager-x7k2p"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "ccm",
+			Image: "registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.31.0"}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().Pods("kube-system").Delete(context.Background(), "openstack-cloud-controller-manager-x7k2p", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+	})
+	now := metav1.NewMicroTime(time.Now())
+	_, err = env.Client.CoordinationV1().Leases("kube-system").Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "cloud-controller-manager"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("openstack-cloud-controller-manager-x7k2p_0f4d2c1e"),
+			LeaseDurationSeconds: ptr(int32(3600)), AcquireTime: &now, RenewTime: &now},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = env.Client.CoordinationV1().Leases("kube-system").Delete(context.Background(), "cloud-controller-manager", metav1.DeleteOptions{})
+	})
 }

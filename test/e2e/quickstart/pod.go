@@ -60,97 +60,19 @@ type pod struct {
 
 func startPod(t *testing.T, env *framework.Env, rootfs, configPath, namespace, deployment string) *pod {
 	t.Helper()
-	ctx := t.Context()
-	d, err := env.Client.AppsV1().Deployments(namespace).Get(ctx, deployment, metav1.GetOptions{})
+	d, err := env.Client.AppsV1().Deployments(namespace).Get(t.Context(), deployment, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the quick start made no Deployment %s/%s: %v", namespace, deployment, err)
 	}
 	spec := d.Spec.Template.Spec
 	c := spec.Containers[0]
-
-	raw, err := os.ReadFile(configPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ic imageConfig
-	if err := json.Unmarshal(raw, &ic); err != nil {
-		t.Fatal(err)
-	}
-
-	root := filepath.Join(t.TempDir(), "rootfs")
-	if err := linkTree(rootfs, root); err != nil {
-		t.Fatal(err)
-	}
-	if sc := c.SecurityContext; sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
-		// Nothing of the image is writable for the container's user (root still
-		// could: a limit of this stand-in for a read-only mount).
-		if err := readOnlyDirs(root); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	// Volumes, as the kubelet writes them.
-	volumes := map[string]v1.Volume{}
-	for _, v := range spec.Volumes {
-		volumes[v.Name] = v
-	}
-	for _, m := range c.VolumeMounts {
-		v, ok := volumes[m.Name]
-		if !ok {
-			t.Fatalf("volumeMount %s names no volume of the pod", m.Name)
-		}
-		dir := filepath.Join(root, m.MountPath)
-		switch {
-		case v.Secret != nil:
-			s, err := env.Client.CoreV1().Secrets(namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
-			if err != nil {
-				t.Fatalf("volume %s: Secret %s/%s: %v (the pod would not start)", m.Name, namespace, v.Secret.SecretName, err)
-			}
-			files := map[string][]byte{}
-			if len(v.Secret.Items) > 0 {
-				for _, it := range v.Secret.Items {
-					files[it.Path] = s.Data[it.Key]
-				}
-			} else {
-				for k, b := range s.Data {
-					files[k] = b
-				}
-			}
-			writeVolume(t, dir, files)
-		default:
-			t.Fatalf("volume %s: only Secret volumes are supported by this test's kubelet", m.Name)
-		}
-	}
-	sa := spec.ServiceAccountName
-	tok, err := env.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("TokenRequest for ServiceAccount %s/%s: %v", namespace, sa, err)
-	}
-	writeVolume(t, filepath.Join(root, "/var/run/secrets/kubernetes.io/serviceaccount"), map[string][]byte{
-		"token":     []byte(tok.Status.Token),
-		"ca.crt":    env.Admin.CAData,
-		"namespace": []byte(namespace),
-	})
+	ic := readImageConfig(t, configPath)
+	root := podRoot(t, rootfs, c.SecurityContext)
+	mountVolumes(t, env, root, namespace, spec.Volumes, c.VolumeMounts)
+	mountServiceAccountToken(t, env, root, namespace, spec.ServiceAccountName)
 
 	// The process.
-	apiserver, err := url.Parse(env.Admin.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	environ := append([]string{}, ic.Config.Env...)
-	environ = append(environ,
-		"KUBERNETES_SERVICE_HOST="+apiserver.Hostname(),
-		"KUBERNETES_SERVICE_PORT="+apiserver.Port(),
-		"HOSTNAME="+deployment+"-quickstart",
-	)
-	for _, e := range c.Env {
-		if e.ValueFrom != nil {
-			t.Fatalf("env %s: valueFrom is not supported by this test's kubelet", e.Name)
-		}
-		environ = append(environ, e.Name+"="+e.Value)
-	}
+	environ := podEnviron(t, env, ic, c, deployment)
 	argv := append([]string{}, ic.Config.Entrypoint...)
 	if len(c.Command) > 0 {
 		argv = append([]string{}, c.Command...)
@@ -181,6 +103,117 @@ func startPod(t *testing.T, env *framework.Env, rootfs, configPath, namespace, d
 	}()
 	t.Cleanup(p.stop)
 	return p
+}
+
+// readImageConfig reads the image's config at path.
+func readImageConfig(t *testing.T, path string) imageConfig {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ic imageConfig
+	if err := json.Unmarshal(raw, &ic); err != nil {
+		t.Fatal(err)
+	}
+	return ic
+}
+
+// podRoot makes the pod's root file system, a copy of the image's rootfs,
+// read-only if the container's security context says so.
+func podRoot(t *testing.T, rootfs string, sc *v1.SecurityContext) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "rootfs")
+	if err := linkTree(rootfs, root); err != nil {
+		t.Fatal(err)
+	}
+	if sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
+		// Nothing of the image is writable for the container's user (root still
+		// could: a limit of this stand-in for a read-only mount).
+		if err := readOnlyDirs(root); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// mountVolumes writes the volumes the container mounts under root, as the
+// kubelet writes them (Secret volumes only).
+func mountVolumes(t *testing.T, env *framework.Env, root, namespace string, podVolumes []v1.Volume, mounts []v1.VolumeMount) {
+	t.Helper()
+	volumes := map[string]v1.Volume{}
+	for _, v := range podVolumes {
+		volumes[v.Name] = v
+	}
+	for _, m := range mounts {
+		v, ok := volumes[m.Name]
+		if !ok {
+			t.Fatalf("volumeMount %s names no volume of the pod", m.Name)
+		}
+		dir := filepath.Join(root, m.MountPath)
+		switch {
+		case v.Secret != nil:
+			s, err := env.Client.CoreV1().Secrets(namespace).Get(t.Context(), v.Secret.SecretName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("volume %s: Secret %s/%s: %v (the pod would not start)", m.Name, namespace, v.Secret.SecretName, err)
+			}
+			files := map[string][]byte{}
+			if len(v.Secret.Items) > 0 {
+				for _, it := range v.Secret.Items {
+					files[it.Path] = s.Data[it.Key]
+				}
+			} else {
+				for k, b := range s.Data {
+					files[k] = b
+				}
+			}
+			writeVolume(t, dir, files)
+		default:
+			t.Fatalf("volume %s: only Secret volumes are supported by this test's kubelet", m.Name)
+		}
+	}
+}
+
+// mountServiceAccountToken writes the ServiceAccount sa's token (from a
+// TokenRequest), the apiserver's CA and the namespace under root, where the
+// kubelet mounts them.
+func mountServiceAccountToken(t *testing.T, env *framework.Env, root, namespace, sa string) {
+	t.Helper()
+	tok, err := env.Client.CoreV1().ServiceAccounts(namespace).CreateToken(t.Context(), sa, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for ServiceAccount %s/%s: %v", namespace, sa, err)
+	}
+	writeVolume(t, filepath.Join(root, "/var/run/secrets/kubernetes.io/serviceaccount"), map[string][]byte{
+		"token":     []byte(tok.Status.Token),
+		"ca.crt":    env.Admin.CAData,
+		"namespace": []byte(namespace),
+	})
+}
+
+// podEnviron is the container's environment: the image's env, the
+// in-cluster API access (KUBERNETES_SERVICE_*) and the hostname, then the
+// container's env.
+func podEnviron(t *testing.T, env *framework.Env, ic imageConfig, c v1.Container, deployment string) []string {
+	t.Helper()
+	apiserver, err := url.Parse(env.Admin.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	environ := append([]string{}, ic.Config.Env...)
+	environ = append(environ,
+		"KUBERNETES_SERVICE_HOST="+apiserver.Hostname(),
+		"KUBERNETES_SERVICE_PORT="+apiserver.Port(),
+		"HOSTNAME="+deployment+"-quickstart",
+	)
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			t.Fatalf("env %s: valueFrom is not supported by this test's kubelet", e.Name)
+		}
+		environ = append(environ, e.Name+"="+e.Value)
+	}
+	return environ
 }
 
 // runAs resolves the user as the runtime does: the container's runAsUser, else
