@@ -31,6 +31,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/overcast-ccm/overcast/hack/internal/gendoc"
+	"github.com/overcast-ccm/overcast/internal/annotation"
 )
 
 func main() { gendoc.Main("gen-annotation-docs", run) }
@@ -41,6 +42,7 @@ type Options struct {
 	Prefix   string // identifier prefix of the cloud's constants, e.g. "Local"
 	TypeName string // type of the constants, "Name"
 	Title    string // the cloud as named in the page title, e.g. "local cloud"
+	Cloud    string // the cloud's name, whose checks (internal/annotation) say where each is checked; "" for none
 }
 
 // Annotation is one row of the page.
@@ -64,6 +66,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.Prefix, "prefix", "", "identifier prefix of the cloud's constants (Local, OpenStack, CloudStack, OCI)")
 	fs.StringVar(&o.TypeName, "type", "Name", "type of the annotation constants")
 	fs.StringVar(&o.Title, "title", "", `name of the cloud in the page title, e.g. "local cloud"`)
+	fs.StringVar(&o.Cloud, "cloud", "", "the cloud's name (local, openstack, ...): a column says where each annotation is checked")
 	fs.StringVar(&out, "out", "-", `file to write ("-": standard output)`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -103,14 +106,29 @@ func Generate(o Options) ([]byte, error) {
 	fmt.Fprintf(&b, "# Service annotations of the %s\n\n", o.Title)
 	fmt.Fprintf(&b, "This page is generated from the doc comments of the `%s*` constants in `%s`.\n", o.Prefix, gendoc.ModulePath(o.Dir))
 	fmt.Fprintf(&b, "Do not edit it: change those comments and run `make generate`.\n\n")
-	fmt.Fprintf(&b, "| Annotation | Type | Default | Description |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|\n")
+	checks := annotation.ChecksOf(o.Cloud)
+	if checks != nil {
+		fmt.Fprintf(&b, "Checked: \"at apply\" is refused by the kube-apiserver when the chart's admission policy is on (the default), with the message the Warning Event would give; otherwise the Service is created and gets that Event.\n\n")
+		fmt.Fprintf(&b, "| Annotation | Type | Default | Checked | Description |\n")
+		fmt.Fprintf(&b, "|---|---|---|---|---|\n")
+	} else {
+		fmt.Fprintf(&b, "| Annotation | Type | Default | Description |\n")
+		fmt.Fprintf(&b, "|---|---|---|---|\n")
+	}
 	for _, a := range anns {
 		desc := a.Description
 		if a.NotServed != "" {
 			desc = "**Not served:** " + a.NotServed + " " + desc
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", a.Name, cell(a.Type), cell(a.Default), cell(desc))
+		if checks == nil {
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", a.Name, cell(a.Type), cell(a.Default), cell(desc))
+			continue
+		}
+		c, ok := checks[annotation.Name(a.Name)]
+		if !ok {
+			return nil, fmt.Errorf("%s: no check in internal/annotation/%s_checks.go", a.Ident, o.Cloud)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", a.Name, cell(a.Type), cell(a.Default), cell(checked(c)), cell(desc))
 	}
 	return b.Bytes(), nil
 }
@@ -176,7 +194,7 @@ func Collect(pkg *doc.Package, prefix, typeName string) ([]Annotation, error) {
 				if !strings.HasPrefix(n.Name, prefix) || !n.IsExported() {
 					continue
 				}
-				a, problems := annotation(d, vs, i)
+				a, problems := parseAnnotation(d, vs, i)
 				for _, p := range problems {
 					errs = append(errs, fmt.Errorf("%s: %w", n.Name, p))
 				}
@@ -192,8 +210,8 @@ func Collect(pkg *doc.Package, prefix, typeName string) ([]Annotation, error) {
 	return anns, errors.Join(errs...)
 }
 
-// annotation reads the i-th constant of vs; it returns every problem of its doc.
-func annotation(d *ast.GenDecl, vs *ast.ValueSpec, i int) (Annotation, []error) {
+// parseAnnotation reads the i-th constant of vs; it returns every problem of its doc.
+func parseAnnotation(d *ast.GenDecl, vs *ast.ValueSpec, i int) (Annotation, []error) {
 	a := Annotation{Ident: vs.Names[i].Name}
 	if i >= len(vs.Values) {
 		return a, []error{errors.New("has no value: write the annotation name as a string literal")}
@@ -261,6 +279,14 @@ func describe(ident, s string) string {
 		s = string(unicode.ToUpper(r)) + s[n:]
 	}
 	return s
+}
+
+// checked says where a check is made.
+func checked(c annotation.Check) string {
+	if c.AtApply() {
+		return "at apply"
+	}
+	return c.Where
 }
 
 // cell escapes text for a Markdown table cell.

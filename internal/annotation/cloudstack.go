@@ -1,7 +1,7 @@
 package annotation
 
 // The reference page, by make generate.
-//go:generate go run ../../hack/gen-annotation-docs -pkg . -prefix CloudStack -title "CloudStack cloud" -out ../../docs/reference/cloudstack-annotations.md
+//go:generate go run ../../hack/gen-annotation-docs -pkg . -cloud cloudstack -prefix CloudStack -title "CloudStack cloud" -out ../../docs/reference/cloudstack-annotations.md
 
 // The annotations this cloud writes on Services for its records.
 func init() { record(CloudStackIPAssociatedByController, CloudStackConverged, CloudStackAssociating) }

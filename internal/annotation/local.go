@@ -1,7 +1,7 @@
 package annotation
 
 // The reference page, by make generate.
-//go:generate go run ../../hack/gen-annotation-docs -pkg . -prefix Local -title "local cloud" -out ../../docs/reference/local-annotations.md
+//go:generate go run ../../hack/gen-annotation-docs -pkg . -cloud local -prefix Local -title "local cloud" -out ../../docs/reference/local-annotations.md
 
 // Annotations of the local cloud (--cloud-provider=local).
 const (

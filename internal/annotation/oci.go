@@ -1,7 +1,7 @@
 package annotation
 
 // The reference page, by make generate.
-//go:generate go run ../../hack/gen-annotation-docs -pkg . -prefix OCI -title "OCI cloud" -out ../../docs/reference/oci-annotations.md
+//go:generate go run ../../hack/gen-annotation-docs -pkg . -cloud oci -prefix OCI -title "OCI cloud" -out ../../docs/reference/oci-annotations.md
 
 func init() { record(OCIConverged) }
 

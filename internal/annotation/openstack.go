@@ -1,7 +1,7 @@
 package annotation
 
 // The reference page, by make generate.
-//go:generate go run ../../hack/gen-annotation-docs -pkg . -prefix OpenStack -title "OpenStack cloud" -out ../../docs/reference/openstack-annotations.md
+//go:generate go run ../../hack/gen-annotation-docs -pkg . -cloud openstack -prefix OpenStack -title "OpenStack cloud" -out ../../docs/reference/openstack-annotations.md
 
 // The annotations this cloud writes on Services for its records.
 func init() { record(OpenStackLoadBalancerAddress, OpenStackConverged) }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/kit"
 )
 
@@ -42,6 +43,12 @@ var pieces = []piece{
 	}},
 	{name: "annotation table", present: func(t *testing.T, c string) (bool, string) {
 		return contains(t, "internal/annotation/"+c+".go", "-out ../../docs/reference/"+c+"-annotations.md")
+	}},
+	{name: "annotation checks and their admission policy", present: func(t *testing.T, c string) (bool, string) {
+		if annotation.ChecksOf(c) == nil {
+			return false, "internal/annotation/" + c + "_checks.go registering the checks of every annotation of the table"
+		}
+		return files(t, "deploy/chart/overcast-ccm/admission", c+".yaml")
 	}},
 	{name: "annotation reference", present: func(t *testing.T, c string) (bool, string) {
 		return files(t, "docs/reference", c+"-annotations.md")

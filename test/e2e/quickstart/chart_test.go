@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/overcast-ccm/overcast/internal/admission"
 )
 
 const chart = "deploy/chart/overcast-ccm"
@@ -105,6 +107,8 @@ func TestChartOfEveryCloudAppliesToTheAPIServer(t *testing.T) {
 			assert.Contains(t, c.Args, "--cloud-config=/etc/overcast/"+key)
 			_, err = env.Client.RbacV1().RoleBindings("kube-system").Get(t.Context(), fullname+":extension-apiserver-authentication-reader", metav1.GetOptions{})
 			require.NoError(t, err, "delegated authentication reads its CA in kube-system")
+			_, err = env.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(t.Context(), admission.Name, metav1.GetOptions{})
+			require.NoError(t, err, "the admission policy is on by default")
 		})
 	}
 }
@@ -117,6 +121,13 @@ func TestChartWithoutACloudConfigSaysWhatIsMissing(t *testing.T) {
 	out, err = shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --kube-version 1.37.1 --set-string cloudConfig.inline=x --set resources.limits.memory=0.5G")
 	require.Error(t, err)
 	assert.Contains(t, out, `resources.limits.memory "0.5G": write a whole number of Mi or Gi`)
+}
+
+// admissionPolicy.enabled=false leaves the policy out.
+func TestChartAdmissionPolicyCanBeTurnedOff(t *testing.T) {
+	out, err := shell(t, env.RepoRoot, "helm template overcast-ccm "+chart+" --kube-version 1.37.1 --set-string cloudConfig.inline=x --set admissionPolicy.enabled=false")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "kind: ValidatingAdmissionPolicy")
 }
 
 // The optional monitoring objects render, and their alerts name metrics with the
