@@ -123,6 +123,7 @@ generate: ## regenerate docs/reference and the chart's admission policies (the g
 verify: generate ## generate, then fail if anything changed; hack/tools links what bin/ links at the same versions
 	git diff --exit-code -- docs/ deploy/
 	hack/check-tools.sh
+	hack/check-alerts.sh
 
 clean: ## remove build output (the test-binary cache stays)
 	rm -rf $(BIN) tmp

@@ -44,13 +44,52 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	unconvergedSeconds = metrics.NewGaugeFunc(&metrics.GaugeOpts{
+		Namespace:      "overcast",
+		Subsystem:      "service",
+		Name:           "load_balancer_unconverged_seconds",
+		Help:           "How long the Service that has waited longest for its load balancer (its passes progressing or failed since) has waited, in seconds; 0 when every one is ready.",
+		StabilityLevel: metrics.ALPHA,
+	}, waiting.oldest)
+
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(syncsTotal, syncDuration, loadBalancers, driftRepairs)
+		legacyregistry.RawMustRegister(unconvergedSeconds)
 	})
+}
+
+// waiting are the Services whose load balancer is not ready, with the time
+// each stopped being ready (of every controller of the process).
+var waiting = unconverged{since: map[*serviceState]time.Time{}}
+
+type unconverged struct {
+	mu    sync.Mutex
+	since map[*serviceState]time.Time
+}
+
+func (u *unconverged) set(st *serviceState, ready bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, was := u.since[st]; ready {
+		delete(u.since, st)
+	} else if !was {
+		u.since[st] = time.Now()
+	}
+}
+
+// oldest is how long the longest waiting one has waited, in seconds.
+func (u *unconverged) oldest() float64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var oldest time.Duration
+	for _, t := range u.since {
+		oldest = max(oldest, time.Since(t))
+	}
+	return oldest.Seconds()
 }
 
 func observeSync(op string, after time.Duration, err error, took time.Duration) {
@@ -90,5 +129,6 @@ func (st *serviceState) setPhase(p phase) {
 	if p != phaseNone {
 		loadBalancers.WithLabelValues(string(p)).Inc()
 	}
+	waiting.set(st, p == phaseNone || p == phaseReady)
 	st.phase = p
 }
