@@ -111,7 +111,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	}
 	all, err := s.api.listPools(ctx, lb.ID)
 	if err != nil {
-		return "", false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, octaviaErr(err))
+		return "", false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, err)
 	}
 	byName := map[string]pools.Pool{}
 	for _, p := range all {
@@ -162,7 +162,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec, shared bool) (bool, error) {
 	have, err := c.api.listListeners(ctx, lb.ID)
 	if err != nil {
-		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
+		return false, fmt.Errorf("listing listeners: %w", err)
 	}
 	mine, err := ownListeners(have, svc, s, lb.ID, shared)
 	if err != nil {
@@ -182,7 +182,7 @@ func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer,
 	var allPools []pools.Pool
 	if len(lb.Pools) > 0 {
 		if allPools, err = c.api.listPools(ctx, lb.ID); err != nil {
-			return false, fmt.Errorf("listing pools: %w", octaviaErr(err))
+			return false, fmt.Errorf("listing pools: %w", err)
 		}
 	}
 	if changed, err := c.deleteUnwantedListener(ctx, mine, s); err != nil || changed {
@@ -250,12 +250,12 @@ func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]list
 		l := mine[k]
 		if l.DefaultPoolID != "" {
 			if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
-				return false, fmt.Errorf("deleting pool of listener %s: %w", k, octaviaErr(err))
+				return false, fmt.Errorf("deleting pool of listener %s: %w", k, err)
 			}
 			return true, nil
 		}
 		if err := c.api.deleteListener(ctx, l.ID); err != nil {
-			return false, fmt.Errorf("deleting listener %s: %w", k, octaviaErr(err))
+			return false, fmt.Errorf("deleting listener %s: %w", k, err)
 		}
 		return true, nil
 	}
@@ -274,7 +274,7 @@ func (c *Cloud) createListener(ctx context.Context, svc *v1.Service, lbID string
 		opts.DefaultPoolID = allPools[i].ID
 	}
 	if err := c.api.createListener(ctx, opts); err != nil {
-		return fmt.Errorf("creating listener %s: %w", s.listenerKey(p), octaviaErr(err))
+		return fmt.Errorf("creating listener %s: %w", s.listenerKey(p), err)
 	}
 	return nil
 }
@@ -290,7 +290,7 @@ func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l listeners.L
 		opts := c.poolOpts(s, p)
 		opts.ListenerID = l.ID
 		if err := c.api.createPool(ctx, opts); err != nil {
-			return false, fmt.Errorf("creating the pool of listener %s: %w", k, octaviaErr(err))
+			return false, fmt.Errorf("creating the pool of listener %s: %w", k, err)
 		}
 		return true, nil
 	}
@@ -298,13 +298,13 @@ func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l listeners.L
 		// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
 		c.Events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
 		if err := c.api.deletePool(ctx, pool.ID); err != nil {
-			return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, octaviaErr(err))
+			return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, err)
 		}
 		return true, nil
 	}
 	if pool.LBMethod != s.method {
 		if err := c.api.setPoolMethod(ctx, pool.ID, s.method); err != nil {
-			return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, octaviaErr(err))
+			return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, err)
 		}
 		return true, nil
 	}
@@ -327,7 +327,7 @@ func (c *Cloud) deleteStrayPools(ctx context.Context, all []pools.Pool, s lbSpec
 			continue
 		}
 		if err := c.api.deletePool(ctx, pool.ID); err != nil {
-			return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", pool.ID, octaviaErr(err))
+			return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", pool.ID, err)
 		}
 		return true, nil
 	}
@@ -373,7 +373,7 @@ func (c *Cloud) convergeListener(ctx context.Context, l listeners.Listener, s lb
 		return false, nil
 	}
 	if err := c.api.updateListener(ctx, l.ID, u); err != nil {
-		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, octaviaErr(err))
+		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, err)
 	}
 	return true, nil
 }
@@ -386,7 +386,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool pools.Pool, s lbSpec, 
 			return false, nil
 		}
 		if err := c.api.deleteMonitor(ctx, pool.MonitorID); err != nil {
-			return false, fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, octaviaErr(err))
+			return false, fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, err)
 		}
 		return true, nil
 	}
@@ -394,17 +394,17 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool pools.Pool, s lbSpec, 
 	if pool.MonitorID == "" {
 		want.PoolID = pool.ID
 		if err := c.api.createMonitor(ctx, want); err != nil {
-			return false, fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, octaviaErr(err))
+			return false, fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, err)
 		}
 		return true, nil
 	}
 	have, err := c.api.getMonitor(ctx, pool.MonitorID)
 	if err != nil {
-		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, octaviaErr(err))
+		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, err)
 	}
 	if have.Type != want.Type {
 		if err := c.api.deleteMonitor(ctx, have.ID); err != nil {
-			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, octaviaErr(err))
+			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, err)
 		}
 		return true, nil
 	}
@@ -414,7 +414,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool pools.Pool, s lbSpec, 
 	}
 	u := monitors.UpdateOpts{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
 	if err := c.api.updateMonitor(ctx, have.ID, u); err != nil {
-		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, octaviaErr(err))
+		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, err)
 	}
 	return true, nil
 }
@@ -426,7 +426,7 @@ func (c *Cloud) convergeMembers(ctx context.Context, pool pools.Pool, s lbSpec, 
 	if len(pool.Members) > 0 { // the pool names its members: a new one has none to list
 		var err error
 		if members, err = c.api.listMembers(ctx, poolID); err != nil {
-			return false, fmt.Errorf("listing members: %w", octaviaErr(err))
+			return false, fmt.Errorf("listing members: %w", err)
 		}
 	}
 	monitorPort := 0
@@ -460,7 +460,7 @@ func (c *Cloud) convergeMembers(ctx context.Context, pool pools.Pool, s lbSpec, 
 		batch = append(batch, o)
 	}
 	if err := c.api.putMembers(ctx, poolID, batch); err != nil {
-		return false, fmt.Errorf("updating members of pool %s: %w", poolID, octaviaErr(err))
+		return false, fmt.Errorf("updating members of pool %s: %w", poolID, err)
 	}
 	return true, nil
 }

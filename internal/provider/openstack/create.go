@@ -48,7 +48,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		if refused := s.tlsRefusal(err, spec); refused != nil {
 			return "", refused
 		}
-		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, octaviaErr(err))
+		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, err)
 	}
 	if len(opts.Listeners) == len(spec.ports) {
 		s.setCreated(created.ID, fingerprint) // fully populated

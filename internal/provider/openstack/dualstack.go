@@ -52,7 +52,7 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
 		} `json:"versions"`
 	}
 	if err := c.api.octaviaVersions(ctx, &body); err != nil {
-		return false, "", fmt.Errorf("reading Octavia's API versions: %w", octaviaErr(err))
+		return false, "", fmt.Errorf("reading Octavia's API versions: %w", err)
 	}
 	best, name := -1, ""
 	for _, v := range body.Versions {
@@ -131,7 +131,7 @@ func (c *Cloud) vipNetwork(ctx context.Context, s lbSpec) (string, error) {
 	}
 	sn, err := c.api.getSubnet(ctx, id)
 	if err != nil {
-		return "", fmt.Errorf("reading subnet %s: %w", id, neutronErr(err))
+		return "", fmt.Errorf("reading subnet %s: %w", id, err)
 	}
 	return sn.NetworkID, nil
 }
@@ -145,7 +145,7 @@ func (c *Cloud) familySubnet(ctx context.Context, netID string, family v1.IPFami
 	}
 	all, err := c.api.listSubnets(ctx, subnets.ListOpts{NetworkID: netID, IPVersion: version})
 	if err != nil {
-		return "", fmt.Errorf("listing the subnets of network %s: %w", netID, neutronErr(err))
+		return "", fmt.Errorf("listing the subnets of network %s: %w", netID, err)
 	}
 	key := "subnet-id"
 	if family == v1.IPv6Protocol {

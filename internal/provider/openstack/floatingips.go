@@ -2,8 +2,8 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -70,7 +70,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadB
 			return created.FloatingIP, nil
 		}
 		c.fipQuota.learn(err)
-		lastErr = neutronErr(err)
+		lastErr = err
 	}
 	return "", fipRefusedOr(fmt.Errorf("cannot allocate a floating IP from network %s for load balancer %s: %w", netID, lb.ID, lastErr))
 }
@@ -80,7 +80,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadB
 func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec) (string, error) {
 	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: s.floatingIP})
 	if err != nil {
-		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
+		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
 	if len(fips) == 0 {
 		// Not in the project yet: allocate that very address (clouds often allow
@@ -94,7 +94,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 		created, err := c.api.createFloatingIP(ctx, opts)
 		c.fipQuota.learn(err)
 		if err != nil {
-			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, neutronErr(err)))
+			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, err))
 		}
 		return created.FloatingIP, nil
 	}
@@ -105,7 +105,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 	if fip.PortID == "" {
 		port := lb.VipPortID
 		if err := c.api.setFloatingIPPort(ctx, fip.ID, &port); err != nil {
-			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, neutronErr(err)))
+			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, err))
 		}
 		klog.FromContext(ctx).Info("Attached requested floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	}
@@ -117,7 +117,7 @@ func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]floating
 	desc := fipDescription + string(svc.UID)
 	all, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{Description: desc})
 	if err != nil {
-		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, neutronErr(err))
+		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	// The filter is the server's; ownership is checked here too.
 	return slices.DeleteFunc(all, func(f floatingips.FloatingIP) bool { return f.Description != desc }), nil
@@ -137,7 +137,7 @@ func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *
 		}
 		port := lb.VipPortID
 		if err := c.api.setFloatingIPPort(ctx, f.ID, &port); err != nil {
-			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, neutronErr(err)))
+			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, err))
 		}
 		klog.FromContext(ctx).Info("Kept the Service's floating IP on its new load balancer", "service", klog.KObj(svc), "ip", f.FloatingIP, "loadBalancer", lb.ID)
 		return f.FloatingIP, true, nil
@@ -157,7 +157,7 @@ func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, svc *v1.Service) error
 			continue
 		}
 		if err := c.api.deleteFloatingIP(ctx, f.ID); err != nil {
-			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, neutronErr(err))
+			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, err)
 		}
 		c.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", f.FloatingIP)
@@ -185,7 +185,7 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, svc *v1.Service, s 
 	}
 	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: s.floatingIP})
 	if err != nil {
-		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
+		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
 	for _, f := range fips {
 		if f.PortID != "" {
@@ -215,14 +215,14 @@ func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *load
 		(anyService && (strings.HasPrefix(d, fipDescription) || strings.HasPrefix(d, peerFIPDescription)))
 	if !keep && allocated {
 		if err := c.api.deleteFloatingIP(ctx, fip.ID); err != nil {
-			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, neutronErr(err))
+			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, err)
 		}
 		c.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 		return nil
 	}
-	if err := c.api.setFloatingIPPort(ctx, fip.ID, new(string)); err != nil && !hasStatus(err, http.StatusNotFound) {
-		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, neutronErr(err))
+	if err := c.api.setFloatingIPPort(ctx, fip.ID, new(string)); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, err)
 	}
 	klog.FromContext(ctx).Info("Detached floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	return nil
@@ -234,7 +234,7 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingi
 	}
 	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{PortID: lb.VipPortID})
 	if err != nil {
-		return nil, fmt.Errorf("listing floating IPs: %w", neutronErr(err))
+		return nil, fmt.Errorf("listing floating IPs: %w", err)
 	}
 	if err != nil || len(fips) == 0 {
 		return nil, err
@@ -247,7 +247,7 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingi
 func (c *Cloud) onlyExternalNetwork(ctx context.Context) (string, error) {
 	nets, err := c.api.listExternalNetworks(ctx)
 	if err != nil {
-		return "", fmt.Errorf("listing external networks: %w", neutronErr(err))
+		return "", fmt.Errorf("listing external networks: %w", err)
 	}
 	switch len(nets) {
 	case 1:
@@ -273,7 +273,7 @@ func (c *Cloud) floatingSubnets(ctx context.Context, netID string, s lbSpec) ([]
 	}
 	all, err := c.api.listSubnets(ctx, subnets.ListOpts{NetworkID: netID})
 	if err != nil {
-		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, neutronErr(err))
+		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, err)
 	}
 	var ids []string
 	for _, sn := range all {

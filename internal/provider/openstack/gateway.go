@@ -24,11 +24,13 @@ import (
 // credentials change). The rest of the package sees gatewayAPI only
 // (gateway_only_test.go fails on a gophercloud call anywhere else).
 //
-// Errors come back as the SDK gives them, and each caller translates them
-// with the words of its step (octaviaErr, neutronErr, redact, hasStatus, in
-// gateway_errors.go: the same call is a refusal in one step and a detail in
-// another). A delete answers nil when the object is already gone (404):
-// every caller takes that as done.
+// Every error is translated here, once, by the service called (call, do;
+// gateway_errors.go): redacted, told in the service's words ("Octavia
+// answered 409: …") and classified into internal/outcome's kinds, so that
+// the callers only add what they were doing and ask errors.Is; the few
+// answers outcome has no kind for have a predicate there (forbidden,
+// staleRevision, certificateUnreadable, overQuota). A delete answers nil
+// when the object is already gone (404): every caller takes that as done.
 //
 // The methods are in one file per service: gateway_compute.go (Nova),
 // gateway_network.go (Neutron), gateway_loadbalancer.go (Octavia),
@@ -48,6 +50,10 @@ const (
 
 // gatewayAPI is every call the CCM makes to OpenStack.
 type gatewayAPI interface {
+	// authenticate gets a token from Keystone (doctor): outcome.ErrAuth
+	// when the credentials are refused, forbidden when their user may have
+	// no token for the project.
+	authenticate(ctx context.Context) error
 	// session authenticates (once) and finds the endpoints of services in
 	// the catalog: a step that calls several services finds them all before
 	// its first call, so that a missing endpoint fails it before it writes.
@@ -163,6 +169,11 @@ func (gw *gateway) client(ctx context.Context, s service) (*gophercloud.ServiceC
 	}
 }
 
+func (gw *gateway) authenticate(ctx context.Context) error {
+	_, err := gw.providerClient(ctx)
+	return err
+}
+
 func (gw *gateway) session(ctx context.Context, services ...service) error {
 	for _, s := range services {
 		if _, err := gw.client(ctx, s); err != nil {
@@ -172,23 +183,25 @@ func (gw *gateway) session(ctx context.Context, services ...service) error {
 	return nil
 }
 
-// call is f's answer, made with the client of s.
+// call is f's answer, made with the client of s, its error translated (the
+// session's are already, as Keystone's).
 func call[T any](ctx context.Context, gw *gateway, s service, f func(*gophercloud.ServiceClient) (T, error)) (T, error) {
 	sc, err := gw.client(ctx, s)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	return f(sc)
+	out, err := f(sc)
+	return out, s.translate(err)
 }
 
-// do is f's error, made with the client of s.
+// do is f's error, made with the client of s, translated.
 func do(ctx context.Context, gw *gateway, s service, f func(*gophercloud.ServiceClient) error) error {
 	sc, err := gw.client(ctx, s)
 	if err != nil {
 		return err
 	}
-	return f(sc)
+	return s.translate(f(sc))
 }
 
 // deleteBy deletes id with del (a package's Delete); already gone is done.
@@ -238,5 +251,5 @@ func (gw *gateway) probe(ctx context.Context, l probeListing) (string, error, er
 		pager = loadbalancers.List(sc, loadbalancers.ListOpts{Limit: 1})
 	}
 	err := pager.EachPage(ctx, func(context.Context, pagination.Page) (bool, error) { return false, nil })
-	return sc.Endpoint, nil, err
+	return sc.Endpoint, nil, s.translate(err)
 }

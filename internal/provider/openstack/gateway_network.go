@@ -184,14 +184,12 @@ func (gw *gateway) deleteRule(ctx context.Context, id string) error {
 // listPortViews lists the ports the query names, with the fields the
 // security groups' placement reads.
 func (gw *gateway) listPortViews(ctx context.Context, query url.Values) ([]sgPortView, error) {
-	sc, err := gw.client(ctx, svcNetwork)
-	if err != nil {
-		return nil, err
-	}
 	query["fields"] = []string{"id", "device_id", "security_groups", "port_security_enabled", "revision_number", "fixed_ips"}
-	out, err := listAll[sgPortView](ctx, sc, "ports", query, "ports")
+	out, err := call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]sgPortView, error) {
+		return listAll[sgPortView](ctx, sc, "ports", query, "ports")
+	})
 	if err != nil {
-		return nil, fmt.Errorf("listing ports: %w", neutronErr(err))
+		return nil, fmt.Errorf("listing ports: %w", err)
 	}
 	return out, nil
 }

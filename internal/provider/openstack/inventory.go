@@ -28,10 +28,10 @@ var (
 // newObjectIndex lists every listener and pool of the project, by id.
 func newObjectIndex(c *Cloud) (*snapshot.Snapshot[listeners.Listener], *snapshot.Snapshot[pools.Pool]) {
 	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcOctavia, "the project's listeners", octaviaErr, c.api.listAllListeners),
+		listing(c.api, svcOctavia, "the project's listeners", c.api.listAllListeners),
 		func(l listeners.Listener) []string { return []string{"listener/" + l.ID} })
 	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcOctavia, "the project's pools", octaviaErr, c.api.listAllPools),
+		listing(c.api, svcOctavia, "the project's pools", c.api.listAllPools),
 		func(p pools.Pool) []string { return []string{"pool/" + p.ID} })
 	return ls, ps
 }
@@ -111,7 +111,7 @@ func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error)
 // newRuleIndex lists every security group rule of the project.
 func newRuleIndex(c *Cloud) *snapshot.Snapshot[securityRule] {
 	return snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcNetwork, "the project's security group rules", neutronErr, c.api.listRules),
+		listing(c.api, svcNetwork, "the project's security group rules", c.api.listRules),
 		func(r securityRule) []string { return []string{"rule/" + r.ID} })
 }
 

@@ -44,7 +44,7 @@ func newLBIndex(c *Cloud) *lbIndex {
 			if uid == "" {
 				return nil, fmt.Errorf("the cluster UID is not known yet")
 			}
-			return listing(c.api, svcOctavia, "the cluster's load balancers", redact, func(ctx context.Context) ([]loadBalancer, error) {
+			return listing(c.api, svcOctavia, "the cluster's load balancers", func(ctx context.Context) ([]loadBalancer, error) {
 				return c.api.listLoadBalancers(ctx, tagCluster+uid)
 			})(ctx)
 		}, func(lb loadBalancer) []string {
@@ -56,7 +56,7 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return keys
 		}),
-		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, svcNetwork, "floating IPs", redact, func(ctx context.Context) ([]floatingips.FloatingIP, error) {
+		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, svcNetwork, "floating IPs", func(ctx context.Context) ([]floatingips.FloatingIP, error) {
 			return c.api.listFloatingIPs(ctx, floatingips.ListOpts{})
 		}), func(f floatingips.FloatingIP) []string {
 			// Its identity, then its port: a port with two floating IPs is
@@ -71,15 +71,15 @@ func newLBIndex(c *Cloud) *lbIndex {
 }
 
 // listing is a shared listing's source: the service found, then list, its
-// error told (translate) as listing what.
-func listing[T any](api gatewayAPI, s service, what string, translate func(error) error, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
+// error told as listing what.
+func listing[T any](api gatewayAPI, s service, what string, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
 	return func(ctx context.Context) ([]T, error) {
 		if err := api.session(ctx, s); err != nil {
 			return nil, err
 		}
 		all, err := list(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", what, translate(err))
+			return nil, fmt.Errorf("listing %s: %w", what, err)
 		}
 		return all, nil
 	}

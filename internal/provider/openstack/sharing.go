@@ -173,7 +173,7 @@ func (c *Cloud) updateTags(ctx context.Context, id string, tags []string) error 
 		tags = []string{} // an empty list, which Octavia takes as "none"
 	}
 	if err := c.api.setLoadBalancerTags(ctx, id, tags); err != nil {
-		return fmt.Errorf("updating the tags of load balancer %s: %w", id, octaviaErr(err))
+		return fmt.Errorf("updating the tags of load balancer %s: %w", id, err)
 	}
 	return nil
 }
@@ -210,7 +210,7 @@ func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *loadBalancer, 
 	}
 	ls, err := s.api.listListeners(ctx, lb.ID)
 	if err != nil {
-		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
+		return false, fmt.Errorf("listing listeners: %w", err)
 	}
 	for _, l := range ls {
 		if !mineListener(l, svc, name, owner) {
