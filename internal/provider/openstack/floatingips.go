@@ -7,14 +7,31 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
+
+// floatingIP is the part of a Neutron floating IP the CCM reads.
+type floatingIP struct {
+	ID, FloatingIP    string // its id and address
+	PortID            string // the port it is on, "" when free
+	FloatingNetworkID string
+	Description       string // whose it is (fipDescription)
+}
+
+// floatingIPQuery is which floating IPs to list ("": any).
+type floatingIPQuery struct{ FloatingIP, Description, PortID string }
+
+// floatingIPCreate is what a floating IP is allocated with: from
+// FloatingNetworkID (on SubnetID, at the address FloatingIP when set), on
+// PortID. An unset field is not sent.
+type floatingIPCreate struct {
+	FloatingNetworkID, SubnetID, FloatingIP string
+	PortID, Description                     string
+}
 
 // ensureFloatingIP returns the address of the floating IP on the VIP port,
 // attaching one first if there is none: spec.loadBalancerIP names an existing one
@@ -58,7 +75,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadB
 	}
 	var lastErr error
 	for _, subnet := range subnetIDs {
-		created, err := c.api.createFloatingIP(ctx, floatingips.CreateOpts{
+		created, err := c.api.createFloatingIP(ctx, floatingIPCreate{
 			FloatingNetworkID: netID,
 			SubnetID:          subnet,
 			PortID:            lb.VipPortID,
@@ -78,14 +95,14 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadB
 // attachRequestedFloatingIP attaches the floating IP spec.loadBalancerIP names.
 // One attached elsewhere is never taken away.
 func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec) (string, error) {
-	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: s.floatingIP})
+	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{FloatingIP: s.floatingIP})
 	if err != nil {
 		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
 	if len(fips) == 0 {
 		// Not in the project yet: allocate that very address (clouds often allow
 		// this to admins only).
-		opts := floatingips.CreateOpts{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
+		opts := floatingIPCreate{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
 		if opts.FloatingNetworkID == "" {
 			if opts.FloatingNetworkID, err = c.onlyExternalNetwork(ctx); err != nil {
 				return "", err
@@ -113,14 +130,14 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 }
 
 // ownFloatingIPs lists the floating IPs this CCM created for the Service.
-func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]floatingips.FloatingIP, error) {
+func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]floatingIP, error) {
 	desc := fipDescription + string(svc.UID)
-	all, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{Description: desc})
+	all, err := c.api.listFloatingIPs(ctx, floatingIPQuery{Description: desc})
 	if err != nil {
 		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	// The filter is the server's; ownership is checked here too.
-	return slices.DeleteFunc(all, func(f floatingips.FloatingIP) bool { return f.Description != desc }), nil
+	return slices.DeleteFunc(all, func(f floatingIP) bool { return f.Description != desc }), nil
 }
 
 // reattachOwnFloatingIP puts a free floating IP this CCM created for the
@@ -183,7 +200,7 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, svc *v1.Service, s 
 	if s.floatingIP == "" {
 		return nil
 	}
-	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: s.floatingIP})
+	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{FloatingIP: s.floatingIP})
 	if err != nil {
 		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
@@ -228,11 +245,11 @@ func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *load
 	return nil
 }
 
-func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingips.FloatingIP, error) {
+func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingIP, error) {
 	if lb.VipPortID == "" {
 		return nil, nil
 	}
-	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{PortID: lb.VipPortID})
+	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{PortID: lb.VipPortID})
 	if err != nil {
 		return nil, fmt.Errorf("listing floating IPs: %w", err)
 	}
@@ -245,21 +262,17 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingi
 // onlyExternalNetwork is the floating network when none is configured: the one
 // external network the project sees, and an error naming them when not one.
 func (c *Cloud) onlyExternalNetwork(ctx context.Context) (string, error) {
-	nets, err := c.api.listExternalNetworks(ctx)
+	nets, err := c.api.externalNetworkIDs(ctx)
 	if err != nil {
 		return "", fmt.Errorf("listing external networks: %w", err)
 	}
 	switch len(nets) {
 	case 1:
-		return nets[0].ID, nil
+		return nets[0], nil
 	case 0:
 		return "", outcome.Refuse(reasonFloatingIPFailed, "no floating network: set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id (the project sees no external network)")
 	}
-	ids := make([]string, 0, len(nets))
-	for _, n := range nets {
-		ids = append(ids, n.ID)
-	}
-	return "", outcome.Refuse(reasonFloatingIPFailed, "no floating network chosen and the project sees %d external networks (%v): set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id", len(nets), ids)
+	return "", outcome.Refuse(reasonFloatingIPFailed, "no floating network chosen and the project sees %d external networks (%v): set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id", len(nets), nets)
 }
 
 // floatingSubnets are the subnets to try in turn: the one by ID, those matching
@@ -271,7 +284,7 @@ func (c *Cloud) floatingSubnets(ctx context.Context, netID string, s lbSpec) ([]
 	if s.floatingSubnet == nil && s.floatingSubnetTags == nil {
 		return []string{""}, nil
 	}
-	all, err := c.api.listSubnets(ctx, subnets.ListOpts{NetworkID: netID})
+	all, err := c.api.listSubnets(ctx, subnetQuery{NetworkID: netID})
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, err)
 	}

@@ -6,10 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -29,10 +25,10 @@ const (
 
 type lbIndex struct {
 	lbs  *snapshot.Snapshot[loadBalancer]
-	fips *snapshot.Snapshot[floatingips.FloatingIP]
+	fips *snapshot.Snapshot[floatingIP]
 	// listeners and pools: the drift check's (inventory.go).
-	listeners *snapshot.Snapshot[listeners.Listener]
-	pools     *snapshot.Snapshot[pools.Pool]
+	listeners *snapshot.Snapshot[lbListener]
+	pools     *snapshot.Snapshot[lbPool]
 	sgRules   *snapshot.Snapshot[securityRule]
 }
 
@@ -56,9 +52,9 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return keys
 		}),
-		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, svcNetwork, "floating IPs", func(ctx context.Context) ([]floatingips.FloatingIP, error) {
-			return c.api.listFloatingIPs(ctx, floatingips.ListOpts{})
-		}), func(f floatingips.FloatingIP) []string {
+		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, svcNetwork, "floating IPs", func(ctx context.Context) ([]floatingIP, error) {
+			return c.api.listFloatingIPs(ctx, floatingIPQuery{})
+		}), func(f floatingIP) []string {
 			// Its identity, then its port: a port with two floating IPs is
 			// found by neither, and takes the direct path.
 			keys := []string{"fip/" + f.ID}

@@ -314,10 +314,10 @@ func (m *sgManager) writePortGroups(ctx context.Context, ch *portChange) (sgKnow
 			return known, nil
 		}
 		rev := known.revision
-		p, err := m.api.setPortGroups(ctx, known.id, want, rev)
+		written, err := m.api.setPortGroups(ctx, known.id, want, rev)
 		switch {
 		case err == nil:
-			return sgKnownPort{id: p.ID, groups: p.SecurityGroups, revision: p.RevisionNumber}, nil
+			return written, nil
 		case errors.Is(err, outcome.ErrNotFound):
 			return sgKnownPort{}, nil // the port went with its server
 		case !staleRevision(err) || try+1 >= portWriteTries:
