@@ -199,15 +199,23 @@ func TestAnOpenStackErrorIsToldInTheServicesOwnWords(t *testing.T) {
 		{"Octavia's quota", "Octavia", 403, `{"faultcode":"Client","faultstring":"Quota has been met for resources: load_balancer","debuginfo":null}`,
 			"Octavia answered 403: Quota has been met for resources: load_balancer", outcome.ErrRefused},
 		{"no body to read", "Octavia", 503, `<html>Service Unavailable</html>`, "Octavia answered 503 Service Unavailable to POST http://127.0.0.1/v2/x", nil},
+		{"Nova's server gone", "Nova", 404, `{"itemNotFound":{"code":404,"message":"Instance 1f2e could not be found."}}`,
+			"Nova answered 404 Not Found to POST http://127.0.0.1/v2/x", outcome.ErrNotFound},
+		{"Barbican's conflict", "Barbican", 409, `{"code":409,"title":"Conflict","description":"Duplicate"}`,
+			"Barbican answered 409 Conflict to POST http://127.0.0.1/v2/x", outcome.ErrRefused},
+		{"Keystone's refusal", "Keystone", 401, `{"error":{"code":401,"message":"The request you have made requires authentication.","title":"Unauthorized"}}`,
+			"Keystone answered 401: The request you have made requires authentication.", outcome.ErrAuth},
+		{"no Keystone at the auth-url", "Keystone", 404, `{"error":{"code":404,"message":"Not Found"}}`,
+			"Keystone answered 404: Not Found", outcome.ErrRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := gophercloud.ErrUnexpectedResponseCode{Method: "POST", URL: "http://127.0.0.1/v2/x?token=secret", Expected: []int{201}, Actual: tc.code, Body: []byte(tc.body)}
-			var err error
-			if tc.service == "Neutron" {
-				err = neutronErr(raw)
-			} else {
-				err = octaviaErr(raw)
+			err := map[string]func(error) error{"Neutron": neutronErr, "Octavia": octaviaErr, "Nova": novaErr, "Barbican": barbicanErr, "Keystone": keystoneErr}[tc.service](raw)
+			if tc.service == "Keystone" {
+				assert.NotErrorIs(t, err, outcome.ErrNotFound, "an authentication's answer never says an object is gone")
 			}
+			again := octaviaErr(fmt.Errorf("doing it: %w", err))
+			assert.Equal(t, "doing it: "+err.Error(), again.Error(), "an error is told once")
 			if tc.want != "" {
 				assert.Equal(t, tc.want, err.Error())
 			}

@@ -2,8 +2,8 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -191,11 +191,11 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 	} else {
 		err = c.api.getSecret(ctx, id)
 	}
-	if hasStatus(err, http.StatusNotFound) || hasStatus(err, http.StatusForbidden) {
+	if errors.Is(err, outcome.ErrNotFound) || forbidden(err) {
 		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "TLS certificate %s is not in Barbican, or this CCM's user may not read it; nothing was built with it", t.ref)
 	}
 	if err != nil {
-		return fmt.Errorf("reading TLS certificate %s in Barbican: %w", t.ref, redact(err))
+		return fmt.Errorf("reading TLS certificate %s in Barbican: %w", t.ref, err)
 	}
 	c.tlsCerts.setChecked(svc.UID, t.ref)
 	return nil
@@ -225,7 +225,7 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 	name := storedName(svc.UID, sec.hash, c.Cluster.Get())
 	found, err := c.api.listContainers(ctx, name, 10)
 	if err != nil {
-		return fmt.Errorf("listing Barbican containers: %w", redact(err))
+		return fmt.Errorf("listing Barbican containers: %w", err)
 	}
 	if len(found) > 0 {
 		// Stored before (by this process before a restart, or another replica).
@@ -262,13 +262,13 @@ func (c *Cloud) putCertificate(ctx context.Context, name string, cert, key, chai
 		}
 		ref, err := c.api.createSecret(ctx, name+"_"+part.name, part.private, part.payload)
 		if err != nil {
-			return "", fmt.Errorf("the %s: %w", strings.ReplaceAll(part.name, "_", " "), redact(err))
+			return "", fmt.Errorf("the %s: %w", strings.ReplaceAll(part.name, "_", " "), err)
 		}
 		refs = append(refs, barbicanObject{Name: part.name, Ref: ref})
 	}
 	ref, err := c.api.createCertificateContainer(ctx, name, refs)
 	if err != nil {
-		return "", fmt.Errorf("the container: %w", redact(err))
+		return "", fmt.Errorf("the container: %w", err)
 	}
 	return ref, nil
 }
@@ -310,7 +310,7 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 			err = c.api.deleteSecret(ctx, lastSegment(o.ref))
 		}
 		if err != nil {
-			return fmt.Errorf("deleting %s %s: %w", o.kind, o.ref, redact(err))
+			return fmt.Errorf("deleting %s %s: %w", o.kind, o.ref, err)
 		}
 		deleted++
 	}
@@ -341,14 +341,14 @@ func (c *Cloud) storedObjects(ctx context.Context) ([]storedObject, error) {
 	var objs []storedObject
 	cs, err := c.api.listContainers(ctx, "", 100)
 	if err != nil {
-		return nil, fmt.Errorf("listing Barbican containers: %w", redact(err))
+		return nil, fmt.Errorf("listing Barbican containers: %w", err)
 	}
 	for _, ct := range cs {
 		objs = append(objs, storedObject{kindContainer, ct.Name, ct.Ref})
 	}
 	ss, err := c.api.listSecrets(ctx, 100)
 	if err != nil {
-		return nil, fmt.Errorf("listing Barbican secrets: %w", redact(err))
+		return nil, fmt.Errorf("listing Barbican secrets: %w", err)
 	}
 	for _, sc := range ss {
 		objs = append(objs, storedObject{kindSecret, sc.Name, sc.Ref})

@@ -10,9 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -111,16 +108,16 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	}
 	all, err := s.api.listPools(ctx, lb.ID)
 	if err != nil {
-		return "", false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, octaviaErr(err))
+		return "", false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, err)
 	}
-	byName := map[string]pools.Pool{}
+	byName := map[string]lbPool{}
 	for _, p := range all {
 		if _, dup := byName[p.Name]; dup {
 			return "", false, nil
 		}
 		byName[p.Name] = p
 	}
-	mine := make([]pools.Pool, len(spec.ports))
+	mine := make([]lbPool, len(spec.ports))
 	for i, p := range spec.ports {
 		pool, ok := byName[s.objectName(spec, p)]
 		if !ok || pool.Protocol != spec.poolProtocol(p) {
@@ -162,7 +159,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec, shared bool) (bool, error) {
 	have, err := c.api.listListeners(ctx, lb.ID)
 	if err != nil {
-		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
+		return false, fmt.Errorf("listing listeners: %w", err)
 	}
 	mine, err := ownListeners(have, svc, s, lb.ID, shared)
 	if err != nil {
@@ -179,10 +176,10 @@ func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer,
 	}
 	// Pools are listed once: protocol, method and health monitor of each. The
 	// load balancer names its pools: a new one has none to list.
-	var allPools []pools.Pool
+	var allPools []lbPool
 	if len(lb.Pools) > 0 {
 		if allPools, err = c.api.listPools(ctx, lb.ID); err != nil {
-			return false, fmt.Errorf("listing pools: %w", octaviaErr(err))
+			return false, fmt.Errorf("listing pools: %w", err)
 		}
 	}
 	if changed, err := c.deleteUnwantedListener(ctx, mine, s); err != nil || changed {
@@ -191,7 +188,7 @@ func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer,
 	if changed, err := c.deleteStrayPools(ctx, allPools, s); err != nil || changed {
 		return changed, err
 	}
-	poolByID := map[string]pools.Pool{}
+	poolByID := map[string]lbPool{}
 	for _, p := range allPools {
 		poolByID[p.ID] = p
 	}
@@ -213,9 +210,9 @@ func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer,
 // ownListeners are the Service's listeners on the load balancer, by
 // protocol/port; a port of the spec another Service's listener holds refuses
 // the Service.
-func ownListeners(have []listeners.Listener, svc *v1.Service, s lbSpec, lbID string, shared bool) (map[string]listeners.Listener, error) {
-	byKey := map[string]listeners.Listener{}
-	taken := map[string]listeners.Listener{} // other Services' listeners
+func ownListeners(have []lbListener, svc *v1.Service, s lbSpec, lbID string, shared bool) (map[string]lbListener, error) {
+	byKey := map[string]lbListener{}
+	taken := map[string]lbListener{} // other Services' listeners
 	for _, l := range have {
 		k := fmt.Sprintf("%s/%05d", l.Protocol, l.ProtocolPort)
 		if !mineListener(l, svc, s.name, !shared) {
@@ -238,7 +235,7 @@ func ownListeners(have []listeners.Listener, svc *v1.Service, s lbSpec, lbID str
 
 // deleteUnwantedListener deletes, of the Service's listeners no port wants
 // (in the order of their keys), the first one's pool, else the listener.
-func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]listeners.Listener, s lbSpec) (bool, error) {
+func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]lbListener, s lbSpec) (bool, error) {
 	want := map[string]bool{}
 	for _, p := range s.ports {
 		want[s.listenerKey(p)] = true
@@ -250,12 +247,12 @@ func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]list
 		l := mine[k]
 		if l.DefaultPoolID != "" {
 			if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
-				return false, fmt.Errorf("deleting pool of listener %s: %w", k, octaviaErr(err))
+				return false, fmt.Errorf("deleting pool of listener %s: %w", k, err)
 			}
 			return true, nil
 		}
 		if err := c.api.deleteListener(ctx, l.ID); err != nil {
-			return false, fmt.Errorf("deleting listener %s: %w", k, octaviaErr(err))
+			return false, fmt.Errorf("deleting listener %s: %w", k, err)
 		}
 		return true, nil
 	}
@@ -265,22 +262,22 @@ func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]list
 // createListener creates the listener of p. The pool a listener deleted
 // behind our back left serves the new one: nothing is left over, and its
 // members are kept.
-func (c *Cloud) createListener(ctx context.Context, svc *v1.Service, lbID string, allPools []pools.Pool, s lbSpec, p v1.ServicePort) error {
+func (c *Cloud) createListener(ctx context.Context, svc *v1.Service, lbID string, allPools []lbPool, s lbSpec, p v1.ServicePort) error {
 	opts := c.listenerOpts(svc, s, p)
-	opts.LoadbalancerID = lbID
-	if i := slices.IndexFunc(allPools, func(pool pools.Pool) bool {
+	opts.LoadBalancerID = lbID
+	if i := slices.IndexFunc(allPools, func(pool lbPool) bool {
 		return len(pool.Listeners) == 0 && pool.Name == c.objectName(s, p) && pool.Protocol == s.poolProtocol(p)
 	}); i >= 0 {
 		opts.DefaultPoolID = allPools[i].ID
 	}
 	if err := c.api.createListener(ctx, opts); err != nil {
-		return fmt.Errorf("creating listener %s: %w", s.listenerKey(p), octaviaErr(err))
+		return fmt.Errorf("creating listener %s: %w", s.listenerKey(p), err)
 	}
 	return nil
 }
 
 // convergePort makes the first change the listener of p and its pool need.
-func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l listeners.Listener, poolByID map[string]pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l lbListener, poolByID map[string]lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
 	k := s.listenerKey(p)
 	if changed, err := c.convergeListener(ctx, l, s, p); err != nil || changed {
 		return changed, err
@@ -290,7 +287,7 @@ func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l listeners.L
 		opts := c.poolOpts(s, p)
 		opts.ListenerID = l.ID
 		if err := c.api.createPool(ctx, opts); err != nil {
-			return false, fmt.Errorf("creating the pool of listener %s: %w", k, octaviaErr(err))
+			return false, fmt.Errorf("creating the pool of listener %s: %w", k, err)
 		}
 		return true, nil
 	}
@@ -298,13 +295,13 @@ func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l listeners.L
 		// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
 		c.Events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
 		if err := c.api.deletePool(ctx, pool.ID); err != nil {
-			return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, octaviaErr(err))
+			return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, err)
 		}
 		return true, nil
 	}
 	if pool.LBMethod != s.method {
 		if err := c.api.setPoolMethod(ctx, pool.ID, s.method); err != nil {
-			return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, octaviaErr(err))
+			return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, err)
 		}
 		return true, nil
 	}
@@ -317,7 +314,7 @@ func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l listeners.L
 // deleteStrayPools deletes a pool of the Service's that no listener uses and
 // none of its ports wants (its listener deleted with the port, or behind our
 // back with a pool of another protocol); one a pass.
-func (c *Cloud) deleteStrayPools(ctx context.Context, all []pools.Pool, s lbSpec) (bool, error) {
+func (c *Cloud) deleteStrayPools(ctx context.Context, all []lbPool, s lbSpec) (bool, error) {
 	wanted := map[string]string{} // name → protocol
 	for _, p := range s.ports {
 		wanted[c.objectName(s, p)] = s.poolProtocol(p)
@@ -327,7 +324,7 @@ func (c *Cloud) deleteStrayPools(ctx context.Context, all []pools.Pool, s lbSpec
 			continue
 		}
 		if err := c.api.deletePool(ctx, pool.ID); err != nil {
-			return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", pool.ID, octaviaErr(err))
+			return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", pool.ID, err)
 		}
 		return true, nil
 	}
@@ -335,8 +332,8 @@ func (c *Cloud) deleteStrayPools(ctx context.Context, all []pools.Pool, s lbSpec
 }
 
 // convergeListener updates what Octavia can change in place.
-func (c *Cloud) convergeListener(ctx context.Context, l listeners.Listener, s lbSpec, p v1.ServicePort) (bool, error) {
-	var u listeners.UpdateOpts
+func (c *Cloud) convergeListener(ctx context.Context, l lbListener, s lbSpec, p v1.ServicePort) (bool, error) {
+	var u listenerUpdate
 	changed := false
 	cidrs := slices.Clone(l.AllowedCIDRs)
 	sort.Strings(cidrs)
@@ -348,10 +345,10 @@ func (c *Cloud) convergeListener(ctx context.Context, l listeners.Listener, s lb
 		limit := s.connLimit
 		u.ConnLimit, changed = &limit, true
 	}
-	if s.isTLS(p) && l.DefaultTlsContainerRef != s.tls.ref {
+	if s.isTLS(p) && l.DefaultTLSContainerRef != s.tls.ref {
 		// A new certificate (a rotated Secret, another reference).
 		ref := s.tls.ref
-		u.DefaultTlsContainerRef, changed = &ref, true
+		u.DefaultTLSContainerRef, changed = &ref, true
 	}
 	if p.Protocol == v1.ProtocolTCP {
 		for _, t := range []struct {
@@ -373,20 +370,20 @@ func (c *Cloud) convergeListener(ctx context.Context, l listeners.Listener, s lb
 		return false, nil
 	}
 	if err := c.api.updateListener(ctx, l.ID, u); err != nil {
-		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, octaviaErr(err))
+		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, err)
 	}
 	return true, nil
 }
 
 // convergeMonitor creates, updates or deletes the pool's health monitor. Its type
 // cannot change in place, so a new type replaces it.
-func (c *Cloud) convergeMonitor(ctx context.Context, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeMonitor(ctx context.Context, pool lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
 	if s.monitor == nil {
 		if pool.MonitorID == "" {
 			return false, nil
 		}
 		if err := c.api.deleteMonitor(ctx, pool.MonitorID); err != nil {
-			return false, fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, octaviaErr(err))
+			return false, fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, err)
 		}
 		return true, nil
 	}
@@ -394,17 +391,17 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool pools.Pool, s lbSpec, 
 	if pool.MonitorID == "" {
 		want.PoolID = pool.ID
 		if err := c.api.createMonitor(ctx, want); err != nil {
-			return false, fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, octaviaErr(err))
+			return false, fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, err)
 		}
 		return true, nil
 	}
 	have, err := c.api.getMonitor(ctx, pool.MonitorID)
 	if err != nil {
-		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, octaviaErr(err))
+		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, err)
 	}
 	if have.Type != want.Type {
 		if err := c.api.deleteMonitor(ctx, have.ID); err != nil {
-			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, octaviaErr(err))
+			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, err)
 		}
 		return true, nil
 	}
@@ -412,21 +409,21 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool pools.Pool, s lbSpec, 
 		have.MaxRetriesDown == want.MaxRetriesDown && (want.Type != "HTTP" || have.URLPath == want.URLPath) {
 		return false, nil
 	}
-	u := monitors.UpdateOpts{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
+	u := monitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
 	if err := c.api.updateMonitor(ctx, have.ID, u); err != nil {
-		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, octaviaErr(err))
+		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, err)
 	}
 	return true, nil
 }
 
 // convergeMembers replaces the pool's members in one batch call when they differ.
-func (c *Cloud) convergeMembers(ctx context.Context, pool pools.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeMembers(ctx context.Context, pool lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
 	poolID := pool.ID
 	var members []leanMember
 	if len(pool.Members) > 0 { // the pool names its members: a new one has none to list
 		var err error
 		if members, err = c.api.listMembers(ctx, poolID); err != nil {
-			return false, fmt.Errorf("listing members: %w", octaviaErr(err))
+			return false, fmt.Errorf("listing members: %w", err)
 		}
 	}
 	monitorPort := 0
@@ -450,17 +447,8 @@ func (c *Cloud) convergeMembers(ctx context.Context, pool pools.Pool, s lbSpec, 
 	if slices.Equal(have, want) {
 		return false, nil
 	}
-	batch := make([]pools.BatchUpdateMemberOpts, 0, len(s.members))
-	for _, m := range c.memberOpts(s, p) {
-		o := pools.BatchUpdateMemberOpts{Address: m.Address, ProtocolPort: m.ProtocolPort, MonitorPort: m.MonitorPort}
-		if m.SubnetID != "" {
-			subnet := m.SubnetID
-			o.SubnetID = &subnet
-		}
-		batch = append(batch, o)
-	}
-	if err := c.api.putMembers(ctx, poolID, batch); err != nil {
-		return false, fmt.Errorf("updating members of pool %s: %w", poolID, octaviaErr(err))
+	if err := c.api.putMembers(ctx, poolID, c.memberOpts(s, p)); err != nil {
+		return false, fmt.Errorf("updating members of pool %s: %w", poolID, err)
 	}
 	return true, nil
 }

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -48,7 +47,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		if refused := s.tlsRefusal(err, spec); refused != nil {
 			return "", refused
 		}
-		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, octaviaErr(err))
+		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, err)
 	}
 	if len(opts.Listeners) == len(spec.ports) {
 		s.setCreated(created.ID, fingerprint) // fully populated
@@ -92,8 +91,21 @@ func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadBalancer, s lbSpec) {
 	}
 }
 
-func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) loadbalancers.CreateOpts {
-	opts := loadbalancers.CreateOpts{
+// lbCreate is what a load balancer is created with: bare (step by step),
+// or fully populated with its listeners, each with its pool, members and
+// health monitor. An unset field is not sent.
+type lbCreate struct {
+	Name, Description                                string
+	VipSubnetID, VipNetworkID, VipPortID, VipAddress string
+	Provider, FlavorID, AvailabilityZone             string
+	Tags                                             []string
+	// AdditionalVips: a dual-stack load balancer's VIP of the other family.
+	AdditionalVips []additionalVIP
+	Listeners      []listenerCreate
+}
+
+func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) lbCreate {
+	opts := lbCreate{
 		Name:             s.name,
 		Description:      fmt.Sprintf("Kubernetes Service %s/%s", svc.Namespace, svc.Name),
 		VipSubnetID:      s.subnetID,
@@ -120,7 +132,8 @@ func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) loadbalancers.CreateOpts {
 		pool := c.poolOpts(s, p)
 		pool.Members = c.memberOpts(s, p)
 		if s.monitor != nil {
-			pool.Monitor = c.monitorOpts(s, p)
+			m := c.monitorOpts(s, p)
+			pool.Monitor = &m
 		}
 		l.DefaultPool = &pool
 		opts.Listeners = append(opts.Listeners, l)

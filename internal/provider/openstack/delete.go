@@ -58,5 +58,5 @@ func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) 
 
 // deleteCascade deletes a load balancer with all it has; already gone is success.
 func (c *Cloud) deleteCascade(ctx context.Context, id string) error {
-	return octaviaErr(c.api.deleteLoadBalancer(ctx, id))
+	return c.api.deleteLoadBalancer(ctx, id)
 }

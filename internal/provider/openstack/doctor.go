@@ -2,10 +2,11 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 var _ doctor.Diagnoser = (*Cloud)(nil)
@@ -16,13 +17,13 @@ var _ doctor.Diagnoser = (*Cloud)(nil)
 func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	g := c.clients.global()
 	auth := doctor.Result{Check: "openstack: credentials"}
-	_, err := c.clients.providerClient(ctx)
+	err := c.api.authenticate(ctx)
 	if err != nil {
-		auth.Status, auth.Detail = doctor.Fail, redact(err).Error()
+		auth.Status, auth.Detail = doctor.Fail, err.Error()
 		switch {
-		case hasStatus(err, http.StatusUnauthorized):
+		case errors.Is(err, outcome.ErrAuth):
 			auth.Fix = "Keystone rejected the credentials: check application-credential-id/-secret (or username, password, user-domain-name and the project) in [Global] of the cloud.conf"
-		case hasStatus(err, http.StatusForbidden):
+		case forbidden(err):
 			auth.Fix = "the user may not have a token for this project: give it a role there (member)"
 		default:
 			auth.Fix = "check auth-url (and ca-file / tls-insecure) in [Global], and that this network reaches Keystone"
@@ -44,7 +45,7 @@ func (c *Cloud) probe(ctx context.Context, check, service string, l probeListing
 	r := doctor.Result{Check: check}
 	endpoint, reachErr, err := c.api.probe(ctx, l)
 	if reachErr != nil {
-		r.Status, r.Detail = doctor.Fail, redact(reachErr).Error()
+		r.Status, r.Detail = doctor.Fail, reachErr.Error()
 		r.Fix = fmt.Sprintf("the catalog has no %s endpoint for this region and interface: check [Global] region and os-endpoint-type", service)
 		return r
 	}
@@ -52,13 +53,13 @@ func (c *Cloud) probe(ctx context.Context, check, service string, l probeListing
 	case err == nil:
 		r.Detail = fmt.Sprintf("%s answers and the credentials may read it", endpoint)
 		return r
-	case hasStatus(err, http.StatusForbidden):
+	case forbidden(err):
 		r.Status = doctor.Fail
 		r.Detail = fmt.Sprintf("%s: 403 Forbidden", redactURL(endpoint))
 		r.Fix = fmt.Sprintf("the user lacks the %s role in the project: openstack role add --user <user> --project <project> %s", role, role)
 	default:
 		r.Status = doctor.Fail
-		r.Detail = redact(err).Error()
+		r.Detail = err.Error()
 		r.Fix = fmt.Sprintf("check that the %s service is up and reachable from the CCM", service)
 	}
 	return r

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
@@ -52,7 +50,7 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
 		} `json:"versions"`
 	}
 	if err := c.api.octaviaVersions(ctx, &body); err != nil {
-		return false, "", fmt.Errorf("reading Octavia's API versions: %w", octaviaErr(err))
+		return false, "", fmt.Errorf("reading Octavia's API versions: %w", err)
 	}
 	best, name := -1, ""
 	for _, v := range body.Versions {
@@ -80,7 +78,7 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
 // goes on the named subnet or the network's one of that family, or, where
 // Octavia has no additional VIPs, is left out (a Service that requires both
 // is refused).
-func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([]loadbalancers.AdditionalVip, error) {
+func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([]additionalVIP, error) {
 	if spec.family == v1.IPv6Protocol && spec.subnetID == "" && spec.portID == "" {
 		netID, err := s.vipNetwork(ctx, *spec)
 		if err != nil {
@@ -116,7 +114,19 @@ func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([
 			return nil, err
 		}
 	}
-	return []loadbalancers.AdditionalVip{{SubnetID: subnetID}}, nil
+	return []additionalVIP{{SubnetID: subnetID}}, nil
+}
+
+// subnet is the part of a Neutron subnet the CCM reads.
+type subnet struct {
+	ID, Name, NetworkID, CIDR string
+	Tags                      []string
+}
+
+// subnetQuery is which subnets to list ("", 0: any).
+type subnetQuery struct {
+	NetworkID string
+	IPVersion int
 }
 
 // vipNetwork is the network of the VIPs: network-id, else the network of the
@@ -131,7 +141,7 @@ func (c *Cloud) vipNetwork(ctx context.Context, s lbSpec) (string, error) {
 	}
 	sn, err := c.api.getSubnet(ctx, id)
 	if err != nil {
-		return "", fmt.Errorf("reading subnet %s: %w", id, neutronErr(err))
+		return "", fmt.Errorf("reading subnet %s: %w", id, err)
 	}
 	return sn.NetworkID, nil
 }
@@ -143,9 +153,9 @@ func (c *Cloud) familySubnet(ctx context.Context, netID string, family v1.IPFami
 	if family == v1.IPv6Protocol {
 		version = 6
 	}
-	all, err := c.api.listSubnets(ctx, subnets.ListOpts{NetworkID: netID, IPVersion: version})
+	all, err := c.api.listSubnets(ctx, subnetQuery{NetworkID: netID, IPVersion: version})
 	if err != nil {
-		return "", fmt.Errorf("listing the subnets of network %s: %w", netID, neutronErr(err))
+		return "", fmt.Errorf("listing the subnets of network %s: %w", netID, err)
 	}
 	key := "subnet-id"
 	if family == v1.IPv6Protocol {

@@ -2,19 +2,36 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
+
+// floatingIP is the part of a Neutron floating IP the CCM reads.
+type floatingIP struct {
+	ID, FloatingIP    string // its id and address
+	PortID            string // the port it is on, "" when free
+	FloatingNetworkID string
+	Description       string // whose it is (fipDescription)
+}
+
+// floatingIPQuery is which floating IPs to list ("": any).
+type floatingIPQuery struct{ FloatingIP, Description, PortID string }
+
+// floatingIPCreate is what a floating IP is allocated with: from
+// FloatingNetworkID (on SubnetID, at the address FloatingIP when set), on
+// PortID. An unset field is not sent.
+type floatingIPCreate struct {
+	FloatingNetworkID, SubnetID, FloatingIP string
+	PortID, Description                     string
+}
 
 // ensureFloatingIP returns the address of the floating IP on the VIP port,
 // attaching one first if there is none: spec.loadBalancerIP names an existing one
@@ -58,7 +75,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadB
 	}
 	var lastErr error
 	for _, subnet := range subnetIDs {
-		created, err := c.api.createFloatingIP(ctx, floatingips.CreateOpts{
+		created, err := c.api.createFloatingIP(ctx, floatingIPCreate{
 			FloatingNetworkID: netID,
 			SubnetID:          subnet,
 			PortID:            lb.VipPortID,
@@ -70,7 +87,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadB
 			return created.FloatingIP, nil
 		}
 		c.fipQuota.learn(err)
-		lastErr = neutronErr(err)
+		lastErr = err
 	}
 	return "", fipRefusedOr(fmt.Errorf("cannot allocate a floating IP from network %s for load balancer %s: %w", netID, lb.ID, lastErr))
 }
@@ -78,14 +95,14 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadB
 // attachRequestedFloatingIP attaches the floating IP spec.loadBalancerIP names.
 // One attached elsewhere is never taken away.
 func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec) (string, error) {
-	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: s.floatingIP})
+	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{FloatingIP: s.floatingIP})
 	if err != nil {
-		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
+		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
 	if len(fips) == 0 {
 		// Not in the project yet: allocate that very address (clouds often allow
 		// this to admins only).
-		opts := floatingips.CreateOpts{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
+		opts := floatingIPCreate{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
 		if opts.FloatingNetworkID == "" {
 			if opts.FloatingNetworkID, err = c.onlyExternalNetwork(ctx); err != nil {
 				return "", err
@@ -94,7 +111,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 		created, err := c.api.createFloatingIP(ctx, opts)
 		c.fipQuota.learn(err)
 		if err != nil {
-			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, neutronErr(err)))
+			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, err))
 		}
 		return created.FloatingIP, nil
 	}
@@ -105,7 +122,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 	if fip.PortID == "" {
 		port := lb.VipPortID
 		if err := c.api.setFloatingIPPort(ctx, fip.ID, &port); err != nil {
-			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, neutronErr(err)))
+			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, err))
 		}
 		klog.FromContext(ctx).Info("Attached requested floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	}
@@ -113,14 +130,14 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 }
 
 // ownFloatingIPs lists the floating IPs this CCM created for the Service.
-func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]floatingips.FloatingIP, error) {
+func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]floatingIP, error) {
 	desc := fipDescription + string(svc.UID)
-	all, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{Description: desc})
+	all, err := c.api.listFloatingIPs(ctx, floatingIPQuery{Description: desc})
 	if err != nil {
-		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, neutronErr(err))
+		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	// The filter is the server's; ownership is checked here too.
-	return slices.DeleteFunc(all, func(f floatingips.FloatingIP) bool { return f.Description != desc }), nil
+	return slices.DeleteFunc(all, func(f floatingIP) bool { return f.Description != desc }), nil
 }
 
 // reattachOwnFloatingIP puts a free floating IP this CCM created for the
@@ -137,7 +154,7 @@ func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *
 		}
 		port := lb.VipPortID
 		if err := c.api.setFloatingIPPort(ctx, f.ID, &port); err != nil {
-			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, neutronErr(err)))
+			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, err))
 		}
 		klog.FromContext(ctx).Info("Kept the Service's floating IP on its new load balancer", "service", klog.KObj(svc), "ip", f.FloatingIP, "loadBalancer", lb.ID)
 		return f.FloatingIP, true, nil
@@ -157,7 +174,7 @@ func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, svc *v1.Service) error
 			continue
 		}
 		if err := c.api.deleteFloatingIP(ctx, f.ID); err != nil {
-			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, neutronErr(err))
+			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, err)
 		}
 		c.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", f.FloatingIP)
@@ -183,9 +200,9 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, svc *v1.Service, s 
 	if s.floatingIP == "" {
 		return nil
 	}
-	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{FloatingIP: s.floatingIP})
+	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{FloatingIP: s.floatingIP})
 	if err != nil {
-		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, neutronErr(err))
+		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
 	for _, f := range fips {
 		if f.PortID != "" {
@@ -215,26 +232,26 @@ func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *load
 		(anyService && (strings.HasPrefix(d, fipDescription) || strings.HasPrefix(d, peerFIPDescription)))
 	if !keep && allocated {
 		if err := c.api.deleteFloatingIP(ctx, fip.ID); err != nil {
-			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, neutronErr(err))
+			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, err)
 		}
 		c.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 		return nil
 	}
-	if err := c.api.setFloatingIPPort(ctx, fip.ID, new(string)); err != nil && !hasStatus(err, http.StatusNotFound) {
-		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, neutronErr(err))
+	if err := c.api.setFloatingIPPort(ctx, fip.ID, new(string)); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, err)
 	}
 	klog.FromContext(ctx).Info("Detached floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	return nil
 }
 
-func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingips.FloatingIP, error) {
+func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingIP, error) {
 	if lb.VipPortID == "" {
 		return nil, nil
 	}
-	fips, err := c.api.listFloatingIPs(ctx, floatingips.ListOpts{PortID: lb.VipPortID})
+	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{PortID: lb.VipPortID})
 	if err != nil {
-		return nil, fmt.Errorf("listing floating IPs: %w", neutronErr(err))
+		return nil, fmt.Errorf("listing floating IPs: %w", err)
 	}
 	if err != nil || len(fips) == 0 {
 		return nil, err
@@ -245,21 +262,17 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingi
 // onlyExternalNetwork is the floating network when none is configured: the one
 // external network the project sees, and an error naming them when not one.
 func (c *Cloud) onlyExternalNetwork(ctx context.Context) (string, error) {
-	nets, err := c.api.listExternalNetworks(ctx)
+	nets, err := c.api.externalNetworkIDs(ctx)
 	if err != nil {
-		return "", fmt.Errorf("listing external networks: %w", neutronErr(err))
+		return "", fmt.Errorf("listing external networks: %w", err)
 	}
 	switch len(nets) {
 	case 1:
-		return nets[0].ID, nil
+		return nets[0], nil
 	case 0:
 		return "", outcome.Refuse(reasonFloatingIPFailed, "no floating network: set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id (the project sees no external network)")
 	}
-	ids := make([]string, 0, len(nets))
-	for _, n := range nets {
-		ids = append(ids, n.ID)
-	}
-	return "", outcome.Refuse(reasonFloatingIPFailed, "no floating network chosen and the project sees %d external networks (%v): set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id", len(nets), ids)
+	return "", outcome.Refuse(reasonFloatingIPFailed, "no floating network chosen and the project sees %d external networks (%v): set [LoadBalancer] floating-network-id or the annotation loadbalancer.openstack.org/floating-network-id", len(nets), nets)
 }
 
 // floatingSubnets are the subnets to try in turn: the one by ID, those matching
@@ -271,9 +284,9 @@ func (c *Cloud) floatingSubnets(ctx context.Context, netID string, s lbSpec) ([]
 	if s.floatingSubnet == nil && s.floatingSubnetTags == nil {
 		return []string{""}, nil
 	}
-	all, err := c.api.listSubnets(ctx, subnets.ListOpts{NetworkID: netID})
+	all, err := c.api.listSubnets(ctx, subnetQuery{NetworkID: netID})
 	if err != nil {
-		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, neutronErr(err))
+		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, err)
 	}
 	var ids []string
 	for _, sn := range all {

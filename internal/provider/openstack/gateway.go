@@ -7,28 +7,28 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 )
 
 // The gateway is the one place gophercloud is called (docs/adding-a-cloud.md):
 // every call the CCM makes is a method of gatewayAPI, made with the service client
 // of its service (gateway_session.go: authenticated once, rebuilt when the
-// credentials change). The rest of the package sees gatewayAPI only
-// (gateway_only_test.go fails on a gophercloud call anywhere else).
+// credentials change). The rest of the package sees gatewayAPI only, on
+// types of its own (loadBalancer, lbListener, lbPool, floatingIP, …: the
+// parts it uses, and the options it writes with, turned into gophercloud's
+// here): gateway_only_test.go fails on a gophercloud or net/http import, or
+// a gophercloud call, anywhere else.
 //
-// Errors come back as the SDK gives them, and each caller translates them
-// with the words of its step (octaviaErr, neutronErr, redact, hasStatus, in
-// gateway_errors.go: the same call is a refusal in one step and a detail in
-// another). A delete answers nil when the object is already gone (404):
-// every caller takes that as done.
+// Every error is translated here, once, by the service called (call, do;
+// gateway_errors.go): redacted, told in the service's words ("Octavia
+// answered 409: …") and classified into internal/outcome's kinds, so that
+// the callers only add what they were doing and ask errors.Is; the few
+// answers outcome has no kind for have a predicate there (forbidden,
+// staleRevision, certificateUnreadable, overQuota). A delete answers nil
+// when the object is already gone (404): every caller takes that as done.
 //
 // The methods are in one file per service: gateway_compute.go (Nova),
 // gateway_network.go (Neutron), gateway_loadbalancer.go (Octavia),
@@ -48,6 +48,10 @@ const (
 
 // gatewayAPI is every call the CCM makes to OpenStack.
 type gatewayAPI interface {
+	// authenticate gets a token from Keystone (doctor): outcome.ErrAuth
+	// when the credentials are refused, forbidden when their user may have
+	// no token for the project.
+	authenticate(ctx context.Context) error
 	// session authenticates (once) and finds the endpoints of services in
 	// the catalog: a step that calls several services finds them all before
 	// its first call, so that a missing endpoint fails it before it writes.
@@ -70,13 +74,13 @@ type computeAPI interface {
 
 // networkAPI is Neutron's part of gatewayAPI (gateway_network.go).
 type networkAPI interface {
-	listFloatingIPs(ctx context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error)
-	createFloatingIP(ctx context.Context, opts floatingips.CreateOpts) (*floatingips.FloatingIP, error)
+	listFloatingIPs(ctx context.Context, q floatingIPQuery) ([]floatingIP, error)
+	createFloatingIP(ctx context.Context, opts floatingIPCreate) (floatingIP, error)
 	setFloatingIPPort(ctx context.Context, id string, portID *string) error
 	deleteFloatingIP(ctx context.Context, id string) error
-	listExternalNetworks(ctx context.Context) ([]networks.Network, error)
-	getSubnet(ctx context.Context, id string) (*subnets.Subnet, error)
-	listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error)
+	externalNetworkIDs(ctx context.Context) ([]string, error)
+	getSubnet(ctx context.Context, id string) (subnet, error)
+	listSubnets(ctx context.Context, q subnetQuery) ([]subnet, error)
 	subnetCIDRs(ctx context.Context) ([]string, error)
 
 	listSecurityGroups(ctx context.Context, name, tags string) ([]securityGroup, error)
@@ -87,7 +91,7 @@ type networkAPI interface {
 	createRules(ctx context.Context, groupID string, ingress []sgRuleKey) error
 	deleteRule(ctx context.Context, id string) error
 	listPortViews(ctx context.Context, query url.Values) ([]sgPortView, error)
-	setPortGroups(ctx context.Context, id string, groups []string, revision int) (*ports.Port, error)
+	setPortGroups(ctx context.Context, id string, groups []string, revision int) (sgKnownPort, error)
 
 	listLeanPorts(ctx context.Context) ([]leanPort, error)
 	listLeanNetworks(ctx context.Context) ([]leanNetwork, error)
@@ -104,28 +108,28 @@ type loadBalancerAPI interface {
 	octaviaVersions(ctx context.Context, into any) error
 	getLoadBalancer(ctx context.Context, id string) (*loadBalancer, error)
 	listLoadBalancers(ctx context.Context, tag string) ([]loadBalancer, error)
-	createLoadBalancer(ctx context.Context, opts loadbalancers.CreateOpts) (*loadBalancer, error)
+	createLoadBalancer(ctx context.Context, opts lbCreate) (*loadBalancer, error)
 	setLoadBalancerTags(ctx context.Context, id string, tags []string) error
 	deleteLoadBalancer(ctx context.Context, id string) error
 	loadBalancerStatuses(ctx context.Context, id string, into any) error
 
-	listListeners(ctx context.Context, lbID string) ([]listeners.Listener, error)
-	listAllListeners(ctx context.Context) ([]listeners.Listener, error)
-	createListener(ctx context.Context, opts listeners.CreateOpts) error
-	updateListener(ctx context.Context, id string, opts listeners.UpdateOpts) error
+	listListeners(ctx context.Context, lbID string) ([]lbListener, error)
+	listAllListeners(ctx context.Context) ([]lbListener, error)
+	createListener(ctx context.Context, opts listenerCreate) error
+	updateListener(ctx context.Context, id string, opts listenerUpdate) error
 	deleteListener(ctx context.Context, id string) error
 
-	listPools(ctx context.Context, lbID string) ([]pools.Pool, error)
-	listAllPools(ctx context.Context) ([]pools.Pool, error)
-	createPool(ctx context.Context, opts pools.CreateOpts) error
+	listPools(ctx context.Context, lbID string) ([]lbPool, error)
+	listAllPools(ctx context.Context) ([]lbPool, error)
+	createPool(ctx context.Context, opts poolCreate) error
 	setPoolMethod(ctx context.Context, id, method string) error
 	deletePool(ctx context.Context, id string) error
 	listMembers(ctx context.Context, poolID string) ([]leanMember, error)
-	putMembers(ctx context.Context, poolID string, members []pools.BatchUpdateMemberOpts) error
+	putMembers(ctx context.Context, poolID string, members []poolMember) error
 
-	getMonitor(ctx context.Context, id string) (*monitors.Monitor, error)
-	createMonitor(ctx context.Context, opts monitors.CreateOpts) error
-	updateMonitor(ctx context.Context, id string, opts monitors.UpdateOpts) error
+	getMonitor(ctx context.Context, id string) (lbMonitor, error)
+	createMonitor(ctx context.Context, opts monitorCreate) error
+	updateMonitor(ctx context.Context, id string, opts monitorUpdate) error
 	deleteMonitor(ctx context.Context, id string) error
 }
 
@@ -163,6 +167,11 @@ func (gw *gateway) client(ctx context.Context, s service) (*gophercloud.ServiceC
 	}
 }
 
+func (gw *gateway) authenticate(ctx context.Context) error {
+	_, err := gw.providerClient(ctx)
+	return err
+}
+
 func (gw *gateway) session(ctx context.Context, services ...service) error {
 	for _, s := range services {
 		if _, err := gw.client(ctx, s); err != nil {
@@ -172,23 +181,25 @@ func (gw *gateway) session(ctx context.Context, services ...service) error {
 	return nil
 }
 
-// call is f's answer, made with the client of s.
+// call is f's answer, made with the client of s, its error translated (the
+// session's are already, as Keystone's).
 func call[T any](ctx context.Context, gw *gateway, s service, f func(*gophercloud.ServiceClient) (T, error)) (T, error) {
 	sc, err := gw.client(ctx, s)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	return f(sc)
+	out, err := f(sc)
+	return out, s.translate(err)
 }
 
-// do is f's error, made with the client of s.
+// do is f's error, made with the client of s, translated.
 func do(ctx context.Context, gw *gateway, s service, f func(*gophercloud.ServiceClient) error) error {
 	sc, err := gw.client(ctx, s)
 	if err != nil {
 		return err
 	}
-	return f(sc)
+	return s.translate(f(sc))
 }
 
 // deleteBy deletes id with del (a package's Delete); already gone is done.
@@ -238,5 +249,5 @@ func (gw *gateway) probe(ctx context.Context, l probeListing) (string, error, er
 		pager = loadbalancers.List(sc, loadbalancers.ListOpts{Limit: 1})
 	}
 	err := pager.EachPage(ctx, func(context.Context, pagination.Page) (bool, error) { return false, nil })
-	return sc.Endpoint, nil, err
+	return sc.Endpoint, nil, s.translate(err)
 }

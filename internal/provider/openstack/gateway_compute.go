@@ -27,5 +27,6 @@ func (gw *gateway) listServers(ctx context.Context, query url.Values) ([]server,
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	return listAllAnswered[server](ctx, sc, "servers", query, "servers", "detail")
+	list, answered, err := listAllAnswered[server](ctx, sc, "servers", query, "servers", "detail")
+	return list, answered, novaErr(err)
 }

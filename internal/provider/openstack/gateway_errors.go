@@ -6,40 +6,92 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
-// What the services' errors say, read once here: translated into the
-// provider's kinds (internal/outcome) with the service's own words, and the
-// statuses the callers tell apart (gone, refused, a stale revision).
+// What the services' errors say, read once here: every error a gateway
+// method returns is translated into the provider's kinds (internal/outcome)
+// with the service's own words, by the service it called (call, do), so that
+// the rest of the package wraps errors with its context and asks errors.Is.
+// The few answers a caller tells apart that outcome has no kind for are
+// asked of the predicates below (forbidden, staleRevision,
+// certificateUnreadable, overQuota): no other file reads an HTTP status.
 
-// octaviaErr is an error of Octavia (or of another service answering as REST
-// clouds do) translated once: redacted, and classified by its HTTP status
-// (outcome.KindByStatus; Octavia's 409 is a load balancer that is PENDING,
-// busy). nil stays nil.
-func octaviaErr(err error) error {
-	if err == nil {
-		return nil
+// translate is err of a call to s, translated once (nil stays nil).
+func (s service) translate(err error) error {
+	switch s {
+	case svcCompute:
+		return novaErr(err)
+	case svcNetwork:
+		return neutronErr(err)
+	case svcOctavia:
+		return octaviaErr(err)
+	default:
+		return barbicanErr(err)
 	}
-	return outcome.Classify(outcome.KindByStatus(statusOf(err)), answered("Octavia", err))
 }
+
+// octaviaErr is an error of Octavia translated once: redacted, and
+// classified by its HTTP status (outcome.KindByStatus; Octavia's 409 is a
+// load balancer that is PENDING, busy). nil stays nil.
+func octaviaErr(err error) error { return serviceErr("Octavia", err, false) }
 
 // neutronErr is a Neutron error translated once. Neutron's 409 is a conflict
 // that waiting does not solve (OverQuota, IpAddressAlreadyAllocated,
 // FloatingIPPortAlreadyAssociated: api-ref of the Networking API, "Floating
 // IPs"), so it is a refusal, not a busy object.
-func neutronErr(err error) error {
-	if err == nil {
-		return nil
+func neutronErr(err error) error { return serviceErr("Neutron", err, true) }
+
+// novaErr is an error of Nova translated once (the CCM only reads from it:
+// as REST clouds mean their statuses). A 404 is only ever a lookup's answer
+// (the session's own errors are Keystone's, keystoneErr): getServer's says
+// the server is gone.
+func novaErr(err error) error { return serviceErr("Nova", err, false) }
+
+// barbicanErr is an error of Barbican translated once. Its 409 is a
+// conflict (a container or secret as it already is), not a busy object.
+func barbicanErr(err error) error { return serviceErr("Barbican", err, true) }
+
+// keystoneErr is Keystone's answer to an authentication, translated once: a
+// 401 is the credentials refused (outcome.ErrAuth); a 404 (an auth-url of
+// no Keystone) is a refusal, never outcome.ErrNotFound, which would say that
+// the object asked for is gone.
+func keystoneErr(err error) error {
+	if err == nil || translated(err) {
+		return err
 	}
 	kind := outcome.KindByStatus(statusOf(err))
-	if errors.Is(kind, outcome.ErrBusy) {
+	if errors.Is(kind, outcome.ErrNotFound) || errors.Is(kind, outcome.ErrBusy) {
 		kind = outcome.ErrRefused
 	}
-	return outcome.Classify(kind, answered("Neutron", err))
+	return outcome.Classify(kind, answered("Keystone", err))
+}
+
+// serviceErr is err of service translated once: told in its words
+// (answered) and classified by its status; conflict: its 409 is a refusal,
+// not a busy object. An error already translated passes as it is: its
+// message is not told twice.
+func serviceErr(service string, err error, conflict bool) error {
+	if err == nil || translated(err) {
+		return err
+	}
+	kind := outcome.KindByStatus(statusOf(err))
+	if conflict && errors.Is(kind, outcome.ErrBusy) {
+		kind = outcome.ErrRefused
+	}
+	return outcome.Classify(kind, answered(service, err))
+}
+
+// translated says whether err was translated already (by the session, or by
+// a gateway method another one calls).
+func translated(err error) bool {
+	var told *apiError
+	var kind *outcome.CloudError
+	return errors.As(err, &told) || errors.As(err, &kind)
 }
 
 // answered is an HTTP error of an OpenStack service told as a person reads
@@ -117,6 +169,27 @@ func alreadyGone(err error) error {
 
 // hasStatus says whether err is the service's answer with that HTTP status.
 func hasStatus(err error, status int) bool { return gophercloud.ResponseCodeIs(err, status) }
+
+// forbidden says whether err is a service's 403: the credentials are good,
+// but their user may not do this (a role missing in the project, an object
+// of another project). outcome has it as a refusal among others.
+func forbidden(err error) bool { return hasStatus(err, http.StatusForbidden) }
+
+// staleRevision says whether err is Neutron's 412 to a write made If-Match a
+// revision: the object changed since it was read.
+func staleRevision(err error) bool { return hasStatus(err, http.StatusPreconditionFailed) }
+
+// certificateUnreadable says whether err is Octavia's 400 "Could not
+// retrieve certificate": Octavia could not read a listener's certificate in
+// Barbican (tlsRefusal says why).
+func certificateUnreadable(err error) bool {
+	const says = "Could not retrieve certificate"
+	var code gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &code) || code.Actual != http.StatusBadRequest {
+		return false
+	}
+	return bytes.Contains(code.Body, []byte(says)) || strings.Contains(err.Error(), says)
+}
 
 // overQuota says whether err is Neutron's OverQuota (neutron_lib's OverQuota,
 // a 409 whose NeutronError type is "OverQuota"), with its message.

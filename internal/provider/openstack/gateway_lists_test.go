@@ -92,7 +92,7 @@ func TestTheLeanCreateBodyIsGophercloudsBody(t *testing.T) {
 	})
 	s, err := c.spec("k8s", svc, []*v1.Node{node("a", "10.0.0.1", nil), node("b", "10.0.0.2", nil)})
 	require.NoError(t, err)
-	opts := c.createOpts(svc, s)
+	opts := loadBalancerCreateOpts(c.createOpts(svc, s))
 	require.Len(t, opts.Listeners, 2)
 	require.NotNil(t, opts.Listeners[0].DefaultPool.Monitor)
 

@@ -91,9 +91,9 @@ func (gw *gateway) listLoadBalancers(ctx context.Context, tag string) ([]loadBal
 	})
 }
 
-func (gw *gateway) createLoadBalancer(ctx context.Context, opts loadbalancers.CreateOpts) (*loadBalancer, error) {
+func (gw *gateway) createLoadBalancer(ctx context.Context, opts lbCreate) (*loadBalancer, error) {
 	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadBalancer, error) {
-		return asLoadBalancerOrNil(createLoadBalancer(ctx, sc, opts))
+		return asLoadBalancerOrNil(createLoadBalancer(ctx, sc, loadBalancerCreateOpts(opts)))
 	})
 }
 
@@ -119,26 +119,28 @@ func (gw *gateway) loadBalancerStatuses(ctx context.Context, id string, into any
 }
 
 // listListeners lists the load balancer's listeners.
-func (gw *gateway) listListeners(ctx context.Context, lbID string) ([]listeners.Listener, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]listeners.Listener, error) {
-		return allPages(ctx, listeners.List(sc, listeners.ListOpts{LoadbalancerID: lbID}), listeners.ExtractListeners)
+func (gw *gateway) listListeners(ctx context.Context, lbID string) ([]lbListener, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbListener, error) {
+		return asListeners(allPages(ctx, listeners.List(sc, listeners.ListOpts{LoadbalancerID: lbID}), listeners.ExtractListeners))
 	})
 }
 
 // listAllListeners lists every listener of the project.
-func (gw *gateway) listAllListeners(ctx context.Context) ([]listeners.Listener, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]listeners.Listener, error) {
-		return listAll[listeners.Listener](ctx, sc, "listeners", nil, "lbaas", "listeners")
+func (gw *gateway) listAllListeners(ctx context.Context) ([]lbListener, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbListener, error) {
+		return asListeners(listAll[listeners.Listener](ctx, sc, "listeners", nil, "lbaas", "listeners"))
 	})
 }
 
-func (gw *gateway) createListener(ctx context.Context, opts listeners.CreateOpts) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error { return discard(listeners.Create(ctx, sc, opts).Extract()) })
+func (gw *gateway) createListener(ctx context.Context, opts listenerCreate) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return discard(listeners.Create(ctx, sc, listenerCreateOpts(opts)).Extract())
+	})
 }
 
-func (gw *gateway) updateListener(ctx context.Context, id string, opts listeners.UpdateOpts) error {
+func (gw *gateway) updateListener(ctx context.Context, id string, opts listenerUpdate) error {
 	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		return discard(listeners.Update(ctx, sc, id, opts).Extract())
+		return discard(listeners.Update(ctx, sc, id, listenerUpdateOpts(opts)).Extract())
 	})
 }
 
@@ -146,22 +148,24 @@ func (gw *gateway) deleteListener(ctx context.Context, id string) error {
 	return deleteBy(ctx, gw, svcOctavia, id, listeners.Delete)
 }
 
-func (gw *gateway) listPools(ctx context.Context, lbID string) ([]pools.Pool, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]pools.Pool, error) {
-		return listPools(ctx, sc, lbID)
+func (gw *gateway) listPools(ctx context.Context, lbID string) ([]lbPool, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbPool, error) {
+		return asPools(listPools(ctx, sc, lbID))
 	})
 }
 
 // listAllPools lists every pool of the project, with the fields the drift
 // check reads (their members' and health monitor's ids among them).
-func (gw *gateway) listAllPools(ctx context.Context) ([]pools.Pool, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]pools.Pool, error) {
-		return listAll[pools.Pool](ctx, sc, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools")
+func (gw *gateway) listAllPools(ctx context.Context) ([]lbPool, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbPool, error) {
+		return asPools(listAll[pools.Pool](ctx, sc, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools"))
 	})
 }
 
-func (gw *gateway) createPool(ctx context.Context, opts pools.CreateOpts) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error { return discard(pools.Create(ctx, sc, opts).Extract()) })
+func (gw *gateway) createPool(ctx context.Context, opts poolCreate) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return discard(pools.Create(ctx, sc, poolCreateOpts(opts)).Extract())
+	})
 }
 
 // setPoolMethod changes the pool's load-balancing method.
@@ -181,25 +185,33 @@ func (gw *gateway) listMembers(ctx context.Context, poolID string) ([]leanMember
 	})
 }
 
-func (gw *gateway) putMembers(ctx context.Context, poolID string, members []pools.BatchUpdateMemberOpts) error {
+func (gw *gateway) putMembers(ctx context.Context, poolID string, members []poolMember) error {
 	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		return putMembers(ctx, sc, poolID, members)
+		return putMembers(ctx, sc, poolID, memberBatchOpts(members))
 	})
 }
 
-func (gw *gateway) getMonitor(ctx context.Context, id string) (*monitors.Monitor, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*monitors.Monitor, error) {
-		return monitors.Get(ctx, sc, id).Extract()
+func (gw *gateway) getMonitor(ctx context.Context, id string) (lbMonitor, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (lbMonitor, error) {
+		m, err := monitors.Get(ctx, sc, id).Extract()
+		if err != nil {
+			return lbMonitor{}, err
+		}
+		return lbMonitor{ID: m.ID, Type: m.Type, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries,
+			MaxRetriesDown: m.MaxRetriesDown, URLPath: m.URLPath}, nil
 	})
 }
 
-func (gw *gateway) createMonitor(ctx context.Context, opts monitors.CreateOpts) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error { return discard(monitors.Create(ctx, sc, opts).Extract()) })
+func (gw *gateway) createMonitor(ctx context.Context, opts monitorCreate) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return discard(monitors.Create(ctx, sc, monitorCreateOpts(opts)).Extract())
+	})
 }
 
-func (gw *gateway) updateMonitor(ctx context.Context, id string, opts monitors.UpdateOpts) error {
+func (gw *gateway) updateMonitor(ctx context.Context, id string, opts monitorUpdate) error {
+	u := monitorUpdateOpts(opts)
 	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		return discard(monitors.Update(ctx, sc, id, opts).Extract())
+		return discard(monitors.Update(ctx, sc, id, u).Extract())
 	})
 }
 
@@ -249,4 +261,146 @@ func createLoadBalancer(ctx context.Context, octavia *gophercloud.ServiceClient,
 	resp, err := octavia.Post(ctx, octavia.ServiceURL("lbaas", "loadbalancers"), body, &r.Body, nil) //nolint:bodyclose // closed by gophercloud
 	_, r.Header, r.Err = gophercloud.ParseResponse(resp, err)
 	return r.Extract()
+}
+
+// What the CCM reads of Octavia's listeners and pools, from gophercloud's.
+
+// asListeners is the part of each listener the CCM reads (a list's answer).
+func asListeners(all []listeners.Listener, err error) ([]lbListener, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]lbListener, len(all))
+	for i := range all {
+		l := &all[i]
+		out[i] = lbListener{ID: l.ID, Name: l.Name, Protocol: l.Protocol, ProtocolPort: l.ProtocolPort,
+			DefaultPoolID: l.DefaultPoolID, DefaultTLSContainerRef: l.DefaultTlsContainerRef,
+			AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
+			TimeoutClientData: l.TimeoutClientData, TimeoutMemberConnect: l.TimeoutMemberConnect,
+			TimeoutMemberData: l.TimeoutMemberData, TimeoutTCPInspect: l.TimeoutTCPInspect, Tags: l.Tags}
+	}
+	return out, nil
+}
+
+// asPools is the part of each pool the CCM reads (a list's answer).
+func asPools(all []pools.Pool, err error) ([]lbPool, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]lbPool, len(all))
+	for i := range all {
+		p := &all[i]
+		out[i] = lbPool{ID: p.ID, Name: p.Name, Protocol: p.Protocol, LBMethod: p.LBMethod, MonitorID: p.MonitorID}
+		for _, l := range p.Listeners {
+			out[i].Listeners = append(out[i].Listeners, objectRef{ID: l.ID})
+		}
+		if len(p.Members) > 0 {
+			out[i].Members = make([]objectRef, len(p.Members))
+			for j := range p.Members {
+				out[i].Members[j] = objectRef{ID: p.Members[j].ID}
+			}
+		}
+	}
+	return out, nil
+}
+
+// The CCM's options as gophercloud's: field for field, every pointer, nil
+// and empty list as it was, so that the body sent is the one gophercloud's
+// options, when the CCM built them itself, made (TestEveryRequestBodyIsAsPinned).
+
+// loadBalancerCreateOpts is opts as gophercloud's.
+func loadBalancerCreateOpts(o lbCreate) loadbalancers.CreateOpts {
+	out := loadbalancers.CreateOpts{
+		Name: o.Name, Description: o.Description,
+		VipSubnetID: o.VipSubnetID, VipNetworkID: o.VipNetworkID, VipPortID: o.VipPortID, VipAddress: o.VipAddress,
+		Provider: o.Provider, FlavorID: o.FlavorID, AvailabilityZone: o.AvailabilityZone, Tags: o.Tags,
+	}
+	if o.AdditionalVips != nil {
+		out.AdditionalVips = make([]loadbalancers.AdditionalVip, len(o.AdditionalVips))
+		for i, v := range o.AdditionalVips {
+			out.AdditionalVips[i] = loadbalancers.AdditionalVip{SubnetID: v.SubnetID, IPAddress: v.IPAddress}
+		}
+	}
+	if o.Listeners != nil {
+		out.Listeners = make([]listeners.CreateOpts, len(o.Listeners))
+		for i := range o.Listeners {
+			out.Listeners[i] = listenerCreateOpts(o.Listeners[i])
+		}
+	}
+	return out
+}
+
+// listenerCreateOpts is opts as gophercloud's.
+func listenerCreateOpts(o listenerCreate) listeners.CreateOpts {
+	out := listeners.CreateOpts{
+		LoadbalancerID: o.LoadBalancerID, Name: o.Name,
+		Protocol: listeners.Protocol(o.Protocol), ProtocolPort: o.ProtocolPort,
+		AllowedCIDRs: o.AllowedCIDRs, ConnLimit: o.ConnLimit,
+		TimeoutClientData: o.TimeoutClientData, TimeoutMemberConnect: o.TimeoutMemberConnect,
+		TimeoutMemberData: o.TimeoutMemberData, TimeoutTCPInspect: o.TimeoutTCPInspect,
+		InsertHeaders: o.InsertHeaders, DefaultTlsContainerRef: o.DefaultTLSContainerRef,
+		DefaultPoolID: o.DefaultPoolID, Tags: o.Tags,
+	}
+	if o.DefaultPool != nil {
+		pool := poolCreateOpts(*o.DefaultPool)
+		out.DefaultPool = &pool
+	}
+	return out
+}
+
+// listenerUpdateOpts is opts as gophercloud's.
+func listenerUpdateOpts(o listenerUpdate) listeners.UpdateOpts {
+	return listeners.UpdateOpts{
+		AllowedCIDRs: o.AllowedCIDRs, ConnLimit: o.ConnLimit, DefaultTlsContainerRef: o.DefaultTLSContainerRef,
+		TimeoutClientData: o.TimeoutClientData, TimeoutMemberConnect: o.TimeoutMemberConnect,
+		TimeoutMemberData: o.TimeoutMemberData, TimeoutTCPInspect: o.TimeoutTCPInspect,
+	}
+}
+
+// poolCreateOpts is opts as gophercloud's; a monitor only when it has one
+// (gophercloud's is an interface: a nil one is not sent).
+func poolCreateOpts(o poolCreate) pools.CreateOpts {
+	out := pools.CreateOpts{
+		ListenerID: o.ListenerID, Name: o.Name,
+		Protocol: pools.Protocol(o.Protocol), LBMethod: pools.LBMethod(o.LBMethod),
+	}
+	if o.Members != nil {
+		out.Members = make([]pools.CreateMemberOpts, len(o.Members))
+		for i, m := range o.Members {
+			out.Members[i] = pools.CreateMemberOpts{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID, MonitorPort: m.MonitorPort}
+		}
+	}
+	if o.Monitor != nil {
+		out.Monitor = monitorCreateOpts(*o.Monitor)
+	}
+	return out
+}
+
+// memberBatchOpts are members as a batch update of gophercloud's takes
+// them: a subnet only when one is named.
+func memberBatchOpts(members []poolMember) []pools.BatchUpdateMemberOpts {
+	out := make([]pools.BatchUpdateMemberOpts, 0, len(members))
+	for _, m := range members {
+		o := pools.BatchUpdateMemberOpts{Address: m.Address, ProtocolPort: m.ProtocolPort, MonitorPort: m.MonitorPort}
+		if m.SubnetID != "" {
+			subnet := m.SubnetID
+			o.SubnetID = &subnet
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// monitorCreateOpts is opts as gophercloud's.
+func monitorCreateOpts(o monitorCreate) monitors.CreateOpts {
+	return monitors.CreateOpts{
+		PoolID: o.PoolID, Name: o.Name, Type: o.Type,
+		Delay: o.Delay, Timeout: o.Timeout, MaxRetries: o.MaxRetries, MaxRetriesDown: o.MaxRetriesDown,
+		HTTPMethod: o.HTTPMethod, URLPath: o.URLPath, ExpectedCodes: o.ExpectedCodes,
+	}
+}
+
+// monitorUpdateOpts is opts as gophercloud's.
+func monitorUpdateOpts(o monitorUpdate) monitors.UpdateOpts {
+	return monitors.UpdateOpts{Delay: o.Delay, Timeout: o.Timeout, MaxRetries: o.MaxRetries, MaxRetriesDown: o.MaxRetriesDown, URLPath: o.URLPath}
 }

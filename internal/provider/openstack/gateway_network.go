@@ -22,16 +22,48 @@ import (
 // Neutron's calls: floating IPs, subnets and networks, security groups and
 // their rules, ports, the router's extraroutes.
 
-func (gw *gateway) listFloatingIPs(ctx context.Context, opts floatingips.ListOpts) ([]floatingips.FloatingIP, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]floatingips.FloatingIP, error) {
-		return allPages(ctx, floatingips.List(sc, opts), floatingips.ExtractFloatingIPs)
+// asFloatingIP is the part of gophercloud's floating IP the CCM reads.
+func asFloatingIP(f *floatingips.FloatingIP) floatingIP {
+	return floatingIP{ID: f.ID, FloatingIP: f.FloatingIP, PortID: f.PortID, FloatingNetworkID: f.FloatingNetworkID, Description: f.Description}
+}
+
+// listFloatingIPs lists the floating IPs q asks for.
+func (gw *gateway) listFloatingIPs(ctx context.Context, q floatingIPQuery) ([]floatingIP, error) {
+	opts := floatingIPListOpts(q)
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]floatingIP, error) {
+		all, err := allPages(ctx, floatingips.List(sc, opts), floatingips.ExtractFloatingIPs)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]floatingIP, len(all))
+		for i := range all {
+			out[i] = asFloatingIP(&all[i])
+		}
+		return out, nil
 	})
 }
 
-func (gw *gateway) createFloatingIP(ctx context.Context, opts floatingips.CreateOpts) (*floatingips.FloatingIP, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*floatingips.FloatingIP, error) {
-		return floatingips.Create(ctx, sc, opts).Extract()
+// createFloatingIP allocates a floating IP as opts says.
+func (gw *gateway) createFloatingIP(ctx context.Context, opts floatingIPCreate) (floatingIP, error) {
+	create := floatingIPCreateOpts(opts)
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (floatingIP, error) {
+		f, err := floatingips.Create(ctx, sc, create).Extract()
+		if err != nil {
+			return floatingIP{}, err
+		}
+		return asFloatingIP(f), nil
 	})
+}
+
+// floatingIPListOpts is q as gophercloud's (an empty field is no filter).
+func floatingIPListOpts(q floatingIPQuery) floatingips.ListOpts {
+	return floatingips.ListOpts{FloatingIP: q.FloatingIP, Description: q.Description, PortID: q.PortID}
+}
+
+// floatingIPCreateOpts is opts as gophercloud's.
+func floatingIPCreateOpts(o floatingIPCreate) floatingips.CreateOpts {
+	return floatingips.CreateOpts{FloatingNetworkID: o.FloatingNetworkID, SubnetID: o.SubnetID, FloatingIP: o.FloatingIP,
+		PortID: o.PortID, Description: o.Description}
 }
 
 // setFloatingIPPort attaches the floating IP to the port (an empty one
@@ -46,32 +78,65 @@ func (gw *gateway) deleteFloatingIP(ctx context.Context, id string) error {
 	return deleteBy(ctx, gw, svcNetwork, id, floatingips.Delete)
 }
 
-// listExternalNetworks lists the external networks the project sees.
-func (gw *gateway) listExternalNetworks(ctx context.Context) ([]networks.Network, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]networks.Network, error) {
+// externalNetworkIDs lists the ids of the external networks the project
+// sees.
+func (gw *gateway) externalNetworkIDs(ctx context.Context) ([]string, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]string, error) {
 		iTrue := true
 		opts := external.ListOptsExt{ListOptsBuilder: networks.ListOpts{}, External: &iTrue}
-		return allPages(ctx, networks.List(sc, opts), func(p pagination.Page) (nets []networks.Network, err error) {
+		nets, err := allPages(ctx, networks.List(sc, opts), func(p pagination.Page) (nets []networks.Network, err error) {
 			return nets, networks.ExtractNetworksInto(p, &nets)
 		})
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(nets))
+		for i := range nets {
+			ids[i] = nets[i].ID
+		}
+		return ids, nil
 	})
 }
 
-func (gw *gateway) getSubnet(ctx context.Context, id string) (*subnets.Subnet, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*subnets.Subnet, error) {
-		return subnets.Get(ctx, sc, id).Extract()
+// subnetListOpts is q as gophercloud's (an empty field is no filter).
+func subnetListOpts(q subnetQuery) subnets.ListOpts {
+	return subnets.ListOpts{NetworkID: q.NetworkID, IPVersion: q.IPVersion}
+}
+
+// asSubnet is the part of gophercloud's subnet the CCM reads.
+func asSubnet(sn *subnets.Subnet) subnet {
+	return subnet{ID: sn.ID, Name: sn.Name, NetworkID: sn.NetworkID, CIDR: sn.CIDR, Tags: sn.Tags}
+}
+
+func (gw *gateway) getSubnet(ctx context.Context, id string) (subnet, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (subnet, error) {
+		sn, err := subnets.Get(ctx, sc, id).Extract()
+		if err != nil {
+			return subnet{}, err
+		}
+		return asSubnet(sn), nil
 	})
 }
 
-func (gw *gateway) listSubnets(ctx context.Context, opts subnets.ListOpts) ([]subnets.Subnet, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]subnets.Subnet, error) {
-		return allPages(ctx, subnets.List(sc, opts), subnets.ExtractSubnets)
+// listSubnets lists the subnets q asks for.
+func (gw *gateway) listSubnets(ctx context.Context, q subnetQuery) ([]subnet, error) {
+	opts := subnetListOpts(q)
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]subnet, error) {
+		all, err := allPages(ctx, subnets.List(sc, opts), subnets.ExtractSubnets)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]subnet, len(all))
+		for i := range all {
+			out[i] = asSubnet(&all[i])
+		}
+		return out, nil
 	})
 }
 
 // subnetCIDRs lists the CIDRs of the project's subnets.
 func (gw *gateway) subnetCIDRs(ctx context.Context) ([]string, error) {
-	all, err := gw.listSubnets(ctx, subnets.ListOpts{})
+	all, err := gw.listSubnets(ctx, subnetQuery{})
 	if err != nil {
 		return nil, err
 	}
@@ -184,23 +249,25 @@ func (gw *gateway) deleteRule(ctx context.Context, id string) error {
 // listPortViews lists the ports the query names, with the fields the
 // security groups' placement reads.
 func (gw *gateway) listPortViews(ctx context.Context, query url.Values) ([]sgPortView, error) {
-	sc, err := gw.client(ctx, svcNetwork)
-	if err != nil {
-		return nil, err
-	}
 	query["fields"] = []string{"id", "device_id", "security_groups", "port_security_enabled", "revision_number", "fixed_ips"}
-	out, err := listAll[sgPortView](ctx, sc, "ports", query, "ports")
+	out, err := call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) ([]sgPortView, error) {
+		return listAll[sgPortView](ctx, sc, "ports", query, "ports")
+	})
 	if err != nil {
-		return nil, fmt.Errorf("listing ports: %w", neutronErr(err))
+		return nil, fmt.Errorf("listing ports: %w", err)
 	}
 	return out, nil
 }
 
 // setPortGroups writes the port's security groups if its revision is still
 // revision (If-Match: 412 when it is not).
-func (gw *gateway) setPortGroups(ctx context.Context, id string, groups []string, revision int) (*ports.Port, error) {
-	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (*ports.Port, error) {
-		return ports.Update(ctx, sc, id, ports.UpdateOpts{SecurityGroups: &groups, RevisionNumber: &revision}).Extract()
+func (gw *gateway) setPortGroups(ctx context.Context, id string, groups []string, revision int) (sgKnownPort, error) {
+	return call(ctx, gw, svcNetwork, func(sc *gophercloud.ServiceClient) (sgKnownPort, error) {
+		p, err := ports.Update(ctx, sc, id, ports.UpdateOpts{SecurityGroups: &groups, RevisionNumber: &revision}).Extract()
+		if err != nil {
+			return sgKnownPort{}, err
+		}
+		return sgKnownPort{id: p.ID, groups: p.SecurityGroups, revision: p.RevisionNumber}, nil
 	})
 }
 

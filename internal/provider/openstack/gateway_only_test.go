@@ -13,26 +13,39 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
-// sdkPrefix is the import path of every package of the SDK.
-const sdkPrefix = "github.com/gophercloud/"
+// sdk is the import path of every package of the SDK.
+const sdk = "github.com/gophercloud"
 
-// isGatewayFile says whether a file of the package may call gophercloud: the
-// gateway (gateway.go, gateway_*.go), the one place the SDK is called
+// gatewayFiles are the gateway's: the one place the SDK and HTTP live
 // (docs/adding-a-cloud.md).
-func isGatewayFile(name string) bool {
-	return name == "gateway.go" || strings.HasPrefix(name, "gateway_")
+var gatewayFiles = []string{
+	"gateway.go", "gateway_compute.go", "gateway_errors.go", "gateway_keymanager.go",
+	"gateway_lists.go", "gateway_loadbalancer.go", "gateway_network.go", "gateway_session.go",
+}
+
+// isGatewayFile says whether a file of the package may call gophercloud.
+func isGatewayFile(name string) bool { return slices.Contains(gatewayFiles, name) }
+
+// Only the gateway imports gophercloud or net/http: no other file reads an
+// HTTP status or names one of the SDK's types (they have types of their own,
+// which the gateway turns into the SDK's).
+func TestOnlyTheGatewayImportsGophercloudOrNetHTTP(t *testing.T) {
+	providertest.GatewayOnly(t, ".", gatewayFiles, []string{sdk, "net/http"})
 }
 
 // TestOnlyTheGatewayCallsGophercloud type-checks the package's non-test files
 // and fails, naming file:line, on any use of a function or method that
 // gophercloud declares (a call, or one passed as a value: an Extract… to a
-// pager) outside the gateway's files. Its types may be named anywhere (a type
-// conversion such as listeners.Protocol(p) is no call).
+// pager) outside the gateway's files, however it is reached (a method of a
+// value some gateway method returned).
 func TestOnlyTheGatewayCallsGophercloud(t *testing.T) {
 	fset := token.NewFileSet()
 	files := parsePackage(t, fset, ".")
@@ -103,7 +116,7 @@ func sdkCalls(t *testing.T, fset *token.FileSet, files []*ast.File, export map[s
 	var out []string
 	for id, obj := range info.Uses {
 		fn, ok := obj.(*types.Func)
-		if !ok || fn.Pkg() == nil || !strings.HasPrefix(fn.Pkg().Path(), sdkPrefix) {
+		if !ok || fn.Pkg() == nil || !strings.HasPrefix(fn.Pkg().Path(), sdk+"/") {
 			continue
 		}
 		p := fset.Position(id.Pos())

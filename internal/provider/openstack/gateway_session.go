@@ -286,12 +286,12 @@ func newProvider(ctx context.Context, a auth) (*gophercloud.ProviderClient, erro
 	}
 	provider, err := openstack.NewClient(a.opts.IdentityEndpoint)
 	if err != nil {
-		return nil, fmt.Errorf("auth-url: %w", err)
+		return nil, fmt.Errorf("auth-url: %w", redact(err))
 	}
 	provider.HTTPClient = *hc
 	provider.UserAgent.Prepend("overcast-ccm")
 	if err := openstack.Authenticate(ctx, provider, a.opts); err != nil {
-		return nil, fmt.Errorf("authenticating to %s: %w", redactURL(a.opts.IdentityEndpoint), redact(err))
+		return nil, fmt.Errorf("authenticating to %s: %w", redactURL(a.opts.IdentityEndpoint), keystoneErr(err))
 	}
 	return provider, nil
 }

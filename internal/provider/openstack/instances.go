@@ -2,8 +2,8 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"time"
@@ -12,6 +12,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
@@ -96,7 +97,7 @@ func listServers(ctx context.Context, gw gatewayAPI, changesSince string) (list 
 	}
 	list, answered, err := gw.listServers(ctx, query)
 	if err != nil {
-		return nil, "", fmt.Errorf("listing servers: %w", redact(err))
+		return nil, "", fmt.Errorf("listing servers: %w", err)
 	}
 	if answered.IsZero() {
 		for _, s := range list {
@@ -143,17 +144,17 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 	if id != "" {
 		got, err := c.api.getServer(ctx, id)
 		switch {
-		case hasStatus(err, http.StatusNotFound):
+		case errors.Is(err, outcome.ErrNotFound):
 			return server{}, false, nil
 		case err != nil:
-			return server{}, false, fmt.Errorf("getting server %s: %w", id, redact(err))
+			return server{}, false, fmt.Errorf("getting server %s: %w", id, err)
 		}
 		c.servers.Put(got)
 		return got, true, nil
 	}
 	list, _, err := c.api.listServers(ctx, url.Values{"name": {"^" + regexp.QuoteMeta(node.Name) + "$"}})
 	if err != nil {
-		return server{}, false, fmt.Errorf("listing servers named %s: %w", node.Name, redact(err))
+		return server{}, false, fmt.Errorf("listing servers named %s: %w", node.Name, err)
 	}
 	return provider.OneNamed(list, func(s server) string { return s.ID }, "servers", node.Name, providerid.OpenStack(""))
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
@@ -26,13 +24,13 @@ var (
 )
 
 // newObjectIndex lists every listener and pool of the project, by id.
-func newObjectIndex(c *Cloud) (*snapshot.Snapshot[listeners.Listener], *snapshot.Snapshot[pools.Pool]) {
+func newObjectIndex(c *Cloud) (*snapshot.Snapshot[lbListener], *snapshot.Snapshot[lbPool]) {
 	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcOctavia, "the project's listeners", octaviaErr, c.api.listAllListeners),
-		func(l listeners.Listener) []string { return []string{"listener/" + l.ID} })
+		listing(c.api, svcOctavia, "the project's listeners", c.api.listAllListeners),
+		func(l lbListener) []string { return []string{"listener/" + l.ID} })
 	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcOctavia, "the project's pools", octaviaErr, c.api.listAllPools),
-		func(p pools.Pool) []string { return []string{"pool/" + p.ID} })
+		listing(c.api, svcOctavia, "the project's pools", c.api.listAllPools),
+		func(p lbPool) []string { return []string{"pool/" + p.ID} })
 	return ls, ps
 }
 
@@ -45,16 +43,16 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 		return nil, err
 	}
 	ls, err := describeListed(ctx, s.index.listeners, "listener", l.Obj.Listeners,
-		func(li listeners.Listener) []string {
+		func(li lbListener) []string {
 			cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
 			return []string{fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s", li.ID, li.Protocol, li.ProtocolPort,
-				strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTlsContainerRef)}
+				strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTLSContainerRef)}
 		})
 	if err != nil {
 		return nil, err
 	}
 	ps, err := describeListed(ctx, s.index.pools, "pool", l.Obj.Pools,
-		func(p pools.Pool) []string {
+		func(p lbPool) []string {
 			out := []string{fmt.Sprintf("pool/%s %s %s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners))}
 			if p.MonitorID != "" {
 				out = append(out, "monitor/"+p.MonitorID+" of pool "+p.ID)
@@ -111,7 +109,7 @@ func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error)
 // newRuleIndex lists every security group rule of the project.
 func newRuleIndex(c *Cloud) *snapshot.Snapshot[securityRule] {
 	return snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcNetwork, "the project's security group rules", neutronErr, c.api.listRules),
+		listing(c.api, svcNetwork, "the project's security group rules", c.api.listRules),
 		func(r securityRule) []string { return []string{"rule/" + r.ID} })
 }
 

@@ -2,14 +2,15 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // Tags that say a load balancer is ours: the Service's UID and the cluster's
@@ -61,14 +62,14 @@ func (c *Cloud) owned(lb *loadBalancer, svc *v1.Service) bool {
 func (c *Cloud) findLB(ctx context.Context, svc *v1.Service) (*loadBalancer, error) {
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
 		lb, err := c.api.getLoadBalancer(ctx, id)
-		if hasStatus(err, http.StatusNotFound) {
+		if errors.Is(err, outcome.ErrNotFound) {
 			return nil, nil
 		}
-		return lb, octaviaErr(err)
+		return lb, err
 	}
 	lbs, err := c.api.listLoadBalancers(ctx, tagService+string(svc.UID))
 	if err != nil {
-		return nil, fmt.Errorf("listing load balancers: %w", octaviaErr(err))
+		return nil, fmt.Errorf("listing load balancers: %w", err)
 	}
 	// A Service UID is unique, but only a load balancer with this cluster's tag too
 	// is ours: never act on another cluster's.

@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
@@ -14,7 +11,103 @@ import (
 
 // The Octavia objects a spec asks for: the listener, pool, members and
 // health monitor of each port, named after the load balancer as
-// cloud-provider-openstack names them.
+// cloud-provider-openstack names them. The types below are what the CCM
+// reads of them and writes (the gateway turns them into gophercloud's and
+// back): the names are Octavia's, as gophercloud spells them.
+
+// lbListener is the part of an Octavia listener the CCM reads.
+type lbListener struct {
+	ID, Name               string
+	Protocol               string
+	ProtocolPort           int
+	DefaultPoolID          string
+	DefaultTLSContainerRef string
+	AllowedCIDRs           []string
+	ConnLimit              int
+	// The timeouts, in milliseconds.
+	TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect int
+	// Tags name the Service the listener is for (sharing.go).
+	Tags []string
+}
+
+// lbPool is the part of an Octavia pool the CCM reads.
+type lbPool struct {
+	ID, Name           string
+	Protocol, LBMethod string
+	MonitorID          string // its health monitor's, "" with none
+	// Listeners and Members name the listeners using it and its members.
+	Listeners, Members []objectRef
+}
+
+// lbMonitor is the part of a health monitor the CCM compares.
+type lbMonitor struct {
+	ID, Type                                   string
+	Delay, Timeout, MaxRetries, MaxRetriesDown int
+	URLPath                                    string
+}
+
+// listenerCreate is what a listener is created with: on its own
+// (LoadBalancerID, and the pool it takes over by DefaultPoolID), or in a
+// fully populated load balancer (with its DefaultPool). An unset field is
+// not sent.
+type listenerCreate struct {
+	LoadBalancerID, Name string
+	Protocol             string
+	ProtocolPort         int
+	AllowedCIDRs         []string
+	ConnLimit            *int
+	// The timeouts, in milliseconds; nil: Octavia's default.
+	TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect *int
+	// InsertHeaders: X-Forwarded-For, on an HTTP listener.
+	InsertHeaders          map[string]string
+	DefaultTLSContainerRef string
+	DefaultPoolID          string
+	DefaultPool            *poolCreate
+	Tags                   []string
+}
+
+// listenerUpdate is what converge changes of a listener in place; nil is
+// left as it is (a pointer to an empty AllowedCIDRs clears them).
+type listenerUpdate struct {
+	AllowedCIDRs           *[]string
+	ConnLimit              *int
+	DefaultTLSContainerRef *string
+	// The timeouts, in milliseconds.
+	TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect *int
+}
+
+// poolCreate is what a pool is created with: for a listener (ListenerID),
+// or in a fully populated load balancer with its members and monitor.
+type poolCreate struct {
+	ListenerID, Name   string
+	Protocol, LBMethod string
+	Members            []poolMember
+	Monitor            *monitorCreate
+}
+
+// poolMember is a pool's member as the CCM writes it: created with its
+// pool, or in a batch update of all of them.
+type poolMember struct {
+	Address      string
+	ProtocolPort int
+	SubnetID     string // "": Octavia's choice (the VIP's subnet)
+	MonitorPort  *int   // nil: its ProtocolPort
+}
+
+// monitorCreate is what a health monitor is created with (for PoolID, or in
+// a fully populated load balancer).
+type monitorCreate struct {
+	PoolID, Name, Type                         string
+	Delay, Timeout, MaxRetries, MaxRetriesDown int
+	HTTPMethod, URLPath, ExpectedCodes         string
+}
+
+// monitorUpdate is what converge changes of a health monitor (a zero is
+// not sent).
+type monitorUpdate struct {
+	Delay, Timeout, MaxRetries, MaxRetriesDown int
+	URLPath                                    string
+}
 
 func (c *Cloud) objectName(s lbSpec, p v1.ServicePort) string {
 	return fmt.Sprintf("%s_%s_%d", s.name, strings.ToLower(string(p.Protocol)), p.Port)
@@ -51,11 +144,11 @@ func openToAll(cidrs []string) bool {
 	return true
 }
 
-func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listeners.CreateOpts {
+func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listenerCreate {
 	limit := s.connLimit
-	opts := listeners.CreateOpts{
+	opts := listenerCreate{
 		Name:         c.objectName(s, p),
-		Protocol:     listeners.Protocol(s.listenerProtocol(p)),
+		Protocol:     s.listenerProtocol(p),
 		ProtocolPort: int(p.Port),
 		AllowedCIDRs: s.listenerCIDRs(),
 		ConnLimit:    &limit,
@@ -73,23 +166,23 @@ func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listen
 		opts.InsertHeaders = map[string]string{"X-Forwarded-For": "true"}
 	}
 	if s.isTLS(p) {
-		opts.DefaultTlsContainerRef = s.tls.ref
+		opts.DefaultTLSContainerRef = s.tls.ref
 	}
 	return opts
 }
 
-func (c *Cloud) poolOpts(s lbSpec, p v1.ServicePort) pools.CreateOpts {
-	return pools.CreateOpts{
+func (c *Cloud) poolOpts(s lbSpec, p v1.ServicePort) poolCreate {
+	return poolCreate{
 		Name:     c.objectName(s, p),
-		Protocol: pools.Protocol(s.poolProtocol(p)),
-		LBMethod: pools.LBMethod(s.method),
+		Protocol: s.poolProtocol(p),
+		LBMethod: s.method,
 	}
 }
 
-func (c *Cloud) memberOpts(s lbSpec, p v1.ServicePort) []pools.CreateMemberOpts {
-	out := make([]pools.CreateMemberOpts, 0, len(s.members))
+func (c *Cloud) memberOpts(s lbSpec, p v1.ServicePort) []poolMember {
+	out := make([]poolMember, 0, len(s.members))
 	for _, m := range s.members {
-		o := pools.CreateMemberOpts{Address: m, ProtocolPort: int(p.NodePort), SubnetID: s.memberSubnetID}
+		o := poolMember{Address: m, ProtocolPort: int(p.NodePort), SubnetID: s.memberSubnetID}
 		if s.monitor != nil && s.monitor.httpPort != 0 {
 			port := s.monitor.httpPort
 			o.MonitorPort = &port
@@ -99,9 +192,9 @@ func (c *Cloud) memberOpts(s lbSpec, p v1.ServicePort) []pools.CreateMemberOpts 
 	return out
 }
 
-func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) monitors.CreateOpts {
+func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) monitorCreate {
 	m := s.monitor
-	o := monitors.CreateOpts{
+	o := monitorCreate{
 		Name:           c.objectName(s, p),
 		Type:           m.monitorType(p.Protocol),
 		Delay:          m.delay,

@@ -91,15 +91,15 @@ func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]nova
 	}
 	allPorts, err := p.api.listLeanPorts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing ports: %w", redact(err))
+		return nil, fmt.Errorf("listing ports: %w", err)
 	}
 	nets, err := p.api.listLeanNetworks(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing networks: %w", redact(err))
+		return nil, fmt.Errorf("listing networks: %w", err)
 	}
 	fips, err := p.api.listLeanFloatingIPs(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing floating IPs: %w", redact(err))
+		return nil, fmt.Errorf("listing floating IPs: %w", err)
 	}
 	// Subports belong to the server of their trunk's parent port. A cloud
 	// without the trunk extension answers 404: no subports then.

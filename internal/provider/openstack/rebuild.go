@@ -47,7 +47,7 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *load
 	}
 	var tree statusTree
 	if err := c.api.loadBalancerStatuses(ctx, lb.ID, &tree); err != nil {
-		return "", fmt.Errorf("reading the status tree of load balancer %s: %w", lb.ID, octaviaErr(err))
+		return "", fmt.Errorf("reading the status tree of load balancer %s: %w", lb.ID, err)
 	}
 	pending := tree.pending()
 	if tree.Statuses.LoadBalancer.ProvisioningStatus != "ACTIVE" || pending == "" {

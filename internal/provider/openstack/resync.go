@@ -6,10 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
-	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
-
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -29,10 +25,10 @@ const (
 
 type lbIndex struct {
 	lbs  *snapshot.Snapshot[loadBalancer]
-	fips *snapshot.Snapshot[floatingips.FloatingIP]
+	fips *snapshot.Snapshot[floatingIP]
 	// listeners and pools: the drift check's (inventory.go).
-	listeners *snapshot.Snapshot[listeners.Listener]
-	pools     *snapshot.Snapshot[pools.Pool]
+	listeners *snapshot.Snapshot[lbListener]
+	pools     *snapshot.Snapshot[lbPool]
 	sgRules   *snapshot.Snapshot[securityRule]
 }
 
@@ -44,7 +40,7 @@ func newLBIndex(c *Cloud) *lbIndex {
 			if uid == "" {
 				return nil, fmt.Errorf("the cluster UID is not known yet")
 			}
-			return listing(c.api, svcOctavia, "the cluster's load balancers", redact, func(ctx context.Context) ([]loadBalancer, error) {
+			return listing(c.api, svcOctavia, "the cluster's load balancers", func(ctx context.Context) ([]loadBalancer, error) {
 				return c.api.listLoadBalancers(ctx, tagCluster+uid)
 			})(ctx)
 		}, func(lb loadBalancer) []string {
@@ -56,9 +52,9 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return keys
 		}),
-		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, svcNetwork, "floating IPs", redact, func(ctx context.Context) ([]floatingips.FloatingIP, error) {
-			return c.api.listFloatingIPs(ctx, floatingips.ListOpts{})
-		}), func(f floatingips.FloatingIP) []string {
+		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, svcNetwork, "floating IPs", func(ctx context.Context) ([]floatingIP, error) {
+			return c.api.listFloatingIPs(ctx, floatingIPQuery{})
+		}), func(f floatingIP) []string {
 			// Its identity, then its port: a port with two floating IPs is
 			// found by neither, and takes the direct path.
 			keys := []string{"fip/" + f.ID}
@@ -71,15 +67,15 @@ func newLBIndex(c *Cloud) *lbIndex {
 }
 
 // listing is a shared listing's source: the service found, then list, its
-// error told (translate) as listing what.
-func listing[T any](api gatewayAPI, s service, what string, translate func(error) error, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
+// error told as listing what.
+func listing[T any](api gatewayAPI, s service, what string, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
 	return func(ctx context.Context) ([]T, error) {
 		if err := api.session(ctx, s); err != nil {
 			return nil, err
 		}
 		all, err := list(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", what, translate(err))
+			return nil, fmt.Errorf("listing %s: %w", what, err)
 		}
 		return all, nil
 	}

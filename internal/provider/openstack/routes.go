@@ -31,7 +31,7 @@ func (r routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rout
 	}
 	extra, err := r.c.api.routerRoutes(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
-		return nil, fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, redact(err))
+		return nil, fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, err)
 	}
 	byIP, err := r.c.nodesByInternalIP()
 	if err != nil {
@@ -65,7 +65,7 @@ func (r routes) CreateRoute(ctx context.Context, _ string, _ string, route *clou
 	}
 	rts := []extraRoute{{destination: route.DestinationCIDR, nextHop: nexthop}}
 	if err := r.c.api.addRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
-		return fmt.Errorf("adding route %s via %s to router %s: %w", route.DestinationCIDR, nexthop, r.c.cfg.Route.RouterID, redact(err))
+		return fmt.Errorf("adding route %s via %s to router %s: %w", route.DestinationCIDR, nexthop, r.c.cfg.Route.RouterID, err)
 	}
 	klog.FromContext(ctx).Info("Created route", "destination", route.DestinationCIDR, "nexthop", nexthop, "node", route.TargetNode)
 	return nil
@@ -79,7 +79,7 @@ func (r routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.
 	}
 	extra, err := r.c.api.routerRoutes(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
-		return fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, redact(err))
+		return fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, err)
 	}
 	var rts []extraRoute
 	for _, rt := range extra {
@@ -91,7 +91,7 @@ func (r routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.
 		return nil
 	}
 	if err := r.c.api.removeRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
-		return fmt.Errorf("removing route %s from router %s: %w", route.DestinationCIDR, r.c.cfg.Route.RouterID, redact(err))
+		return fmt.Errorf("removing route %s from router %s: %w", route.DestinationCIDR, r.c.cfg.Route.RouterID, err)
 	}
 	klog.FromContext(ctx).Info("Deleted route", "destination", route.DestinationCIDR, "node", route.TargetNode)
 	return nil

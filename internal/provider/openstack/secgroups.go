@@ -148,7 +148,7 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, members []string) ([]stri
 	// the port writes take).
 	all, err := c.api.subnetCIDRs(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing subnets: %w", neutronErr(err))
+		return nil, fmt.Errorf("listing subnets: %w", err)
 	}
 	m.mu.Lock()
 	m.subnets, m.subnetsAt = all, time.Now()
@@ -185,7 +185,7 @@ func (c *Cloud) sgRemotes(ctx context.Context, s lbSpec) ([]string, error) {
 func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*securityGroup, error) {
 	named, err := c.api.listSecurityGroups(ctx, sgName(svc), "")
 	if err != nil {
-		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
+		return nil, fmt.Errorf("listing security groups: %w", err)
 	}
 	var ours, peers []securityGroup
 	for _, g := range named {
@@ -242,7 +242,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 		created, err := c.api.createSecurityGroup(ctx, sgName(svc),
 			fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster))
 		if err != nil {
-			return fmt.Errorf("creating security group %s: %w", sgName(svc), neutronErr(err))
+			return fmt.Errorf("creating security group %s: %w", sgName(svc), err)
 		}
 		if err := c.dropDefaultEgress(ctx, created); err != nil {
 			return err
@@ -254,7 +254,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 		all := append(slices.Clone(g.Tags), tags...)
 		slices.Sort(all)
 		if err := c.api.tagSecurityGroup(ctx, g.ID, slices.Compact(all)); err != nil {
-			return fmt.Errorf("tagging security group %s: %w", g.ID, neutronErr(err))
+			return fmt.Errorf("tagging security group %s: %w", g.ID, err)
 		}
 		if len(did) == 0 {
 			did = append(did, "adopted")
@@ -370,7 +370,7 @@ func (c *Cloud) dropDefaultEgress(ctx context.Context, g *securityGroup) error {
 			continue
 		}
 		if err := c.api.deleteRule(ctx, r.ID); err != nil {
-			return fmt.Errorf("deleting the default egress rule %s of security group %s: %w", r.ID, g.ID, neutronErr(err))
+			return fmt.Errorf("deleting the default egress rule %s of security group %s: %w", r.ID, g.ID, err)
 		}
 	}
 	g.Rules = kept
@@ -401,12 +401,12 @@ func (c *Cloud) convergeRules(ctx context.Context, g *securityGroup, want []sgRu
 	}
 	if len(create) > 0 {
 		if err := c.api.createRules(ctx, g.ID, create); err != nil {
-			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, neutronErr(err))
+			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, err)
 		}
 	}
 	for _, id := range extra {
 		if err := c.api.deleteRule(ctx, id); err != nil {
-			return 0, fmt.Errorf("deleting rule %s of security group %s: %w", id, g.ID, neutronErr(err))
+			return 0, fmt.Errorf("deleting rule %s of security group %s: %w", id, g.ID, err)
 		}
 	}
 	return len(create) + len(extra), nil
@@ -503,7 +503,7 @@ func (c *Cloud) deleteSG(ctx context.Context, svc *v1.Service) error {
 		}
 	}
 	if err := c.api.deleteSecurityGroup(ctx, g.ID); err != nil {
-		return fmt.Errorf("deleting security group %s: %w", g.ID, neutronErr(err))
+		return fmt.Errorf("deleting security group %s: %w", g.ID, err)
 	}
 	klog.FromContext(ctx).Info("Deleted security group", "service", klog.KObj(svc), "id", g.ID, "ports", len(holding))
 	return nil

@@ -2,8 +2,8 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"sync"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
@@ -313,14 +314,14 @@ func (m *sgManager) writePortGroups(ctx context.Context, ch *portChange) (sgKnow
 			return known, nil
 		}
 		rev := known.revision
-		p, err := m.api.setPortGroups(ctx, known.id, want, rev)
+		written, err := m.api.setPortGroups(ctx, known.id, want, rev)
 		switch {
 		case err == nil:
-			return sgKnownPort{id: p.ID, groups: p.SecurityGroups, revision: p.RevisionNumber}, nil
-		case hasStatus(err, http.StatusNotFound):
+			return written, nil
+		case errors.Is(err, outcome.ErrNotFound):
 			return sgKnownPort{}, nil // the port went with its server
-		case !hasStatus(err, http.StatusPreconditionFailed) || try+1 >= portWriteTries:
-			return sgKnownPort{}, fmt.Errorf("writing the security groups of port %s: %w", known.id, neutronErr(err))
+		case !staleRevision(err) || try+1 >= portWriteTries:
+			return sgKnownPort{}, fmt.Errorf("writing the security groups of port %s: %w", known.id, err)
 		}
 		// Changed by someone else since it was read: read it again.
 		got, err := m.api.listPortViews(ctx, url.Values{"id": {known.id}})

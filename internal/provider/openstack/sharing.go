@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
@@ -96,7 +95,7 @@ func sharers(lb *loadBalancer, name string) []string {
 
 // listenerOwner is how a listener names the Service it is for: "" when it
 // names none.
-func listenerOwner(l listeners.Listener) string {
+func listenerOwner(l lbListener) string {
 	for _, t := range l.Tags {
 		if strings.HasPrefix(t, tagService) || strings.HasPrefix(t, servicePrefix) {
 			return t
@@ -106,7 +105,7 @@ func listenerOwner(l listeners.Listener) string {
 }
 
 // mineListener says whether l is the Service's listener.
-func mineListener(l listeners.Listener, svc *v1.Service, name string, owner bool) bool {
+func mineListener(l lbListener, svc *v1.Service, name string, owner bool) bool {
 	if slices.Contains(l.Tags, tagService+string(svc.UID)) || (name != "" && slices.Contains(l.Tags, name)) {
 		return true
 	}
@@ -115,7 +114,7 @@ func mineListener(l listeners.Listener, svc *v1.Service, name string, owner bool
 
 // serviceNamed is the namespace/name a listener's tags or name give for the
 // Service it belongs to, for a person to read; its tag when it names none.
-func serviceNamed(l listeners.Listener, clusterName string) string {
+func serviceNamed(l lbListener, clusterName string) string {
 	prefix := servicePrefix + clusterName + "_"
 	for _, s := range append(slices.Clone(l.Tags), l.Name) {
 		if i := strings.Index(s, prefix); i >= 0 {
@@ -173,7 +172,7 @@ func (c *Cloud) updateTags(ctx context.Context, id string, tags []string) error 
 		tags = []string{} // an empty list, which Octavia takes as "none"
 	}
 	if err := c.api.setLoadBalancerTags(ctx, id, tags); err != nil {
-		return fmt.Errorf("updating the tags of load balancer %s: %w", id, octaviaErr(err))
+		return fmt.Errorf("updating the tags of load balancer %s: %w", id, err)
 	}
 	return nil
 }
@@ -210,7 +209,7 @@ func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *loadBalancer, 
 	}
 	ls, err := s.api.listListeners(ctx, lb.ID)
 	if err != nil {
-		return false, fmt.Errorf("listing listeners: %w", octaviaErr(err))
+		return false, fmt.Errorf("listing listeners: %w", err)
 	}
 	for _, l := range ls {
 		if !mineListener(l, svc, name, owner) {

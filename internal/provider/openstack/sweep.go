@@ -55,7 +55,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 
 	gs, err := c.api.listSecurityGroups(ctx, "", tagCluster+cluster)
 	if err != nil {
-		return nil, fmt.Errorf("listing security groups: %w", neutronErr(err))
+		return nil, fmt.Errorf("listing security groups: %w", err)
 	}
 	for _, g := range gs {
 		uid := tagValue(g.Tags, tagService)

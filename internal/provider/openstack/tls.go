@@ -8,7 +8,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -206,7 +205,7 @@ var certParts = []string{"certificate", "private_key", "intermediates"}
 // credential's ("Using a delegated token to create another token is not
 // allowed"; measured with Zed's Octavia 11 and Keystone 22).
 func (c *Cloud) tlsRefusal(err error, s lbSpec) error {
-	if s.tls == nil || !hasStatus(err, http.StatusBadRequest) || !strings.Contains(err.Error(), "Could not retrieve certificate") {
+	if s.tls == nil || !certificateUnreadable(err) {
 		return nil
 	}
 	g := c.clients.global()
