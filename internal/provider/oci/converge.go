@@ -38,6 +38,9 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		wr, err := s.gw.deleteChild(ctx, have.Kind, lb.ID, kind, name)
 		return change(wr, err, "deleting "+what)
 	}
+	if msg, err := s.convergeIPVersion(ctx, spec, lb, true, change); msg != "" || err != nil {
+		return msg, err
+	}
 	// Certificates first (a listener needs its own), under the names this
 	// load balancer gives the Secrets' certificates.
 	names := certNames(have, spec)
@@ -65,7 +68,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	}
 	if name, update := childChange(spec.listeners, have.Listeners, sameListener); name != "" {
 		want := spec.listeners[name]
-		if l := listenerOnPort(have, want.Port); !update && l != "" {
+		if l := listenerOnPort(have, want); !update && l != "" {
 			return remove("listeners", l, "listener "+l+" (its port is "+name+"'s)")
 		}
 		return write(update, "listeners", name, want, unnamedListener(want), "listener "+name)
@@ -78,6 +81,9 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	}
 	if name := unasked(have.RuleSets, spec.ruleSets); spec.ruleSets != nil && name != "" {
 		return remove("ruleSets", name, "rule set "+name)
+	}
+	if msg, err := s.convergeIPVersion(ctx, spec, lb, false, change); msg != "" || err != nil {
+		return msg, err
 	}
 	if name := staleCertificate(have, spec, names); name != "" {
 		return remove("certificates", name, "certificate "+name+" (its Secret was renewed)")
@@ -210,9 +216,10 @@ func shapeDrift(have LB, spec lbSpec) string {
 	return ""
 }
 
-func listenerOnPort(lb LB, port int) string {
+// listenerOnPort is the listener of lb on want's port and IP version.
+func listenerOnPort(lb LB, want Listener) string {
 	for name, l := range lb.Listeners {
-		if l.Port == port {
+		if l.Port == want.Port && sameVersion(l.IPVersion, want.IPVersion) {
 			return name
 		}
 	}
