@@ -35,13 +35,13 @@ type LB struct {
 		IPAddress string `json:"ipAddress"`
 		IsPublic  bool   `json:"isPublic"`
 	} `json:"ipAddresses"`
-	IsPrivate                   bool                  `json:"isPrivate"`
-	SubnetIDs                   []string              `json:"subnetIds"`
-	SubnetID                    string                `json:"subnetId"` // NLB
+	IsPrivate bool     `json:"isPrivate"`
+	SubnetIDs []string `json:"subnetIds"`
+	SubnetID  string   `json:"subnetId"` // NLB
 	// IPMode is an LB's (IPV4, IPV6: dual-stack), NLBIPVersion an NLB's
 	// (IPV4, IPV6, IPV4_AND_IPV6); "" is IPV4.
-	IPMode       string `json:"ipMode"`
-	NLBIPVersion string `json:"nlbIpVersion"`
+	IPMode                      string                `json:"ipMode"`
+	NLBIPVersion                string                `json:"nlbIpVersion"`
 	NetworkSecurityGroupIDs     []string              `json:"networkSecurityGroupIds"`
 	IsPreserveSourceDestination bool                  `json:"isPreserveSourceDestination"`
 	Listeners                   map[string]Listener   `json:"listeners"`

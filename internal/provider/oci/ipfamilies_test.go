@@ -398,3 +398,139 @@ func TestALoadBalancersIPModeIsNotChangedAndAServiceAskingIsTold(t *testing.T) {
 	assert.Len(t, st.Ingress, 1, "IPv4 alone, as built")
 	assert.Equal(t, ipv4Version, versionOr(fc.built(t, svc, kindLB).IPMode))
 }
+
+// The peer's load balancers of dual-stack Services, as it builds them (an
+// nlb of nlbIpVersion IPV4_AND_IPV6 with TCP-80 and TCP-80-IPv6, ipVersion
+// on each, IPv6 backends naming no instance; an lb of ipMode IPV6), are
+// adopted with no write (security rules: mode None, which other tests
+// cover for the peer's rules).
+func TestThePeersDualStackLoadBalancersAreAdoptedWithNoWrite(t *testing.T) {
+	fc := newFamilyCluster(t, true)
+	f := fc.e.Fixture()
+	hc := HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200, Retries: 3, TimeoutInMillis: 3000, IntervalInMillis: 10000}
+	backends := func(version string) []Backend {
+		var out []Backend
+		for _, n := range fc.nodes {
+			id, _ := ParseProviderID(n.Spec.ProviderID)
+			b := Backend{IPAddress: n.Status.Addresses[0].Address, TargetID: id, Port: 30080, Weight: 1}
+			if version == ipv6Version {
+				b = Backend{IPAddress: nodeIPv6(n.Status.Addresses), Port: 30080, Weight: 1}
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+
+	nlbSvc := fc.service(t, "peer-nlb", kindNLB, f.DualStackSubnetID, v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
+	preserve := false
+	sets, listeners := map[string]BackendSet{}, map[string]Listener{}
+	for _, version := range []string{ipv4Version, ipv6Version} {
+		name := map[string]string{ipv4Version: "TCP-80", ipv6Version: "TCP-80-IPv6"}[version]
+		sets[name] = BackendSet{Name: name, Policy: "FIVE_TUPLE", HealthChecker: hc, IsPreserveSource: &preserve, IPVersion: version, Backends: backends(version)}
+		listeners[name] = Listener{Name: name, DefaultBackendSetName: name, Port: 80, Protocol: "TCP", IPVersion: version}
+	}
+	_, err := fc.c.gw.createNetworkLoadBalancer(t.Context(), CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: nlbName(nlbSvc),
+		SubnetID: f.DualStackSubnetID, Listeners: listeners, BackendSets: sets, NLBIPVersion: dualVersion}, newToken())
+	require.NoError(t, err)
+
+	lbSvc := fc.service(t, "peer-lb", kindLB, f.DualStackSubnetID, v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
+	s := providertest.Reread(t, fc.kube, lbSvc)
+	s.Annotations["service.beta.kubernetes.io/oci-load-balancer-security-list-management-mode"] = "None"
+	_, err = fc.kube.CoreV1().Services(s.Namespace).Update(t.Context(), s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = fc.c.gw.createLoadBalancer(t.Context(), CreateLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: lbName(lbSvc),
+		ShapeName: flexible, ShapeDetails: &ShapeDetails{MinimumBandwidthInMbps: 10, MaximumBandwidthInMbps: 100}, SubnetIDs: []string{f.DualStackSubnetID},
+		IPMode: ipv6Version, Listeners: map[string]Listener{"TCP-80": {Name: "TCP-80", DefaultBackendSetName: "TCP-80", Port: 80, Protocol: "TCP",
+			ConnectionConfiguration: &ConnectionConfiguration{IdleTimeout: defaultIdleTCP}}},
+		BackendSets: map[string]BackendSet{"TCP-80": {Name: "TCP-80", Policy: defaultPolicy, HealthChecker: hc, Backends: backends(ipv4Version)}}}, newToken())
+	require.NoError(t, err)
+
+	for svc, want := range map[*v1.Service]int{nlbSvc: 3, lbSvc: 2} {
+		fc.c.listings[kindLB].Invalidate()
+		fc.c.listings[kindNLB].Invalidate()
+		before := writes(fc.e)
+		st, steps, err := fc.ensure(t, svc)
+		require.NoError(t, err, svc.Name)
+		assert.Equal(t, before, writes(fc.e), "%s: no write (%q)", svc.Name, steps)
+		assert.Len(t, st.Ingress, want, svc.Name)
+	}
+}
+
+func TestTheStatusShowsAnAddressOfEachFamilyAsThePublishRulesSay(t *testing.T) {
+	addrs := func(list ...string) (out []struct {
+		IPAddress string `json:"ipAddress"`
+		IsPublic  bool   `json:"isPublic"`
+	}) {
+		for _, a := range list {
+			ip, public := strings.CutPrefix(a, "+")
+			out = append(out, struct {
+				IPAddress string `json:"ipAddress"`
+				IsPublic  bool   `json:"isPublic"`
+			}{ip, public})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name                   string
+		kind                   string
+		internal, externalOnly bool
+		addresses              []string // "+" for a public one
+		want                   []string
+	}{
+		{"an lb, public", kindLB, false, false, []string{"+2001:db8::5", "+203.0.113.5"}, []string{"203.0.113.5", "2001:db8::5"}},
+		{"an lb, internal", kindLB, true, false, []string{"10.0.20.5", "2001:db8::5"}, []string{"10.0.20.5", "2001:db8::5"}},
+		{"an nlb, public", kindNLB, false, false, []string{"+203.0.113.5", "10.0.20.5", "+2001:db8::5"}, []string{"203.0.113.5", "2001:db8::5", "10.0.20.5"}},
+		{"an nlb, external-ip-only", kindNLB, false, true, []string{"+203.0.113.5", "10.0.20.5", "+2001:db8::5"}, []string{"203.0.113.5", "2001:db8::5"}},
+		{"an nlb, internal", kindNLB, true, false, []string{"10.0.20.5", "2001:db8::5"}, []string{"10.0.20.5", "2001:db8::5"}},
+		{"an nlb, IPv6 alone", kindNLB, false, false, []string{"+2001:db8::5"}, []string{"2001:db8::5"}},
+		{"an IPv4 nlb, as before", kindNLB, false, false, []string{"+203.0.113.5", "10.0.10.5"}, []string{"203.0.113.5", "10.0.10.5"}},
+	} {
+		lb := LB{Kind: tc.kind, IPAddresses: addrs(tc.addresses...)}
+		assert.Equal(t, tc.want, ingress(lb, tc.internal, tc.externalOnly), tc.name)
+	}
+}
+
+func TestTheDefaultSourcesAdmitIPv6WhenItIsServed(t *testing.T) {
+	v := ipVersions{}
+	assert.Equal(t, []string{anyIPv4}, v.sources([]string{anyIPv4}, []string{ipv4Version}))
+	assert.Equal(t, []string{anyIPv4, anyIPv6}, v.sources([]string{anyIPv4}, []string{ipv4Version, ipv6Version}))
+	assert.Equal(t, []string{anyIPv6}, v.sources([]string{anyIPv4}, []string{ipv6Version}))
+	assert.Equal(t, []string{"192.0.2.0/24"}, v.sources([]string{"192.0.2.0/24"}, []string{ipv4Version, ipv6Version}), "the Service's ranges are its own")
+}
+
+func TestANodesIPv6BackendIsItsInternalIPElseItsExternalIP(t *testing.T) {
+	assert.Equal(t, "fd00::2", nodeIPv6([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.10.2"}, {Type: v1.NodeExternalIP, Address: "2001:db8::2"},
+		{Type: v1.NodeInternalIP, Address: "fd00::1"}, {Type: v1.NodeInternalIP, Address: "fd00::2"}}), "the last InternalIP, as the peer")
+	assert.Equal(t, "2001:db8::2", nodeIPv6([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.10.2"}, {Type: v1.NodeExternalIP, Address: "2001:db8::2"}}))
+	assert.Empty(t, nodeIPv6([]v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.10.2"}, {Type: v1.NodeExternalIP, Address: "::ffff:203.0.113.2"}}))
+
+	// A Node of IPv6 alone is a backend of the IPv6 sets, of no IPv4 one.
+	members := []member{{ip: "10.0.10.2", ip6: "fd00::2", instance: "i2"}, {ip6: "fd00::1", instance: "i1"}}
+	assert.Equal(t, []Backend{{IPAddress: "fd00::1", Port: 30080, Weight: 1}, {IPAddress: "fd00::2", Port: 30080, Weight: 1}}, backendsOf(kindNLB, ipv6Version, members, 30080))
+	assert.Equal(t, []Backend{{IPAddress: "10.0.10.2", TargetID: "i2", Port: 30080, Weight: 1}}, backendsOf(kindNLB, ipv4Version, members, 30080))
+}
+
+// Security lists in mode All for a dual-stack nlb: the default sources
+// admit ::/0 too, and the load balancer's subnet reaches the Nodes' IPv6
+// prefix on the node port, as the peer opens them.
+func TestADualStackNetworkLoadBalancersRulesOpenIPv6(t *testing.T) {
+	fc := newFamilyCluster(t, true)
+	f := fc.e.Fixture()
+	svc := fc.service(t, "rules", kindNLB, f.DualStackSubnetID, v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
+	s := providertest.Reread(t, fc.kube, svc)
+	s.Annotations["oci-network-load-balancer.oraclecloud.com/security-list-management-mode"] = "All"
+	_, err := fc.kube.CoreV1().Services(s.Namespace).Update(t.Context(), s, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, _, err = fc.ensure(t, svc)
+	require.NoError(t, err)
+	in, out := fc.e.SecurityListRules(f.SecurityListID)
+	has := func(rules []string, field, cidr string, port int) bool {
+		return slices.ContainsFunc(rules, func(r string) bool {
+			return strings.Contains(r, fmt.Sprintf(`"%s":"%s"`, field, cidr)) && strings.Contains(r, fmt.Sprintf(`"min":%d`, port))
+		})
+	}
+	assert.True(t, has(in, "source", anyIPv4, 80), "%v", in)
+	assert.True(t, has(in, "source", anyIPv6, 80), "%v", in)
+	assert.True(t, has(out, "destination", nodeIPv6CIDR, 30080), "%v", out)
+	assert.True(t, has(in, "source", emulator.DualStackIPv6CIDR, 30080), "the Nodes admit the load balancer's IPv6 prefix: %v", in)
+}
