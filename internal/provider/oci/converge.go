@@ -82,19 +82,26 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	if name := unasked(have.RuleSets, spec.ruleSets); spec.ruleSets != nil && name != "" {
 		return remove("ruleSets", name, "rule set "+name)
 	}
-	if msg, err := s.convergeIPVersion(ctx, spec, lb, false, change); msg != "" || err != nil {
-		return msg, err
-	}
 	if name := staleCertificate(have, spec, names); name != "" {
 		return remove("certificates", name, "certificate "+name+" (its Secret was renewed)")
 	}
-	if msg, err := s.convergeNSGs(ctx, svc, spec, lb, change); msg != "" || err != nil {
+	if msg, err := s.convergeLoadBalancer(ctx, svc, spec, lb, change); msg != "" || err != nil {
 		return msg, err
 	}
 	if msg := shapeDrift(have, spec); msg != "" {
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
 	}
 	return s.removeOtherKind(ctx, svc, spec.kind)
+}
+
+// convergeLoadBalancer changes the load balancer itself, once its children
+// are as asked: an nlb's IP version (the families it loses), its NSGs.
+func (s steps) convergeLoadBalancer(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB,
+	change func(wr string, err error, what string) (string, error)) (string, error) {
+	if msg, err := s.convergeIPVersion(ctx, spec, lb, false, change); msg != "" || err != nil {
+		return msg, err
+	}
+	return s.convergeNSGs(ctx, svc, spec, lb, change)
 }
 
 // convergeNSGs puts the load balancer in the NSGs the Service asks for (its

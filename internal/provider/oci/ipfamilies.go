@@ -228,6 +228,10 @@ func (c *Cloud) serveFamilies(ctx context.Context, s *lbSpec, members []member) 
 		klog.FromContext(ctx).V(2).Info("The load balancer's subnet has one IP family: PreferDualStack is served with it alone", "subnets", s.subnets, "family", endpoint[0])
 	}
 	v.endpoint = versionOf(endpoint)
+	if s.ip != "" && v.endpoint == ipv6Version {
+		return outcome.Refuse(outcome.ReasonUnsupportedService, "spec.loadBalancerIP %s is a reserved public IPv4 address, and %s makes the %s IPv6 alone",
+			s.ip, v.asked(), noun(s.kind))
+	}
 	if s.kind == kindLB {
 		if v.endpoint == ipv6Version {
 			return outcome.Refuse(outcome.ReasonUnsupportedService, "%s: the load balancer's subnet %s has no IPv4 CIDR, and an OCI load balancer (lb) is not IPv6 alone; use oci.oraclecloud.com/load-balancer-type: nlb",
