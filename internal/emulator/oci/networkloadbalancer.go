@@ -347,8 +347,7 @@ func (e *Emulator) checkNLBCreate(d *nlbCreateDetails) error {
 	if err := requireNamed(d.CompartmentID, d.DisplayName); err != nil {
 		return err
 	}
-	switch {
-	case d.SubnetID == "":
+	if d.SubnetID == "" {
 		return &apiErr{http.StatusBadRequest, "MissingParameter", "subnetId is required."}
 	}
 	if err := e.checkSubnets(d.SubnetID); err != nil {
