@@ -117,9 +117,10 @@ type Emulator struct {
 	ca           *core.CA
 	machineNet   netip.Prefix
 	ipv6Next     netip.Addr // the next VNIC's IPv6 address (invalid: IPv4 only)
+	machineNext  netip.Addr
+	publicNext   netip.Addr
+	// ipv6State is the other dual-stack subnets' addresses (ipv6.go).
 	ipv6State
-	machineNext netip.Addr
-	publicNext  netip.Addr
 }
 
 // networking are the objects of the Compute and Virtual Network APIs.

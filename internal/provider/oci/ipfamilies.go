@@ -38,15 +38,19 @@ import (
 //   - Served IPv6, the default source range (no loadBalancerSourceRanges)
 //     admits ::/0 too, or alone when the load balancer is IPv6 alone.
 //
-// Unlike the peer: a Service whose families no subnet has is refused with a
-// Warning before anything is built or changed (the peer fails in OCI's
-// answer or loops); an nlb's listeners are of the families the endpoint,
-// the Nodes' subnets and the Service's spec.ipFamilies all have (the peer
-// may ask an IPv6 listener whose backend set it never makes); an nlb gains
-// a family before its listeners of it are made and loses one after they
-// are gone, IPv4 to IPv6 through IPV4_AND_IPV6; an lb's RequireDualStack is
-// not refused for the Nodes' subnets, since its backends are IPv4 anyway.
-// A Service asking IPv4 alone (the default) costs no call more.
+// Unlike the peer: a Service whose families a subnet lacks is refused with a
+// Warning naming the subnet and the way out, before anything is built or
+// changed (the peer's error names the subnet alone, and is retried); an
+// lb whose ipMode is not the Service's is refused so too (the peer leaves
+// it silently); an nlb's listeners are of the families the endpoint, the
+// Nodes' subnets and the Service's spec.ipFamilies all have (the peer may
+// ask an IPv6 listener whose backend set it never makes, which OCI
+// refuses); an nlb gains a family before its listeners of it are made and
+// loses one after they are gone, IPv4 to IPv6 through IPV4_AND_IPV6 (the
+// peer orders by policy alone); ::/0 is added when IPv6 is served (the
+// peer's test is spec.ipFamilies); an lb's RequireDualStack is not refused
+// for the Nodes' subnets, since its backends are IPv4 anyway. A Service
+// asking IPv4 alone (the default) costs no call more.
 
 // IP versions, as both APIs name them (ipMode takes the first two).
 const (
