@@ -35,8 +35,8 @@ import (
 //     (its InternalIP, else its ExternalIP: instances.go gives them to
 //     Nodes labelled oci.oraclecloud.com/ip-family-ipv6), naming no
 //     instance, as the peer's.
-//   - Served IPv6, the default source range (no loadBalancerSourceRanges)
-//     admits ::/0 too, or alone when the load balancer is IPv6 alone.
+//   - Served IPv6 (of the Service's families), the default source range (no
+//     loadBalancerSourceRanges) admits ::/0 too, or alone when IPv4 is not.
 //
 // Unlike the peer: a Service whose families a subnet lacks is refused with a
 // Warning naming the subnet and the way out, before anything is built or
@@ -47,8 +47,8 @@ import (
 // ask an IPv6 listener whose backend set it never makes, which OCI
 // refuses); an nlb gains a family before its listeners of it are made and
 // loses one after they are gone, IPv4 to IPv6 through IPV4_AND_IPV6 (the
-// peer orders by policy alone); ::/0 is added when IPv6 is served (the
-// peer's test is spec.ipFamilies); an lb's RequireDualStack is not refused
+// peer orders by policy alone); ::/0 is added when IPv6 is served and of
+// spec.ipFamilies (the peer's test is spec.ipFamilies alone); an lb's RequireDualStack is not refused
 // for the Nodes' subnets, since its backends are IPv4 anyway. A Service
 // asking IPv4 alone (the default) costs no call more.
 
@@ -241,7 +241,7 @@ func (c *Cloud) serveFamilies(ctx context.Context, s *lbSpec, members []member) 
 			return outcome.Refuse(outcome.ReasonUnsupportedService, "%s: the load balancer's subnet %s has no IPv4 CIDR, and an OCI load balancer (lb) is not IPv6 alone; use oci.oraclecloud.com/load-balancer-type: nlb",
 				v.asked(), strings.Join(s.subnets, " and "))
 		}
-		s.sources = v.sources(s.sources, endpoint)
+		s.sources = v.sources(s.sources, slices.DeleteFunc(endpoint, func(version string) bool { return !slices.Contains(v.familyVersions(), version) }))
 		return nil
 	}
 	return c.serveNLBFamilies(ctx, s, members, endpoint)
@@ -268,13 +268,8 @@ func (c *Cloud) serveNLBFamilies(ctx context.Context, s *lbSpec, members []membe
 		return v.lacks(missing, "the Nodes' subnets "+strings.Join(ids, ", "),
 			"the network load balancer's backends of a family are the Nodes' addresses of it: give the subnets one, or ask for PreferDualStack")
 	}
-	asked := map[v1.IPFamily]string{v1.IPv4Protocol: ipv4Version, v1.IPv6Protocol: ipv6Version}
-	var families []string
-	for _, f := range v.families {
-		families = append(families, asked[f])
-	}
 	v.listeners = slices.DeleteFunc(versions, func(version string) bool {
-		return !slices.Contains(endpoint, version) || !slices.Contains(families, version)
+		return !slices.Contains(endpoint, version) || !slices.Contains(v.familyVersions(), version)
 	})
 	if len(v.listeners) == 0 {
 		return outcome.Refuse(outcome.ReasonUnsupportedService, "%s with spec.ipFamilies %v: the network load balancer serves %s and the Nodes' subnets %s; no family is served by both and asked for",
@@ -283,6 +278,15 @@ func (c *Cloud) serveNLBFamilies(ctx context.Context, s *lbSpec, members []membe
 	s.addFamilies()
 	s.sources = v.sources(s.sources, v.listeners)
 	return nil
+}
+
+// familyVersions are the versions of the Service's spec.ipFamilies.
+func (v ipVersions) familyVersions() []string {
+	out := make([]string, 0, len(v.families))
+	for _, f := range v.families {
+		out = append(out, map[v1.IPFamily]string{v1.IPv4Protocol: ipv4Version, v1.IPv6Protocol: ipv6Version}[f])
+	}
+	return out
 }
 
 // lacks is the refusal of a Service asking for a family that where lacks.
@@ -294,9 +298,11 @@ func (v ipVersions) lacks(missing v1.IPFamily, where, hint string) error {
 	return outcome.Refuse(outcome.ReasonUnsupportedService, "%s asks for %s, and %s has no %s: %s", v.asked(), missing, where, strings.TrimPrefix(cidr, "an "), hint)
 }
 
-// sources are the Service's sources for a load balancer serving versions:
-// the default (0.0.0.0/0, no loadBalancerSourceRanges) admits ::/0 too when
-// IPv6 is served, alone when IPv4 is not; ranges the Service gives are its.
+// sources are the Service's sources for a load balancer serving versions
+// of its spec.ipFamilies: the default (0.0.0.0/0, no loadBalancerSourceRanges)
+// admits ::/0 too when IPv6 is served, alone when IPv4 is not (rules the
+// peer's make too: it adds ::/0 for spec.ipFamilies with IPv6, and drops
+// 0.0.0.0/0 for SingleStack); ranges the Service gives are its.
 func (v ipVersions) sources(sources, versions []string) []string {
 	if !slices.Equal(sources, []string{anyIPv4}) || !slices.Contains(versions, ipv6Version) {
 		return sources
