@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -752,4 +753,70 @@ func TestOCISecurityListModesOpenWhatTheySay(t *testing.T) {
 		assert.Zero(t, in+out, "%s: the Service's rules go with it", tc.mode)
 	}
 	assert.Equal(t, before, e.Objects())
+}
+
+// Services preferring dual-stack on the emulator's dual-stack subnet: a load
+// balancer of ipMode IPV6 and a network load balancer of nlbIpVersion
+// IPV4_AND_IPV6, each with an IPv6 address of the subnet's prefix in the
+// Service's status after its IPv4 one; this cluster is IPv4 alone, so the
+// listeners stay IPv4 (TCP-80, as the peer names them) and carry the
+// traffic; nothing is left after.
+func TestOCIPreferDualStackServicesGetAnIPv6Address(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 75, 2)
+	e := c.ociEmu
+	before := e.Objects()
+	dual := e.Fixture().DualStackSubnetID
+	prefix := netip.MustParsePrefix(emulator.DualStackIPv6CIDR)
+	prefer := v1.IPFamilyPolicyPreferDualStack
+	for kind, subnet := range map[string]string{"lb": "service.beta.kubernetes.io/oci-load-balancer-subnet1", "nlb": "oci-network-load-balancer.oraclecloud.com/subnet"} {
+		svc := lbService(t, ns, "dual-"+kind, func(s *v1.Service) {
+			s.Annotations = map[string]string{"oci.oraclecloud.com/load-balancer-type": kind, subnet: dual}
+			s.Spec.IPFamilyPolicy = &prefer
+		})
+		for _, k := range c.nodes {
+			k.ServeService(t, svc, true)
+		}
+		got := waitCondition(t, ns, svc.Name, servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+		var v4, v6 []string
+		for _, ing := range got.Status.LoadBalancer.Ingress {
+			if a := netip.MustParseAddr(ing.IP); a.Is6() {
+				assert.True(t, prefix.Contains(a), "%s: %s is of the subnet's prefix", kind, a)
+				v6 = append(v6, ing.IP)
+			} else {
+				v4 = append(v4, ing.IP)
+			}
+		}
+		require.Len(t, v6, 1, "%s: %v", kind, got.Status.LoadBalancer.Ingress)
+		require.NotEmpty(t, v4, kind)
+		assert.Equal(t, v4[0], got.Status.LoadBalancer.Ingress[0].IP, "%s: IPv4 first", kind)
+		switch kind {
+		case "lb":
+			lbs := ociLBs(t, ociLBClient(t, e), e, string(svc.UID))
+			require.Len(t, lbs, 1)
+			assert.Equal(t, loadbalancer.LoadBalancerIpModeIpv6, lbs[0].IpMode)
+		case "nlb":
+			list, err := ociNLBClient(t, e).ListNetworkLoadBalancers(t.Context(), nlb.ListNetworkLoadBalancersRequest{
+				CompartmentId: common.String(e.Fixture().CompartmentID), DisplayName: common.String(ns + "/" + svc.Name + "/" + string(svc.UID))})
+			require.NoError(t, err)
+			require.Len(t, list.Items, 1)
+			assert.Equal(t, nlb.NlbIpVersionIpv4AndIpv6, list.Items[0].NlbIpVersion)
+			assert.Equal(t, []string{"TCP-80"}, slices.Sorted(maps.Keys(list.Items[0].Listeners)), "the Service's one family")
+		}
+		vip := netip.AddrPortFrom(netip.MustParseAddr(v4[0]), 80)
+		seen := map[string]bool{}
+		require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+			a, err := devenv.RequestTCP(netip.Addr{}, vip)
+			if err != nil {
+				return err
+			}
+			seen[a] = true
+			if len(seen) < 2 {
+				return fmt.Errorf("answers from %v", seen)
+			}
+			return nil
+		}), "%s: both nodes answer over IPv4", kind)
+		deleteService(t, ns, svc.Name)
+	}
+	assert.Equal(t, before, e.Objects(), "nothing left in the emulator")
 }

@@ -94,9 +94,10 @@ type subnet struct {
 
 type vcn struct {
 	resource
-	DisplayName string   `json:"displayName"`
-	CIDRBlock   string   `json:"cidrBlock"`
-	CIDRBlocks  []string `json:"cidrBlocks"`
+	DisplayName    string   `json:"displayName"`
+	CIDRBlock      string   `json:"cidrBlock"`
+	CIDRBlocks     []string `json:"cidrBlocks"`
+	IPv6CIDRBlocks []string `json:"ipv6CidrBlocks,omitempty"`
 }
 
 // viewOf is a copy of an object to encode outside the lock.

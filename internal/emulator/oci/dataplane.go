@@ -45,7 +45,7 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 			if bs.HealthChecker != nil {
 				hc = *bs.HealthChecker
 			}
-			out[lb.ID] = appendSpecs(out[lb.ID], lb.IPAddresses[0].IPAddress, l.Port, "TCP", backends, hc, proxy)
+			out[lb.ID] = appendSpecs(out[lb.ID], lb.IPAddresses[0].IPAddress, l.Port, "TCP", backends, hc, proxy) // IPv4: an ipMode IPV6 one's IPv6 address is its second
 		}
 	}
 	for _, n := range e.nlbs.All() {
@@ -54,8 +54,8 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 		}
 		for _, l := range n.Listeners {
 			bs := n.BackendSets[l.DefaultBackendSetName]
-			if bs == nil || l.Port == 0 {
-				continue
+			if bs == nil || l.Port == 0 || versionOr(l.IPVersion) != IPv4 {
+				continue // IPv6 listeners are not served (ipv6.go)
 			}
 			var backends []served
 			for _, b := range bs.Backends {
@@ -70,7 +70,7 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 				hc = healthChecker{Protocol: c.Protocol, URLPath: c.URLPath, Port: c.Port, Retries: c.Retries,
 					TimeoutInMillis: c.TimeoutInMillis, IntervalInMillis: c.IntervalInMillis}
 			}
-			out[n.ID] = appendSpecs(out[n.ID], n.IPAddresses[0].IPAddress, l.Port, l.Protocol, backends, hc, proxy)
+			out[n.ID] = appendSpecs(out[n.ID], n.IPAddresses[0].IPAddress, l.Port, l.Protocol, backends, hc, proxy) // its IPv4 addresses come first (ipv6.go)
 		}
 	}
 	return out

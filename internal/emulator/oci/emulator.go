@@ -90,6 +90,10 @@ type Fixture struct {
 	// HostInstanceID is the instance of the metadata service (the CCM's
 	// host), with InstancePrincipals.
 	HostInstanceID string
+	// DualStackSubnetID is a regional subnet of the VCN with an IPv6
+	// prefix (DualStackIPv6CIDR) beside its IPv4 CIDR, for IPv6 and
+	// dual-stack load balancers (ipv6.go).
+	DualStackSubnetID string
 }
 
 // Emulator is the OCI emulator.
@@ -115,6 +119,8 @@ type Emulator struct {
 	ipv6Next     netip.Addr // the next VNIC's IPv6 address (invalid: IPv4 only)
 	machineNext  netip.Addr
 	publicNext   netip.Addr
+	// ipv6State is the other dual-stack subnets' addresses (ipv6.go).
+	ipv6State
 }
 
 // networking are the objects of the Compute and Virtual Network APIs.
@@ -295,6 +301,7 @@ func (e *Emulator) seedFixture() error {
 	}
 	e.subnets.Add(s.ID, s)
 	f.VCNID, f.SubnetID = v.ID, s.ID
+	e.seedDualStackSubnet(v, sl.ID)
 	return nil
 }
 

@@ -100,6 +100,7 @@ type loadBalancer struct {
 	ShapeDetails            *shapeDetails             `json:"shapeDetails,omitempty"`
 	IPAddresses             []lbIPAddress             `json:"ipAddresses"`
 	IsPrivate               bool                      `json:"isPrivate"`
+	IPMode                  string                    `json:"ipMode"`
 	SubnetIDs               []string                  `json:"subnetIds"`
 	NetworkSecurityGroupIDs []string                  `json:"networkSecurityGroupIds"`
 	Listeners               map[string]*listener      `json:"listeners"`
@@ -228,6 +229,7 @@ type createDetails struct {
 	ShapeDetails            *shapeDetails                 `json:"shapeDetails"`
 	SubnetIDs               []string                      `json:"subnetIds"`
 	IsPrivate               bool                          `json:"isPrivate"`
+	IPMode                  string                        `json:"ipMode"`
 	Listeners               map[string]*listener          `json:"listeners"`
 	BackendSets             map[string]*backendSet        `json:"backendSets"`
 	NetworkSecurityGroupIDs []string                      `json:"networkSecurityGroupIds"`
@@ -568,7 +570,7 @@ func (e *Emulator) createLoadBalancer(w http.ResponseWriter, r *http.Request) {
 func (e *Emulator) newLoadBalancer(c *creation, d *createDetails) (core.Reply, error) {
 	now := c.now
 	lb := &loadBalancer{resource: e.newResource("loadbalancer", d.CompartmentID, LBCreating, now),
-		DisplayName: d.DisplayName, ShapeName: d.ShapeName, ShapeDetails: d.ShapeDetails, IsPrivate: d.IsPrivate,
+		DisplayName: d.DisplayName, ShapeName: d.ShapeName, ShapeDetails: d.ShapeDetails, IsPrivate: d.IsPrivate, IPMode: d.IPMode,
 		IPAddresses: []lbIPAddress{}, SubnetIDs: d.SubnetIDs, NetworkSecurityGroupIDs: nonNil(d.NetworkSecurityGroupIDs),
 		Listeners: d.Listeners, BackendSets: d.BackendSets, Certificates: d.certs, RuleSets: d.RuleSets,
 		FreeformTags: d.FreeformTags, DefinedTags: d.DefinedTags, SystemTags: map[string]map[string]any{}}
@@ -585,9 +587,10 @@ func (e *Emulator) newLoadBalancer(c *creation, d *createDetails) (core.Reply, e
 		lb.LifecycleState = LBActive
 		if len(reserved) > 0 {
 			lb.IPAddresses = []lbIPAddress{{IPAddress: reserved[0].IPAddress, IsPublic: true, ReservedIP: &reservedRef{ID: reserved[0].ID}}}
-			return
+		} else {
+			lb.IPAddresses = []lbIPAddress{e.lbAddress(lb.IsPrivate)}
 		}
-		lb.IPAddresses = []lbIPAddress{e.lbAddress(lb.IsPrivate)}
+		e.lbIPv6(lb)
 	})
 	c.remember(wr, "")
 	return core.Reply{Status: http.StatusOK, Header: map[string]string{"opc-work-request-id": wr}}, nil
@@ -610,6 +613,9 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 		return invalid("subnetIds must name one regional subnet or two availability-domain subnets.")
 	}
 	if err := e.checkSubnets(d.SubnetIDs...); err != nil {
+		return err
+	}
+	if err := e.checkIPMode(d); err != nil {
 		return err
 	}
 	if err := e.checkNSGs(d.NetworkSecurityGroupIDs); err != nil {

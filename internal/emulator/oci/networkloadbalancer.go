@@ -158,8 +158,11 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 		change: e.nlbChangeNamed, path: "backendSets", op: "BackendSet", noun: "Backend set",
 		of:   func(n *networkLoadBalancer) map[string]*nlbBackendSet { return n.BackendSets },
 		name: func(bs *nlbBackendSet) *string { return &bs.Name },
-		check: func(_ *networkLoadBalancer, bs *nlbBackendSet, _ map[string]*nlbBackendSet) error {
-			return checkNLBBackendSet(bs)
+		check: func(n *networkLoadBalancer, bs *nlbBackendSet, _ map[string]*nlbBackendSet) error {
+			if err := checkNLBBackendSet(bs); err != nil {
+				return err
+			}
+			return checkSetFamily(n.NLBIPVersion, bs)
 		},
 		inUse: func(n *networkLoadBalancer, name string) error {
 			return usedBy(n.Listeners, "Backend set "+name, func(l *nlbListener) (string, bool) { return l.Name, l.DefaultBackendSetName == name })
@@ -170,9 +173,13 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 		of:   func(n *networkLoadBalancer) map[string]*nlbListener { return n.Listeners },
 		name: func(l *nlbListener) *string { return &l.Name },
 		check: func(n *networkLoadBalancer, l *nlbListener, others map[string]*nlbListener) error {
-			return checkNLBListener(n.BackendSets, l, others)
+			if err := checkNLBListener(n.BackendSets, l, others); err != nil {
+				return err
+			}
+			return checkListenerFamily(n.NLBIPVersion, n.BackendSets, l)
 		},
 	})
+	e.routeNLBUpdate(p)
 	routeNSGMembership(e, p, e.nlbChange, "UPDATE_NSGS", func(n *networkLoadBalancer) *[]string { return &n.NetworkSecurityGroupIDs })
 	e.handle("GET "+nlbPath+"/workRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbWRs, e.viewNLBWR) })
 	e.handle("GET "+nlbPath+"/workRequests", filtered[*nlbWorkRequest]{st: e.nlbWRs, view: e.viewNLBWR, items: true,
@@ -302,13 +309,13 @@ func (e *Emulator) newNLB(c *creation, d *nlbCreateDetails) (core.Reply, error) 
 	now := c.now
 	n := &networkLoadBalancer{resource: e.newResource("networkloadbalancer", d.CompartmentID, NLBCreating, now),
 		nlbConfig: d.nlbConfig, SystemTags: map[string]map[string]any{}, revision: 1}
-	n.NLBIPVersion, n.NetworkSecurityGroupIDs = "IPV4", nonNil(d.NetworkSecurityGroupIDs)
+	n.NLBIPVersion, n.NetworkSecurityGroupIDs = versionOr(d.NLBIPVersion), nonNil(d.NetworkSecurityGroupIDs)
 	n.FreeformTags, n.DefinedTags = tagsOrEmpty(n.FreeformTags, n.DefinedTags)
 	reserved, err := e.reservedFor(d.ReservedIPs, d.IsPrivate, n.ID, "network load balancer")
 	if err != nil {
 		return core.Reply{}, err
 	}
-	n.IPAddresses = e.nlbAddresses(n.IsPrivate, reserved)
+	n.IPAddresses = e.nlbFamilyAddresses(n, e.nlbAddresses(n.IsPrivate, reserved))
 	e.nlbs.Add(n.ID, n)
 	wr := e.startNLBWR(n, "CREATE_NETWORK_LOAD_BALANCER", "CREATED", now, func() {
 		n.LifecycleState = NLBActive
@@ -340,13 +347,13 @@ func (e *Emulator) checkNLBCreate(d *nlbCreateDetails) error {
 	if err := requireNamed(d.CompartmentID, d.DisplayName); err != nil {
 		return err
 	}
-	switch {
-	case d.SubnetID == "":
+	if d.SubnetID == "" {
 		return &apiErr{http.StatusBadRequest, "MissingParameter", "subnetId is required."}
-	case d.NLBIPVersion != "" && d.NLBIPVersion != "IPV4":
-		return invalid("nlbIpVersion %s is not served by this emulator (IPV4).", d.NLBIPVersion)
 	}
 	if err := e.checkSubnets(d.SubnetID); err != nil {
+		return err
+	}
+	if err := e.checkNLBVersion(d.NLBIPVersion, d.SubnetID); err != nil {
 		return err
 	}
 	if err := e.checkNSGs(d.NetworkSecurityGroupIDs); err != nil {
@@ -357,10 +364,14 @@ func (e *Emulator) checkNLBCreate(d *nlbCreateDetails) error {
 	if err != nil {
 		return err
 	}
-	return checkNamed(&d.Listeners, func(l *nlbListener) *string { return &l.Name },
+	err = checkNamed(&d.Listeners, func(l *nlbListener) *string { return &l.Name },
 		func(l *nlbListener, others map[string]*nlbListener) error {
 			return checkNLBListener(d.BackendSets, l, others)
 		})
+	if err != nil {
+		return err
+	}
+	return checkNLBFamilies(d.NLBIPVersion, d.Listeners, d.BackendSets)
 }
 
 func checkNLBBackendSet(bs *nlbBackendSet) error {
@@ -411,7 +422,8 @@ func checkNLBListener(sets map[string]*nlbBackendSet, l *nlbListener, others map
 		l.IPVersion = "IPV4"
 	}
 	for _, o := range others {
-		if o.Port == l.Port && overlap(o.Protocol, l.Protocol) {
+		// One port serves a listener of each IP version (TCP-80, TCP-80-IPv6).
+		if o.Port == l.Port && overlap(o.Protocol, l.Protocol) && versionOr(o.IPVersion) == l.IPVersion {
 			return invalid("Listener %s: port %d/%s is taken by listener %s.", l.Name, l.Port, l.Protocol, o.Name)
 		}
 	}

@@ -53,7 +53,8 @@ func subset(want, got any) bool {
 
 func sameBackendSet(got, want BackendSet) bool {
 	return got.Policy == want.Policy && got.HealthChecker == want.HealthChecker && slices.Equal(backendKeys(got), backendKeys(want)) &&
-		isTrue(got.IsPreserveSource) == isTrue(want.IsPreserveSource) && sameSSL(got.SSLConfiguration, want.SSLConfiguration)
+		isTrue(got.IsPreserveSource) == isTrue(want.IsPreserveSource) && sameSSL(got.SSLConfiguration, want.SSLConfiguration) &&
+		sameVersion(got.IPVersion, want.IPVersion)
 }
 
 // sameSSL compares SSL configurations as the peer does: the cipher suite
@@ -84,7 +85,7 @@ func backendKeys(bs BackendSet) []string {
 
 func sameListener(got, want Listener) bool {
 	if got.Port != want.Port || got.Protocol != want.Protocol || got.DefaultBackendSetName != want.DefaultBackendSetName ||
-		isTrue(got.IsPPv2Enabled) != isTrue(want.IsPPv2Enabled) || !sameSSL(got.SSLConfiguration, want.SSLConfiguration) ||
+		isTrue(got.IsPPv2Enabled) != isTrue(want.IsPPv2Enabled) || !sameSSL(got.SSLConfiguration, want.SSLConfiguration) || !sameVersion(got.IPVersion, want.IPVersion) ||
 		!slices.Equal(slices.Sorted(slices.Values(got.RuleSetNames)), slices.Sorted(slices.Values(want.RuleSetNames))) {
 		return false
 	}

@@ -38,6 +38,9 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		wr, err := s.gw.deleteChild(ctx, have.Kind, lb.ID, kind, name)
 		return change(wr, err, "deleting "+what)
 	}
+	if msg, err := s.convergeIPVersion(ctx, spec, lb, true, change); msg != "" || err != nil {
+		return msg, err
+	}
 	// Certificates first (a listener needs its own), under the names this
 	// load balancer gives the Secrets' certificates.
 	names := certNames(have, spec)
@@ -65,7 +68,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	}
 	if name, update := childChange(spec.listeners, have.Listeners, sameListener); name != "" {
 		want := spec.listeners[name]
-		if l := listenerOnPort(have, want.Port); !update && l != "" {
+		if l := listenerOnPort(have, want); !update && l != "" {
 			return remove("listeners", l, "listener "+l+" (its port is "+name+"'s)")
 		}
 		return write(update, "listeners", name, want, unnamedListener(want), "listener "+name)
@@ -82,13 +85,23 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	if name := staleCertificate(have, spec, names); name != "" {
 		return remove("certificates", name, "certificate "+name+" (its Secret was renewed)")
 	}
-	if msg, err := s.convergeNSGs(ctx, svc, spec, lb, change); msg != "" || err != nil {
+	if msg, err := s.convergeLoadBalancer(ctx, svc, spec, lb, change); msg != "" || err != nil {
 		return msg, err
 	}
 	if msg := shapeDrift(have, spec); msg != "" {
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
 	}
 	return s.removeOtherKind(ctx, svc, spec.kind)
+}
+
+// convergeLoadBalancer changes the load balancer itself, once its children
+// are as asked: an nlb's IP version (the families it loses), its NSGs.
+func (s steps) convergeLoadBalancer(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB,
+	change func(wr string, err error, what string) (string, error)) (string, error) {
+	if msg, err := s.convergeIPVersion(ctx, spec, lb, false, change); msg != "" || err != nil {
+		return msg, err
+	}
+	return s.convergeNSGs(ctx, svc, spec, lb, change)
 }
 
 // convergeNSGs puts the load balancer in the NSGs the Service asks for (its
@@ -210,9 +223,10 @@ func shapeDrift(have LB, spec lbSpec) string {
 	return ""
 }
 
-func listenerOnPort(lb LB, port int) string {
+// listenerOnPort is the listener of lb on want's port and IP version.
+func listenerOnPort(lb LB, want Listener) string {
 	for name, l := range lb.Listeners {
-		if l.Port == port {
+		if l.Port == want.Port && sameVersion(l.IPVersion, want.IPVersion) {
 			return name
 		}
 	}

@@ -40,12 +40,13 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		if spec.kind == kindNLB {
 			return s.gw.createNetworkLoadBalancer(ctx, CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 				SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
-				FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs}, newToken())
+				FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs,
+				NLBIPVersion: spec.ipv.createVersion(kindNLB)}, newToken())
 		}
 		return s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
 			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved,
-			Certificates: spec.certs, RuleSets: spec.ruleSets, NSGs: nsgs}, newToken())
+			Certificates: spec.certs, RuleSets: spec.ruleSets, NSGs: nsgs, IPMode: spec.ipv.createVersion(kindLB)}, newToken())
 	}
 	// Busy (CREATING) until the shared listing shows it otherwise.
 	select {

@@ -91,6 +91,7 @@ type gatewayAPI interface {
 	removeNSGRules(ctx context.Context, id string, ids []string) error
 	reservedPublicIPs(ctx context.Context, compartment string) ([]PublicIP, error)
 	securityList(ctx context.Context, id string) (SecurityList, error)
+	setNLBIPVersion(ctx context.Context, id, version string) (string, error)
 	setNSGs(ctx context.Context, kind, lb string, ids []string) (string, error)
 	subnet(ctx context.Context, id string) (Subnet, error)
 	tagNSG(ctx context.Context, id, etag string, tags map[string]string) error

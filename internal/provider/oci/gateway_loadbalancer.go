@@ -35,9 +35,13 @@ type LB struct {
 		IPAddress string `json:"ipAddress"`
 		IsPublic  bool   `json:"isPublic"`
 	} `json:"ipAddresses"`
-	IsPrivate                   bool                  `json:"isPrivate"`
-	SubnetIDs                   []string              `json:"subnetIds"`
-	SubnetID                    string                `json:"subnetId"` // NLB
+	IsPrivate bool     `json:"isPrivate"`
+	SubnetIDs []string `json:"subnetIds"`
+	SubnetID  string   `json:"subnetId"` // NLB
+	// IPMode is an LB's (IPV4, IPV6: dual-stack), NLBIPVersion an NLB's
+	// (IPV4, IPV6, IPV4_AND_IPV6); "" is IPV4.
+	IPMode                      string                `json:"ipMode"`
+	NLBIPVersion                string                `json:"nlbIpVersion"`
 	NetworkSecurityGroupIDs     []string              `json:"networkSecurityGroupIds"`
 	IsPreserveSourceDestination bool                  `json:"isPreserveSourceDestination"`
 	Listeners                   map[string]Listener   `json:"listeners"`
@@ -93,6 +97,8 @@ type Listener struct {
 	SSLConfiguration        *SSLConfiguration        `json:"sslConfiguration,omitempty"`
 	RuleSetNames            []string                 `json:"ruleSetNames,omitempty"`
 	IsPPv2Enabled           *bool                    `json:"isPpv2Enabled,omitempty"`
+	// IPVersion is an NLB's listener's (IPV4, IPV6; "" is IPV4).
+	IPVersion string `json:"ipVersion,omitempty"`
 }
 
 // ConnectionConfiguration is a listener's idle timeout and PROXY protocol.
@@ -109,6 +115,8 @@ type BackendSet struct {
 	HealthChecker    HealthChecker     `json:"healthChecker"`
 	SSLConfiguration *SSLConfiguration `json:"sslConfiguration,omitempty"`
 	IsPreserveSource *bool             `json:"isPreserveSource,omitempty"`
+	// IPVersion is an NLB's backend set's (IPV4, IPV6; "" is IPV4).
+	IPVersion string `json:"ipVersion,omitempty"`
 }
 
 // Backend is a node's address and port in a backend set; an NLB's backend
@@ -149,6 +157,8 @@ type CreateLoadBalancer struct {
 	Certificates  map[string]Certificate    `json:"certificates,omitempty"`
 	RuleSets      map[string]RuleSet        `json:"ruleSets,omitempty"`
 	NSGs          []string                  `json:"networkSecurityGroupIds,omitempty"`
+	// IPMode IPV6 makes it dual-stack ("": IPV4, the API's default).
+	IPMode string `json:"ipMode,omitempty"`
 }
 
 // CreateNetworkLoadBalancer is CreateNetworkLoadBalancerDetails: the whole
@@ -165,6 +175,8 @@ type CreateNetworkLoadBalancer struct {
 	DefinedTags                 map[string]map[string]any `json:"definedTags,omitempty"`
 	ReservedIPs                 []ReservedIP              `json:"reservedIps,omitempty"`
 	NSGs                        []string                  `json:"networkSecurityGroupIds,omitempty"`
+	// NLBIPVersion is IPV6 or IPV4_AND_IPV6 ("": IPV4, the API's default).
+	NLBIPVersion string `json:"nlbIpVersion,omitempty"`
 }
 
 // ReservedIP names a reserved public IP a load balancer takes.
@@ -306,6 +318,12 @@ func (g *gateway) workRequest(ctx context.Context, kind, id string) (WorkRequest
 		}
 	}
 	return wr, err
+}
+
+// setNLBIPVersion changes network load balancer id's nlbIpVersion
+// (UpdateNetworkLoadBalancer).
+func (g *gateway) setNLBIPVersion(ctx context.Context, id, version string) (string, error) {
+	return g.lbChange(ctx, kindNLB, http.MethodPut, "/networkLoadBalancers/"+url.PathEscape(id), map[string]string{"nlbIpVersion": version}, nil)
 }
 
 // setNSGs puts load balancer lb (of a kind) in NSGs ids.

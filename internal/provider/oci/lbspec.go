@@ -89,6 +89,9 @@ type lbSpec struct {
 	mode                        string
 	sources                     []string
 	listenerPorts, backendPorts []int
+	// ipv are the IP families asked for and the versions serving them
+	// (ipfamilies.go).
+	ipv ipVersions
 }
 
 // unsupported are the annotations this CCM does not serve yet, by kind: a
@@ -182,6 +185,8 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 		errs = append(errs, fmt.Errorf("spec.loadBalancerIP: an internal load balancer takes an address of its subnet that OCI chooses; loadBalancerIP asks for a reserved public IP"))
 	}
 	s.subnets = c.subnets(svc, an.subnet, bad)
+	s.ipv = askedVersions(svc)
+	bad(s.ipv.check(s.kind))
 	check := healthCheck(svc, an, bad)
 	if s.kind == kindNLB {
 		c.nlbParts(svc, &s, check, bad)
@@ -624,31 +629,17 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 			return outcome.Invalid(fmt.Errorf("%s: %q is not a label selector: %w", sel, v, err))
 		}
 	}
-	type member struct{ ip, instance string }
 	var members []member
 	for _, n := range nodes {
 		if _, excluded := n.Labels[excludeFromLBsLabel]; excluded || !selector.Matches(labels.Set(n.Labels)) {
 			continue
 		}
-		instance, _ := ParseProviderID(n.Spec.ProviderID)
-		ip, ok := provider.InternalIP(n.Status.Addresses, v1.IPv4Protocol)
-		if !ok || !ip.Is4() {
-			if !provider.AwaitingAddresses(n) {
-				klog.FromContext(ctx).V(2).Info("Leaving out a Node without an IPv4 InternalIP", "node", n.Name)
-				continue
-			}
-			m, found, err := c.find(ctx, n, snapshot.MaxAge)
-			if err != nil || !found || m.PrivateIP == "" {
-				klog.FromContext(ctx).V(2).Info("Leaving out a Node whose instance is not known yet", "node", n.Name)
-				continue
-			}
-			members = append(members, member{m.PrivateIP, m.ID})
-			continue
+		if m, ok := c.memberOf(ctx, n); ok {
+			members = append(members, m)
 		}
-		members = append(members, member{ip.String(), instance})
 	}
-	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.ip, b.ip) })
-	members = slices.CompactFunc(members, func(a, b member) bool { return a.ip == b.ip })
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key(), b.key()) })
+	members = slices.CompactFunc(members, func(a, b member) bool { return a.key() == b.key() })
 	nodePort := map[string]int32{}
 	for _, p := range svc.Spec.Ports {
 		for _, name := range []string{fmt.Sprintf("%s-%d", p.Protocol, p.Port), fmt.Sprintf("TCP_AND_UDP-%d", p.Port)} {
@@ -658,18 +649,39 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 			nodePort[name] = p.NodePort
 		}
 	}
+	if err := c.serveFamilies(ctx, s, members); err != nil {
+		return err
+	}
 	for name, bs := range s.backendSets {
-		port := int(nodePort[name])
-		bs.Backends = make([]Backend, len(members))
-		for i, m := range members {
-			bs.Backends[i] = Backend{IPAddress: m.ip, Port: port, Weight: 1}
-			if s.kind == kindNLB {
-				bs.Backends[i].TargetID = m.instance
-			}
-		}
+		bs.Backends = backendsOf(s.kind, bs.IPVersion, members, int(nodePort[strings.TrimSuffix(name, ipv6Suffix)]))
 		s.backendSets[name] = bs
 	}
 	return nil
+}
+
+// memberOf is Node n as a backend: its IPv4 InternalIP (its instance's
+// private address while it awaits its addresses) and its IPv6 address;
+// false for a Node of neither.
+func (c *Cloud) memberOf(ctx context.Context, n *v1.Node) (member, bool) {
+	instance, _ := ParseProviderID(n.Spec.ProviderID)
+	ip6 := nodeIPv6(n.Status.Addresses)
+	ip, ok := provider.InternalIP(n.Status.Addresses, v1.IPv4Protocol)
+	if ok && ip.Is4() {
+		return member{ip: ip.String(), ip6: ip6, instance: instance}, true
+	}
+	if !provider.AwaitingAddresses(n) {
+		if ip6 != "" {
+			return member{ip6: ip6, instance: instance}, true
+		}
+		klog.FromContext(ctx).V(2).Info("Leaving out a Node without an IPv4 InternalIP", "node", n.Name)
+		return member{}, false
+	}
+	m, found, err := c.find(ctx, n, snapshot.MaxAge)
+	if err != nil || !found || m.PrivateIP == "" {
+		klog.FromContext(ctx).V(2).Info("Leaving out a Node whose instance is not known yet", "node", n.Name)
+		return member{}, false
+	}
+	return member{ip: m.PrivateIP, ip6: nodeIPv6(addresses(m, n.Labels[IPv6FamilyLabel] != "")), instance: m.ID}, true
 }
 
 // configFingerprint covers everything but the backends.
@@ -683,6 +695,7 @@ func (s *lbSpec) configFingerprint() string {
 	if s.kind == kindNLB {
 		w("nlb", s.preserveSource, s.ppv2, s.externalOnly)
 	}
+	s.ipv.fingerprint(w)
 	for _, name := range slices.Sorted(maps.Keys(s.listeners)) {
 		l := s.listeners[name]
 		var conn ConnectionConfiguration

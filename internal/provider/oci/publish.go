@@ -16,26 +16,39 @@ func privacy(internal bool) string {
 	return "public"
 }
 
-// address is the load balancer's address the Service is given: its public
-// one, or its private one when internal.
+// address is the load balancer's address the Service is given first: its
+// public one, or its private one when internal; IPv4 before IPv6.
 func address(lb LB, internal bool) string {
+	v6 := ""
 	for _, a := range lb.IPAddresses {
 		if a.IsPublic != internal {
-			return a.IPAddress
+			if addrFamily(a.IPAddress) != ipv6Version {
+				return a.IPAddress
+			}
+			if v6 == "" {
+				v6 = a.IPAddress
+			}
 		}
 	}
-	return ""
+	return v6
 }
 
-// ingress are the addresses the Service's status shows, its address first:
-// a network load balancer's private address too (as the peer shows it)
-// unless it is internal or externalOnly.
+// ingress are the addresses the Service's status shows, its address first,
+// then one of the other family of the same reach (a dual-stack load
+// balancer's IPv6 one): a network load balancer's private addresses too
+// (as the peer shows them) unless it is internal or externalOnly.
 func ingress(lb LB, internal, externalOnly bool) []string {
 	first := address(lb, internal)
 	if first == "" {
 		return nil
 	}
 	out := []string{first}
+	for _, a := range lb.IPAddresses {
+		if a.IsPublic != internal && addrFamily(a.IPAddress) != addrFamily(first) {
+			out = append(out, a.IPAddress)
+			break
+		}
+	}
 	if lb.Kind == kindNLB && !internal && !externalOnly {
 		for _, a := range lb.IPAddresses {
 			if !a.IsPublic {

@@ -216,7 +216,7 @@ func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (
 			return nil, nil, err
 		}
 		note(sl)
-		lbLists, lbCIDRs = append(lbLists, sl), append(lbCIDRs, sub.CIDRBlock)
+		lbLists, lbCIDRs = append(lbLists, sl), append(lbCIDRs, spec.ipv.subnetCIDRs(sub)...)
 		if spec.mode == ModeNone {
 			continue
 		}
@@ -243,8 +243,10 @@ func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (
 		}
 		for _, lbList := range lbLists {
 			w := want[lbList]
-			for _, p := range spec.backendPorts {
-				w.egress = append(w.egress, tcpRule(false, sub.CIDRBlock, p, mark))
+			for _, cidr := range spec.ipv.subnetCIDRs(sub) {
+				for _, p := range spec.backendPorts {
+					w.egress = append(w.egress, tcpRule(false, cidr, p, mark))
+				}
 			}
 			want[lbList] = w
 		}
