@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
@@ -127,10 +128,9 @@ func (e *Emulator) WorkloadIdentityURL() string {
 // until it expires.
 func (e *Emulator) ServiceAccountToken(namespace, name string, ttl time.Duration) string {
 	now := e.opts.Clock()
-	e.mu.Lock()
-	e.seq++
-	uid := fmt.Sprintf("emulator-sa-%06d", e.seq)
-	e.mu.Unlock()
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce)
+	uid := fmt.Sprintf("emulator-sa-%x", nonce) // another cluster's tokens are others
 	issuer := "https://kubernetes.default.svc.cluster.local"
 	token := jwt(map[string]any{"alg": "RS256", "kid": "emulator"}, map[string]any{
 		"iss": issuer, "aud": []string{issuer}, "sub": "system:serviceaccount:" + namespace + ":" + name,
