@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -82,7 +81,7 @@ func (c *sessionCache) signingKey() (string, *rsa.PrivateKey, error) {
 	defer cancel()
 	s, err := c.renew(ctx)
 	if err != nil {
-		err = fmt.Errorf("%s: %w", c.what, err)
+		err = &principalError{what: c.what, err: err}
 		if !holds {
 			return "", nil, err
 		}
@@ -94,6 +93,17 @@ func (c *sessionCache) signingKey() (string, *rsa.PrivateKey, error) {
 	c.cur, c.retryAt = s, time.Time{}
 	return "ST$" + s.token, s.key, nil
 }
+
+// principalError is a session that could not be had: the principal's
+// failure (the metadata service, the workload identity endpoint…), not one
+// of OCI's API.
+type principalError struct {
+	what string
+	err  error
+}
+
+func (e *principalError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *principalError) Unwrap() error { return e.err }
 
 // forget drops the token of keyID (OCI refused it), so that the next
 // request gets another.

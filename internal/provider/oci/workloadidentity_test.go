@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/overcast-ccm/overcast/internal/doctor"
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
@@ -374,4 +375,21 @@ func TestTheExchangeIsTheSDKs(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 2048, pub.(*rsa.PublicKey).N.BitLen())
 	}
+}
+
+// The doctor says who the CCM calls as, and what to check when the pod gets
+// no session token.
+func TestDoctorOnWorkloadIdentity(t *testing.T) {
+	e := workloadEmulator(t, nil, 0)
+	podOn(t, e, time.Hour)
+	got := byCheck(cloudOn(t, workloadConfig(e)).Diagnose(t.Context()))
+	assert.Equal(t, doctor.OK, got["oci: API key"].Status)
+	assert.Contains(t, got["oci: API key"].Detail, "accepted the signature of the workload identity")
+
+	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusForbidden})
+	results := cloudOn(t, workloadConfig(e)).Diagnose(t.Context())
+	require.Len(t, results, 1)
+	assert.Equal(t, doctor.Fail, results[0].Status)
+	assert.Contains(t, results[0].Detail, "answered 403 Forbidden: workload identity needs an OKE enhanced cluster")
+	assert.Contains(t, results[0].Fix, "no session token for the pod's ServiceAccount")
 }
