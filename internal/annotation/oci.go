@@ -174,8 +174,10 @@ const (
 	OCIRuleSets Name = "oci.oraclecloud.com/oci-load-balancer-rule-sets"
 
 	// OCIWorkloadServiceAccount is the peer's per-Service OKE workload
-	// identity. Overcast does not support workload identity: a Service that
-	// sets it gets a Warning Event, and the CCM's own credentials are used.
+	// identity: the Service's load balancer made as that ServiceAccount.
+	// Not served yet (the CCM's own workload identity is useWorkloadIdentity):
+	// a Service that sets it gets a Warning Event, and nothing is built or
+	// changed for it.
 	// Type: a ServiceAccount's name.
 	// Default: none.
 	OCIWorkloadServiceAccount Name = "oci.oraclecloud.com/workload-service-account"
