@@ -20,8 +20,9 @@ import (
 // its exp, as oci-go-sdk renews its tokens (common/auth/jwt.go,
 // bufferTimeBeforeTokenExpiration), or half-way through a token that lasts
 // less than 10 minutes; or when OCI refuses it (401: forget). A renewal
-// that fails while the token still holds leaves it signing, and is tried
-// again renewRetry later; one that fails after is the request's error.
+// that fails is tried again renewRetry later, not sooner: meanwhile a token
+// that still holds signs, and without one the failure is every request's
+// error (an endpoint that is down is not asked once a request).
 
 const (
 	// tokenRenewal is how long before its expiry a token is replaced.
@@ -60,8 +61,8 @@ type sessionCache struct {
 
 	mu  sync.Mutex
 	cur session
-	// retryAt is when to try a renewal again, after one failed while cur
-	// still held.
+	// failed is the last renewal's failure, and retryAt when to try again.
+	failed  error
 	retryAt time.Time
 }
 
@@ -74,23 +75,26 @@ func (c *sessionCache) signingKey() (string, *rsa.PrivateKey, error) {
 	defer c.mu.Unlock()
 	now := c.now()
 	holds := c.cur.token != "" && now.Before(c.cur.exp)
-	if holds && (now.Before(c.cur.renewAt()) || now.Before(c.retryAt)) {
+	waiting := c.failed != nil && now.Before(c.retryAt)
+	switch {
+	case holds && (now.Before(c.cur.renewAt()) || waiting):
 		return "ST$" + c.cur.token, c.cur.key, nil
+	case waiting:
+		return "", nil, c.failed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), principalTimeout)
 	defer cancel()
 	s, err := c.renew(ctx)
 	if err != nil {
-		err = &principalError{what: c.what, err: err}
+		c.failed, c.retryAt = &principalError{what: c.what, err: err}, now.Add(renewRetry)
 		if !holds {
-			return "", nil, err
+			return "", nil, c.failed
 		}
-		c.retryAt = now.Add(renewRetry)
 		klog.Background().Info("Renewing the session token failed; the current one signs until it expires", "principal", c.what,
-			"expires", c.cur.exp.UTC().Format(time.RFC3339), "err", err.Error())
+			"expires", c.cur.exp.UTC().Format(time.RFC3339), "err", c.failed.Error())
 		return "ST$" + c.cur.token, c.cur.key, nil
 	}
-	c.cur, c.retryAt = s, time.Time{}
+	c.cur, c.failed = s, nil
 	return "ST$" + s.token, s.key, nil
 }
 
@@ -111,7 +115,7 @@ func (c *sessionCache) forget(keyID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur.token != "" && "ST$"+c.cur.token == keyID {
-		c.cur, c.retryAt = session{}, time.Time{}
+		c.cur = session{}
 	}
 }
 

@@ -198,7 +198,8 @@ func (w *workloadIdentity) exchangeOnce(ctx context.Context, body []byte) (strin
 }
 
 // serviceAccountToken reads the ServiceAccount token, checked as the SDK
-// checks it: a JWT with an exp not past.
+// checks it: a JWT with an exp not past (the SDK wants 5 minutes left; a
+// token the kubelet is about to rotate may have less, the endpoint judges).
 func (w *workloadIdentity) serviceAccountToken() (string, error) {
 	data, err := os.ReadFile(w.tokenPath)
 	if err != nil {
@@ -308,7 +309,7 @@ func (w *workloadIdentity) refused(status int, data []byte, saToken, requestID s
 		said = b.Code + ": " + b.Message
 	}
 	if said = strings.TrimSpace(said); len(said) > 200 {
-		said = said[:200] + "…"
+		said = strings.ToValidUTF8(said[:200], "") + "…"
 	}
 	if said != "" {
 		said = "; it said: " + said

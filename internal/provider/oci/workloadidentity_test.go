@@ -177,8 +177,13 @@ func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.tokenPath+" expired")
 
+	clock.Add(time.Second)
+	_, _, again := s.signingKey()
+	assert.Equal(t, err, again, "not asked again before renewRetry")
+
 	// The kubelet rotates it: the next exchange reads the new one.
 	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
+	clock.Add(renewRetry)
 	assert.NotEqual(t, second, key())
 	call()
 	assert.Equal(t, map[int]int{200: 3}, exchanges(e))
