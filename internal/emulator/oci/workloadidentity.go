@@ -93,7 +93,7 @@ func (e *Emulator) startWorkloadEndpoint(apiAddr string) error {
 		}
 		// Through the core: counted as calls of service workloadidentity,
 		// and subject to the faults injected for it.
-		e.Server.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viaWorkloadEndpointKey{}, true)))
+		e.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viaWorkloadEndpointKey{}, true)))
 	}))
 	if err != nil {
 		return fmt.Errorf("oci emulator: workload identity endpoint: %w", err)
