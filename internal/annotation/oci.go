@@ -174,10 +174,10 @@ const (
 	OCIRuleSets Name = "oci.oraclecloud.com/oci-load-balancer-rule-sets"
 
 	// OCIWorkloadServiceAccount is the peer's per-Service OKE workload
-	// identity: the load balancer is made with the named ServiceAccount's
-	// credentials instead of the CCM's.
+	// identity: the Service's load balancer made as that ServiceAccount.
 	// Not served: a Service that sets it is refused with a Warning Event,
-	// and nothing is built for it.
+	// and nothing is built or changed for it (the CCM's own workload
+	// identity is useWorkloadIdentity).
 	// Type: a ServiceAccount's name.
 	// Default: none.
 	OCIWorkloadServiceAccount Name = "oci.oraclecloud.com/workload-service-account"

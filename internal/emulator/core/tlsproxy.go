@@ -94,8 +94,13 @@ func (ca *CA) issue(host string) (*tls.Certificate, error) {
 	now := time.Now()
 	ca.serial++
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(ca.serial + 1), Subject: pkix.Name{CommonName: host},
-		DNSNames: []string{host}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else {
+		tmpl.DNSNames = []string{host}
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return nil, err

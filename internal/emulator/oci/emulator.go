@@ -75,6 +75,14 @@ type Options struct {
 	// instance, the CCM's host, and the federation endpoint of its
 	// identity (instanceprincipal.go).
 	InstancePrincipals bool
+	// WorkloadIdentity makes the emulator OKE's workload identity endpoint
+	// too, on an HTTPS listener of its own (WorkloadIdentityURL), which
+	// trades the ServiceAccount tokens of ServiceAccountToken for session
+	// tokens (workloadidentity.go).
+	WorkloadIdentity bool
+	// SessionLifetime is how long a session token lasts (instance
+	// principals and workload identity); default 20 minutes.
+	SessionLifetime time.Duration
 }
 
 // Fixture is what the emulator starts with: a tenancy, a user with an API key
@@ -110,6 +118,7 @@ type Emulator struct {
 	balancing
 	host         *hostIdentity
 	sessions     map[string]session // by token
+	workload     workloadEndpoint
 	jobs         *core.Jobs
 	retryTokens  map[string]retried
 	provisioning core.Delay // of work requests (Options.Provisioning)
@@ -152,6 +161,9 @@ func New(opts Options) (*Emulator, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.SessionLifetime <= 0 {
+		opts.SessionLifetime = defaultSessionLifetime
+	}
 	nets, err := core.ParseNetworks("oci emulator", opts.MachineCIDR, opts.PublicCIDR, "10.0.10.0/24", "203.0.113.0/24", opts.ServeTraffic)
 	if err != nil {
 		return nil, err
@@ -162,7 +174,7 @@ func New(opts Options) (*Emulator, error) {
 			securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), nsgs: core.NewStore[*nsg]()},
 		balancing: balancing{lbs: core.NewStore[*loadBalancer](), wrs: core.NewStore[*workRequest](),
 			nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest]()},
-		sessions: map[string]session{}, jobs: core.NewJobs(), retryTokens: map[string]retried{},
+		sessions: map[string]session{}, workload: workloadEndpoint{tokens: map[string]serviceAccount{}}, jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	e.provisioning.Set(opts.Provisioning)
@@ -200,10 +212,27 @@ func nth(a netip.Addr, n int) netip.Addr {
 	return a
 }
 
-// Start serves the API on addr (a loopback IP:PORT), and with
-// ServeTraffic the load balancers too, until Close.
+// Start serves the API on addr (a loopback IP:PORT), with ServeTraffic the
+// load balancers too, and with WorkloadIdentity the workload identity
+// endpoint on another port of the same address, until Close.
 func (e *Emulator) Start(addr string) error {
-	return e.StartServing(addr, e.opts.ServeTraffic, &e.dataPlane, e.dataPlaneSpecs)
+	if err := e.StartServing(addr, e.opts.ServeTraffic, &e.dataPlane, e.dataPlaneSpecs); err != nil {
+		return err
+	}
+	if !e.opts.WorkloadIdentity {
+		return nil
+	}
+	if err := e.startWorkloadEndpoint(addr); err != nil {
+		_ = e.Server.Close()
+		return err
+	}
+	return nil
+}
+
+// Close stops what Start started.
+func (e *Emulator) Close() error {
+	e.stopWorkloadEndpoint()
+	return e.Server.Close()
 }
 
 // SetProvisioning changes how long work requests accepted from now take.
@@ -315,6 +344,9 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v1/x509" && r.Method == http.MethodPost:
 		e.federate(w, r)
 		return
+	case r.URL.Path == sessionTokensPath && viaWorkloadEndpoint(r):
+		e.issueWorkloadSession(w, r)
+		return
 	}
 	u, msg := e.authenticate(r)
 	if u == nil {
@@ -347,6 +379,9 @@ func (e *Emulator) handle(pattern string, h http.HandlerFunc) { e.mux.HandleFunc
 // and operation, as Calls count them.
 func classify(r *http.Request) (service, operation string) {
 	p := r.URL.Path
+	if p == sessionTokensPath {
+		return "workloadidentity", r.Method + " " + p
+	}
 	version, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
 	resource, rest, _ := strings.Cut(rest, "/")
 	id, rest, _ := strings.Cut(rest, "/")

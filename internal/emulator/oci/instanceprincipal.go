@@ -38,7 +38,7 @@ import (
 //     opc-tenant:), the intermediate, and a session public key, signed with
 //     the leaf's key as keyId <tenancy>/fed-x509-sha256/<fingerprint> over
 //     date, (request-target) and the body headers; the answer {"token": JWT}
-//     whose exp is 20 minutes on.
+//     whose exp is Options.SessionLifetime (20 minutes) on.
 //   - Requests signed with keyId "ST$<token>" by the session key are the
 //     instance's (a dynamic group with every right); an expired or unknown
 //     token: 401.
@@ -46,8 +46,9 @@ import (
 // Not emulated: the token's signature (opaque to clients), certificate
 // rotation.
 
-// sessionLifetime is how long a session token lasts.
-const sessionLifetime = 20 * time.Minute
+// defaultSessionLifetime is how long a session token lasts unless
+// Options.SessionLifetime says otherwise.
+const defaultSessionLifetime = 20 * time.Minute
 
 type session struct {
 	key *rsa.PublicKey
@@ -173,7 +174,7 @@ func (e *Emulator) federate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "InvalidParameter", "publicKey is not an RSA public key (base64 DER).")
 		return
 	}
-	exp := e.opts.Clock().Add(sessionLifetime)
+	exp := e.opts.Clock().Add(e.opts.SessionLifetime)
 	token := jwt(map[string]any{"alg": "RS256", "typ": "JWT"}, map[string]any{"sub": e.host.instanceID, "tenant": e.fx.TenancyID,
 		"ptype": "instance", "iss": "authService.oracle.com", "exp": exp.Unix(), "iat": e.opts.Clock().Unix(),
 		"jti": fmt.Sprintf("emulator-%d", exp.UnixNano())})
@@ -196,8 +197,8 @@ func jwt(header, payload map[string]any) string {
 	return unsigned + "." + base64.RawURLEncoding.EncodeToString(sig)
 }
 
-// sessionUser is the instance principal of a session token, or nil for an
-// unknown or expired one.
+// sessionUser is the principal of a session token (an instance's, or a
+// workload's: workloadidentity.go), or nil for an unknown or expired one.
 func (e *Emulator) sessionUser(token string) *user {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -31,11 +31,11 @@ type Cloud struct {
 	// Cycle runs the load balancers on OCI's steps (cycle.go).
 	*lbcycle.Cycle[lbSpec, LB]
 
-	cfg       Config
-	gw        gatewayAPI
-	creds     *rotatingKey       // an API key (nil with instance principals)
-	principal *instancePrincipal // an instance principal (nil with an API key)
-	machines  *snapshot.Snapshot[machine]
+	cfg      Config
+	gw       gatewayAPI
+	creds    *rotatingKey  // an API key (nil with session tokens)
+	sessions *sessionCache // session tokens: instance principal or workload identity (nil with an API key)
+	machines *snapshot.Snapshot[machine]
 	// listings are the shared listings of the load balancers, by kind.
 	listings map[string]*snapshot.Snapshot[LB]
 	wrs      *workRequests
@@ -82,29 +82,19 @@ func New(cfg Config) (*Cloud, error) {
 	if err := provider.Prepare(&cfg, ProviderName); err != nil {
 		return nil, err
 	}
-	var creds credentials
-	var keys *rotatingKey
-	if cfg.UseInstancePrincipals {
-		p, err := instancePrincipalOf(&cfg)
-		if err != nil {
-			return nil, err
-		}
-		creds = p
-	} else {
-		key, err := apiKeyOf(cfg.Auth)
-		if err != nil {
-			return nil, err
-		}
-		keys = &rotatingKey{}
-		keys.set(key)
-		creds = keys
+	keys, sessions, err := credentialsOf(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	var creds credentials = keys
+	if sessions != nil {
+		creds = sessions
 	}
 	gw, err := newGateway(cfg.endpoints(), creds, cfg.RateLimiter, time.Now)
 	if err != nil {
 		return nil, err
 	}
-	principal, _ := creds.(*instancePrincipal)
-	c := &Cloud{cfg: cfg, gw: gw, creds: keys, principal: principal, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{},
+	c := &Cloud{cfg: cfg, gw: gw, creds: keys, sessions: sessions, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{},
 		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}, nsgPass: provider.Rotation[[]NSGRule]{PerPass: nsgReadsPerPass}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
@@ -113,6 +103,32 @@ func New(cfg Config) (*Cloud, error) {
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube}
 	c.Cycle = newCycle(c)
 	return c, nil
+}
+
+// credentialsOf are what cfg's requests are signed with: an API key, or the
+// session tokens of an instance principal or of OKE workload identity.
+func credentialsOf(cfg *Config) (*rotatingKey, *sessionCache, error) {
+	switch {
+	case cfg.UseInstancePrincipals:
+		p, err := instancePrincipalOf(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, p.sessions(), nil
+	case cfg.UseWorkloadIdentity:
+		w, err := newWorkloadIdentity(*cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, w.sessions(), nil
+	}
+	key, err := apiKeyOf(cfg.Auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys := &rotatingKey{}
+	keys.set(key)
+	return keys, nil, nil
 }
 
 // instancePrincipalOf is the instance principal of cfg. The region and the
@@ -140,7 +156,7 @@ func instancePrincipalOf(cfg *Config) (*instancePrincipal, error) {
 // rotated API key, and learns the cluster's UID.
 func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
 	c.Start(clientBuilder, "overcast-oci-cloud", stop)
-	if c.creds != nil { // an API key, not an instance principal
+	if c.creds != nil { // an API key, not session tokens
 		go provider.WatchConfig(stop, provider.CredentialsReload, ProviderName, c.cfg.path, &c.cfg, c.setKey)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/netip"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ const ProviderName = "oci"
 // are read too, each with one warning naming its replacement (Warnings).
 type Config struct {
 	// Auth is the API key of a user (the user principal), unless
-	// useInstancePrincipals is set.
+	// useInstancePrincipals or useWorkloadIdentity is set.
 	Auth Auth `json:"auth"`
 	// LoadBalancer configures the Services' load balancers.
 	LoadBalancer *LoadBalancer `json:"loadBalancer"`
@@ -50,8 +51,11 @@ type Config struct {
 	// the auth block's keys are then ignored.
 	// Default: false
 	UseInstancePrincipals bool `json:"useInstancePrincipals"`
-	// Authenticate with OKE workload identity. Not supported by Overcast:
-	// the CCM refuses to start, saying so.
+	// Authenticate as the CCM's Kubernetes ServiceAccount with OKE's
+	// workload identity (an enhanced cluster): the pod's ServiceAccount
+	// token is traded for session tokens at the cluster's workload identity
+	// endpoint (docs/oci.md). Needs auth.region and compartment; the auth
+	// block's other keys are then ignored.
 	// Default: false
 	UseWorkloadIdentity bool `json:"useWorkloadIdentity"`
 	// The OCID of the compartment of the cluster's instances and load
@@ -78,7 +82,7 @@ type Config struct {
 // Auth is the API key of a user.
 type Auth struct {
 	// The region's name (us-ashburn-1) or short code (iad).
-	// Default: the instance's region (instance principal)
+	// Default: the instance's region (instance principal); the environment's OCI_RESOURCE_PRINCIPAL_REGION (workload identity)
 	Region string `json:"region"`
 	// The tenancy's OCID.
 	TenancyID string `json:"tenancy"`
@@ -131,6 +135,10 @@ type EndpointOverrides struct {
 	// session tokens (the environment's OCI_SDK_AUTH_CLIENT_REGION_URL too).
 	// Default: https://auth.<region>.oraclecloud.com
 	Auth string `json:"auth"`
+	// OKE's workload identity endpoint, with useWorkloadIdentity: https
+	// only, its certificate checked against the cluster's CA.
+	// Default: https://<KUBERNETES_SERVICE_HOST>:12250
+	WorkloadIdentity string `json:"workloadIdentity"`
 }
 
 // endpoints are the services' base URLs: the region's, or the overrides.
@@ -289,6 +297,10 @@ func (c *Config) complete() {
 	if c.RegionKey == "" {
 		c.RegionKey = a.RegionKey
 	}
+	if c.UseWorkloadIdentity && a.Region == "" {
+		// oci-go-sdk's workload identity takes its region from there.
+		a.Region = os.Getenv("OCI_RESOURCE_PRINCIPAL_REGION")
+	}
 	if lb := c.LoadBalancer; lb != nil && lb.SecurityListManagementMode == "" {
 		lb.SecurityListManagementMode = ModeAll
 		if lb.DisableSecurityListManagement {
@@ -329,28 +341,8 @@ func (c *Config) Validate() error {
 			add("%s: %q is not the OCID of a %s (ocid1.%s.…)", key, v, kind, kind)
 		}
 	}
-	if c.UseWorkloadIdentity {
-		add("useWorkloadIdentity: OKE workload identity is not supported by overcast-ccm; use useInstancePrincipals (a dynamic group of the control-plane instances) or an API key (auth)")
-	}
+	errs = append(errs, c.principalProblems()...)
 	a := c.Auth
-	if !c.UseInstancePrincipals && !c.UseWorkloadIdentity {
-		for _, k := range []struct{ key, v string }{
-			{"auth.region", a.Region}, {"auth.tenancy", a.TenancyID}, {"auth.user", a.UserID},
-			{"auth.key", a.PrivateKey}, {"auth.fingerprint", a.Fingerprint},
-		} {
-			if strings.TrimSpace(k.v) == "" {
-				add("%s: required (or set useInstancePrincipals)", k.key)
-			}
-		}
-		if c.CompartmentID == "" {
-			add("compartment: required (with instance principals it is the instance's)")
-		}
-		if a.PrivateKey != "" {
-			if _, err := a.signingKey(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
 	ocid("auth.tenancy", a.TenancyID, "tenancy")
 	ocid("auth.user", a.UserID, "user")
 	ocid("compartment", c.CompartmentID, "compartment")
@@ -374,10 +366,13 @@ func (c *Config) Validate() error {
 	if o := c.Endpoints; o != nil {
 		for _, k := range []struct{ key, v string }{{"endpoints.api", o.API}, {"endpoints.core", o.Core},
 			{"endpoints.identity", o.Identity}, {"endpoints.loadBalancer", o.LoadBalancer}, {"endpoints.networkLoadBalancer", o.NetworkLoadBalancer},
-			{"endpoints.auth", o.Auth}} {
+			{"endpoints.auth", o.Auth}, {"endpoints.workloadIdentity", o.WorkloadIdentity}} {
 			if msg := checkEndpoint(k.key, k.v); msg != "" {
 				add("%s", msg)
 			}
+		}
+		if v := o.WorkloadIdentity; v != "" && !strings.HasPrefix(v, "https://") {
+			add("endpoints.workloadIdentity: %q: https only (the ServiceAccount token goes there, and the endpoint's certificate is checked against the cluster's CA)", v)
 		}
 	}
 	if c.Auth.Region != "" && !c.UseInstancePrincipals && c.Endpoints == nil && !validRegion(regionName(c.Auth.Region)) {
@@ -392,6 +387,44 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// principalProblems are the problems of the keys of the principal the CCM
+// calls as: a user's API key, the instance, or the ServiceAccount (OKE
+// workload identity).
+func (c *Config) principalProblems() []error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	a := c.Auth
+	switch {
+	case c.UseInstancePrincipals && c.UseWorkloadIdentity:
+		add("useWorkloadIdentity: cannot be set with useInstancePrincipals (as the peer refuses both): choose one")
+	case c.UseWorkloadIdentity:
+		if strings.TrimSpace(a.Region) == "" {
+			add("auth.region: required with useWorkloadIdentity (the cluster's region; or the environment's OCI_RESOURCE_PRINCIPAL_REGION)")
+		}
+		if c.CompartmentID == "" {
+			add("compartment: required with useWorkloadIdentity (the compartment of the cluster's instances and load balancers)")
+		}
+	case !c.UseInstancePrincipals:
+		for _, k := range []struct{ key, v string }{
+			{"auth.region", a.Region}, {"auth.tenancy", a.TenancyID}, {"auth.user", a.UserID},
+			{"auth.key", a.PrivateKey}, {"auth.fingerprint", a.Fingerprint},
+		} {
+			if strings.TrimSpace(k.v) == "" {
+				add("%s: required (or set useInstancePrincipals or useWorkloadIdentity)", k.key)
+			}
+		}
+		if c.CompartmentID == "" {
+			add("compartment: required (with instance principals it is the instance's)")
+		}
+		if a.PrivateKey != "" {
+			if _, err := a.signingKey(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errs
 }
 
 // validOCID says whether v has the form of an OCID of kind:

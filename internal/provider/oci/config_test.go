@@ -147,6 +147,7 @@ func TestThePassphraseReallyDecryptsTheKey(t *testing.T) {
 }
 
 func TestValidateListsEveryProblemAndNeverTheSecrets(t *testing.T) {
+	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "")
 	other, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	doc := fmt.Sprintf(`useWorkloadIdentity: true
@@ -168,7 +169,7 @@ rateLimiter:
 	require.Error(t, err)
 	msg := err.Error()
 	for _, want := range []string{
-		"useWorkloadIdentity: OKE workload identity is not supported",
+		"auth.region: required with useWorkloadIdentity", "compartment: required with useWorkloadIdentity",
 		`auth.tenancy: "ocid1.user.oc1..wrongkind" is not the OCID of a tenancy`,
 		`vcn: "not-an-ocid" is not the OCID of a vcn`,
 		`loadBalancer.securityListManagementMode: "Some" is not All, Frontend or None`,

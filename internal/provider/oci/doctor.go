@@ -23,14 +23,14 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	key := doctor.Result{Check: "oci: API key"}
 	ads, err := c.gw.availabilityDomains(ctx, comp)
 	if err != nil {
-		return []doctor.Result{failed(key, err, "read availability domains in tenancy")}
+		return []doctor.Result{c.failed(key, err, "read availability domains in tenancy")}
 	}
-	key.Detail = fmt.Sprintf("%s accepted the signature of user %s; %d availability domain(s)", c.gw.endpoints().Identity, c.cfg.Auth.UserID, len(ads))
+	key.Detail = fmt.Sprintf("%s accepted the signature of %s; %d availability domain(s)", c.gw.endpoints().Identity, c.principal(), len(ads))
 	out := []doctor.Result{key}
 
 	inst := doctor.Result{Check: "oci: instances"}
 	if page, err := c.gw.firstInstance(ctx, comp); err != nil {
-		out = append(out, failed(inst, err, "read instance-family in compartment <compartment of "+comp+">"))
+		out = append(out, c.failed(inst, err, "read instance-family in compartment <compartment of "+comp+">"))
 	} else {
 		inst.Detail = fmt.Sprintf("compartment %s answers (%d on the first page of one)", comp, len(page))
 		out = append(out, inst)
@@ -42,7 +42,7 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	}
 	lbs := doctor.Result{Check: "oci: load balancers"}
 	if err := c.gw.firstLoadBalancer(ctx, comp); err != nil {
-		out = append(out, failed(lbs, err, "manage load-balancers in compartment <compartment of "+comp+">"))
+		out = append(out, c.failed(lbs, err, "manage load-balancers in compartment <compartment of "+comp+">"))
 	} else {
 		lbs.Detail = fmt.Sprintf("compartment %s answers", comp)
 		out = append(out, lbs)
@@ -58,7 +58,7 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 	if vcn != "" {
 		r := doctor.Result{Check: "oci: VCN"}
 		if err := c.gw.vcn(ctx, vcn); err != nil {
-			out = append(out, failed(r, err, "use virtual-network-family in compartment <compartment of the VCN>"))
+			out = append(out, c.failed(r, err, "use virtual-network-family in compartment <compartment of the VCN>"))
 		} else {
 			r.Detail = vcn
 			out = append(out, r)
@@ -76,7 +76,7 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 		sub, err := c.gw.subnet(ctx, id)
 		switch {
 		case err != nil:
-			out = append(out, failed(r, err, "use virtual-network-family in compartment <compartment of the subnet>"))
+			out = append(out, c.failed(r, err, "use virtual-network-family in compartment <compartment of the subnet>"))
 			continue
 		case vcn != "" && sub.VCNID != vcn:
 			r.Status, r.Detail = doctor.Fail, fmt.Sprintf("subnet %s is in VCN %s, not in vcn %s", id, sub.VCNID, vcn)
@@ -95,7 +95,7 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 			_, err = c.gw.securityList(ctx, list)
 		}
 		if err != nil {
-			out = append(out, failed(sl, err, "manage security-lists in compartment <compartment of the VCN>"))
+			out = append(out, c.failed(sl, err, "manage security-lists in compartment <compartment of the VCN>"))
 			continue
 		}
 		sl.Detail = fmt.Sprintf("%s, for the rules of subnet %s (mode %s)", list, id, lb.SecurityListManagementMode)
@@ -104,15 +104,44 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 	return out
 }
 
-// failed is r failed with err; policy is the statement a missing policy
-// lacks ("Allow group <group> to <policy>").
-func failed(r doctor.Result, err error, policy string) doctor.Result {
-	r.Status, r.Detail = doctor.Fail, err.Error()
+// principal names who the CCM calls as.
+func (c *Cloud) principal() string {
 	switch {
+	case c.cfg.UseWorkloadIdentity:
+		return "the workload identity (the pod's ServiceAccount)"
+	case c.cfg.UseInstancePrincipals:
+		return "the instance principal"
+	}
+	return "user " + c.cfg.Auth.UserID
+}
+
+// allow is the policy statement that gives the CCM's principal right.
+func (c *Cloud) allow(right string) string {
+	switch {
+	case c.cfg.UseWorkloadIdentity:
+		return "Allow any-user to " + right + " where all {request.principal.type = 'workload', request.principal.namespace = '<the CCM's namespace>', request.principal.service_account = '<its ServiceAccount>', request.principal.cluster_id = '<the cluster's OCID>'}"
+	case c.cfg.UseInstancePrincipals:
+		return "Allow dynamic-group <the group of the CCM's instances> to " + right
+	}
+	return "Allow group <group> to " + right
+}
+
+// failed is r failed with err; right is what a missing policy lacks
+// ("Allow group <group> to <right>").
+func (c *Cloud) failed(r doctor.Result, err error, right string) doctor.Result {
+	r.Status, r.Detail = doctor.Fail, err.Error()
+	var pe *principalError
+	switch {
+	case errors.As(err, &pe) && c.cfg.UseWorkloadIdentity:
+		r.Fix = "no session token for the pod's ServiceAccount (the error says why): workload identity needs an OKE enhanced cluster, the pod's ServiceAccount token and the cluster's CA (automountServiceAccountToken), and the endpoint on KUBERNETES_SERVICE_HOST, port 12250 (docs/oci.md)"
+	case errors.As(err, &pe):
+		r.Fix = "no session token for the instance (the error says why): the instance metadata service (endpoints.metadata) and the federation endpoint (endpoints.auth) must answer"
+	case errors.Is(err, outcome.ErrAuth) && c.sessions != nil:
+		r.Fix = "OCI refused the session token's signature: this machine's clock must be within 5 minutes of the real time"
 	case errors.Is(err, outcome.ErrAuth):
 		r.Fix = "OCI refused the signature: auth.tenancy, auth.user, auth.fingerprint and auth.key must be one API key of the user (Console → Identity → Users → API keys), and this machine's clock within 5 minutes of the real time"
 	case errors.Is(err, outcome.ErrNotFound):
-		r.Fix = "it does not exist, or the user's group has no policy for it (OCI answers both alike): check the OCID, and that a policy says \"Allow group <group> to " + policy + "\""
+		r.Fix = "it does not exist, or " + c.principal() + " has no policy for it (OCI answers both alike): check the OCID, and that a policy says \"" + c.allow(right) + "\""
 	default:
 		r.Fix = "check auth.region (or endpoints), and that this network reaches OCI's endpoints"
 	}

@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -29,27 +28,15 @@ import (
 // certificate; the federation endpoint (POST /v1/x509, signed with the
 // leaf's key as <tenancy>/fed-x509-sha256/<fingerprint>) trades them and a
 // session public key of ours for a session token (a JWT); requests are then
-// signed with the session key as ST$<token>. A token is renewed 5 minutes
-// before it expires (the certificate, which the instance renews, read
-// anew), never while a request waits for longer than a renewal takes.
+// signed with the session key as ST$<token>, renewed as session.go says
+// (the certificate, which the instance renews, read anew).
 
-const (
-	defaultMetadataURL = "http://169.254.169.254/opc/v2"
-	// tokenRenewal is how long before its expiry a token is replaced.
-	tokenRenewal = 5 * time.Minute
-	// principalTimeout bounds one renewal (metadata and federation).
-	principalTimeout = 30 * time.Second
-)
+const defaultMetadataURL = "http://169.254.169.254/opc/v2"
 
 type instancePrincipal struct {
 	metadata, auth string
 	http           *http.Client
 	now            func() time.Time
-
-	mu      sync.Mutex
-	token   string
-	exp     time.Time
-	session *rsa.PrivateKey
 }
 
 // newInstancePrincipal is the instance principal of the config: the metadata
@@ -76,27 +63,9 @@ func newInstancePrincipal(cfg Config) *instancePrincipal {
 	return p
 }
 
-func (p *instancePrincipal) signingKey() (string, *rsa.PrivateKey, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.token == "" || !p.now().Before(p.exp.Add(-tokenRenewal)) {
-		ctx, cancel := context.WithTimeout(context.Background(), principalTimeout)
-		defer cancel()
-		if err := p.renew(ctx); err != nil {
-			return "", nil, fmt.Errorf("instance principal: %w", err)
-		}
-	}
-	return "ST$" + p.token, p.session, nil
-}
-
-// forget drops the token of keyID (OCI refused it), so that the next
-// request gets another.
-func (p *instancePrincipal) forget(keyID string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if "ST$"+p.token == keyID {
-		p.token = ""
-	}
+// sessions are the instance principal's credentials.
+func (p *instancePrincipal) sessions() *sessionCache {
+	return &sessionCache{what: "instance principal", renew: p.exchange, now: p.now}
 }
 
 // instanceMetadata is what the CCM reads of its instance.
@@ -135,26 +104,26 @@ func (p *instancePrincipal) get(ctx context.Context, path string) ([]byte, error
 	return data, err
 }
 
-// renew gets a session token for a new session key. Call with mu held.
-func (p *instancePrincipal) renew(ctx context.Context) error {
+// exchange gets a session token for a new session key.
+func (p *instancePrincipal) exchange(ctx context.Context) (session, error) {
 	var pems [3][]byte
 	for i, path := range []string{"/identity/cert.pem", "/identity/key.pem", "/identity/intermediate.pem"} {
 		var err error
 		if pems[i], err = p.get(ctx, path); err != nil {
-			return err
+			return session{}, err
 		}
 	}
 	leaf, err := parseCertificate(pems[0])
 	if err != nil {
-		return fmt.Errorf("the instance's certificate: %w", err)
+		return session{}, fmt.Errorf("the instance's certificate: %w", err)
 	}
 	leafKey, err := parseRSAKey(pems[1])
 	if err != nil {
-		return fmt.Errorf("the instance's key: %w", err)
+		return session{}, fmt.Errorf("the instance's key: %w", err)
 	}
 	intermediate, err := parseCertificate(pems[2])
 	if err != nil {
-		return fmt.Errorf("the intermediate certificate: %w", err)
+		return session{}, fmt.Errorf("the intermediate certificate: %w", err)
 	}
 	tenancy := ""
 	for _, ou := range leaf.Subject.OrganizationalUnit {
@@ -163,25 +132,25 @@ func (p *instancePrincipal) renew(ctx context.Context) error {
 		}
 	}
 	if tenancy == "" {
-		return errors.New("the instance's certificate names no tenancy (opc-tenant:)")
+		return session{}, errors.New("the instance's certificate names no tenancy (opc-tenant:)")
 	}
-	session, err := rsa.GenerateKey(rand.Reader, 2048)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return err
+		return session{}, err
 	}
-	pub, err := x509.MarshalPKIXPublicKey(&session.PublicKey)
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
-		return err
+		return session{}, err
 	}
 	body, err := json.Marshal(map[string]any{"certificate": base64.StdEncoding.EncodeToString(leaf.Raw),
 		"publicKey": base64.StdEncoding.EncodeToString(pub), "intermediateCertificates": []string{base64.StdEncoding.EncodeToString(intermediate.Raw)},
 		"fingerprintAlgorithm": "SHA256"})
 	if err != nil {
-		return err
+		return session{}, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.auth+"/v1/x509", bytes.NewReader(body))
 	if err != nil {
-		return err
+		return session{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	sum := sha256.Sum256(leaf.Raw)
@@ -190,47 +159,27 @@ func (p *instancePrincipal) renew(ctx context.Context) error {
 		hexes[i] = fmt.Sprintf("%02x", b)
 	}
 	if err := sign(req, body, tenancy+"/fed-x509-sha256/"+strings.Join(hexes, ":"), leafKey, p.now()); err != nil {
-		return err
+		return session{}, err
 	}
 	resp, err := p.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("asking the federation endpoint for a token: %w", err)
+		return session{}, fmt.Errorf("asking the federation endpoint for a token: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return answerError(resp, http.MethodPost, "/v1/x509")
+		return session{}, answerError(resp, http.MethodPost, "/v1/x509")
 	}
 	var out struct {
 		Token string `json:"token"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
-		return fmt.Errorf("decoding the federation endpoint's answer: %w", err)
+		return session{}, errors.New("the federation endpoint's answer is not JSON")
 	}
-	exp, err := tokenExpiry(out.Token)
+	iat, exp, err := tokenTimes(out.Token)
 	if err != nil {
-		return err
+		return session{}, fmt.Errorf("the federation endpoint's token: %w", err)
 	}
-	p.token, p.exp, p.session = out.Token, exp, session
-	return nil
-}
-
-// tokenExpiry is a session token's exp claim.
-func tokenExpiry(token string) (time.Time, error) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return time.Time{}, errors.New("the federation endpoint's token is not a JWT")
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
-	if err != nil {
-		return time.Time{}, fmt.Errorf("the token's payload: %w", err)
-	}
-	var claims struct {
-		Exp float64 `json:"exp"`
-	}
-	if err := json.Unmarshal(payload, &claims); err != nil || claims.Exp == 0 {
-		return time.Time{}, errors.New("the token has no exp")
-	}
-	return time.Unix(int64(claims.Exp), 0), nil
+	return session{token: out.Token, key: key, iat: iat, exp: exp}, nil
 }
 
 func parseCertificate(data []byte) (*x509.Certificate, error) {

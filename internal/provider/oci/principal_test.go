@@ -32,21 +32,22 @@ func TestInstancePrincipalsCallAsTheInstance(t *testing.T) {
 	assert.Equal(t, ProviderIDPrefix+id, md.ProviderID)
 
 	// The token is reused until 5 minutes before it expires, then renewed.
-	keyID, _, err := c.principal.signingKey()
+	keyID, _, err := c.sessions.signingKey()
 	require.NoError(t, err)
-	again, _, err := c.principal.signingKey()
+	again, _, err := c.sessions.signingKey()
 	require.NoError(t, err)
 	assert.Equal(t, keyID, again)
-	c.principal.mu.Lock()
-	c.principal.exp = time.Now().Add(tokenRenewal - time.Minute) // due
-	c.principal.mu.Unlock()
-	renewed, _, err := c.principal.signingKey()
+	c.sessions.mu.Lock()
+	c.sessions.cur.exp = time.Now().Add(tokenRenewal - time.Minute) // due
+	c.sessions.cur.iat = c.sessions.cur.exp.Add(-20 * time.Minute)
+	c.sessions.mu.Unlock()
+	renewed, _, err := c.sessions.signingKey()
 	require.NoError(t, err)
 	assert.NotEqual(t, keyID, renewed, "a new token")
 
 	// A token OCI refuses (401) is dropped: the next call gets another.
-	c.principal.forget(renewed)
-	next, _, err := c.principal.signingKey()
+	c.sessions.forget(renewed)
+	next, _, err := c.sessions.signingKey()
 	require.NoError(t, err)
 	assert.NotEqual(t, renewed, next)
 }

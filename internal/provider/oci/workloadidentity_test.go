@@ -1,0 +1,400 @@
+package oci
+
+import (
+	"bytes"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oracle/oci-go-sdk/v65/common/auth"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/overcast-ccm/overcast/internal/doctor"
+	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+)
+
+// testClock is a clock a test moves, shared by the emulator and the CCM.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock() *testClock { return &testClock{t: time.Now()} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// workloadEmulator is an emulator that is OKE's workload identity endpoint
+// too, its session tokens lasting lifetime (0: 20 minutes).
+func workloadEmulator(t *testing.T, clock *testClock, lifetime time.Duration) *emulator.Emulator {
+	t.Helper()
+	opts := emulator.Options{WorkloadIdentity: true, SessionLifetime: lifetime}
+	if clock != nil {
+		opts.Clock = clock.Now
+	}
+	e, err := emulator.New(opts)
+	return coretest.Serve(t, e, err)
+}
+
+// pod is what the kubelet gives the CCM's pod on e's cluster: the
+// ServiceAccount token and the cluster's CA in files, which the environment
+// names. token writes another token to the file, as the kubelet rotates it.
+type pod struct {
+	t                 *testing.T
+	tokenPath, caPath string
+}
+
+func podOn(t *testing.T, e *emulator.Emulator, ttl time.Duration) *pod {
+	t.Helper()
+	dir := t.TempDir()
+	p := &pod{t: t, tokenPath: filepath.Join(dir, "token"), caPath: filepath.Join(dir, "ca.crt")}
+	require.NoError(t, os.WriteFile(p.caPath, e.CA(), 0o600))
+	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", ttl))
+	t.Setenv(envTokenPath, p.tokenPath)
+	t.Setenv(envCAPath, p.caPath)
+	t.Setenv(envDomainURL, "")
+	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "")
+	return p
+}
+
+func (p *pod) token(token string) {
+	require.NoError(p.t, os.WriteFile(p.tokenPath, []byte(token), 0o600))
+}
+
+// workloadConfig is a cloud-provider.yaml with useWorkloadIdentity for e.
+func workloadConfig(e *emulator.Emulator) string {
+	f := e.Fixture()
+	return fmt.Sprintf("useWorkloadIdentity: true\nauth:\n  region: us-ashburn-1\ncompartment: %s\nvcn: %s\nloadBalancer:\n  subnet1: %s\nendpoints:\n  api: %s\n  workloadIdentity: %s\n",
+		f.CompartmentID, f.VCNID, f.SubnetID, e.URL(), e.WorkloadIdentityURL())
+}
+
+// workloadOn is the workload identity of e's pod on clock, its sessions,
+// and a gateway signing with them; attempts are 10 ms apart.
+func workloadOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*workloadIdentity, *sessionCache, *gateway) {
+	t.Helper()
+	cfg, err := Read(strings.NewReader(workloadConfig(e)))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	w, err := newWorkloadIdentity(cfg)
+	require.NoError(t, err)
+	w.now, w.backoff = clock.Now, 10*time.Millisecond
+	s := w.sessions()
+	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()}, s, nil, clock.Now)
+	require.NoError(t, err)
+	return w, s, g
+}
+
+// exchanges counts the calls of e's workload identity endpoint, by status.
+func exchanges(e *emulator.Emulator) map[int]int {
+	out := map[int]int{}
+	for _, c := range e.Calls() {
+		if c.Service == "workloadidentity" {
+			out[c.Code] += c.Count
+		}
+	}
+	return out
+}
+
+// With useWorkloadIdentity the CCM calls as its ServiceAccount: one
+// exchange, then every request signed with the session token.
+func TestWorkloadIdentityCallsAsTheServiceAccount(t *testing.T) {
+	e := workloadEmulator(t, nil, 0)
+	podOn(t, e, time.Hour)
+	c := cloudOn(t, workloadConfig(e))
+	id, _ := e.AddMachine("node-a")
+	md, err := c.InstanceMetadata(t.Context(), nodeNamed("node-a", ""))
+	require.NoError(t, err)
+	assert.Equal(t, ProviderIDPrefix+id, md.ProviderID)
+	_, err = c.InstanceMetadata(t.Context(), nodeNamed("node-a", ""))
+	require.NoError(t, err)
+	keyID, _, err := c.sessions.signingKey()
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(keyID, "ST$ey"))
+	assert.Equal(t, map[int]int{200: 1}, exchanges(e), "one exchange for every call")
+}
+
+// The session token is renewed before it expires (half-way through one of
+// 4 minutes), and the ServiceAccount token is read anew for each exchange:
+// the kubelet's rotation is picked up.
+func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T) {
+	clock := newTestClock()
+	e := workloadEmulator(t, clock, 4*time.Minute)
+	p := podOn(t, e, 10*time.Minute)
+	_, s, g := workloadOn(t, e, clock)
+	comp := e.Fixture().CompartmentID
+	call := func() {
+		t.Helper()
+		_, err := g.availabilityDomains(t.Context(), comp)
+		require.NoError(t, err)
+	}
+	key := func() string {
+		t.Helper()
+		k, _, err := s.signingKey()
+		require.NoError(t, err)
+		return k
+	}
+	call()
+	first := key()
+	clock.Add(time.Minute)
+	assert.Equal(t, first, key(), "not due yet")
+	clock.Add(time.Minute + time.Second)
+	second := key()
+	assert.NotEqual(t, first, second, "renewed 2 minutes before it expires")
+	call()
+	assert.Equal(t, map[int]int{200: 2}, exchanges(e))
+
+	// The ServiceAccount token expires (the file not rotated): refused
+	// before asking, saying so, once the session token is gone too.
+	clock.Add(8 * time.Minute)
+	_, _, err := s.signingKey()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.tokenPath+" expired")
+
+	clock.Add(time.Second)
+	_, _, again := s.signingKey()
+	assert.Equal(t, err, again, "not asked again before renewRetry")
+
+	// The kubelet rotates it: the next exchange reads the new one.
+	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
+	clock.Add(renewRetry)
+	assert.NotEqual(t, second, key())
+	call()
+	assert.Equal(t, map[int]int{200: 3}, exchanges(e))
+}
+
+// A refusal says the endpoint, the status and the likely cause, never a
+// token; what may pass is tried again, a bounded number of times; a
+// renewal that fails while the token holds leaves it signing.
+func TestWorkloadIdentityRefusalsSayWhyWithoutTheToken(t *testing.T) {
+	clock := newTestClock()
+	e := workloadEmulator(t, clock, 0)
+	p := podOn(t, e, time.Hour)
+	w, s, _ := workloadOn(t, e, clock)
+	host := strings.TrimPrefix(e.WorkloadIdentityURL(), "https://")
+	fails := func(wants ...string) {
+		t.Helper()
+		_, err := w.exchange(t.Context())
+		require.Error(t, err)
+		for _, want := range wants {
+			assert.Contains(t, err.Error(), want)
+		}
+		token, _ := os.ReadFile(p.tokenPath)
+		assert.NotContains(t, err.Error(), string(token))
+		assert.NotContains(t, err.Error(), "ey", "no JWT")
+	}
+
+	other := workloadEmulator(t, nil, 0)
+	p.token(other.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
+	fails("workload identity endpoint "+host+" answered 401 Unauthorized", "ServiceAccount token in "+p.tokenPath+" was refused", "not this cluster's", "opc-request-id ")
+	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
+
+	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusForbidden, Count: 1})
+	fails("answered 403 Forbidden", "OKE enhanced cluster")
+	e.ResetCalls()
+	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusServiceUnavailable})
+	fails("answered 503 Service Unavailable", "unavailable (tried 3 times)")
+	assert.Equal(t, map[int]int{503: 3}, exchanges(e), "three attempts, no more")
+	e.ClearFaults()
+	e.ResetCalls()
+	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusServiceUnavailable, Count: 2})
+	_, err := w.exchange(t.Context())
+	require.NoError(t, err, "the third attempt")
+	assert.Equal(t, map[int]int{503: 2, 200: 1}, exchanges(e))
+
+	// Due for renewal but the endpoint is down: the token signs on until
+	// it expires, then the failure is the request's.
+	first, _, err := s.signingKey()
+	require.NoError(t, err)
+	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusServiceUnavailable})
+	clock.Add(16 * time.Minute)
+	again, _, err := s.signingKey()
+	require.NoError(t, err)
+	assert.Equal(t, first, again)
+	clock.Add(5 * time.Minute)
+	_, _, err = s.signingKey()
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "workload identity: the workload identity endpoint "+host+" answered 503"), err.Error())
+	e.ClearFaults()
+
+	// Another CA than the cluster's; no endpoint at all.
+	require.NoError(t, os.WriteFile(p.caPath, other.CA(), 0o600))
+	fails("certificate of the workload identity endpoint " + host + " is not of the cluster's CA (" + p.caPath)
+	w.endpoint = "https://127.0.0.1:1"
+	fails("no answer from the workload identity endpoint 127.0.0.1:1", "KUBERNETES_SERVICE_HOST")
+}
+
+// Bad config, or a pod without what workload identity needs: an error at
+// start naming the key or the variable.
+func TestWorkloadIdentityConfigErrorsNameTheKey(t *testing.T) {
+	e := workloadEmulator(t, nil, 0)
+	p := podOn(t, e, time.Hour)
+	problems := func(doc string) string {
+		t.Helper()
+		c, err := Read(strings.NewReader(doc))
+		require.NoError(t, err)
+		err = c.Validate()
+		require.Error(t, err)
+		return err.Error()
+	}
+	msg := problems("useWorkloadIdentity: true\nloadBalancer:\n  subnet1: " + subnet1 + "\n")
+	assert.Contains(t, msg, "auth.region: required with useWorkloadIdentity")
+	assert.Contains(t, msg, "compartment: required with useWorkloadIdentity")
+	assert.NotContains(t, msg, "auth.user", "no API key wanted")
+	assert.Contains(t, problems("useWorkloadIdentity: true\nuseInstancePrincipals: true\n"), "useWorkloadIdentity: cannot be set with useInstancePrincipals")
+	assert.Contains(t, problems(strings.Replace(workloadConfig(e), "workloadIdentity: https:", "workloadIdentity: http:", 1)), "endpoints.workloadIdentity")
+
+	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "eu-frankfurt-1")
+	c, err := Read(strings.NewReader("useWorkloadIdentity: true\ncompartment: " + compartment + "\nloadBalancer:\n  subnet1: " + subnet1 + "\n"))
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	assert.Equal(t, "eu-frankfurt-1", c.Auth.Region, "oci-go-sdk's variable")
+
+	start := func() error {
+		t.Helper()
+		_, err := New(c)
+		return err
+	}
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	require.ErrorContains(t, start(), "useWorkloadIdentity: KUBERNETES_SERVICE_HOST is not set")
+	for host, want := range map[string]string{"10.96.0.1": "https://10.96.0.1:12250", "fd00::1": "https://[fd00::1]:12250"} {
+		t.Setenv("KUBERNETES_SERVICE_HOST", host)
+		w, err := newWorkloadIdentity(c)
+		require.NoError(t, err)
+		assert.Equal(t, want, w.endpoint, "as oci-go-sdk builds it")
+	}
+	t.Setenv(envDomainURL, "https://idcs-x.identity.oraclecloud.com")
+	require.ErrorContains(t, start(), "useWorkloadIdentity: "+envDomainURL+" is set")
+	t.Setenv(envDomainURL, "")
+	t.Setenv(envCAPath, filepath.Join(t.TempDir(), "none"))
+	require.ErrorContains(t, start(), "reading the cluster's CA ("+envCAPath+")")
+	t.Setenv(envCAPath, p.caPath)
+	t.Setenv(envTokenPath, filepath.Join(t.TempDir(), "none"))
+	require.ErrorContains(t, start(), "useWorkloadIdentity: the ServiceAccount token")
+}
+
+// recorded is what an exchange sent.
+type recorded struct {
+	method, path string
+	header       http.Header
+	body         []byte
+}
+
+// Our exchange is oci-go-sdk's OkeWorkloadIdentityConfigurationProvider's:
+// the same method, path and headers, the body the same bytes but for the
+// session key (a PEM "PUBLIC KEY" of an RSA 2048 key, newline-terminated, in
+// both), over TLS checked against the cluster's CA, through no proxy.
+func TestTheExchangeIsTheSDKs(t *testing.T) {
+	var mu sync.Mutex
+	var got []recorded
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, recorded{r.Method, r.URL.Path, r.Header.Clone(), body})
+		mu.Unlock()
+		http.Error(w, "recorded", http.StatusTeapot)
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	caPath, tokenPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(caPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+	e := workloadEmulator(t, nil, 0)
+	saToken := e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour)
+	require.NoError(t, os.WriteFile(tokenPath, []byte(saToken), 0o600))
+	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
+	t.Setenv("OCI_RESOURCE_PRINCIPAL_VERSION", "2.2")
+	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "us-ashburn-1")
+	t.Setenv(envCAPath, caPath)
+	t.Setenv(envTokenPath, tokenPath)
+	// The SDK appends ":12250/resourcePrincipalSessionTokens" to the host:
+	// given the server's port and the path, that becomes a fragment, never sent.
+	t.Setenv("KUBERNETES_SERVICE_HOST", strings.TrimPrefix(srv.URL, "https://")+sessionTokenPath+"#")
+	p, err := auth.OkeWorkloadIdentityConfigurationProviderWithServiceAccountTokenProvider(
+		auth.NewDefaultServiceAccountTokenProvider().WithSaTokenPath(tokenPath))
+	require.NoError(t, err)
+	_, err = p.KeyID()
+	require.Error(t, err, "the recorder answers 418")
+
+	w := &workloadIdentity{endpoint: srv.URL, tokenPath: tokenPath, caPath: caPath, now: time.Now, backoff: time.Millisecond}
+	_, err = w.exchange(t.Context())
+	require.ErrorContains(t, err, "answered 418")
+	require.Len(t, got, 2, "one request each")
+	theirs, ours := got[0], got[1]
+
+	assert.Equal(t, theirs.method, ours.method)
+	assert.Equal(t, sessionTokenPath, theirs.path)
+	assert.Equal(t, theirs.path, ours.path)
+	assert.Equal(t, slices.Sorted(maps.Keys(theirs.header)), slices.Sorted(maps.Keys(ours.header)))
+	for _, h := range []string{"Authorization", "Content-Type", "Content-Length", "User-Agent", "Accept-Encoding"} {
+		assert.Equal(t, theirs.header.Get(h), ours.header.Get(h), h)
+	}
+	assert.Equal(t, "Bearer "+saToken, ours.header.Get("Authorization"))
+	requestID := regexp.MustCompile(`^[0-9a-f]{32}/[0-9a-f]{32}/[0-9a-f]{32}$`)
+	assert.Regexp(t, requestID, theirs.header.Get("Opc-Request-Id"))
+	assert.Regexp(t, requestID, ours.header.Get("Opc-Request-Id"))
+
+	keyless := func(body []byte) ([]byte, string) {
+		var b map[string]string
+		require.NoError(t, json.Unmarshal(body, &b))
+		key := b["podKey"]
+		return bytes.Replace(body, []byte(strconv.Quote(key)[1:len(strconv.Quote(key))-1]), []byte("KEY"), 1), key
+	}
+	theirBody, theirKey := keyless(theirs.body)
+	ourBody, ourKey := keyless(ours.body)
+	assert.Equal(t, `{"podKey":"KEY"}`, string(theirBody))
+	assert.Equal(t, string(theirBody), string(ourBody))
+	for _, k := range []string{theirKey, ourKey} {
+		block, rest := pem.Decode([]byte(k))
+		require.NotNil(t, block)
+		assert.Equal(t, "PUBLIC KEY", block.Type)
+		assert.Empty(t, rest)
+		assert.True(t, strings.HasSuffix(k, "-----\n"))
+		pub, err := x509.ParsePKIXPublicKey(block.Bytes)
+		require.NoError(t, err)
+		assert.Equal(t, 2048, pub.(*rsa.PublicKey).N.BitLen())
+	}
+}
+
+// The doctor says who the CCM calls as, and what to check when the pod gets
+// no session token.
+func TestDoctorOnWorkloadIdentity(t *testing.T) {
+	e := workloadEmulator(t, nil, 0)
+	podOn(t, e, time.Hour)
+	got := byCheck(cloudOn(t, workloadConfig(e)).Diagnose(t.Context()))
+	assert.Equal(t, doctor.OK, got["oci: API key"].Status)
+	assert.Contains(t, got["oci: API key"].Detail, "accepted the signature of the workload identity")
+
+	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusForbidden})
+	results := cloudOn(t, workloadConfig(e)).Diagnose(t.Context())
+	require.Len(t, results, 1)
+	assert.Equal(t, doctor.Fail, results[0].Status)
+	assert.Contains(t, results[0].Detail, "answered 403 Forbidden: workload identity needs an OKE enhanced cluster")
+	assert.Contains(t, results[0].Fix, "no session token for the pod's ServiceAccount")
+}
