@@ -1,16 +1,30 @@
 package e2e
 
 import (
+	"fmt"
 	"maps"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/overcast-ccm/overcast/internal/devenv"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // alertRules writes the chart's alerts (its PrometheusRule's spec, rendered
@@ -93,4 +107,126 @@ func TestAlertsFireOnTheirSeries(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), out, 0o600))
 	promtool(t, dir, "alerts_test.yaml")
+}
+
+// A healthy run wakes nobody: a real overcast-ccm process on the OpenStack
+// emulator (a Node, a load balancer built, the leader), its /metrics
+// recorded a few times, and those series, held for three hours, fire no
+// alert of the chart at any time.
+func TestAlertsStaySilentOnAHealthyRun(t *testing.T) {
+	dir, alerts := alertRules(t)
+	scrapes := healthyScrapes(t, 8)
+	rules, err := os.ReadFile(filepath.Join(dir, "rules.yaml"))
+	require.NoError(t, err)
+	series := recordedSeries(t, scrapes, string(rules))
+	recorded := fmt.Sprint(series)
+	for _, name := range []string{"leader_election_master_status", "overcast_cloud_api_requests_total", "overcast_service_load_balancers",
+		"overcast_service_load_balancer_unconverged_seconds", "overcast_node_deletions_held"} {
+		require.Contains(t, recorded, name+"{", "a healthy run's series the alerts read")
+	}
+	var checks []any
+	for _, name := range slices.Sorted(maps.Keys(alerts)) {
+		for _, at := range []string{"30m", "90m", "3h"} {
+			checks = append(checks, map[string]any{"alertname": name, "eval_time": at, "exp_alerts": []any{}})
+		}
+	}
+	file := map[string]any{"rule_files": []string{"rules.yaml"}, "evaluation_interval": "1m",
+		"tests": []any{map[string]any{"interval": "1m", "input_series": series, "alert_rule_test": checks}}}
+	out, err := yaml.Marshal(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "healthy_test.yaml"), out, 0o600))
+	promtool(t, dir, "healthy_test.yaml")
+}
+
+// healthyScrapes are n scrapes, a second apart, of a CCM process on the
+// OpenStack emulator once its Node is initialised and a Service has its
+// load balancer.
+func healthyScrapes(t *testing.T, n int) []string {
+	t.Helper()
+	e := coretest.Serve(t, emulator.New(emulator.Options{ProvisioningDelay: 300 * time.Millisecond,
+		PrivateCIDR: "127.0.83.0/24", PublicCIDR: "127.2.83.0/24"}), nil)
+	port := freePort(t)
+	p := env.StartCCMProcess(t, "healthy", framework.CCMOptions{Cloud: "openstack", CloudConfig: e.CloudConf(),
+		ExtraArgs: []string{"--leader-elect=true", "--leader-elect-retry-period=1s", "--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(port), "--authentication-kubeconfig=" + env.CCMKubeconfig,
+			"--authorization-kubeconfig=" + env.CCMKubeconfig}})
+	_, ip := e.AddServer(emulator.ServerSpec{Name: "healthy-node"})
+	env.NewKubelet(t, "healthy-node", ip)
+	waitNodeInitialised(t, "healthy-node")
+	ns := namespace(t)
+	lbService(t, ns, "web", nil)
+	waitIngressIP(t, ns, "web")
+	tok := env.MetricsToken(t, ns)
+	var out []string
+	for range n {
+		code, body, err := devenv.GetSecurePort(t.Context(), port, "/metrics", tok)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, body)
+		out = append(out, body)
+		time.Sleep(time.Second)
+	}
+	if exited, code := p.Exited(); exited {
+		t.Fatalf("overcast-ccm exited with %d", code)
+	}
+	return out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// recordedSeries are promtool's input series of the samples of scrapes whose
+// metric the rules name, labelled with the job the chart's ServiceMonitor
+// gives them, one value a minute and then the last held for three hours.
+func recordedSeries(t *testing.T, scrapes []string, rules string) []any {
+	t.Helper()
+	values := map[string][]float64{}
+	for _, body := range scrapes {
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := p.TextToMetricFamilies(strings.NewReader(body))
+		require.NoError(t, err)
+		for name, f := range families {
+			if !regexp.MustCompile(`\b` + name + `\b`).MatchString(rules) {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				key := seriesOf(name, m)
+				values[key] = append(values[key], valueOf(m))
+			}
+		}
+	}
+	var out []any
+	for _, key := range slices.Sorted(maps.Keys(values)) {
+		vs := values[key]
+		var b strings.Builder
+		for _, v := range vs {
+			fmt.Fprintf(&b, "%g ", v)
+		}
+		fmt.Fprintf(&b, "%g+0x180", vs[len(vs)-1])
+		out = append(out, map[string]any{"series": key, "values": b.String()})
+	}
+	return out
+}
+
+// seriesOf is a sample's series in promtool's notation, with the job.
+func seriesOf(name string, m *dto.Metric) string {
+	labels := []string{`job="overcast-ccm-metrics"`}
+	for _, l := range m.GetLabel() {
+		labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	return name + "{" + strings.Join(labels, ", ") + "}"
+}
+
+func valueOf(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	}
+	return m.GetUntyped().GetValue()
 }
