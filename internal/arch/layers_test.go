@@ -23,7 +23,7 @@ var layers = [][]string{
 		"internal/outcome", "internal/providerid", "internal/selfsigned", "internal/snapshot",
 		"internal/version", "internal/signature", "internal/emulator/core/coretest", "hack/internal/gendoc", "internal/arch"},
 	// mechanisms: the load-balancer cycle, the Service controller, the doctor's checks, the emulators' core
-	{"internal/lbcycle", "internal/servicecontroller", "internal/doctor", "internal/emulator/core", "internal/admission"},
+	{"internal/lbcycle", "internal/servicecontroller", "internal/doctor", "internal/emulator/core", "internal/admission", "internal/dashboard"},
 	// the provider contract shared by every cloud, and each cloud's emulator
 	{"internal/provider", "internal/provider/providertest", "internal/emulator/*"},
 	// each cloud's provider, and what the tools know of each cloud

@@ -109,13 +109,22 @@ func TestAlertsFireOnTheirSeries(t *testing.T) {
 	promtool(t, dir, "alerts_test.yaml")
 }
 
-// A healthy run wakes nobody: a real overcast-ccm process on the OpenStack
-// emulator (a Node, a load balancer built, the leader), its /metrics
-// recorded a few times, and those series, held for three hours, fire no
-// alert of the chart at any time.
-func TestAlertsStaySilentOnAHealthyRun(t *testing.T) {
+// A healthy run, watched as an operator would: a real overcast-ccm process
+// on the OpenStack emulator (a Node, a load balancer built, the leader),
+// scraped by a real Prometheus. Every query of the dashboard returns data,
+// and the run's series, recorded and held for three hours, fire no alert.
+func TestMonitoringOnAHealthyRun(t *testing.T) {
+	port, tok := healthyCCM(t)
+	prom := startPrometheus(t, port, tok)
+	scrapes := scrape(t, port, tok, 8)
+	t.Run("the alerts stay silent", func(t *testing.T) { alertsStaySilent(t, scrapes) })
+	t.Run("every query of the dashboard returns data", func(t *testing.T) { dashboardReturnsData(t, prom) })
+}
+
+// alertsStaySilent: the scrapes' series, held for three hours, fire no
+// alert at any time.
+func alertsStaySilent(t *testing.T, scrapes []string) {
 	dir, alerts := alertRules(t)
-	scrapes := healthyScrapes(t, 8)
 	rules, err := os.ReadFile(filepath.Join(dir, "rules.yaml"))
 	require.NoError(t, err)
 	series := recordedSeries(t, scrapes, string(rules))
@@ -138,14 +147,14 @@ func TestAlertsStaySilentOnAHealthyRun(t *testing.T) {
 	promtool(t, dir, "healthy_test.yaml")
 }
 
-// healthyScrapes are n scrapes, a second apart, of a CCM process on the
-// OpenStack emulator once its Node is initialised and a Service has its
-// load balancer.
-func healthyScrapes(t *testing.T, n int) []string {
+// healthyCCM is a CCM process on the OpenStack emulator whose Node is
+// initialised and whose Service has its load balancer: its secure port, and
+// a token that may read /metrics.
+func healthyCCM(t *testing.T) (port int, token string) {
 	t.Helper()
 	e := coretest.Serve(t, emulator.New(emulator.Options{ProvisioningDelay: 300 * time.Millisecond,
 		PrivateCIDR: "127.0.83.0/24", PublicCIDR: "127.2.83.0/24"}), nil)
-	port := freePort(t)
+	port = freePort(t)
 	p := env.StartCCMProcess(t, "healthy", framework.CCMOptions{Cloud: "openstack", CloudConfig: e.CloudConf(),
 		ExtraArgs: []string{"--leader-elect=true", "--leader-elect-retry-period=1s", "--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(port), "--authentication-kubeconfig=" + env.CCMKubeconfig,
@@ -156,17 +165,22 @@ func healthyScrapes(t *testing.T, n int) []string {
 	ns := namespace(t)
 	lbService(t, ns, "web", nil)
 	waitIngressIP(t, ns, "web")
-	tok := env.MetricsToken(t, ns)
+	if exited, code := p.Exited(); exited {
+		t.Fatalf("overcast-ccm exited with %d", code)
+	}
+	return port, env.MetricsToken(t, ns)
+}
+
+// scrape is n scrapes of /metrics, a second apart.
+func scrape(t *testing.T, port int, token string, n int) []string {
+	t.Helper()
 	var out []string
 	for range n {
-		code, body, err := devenv.GetSecurePort(t.Context(), port, "/metrics", tok)
+		code, body, err := devenv.GetSecurePort(t.Context(), port, "/metrics", token)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, code, body)
 		out = append(out, body)
 		time.Sleep(time.Second)
-	}
-	if exited, code := p.Exited(); exited {
-		t.Fatalf("overcast-ccm exited with %d", code)
 	}
 	return out
 }
