@@ -15,8 +15,8 @@ import (
 
 const repoRoot = "../.."
 
-// pages are the committed reference pages: the arguments of each
-// go:generate line of the annotation tables, as `make generate` runs them.
+// pages are the committed reference pages: the arguments of the generate
+// line of each annotation table, as `make generate` runs it.
 func pages(t *testing.T) [][]string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(repoRoot, "internal/annotation/*.go"))

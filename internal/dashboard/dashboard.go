@@ -52,6 +52,10 @@ var datasource = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.To
 
 // JSON is the dashboard as Grafana imports it.
 func JSON() ([]byte, error) {
+	// The classic dashboard model (schema v1), which Grafana's sidecar and
+	// file provisioning load on every version; the SDK prefers v2, which
+	// only Grafana 12's new API takes.
+	//nolint:staticcheck // schema v1 on purpose, see above
 	b := dashboard.NewDashboardBuilder("Overcast CCM").Uid(UID).
 		Description("overcast-ccm: its cloud's API, the load balancers of Services, Nodes held by the deletion guard, the leader.").
 		Tags([]string{"overcast", "kubernetes", "cloud-controller-manager"}).
