@@ -1,16 +1,13 @@
 // Command gen-admission-policy writes each cloud's ValidatingAdmissionPolicy
 // (internal/admission) into the chart, as <out>/<cloud>.yaml; the chart's
 // templates/admissionpolicy.yaml serves the installed cloud's, and
-// hack/gen-manifests.sh renders deploy/<cloud>/admission-policy.yaml from it.
+// hack/gen-manifests.sh renders deploy/<cloud>/admission/policy.yaml from it.
 //
 //	go run ./hack/gen-admission-policy -out deploy/chart/overcast-ccm/admission
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/overcast-ccm/overcast/hack/internal/gendoc"
@@ -18,26 +15,17 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 )
 
-func main() { gendoc.Main("gen-admission-policy", run) }
-
-func run(args []string, _, stderr io.Writer) error {
-	fs := flag.NewFlagSet("gen-admission-policy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "", "the directory of the chart's policies")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *out == "" || fs.NArg() > 0 {
-		return errors.New("usage: gen-admission-policy -out DIR")
-	}
-	for _, cloud := range annotation.CheckedClouds() {
-		page, err := admission.YAML(cloud, annotation.ChecksOf(cloud))
-		if err != nil {
-			return fmt.Errorf("%s: %w", cloud, err)
+func main() {
+	gendoc.Main("gen-admission-policy", gendoc.Out("gen-admission-policy", "the directory of the chart's policies", func(out string) error {
+		for _, cloud := range annotation.CheckedClouds() {
+			page, err := admission.YAML(cloud, annotation.ChecksOf(cloud))
+			if err != nil {
+				return fmt.Errorf("%s: %w", cloud, err)
+			}
+			if err := gendoc.WriteFile(filepath.Join(out, cloud+".yaml"), page); err != nil {
+				return err
+			}
 		}
-		if err := gendoc.WriteFile(filepath.Join(*out, cloud+".yaml"), page); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	}))
 }

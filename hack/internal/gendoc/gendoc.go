@@ -77,3 +77,20 @@ func Main(name string, run func(args []string, stdout, stderr io.Writer) error) 
 		os.Exit(1)
 	}
 }
+
+// Out is the run of a generator whose one flag, -out, names what it
+// writes: write is called with it once the command line is checked.
+func Out(name, what string, write func(out string) error) func(args []string, stdout, stderr io.Writer) error {
+	return func(args []string, _, stderr io.Writer) error {
+		fs := flag.NewFlagSet(name, flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		out := fs.String("out", "", what)
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if *out == "" || fs.NArg() > 0 {
+			return fmt.Errorf("usage: %s -out PATH (%s)", name, what)
+		}
+		return write(*out)
+	}
+}
