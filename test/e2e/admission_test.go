@@ -148,5 +148,6 @@ func createService(t *testing.T, ns, name string, annotations map[string]string)
 	t.Helper()
 	s, err := env.Client.CoreV1().Services(ns).Create(t.Context(), admissionService(name, annotations), metav1.CreateOptions{})
 	require.NoError(t, err)
+	t.Cleanup(func() { deleteService(t, ns, s.Name) }) // the suite's next CCM would see it
 	return s
 }

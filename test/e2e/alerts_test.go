@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/overcast-ccm/overcast/internal/devenv"
@@ -152,6 +154,24 @@ func alertsStaySilent(t *testing.T, scrapes []string) {
 // a token that may read /metrics.
 func healthyCCM(t *testing.T) (port int, token string) {
 	t.Helper()
+	// Healthy means this CCM's Service alone: another test's left behind
+	// would be its problem too.
+	require.NoError(t, devenv.Poll(waitShort, tick, func() error {
+		list, err := env.Client.CoreV1().Services("").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var others []string
+		for _, s := range list.Items {
+			if s.Spec.Type == v1.ServiceTypeLoadBalancer {
+				others = append(others, s.Namespace+"/"+s.Name)
+			}
+		}
+		if len(others) > 0 {
+			return fmt.Errorf("LoadBalancer Services other tests left: %v", others)
+		}
+		return nil
+	}))
 	e := coretest.Serve(t, emulator.New(emulator.Options{ProvisioningDelay: 300 * time.Millisecond,
 		PrivateCIDR: "127.0.83.0/24", PublicCIDR: "127.2.83.0/24"}), nil)
 	port = freePort(t)
