@@ -274,9 +274,11 @@ func (e *Emulator) readExchange(form url.Values) (exchangeRequest, int, string, 
 func (e *Emulator) answerExchange(w http.ResponseWriter, x exchangeRequest) {
 	now := e.opts.Clock()
 	exp := now.Add(e.opts.SessionLifetime)
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce) // two tokens of one instant are two
 	subject := "system:serviceaccount:" + x.sa.namespace + ":" + x.sa.name
 	claims := map[string]any{"sub": subject, "tenant": e.fx.TenancyID, "iss": e.IdentityDomainURL(),
-		"iat": now.Unix(), "exp": exp.Unix(), "jti": fmt.Sprintf("emulator-domain-%d", now.UnixNano())}
+		"iat": now.Unix(), "exp": exp.Unix(), "jti": fmt.Sprintf("emulator-domain-%x", nonce)}
 	if x.requested == tokenTypeRPST {
 		claims["ptype"], claims["res_type"], claims["res_tenant"] = "resource", x.resType, e.fx.TenancyID
 	} else {
