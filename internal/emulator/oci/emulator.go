@@ -80,8 +80,15 @@ type Options struct {
 	// trades the ServiceAccount tokens of ServiceAccountToken for session
 	// tokens (workloadidentity.go).
 	WorkloadIdentity bool
+	// IdentityDomain makes the emulator an OCI IAM identity domain's
+	// OAuth token endpoint too, on an HTTPS listener of its own
+	// (IdentityDomainURL), which trades the ServiceAccount tokens of
+	// ServiceAccountToken for session tokens: the peer's self-managed
+	// workload identity (identitydomain.go).
+	IdentityDomain bool
 	// SessionLifetime is how long a session token lasts (instance
-	// principals and workload identity); default 20 minutes.
+	// principals, workload identity and the identity domain's); default
+	// 20 minutes.
 	SessionLifetime time.Duration
 }
 
@@ -119,6 +126,7 @@ type Emulator struct {
 	host         *hostIdentity
 	sessions     map[string]session // by token
 	workload     workloadEndpoint
+	domain       identityDomain
 	jobs         *core.Jobs
 	retryTokens  map[string]retried
 	provisioning core.Delay // of work requests (Options.Provisioning)
@@ -178,6 +186,7 @@ func New(opts Options) (*Emulator, error) {
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	e.provisioning.Set(opts.Provisioning)
+	e.domain.clientID, e.domain.clientSecret = newDomainClient()
 	if err := e.seedFixture(); err != nil {
 		return nil, err
 	}
@@ -214,24 +223,29 @@ func nth(a netip.Addr, n int) netip.Addr {
 
 // Start serves the API on addr (a loopback IP:PORT), with ServeTraffic the
 // load balancers too, and with WorkloadIdentity the workload identity
-// endpoint on another port of the same address, until Close.
+// endpoint, with IdentityDomain the identity domain, each on another port
+// of the same address, until Close.
 func (e *Emulator) Start(addr string) error {
 	if err := e.StartServing(addr, e.opts.ServeTraffic, &e.dataPlane, e.dataPlaneSpecs); err != nil {
 		return err
 	}
-	if !e.opts.WorkloadIdentity {
-		return nil
+	var err error
+	if e.opts.WorkloadIdentity {
+		err = e.startWorkloadEndpoint(addr)
 	}
-	if err := e.startWorkloadEndpoint(addr); err != nil {
-		_ = e.Server.Close()
-		return err
+	if err == nil && e.opts.IdentityDomain {
+		err = e.startIdentityDomain(addr)
 	}
-	return nil
+	if err != nil {
+		_ = e.Close()
+	}
+	return err
 }
 
 // Close stops what Start started.
 func (e *Emulator) Close() error {
 	e.stopWorkloadEndpoint()
+	e.stopIdentityDomain()
 	return e.Server.Close()
 }
 
@@ -347,6 +361,9 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == sessionTokensPath && viaWorkloadEndpoint(r):
 		e.issueWorkloadSession(w, r)
 		return
+	case r.URL.Path == domainTokenPath && viaIdentityDomain(r):
+		e.issueDomainToken(w, r)
+		return
 	}
 	u, msg := e.authenticate(r)
 	if u == nil {
@@ -379,8 +396,13 @@ func (e *Emulator) handle(pattern string, h http.HandlerFunc) { e.mux.HandleFunc
 // and operation, as Calls count them.
 func classify(r *http.Request) (service, operation string) {
 	p := r.URL.Path
-	if p == sessionTokensPath {
+	switch p {
+	case sessionTokensPath:
 		return "workloadidentity", r.Method + " " + p
+	case domainTokenPath:
+		if viaIdentityDomain(r) {
+			return "identitydomain", r.Method + " " + p
+		}
 	}
 	version, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
 	resource, rest, _ := strings.Cut(rest, "/")

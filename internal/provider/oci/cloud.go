@@ -106,7 +106,8 @@ func New(cfg Config) (*Cloud, error) {
 }
 
 // credentialsOf are what cfg's requests are signed with: an API key, or the
-// session tokens of an instance principal or of OKE workload identity.
+// session tokens of an instance principal or of workload identity (OKE's,
+// or the peer's self-managed form).
 func credentialsOf(cfg *Config) (*rotatingKey, *sessionCache, error) {
 	switch {
 	case cfg.UseInstancePrincipals:
@@ -116,11 +117,8 @@ func credentialsOf(cfg *Config) (*rotatingKey, *sessionCache, error) {
 		}
 		return nil, p.sessions(), nil
 	case cfg.UseWorkloadIdentity:
-		w, err := newWorkloadIdentity(*cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return nil, w.sessions(), nil
+		s, err := workloadIdentityOf(*cfg)
+		return nil, s, err
 	}
 	key, err := apiKeyOf(cfg.Auth)
 	if err != nil {

@@ -22,7 +22,8 @@ import (
 	"time"
 )
 
-// OKE workload identity (useWorkloadIdentity): the CCM calls as its pod's
+// OKE workload identity (useWorkloadIdentity without the environment of the
+// peer's self-managed form, tokenexchange.go): the CCM calls as its pod's
 // Kubernetes ServiceAccount, which OCI policies name (request.principal.type
 // 'workload', its namespace, service_account and cluster_id), as oci-go-sdk's
 // OkeWorkloadIdentityConfigurationProvider does it (common/auth:
@@ -53,9 +54,6 @@ const (
 	envCAPath        = "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH"
 	defaultTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 	defaultCAPath    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-	// envDomainURL is oci-cloud-controller-manager's self-managed workload
-	// identity (a token exchange with an identity domain), not served.
-	envDomainURL = "OCI_WORKLOAD_IDENTITY_DOMAIN_URL"
 	// exchangeAttempts bounds the attempts of one renewal.
 	exchangeAttempts = 3
 )
@@ -72,9 +70,6 @@ type workloadIdentity struct {
 // endpoint from endpoints.workloadIdentity or KUBERNETES_SERVICE_HOST, the
 // token and the CA at their paths, both readable now.
 func newWorkloadIdentity(cfg Config) (*workloadIdentity, error) {
-	if os.Getenv(envDomainURL) != "" {
-		return nil, fmt.Errorf("useWorkloadIdentity: %s is set: that is oci-cloud-controller-manager's self-managed workload identity (a token exchange with an identity domain), which overcast-ccm does not serve; its useWorkloadIdentity is OKE's (docs/oci.md). Unset it, or use useInstancePrincipals or an API key", envDomainURL)
-	}
 	w := &workloadIdentity{tokenPath: envOr(envTokenPath, defaultTokenPath), caPath: envOr(envCAPath, defaultCAPath), now: time.Now, backoff: time.Second}
 	if o := cfg.Endpoints; o != nil && o.WorkloadIdentity != "" {
 		w.endpoint = strings.TrimRight(o.WorkloadIdentity, "/")
@@ -131,28 +126,39 @@ func (w *workloadIdentity) exchange(ctx context.Context) (session, error) {
 	if err != nil {
 		return session{}, err
 	}
-	wait := w.backoff
+	var rpst string
+	err = attempts(ctx, w.backoff, func() (err error) {
+		rpst, err = w.exchangeOnce(ctx, body)
+		return err
+	})
+	if err != nil {
+		return session{}, err
+	}
+	iat, exp, err := tokenTimes(rpst)
+	if err != nil {
+		return session{}, fmt.Errorf("the session token of %s: %w", w.host(), err)
+	}
+	return session{token: rpst, key: key, iat: iat, exp: exp}, nil
+}
+
+// attempts runs try until it succeeds, or fails for good (an error that is
+// not an *exchangeError that may pass), or exchangeAttempts times, waiting
+// backoff before the second attempt and twice as long before each next one;
+// it returns the last error.
+func attempts(ctx context.Context, backoff time.Duration, try func() error) error {
 	for attempt := 1; ; attempt++ {
-		var rpst string
-		if rpst, err = w.exchangeOnce(ctx, body); err == nil {
-			iat, exp, err := tokenTimes(rpst)
-			if err != nil {
-				return session{}, fmt.Errorf("the session token of %s: %w", w.host(), err)
-			}
-			return session{token: rpst, key: key, iat: iat, exp: exp}, nil
-		}
+		err := try()
 		var x *exchangeError
-		if attempt == exchangeAttempts || !errors.As(err, &x) || !x.again {
-			break
+		if err == nil || attempt == exchangeAttempts || !errors.As(err, &x) || !x.again {
+			return err
 		}
 		select {
-		case <-time.After(wait):
-			wait *= 2
+		case <-time.After(backoff):
+			backoff *= 2
 		case <-ctx.Done():
-			return session{}, err
+			return err
 		}
 	}
-	return session{}, err
 }
 
 // exchangeOnce makes one attempt of an exchange with body (the session
