@@ -38,6 +38,9 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		wr, err := s.gw.deleteChild(ctx, have.Kind, lb.ID, kind, name)
 		return change(wr, err, "deleting "+what)
 	}
+	if msg := assignedDrift(have, spec); msg != "" {
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
+	}
 	if msg, err := s.convergeIPVersion(ctx, spec, lb, true, change); msg != "" || err != nil {
 		return msg, err
 	}
