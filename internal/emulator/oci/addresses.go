@@ -171,11 +171,13 @@ func (e *Emulator) releaseVNIC(v *vnic) {
 func (e *Emulator) ReserveAddress(subnet, ip string) (string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, ok := e.subnets.Get(subnet); !ok {
+	sub, ok := e.subnets.Get(subnet)
+	if !ok {
 		return "", fmt.Errorf("no subnet %s", subnet)
 	}
-	if addrVersion(ip) == "" {
-		return "", fmt.Errorf("%q is not an address", ip)
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !inPrefixes(a, append([]string{sub.CIDRBlock}, sub.IPv6CIDRBlocks...)) {
+		return "", fmt.Errorf("%q is no address of subnet %s", ip, subnet)
 	}
 	if h := e.holder(ip); h != nil {
 		return "", fmt.Errorf("%s is held by %s", ip, h.id)

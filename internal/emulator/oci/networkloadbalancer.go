@@ -313,14 +313,20 @@ func (e *Emulator) runNLBWR(n *networkLoadBalancer, op, action string, now time.
 	return wr.ID
 }
 
-// nlbWRErrors answers ListWorkRequestErrors: why a work request failed, in
-// a WorkRequestErrorCollection ({"items": [...]}, one page).
+// nlbWRErrors answers ListWorkRequestErrors (compartmentId required, as
+// the SDK has it): why a work request failed, in a
+// WorkRequestErrorCollection ({"items": [...]}, one page).
 func (e *Emulator) nlbWRErrors(w http.ResponseWriter, r *http.Request) {
+	comp, ok := requireCompartment(w, r)
+	if !ok {
+		return
+	}
 	e.mu.Lock()
 	wr, ok := e.nlbWRs.Get(r.PathValue("id"))
-	var items []nlbWRError
+	ok = ok && wr.CompartmentID == comp
+	items := []nlbWRError{}
 	if ok {
-		items = append([]nlbWRError{}, wr.errors...)
+		items = append(items, wr.errors...)
 	}
 	e.mu.Unlock()
 	if !ok {

@@ -229,9 +229,10 @@ func assignedDrift(have LB, spec lbSpec) string {
 		want    string
 		private bool
 		family  string
+		what    string
 	}{
-		{annotation.OCINLBAssignedPrivateIPv4, spec.assigned4, true, ipv4Version},
-		{annotation.OCINLBAssignedIPv6, spec.assigned6, false, ipv6Version},
+		{annotation.OCINLBAssignedPrivateIPv4, spec.assigned4, true, ipv4Version, "private IPv4 address"},
+		{annotation.OCINLBAssignedIPv6, spec.assigned6, false, ipv6Version, "IPv6 address"},
 	} {
 		if a.want == "" {
 			continue
@@ -245,9 +246,9 @@ func assignedDrift(have LB, spec lbSpec) string {
 		if slices.ContainsFunc(got, func(g string) bool { return sameAddr(g, a.want) }) {
 			continue
 		}
-		has := "no such address"
+		has := "no " + a.what
 		if len(got) > 0 {
-			has = "the address " + strings.Join(got, ", ")
+			has = "the " + a.what + " " + strings.Join(got, ", ")
 		}
 		return fmt.Sprintf("network load balancer %s has %s and the Service asks for %s (%s): a network load balancer's address cannot change once built; delete and recreate the Service, or ask for the address it has",
 			have.ID, has, a.want, a.n)
