@@ -27,7 +27,8 @@ import (
 // no error code for these: 400 InvalidParameter, the code both APIs give a
 // request they refuse for its content, and the messages are this emulator's
 // guesses. Not emulated: ipv6SubnetCidr and subnetIpv6Cidr (the subnet's
-// first prefix is taken), assignedIpv6, reserved IPv6 addresses, and
+// first prefix is taken), reserved IPv6 addresses of a network load
+// balancer (reservedIpv6Id), assignedIpv6 in an update, and
 // updating an lb's ipMode (UpdateLoadBalancerDetails has it; the peer never
 // sends it). The data plane serves IPv4 listeners alone (dataplane.go).
 
