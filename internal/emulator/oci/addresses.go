@@ -38,14 +38,16 @@ type heldIP struct {
 
 func (h *heldIP) ocid() string { return h.id }
 
-// addressBook are the subnets' private IPs and IPv6 addresses.
+// addressBook are the subnets' private IPs and IPv6 addresses, listed in
+// the order they were made, and by address.
 type addressBook struct {
 	privateIPs *core.Store[*heldIP]
 	ipv6s      *core.Store[*heldIP]
+	byAddr     map[netip.Addr]*heldIP
 }
 
 func newAddressBook() addressBook {
-	return addressBook{privateIPs: core.NewStore[*heldIP](), ipv6s: core.NewStore[*heldIP]()}
+	return addressBook{privateIPs: core.NewStore[*heldIP](), ipv6s: core.NewStore[*heldIP](), byAddr: map[netip.Addr]*heldIP{}}
 }
 
 // of is the store of address's family.
@@ -56,19 +58,34 @@ func (b addressBook) of(address string) *core.Store[*heldIP] {
 	return b.privateIPs
 }
 
+// put keeps h. Call with mu held.
+func (b addressBook) put(h *heldIP) {
+	b.of(h.address).Add(h.id, h)
+	if a, err := netip.ParseAddr(h.address); err == nil {
+		b.byAddr[a] = h
+	}
+}
+
+// drop forgets the address object id. Call with mu held.
+func (b addressBook) drop(id string) {
+	for _, st := range []*core.Store[*heldIP]{b.privateIPs, b.ipv6s} {
+		if h, ok := st.Get(id); ok {
+			st.Remove(id)
+			if a, err := netip.ParseAddr(h.address); err == nil && b.byAddr[a] == h {
+				delete(b.byAddr, a)
+			}
+		}
+	}
+}
+
 // holder is what holds address (compared as addresses, not as text), nil
 // for nothing. Call with mu held.
 func (b addressBook) holder(address string) *heldIP {
-	want, err := netip.ParseAddr(address)
+	a, err := netip.ParseAddr(address)
 	if err != nil {
 		return nil
 	}
-	for _, h := range b.of(address).All() {
-		if a, err := netip.ParseAddr(h.address); err == nil && a == want {
-			return h
-		}
-	}
-	return nil
+	return b.byAddr[a]
 }
 
 // free is the first address from next on that nothing holds, and next moves
@@ -117,7 +134,7 @@ func (e *Emulator) holdFor(owner, compartment string, subnets, addresses []strin
 			case keep[h.address]:
 				delete(keep, h.address) // held already
 			default:
-				st.Remove(h.id)
+				e.drop(h.id)
 			}
 		}
 	}
@@ -129,9 +146,8 @@ func (e *Emulator) holdFor(owner, compartment string, subnets, addresses []strin
 		if addrVersion(a) == IPv6 {
 			kind = "ipv6"
 		}
-		h := &heldIP{id: e.newID(kind), address: a, subnetID: e.subnetOf(a, subnets), compartmentID: compartment,
-			name: owner, created: e.opts.Clock(), owner: owner}
-		e.of(a).Add(h.id, h)
+		e.put(&heldIP{id: e.newID(kind), address: a, subnetID: e.subnetOf(a, subnets), compartmentID: compartment,
+			name: owner, created: e.opts.Clock(), owner: owner})
 	}
 }
 
@@ -151,17 +167,17 @@ func lbHeld[A any](addrs []A, of func(A) (ip string, public bool)) []string {
 // holdVNIC makes v's primary private IP and IPv6 address held. Call with
 // mu held.
 func (e *Emulator) holdVNIC(v *vnic) {
-	e.privateIPs.Add(v.privateIPID, &heldIP{id: v.privateIPID, address: v.PrivateIP, subnetID: v.SubnetID, vnic: v})
+	e.put(&heldIP{id: v.privateIPID, address: v.PrivateIP, subnetID: v.SubnetID, vnic: v})
 	if v.ipv6ID != "" {
-		e.ipv6s.Add(v.ipv6ID, &heldIP{id: v.ipv6ID, address: v.IPv6Addresses[0], subnetID: v.SubnetID, vnic: v})
+		e.put(&heldIP{id: v.ipv6ID, address: v.IPv6Addresses[0], subnetID: v.SubnetID, vnic: v})
 	}
 }
 
 // releaseVNIC gives back what holdVNIC held. Call with mu held.
 func (e *Emulator) releaseVNIC(v *vnic) {
-	e.privateIPs.Remove(v.privateIPID)
+	e.drop(v.privateIPID)
 	if v.ipv6ID != "" {
-		e.ipv6s.Remove(v.ipv6ID)
+		e.drop(v.ipv6ID)
 	}
 }
 
@@ -186,8 +202,8 @@ func (e *Emulator) ReserveAddress(subnet, ip string) (string, error) {
 	if addrVersion(ip) == IPv6 {
 		kind = "ipv6"
 	}
-	h := &heldIP{id: e.newID(kind), address: ip, subnetID: subnet, compartmentID: e.fx.CompartmentID, name: "reserved", created: e.opts.Clock()}
-	e.of(ip).Add(h.id, h)
+	h := &heldIP{id: e.newID(kind), address: a.String(), subnetID: subnet, compartmentID: e.fx.CompartmentID, name: "reserved", created: e.opts.Clock()}
+	e.put(h)
 	return h.id, nil
 }
 
@@ -196,8 +212,7 @@ func (e *Emulator) ReserveAddress(subnet, ip string) (string, error) {
 func (e *Emulator) ReleaseAddress(id string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.privateIPs.Remove(id)
-	e.ipv6s.Remove(id)
+	e.drop(id)
 }
 
 // sameAddress says whether a filter's ipAddress is address ("" matches all).
@@ -299,6 +314,7 @@ func (e *Emulator) checkAssigned(d *nlbCreateDetails) error {
 		case a == cidr.Masked().Addr() || a == cidr.Masked().Addr().Next() || !cidr.Contains(a.Next()):
 			return invalid("assignedPrivateIpv4 %s is one of the addresses OCI keeps in subnet %s (its first two and its last).", v, sub.ID)
 		}
+		d.AssignedPrivateIPv4 = a.String()
 	}
 	if v := d.AssignedIPv6; v != "" {
 		a, err := netip.ParseAddr(v)
@@ -310,6 +326,7 @@ func (e *Emulator) checkAssigned(d *nlbCreateDetails) error {
 		case !inPrefixes(a, sub.IPv6CIDRBlocks):
 			return invalid("assignedIpv6 %s is not in an IPv6 prefix of subnet %s %v.", v, sub.ID, sub.IPv6CIDRBlocks)
 		}
+		d.AssignedIPv6 = a.String() // as OCI shows addresses
 	}
 	return nil
 }

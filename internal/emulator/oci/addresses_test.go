@@ -56,14 +56,14 @@ func TestANetworkLoadBalancerTakesTheAddressesItIsAssigned(t *testing.T) {
 	t, ctx, f := s.t, s.t.Context(), s.e.fx
 	network := fixtureClients(t, s.e).network
 	created, err := s.c.CreateNetworkLoadBalancer(ctx, nlb.CreateNetworkLoadBalancerRequest{
-		CreateNetworkLoadBalancerDetails: assignedNLB(f, f.DualStackSubnetID, nlb.NlbIpVersionIpv4AndIpv6, false, "10.0.20.50", "2001:db8:0:20::50")})
+		CreateNetworkLoadBalancerDetails: assignedNLB(f, f.DualStackSubnetID, nlb.NlbIpVersionIpv4AndIpv6, false, "10.0.20.50", "2001:DB8:0:20:0::50")})
 	require.NoError(t, err)
 	s.id = created.Id
 	s.advance(11 * time.Second)
 	got := s.get()
 	assert.Equal(t, nlb.LifecycleStateActive, got.LifecycleState)
 	public := addressesOf(got)[0]
-	assert.Equal(t, []string{public, "10.0.20.50", "+2001:db8:0:20::50"}, addressesOf(got), "its public address, then the assigned ones")
+	assert.Equal(t, []string{public, "10.0.20.50", "+2001:db8:0:20::50"}, addressesOf(got), "its public address, then the assigned ones, as OCI spells addresses")
 
 	private, err := network.ListPrivateIps(ctx, core.ListPrivateIpsRequest{SubnetId: &f.DualStackSubnetID, IpAddress: common.String("10.0.20.50")})
 	require.NoError(t, err)

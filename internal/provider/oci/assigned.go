@@ -46,10 +46,10 @@ import (
 //     refused with a Warning and no write: they cannot change once built.
 //     One that no longer asks for them lets it keep them: nothing changes.
 //
-// Unlike the peer, which sends the values as they are (OCI then refuses
-// what is no address of the subnet, a create at a time), updates a FAILED
-// network load balancer as if it were ACTIVE and publishes no address for
-// it, and never says that the address is taken.
+// The peer sends the values as they are (OCI then refuses what is no
+// address of the subnet, one create at a time), updates a FAILED network
+// load balancer as if it were ACTIVE, publishes no address for it, and never
+// says that the address is taken.
 
 // parseAssigned reads an nlb's assigned addresses into s; on an lb any
 // value is refused (an invalid one as invalid).
