@@ -273,17 +273,21 @@ const (
 	OCINLBExternalIPOnly Name = "oci-network-load-balancer.oraclecloud.com/external-ip-only"
 
 	// OCINLBAssignedPrivateIPv4 is the private IPv4 address the network load
-	// balancer takes in its subnet.
-	// Not served: a Service that sets it is refused with a Warning Event,
-	// and nothing is built for it.
+	// balancer takes in its subnet: one of the subnet's CIDR (not its first
+	// two or its last, which OCI keeps), held by nothing else, checked before
+	// anything is built. It is the network load balancer's for good: kept
+	// when a FAILED one is built anew, never changed in place (a Service
+	// asking for another is refused with a Warning). Refused on an lb, as the
+	// peer refuses it.
 	// Type: IPv4 address.
 	// Default: one OCI chooses.
 	OCINLBAssignedPrivateIPv4 Name = "oci-network-load-balancer.oraclecloud.com/assigned-private-ipv4"
 
 	// OCINLBAssignedIPv6 is the IPv6 address the network load balancer takes
-	// in its subnet.
-	// Not served: a Service that sets it is refused with a Warning Event,
-	// and nothing is built for it.
+	// in its subnet, which must serve IPv6 (spec.ipFamilies): one of the
+	// subnet's IPv6 prefixes, held by nothing else, checked before anything
+	// is built; kept and never changed as assigned-private-ipv4 is. Refused
+	// on an lb, as the peer refuses it.
 	// Type: IPv6 address.
 	// Default: one OCI chooses.
 	OCINLBAssignedIPv6 Name = "oci-network-load-balancer.oraclecloud.com/assigned-ipv6"

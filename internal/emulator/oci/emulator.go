@@ -150,6 +150,9 @@ type networking struct {
 	securityLists *core.Store[*securityList]
 	publicIPs     *core.Store[*publicIP]
 	nsgs          *core.Store[*nsg]
+	// addressBook are the subnets' private IPs and IPv6 addresses
+	// (addresses.go).
+	addressBook
 }
 
 // balancing are the objects of the Load Balancing and Network Load
@@ -179,7 +182,8 @@ func New(opts Options) (*Emulator, error) {
 	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
 		networking: networking{instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
 			vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
-			securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), nsgs: core.NewStore[*nsg]()},
+			securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), nsgs: core.NewStore[*nsg](),
+			addressBook: newAddressBook()},
 		balancing: balancing{lbs: core.NewStore[*loadBalancer](), wrs: core.NewStore[*workRequest](),
 			nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest]()},
 		sessions: map[string]session{}, workload: workloadEndpoint{tokens: map[string]serviceAccount{}}, jobs: core.NewJobs(), retryTokens: map[string]retried{},

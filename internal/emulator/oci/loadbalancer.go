@@ -301,6 +301,7 @@ func (e *Emulator) deleteLoadBalancer(w http.ResponseWriter, r *http.Request) {
 		return func() {
 			e.lbs.Remove(lb.ID)
 			e.releaseReserved(lb.ID)
+			e.holdFor(lb.ID, "", nil, nil)
 		}, nil
 	})
 }
@@ -591,6 +592,7 @@ func (e *Emulator) newLoadBalancer(c *creation, d *createDetails) (core.Reply, e
 			lb.IPAddresses = []lbIPAddress{e.lbAddress(lb.IsPrivate)}
 		}
 		e.lbIPv6(lb)
+		e.holdFor(lb.ID, lb.CompartmentID, lb.SubnetIDs, lbHeld(lb.IPAddresses, func(a lbIPAddress) (string, bool) { return a.IPAddress, a.IsPublic }))
 	})
 	c.remember(wr, "")
 	return core.Reply{Status: http.StatusOK, Header: map[string]string{"opc-work-request-id": wr}}, nil
@@ -670,9 +672,7 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 // subnet. Call with mu held.
 func (e *Emulator) lbAddress(private bool) lbIPAddress {
 	if private {
-		a := e.machineNext
-		e.machineNext = a.Next()
-		return lbIPAddress{IPAddress: a.String()}
+		return lbIPAddress{IPAddress: e.free(&e.machineNext).String()}
 	}
 	a := e.publicNext
 	e.publicNext = a.Next()

@@ -68,6 +68,9 @@ type Cloud struct {
 	// managedNSGs are the backend NSGs known tagged ManagedBy (nsg.go).
 	managedNSGs sync.Map
 	lists       listWriter
+	// rebuilt are the network load balancers rebuilt after they failed
+	// for their assigned addresses (assigned.go).
+	rebuilt rebuilds
 	// listPass: the drift check's reads of security lists (inventory.go);
 	// nsgPass its reads of NSG rules (nsginventory.go).
 	listPass listPass

@@ -59,6 +59,9 @@ func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.
 	if err := s.resolveBackends(ctx, svc, &spec, nodes); err != nil {
 		return lbSpec{}, lbcycle.Fingerprint{}, err
 	}
+	if err := spec.assignedFamilies(); err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, err
+	}
 	return spec, lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}, nil
 }
 
@@ -90,10 +93,19 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
 	return s.find(ctx, svc, kindOf(svc))
 }
 
+// Replace deletes the Service's FAILED load balancer, to build it anew; a
+// network load balancer's assigned addresses are checked first (assigned.go).
 func (s steps) Replace(ctx context.Context, svc *v1.Service, lb ociLB) (string, error) {
+	rebuild, err := s.replaceAssigned(ctx, svc, lb)
+	if err != nil {
+		return "", err
+	}
 	wr, err := s.gw.deleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
 	if err != nil {
 		return "", err
+	}
+	if rebuild != "" {
+		s.rebuilt.put(svc.UID, rebuild)
 	}
 	s.wrs.done(svc, 0) // DELETING says it is busy
 	s.listings[lb.Obj.Kind].Invalidate()

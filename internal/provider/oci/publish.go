@@ -102,6 +102,7 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oci
 	if err := s.applyRules(ctx, svc, want, lists, !s.builtHere(lb.Obj)); err != nil {
 		return nil, "", err
 	}
+	s.rebuilt.forget(svc.UID) // serving: a later failure may be rebuilt again
 	return status(addrs, spec.proxyMode), addrs[0], nil
 }
 
