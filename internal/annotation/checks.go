@@ -222,6 +222,17 @@ func Hostname() Check {
 		}}
 }
 
+// ServiceAccountName is a ServiceAccount's name: a DNS-1123 subdomain
+// (Name.ServiceAccountName).
+func ServiceAccountName() Check {
+	return Check{Accepted: serviceAccountAccepted,
+		Valid: []string{"lb-maker", " team-a.lb ", "a"}, Invalid: []string{"", "LB-Maker", "-lb", "lb-", "kube-system/lb", "lb_maker", strings.Repeat("a", 254)},
+		cel: func(x string) string {
+			t := trimmed(x)
+			return fmt.Sprintf(`(size(%s) <= 253 && %s.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))`, t, t)
+		}}
+}
+
 // UUID is an OpenStack ID, a UUID in its 8-4-4-4-12 form, any case
 // (ParseUUID).
 func UUID() Check {

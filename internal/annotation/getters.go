@@ -313,3 +313,18 @@ func ParseHostnameOf(n Name, v string) (string, error) {
 	}
 	return s, nil
 }
+
+// serviceAccountAccepted says what ServiceAccountName accepts.
+const serviceAccountAccepted = `the name of a ServiceAccount in the Service's namespace (a DNS-1123 subdomain of lower-case letters, digits, "-" and ".", such as lb-maker)`
+
+// ServiceAccountName parses the name of a ServiceAccount of the Service's
+// namespace: a DNS-1123 subdomain, blanks around it ignored.
+func (n Name) ServiceAccountName(svc *v1.Service) (string, error) {
+	return get(n, svc, func(n Name, v string) (string, error) {
+		name := strings.TrimSpace(v)
+		if len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return "", &InvalidError{Name: n, Value: v, Accepted: serviceAccountAccepted}
+		}
+		return name, nil
+	})
+}

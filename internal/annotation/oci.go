@@ -173,12 +173,15 @@ const (
 	// Default: none.
 	OCIRuleSets Name = "oci.oraclecloud.com/oci-load-balancer-rule-sets"
 
-	// OCIWorkloadServiceAccount is the peer's per-Service OKE workload
-	// identity: the Service's load balancer made as that ServiceAccount.
-	// Not served: a Service that sets it is refused with a Warning Event,
-	// and nothing is built or changed for it (the CCM's own workload
-	// identity is useWorkloadIdentity).
-	// Type: a ServiceAccount's name.
+	// OCIWorkloadServiceAccount is the per-Service OKE workload identity:
+	// the calls of the Service's load balancer (the Load Balancer and
+	// Network Load Balancer APIs, and the lookup of its reserved IP) are
+	// made as that ServiceAccount of the Service's namespace, whose token
+	// the CCM asks for (create on serviceaccounts/token) and trades at OKE's
+	// workload identity endpoint; subnets, NSGs and security lists stay the
+	// CCM's own calls. A ServiceAccount that does not exist, or a refused
+	// exchange, is a Warning Event and nothing is built or changed.
+	// Type: a ServiceAccount's name (a DNS-1123 subdomain).
 	// Default: none.
 	OCIWorkloadServiceAccount Name = "oci.oraclecloud.com/workload-service-account"
 

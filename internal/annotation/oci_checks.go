@@ -46,7 +46,7 @@ var ociChecks = Checks{
 	OCIBackendSetSSLConfig:            ByTheCCM("JSON"),
 	OCIIngressIPMode:                  OneOf("VIP", "Proxy"),
 	OCIRuleSets:                       ByTheCCM("JSON"),
-	OCIWorkloadServiceAccount:         ByTheCCM("not served: any value is refused"),
+	OCIWorkloadServiceAccount:         ServiceAccountName(),
 	OCINLBInternal:                    Bool().In(ociNLB),
 	OCINLBSubnet:                      OCID("subnet").In(ociNLB),
 	OCINLBNetworkSecurityGroups:       OCIDs("networksecuritygroup", OCIMaxNetworkSecurityGroups).In(ociNLB),

@@ -44,6 +44,9 @@ type Cloud struct {
 	// wait their turns without taking every turn ahead of the security
 	// list writes that make the first ones ready.
 	asks chan struct{}
+	// workloads are the sessions of the ServiceAccounts Services name
+	// (workloads.go).
+	workloads *workloads
 	// records keeps each Service's converged record in OCIConverged.
 	records *lbcycle.AnnotationRecords
 
@@ -102,6 +105,7 @@ func New(cfg Config) (*Cloud, error) {
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
 	c.wrs = newWorkRequests()
+	c.workloads = newWorkloads(cfg, c.Kube)
 	c.asks = make(chan struct{}, max(1, gw.writeBurst))
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube}
 	c.Cycle = newCycle(c)

@@ -16,6 +16,10 @@ import (
 // Converge makes one change toward spec: the backend sets first (a listener
 // needs its set), then the listeners, then what is no longer asked.
 func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
+	ctx, err := s.as(ctx, svc)
+	if err != nil {
+		return "", err
+	}
 	have := lb.Obj
 	change := func(wr string, err error, what string) (string, error) {
 		if err != nil {

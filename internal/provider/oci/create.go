@@ -23,6 +23,10 @@ func newToken() string {
 }
 
 func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	ctx, err := s.as(ctx, svc)
+	if err != nil {
+		return "", err
+	}
 	var reserved []ReservedIP
 	if spec.ip != "" {
 		id, err := s.reservedIP(ctx, spec.ip)

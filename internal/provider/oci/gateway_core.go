@@ -169,6 +169,7 @@ func (g *gateway) privateIPsAt(ctx context.Context, subnet, ip string) ([]Privat
 // publicIPByAddress reads the public IP of address ip.
 func (g *gateway) publicIPByAddress(ctx context.Context, ip string) (PublicIP, error) {
 	var p PublicIP
+	ctx = context.WithValue(ctx, workloadTooKey{}, true) // the peer's Networking(ociConfig): as a Service's workload
 	_, err := g.do(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/publicIps/actions/getByIpAddress", nil, map[string]string{"ipAddress": ip}, &p, nil)
 	return p, err
 }

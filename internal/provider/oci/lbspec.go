@@ -100,10 +100,7 @@ type lbSpec struct {
 
 // unsupported are the annotations this CCM does not serve yet, by kind: a
 // Service using one is refused with a Warning and nothing is built for it.
-var unsupported = map[string][]annotation.Name{
-	kindLB:  {annotation.OCIWorkloadServiceAccount},
-	kindNLB: {annotation.OCIWorkloadServiceAccount},
-}
+var unsupported = map[string][]annotation.Name{}
 
 // kindOf is the kind of load balancer the Service asks for: lb unless the
 // annotation says nlb (parseSpec refuses a value that is neither).
@@ -164,6 +161,8 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 			errs = append(errs, fmt.Errorf("%s: not served by this overcast-ccm yet", n))
 		}
 	}
+	_, err = annotation.OCIWorkloadServiceAccount.ServiceAccountName(svc) // workloads.go
+	bad(err)
 	if ip := strings.TrimSpace(svc.Spec.LoadBalancerIP); ip != "" {
 		if a, err := netip.ParseAddr(ip); err != nil || !a.Is4() {
 			errs = append(errs, fmt.Errorf("spec.loadBalancerIP: %q is not an IPv4 address", ip))

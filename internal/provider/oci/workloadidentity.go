@@ -64,27 +64,42 @@ type workloadIdentity struct {
 	now               func() time.Time
 	// backoff is the wait before the second attempt, doubled after.
 	backoff time.Duration
+	// requestToken, when set, gives the ServiceAccount token to trade (a
+	// TokenRequest of a Service's ServiceAccount: workloads.go) in place of
+	// the file at tokenPath; subject names that ServiceAccount.
+	requestToken func(ctx context.Context) (string, error)
+	subject      string
 }
 
 // newWorkloadIdentity is the workload identity of cfg in this pod: the
 // endpoint from endpoints.workloadIdentity or KUBERNETES_SERVICE_HOST, the
 // token and the CA at their paths, both readable now.
 func newWorkloadIdentity(cfg Config) (*workloadIdentity, error) {
+	w, err := workloadEndpointOf(cfg, "useWorkloadIdentity")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(w.tokenPath); err != nil {
+		return nil, fmt.Errorf("useWorkloadIdentity: the ServiceAccount token (%s, or %s): %w; is automountServiceAccountToken off?", w.tokenPath, envTokenPath, err)
+	}
+	return w, nil
+}
+
+// workloadEndpointOf is OKE's workload identity endpoint in this pod, its
+// CA readable now; what names the setting that wants it, in errors.
+func workloadEndpointOf(cfg Config, what string) (*workloadIdentity, error) {
 	w := &workloadIdentity{tokenPath: envOr(envTokenPath, defaultTokenPath), caPath: envOr(envCAPath, defaultCAPath), now: time.Now, backoff: time.Second}
 	if o := cfg.Endpoints; o != nil && o.WorkloadIdentity != "" {
 		w.endpoint = strings.TrimRight(o.WorkloadIdentity, "/")
 	} else {
 		host := os.Getenv("KUBERNETES_SERVICE_HOST")
 		if host == "" {
-			return nil, errors.New("useWorkloadIdentity: KUBERNETES_SERVICE_HOST is not set (the kubelet sets it in every pod): OKE's workload identity endpoint is on that address, port " + proxymuxPort + "; run overcast-ccm in the cluster, or set endpoints.workloadIdentity")
+			return nil, errors.New(what + ": KUBERNETES_SERVICE_HOST is not set (the kubelet sets it in every pod): OKE's workload identity endpoint is on that address, port " + proxymuxPort + "; run overcast-ccm in the cluster, or set endpoints.workloadIdentity")
 		}
 		w.endpoint = "https://" + net.JoinHostPort(host, proxymuxPort)
 	}
 	if _, err := w.clusterCA(); err != nil {
-		return nil, fmt.Errorf("useWorkloadIdentity: %w", err)
-	}
-	if _, err := os.Stat(w.tokenPath); err != nil {
-		return nil, fmt.Errorf("useWorkloadIdentity: the ServiceAccount token (%s, or %s): %w; is automountServiceAccountToken off?", w.tokenPath, envTokenPath, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return w, nil
 }
@@ -164,7 +179,7 @@ func attempts(ctx context.Context, backoff time.Duration, try func() error) erro
 // exchangeOnce makes one attempt of an exchange with body (the session
 // public key): the RPST, or why not.
 func (w *workloadIdentity) exchangeOnce(ctx context.Context, body []byte) (string, error) {
-	saToken, err := w.serviceAccountToken()
+	saToken, err := w.serviceAccountToken(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -206,7 +221,10 @@ func (w *workloadIdentity) exchangeOnce(ctx context.Context, body []byte) (strin
 // serviceAccountToken reads the ServiceAccount token, checked as the SDK
 // checks it: a JWT with an exp not past (the SDK wants 5 minutes left; a
 // token the kubelet is about to rotate may have less, the endpoint judges).
-func (w *workloadIdentity) serviceAccountToken() (string, error) {
+func (w *workloadIdentity) serviceAccountToken(ctx context.Context) (string, error) {
+	if w.requestToken != nil {
+		return w.requestToken(ctx)
+	}
 	data, err := os.ReadFile(w.tokenPath)
 	if err != nil {
 		return "", fmt.Errorf("reading the ServiceAccount token (%s): %w", envTokenPath, err)
@@ -242,6 +260,14 @@ func (w *workloadIdentity) host() string {
 		return u.Host
 	}
 	return w.endpoint
+}
+
+// tokenName names the ServiceAccount token traded, for messages.
+func (w *workloadIdentity) tokenName() string {
+	if w.subject != "" {
+		return "the token of ServiceAccount " + w.subject
+	}
+	return "the ServiceAccount token in " + w.tokenPath
 }
 
 // decodeSessionToken is the RPST of the endpoint's answer: a JSON string,
@@ -297,7 +323,7 @@ func (w *workloadIdentity) refused(status int, data []byte, saToken, requestID s
 	var cause string
 	switch {
 	case status == http.StatusUnauthorized:
-		cause = "the ServiceAccount token in " + w.tokenPath + " was refused: expired, revoked, or not this cluster's"
+		cause = w.tokenName() + " was refused: expired, revoked, or not this cluster's"
 	case status == http.StatusForbidden:
 		cause = "workload identity needs an OKE enhanced cluster (oci-go-sdk reads a 403 so)"
 	case status == http.StatusNotFound:
