@@ -125,6 +125,7 @@ type Emulator struct {
 	balancing
 	host         *hostIdentity
 	sessions     map[string]session // by token
+	principals   principals
 	workload     workloadEndpoint
 	domain       identityDomain
 	jobs         *core.Jobs
@@ -374,6 +375,7 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "NotAuthenticated", msg)
 		return
 	}
+	r = e.signedBy(r, u.principal)
 	e.mu.Lock()
 	e.jobs.Settle(e.opts.Clock())
 	e.mu.Unlock()

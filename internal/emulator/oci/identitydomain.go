@@ -286,7 +286,7 @@ func (e *Emulator) answerExchange(w http.ResponseWriter, x exchangeRequest) {
 	}
 	token := jwt(map[string]any{"alg": "RS256", "typ": "JWT"}, claims)
 	e.mu.Lock()
-	e.sessions[token] = session{key: x.key, exp: exp}
+	e.sessions[token] = session{key: x.key, exp: exp, principal: fmt.Sprintf("%s:%s", claims["ptype"], subject)}
 	e.mu.Unlock()
 	w.Header().Set("Cache-Control", "no-store")
 	core.WriteJSON(w, http.StatusOK, map[string]string{"token": token})

@@ -142,6 +142,7 @@ const (
 type creation struct {
 	e        *Emulator
 	now      time.Time
+	by       string // the principal asking (principals.go)
 	token    string
 	sum      [32]byte
 	answered bool // replay answered it (409 InvalidatedRetryToken)
@@ -160,7 +161,7 @@ func (e *Emulator) startCreate(w http.ResponseWriter, r *http.Request, d any) (*
 		return nil, false
 	}
 	e.mu.Lock()
-	return &creation{e: e, now: e.opts.Clock(), token: r.Header.Get("opc-retry-token"), sum: sha256.Sum256(raw)}, true
+	return &creation{e: e, now: e.opts.Clock(), by: principalOf(r), token: r.Header.Get("opc-retry-token"), sum: sha256.Sum256(raw)}, true
 }
 
 // replay is what the same opc-retry-token answered first, for the same
@@ -584,6 +585,7 @@ func (e *Emulator) newLoadBalancer(c *creation, d *createDetails) (core.Reply, e
 		return core.Reply{}, err
 	}
 	e.lbs.Add(lb.ID, lb)
+	e.principals.made(lb.ID, c.by)
 	wr := e.startWR(lb, "CreateLoadBalancer", now, func() {
 		lb.LifecycleState = LBActive
 		if len(reserved) > 0 {

@@ -376,6 +376,7 @@ func (e *Emulator) newNLB(c *creation, d *nlbCreateDetails) (core.Reply, error) 
 		n.IPAddresses = []nlbIPAddress{}
 	}
 	e.nlbs.Add(n.ID, n)
+	e.principals.made(n.ID, c.by)
 	e.holdNLB(n)
 	wr := e.runNLBWR(n, "CREATE_NETWORK_LOAD_BALANCER", "CREATED", now, func() *nlbWRError {
 		n.LifecycleState = NLBActive
