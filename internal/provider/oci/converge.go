@@ -20,6 +20,11 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	if err != nil {
 		return "", err
 	}
+	return s.converge(ctx, svc, spec, lb)
+}
+
+// converge is Converge, ctx the Service's principal's.
+func (s steps) converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
 	have := lb.Obj
 	change := func(wr string, err error, what string) (string, error) {
 		if err != nil {
