@@ -129,7 +129,7 @@ func (w *workloads) requestToken(ctx context.Context, namespace, name string) (s
 	case apierrors.IsNotFound(err):
 		return "", fmt.Errorf("ServiceAccount %s/%s does not exist: create it in the Service's namespace (the OCI policies for its load balancer name it), or remove the annotation", namespace, name)
 	case apierrors.IsForbidden(err):
-		return "", fmt.Errorf("the CCM may not ask for tokens of ServiceAccount %s/%s: its ClusterRole needs create on serviceaccounts/token (the chart grants it)", namespace, name)
+		return "", fmt.Errorf("the CCM may not ask for tokens of ServiceAccount %s/%s: it needs create on serviceaccounts/token: set the chart's oci.workloadServiceAccounts=true, or apply deploy/oci/workload-service-accounts-rbac.yaml", namespace, name)
 	case err != nil:
 		return "", fmt.Errorf("asking the Kubernetes API for a token of ServiceAccount %s/%s: %w", namespace, name, err)
 	case tr.Status.Token == "":
