@@ -177,7 +177,8 @@ const (
 	// the calls of the Service's load balancer (the Load Balancer and
 	// Network Load Balancer APIs, and the lookup of its reserved IP) are
 	// made as that ServiceAccount of the Service's namespace, whose token
-	// the CCM asks for (create on serviceaccounts/token) and trades at OKE's
+	// the CCM asks for (create on serviceaccounts/token, an opt-in grant:
+	// the chart's oci.workloadServiceAccounts) and trades at OKE's
 	// workload identity endpoint; subnets, NSGs and security lists stay the
 	// CCM's own calls. A ServiceAccount that does not exist, or a refused
 	// exchange, is a Warning Event and nothing is built or changed.
