@@ -47,3 +47,10 @@ for file in "$chart"/clouds/*.yaml; do
 		--set cloud="$cloud" --set cloudConfig.existingSecret=unused \
 		--show-only templates/admissionpolicy.yaml
 done
+
+render deploy/oci/workload-service-accounts-rbac.yaml \
+	"# Optional: lets overcast-ccm make a Service's load balancer as the ServiceAccount its
+# oci.oraclecloud.com/workload-service-account names (create on serviceaccounts/token,
+# cluster-wide: it can act as any ServiceAccount). Apply it only where that annotation is used." \
+	--set cloud=oci --set cloudConfig.existingSecret=unused --set oci.workloadServiceAccounts=true \
+	--show-only templates/rbac-workload-tokens.yaml

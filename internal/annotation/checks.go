@@ -168,6 +168,20 @@ func IP() Check {
 		cel:     func(x string) string { return "isIP(" + trimmed(x) + ")" }}
 }
 
+// IPv4 is one IPv4 address (ParseIPv4).
+func IPv4() Check {
+	return Check{Accepted: "one IPv4 address such as 192.0.2.10", Valid: []string{"192.0.2.10", " 10.0.10.200 "},
+		Invalid: []string{"192.0.2.300", "2001:db8::1", "::ffff:192.0.2.10", "192.0.2.0/24", "lb.example.com", ""},
+		cel:     func(x string) string { return "(isIP(" + trimmed(x) + ") && ip(" + trimmed(x) + ").family() == 4)" }}
+}
+
+// IPv6 is one IPv6 address (ParseIPv6).
+func IPv6() Check {
+	return Check{Accepted: "one IPv6 address such as 2001:db8::10", Valid: []string{"2001:db8::10", " 2001:DB8:0:20::5 "},
+		Invalid: []string{"192.0.2.10", "::ffff:192.0.2.10", "2001:db8::/64", "fe80::1%eth0", "2001:db8::g", ""},
+		cel:     func(x string) string { return "(isIP(" + trimmed(x) + ") && ip(" + trimmed(x) + ").family() == 6)" }}
+}
+
 // CIDRs is a comma-separated list of CIDRs, blanks ignored (Name.CIDRs).
 func CIDRs() Check {
 	return Check{Accepted: "comma-separated CIDRs such as 203.0.113.0/24,198.51.100.7/32",
@@ -205,6 +219,17 @@ func Hostname() Check {
 		cel: func(x string) string {
 			t := trimmed(x)
 			return fmt.Sprintf(`(size(%s) <= 253 && %s.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$') && !isIP(%s))`, t, t, t)
+		}}
+}
+
+// ServiceAccountName is a ServiceAccount's name: a DNS-1123 subdomain
+// (Name.ServiceAccountName).
+func ServiceAccountName() Check {
+	return Check{Accepted: serviceAccountAccepted,
+		Valid: []string{"lb-maker", " team-a.lb ", "a"}, Invalid: []string{"", "LB-Maker", "-lb", "lb-", "kube-system/lb", "lb_maker", strings.Repeat("a", 254)},
+		cel: func(x string) string {
+			t := trimmed(x)
+			return fmt.Sprintf(`(size(%s) <= 253 && %s.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))`, t, t)
 		}}
 }
 

@@ -104,6 +104,34 @@ func ParseIP(n Name, v string) (netip.Addr, error) {
 	return a.Unmap(), nil
 }
 
+// IPv4 parses a single IPv4 address (an IPv4-mapped IPv6 one is not).
+func (n Name) IPv4(svc *v1.Service) (netip.Addr, error) {
+	return get(n, svc, ParseIPv4)
+}
+
+// ParseIPv4 parses an IPv4 address annotation value.
+func ParseIPv4(n Name, v string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(strings.TrimSpace(v))
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, &InvalidError{Name: n, Value: v, Accepted: "one IPv4 address such as 192.0.2.10"}
+	}
+	return a, nil
+}
+
+// IPv6 parses a single IPv6 address: not an IPv4-mapped one, no zone.
+func (n Name) IPv6(svc *v1.Service) (netip.Addr, error) {
+	return get(n, svc, ParseIPv6)
+}
+
+// ParseIPv6 parses an IPv6 address annotation value.
+func ParseIPv6(n Name, v string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(strings.TrimSpace(v))
+	if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+		return netip.Addr{}, &InvalidError{Name: n, Value: v, Accepted: "one IPv6 address such as 2001:db8::10"}
+	}
+	return a, nil
+}
+
 // CIDRs parses a comma-separated list of CIDRs (blanks ignored; "" is an
 // empty list).
 func (n Name) CIDRs(svc *v1.Service) ([]string, error) {
@@ -284,4 +312,19 @@ func ParseHostnameOf(n Name, v string) (string, error) {
 			Err:      fmt.Errorf("%s", strings.Join(errs, "; "))}
 	}
 	return s, nil
+}
+
+// serviceAccountAccepted says what ServiceAccountName accepts.
+const serviceAccountAccepted = `the name of a ServiceAccount in the Service's namespace (a DNS-1123 subdomain of lower-case letters, digits, "-" and ".", such as lb-maker)`
+
+// ServiceAccountName parses the name of a ServiceAccount of the Service's
+// namespace: a DNS-1123 subdomain, blanks around it ignored.
+func (n Name) ServiceAccountName(svc *v1.Service) (string, error) {
+	return get(n, svc, func(n Name, v string) (string, error) {
+		name := strings.TrimSpace(v)
+		if len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return "", &InvalidError{Name: n, Value: v, Accepted: serviceAccountAccepted}
+		}
+		return name, nil
+	})
 }

@@ -173,12 +173,16 @@ const (
 	// Default: none.
 	OCIRuleSets Name = "oci.oraclecloud.com/oci-load-balancer-rule-sets"
 
-	// OCIWorkloadServiceAccount is the peer's per-Service OKE workload
-	// identity: the Service's load balancer made as that ServiceAccount.
-	// Not served: a Service that sets it is refused with a Warning Event,
-	// and nothing is built or changed for it (the CCM's own workload
-	// identity is useWorkloadIdentity).
-	// Type: a ServiceAccount's name.
+	// OCIWorkloadServiceAccount is the per-Service OKE workload identity:
+	// the calls of the Service's load balancer (the Load Balancer and
+	// Network Load Balancer APIs, and the lookup of its reserved IP) are
+	// made as that ServiceAccount of the Service's namespace, whose token
+	// the CCM asks for (create on serviceaccounts/token, an opt-in grant:
+	// the chart's oci.workloadServiceAccounts) and trades at OKE's
+	// workload identity endpoint; subnets, NSGs and security lists stay the
+	// CCM's own calls. A ServiceAccount that does not exist, or a refused
+	// exchange, is a Warning Event and nothing is built or changed.
+	// Type: a ServiceAccount's name (a DNS-1123 subdomain).
 	// Default: none.
 	OCIWorkloadServiceAccount Name = "oci.oraclecloud.com/workload-service-account"
 
@@ -273,17 +277,21 @@ const (
 	OCINLBExternalIPOnly Name = "oci-network-load-balancer.oraclecloud.com/external-ip-only"
 
 	// OCINLBAssignedPrivateIPv4 is the private IPv4 address the network load
-	// balancer takes in its subnet.
-	// Not served: a Service that sets it is refused with a Warning Event,
-	// and nothing is built for it.
+	// balancer takes in its subnet: one of the subnet's CIDR (not its first
+	// two or its last, which OCI keeps), held by nothing else, checked before
+	// anything is built. It is the network load balancer's for good: kept
+	// when a FAILED one is built anew, never changed in place (a Service
+	// asking for another is refused with a Warning). Refused on an lb, as the
+	// peer refuses it.
 	// Type: IPv4 address.
 	// Default: one OCI chooses.
 	OCINLBAssignedPrivateIPv4 Name = "oci-network-load-balancer.oraclecloud.com/assigned-private-ipv4"
 
 	// OCINLBAssignedIPv6 is the IPv6 address the network load balancer takes
-	// in its subnet.
-	// Not served: a Service that sets it is refused with a Warning Event,
-	// and nothing is built for it.
+	// in its subnet, which must serve IPv6 (spec.ipFamilies): one of the
+	// subnet's IPv6 prefixes, held by nothing else, checked before anything
+	// is built; kept and never changed as assigned-private-ipv4 is. Refused
+	// on an lb, as the peer refuses it.
 	// Type: IPv6 address.
 	// Default: one OCI chooses.
 	OCINLBAssignedIPv6 Name = "oci-network-load-balancer.oraclecloud.com/assigned-ipv6"

@@ -46,7 +46,7 @@ var ociChecks = Checks{
 	OCIBackendSetSSLConfig:            ByTheCCM("JSON"),
 	OCIIngressIPMode:                  OneOf("VIP", "Proxy"),
 	OCIRuleSets:                       ByTheCCM("JSON"),
-	OCIWorkloadServiceAccount:         ByTheCCM("not served: any value is refused"),
+	OCIWorkloadServiceAccount:         ServiceAccountName(),
 	OCINLBInternal:                    Bool().In(ociNLB),
 	OCINLBSubnet:                      OCID("subnet").In(ociNLB),
 	OCINLBNetworkSecurityGroups:       OCIDs("networksecuritygroup", OCIMaxNetworkSecurityGroups).In(ociNLB),
@@ -63,9 +63,11 @@ var ociChecks = Checks{
 	OCINLBIsPreserveSource:            Bool().In(ociNLB),
 	OCINLBIsPPv2Enabled:               Bool().In(ociNLB),
 	OCINLBExternalIPOnly:              Bool().In(ociNLB),
-	OCINLBAssignedPrivateIPv4:         ByTheCCM("not served: any value is refused"),
-	OCINLBAssignedIPv6:                ByTheCCM("not served: any value is refused"),
-	OCIConverged:                      Written(),
+	// Read for either kind, not in ociNLB alone: on an lb any value is
+	// refused (as the peer refuses it), an invalid one as invalid.
+	OCINLBAssignedPrivateIPv4: IPv4(),
+	OCINLBAssignedIPv6:        IPv6(),
+	OCIConverged:              Written(),
 }
 
 // OCID is one OCID of kind (Name.OCID). The policy lets "" through (the

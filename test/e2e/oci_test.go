@@ -527,6 +527,70 @@ func TestOCIAdoptsThePeersNetworkLoadBalancer(t *testing.T) {
 	assert.Zero(t, e.Objects()["networkLoadBalancer"])
 }
 
+// An internal network load balancer of an assigned private address takes
+// it and serves it; another Service asking for it is refused and gets
+// nothing; FAILED, it is built anew at the same address; a Service asking
+// for another address is refused, the network load balancer left as it
+// is; nothing is left after.
+func TestOCINetworkLoadBalancerTakesItsAssignedAddress(t *testing.T) {
+	ns := namespace(t)
+	c := ociLBCloud(t, 76, 2)
+	e, client := c.ociEmu, ociNLBClient(t, c.ociEmu)
+	before := e.Objects()
+	const assigned, addr = "oci-network-load-balancer.oraclecloud.com/assigned-private-ipv4", "127.0.76.200"
+	annotations := func(a string) map[string]string {
+		return map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb", "oci-network-load-balancer.oraclecloud.com/internal": "true", assigned: a}
+	}
+	nlbs := func(svc *v1.Service) []nlb.NetworkLoadBalancerSummary {
+		list, err := client.ListNetworkLoadBalancers(t.Context(), nlb.ListNetworkLoadBalancersRequest{
+			CompartmentId: common.String(e.Fixture().CompartmentID), DisplayName: common.String(ns + "/" + svc.Name + "/" + string(svc.UID))})
+		require.NoError(t, err)
+		return list.Items
+	}
+	svc := lbService(t, ns, "pinned", func(s *v1.Service) { s.Annotations = annotations(addr) })
+	for _, k := range c.nodes {
+		k.ServeService(t, svc, true)
+	}
+	got := waitCondition(t, ns, "pinned", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
+	assert.Equal(t, addr, ingressAddr(got))
+	waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(addr), 80))
+
+	other := lbService(t, ns, "other", func(s *v1.Service) { s.Annotations = annotations(addr) })
+	got = waitCondition(t, ns, "other", servicecontroller.ConditionReady, metav1.ConditionFalse, "LoadBalancerIPUnavailable")
+	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, servicecontroller.ConditionReady).Message, addr+" is taken")
+	assert.Empty(t, nlbs(other), "nothing built for it")
+	deleteService(t, ns, "other")
+
+	list := nlbs(svc)
+	require.Len(t, list, 1)
+	failed := *list[0].Id
+	require.NoError(t, e.SetLoadBalancerState(failed, emulator.NLBFailed))
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+		list := nlbs(svc)
+		if len(list) != 1 || *list[0].Id == failed || list[0].LifecycleState != nlb.LifecycleStateActive {
+			return fmt.Errorf("%d network load balancers", len(list))
+		}
+		for _, a := range list[0].IpAddresses {
+			if *a.IpAddress == addr {
+				return nil
+			}
+		}
+		return fmt.Errorf("the new network load balancer is not at %s", addr)
+	}), "a FAILED network load balancer is built anew at its assigned address")
+	waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(addr), 80))
+
+	moved := getService(t, ns, "pinned")
+	moved.Annotations[assigned] = "127.0.76.201"
+	_, err := env.Client.CoreV1().Services(ns).Update(t.Context(), moved, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	got = waitCondition(t, ns, "pinned", servicecontroller.ConditionReady, metav1.ConditionFalse, "UnsupportedService")
+	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, servicecontroller.ConditionReady).Message, "cannot change once built")
+	assert.Equal(t, addr, ingressAddr(got), "left as it is")
+
+	deleteService(t, ns, "pinned")
+	assert.Equal(t, before, e.Objects(), "nothing left in the emulator")
+}
+
 // tlsSecret writes the kubernetes.io/tls Secret name of namespace ns with a
 // new certificate for host, and returns the certificate.
 func tlsSecret(t *testing.T, ca *core.CA, ns, name, host string) string {

@@ -152,21 +152,21 @@ func (e *Emulator) AddMachine(name string) (id, ip string) {
 	inst := &instance{resource: e.newResource("instance", e.fx.CompartmentID, StateRunning, now),
 		AvailabilityDomain: ad, FaultDomain: fmt.Sprintf("FAULT-DOMAIN-%d", n%3+1), DisplayName: name,
 		Region: regionField(e.opts.Region), Shape: "VM.Standard.E4.Flex"}
-	private, public := e.machineNext, e.publicNext
-	e.machineNext, e.publicNext = e.machineNext.Next(), e.publicNext.Next()
+	private, public := e.free(&e.machineNext), e.publicNext
+	e.publicNext = e.publicNext.Next()
 	v := &vnic{resource: e.newResource("vnic", inst.CompartmentID, "AVAILABLE", now),
 		AvailabilityDomain: ad, DisplayName: name, HostnameLabel: name, IsPrimary: true,
 		MacAddress: fmt.Sprintf("02:00:17:00:%02x:%02x", n/256%256, n%256),
 		PrivateIP:  private.String(), PublicIP: public.String(), IPv6Addresses: []string{}, SubnetID: e.fx.SubnetID,
 		privateIPID: e.newID("privateip"), publicIPID: e.newID("publicip")}
 	if e.ipv6Next.IsValid() {
-		v.IPv6Addresses, v.ipv6ID = []string{e.ipv6Next.String()}, e.newID("ipv6")
-		e.ipv6Next = e.ipv6Next.Next()
+		v.IPv6Addresses, v.ipv6ID = []string{e.free(&e.ipv6Next).String()}, e.newID("ipv6")
 	}
 	att := &vnicAttachment{resource: e.newResource("vnicattachment", inst.CompartmentID, "ATTACHED", now),
 		AvailabilityDomain: ad, InstanceID: inst.ID, VnicID: v.ID, SubnetID: v.SubnetID}
 	e.instances.Add(inst.ID, inst)
 	e.vnics.Add(v.ID, v)
+	e.holdVNIC(v)
 	e.attachments.Add(att.ID, att)
 	return inst.ID, private.String()
 }
@@ -200,6 +200,9 @@ func (e *Emulator) PurgeInstance(id string) {
 	for _, a := range e.attachments.All() {
 		if a.InstanceID == id {
 			e.attachments.Remove(a.ID)
+			if v, ok := e.vnics.Get(a.VnicID); ok {
+				e.releaseVNIC(v)
+			}
 			e.vnics.Remove(a.VnicID)
 		}
 	}
@@ -228,24 +231,6 @@ func (e *Emulator) Objects() map[string]int {
 	}
 	return map[string]int{"loadBalancer": e.lbs.Len(), "networkLoadBalancer": e.nlbs.Len(), "networkSecurityGroup": e.nsgs.Len(),
 		"securityRule": rules + e.nsgRuleCount()}
-}
-
-// listPrivateIPs answers ListPrivateIps: the primary private IP of each VNIC
-// of a subnet, or of one VNIC (one of subnetId, vnicId must be given).
-func (e *Emulator) listPrivateIPs(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	subnetID, vnicID, ip := q.Get("subnetId"), q.Get("vnicId"), q.Get("ipAddress")
-	if subnetID == "" && vnicID == "" {
-		writeError(w, http.StatusBadRequest, "MissingParameter", "One of subnetId, vnicId or vlanId is required.")
-		return
-	}
-	listPage(e, w, r, e.vnics, func(v *vnic) bool {
-		return (subnetID == "" || v.SubnetID == subnetID) && (vnicID == "" || v.ID == vnicID) && (ip == "" || v.PrivateIP == ip)
-	}, func(v *vnic) any {
-		return map[string]any{"id": v.privateIPID, "availabilityDomain": v.AvailabilityDomain, "compartmentId": v.CompartmentID,
-			"displayName": v.DisplayName, "hostnameLabel": v.HostnameLabel, "ipAddress": v.PrivateIP, "isPrimary": true,
-			"subnetId": v.SubnetID, "vnicId": v.ID, "timeCreated": v.TimeCreated}
-	})
 }
 
 // listPublicIPs answers ListPublicIps: scope AVAILABILITY_DOMAIN lists the
@@ -281,24 +266,5 @@ func (e *Emulator) listPublicIPs(w http.ResponseWriter, r *http.Request) {
 			"availabilityDomain": v.AvailabilityDomain, "compartmentId": v.CompartmentID, "ipAddress": v.PublicIP,
 			"lifecycleState": "ASSIGNED", "lifetime": "EPHEMERAL", "privateIpId": v.privateIPID,
 			"scope": "AVAILABILITY_DOMAIN", "timeCreated": v.TimeCreated}
-	})
-}
-
-// listIPv6s answers ListIpv6s (GET /ipv6, singular, as oci-go-sdk calls it):
-// the IPv6 addresses of the VNICs of a subnet, or of one VNIC (one of
-// subnetId, vnicId must be given; core.Ipv6).
-func (e *Emulator) listIPv6s(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	subnetID, vnicID := q.Get("subnetId"), q.Get("vnicId")
-	if subnetID == "" && vnicID == "" {
-		writeError(w, http.StatusBadRequest, "MissingParameter", "One of subnetId or vnicId is required.")
-		return
-	}
-	listPage(e, w, r, e.vnics, func(v *vnic) bool {
-		return v.ipv6ID != "" && (subnetID == "" || v.SubnetID == subnetID) && (vnicID == "" || v.ID == vnicID)
-	}, func(v *vnic) any {
-		return map[string]any{"id": v.ipv6ID, "compartmentId": v.CompartmentID, "displayName": v.DisplayName,
-			"ipAddress": v.IPv6Addresses[0], "lifecycleState": "AVAILABLE", "subnetId": v.SubnetID, "vnicId": v.ID,
-			"timeCreated": v.TimeCreated, "lifetime": "EPHEMERAL", "ipState": "ASSIGNED"}
 	})
 }

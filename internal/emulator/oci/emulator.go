@@ -80,8 +80,15 @@ type Options struct {
 	// trades the ServiceAccount tokens of ServiceAccountToken for session
 	// tokens (workloadidentity.go).
 	WorkloadIdentity bool
+	// IdentityDomain makes the emulator an OCI IAM identity domain's
+	// OAuth token endpoint too, on an HTTPS listener of its own
+	// (IdentityDomainURL), which trades the ServiceAccount tokens of
+	// ServiceAccountToken for session tokens: the peer's self-managed
+	// workload identity (identitydomain.go).
+	IdentityDomain bool
 	// SessionLifetime is how long a session token lasts (instance
-	// principals and workload identity); default 20 minutes.
+	// principals, workload identity and the identity domain's); default
+	// 20 minutes.
 	SessionLifetime time.Duration
 }
 
@@ -118,7 +125,9 @@ type Emulator struct {
 	balancing
 	host         *hostIdentity
 	sessions     map[string]session // by token
+	principals   principals
 	workload     workloadEndpoint
+	domain       identityDomain
 	jobs         *core.Jobs
 	retryTokens  map[string]retried
 	provisioning core.Delay // of work requests (Options.Provisioning)
@@ -142,6 +151,9 @@ type networking struct {
 	securityLists *core.Store[*securityList]
 	publicIPs     *core.Store[*publicIP]
 	nsgs          *core.Store[*nsg]
+	// addressBook are the subnets' private IPs and IPv6 addresses
+	// (addresses.go).
+	addressBook
 }
 
 // balancing are the objects of the Load Balancing and Network Load
@@ -171,13 +183,15 @@ func New(opts Options) (*Emulator, error) {
 	e := &Emulator{opts: opts, mux: http.NewServeMux(), users: map[string]*user{},
 		networking: networking{instances: core.NewStore[*instance](), attachments: core.NewStore[*vnicAttachment](),
 			vnics: core.NewStore[*vnic](), subnets: core.NewStore[*subnet](), vcns: core.NewStore[*vcn](),
-			securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), nsgs: core.NewStore[*nsg]()},
+			securityLists: core.NewStore[*securityList](), publicIPs: core.NewStore[*publicIP](), nsgs: core.NewStore[*nsg](),
+			addressBook: newAddressBook()},
 		balancing: balancing{lbs: core.NewStore[*loadBalancer](), wrs: core.NewStore[*workRequest](),
 			nlbs: core.NewStore[*networkLoadBalancer](), nlbWRs: core.NewStore[*nlbWorkRequest]()},
 		sessions: map[string]session{}, workload: workloadEndpoint{tokens: map[string]serviceAccount{}}, jobs: core.NewJobs(), retryTokens: map[string]retried{},
 		machineNet: nets.Machine, machineNext: nets.Machine.Addr().Next().Next(),
 		publicNext: nth(nets.Public.Addr(), 10)}
 	e.provisioning.Set(opts.Provisioning)
+	e.domain.clientID, e.domain.clientSecret = newDomainClient()
 	if err := e.seedFixture(); err != nil {
 		return nil, err
 	}
@@ -214,24 +228,29 @@ func nth(a netip.Addr, n int) netip.Addr {
 
 // Start serves the API on addr (a loopback IP:PORT), with ServeTraffic the
 // load balancers too, and with WorkloadIdentity the workload identity
-// endpoint on another port of the same address, until Close.
+// endpoint, with IdentityDomain the identity domain, each on another port
+// of the same address, until Close.
 func (e *Emulator) Start(addr string) error {
 	if err := e.StartServing(addr, e.opts.ServeTraffic, &e.dataPlane, e.dataPlaneSpecs); err != nil {
 		return err
 	}
-	if !e.opts.WorkloadIdentity {
-		return nil
+	var err error
+	if e.opts.WorkloadIdentity {
+		err = e.startWorkloadEndpoint(addr)
 	}
-	if err := e.startWorkloadEndpoint(addr); err != nil {
-		_ = e.Server.Close()
-		return err
+	if err == nil && e.opts.IdentityDomain {
+		err = e.startIdentityDomain(addr)
 	}
-	return nil
+	if err != nil {
+		_ = e.Close()
+	}
+	return err
 }
 
 // Close stops what Start started.
 func (e *Emulator) Close() error {
 	e.stopWorkloadEndpoint()
+	e.stopIdentityDomain()
 	return e.Server.Close()
 }
 
@@ -347,12 +366,16 @@ func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == sessionTokensPath && viaWorkloadEndpoint(r):
 		e.issueWorkloadSession(w, r)
 		return
+	case r.URL.Path == domainTokenPath && viaIdentityDomain(r):
+		e.issueDomainToken(w, r)
+		return
 	}
 	u, msg := e.authenticate(r)
 	if u == nil {
 		writeError(w, http.StatusUnauthorized, "NotAuthenticated", msg)
 		return
 	}
+	r = e.signedBy(r, u.principal)
 	e.mu.Lock()
 	e.jobs.Settle(e.opts.Clock())
 	e.mu.Unlock()
@@ -379,8 +402,13 @@ func (e *Emulator) handle(pattern string, h http.HandlerFunc) { e.mux.HandleFunc
 // and operation, as Calls count them.
 func classify(r *http.Request) (service, operation string) {
 	p := r.URL.Path
-	if p == sessionTokensPath {
+	switch p {
+	case sessionTokensPath:
 		return "workloadidentity", r.Method + " " + p
+	case domainTokenPath:
+		if viaIdentityDomain(r) {
+			return "identitydomain", r.Method + " " + p
+		}
 	}
 	version, rest, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
 	resource, rest, _ := strings.Cut(rest, "/")

@@ -53,6 +53,8 @@ const defaultSessionLifetime = 20 * time.Minute
 type session struct {
 	key *rsa.PublicKey
 	exp time.Time
+	// principal names the session's principal (principals.go).
+	principal string
 }
 
 // hostIdentity is the CCM host's leaf certificate and key (PEM).
@@ -179,7 +181,7 @@ func (e *Emulator) federate(w http.ResponseWriter, r *http.Request) {
 		"ptype": "instance", "iss": "authService.oracle.com", "exp": exp.Unix(), "iat": e.opts.Clock().Unix(),
 		"jti": fmt.Sprintf("emulator-%d", exp.UnixNano())})
 	e.mu.Lock()
-	e.sessions[token] = session{key: sessionKey, exp: exp}
+	e.sessions[token] = session{key: sessionKey, exp: exp, principal: "instance:" + e.host.instanceID}
 	e.mu.Unlock()
 	core.WriteJSON(w, http.StatusOK, map[string]string{"token": token})
 }
@@ -210,5 +212,5 @@ func (e *Emulator) sessionUser(token string) *user {
 	for _, r := range allRights {
 		rights[r] = true
 	}
-	return &user{key: s.key, rights: rights}
+	return &user{key: s.key, rights: rights, principal: s.principal}
 }

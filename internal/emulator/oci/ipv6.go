@@ -27,7 +27,8 @@ import (
 // no error code for these: 400 InvalidParameter, the code both APIs give a
 // request they refuse for its content, and the messages are this emulator's
 // guesses. Not emulated: ipv6SubnetCidr and subnetIpv6Cidr (the subnet's
-// first prefix is taken), assignedIpv6, reserved IPv6 addresses, and
+// first prefix is taken), reserved IPv6 addresses of a network load
+// balancer (reservedIpv6Id), assignedIpv6 in an update, and
 // updating an lb's ipMode (UpdateLoadBalancerDetails has it; the peer never
 // sends it). The data plane serves IPv4 listeners alone (dataplane.go).
 
@@ -114,9 +115,7 @@ func (e *Emulator) newIPv6(ids ...string) string {
 			continue
 		}
 		if id == e.fx.SubnetID && e.ipv6Next.IsValid() {
-			a := e.ipv6Next
-			e.ipv6Next = a.Next()
-			return a.String()
+			return e.free(&e.ipv6Next).String()
 		}
 		if e.ipv6Pools == nil {
 			e.ipv6Pools = map[string]netip.Addr{}
@@ -125,8 +124,9 @@ func (e *Emulator) newIPv6(ids ...string) string {
 		if !ok {
 			a = nth(netip.MustParsePrefix(s.IPv6CIDRBlock).Addr(), 0x100)
 		}
-		e.ipv6Pools[id] = a.Next()
-		return a.String()
+		got := e.free(&a)
+		e.ipv6Pools[id] = a
+		return got.String()
 	}
 	return ""
 }
@@ -232,16 +232,19 @@ func servedBy(version, v, what string) error {
 
 // nlbFamilyAddresses are the addresses of a new network load balancer of
 // version: its IPv4 ones (as nlbAddresses gives them) unless it is IPV6
-// alone, then an IPv6 one of its subnet (public when it is). Call with mu
-// held.
-func (e *Emulator) nlbFamilyAddresses(n *networkLoadBalancer, v4 []nlbIPAddress) []nlbIPAddress {
+// alone, then an IPv6 one of its subnet (public when it is): assigned6, or
+// the pool's. Call with mu held.
+func (e *Emulator) nlbFamilyAddresses(n *networkLoadBalancer, v4 []nlbIPAddress, assigned6 string) []nlbIPAddress {
 	has4, has6 := families(n.NLBIPVersion)
 	var out []nlbIPAddress
 	if has4 {
 		out = v4
 	}
 	if has6 {
-		out = append(out, nlbIPAddress{IPAddress: e.newIPv6(n.SubnetID), IsPublic: !n.IsPrivate, IPVersion: IPv6})
+		if assigned6 == "" {
+			assigned6 = e.newIPv6(n.SubnetID)
+		}
+		out = append(out, nlbIPAddress{IPAddress: assigned6, IsPublic: !n.IsPrivate, IPVersion: IPv6})
 	}
 	return out
 }
@@ -296,12 +299,13 @@ func (e *Emulator) setNLBVersion(n *networkLoadBalancer, version string) {
 		}
 	}
 	if has4 && !had4 {
-		kept = append(e.nlbAddresses(n.IsPrivate, nil), kept...)
+		kept = append(e.nlbAddresses(n.IsPrivate, nil, ""), kept...)
 	}
 	if has6 && !had6 {
 		kept = append(kept, nlbIPAddress{IPAddress: e.newIPv6(n.SubnetID), IsPublic: !n.IsPrivate, IPVersion: IPv6})
 	}
 	n.IPAddresses = kept
+	e.holdNLB(n)
 }
 
 // ipv6State is what the emulator keeps of IPv6 beside the node subnet's

@@ -142,6 +142,7 @@ const (
 type creation struct {
 	e        *Emulator
 	now      time.Time
+	by       string // the principal asking (principals.go)
 	token    string
 	sum      [32]byte
 	answered bool // replay answered it (409 InvalidatedRetryToken)
@@ -160,7 +161,7 @@ func (e *Emulator) startCreate(w http.ResponseWriter, r *http.Request, d any) (*
 		return nil, false
 	}
 	e.mu.Lock()
-	return &creation{e: e, now: e.opts.Clock(), token: r.Header.Get("opc-retry-token"), sum: sha256.Sum256(raw)}, true
+	return &creation{e: e, now: e.opts.Clock(), by: principalOf(r), token: r.Header.Get("opc-retry-token"), sum: sha256.Sum256(raw)}, true
 }
 
 // replay is what the same opc-retry-token answered first, for the same
@@ -301,6 +302,7 @@ func (e *Emulator) deleteLoadBalancer(w http.ResponseWriter, r *http.Request) {
 		return func() {
 			e.lbs.Remove(lb.ID)
 			e.releaseReserved(lb.ID)
+			e.holdFor(lb.ID, "", nil, nil)
 		}, nil
 	})
 }
@@ -583,6 +585,7 @@ func (e *Emulator) newLoadBalancer(c *creation, d *createDetails) (core.Reply, e
 		return core.Reply{}, err
 	}
 	e.lbs.Add(lb.ID, lb)
+	e.principals.made(lb.ID, c.by)
 	wr := e.startWR(lb, "CreateLoadBalancer", now, func() {
 		lb.LifecycleState = LBActive
 		if len(reserved) > 0 {
@@ -591,6 +594,7 @@ func (e *Emulator) newLoadBalancer(c *creation, d *createDetails) (core.Reply, e
 			lb.IPAddresses = []lbIPAddress{e.lbAddress(lb.IsPrivate)}
 		}
 		e.lbIPv6(lb)
+		e.holdFor(lb.ID, lb.CompartmentID, lb.SubnetIDs, lbHeld(lb.IPAddresses, func(a lbIPAddress) (string, bool) { return a.IPAddress, a.IsPublic }))
 	})
 	c.remember(wr, "")
 	return core.Reply{Status: http.StatusOK, Header: map[string]string{"opc-work-request-id": wr}}, nil
@@ -670,9 +674,7 @@ func (e *Emulator) checkCreate(d *createDetails) error {
 // subnet. Call with mu held.
 func (e *Emulator) lbAddress(private bool) lbIPAddress {
 	if private {
-		a := e.machineNext
-		e.machineNext = a.Next()
-		return lbIPAddress{IPAddress: a.String()}
+		return lbIPAddress{IPAddress: e.free(&e.machineNext).String()}
 	}
 	a := e.publicNext
 	e.publicNext = a.Next()

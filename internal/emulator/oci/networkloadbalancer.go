@@ -109,6 +109,8 @@ type networkLoadBalancer struct {
 }
 
 type nlbWorkRequest struct {
+	// errors are why it failed (ListWorkRequestErrors).
+	errors          []nlbWRError
 	ID              string     `json:"id"`
 	OperationType   string     `json:"operationType"`
 	Status          string     `json:"status"`
@@ -119,6 +121,13 @@ type nlbWorkRequest struct {
 	TimeStarted     *time.Time `json:"timeStarted,omitempty"`
 	TimeFinished    *time.Time `json:"timeFinished,omitempty"`
 	start, end      time.Time  // when it runs
+}
+
+// nlbWRError is networkloadbalancer.WorkRequestError.
+type nlbWRError struct {
+	Code      string    `json:"code"`
+	Message   string    `json:"message"`
+	Timestamp time.Time `json:"timestamp"`
 }
 
 // wrEntity is networkloadbalancer.WorkRequestResource.
@@ -132,11 +141,14 @@ type wrEntity struct {
 func (w *nlbWorkRequest) ocid() string { return w.ID }
 
 // nlbCreateDetails is CreateNetworkLoadBalancerDetails, the parts checked or
-// kept.
+// kept. AssignedPrivateIPv4 and AssignedIPv6 are the addresses it asks to
+// take in its subnet (a GET does not show them: its ipAddresses do).
 type nlbCreateDetails struct {
 	CompartmentID string `json:"compartmentId"`
 	nlbConfig
-	ReservedIPs []reservedRef `json:"reservedIps"`
+	ReservedIPs         []reservedRef `json:"reservedIps"`
+	AssignedPrivateIPv4 string        `json:"assignedPrivateIpv4"`
+	AssignedIPv6        string        `json:"assignedIpv6"`
 }
 
 // nlbPolicies and the protocols are the API's enums
@@ -182,6 +194,7 @@ func (e *Emulator) routeNetworkLoadBalancers() {
 	e.routeNLBUpdate(p)
 	routeNSGMembership(e, p, e.nlbChange, "UPDATE_NSGS", func(n *networkLoadBalancer) *[]string { return &n.NetworkSecurityGroupIDs })
 	e.handle("GET "+nlbPath+"/workRequests/{id}", func(w http.ResponseWriter, r *http.Request) { getOne(e, w, r, e.nlbWRs, e.viewNLBWR) })
+	e.handle("GET "+nlbPath+"/workRequests/{id}/errors", e.nlbWRErrors)
 	e.handle("GET "+nlbPath+"/workRequests", filtered[*nlbWorkRequest]{st: e.nlbWRs, view: e.viewNLBWR, items: true,
 		fields: func(wr *nlbWorkRequest) (string, map[string]string) { return wr.CompartmentID, nil }}.serve(e))
 }
@@ -193,6 +206,7 @@ func (e *Emulator) deleteNLB(w http.ResponseWriter, r *http.Request) {
 		return func() {
 			e.nlbs.Remove(n.ID)
 			e.releaseReserved(n.ID)
+			e.holdFor(n.ID, "", nil, nil)
 		}, nil
 	})
 }
@@ -273,19 +287,53 @@ func titleCase(s string) string {
 // startNLBWR starts a work request of n that applies effect when it
 // succeeds, one provisioning time from now. Call with mu held.
 func (e *Emulator) startNLBWR(n *networkLoadBalancer, op, action string, now time.Time, effect func()) string {
+	return e.runNLBWR(n, op, action, now, func() *nlbWRError { effect(); return nil })
+}
+
+// runNLBWR starts a work request of n that runs effect one provisioning
+// time from now: SUCCEEDED, or FAILED with the error effect returns. Call
+// with mu held.
+func (e *Emulator) runNLBWR(n *networkLoadBalancer, op, action string, now time.Time, effect func() *nlbWRError) string {
 	wr := &nlbWorkRequest{ID: e.newID("nlbworkrequest"), OperationType: op, Status: wrAccepted, CompartmentID: n.CompartmentID,
 		Resources: []wrEntity{{EntityType: "NetworkLoadBalancer", ActionType: "IN_PROGRESS", Identifier: n.ID,
 			EntityURI: nlbPath + "/networkLoadBalancers/" + n.ID}},
 		TimeAccepted: now, start: now, end: now.Add(e.provisioning.Get())}
 	e.nlbWRs.Add(wr.ID, wr)
 	e.jobs.Start(wr.ID, now, wr.end.Sub(now), func() (any, error) {
-		effect()
+		failed := effect()
 		wr.Status, wr.PercentComplete, wr.Resources[0].ActionType = wrSucceeded, 100, action
+		if failed != nil {
+			failed.Timestamp = wr.end
+			wr.Status, wr.errors = wrFailed, append(wr.errors, *failed)
+		}
 		done := wr.end
 		wr.TimeFinished = &done
 		return nil, nil
 	})
 	return wr.ID
+}
+
+// nlbWRErrors answers ListWorkRequestErrors (compartmentId required, as
+// the SDK has it): why a work request failed, in a
+// WorkRequestErrorCollection ({"items": [...]}, one page).
+func (e *Emulator) nlbWRErrors(w http.ResponseWriter, r *http.Request) {
+	comp, ok := requireCompartment(w, r)
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	wr, ok := e.nlbWRs.Get(r.PathValue("id"))
+	ok = ok && wr.CompartmentID == comp
+	items := []nlbWRError{}
+	if ok {
+		items = append(items, wr.errors...)
+	}
+	e.mu.Unlock()
+	if !ok {
+		writeNotFound(w)
+		return
+	}
+	core.WriteJSON(w, http.StatusOK, map[string]any{"items": items})
 }
 
 // createNLB answers CreateNetworkLoadBalancer: checked whole, then a
@@ -304,7 +352,12 @@ func (e *Emulator) createNLB(w http.ResponseWriter, r *http.Request) {
 }
 
 // newNLB makes the network load balancer a create asks for. Call with mu
-// held.
+// held. One whose assigned address something else holds is made with no
+// address, and its work request fails, leaving it FAILED: as OCI leaves it
+// (oci-cloud-controller-manager v1.35.0, load_balancer.go
+// loadBalancerToStatus: "NLB created with an intent to assign an IP address
+// which is already consumed goes into FAILED state"; "An NLB in FAILED state
+// without an IP address is FAILED during create operation").
 func (e *Emulator) newNLB(c *creation, d *nlbCreateDetails) (core.Reply, error) {
 	now := c.now
 	n := &networkLoadBalancer{resource: e.newResource("networkloadbalancer", d.CompartmentID, NLBCreating, now),
@@ -315,30 +368,54 @@ func (e *Emulator) newNLB(c *creation, d *nlbCreateDetails) (core.Reply, error) 
 	if err != nil {
 		return core.Reply{}, err
 	}
-	n.IPAddresses = e.nlbFamilyAddresses(n, e.nlbAddresses(n.IsPrivate, reserved))
+	taken := e.takenAssigned(d)
+	if taken == nil {
+		n.IPAddresses = e.nlbFamilyAddresses(n, e.nlbAddresses(n.IsPrivate, reserved, d.AssignedPrivateIPv4), d.AssignedIPv6)
+	} else {
+		e.releaseReserved(n.ID)
+		n.IPAddresses = []nlbIPAddress{}
+	}
 	e.nlbs.Add(n.ID, n)
-	wr := e.startNLBWR(n, "CREATE_NETWORK_LOAD_BALANCER", "CREATED", now, func() {
+	e.principals.made(n.ID, c.by)
+	e.holdNLB(n)
+	wr := e.runNLBWR(n, "CREATE_NETWORK_LOAD_BALANCER", "CREATED", now, func() *nlbWRError {
 		n.LifecycleState = NLBActive
+		if taken != nil {
+			n.LifecycleState = NLBFailed
+		}
 		n.revision++
+		return taken
 	})
 	c.remember(wr, n.ID)
 	return core.Reply{Status: http.StatusOK, Body: viewNLB(n), Header: map[string]string{"etag": n.etag(), "opc-work-request-id": wr}}, nil
 }
 
-// nlbAddresses are a new network load balancer's addresses, its own from
-// its creation: its reserved public IP, or a new one and (public) its
-// private address too. Call with mu held.
-func (e *Emulator) nlbAddresses(private bool, reserved []*publicIP) []nlbIPAddress {
-	if len(reserved) > 0 {
-		return []nlbIPAddress{{IPAddress: reserved[0].IPAddress, IsPublic: true, IPVersion: "IPV4", ReservedIP: &reservedRef{ID: reserved[0].ID}}}
+// nlbAddresses are a new network load balancer's IPv4 addresses, its own
+// from its creation: its reserved public IP (and its assigned private
+// address, when it has one), or a new public one and its private address
+// (assigned, or the pool's) for a public one, its private address alone for
+// a private one. Call with mu held.
+func (e *Emulator) nlbAddresses(private bool, reserved []*publicIP, assigned string) []nlbIPAddress {
+	var out []nlbIPAddress
+	switch {
+	case len(reserved) > 0:
+		out = append(out, nlbIPAddress{IPAddress: reserved[0].IPAddress, IsPublic: true, IPVersion: "IPV4", ReservedIP: &reservedRef{ID: reserved[0].ID}})
+		if assigned == "" {
+			return out
+		}
+	case !private:
+		out = append(out, nlbIPAddress{IPAddress: e.lbAddress(false).IPAddress, IsPublic: true, IPVersion: "IPV4"})
 	}
-	a := e.lbAddress(private)
-	out := []nlbIPAddress{{IPAddress: a.IPAddress, IsPublic: a.IsPublic, IPVersion: "IPV4"}}
-	if !private {
-		p := e.lbAddress(true)
-		out = append(out, nlbIPAddress{IPAddress: p.IPAddress, IPVersion: "IPV4"})
+	if assigned == "" {
+		assigned = e.lbAddress(true).IPAddress
 	}
-	return out
+	return append(out, nlbIPAddress{IPAddress: assigned, IPVersion: "IPV4"})
+}
+
+// holdNLB makes n's private and IPv6 addresses held in its subnet. Call
+// with mu held.
+func (e *Emulator) holdNLB(n *networkLoadBalancer) {
+	e.holdFor(n.ID, n.CompartmentID, []string{n.SubnetID}, lbHeld(n.IPAddresses, func(a nlbIPAddress) (string, bool) { return a.IPAddress, a.IsPublic }))
 }
 
 // checkNLBCreate is what OCI refuses of a create, before anything is made.
@@ -357,6 +434,9 @@ func (e *Emulator) checkNLBCreate(d *nlbCreateDetails) error {
 		return err
 	}
 	if err := e.checkNSGs(d.NetworkSecurityGroupIDs); err != nil {
+		return err
+	}
+	if err := e.checkAssigned(d); err != nil {
 		return err
 	}
 	err := checkNamed(&d.BackendSets, func(bs *nlbBackendSet) *string { return &bs.Name },

@@ -38,13 +38,15 @@ type user struct {
 	tenancy, user string
 	key           *rsa.PublicKey
 	rights        map[string]bool
+	// principal names who signs (principals.go).
+	principal string
 }
 
 // addKey adds an API key of userID and returns its fingerprint. Call with mu
 // held (or before serving).
 func (e *Emulator) addKey(tenancy, userID string, pub *rsa.PublicKey, rights ...string) string {
 	fp := fingerprint(pub)
-	u := &user{tenancy: tenancy, user: userID, key: pub, rights: map[string]bool{}}
+	u := &user{tenancy: tenancy, user: userID, key: pub, rights: map[string]bool{}, principal: "user:" + userID}
 	for _, r := range rights {
 		u.rights[r] = true
 	}

@@ -177,7 +177,7 @@ func (e *Emulator) issueWorkloadSession(w http.ResponseWriter, r *http.Request) 
 		"namespace": sa.namespace, "service_account": sa.name, "iss": "authService.oracle.com",
 		"iat": now.Unix(), "exp": exp.Unix(), "jti": fmt.Sprintf("emulator-%d", now.UnixNano())})
 	e.mu.Lock()
-	e.sessions[rpst] = session{key: key, exp: exp}
+	e.sessions[rpst] = session{key: key, exp: exp, principal: WorkloadPrincipal(sa.namespace, sa.name)}
 	e.mu.Unlock()
 	inner, _ := json.Marshal(map[string]string{"token": "ST$" + rpst})
 	w.Header().Set("Content-Type", "application/json")

@@ -44,6 +44,9 @@ type Cloud struct {
 	// wait their turns without taking every turn ahead of the security
 	// list writes that make the first ones ready.
 	asks chan struct{}
+	// workloads are the sessions of the ServiceAccounts Services name
+	// (workloads.go).
+	workloads *workloads
 	// records keeps each Service's converged record in OCIConverged.
 	records *lbcycle.AnnotationRecords
 
@@ -68,6 +71,9 @@ type Cloud struct {
 	// managedNSGs are the backend NSGs known tagged ManagedBy (nsg.go).
 	managedNSGs sync.Map
 	lists       listWriter
+	// rebuilt are the network load balancers rebuilt after they failed
+	// for their assigned addresses (assigned.go).
+	rebuilt rebuilds
 	// listPass: the drift check's reads of security lists (inventory.go);
 	// nsgPass its reads of NSG rules (nsginventory.go).
 	listPass listPass
@@ -99,6 +105,7 @@ func New(cfg Config) (*Cloud, error) {
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
 	c.wrs = newWorkRequests()
+	c.workloads = newWorkloads(cfg, c.Kube)
 	c.asks = make(chan struct{}, max(1, gw.writeBurst))
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube}
 	c.Cycle = newCycle(c)
@@ -106,7 +113,8 @@ func New(cfg Config) (*Cloud, error) {
 }
 
 // credentialsOf are what cfg's requests are signed with: an API key, or the
-// session tokens of an instance principal or of OKE workload identity.
+// session tokens of an instance principal or of workload identity (OKE's,
+// or the peer's self-managed form).
 func credentialsOf(cfg *Config) (*rotatingKey, *sessionCache, error) {
 	switch {
 	case cfg.UseInstancePrincipals:
@@ -116,11 +124,8 @@ func credentialsOf(cfg *Config) (*rotatingKey, *sessionCache, error) {
 		}
 		return nil, p.sessions(), nil
 	case cfg.UseWorkloadIdentity:
-		w, err := newWorkloadIdentity(*cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return nil, w.sessions(), nil
+		s, err := workloadIdentityOf(*cfg)
+		return nil, s, err
 	}
 	key, err := apiKeyOf(cfg.Auth)
 	if err != nil {

@@ -51,11 +51,15 @@ type Config struct {
 	// the auth block's keys are then ignored.
 	// Default: false
 	UseInstancePrincipals bool `json:"useInstancePrincipals"`
-	// Authenticate as the CCM's Kubernetes ServiceAccount with OKE's
-	// workload identity (an enhanced cluster): the pod's ServiceAccount
-	// token is traded for session tokens at the cluster's workload identity
-	// endpoint (docs/oci.md). Needs auth.region and compartment; the auth
-	// block's other keys are then ignored.
+	// Authenticate as the CCM's Kubernetes ServiceAccount: the pod's
+	// ServiceAccount token is traded for session tokens at an OCI IAM
+	// identity domain when the environment sets the peer's
+	// OCI_WORKLOAD_IDENTITY_DOMAIN_URL (the peer's self-managed workload
+	// identity, its OCI_WORKLOAD_IDENTITY_* variables), else at the
+	// cluster's workload identity endpoint (OKE's, an enhanced cluster; the
+	// peer does not serve this form). docs/oci.md lists the variables.
+	// Needs auth.region and compartment; the auth block's other keys are
+	// then ignored.
 	// Default: false
 	UseWorkloadIdentity bool `json:"useWorkloadIdentity"`
 	// The OCID of the compartment of the cluster's instances and load
@@ -390,8 +394,8 @@ func (c *Config) Validate() error {
 }
 
 // principalProblems are the problems of the keys of the principal the CCM
-// calls as: a user's API key, the instance, or the ServiceAccount (OKE
-// workload identity).
+// calls as: a user's API key, the instance, or the ServiceAccount (workload
+// identity; the environment's problems are New's, tokenexchange.go).
 func (c *Config) principalProblems() []error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }

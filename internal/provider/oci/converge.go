@@ -16,6 +16,15 @@ import (
 // Converge makes one change toward spec: the backend sets first (a listener
 // needs its set), then the listeners, then what is no longer asked.
 func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
+	ctx, err := s.as(ctx, svc)
+	if err != nil {
+		return "", err
+	}
+	return s.converge(ctx, svc, spec, lb)
+}
+
+// converge is Converge, ctx the Service's principal's.
+func (s steps) converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
 	have := lb.Obj
 	change := func(wr string, err error, what string) (string, error) {
 		if err != nil {
@@ -38,7 +47,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		wr, err := s.gw.deleteChild(ctx, have.Kind, lb.ID, kind, name)
 		return change(wr, err, "deleting "+what)
 	}
-	if msg, err := s.convergeIPVersion(ctx, spec, lb, true, change); msg != "" || err != nil {
+	if msg, err := s.convergeFirst(ctx, spec, lb, change); msg != "" || err != nil {
 		return msg, err
 	}
 	// Certificates first (a listener needs its own), under the names this
@@ -92,6 +101,17 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
 	}
 	return s.removeOtherKind(ctx, svc, spec.kind)
+}
+
+// convergeFirst is what comes before any change of the children: what can
+// never change is refused before any write (an nlb's assigned addresses),
+// then an nlb gains the IP family its new listeners need.
+func (s steps) convergeFirst(ctx context.Context, spec lbSpec, lb ociLB,
+	change func(wr string, err error, what string) (string, error)) (string, error) {
+	if msg := assignedDrift(lb.Obj, spec); msg != "" {
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
+	}
+	return s.convergeIPVersion(ctx, spec, lb, true, change)
 }
 
 // convergeLoadBalancer changes the load balancer itself, once its children

@@ -23,6 +23,10 @@ func newToken() string {
 }
 
 func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	ctx, err := s.as(ctx, svc)
+	if err != nil {
+		return "", err
+	}
 	var reserved []ReservedIP
 	if spec.ip != "" {
 		id, err := s.reservedIP(ctx, spec.ip)
@@ -30,6 +34,9 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 			return "", err
 		}
 		reserved = []ReservedIP{{ID: id}}
+	}
+	if err := s.checkAssigned(ctx, spec, LB{}); err != nil {
+		return "", err
 	}
 	front, made, err := s.ensureFrontendNSG(ctx, svc, spec)
 	if made != "" || err != nil {
@@ -41,7 +48,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 			return s.gw.createNetworkLoadBalancer(ctx, CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 				SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
 				FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs,
-				NLBIPVersion: spec.ipv.createVersion(kindNLB)}, newToken())
+				NLBIPVersion: spec.ipv.createVersion(kindNLB), AssignedPrivateIPv4: spec.assigned4, AssignedIPv6: spec.assigned6}, newToken())
 		}
 		return s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,

@@ -49,6 +49,11 @@ func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.
 	if err != nil {
 		return lbSpec{}, lbcycle.Fingerprint{}, outcome.Invalid(err)
 	}
+	// The workload's session now: a ServiceAccount that gives none is
+	// the Service's Warning before any change (workloads.go).
+	if _, err := s.as(ctx, svc); err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, err
+	}
 	if s.Cluster.Get() == "" {
 		return lbSpec{}, lbcycle.Fingerprint{}, errors.New("the cluster UID (the kube-system namespace's) is not known yet")
 	}
@@ -59,10 +64,17 @@ func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.
 	if err := s.resolveBackends(ctx, svc, &spec, nodes); err != nil {
 		return lbSpec{}, lbcycle.Fingerprint{}, err
 	}
+	if err := spec.assignedFamilies(); err != nil {
+		return lbSpec{}, lbcycle.Fingerprint{}, err
+	}
 	return spec, lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}, nil
 }
 
 func (s steps) Listed(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
+	ctx, err := s.as(ctx, svc)
+	if err != nil {
+		return ociLB{}, false, err
+	}
 	lb, found, err := s.listed(ctx, svc, kindOf(svc))
 	if err != nil || !found {
 		return ociLB{}, false, err
@@ -87,13 +99,30 @@ func (s steps) RetryAfter(svc *v1.Service) time.Duration { return s.wrs.retryAft
 // for, is looked for in the shared listing, made at most createPoll ago:
 // the Services looked at meanwhile share one call.
 func (s steps) Find(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
+	ctx, err := s.as(ctx, svc)
+	if err != nil {
+		return ociLB{}, false, err
+	}
 	return s.find(ctx, svc, kindOf(svc))
 }
 
+// Replace deletes the Service's FAILED load balancer, to build it anew; a
+// network load balancer's assigned addresses are checked first (assigned.go).
 func (s steps) Replace(ctx context.Context, svc *v1.Service, lb ociLB) (string, error) {
+	ctx, err := s.as(ctx, svc)
+	if err != nil {
+		return "", err
+	}
+	rebuild, err := s.replaceAssigned(ctx, svc, lb)
+	if err != nil {
+		return "", err
+	}
 	wr, err := s.gw.deleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
 	if err != nil {
 		return "", err
+	}
+	if rebuild != "" {
+		s.rebuilt.put(svc.UID, rebuild)
 	}
 	s.wrs.done(svc, 0) // DELETING says it is busy
 	s.listings[lb.Obj.Kind].Invalidate()

@@ -17,6 +17,10 @@ import (
 // had asked for that before: one call a step, then the Service is looked
 // at again until they are gone.
 func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
+	ctx, err := s.as(ctx, svc)
+	if err != nil {
+		return "", err
+	}
 	if asking := s.asking(svc); asking != "" {
 		return asking, nil
 	}

@@ -104,9 +104,15 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 	return out
 }
 
+// selfManaged says whether the CCM calls with the peer's self-managed
+// workload identity (tokenexchange.go).
+func (c *Cloud) selfManaged() bool { return c.sessions != nil && c.sessions.what == selfManagedWhat }
+
 // principal names who the CCM calls as.
 func (c *Cloud) principal() string {
 	switch {
+	case c.selfManaged():
+		return "the self-managed workload identity (the pod's ServiceAccount, through the identity domain " + getenv(envDomainURL) + ")"
 	case c.cfg.UseWorkloadIdentity:
 		return "the workload identity (the pod's ServiceAccount)"
 	case c.cfg.UseInstancePrincipals:
@@ -118,6 +124,8 @@ func (c *Cloud) principal() string {
 // allow is the policy statement that gives the CCM's principal right.
 func (c *Cloud) allow(right string) string {
 	switch {
+	case c.selfManaged():
+		return "Allow <the principal the identity domain's session tokens name: the group of the service user its identity propagation trust maps the ServiceAccount to, or the resources of " + envDomainResourceType + "> to " + right
 	case c.cfg.UseWorkloadIdentity:
 		return "Allow any-user to " + right + " where all {request.principal.type = 'workload', request.principal.namespace = '<the CCM's namespace>', request.principal.service_account = '<its ServiceAccount>', request.principal.cluster_id = '<the cluster's OCID>'}"
 	case c.cfg.UseInstancePrincipals:
@@ -132,6 +140,8 @@ func (c *Cloud) failed(r doctor.Result, err error, right string) doctor.Result {
 	r.Status, r.Detail = doctor.Fail, err.Error()
 	var pe *principalError
 	switch {
+	case errors.As(err, &pe) && c.selfManaged():
+		r.Fix = "no session token from the identity domain (the error says why): " + envDomainURL + " must be the domain's URL, its OAuth application (" + envDomainClientID + ", " + envDomainClientSecret + ") allowed the token exchange grant, and the domain must trust the cluster's ServiceAccount issuer (an identity propagation trust) (docs/oci.md)"
 	case errors.As(err, &pe) && c.cfg.UseWorkloadIdentity:
 		r.Fix = "no session token for the pod's ServiceAccount (the error says why): workload identity needs an OKE enhanced cluster, the pod's ServiceAccount token and the cluster's CA (automountServiceAccountToken), and the endpoint on KUBERNETES_SERVICE_HOST, port 12250 (docs/oci.md)"
 	case errors.As(err, &pe):

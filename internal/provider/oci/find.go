@@ -42,7 +42,7 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 			return ociLB{ID: nameOf(svc, kind), Status: "being asked for (the client-side write limit)", State: lbcycle.Busy}, true, nil
 		}
 		if p.what == whatCreate {
-			lb, found, err := s.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), createPoll)
+			lb, found, err := s.listedFresh(ctx, svc, kind)
 			switch {
 			case err != nil:
 				return ociLB{}, false, err
@@ -71,7 +71,7 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 		}
 	}
 	key := "name/" + nameOf(svc, kind)
-	if !waited {
+	if _, ok := workloadOf(ctx); !waited && !ok {
 		// Nothing this process started for the Service is in between: a
 		// listing of at most createPoll ago, shared by every Service
 		// looked at meanwhile (a burst of new Services costs one call, not
@@ -87,17 +87,30 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 		}
 		// Two of that name: the read by name below says so.
 	}
-	list, err := s.gw.loadBalancers(ctx, kind, with(inCompartment(s.cfg.CompartmentID), "displayName", nameOf(svc, kind)))
-	if err != nil {
+	lb, found, err := s.byName(ctx, svc, kind)
+	if err != nil || !found {
 		return ociLB{}, false, err
+	}
+	return s.asLB(svc, lb), true, nil
+}
+
+// byName reads the Service's load balancer of a kind by its name, and puts
+// it in the shared listing unless it was read as the Service's workload
+// (whose view is its own).
+func (c *Cloud) byName(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
+	list, err := c.gw.loadBalancers(ctx, kind, with(inCompartment(c.cfg.CompartmentID), "displayName", nameOf(svc, kind)))
+	if err != nil {
+		return LB{}, false, err
 	}
 	list = slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" })
 	switch len(list) {
 	case 0:
-		return ociLB{}, false, nil
+		return LB{}, false, nil
 	case 1:
-		s.listings[kind].Put(list[0])
-		return s.asLB(svc, list[0]), true, nil
+		if _, ok := workloadOf(ctx); !ok {
+			c.listings[kind].Put(list[0])
+		}
+		return list[0], true, nil
 	}
-	return ociLB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), nameOf(svc, kind))
+	return LB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), nameOf(svc, kind))
 }

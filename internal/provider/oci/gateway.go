@@ -81,12 +81,14 @@ type gatewayAPI interface {
 	instance(ctx context.Context, id string) (Instance, error)
 	instances(ctx context.Context, q url.Values) ([]Instance, error)
 	ipv6s(ctx context.Context, subnet string) ([]IPv6, error)
+	ipv6sAt(ctx context.Context, subnet, ip string) ([]IPv6, error)
 	loadBalancers(ctx context.Context, kind string, q url.Values) ([]LB, error)
 	nsg(ctx context.Context, id string) (NSG, error)
 	nsgRead(ctx context.Context, id string) (NSG, string, error)
 	nsgRules(ctx context.Context, id string) ([]NSGRule, error)
 	nsgs(ctx context.Context, q url.Values) ([]NSG, error)
 	privateIPs(ctx context.Context, subnet string) ([]PrivateIP, error)
+	privateIPsAt(ctx context.Context, subnet, ip string) ([]PrivateIP, error)
 	publicIPByAddress(ctx context.Context, ip string) (PublicIP, error)
 	removeNSGRules(ctx context.Context, id string, ids []string) error
 	reservedPublicIPs(ctx context.Context, compartment string) ([]PublicIP, error)
@@ -206,7 +208,7 @@ func (g *gateway) do(ctx context.Context, service, method, base, path string, qu
 		}
 		body = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(cloudapi.WithService(ctx, service), method, u, body)
+	req, err := http.NewRequestWithContext(cloudapi.WithService(signedAs(ctx, service), service), method, u, body)
 	if err != nil {
 		return nil, err
 	}
@@ -235,6 +237,22 @@ func (g *gateway) do(ctx context.Context, service, method, base, path string, qu
 		return resp.Header, fmt.Errorf("decoding OCI's answer to %s %s: %w", method, operationPath(path), err)
 	}
 	return resp.Header, nil
+}
+
+// workloadTooKey marks a call outside the load balancer APIs that a
+// Service's workload makes too (the peer's: the lookup of its reserved IP).
+type workloadTooKey struct{}
+
+// signedAs is ctx with the credentials that sign a call of service: the
+// workload of the Service the call is for (asWorkload) for the calls the
+// peer makes as it, those of the Load Balancer and Network Load Balancer
+// APIs and the ones marked workloadTooKey; the CCM's own for every other.
+func signedAs(ctx context.Context, service string) context.Context {
+	creds, ok := workloadOf(ctx)
+	if !ok || (service != "loadbalancer" && service != "networkloadbalancer" && ctx.Value(workloadTooKey{}) == nil) {
+		return ctx
+	}
+	return context.WithValue(ctx, signerKey{}, creds)
 }
 
 func answerError(resp *http.Response, method, path string) error {

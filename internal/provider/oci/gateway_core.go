@@ -142,8 +142,9 @@ type PublicIP struct {
 	AssignedEntityID string `json:"assignedEntityId"`
 }
 
-// IPv6 is an IPv6 address of a VNIC.
+// IPv6 is an IPv6 address of a subnet, of a VNIC (VnicID) or not.
 type IPv6 struct {
+	ID        string `json:"id"`
 	IPAddress string `json:"ipAddress"`
 	VnicID    string `json:"vnicId"`
 }
@@ -153,9 +154,22 @@ func (g *gateway) ipv6s(ctx context.Context, subnet string) ([]IPv6, error) {
 	return list[IPv6](ctx, g, "network", g.ep.Core, coreAPI+"/ipv6", url.Values{"subnetId": {subnet}})
 }
 
+// ipv6sAt lists the IPv6 addresses of subnet that are ip (none: nothing
+// holds it).
+func (g *gateway) ipv6sAt(ctx context.Context, subnet, ip string) ([]IPv6, error) {
+	return list[IPv6](ctx, g, "network", g.ep.Core, coreAPI+"/ipv6", url.Values{"subnetId": {subnet}, "ipAddress": {ip}})
+}
+
+// privateIPsAt lists the private IPs of subnet that are ip (none: nothing
+// holds it).
+func (g *gateway) privateIPsAt(ctx context.Context, subnet, ip string) ([]PrivateIP, error) {
+	return list[PrivateIP](ctx, g, "network", g.ep.Core, coreAPI+"/privateIps", url.Values{"subnetId": {subnet}, "ipAddress": {ip}})
+}
+
 // publicIPByAddress reads the public IP of address ip.
 func (g *gateway) publicIPByAddress(ctx context.Context, ip string) (PublicIP, error) {
 	var p PublicIP
+	ctx = context.WithValue(ctx, workloadTooKey{}, true) // the peer's Networking(ociConfig): as a Service's workload
 	_, err := g.do(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/publicIps/actions/getByIpAddress", nil, map[string]string{"ipAddress": ip}, &p, nil)
 	return p, err
 }

@@ -177,6 +177,10 @@ type CreateNetworkLoadBalancer struct {
 	NSGs                        []string                  `json:"networkSecurityGroupIds,omitempty"`
 	// NLBIPVersion is IPV6 or IPV4_AND_IPV6 ("": IPV4, the API's default).
 	NLBIPVersion string `json:"nlbIpVersion,omitempty"`
+	// AssignedPrivateIPv4 and AssignedIPv6 are addresses of its subnet it
+	// takes ("": OCI's choice).
+	AssignedPrivateIPv4 string `json:"assignedPrivateIpv4,omitempty"`
+	AssignedIPv6        string `json:"assignedIpv6,omitempty"`
 }
 
 // ReservedIP names a reserved public IP a load balancer takes.

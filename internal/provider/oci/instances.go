@@ -176,7 +176,9 @@ func (c *Cloud) listIPv6s(ctx context.Context, subnet string, to map[string][]st
 		return fmt.Errorf("listing the IPv6 addresses of subnet %s: %w", subnet, err)
 	}
 	for _, ip := range ips {
-		to[ip.VnicID] = append(to[ip.VnicID], ip.IPAddress)
+		if ip.VnicID != "" { // not a load balancer's, nor a reserved one
+			to[ip.VnicID] = append(to[ip.VnicID], ip.IPAddress)
+		}
 	}
 	return nil
 }

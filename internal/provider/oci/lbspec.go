@@ -83,6 +83,10 @@ type lbSpec struct {
 	preserveSource, ppv2, externalOnly bool
 	// ip is spec.loadBalancerIP: a reserved public IP ("" for OCI's choice).
 	ip string
+	// assigned4 and assigned6 are the addresses an nlb takes in its subnet
+	// (assigned-private-ipv4, assigned-ipv6; assigned.go): "" for OCI's
+	// choice.
+	assigned4, assigned6 string
 	// mode is the security rule management mode (All, Frontend, None);
 	// sources the addresses admitted; listenerPorts and backendPorts (the
 	// node ports and the health check's) the ports the rules open.
@@ -96,10 +100,7 @@ type lbSpec struct {
 
 // unsupported are the annotations this CCM does not serve yet, by kind: a
 // Service using one is refused with a Warning and nothing is built for it.
-var unsupported = map[string][]annotation.Name{
-	kindLB:  {annotation.OCIWorkloadServiceAccount},
-	kindNLB: {annotation.OCINLBAssignedPrivateIPv4, annotation.OCINLBAssignedIPv6, annotation.OCIWorkloadServiceAccount},
-}
+var unsupported = map[string][]annotation.Name{}
 
 // kindOf is the kind of load balancer the Service asks for: lb unless the
 // annotation says nlb (parseSpec refuses a value that is neither).
@@ -160,6 +161,8 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 			errs = append(errs, fmt.Errorf("%s: not served by this overcast-ccm yet", n))
 		}
 	}
+	_, err = annotation.OCIWorkloadServiceAccount.ServiceAccountName(svc) // workloads.go
+	bad(err)
 	if ip := strings.TrimSpace(svc.Spec.LoadBalancerIP); ip != "" {
 		if a, err := netip.ParseAddr(ip); err != nil || !a.Is4() {
 			errs = append(errs, fmt.Errorf("spec.loadBalancerIP: %q is not an IPv4 address", ip))
@@ -181,6 +184,7 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 	if s.internal, err = an.internal.Bool(svc); err != nil {
 		bad(err)
 	}
+	s.parseAssigned(svc, bad)
 	if s.internal && s.ip != "" {
 		errs = append(errs, fmt.Errorf("spec.loadBalancerIP: an internal load balancer takes an address of its subnet that OCI chooses; loadBalancerIP asks for a reserved public IP"))
 	}
@@ -694,6 +698,9 @@ func (s *lbSpec) configFingerprint() string {
 	}
 	if s.kind == kindNLB {
 		w("nlb", s.preserveSource, s.ppv2, s.externalOnly)
+	}
+	if s.assigned4+s.assigned6 != "" {
+		w("assigned", s.assigned4, s.assigned6)
 	}
 	s.ipv.fingerprint(w)
 	for _, name := range slices.Sorted(maps.Keys(s.listeners)) {

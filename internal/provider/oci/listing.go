@@ -19,15 +19,31 @@ func newListing(c *Cloud, kind string) *snapshot.Snapshot[LB] {
 	}, func(lb LB) []string { return []string{"id/" + lb.ID, "name/" + lb.DisplayName} })
 }
 
-// listed is the Service's load balancer of a kind in the shared listing.
+// listed is the Service's load balancer of a kind in the shared listing;
+// read by its name as its workload for a Service that names one.
 func (c *Cloud) listed(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
+	if _, ok := workloadOf(ctx); ok {
+		return c.byName(ctx, svc, kind)
+	}
 	return c.listings[kind].Get(ctx, "name/"+nameOf(svc, kind))
+}
+
+// listedFresh is listed from a shared listing made at most createPoll ago.
+func (c *Cloud) listedFresh(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
+	if _, ok := workloadOf(ctx); ok {
+		return c.byName(ctx, svc, kind)
+	}
+	return c.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), createPoll)
 }
 
 // GetLoadBalancer is the Service's load balancer's status, from the shared
 // listing.
 func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	kind := kindOf(svc)
+	ctx, err := c.as(ctx, svc)
+	if err != nil {
+		return nil, false, err
+	}
 	lb, found, err := c.listed(ctx, svc, kind)
 	if err != nil || !found {
 		return nil, false, err

@@ -75,6 +75,10 @@ func status(addrs []string, proxy bool) *v1.LoadBalancerStatus {
 // Publish opens the security lists as the Service's mode asks (and closes
 // what it no longer asks), then gives the address.
 func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (*v1.LoadBalancerStatus, string, error) {
+	ctx, err := s.as(ctx, svc)
+	if err != nil {
+		return nil, "", err
+	}
 	addrs := ingress(lb.Obj, spec.internal, spec.externalOnly)
 	if len(addrs) == 0 {
 		return nil, "", fmt.Errorf("%s %s has no %s address yet", noun(lb.Obj.Kind), lb.ID, privacy(spec.internal))
@@ -102,6 +106,7 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oci
 	if err := s.applyRules(ctx, svc, want, lists, !s.builtHere(lb.Obj)); err != nil {
 		return nil, "", err
 	}
+	s.rebuilt.forget(svc.UID) // serving: a later failure may be rebuilt again
 	return status(addrs, spec.proxyMode), addrs[0], nil
 }
 

@@ -14,10 +14,11 @@ import (
 )
 
 // Session tokens, the credentials of instance principals (principal.go) and
-// of OKE workload identity (workloadidentity.go): an exchange gives a token
-// (a JWT) for a session key of ours, and requests are signed with that key
-// as keyId "ST$<token>" (sign.go) until the token is due: 5 minutes before
-// its exp, as oci-go-sdk renews its tokens (common/auth/jwt.go,
+// of workload identity (OKE's, workloadidentity.go; the peer's self-managed
+// form, tokenexchange.go): an exchange gives a token (a JWT) for a session
+// key of ours, and requests are signed with that key as keyId "ST$<token>"
+// (sign.go) until the token is due: 5 minutes before its exp, as
+// oci-go-sdk renews its tokens (common/auth/jwt.go,
 // bufferTimeBeforeTokenExpiration), or half-way through a token that lasts
 // less than 10 minutes; or when OCI refuses it (401: forget). A renewal
 // that fails is tried again renewRetry later, not sooner: meanwhile a token

@@ -62,6 +62,10 @@ func apiKeyOf(a Auth) (apiKey, error) {
 	return apiKey{keyID: a.TenancyID + "/" + a.UserID + "/" + Fingerprint(&key.PublicKey), key: key}, nil
 }
 
+// signerKey holds, in a request's context, the credentials that sign it in
+// place of the transport's own.
+type signerKey struct{}
+
 // signingTransport signs each request it sends, anew for every attempt of a
 // retry (the date is part of the signature and OCI refuses one more than 5
 // minutes off).
@@ -85,7 +89,11 @@ func (t *signingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
-	keyID, key, err := t.creds.signingKey()
+	creds := t.creds
+	if c, ok := req.Context().Value(signerKey{}).(credentials); ok {
+		creds = c // a Service's workload (gateway.go, workloads.go)
+	}
+	keyID, key, err := creds.signingKey()
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +103,7 @@ func (t *signingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	resp, err := t.base.RoundTrip(r)
 	if err == nil && resp.StatusCode == http.StatusUnauthorized {
 		// A session token OCI no longer takes: the next call gets another.
-		if s, ok := t.creds.(interface{ forget(keyID string) }); ok {
+		if s, ok := creds.(interface{ forget(keyID string) }); ok {
 			s.forget(keyID)
 		}
 	}

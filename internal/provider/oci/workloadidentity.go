@@ -22,7 +22,8 @@ import (
 	"time"
 )
 
-// OKE workload identity (useWorkloadIdentity): the CCM calls as its pod's
+// OKE workload identity (useWorkloadIdentity without the environment of the
+// peer's self-managed form, tokenexchange.go): the CCM calls as its pod's
 // Kubernetes ServiceAccount, which OCI policies name (request.principal.type
 // 'workload', its namespace, service_account and cluster_id), as oci-go-sdk's
 // OkeWorkloadIdentityConfigurationProvider does it (common/auth:
@@ -53,9 +54,6 @@ const (
 	envCAPath        = "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH"
 	defaultTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 	defaultCAPath    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-	// envDomainURL is oci-cloud-controller-manager's self-managed workload
-	// identity (a token exchange with an identity domain), not served.
-	envDomainURL = "OCI_WORKLOAD_IDENTITY_DOMAIN_URL"
 	// exchangeAttempts bounds the attempts of one renewal.
 	exchangeAttempts = 3
 )
@@ -66,30 +64,42 @@ type workloadIdentity struct {
 	now               func() time.Time
 	// backoff is the wait before the second attempt, doubled after.
 	backoff time.Duration
+	// requestToken, when set, gives the ServiceAccount token to trade (a
+	// TokenRequest of a Service's ServiceAccount: workloads.go) in place of
+	// the file at tokenPath; subject names that ServiceAccount.
+	requestToken func(ctx context.Context) (string, error)
+	subject      string
 }
 
 // newWorkloadIdentity is the workload identity of cfg in this pod: the
 // endpoint from endpoints.workloadIdentity or KUBERNETES_SERVICE_HOST, the
 // token and the CA at their paths, both readable now.
 func newWorkloadIdentity(cfg Config) (*workloadIdentity, error) {
-	if os.Getenv(envDomainURL) != "" {
-		return nil, fmt.Errorf("useWorkloadIdentity: %s is set: that is oci-cloud-controller-manager's self-managed workload identity (a token exchange with an identity domain), which overcast-ccm does not serve; its useWorkloadIdentity is OKE's (docs/oci.md). Unset it, or use useInstancePrincipals or an API key", envDomainURL)
+	w, err := workloadEndpointOf(cfg, "useWorkloadIdentity")
+	if err != nil {
+		return nil, err
 	}
+	if _, err := os.Stat(w.tokenPath); err != nil {
+		return nil, fmt.Errorf("useWorkloadIdentity: the ServiceAccount token (%s, or %s): %w; is automountServiceAccountToken off?", w.tokenPath, envTokenPath, err)
+	}
+	return w, nil
+}
+
+// workloadEndpointOf is OKE's workload identity endpoint in this pod, its
+// CA readable now; what names the setting that wants it, in errors.
+func workloadEndpointOf(cfg Config, what string) (*workloadIdentity, error) {
 	w := &workloadIdentity{tokenPath: envOr(envTokenPath, defaultTokenPath), caPath: envOr(envCAPath, defaultCAPath), now: time.Now, backoff: time.Second}
 	if o := cfg.Endpoints; o != nil && o.WorkloadIdentity != "" {
 		w.endpoint = strings.TrimRight(o.WorkloadIdentity, "/")
 	} else {
 		host := os.Getenv("KUBERNETES_SERVICE_HOST")
 		if host == "" {
-			return nil, errors.New("useWorkloadIdentity: KUBERNETES_SERVICE_HOST is not set (the kubelet sets it in every pod): OKE's workload identity endpoint is on that address, port " + proxymuxPort + "; run overcast-ccm in the cluster, or set endpoints.workloadIdentity")
+			return nil, errors.New(what + ": KUBERNETES_SERVICE_HOST is not set (the kubelet sets it in every pod): OKE's workload identity endpoint is on that address, port " + proxymuxPort + "; run overcast-ccm in the cluster, or set endpoints.workloadIdentity")
 		}
 		w.endpoint = "https://" + net.JoinHostPort(host, proxymuxPort)
 	}
 	if _, err := w.clusterCA(); err != nil {
-		return nil, fmt.Errorf("useWorkloadIdentity: %w", err)
-	}
-	if _, err := os.Stat(w.tokenPath); err != nil {
-		return nil, fmt.Errorf("useWorkloadIdentity: the ServiceAccount token (%s, or %s): %w; is automountServiceAccountToken off?", w.tokenPath, envTokenPath, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return w, nil
 }
@@ -131,34 +141,45 @@ func (w *workloadIdentity) exchange(ctx context.Context) (session, error) {
 	if err != nil {
 		return session{}, err
 	}
-	wait := w.backoff
+	var rpst string
+	err = attempts(ctx, w.backoff, func() (err error) {
+		rpst, err = w.exchangeOnce(ctx, body)
+		return err
+	})
+	if err != nil {
+		return session{}, err
+	}
+	iat, exp, err := tokenTimes(rpst)
+	if err != nil {
+		return session{}, fmt.Errorf("the session token of %s: %w", w.host(), err)
+	}
+	return session{token: rpst, key: key, iat: iat, exp: exp}, nil
+}
+
+// attempts runs try until it succeeds, or fails for good (an error that is
+// not an *exchangeError that may pass), or exchangeAttempts times, waiting
+// backoff before the second attempt and twice as long before each next one;
+// it returns the last error.
+func attempts(ctx context.Context, backoff time.Duration, try func() error) error {
 	for attempt := 1; ; attempt++ {
-		var rpst string
-		if rpst, err = w.exchangeOnce(ctx, body); err == nil {
-			iat, exp, err := tokenTimes(rpst)
-			if err != nil {
-				return session{}, fmt.Errorf("the session token of %s: %w", w.host(), err)
-			}
-			return session{token: rpst, key: key, iat: iat, exp: exp}, nil
-		}
+		err := try()
 		var x *exchangeError
-		if attempt == exchangeAttempts || !errors.As(err, &x) || !x.again {
-			break
+		if err == nil || attempt == exchangeAttempts || !errors.As(err, &x) || !x.again {
+			return err
 		}
 		select {
-		case <-time.After(wait):
-			wait *= 2
+		case <-time.After(backoff):
+			backoff *= 2
 		case <-ctx.Done():
-			return session{}, err
+			return err
 		}
 	}
-	return session{}, err
 }
 
 // exchangeOnce makes one attempt of an exchange with body (the session
 // public key): the RPST, or why not.
 func (w *workloadIdentity) exchangeOnce(ctx context.Context, body []byte) (string, error) {
-	saToken, err := w.serviceAccountToken()
+	saToken, err := w.serviceAccountToken(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -200,7 +221,10 @@ func (w *workloadIdentity) exchangeOnce(ctx context.Context, body []byte) (strin
 // serviceAccountToken reads the ServiceAccount token, checked as the SDK
 // checks it: a JWT with an exp not past (the SDK wants 5 minutes left; a
 // token the kubelet is about to rotate may have less, the endpoint judges).
-func (w *workloadIdentity) serviceAccountToken() (string, error) {
+func (w *workloadIdentity) serviceAccountToken(ctx context.Context) (string, error) {
+	if w.requestToken != nil {
+		return w.requestToken(ctx)
+	}
 	data, err := os.ReadFile(w.tokenPath)
 	if err != nil {
 		return "", fmt.Errorf("reading the ServiceAccount token (%s): %w", envTokenPath, err)
@@ -236,6 +260,14 @@ func (w *workloadIdentity) host() string {
 		return u.Host
 	}
 	return w.endpoint
+}
+
+// tokenName names the ServiceAccount token traded, for messages.
+func (w *workloadIdentity) tokenName() string {
+	if w.subject != "" {
+		return "the token of ServiceAccount " + w.subject
+	}
+	return "the ServiceAccount token in " + w.tokenPath
 }
 
 // decodeSessionToken is the RPST of the endpoint's answer: a JSON string,
@@ -291,7 +323,7 @@ func (w *workloadIdentity) refused(status int, data []byte, saToken, requestID s
 	var cause string
 	switch {
 	case status == http.StatusUnauthorized:
-		cause = "the ServiceAccount token in " + w.tokenPath + " was refused: expired, revoked, or not this cluster's"
+		cause = w.tokenName() + " was refused: expired, revoked, or not this cluster's"
 	case status == http.StatusForbidden:
 		cause = "workload identity needs an OKE enhanced cluster (oci-go-sdk reads a 403 so)"
 	case status == http.StatusNotFound:

@@ -79,7 +79,9 @@ func podOn(t *testing.T, e *emulator.Emulator, ttl time.Duration) *pod {
 	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", ttl))
 	t.Setenv(envTokenPath, p.tokenPath)
 	t.Setenv(envCAPath, p.caPath)
-	t.Setenv(envDomainURL, "")
+	for _, name := range domainEnv {
+		t.Setenv(name, "")
+	}
 	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "")
 	return p
 }
@@ -289,9 +291,6 @@ func TestWorkloadIdentityConfigErrorsNameTheKey(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, w.endpoint, "as oci-go-sdk builds it")
 	}
-	t.Setenv(envDomainURL, "https://idcs-x.identity.oraclecloud.com")
-	require.ErrorContains(t, start(), "useWorkloadIdentity: "+envDomainURL+" is set")
-	t.Setenv(envDomainURL, "")
 	t.Setenv(envCAPath, filepath.Join(t.TempDir(), "none"))
 	require.ErrorContains(t, start(), "reading the cluster's CA ("+envCAPath+")")
 	t.Setenv(envCAPath, p.caPath)
