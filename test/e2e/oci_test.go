@@ -578,13 +578,15 @@ func TestOCINetworkLoadBalancerTakesItsAssignedAddress(t *testing.T) {
 		return fmt.Errorf("the new network load balancer is not at %s", addr)
 	}), "a FAILED network load balancer is built anew at its assigned address")
 	waitTCP(t, netip.Addr{}, netip.AddrPortFrom(netip.MustParseAddr(addr), 80))
+	waitCondition(t, ns, "pinned", servicecontroller.ConditionReady, metav1.ConditionTrue, servicecontroller.ReasonEnsured)
 
 	moved := getService(t, ns, "pinned")
 	moved.Annotations[assigned] = "127.0.76.201"
 	_, err := env.Client.CoreV1().Services(ns).Update(t.Context(), moved, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	got = waitCondition(t, ns, "pinned", servicecontroller.ConditionReady, metav1.ConditionFalse, "UnsupportedService")
-	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, servicecontroller.ConditionReady).Message, "cannot change once built")
+	// Refused; the load balancer still serves where it was.
+	got = waitCondition(t, ns, "pinned", servicecontroller.ConditionProgressing, metav1.ConditionFalse, "UnsupportedService")
+	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, servicecontroller.ConditionProgressing).Message, "cannot change once built")
 	assert.Equal(t, addr, ingressAddr(got), "left as it is")
 
 	deleteService(t, ns, "pinned")
