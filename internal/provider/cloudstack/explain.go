@@ -35,7 +35,7 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 	if err := e.Asked(err); err != nil {
 		return e, err
 	}
-	rec, has := c.records.Get(svc)
+	rec, has := c.RecordOf(svc)
 	e.SetRecord(svc, string(annotation.CloudStackConverged), rec, has, fp)
 	st, found, err := c.readNow(ctx, svc, spec)
 	if err != nil || !found {
