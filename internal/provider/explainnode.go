@@ -6,6 +6,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -62,21 +63,32 @@ func nodeWants(node *v1.Node, md *cloudprovider.InstanceMetadata) (*NodeWants, [
 			w.Labels[k] = v
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(w.Labels)) {
+	return w, append(diffs, labelDiffs(node, w.Labels)...)
+}
+
+// labelDiffs are the labels of want node has otherwise: set when it is
+// initialised, else left as they are (those it lacks in one difference).
+func labelDiffs(node *v1.Node, want map[string]string) []Difference {
+	var diffs []Difference
+	var lacking []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		have, ok := node.Labels[k]
 		switch {
-		case ok && have == w.Labels[k]:
+		case ok && have == want[k]:
 		case uninitialised(node):
-			diffs = append(diffs, Difference{Action: ActionCreate, Object: "label " + k, Detail: "set to " + w.Labels[k] + " when the Node is initialised"})
+			diffs = append(diffs, Difference{Action: ActionCreate, Object: "label " + k, Detail: "set to " + want[k] + " when the Node is initialised"})
 		case ok:
 			diffs = append(diffs, Difference{Action: ActionKeep, Object: "label " + k,
-				Detail: fmt.Sprintf("the Node has %s, the machine says %s (labels are set when a Node is initialised)", have, w.Labels[k])})
+				Detail: fmt.Sprintf("the Node has %s, the machine says %s (labels are set when a Node is initialised)", have, want[k])})
 		default:
-			diffs = append(diffs, Difference{Action: ActionKeep, Object: "label " + k,
-				Detail: fmt.Sprintf("the Node lacks it (%s; labels are set when a Node is initialised)", w.Labels[k])})
+			lacking = append(lacking, k+"="+want[k])
 		}
 	}
-	return w, diffs
+	if len(lacking) > 0 {
+		diffs = append(diffs, Difference{Action: ActionKeep, Object: fmt.Sprintf("%d label(s)", len(lacking)),
+			Detail: "the Node lacks " + strings.Join(lacking, ", ") + " (labels are set when a Node is initialised, not after)"})
+	}
+	return diffs
 }
 
 // uninitialised says whether the Node still has the cloud's taint: the node
