@@ -204,7 +204,7 @@ func (p *printer) drift(e provider.ServiceExplanation) {
 	case len(e.Drift) == 0:
 		p.section("Drift: none, the cloud holds what the Service asks")
 	default:
-		p.section("Drift: what the next pass changes")
+		p.section("Drift: what the next walk of the load balancer changes")
 		var rows [][]string
 		for _, d := range e.Drift {
 			rows = append(rows, []string{d.Action, d.Object, d.Detail})
@@ -223,18 +223,18 @@ func (p *printer) outcome(e provider.ServiceExplanation) {
 	for _, c := range e.Conditions {
 		rows = append(rows, []string{c.Type, c.Status, c.Reason, p.ago(c.Since), c.Message})
 	}
+	p.table(rows)
 	if r := e.Record; r != nil {
 		where := "record (in memory)"
 		if r.Annotation != "" {
 			where = "record " + r.Annotation
 		}
-		says := "recorded for what the Service asked before: the next pass walks the load balancer"
+		says := "converged for what the Service asked before: the next pass walks the load balancer"
 		if r.AsAsked {
-			says = "as the Service asks now: the next pass reads the shared listing only"
+			says = "converged for what the Service asks now: a pass reads the shared listings, and the drift check walks it when it drifted"
 		}
-		rows = append(rows, []string{where, cmpOr(r.Value, r.LoadBalancer+" "+r.Address), says})
+		p.table([][]string{{where, cmpOr(r.Value, strings.TrimSpace(r.LoadBalancer+" "+r.Address))}, {"", says}})
 	}
-	p.table(rows)
 }
 
 func cmpOr(a, b string) string {

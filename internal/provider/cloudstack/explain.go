@@ -105,6 +105,7 @@ type explained struct {
 	machines map[string][]string
 	checks   map[string][]healthCheck
 	network  network
+	nodeOf   map[string]string // the Nodes by machine id
 }
 
 // describe fills in the load balancer, its address, its rules with their
@@ -120,6 +121,7 @@ func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, sv
 		Details: provider.Details{"address state": x.addr.State, "address owner": c.addressMark(x.addr, svc)}}
 	e.Addresses = append(e.Addresses, provider.Address{IP: st.addr.IP, Kind: "public", ID: st.addr.ID})
 	byMachine := machineNodes(nodes)
+	x.nodeOf = byMachine
 	for _, r := range st.rules {
 		e.Listeners = append(e.Listeners, provider.Listener{ID: r.ID, Name: r.Name, Protocol: r.Protocol, Port: r.PublicPort, Pool: r.Name,
 			Details: provider.Details{"node port": strconv.Itoa(r.PrivatePort), "state": r.State, "cidrlist": strings.Join(r.CIDRs, ",")}})
@@ -321,7 +323,7 @@ func ruleDrift(e *provider.ServiceExplanation, spec lbSpec, r rule, x explained)
 	}
 	add, remove := memberChanges(x.machines[r.ID], spec.members)
 	for _, m := range add {
-		e.Change(provider.ActionCreate, "member "+m+" of rule "+r.Name, "an eligible Node's machine the rule lacks")
+		e.Change(provider.ActionCreate, "member "+m+" of rule "+r.Name, "the machine of Node %s, which the rule lacks", x.nodeOf[m])
 	}
 	for _, m := range remove {
 		e.Change(provider.ActionDelete, "member "+m+" of rule "+r.Name, "not an eligible Node's machine")
