@@ -16,8 +16,8 @@ import (
 	"github.com/overcast-ccm/overcast/internal/deletionguard"
 )
 
-// ActionKeep: the Node differs from what the node controller would set at
-// its initialisation, and it is left so (labels are set once).
+// ActionKeep is a Node's difference from what the node controller would
+// set at its initialisation that is left as it is (labels are set once).
 const ActionKeep = "keep"
 
 // k8sNamespace are labels the node controller never takes from a cloud's

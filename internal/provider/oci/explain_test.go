@@ -83,25 +83,7 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 	addr := ensure(fresh())
 
 	x := explainOf(t, e, c, fresh(), nodes)
-	require.True(t, x.Found)
-	assert.True(t, x.DriftChecked)
-	assert.Empty(t, driftLines(x), "converged: nothing to repair")
-	assert.Equal(t, addr, x.Addresses[0].IP)
-	require.Len(t, x.Listeners, 1)
-	assert.Equal(t, 80, x.Listeners[0].Port)
-	require.Len(t, x.Pools, 1)
-	assert.Len(t, x.Pools[0].Members, 2)
-	var ours []provider.SecurityRule
-	for _, r := range x.SecurityRules {
-		if r.Kind == ruleKind && r.Mark == provider.MarkThisCluster {
-			ours = append(ours, r)
-		}
-	}
-	if ruleKind != "" {
-		require.NotEmpty(t, ours, "%+v", x.SecurityRules)
-	}
-	require.NotNil(t, x.Record)
-	assert.True(t, x.Record.AsAsked)
+	ours := asConverged(t, x, addr, ruleKind)
 
 	// Behind its back: the backend set's policy, one of its backends, and
 	// one of the Service's security rules.
@@ -138,6 +120,33 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 	ensure(walked)
 	x = explainOf(t, e, c, fresh(), nodes)
 	assert.Empty(t, driftLines(x), "the walk repaired it")
+}
+
+// asConverged checks the explanation of a load balancer just converged,
+// on addr: nothing to repair, one listener, two backends, and the
+// Service's rules of ruleKind, which it returns.
+func asConverged(t *testing.T, x provider.ServiceExplanation, addr, ruleKind string) []provider.SecurityRule {
+	t.Helper()
+	require.True(t, x.Found)
+	assert.True(t, x.DriftChecked)
+	assert.Empty(t, driftLines(x), "converged: nothing to repair")
+	assert.Equal(t, addr, x.Addresses[0].IP)
+	require.Len(t, x.Listeners, 1)
+	assert.Equal(t, 80, x.Listeners[0].Port)
+	require.Len(t, x.Pools, 1)
+	assert.Len(t, x.Pools[0].Members, 2)
+	var ours []provider.SecurityRule
+	for _, r := range x.SecurityRules {
+		if r.Kind == ruleKind && r.Mark == provider.MarkThisCluster {
+			ours = append(ours, r)
+		}
+	}
+	if ruleKind != "" {
+		require.NotEmpty(t, ours, "%+v", x.SecurityRules)
+	}
+	require.NotNil(t, x.Record)
+	assert.True(t, x.Record.AsAsked)
+	return ours
 }
 
 // removeOurRule removes the first ingress rule of the Service's of kind.

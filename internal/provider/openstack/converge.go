@@ -237,20 +237,22 @@ func ownListeners(have []lbListener, svc *v1.Service, s lbSpec, lbID string, sha
 // deleteUnwantedListener deletes, of the Service's listeners no port wants
 // (in the order of their keys), the first one's pool, else the listener.
 func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]lbListener, s lbSpec) (bool, error) {
-	for _, k := range unwantedListeners(mine, s) {
-		l := mine[k]
-		if l.DefaultPoolID != "" {
-			if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
-				return false, fmt.Errorf("deleting pool of listener %s: %w", k, err)
-			}
-			return true, nil
-		}
-		if err := c.api.deleteListener(ctx, l.ID); err != nil {
-			return false, fmt.Errorf("deleting listener %s: %w", k, err)
+	unwanted := unwantedListeners(mine, s)
+	if len(unwanted) == 0 {
+		return false, nil
+	}
+	k := unwanted[0]
+	l := mine[k]
+	if l.DefaultPoolID != "" {
+		if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
+			return false, fmt.Errorf("deleting pool of listener %s: %w", k, err)
 		}
 		return true, nil
 	}
-	return false, nil
+	if err := c.api.deleteListener(ctx, l.ID); err != nil {
+		return false, fmt.Errorf("deleting listener %s: %w", k, err)
+	}
+	return true, nil
 }
 
 // unwantedListeners are the keys of the Service's listeners no port wants,
@@ -325,13 +327,14 @@ func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l lbListener,
 // none of its ports wants (its listener deleted with the port, or behind our
 // back with a pool of another protocol); one a pass.
 func (c *Cloud) deleteStrayPools(ctx context.Context, all []lbPool, s lbSpec) (bool, error) {
-	for _, pool := range c.strayPools(all, s) {
-		if err := c.api.deletePool(ctx, pool.ID); err != nil {
-			return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", pool.ID, err)
-		}
-		return true, nil
+	stray := c.strayPools(all, s)
+	if len(stray) == 0 {
+		return false, nil
 	}
-	return false, nil
+	if err := c.api.deletePool(ctx, stray[0].ID); err != nil {
+		return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", stray[0].ID, err)
+	}
+	return true, nil
 }
 
 // strayPools are the Service's pools no listener uses and none of its

@@ -349,7 +349,7 @@ func (s steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.Servi
 			e.Change(provider.ActionDelete, "member "+memberName(m)+" of pool "+pool.Name, "not an eligible Node's address (or its port differs)")
 		}
 	}
-	monitorDrift(e, spec, p, pool, x.monitors[pool.ID], s.monitorOpts(spec, p))
+	monitorDrift(e, spec, pool, x.monitors[pool.ID], s.monitorOpts(spec, p))
 }
 
 // memberName is a member key (memberKeys) as a person reads it.
@@ -363,7 +363,7 @@ func memberName(key string) string {
 
 // monitorDrift is what convergeMonitor would change of the pool's health
 // monitor.
-func monitorDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.ServicePort, pool lbPool, have lbMonitor, want monitorCreate) {
+func monitorDrift(e *provider.ServiceExplanation, spec lbSpec, pool lbPool, have lbMonitor, want monitorCreate) {
 	object := "health monitor of pool " + pool.Name
 	switch {
 	case spec.monitor == nil && pool.MonitorID != "":

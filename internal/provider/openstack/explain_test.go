@@ -83,36 +83,7 @@ func TestContractExplainShowsWhatTheCloudHoldsAndWhatDrifted(t *testing.T) {
 	require.NotNil(t, e.Record)
 	assert.True(t, e.Record.AsAsked)
 
-	octavia := tg.octavia(t, c)
-	ctx := context.Background()
-	tcp := e.Listeners[0]
-	if tcp.Protocol != "TCP" {
-		tcp = e.Listeners[1]
-	}
-	cidrs := []string{"192.0.2.0/24"}
-	require.NoError(t, poll(time.Minute, func() error {
-		_, err := listeners.Update(ctx, octavia, tcp.ID, listeners.UpdateOpts{AllowedCIDRs: &cidrs}).Extract()
-		return err
-	}))
-	var tcpPool provider.Pool
-	for _, p := range e.Pools {
-		if p.Name == tcp.Pool {
-			tcpPool = p
-		}
-	}
-	require.NoError(t, poll(time.Minute, func() error {
-		_, err := pools.Update(ctx, octavia, tcpPool.ID, pools.UpdateOpts{LBMethod: pools.LBMethodLeastConnections}).Extract()
-		return err
-	}))
-	removeMember(t, tg, c, tcpPool.ID, "10.0.0.202")
-	var sgRule provider.SecurityRule
-	for _, r := range e.SecurityRules {
-		if r.Kind == "security group rule" && r.Direction == "ingress" {
-			sgRule = r
-		}
-	}
-	require.NoError(t, rules.Delete(ctx, tg.network, sgRule.ID).ExtractErr())
-
+	tcpPool := changeBehindItsBack(t, tg, c, e)
 	e = settled(t, tg, c, fresh(), nodes)
 	got := strings.Join(driftOf(e), "\n")
 	for _, d := range e.Drift {
@@ -145,6 +116,43 @@ func settled(t *testing.T, tg *contractTarget, c *Cloud, svc *v1.Service, nodes 
 		return nil
 	}))
 	return e
+}
+
+// changeBehindItsBack changes the TCP listener's allowed CIDRs and its
+// pool's method, removes the pool's member 10.0.0.202 and an ingress rule
+// of the security group, as someone else would: it returns the pool.
+func changeBehindItsBack(t *testing.T, tg *contractTarget, c *Cloud, e provider.ServiceExplanation) provider.Pool {
+	t.Helper()
+	octavia := tg.octavia(t, c)
+	ctx := context.Background()
+	tcp := e.Listeners[0]
+	if tcp.Protocol != "TCP" {
+		tcp = e.Listeners[1]
+	}
+	cidrs := []string{"192.0.2.0/24"}
+	require.NoError(t, poll(time.Minute, func() error {
+		_, err := listeners.Update(ctx, octavia, tcp.ID, listeners.UpdateOpts{AllowedCIDRs: &cidrs}).Extract()
+		return err
+	}))
+	var tcpPool provider.Pool
+	for _, p := range e.Pools {
+		if p.Name == tcp.Pool {
+			tcpPool = p
+		}
+	}
+	require.NoError(t, poll(time.Minute, func() error {
+		_, err := pools.Update(ctx, octavia, tcpPool.ID, pools.UpdateOpts{LBMethod: pools.LBMethodLeastConnections}).Extract()
+		return err
+	}))
+	removeMember(t, tg, c, tcpPool.ID, "10.0.0.202")
+	var sgRule provider.SecurityRule
+	for _, r := range e.SecurityRules {
+		if r.Kind == "security group rule" && r.Direction == "ingress" {
+			sgRule = r
+		}
+	}
+	require.NoError(t, rules.Delete(ctx, tg.network, sgRule.ID).ExtractErr())
+	return tcpPool
 }
 
 // removeMember deletes the member of address ip from pool poolID.
