@@ -2,6 +2,7 @@ package cloudstack
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
@@ -116,6 +118,9 @@ func explainOn(t *testing.T, opts emulator.Options, opening string) {
 	e = f.explain(fresh(), nodes)
 	assert.Empty(t, drift(e), "the walk repaired what explain showed")
 	assert.Equal(t, addr, e.Addresses[0].IP)
+	out, err := json.Marshal(e)
+	require.NoError(t, err)
+	assert.NotContains(t, string(out), f.emu.Fixture().UserSecret, "never a secret")
 }
 
 func removeOpening(t *testing.T, admin *cs.CloudStackClient, kind, id string) {
@@ -141,6 +146,16 @@ func TestExplainOfNothingAndOfAnInvalidService(t *testing.T) {
 	e = f.explain(svc, nodes)
 	assert.False(t, e.Found)
 	assert.Contains(t, e.SpecProblem, "fastest")
+
+	// Keys the cloud refuses: an error, which names no secret.
+	cfg := f.c.cfg
+	cfg.Global.SecretKey = "not-the-secret"
+	c, err := New(cfg, ProviderName)
+	require.NoError(t, err)
+	c.Cluster.Set(clusterUID)
+	_, err = c.ExplainService(context.Background(), "kubernetes", service("web", httpPort), nodes)
+	require.ErrorIs(t, err, outcome.ErrAuth)
+	assert.NotContains(t, err.Error(), "not-the-secret")
 }
 
 // A Node's machine, what the node controller would set, and the deletion

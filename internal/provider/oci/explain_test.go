@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"strings"
@@ -120,6 +121,13 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 	ensure(walked)
 	x = explainOf(t, e, c, fresh(), nodes)
 	assert.Empty(t, driftLines(x), "the walk repaired it")
+	out, err := json.Marshal(x)
+	require.NoError(t, err)
+	for _, line := range strings.Split(e.Fixture().PrivateKeyPEM, "\n") {
+		if len(line) > 20 && !strings.HasPrefix(line, "-----") {
+			require.NotContains(t, string(out), line, "never a secret")
+		}
+	}
 }
 
 // asConverged checks the explanation of a load balancer just converged,

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -101,6 +102,11 @@ func TestContractExplainShowsWhatTheCloudHoldsAndWhatDrifted(t *testing.T) {
 	ensure(t, c, walked, nodes)
 	e = settled(t, tg, c, fresh(), nodes)
 	assert.Empty(t, driftOf(e), "the walk repaired it")
+	if tg.emu != nil {
+		out, err := json.Marshal(e)
+		require.NoError(t, err)
+		assert.NotContains(t, string(out), tg.emu.Fixture().AppCredentialSecret, "never a secret")
+	}
 	deleteLB(t, c, fresh())
 }
 
