@@ -62,7 +62,7 @@ func runExplain(args []string, stdout io.Writer) error {
 	}
 	cfg, _, err := kubeConfig(*cc.kubeconfig)
 	if err != nil {
-		return err
+		return fmt.Errorf("the cluster: %w (pass --kubeconfig FILE, or run inside the CCM's pod)", err)
 	}
 	cfg.UserAgent = "overcast-explain"
 	kube, err := kubernetes.NewForConfig(cfg)

@@ -65,6 +65,9 @@ func Service(ctx context.Context, o Options, namespace, name string) (provider.S
 		return e, fmt.Errorf("reading what %s holds for Service %s/%s: %w", o.Cloud.ProviderName(), namespace, name, err)
 	}
 	notAsked(&e, svc)
+	for _, p := range e.Pools {
+		slices.SortStableFunc(p.Members, func(a, b provider.Member) int { return cmp.Compare(a.Node+" "+a.Address, b.Node+" "+b.Address) })
+	}
 	for _, c := range svc.Status.Conditions {
 		e.Conditions = append(e.Conditions, provider.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
 			Since: c.LastTransitionTime.UTC().Format(time.RFC3339)})

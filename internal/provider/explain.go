@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -92,6 +93,17 @@ type ServiceExplanation struct {
 
 // Details are what one cloud says of an object beyond the common fields.
 type Details map[string]string
+
+// MarshalJSON leaves out what is empty.
+func (d Details) MarshalJSON() ([]byte, error) {
+	out := make(map[string]string, len(d))
+	for k, v := range d {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return json.Marshal(out)
+}
 
 // LoadBalancer is the load balancer itself.
 type LoadBalancer struct {

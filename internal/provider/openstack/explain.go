@@ -90,6 +90,9 @@ func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, sv
 	case x.lb.Shared:
 		owner = fmt.Sprintf("shared (load-balancer-id), with %d other Service(s)", len(sharers(lb, name)))
 	}
+	if c.owned(lb, svc) && lb.Name != name {
+		e.Note("load balancer %s is named %s, not %s: is --cluster-name overcast-ccm's?", lb.ID, lb.Name, name)
+	}
 	e.LoadBalancer = &provider.LoadBalancer{ID: lb.ID, Name: lb.Name, State: lb.ProvisioningStatus,
 		Details: provider.Details{"owner": owner, "VIP subnet": lb.VipSubnetID, "flavor": lb.FlavorID, "availability zone": lb.AvailabilityZone}}
 	fip, err := c.vipFloatingIP(ctx, lb)
@@ -349,7 +352,11 @@ func (s steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.Servi
 			e.Change(provider.ActionDelete, "member "+memberName(m)+" of pool "+pool.Name, "not an eligible Node's address (or its port differs)")
 		}
 	}
-	monitorDrift(e, spec, pool, x.monitors[pool.ID], s.monitorOpts(spec, p))
+	var wantMonitor monitorCreate
+	if spec.monitor != nil {
+		wantMonitor = s.monitorOpts(spec, p)
+	}
+	monitorDrift(e, spec, pool, x.monitors[pool.ID], wantMonitor)
 }
 
 // memberName is a member key (memberKeys) as a person reads it.
