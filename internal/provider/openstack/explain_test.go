@@ -187,6 +187,14 @@ func TestContractExplainOfNothingAndOfANode(t *testing.T) {
 	e := explainedBy(t, tg, c, svc, nil)
 	assert.False(t, e.Found)
 
+	// Without health monitors nor security groups: as converged.
+	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201")}
+	ensure(t, c, svc, nodes)
+	e = settled(t, tg, c, svc, nodes)
+	assert.Empty(t, driftOf(e))
+	assert.Empty(t, e.Pools[0].Health)
+	deleteLB(t, c, svc)
+
 	s := tg.server(t, contractName("explain-node"))
 	node := contractNode(s.name, "", "")
 	require.NoError(t, poll(2*time.Minute, func() error {
