@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -233,15 +234,8 @@ func (p *printer) outcome(e provider.ServiceExplanation) {
 		if r.AsAsked {
 			says = "converged for what the Service asks now: a pass reads the shared listings, and the drift check walks it when it drifted"
 		}
-		p.table([][]string{{where, cmpOr(r.Value, strings.TrimSpace(r.LoadBalancer+" "+r.Address))}, {"", says}})
+		p.table([][]string{{where, cmp.Or(r.Value, strings.TrimSpace(r.LoadBalancer+" "+r.Address))}, {"", says}})
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // events writes the latest Events.
@@ -274,7 +268,7 @@ func (p *printer) notes(notes []string) {
 // PrintNode writes e for a person.
 func PrintNode(w io.Writer, e provider.NodeExplanation, now time.Time) error {
 	p := &printer{w: w, now: now}
-	p.printf("Node %s on %s (providerID %s)\n", e.Node, e.Cloud, cmpOr(e.ProviderID, "none yet"))
+	p.printf("Node %s on %s (providerID %s)\n", e.Node, e.Cloud, cmp.Or(e.ProviderID, "none yet"))
 	switch {
 	case e.LookupError != "":
 		p.printf("\nIts machine cannot be looked up: %s\n", e.LookupError)

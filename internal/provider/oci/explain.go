@@ -2,6 +2,7 @@ package oci
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -117,7 +118,7 @@ func (c *Cloud) describeLB(e *provider.ServiceExplanation, lb LB, nodes []*v1.No
 	if f := lb.ShapeDetails; f != nil {
 		d["bandwidth"] = fmt.Sprintf("%d-%d Mbps", f.MinimumBandwidthInMbps, f.MaximumBandwidthInMbps)
 	}
-	if v := cmpOr(lb.IPMode, lb.NLBIPVersion); v != "" {
+	if v := cmp.Or(lb.IPMode, lb.NLBIPVersion); v != "" {
 		d["IP version"] = v
 	}
 	e.LoadBalancer = &provider.LoadBalancer{ID: lb.ID, Name: lb.DisplayName, State: lb.LifecycleState, Details: d}
@@ -152,13 +153,6 @@ func (c *Cloud) describeLB(e *provider.ServiceExplanation, lb LB, nodes []*v1.No
 		}
 		e.Pools = append(e.Pools, p)
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func describeCheck(h HealthChecker) string {
