@@ -3,7 +3,8 @@
 // cloud's emulator), three simulated nodes and a demo LoadBalancer Service (this
 // is `make run`). `overcast emulate <cloud>` runs a cloud's emulator alone.
 // `overcast doctor` checks a cluster and a cloud for what overcast-ccm needs;
-// `overcast sweep` lists (and removes) what gone Services left in the cloud.
+// `overcast sweep` lists (and removes) what gone Services left in the cloud;
+// `overcast explain` says what the cloud holds for a Service or a Node.
 package main
 
 import (
@@ -35,6 +36,13 @@ commands:
            --delete removes them (never another cluster's, nor what no
            overcast-ccm made): overcast sweep --cloud-provider=openstack
            --cloud-config=cloud.conf [--kubeconfig FILE] [--delete]
+  explain  what the cloud holds for a Service or a Node, read-only: the load
+           balancer, its listeners, pools, members, addresses and security
+           rules, what differs from what the Service asks, its last outcome;
+           a Node's machine and what the CCM would set: overcast explain
+           service NAMESPACE/NAME (or node NAME) --cloud-provider=openstack
+           --cloud-config=cloud.conf [--kubeconfig FILE] [-o json]; exit
+           status 1 when the cloud holds nothing for it
   clouds   the clouds this build knows, one a line (--dev: those make run
            runs on; --emulated: those with an emulator)
 `
@@ -66,6 +74,14 @@ func main() {
 		err = runSweep(os.Args[2:], os.Stdout)
 		if errors.Is(err, errLeftoversRemain) {
 			os.Exit(1)
+		}
+	case "explain":
+		err = runExplain(os.Args[2:], os.Stdout)
+		if code := explainExit(err); code != 1 || errors.Is(err, errNothing) {
+			if code == 2 {
+				fmt.Fprintf(os.Stderr, "overcast explain: %v\n", err)
+			}
+			os.Exit(code)
 		}
 	case "-h", "--help", "help":
 		fmt.Print(usage())

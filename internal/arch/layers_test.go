@@ -29,7 +29,7 @@ var layers = [][]string{
 	// each cloud's provider, and what the tools know of each cloud
 	{"internal/provider/*", "internal/kit"},
 	// the registry of clouds and what works across them
-	{"internal/clouds", "internal/sweep"},
+	{"internal/clouds", "internal/sweep", "internal/explain"},
 	// programs and their harness
 	{"internal/ccm", "internal/devenv", "cmd/*", "bench", "hack/*"},
 	// tests

@@ -10,6 +10,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/kit"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // root is the repository's root, from this package's directory.
@@ -40,6 +41,12 @@ var pieces = []piece{
 	}},
 	{name: "test that only the gateway calls the API", applies: remote, present: func(t *testing.T, c string) (bool, string) {
 		return files(t, "internal/provider/"+c, "gateway_only_test.go")
+	}},
+	{name: "explanation of what it holds (overcast explain)", present: func(t *testing.T, c string) (bool, string) {
+		if !provider.Explains(c) {
+			return false, "internal/provider/" + c + "/explain.go with the Cloud's ExplainService and ExplainNode (provider.Explainer)"
+		}
+		return files(t, "internal/provider/"+c, "explain.go")
 	}},
 	{name: "annotation table", present: func(t *testing.T, c string) (bool, string) {
 		return contains(t, "internal/annotation/"+c+".go", "-out ../../docs/reference/"+c+"-annotations.md")

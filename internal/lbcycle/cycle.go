@@ -203,6 +203,10 @@ func New[S, L any](cloud Cloud[S, L], records Records, opts Options) *Cycle[S, L
 		inventory: map[string][]string{}, verified: map[string]int{}, checking: map[string]postWalk{}}
 }
 
+// RecordOf is the Service's Record, as the cycle keeps it (`overcast
+// explain` reads it; nothing is written).
+func (c *Cycle[S, L]) RecordOf(svc *v1.Service) (Record, bool) { return c.records.Get(svc) }
+
 // EnsureLoadBalancer converges the Service's load balancer by one step, or
 // answers an unchanged Service from the shared listing with no call of its own.
 // While the cloud works it returns a RetryError. A cloud embeds the Cycle, and

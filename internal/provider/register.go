@@ -33,6 +33,7 @@ func Register[C any, I cloudprovider.Interface](name string, read func(io.Reader
 	}
 	registered[name] = true
 	configTypes[name] = reflect.TypeFor[C]()
+	explainers[name] = reflect.TypeFor[I]().Implements(reflect.TypeFor[Explainer]())
 	cloudprovider.RegisterCloudProvider(name, func(r io.Reader) (cloudprovider.Interface, error) {
 		r, empty := nonEmpty(r)
 		cfg, readErr := read(r)
@@ -54,6 +55,7 @@ var (
 	registeredMu sync.Mutex
 	registered   = map[string]bool{}
 	configTypes  = map[string]reflect.Type{}
+	explainers   = map[string]bool{}
 )
 
 // ConfigType is the type of the config of the cloud registered as name (nil
@@ -62,6 +64,14 @@ func ConfigType(name string) reflect.Type {
 	registeredMu.Lock()
 	defer registeredMu.Unlock()
 	return configTypes[name]
+}
+
+// Explains says whether the cloud registered as name is an Explainer
+// (`overcast explain`).
+func Explains(name string) bool {
+	registeredMu.Lock()
+	defer registeredMu.Unlock()
+	return explainers[name]
 }
 
 // Names are the --cloud-provider names registered (a cloud's and its peer's

@@ -129,10 +129,7 @@ func (s steps) deleteWrongRules(ctx context.Context, svc *v1.Service, spec lbSpe
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc), "address", st.addr.IP)
 	have = map[string]rule{}
 	for _, r := range st.rules {
-		p, ok := want[r.Name]
-		_, dup := have[r.Name]
-		if !ok || dup || r.AddressID != st.addr.ID || r.PublicPort != p.port || r.PrivatePort != p.nodePort || r.Protocol != p.proto ||
-			!plan.ruleServes(r, spec) {
+		if ruleWrong(r, spec, st, want, have, plan) != "" {
 			job, err := s.gw.deleteRule(ctx, r.ID)
 			if err := s.deleting(svc, "rule "+r.Name, job, err); err != nil {
 				return nil, 0, err
@@ -144,6 +141,28 @@ func (s steps) deleteWrongRules(ctx context.Context, svc *v1.Service, spec lbSpe
 		have[r.Name] = r
 	}
 	return have, wrong, nil
+}
+
+// ruleWrong says why a rule is not as the Service asks ("" when it is): a
+// second of its name (have are the rules judged before it), another
+// address, port or protocol, or a cidrlist that with its opening lets in
+// other sources.
+func ruleWrong(r rule, spec lbSpec, st lbState, want map[string]portSpec, have map[string]rule, plan openingPlan) string {
+	p, ok := want[r.Name]
+	_, dup := have[r.Name]
+	switch {
+	case !ok:
+		return "no port of the Service asks for it"
+	case dup:
+		return "a second rule of its name"
+	case r.AddressID != st.addr.ID:
+		return fmt.Sprintf("it is on address %s, not %s", r.IP, st.addr.IP)
+	case r.PublicPort != p.port || r.PrivatePort != p.nodePort || r.Protocol != p.proto:
+		return fmt.Sprintf("it forwards %s %d to %d, the Service asks %s %d to %d", r.Protocol, r.PublicPort, r.PrivatePort, p.proto, p.port, p.nodePort)
+	case !plan.ruleServes(r, spec):
+		return fmt.Sprintf("its cidrlist %s, with its opening, does not let in what the Service asks (%s)", strings.Join(r.CIDRs, ","), strings.Join(spec.sources, ","))
+	}
+	return ""
 }
 
 // peerShaped says whether new rules take the peer's shape (their cidrlist
@@ -242,19 +261,15 @@ func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r
 	if err != nil {
 		return false, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
 	}
-	var keep bool
-	for _, h := range checks {
-		if spec.check != nil && !keep && h.Path == spec.check.Path && h.Interval == spec.check.Interval {
-			keep = true
-			continue
-		}
+	drop, create := checkChanges(checks, spec.check)
+	for _, h := range drop {
 		job, err := s.gw.deleteHealthCheck(ctx, h.ID)
 		if err := s.deleting(svc, "a health check of rule "+r.Name, job, err); err != nil {
 			return false, err
 		}
 		changed = true
 	}
-	if spec.check != nil && !keep && len(checks) == 0 {
+	if create {
 		job, err := s.gw.createHealthCheck(ctx, r.ID, *spec.check)
 		if err != nil {
 			return false, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create the health check of rule %s: %w", r.Name, err))
@@ -263,4 +278,19 @@ func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r
 		changed = true
 	}
 	return changed || members, nil
+}
+
+// checkChanges are the health checks of a rule to delete (all but the
+// first as want asks), and whether want's is to be created (there are
+// none left then).
+func checkChanges(checks []healthCheck, want *healthCheck) (drop []healthCheck, create bool) {
+	keep := false
+	for _, h := range checks {
+		if want != nil && !keep && h.Path == want.Path && h.Interval == want.Interval {
+			keep = true
+			continue
+		}
+		drop = append(drop, h)
+	}
+	return drop, want != nil && !keep && len(checks) == 0
 }

@@ -110,13 +110,18 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 	if err := c.Looked(ctx, node, "virtual machine", found, err, "by the name "+shortName(node.Name)+" among those the CCM's keys see"); err != nil {
 		return nil, err
 	}
+	return c.metadataOf(m), nil
+}
+
+// metadataOf is what the node controller is told of machine m.
+func (c *Cloud) metadataOf(m machine) *cloudprovider.InstanceMetadata {
 	return &cloudprovider.InstanceMetadata{
 		ProviderID:    providerid.CloudStack(m.ID),
 		InstanceType:  labelValue(m.Offering),
 		Zone:          m.Zone,
 		Region:        c.cfg.RegionOf(m.Zone),
 		NodeAddresses: addresses(m),
-	}, nil
+	}
 }
 
 // addresses are the machine's NIC addresses (the default NIC's first), the

@@ -16,22 +16,12 @@ func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec
 	if err != nil {
 		return false, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
 	}
-	var add, remove []string
+	add, remove := memberChanges(current, spec.members)
 	defer func() {
 		if len(add)+len(remove) > 0 {
 			s.ruleMachines.Stale(r.ID) // the drift check reads what this leaves
 		}
 	}()
-	for _, m := range spec.members {
-		if !slices.Contains(current, m) {
-			add = append(add, m)
-		}
-	}
-	for _, m := range current {
-		if !slices.Contains(spec.members, m) {
-			remove = append(remove, m)
-		}
-	}
 	if len(add) > 0 {
 		job, err := s.gw.assign(ctx, r.ID, add)
 		if err != nil {
@@ -47,6 +37,22 @@ func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec
 		s.jobs.add(svc.UID, job, "removing machines from rule "+r.Name)
 	}
 	return len(add)+len(remove) > 0, nil
+}
+
+// memberChanges are the machines a rule with current lacks of want, and
+// those it has that want has not.
+func memberChanges(current, want []string) (add, remove []string) {
+	for _, m := range want {
+		if !slices.Contains(current, m) {
+			add = append(add, m)
+		}
+	}
+	for _, m := range current {
+		if !slices.Contains(want, m) {
+			remove = append(remove, m)
+		}
+	}
+	return add, remove
 }
 
 // UpdateMembers puts the rules' machines right when only the Nodes changed.

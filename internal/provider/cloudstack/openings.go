@@ -150,20 +150,9 @@ func letIn(rule, opening []string) (sources []string, one bool) {
 // Service's). It starts the changes and says how many.
 func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, op openings, pl openingPlan) (int, error) {
 	s.fresh.set(svc.UID, "")
-	if !op.enforced {
-		return 0, nil
-	}
+	drop, open := op.changes(spec, pl)
 	changes := 0
-	matched := map[string]bool{}
-	for _, o := range op.current {
-		key := openingKey(o.Protocol, o.Start)
-		if pl.keep[o.ID] {
-			matched[key] = true
-			continue
-		}
-		if _, wanted := pl.after[key]; op.firewall && !wanted && !op.own {
-			continue // not ours to judge: the address is not the Service's own
-		}
+	for _, o := range drop {
 		var job string
 		var err error
 		if op.firewall {
@@ -177,13 +166,7 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		changes++
 	}
 	var created []string
-	for _, p := range spec.ports {
-		key := openingKey(p.proto, p.port)
-		if matched[key] {
-			continue
-		}
-		matched[key] = true
-		o := opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: pl.after[key]}
+	for _, o := range open {
 		var id, job string
 		var err error
 		if op.firewall {
@@ -193,9 +176,9 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 			created = append(created, id)
 		}
 		if err != nil {
-			return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s%s: %w", p.port, l4(p.proto), inList(op.list), err))
+			return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s%s: %w", o.Start, o.Protocol, inList(op.list), err))
 		}
-		s.jobs.add(svc.UID, job, fmt.Sprintf("opening port %d/%s", p.port, l4(p.proto)))
+		s.jobs.add(svc.UID, job, fmt.Sprintf("opening port %d/%s", o.Start, o.Protocol))
 		changes++
 	}
 	if len(created) > 0 {
@@ -206,6 +189,37 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		s.jobs.add(svc.UID, job, "tagging ACL items")
 	}
 	return changes, nil
+}
+
+// changes are the openings convergeOpenings deletes (those not kept; on an
+// address not the Service's own, only those of its ports) and those it
+// makes (one for each port none kept opens), as planned; none where the
+// network does not enforce them.
+func (op openings) changes(spec lbSpec, pl openingPlan) (drop, open []opening) {
+	if !op.enforced {
+		return nil, nil
+	}
+	matched := map[string]bool{}
+	for _, o := range op.current {
+		key := openingKey(o.Protocol, o.Start)
+		if pl.keep[o.ID] {
+			matched[key] = true
+			continue
+		}
+		if _, wanted := pl.after[key]; op.firewall && !wanted && !op.own {
+			continue // not ours to judge: the address is not the Service's own
+		}
+		drop = append(drop, o)
+	}
+	for _, p := range spec.ports {
+		key := openingKey(p.proto, p.port)
+		if matched[key] {
+			continue
+		}
+		matched[key] = true
+		open = append(open, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: pl.after[key]})
+	}
+	return drop, open
 }
 
 // inList names an ACL list in a message ("" for a firewall).

@@ -54,6 +54,13 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 			"Node %s %s (looked up by providerID %q, else by name); add it to the inventory or set autoInventory: true", node.Name, why, node.Spec.ProviderID)
 		return nil, fmt.Errorf("node %s: %w", node.Name, cloudprovider.InstanceNotFound)
 	}
+	md := metadataOf(in)
+	klog.FromContext(ctx).V(4).Info("Instance metadata", "node", klog.KObj(node), "providerID", md.ProviderID, "type", md.InstanceType, "zone", md.Zone)
+	return md, nil
+}
+
+// metadataOf is what the node controller is told of instance in.
+func metadataOf(in Instance) *cloudprovider.InstanceMetadata {
 	md := &cloudprovider.InstanceMetadata{
 		ProviderID:   in.ProviderID,
 		InstanceType: in.InstanceType,
@@ -63,6 +70,5 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 	for _, a := range in.Addresses {
 		md.NodeAddresses = append(md.NodeAddresses, v1.NodeAddress{Type: a.Type, Address: a.Address})
 	}
-	klog.FromContext(ctx).V(4).Info("Instance metadata", "node", klog.KObj(node), "providerID", md.ProviderID, "type", md.InstanceType, "zone", md.Zone)
-	return md, nil
+	return md
 }

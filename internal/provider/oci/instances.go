@@ -428,6 +428,11 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 		"by displayName, address or hostname label in compartment "+c.cfg.CompartmentID); err != nil {
 		return nil, err
 	}
+	return metadataOf(m, node), nil
+}
+
+// metadataOf is what the node controller is told of node's instance m.
+func metadataOf(m machine, node *v1.Node) *cloudprovider.InstanceMetadata {
 	md := &cloudprovider.InstanceMetadata{
 		ProviderID:    ProviderIDPrefix + m.ID,
 		InstanceType:  m.Shape,
@@ -438,7 +443,7 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 	if m.FaultDomain != "" {
 		md.AdditionalLabels = map[string]string{FaultDomainLabel: m.FaultDomain}
 	}
-	return md, nil
+	return md
 }
 
 // zoneOf is an availability domain's name without its tenancy prefix

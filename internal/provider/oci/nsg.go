@@ -165,12 +165,24 @@ func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, w
 	if err != nil {
 		return fmt.Errorf("reading the rules of network security group %s: %w", id, err)
 	}
+	add, stale := c.nsgChanges(svc, have, want)
+	if err := c.gw.addNSGRules(ctx, id, add); err != nil {
+		return fmt.Errorf("adding rules to network security group %s: %w", id, err)
+	}
+	if err := c.gw.removeNSGRules(ctx, id, stale); err != nil {
+		return fmt.Errorf("removing rules from network security group %s: %w", id, err)
+	}
+	return nil
+}
+
+// nsgChanges are the rules of want an NSG's rules (have) lack, and the
+// ids of the Service's rules in it that want has not (or has twice).
+func (c *Cloud) nsgChanges(svc *v1.Service, have, want []NSGRule) (add []NSGRule, stale []string) {
 	wanted := map[string]bool{}
 	for _, r := range want {
 		wanted[r.key()] = true
 	}
 	present := map[string]bool{}
-	var stale []string
 	for _, r := range have {
 		if !c.isOurs(r, svc) {
 			continue
@@ -181,37 +193,19 @@ func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, w
 		}
 		stale = append(stale, r.ID)
 	}
-	var add []NSGRule
 	for _, r := range want {
 		if !present[r.key()] {
 			present[r.key()] = true
 			add = append(add, r)
 		}
 	}
-	if err := c.gw.addNSGRules(ctx, id, add); err != nil {
-		return fmt.Errorf("adding rules to network security group %s: %w", id, err)
-	}
-	if err := c.gw.removeNSGRules(ctx, id, stale); err != nil {
-		return fmt.Errorf("removing rules from network security group %s: %w", id, err)
-	}
-	return nil
+	return add, stale
 }
 
 // nsgRules opens the frontend NSG to the Service's sources on its ports and
 // toward the backend NSGs, and the backend NSGs to it.
 func (c *Cloud) publishNSGRules(ctx context.Context, svc *v1.Service, spec lbSpec, frontend string) error {
-	mark := nsgMark(svc)
-	var front []NSGRule
-	for _, src := range spec.sources {
-		for _, p := range spec.listenerPorts {
-			front = append(front, nsgRule(true, src, p, mark))
-		}
-	}
-	for _, b := range spec.backendNSGs {
-		for _, p := range spec.backendPorts {
-			front = append(front, nsgRule(false, b, p, mark))
-		}
-	}
+	front, back := nsgRulesWanted(svc, spec, frontend)
 	if err := c.applyNSGRules(ctx, svc, frontend, front); err != nil {
 		return err
 	}
@@ -219,20 +213,35 @@ func (c *Cloud) publishNSGRules(ctx context.Context, svc *v1.Service, spec lbSpe
 		if err := c.markManaged(ctx, b); err != nil {
 			return err
 		}
-		var back []NSGRule
-		for _, p := range spec.backendPorts {
-			back = append(back, nsgRule(true, frontend, p, mark))
-		}
-		for _, src := range clientSources(spec) {
-			for _, p := range nodePortsFrom(svc, spec, src, nil) {
-				back = append(back, nsgRule(true, src, p, mark))
-			}
-		}
-		if err := c.applyNSGRules(ctx, svc, b, back); err != nil {
+		if err := c.applyNSGRules(ctx, svc, b, back[b]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// nsgRulesWanted are the Service's rules in its frontend NSG, and in each
+// backend NSG.
+func nsgRulesWanted(svc *v1.Service, spec lbSpec, frontend string) (front []NSGRule, back map[string][]NSGRule) {
+	mark := nsgMark(svc)
+	for _, src := range spec.sources {
+		for _, p := range spec.listenerPorts {
+			front = append(front, nsgRule(true, src, p, mark))
+		}
+	}
+	back = map[string][]NSGRule{}
+	for _, b := range spec.backendNSGs {
+		for _, p := range spec.backendPorts {
+			front = append(front, nsgRule(false, b, p, mark))
+			back[b] = append(back[b], nsgRule(true, frontend, p, mark))
+		}
+		for _, src := range clientSources(spec) {
+			for _, p := range nodePortsFrom(svc, spec, src, nil) {
+				back[b] = append(back[b], nsgRule(true, src, p, mark))
+			}
+		}
+	}
+	return front, back
 }
 
 // markManaged tags a backend NSG the Service's rules go in ManagedBy: CCM,

@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -236,27 +237,38 @@ func ownListeners(have []lbListener, svc *v1.Service, s lbSpec, lbID string, sha
 // deleteUnwantedListener deletes, of the Service's listeners no port wants
 // (in the order of their keys), the first one's pool, else the listener.
 func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]lbListener, s lbSpec) (bool, error) {
+	unwanted := unwantedListeners(mine, s)
+	if len(unwanted) == 0 {
+		return false, nil
+	}
+	k := unwanted[0]
+	l := mine[k]
+	if l.DefaultPoolID != "" {
+		if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
+			return false, fmt.Errorf("deleting pool of listener %s: %w", k, err)
+		}
+		return true, nil
+	}
+	if err := c.api.deleteListener(ctx, l.ID); err != nil {
+		return false, fmt.Errorf("deleting listener %s: %w", k, err)
+	}
+	return true, nil
+}
+
+// unwantedListeners are the keys of the Service's listeners no port wants,
+// in order.
+func unwantedListeners(mine map[string]lbListener, s lbSpec) []string {
 	want := map[string]bool{}
 	for _, p := range s.ports {
 		want[s.listenerKey(p)] = true
 	}
+	var out []string
 	for _, k := range slices.Sorted(maps.Keys(mine)) {
-		if want[k] {
-			continue
+		if !want[k] {
+			out = append(out, k)
 		}
-		l := mine[k]
-		if l.DefaultPoolID != "" {
-			if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
-				return false, fmt.Errorf("deleting pool of listener %s: %w", k, err)
-			}
-			return true, nil
-		}
-		if err := c.api.deleteListener(ctx, l.ID); err != nil {
-			return false, fmt.Errorf("deleting listener %s: %w", k, err)
-		}
-		return true, nil
 	}
-	return false, nil
+	return out
 }
 
 // createListener creates the listener of p. The pool a listener deleted
@@ -315,64 +327,95 @@ func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l lbListener,
 // none of its ports wants (its listener deleted with the port, or behind our
 // back with a pool of another protocol); one a pass.
 func (c *Cloud) deleteStrayPools(ctx context.Context, all []lbPool, s lbSpec) (bool, error) {
+	stray := c.strayPools(all, s)
+	if len(stray) == 0 {
+		return false, nil
+	}
+	if err := c.api.deletePool(ctx, stray[0].ID); err != nil {
+		return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", stray[0].ID, err)
+	}
+	return true, nil
+}
+
+// strayPools are the Service's pools no listener uses and none of its
+// ports wants.
+func (c *Cloud) strayPools(all []lbPool, s lbSpec) []lbPool {
 	wanted := map[string]string{} // name → protocol
 	for _, p := range s.ports {
 		wanted[c.objectName(s, p)] = s.poolProtocol(p)
 	}
+	var out []lbPool
 	for _, pool := range all {
 		if len(pool.Listeners) > 0 || !strings.HasPrefix(pool.Name, s.name+"_") || wanted[pool.Name] == pool.Protocol {
 			continue
 		}
-		if err := c.api.deletePool(ctx, pool.ID); err != nil {
-			return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", pool.ID, err)
-		}
-		return true, nil
+		out = append(out, pool)
 	}
-	return false, nil
+	return out
 }
 
 // convergeListener updates what Octavia can change in place.
 func (c *Cloud) convergeListener(ctx context.Context, l lbListener, s lbSpec, p v1.ServicePort) (bool, error) {
-	var u listenerUpdate
-	changed := false
-	cidrs := slices.Clone(l.AllowedCIDRs)
-	sort.Strings(cidrs)
-	if !slices.Equal(cidrs, s.allowedCIDRs) && (!openToAll(cidrs) || !openToAll(s.allowedCIDRs)) {
-		update := s.listenerCIDRs()
-		u.AllowedCIDRs, changed = &update, true
-	}
-	if l.ConnLimit != s.connLimit {
-		limit := s.connLimit
-		u.ConnLimit, changed = &limit, true
-	}
-	if s.isTLS(p) && l.DefaultTLSContainerRef != s.tls.ref {
-		// A new certificate (a rotated Secret, another reference).
-		ref := s.tls.ref
-		u.DefaultTLSContainerRef, changed = &ref, true
-	}
-	if p.Protocol == v1.ProtocolTCP {
-		for _, t := range []struct {
-			want *int
-			have int
-			into **int
-		}{
-			{s.timeouts.clientData, l.TimeoutClientData, &u.TimeoutClientData},
-			{s.timeouts.memberConnect, l.TimeoutMemberConnect, &u.TimeoutMemberConnect},
-			{s.timeouts.memberData, l.TimeoutMemberData, &u.TimeoutMemberData},
-			{s.timeouts.tcpInspect, l.TimeoutTCPInspect, &u.TimeoutTCPInspect},
-		} {
-			if t.want != nil && *t.want != t.have {
-				*t.into, changed = t.want, true
-			}
-		}
-	}
-	if !changed {
+	u, diffs := listenerChanges(l, s, p)
+	if len(diffs) == 0 {
 		return false, nil
 	}
 	if err := c.api.updateListener(ctx, l.ID, u); err != nil {
 		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, err)
 	}
 	return true, nil
+}
+
+// listenerChanges is the update of what differs of the listener of p that
+// Octavia can change in place, and what differs, for a person.
+func listenerChanges(l lbListener, s lbSpec, p v1.ServicePort) (listenerUpdate, []string) {
+	var u listenerUpdate
+	var diffs []string
+	cidrs := slices.Clone(l.AllowedCIDRs)
+	sort.Strings(cidrs)
+	if !slices.Equal(cidrs, s.allowedCIDRs) && (!openToAll(cidrs) || !openToAll(s.allowedCIDRs)) {
+		update := s.listenerCIDRs()
+		u.AllowedCIDRs = &update
+		diffs = append(diffs, fmt.Sprintf("allowed CIDRs %s, the Service asks %s", cidrList(cidrs), cidrList(update)))
+	}
+	if l.ConnLimit != s.connLimit {
+		limit := s.connLimit
+		u.ConnLimit = &limit
+		diffs = append(diffs, fmt.Sprintf("connection limit %d, the Service asks %d", l.ConnLimit, limit))
+	}
+	if s.isTLS(p) && l.DefaultTLSContainerRef != s.tls.ref {
+		// A new certificate (a rotated Secret, another reference).
+		ref := s.tls.ref
+		u.DefaultTLSContainerRef = &ref
+		diffs = append(diffs, fmt.Sprintf("certificate %s, the Service asks %s", cmp.Or(l.DefaultTLSContainerRef, "none"), cmp.Or(ref, "one not stored yet")))
+	}
+	if p.Protocol == v1.ProtocolTCP {
+		for _, t := range []struct {
+			name string
+			want *int
+			have int
+			into **int
+		}{
+			{"client data", s.timeouts.clientData, l.TimeoutClientData, &u.TimeoutClientData},
+			{"member connect", s.timeouts.memberConnect, l.TimeoutMemberConnect, &u.TimeoutMemberConnect},
+			{"member data", s.timeouts.memberData, l.TimeoutMemberData, &u.TimeoutMemberData},
+			{"TCP inspect", s.timeouts.tcpInspect, l.TimeoutTCPInspect, &u.TimeoutTCPInspect},
+		} {
+			if t.want != nil && *t.want != t.have {
+				*t.into = t.want
+				diffs = append(diffs, fmt.Sprintf("%s timeout %d ms, the Service asks %d", t.name, t.have, *t.want))
+			}
+		}
+	}
+	return u, diffs
+}
+
+// cidrList is CIDRs for a person ("everyone" for none).
+func cidrList(cidrs []string) string {
+	if len(cidrs) == 0 {
+		return "none (everyone)"
+	}
+	return strings.Join(cidrs, ",")
 }
 
 // convergeMonitor creates, updates or deletes the pool's health monitor. Its type
@@ -405,8 +448,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool lbPool, s lbSpec, p v1
 		}
 		return true, nil
 	}
-	if have.Delay == want.Delay && have.Timeout == want.Timeout && have.MaxRetries == want.MaxRetries &&
-		have.MaxRetriesDown == want.MaxRetriesDown && (want.Type != "HTTP" || have.URLPath == want.URLPath) {
+	if sameMonitor(have, want) {
 		return false, nil
 	}
 	u := monitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
@@ -414,6 +456,13 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool lbPool, s lbSpec, p v1
 		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, err)
 	}
 	return true, nil
+}
+
+// sameMonitor says whether a health monitor of want's type checks as want
+// asks.
+func sameMonitor(have lbMonitor, want monitorCreate) bool {
+	return have.Delay == want.Delay && have.Timeout == want.Timeout && have.MaxRetries == want.MaxRetries &&
+		have.MaxRetriesDown == want.MaxRetriesDown && (want.Type != "HTTP" || have.URLPath == want.URLPath)
 }
 
 // convergeMembers replaces the pool's members in one batch call when they differ.
@@ -426,10 +475,18 @@ func (c *Cloud) convergeMembers(ctx context.Context, pool lbPool, s lbSpec, p v1
 			return false, fmt.Errorf("listing members: %w", err)
 		}
 	}
-	monitorPort := 0
-	if s.monitor != nil {
-		monitorPort = s.monitor.httpPort
+	have, want := memberKeys(members), s.memberKeys(p)
+	if slices.Equal(have, want) {
+		return false, nil
 	}
+	if err := c.api.putMembers(ctx, poolID, c.memberOpts(s, p)); err != nil {
+		return false, fmt.Errorf("updating members of pool %s: %w", poolID, err)
+	}
+	return true, nil
+}
+
+// memberKeys are a pool's members as address:port/monitor port, sorted.
+func memberKeys(members []leanMember) []string {
 	have := make([]string, 0, len(members))
 	for _, m := range members {
 		monitor := 0
@@ -438,17 +495,21 @@ func (c *Cloud) convergeMembers(ctx context.Context, pool lbPool, s lbSpec, p v1
 		}
 		have = append(have, m.Address+":"+strconv.Itoa(m.ProtocolPort)+"/"+strconv.Itoa(monitor))
 	}
+	sort.Strings(have)
+	return have
+}
+
+// memberKeys are the members the pool of p is to have, as memberKeys says
+// them.
+func (s lbSpec) memberKeys(p v1.ServicePort) []string {
+	monitorPort := 0
+	if s.monitor != nil {
+		monitorPort = s.monitor.httpPort
+	}
 	want := make([]string, 0, len(s.members))
 	for _, m := range s.members {
 		want = append(want, m+":"+strconv.Itoa(int(p.NodePort))+"/"+strconv.Itoa(monitorPort))
 	}
-	sort.Strings(have)
 	sort.Strings(want)
-	if slices.Equal(have, want) {
-		return false, nil
-	}
-	if err := c.api.putMembers(ctx, poolID, c.memberOpts(s, p)); err != nil {
-		return false, fmt.Errorf("updating members of pool %s: %w", poolID, err)
-	}
-	return true, nil
+	return want
 }

@@ -69,6 +69,15 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 // warnImmutable tells the user when a setting Octavia cannot change on an existing
 // load balancer differs from what the Service asks now.
 func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadBalancer, s lbSpec) {
+	if diffs := c.immutableDiffs(lb, s); len(diffs) > 0 {
+		c.Events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
+			"Load balancer %s keeps its %s: Octavia cannot change them; recreate the Service to apply", lb.ID, strings.Join(diffs, ", "))
+	}
+}
+
+// immutableDiffs are the create-time choices of lb the Service asks
+// otherwise now, which Octavia cannot change.
+func (c *Cloud) immutableDiffs(lb *loadBalancer, s lbSpec) []string {
 	var diffs []string
 	if s.flavorID != "" && lb.FlavorID != "" && s.flavorID != lb.FlavorID {
 		diffs = append(diffs, fmt.Sprintf("flavor %s (it has %s)", s.flavorID, lb.FlavorID))
@@ -85,10 +94,7 @@ func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadBalancer, s lbSpec) {
 	if s.secondFamily != "" && len(lb.AdditionalVips) == 0 && c.octaviaAPI.additionalVIPs.Load() == featureYes {
 		diffs = append(diffs, "a second VIP for dual-stack (it has one)")
 	}
-	if len(diffs) > 0 {
-		c.Events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
-			"Load balancer %s keeps its %s: Octavia cannot change them; recreate the Service to apply", lb.ID, strings.Join(diffs, ", "))
-	}
+	return diffs
 }
 
 // lbCreate is what a load balancer is created with: bare (step by step),

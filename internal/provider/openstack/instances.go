@@ -203,6 +203,11 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 	if err := c.Looked(ctx, node, "OpenStack server", found, err, "by name in the project of the CCM's credentials"); err != nil {
 		return nil, err
 	}
+	return c.metadataOf(ctx, s), nil
+}
+
+// metadataOf is what the node controller is told of server s.
+func (c *Cloud) metadataOf(ctx context.Context, s server) *cloudprovider.InstanceMetadata {
 	flavor := s.Flavor.OriginalName
 	if flavor == "" {
 		flavor = s.Flavor.ID
@@ -213,5 +218,5 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 		Zone:          s.AvailabilityZone,
 		Region:        c.clients.region(),
 		NodeAddresses: nodeAddresses(s.Name, c.addressesOf(ctx, s), []string{s.AccessIPv4, s.AccessIPv6}, c.cfg.Networking),
-	}, nil
+	}
 }

@@ -380,36 +380,41 @@ func (c *Cloud) dropDefaultEgress(ctx context.Context, g *securityGroup) error {
 // convergeRules writes the difference between the group's ingress rules and
 // the wanted ones; egress rules are left alone.
 func (c *Cloud) convergeRules(ctx context.Context, g *securityGroup, want []sgRuleKey) (int, error) {
+	create, extra := ruleChanges(g, want)
+	if len(create) > 0 {
+		if err := c.api.createRules(ctx, g.ID, create); err != nil {
+			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, err)
+		}
+	}
+	for _, r := range extra {
+		if err := c.api.deleteRule(ctx, r.ID); err != nil {
+			return 0, fmt.Errorf("deleting rule %s of security group %s: %w", r.ID, g.ID, err)
+		}
+	}
+	return len(create) + len(extra), nil
+}
+
+// ruleChanges are the ingress rules the group lacks of want, and those it
+// has that want has not (or has twice); egress rules are left alone.
+func ruleChanges(g *securityGroup, want []sgRuleKey) (create []sgRuleKey, extra []securityRule) {
 	have := map[sgRuleKey]string{}
-	var extra []string
 	for _, r := range g.Rules {
 		if r.Direction != "ingress" {
 			continue
 		}
 		k := ruleKey(r)
 		if _, dup := have[k]; dup || !slices.Contains(want, k) {
-			extra = append(extra, r.ID)
+			extra = append(extra, r)
 			continue
 		}
 		have[k] = r.ID
 	}
-	var create []sgRuleKey
 	for _, k := range want {
 		if _, ok := have[k]; !ok {
 			create = append(create, k)
 		}
 	}
-	if len(create) > 0 {
-		if err := c.api.createRules(ctx, g.ID, create); err != nil {
-			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, err)
-		}
-	}
-	for _, id := range extra {
-		if err := c.api.deleteRule(ctx, id); err != nil {
-			return 0, fmt.Errorf("deleting rule %s of security group %s: %w", id, g.ID, err)
-		}
-	}
-	return len(create) + len(extra), nil
+	return create, extra
 }
 
 // placeSG puts the group on each member Node's port (the port holding the
@@ -429,32 +434,19 @@ func (c *Cloud) placeSG(ctx context.Context, groupID string, s lbSpec, created b
 			return 0, 0, err
 		}
 	}
-	isMember := map[string]bool{}
+	memberPorts, attach, detach := placementChanges(members, holding, groupID, s.members)
 	var changes []*portChange
-	for _, p := range members {
-		if p.PortSecurity != nil && !*p.PortSecurity {
-			continue // a port without port security takes no group
-		}
-		member := false
-		for _, ip := range p.FixedIPs {
-			member = member || slices.Contains(s.members, ip.IPAddress)
-		}
-		if !member {
-			continue
-		}
+	for _, p := range memberPorts {
 		c.sgs.learn(p.DeviceID, p)
-		isMember[p.ID] = true
-		if !slices.Contains(p.SecurityGroups, groupID) {
-			// A Node new to this Service is likely new to the others: their
-			// groups go on in the same write.
-			changes = append(changes, c.sgs.request(p, groupID, true, c.sgs.groupsFor(s.sg.serverLabels[p.DeviceID])...))
-		}
+	}
+	for _, p := range attach {
+		// A Node new to this Service is likely new to the others: their
+		// groups go on in the same write.
+		changes = append(changes, c.sgs.request(p, groupID, true, c.sgs.groupsFor(s.sg.serverLabels[p.DeviceID])...))
 	}
 	attached := len(changes)
-	for _, p := range holding {
-		if !isMember[p.ID] {
-			changes = append(changes, c.sgs.request(p, groupID, false))
-		}
+	for _, p := range detach {
+		changes = append(changes, c.sgs.request(p, groupID, false))
 	}
 	var errs []error
 	for _, ch := range changes {
@@ -469,6 +461,37 @@ func (c *Cloud) placeSG(ctx context.Context, groupID string, s lbSpec, created b
 		return 0, 0, err
 	}
 	return attached, len(changes) - attached, nil
+}
+
+// placementChanges are, of the member servers' ports (members) and those
+// holding the group (holding), the ports of the members' addresses with
+// port security (memberPorts), those of them without the group (attach),
+// and the holding ports that are none of them (detach).
+func placementChanges(members, holding []sgPortView, groupID string, addrs []string) (memberPorts, attach, detach []sgPortView) {
+	isMember := map[string]bool{}
+	for _, p := range members {
+		if p.PortSecurity != nil && !*p.PortSecurity {
+			continue // a port without port security takes no group
+		}
+		member := false
+		for _, ip := range p.FixedIPs {
+			member = member || slices.Contains(addrs, ip.IPAddress)
+		}
+		if !member {
+			continue
+		}
+		memberPorts = append(memberPorts, p)
+		isMember[p.ID] = true
+		if !slices.Contains(p.SecurityGroups, groupID) {
+			attach = append(attach, p)
+		}
+	}
+	for _, p := range holding {
+		if !isMember[p.ID] {
+			detach = append(detach, p)
+		}
+	}
+	return memberPorts, attach, detach
 }
 
 // deleteSG takes the Service's group off every port and deletes it: ours, or

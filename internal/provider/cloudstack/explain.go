@@ -1,0 +1,353 @@
+package cloudstack
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/providerid"
+	"github.com/overcast-ccm/overcast/internal/snapshot"
+)
+
+// `overcast explain` on CloudStack: a Service's public address, its rules
+// (a listener and its machines each), their health checks and the openings
+// of their ports (the address's firewall rules, or the tier's ACL items),
+// read as Find reads them but for the writes (an untagged address is
+// never taken up here), and the differences Converge would act on, by its
+// own comparisons (ruleWrong, openings.changes, memberChanges,
+// checkChanges).
+
+var _ provider.Explainer = (*Cloud)(nil)
+
+// ExplainService says what CloudStack holds for the Service.
+func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
+	s := steps{c}
+	e := provider.NewServiceExplanation(c.name, svc)
+	spec, fp, err := s.Spec(ctx, clusterName, svc, nodes)
+	if err := e.Asked(err); err != nil {
+		return e, err
+	}
+	rec, has := c.RecordOf(svc)
+	e.SetRecord(svc, string(annotation.CloudStackConverged), rec, has, fp)
+	st, found, err := c.readNow(ctx, svc, spec)
+	if err != nil || !found {
+		if _, ok := associatingSince(svc); ok && err == nil {
+			e.Note("an address is being associated for the Service (annotation %s): the next pass takes it up", annotation.CloudStackAssociating)
+		}
+		return e, err
+	}
+	e.Found = true
+	lb := asLB(st)
+	full, err := c.describe(ctx, &e, svc, st, lb, nodes)
+	if err != nil {
+		return e, err
+	}
+	switch {
+	case e.SpecProblem != "":
+	case lb.State == lbcycle.Busy:
+		e.Note("the cloud is working on the load balancer (%s): the next pass waits for it, then compares", lb.Status)
+	default:
+		e.DriftChecked = true
+		err = s.explainDrift(ctx, &e, svc, spec, st, full)
+	}
+	return e, err
+}
+
+// readNow is the Service's load balancer as Find reads it: its rules, and
+// their address (not read itself: addrRead false), else the address tagged
+// as the Service's, else the one its loadBalancerIP names; no address left
+// untagged by an interrupted association is taken up.
+func (c *Cloud) readNow(ctx context.Context, svc *v1.Service, spec lbSpec) (lbState, bool, error) {
+	listed, err := c.gw.rules(ctx, lbName(svc))
+	if err != nil {
+		return lbState{}, false, err
+	}
+	var st lbState
+	for _, r := range listed {
+		if lbNameOf(r.Name) == lbName(svc) {
+			st.rules = append(st.rules, r)
+		}
+	}
+	if len(st.rules) > 0 {
+		r := st.rules[0]
+		st.addr = address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
+		return st, true, nil
+	}
+	own, err := c.gw.addressesTagged(ctx, c.ownTags(svc))
+	if err != nil || len(own) > 0 {
+		if len(own) > 0 {
+			st.addr, st.addrRead = own[0], true
+		}
+		return st, len(own) > 0, err
+	}
+	if spec.ip == "" {
+		return st, false, nil
+	}
+	a, found, err := c.gw.addressOf(ctx, spec.ip)
+	if err != nil || !found || strings.EqualFold(a.State, "Free") {
+		return st, false, err
+	}
+	st.addr, st.addrRead = a, true
+	return st, true, nil
+}
+
+// explained is what describe read that the drift is worked out from too.
+type explained struct {
+	addr     address // the address as read itself (its state and tags)
+	machines map[string][]string
+	checks   map[string][]healthCheck
+	network  network
+	nodeOf   map[string]string // the Nodes by machine id
+}
+
+// describe fills in the load balancer, its address, its rules with their
+// machines and health checks, and the openings of their ports.
+func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, st lbState, lb csLB, nodes []*v1.Node) (explained, error) {
+	x := explained{addr: st.addr, machines: map[string][]string{}, checks: map[string][]healthCheck{}}
+	if a, found, err := c.gw.address(ctx, st.addr.ID); err != nil {
+		return x, err
+	} else if found {
+		x.addr = a
+	}
+	e.LoadBalancer = &provider.LoadBalancer{ID: st.addr.ID, Name: lbName(svc), State: lb.Status,
+		Details: provider.Details{"address state": x.addr.State, "address owner": c.addressMark(x.addr, svc)}}
+	e.Addresses = append(e.Addresses, provider.Address{IP: st.addr.IP, Kind: "public", ID: st.addr.ID})
+	byMachine := machineNodes(nodes)
+	x.nodeOf = byMachine
+	for _, r := range st.rules {
+		e.Listeners = append(e.Listeners, provider.Listener{ID: r.ID, Name: r.Name, Protocol: r.Protocol, Port: r.PublicPort, Pool: r.Name,
+			Details: provider.Details{"node port": strconv.Itoa(r.PrivatePort), "state": r.State, "cidrlist": strings.Join(r.CIDRs, ",")}})
+		machines, err := c.gw.ruleMachines(ctx, r.ID)
+		if err != nil {
+			return x, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
+		}
+		checks, err := c.gw.healthChecks(ctx, r.ID)
+		if err != nil {
+			return x, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
+		}
+		x.machines[r.ID], x.checks[r.ID] = machines, checks
+		pool := provider.Pool{ID: r.ID, Name: r.Name, Protocol: r.Protocol, Policy: r.Algorithm, Health: describeChecks(checks), Members: []provider.Member{}}
+		for _, m := range machines {
+			mb := provider.Member{ID: m, Port: r.PrivatePort, Node: byMachine[m]}
+			if vm, found, err := c.machines.Get(ctx, "id/"+m); err == nil && found {
+				mb.Address = defaultIP(vm)
+			}
+			pool.Members = append(pool.Members, mb)
+		}
+		e.Pools = append(e.Pools, pool)
+	}
+	return x, c.describeOpenings(ctx, e, svc, st, &x)
+}
+
+// describeOpenings fills in what opens the rules' ports: the firewall rules
+// of the address (an isolated network), or the items of the tier's ACL
+// list that are the Service's or open one of its ports (a VPC).
+func (c *Cloud) describeOpenings(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, st lbState, x *explained) error {
+	if len(st.rules) == 0 {
+		return nil
+	}
+	n, err := c.network(ctx, st.rules[0].Network)
+	if err != nil {
+		return err
+	}
+	x.network = n
+	switch {
+	case n.Firewall:
+		fw, err := c.gw.firewallRules(ctx, st.addr.ID)
+		if err != nil {
+			return err
+		}
+		for _, o := range fw {
+			e.SecurityRules = append(e.SecurityRules, openingRule("firewall rule", "address "+st.addr.IP, o, c.addressMark(x.addr, svc)))
+		}
+	case n.ACL != "":
+		list, err := c.gw.aclListName(ctx, n.ACL)
+		if err != nil || list == "default_allow" || list == "default_deny" {
+			if err == nil {
+				e.Note("the tier's ACL list is the server's own %s: it is left as it is", list)
+			}
+			return err
+		}
+		items, err := c.gw.aclItems(ctx, n.ACL)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			mark := c.itemMark(it, svc)
+			if mark == provider.MarkThisCluster || slices.ContainsFunc(st.rules, it.opens) {
+				e.SecurityRules = append(e.SecurityRules, openingRule("ACL item", "ACL list "+list, it, mark))
+			}
+		}
+	}
+	e.SortRules()
+	return nil
+}
+
+// openingRule is a firewall rule or an ACL item as a security rule.
+func openingRule(kind, in string, o opening, mark string) provider.SecurityRule {
+	dir := "ingress"
+	if o.Traffic != "" {
+		dir = strings.ToLower(o.Traffic)
+	}
+	r := provider.SecurityRule{Kind: kind, In: in, ID: o.ID, Direction: dir, Protocol: o.Protocol,
+		Ports: fmt.Sprintf("%d-%d", o.Start, o.End), Peer: strings.Join(o.CIDRs, ","), Mark: mark}
+	if o.Start == o.End {
+		r.Ports = strconv.Itoa(o.Start)
+	}
+	if o.Action != "" && !strings.EqualFold(o.Action, "allow") {
+		r.Protocol += " (" + strings.ToLower(o.Action) + ")"
+	}
+	return r
+}
+
+// addressMark is whose the address's tags say it is (its firewall rules
+// are its own).
+func (c *Cloud) addressMark(a address, svc *v1.Service) string {
+	return c.markOf(a.Tags, svc)
+}
+
+// itemMark is whose an ACL item's tags say it is.
+func (c *Cloud) itemMark(o opening, svc *v1.Service) string { return c.markOf(o.Tags, svc) }
+
+func (c *Cloud) markOf(tags map[string]string, svc *v1.Service) string {
+	switch {
+	case tags[tagCluster] == "" && tags[tagService] == "":
+		return provider.MarkNone
+	case tags[tagCluster] != c.Cluster.Get():
+		return provider.MarkOtherCluster
+	case tags[tagService] != string(svc.UID):
+		return provider.MarkOtherService
+	}
+	return provider.MarkThisCluster
+}
+
+// describeChecks says a rule's health checks.
+func describeChecks(checks []healthCheck) string {
+	var out []string
+	for _, h := range checks {
+		out = append(out, fmt.Sprintf("HTTP %s every %ds", h.Path, h.Interval))
+	}
+	if len(out) == 0 {
+		return "haproxy's TCP check"
+	}
+	return strings.Join(out, "; ")
+}
+
+// machineNodes are the Nodes by the machine id of their providerID.
+func machineNodes(nodes []*v1.Node) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		if id, err := providerid.ParseCloudStack(n.Spec.ProviderID); err == nil && id != "" {
+			out[id] = n.Name
+		}
+	}
+	return out
+}
+
+// defaultIP is the address of a machine's default NIC.
+func defaultIP(m machine) string {
+	for _, n := range m.NICs {
+		if n.Default {
+			return n.IP
+		}
+	}
+	if len(m.NICs) > 0 {
+		return m.NICs[0].IP
+	}
+	return ""
+}
+
+// explainDrift is what Converge would change, found by its comparisons:
+// the address moved, the peer's address to adopt, rules not as asked or
+// missing, openings, algorithms, machines and health checks.
+func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, st lbState, x explained) error {
+	if spec.ip != "" && st.addr.IP != spec.ip {
+		e.Change(provider.ActionChange, "address "+st.addr.IP, "the Service asks for %s: the rules move there", spec.ip)
+		return nil
+	}
+	if !st.addrRead && spec.ip == "" && len(x.addr.Tags) == 0 {
+		e.Change(provider.ActionChange, "address "+st.addr.IP, "untagged (the peer's): tagged as the Service's, to go with it")
+	}
+	n, err := s.network(ctx, spec.network)
+	if err != nil {
+		return err
+	}
+	op, err := s.readOpenings(ctx, svc, st, n)
+	if err != nil {
+		return err
+	}
+	want := rulesWanted(spec)
+	plan := op.plan(spec, rulesByOpening(st, want))
+	have := map[string]rule{}
+	for _, r := range st.rules {
+		if why := ruleWrong(r, spec, st, want, have, plan); why != "" {
+			e.Change(provider.ActionDelete, "rule "+r.Name, "%s: deleted, and made anew if a port asks for it", why)
+			continue
+		}
+		have[r.Name] = r
+	}
+	for _, p := range spec.ports {
+		if _, ok := have[p.ruleName(spec.name)]; !ok {
+			e.Change(provider.ActionCreate, "rule "+p.ruleName(spec.name), "%s %d to node port %d, with %d machine(s)", p.proto, p.port, p.nodePort, len(spec.members))
+		}
+	}
+	drop, open := op.changes(spec, plan)
+	kind := map[bool]string{true: "firewall rule", false: "ACL item"}[op.firewall]
+	for _, o := range drop {
+		e.Change(provider.ActionDelete, kind+" "+o.ID, "opens %s %d-%d to %s, not as the Service asks", o.Protocol, o.Start, o.End, strings.Join(o.CIDRs, ","))
+	}
+	for _, o := range open {
+		e.Change(provider.ActionCreate, fmt.Sprintf("%s for %s %d", kind, o.Protocol, o.Start), "to let in %s", strings.Join(o.CIDRs, ","))
+	}
+	for _, p := range spec.ports {
+		if r, ok := have[p.ruleName(spec.name)]; ok {
+			ruleDrift(e, spec, r, x)
+		}
+	}
+	return nil
+}
+
+// ruleDrift is what convergeRule would change of a rule that stays: its
+// algorithm, its machines, its health checks.
+func ruleDrift(e *provider.ServiceExplanation, spec lbSpec, r rule, x explained) {
+	if r.Algorithm != spec.algorithm {
+		e.Change(provider.ActionChange, "rule "+r.Name, "algorithm %s, the Service asks %s", r.Algorithm, spec.algorithm)
+	}
+	add, remove := memberChanges(x.machines[r.ID], spec.members)
+	for _, m := range add {
+		e.Change(provider.ActionCreate, "member "+m+" of rule "+r.Name, "the machine of Node %s, which the rule lacks", x.nodeOf[m])
+	}
+	for _, m := range remove {
+		e.Change(provider.ActionDelete, "member "+m+" of rule "+r.Name, "not an eligible Node's machine")
+	}
+	drop, create := checkChanges(x.checks[r.ID], spec.check)
+	for _, h := range drop {
+		e.Change(provider.ActionDelete, "health check "+h.ID+" of rule "+r.Name, "HTTP %s every %ds, not as the Service asks", h.Path, h.Interval)
+	}
+	if create {
+		e.Change(provider.ActionCreate, "health check of rule "+r.Name, "HTTP %s every %ds", spec.check.Path, spec.check.Interval)
+	}
+}
+
+// ExplainNode says what CloudStack holds for the Node.
+func (c *Cloud) ExplainNode(ctx context.Context, node *v1.Node, nodes []*v1.Node) (provider.NodeExplanation, error) {
+	m, found, err := c.find(ctx, node, snapshot.MaxAge)
+	md := provider.Metadata{Err: err}
+	if err == nil && !found {
+		md.Err = cloudprovider.InstanceNotFound
+	}
+	if found {
+		md.Machine = &provider.Machine{ID: m.ID, Name: m.Name, State: m.State, Type: m.Offering, Zone: m.Zone,
+			Region: c.cfg.RegionOf(m.Zone), Addresses: provider.NodeAddresses(addresses(m))}
+		md.Metadata = c.metadataOf(m)
+	}
+	return provider.ExplainedNode(ctx, c.name, node, nodes, md, c.InstanceExists)
+}
