@@ -15,7 +15,6 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
-	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -86,22 +85,6 @@ func otherKind(kind string) string {
 		return kindNLB
 	}
 	return kindLB
-}
-
-// byName is the Service's load balancer of a kind, read now by its name.
-func (c *Cloud) byName(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
-	list, err := c.gw.loadBalancers(ctx, kind, with(inCompartment(c.cfg.CompartmentID), "displayName", nameOf(svc, kind)))
-	if err != nil {
-		return LB{}, false, err
-	}
-	list = slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" })
-	switch len(list) {
-	case 0:
-		return LB{}, false, nil
-	case 1:
-		return list[0], true, nil
-	}
-	return LB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), nameOf(svc, kind))
 }
 
 // describeLB fills in the load balancer, its addresses, its listeners and
