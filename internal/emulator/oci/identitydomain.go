@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/subtle"
@@ -11,11 +10,9 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
@@ -84,9 +81,7 @@ const (
 
 // identityDomain is the identity domain's state.
 type identityDomain struct {
-	mu  sync.Mutex
-	srv *http.Server
-	url string
+	sideEndpoint
 	// clientID and clientSecret are its confidential application's.
 	clientID, clientSecret string
 }
@@ -109,48 +104,26 @@ func newDomainClient() (id, secret string) {
 
 // startIdentityDomain serves the identity domain on another port of apiAddr's IP.
 func (e *Emulator) startIdentityDomain(apiAddr string) error {
-	host, _, err := net.SplitHostPort(apiAddr)
-	if err != nil {
-		return err
-	}
 	// HTTP/1.1 alone: oci-go-sdk v65.110.0 cancels the exchange's context
 	// before it reads the answer's body (federation_client.go,
 	// newTokenExchangeToken), which HTTP/2 loses about one time in five
 	// here (tlsserve.go). Whether a real domain speaks HTTP/2 is not known.
-	srv, url, err := core.ServeTLSHTTP1(net.JoinHostPort(host, "0"), e.ca, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != domainTokenPath {
-			writeOAuthError(w, http.StatusNotFound, "not_found", "The emulated identity domain serves "+domainTokenPath+" alone.")
-			return
-		}
-		// Through the core: counted as calls of service identitydomain,
-		// and subject to the faults injected for it.
-		e.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viaIdentityDomainKey{}, true)))
-	}))
+	err := e.domain.serve(e, apiAddr, domainTokenPath, true, viaIdentityDomainKey{}, func(w http.ResponseWriter, _ *http.Request) {
+		writeOAuthError(w, http.StatusNotFound, "not_found", "The emulated identity domain serves "+domainTokenPath+" alone.")
+	})
 	if err != nil {
 		return fmt.Errorf("oci emulator: identity domain: %w", err)
 	}
-	e.domain.mu.Lock()
-	e.domain.srv, e.domain.url = srv, url
-	e.domain.mu.Unlock()
 	return nil
 }
 
-func (e *Emulator) stopIdentityDomain() {
-	e.domain.mu.Lock()
-	defer e.domain.mu.Unlock()
-	if e.domain.srv != nil {
-		_ = e.domain.srv.Close()
-		e.domain.srv = nil
-	}
-}
+func (e *Emulator) stopIdentityDomain() { e.domain.stop() }
 
 // IdentityDomainURL is the identity domain's URL, "https://127.0.0.1:PORT"
 // (what OCI_WORKLOAD_IDENTITY_DOMAIN_URL names), once started with
 // IdentityDomain; "" otherwise. Its certificate is from the CA of CA().
 func (e *Emulator) IdentityDomainURL() string {
-	e.domain.mu.Lock()
-	defer e.domain.mu.Unlock()
-	return e.domain.url
+	return e.domain.URL()
 }
 
 // IdentityDomainClient is the client id and secret of the identity domain's

@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -10,13 +9,9 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // OKE workload identity (Options.WorkloadIdentity): the emulator is also the
@@ -59,9 +54,7 @@ const sessionTokensPath = "/resourcePrincipalSessionTokens"
 
 // workloadEndpoint is the workload identity endpoint's state.
 type workloadEndpoint struct {
-	mu     sync.Mutex
-	srv    *http.Server
-	url    string
+	sideEndpoint
 	tokens map[string]serviceAccount // the ServiceAccount tokens issued, by token
 }
 
@@ -82,44 +75,22 @@ func viaWorkloadEndpoint(r *http.Request) bool {
 // startWorkloadEndpoint serves the workload identity endpoint on another
 // port of apiAddr's IP.
 func (e *Emulator) startWorkloadEndpoint(apiAddr string) error {
-	host, _, err := net.SplitHostPort(apiAddr)
-	if err != nil {
-		return err
-	}
-	srv, url, err := core.ServeTLS(net.JoinHostPort(host, "0"), e.ca, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != sessionTokensPath {
-			writeError(w, http.StatusNotFound, "NotFound", "The workload identity endpoint serves "+sessionTokensPath+" alone.")
-			return
-		}
-		// Through the core: counted as calls of service workloadidentity,
-		// and subject to the faults injected for it.
-		e.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viaWorkloadEndpointKey{}, true)))
-	}))
+	err := e.workload.serve(e, apiAddr, sessionTokensPath, false, viaWorkloadEndpointKey{}, func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "NotFound", "The workload identity endpoint serves "+sessionTokensPath+" alone.")
+	})
 	if err != nil {
 		return fmt.Errorf("oci emulator: workload identity endpoint: %w", err)
 	}
-	e.workload.mu.Lock()
-	e.workload.srv, e.workload.url = srv, url
-	e.workload.mu.Unlock()
 	return nil
 }
 
-func (e *Emulator) stopWorkloadEndpoint() {
-	e.workload.mu.Lock()
-	defer e.workload.mu.Unlock()
-	if e.workload.srv != nil {
-		_ = e.workload.srv.Close()
-		e.workload.srv = nil
-	}
-}
+func (e *Emulator) stopWorkloadEndpoint() { e.workload.stop() }
 
 // WorkloadIdentityURL is the workload identity endpoint's base URL,
 // "https://127.0.0.1:PORT", once started with WorkloadIdentity; "" otherwise.
 // Its certificate is from the CA of CA().
 func (e *Emulator) WorkloadIdentityURL() string {
-	e.workload.mu.Lock()
-	defer e.workload.mu.Unlock()
-	return e.workload.url
+	return e.workload.URL()
 }
 
 // ServiceAccountToken is a token of the ServiceAccount namespace/name that
