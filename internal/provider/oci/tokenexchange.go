@@ -247,19 +247,7 @@ func (x *tokenExchange) exchange(ctx context.Context) (session, error) {
 		return session{}, err
 	}
 	pub := base64.StdEncoding.EncodeToString(der)
-	var token string
-	err = attempts(ctx, x.backoff, func() (err error) {
-		token, err = x.exchangeOnce(ctx, pub)
-		return err
-	})
-	if err != nil {
-		return session{}, err
-	}
-	iat, exp, err := tokenTimes(token)
-	if err != nil {
-		return session{}, fmt.Errorf("the session token of the identity domain %s: %w", x.host, err)
-	}
-	return session{token: token, key: key, iat: iat, exp: exp}, nil
+	return sessionOf(ctx, x.backoff, key, "the identity domain "+x.host, func() (string, error) { return x.exchangeOnce(ctx, pub) })
 }
 
 // exchangeOnce makes one attempt of an exchange for the session public key

@@ -141,19 +141,25 @@ func (w *workloadIdentity) exchange(ctx context.Context) (session, error) {
 	if err != nil {
 		return session{}, err
 	}
-	var rpst string
-	err = attempts(ctx, w.backoff, func() (err error) {
-		rpst, err = w.exchangeOnce(ctx, body)
+	return sessionOf(ctx, w.backoff, key, w.host(), func() (string, error) { return w.exchangeOnce(ctx, body) })
+}
+
+// sessionOf trades with once, tried as attempts says, and is the session of
+// the token it gets for key; where names the endpoint in errors.
+func sessionOf(ctx context.Context, backoff time.Duration, key *rsa.PrivateKey, where string, once func() (string, error)) (session, error) {
+	var token string
+	err := attempts(ctx, backoff, func() (err error) {
+		token, err = once()
 		return err
 	})
 	if err != nil {
 		return session{}, err
 	}
-	iat, exp, err := tokenTimes(rpst)
+	iat, exp, err := tokenTimes(token)
 	if err != nil {
-		return session{}, fmt.Errorf("the session token of %s: %w", w.host(), err)
+		return session{}, fmt.Errorf("the session token of %s: %w", where, err)
 	}
-	return session{token: rpst, key: key, iat: iat, exp: exp}, nil
+	return session{token: token, key: key, iat: iat, exp: exp}, nil
 }
 
 // attempts runs try until it succeeds, or fails for good (an error that is
