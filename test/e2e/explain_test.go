@@ -2,29 +2,19 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/overcast-ccm/overcast/internal/provider"
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
-// explainCLI runs bin/overcast explain on the cloud's config, with the
-// admin's kubeconfig, as an operator would.
+// explainCLI runs bin/overcast explain on the cloud's config, as an
+// operator would.
 func explainCLI(t *testing.T, cloud, conf string, args ...string) (string, int) {
 	t.Helper()
-	ccm, err := env.CCMBinary()
-	require.NoError(t, err)
-	bin := filepath.Join(filepath.Dir(ccm), "overcast")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("%s: run `make test-e2e`, which builds it", bin)
-	}
-	return framework.RunCLI(t, bin, "explain", cloud, conf,
-		append([]string{"--kubeconfig=" + env.AdminKubeconfig, "--cluster-name=overcast-e2e", "--timeout=2m"}, args...)...)
+	return env.RunClusterCLI(t, "explain", cloud, conf, args...)
 }
 
 // `overcast explain` as an operator runs it, on each cloud's emulator: a

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,14 +24,7 @@ func sweep(t *testing.T, cloud, conf string, args ...string) (string, int) {
 // sweepOf runs it on the cluster of e.
 func sweepOf(t *testing.T, e *framework.Env, cloud, conf string, args ...string) (string, int) {
 	t.Helper()
-	ccm, err := env.CCMBinary()
-	require.NoError(t, err)
-	bin := filepath.Join(filepath.Dir(ccm), "overcast")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("%s: run `make test-e2e`, which builds it", bin)
-	}
-	return framework.RunCLI(t, bin, "sweep", cloud, conf,
-		append([]string{"--kubeconfig=" + e.AdminKubeconfig, "--cluster-name=overcast-e2e", "--timeout=2m"}, args...)...)
+	return e.RunClusterCLI(t, "sweep", cloud, conf, args...)
 }
 
 // A Service deleted with its finalizer removed by hand while the CCM was

@@ -53,3 +53,21 @@ func DoctorRow(out, check string) string {
 	}
 	return ""
 }
+
+// RunClusterCLI runs `overcast <command>` (the binary built beside the
+// CCM's) on the cloud's config against e's cluster, as an operator would
+// from a workstation: the admin's kubeconfig, the suites' cluster name. The
+// test is skipped when the binary was not built.
+func (e *Env) RunClusterCLI(t *testing.T, command, cloud, conf string, args ...string) (string, int) {
+	t.Helper()
+	ccm, err := e.CCMBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(filepath.Dir(ccm), "overcast")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("%s: run `make test-e2e`, which builds it", bin)
+	}
+	return RunCLI(t, bin, command, cloud, conf,
+		append([]string{"--kubeconfig=" + e.AdminKubeconfig, "--cluster-name=overcast-e2e", "--timeout=2m"}, args...)...)
+}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,21 +17,13 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/provider"
-	"github.com/overcast-ccm/overcast/test/framework"
 )
 
 // explain runs bin/overcast explain against the real OpenStack with the
 // admin's kubeconfig, as an operator would.
 func explain(t *testing.T, conf string, args ...string) (string, int) {
 	t.Helper()
-	ccm, err := env.CCMBinary()
-	require.NoError(t, err)
-	bin := filepath.Join(filepath.Dir(ccm), "overcast")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("%s: run `make test-openstack`, which builds it", bin)
-	}
-	return framework.RunCLI(t, bin, "explain", "openstack", conf,
-		append([]string{"--kubeconfig=" + env.AdminKubeconfig, "--cluster-name=overcast-e2e", "--timeout=2m"}, args...)...)
+	return env.RunClusterCLI(t, "explain", "openstack", conf, args...)
 }
 
 // `overcast explain` on the real OpenStack: a converged Service's load
