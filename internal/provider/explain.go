@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/providerid"
@@ -370,4 +371,22 @@ func ExplainedNode(ctx context.Context, cloud string, node *v1.Node, nodes []*v1
 	}
 	e.Guard = g
 	return e, nil
+}
+
+// BeginExplanation is the explanation of svc's load balancer begun as every
+// cloud begins it: what the Service asks, by the cloud's own Spec (a
+// refusal is the explanation's SpecProblem, and the spec is then the zero
+// S), and the cycle's record of what it was last converged to, kept in the
+// annotation converged ("" where the cloud keeps none). An error is the
+// cloud's that could not be read.
+func BeginExplanation[S, L any](ctx context.Context, cloud string, converged annotation.Name, cycle *lbcycle.Cycle[S, L],
+	steps lbcycle.Cloud[S, L], clusterName string, svc *v1.Service, nodes []*v1.Node) (ServiceExplanation, S, error) {
+	e := NewServiceExplanation(cloud, svc)
+	spec, fp, err := steps.Spec(ctx, clusterName, svc, nodes)
+	if err := e.Asked(err); err != nil {
+		return e, spec, err
+	}
+	rec, has := cycle.RecordOf(svc)
+	e.SetRecord(svc, string(converged), rec, has, fp)
+	return e, spec, nil
 }

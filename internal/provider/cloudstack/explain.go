@@ -30,13 +30,10 @@ var _ provider.Explainer = (*Cloud)(nil)
 // ExplainService says what CloudStack holds for the Service.
 func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
 	s := steps{c}
-	e := provider.NewServiceExplanation(c.name, svc)
-	spec, fp, err := s.Spec(ctx, clusterName, svc, nodes)
-	if err := e.Asked(err); err != nil {
+	e, spec, err := provider.BeginExplanation(ctx, c.name, annotation.CloudStackConverged, c.Cycle, s, clusterName, svc, nodes)
+	if err != nil {
 		return e, err
 	}
-	rec, has := c.RecordOf(svc)
-	e.SetRecord(svc, string(annotation.CloudStackConverged), rec, has, fp)
 	st, found, err := c.readNow(ctx, svc, spec)
 	if err != nil || !found {
 		if _, ok := associatingSince(svc); ok && err == nil {

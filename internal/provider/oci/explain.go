@@ -34,13 +34,10 @@ var _ provider.Explainer = (*Cloud)(nil)
 // ExplainService says what OCI holds for the Service.
 func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
 	s := steps{c}
-	e := provider.NewServiceExplanation(ProviderName, svc)
-	spec, fp, err := s.Spec(ctx, clusterName, svc, nodes)
-	if err := e.Asked(err); err != nil {
+	e, spec, err := provider.BeginExplanation(ctx, ProviderName, annotation.OCIConverged, c.Cycle, s, clusterName, svc, nodes)
+	if err != nil {
 		return e, err
 	}
-	rec, has := c.RecordOf(svc)
-	e.SetRecord(svc, string(annotation.OCIConverged), rec, has, fp)
 	kind := kindOf(svc)
 	lb, found, err := c.byName(ctx, svc, kind)
 	if err != nil {

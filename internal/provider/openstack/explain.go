@@ -44,13 +44,10 @@ type explained struct {
 // ExplainService says what OpenStack holds for the Service.
 func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
 	s := steps{c}
-	e := provider.NewServiceExplanation(ProviderName, svc)
-	spec, fp, err := s.Spec(ctx, clusterName, svc, nodes)
-	if err := e.Asked(err); err != nil {
+	e, spec, err := provider.BeginExplanation(ctx, ProviderName, annotation.OpenStackConverged, c.Cycle, s, clusterName, svc, nodes)
+	if err != nil {
 		return e, err
 	}
-	rec, has := c.RecordOf(svc)
-	e.SetRecord(svc, string(annotation.OpenStackConverged), rec, has, fp)
 	if err := c.api.session(ctx, svcOctavia, svcNetwork); err != nil {
 		return e, err
 	}
