@@ -11,17 +11,17 @@ func orZero(expr, by string) string {
 
 var panels = []Panel{
 	{Row: "Cloud API", Title: "Requests", Unit: "reqps",
-		Description: "Calls to the cloud's API a second, by cloud and service (every attempt, retries included).",
-		Queries:     []Query{{`sum by (cloud, service) (rate(overcast_cloud_api_requests_total{` + sel + `}[$__rate_interval]))`, "{{cloud}} {{service}}"}}},
+		Description: "Calls to the cloud's API a second, by cloud and operation (every attempt, retries included).",
+		Queries:     []Query{{`sum by (cloud, operation) (rate(overcast_cloud_api_requests_total{` + sel + `}[$__rate_interval]))`, "{{cloud}} {{operation}}"}}},
 	{Row: "Cloud API", Title: "Errors", Unit: "reqps",
-		Description: "Calls answered with anything but 2xx, or not answered (code error), by cloud, service and code.",
-		Queries: []Query{{orZero(`sum by (cloud, service, code) (rate(overcast_cloud_api_requests_total{`+sel+`, code!~"2.."}[$__rate_interval]))`, "cloud, service"),
-			"{{cloud}} {{service}} {{code}}"}}},
+		Description: "Calls answered with anything but 2xx, or not answered (code error), by cloud, operation and code.",
+		Queries: []Query{{orZero(`sum by (cloud, operation, code) (rate(overcast_cloud_api_requests_total{`+sel+`, code!~"2.."}[$__rate_interval]))`, "cloud, operation"),
+			"{{cloud}} {{operation}} {{code}}"}}},
 	{Row: "Cloud API", Title: "Latency (p50, p95)", Unit: "s",
-		Description: "Duration of one call until the answer's headers, by cloud and service.",
+		Description: "Duration of one call until the answer's headers, by cloud and operation.",
 		Queries: []Query{
-			{`histogram_quantile(0.5, sum by (le, cloud, service) (rate(overcast_cloud_api_request_duration_seconds_bucket{` + sel + `}[$__rate_interval])))`, "p50 {{cloud}} {{service}}"},
-			{`histogram_quantile(0.95, sum by (le, cloud, service) (rate(overcast_cloud_api_request_duration_seconds_bucket{` + sel + `}[$__rate_interval])))`, "p95 {{cloud}} {{service}}"}}},
+			{`histogram_quantile(0.5, sum by (le, cloud, operation) (rate(overcast_cloud_api_request_duration_seconds_bucket{` + sel + `}[$__rate_interval])))`, "p50 {{cloud}} {{operation}}"},
+			{`histogram_quantile(0.95, sum by (le, cloud, operation) (rate(overcast_cloud_api_request_duration_seconds_bucket{` + sel + `}[$__rate_interval])))`, "p95 {{cloud}} {{operation}}"}}},
 	{Row: "Cloud API", Title: "Throttling", Unit: "reqps",
 		Description: "Calls the cloud answered 429 (throttled by the cloud), and calls the CCM's own rate limits delayed, by bucket.",
 		Queries: []Query{
