@@ -144,25 +144,7 @@ func TestSelfManagedWorkloadIdentityRenewsAndReadsTheRotatedToken(t *testing.T) 
 	e := domainEmulator(t, clock, 4*time.Minute, false)
 	p := domainPodOn(t, e, 10*time.Minute)
 	_, s, g := exchangeOn(t, e, clock)
-	call := func() {
-		t.Helper()
-		_, err := g.availabilityDomains(t.Context(), e.Fixture().CompartmentID)
-		require.NoError(t, err)
-	}
-	key := func() string {
-		t.Helper()
-		k, _, err := s.signingKey()
-		require.NoError(t, err)
-		return k
-	}
-	call()
-	first := key()
-	clock.Add(time.Minute)
-	assert.Equal(t, first, key(), "not due yet")
-	clock.Add(time.Minute + time.Second)
-	second := key()
-	assert.NotEqual(t, first, second, "renewed 2 minutes before it expires")
-	call()
+	call, key, second := renewedHalfWay(t, e, clock, s, g)
 	assert.Equal(t, map[int]int{200: 2}, callsOf(e, "identitydomain"))
 
 	// The ServiceAccount token expires (the file not rotated): refused

@@ -150,26 +150,7 @@ func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T)
 	e := workloadEmulator(t, clock, 4*time.Minute)
 	p := podOn(t, e, 10*time.Minute)
 	_, s, g := workloadOn(t, e, clock)
-	comp := e.Fixture().CompartmentID
-	call := func() {
-		t.Helper()
-		_, err := g.availabilityDomains(t.Context(), comp)
-		require.NoError(t, err)
-	}
-	key := func() string {
-		t.Helper()
-		k, _, err := s.signingKey()
-		require.NoError(t, err)
-		return k
-	}
-	call()
-	first := key()
-	clock.Add(time.Minute)
-	assert.Equal(t, first, key(), "not due yet")
-	clock.Add(time.Minute + time.Second)
-	second := key()
-	assert.NotEqual(t, first, second, "renewed 2 minutes before it expires")
-	call()
+	call, key, second := renewedHalfWay(t, e, clock, s, g)
 	assert.Equal(t, map[int]int{200: 2}, exchanges(e))
 
 	// The ServiceAccount token expires (the file not rotated): refused
@@ -396,4 +377,32 @@ func TestDoctorOnWorkloadIdentity(t *testing.T) {
 	assert.Equal(t, doctor.Fail, results[0].Status)
 	assert.Contains(t, results[0].Detail, "answered 403 Forbidden: workload identity needs an OKE enhanced cluster")
 	assert.Contains(t, results[0].Fix, "no session token for the pod's ServiceAccount")
+}
+
+// renewedHalfWay: a session of 4 minutes signs a call, is kept a minute
+// later and renewed past its half (2 minutes before it expires), and the
+// renewed one signs a call. It gives the call, the signing key's reader and
+// the renewed key.
+func renewedHalfWay(t *testing.T, e *emulator.Emulator, clock *testClock, s *sessionCache, g *gateway) (call func(), key func() string, second string) {
+	t.Helper()
+	call = func() {
+		t.Helper()
+		_, err := g.availabilityDomains(t.Context(), e.Fixture().CompartmentID)
+		require.NoError(t, err)
+	}
+	key = func() string {
+		t.Helper()
+		k, _, err := s.signingKey()
+		require.NoError(t, err)
+		return k
+	}
+	call()
+	first := key()
+	clock.Add(time.Minute)
+	assert.Equal(t, first, key(), "not due yet")
+	clock.Add(time.Minute + time.Second)
+	second = key()
+	assert.NotEqual(t, first, second, "renewed 2 minutes before it expires")
+	call()
+	return call, key, second
 }
