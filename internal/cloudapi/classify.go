@@ -1,6 +1,7 @@
 package cloudapi
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"mime"
@@ -40,8 +41,9 @@ var (
 	commandValue = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,63}$`)
 )
 
-// maxFormBody is the largest form-encoded request body OperationFor reads
-// (through GetBody) to find a CloudStack command sent by POST.
+// maxFormBody is how much of a form-encoded request body commandOf reads to
+// find a CloudStack command sent by POST. A longer body is read up to its last
+// whole parameter within this much (clients put "command" among the first).
 const maxFormBody = 64 << 10
 
 // unknown is the label value used when a service or operation cannot be named.
@@ -113,32 +115,78 @@ func looksLikeID(seg string) bool {
 }
 
 // commandOf returns the CloudStack-style "command" parameter of req, from the
-// query or from a small form-encoded body, or "" if there is none or it does
-// not look like a command name.
+// query or else from a form-encoded body, or "" if there is none or it does
+// not look like a command name. The query comes first, as in Apache
+// CloudStack's ApiServlet, which takes the command from the servlet's
+// parameters (query string data before post body data, Servlet spec §3.1),
+// and reads the form body of a POST as it reads a query: cloudstack-go's
+// writes (PostForm) and overcast's (internal/provider/cloudstack) go that way.
 func commandOf(req *http.Request) string {
 	if cmd := req.URL.Query().Get("command"); cmd != "" {
 		return validCommand(cmd)
 	}
-	if req.GetBody == nil || req.ContentLength <= 0 || req.ContentLength > maxFormBody {
-		return ""
-	}
-	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
-		return ""
-	}
-	body, err := req.GetBody()
-	if err != nil {
-		return ""
-	}
-	defer func() { _ = body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(body, maxFormBody))
-	if err != nil {
-		return ""
+	data, whole := formBody(req)
+	if !whole {
+		// Only the parameters ending before the cut are whole.
+		i := bytes.LastIndexByte(data, '&')
+		if i < 0 {
+			return ""
+		}
+		data = data[:i]
 	}
 	form, err := url.ParseQuery(string(data))
 	if err != nil {
 		return ""
 	}
 	return validCommand(form.Get("command"))
+}
+
+// formBody returns the start (up to maxFormBody bytes) of req's body if it is
+// form-encoded, and whether that is the whole body, without taking the body
+// from whoever sends or serves req:
+//
+//   - a client's request (a RoundTripper must not change it) is read through
+//     a copy of its body (GetBody), and not at all without one;
+//   - a server's request (RequestURI set) has what is read put back in front
+//     of the rest of its body, so that its handler reads the body whole.
+func formBody(req *http.Request) (data []byte, whole bool) {
+	if req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0 {
+		return nil, true
+	}
+	if mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
+		return nil, true
+	}
+	switch {
+	case req.GetBody != nil:
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, true
+		}
+		defer func() { _ = body.Close() }()
+		data, err = io.ReadAll(io.LimitReader(body, maxFormBody+1))
+		if err != nil {
+			return nil, true
+		}
+	case req.RequestURI != "":
+		var err error
+		data, err = io.ReadAll(io.LimitReader(req.Body, maxFormBody+1))
+		req.Body = putBack{Reader: io.MultiReader(bytes.NewReader(data), req.Body), Closer: req.Body}
+		if err != nil {
+			return nil, true
+		}
+	default:
+		return nil, true
+	}
+	if len(data) > maxFormBody {
+		return data[:maxFormBody], false
+	}
+	return data, true
+}
+
+// putBack is a server request's body with its start read and put back.
+type putBack struct {
+	io.Reader
+	io.Closer
 }
 
 func validCommand(cmd string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -19,8 +20,14 @@ const (
 	project = "0123456789abcdef0123456789abcdef"
 )
 
-// deployForm is a CloudStack command in a form-encoded body.
-var deployForm = url.Values{"command": {"deployVirtualMachine"}, "apiKey": {"k"}, "signature": {"s"}}.Encode()
+// deployForm is a CloudStack command in a form-encoded body; largeForm one
+// with user data longer than what commandOf reads, and lateForm the same with
+// the command after it.
+var (
+	deployForm = url.Values{"command": {"deployVirtualMachine"}, "apiKey": {"k"}, "signature": {"s"}}.Encode()
+	largeForm  = url.Values{"command": {"deployVirtualMachine"}, "userdata": {strings.Repeat("A", 2*maxFormBody)}}.Encode()
+	lateForm   = url.Values{"a": {strings.Repeat("A", 2*maxFormBody)}, "command": {"deployVirtualMachine"}}.Encode()
+)
 
 // operationCases are TestOperationFor's cases: a request (its method, URL,
 // body and the service set on its context) and the service and operation its
@@ -68,6 +75,12 @@ var operationCases = []struct {
 	{name: "a CloudStack command that is not a command name is ignored", method: "GET",
 		url:         "https://cloudstack.example/client/api?command=%3Cscript%3E",
 		wantService: "client", wantOperation: "GET /client/api"},
+	{name: "a form longer than what is read", method: "POST", url: "https://cloudstack.example/client/api",
+		body: largeForm, contentType: "application/x-www-form-urlencoded",
+		wantService: "client", wantOperation: "POST deployVirtualMachine"},
+	{name: "a command beyond what is read is not guessed", method: "POST", url: "https://cloudstack.example/client/api",
+		body: lateForm, contentType: "application/x-www-form-urlencoded",
+		wantService: "client", wantOperation: "POST /client/api"},
 	{name: "a JSON body is not parsed for a command", method: "POST", url: "https://cloudstack.example/client/api",
 		body: `{"command":"x"}`, contentType: "application/json",
 		wantService: "client", wantOperation: "POST /client/api"},
@@ -113,6 +126,51 @@ func TestOperationFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A server's request (an emulator's) has no GetBody: its form body is read
+// for the command and put back for its handler, which parses it whole, be it
+// long or chunked. A client's request without GetBody is not read at all.
+func TestOperationForLeavesTheFormBodyToWhoeverServesOrSendsIt(t *testing.T) {
+	t.Parallel()
+	const api = "http://cloudstack.example/client/api"
+	for _, tt := range []struct {
+		name, body string
+		chunked    bool
+		want       string
+	}{
+		{name: "a small form", body: deployForm, want: "POST deployVirtualMachine"},
+		{name: "a chunked form", body: deployForm, chunked: true, want: "POST deployVirtualMachine"},
+		{name: "a long form", body: largeForm, want: "POST deployVirtualMachine"},
+		{name: "a long chunked form", body: largeForm, chunked: true, want: "POST deployVirtualMachine"},
+		{name: "a command beyond what is read", body: lateForm, want: "POST /client/api"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequest(http.MethodPost, api, strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if tt.chunked {
+				req.ContentLength = -1
+			}
+			_, op := OperationFor(req)
+			assert.Equal(t, tt.want, op)
+			require.NoError(t, req.ParseForm())
+			assert.Equal(t, tt.body, req.PostForm.Encode(), "the handler parses the whole body")
+		})
+	}
+
+	t.Run("a client's request without GetBody", func(t *testing.T) {
+		t.Parallel()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, api, io.MultiReader(strings.NewReader(deployForm)))
+		require.NoError(t, err)
+		req.ContentLength = int64(len(deployForm))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		_, op := OperationFor(req)
+		assert.Equal(t, "POST /client/api", op, "its body is the sender's")
+		got, err := io.ReadAll(req.Body)
+		require.NoError(t, err)
+		assert.Equal(t, deployForm, string(got))
+	})
 }
 
 func TestWithServiceIsUsedAsTheServiceLabel(t *testing.T) {

@@ -242,6 +242,49 @@ func TestAnInjectedFaultIsAnErrorOfItsCode(t *testing.T) {
 	assert.Equal(t, []string{"GET listVirtualMachines 200", "GET listVirtualMachines 530"}, ops, "calls are counted by command, as cloudapi's metrics name them")
 }
 
+// cloudstack-go sends its writes by POST with the command and the signature
+// in a form body (PostForm), which ApiServlet takes as it takes a query: such
+// a call is counted, and faults match it, by its command, and its body still
+// reaches the API (the signature checks out).
+func TestAPostedCommandIsCountedAndFaultedByItsCommand(t *testing.T) {
+	e := started(t, Options{})
+	e.InjectFault(core.Fault{Route: "POST disassociateIpAddress", Status: 530})
+	e.InjectFault(core.Fault{Route: "POST associateIpAddress", Status: 530, Count: 1})
+	c := user(e)
+	p := c.Address.NewAssociateIpAddressParams()
+	p.SetNetworkid(e.fx.NetworkID)
+	_, err := c.Address.AssociateIpAddress(p)
+	require.ErrorContains(t, err, "CloudStack API error 530", "the fault aimed at the command fires")
+	ip := associate(t, e, c, "")
+	_, err = c.Address.DisassociateIpAddress(c.Address.NewDisassociateIpAddressParams(ip.Id))
+	require.ErrorContains(t, err, "CloudStack API error 530")
+
+	posted := map[string]int{}
+	for _, call := range e.Calls() {
+		if call.Method == http.MethodPost {
+			posted[fmt.Sprintf("%s %d", call.Route, call.Code)] += call.Count
+		}
+	}
+	assert.Equal(t, map[string]int{
+		"POST associateIpAddress 530": 1, "POST associateIpAddress 200": 1, "POST disassociateIpAddress 530": 1,
+	}, posted, "POSTed calls are counted by command")
+}
+
+// A form body of any size is counted by its command (which cloudstack-go
+// encodes among the first parameters), and reaches the API whole.
+func TestALargeFormBodyIsCountedByItsCommandAndServedWhole(t *testing.T) {
+	e := started(t, Options{})
+	p := url.Values{"command": {"listZones"}, "apiKey": {e.fx.UserKey}, "response": {"json"},
+		"keyword": {strings.Repeat("z", 100<<10)}}
+	p.Set("signature", Sign(p, e.fx.UserSecret))
+	resp, err := http.Post(e.URL()+"/client/api", "application/x-www-form-urlencoded", strings.NewReader(p.Encode()))
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the signature of the whole body checks out")
+	require.Len(t, e.Calls(), 1)
+	assert.Equal(t, "POST listZones", e.Calls()[0].Route)
+}
+
 // The emulator's answers decode into cloudstack-go's types with no field
 // unknown to them, and their keys are the recorded answers' keys but for
 // those listed here.

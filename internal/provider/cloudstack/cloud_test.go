@@ -366,6 +366,24 @@ func writes(e *emulator.Emulator) int {
 	return n
 }
 
+// The CCM's writes go by POST, the command and signature in a form body
+// (calls.go, as cloudstack-go's PostForm): the emulator counts them, and
+// faults match them, by their command, as for the GETs.
+func TestAFaultAimedAtAPostedCommandFailsThatCommand(t *testing.T) {
+	f, nodes, svc := webOnOneNode(t)
+	f.emu.InjectFault(core.Fault{Route: "POST createLoadBalancerRule", Status: 530, Count: 1})
+	_, err := f.ensure(svc, nodes)
+	require.Error(t, err, "the rule's creation fails")
+	assert.Equal(t, 1, calls(f.emu, "createLoadBalancerRule"), "%v", f.emu.Calls())
+	assert.Equal(t, 1, calls(f.emu, "associateIpAddress"), "%v", f.emu.Calls())
+	assert.Empty(t, f.rules())
+
+	f.ensured(svc, nodes)
+	assert.Len(t, f.rules(), 1)
+	assert.Equal(t, 2, calls(f.emu, "createLoadBalancerRule"), "%v", f.emu.Calls())
+	assert.Equal(t, 1, calls(f.emu, "associateIpAddress"), "the next pass takes up the address associated: %v", f.emu.Calls())
+}
+
 func TestNodeChurnChangesTheRulesMachines(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
