@@ -197,6 +197,7 @@ func New(opts Options) (*Emulator, error) {
 	}
 	e.routeLoadBalancers()
 	e.routeNetworkLoadBalancers()
+	e.routeBackendUpdates()
 	e.routeSecurityLists()
 	e.routeNSGs()
 	e.routePublicIPs()

@@ -51,50 +51,38 @@ func subset(want, got any) bool {
 	return want == got
 }
 
+// sameBackendSet says whether got is want: its fields (backendSetFields)
+// and its backends, each with its fields (backendFields).
 func sameBackendSet(got, want BackendSet) bool {
-	return got.Policy == want.Policy && got.HealthChecker == want.HealthChecker && slices.Equal(backendKeys(got), backendKeys(want)) &&
-		isTrue(got.IsPreserveSource) == isTrue(want.IsPreserveSource) && sameSSL(got.SSLConfiguration, want.SSLConfiguration) &&
-		sameVersion(got.IPVersion, want.IPVersion)
+	return sameFields(backendSetFields(got, want)) && slices.Equal(backendKeys(got), backendKeys(want))
 }
 
 // sameSSL compares SSL configurations as the peer does: the cipher suite
 // and protocols only when they are asked for (OCI fills in its defaults).
-func sameSSL(got, want *SSLConfiguration) bool {
-	switch {
-	case got == nil || want == nil:
-		return got == want
-	case got.CertificateName != want.CertificateName || got.VerifyDepth != want.VerifyDepth || got.VerifyPeerCertificate != want.VerifyPeerCertificate:
-		return false
-	case want.CipherSuiteName != "" && got.CipherSuiteName != want.CipherSuiteName:
-		return false
-	}
-	return len(want.Protocols) == 0 || slices.Equal(got.Protocols, want.Protocols)
-}
+func sameSSL(got, want *SSLConfiguration) bool { return sameFields(sslFields(got, want)) }
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
-// backendKeys are a backend set's backends as sorted strings.
+// backendKeys are a backend set's backends as sorted strings: each one's
+// identity (backendID) and converged fields.
 func backendKeys(bs BackendSet) []string {
 	keys := make([]string, len(bs.Backends))
 	for i, b := range bs.Backends {
-		keys[i] = fmt.Sprintf("%s:%d/%d/%s", b.IPAddress, b.Port, b.Weight, b.TargetID)
+		keys[i] = backendID(b) + " " + fieldKey(backendFields(b, b))
 	}
 	slices.Sort(keys)
 	return keys
 }
 
-func sameListener(got, want Listener) bool {
-	if got.Port != want.Port || got.Protocol != want.Protocol || got.DefaultBackendSetName != want.DefaultBackendSetName ||
-		isTrue(got.IsPPv2Enabled) != isTrue(want.IsPPv2Enabled) || !sameSSL(got.SSLConfiguration, want.SSLConfiguration) || !sameVersion(got.IPVersion, want.IPVersion) ||
-		!slices.Equal(slices.Sorted(slices.Values(got.RuleSetNames)), slices.Sorted(slices.Values(want.RuleSetNames))) {
-		return false
+// backendID is what names a backend in its set: its address and port (and
+// an NLB's, its instance).
+func backendID(b Backend) string {
+	id := fmt.Sprintf("%s:%d", b.IPAddress, b.Port)
+	if b.TargetID != "" {
+		id += " (" + b.TargetID + ")"
 	}
-	if want.ConnectionConfiguration == nil { // an NLB's
-		return true
-	}
-	var g ConnectionConfiguration
-	if got.ConnectionConfiguration != nil {
-		g = *got.ConnectionConfiguration
-	}
-	return g == *want.ConnectionConfiguration
+	return id
 }
+
+// sameListener says whether got is want, field by field (listenerFields).
+func sameListener(got, want Listener) bool { return sameFields(listenerFields(got, want)) }

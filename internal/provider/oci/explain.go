@@ -448,51 +448,41 @@ func childDrift[T any](e *provider.ServiceExplanation, kind string, want, have m
 	}
 }
 
-// backendSetDiff says how a backend set differs from what is asked.
+// backendSetDiff says how a backend set differs from what is asked: each
+// field (backendSetFields), each backend lacking or not asked, and each
+// backend's fields that differ ("backend 10.0.0.5:30080 weight 7, the
+// Service asks 1").
 func backendSetDiff(got, want BackendSet) string {
-	var out []string
-	if got.Policy != want.Policy {
-		out = append(out, fmt.Sprintf("policy %s, the Service asks %s", got.Policy, want.Policy))
+	out := fieldDiffs(backendSetFields(got, want))
+	have := map[string]Backend{}
+	for _, b := range got.Backends {
+		have[backendID(b)] = b
 	}
-	if got.HealthChecker != want.HealthChecker {
-		out = append(out, fmt.Sprintf("health check %s, the Service asks %s", describeCheck(got.HealthChecker), describeCheck(want.HealthChecker)))
-	}
-	g, w := backendKeys(got), backendKeys(want)
-	for _, k := range w {
-		if !slices.Contains(g, k) {
-			out = append(out, "lacks backend "+backendText(k))
+	asked := map[string]bool{}
+	for _, w := range want.Backends {
+		id := backendID(w)
+		asked[id] = true
+		g, ok := have[id]
+		if !ok {
+			out = append(out, "lacks backend "+id)
+			continue
+		}
+		if d := fieldDiffs(backendFields(g, w)); len(d) > 0 {
+			out = append(out, "backend "+id+" "+strings.Join(d, ", "))
 		}
 	}
-	for _, k := range g {
-		if !slices.Contains(w, k) {
-			out = append(out, "has backend "+backendText(k)+", not an eligible Node's")
+	for _, g := range got.Backends {
+		if !asked[backendID(g)] {
+			out = append(out, "has backend "+backendID(g)+", not an eligible Node's")
 		}
-	}
-	if len(out) == 0 {
-		out = append(out, "its SSL, source preservation or IP version differ")
 	}
 	return strings.Join(out, "; ")
 }
 
-// backendText is a backend key (backendKeys) for a person.
-func backendText(key string) string {
-	addr, _, _ := strings.Cut(key, "/")
-	return addr
-}
-
-// listenerDiff says how a listener differs from what is asked.
+// listenerDiff says how a listener differs from what is asked, field by
+// field (listenerFields).
 func listenerDiff(got, want Listener) string {
-	var out []string
-	if got.Port != want.Port || got.Protocol != want.Protocol {
-		out = append(out, fmt.Sprintf("%s/%d, the Service asks %s/%d", got.Protocol, got.Port, want.Protocol, want.Port))
-	}
-	if got.DefaultBackendSetName != want.DefaultBackendSetName {
-		out = append(out, fmt.Sprintf("sends to %s, the Service asks %s", got.DefaultBackendSetName, want.DefaultBackendSetName))
-	}
-	if len(out) == 0 {
-		out = append(out, "its SSL, rule sets, connection settings or IP version differ")
-	}
-	return strings.Join(out, "; ")
+	return strings.Join(fieldDiffs(listenerFields(got, want)), "; ")
 }
 
 // ExplainNode says what OCI holds for the Node.

@@ -120,12 +120,23 @@ type BackendSet struct {
 }
 
 // Backend is a node's address and port in a backend set; an NLB's backend
-// names its instance too (TargetID), as the peer's do.
+// names its instance too (TargetID), as the peer's do. Its weight and its
+// states are sent whole (the CCM asks weight 1, none of the states), each
+// state under its kind's name: an LB's drain, backup and offline
+// (oci-go-sdk loadbalancer.BackendDetails, UpdateBackendDetails), an NLB's
+// isDrain, isBackup and isOffline (networkloadbalancer.BackendDetails,
+// UpdateBackendDetails); the other kind's are nil, and not sent.
 type Backend struct {
 	IPAddress string `json:"ipAddress"`
 	TargetID  string `json:"targetId,omitempty"`
 	Port      int    `json:"port"`
 	Weight    int    `json:"weight,omitempty"`
+	Drain     *bool  `json:"drain,omitempty"`
+	Backup    *bool  `json:"backup,omitempty"`
+	Offline   *bool  `json:"offline,omitempty"`
+	IsDrain   *bool  `json:"isDrain,omitempty"`
+	IsBackup  *bool  `json:"isBackup,omitempty"`
+	IsOffline *bool  `json:"isOffline,omitempty"`
 }
 
 // HealthChecker is how a backend set checks its backends.

@@ -35,26 +35,24 @@ var (
 func (s steps) Drifting(*v1.Service) { s.lists.forgetAll() }
 
 // Objects are the load balancer's listeners, backend sets, backends and
-// the security rules it relies on.
+// the security rules it relies on, each keyed by every field the walk
+// compares of it (childKeys).
 func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string, error) {
 	o := lb.Obj
-	var out []string
+	spec, err := s.parseSpec(svc)
+	out := childKeys(o, spec, err == nil)
 	ports := map[int]bool{}
-	for name, l := range o.Listeners {
+	for _, l := range o.Listeners {
 		ports[l.Port] = true
-		out = append(out, fmt.Sprintf("listener/%s %s/%d to %s", name, l.Protocol, l.Port, l.DefaultBackendSetName))
 	}
 	var ips []string
-	for name, bs := range o.BackendSets {
+	for _, bs := range o.BackendSets {
 		ports[bs.HealthChecker.Port] = true
-		out = append(out, fmt.Sprintf("backendset/%s %s check %s:%d", name, bs.Policy, bs.HealthChecker.Protocol, bs.HealthChecker.Port))
 		for _, b := range bs.Backends {
 			ports[b.Port] = true
 			ips = append(ips, b.IPAddress)
-			out = append(out, fmt.Sprintf(lbcycle.MemberPrefix+"%s:%d of %s", b.IPAddress, b.Port, name))
 		}
 	}
-	spec, err := s.parseSpec(svc)
 	if err != nil || spec.mode == ModeNone {
 		return out, nil //nolint:nilerr // no security rules to rely on (an invalid Service is the sync's to report)
 	}
@@ -64,6 +62,36 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string
 	}
 	rules, err := s.reliedOn(ctx, svc, append(slices.Clone(o.SubnetIDs), o.SubnetID), ips, ports, !s.builtHere(o))
 	return append(out, rules...), err
+}
+
+// childKeys are the keys of the listeners, backend sets and backends of o:
+// each one's name and the fields the walk compares of it as they are (what
+// the Service asks, when valid, says which fields of those compared only
+// when asked are; a listener's rule sets are compared only when the
+// Service asks for rule sets).
+func childKeys(o LB, spec lbSpec, valid bool) []string {
+	var out []string
+	for name, l := range o.Listeners {
+		want, ok := spec.listeners[name]
+		if !ok || !valid {
+			want = l
+		}
+		if valid && spec.ruleSets == nil {
+			l.RuleSetNames, want.RuleSetNames = nil, nil
+		}
+		out = append(out, fmt.Sprintf("listener/%s %s", name, fieldKey(listenerFields(l, want))))
+	}
+	for name, bs := range o.BackendSets {
+		want, ok := spec.backendSets[name]
+		if !ok || !valid {
+			want = bs
+		}
+		out = append(out, fmt.Sprintf("backendset/%s %s", name, fieldKey(backendSetFields(bs, want))))
+		for _, b := range bs.Backends {
+			out = append(out, fmt.Sprintf(lbcycle.MemberPrefix+"%s:%d %s of %s", b.IPAddress, b.Port, fieldKey(backendFields(b, b)), name))
+		}
+	}
+	return out
 }
 
 // reliedOn are the rules of the security lists of subnets and of the

@@ -416,9 +416,9 @@ func backendsOf(kind, version string, members []member, port int) []Backend {
 	for _, m := range members {
 		switch {
 		case version == ipv6Version && m.ip6 != "":
-			out = append(out, Backend{IPAddress: m.ip6, Port: port, Weight: 1})
+			out = append(out, newBackend(kind, m.ip6, port))
 		case version != ipv6Version && m.ip != "":
-			b := Backend{IPAddress: m.ip, Port: port, Weight: 1}
+			b := newBackend(kind, m.ip, port)
 			if kind == kindNLB {
 				b.TargetID = m.instance
 			}

@@ -508,8 +508,10 @@ func TestANodesIPv6BackendIsItsInternalIPElseItsExternalIP(t *testing.T) {
 
 	// A Node of IPv6 alone is a backend of the IPv6 sets, of no IPv4 one.
 	members := []member{{ip: "10.0.10.2", ip6: "fd00::2", instance: "i2"}, {ip6: "fd00::1", instance: "i1"}}
-	assert.Equal(t, []Backend{{IPAddress: "fd00::1", Port: 30080, Weight: 1}, {IPAddress: "fd00::2", Port: 30080, Weight: 1}}, backendsOf(kindNLB, ipv6Version, members, 30080))
-	assert.Equal(t, []Backend{{IPAddress: "10.0.10.2", TargetID: "i2", Port: 30080, Weight: 1}}, backendsOf(kindNLB, ipv4Version, members, 30080))
+	withTarget := newBackend(kindNLB, "10.0.10.2", 30080)
+	withTarget.TargetID = "i2"
+	assert.Equal(t, []Backend{newBackend(kindNLB, "fd00::1", 30080), newBackend(kindNLB, "fd00::2", 30080)}, backendsOf(kindNLB, ipv6Version, members, 30080))
+	assert.Equal(t, []Backend{withTarget}, backendsOf(kindNLB, ipv4Version, members, 30080))
 }
 
 // Security lists in mode All for a dual-stack nlb: the default sources
