@@ -173,6 +173,31 @@ func TestOperationForLeavesTheFormBodyToWhoeverServesOrSendsIt(t *testing.T) {
 	})
 }
 
+// A CloudStack command POSTed in a form body is named alike by the client's
+// metrics and by the server it reaches (an emulator classifying with
+// OperationFor), and the server gets the body the client sent.
+func TestBothSidesNameAPostedCommandAlike(t *testing.T) {
+	t.Parallel()
+	seen := make(chan [2]string, 1) // the operation and the body the server sees
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, op := OperationFor(r)
+		_ = r.ParseForm()
+		seen <- [2]string{op, r.PostForm.Encode()}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := testConfig(t)
+	tr := newTestTransport(t, cfg, srv.Client().Transport)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/client/api", strings.NewReader(deployForm))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	_ = readBody(t, resp)
+	assert.Equal(t, [2]string{"POST deployVirtualMachine", deployForm}, <-seen)
+	assert.InDelta(t, 1.0, counterValue(t, requestsTotal, cfg.Cloud, "client", "POST deployVirtualMachine", "200"), 0)
+}
+
 func TestWithServiceIsUsedAsTheServiceLabel(t *testing.T) {
 	t.Parallel()
 	ctx := WithService(context.Background(), "compute")

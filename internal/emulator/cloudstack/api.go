@@ -96,18 +96,35 @@ func responseName(cmd string) string {
 	return strings.ToLower(cmd) + "response"
 }
 
+// apiParams are r's parameters as ApiServlet gets them from the servlet
+// container (req.getParameterMap()): the query's, then those of a POST's form
+// body, query string data before post body data (Servlet spec §3.1). Go's
+// r.Form has the body's first; this order makes the command served the one
+// cloudapi.OperationFor counts and faults match (the query's first).
+func apiParams(r *http.Request) (url.Values, error) {
+	if err := r.ParseForm(); err != nil {
+		return nil, err
+	}
+	p := r.URL.Query()
+	for k, vs := range r.PostForm {
+		p[k] = append(p[k], vs...)
+	}
+	return p, nil
+}
+
 // serveAPI serves /client/api: GET with the parameters in the query, or POST
-// with them as a form body (cloudstack-go's PostForm).
+// with them in the query or a form body (cloudstack-go's PostForm), as
+// ApiServlet's doGet and doPost do alike.
 func (e *Emulator) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/client/api" {
 		http.NotFound(w, r)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
+	p, err := apiParams(r)
+	if err != nil {
 		writeError(w, "errorresponse", paramError("cannot parse the request: %v", err))
 		return
 	}
-	p := r.Form
 	name := p.Get("command")
 	cmd, known := e.cmds[name]
 	now := e.lock()

@@ -153,14 +153,16 @@ func New(opts Options) (*Emulator, error) {
 	e.seedFixture()
 	e.cmds = e.commands()
 	e.Server = core.New(http.HandlerFunc(e.serveAPI), core.Options{
-		Name:     "cloudstack emulator",
-		Latency:  opts.Latency,
-		Seed:     opts.Seed,
+		Name:    "cloudstack emulator",
+		Latency: opts.Latency,
+		Seed:    opts.Seed,
+		// The command, from the query or a POST's form body as ApiServlet
+		// reads it (the body put back for serveAPI): "POST associateIpAddress".
 		Classify: cloudapi.OperationFor,
 		Pager:    pager{},
 		WriteError: func(w http.ResponseWriter, r *http.Request, _ string, status int, msg string) {
-			_ = r.ParseForm()
-			writeError(w, responseName(r.Form.Get("command")), &apiError{code: status, cs: csDefault, text: msg})
+			p, _ := apiParams(r)
+			writeError(w, responseName(p.Get("command")), &apiError{code: status, cs: csDefault, text: msg})
 		},
 		Clock: func() time.Time {
 			e.mu.Lock()

@@ -285,6 +285,26 @@ func TestALargeFormBodyIsCountedByItsCommandAndServedWhole(t *testing.T) {
 	assert.Equal(t, "POST listZones", e.Calls()[0].Route)
 }
 
+// A POST's parameters are the query's, then the form body's, as the servlet
+// container hands them to ApiServlet: a command in both is the query's, for
+// the API as for the counts and the faults.
+func TestAPostsQueryComesBeforeItsFormBody(t *testing.T) {
+	e := started(t, Options{})
+	e.InjectFault(core.Fault{Route: "POST listVirtualMachines", Status: 530})
+	p := url.Values{"command": {"listZones", "listVirtualMachines"}, "apiKey": {e.fx.UserKey}, "response": {"json"}}
+	sig := Sign(p, e.fx.UserSecret)
+	body := url.Values{"command": {"listVirtualMachines"}, "apiKey": {e.fx.UserKey}, "response": {"json"}, "signature": {sig}}
+	resp, err := http.Post(e.URL()+"/client/api?command=listZones", "application/x-www-form-urlencoded", strings.NewReader(body.Encode()))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var env map[string]json.RawMessage
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&env))
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "signed as the server orders the values: %s", env)
+	assert.Contains(t, env, "listzonesresponse")
+	require.Len(t, e.Calls(), 1)
+	assert.Equal(t, "POST listZones", e.Calls()[0].Route)
+}
+
 // The emulator's answers decode into cloudstack-go's types with no field
 // unknown to them, and their keys are the recorded answers' keys but for
 // those listed here.
