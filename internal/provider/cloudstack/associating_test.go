@@ -250,7 +250,7 @@ func TestAThrottledAssociationIsNotMadeAgainAtOnce(t *testing.T) {
 
 	_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
 	require.ErrorIs(t, err, outcome.ErrThrottled)
-	assert.Equal(t, attempts, writes(f.emu), "no other address asked for within the pass")
+	assert.Equal(t, map[string]int{"associateIpAddress": attempts}, posted(f.emu), "no other address asked for within the pass")
 
 	st := f.ensured(svc, nodes)
 	assert.Equal(t, "203.0.113.50", st.Ingress[0].IP, "the next pass has its former address")

@@ -384,6 +384,17 @@ func TestAFaultAimedAtAPostedCommandFailsThatCommand(t *testing.T) {
 	assert.Equal(t, 1, calls(f.emu, "associateIpAddress"), "the next pass takes up the address associated: %v", f.emu.Calls())
 }
 
+// posted counts the calls made with POST (the writes) by command.
+func posted(e *emulator.Emulator) map[string]int {
+	n := map[string]int{}
+	for _, c := range e.Calls() {
+		if c.Method == http.MethodPost {
+			n[strings.TrimPrefix(c.Route, "POST ")] += c.Count
+		}
+	}
+	return n
+}
+
 func TestNodeChurnChangesTheRulesMachines(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
