@@ -239,7 +239,8 @@ type sent struct {
 // send makes one attempt with body under the attempt timeout, records it,
 // and holds the request for a 429's or 503's Retry-After.
 func (t *transport) send(req *http.Request, info requestInfo, attempt int, body io.ReadCloser) sent {
-	attemptCtx, cancel := context.WithTimeout(req.Context(), t.cfg.Timeout)
+	timeout := attemptTimeout(req.Context(), t.cfg.Timeout)
+	attemptCtx, cancel := context.WithTimeout(req.Context(), timeout)
 	areq := req.WithContext(attemptCtx)
 	areq.Body = body
 	start := time.Now()
@@ -253,7 +254,7 @@ func (t *transport) send(req *http.Request, info requestInfo, attempt int, body 
 		err = errors.New("base transport returned neither response nor error")
 	}
 	if err != nil && req.Context().Err() == nil && errors.Is(attemptCtx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("attempt timed out after %v: %w", t.cfg.Timeout, err)
+		err = fmt.Errorf("attempt timed out after %v: %w", timeout, err)
 	}
 	t.observe(req, info, attempt, resp, err, elapsed)
 	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {

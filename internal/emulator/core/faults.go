@@ -36,6 +36,16 @@ type Fault struct {
 	// done) or the emulator is closed: a timeout. Such calls are counted with
 	// code 0.
 	Hang bool
+	// Lost carries the call out, then drops its answer (the connection is
+	// closed): a write made whose answer never arrives.
+	Lost bool
+	// Late carries the call out only after Late has passed, whether or not
+	// the client still waits; its answer then goes to a client still waiting
+	// (none, when the client's timeout is shorter): until then the object
+	// it creates is not there to be found, as with an API that answers a
+	// create late under load (Octavia allocates the VIP port before it
+	// answers, and its load balancer is listed only then).
+	Late time.Duration
 	// Mangle answers as a broken or hostile cloud would (Status is not
 	// used): one of Mangles.
 	// Truncate and WrongTypes run the call for real first, so a write is
@@ -100,6 +110,8 @@ type faultJSON struct {
 	Status     int             `json:"Status"`
 	RetryAfter json.RawMessage `json:"RetryAfter,omitempty"`
 	Hang       bool            `json:"Hang"`
+	Lost       bool            `json:"Lost,omitempty"`
+	Late       string          `json:"Late,omitempty"`
 	Mangle     string          `json:"Mangle,omitempty"`
 	Rate       float64         `json:"Rate"`
 	Count      int             `json:"Count"`
@@ -109,7 +121,14 @@ type faultJSON struct {
 
 func (fj faultJSON) fault() (Fault, error) {
 	f := Fault{Service: fj.Service, Method: strings.ToUpper(fj.Method), Route: fj.Route,
-		Status: fj.Status, Hang: fj.Hang, Mangle: fj.Mangle, Rate: fj.Rate, Count: fj.Count}
+		Status: fj.Status, Hang: fj.Hang, Lost: fj.Lost, Mangle: fj.Mangle, Rate: fj.Rate, Count: fj.Count}
+	if fj.Late != "" {
+		d, err := time.ParseDuration(fj.Late)
+		if err != nil {
+			return f, fmt.Errorf("Late: %w", err)
+		}
+		f.Late = d
+	}
 	if fj.From != nil {
 		f.From = *fj.From
 	}
@@ -142,8 +161,11 @@ func (s *Server) validate(f Fault) error {
 	if f.Mangle != "" && !slices.Contains(Mangles, f.Mangle) {
 		return fmt.Errorf("fault mangle %q: want one of %s", f.Mangle, strings.Join(Mangles, ", "))
 	}
-	if !f.Hang && f.Mangle == "" && (f.Status < 100 || f.Status > 599) {
-		return fmt.Errorf("fault status %d: want an HTTP status (or Hang, or Mangle)", f.Status)
+	if f.Late < 0 {
+		return fmt.Errorf("fault late %v: want >= 0", f.Late)
+	}
+	if !f.Hang && !f.Lost && f.Late == 0 && f.Mangle == "" && (f.Status < 100 || f.Status > 599) {
+		return fmt.Errorf("fault status %d: want an HTTP status (or Hang, Lost, Late, or Mangle)", f.Status)
 	}
 	if f.Rate < 0 || f.Rate > 1 {
 		return fmt.Errorf("fault rate %v: want 0..1", f.Rate)
@@ -205,6 +227,10 @@ func (s *Server) matchFault(service, method, op string, now time.Time) *Fault {
 
 // applyFault answers a call with a fault.
 func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, service string, f *Fault) {
+	if f.Lost || f.Late > 0 {
+		s.actUnanswered(w, r, f)
+		return
+	}
 	if f.Mangle != "" {
 		s.mangle(w, r, f.Mangle)
 		return
@@ -323,4 +349,29 @@ func wrongTypes(body []byte) []byte {
 		return body
 	}
 	return out
+}
+
+// actUnanswered carries the call out as Fault.Lost and Fault.Late say: after
+// Late (the body read first, the client's going away not stopping it), then
+// its answer dropped (Lost) or given to a client still waiting.
+func (s *Server) actUnanswered(w http.ResponseWriter, r *http.Request, f *Fault) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
+	r = r.Clone(context.WithoutCancel(r.Context()))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if f.Late > 0 && !s.Wait(r.Context(), f.Late) {
+		return // the emulator closed
+	}
+	rec := httptest.NewRecorder()
+	s.api.ServeHTTP(rec, r)
+	if f.Lost {
+		panic(http.ErrAbortHandler) // the connection closed, no answer
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }

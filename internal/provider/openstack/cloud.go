@@ -50,6 +50,9 @@ type Cloud struct {
 	created map[string]string
 	// fipQuota: the project's floating IP quota is known to be met.
 	fipQuota quotaMemory
+	// unanswered: the Services whose load balancer's create lost its
+	// answer (duplicates.go).
+	unanswered provider.Unanswered
 }
 
 // createdAs is the fingerprint lbID was created from by this process ("" if
@@ -84,7 +87,7 @@ func New(cfg Config) (*Cloud, error) {
 	cl := &clients{cfg: cfg, authOnce: provider.NewTurn()}
 	gw := &gateway{cl}
 	c := &Cloud{cfg: cfg, clients: cl, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
-		created: map[string]string{}}
+		created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
 	c.index = newLBIndex(c)
 	c.sgs = newSGManager(gw)
 	c.tlsCerts = newTLSStore()

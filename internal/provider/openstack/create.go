@@ -29,6 +29,9 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if err := s.api.session(ctx, svcOctavia, svcNetwork); err != nil {
 		return "", err
 	}
+	if waiting := s.awaitingLostCreate(svc, spec.name); waiting != "" {
+		return waiting, nil
+	}
 	if err := s.requestedFloatingIPFree(ctx, svc, spec); err != nil {
 		return "", err
 	}
@@ -43,6 +46,9 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	opts := s.createOpts(svc, spec)
 	opts.AdditionalVips = more
 	created, err := s.api.createLoadBalancer(ctx, opts)
+	if outcome.MayHaveActed(err) {
+		s.unanswered.Lost(string(svc.UID))
+	}
 	if err != nil {
 		if refused := s.tlsRefusal(err, spec); refused != nil {
 			return "", refused

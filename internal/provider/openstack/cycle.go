@@ -87,8 +87,12 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (octaviaLB, bool, erro
 	if err := s.api.session(ctx, svcOctavia); err != nil {
 		return octaviaLB{}, false, err
 	}
-	lb, err := s.findLB(ctx, svc)
+	lb, dups, err := s.findLBs(ctx, svc)
 	if err != nil || lb == nil {
+		return octaviaLB{}, false, err
+	}
+	s.unanswered.Found(string(svc.UID))
+	if err := s.deleteDuplicates(ctx, svc, lb, dups); err != nil {
 		return octaviaLB{}, false, err
 	}
 	return s.asLB(lb, svc), true, nil

@@ -1,14 +1,18 @@
 package openstack
 
 import (
+	"cmp"
 	"context"
 	"net/url"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/listeners"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/monitors"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
+
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
 )
 
 // Octavia's calls: load balancers, listeners, pools, members and health
@@ -29,6 +33,8 @@ type loadBalancer struct {
 	ID, Name           string
 	ProvisioningStatus string
 	Tags               []string
+	// CreatedAt: of two made for one Service, the older is kept.
+	CreatedAt time.Time
 	// Where its VIP is, and its create-time choices.
 	VipAddress, VipPortID, VipSubnetID string
 	FlavorID, AvailabilityZone         string
@@ -46,7 +52,7 @@ type objectRef struct{ ID string }
 
 // asLoadBalancer is the part of gophercloud's load balancer the CCM uses.
 func asLoadBalancer(lb *loadbalancers.LoadBalancer) loadBalancer {
-	out := loadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, Tags: lb.Tags,
+	out := loadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, Tags: lb.Tags, CreatedAt: lb.CreatedAt,
 		VipAddress: lb.VipAddress, VipPortID: lb.VipPortID, VipSubnetID: lb.VipSubnetID,
 		FlavorID: lb.FlavorID, AvailabilityZone: lb.AvailabilityZone}
 	for _, v := range lb.AdditionalVips {
@@ -91,7 +97,14 @@ func (gw *gateway) listLoadBalancers(ctx context.Context, tag string) ([]loadBal
 	})
 }
 
+// octaviaCreateTimeout bounds the attempt of a load balancer's create:
+// Octavia's API allocates the VIP port in Neutron before it answers, and
+// under load that took 45 s on a real Zed, past the transport's 30 s. A
+// create cut short anyway is waited for (Cloud.unanswered) before another.
+const octaviaCreateTimeout = 2 * time.Minute
+
 func (gw *gateway) createLoadBalancer(ctx context.Context, opts lbCreate) (*loadBalancer, error) {
+	ctx = cloudapi.WithAttemptTimeout(ctx, cmp.Or(gw.createTimeout, octaviaCreateTimeout))
 	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadBalancer, error) {
 		return asLoadBalancerOrNil(createLoadBalancer(ctx, sc, loadBalancerCreateOpts(opts)))
 	})

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
@@ -29,6 +30,9 @@ const novaMicroversion = "2.47"
 // after a failure (Keystone down at start must not crash-loop the CCM).
 type clients struct {
 	cfg Config
+	// createTimeout bounds a load balancer's create (octaviaCreateTimeout
+	// when 0).
+	createTimeout time.Duration
 
 	// authOnce serialises authentication (one Keystone token for every
 	// caller); a caller waits for it only as long as its context allows. mu

@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ const (
 	reasonReplacingInError    = "ReplacingLoadBalancer"
 	reasonRecreatingPool      = "RecreatingPool"
 	reasonAdoptedLoadBalancer = "SharedLoadBalancer"
+	reasonDeletingDuplicate   = "DeletingDuplicateLoadBalancer"
 )
 
 func (c *Cloud) lbName(clusterName string, svc *v1.Service) string {
@@ -59,28 +61,71 @@ func (c *Cloud) owned(lb *loadBalancer, svc *v1.Service) bool {
 
 // findLB returns the Service's load balancer (found by its UID tag), or nil. An
 // explicit load-balancer-id annotation names a load balancer to share instead.
+// Two or more with the Service's and the cluster's tags were all made by a
+// CCM of this cluster for this Service (a create whose answer was lost, then
+// made again): the one kept is found (keeper), the others are the cycle's
+// to delete (Find).
 func (c *Cloud) findLB(ctx context.Context, svc *v1.Service) (*loadBalancer, error) {
+	lb, _, err := c.findLBs(ctx, svc)
+	return lb, err
+}
+
+// findLBs is findLB, and the Service's other load balancers (duplicates).
+func (c *Cloud) findLBs(ctx context.Context, svc *v1.Service) (*loadBalancer, []loadBalancer, error) {
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
 		lb, err := c.api.getLoadBalancer(ctx, id)
 		if errors.Is(err, outcome.ErrNotFound) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return lb, err
+		return lb, nil, err
 	}
 	lbs, err := c.api.listLoadBalancers(ctx, tagService+string(svc.UID))
 	if err != nil {
-		return nil, fmt.Errorf("listing load balancers: %w", err)
+		return nil, nil, fmt.Errorf("listing load balancers: %w", err)
 	}
 	// A Service UID is unique, but only a load balancer with this cluster's tag too
 	// is ours: never act on another cluster's.
 	lbs = slices.DeleteFunc(lbs, func(lb loadBalancer) bool { return !c.owned(&lb, svc) })
-	switch len(lbs) {
-	case 0:
-		return nil, nil
-	case 1:
-		return &lbs[0], nil
+	if len(lbs) == 0 {
+		return nil, nil, nil
 	}
-	return nil, fmt.Errorf("%d load balancers carry the tags of Service %s/%s: resolve by hand", len(lbs), svc.Namespace, svc.Name)
+	keep, err := c.keeper(ctx, svc, lbs)
+	if err != nil {
+		return nil, nil, err
+	}
+	lb := lbs[keep]
+	return &lb, slices.Delete(lbs, keep, keep+1), nil
+}
+
+// keeper is, of the Service's load balancers, the one its status points to
+// (its VIP, or the floating IP on it), else the oldest.
+func (c *Cloud) keeper(ctx context.Context, svc *v1.Service, lbs []loadBalancer) (int, error) {
+	if len(lbs) == 1 {
+		return 0, nil
+	}
+	slices.SortFunc(lbs, func(a, b loadBalancer) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	published := map[string]bool{}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		published[in.IP] = in.IP != ""
+	}
+	if len(published) == 0 {
+		return 0, nil
+	}
+	for i := range lbs {
+		if published[lbs[i].VipAddress] {
+			return i, nil
+		}
+		fip, err := c.vipFloatingIP(ctx, &lbs[i])
+		if err != nil {
+			return 0, err
+		}
+		if fip != nil && published[fip.FloatingIP] {
+			return i, nil
+		}
+	}
+	return 0, nil
 }
 
 // GetLoadBalancer reports the Service's load balancer.

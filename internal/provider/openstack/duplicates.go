@@ -1,0 +1,52 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// A create whose answer was lost may have made its load balancer all the
+// same: Octavia lists it only once its API has answered, which under load
+// was after the CCM had given up. For lostCreateWindow the Service's
+// passes look for it by its tags (findLB) instead of creating another; a
+// second one made anyway (the window over, or a restart between) carries the
+// same tags, and is deleted here: the Service keeps the one its status
+// points to, else the oldest.
+
+// lostCreateWindow is how long after a create lost its answer the load
+// balancer may yet be listed: the create's own attempt bound
+// (octaviaCreateTimeout) and as long again for Octavia's API to finish.
+const lostCreateWindow = 2 * octaviaCreateTimeout
+
+// awaitingLostCreate is the progress of a Service whose create lost its
+// answer while its load balancer may yet appear; "" when none.
+func (s steps) awaitingLostCreate(svc *v1.Service, name string) string {
+	since, waiting := s.unanswered.Waiting(string(svc.UID))
+	if !waiting {
+		return ""
+	}
+	return fmt.Sprintf("the create of load balancer %s got no answer %s ago: looking for it before creating another", name, since.Round(time.Second))
+}
+
+// deleteDuplicates deletes the Service's load balancers other than lb (its
+// tags on each: this cluster made them for it), each once it is not
+// PENDING (Octavia refuses to delete one that is).
+func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, lb *loadBalancer, dups []loadBalancer) error {
+	for _, d := range dups {
+		if strings.HasPrefix(d.ProvisioningStatus, "PENDING") {
+			continue // the next pass's
+		}
+		if err := s.deleteCascade(ctx, d.ID); err != nil {
+			return fmt.Errorf("deleting load balancer %s, a second one of Service %s/%s: %w", d.ID, svc.Namespace, svc.Name, err)
+		}
+		s.Events.Eventf(svc, v1.EventTypeNormal, reasonDeletingDuplicate,
+			"Deleting load balancer %s: made a second time for this Service (a create whose answer was lost); keeping %s", d.ID, lb.ID)
+		klog.FromContext(ctx).Info("Deleting a second load balancer of the Service", "service", klog.KObj(svc), "id", d.ID, "keep", lb.ID)
+	}
+	return nil
+}
