@@ -387,9 +387,12 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 			}
 			why = c.inventoryDrift(lb.ID, objects)
 			if IsReverifying(why) {
-				if reverify >= ReverifyPerPass {
+				switch {
+				case reverify >= ReverifyPerPass:
 					why = "" // the next pass's
 					c.postpone(lb.ID)
+				case !IsPostWalkCheck(why):
+					c.quietWalk(lb.ID, objects)
 				}
 				reverify++
 			}

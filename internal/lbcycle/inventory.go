@@ -139,29 +139,65 @@ func (c *Cycle[S, L]) inventoryDrift(id string, objects []string) string {
 
 // afterWalk remembers what a pass after a walk sees of the load balancer id
 // when it is what the pass before saw (before the walk, or before a quiet
-// walk that checked it); else it asks for a quiet walk (c.mu held).
+// walk that checked it); else it asks for a quiet walk (c.mu held). What a
+// quiet walk changed (the objects before it against those after) was a
+// repair no drift pass told of: the reason says it (QuietRepair).
 func (c *Cycle[S, L]) afterWalk(id string, objects, was []string, remembered bool) string {
 	check, checking := c.checking[id]
 	ref, haveRef := was, remembered
 	if checking {
 		ref, haveRef = check.objects, true
 	}
-	if (haveRef && describeChange(ref, objects) == "") || check.walks >= postWalkChecks {
+	changed := ""
+	if haveRef {
+		changed = describeChange(ref, objects)
+	}
+	if (haveRef && changed == "") || check.walks >= postWalkChecks {
 		c.inventory[id] = objects
 		delete(c.checking, id)
 		return ""
 	}
 	c.checking[id] = postWalk{objects: objects, walks: check.walks + 1}
-	return Reverifying + postWalkCheck + fmt.Sprintf("load balancer %s left", id)
+	why := Reverifying + postWalkCheck + fmt.Sprintf("load balancer %s left", id)
+	if checking && changed != "" {
+		why += quietRepair + changed
+	}
+	return why
+}
+
+// quietWalk remembers the objects of the load balancer id before the quiet
+// walk that re-verifies it after a start, so that what the walk changes is
+// told (afterWalk).
+func (c *Cycle[S, L]) quietWalk(id string, objects []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.checking[id]; !ok {
+		c.checking[id] = postWalk{objects: slices.Sorted(slices.Values(objects))}
+	}
 }
 
 // postWalkCheck begins (after Reverifying) the reason of a quiet walk that
-// checks what a walk left.
-const postWalkCheck = "checking what the walk of "
+// checks what a walk left; quietRepair, in it, what the quiet walk before
+// it changed.
+const (
+	postWalkCheck = "checking what the walk of "
+	quietRepair   = "; the walk changed "
+)
 
 // IsPostWalkCheck says whether a drift reason asks for the quiet walk that
 // checks what a walk left (afterWalk).
 func IsPostWalkCheck(why string) bool { return strings.HasPrefix(why, Reverifying+postWalkCheck) }
+
+// QuietRepair is what a quiet walk (after a start, or checking what a walk
+// left) changed, as the drift pass after it saw it: a repair no drift pass
+// told of, to be told like any other; false when it changed nothing.
+func QuietRepair(why string) (string, bool) {
+	if !IsPostWalkCheck(why) {
+		return "", false
+	}
+	_, what, ok := strings.Cut(why, quietRepair)
+	return what, ok
+}
 
 // describeChange says what of was is gone from now and what is new in it
 // (counted: two alike are two), at most three of each; "" when they are the

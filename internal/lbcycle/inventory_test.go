@@ -3,6 +3,7 @@ package lbcycle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,8 +58,8 @@ func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) 
 		assert.Empty(t, drift(), msg)
 	}
 	assert.True(t, IsReverifying(drift()), "a restart re-verifies")
-	settled("remembered as the walk left it")
-	assert.Empty(t, drift())
+	walk()
+	assert.Empty(t, drift(), "the walk changed nothing: remembered at once")
 
 	cloud.objects = []string{"listener/l1/TCP/80", "pool/p1", "member/p1/m1"}
 	assert.Equal(t, "gone or changed: member/p1/m2", drift(), "a member deleted out of band")
@@ -75,6 +76,39 @@ func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) 
 
 	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", svc))
 	assert.Empty(t, c.inventory, "nothing remembered of a deleted load balancer")
+}
+
+// A quiet walk (after a start, or checking what a walk left) that changes
+// objects made a repair no drift pass told of: the pass after it says what
+// changed, for the repair's Event.
+func TestWhatAQuietWalkRepairedIsTold(t *testing.T) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: types.UID("u1")}}
+	lb := &LB[string]{ID: "lb1", State: Ready}
+	before := []string{"listener/l1/TCP/80", "pool/p1"} // a member deleted while no CCM ran
+	cloud := &inventoried{script: script{spec: fp, listed: lb, found: lb, publish: true}, objects: before}
+	c := New[string, string](cloud, memRecords{svc.UID: {ID: "lb1", Fingerprint: fp}}, Options{})
+	drift := func() string {
+		t.Helper()
+		d, err := c.Drifted(t.Context(), []*v1.Service{svc})
+		require.NoError(t, err)
+		return d[svc.UID]
+	}
+	why := drift()
+	require.True(t, IsReverifying(why))
+	_, repaired := QuietRepair(why)
+	assert.False(t, repaired, "a re-verification is no repair")
+	_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", svc, nil)
+	require.NoError(t, err)
+	cloud.objects = append(slices.Clone(before), "member/p1/m1") // the quiet walk put it back
+
+	why = drift()
+	what, repaired := QuietRepair(why)
+	require.True(t, repaired, "told: %q", why)
+	assert.Equal(t, "new: member/p1/m1", what)
+	assert.True(t, IsPostWalkCheck(why), "and checked again, quietly")
+	_, err = c.EnsureLoadBalancer(t.Context(), "kubernetes", svc, nil)
+	require.NoError(t, err)
+	assert.Empty(t, drift(), "the check changed nothing: remembered")
 }
 
 // An object changed behind the walk's back before the first pass after it

@@ -504,22 +504,36 @@ func (c *Controller) checkDrift(ctx context.Context) {
 			st.spec, st.nodes = 0, 0
 		}
 		c.mu.Unlock()
+		if what, repaired := lbcycle.QuietRepair(why); repaired {
+			// A quiet walk (after the start, or checking what a walk
+			// left) repaired what no drift pass had told of: told now.
+			logger.Info("Load balancer repaired by a check", "service", klog.KObj(svc), "changed", what)
+			c.recorder.Event(svc, v1.EventTypeNormal, ReasonRepairing, "Repaired load balancer: "+what)
+			driftRepairs.Inc()
+		}
 		if lbcycle.IsReverifying(why) {
 			// Not drift: walked once by this process, quietly.
 			logger.V(2).Info("Verifying the load balancer once after the start", "service", klog.KObj(svc))
 			c.queue.Add(key)
 			continue
 		}
-		logger.Info("Load balancer drifted; repairing", "service", klog.KObj(svc), "why", why)
-		msg := "Repairing load balancer: " + why
-		c.recorder.Event(svc, v1.EventTypeNormal, ReasonRepairing, msg)
-		copied := svc.DeepCopy()
-		if err := c.patch(ctx, copied, func(s *v1.Service) { setConditions(s, progressingConditions(s, ReasonRepairing, msg, true)) }); err != nil {
-			logger.V(2).Info("Cannot write the Service's conditions", "service", klog.KObj(svc), "err", err)
-		}
-		driftRepairs.Inc()
+		c.repairing(ctx, svc, why)
 		c.queue.Add(key)
 	}
+}
+
+// repairing tells that the Service's load balancer drifted and is being
+// repaired: a Normal Event, its Progressing condition, the repair counted.
+func (c *Controller) repairing(ctx context.Context, svc *v1.Service, why string) {
+	logger := klog.FromContext(ctx)
+	logger.Info("Load balancer drifted; repairing", "service", klog.KObj(svc), "why", why)
+	msg := "Repairing load balancer: " + why
+	c.recorder.Event(svc, v1.EventTypeNormal, ReasonRepairing, msg)
+	copied := svc.DeepCopy()
+	if err := c.patch(ctx, copied, func(s *v1.Service) { setConditions(s, progressingConditions(s, ReasonRepairing, msg, true)) }); err != nil {
+		logger.V(2).Info("Cannot write the Service's conditions", "service", klog.KObj(svc), "err", err)
+	}
+	driftRepairs.Inc()
 }
 
 // stateOf returns the Service's state, a new one when the Service is new or
