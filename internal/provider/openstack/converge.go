@@ -311,9 +311,9 @@ func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l lbListener,
 		}
 		return true, nil
 	}
-	if pool.LBMethod != s.method {
-		if err := c.api.setPoolMethod(ctx, pool.ID, s.method); err != nil {
-			return false, fmt.Errorf("updating the method of pool %s: %w", pool.ID, err)
+	if u, diffs := poolChanges(pool, s); len(diffs) > 0 {
+		if err := c.api.updatePool(ctx, pool.ID, u); err != nil {
+			return false, fmt.Errorf("updating pool %s (%s): %w", pool.ID, strings.Join(diffs, "; "), err)
 		}
 		return true, nil
 	}
@@ -354,6 +354,19 @@ func (c *Cloud) strayPools(all []lbPool, s lbSpec) []lbPool {
 	return out
 }
 
+// poolChanges is the update of what differs of a pool that Octavia can
+// change in place (its method), and what differs, for a person. Its name is
+// not compared: the peer's pools have names of their own, kept when adopted.
+func poolChanges(pool lbPool, s lbSpec) (poolUpdate, []string) {
+	var u poolUpdate
+	var diffs []string
+	if pool.LBMethod != s.method {
+		u.LBMethod = s.method
+		diffs = append(diffs, fmt.Sprintf("pool lb_algorithm %s, the Service asks %s", pool.LBMethod, s.method))
+	}
+	return u, diffs
+}
+
 // convergeListener updates what Octavia can change in place.
 func (c *Cloud) convergeListener(ctx context.Context, l lbListener, s lbSpec, p v1.ServicePort) (bool, error) {
 	u, diffs := listenerChanges(l, s, p)
@@ -377,6 +390,14 @@ func listenerChanges(l lbListener, s lbSpec, p v1.ServicePort) (listenerUpdate, 
 		update := s.listenerCIDRs()
 		u.AllowedCIDRs = &update
 		diffs = append(diffs, fmt.Sprintf("allowed CIDRs %s, the Service asks %s", cidrList(cidrs), cidrList(update)))
+	}
+	if want := s.insertHeaders(p); !maps.Equal(l.InsertHeaders, want) {
+		h := want
+		if h == nil {
+			h = map[string]string{} // none: sent as {}
+		}
+		u.InsertHeaders = &h
+		diffs = append(diffs, fmt.Sprintf("insert_headers %v, the Service asks %v", l.InsertHeaders, want))
 	}
 	if l.ConnLimit != s.connLimit {
 		limit := s.connLimit
@@ -448,21 +469,43 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool lbPool, s lbSpec, p v1
 		}
 		return true, nil
 	}
-	if sameMonitor(have, want) {
+	u, diffs := monitorChanges(have, want)
+	if len(diffs) == 0 {
 		return false, nil
 	}
-	u := monitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
 	if err := c.api.updateMonitor(ctx, have.ID, u); err != nil {
 		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, err)
 	}
 	return true, nil
 }
 
-// sameMonitor says whether a health monitor of want's type checks as want
-// asks.
-func sameMonitor(have lbMonitor, want monitorCreate) bool {
-	return have.Delay == want.Delay && have.Timeout == want.Timeout && have.MaxRetries == want.MaxRetries &&
-		have.MaxRetriesDown == want.MaxRetriesDown && (want.Type != "HTTP" || have.URLPath == want.URLPath)
+// monitorChanges is the update that makes a health monitor of want's type
+// check as want asks (every field the create sends), and what differs, for
+// a person.
+func monitorChanges(have lbMonitor, want monitorCreate) (monitorUpdate, []string) {
+	u := monitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
+	var diffs []string
+	differs := func(field string, have, want any) {
+		if have != want {
+			diffs = append(diffs, fmt.Sprintf("health monitor %s %v, the Service asks %v", field, have, want))
+		}
+	}
+	differs("delay", have.Delay, want.Delay)
+	differs("timeout", have.Timeout, want.Timeout)
+	differs("max_retries", have.MaxRetries, want.MaxRetries)
+	differs("max_retries_down", have.MaxRetriesDown, want.MaxRetriesDown)
+	if want.Type == "HTTP" || want.Type == "HTTPS" {
+		differs("url_path", have.URLPath, want.URLPath)
+		differs("http_method", have.HTTPMethod, want.HTTPMethod)
+		differs("expected_codes", have.ExpectedCodes, want.ExpectedCodes)
+		if have.HTTPMethod != want.HTTPMethod {
+			u.HTTPMethod = want.HTTPMethod
+		}
+		if have.ExpectedCodes != want.ExpectedCodes {
+			u.ExpectedCodes = want.ExpectedCodes
+		}
+	}
+	return u, diffs
 }
 
 // convergeMembers replaces the pool's members in one batch call when they differ.

@@ -103,5 +103,6 @@ func (s steps) Relist() {
 	s.index.fips.Invalidate()
 	s.index.listeners.Invalidate()
 	s.index.pools.Invalidate()
+	s.index.monitors.Invalidate()
 	s.index.sgRules.Invalidate()
 }

@@ -25,7 +25,7 @@ import (
 // and health monitors) and its security group (managed ones), read through
 // the gateway; and what the next walk would change, found by Converge's and
 // Publish's own comparisons (ownListeners, unwantedListeners, strayPools,
-// listenerChanges, memberKeys, sameMonitor, ruleChanges,
+// listenerChanges, memberKeys, monitorChanges, ruleChanges,
 // placementChanges, immutableDiffs), none of them acted on.
 
 var _ provider.Explainer = (*Cloud)(nil)
@@ -378,9 +378,10 @@ func monitorDrift(e *provider.ServiceExplanation, spec lbSpec, pool lbPool, have
 			MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}))
 	case have.Type != want.Type:
 		e.Change(provider.ActionChange, object, "type %s, the Service asks %s: deleted and made anew", have.Type, want.Type)
-	case !sameMonitor(have, want):
-		e.Change(provider.ActionChange, object, "%s, the Service asks %s", describeMonitor(have), describeMonitor(lbMonitor{Type: want.Type,
-			Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}))
+	default:
+		if _, diffs := monitorChanges(have, want); len(diffs) > 0 {
+			e.Change(provider.ActionChange, object, "%s", strings.Join(diffs, "; "))
+		}
 	}
 }
 

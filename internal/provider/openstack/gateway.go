@@ -122,12 +122,13 @@ type loadBalancerAPI interface {
 	listPools(ctx context.Context, lbID string) ([]lbPool, error)
 	listAllPools(ctx context.Context) ([]lbPool, error)
 	createPool(ctx context.Context, opts poolCreate) error
-	setPoolMethod(ctx context.Context, id, method string) error
+	updatePool(ctx context.Context, id string, u poolUpdate) error
 	deletePool(ctx context.Context, id string) error
 	listMembers(ctx context.Context, poolID string) ([]leanMember, error)
 	putMembers(ctx context.Context, poolID string, members []poolMember) error
 
 	getMonitor(ctx context.Context, id string) (lbMonitor, error)
+	listAllMonitors(ctx context.Context) ([]lbMonitor, error)
 	createMonitor(ctx context.Context, opts monitorCreate) error
 	updateMonitor(ctx context.Context, id string, opts monitorUpdate) error
 	deleteMonitor(ctx context.Context, id string) error

@@ -181,10 +181,10 @@ func (gw *gateway) createPool(ctx context.Context, opts poolCreate) error {
 	})
 }
 
-// setPoolMethod changes the pool's load-balancing method.
-func (gw *gateway) setPoolMethod(ctx context.Context, id, method string) error {
+// updatePool changes the pool's load-balancing method.
+func (gw *gateway) updatePool(ctx context.Context, id string, u poolUpdate) error {
 	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
-		return discard(pools.Update(ctx, sc, id, pools.UpdateOpts{LBMethod: pools.LBMethod(method)}).Extract())
+		return discard(pools.Update(ctx, sc, id, pools.UpdateOpts{LBMethod: pools.LBMethod(u.LBMethod)}).Extract())
 	})
 }
 
@@ -210,9 +210,30 @@ func (gw *gateway) getMonitor(ctx context.Context, id string) (lbMonitor, error)
 		if err != nil {
 			return lbMonitor{}, err
 		}
-		return lbMonitor{ID: m.ID, Type: m.Type, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries,
-			MaxRetriesDown: m.MaxRetriesDown, URLPath: m.URLPath}, nil
+		return asMonitor(m), nil
 	})
+}
+
+// listAllMonitors lists every health monitor of the project (the drift
+// check's: every field the CCM sends of one).
+func (gw *gateway) listAllMonitors(ctx context.Context) ([]lbMonitor, error) {
+	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbMonitor, error) {
+		all, err := listAll[monitors.Monitor](ctx, sc, "healthmonitors", nil, "lbaas", "healthmonitors")
+		if err != nil {
+			return nil, err
+		}
+		out := make([]lbMonitor, len(all))
+		for i := range all {
+			out[i] = asMonitor(&all[i])
+		}
+		return out, nil
+	})
+}
+
+// asMonitor is the part of a health monitor the CCM compares.
+func asMonitor(m *monitors.Monitor) lbMonitor {
+	return lbMonitor{ID: m.ID, Name: m.Name, Type: m.Type, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries,
+		MaxRetriesDown: m.MaxRetriesDown, HTTPMethod: m.HTTPMethod, URLPath: m.URLPath, ExpectedCodes: m.ExpectedCodes}
 }
 
 func (gw *gateway) createMonitor(ctx context.Context, opts monitorCreate) error {
@@ -290,7 +311,7 @@ func asListeners(all []listeners.Listener, err error) ([]lbListener, error) {
 			DefaultPoolID: l.DefaultPoolID, DefaultTLSContainerRef: l.DefaultTlsContainerRef,
 			AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
 			TimeoutClientData: l.TimeoutClientData, TimeoutMemberConnect: l.TimeoutMemberConnect,
-			TimeoutMemberData: l.TimeoutMemberData, TimeoutTCPInspect: l.TimeoutTCPInspect, Tags: l.Tags}
+			TimeoutMemberData: l.TimeoutMemberData, TimeoutTCPInspect: l.TimeoutTCPInspect, Tags: l.Tags, InsertHeaders: l.InsertHeaders}
 	}
 	return out, nil
 }
@@ -364,6 +385,7 @@ func listenerCreateOpts(o listenerCreate) listeners.CreateOpts {
 // listenerUpdateOpts is opts as gophercloud's.
 func listenerUpdateOpts(o listenerUpdate) listeners.UpdateOpts {
 	return listeners.UpdateOpts{
+		InsertHeaders: o.InsertHeaders,
 		AllowedCIDRs: o.AllowedCIDRs, ConnLimit: o.ConnLimit, DefaultTlsContainerRef: o.DefaultTLSContainerRef,
 		TimeoutClientData: o.TimeoutClientData, TimeoutMemberConnect: o.TimeoutMemberConnect,
 		TimeoutMemberData: o.TimeoutMemberData, TimeoutTCPInspect: o.TimeoutTCPInspect,
@@ -415,5 +437,6 @@ func monitorCreateOpts(o monitorCreate) monitors.CreateOpts {
 
 // monitorUpdateOpts is opts as gophercloud's.
 func monitorUpdateOpts(o monitorUpdate) monitors.UpdateOpts {
-	return monitors.UpdateOpts{Delay: o.Delay, Timeout: o.Timeout, MaxRetries: o.MaxRetries, MaxRetriesDown: o.MaxRetriesDown, URLPath: o.URLPath}
+	return monitors.UpdateOpts{Delay: o.Delay, Timeout: o.Timeout, MaxRetries: o.MaxRetries, MaxRetriesDown: o.MaxRetriesDown, URLPath: o.URLPath,
+		HTTPMethod: o.HTTPMethod, ExpectedCodes: o.ExpectedCodes}
 }

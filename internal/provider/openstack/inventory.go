@@ -1,6 +1,7 @@
 package openstack
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -23,15 +24,19 @@ var (
 	_ lbcycle.DriftListener           = steps{}
 )
 
-// newObjectIndex lists every listener and pool of the project, by id.
-func newObjectIndex(c *Cloud) (*snapshot.Snapshot[lbListener], *snapshot.Snapshot[lbPool]) {
+// newObjectIndex lists every listener, pool and health monitor of the
+// project, by id.
+func newObjectIndex(c *Cloud) (*snapshot.Snapshot[lbListener], *snapshot.Snapshot[lbPool], *snapshot.Snapshot[lbMonitor]) {
 	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss,
 		listing(c.api, svcOctavia, "the project's listeners", c.api.listAllListeners),
 		func(l lbListener) []string { return []string{"listener/" + l.ID} })
 	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss,
 		listing(c.api, svcOctavia, "the project's pools", c.api.listAllPools),
 		func(p lbPool) []string { return []string{"pool/" + p.ID} })
-	return ls, ps
+	ms := snapshot.New("openstack", indexMaxAge, indexMinMiss,
+		listing(c.api, svcOctavia, "the project's health monitors", c.api.listAllMonitors),
+		func(m lbMonitor) []string { return []string{"monitor/" + m.ID} })
+	return ls, ps, ms
 }
 
 // Objects are the load balancer's listeners, pools, members and health
@@ -43,29 +48,49 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 		return nil, err
 	}
 	ls, err := describeListed(ctx, s.index.listeners, "listener", l.Obj.Listeners,
-		func(li lbListener) []string {
-			cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
-			return []string{fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s", li.ID, li.Protocol, li.ProtocolPort,
-				strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTLSContainerRef)}
-		})
+		func(li lbListener) []string { return []string{listenerKey(li)} })
 	if err != nil {
 		return nil, err
 	}
+	var monitorErr error
 	ps, err := describeListed(ctx, s.index.pools, "pool", l.Obj.Pools,
 		func(p lbPool) []string {
 			out := []string{fmt.Sprintf("pool/%s %s %s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners))}
 			if p.MonitorID != "" {
-				out = append(out, "monitor/"+p.MonitorID+" of pool "+p.ID)
+				key, err := s.monitorKey(ctx, p)
+				monitorErr = cmp.Or(monitorErr, err)
+				out = append(out, key)
 			}
 			for _, m := range p.Members {
 				out = append(out, lbcycle.MemberPrefix+m.ID+" of pool "+p.ID)
 			}
 			return out
 		})
-	if err != nil {
+	if err = cmp.Or(err, monitorErr); err != nil {
 		return nil, err
 	}
 	return append(append(out, ls...), ps...), nil
+}
+
+// listenerKey is a listener by every field the CCM sends of one but its
+// tags (which say whose it is: sharing.go) and its name (the peer's
+// listeners have names of their own, kept when adopted).
+func listenerKey(li lbListener) string {
+	cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
+	return fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s connection_limit=%d timeouts=%d/%d/%d/%d insert_headers=%v",
+		li.ID, li.Protocol, li.ProtocolPort, strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTLSContainerRef,
+		li.ConnLimit, li.TimeoutClientData, li.TimeoutMemberConnect, li.TimeoutMemberData, li.TimeoutTCPInspect, li.InsertHeaders)
+}
+
+// monitorKey is the pool's health monitor by every field the CCM sends of
+// one, from the project's listing.
+func (s steps) monitorKey(ctx context.Context, p lbPool) (string, error) {
+	m, found, err := s.index.monitors.Get(ctx, "monitor/"+p.MonitorID)
+	if err != nil || !found {
+		return "monitor/" + p.MonitorID + " (not listed) of pool " + p.ID, err
+	}
+	return fmt.Sprintf("monitor/%s %s delay=%d timeout=%d max_retries=%d max_retries_down=%d http_method=%s url_path=%s expected_codes=%s of pool %s",
+		m.ID, m.Type, m.Delay, m.Timeout, m.MaxRetries, m.MaxRetriesDown, m.HTTPMethod, m.URLPath, m.ExpectedCodes, p.ID), nil
 }
 
 // describeListed describes each of refs (the load balancer's children) as

@@ -27,7 +27,8 @@ type lbListener struct {
 	// The timeouts, in milliseconds.
 	TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect int
 	// Tags name the Service the listener is for (sharing.go).
-	Tags []string
+	Tags          []string
+	InsertHeaders map[string]string
 }
 
 // lbPool is the part of an Octavia pool the CCM reads.
@@ -41,9 +42,9 @@ type lbPool struct {
 
 // lbMonitor is the part of a health monitor the CCM compares.
 type lbMonitor struct {
-	ID, Type                                   string
+	ID, Name, Type                             string
 	Delay, Timeout, MaxRetries, MaxRetriesDown int
-	URLPath                                    string
+	HTTPMethod, URLPath, ExpectedCodes         string
 }
 
 // listenerCreate is what a listener is created with: on its own
@@ -69,11 +70,25 @@ type listenerCreate struct {
 // listenerUpdate is what converge changes of a listener in place; nil is
 // left as it is (a pointer to an empty AllowedCIDRs clears them).
 type listenerUpdate struct {
+	InsertHeaders          *map[string]string
 	AllowedCIDRs           *[]string
 	ConnLimit              *int
 	DefaultTLSContainerRef *string
 	// The timeouts, in milliseconds.
 	TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect *int
+}
+
+// insertHeaders are the headers p's listener inserts (nil: none).
+func (s lbSpec) insertHeaders(p v1.ServicePort) map[string]string {
+	if s.xff && p.Protocol == v1.ProtocolTCP {
+		return map[string]string{"X-Forwarded-For": "true"}
+	}
+	return nil
+}
+
+// poolUpdate is what converge changes of a pool ("": not sent).
+type poolUpdate struct {
+	LBMethod string
 }
 
 // poolCreate is what a pool is created with: for a listener (ListenerID),
@@ -107,9 +122,14 @@ type monitorCreate struct {
 type monitorUpdate struct {
 	Delay, Timeout, MaxRetries, MaxRetriesDown int
 	URLPath                                    string
+	// HTTPMethod, ExpectedCodes: sent only when they differ.
+	HTTPMethod, ExpectedCodes string
 }
 
-func (c *Cloud) objectName(s lbSpec, p v1.ServicePort) string {
+func (c *Cloud) objectName(s lbSpec, p v1.ServicePort) string { return objectName(s, p) }
+
+// objectName is the name of p's listener, pool and health monitor.
+func objectName(s lbSpec, p v1.ServicePort) string {
 	return fmt.Sprintf("%s_%s_%d", s.name, strings.ToLower(string(p.Protocol)), p.Port)
 }
 
@@ -162,9 +182,7 @@ func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listen
 		opts.TimeoutMemberData = s.timeouts.memberData
 		opts.TimeoutTCPInspect = s.timeouts.tcpInspect
 	}
-	if s.xff && p.Protocol == v1.ProtocolTCP {
-		opts.InsertHeaders = map[string]string{"X-Forwarded-For": "true"}
-	}
+	opts.InsertHeaders = s.insertHeaders(p)
 	if s.isTLS(p) {
 		opts.DefaultTLSContainerRef = s.tls.ref
 	}

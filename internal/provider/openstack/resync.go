@@ -29,12 +29,13 @@ type lbIndex struct {
 	// listeners and pools: the drift check's (inventory.go).
 	listeners *snapshot.Snapshot[lbListener]
 	pools     *snapshot.Snapshot[lbPool]
+	monitors  *snapshot.Snapshot[lbMonitor]
 	sgRules   *snapshot.Snapshot[securityRule]
 }
 
 func newLBIndex(c *Cloud) *lbIndex {
-	ls, ps := newObjectIndex(c)
-	return &lbIndex{listeners: ls, pools: ps, sgRules: newRuleIndex(c),
+	ls, ps, ms := newObjectIndex(c)
+	return &lbIndex{listeners: ls, pools: ps, monitors: ms, sgRules: newRuleIndex(c),
 		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]loadBalancer, error) {
 			uid := c.Cluster.Get()
 			if uid == "" {
