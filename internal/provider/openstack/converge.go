@@ -389,7 +389,7 @@ func listenerChanges(l lbListener, s lbSpec, p v1.ServicePort) (listenerUpdate, 
 	if !slices.Equal(cidrs, s.allowedCIDRs) && (!openToAll(cidrs) || !openToAll(s.allowedCIDRs)) {
 		update := s.listenerCIDRs()
 		u.AllowedCIDRs = &update
-		diffs = append(diffs, fmt.Sprintf("allowed CIDRs %s, the Service asks %s", cidrList(cidrs), cidrList(update)))
+		diffs = append(diffs, fmt.Sprintf("allowed_cidrs %s, the Service asks %s", cidrList(cidrs), cidrList(update)))
 	}
 	if want := s.insertHeaders(p); !maps.Equal(l.InsertHeaders, want) {
 		h := want
@@ -402,13 +402,13 @@ func listenerChanges(l lbListener, s lbSpec, p v1.ServicePort) (listenerUpdate, 
 	if l.ConnLimit != s.connLimit {
 		limit := s.connLimit
 		u.ConnLimit = &limit
-		diffs = append(diffs, fmt.Sprintf("connection limit %d, the Service asks %d", l.ConnLimit, limit))
+		diffs = append(diffs, fmt.Sprintf("connection_limit %d, the Service asks %d", l.ConnLimit, limit))
 	}
 	if s.isTLS(p) && l.DefaultTLSContainerRef != s.tls.ref {
 		// A new certificate (a rotated Secret, another reference).
 		ref := s.tls.ref
 		u.DefaultTLSContainerRef = &ref
-		diffs = append(diffs, fmt.Sprintf("certificate %s, the Service asks %s", cmp.Or(l.DefaultTLSContainerRef, "none"), cmp.Or(ref, "one not stored yet")))
+		diffs = append(diffs, fmt.Sprintf("default_tls_container_ref %s, the Service asks %s", cmp.Or(l.DefaultTLSContainerRef, "none"), cmp.Or(ref, "one not stored yet")))
 	}
 	if p.Protocol == v1.ProtocolTCP {
 		for _, t := range []struct {
@@ -417,14 +417,14 @@ func listenerChanges(l lbListener, s lbSpec, p v1.ServicePort) (listenerUpdate, 
 			have int
 			into **int
 		}{
-			{"client data", s.timeouts.clientData, l.TimeoutClientData, &u.TimeoutClientData},
-			{"member connect", s.timeouts.memberConnect, l.TimeoutMemberConnect, &u.TimeoutMemberConnect},
-			{"member data", s.timeouts.memberData, l.TimeoutMemberData, &u.TimeoutMemberData},
-			{"TCP inspect", s.timeouts.tcpInspect, l.TimeoutTCPInspect, &u.TimeoutTCPInspect},
+			{"timeout_client_data", s.timeouts.clientData, l.TimeoutClientData, &u.TimeoutClientData},
+			{"timeout_member_connect", s.timeouts.memberConnect, l.TimeoutMemberConnect, &u.TimeoutMemberConnect},
+			{"timeout_member_data", s.timeouts.memberData, l.TimeoutMemberData, &u.TimeoutMemberData},
+			{"timeout_tcp_inspect", s.timeouts.tcpInspect, l.TimeoutTCPInspect, &u.TimeoutTCPInspect},
 		} {
 			if t.want != nil && *t.want != t.have {
 				*t.into = t.want
-				diffs = append(diffs, fmt.Sprintf("%s timeout %d ms, the Service asks %d", t.name, t.have, *t.want))
+				diffs = append(diffs, fmt.Sprintf("%s %d ms, the Service asks %d", t.name, t.have, *t.want))
 			}
 		}
 	}

@@ -25,7 +25,7 @@ import (
 // and health monitors) and its security group (managed ones), read through
 // the gateway; and what the next walk would change, found by Converge's and
 // Publish's own comparisons (ownListeners, unwantedListeners, strayPools,
-// listenerChanges, memberKeys, monitorChanges, ruleChanges,
+// listenerChanges, poolChanges, memberKeys, monitorChanges, ruleChanges,
 // placementChanges, immutableDiffs), none of them acted on.
 
 var _ provider.Explainer = (*Cloud)(nil)
@@ -335,8 +335,9 @@ func (s steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.Servi
 	case pool.Protocol != spec.poolProtocol(p):
 		e.Change(provider.ActionChange, "pool "+pool.Name, "speaks %s, the Service asks %s: deleted and made anew", pool.Protocol, spec.poolProtocol(p))
 		return
-	case pool.LBMethod != spec.method:
-		e.Change(provider.ActionChange, "pool "+pool.Name, "method %s, the Service asks %s", pool.LBMethod, spec.method)
+	}
+	if _, diffs := poolChanges(pool, spec); len(diffs) > 0 {
+		e.Change(provider.ActionChange, "pool "+pool.Name, "%s", strings.Join(diffs, "; "))
 	}
 	have, want := memberKeys(x.members[pool.ID]), spec.memberKeys(p)
 	for _, m := range want {
