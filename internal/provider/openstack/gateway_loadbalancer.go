@@ -385,8 +385,7 @@ func listenerCreateOpts(o listenerCreate) listeners.CreateOpts {
 // listenerUpdateOpts is opts as gophercloud's.
 func listenerUpdateOpts(o listenerUpdate) listeners.UpdateOpts {
 	return listeners.UpdateOpts{
-		InsertHeaders: o.InsertHeaders,
-		AllowedCIDRs: o.AllowedCIDRs, ConnLimit: o.ConnLimit, DefaultTlsContainerRef: o.DefaultTLSContainerRef,
+		InsertHeaders: o.InsertHeaders, AllowedCIDRs: o.AllowedCIDRs, ConnLimit: o.ConnLimit, DefaultTlsContainerRef: o.DefaultTLSContainerRef,
 		TimeoutClientData: o.TimeoutClientData, TimeoutMemberConnect: o.TimeoutMemberConnect,
 		TimeoutMemberData: o.TimeoutMemberData, TimeoutTCPInspect: o.TimeoutTCPInspect,
 	}
