@@ -23,6 +23,21 @@ func (i *inventoried) Objects(context.Context, *v1.Service, LB[string]) ([]strin
 	return i.objects, nil
 }
 
+// inventoryCycle is a cycle of one converged Service whose load balancer
+// has objects, and its drift check of the Service.
+func inventoryCycle(t *testing.T, objects []string) (*v1.Service, *inventoried, *Cycle[string, string], func() string) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: types.UID("u1")}}
+	lb := &LB[string]{ID: "lb1", State: Ready}
+	cloud := &inventoried{script: script{spec: fp, listed: lb, found: lb, publish: true}, objects: objects}
+	c := New[string, string](cloud, memRecords{svc.UID: {ID: "lb1", Fingerprint: fp}}, Options{})
+	return svc, cloud, c, func() string {
+		t.Helper()
+		d, err := c.Drifted(t.Context(), []*v1.Service{svc})
+		require.NoError(t, err)
+		return d[svc.UID]
+	}
+}
+
 // Every object of a load balancer is checked from the listings: after a
 // restart each load balancer is walked once; later an object gone, changed
 // or added is drift, which a walk repairs; what the walk leaves (a stray
@@ -82,17 +97,8 @@ func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) 
 // objects made a repair no drift pass told of: the pass after it says what
 // changed, for the repair's Event.
 func TestWhatAQuietWalkRepairedIsTold(t *testing.T) {
-	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: types.UID("u1")}}
-	lb := &LB[string]{ID: "lb1", State: Ready}
 	before := []string{"listener/l1/TCP/80", "pool/p1"} // a member deleted while no CCM ran
-	cloud := &inventoried{script: script{spec: fp, listed: lb, found: lb, publish: true}, objects: before}
-	c := New[string, string](cloud, memRecords{svc.UID: {ID: "lb1", Fingerprint: fp}}, Options{})
-	drift := func() string {
-		t.Helper()
-		d, err := c.Drifted(t.Context(), []*v1.Service{svc})
-		require.NoError(t, err)
-		return d[svc.UID]
-	}
+	svc, cloud, c, drift := inventoryCycle(t, before)
 	why := drift()
 	require.True(t, IsReverifying(why))
 	_, repaired := QuietRepair(why)
@@ -116,17 +122,8 @@ func TestWhatAQuietWalkRepairedIsTold(t *testing.T) {
 // remembered as normal: the pass asks for a quiet walk, which repairs it,
 // and what the next pass sees must match before it is remembered.
 func TestWhatChangesJustAfterAWalkIsRepairedNotRemembered(t *testing.T) {
-	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: types.UID("u1")}}
-	lb := &LB[string]{ID: "lb1", State: Ready}
 	all := []string{"listener/l1/TCP/80", "rule/80", "rule/30080", "rule/10256"}
-	cloud := &inventoried{script: script{spec: fp, listed: lb, found: lb, publish: true}, objects: all}
-	c := New[string, string](cloud, memRecords{svc.UID: {ID: "lb1", Fingerprint: fp}}, Options{})
-	drift := func() string {
-		t.Helper()
-		d, err := c.Drifted(t.Context(), []*v1.Service{svc})
-		require.NoError(t, err)
-		return d[svc.UID]
-	}
+	svc, cloud, c, drift := inventoryCycle(t, all)
 	walks := 0
 	walk := func(leaves []string) {
 		t.Helper()
