@@ -78,6 +78,7 @@ func (e *Emulator) commands() map[string]command {
 		"listNetworkACLs":               {fn: e.listNetworkACLs},
 		"createNetworkACL":              {fn: e.createNetworkACL},
 		"deleteNetworkACL":              {fn: e.deleteNetworkACL},
+		"updateNetworkACLItem":          {fn: e.updateNetworkACLItem},
 		"createTags":                    {fn: e.createTags},
 		"deleteTags":                    {fn: e.deleteTags},
 		"listTags":                      {fn: e.listTags},

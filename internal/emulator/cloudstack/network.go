@@ -207,8 +207,10 @@ func deleteByJob[T any](e *Emulator, a *account, p url.Values, now time.Time, co
 
 type aclItem struct {
 	id, protocol, action, trafficType string
-	start, end, number                int
-	cidrs                             []string
+	// reason is the item's description (4.15+), as its creator gave it.
+	reason             string
+	start, end, number int
+	cidrs              []string
 	// state is Add from its creation, Active once its job has applied it.
 	state string
 }
@@ -216,7 +218,7 @@ type aclItem struct {
 func (e *Emulator) aclView(r *aclItem) map[string]any {
 	return map[string]any{"id": r.id, "protocol": r.protocol, "startport": strconv.Itoa(r.start), "endport": strconv.Itoa(r.end),
 		"traffictype": r.trafficType, "action": r.action, "number": r.number, "aclid": e.fx.ACLListID,
-		"cidrlist": strings.Join(r.cidrs, ","), "state": r.state, "fordisplay": true, "tags": e.tagsOf(r.id)}
+		"cidrlist": strings.Join(r.cidrs, ","), "state": r.state, "fordisplay": true, "tags": e.tagsOf(r.id), "reason": r.reason}
 }
 
 func (e *Emulator) listNetworkACLLists(_ *account, p url.Values, _ time.Time) (any, *apiError) {
@@ -273,7 +275,8 @@ func (e *Emulator) createNetworkACL(a *account, p url.Values, now time.Time) (an
 	// CreateNetworkACLCmd is a BaseAsyncCreateCmd: its create() persists the
 	// item (state Add) before the job's execute() applies it (Active), so the
 	// item is listed, and can be tagged, at once.
-	r := &aclItem{id: e.newID(), protocol: m.proto, action: action, trafficType: traffic, start: m.start, end: m.end, number: len(e.acl) + 1, cidrs: m.cidrs, state: "Add"}
+	r := &aclItem{id: e.newID(), protocol: m.proto, action: action, trafficType: traffic, start: m.start, end: m.end, number: len(e.acl) + 1, cidrs: m.cidrs, state: "Add",
+		reason: p.Get("reason")}
 	e.acl = append(e.acl, r)
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.network.CreateNetworkACLCmd", "NetworkAcl", r.id, now, func() (any, error) {
 		r.state = "Active"

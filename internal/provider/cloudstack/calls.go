@@ -575,9 +575,11 @@ type opening struct {
 	AddressID    string // a firewall rule's
 	Start, End   int
 	CIDRs        []string
-	// ACL items only: Allow or Deny, Ingress or Egress, and their tags.
+	// ACL items only: Allow or Deny, Ingress or Egress, their tags, and
+	// their reason (the CCM's mark as it makes one: ownership.go).
 	Action, Traffic string
 	Tags            map[string]string
+	Reason          string
 }
 
 // firewallRules lists the firewall rules of an address ("": of every
@@ -676,6 +678,7 @@ type aclAnswer struct {
 	Action   string `json:"action"`
 	Traffic  string `json:"traffictype"`
 	Tags     []tag  `json:"tags"`
+	Reason   string `json:"reason"`
 }
 
 // toACLItem is a network ACL item as the CCM uses it.
@@ -683,19 +686,23 @@ func toACLItem(a aclAnswer) opening {
 	start, _ := strconv.Atoi(a.Start)
 	end, _ := strconv.Atoi(a.End)
 	return opening{ID: a.ID, Protocol: strings.ToLower(a.Protocol), Start: start, End: end, CIDRs: splitCIDRs(a.CIDRs),
-		Action: a.Action, Traffic: a.Traffic, Tags: tagMap(a.Tags)}
+		Action: a.Action, Traffic: a.Traffic, Tags: tagMap(a.Tags), Reason: a.Reason}
 }
 
-// createACLItem lets o in through a network ACL list (CreateNetworkACLParams).
+// createACLItem lets o in through a network ACL list, its reason o's
+// (CreateNetworkACLParams; servers before 4.15 ignore reason).
 func (gw *gateway) createACLItem(ctx context.Context, aclID string, o opening) (id, job string, err error) {
 	p := params{}
 	p.set("protocol", o.Protocol)
 	p.set("aclid", aclID)
-	p.set("action", "Allow")
-	p.set("traffictype", "Ingress")
+	p.set("action", aclAction)
+	p.set("traffictype", aclTraffic)
 	p.setInt("startport", o.Start)
 	p.setInt("endport", o.End)
 	p.setList("cidrlist", o.CIDRs)
+	if o.Reason != "" {
+		p.set("reason", o.Reason)
+	}
 	r, err := gw.change(ctx, "createNetworkACL", p)
 	return r.ID, r.JobID, err
 }

@@ -57,7 +57,9 @@ type Cloud struct {
 	// ruleMachines are the drift check's reads of each rule's machines
 	// (inventory.go).
 	ruleMachines provider.Rotation[[]string]
-	jobs         *jobs
+	// ruleChecks are its reads of each rule's health-check policies.
+	ruleChecks provider.Rotation[[]healthCheck]
+	jobs       *jobs
 	// records keeps each Service's converged record in CloudStackConverged.
 	records *lbcycle.AnnotationRecords
 
@@ -98,7 +100,8 @@ func New(cfg Config, name string) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, tagSettle: tagSettle,
-		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass}}
+		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass},
+		ruleChecks: provider.Rotation[[]healthCheck]{PerPass: ruleReadsPerPass}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.firewall = newFirewallListing(gw)

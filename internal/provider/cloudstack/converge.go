@@ -158,9 +158,10 @@ func ruleWrong(r rule, spec lbSpec, st lbState, want map[string]portSpec, have m
 	case r.AddressID != st.addr.ID:
 		return fmt.Sprintf("it is on address %s, not %s", r.IP, st.addr.IP)
 	case r.PublicPort != p.port || r.PrivatePort != p.nodePort || r.Protocol != p.proto:
-		return fmt.Sprintf("it forwards %s %d to %d, the Service asks %s %d to %d", r.Protocol, r.PublicPort, r.PrivatePort, p.proto, p.port, p.nodePort)
+		return describeDiffs(differing(fieldDiff{"protocol", r.Protocol, p.proto},
+			fieldDiff{"publicport", num(r.PublicPort), num(p.port)}, fieldDiff{"privateport", num(r.PrivatePort), num(p.nodePort)}))
 	case !plan.ruleServes(r, spec):
-		return fmt.Sprintf("its cidrlist %s, with its opening, does not let in what the Service asks (%s)", strings.Join(r.CIDRs, ","), strings.Join(spec.sources, ","))
+		return fmt.Sprintf("cidrlist %s, with its opening, does not let in what the Service asks (%s)", cidrText(r.CIDRs), cidrText(spec.sources))
 	}
 	return ""
 }
@@ -262,6 +263,9 @@ func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r
 		return false, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
 	}
 	drop, create := checkChanges(checks, spec.check)
+	if len(drop) > 0 || create {
+		s.ruleChecks.Stale(r.ID) // the drift check reads what this leaves
+	}
 	for _, h := range drop {
 		job, err := s.gw.deleteHealthCheck(ctx, h.ID)
 		if err := s.deleting(svc, "a health check of rule "+r.Name, job, err); err != nil {
@@ -286,7 +290,7 @@ func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r
 func checkChanges(checks []healthCheck, want *healthCheck) (drop []healthCheck, create bool) {
 	keep := false
 	for _, h := range checks {
-		if want != nil && !keep && h.Path == want.Path && h.Interval == want.Interval {
+		if want != nil && !keep && len(checkDiffs(h, *want)) == 0 {
 			keep = true
 			continue
 		}

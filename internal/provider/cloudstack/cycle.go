@@ -77,6 +77,7 @@ func (s steps) Relist() {
 	s.firewall.Invalidate()
 	s.acls.Forget()
 	s.ruleMachines.Pass()
+	s.ruleChecks.Pass()
 }
 
 // RetryAfter is when the Service's jobs should be done.

@@ -296,14 +296,7 @@ func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation,
 			e.Change(provider.ActionCreate, "rule "+p.ruleName(spec.name), "%s %d to node port %d, with %d machine(s)", p.proto, p.port, p.nodePort, len(spec.members))
 		}
 	}
-	drop, open := op.changes(spec, plan)
-	kind := map[bool]string{true: "firewall rule", false: "ACL item"}[op.firewall]
-	for _, o := range drop {
-		e.Change(provider.ActionDelete, kind+" "+o.ID, "opens %s %d-%d to %s, not as the Service asks", o.Protocol, o.Start, o.End, strings.Join(o.CIDRs, ","))
-	}
-	for _, o := range open {
-		e.Change(provider.ActionCreate, fmt.Sprintf("%s for %s %d", kind, o.Protocol, o.Start), "to let in %s", strings.Join(o.CIDRs, ","))
-	}
+	explainOpenings(e, spec, op, plan)
 	for _, p := range spec.ports {
 		if r, ok := have[p.ruleName(spec.name)]; ok {
 			ruleDrift(e, spec, r, x)
@@ -312,22 +305,51 @@ func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation,
 	return nil
 }
 
+// explainOpenings is what convergeOpenings would change: an opening not as
+// asked is named with the fields that differ from the one made in its
+// place (of its port and protocol, else of its port).
+func explainOpenings(e *provider.ServiceExplanation, spec lbSpec, op openings, plan openingPlan) {
+	drop, open := op.changes(spec, plan)
+	kind := map[bool]string{true: "firewall rule", false: "ACL item"}[op.firewall]
+	for _, o := range drop {
+		i := slices.IndexFunc(open, func(n opening) bool { return n.Protocol == o.Protocol && o.Start <= n.Start && n.Start <= o.End })
+		if i < 0 {
+			i = slices.IndexFunc(open, func(n opening) bool { return n.Start == o.Start })
+		}
+		if i >= 0 {
+			e.Change(provider.ActionDelete, kind+" "+o.ID, "%s: deleted, and made anew", describeDiffs(openingDiffs(o, open[i])))
+			continue
+		}
+		e.Change(provider.ActionDelete, kind+" "+o.ID, "opens %s %d-%d to %s, not as the Service asks", o.Protocol, o.Start, o.End, cidrText(o.CIDRs))
+	}
+	for _, o := range open {
+		e.Change(provider.ActionCreate, fmt.Sprintf("%s for %s %d", kind, o.Protocol, o.Start), "to let in %s", cidrText(o.CIDRs))
+	}
+}
+
 // ruleDrift is what convergeRule would change of a rule that stays: its
 // algorithm, its machines, its health checks.
 func ruleDrift(e *provider.ServiceExplanation, spec lbSpec, r rule, x explained) {
 	if r.Algorithm != spec.algorithm {
-		e.Change(provider.ActionChange, "rule "+r.Name, "algorithm %s, the Service asks %s", r.Algorithm, spec.algorithm)
+		e.Change(provider.ActionChange, "rule "+r.Name, "%s", describeDiffs([]fieldDiff{{"algorithm", r.Algorithm, spec.algorithm}}))
 	}
 	add, remove := memberChanges(x.machines[r.ID], spec.members)
 	for _, m := range add {
-		e.Change(provider.ActionCreate, "member "+m+" of rule "+r.Name, "the machine of Node %s, which the rule lacks", x.nodeOf[m])
+		e.Change(provider.ActionCreate, "member "+m+" of rule "+r.Name, "virtualmachineids lack %s, the machine of Node %s", m, x.nodeOf[m])
 	}
 	for _, m := range remove {
-		e.Change(provider.ActionDelete, "member "+m+" of rule "+r.Name, "not an eligible Node's machine")
+		e.Change(provider.ActionDelete, "member "+m+" of rule "+r.Name, "virtualmachineids hold %s, not an eligible Node's machine", m)
 	}
 	drop, create := checkChanges(x.checks[r.ID], spec.check)
 	for _, h := range drop {
-		e.Change(provider.ActionDelete, "health check "+h.ID+" of rule "+r.Name, "HTTP %s every %ds, not as the Service asks", h.Path, h.Interval)
+		why := "HTTP " + h.Path + ", which the Service does not ask"
+		if spec.check != nil {
+			why = "a second policy of the rule"
+			if ds := checkDiffs(h, *spec.check); len(ds) > 0 {
+				why = describeDiffs(ds) + ": deleted, and made anew"
+			}
+		}
+		e.Change(provider.ActionDelete, "health check "+h.ID+" of rule "+r.Name, "%s", why)
 	}
 	if create {
 		e.Change(provider.ActionCreate, "health check of rule "+r.Name, "HTTP %s every %ds", spec.check.Path, spec.check.Interval)

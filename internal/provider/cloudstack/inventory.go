@@ -21,28 +21,25 @@ import (
 // from a rule behind our back is seen within ceil(rules / ruleReadsPerPass)
 // drift periods (one up to that many rules) at a cost flat in the number of
 // Services; a rule whose machines this CCM just changed is read at the next
-// pass.
+// pass. Each rule's health-check policies are read the same way.
 
 var _ lbcycle.Inventory[lbState] = steps{}
 
 // ruleReadsPerPass bounds the rules whose machines one drift pass reads.
 const ruleReadsPerPass = 20
 
-// Objects are the Service's rules, their machines and openings (the address
-// is its rules').
+// Objects are the Service's rules, their machines, health-check policies
+// and openings (the address is its rules'), each keyed by every field the
+// walk compares (fields.go).
 func (s steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string, error) {
 	st := lb.Obj
 	var out []string
 	for _, r := range st.rules {
-		cidrs := slices.Sorted(slices.Values(r.CIDRs))
-		out = append(out, fmt.Sprintf("rule/%s %s %s:%d->%d %s from %s", r.ID, r.Protocol, r.IP, r.PublicPort, r.PrivatePort, r.Algorithm, strings.Join(cidrs, ",")))
-		machines, err := s.ruleMachines.Get(ctx, r.ID, s.gw.ruleMachines)
+		keys, err := s.ruleKeys(ctx, r)
 		if err != nil {
-			return nil, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
+			return nil, err
 		}
-		for _, m := range machines {
-			out = append(out, fmt.Sprintf(lbcycle.MemberPrefix+"%s of %s", m, r.ID))
-		}
+		out = append(out, keys...)
 	}
 	open, what, err := s.openings(ctx, svc, st)
 	if err != nil {
@@ -52,8 +49,29 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string,
 		if !slices.ContainsFunc(st.rules, o.opens) {
 			continue // another Service's, on an address they share
 		}
-		cidrs := slices.Sorted(slices.Values(o.CIDRs))
-		out = append(out, fmt.Sprintf("%s/%s %s %d-%d from %s %s", strings.ReplaceAll(what, " ", "-"), o.ID, o.Protocol, o.Start, o.End, strings.Join(cidrs, ","), o.Action))
+		out = append(out, fmt.Sprintf("%s/%s %s %d-%d from %s %s %s", strings.ReplaceAll(what, " ", "-"), o.ID, o.Protocol, o.Start, o.End,
+			cidrText(o.CIDRs), o.Action, o.Traffic))
+	}
+	return out, nil
+}
+
+// ruleKeys are a rule's key, its machines' and its health-check policies'
+// (both read on the rotation's budget).
+func (s steps) ruleKeys(ctx context.Context, r rule) ([]string, error) {
+	out := []string{fmt.Sprintf("rule/%s %s %s:%d->%d %s from %s", r.ID, r.Protocol, r.IP, r.PublicPort, r.PrivatePort, r.Algorithm, cidrText(r.CIDRs))}
+	machines, err := s.ruleMachines.Get(ctx, r.ID, s.gw.ruleMachines)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
+	}
+	for _, m := range machines {
+		out = append(out, fmt.Sprintf(lbcycle.MemberPrefix+"%s of %s", m, r.ID))
+	}
+	checks, err := s.ruleChecks.Get(ctx, r.ID, s.gw.healthChecks)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
+	}
+	for _, h := range checks {
+		out = append(out, fmt.Sprintf("health-check/%s of %s %s every %ds within %ds thresholds %d/%d", h.ID, r.ID, h.Path, h.Interval, h.Timeout, h.Healthy, h.Unhealthy))
 	}
 	return out, nil
 }

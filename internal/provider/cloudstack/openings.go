@@ -22,6 +22,7 @@ func openingKey(proto string, port int) string { return fmt.Sprintf("%s/%d", l4(
 type openings struct {
 	firewall, enforced bool
 	acl, list          string // the tier's ACL list, by id and name
+	reason             string // the mark of the ACL items made (itemReason)
 	current            []opening
 	// own: the address is the Service's own, so every firewall rule on it
 	// is judged, not only those of the Service's ports.
@@ -36,6 +37,9 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 		op := openings{firewall: true, enforced: true, own: st.addrRead && s.owns(st.addr, svc)}
 		if st.addr.ID == "" || fresh != st.addr.ID {
 			var err error
+			if op.own, err = s.ownAddress(ctx, svc, st); err != nil {
+				return openings{}, err
+			}
 			if op.current, err = s.gw.firewallRules(ctx, st.addr.ID); err != nil {
 				return openings{}, err
 			}
@@ -49,7 +53,7 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 	if err != nil {
 		return openings{}, err
 	}
-	op := openings{acl: n.ACL, list: list}
+	op := openings{acl: n.ACL, list: list, reason: s.itemReason(svc)}
 	if list == "default_allow" || list == "default_deny" {
 		klog.FromContext(ctx).V(2).Info("The tier's ACL list is the server's own; it is left as it is", "service", klog.KObj(svc), "list", list)
 		return op, nil
@@ -65,6 +69,19 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 	}
 	op.enforced = true
 	return op, nil
+}
+
+// ownAddress says whether the Service's address is its own (its tags),
+// read when the state took it from the rules: every firewall rule on an
+// address of its own is judged (one that opens a port of the Service's
+// but not as asked, a range, another protocol, is then not left beside
+// the one made).
+func (s steps) ownAddress(ctx context.Context, svc *v1.Service, st lbState) (bool, error) {
+	if st.addrRead || st.addr.ID == "" {
+		return st.addrRead && s.owns(st.addr, svc), nil
+	}
+	a, found, err := s.gw.address(ctx, st.addr.ID)
+	return found && s.owns(a, svc), err
 }
 
 // openingPlan is which current openings stay, and what each port's opening
@@ -94,7 +111,7 @@ func (op openings) plan(spec lbSpec, current map[string]rule) openingPlan {
 	goal, simple := letIn(spec.ruleCIDRs, spec.sources)
 	for _, o := range op.current {
 		key := openingKey(o.Protocol, o.Start)
-		if o.Start != o.End || !want[key] || pl.after[key] != nil {
+		if o.Start != o.End || !want[key] || pl.after[key] != nil || !o.asMade() {
 			continue
 		}
 		r, ruled := current[key]
@@ -217,7 +234,7 @@ func (op openings) changes(spec lbSpec, pl openingPlan) (drop, open []opening) {
 			continue
 		}
 		matched[key] = true
-		open = append(open, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: pl.after[key]})
+		open = append(open, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: pl.after[key], Reason: op.reason})
 	}
 	return drop, open
 }

@@ -31,6 +31,13 @@ func (c *Cloud) newTags(svc *v1.Service) map[string]string {
 	return t
 }
 
+// itemReason is the reason of the ACL items this CCM makes for the Service:
+// its mark from their creation, before their tags (a createTags whose
+// answer was lost, or a createNetworkACL's, which names the item made).
+func (c *Cloud) itemReason(svc *v1.Service) string {
+	return tagService + "=" + string(svc.UID) + " " + tagCluster + "=" + c.Cluster.Get()
+}
+
 // owns says whether the address was associated by this CCM for the Service.
 func (c *Cloud) owns(a address, svc *v1.Service) bool {
 	return a.Tags[tagCluster] == c.Cluster.Get() && a.Tags[tagService] == string(svc.UID)

@@ -434,7 +434,7 @@ func wireOpeningsAndJobs() []wireCase {
 				_, _ = c.NetworkACL.ListNetworkACLs(p)
 			}},
 		{"createACLItem", func(ctx context.Context, gw *gateway) {
-			_, _, _ = gw.createACLItem(ctx, "acl-1", opening{Protocol: "udp", Start: 53, End: 53, CIDRs: []string{"0.0.0.0/0"}})
+			_, _, _ = gw.createACLItem(ctx, "acl-1", opening{Protocol: "udp", Start: 53, End: 53, CIDRs: []string{"0.0.0.0/0"}, Reason: "overcast-service=u"})
 		}, func(c *cs.CloudStackClient) {
 			p := c.NetworkACL.NewCreateNetworkACLParams("udp")
 			p.SetAclid("acl-1")
@@ -443,6 +443,7 @@ func wireOpeningsAndJobs() []wireCase {
 			p.SetStartport(53)
 			p.SetEndport(53)
 			p.SetCidrlist([]string{"0.0.0.0/0"})
+			p.SetReason("overcast-service=u")
 			_, _ = c.NetworkACL.CreateNetworkACL(p)
 		}},
 		{"deleteACLItem", func(ctx context.Context, gw *gateway) { _, _ = gw.deleteACLItem(ctx, "item-1") },
