@@ -131,10 +131,41 @@ func (c *Cycle[S, L]) inventoryDrift(id string, objects []string) string {
 		if why := describeChange(slices.DeleteFunc(slices.Clone(was), isMember), others); why != "" {
 			return why
 		}
+		if why := membersChanged(was, objects); why != "" {
+			return why
+		}
 		c.inventory[id] = objects
 		return ""
 	}
 	return describeChange(was, objects)
+}
+
+// membersChanged says what changed of the members that were there before
+// and still are (a member is known by its key's first word and what it is a
+// member of, after its last " of "; the rest is what is converged of it, a
+// backend's weight, say): a change of Nodes adds and removes members, it
+// changes none that stays.
+func membersChanged(was, now []string) string {
+	identity := func(k string) string {
+		first, _, _ := strings.Cut(k, " ")
+		if i := strings.LastIndex(k, " of "); i >= 0 {
+			return first + k[i:]
+		}
+		return first
+	}
+	before := map[string]string{}
+	for _, k := range was {
+		if strings.HasPrefix(k, MemberPrefix) {
+			before[identity(k)] = k
+		}
+	}
+	var gone, changed []string
+	for _, k := range now {
+		if w, ok := before[identity(k)]; ok && w != k && strings.HasPrefix(k, MemberPrefix) {
+			gone, changed = append(gone, w), append(changed, k)
+		}
+	}
+	return describeChange(gone, changed)
 }
 
 // afterWalk remembers what a pass after a walk sees of the load balancer id

@@ -210,6 +210,16 @@ func TestMembersUpdatedAloneAreNotDrift(t *testing.T) {
 	d, err = c.Drifted(t.Context(), []*v1.Service{svc})
 	require.NoError(t, err)
 	assert.Equal(t, "gone or changed: listener/l1 from 10.0.0.0/8; new: listener/l1 from 0.0.0.0/0", d[svc.UID])
+
+	// So is a member that stays, changed (a backend's weight): only the
+	// members added and removed are the Node change's.
+	cloud.objects = []string{"member/10.0.0.1:30080 weight 7 of TCP-80", "member/10.0.0.3:30080 weight 1 of TCP-80"}
+	c.inventory["lb1"] = []string{"member/10.0.0.1:30080 weight 1 of TCP-80", "member/10.0.0.2:30080 weight 1 of TCP-80"}
+	records[svc.UID] = Record{ID: "lb1", Fingerprint: Fingerprint{Config: fp.Config, Members: "oldest"}}
+	require.NoError(t, c.UpdateLoadBalancer(t.Context(), "kubernetes", svc, nil))
+	d, err = c.Drifted(t.Context(), []*v1.Service{svc})
+	require.NoError(t, err)
+	assert.Equal(t, "gone or changed: member/10.0.0.1:30080 weight 1 of TCP-80; new: member/10.0.0.1:30080 weight 7 of TCP-80", d[svc.UID])
 }
 
 func TestTwoObjectsAlikeAreTwo(t *testing.T) {
