@@ -2,6 +2,7 @@ package cloudstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,12 +79,16 @@ func (c *Cloud) noteAssociating(ctx context.Context, svc *v1.Service) error {
 	return nil
 }
 
+// errNotAssociated: the association was not asked for (the time could not
+// be written on the Service first).
+var errNotAssociated = errors.New("no address was associated")
+
 // associateTagged writes the time on the Service, associates an address for
 // it and tags it as the Service's. tagErr is
 // the tagging's error: the address was associated, and must be given back.
 func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network, ask string) (id, job, tagJob string, tagErr, err error) {
 	if err := c.noteAssociating(ctx, svc); err != nil {
-		return "", "", "", nil, err
+		return "", "", "", nil, fmt.Errorf("%w: %w", errNotAssociated, err)
 	}
 	id, job, err = c.gw.associate(ctx, n, ask)
 	if err != nil {

@@ -83,7 +83,15 @@ type Cloud struct {
 	// takingUp is held while an address left untagged is taken up
 	// (associating.go).
 	takingUp provider.Turn
+	// unanswered are the creates whose answer was lost (an address, an
+	// opening): looked for, not made again, while they may yet appear.
+	unanswered *provider.Unanswered
 }
+
+// lostWindow is how long after a lost answer its object may yet appear:
+// an address is taken up only within associatingWindow of the time
+// written on its Service (associating.go).
+const lostWindow = associatingWindow + 2*clockPrecision
 
 var _ provider.Cloud = (*Cloud)(nil)
 
@@ -101,7 +109,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 	}
 	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, tagSettle: tagSettle,
 		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass},
-		ruleChecks: provider.Rotation[[]healthCheck]{PerPass: ruleReadsPerPass}}
+		ruleChecks: provider.Rotation[[]healthCheck]{PerPass: ruleReadsPerPass}, unanswered: &provider.Unanswered{Window: lostWindow}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.firewall = newFirewallListing(gw)

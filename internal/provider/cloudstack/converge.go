@@ -203,6 +203,9 @@ func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbS
 		if err := s.assignNew(ctx, svc, spec, id, name); err != nil {
 			return 0, err
 		}
+		if err := s.checkNew(ctx, svc, spec, id, name); err != nil {
+			return 0, err
+		}
 		created++
 	}
 	return created, nil
@@ -219,6 +222,21 @@ func (s steps) assignNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, 
 		return fmt.Errorf("cannot assign the machines to rule %s: %w", name, err)
 	}
 	s.jobs.add(svc.UID, job, "assigning machines to rule "+name)
+	return nil
+}
+
+// checkNew gives a rule just created the spec's health-check policy, if it
+// asks for one (the next pass, the rule built, has nothing to read).
+func (s steps) checkNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, name string) error {
+	if spec.check == nil {
+		return nil
+	}
+	s.ruleChecks.Stale(id)
+	job, err := s.gw.createHealthCheck(ctx, id, *spec.check)
+	if err != nil {
+		return outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create the health check of rule %s: %w", name, err))
+	}
+	s.jobs.add(svc.UID, job, "creating the health check of rule "+name)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -35,11 +36,20 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 			return fmt.Sprintf("public address %s is being released", spec.ip), nil
 		}
 	}
+	lost := "address/" + string(svc.UID)
+	if since, waiting := s.unanswered.Waiting(lost); waiting {
+		// Its address may yet appear, untagged: the next passes take it up
+		// (associating.go) rather than associate another.
+		return fmt.Sprintf("waiting for the address whose association got no answer %s ago", since.Round(time.Second)), nil
+	}
 	ask := spec.ip
 	if ask == "" {
 		ask = s.keptAddress(ctx, svc)
 	}
 	id, job, tagJob, tagErr, err := s.associateTagged(ctx, svc, n, ask)
+	if outcome.MayHaveActed(err) && !errors.Is(err, errNotAssociated) {
+		s.unanswered.Lost(lost)
+	}
 	if err != nil && ask != spec.ip && refusedAddress(err) {
 		klog.FromContext(ctx).Info("The Service's former address cannot be had again; associating another", "service", klog.KObj(svc), "address", ask, "err", err.Error())
 		id, job, tagJob, tagErr, err = s.associateTagged(ctx, svc, n, "")

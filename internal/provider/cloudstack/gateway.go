@@ -180,6 +180,17 @@ func (gw *gateway) set(g Global) (bool, error) {
 	return true, nil
 }
 
+// setAttemptTimeout bounds one attempt of each call from now on (0:
+// cloudapi's default).
+func (gw *gateway) setAttemptTimeout(d time.Duration) error {
+	gw.mu.Lock()
+	gw.attemptTimeout, gw.hc = d, nil
+	g := gw.global
+	gw.mu.Unlock()
+	_, err := gw.set(g)
+	return err
+}
+
 // followUp is the context of a call that must follow one just made whatever
 // happens to its caller (an address just associated gets its tags, or is given
 // back when they could not be put): the caller's values without its

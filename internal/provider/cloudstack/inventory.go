@@ -99,7 +99,7 @@ func (s steps) openings(ctx context.Context, svc *v1.Service, st lbState) ([]ope
 		}
 		var open []opening
 		for _, it := range items {
-			if it.Tags[tagService] == string(svc.UID) {
+			if s.itemOurs(it, svc) {
 				open = append(open, it)
 			}
 		}

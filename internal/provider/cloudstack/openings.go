@@ -63,7 +63,7 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 		return openings{}, err
 	}
 	for _, it := range items {
-		if it.Tags[tagService] == string(svc.UID) {
+		if s.itemOurs(it, svc) {
 			op.current = append(op.current, it)
 		}
 	}
@@ -182,8 +182,14 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		}
 		changes++
 	}
-	var created []string
+	created := op.untagged(svc, pl)
+	changes += len(created)
 	for _, o := range open {
+		key := lostOpening(svc, o)
+		if _, waiting := s.unanswered.Waiting(key); waiting {
+			changes++ // made, its answer lost: looked for until it appears
+			continue
+		}
 		var id, job string
 		var err error
 		if op.firewall {
@@ -191,6 +197,9 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		} else {
 			id, job, err = s.gw.createACLItem(ctx, op.acl, o)
 			created = append(created, id)
+		}
+		if outcome.MayHaveActed(err) {
+			s.unanswered.Lost(key)
 		}
 		if err != nil {
 			return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot open port %d/%s%s: %w", o.Start, o.Protocol, inList(op.list), err))
@@ -206,6 +215,26 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		s.jobs.add(svc.UID, job, "tagging ACL items")
 	}
 	return changes, nil
+}
+
+// untagged are the ids of the ACL items kept that are the Service's by
+// their reason alone: made, but their tags not put (the answer of their
+// createNetworkACL or createTags lost). They get them with the new ones.
+func (op openings) untagged(svc *v1.Service, pl openingPlan) []string {
+	var out []string
+	for _, o := range op.current {
+		if !op.firewall && pl.keep[o.ID] && o.Tags[tagService] != string(svc.UID) {
+			out = append(out, o.ID)
+		}
+	}
+	return out
+}
+
+// lostOpening is what remembers (provider.Unanswered) the creation of an
+// opening of the Service whose answer was lost: it is not made again while
+// it may yet appear (a late createFirewallRule or createNetworkACL).
+func lostOpening(svc *v1.Service, o opening) string {
+	return "opening/" + string(svc.UID) + "/" + openingKey(o.Protocol, o.Start)
 }
 
 // changes are the openings convergeOpenings deletes (those not kept; on an
@@ -353,7 +382,7 @@ func (s steps) closeACLItems(ctx context.Context, svc *v1.Service, acl string) e
 		return err
 	}
 	for _, it := range items {
-		if it.Tags[tagService] != string(svc.UID) || it.Tags[tagCluster] != s.Cluster.Get() {
+		if !s.itemOurs(it, svc) || (it.Tags[tagCluster] != s.Cluster.Get() && it.Reason != s.itemReason(svc)) {
 			continue
 		}
 		job, err := s.gw.deleteACLItem(ctx, it.ID)
