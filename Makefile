@@ -99,7 +99,7 @@ test-openstack: build openstack-up ## contract suite and e2e against the real Op
 test-openstack-contract:
 	test/openstack/reset.sh
 	OVERCAST_CONTRACT_OPENSTACK_ENV=$${OVERCAST_OPENSTACK_STATE:-/var/tmp/overcast-openstack}/openstack.env \
-		$(GO) test $(TEST_FLAGS) -timeout 15m -run '^TestContract' ./internal/provider/openstack/
+		$(GO) test $(TEST_FLAGS) -timeout 25m -run '^TestContract' ./internal/provider/openstack/
 
 test-openstack-e2e:
 	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
