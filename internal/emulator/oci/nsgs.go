@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -116,13 +117,32 @@ type nsgCreate struct {
 
 // createNSG answers CreateNetworkSecurityGroup: an AVAILABLE NSG of a VCN,
 // with no rules, at once.
-func (e *Emulator) createNSG(_ *http.Request, d *nsgCreate, now time.Time) (core.Reply, error) {
+// createNSG answers CreateNetworkSecurityGroup; its opc-retry-token makes
+// it idempotent for 24 hours, as a load balancer's create (loadbalancer.go):
+// the same token and body are answered with the NSG first made, while it
+// is there; another body is 409 InvalidatedRetryToken
+// (core.CreateNetworkSecurityGroupRequest.OpcRetryToken).
+func (e *Emulator) createNSG(r *http.Request, d *nsgCreate, now time.Time) (core.Reply, error) {
 	if _, ok := e.vcns.Get(d.VCNID); !ok || d.CompartmentID == "" {
 		return core.Reply{}, invalid("compartmentId and the vcnId of an existing VCN are required.")
+	}
+	token := r.Header.Get("opc-retry-token")
+	body, _ := json.Marshal(d)
+	sum := sha256.Sum256(body)
+	if prev, ok := e.retryTokens["nsg/"+token]; token != "" && ok && now.Before(prev.expiresAt) {
+		if prev.body != sum {
+			return core.Reply{}, &apiErr{http.StatusConflict, "InvalidatedRetryToken", "The retry token was used for a request with another body."}
+		}
+		if g, ok := e.nsgs.Get(prev.created); ok {
+			return tagged(g, g.etag()), nil
+		}
 	}
 	g := &nsg{resource: e.newResource("networksecuritygroup", d.CompartmentID, "AVAILABLE", now), VCNID: d.VCNID, DisplayName: d.DisplayName, revision: 1}
 	g.FreeformTags, g.DefinedTags = tagsOrEmpty(d.FreeformTags, d.DefinedTags)
 	e.nsgs.Add(g.ID, g)
+	if token != "" {
+		e.retryTokens["nsg/"+token] = retried{body: sum, created: g.ID, expiresAt: now.Add(24 * time.Hour)}
+	}
 	return tagged(g, g.etag()), nil
 }
 

@@ -102,3 +102,32 @@ func TestTheSDKTagsANetworkSecurityGroupWithItsCurrentEtag(t *testing.T) {
 		UpdateNetworkSecurityGroupDetails: core.UpdateNetworkSecurityGroupDetails{FreeformTags: map[string]string{}}})
 	assert.Equal(t, 412, serviceError(t, err).GetHTTPStatusCode(), "the etag read before the change")
 }
+
+// CreateNetworkSecurityGroup with an opc-retry-token is idempotent, as
+// oci-go-sdk documents it: the same token and body are answered with the
+// NSG first made (not a second one); another body with it is 409.
+func TestAnNSGCreateRetriedWithItsTokenMakesOneNSG(t *testing.T) {
+	e := started(t, Options{})
+	c := fixtureClients(t, e)
+	ctx := t.Context()
+	f := e.fx
+	mk := func(name, token string) (string, error) {
+		g, err := c.network.CreateNetworkSecurityGroup(ctx, core.CreateNetworkSecurityGroupRequest{OpcRetryToken: common.String(token),
+			CreateNetworkSecurityGroupDetails: core.CreateNetworkSecurityGroupDetails{CompartmentId: &f.CompartmentID, VcnId: &f.VCNID, DisplayName: common.String(name)}})
+		if err != nil {
+			return "", err
+		}
+		return *g.Id, nil
+	}
+	first, err := mk("front", "token-1")
+	require.NoError(t, err)
+	again, err := mk("front", "token-1")
+	require.NoError(t, err)
+	assert.Equal(t, first, again, "the retry is answered with the first NSG")
+	assert.Equal(t, 1, e.Objects()["networkSecurityGroup"])
+	_, err = mk("other", "token-1")
+	assert.Equal(t, 409, serviceError(t, err).GetHTTPStatusCode())
+	other, err := mk("front", "token-2")
+	require.NoError(t, err)
+	assert.NotEqual(t, first, other, "another token is another create")
+}

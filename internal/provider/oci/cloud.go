@@ -78,6 +78,10 @@ type Cloud struct {
 	// nsgPass its reads of NSG rules (nsginventory.go).
 	listPass listPass
 	nsgPass  provider.Rotation[[]NSGRule]
+	// unanswered are the creates whose answer was lost, and salts the
+	// Services' retry tokens' (lostanswers.go).
+	unanswered provider.Unanswered
+	salts      tokenSalts
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -101,7 +105,8 @@ func New(cfg Config) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{cfg: cfg, gw: gw, creds: keys, sessions: sessions, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{},
-		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}, nsgPass: provider.Rotation[[]NSGRule]{PerPass: nsgReadsPerPass}}
+		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}, nsgPass: provider.Rotation[[]NSGRule]{PerPass: nsgReadsPerPass},
+		unanswered: provider.Unanswered{Window: lostCreateWindow}}
 	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys)
 	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
 	c.wrs = newWorkRequests()

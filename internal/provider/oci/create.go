@@ -2,8 +2,6 @@ package oci
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -13,14 +11,6 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
-
-// newToken is an opc-retry-token: the transport's retries of one create are
-// the same creation.
-func newToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
 	ctx, err := s.as(ctx, svc)
@@ -43,18 +33,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return made, err
 	}
 	nsgs := wantedNSGs(spec, front)
-	create := func(ctx context.Context) (string, error) {
-		if spec.kind == kindNLB {
-			return s.gw.createNetworkLoadBalancer(ctx, CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
-				SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
-				FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs,
-				NLBIPVersion: spec.ipv.createVersion(kindNLB), AssignedPrivateIPv4: spec.assigned4, AssignedIPv6: spec.assigned6}, newToken())
-		}
-		return s.gw.createLoadBalancer(ctx, CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
-			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
-			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved,
-			Certificates: spec.certs, RuleSets: spec.ruleSets, NSGs: nsgs, IPMode: spec.ipv.createVersion(kindLB)}, newToken())
-	}
+	create := func(ctx context.Context) (string, error) { return s.createWhole(ctx, svc, spec, reserved, nsgs) }
 	// Busy (CREATING) until the shared listing shows it otherwise.
 	select {
 	case s.asks <- struct{}{}:
@@ -93,6 +72,29 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		s.wrs.asked(svc, wr, err)
 	}()
 	return fmt.Sprintf("%s %s is being asked for", noun(spec.kind), spec.name), nil
+}
+
+// createWhole asks for the Service's load balancer whole, with a retry
+// token of the Service and the create's body (lostanswers.go).
+func (s steps) createWhole(ctx context.Context, svc *v1.Service, spec lbSpec, reserved []ReservedIP, nsgs []string) (string, error) {
+	salt := s.salts.get(svc.UID, spec.kind)
+	var wr string
+	var err error
+	if spec.kind == kindNLB {
+		d := CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+			SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
+			FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs,
+			NLBIPVersion: spec.ipv.createVersion(kindNLB), AssignedPrivateIPv4: spec.assigned4, AssignedIPv6: spec.assigned6}
+		wr, err = s.gw.createNetworkLoadBalancer(ctx, d, retryToken(svc.UID, spec.kind, salt, d))
+	} else {
+		d := CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
+			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved,
+			Certificates: spec.certs, RuleSets: spec.ruleSets, NSGs: nsgs, IPMode: spec.ipv.createVersion(kindLB)}
+		wr, err = s.gw.createLoadBalancer(ctx, d, retryToken(svc.UID, spec.kind, salt, d))
+	}
+	s.createAnswered(svc, spec.kind, err)
+	return wr, err
 }
 
 // asking says, while a creation for the Service is being asked for, that

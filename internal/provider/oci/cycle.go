@@ -125,6 +125,7 @@ func (s steps) Replace(ctx context.Context, svc *v1.Service, lb ociLB) (string, 
 		s.rebuilt.put(svc.UID, rebuild)
 	}
 	s.wrs.done(svc, 0) // DELETING says it is busy
+	s.salts.bump(svc.UID, lb.Obj.Kind)
 	s.listings[lb.Obj.Kind].Invalidate()
 	return fmt.Sprintf("%s %s is %s: deleting it to build it anew (work request %s)", noun(lb.Obj.Kind), lb.ID, lb.Status, wr), nil
 }

@@ -50,7 +50,7 @@ func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []s
 	svc.Annotations = maps.Clone(annotations)
 	if annotations["oci.oraclecloud.com/security-rule-management-mode"] == "NSG" {
 		f := e.Fixture()
-		back, err := c.gw.createNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil)
+		back, err := c.gw.createNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
 		require.NoError(t, err)
 		svc.Annotations["oci.oraclecloud.com/oci-backend-network-security-group"] = back.ID
 	}

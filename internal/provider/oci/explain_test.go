@@ -64,7 +64,7 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 	svc.Annotations = maps.Clone(annotations)
 	if ruleKind == "NSG rule" {
 		f := e.Fixture()
-		back, err := c.gw.createNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil)
+		back, err := c.gw.createNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
 		require.NoError(t, err)
 		svc.Annotations["oci.oraclecloud.com/oci-backend-network-security-group"] = back.ID
 	}

@@ -83,12 +83,23 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 		case found:
 			return s.asLB(svc, lb), true, nil
 		case !s.listings[kind].Shared(key):
+			if _, waiting := s.awaitingLB(svc, kind); waiting {
+				break // read by name below
+			}
 			return ociLB{}, false, nil
 		}
 		// Two of that name: the read by name below says so.
 	}
-	lb, found, err := s.byName(ctx, svc, kind)
-	if err != nil || !found {
+	lb, dups, found, err := s.byNameAll(ctx, svc, kind)
+	if err != nil {
+		return ociLB{}, false, err
+	}
+	if !found {
+		lb, waiting := s.awaitingLB(svc, kind)
+		return lb, waiting, nil
+	}
+	s.unanswered.Found(lostKey(svc, kind))
+	if err := s.deleteDuplicates(ctx, svc, lb, dups); err != nil {
 		return ociLB{}, false, err
 	}
 	return s.asLB(svc, lb), true, nil
@@ -98,19 +109,27 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 // it in the shared listing unless it was read as the Service's workload
 // (whose view is its own).
 func (c *Cloud) byName(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
+	lb, _, found, err := c.byNameAll(ctx, svc, kind)
+	return lb, found, err
+}
+
+// byNameAll is byName, and the Service's other load balancers of its name
+// (duplicates: keptOf).
+func (c *Cloud) byNameAll(ctx context.Context, svc *v1.Service, kind string) (LB, []LB, bool, error) {
 	list, err := c.gw.loadBalancers(ctx, kind, with(inCompartment(c.cfg.CompartmentID), "displayName", nameOf(svc, kind)))
 	if err != nil {
-		return LB{}, false, err
+		return LB{}, nil, false, err
 	}
 	list = slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" })
-	switch len(list) {
-	case 0:
-		return LB{}, false, nil
-	case 1:
-		if _, ok := workloadOf(ctx); !ok {
-			c.listings[kind].Put(list[0])
-		}
-		return list[0], true, nil
+	if len(list) == 0 {
+		return LB{}, nil, false, nil
 	}
-	return LB{}, false, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s: delete all but one", len(list), nameOf(svc, kind))
+	keep, dups, err := c.keptOf(svc, list)
+	if err != nil {
+		return LB{}, nil, false, err
+	}
+	if _, ok := workloadOf(ctx); !ok && len(list) == 1 {
+		c.listings[kind].Put(keep)
+	}
+	return keep, dups, true, nil
 }

@@ -70,7 +70,7 @@ type gatewayAPI interface {
 	createCertificate(ctx context.Context, lb string, c Certificate) (string, error)
 	createChild(ctx context.Context, kind, lb, child string, body any) (string, error)
 	createLoadBalancer(ctx context.Context, d CreateLoadBalancer, token string) (string, error)
-	createNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string) (NSG, error)
+	createNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string, token string) (NSG, error)
 	createNetworkLoadBalancer(ctx context.Context, d CreateNetworkLoadBalancer, token string) (string, error)
 	deleteChild(ctx context.Context, kind, lb, child, name string) (string, error)
 	deleteLoadBalancer(ctx context.Context, kind, id string) (string, error)
@@ -116,6 +116,9 @@ type gateway struct {
 	writeBurst int
 	// pageSize is the limit a listing asks for (listLimit; smaller in tests).
 	pageSize int
+	// attemptTimeout bounds one attempt of a call (0: the transport's,
+	// cloudapi.DefaultTimeout; shorter in tests of lost answers).
+	attemptTimeout time.Duration
 }
 
 // newGateway is a gateway to ep signed with creds, limited as rl says (the
@@ -207,6 +210,9 @@ func (g *gateway) do(ctx context.Context, service, method, base, path string, qu
 			return nil, err
 		}
 		body = bytes.NewReader(data)
+	}
+	if g.attemptTimeout > 0 {
+		ctx = cloudapi.WithAttemptTimeout(ctx, g.attemptTimeout)
 	}
 	req, err := http.NewRequestWithContext(cloudapi.WithService(signedAs(ctx, service), service), method, u, body)
 	if err != nil {

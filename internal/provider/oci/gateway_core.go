@@ -263,10 +263,16 @@ func (g *gateway) nsgs(ctx context.Context, q url.Values) ([]NSG, error) {
 	return list[NSG](ctx, g, "network", g.ep.Core, coreAPI+"/networkSecurityGroups", q)
 }
 
-func (g *gateway) createNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string) (NSG, error) {
+// createNSG makes an NSG; token ("": none) is its opc-retry-token
+// (lostanswers.go).
+func (g *gateway) createNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string, token string) (NSG, error) {
 	var out NSG
+	var h http.Header
+	if token != "" {
+		h = http.Header{"Opc-Retry-Token": {token}}
+	}
 	_, err := g.do(ctx, "network", http.MethodPost, g.ep.Core, coreAPI+"/networkSecurityGroups", nil,
-		map[string]any{"compartmentId": compartment, "vcnId": vcn, "displayName": name, "freeformTags": tags}, &out, nil)
+		map[string]any{"compartmentId": compartment, "vcnId": vcn, "displayName": name, "freeformTags": tags}, &out, h)
 	return out, err
 }
 

@@ -31,13 +31,11 @@ type LB struct {
 	LifecycleState string        `json:"lifecycleState"`
 	ShapeName      string        `json:"shapeName"`
 	ShapeDetails   *ShapeDetails `json:"shapeDetails,omitempty"`
-	IPAddresses    []struct {
-		IPAddress string `json:"ipAddress"`
-		IsPublic  bool   `json:"isPublic"`
-	} `json:"ipAddresses"`
-	IsPrivate bool     `json:"isPrivate"`
-	SubnetIDs []string `json:"subnetIds"`
-	SubnetID  string   `json:"subnetId"` // NLB
+	TimeCreated    time.Time     `json:"timeCreated"`
+	IPAddresses    []lbAddress   `json:"ipAddresses"`
+	IsPrivate      bool          `json:"isPrivate"`
+	SubnetIDs      []string      `json:"subnetIds"`
+	SubnetID       string        `json:"subnetId"` // NLB
 	// IPMode is an LB's (IPV4, IPV6: dual-stack), NLBIPVersion an NLB's
 	// (IPV4, IPV6, IPV4_AND_IPV6); "" is IPV4.
 	IPMode                      string                `json:"ipMode"`
@@ -50,6 +48,12 @@ type LB struct {
 	// Certificates and RuleSets are an LB's, by name.
 	Certificates map[string]Certificate `json:"certificates"`
 	RuleSets     map[string]RuleSet     `json:"ruleSets"`
+}
+
+// lbAddress is an address of a load balancer.
+type lbAddress struct {
+	IPAddress string `json:"ipAddress"`
+	IsPublic  bool   `json:"isPublic"`
 }
 
 // RuleSet is a rule set of a load balancer: its rules as OCI's JSON has

@@ -459,16 +459,10 @@ func TestThePeersDualStackLoadBalancersAreAdoptedWithNoWrite(t *testing.T) {
 }
 
 func TestTheStatusShowsAnAddressOfEachFamilyAsThePublishRulesSay(t *testing.T) {
-	addrs := func(list ...string) (out []struct {
-		IPAddress string `json:"ipAddress"`
-		IsPublic  bool   `json:"isPublic"`
-	}) {
+	addrs := func(list ...string) (out []lbAddress) {
 		for _, a := range list {
 			ip, public := strings.CutPrefix(a, "+")
-			out = append(out, struct {
-				IPAddress string `json:"ipAddress"`
-				IsPublic  bool   `json:"isPublic"`
-			}{ip, public})
+			out = append(out, lbAddress{ip, public})
 		}
 		return out
 	}

@@ -2,11 +2,13 @@ package oci
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +37,7 @@ import (
 // NSG is a network security group.
 type NSG struct {
 	ID             string            `json:"id"`
+	TimeCreated    time.Time         `json:"timeCreated"`
 	DisplayName    string            `json:"displayName"`
 	LifecycleState string            `json:"lifecycleState"`
 	FreeformTags   map[string]string `json:"freeformTags"`
@@ -84,18 +87,32 @@ func frontendNSGName(svc *v1.Service) string {
 }
 
 // frontendNSG is the Service's frontend NSG ("" when there is none): the
-// one of its name tagged with its UID.
+// oldest of its name tagged with its UID (a second one is a create whose
+// answer was lost: ensureFrontendNSG deletes it).
 func (c *Cloud) frontendNSG(ctx context.Context, svc *v1.Service) (string, error) {
+	front, _, err := c.frontendNSGs(ctx, svc)
+	return front, err
+}
+
+// frontendNSGs are frontendNSG and the Service's other NSGs of its name
+// and tags.
+func (c *Cloud) frontendNSGs(ctx context.Context, svc *v1.Service) (string, []string, error) {
 	list, err := c.gw.nsgs(ctx, with(inCompartment(c.cfg.CompartmentID), "displayName", frontendNSGName(svc)))
 	if err != nil {
-		return "", fmt.Errorf("looking up the network security group of the Service: %w", err)
+		return "", nil, fmt.Errorf("looking up the network security group of the Service: %w", err)
 	}
-	for _, g := range list {
-		if g.FreeformTags["ServiceUid"] == string(svc.UID) && g.LifecycleState != "TERMINATED" && g.LifecycleState != "TERMINATING" {
-			return g.ID, nil
-		}
+	list = slices.DeleteFunc(list, func(g NSG) bool {
+		return g.FreeformTags["ServiceUid"] != string(svc.UID) || g.LifecycleState == "TERMINATED" || g.LifecycleState == "TERMINATING"
+	})
+	if len(list) == 0 {
+		return "", nil, nil
 	}
-	return "", nil
+	slices.SortFunc(list, func(a, b NSG) int { return a.TimeCreated.Compare(b.TimeCreated) })
+	var others []string
+	for _, g := range list[1:] {
+		others = append(others, g.ID)
+	}
+	return list[0].ID, others, nil
 }
 
 // createFrontendNSG makes the Service's frontend NSG in the VCN of the load
@@ -105,7 +122,9 @@ func (c *Cloud) createFrontendNSG(ctx context.Context, svc *v1.Service, spec lbS
 	if err != nil {
 		return "", err
 	}
-	g, err := c.gw.createNSG(ctx, c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc), nsgTags(svc))
+	token := retryToken(svc.UID, "nsg", 0, []string{c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc)})
+	g, err := c.gw.createNSG(ctx, c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc), nsgTags(svc), token)
+	c.createAnswered(svc, "nsg", err)
 	if err != nil {
 		return "", fmt.Errorf("creating the network security group of the Service: %w", err)
 	}
@@ -119,8 +138,13 @@ func (c *Cloud) ensureFrontendNSG(ctx context.Context, svc *v1.Service, spec lbS
 	if spec.mode != ModeNSG {
 		return "", "", nil
 	}
-	if front, err = c.frontendNSG(ctx, svc); err != nil || front != "" {
-		return front, "", err
+	front, others, err := c.frontendNSGs(ctx, svc)
+	if err != nil || front != "" {
+		c.unanswered.Found(lostKey(svc, "nsg"))
+		return front, "", errors.Join(err, c.deleteNSGDuplicates(ctx, svc, front, others))
+	}
+	if msg := c.awaitingLostCreate(svc, "nsg", "the network security group "+frontendNSGName(svc)); msg != "" {
+		return "", msg, nil
 	}
 	id, err := c.createFrontendNSG(ctx, svc, spec)
 	if err != nil {

@@ -1,0 +1,187 @@
+package oci
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/outcome"
+)
+
+// A create whose answer was lost (a timeout, a connection cut:
+// outcome.MayHaveActed) may have made its object all the same, or make it
+// later (OCI carries out a request it accepted). Three things keep such a
+// create from making a second object:
+//
+//   - its opc-retry-token is derived from the Service, the object and the
+//     create's body (retryToken), stable across passes and restarts: OCI
+//     answers a create with a token it has seen with the first create's
+//     answer instead of making another (oci-go-sdk, e.g.
+//     loadbalancer.CreateLoadBalancerRequest.OpcRetryToken: "retried in case
+//     of a timeout or server error without risk of executing that same
+//     action again. Retry tokens expire after 24 hours"; the same token
+//     with another body is 409 InvalidatedRetryToken). Sent on
+//     CreateLoadBalancer, CreateNetworkLoadBalancer and
+//     CreateNetworkSecurityGroup, the creates of objects found by a name
+//     that OCI lets two share; a load balancer's children are unique by
+//     name (a second create of one is refused), so theirs need none.
+//   - for lostCreateWindow the Service's passes look for the object by its
+//     name and marks rather than create it again (provider.Unanswered);
+//   - two made anyway (the create's body changed meanwhile, a restart)
+//     carry the same marks: the Service keeps the one its status points
+//     to, else the oldest, and the others are deleted with a Normal Event
+//     (resolveDuplicates, frontendNSG). Two of the name of which one lacks
+//     this cluster's marks are not ours to choose between: resolve by hand.
+
+// lostCreateWindow is how long after a create lost its answer its object
+// may yet be listed: OCI accepts a create at once (its work request does
+// the rest), so an attempt's bound and as long again.
+const lostCreateWindow = 60 * time.Second
+
+// reasonDeletingDuplicate is the Event of a second object deleted.
+const reasonDeletingDuplicate = "DeletingDuplicate"
+
+// retryToken is the opc-retry-token of a create of what for the Service,
+// with body and the Service's salt for it: at most 64 characters, OCI's
+// bound.
+func retryToken(uid types.UID, what string, salt int, body any) string {
+	b, _ := json.Marshal(body)
+	sum := sha256.Sum256([]byte(fmt.Sprintf("overcast\x00%s\x00%s\x00%d\x00%s", uid, what, salt, b)))
+	return hex.EncodeToString(sum[:])
+}
+
+// tokenSalts are, by Service and kind, how many times its load balancer was
+// deleted to be built anew (Replace): the create that follows is another
+// create, not a retry of the first (whose token OCI would answer with the
+// load balancer deleted). A restart forgets them: OCI then makes the load
+// balancer anew, or refuses the token (then it is bumped again).
+type tokenSalts struct{ m sync.Map }
+
+func (t *tokenSalts) get(uid types.UID, kind string) int {
+	v, _ := t.m.Load(string(uid) + "/" + kind)
+	n, _ := v.(int)
+	return n
+}
+
+func (t *tokenSalts) bump(uid types.UID, kind string) {
+	t.m.Store(string(uid)+"/"+kind, t.get(uid, kind)+1)
+}
+
+// lostKey is the key in Cloud.unanswered of the Service's create of what.
+func lostKey(svc *v1.Service, what string) string { return string(svc.UID) + "/" + what }
+
+// createAnswered records how a create of what for the Service went: its
+// answer lost, it is waited for; answered, forgotten. A create refused as
+// a conflict of its token gets another token next.
+func (c *Cloud) createAnswered(svc *v1.Service, what string, err error) {
+	switch {
+	case err == nil:
+		c.unanswered.Found(lostKey(svc, what))
+	case outcome.MayHaveActed(err):
+		c.unanswered.Lost(lostKey(svc, what))
+	case isCode(err, "InvalidatedRetryToken"):
+		c.salts.bump(svc.UID, what)
+	}
+}
+
+// awaitingLostCreate is the progress of the Service while the create of
+// what lost its answer and its object may yet appear; "" when none.
+func (c *Cloud) awaitingLostCreate(svc *v1.Service, what, name string) string {
+	since, waiting := c.unanswered.Waiting(lostKey(svc, what))
+	if !waiting {
+		return ""
+	}
+	return fmt.Sprintf("the create of %s got no answer %s ago: looking for it before creating another", name, since.Round(time.Second))
+}
+
+// awaitingLB is the Service's load balancer as the cycle sees it while its
+// create's answer is waited for (awaitingLostCreate).
+func (s steps) awaitingLB(svc *v1.Service, kind string) (ociLB, bool) {
+	msg := s.awaitingLostCreate(svc, kind, noun(kind)+" "+nameOf(svc, kind))
+	if msg == "" {
+		return ociLB{}, false
+	}
+	return ociLB{ID: nameOf(svc, kind), Status: msg, State: lbcycle.Busy}, true
+}
+
+// keptOf is, of several load balancers of the Service's name, the one the
+// Service keeps (its status's address, else the oldest) and the others to
+// delete; an error when one of them lacks this cluster's marks for the
+// Service (not ours to choose: resolve by hand).
+func (c *Cloud) keptOf(svc *v1.Service, list []LB) (LB, []LB, error) {
+	live := slices.DeleteFunc(slices.Clone(list), func(lb LB) bool { return lb.LifecycleState == "DELETING" })
+	for _, lb := range live {
+		if lb.FreeformTags[tagService] != string(svc.UID) || lb.FreeformTags[tagCluster] != c.Cluster.Get() {
+			return LB{}, nil, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s, not all made by this cluster for the Service: resolve by hand (delete all but one)",
+				len(live), nameOf(svc, lb.Kind))
+		}
+	}
+	if len(live) == 0 {
+		return list[0], nil, nil
+	}
+	slices.SortFunc(live, func(a, b LB) int { return a.TimeCreated.Compare(b.TimeCreated) })
+	keep := 0
+	for i, lb := range live {
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			if in.IP != "" && slices.ContainsFunc(lb.IPAddresses, func(a lbAddress) bool { return a.IPAddress == in.IP }) {
+				keep = i
+			}
+		}
+	}
+	kept := live[keep]
+	return kept, slices.Delete(live, keep, keep+1), nil
+}
+
+// deleteDuplicates deletes the Service's load balancers other than keep,
+// each once OCI lets it (not CREATING: the next pass's).
+func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, keep LB, dups []LB) error {
+	for _, d := range dups {
+		if d.LifecycleState == "CREATING" {
+			continue
+		}
+		wr, err := s.gw.deleteLoadBalancer(ctx, d.Kind, d.ID)
+		if err != nil {
+			return fmt.Errorf("deleting %s %s, a second one of the Service: %w", noun(d.Kind), d.ID, err)
+		}
+		s.listings[d.Kind].Invalidate()
+		s.Events.Eventf(svc, v1.EventTypeNormal, reasonDeletingDuplicate,
+			"Deleting %s %s: made a second time for this Service (a create whose answer was lost); keeping %s (work request %s)", noun(d.Kind), d.ID, keep.ID, wr)
+		klog.FromContext(ctx).Info("Deleting a second load balancer of the Service", "service", klog.KObj(svc), "id", d.ID, "keep", keep.ID)
+	}
+	return nil
+}
+
+// isCode says whether err is OCI's answer of code.
+func isCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// deleteNSGDuplicates deletes the Service's frontend NSGs other than keep,
+// each once no load balancer is in it (OCI refuses before: the load
+// balancer is moved to keep first, convergeNSGs).
+func (c *Cloud) deleteNSGDuplicates(ctx context.Context, svc *v1.Service, keep string, others []string) error {
+	for _, id := range others {
+		err := c.gw.deleteNSG(ctx, id)
+		switch {
+		case errors.Is(err, outcome.ErrNotFound), errors.Is(err, outcome.ErrBusy), errors.Is(err, outcome.ErrRefused):
+			continue // gone, or still in use
+		case err != nil:
+			return fmt.Errorf("deleting network security group %s, a second one of the Service: %w", id, err)
+		}
+		c.Events.Eventf(svc, v1.EventTypeNormal, reasonDeletingDuplicate,
+			"Deleted network security group %s: made a second time for this Service (a create whose answer was lost); keeping %s", id, keep)
+	}
+	return nil
+}
