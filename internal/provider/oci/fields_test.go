@@ -80,8 +80,8 @@ var fieldsLeftOut = map[string]string{
 	"backends[].port":       "identity, as backends[].ipAddress",
 	"backends[].targetId":   "identity, as backends[].ipAddress",
 	"defaultBackendSetName": "compared (listener field \"backend set\"), but changing it needs a second backend set: structure, covered by TestEveryObjectChangedBehindOurBackIsRepaired (backendset removed)",
-	"items": "a rule set's rules are compared whole (sameRuleSet, explain: \"its rules differ\"), not field by field; " +
-		"a rule set's drift is not in the drift key yet (not covered)",
+	"items": "a rule set's rules are compared whole, not field by field (OCI adds its defaults to an item: sameRuleSet), " +
+		"in the drift key as a digest: TestARuleSetChangedBehindOurBackIsSeenExplainedAndPutBack",
 }
 
 // bodyPaths are the paths of the leaves of a JSON body: "a.b", "a[].b",

@@ -2,6 +2,8 @@ package oci
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -91,7 +93,48 @@ func childKeys(o LB, spec lbSpec, valid bool) []string {
 			out = append(out, fmt.Sprintf(lbcycle.MemberPrefix+"%s:%d %s of %s", b.IPAddress, b.Port, fieldKey(backendFields(b, b)), name))
 		}
 	}
+	return append(out, ruleSetKeys(o, spec, valid)...)
+}
+
+// ruleSetKeys are the keys of o's rule sets, when the Service asks for
+// rule sets (without, those added by hand are the user's), and of the
+// certificates its listeners and backend sets present: each one's name
+// and a digest of its content (a rule set's rules, compared whole by the
+// walk; a certificate's public and CA certificates, which OCI cannot
+// change in place: another is a new certificate, and a renewed Secret the
+// Drift step's).
+func ruleSetKeys(o LB, spec lbSpec, valid bool) []string {
+	var out []string
+	if valid && spec.ruleSets != nil {
+		for name, rs := range o.RuleSets {
+			out = append(out, fmt.Sprintf("ruleset/%s rules %s", name, digest(rs.Items)))
+		}
+	}
+	inUse := map[string]bool{}
+	for _, l := range o.Listeners {
+		if l.SSLConfiguration != nil {
+			inUse[l.SSLConfiguration.CertificateName] = true
+		}
+	}
+	for _, bs := range o.BackendSets {
+		if bs.SSLConfiguration != nil {
+			inUse[bs.SSLConfiguration.CertificateName] = true
+		}
+	}
+	for name, c := range o.Certificates {
+		if inUse[name] {
+			out = append(out, fmt.Sprintf("certificate/%s %s", name,
+				digest([]string{strings.TrimSpace(c.PublicCertificate), strings.TrimSpace(c.CaCertificate)})))
+		}
+	}
 	return out
+}
+
+// digest is a short digest of v as JSON, for a drift key.
+func digest(v any) string {
+	b, _ := json.Marshal(v)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }
 
 // reliedOn are the rules of the security lists of subnets and of the
