@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// ReasonDeletingDuplicate is the Normal Event of a second object made for a
+// Service (a create whose answer was lost, made again), deleted: the one
+// the Service is served by is kept.
+const ReasonDeletingDuplicate = "DeletingDuplicate"
+
 // Unanswered remembers the creates whose answer was lost (a timeout, a
 // connection cut: outcome.MayHaveActed), by what they create (a Service's
 // UID): the object may yet appear, so for Window the next passes look for

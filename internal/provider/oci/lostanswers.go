@@ -17,6 +17,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // A create whose answer was lost (a timeout, a connection cut:
@@ -48,9 +49,6 @@ import (
 // may yet be listed: OCI accepts a create at once (its work request does
 // the rest), so an attempt's bound and as long again.
 const lostCreateWindow = 60 * time.Second
-
-// reasonDeletingDuplicate is the Event of a second object deleted.
-const reasonDeletingDuplicate = "DeletingDuplicate"
 
 // retryToken is the opc-retry-token of a create of what for the Service,
 // with body and the Service's salt for it: at most 64 characters, OCI's
@@ -155,7 +153,7 @@ func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, keep LB, d
 			return fmt.Errorf("deleting %s %s, a second one of the Service: %w", noun(d.Kind), d.ID, err)
 		}
 		s.listings[d.Kind].Invalidate()
-		s.Events.Eventf(svc, v1.EventTypeNormal, reasonDeletingDuplicate,
+		s.Events.Eventf(svc, v1.EventTypeNormal, provider.ReasonDeletingDuplicate,
 			"Deleting %s %s: made a second time for this Service (a create whose answer was lost); keeping %s (work request %s)", noun(d.Kind), d.ID, keep.ID, wr)
 		klog.FromContext(ctx).Info("Deleting a second load balancer of the Service", "service", klog.KObj(svc), "id", d.ID, "keep", keep.ID)
 	}
@@ -180,7 +178,7 @@ func (c *Cloud) deleteNSGDuplicates(ctx context.Context, svc *v1.Service, keep s
 		case err != nil:
 			return fmt.Errorf("deleting network security group %s, a second one of the Service: %w", id, err)
 		}
-		c.Events.Eventf(svc, v1.EventTypeNormal, reasonDeletingDuplicate,
+		c.Events.Eventf(svc, v1.EventTypeNormal, provider.ReasonDeletingDuplicate,
 			"Deleted network security group %s: made a second time for this Service (a create whose answer was lost); keeping %s", id, keep)
 	}
 	return nil

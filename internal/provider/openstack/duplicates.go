@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // A create whose answer was lost may have made its load balancer all the
@@ -44,7 +46,7 @@ func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, lb *loadBa
 		if err := s.deleteCascade(ctx, d.ID); err != nil {
 			return fmt.Errorf("deleting load balancer %s, a second one of Service %s/%s: %w", d.ID, svc.Namespace, svc.Name, err)
 		}
-		s.Events.Eventf(svc, v1.EventTypeNormal, reasonDeletingDuplicate,
+		s.Events.Eventf(svc, v1.EventTypeNormal, provider.ReasonDeletingDuplicate,
 			"Deleting load balancer %s: made a second time for this Service (a create whose answer was lost); keeping %s", d.ID, lb.ID)
 		klog.FromContext(ctx).Info("Deleting a second load balancer of the Service", "service", klog.KObj(svc), "id", d.ID, "keep", lb.ID)
 	}

@@ -40,7 +40,6 @@ const (
 	reasonReplacingInError    = "ReplacingLoadBalancer"
 	reasonRecreatingPool      = "RecreatingPool"
 	reasonAdoptedLoadBalancer = "SharedLoadBalancer"
-	reasonDeletingDuplicate   = "DeletingDuplicateLoadBalancer"
 )
 
 func (c *Cloud) lbName(clusterName string, svc *v1.Service) string {
