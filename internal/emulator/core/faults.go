@@ -125,7 +125,7 @@ func (fj faultJSON) fault() (Fault, error) {
 	if fj.Late != "" {
 		d, err := time.ParseDuration(fj.Late)
 		if err != nil {
-			return f, fmt.Errorf("Late: %w", err)
+			return f, fmt.Errorf("fault late: %w", err)
 		}
 		f.Late = d
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 // create from making a second object:
 //
 //   - its opc-retry-token is derived from the Service, the object and the
-//     create's body (retryToken), stable across passes and restarts: OCI
+//     create's body (retryToken), stable while a create is retried: OCI
 //     answers a create with a token it has seen with the first create's
 //     answer instead of making another (oci-go-sdk, e.g.
 //     loadbalancer.CreateLoadBalancerRequest.OpcRetryToken: "retried in case
@@ -53,39 +54,50 @@ const lostCreateWindow = 60 * time.Second
 // retryToken is the opc-retry-token of a create of what for the Service,
 // with body and the Service's salt for it: at most 64 characters, OCI's
 // bound.
-func retryToken(uid types.UID, what string, salt int, body any) string {
+func retryToken(uid types.UID, what, salt string, body any) string {
 	b, _ := json.Marshal(body)
-	sum := sha256.Sum256([]byte(fmt.Sprintf("overcast\x00%s\x00%s\x00%d\x00%s", uid, what, salt, b)))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("overcast\x00%s\x00%s\x00%s\x00%s", uid, what, salt, b)))
 	return hex.EncodeToString(sum[:])
 }
 
-// tokenSalts are, by Service and kind, how many times its load balancer was
-// deleted to be built anew (Replace): the create that follows is another
-// create, not a retry of the first (whose token OCI would answer with the
-// load balancer deleted). A restart forgets them: OCI then makes the load
-// balancer anew, or refuses the token (then it is bumped again).
-type tokenSalts struct{ m sync.Map }
+// tokenSalts make a create's token stable only while it is retried: by
+// Service and kind, how many of its creates were answered (made, or refused
+// for their token) or replaced, in this process (its epoch: a token is
+// never one an earlier process used, whose object may have been deleted
+// since, and which OCI would answer with it for 24 hours). A create whose
+// answer was lost keeps its token; the next create after an answer has
+// another.
+type tokenSalts struct {
+	m     sync.Map
+	once  sync.Once
+	epoch string
+}
 
-func (t *tokenSalts) get(uid types.UID, kind string) int {
+func (t *tokenSalts) get(uid types.UID, kind string) string {
+	t.once.Do(func() { t.epoch = strconv.FormatInt(time.Now().UnixNano(), 36) })
 	v, _ := t.m.Load(string(uid) + "/" + kind)
 	n, _ := v.(int)
-	return n
+	return t.epoch + "/" + strconv.Itoa(n)
 }
 
 func (t *tokenSalts) bump(uid types.UID, kind string) {
-	t.m.Store(string(uid)+"/"+kind, t.get(uid, kind)+1)
+	v, _ := t.m.Load(string(uid) + "/" + kind)
+	n, _ := v.(int)
+	t.m.Store(string(uid)+"/"+kind, n+1)
 }
 
 // lostKey is the key in Cloud.unanswered of the Service's create of what.
 func lostKey(svc *v1.Service, what string) string { return string(svc.UID) + "/" + what }
 
 // createAnswered records how a create of what for the Service went: its
-// answer lost, it is waited for; answered, forgotten. A create refused as
-// a conflict of its token gets another token next.
+// answer lost, it is waited for (and retried with its token); answered,
+// forgotten, and the next create has another token. A create refused as a
+// conflict of its token gets another token next.
 func (c *Cloud) createAnswered(svc *v1.Service, what string, err error) {
 	switch {
 	case err == nil:
 		c.unanswered.Found(lostKey(svc, what))
+		c.salts.bump(svc.UID, what) // the next create is another
 	case outcome.MayHaveActed(err):
 		c.unanswered.Lost(lostKey(svc, what))
 	case isCode(err, "InvalidatedRetryToken"):

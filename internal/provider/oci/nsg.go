@@ -122,7 +122,7 @@ func (c *Cloud) createFrontendNSG(ctx context.Context, svc *v1.Service, spec lbS
 	if err != nil {
 		return "", err
 	}
-	token := retryToken(svc.UID, "nsg", 0, []string{c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc)})
+	token := retryToken(svc.UID, "nsg", c.salts.get(svc.UID, "nsg"), []string{c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc)})
 	g, err := c.gw.createNSG(ctx, c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc), nsgTags(svc), token)
 	c.createAnswered(svc, "nsg", err)
 	if err != nil {
