@@ -29,20 +29,13 @@ type fieldChange struct{ name, value, text string }
 // lb scenarios' backend sets), each field the drift check compares, and
 // how TestEveryFieldSentIsDriftCheckedExplainedAndPutBack changes it.
 var fieldsDrifted = map[string]map[string]fieldChange{
-	"lb/backendset": {
-		"policy":                         {"policy", `"IP_HASH"`, "IP_HASH"},
-		"healthChecker.protocol":         {"health check protocol", `"TCP"`, "TCP"},
-		"healthChecker.port":             {"health check port", `10257`, "10257"},
-		"healthChecker.urlPath":          {"health check path", `"/other"`, "/other"},
-		"healthChecker.returnCode":       {"health check return code", `204`, "204"},
-		"healthChecker.retries":          {"health check retries", `5`, "5"},
-		"healthChecker.timeoutInMillis":  {"health check timeout ms", `2500`, "2500"},
-		"healthChecker.intervalInMillis": {"health check interval ms", `6000`, "6000"},
-		"backends[].weight":              {"weight", `7`, "7"},
-		"backends[].drain":               {"drain", `true`, "true"},
-		"backends[].backup":              {"backup", `true`, "true"},
-		"backends[].offline":             {"offline", `true`, "true"},
-	},
+	"lb/backendset": withHealthChecker(map[string]fieldChange{
+		"policy":             {"policy", `"IP_HASH"`, "IP_HASH"},
+		"backends[].weight":  {"weight", `7`, "7"},
+		"backends[].drain":   {"drain", `true`, "true"},
+		"backends[].backup":  {"backup", `true`, "true"},
+		"backends[].offline": {"offline", `true`, "true"},
+	}),
 	"lb/listener": {
 		"protocol":                            {"protocol", `"TCP"`, "TCP"},
 		"port":                                {"port", `1080`, "1080"},
@@ -50,9 +43,25 @@ var fieldsDrifted = map[string]map[string]fieldChange{
 		"connectionConfiguration.idleTimeout": {"idle timeout", `60`, "60"},
 		"connectionConfiguration.backendTcpProxyProtocolVersion": {"PROXY protocol version", `1`, "1"},
 	},
-	"nlb/backendset": {
-		"policy":                         {"policy", `"TWO_TUPLE"`, "TWO_TUPLE"},
-		"isPreserveSource":               {"source preservation", `false`, "false"},
+	"nlb/backendset": withHealthChecker(map[string]fieldChange{
+		"policy":               {"policy", `"TWO_TUPLE"`, "TWO_TUPLE"},
+		"isPreserveSource":     {"source preservation", `false`, "false"},
+		"backends[].weight":    {"weight", `7`, "7"},
+		"backends[].isDrain":   {"drain", `true`, "true"},
+		"backends[].isBackup":  {"backup", `true`, "true"},
+		"backends[].isOffline": {"offline", `true`, "true"},
+	}),
+	"nlb/listener": {
+		"protocol":      {"protocol", `"UDP"`, "UDP"},
+		"port":          {"port", `1080`, "1080"},
+		"isPpv2Enabled": {"PROXY protocol v2", `false`, "false"},
+	},
+}
+
+// withHealthChecker is changes and those of a backend set's health checker
+// (the same on a load balancer and a network load balancer).
+func withHealthChecker(changes map[string]fieldChange) map[string]fieldChange {
+	maps.Copy(changes, map[string]fieldChange{
 		"healthChecker.protocol":         {"health check protocol", `"TCP"`, "TCP"},
 		"healthChecker.port":             {"health check port", `10257`, "10257"},
 		"healthChecker.urlPath":          {"health check path", `"/other"`, "/other"},
@@ -60,16 +69,8 @@ var fieldsDrifted = map[string]map[string]fieldChange{
 		"healthChecker.retries":          {"health check retries", `5`, "5"},
 		"healthChecker.timeoutInMillis":  {"health check timeout ms", `2500`, "2500"},
 		"healthChecker.intervalInMillis": {"health check interval ms", `6000`, "6000"},
-		"backends[].weight":              {"weight", `7`, "7"},
-		"backends[].isDrain":             {"drain", `true`, "true"},
-		"backends[].isBackup":            {"backup", `true`, "true"},
-		"backends[].isOffline":           {"offline", `true`, "true"},
-	},
-	"nlb/listener": {
-		"protocol":      {"protocol", `"UDP"`, "UDP"},
-		"port":          {"port", `1080`, "1080"},
-		"isPpv2Enabled": {"PROXY protocol v2", `false`, "false"},
-	},
+	})
+	return changes
 }
 
 // fieldsLeftOut are the fields of the pinned bodies no drift pass changes
