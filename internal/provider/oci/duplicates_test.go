@@ -70,13 +70,10 @@ func (r *lostRun) named(t *testing.T, name string) []LB {
 	return list
 }
 
+// drainEvents are the Events recorded so far.
 func drainEvents(rec *record.FakeRecorder) (out []string) {
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
+	for range len(rec.Events) {
+		out = append(out, <-rec.Events)
 	}
+	return out
 }
