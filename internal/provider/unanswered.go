@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -62,6 +63,17 @@ func (u *Unanswered) Waiting(key string) (time.Duration, bool) {
 		return 0, false
 	}
 	return since, true
+}
+
+// Awaiting is the progress of a pass while the create of key (of the
+// object called name) lost its answer and its object may yet appear; ""
+// when there is none to wait for.
+func (u *Unanswered) Awaiting(key, name string) string {
+	since, waiting := u.Waiting(key)
+	if !waiting {
+		return ""
+	}
+	return fmt.Sprintf("the create of %s got no answer %s ago: looking for it before creating another", name, since.Round(time.Second))
 }
 
 // Found forgets key: its object was found, or its create answered.

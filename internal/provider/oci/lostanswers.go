@@ -108,11 +108,7 @@ func (c *Cloud) createAnswered(svc *v1.Service, what string, err error) {
 // awaitingLostCreate is the progress of the Service while the create of
 // what lost its answer and its object may yet appear; "" when none.
 func (c *Cloud) awaitingLostCreate(svc *v1.Service, what, name string) string {
-	since, waiting := c.unanswered.Waiting(lostKey(svc, what))
-	if !waiting {
-		return ""
-	}
-	return fmt.Sprintf("the create of %s got no answer %s ago: looking for it before creating another", name, since.Round(time.Second))
+	return c.unanswered.Awaiting(lostKey(svc, what), name)
 }
 
 // awaitingLB is the Service's load balancer as the cycle sees it while its

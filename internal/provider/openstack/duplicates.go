@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -28,11 +27,7 @@ const lostCreateWindow = 2 * octaviaCreateTimeout
 // awaitingLostCreate is the progress of a Service whose create lost its
 // answer while its load balancer may yet appear; "" when none.
 func (s steps) awaitingLostCreate(svc *v1.Service, name string) string {
-	since, waiting := s.unanswered.Waiting(string(svc.UID))
-	if !waiting {
-		return ""
-	}
-	return fmt.Sprintf("the create of load balancer %s got no answer %s ago: looking for it before creating another", name, since.Round(time.Second))
+	return s.unanswered.Awaiting(string(svc.UID), "load balancer "+name)
 }
 
 // deleteDuplicates deletes the Service's load balancers other than lb (its
