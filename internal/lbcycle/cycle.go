@@ -379,6 +379,11 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 			if why, err = checker.Drift(ctx, svc, rec, lb); err != nil {
 				return nil, err
 			}
+			if why != "" && inv != nil && lb.State == Ready {
+				if why, err = c.withChange(ctx, inv, svc, lb, why); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if why == "" && found && inv != nil && !lb.Shared && lb.State == Ready && lb.ID == rec.ID {
 			objects, err := inv.Objects(ctx, svc, lb)

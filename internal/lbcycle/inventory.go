@@ -3,6 +3,7 @@ package lbcycle
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -140,19 +141,30 @@ func (c *Cycle[S, L]) inventoryDrift(id string, objects []string) string {
 	return describeChange(was, objects)
 }
 
-// membersChanged says what changed of the members that were there before
-// and still are (a member is known by its key's first word and what it is a
-// member of, after its last " of "; the rest is what is converged of it, a
-// backend's weight, say): a change of Nodes adds and removes members, it
-// changes none that stays.
-func membersChanged(was, now []string) string {
-	identity := func(k string) string {
-		first, _, _ := strings.Cut(k, " ")
-		if i := strings.LastIndex(k, " of "); i >= 0 {
-			return first + k[i:]
-		}
-		return first
+// withChange is the drift reason why (the cloud's own check's) and what
+// changed of the objects of lb since they were remembered, if anything did:
+// the objects that tell the repair's kinds.
+func (c *Cycle[S, L]) withChange(ctx context.Context, inv Inventory[L], svc *v1.Service, lb LB[L], why string) (string, error) {
+	objects, err := inv.Objects(ctx, svc, lb)
+	if err != nil {
+		return "", err
 	}
+	c.mu.Lock()
+	was, ok := c.inventory[lb.ID]
+	c.mu.Unlock()
+	if !ok {
+		return why, nil
+	}
+	if changed := describeChange(was, slices.Sorted(slices.Values(objects))); changed != "" {
+		why += "; " + changed
+	}
+	return why, nil
+}
+
+// membersChanged says what changed of the members that were there before
+// and still are: a change of Nodes adds and removes members, it changes
+// none that stays.
+func membersChanged(was, now []string) string {
 	before := map[string]string{}
 	for _, k := range was {
 		if strings.HasPrefix(k, MemberPrefix) {
@@ -166,6 +178,17 @@ func membersChanged(was, now []string) string {
 		}
 	}
 	return describeChange(gone, changed)
+}
+
+// identity is what an object is known by in its key: the key's first word
+// and what it is part of, after its last " of " (a member is a member of a
+// pool); the rest is what is converged of it (a backend's weight, say).
+func identity(k string) string {
+	first, _, _ := strings.Cut(k, " ")
+	if i := strings.LastIndex(k, " of "); i >= 0 {
+		return first + k[i:]
+	}
+	return first
 }
 
 // afterWalk remembers what a pass after a walk sees of the load balancer id
@@ -230,20 +253,167 @@ func QuietRepair(why string) (string, bool) {
 	return what, ok
 }
 
-// describeChange says what of was is gone from now and what is new in it
-// (counted: two alike are two), at most three of each; "" when they are the
-// same.
+// describeChange says what of was is changed in now (an object of the same
+// identity, each field that changed with the value it had), what is gone
+// from now and what is new in it (counted: two alike are two), at most
+// three of each; "" when they are the same.
 func describeChange(was, now []string) string {
 	gone, added := minus(was, now), minus(now, was)
+	changed, gone, added := paired(gone, added)
 	var parts []string
+	if len(changed) > 0 {
+		parts = append(parts, "changed "+firstFew(changed))
+	}
 	if len(gone) > 0 {
-		parts = append(parts, "gone or changed: "+firstFew(gone))
+		parts = append(parts, "gone: "+firstFew(gone))
 	}
 	if len(added) > 0 {
 		parts = append(parts, "new: "+firstFew(added))
 	}
 	return strings.Join(parts, "; ")
 }
+
+// paired takes out of gone and added each key whose identity is once in
+// each, then each key whose kind is once in each (an object the API
+// replaces to change it), and says how it changed (changeOf).
+func paired(gone, added []string) (changed, goneLeft, addedLeft []string) {
+	changed, gone, added = pairBy(identity, gone, added)
+	more, gone, added := pairBy(kindOf, gone, added)
+	return append(changed, more...), gone, added
+}
+
+// pairBy pairs the keys of gone and added whose key by is once in each.
+func pairBy(by func(string) string, gone, added []string) (changed, goneLeft, addedLeft []string) {
+	count := map[string][2]int{}
+	for _, k := range gone {
+		c := count[by(k)]
+		c[0]++
+		count[by(k)] = c
+	}
+	for _, k := range added {
+		c := count[by(k)]
+		c[1]++
+		count[by(k)] = c
+	}
+	was := map[string]string{}
+	for _, k := range gone {
+		if count[by(k)] == [2]int{1, 1} {
+			was[by(k)] = k
+			continue
+		}
+		goneLeft = append(goneLeft, k)
+	}
+	for _, k := range added {
+		if w, ok := was[by(k)]; ok {
+			changed = append(changed, changeOf(w, k))
+			continue
+		}
+		addedLeft = append(addedLeft, k)
+	}
+	return changed, goneLeft, addedLeft
+}
+
+// kindOf is the kind of object of a key: before its "/"; each member is
+// its own (another member is another backend, not a member changed).
+func kindOf(k string) string {
+	if strings.HasPrefix(k, MemberPrefix) {
+		return k
+	}
+	kind, _, _ := strings.Cut(k, "/")
+	return kind
+}
+
+// changeOf says how an object changed from key was to key now: its
+// identity, then each field that differs, by name, with the value it had:
+// "monitor/m1: delay 17 (was 5)". A key's fields are either "name value"
+// parts between ", " or words (a "name=value" word, or a value after the
+// word that names it). Keys of another shape are said whole.
+func changeOf(was, now string) string {
+	wasID, wasRest, _ := strings.Cut(was, " ")
+	_, nowRest, _ := strings.Cut(now, " ")
+	id := identity(now)
+	if identity(was) != id {
+		id += ", replacing " + wasID
+	}
+	sep := " "
+	if strings.Contains(nowRest, ", ") {
+		sep = ", "
+	}
+	a, b := strings.Split(wasRest, sep), strings.Split(nowRest, sep)
+	if len(a) != len(b) {
+		return fmt.Sprintf("%s: %s (was %s)", id, nowRest, wasRest)
+	}
+	var parts []string
+	for i := range a {
+		if a[i] == b[i] {
+			continue
+		}
+		name, v, old := fieldChange(a, b, i, sep)
+		p := orNone(v) + " (was " + orNone(old) + ")"
+		if name != "" {
+			p = name + " " + p
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return id
+	}
+	return id + ": " + strings.Join(parts, ", ")
+}
+
+// fieldChange is the name, new and old value of the field at i of the
+// key's fields a (was) and b (now), which differ there.
+func fieldChange(a, b []string, i int, sep string) (name, v, old string) {
+	if sep == ", " {
+		// "health check port 10256" against "health check port 10257":
+		// the words they share first name the field.
+		wa, wb := strings.Fields(a[i]), strings.Fields(b[i])
+		n := 0
+		for n < len(wa) && n < len(wb) && wa[n] == wb[n] {
+			n++
+		}
+		return strings.Join(wb[:n], " "), strings.Join(wb[n:], " "), strings.Join(wa[n:], " ")
+	}
+	if name, v, ok := strings.Cut(b[i], "="); ok {
+		_, old, _ := strings.Cut(a[i], "=")
+		return name, v, old
+	}
+	if i > 0 && a[i-1] == b[i-1] && fieldName.MatchString(b[i-1]) {
+		return b[i-1], b[i], a[i]
+	}
+	return "", b[i], a[i]
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return "none"
+	}
+	return v
+}
+
+// fieldName is a word of a key that names the value after it.
+var fieldName = regexp.MustCompile(`^[A-Za-z_]+$`)
+
+// DriftKinds are the kinds of object a drift reason names (the word before
+// the "/" of each key: listener, member, security-rule), for the repairs'
+// metric; "load-balancer" when it names none.
+func DriftKinds(why string) []string {
+	var kinds []string
+	for _, m := range kindOfKey.FindAllStringSubmatch(why, -1) {
+		if !slices.Contains(kinds, m[1]) {
+			kinds = append(kinds, m[1])
+		}
+	}
+	if len(kinds) == 0 {
+		return []string{"load-balancer"}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// kindOfKey finds a key's kind in a drift reason: a word of small letters
+// and dashes before a "/", at the start or after a space.
+var kindOfKey = regexp.MustCompile(`(?:^|[ ,:;])([a-z][a-z-]{1,30})/`)
 
 // minus is a without b, each key of b taking one of a.
 func minus(a, b []string) []string {

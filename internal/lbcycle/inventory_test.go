@@ -77,12 +77,12 @@ func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) 
 	assert.Empty(t, drift(), "the walk changed nothing: remembered at once")
 
 	cloud.objects = []string{"listener/l1/TCP/80", "pool/p1", "member/p1/m1"}
-	assert.Equal(t, "gone or changed: member/p1/m2", drift(), "a member deleted out of band")
+	assert.Equal(t, "gone: member/p1/m2", drift(), "a member deleted out of band")
 	cloud.objects = []string{"listener/l1/TCP/80", "pool/p1", "member/p1/m1", "member/p1/m3"}
 	settled("the walk's repair is the new normal")
 
 	cloud.objects = []string{"listener/l1/TCP/81", "pool/p1", "member/p1/m1", "member/p1/m3", "pool/stray"}
-	assert.Equal(t, "gone or changed: listener/l1/TCP/80; new: listener/l1/TCP/81, pool/stray", drift())
+	assert.Equal(t, "changed listener/l1/TCP/81, replacing listener/l1/TCP/80; new: pool/stray", drift())
 	settled("a stray the walk leaves (not ours) is not drift forever")
 
 	// A walk that changes nothing (the hourly full walk): remembered at once.
@@ -140,7 +140,7 @@ func TestWhatChangesJustAfterAWalkIsRepairedNotRemembered(t *testing.T) {
 	walk(all)
 	assert.Empty(t, drift(), "the same twice: remembered")
 	cloud.objects = all[:2]
-	assert.Equal(t, "gone or changed: rule/10256, rule/30080", drift(), "and any change later is drift")
+	assert.Equal(t, "gone: rule/10256, rule/30080", drift(), "and any change later is drift")
 	assert.Equal(t, 3, walks)
 
 	// Objects that change at every pass are remembered after a few checks.
@@ -209,7 +209,7 @@ func TestMembersUpdatedAloneAreNotDrift(t *testing.T) {
 	require.NoError(t, c.UpdateLoadBalancer(t.Context(), "kubernetes", svc, nil))
 	d, err = c.Drifted(t.Context(), []*v1.Service{svc})
 	require.NoError(t, err)
-	assert.Equal(t, "gone or changed: listener/l1 from 10.0.0.0/8; new: listener/l1 from 0.0.0.0/0", d[svc.UID])
+	assert.Equal(t, "changed listener/l1: from 0.0.0.0/0 (was 10.0.0.0/8)", d[svc.UID])
 
 	// So is a member that stays, changed (a backend's weight): only the
 	// members added and removed are the Node change's.
@@ -219,10 +219,31 @@ func TestMembersUpdatedAloneAreNotDrift(t *testing.T) {
 	require.NoError(t, c.UpdateLoadBalancer(t.Context(), "kubernetes", svc, nil))
 	d, err = c.Drifted(t.Context(), []*v1.Service{svc})
 	require.NoError(t, err)
-	assert.Equal(t, "gone or changed: member/10.0.0.1:30080 weight 1 of TCP-80; new: member/10.0.0.1:30080 weight 7 of TCP-80", d[svc.UID])
+	assert.Equal(t, "changed member/10.0.0.1:30080 of TCP-80: weight 7 (was 1)", d[svc.UID])
 }
 
 func TestTwoObjectsAlikeAreTwo(t *testing.T) {
-	assert.Equal(t, "gone or changed: rule/a", describeChange([]string{"rule/a", "rule/a"}, []string{"rule/a"}))
+	assert.Equal(t, "gone: rule/a", describeChange([]string{"rule/a", "rule/a"}, []string{"rule/a"}))
 	assert.Empty(t, describeChange([]string{"rule/a", "rule/b"}, []string{"rule/b", "rule/a"}))
+}
+
+// A key changed in place is said field by field, with the value it had;
+// the kinds of a reason are those of its keys.
+func TestAChangeIsSaidFieldByField(t *testing.T) {
+	for _, tc := range []struct{ was, now, want string }{
+		{"monitor/m1 HTTP delay=5 timeout=3 max_retries=1 of pool p1", "monitor/m1 HTTP delay=17 timeout=3 max_retries=7 of pool p1",
+			"changed monitor/m1 of pool p1: delay 17 (was 5), max_retries 7 (was 1)"},
+		{"listener/TCP-80 protocol TCP, port 80, idle timeout 300", "listener/TCP-80 protocol TCP, port 80, idle timeout 30",
+			"changed listener/TCP-80: idle timeout 30 (was 300)"},
+		{"backendset/TCP-80 policy IP_HASH, health check path /healthz", "backendset/TCP-80 policy IP_HASH, health check path none",
+			"changed backendset/TCP-80: health check path none (was /healthz)"},
+		{"rule/r1 tcp 192.0.2.1:80->30080 roundrobin from 0.0.0.0/0", "rule/r1 tcp 192.0.2.1:80->30080 leastconn from 0.0.0.0/0",
+			"changed rule/r1: leastconn (was roundrobin)"},
+		{"acl/a1 allow 80", "acl/a1 deny 80 81", "changed acl/a1: deny 80 81 (was allow 80)"},
+	} {
+		got := describeChange([]string{tc.was}, []string{tc.now})
+		assert.Equal(t, tc.want, got)
+	}
+	assert.Equal(t, []string{"member", "monitor"}, DriftKinds("changed monitor/m1 of pool p1: url_path /b (was /a/c); gone: member/10.0.0.1:80, member/x"))
+	assert.Equal(t, []string{"load-balancer"}, DriftKinds("load balancer lb1 is in ERROR"))
 }

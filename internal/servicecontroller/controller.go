@@ -119,10 +119,12 @@ type Options struct {
 // Controller is Overcast's service controller.
 type Controller struct {
 	balancer cloudprovider.LoadBalancer
-	drifter  Drifter
-	kube     clientset.Interface
-	opts     Options
-	ignored  map[string]bool
+	// cloud is the cloud's name, a label of the metrics.
+	cloud   string
+	drifter Drifter
+	kube    clientset.Interface
+	opts    Options
+	ignored map[string]bool
 
 	services corelisters.ServiceLister
 	nodes    corelisters.NodeLister
@@ -200,6 +202,7 @@ func New(cloud cloudprovider.Interface, kube clientset.Interface, services corei
 	registerMetrics()
 	c := &Controller{
 		balancer: balancer,
+		cloud:    cloud.ProviderName(),
 		kube:     kube,
 		opts:     opts,
 		ignored:  map[string]bool{},
@@ -509,7 +512,7 @@ func (c *Controller) checkDrift(ctx context.Context) {
 			// left) repaired what no drift pass had told of: told now.
 			logger.Info("Load balancer repaired by a check", "service", klog.KObj(svc), "changed", what)
 			c.recorder.Event(svc, v1.EventTypeNormal, ReasonRepairing, "Repaired load balancer: "+what)
-			driftRepairs.Inc()
+			c.countRepair(what)
 		}
 		if lbcycle.IsReverifying(why) {
 			// Not drift: walked once by this process, quietly.
@@ -533,7 +536,15 @@ func (c *Controller) repairing(ctx context.Context, svc *v1.Service, why string)
 	if err := c.patch(ctx, copied, func(s *v1.Service) { setConditions(s, progressingConditions(s, ReasonRepairing, msg, true)) }); err != nil {
 		logger.V(2).Info("Cannot write the Service's conditions", "service", klog.KObj(svc), "err", err)
 	}
-	driftRepairs.Inc()
+	c.countRepair(why)
+}
+
+// countRepair counts a repair in the drift-repair metric, once for each kind
+// of object its reason names.
+func (c *Controller) countRepair(why string) {
+	for _, kind := range lbcycle.DriftKinds(why) {
+		driftRepairs.WithLabelValues(c.cloud, kind).Inc()
+	}
 }
 
 // stateOf returns the Service's state, a new one when the Service is new or

@@ -36,13 +36,14 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"phase"})
 
-	driftRepairs = metrics.NewCounter(&metrics.CounterOpts{
-		Namespace:      "overcast",
-		Subsystem:      "service",
-		Name:           "load_balancer_drift_repairs_total",
-		Help:           "Load balancers found changed behind the controller's back (deleted, in error, not as converged) and requeued for repair.",
+	driftRepairs = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "overcast",
+		Subsystem: "service",
+		Name:      "load_balancer_drift_repairs_total",
+		Help: "Load balancers found changed behind the controller's back (deleted, in error, not as converged) and repaired, " +
+			"by cloud and by the kind of object changed (listener, member, monitor, security-rule...; load-balancer when the load balancer itself).",
 		StabilityLevel: metrics.ALPHA,
-	})
+	}, []string{"cloud", "kind"})
 
 	unconvergedSeconds = metrics.NewGaugeFunc(&metrics.GaugeOpts{
 		Namespace:      "overcast",

@@ -27,7 +27,7 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 		kinds []string
 	}{
 		{"isolated network", emulator.Options{}, []string{"rule", "member", "firewall-rule"}},
-		{"VPC tier", emulator.Options{VPC: true}, []string{"rule", "member", "ACL-item-of-the-tier's-list"}},
+		{"VPC tier", emulator.Options{VPC: true}, []string{"rule", "member", "acl-item"}},
 	} {
 		t.Run(network.name, func(t *testing.T) { driftOn(t, network.opts, network.kinds) })
 	}
@@ -99,7 +99,7 @@ func csOutOfBand(admin *cs.CloudStackClient, stray string) map[string][2]func(co
 			func(_ context.Context, k string) error { return unassign(admin, k) },
 			func(_ context.Context, k string) error { return replaceMember(admin, k, stray) },
 		},
-		"ACL-item-of-the-tier's-list": {
+		"acl-item": {
 			func(_ context.Context, k string) error {
 				_, err := admin.NetworkACL.DeleteNetworkACL(admin.NetworkACL.NewDeleteNetworkACLParams(id(k)))
 				return err

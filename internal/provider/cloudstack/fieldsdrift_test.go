@@ -54,6 +54,18 @@ func TestEveryFieldChangedBehindOurBackIsSeenExplainedAndPutBack(t *testing.T) {
 	}
 }
 
+// toldAs is the kind (in the keys of the drift check) of the object of the
+// field key of fieldChanges, and how a repair of it names it: by the field
+// (a member: the machine).
+func toldAs(key string) (kind, named string) {
+	i := strings.LastIndex(key, " ")
+	field := key[i+1:]
+	if field == "virtualmachineids" {
+		return "member", lbcycle.MemberPrefix
+	}
+	return map[string]string{"rule": "rule", "firewall rule": "firewall-rule", "ACL item": "acl-item", "health check": "health-check"}[key[:i]], field
+}
+
 // putBack changes the field key behind the CCM's back and holds the drift
 // check, explain and the walk to it.
 func putBack(t *testing.T, f *fixture, o *outOfBand, key, addr string, nodes []*v1.Node) {
@@ -64,6 +76,8 @@ func putBack(t *testing.T, f *fixture, o *outOfBand, key, addr string, nodes []*
 	why := drifted(t, f, o.svc)
 	require.NotEmpty(t, why, "(a) the drift check sees %s changed", key)
 	assert.False(t, lbcycle.IsReverifying(why), why)
+	kind, named := toldAs(key)
+	providertest.RepairTold(t, why, kind, named)
 	has, asks := strings.ReplaceAll(fc.has, "STRAY", o.stray), strings.ReplaceAll(fc.asks, "MEMBER", o.members[0])
 	field := key[strings.LastIndex(key, " ")+1:]
 	var said []string

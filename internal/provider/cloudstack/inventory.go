@@ -49,16 +49,26 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string,
 		if !slices.ContainsFunc(st.rules, o.opens) {
 			continue // another Service's, on an address they share
 		}
-		out = append(out, fmt.Sprintf("%s/%s %s %d-%d from %s %s %s", strings.ReplaceAll(what, " ", "-"), o.ID, o.Protocol, o.Start, o.End,
-			cidrText(o.CIDRs), o.Action, o.Traffic))
+		out = append(out, fmt.Sprintf("%s/%s protocol=%s startport=%d endport=%d cidrlist=%s action=%s traffictype=%s", openingKind(what), o.ID,
+			o.Protocol, o.Start, o.End, cidrText(o.CIDRs), o.Action, o.Traffic))
 	}
 	return out, nil
+}
+
+// openingKind is the kind, in its key, of an opening of what kind: a
+// firewall rule or an ACL item.
+func openingKind(what string) string {
+	if strings.HasPrefix(what, "ACL") {
+		return "acl-item"
+	}
+	return "firewall-rule"
 }
 
 // ruleKeys are a rule's key, its machines' and its health-check policies'
 // (both read on the rotation's budget).
 func (s steps) ruleKeys(ctx context.Context, r rule) ([]string, error) {
-	out := []string{fmt.Sprintf("rule/%s %s %s:%d->%d %s from %s", r.ID, r.Protocol, r.IP, r.PublicPort, r.PrivatePort, r.Algorithm, cidrText(r.CIDRs))}
+	out := []string{fmt.Sprintf("rule/%s protocol=%s publicip=%s publicport=%d privateport=%d algorithm=%s cidrlist=%s",
+		r.ID, r.Protocol, r.IP, r.PublicPort, r.PrivatePort, r.Algorithm, cidrText(r.CIDRs))}
 	machines, err := s.ruleMachines.Get(ctx, r.ID, s.gw.ruleMachines)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
@@ -71,7 +81,8 @@ func (s steps) ruleKeys(ctx context.Context, r rule) ([]string, error) {
 		return nil, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
 	}
 	for _, h := range checks {
-		out = append(out, fmt.Sprintf("health-check/%s of %s %s every %ds within %ds thresholds %d/%d", h.ID, r.ID, h.Path, h.Interval, h.Timeout, h.Healthy, h.Unhealthy))
+		out = append(out, fmt.Sprintf("health-check/%s pingpath=%s intervaltime=%d responsetimeout=%d healthythreshold=%d unhealthythreshold=%d of %s",
+			h.ID, h.Path, h.Interval, h.Timeout, h.Healthy, h.Unhealthy, r.ID))
 	}
 	return out, nil
 }

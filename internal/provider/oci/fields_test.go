@@ -277,6 +277,11 @@ func (f *fieldDrift) driftOf(t *testing.T, svc, child, path string, ch fieldChan
 	}
 	require.NotEmpty(t, why, "(a) the drift check does not see %s changed", path)
 	require.Contains(t, why, ch.name+" "+ch.text, "(a) the drift reason names the field and its new value")
+	kind := child
+	if strings.HasPrefix(path, "backends[]") {
+		kind = "member" // a backend's key: lbcycle.MemberPrefix
+	}
+	providertest.RepairTold(t, why, kind, ch.name)
 	x, err := f.c.ExplainService(t.Context(), "kubernetes", f.fresh(t, svc), f.nodes)
 	require.NoError(t, err)
 	want := fmt.Sprintf("%s %s, the Service asks %s", ch.name, ch.text, orNone(was))

@@ -315,8 +315,10 @@ func (c *Cloud) applyRules(ctx context.Context, svc *v1.Service, want map[string
 		return errors.New("the cluster UID (the kube-system namespace's), which marks the security rules, is not known yet")
 	}
 	mark := c.mark(svc) + " "
+	relied := c.reliedByPeer(ctx, svc)
 	for _, id := range lists {
-		if err := c.updateList(ctx, id, listChange{mark: mark, want: want[id], adopt: adopt}); err != nil {
+		ch := listChange{mark: mark, want: want[id], adopt: adopt, handOver: func(r rule) (string, bool, error) { return relied(id, r) }}
+		if err := c.updateList(ctx, id, ch); err != nil {
 			return fmt.Errorf("security list %s: %w", id, err)
 		}
 	}
@@ -330,7 +332,10 @@ type listChange struct {
 	adopt bool
 	// drop are the ports whose peer's rules go (peerrules.go).
 	drop map[int]bool
-	done chan error
+	// handOver is, for a rule with the mark that goes, the description it
+	// is kept with if a peer's load balancer relies on it (handover.go).
+	handOver func(rule) (string, bool, error)
+	done     chan error
 }
 
 // listWriter writes each security list's changes in batches: while one
@@ -504,24 +509,32 @@ func (w *listWriter) forgetAll() {
 }
 
 // merge is have with the rules marked ch.mark that want no longer asks for
-// removed (and the peer's rules of the ports ch.drop), and those it asks for
-// that nothing does yet added (with ch.adopt, an unmarked rule does).
+// removed, or handed over (ch.handOver), and the peer's rules of the ports
+// ch.drop removed, and those want asks for that nothing does yet added
+// (with ch.adopt, an unmarked rule does).
 func merge(have []json.RawMessage, want []rule, ch listChange) ([]json.RawMessage, bool, error) {
 	mark, adopt := ch.mark, ch.adopt
 	out := make([]json.RawMessage, 0, len(have)+len(want))
 	var kept []rule
+	var going []json.RawMessage
 	changed := false
 	for _, raw := range have {
 		var r rule
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, false, fmt.Errorf("a rule OCI answered cannot be read: %w", err)
 		}
-		if strings.HasPrefix(r.Description, mark) && !slices.ContainsFunc(want, r.does) || peerRuleOn(r, ch.drop) {
+		switch {
+		case peerRuleOn(r, ch.drop):
 			changed = true
-			continue
+		case strings.HasPrefix(r.Description, mark) && !slices.ContainsFunc(want, r.does):
+			going, changed = append(going, raw), true
+		default:
+			out, kept = append(out, raw), append(kept, r)
 		}
-		out = append(out, raw)
-		kept = append(kept, r)
+	}
+	out, kept, err := handOver(out, kept, going, ch)
+	if err != nil {
+		return nil, false, err
 	}
 	for _, w := range want {
 		// Done already by a rule of the Service's, or, adopting, by one no

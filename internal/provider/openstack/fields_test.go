@@ -208,6 +208,7 @@ func TestContractEveryFieldSentIsPutBack(t *testing.T) {
 					return nil
 				}), "(a) the drift check sees %s %s changed", kind, field)
 				assert.False(t, lbcycle.IsReverifying(why), why)
+				providertest.RepairTold(t, why, kind, field)
 				e := explainedBy(t, tg, c, fresh(), nodes)
 				assert.True(t, slices.ContainsFunc(e.Drift, func(d provider.Difference) bool { return strings.Contains(d.Detail, field) }),
 					"(b) explain names %s: %+v", field, e.Drift)

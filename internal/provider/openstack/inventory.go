@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -55,7 +56,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 	var monitorErr error
 	ps, err := describeListed(ctx, s.index.pools, "pool", l.Obj.Pools,
 		func(p lbPool) []string {
-			out := []string{fmt.Sprintf("pool/%s %s %s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners))}
+			out := []string{fmt.Sprintf("pool/%s %s lb_algorithm=%s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners))}
 			if p.MonitorID != "" {
 				key, err := s.monitorKey(ctx, p)
 				monitorErr = cmp.Or(monitorErr, err)
@@ -74,12 +75,18 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 
 // listenerKey is a listener by every field the CCM sends of one but its
 // tags (which say whose it is: sharing.go) and its name (the peer's
-// listeners have names of their own, kept when adopted).
+// listeners have names of their own, kept when adopted), each by its name
+// in the API.
 func listenerKey(li lbListener) string {
 	cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
-	return fmt.Sprintf("listener/%s %s/%d from %s to pool %s tls %s connection_limit=%d timeouts=%d/%d/%d/%d insert_headers=%v",
-		li.ID, li.Protocol, li.ProtocolPort, strings.Join(cidrs, ","), li.DefaultPoolID, li.DefaultTLSContainerRef,
-		li.ConnLimit, li.TimeoutClientData, li.TimeoutMemberConnect, li.TimeoutMemberData, li.TimeoutTCPInspect, li.InsertHeaders)
+	var headers []string
+	for _, k := range slices.Sorted(maps.Keys(li.InsertHeaders)) {
+		headers = append(headers, k+":"+li.InsertHeaders[k])
+	}
+	return fmt.Sprintf("listener/%s %s/%d default_pool_id=%s default_tls_container_ref=%s allowed_cidrs=%s connection_limit=%d "+
+		"timeout_client_data=%d timeout_member_connect=%d timeout_member_data=%d timeout_tcp_inspect=%d insert_headers=%s",
+		li.ID, li.Protocol, li.ProtocolPort, li.DefaultPoolID, li.DefaultTLSContainerRef, strings.Join(cidrs, ","), li.ConnLimit,
+		li.TimeoutClientData, li.TimeoutMemberConnect, li.TimeoutMemberData, li.TimeoutTCPInspect, strings.Join(headers, ","))
 }
 
 // monitorKey is the pool's health monitor by every field the CCM sends of

@@ -197,3 +197,22 @@ func ObjectsOf[L any](t *testing.T, steps Inventoried[L], svc *v1.Service) []str
 	}
 	return keys
 }
+
+// RepairTold checks what the repair of a field changed behind the
+// provider's back tells (the drift reason why, which the service controller
+// puts in its RepairingLoadBalancer Event, and counts in the drift-repair
+// metric by the kinds it names): named (the field by its name), with the
+// value it had (or the object as it was, where the API makes another one
+// for another value), and the kind of object. A named ending in "/" is a
+// kind of object whose key is its identity alone (a member).
+func RepairTold(t *testing.T, why, kind, named string) {
+	t.Helper()
+	event := "Repairing load balancer: " + why
+	says := strings.Contains(event, named+" ") || strings.Contains(event, named+"=") || strings.HasSuffix(named, "/") && strings.Contains(event, named)
+	if !says || !strings.Contains(event, "(was ") && !strings.Contains(event, "gone: ") {
+		t.Errorf("the Event of the repair of %s %s does not say it with the value it had: %q", kind, named, event)
+	}
+	if kinds := lbcycle.DriftKinds(why); !slices.Contains(kinds, kind) {
+		t.Errorf("the repair of %s %s is counted as %v, not as %s", kind, named, kinds, kind)
+	}
+}
