@@ -126,13 +126,10 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 		"nsg-rule": {
 			func(ctx context.Context, k string) error { return h.nsgRule(ctx, k, nil) },
 			func(ctx context.Context, k string) error {
-				return h.nsgRule(ctx, k, func(r *NSGRule) {
-					if r.Direction == "INGRESS" && r.SourceType == "CIDR_BLOCK" {
-						r.Source = "192.0.2.0/24"
-						return
-					}
-					r.TCPOptions.DestinationPortRange = &portRange{Min: 1, Max: 1}
-				})
+				// Its peer and ports are what it is (another is another
+				// rule: a removal, above); isStateless is the field the
+				// drift key holds beside them.
+				return h.nsgRule(ctx, k, func(r *NSGRule) { r.IsStateless = true })
 			},
 		},
 		"member": {
@@ -152,7 +149,7 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 		"security-rule": {
 			func(ctx context.Context, k string) error { return editRule(ctx, cloud(), k, nil) },
 			func(ctx context.Context, k string) error {
-				return editRule(ctx, cloud(), k, func(r *rule) { r.Source = "0.0.0.0/0" })
+				return editRule(ctx, cloud(), k, func(r *rule) { r.IsStateless = true })
 			},
 		},
 	}

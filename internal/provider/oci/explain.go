@@ -283,6 +283,9 @@ func listDrift(e *provider.ServiceExplanation, id, dir string, have []json.RawMe
 // ruleText is a rule for a person: "TCP 80 from 0.0.0.0/0".
 func ruleText(r rule, dir string) string {
 	proto, ports, peer := ruleFields(r, dir)
+	if r.IsStateless {
+		proto = "stateless " + proto
+	}
 	if strings.EqualFold(dir, "egress") {
 		return proto + " " + ports + " to " + peer
 	}

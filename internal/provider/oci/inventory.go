@@ -205,7 +205,15 @@ func reliesOn(r rule, mark string, ports map[int]bool, adopt bool) bool {
 
 // key is the rule's in Objects, in list id and direction dir.
 func (r rule) key(list, dir string) string {
-	return fmt.Sprintf("security-rule/%s %s %s %s%s %s", list, dir, r.Protocol, r.Source, r.Destination, r.ports())
+	return fmt.Sprintf("security-rule/%s %s %s %s%s %s %s", list, dir, r.Protocol, r.Source, r.Destination, r.ports(), statefulness(r.IsStateless))
+}
+
+// statefulness is isStateless as a key and a person say it.
+func statefulness(stateless bool) string {
+	if stateless {
+		return "stateless"
+	}
+	return "stateful"
 }
 
 // ports are the rule's destination ports, as a key says them.

@@ -57,7 +57,7 @@ func (r NSGRule) key() string {
 	if r.TCPOptions != nil && r.TCPOptions.DestinationPortRange != nil {
 		port = fmt.Sprintf("%d-%d", r.TCPOptions.DestinationPortRange.Min, r.TCPOptions.DestinationPortRange.Max)
 	}
-	return strings.Join([]string{r.Direction, r.Protocol, r.Source, r.SourceType, r.Destination, r.DestinationType, port}, "|")
+	return strings.Join([]string{r.Direction, r.Protocol, r.Source, r.SourceType, r.Destination, r.DestinationType, port, statefulness(r.IsStateless)}, "|")
 }
 
 // nsgRule is a stateful TCP rule toward (ingress: from) peer, a CIDR or an
