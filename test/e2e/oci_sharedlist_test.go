@@ -20,7 +20,8 @@ import (
 )
 
 // listRules are the rules of e's security list, each as OCI has it but for
-// its description, sorted: what the list opens, whoever marked it.
+// its description and the type of its peer (the peer sends none, the API's
+// default, CIDR_BLOCK), sorted: what the list opens, whoever marked it.
 func listRules(e *emulator.Emulator) []string {
 	in, out := e.SecurityListRules(e.Fixture().SecurityListID)
 	var rules []string
@@ -32,6 +33,8 @@ func listRules(e *emulator.Emulator) []string {
 				continue
 			}
 			delete(r, "description")
+			delete(r, "sourceType")
+			delete(r, "destinationType")
 			b, _ := json.Marshal(r)
 			rules = append(rules, dir+" "+string(b))
 		}
