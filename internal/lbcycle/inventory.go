@@ -262,7 +262,7 @@ func describeChange(was, now []string) string {
 	changed, gone, added := paired(gone, added)
 	var parts []string
 	if len(changed) > 0 {
-		parts = append(parts, "changed "+firstFew(changed))
+		parts = append(parts, firstFewOf(changed, "; "))
 	}
 	if len(gone) > 0 {
 		parts = append(parts, "gone: "+firstFew(gone))
@@ -330,10 +330,10 @@ func kindOf(k string) string {
 // word that names it). Keys of another shape are said whole.
 func changeOf(was, now string) string {
 	wasID, wasRest, _ := strings.Cut(was, " ")
-	_, nowRest, _ := strings.Cut(now, " ")
-	id := identity(now)
-	if identity(was) != id {
-		id += ", replacing " + wasID
+	nowID, nowRest, _ := strings.Cut(now, " ")
+	id := "changed " + identity(now)
+	if identity(was) != identity(now) {
+		id = "replaced " + wasID + " by " + nowID
 	}
 	sep := " "
 	if strings.Contains(nowRest, ", ") {
@@ -395,8 +395,9 @@ func orNone(v string) string {
 var fieldName = regexp.MustCompile(`^[A-Za-z_]+$`)
 
 // DriftKinds are the kinds of object a drift reason names (the word before
-// the "/" of each key: listener, member, security-rule), for the repairs'
-// metric; "load-balancer" when it names none.
+// the "/" of each key it names: listener, member, security-rule), for the
+// repairs' metric; "certificate" for a renewed certificate, "load-balancer"
+// when it names none.
 func DriftKinds(why string) []string {
 	var kinds []string
 	for _, m := range kindOfKey.FindAllStringSubmatch(why, -1) {
@@ -404,16 +405,21 @@ func DriftKinds(why string) []string {
 			kinds = append(kinds, m[1])
 		}
 	}
-	if len(kinds) == 0 {
-		return []string{"load-balancer"}
+	switch {
+	case len(kinds) > 0:
+		slices.Sort(kinds)
+	case strings.Contains(why, "certificate") || strings.Contains(why, "TLS Secret"):
+		kinds = []string{"certificate"}
+	default:
+		kinds = []string{"load-balancer"}
 	}
-	slices.Sort(kinds)
 	return kinds
 }
 
-// kindOfKey finds a key's kind in a drift reason: a word of small letters
-// and dashes before a "/", at the start or after a space.
-var kindOfKey = regexp.MustCompile(`(?:^|[ ,:;])([a-z][a-z-]{1,30})/`)
+// kindOfKey finds the kind of each key describeChange names: a word of
+// small letters and dashes, then "/", where a key starts (never in a
+// value: a path, a CIDR, a namespace/name).
+var kindOfKey = regexp.MustCompile(`(?:^|changed |replaced | by |gone: |new: |, |; )([a-z][a-z-]{1,30})/[^ /]`)
 
 // minus is a without b, each key of b taking one of a.
 func minus(a, b []string) []string {
@@ -432,9 +438,12 @@ func minus(a, b []string) []string {
 	return out
 }
 
-func firstFew(keys []string) string {
-	if len(keys) > 3 {
-		return strings.Join(keys[:3], ", ") + fmt.Sprintf(" and %d more", len(keys)-3)
+func firstFew(keys []string) string { return firstFewOf(keys, ", ") }
+
+// firstFewOf is the first three of items, joined by sep, and how many more.
+func firstFewOf(items []string, sep string) string {
+	if len(items) > 3 {
+		return strings.Join(items[:3], sep) + fmt.Sprintf(" and %d more", len(items)-3)
 	}
-	return strings.Join(keys, ", ")
+	return strings.Join(items, sep)
 }

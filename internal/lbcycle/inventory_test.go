@@ -82,7 +82,7 @@ func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) 
 	settled("the walk's repair is the new normal")
 
 	cloud.objects = []string{"listener/l1/TCP/81", "pool/p1", "member/p1/m1", "member/p1/m3", "pool/stray"}
-	assert.Equal(t, "changed listener/l1/TCP/81, replacing listener/l1/TCP/80; new: pool/stray", drift())
+	assert.Equal(t, "replaced listener/l1/TCP/80 by listener/l1/TCP/81; new: pool/stray", drift())
 	settled("a stray the walk leaves (not ours) is not drift forever")
 
 	// A walk that changes nothing (the hourly full walk): remembered at once.
@@ -244,6 +244,17 @@ func TestAChangeIsSaidFieldByField(t *testing.T) {
 		got := describeChange([]string{tc.was}, []string{tc.now})
 		assert.Equal(t, tc.want, got)
 	}
-	assert.Equal(t, []string{"member", "monitor"}, DriftKinds("changed monitor/m1 of pool p1: url_path /b (was /a/c); gone: member/10.0.0.1:80, member/x"))
-	assert.Equal(t, []string{"load-balancer"}, DriftKinds("load balancer lb1 is in ERROR"))
+	assert.Equal(t, "changed listener/l1: x 2 (was 1); replaced rule/a by rule/b: 22 (was 80)",
+		describeChange([]string{"rule/a 80", "listener/l1 x=1"}, []string{"rule/b 22", "listener/l1 x=2"}), "each object apart")
+	for why, want := range map[string][]string{
+		"changed monitor/m1 of pool p1: url_path /b (was /a/c); gone: member/10.0.0.1:80, member/x": {"member", "monitor"},
+		"load balancer lb1 is in ERROR":                                                                             {"load-balancer"},
+		"TLS Secret default/web-tls holds a new certificate":                                                        {"certificate"},
+		"the TLS Secret prod-payments/web-tls was renewed":                                                          {"certificate"},
+		"gone: security-group-rule/r1 ingress IPv6 tcp 80-80 from 2001:db8::beef/128":                               {"security-group-rule"},
+		"changed listener/l1: allowed_cidrs fd00::dead/128 (was 10.0.0.0/8)":                                        {"listener"},
+		"the rules are on 10.0.0.1, not on 10.0.0.2; gone: firewall-rule/f1 protocol=tcp cidrlist=2001:db8::ab/128": {"firewall-rule"},
+	} {
+		assert.Equal(t, want, DriftKinds(why), why)
+	}
 }

@@ -239,26 +239,10 @@ func TestOCIGoesToThePeerAndBackItself(t *testing.T) {
 func TestOCIAnotherClustersPeerClosesNoPortForLong(t *testing.T) {
 	const nodePort, drift = 30777, 20 * time.Second
 	e := ociEmulator(t, 92)
-	bin, opts := ociPeer(t, e)
-	clusterA, err := framework.Start()
-	require.NoError(t, err)
-	t.Cleanup(clusterA.Stop)
-	ociPeerKubelet(t, clusterA, e, "oci92-a-node")
-	clusterA.StartBinary(t, bin, "oci-cloud-controller-manager", opts)
+	clusterA := ociPeerCluster(t, e, "oci92-a-node")
 	web := func(s *v1.Service) { s.Spec.Ports[0].NodePort = nodePort }
 	nsA := clusterA.Namespace(t)
-	svcA := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: nsA},
-		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}}}
-	web(svcA)
-	_, err = clusterA.Client.CoreV1().Services(nsA).Create(t.Context(), svcA, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
-		got, err := clusterA.Client.CoreV1().Services(nsA).Get(t.Context(), "web", metav1.GetOptions{})
-		if err != nil || ingressAddr(got) == "" {
-			return fmt.Errorf("the peer has not served cluster A's web yet (%w)", err)
-		}
-		return nil
-	}))
+	ociPeerWeb(t, clusterA, nsA, nodePort)
 
 	env.StartCCM(t, framework.CCMOptions{Cloud: "oci", CloudConfig: e.CloudConfig(), ExtraArgs: []string{"--load-balancer-drift-period=" + drift.String()}})
 	_, ip := e.AddMachine("oci92-b-node")
@@ -295,4 +279,34 @@ func TestOCIAnotherClustersPeerClosesNoPortForLong(t *testing.T) {
 	t.Logf("the other cluster's peer left %d of B's 5 rules; all back %.1fs after its Service was deleted (drift period %s)", fewest, back.Seconds(), drift)
 	assert.Less(t, back, waitLong+3*drift)
 	assert.Equal(t, addr, ingressAddr(getService(t, ns, "web")), "B's address kept")
+}
+
+// ociPeerCluster is another cluster (an apiserver of its own) with a Node
+// named node on e, served by the unmodified peer.
+func ociPeerCluster(t *testing.T, e *emulator.Emulator, node string) *framework.Env {
+	t.Helper()
+	bin, opts := ociPeer(t, e)
+	c, err := framework.Start()
+	require.NoError(t, err)
+	t.Cleanup(c.Stop)
+	ociPeerKubelet(t, c, e, node)
+	c.StartBinary(t, bin, "oci-cloud-controller-manager", opts)
+	return c
+}
+
+// ociPeerWeb makes the Service "web" of cluster c in ns (port 80 on
+// nodePort) and waits until the peer has served it.
+func ociPeerWeb(t *testing.T, c *framework.Env, ns string, nodePort int32) {
+	t.Helper()
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80, NodePort: nodePort}}}}
+	_, err := c.Client.CoreV1().Services(ns).Create(t.Context(), svc, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+		got, err := c.Client.CoreV1().Services(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil || ingressAddr(got) == "" {
+			return fmt.Errorf("the peer has not served %s/web yet (%w)", ns, err)
+		}
+		return nil
+	}))
 }

@@ -63,12 +63,7 @@ func described(e *emulator.Emulator, s string) (n int) {
 func TestOCIThePeerAndUsOnOneListInEitherOrder(t *testing.T) {
 	const nodePort, drift = 30778, 20 * time.Second
 	e := ociEmulator(t, 93)
-	bin, opts := ociPeer(t, e)
-	clusterA, err := framework.Start()
-	require.NoError(t, err)
-	t.Cleanup(clusterA.Stop)
-	ociPeerKubelet(t, clusterA, e, "oci93-a-node")
-	clusterA.StartBinary(t, bin, "oci-cloud-controller-manager", opts)
+	clusterA := ociPeerCluster(t, e, "oci93-a-node")
 	env.StartCCM(t, framework.CCMOptions{Cloud: "oci", CloudConfig: e.CloudConfig(), ExtraArgs: []string{"--load-balancer-drift-period=" + drift.String()}})
 	_, ip := e.AddMachine("oci93-b-node")
 	waitNodeInitialised(t, env.NewKubelet(t, "oci93-b-node", ip).Name)
@@ -86,20 +81,7 @@ func TestOCIThePeerAndUsOnOneListInEitherOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nsA, ns := clusterA.Namespace(t), namespace(t)
-			peerUp := func() {
-				svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: nsA},
-					Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}}}
-				web(svc)
-				_, err := clusterA.Client.CoreV1().Services(nsA).Create(t.Context(), svc, metav1.CreateOptions{})
-				require.NoError(t, err)
-				require.NoError(t, devenv.Poll(waitLong, tick, func() error {
-					got, err := clusterA.Client.CoreV1().Services(nsA).Get(t.Context(), "web", metav1.GetOptions{})
-					if err != nil || ingressAddr(got) == "" {
-						return fmt.Errorf("the peer has not served cluster A's web yet (%w)", err)
-					}
-					return nil
-				}))
-			}
+			peerUp := func() { ociPeerWeb(t, clusterA, nsA, nodePort) }
 			var ours *v1.Service
 			weUp := func() {
 				ours = lbService(t, ns, "web", web)

@@ -249,7 +249,8 @@ func (h hand) nsgRule(ctx context.Context, k string, change func(*NSGRule)) erro
 // editRule removes the rule whose Objects key is key from its security
 // list (change nil), or changes it.
 func editRule(ctx context.Context, c *Cloud, key string, change func(*rule)) error {
-	list, dir := providertest.ID(key), strings.Fields(key)[1]
+	_, list, _ := strings.Cut(key, " of ")
+	dir, _, _ := strings.Cut(providertest.ID(key), ":")
 	sl, err := c.gw.securityList(ctx, list)
 	if err != nil {
 		return err

@@ -170,7 +170,7 @@ func removeOurRule(t *testing.T, c *Cloud, kind string, ours []provider.Security
 			require.NoError(t, c.gw.removeNSGRules(t.Context(), group, []string{r.ID}))
 		case "security list rule":
 			list := strings.TrimPrefix(r.In, "security list ")
-			require.NoError(t, editRule(t.Context(), c, "security-rule/"+list+" ingress 6 "+r.Peer+" ports "+r.Ports+"-"+r.Ports+" stateful", nil))
+			require.NoError(t, editRule(t.Context(), c, "security-rule/ingress:6:"+r.Peer+":"+r.Ports+"-"+r.Ports+" stateful of "+list, nil))
 		}
 		return
 	}

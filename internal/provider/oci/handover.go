@@ -8,34 +8,46 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A rule Overcast marked may be one the peer's load balancer of another
-// cluster relies on: the peer adds no rule for a port and source a rule
+// cluster relies on: the peer adds no rule for a port and peer a rule
 // already opens, whoever marked it (load_balancer_security_lists.go
-// getLoadBalancerIngressRules, getNodeIngressRules keep such a rule and add
-// none). So when a rule of ours would go while such a load balancer still
-// uses its port, the rule is handed over instead: kept, its mark taken off.
-// The peer removes a rule of its ports whoever made it, so the rule goes with
-// the last of its Services on the port, and nothing is left behind.
+// getLoadBalancerIngressRules, getLoadBalancerEgressRules,
+// getNodeIngressRules keep such a rule and add none). So when a rule of ours
+// would go while such a load balancer still relies on it, the rule is handed
+// over instead: kept, its mark taken off. The peer's Delete removes the
+// rules of its ports in the lists it relies on, whoever made them, so the
+// rule goes with the last of its Services on the port: nothing is left.
 // Overcast of any cluster never relies on another Service's mark (stands),
 // so only the peer's load balancers count: those no Overcast tagged, named
-// as the peer names them (a Service UID last), of no Service of this
-// cluster (Overcast adopted those, and they hold rules of their own).
+// as the peer names them (a Service UID last), not being deleted, of no
+// Service of this cluster (Overcast adopted those, and they hold rules of
+// their own).
+//
+// What the peer relies on, as it writes its rules:
+//   - in the lists of its load balancer's subnets: ingress on its listeners'
+//     ports (from its Service's sources), and egress on its backends' and
+//     health checks' ports to its nodes' subnets;
+//   - in the lists of its nodes' subnets: ingress on those ports from its
+//     load balancer's subnets.
 
 // peerName is the end of the peer's name of a load balancer: its Service's
 // UID (lbName, nlbName).
 var peerName = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// peerUses are the ports the peer's load balancers use, by the security list
-// their rules go in and by the CIDR their rules to the nodes come from, each
-// with the load balancer's name.
-type peerUses struct {
-	inList, fromCIDR map[string]map[int]string
-}
+// peerUses are the rules the peer's load balancers rely on, by where they
+// are (a list, the direction and, but for ingress in a load balancer's
+// list, the peer of the rule) and port, each with the load balancer's name.
+type peerUses map[string]map[int]string
+
+// where is the key of peerUses of a rule in list, in direction dir, to or
+// from peer ("" when any).
+func where(list, dir, peer string) string { return list + "|" + dir + "|" + peer }
 
 // relies is the name of a peer's load balancer that relies on rule r of
 // list, if one does.
@@ -47,34 +59,40 @@ func (u peerUses) relies(list string, r rule) (string, bool) {
 	if d.Min != d.Max {
 		return "", false
 	}
-	if name, ok := u.inList[list][d.Min]; ok {
-		return name, true
+	keys := []string{where(list, "egress", r.Destination)}
+	if r.Source != "" {
+		keys = []string{where(list, "ingress", ""), where(list, "ingress", r.Source)}
 	}
-	name, ok := u.fromCIDR[r.Source][d.Min]
-	return name, ok
+	for _, k := range keys {
+		if name, ok := u[k][d.Min]; ok {
+			return name, true
+		}
+	}
+	return "", false
 }
 
-func (u peerUses) add(to map[string]map[int]string, key, name string, ports map[int]bool) {
-	if to[key] == nil {
-		to[key] = map[int]string{}
+func (u peerUses) add(key, name string, ports map[int]bool) {
+	if u[key] == nil {
+		u[key] = map[int]string{}
 	}
 	for p := range ports {
-		to[key][p] = name
+		u[key][p] = name
 	}
 }
 
-// peerUsesNow are the ports the peer's load balancers of the compartment
-// use now (from the shared listings), but those of this cluster's Services.
+// peerUsesNow are the rules the peer's load balancers of the compartment
+// rely on now (read now, not from the shared listings: one made a minute
+// ago counts), but those of this cluster's Services.
 func (c *Cloud) peerUsesNow(ctx context.Context) (peerUses, error) {
-	u := peerUses{inList: map[string]map[int]string{}, fromCIDR: map[string]map[int]string{}}
+	u := peerUses{}
 	var peers []LB
 	for _, kind := range []string{kindLB, kindNLB} {
-		all, err := c.listings[kind].All(ctx)
+		all, err := c.gw.loadBalancers(ctx, kind, inCompartment(c.cfg.CompartmentID))
 		if err != nil {
 			return u, fmt.Errorf("listing the load balancers, to keep the rules the peer's rely on: %w", err)
 		}
 		for _, lb := range all {
-			if lb.FreeformTags[tagCluster] == "" && peerName.MatchString(lb.DisplayName) {
+			if lb.FreeformTags[tagCluster] == "" && peerName.MatchString(lb.DisplayName) && lb.LifecycleState != "DELETING" && lb.LifecycleState != "DELETED" {
 				peers = append(peers, lb)
 			}
 		}
@@ -90,19 +108,68 @@ func (c *Cloud) peerUsesNow(ctx context.Context) (peerUses, error) {
 		if ours[peerName.FindString(lb.DisplayName)] {
 			continue
 		}
-		ports := peerPorts(lb)
-		for _, id := range lb.SubnetIDs {
-			sub, list, err := c.subnetList(ctx, id)
-			if err != nil {
-				return u, err
-			}
-			u.add(u.inList, list, lb.DisplayName, ports)
-			for _, cidr := range append([]string{sub.CIDRBlock}, sub.IPv6CIDRBlocks...) {
-				u.add(u.fromCIDR, cidr, lb.DisplayName, ports)
-			}
+		if err := c.addPeerUses(ctx, u, lb); err != nil {
+			return u, err
 		}
 	}
 	return u, nil
+}
+
+// addPeerUses adds to u the rules the peer's load balancer lb relies on.
+func (c *Cloud) addPeerUses(ctx context.Context, u peerUses, lb LB) error {
+	listeners, backends := map[int]bool{}, map[int]bool{}
+	for _, l := range lb.Listeners {
+		listeners[l.Port] = true
+	}
+	var nodeSubnets []string
+	for _, bs := range lb.BackendSets {
+		backends[bs.HealthChecker.Port] = true
+		for _, b := range bs.Backends {
+			backends[b.Port] = true
+			if m, found, err := c.machines.Get(ctx, "ip/"+b.IPAddress); err != nil {
+				return err
+			} else if found && m.SubnetID != "" && !slices.Contains(nodeSubnets, m.SubnetID) {
+				nodeSubnets = append(nodeSubnets, m.SubnetID)
+			}
+		}
+	}
+	lbLists, lbCIDRs, err := c.listsAndCIDRs(ctx, lb.SubnetIDs)
+	if err != nil {
+		return err
+	}
+	nodeLists, nodeCIDRs, err := c.listsAndCIDRs(ctx, nodeSubnets)
+	if err != nil {
+		return err
+	}
+	for _, list := range lbLists {
+		u.add(where(list, "ingress", ""), lb.DisplayName, listeners)
+		for _, cidr := range nodeCIDRs {
+			u.add(where(list, "egress", cidr), lb.DisplayName, backends)
+		}
+	}
+	for _, list := range nodeLists {
+		for _, cidr := range lbCIDRs {
+			u.add(where(list, "ingress", cidr), lb.DisplayName, backends)
+		}
+	}
+	return nil
+}
+
+// listsAndCIDRs are the security lists the rules of subnets go in, and
+// their CIDRs (IPv4 and IPv6).
+func (c *Cloud) listsAndCIDRs(ctx context.Context, subnets []string) (lists, cidrs []string, err error) {
+	for _, id := range subnets {
+		sub, list, err := c.subnetList(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		lists = append(lists, list)
+		if sub.CIDRBlock != "" {
+			cidrs = append(cidrs, sub.CIDRBlock)
+		}
+		cidrs = append(cidrs, sub.IPv6CIDRBlocks...)
+	}
+	return lists, cidrs, nil
 }
 
 // serviceUIDs are the UIDs of the cluster's Services.
@@ -123,13 +190,16 @@ func (c *Cloud) serviceUIDs(ctx context.Context) (map[string]bool, error) {
 }
 
 // handedOver is the description of a rule of svc's handed over to the
-// peer's load balancer name: no mark, and what it was.
+// peer's load balancer name: no mark, and what it was; the name shortened
+// if the description would be longer than OCI takes.
 func handedOver(svc *v1.Service, name string) string {
-	d := fmt.Sprintf("kept for load balancer %s (was Overcast's, of %s/%s)", name, svc.Namespace, svc.Name)
-	if len(d) > maxDescription {
-		d = d[:maxDescription]
+	const format = "kept for load balancer %s (was Overcast's, of %s/%s)"
+	over := len(fmt.Sprintf(format, name, svc.Namespace, svc.Name)) - maxDescription
+	for over > 0 && name != "" {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name, over = name[:len(name)-size], over-size
 	}
-	return d
+	return fmt.Sprintf(format, name, svc.Namespace, svc.Name)
 }
 
 // maxDescription is the longest description of a security rule OCI takes.

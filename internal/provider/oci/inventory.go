@@ -203,9 +203,11 @@ func reliesOn(r rule, mark string, ports map[int]bool, adopt bool) bool {
 	return false
 }
 
-// key is the rule's in Objects, in list id and direction dir.
+// key is the rule's in Objects, in list id and direction dir: what it is
+// (a rule of a list has no id: its direction, protocol, peer and ports),
+// then its isStateless, then the list.
 func (r rule) key(list, dir string) string {
-	return fmt.Sprintf("security-rule/%s %s %s %s%s %s %s", list, dir, r.Protocol, r.Source, r.Destination, r.ports(), statefulness(r.IsStateless))
+	return fmt.Sprintf("security-rule/%s:%s:%s%s:%s %s of %s", dir, r.Protocol, r.Source, r.Destination, r.ports(), statefulness(r.IsStateless), list)
 }
 
 // statefulness is isStateless as a key and a person say it.
@@ -219,9 +221,9 @@ func statefulness(stateless bool) string {
 // ports are the rule's destination ports, as a key says them.
 func (r rule) ports() string {
 	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
-		return "all ports"
+		return "all"
 	}
-	return fmt.Sprintf("ports %d-%d", r.TCPOptions.DestinationPortRange.Min, r.TCPOptions.DestinationPortRange.Max)
+	return fmt.Sprintf("%d-%d", r.TCPOptions.DestinationPortRange.Min, r.TCPOptions.DestinationPortRange.Max)
 }
 
 // listPass is each security list as one drift pass read it: one read of a

@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -414,10 +415,11 @@ func (c *Cloud) writeLists(id string) {
 		}
 		w.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), listWriteTimeout)
-		err := c.writeBatch(ctx, id, batch)
+		failed := make([]error, len(batch))
+		err := c.writeBatch(ctx, id, batch, failed)
 		cancel()
-		for _, ch := range batch {
-			ch.done <- err
+		for i, ch := range batch {
+			ch.done <- cmp.Or(failed[i], err)
 		}
 	}
 }
@@ -425,8 +427,9 @@ func (c *Cloud) writeLists(id string) {
 // writeBatch reads the list (or takes it as this CCM last knew it, within
 // listReuse), works out its rules with every change of the batch, and writes
 // them if they changed, with If-Match; a 412 (another writer: another
-// cluster, or the peer) reads it again.
-func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange) error {
+// cluster, or the peer) reads it again. A change that cannot be worked out
+// (failed, by its index) is left out: the others are written.
+func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange, failed []error) error {
 	var err error
 	for attempt := range securityRetries {
 		if attempt > 0 {
@@ -446,11 +449,14 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange) e
 			c.lists.remember(id, sl)
 		}
 		changed := false
-		for _, ch := range batch {
+		for i, ch := range batch {
+			if failed[i] != nil {
+				continue
+			}
 			in, inChanged, e1 := merge(sl.Ingress, ch.want.ingress, ch)
 			out, outChanged, e2 := merge(sl.Egress, ch.want.egress, ch)
-			if e1 != nil || e2 != nil {
-				return errors.Join(e1, e2)
+			if failed[i] = errors.Join(e1, e2); failed[i] != nil {
+				continue
 			}
 			sl.Ingress, sl.Egress = in, out
 			changed = changed || inChanged || outChanged

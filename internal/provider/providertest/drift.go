@@ -154,7 +154,7 @@ func kinds(keys []string) map[string]int {
 // group's default egress rule).
 func first(keys []string, kind string) string {
 	for _, k := range keys {
-		if Kind(k) == kind && !strings.Contains(k, " egress ") {
+		if Kind(k) == kind && !strings.Contains(k, " egress ") && !strings.Contains(k, "/egress:") {
 			return k
 		}
 	}
