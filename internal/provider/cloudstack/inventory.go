@@ -16,16 +16,19 @@ import (
 // (address, ports, algorithm, source list), and what opens their ports (the
 // address's firewall rules, or the tier's ACL items tagged as the
 // Service's), and each rule's machines, which CloudStack lists per rule:
-// those are read on a budget (a provider.Rotation), at most
-// ruleReadsPerPass rules a pass, those read longest ago, so a machine removed
-// from a rule behind our back is seen within ceil(rules / ruleReadsPerPass)
-// drift periods (one up to that many rules) at a cost flat in the number of
-// Services; a rule whose machines this CCM just changed is read at the next
-// pass. Each rule's health-check policies are read the same way.
+// those are read on a budget (a provider.Rotation), ruleReadsPerPass rules
+// a pass, those read longest ago, and more when there are so many rules that
+// one would wait longer than provider.WatchedWithin (an hour): a machine
+// removed from a rule behind our back is seen within the drift period up to
+// ruleReadsPerPass rules, within an hour whatever their number, at a cost of
+// at most ruleReadsPerPass reads a pass or the rules' number an hour; a rule
+// whose machines this CCM just changed is read at the next pass. Each rule's
+// health-check policies are read the same way.
 
 var _ lbcycle.Inventory[lbState] = steps{}
 
-// ruleReadsPerPass bounds the rules whose machines one drift pass reads.
+// ruleReadsPerPass is the rules whose machines one drift pass reads, below
+// provider.WatchedWithin's need.
 const ruleReadsPerPass = 20
 
 // Objects are the Service's rules, their machines, health-check policies

@@ -12,15 +12,17 @@ import (
 // mode): its rules in its frontend NSG (the one of its load balancer's NSGs
 // it does not name by annotation) and in its backend NSGs. OCI lists an
 // NSG's rules per NSG only, so the reads are budgeted (a provider.Rotation):
-// at most nsgReadsPerPass NSGs a drift pass, those read longest ago, so each
-// is read again within ceil(NSGs / nsgReadsPerPass) passes (every pass up
-// to that many); an NSG never read, or whose rules this CCM just wrote, at
-// once (a walk's post-walk check then sees what it left). The cost stays
-// flat in the number of Services; a rule removed behind our back is seen
-// within that many drift periods (one up to nsgReadsPerPass NSGs) and put
-// back by the walk it causes.
+// nsgReadsPerPass NSGs a drift pass, those read longest ago, and more when
+// there are so many that one would wait longer than provider.WatchedWithin
+// (an hour); an NSG never read, or whose rules this CCM just wrote, at once
+// (a walk's post-walk check then sees what it left). A rule removed behind
+// our back is seen within the drift period up to nsgReadsPerPass NSGs,
+// within an hour whatever their number, and put back by the walk it causes;
+// the cost is at most nsgReadsPerPass reads a pass or the NSGs' number an
+// hour.
 
-// nsgReadsPerPass bounds the NSGs whose rules one drift pass reads.
+// nsgReadsPerPass is the NSGs whose rules one drift pass reads, below
+// provider.WatchedWithin's need.
 const nsgReadsPerPass = 20
 
 // nsgObjects are the keys of the Service's rules in its frontend and backend
