@@ -20,7 +20,7 @@ var layers = [][]string{
 	// foundation: no knowledge of clouds or of the CCM
 	{"internal/annotation", "internal/cfgutil", "internal/cfgutil/cfgtest", "internal/cloudapi",
 		"internal/deletionguard", "internal/events", "internal/l4proxy", "internal/netaddr",
-		"internal/outcome", "internal/providerid", "internal/selfsigned", "internal/snapshot",
+		"internal/outcome", "internal/providerid", "internal/metricstest", "internal/selfsigned", "internal/snapshot",
 		"internal/version", "internal/signature", "internal/emulator/core/coretest", "hack/internal/gendoc", "internal/arch"},
 	// mechanisms: the load-balancer cycle, the Service controller, the doctor's checks, the emulators' core
 	{"internal/lbcycle", "internal/servicecontroller", "internal/doctor", "internal/emulator/core", "internal/admission", "internal/dashboard"},

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/overcast-ccm/overcast/internal/devenv"
+	"github.com/overcast-ccm/overcast/internal/metricstest"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -51,29 +51,6 @@ func TestARepairAfterAStartIsTold(t *testing.T) {
 	msg := waitEvent(t, ns, "web", servicecontroller.ReasonRepairing)
 	assert.True(t, strings.HasPrefix(msg, "Repaired load balancer: "), msg)
 	assert.Contains(t, msg, "firewall", "it says what changed")
-	assert.Positive(t, repairsCounted(t, "cloudstack", "firewall-rule"), "counted by cloud and kind")
+	assert.Positive(t, metricstest.Counter(t, "overcast_service_load_balancer_drift_repairs_total", map[string]string{"cloud": "cloudstack", "kind": "firewall-rule"}), "counted by cloud and kind")
 	deleteService(t, ns, "web")
-}
-
-// repairsCounted is the drift-repair counter of the CCM in this process for
-// cloud and kind of object.
-func repairsCounted(t *testing.T, cloud, kind string) (n float64) {
-	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != "overcast_service_load_balancer_drift_repairs_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["cloud"] == cloud && labels["kind"] == kind {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
 }

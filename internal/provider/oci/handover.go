@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A rule Overcast marked may be one the peer's load balancer of another
@@ -117,20 +116,13 @@ func (c *Cloud) peerUsesNow(ctx context.Context) (peerUses, error) {
 
 // addPeerUses adds to u the rules the peer's load balancer lb relies on.
 func (c *Cloud) addPeerUses(ctx context.Context, u peerUses, lb LB) error {
-	listeners, backends := map[int]bool{}, map[int]bool{}
-	for _, l := range lb.Listeners {
-		listeners[l.Port] = true
-	}
+	listeners, backends, ips := lbPorts(lb)
 	var nodeSubnets []string
-	for _, bs := range lb.BackendSets {
-		backends[bs.HealthChecker.Port] = true
-		for _, b := range bs.Backends {
-			backends[b.Port] = true
-			if m, found, err := c.machines.Get(ctx, "ip/"+b.IPAddress); err != nil {
-				return err
-			} else if found && m.SubnetID != "" && !slices.Contains(nodeSubnets, m.SubnetID) {
-				nodeSubnets = append(nodeSubnets, m.SubnetID)
-			}
+	for _, ip := range ips {
+		if m, found, err := c.machines.Get(ctx, "ip/"+ip); err != nil {
+			return err
+		} else if found && m.SubnetID != "" && !slices.Contains(nodeSubnets, m.SubnetID) {
+			nodeSubnets = append(nodeSubnets, m.SubnetID)
 		}
 	}
 	lbLists, lbCIDRs, err := c.listsAndCIDRs(ctx, lb.SubnetIDs)
@@ -174,16 +166,12 @@ func (c *Cloud) listsAndCIDRs(ctx context.Context, subnets []string) (lists, cid
 
 // serviceUIDs are the UIDs of the cluster's Services.
 func (c *Cloud) serviceUIDs(ctx context.Context) (map[string]bool, error) {
-	kube := c.Kube()
-	if kube == nil {
-		return nil, fmt.Errorf("no Kubernetes client yet to tell this cluster's load balancers from the peer's")
-	}
-	list, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	list, err := c.services(ctx, "tell this cluster's load balancers from the peer's")
 	if err != nil {
-		return nil, fmt.Errorf("listing the Services, to tell this cluster's load balancers from the peer's: %w", err)
+		return nil, err
 	}
 	uids := map[string]bool{}
-	for _, s := range list.Items {
+	for _, s := range list {
 		uids[string(s.UID)] = true
 	}
 	return uids, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -43,18 +44,8 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string
 	o := lb.Obj
 	spec, err := s.parseSpec(svc)
 	out := childKeys(o, spec, err == nil)
-	ports := map[int]bool{}
-	for _, l := range o.Listeners {
-		ports[l.Port] = true
-	}
-	var ips []string
-	for _, bs := range o.BackendSets {
-		ports[bs.HealthChecker.Port] = true
-		for _, b := range bs.Backends {
-			ports[b.Port] = true
-			ips = append(ips, b.IPAddress)
-		}
-	}
+	ports, backends, ips := lbPorts(o)
+	maps.Copy(ports, backends)
 	if err != nil || spec.mode == ModeNone {
 		return out, nil //nolint:nilerr // no security rules to rely on (an invalid Service is the sync's to report)
 	}
@@ -188,9 +179,11 @@ func reliesOn(r rule, mark string, ports map[int]bool, adopt bool) bool {
 	if !stands(r, mark, adopt) {
 		return false
 	}
-	if strings.HasPrefix(r.Description, mark) {
-		return true
-	}
+	return strings.HasPrefix(r.Description, mark) || r.opensAny(ports)
+}
+
+// opensAny says whether r opens one of ports.
+func (r rule) opensAny(ports map[int]bool) bool {
 	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
 		return false
 	}

@@ -2,8 +2,8 @@ package oci
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -24,32 +24,50 @@ import (
 // peerPorts are the ports the peer's rules of load balancer lb open: its
 // listeners', its backends' (the node ports) and its health checks'.
 func peerPorts(lb LB) map[int]bool {
-	ports := map[int]bool{}
+	listeners, backends, _ := lbPorts(lb)
+	maps.Copy(listeners, backends)
+	return listeners
+}
+
+// lbPorts are the ports of load balancer lb's listeners, those of its
+// backends and health checks, and its backends' addresses.
+func lbPorts(lb LB) (listeners, backends map[int]bool, ips []string) {
+	listeners, backends = map[int]bool{}, map[int]bool{}
 	for _, l := range lb.Listeners {
-		ports[l.Port] = true
+		listeners[l.Port] = true
 	}
 	for _, bs := range lb.BackendSets {
-		ports[bs.HealthChecker.Port] = true
+		backends[bs.HealthChecker.Port] = true
 		for _, b := range bs.Backends {
-			ports[b.Port] = true
+			backends[b.Port] = true
+			ips = append(ips, b.IPAddress)
 		}
 	}
-	return ports
+	return listeners, backends, ips
+}
+
+// services are the cluster's Services, listed for why.
+func (c *Cloud) services(ctx context.Context, why string) ([]v1.Service, error) {
+	kube := c.Kube()
+	if kube == nil {
+		return nil, fmt.Errorf("no Kubernetes client yet to %s", why)
+	}
+	list, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the Services, to %s: %w", why, err)
+	}
+	return list.Items, nil
 }
 
 // portsInUse are the ports every other LoadBalancer Service of the cluster
 // uses: its ports, node ports and health check port.
 func (c *Cloud) portsInUse(ctx context.Context, svc *v1.Service) (map[int]bool, error) {
-	kube := c.Kube()
-	if kube == nil {
-		return nil, errors.New("no Kubernetes client yet to tell the ports other Services use")
-	}
-	list, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	list, err := c.services(ctx, "keep the rules of the ports other Services use")
 	if err != nil {
-		return nil, fmt.Errorf("listing the Services, to keep the rules of the ports they use: %w", err)
+		return nil, err
 	}
 	used := map[int]bool{}
-	for _, s := range list.Items {
+	for _, s := range list {
 		if s.UID == svc.UID || s.Spec.Type != v1.ServiceTypeLoadBalancer || s.DeletionTimestamp != nil {
 			continue
 		}

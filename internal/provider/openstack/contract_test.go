@@ -39,11 +39,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/internal/metricstest"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
@@ -349,24 +349,7 @@ func TestContractServerChangesCostOneCall(t *testing.T) {
 // successful refreshes of one kind.
 func snapshotRefreshes(t *testing.T, kind string) float64 {
 	t.Helper()
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	require.NoError(t, err)
-	var n float64
-	for _, f := range families {
-		if f.GetName() != "overcast_snapshot_refreshes_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["cloud"] == "openstack" && labels["kind"] == kind && labels["result"] == "ok" {
-				n += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return n
+	return metricstest.Counter(t, "overcast_snapshot_refreshes_total", map[string]string{"cloud": "openstack", "kind": kind, "result": "ok"})
 }
 
 func TestContractBadCredentialsAreErrorsNeverGone(t *testing.T) {

@@ -22,9 +22,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/overcast-ccm/overcast/internal/devenv"
+	"github.com/overcast-ccm/overcast/internal/metricstest"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
 
@@ -390,23 +390,5 @@ func TestASecondClusterWithTheSameNameLeavesTheFirstAlone(t *testing.T) {
 // this process ended with the load balancer as asked.
 func ensurePasses(t *testing.T) float64 {
 	t.Helper()
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "overcast_service_load_balancer_syncs_total" {
-			continue
-		}
-		var n float64
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["operation"] == "ensure" && labels["result"] == "done" {
-				n += m.GetCounter().GetValue()
-			}
-		}
-		return n
-	}
-	return 0
+	return metricstest.Counter(t, "overcast_service_load_balancer_syncs_total", map[string]string{"operation": "ensure", "result": "done"})
 }
