@@ -217,8 +217,15 @@ func (g guardedInstances) InstanceShutdown(ctx context.Context, node *v1.Node) (
 	return down, nil
 }
 
+// Guarded says whether i is an InstancesV2 the deletion guard wraps.
+func Guarded(i cloudprovider.InstancesV2) bool {
+	_, ok := i.(guardedInstances)
+	return ok
+}
+
 // GuardInstances is inner (the cloud's InstancesV2) with the Node deletion
-// guard: every cloud answers InstancesV2 with it.
+// guard: every cloud answers InstancesV2 with it (held by a test of
+// internal/clouds).
 func (b *Base) GuardInstances(inner cloudprovider.InstancesV2) cloudprovider.InstancesV2 {
 	b.guardOnce.Do(b.initGuard)
 	return guardedInstances{InstancesV2: inner, base: b, guard: b.guard, doubt: b.doubt}
