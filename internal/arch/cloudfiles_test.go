@@ -1,0 +1,90 @@
+package arch
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// cloudFiles are the files docs/architecture.md's table "Each cloud's files"
+// names for each cloud, by cloud (its columns). A name written "_network"
+// after a gateway file is gateway_network.go.
+func cloudFiles(t *testing.T) map[string][]string {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## Each cloud's files")
+	if !ok {
+		t.Fatal("docs/architecture.md has no section \"Each cloud's files\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var clouds []string
+	files := map[string][]string{}
+	name := regexp.MustCompile("`(_?[a-z0-9_]+)(\\.go)?`")
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		switch {
+		case len(cells) < 3 || strings.HasPrefix(line, "|---"):
+		case cells[0] == "concern":
+			clouds = cells[1:]
+		default:
+			for i, cell := range cells[1:] {
+				if i >= len(clouds) {
+					break
+				}
+				for _, m := range name.FindAllStringSubmatch(cell, -1) {
+					f := m[1]
+					switch {
+					case strings.HasPrefix(f, "_"):
+						f = "gateway" + f + ".go"
+					case m[2] != "":
+						f += ".go"
+					default:
+						continue // not a file: an identifier
+					}
+					files[clouds[i]] = append(files[clouds[i]], f)
+				}
+			}
+		}
+	}
+	return files
+}
+
+// Every file of a cloud's provider is named in docs/architecture.md's table
+// of each cloud's files, and every file it names is there: a newcomer finds
+// where a concern lives from the table.
+func TestEveryFileOfACloudIsInTheArchitectureTable(t *testing.T) {
+	named := cloudFiles(t)
+	if len(named) < 4 {
+		t.Fatalf("the table names the files of %d clouds", len(named))
+	}
+	for cloud, files := range named {
+		dir := filepath.Join("../../internal/provider", cloud)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Errorf("the table has a column %s: %v", cloud, err)
+			continue
+		}
+		var have []string
+		for _, e := range entries {
+			if n := e.Name(); strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+				have = append(have, n)
+			}
+		}
+		for _, f := range have {
+			if !slices.Contains(files, f) {
+				t.Errorf("internal/provider/%s/%s is not in docs/architecture.md's table of each cloud's files", cloud, f)
+			}
+		}
+		for _, f := range files {
+			if !slices.Contains(have, f) {
+				t.Errorf("docs/architecture.md's table names %s for %s, which has no such file", f, cloud)
+			}
+		}
+	}
+}
