@@ -225,6 +225,9 @@ func New(cloud cloudprovider.Interface, kube clientset.Interface, services corei
 	for _, a := range opts.IgnoredAnnotations {
 		c.ignored[a] = true
 	}
+	// The cloud's repairs counted from 0, before the first: a query of
+	// their rate has a series to read (a kind's own appears at its first).
+	driftRepairs.WithLabelValues(c.cloud, "load-balancer")
 	if _, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if svc, ok := obj.(*v1.Service); ok && (wantsLoadBalancer(svc) || needsCleanup(svc)) {
