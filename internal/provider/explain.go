@@ -341,6 +341,20 @@ type Metadata struct {
 	Err      error
 }
 
+// LookedUp is the Metadata of a lookup of a Node's machine that found m
+// (found) or not, or failed (err): describe says the machine and what
+// InstanceMetadata would answer of it (nil when its state answers nothing).
+func LookedUp[M any](m M, found bool, err error, describe func(M) (*Machine, *cloudprovider.InstanceMetadata)) Metadata {
+	md := Metadata{Err: err}
+	if err == nil && !found {
+		md.Err = cloudprovider.InstanceNotFound
+	}
+	if found {
+		md.Machine, md.Metadata = describe(m)
+	}
+	return md
+}
+
 // ExplainedNode is how every cloud's ExplainNode ends: the Node's machine
 // as looked up, what the node controller would set compared with what the
 // Node has, and the deletion guard's answer, from the cloud's own

@@ -359,14 +359,9 @@ func ruleDrift(e *provider.ServiceExplanation, spec lbSpec, r rule, x explained)
 // ExplainNode says what CloudStack holds for the Node.
 func (c *Cloud) ExplainNode(ctx context.Context, node *v1.Node, nodes []*v1.Node) (provider.NodeExplanation, error) {
 	m, found, err := c.find(ctx, node, snapshot.MaxAge)
-	md := provider.Metadata{Err: err}
-	if err == nil && !found {
-		md.Err = cloudprovider.InstanceNotFound
-	}
-	if found {
-		md.Machine = &provider.Machine{ID: m.ID, Name: m.Name, State: m.State, Type: m.Offering, Zone: m.Zone,
-			Region: c.cfg.RegionOf(m.Zone), Addresses: provider.NodeAddresses(addresses(m))}
-		md.Metadata = c.metadataOf(m)
-	}
+	md := provider.LookedUp(m, found, err, func(m machine) (*provider.Machine, *cloudprovider.InstanceMetadata) {
+		return &provider.Machine{ID: m.ID, Name: m.Name, State: m.State, Type: m.Offering, Zone: m.Zone,
+			Region: c.cfg.RegionOf(m.Zone), Addresses: provider.NodeAddresses(addresses(m))}, c.metadataOf(m)
+	})
 	return provider.ExplainedNode(ctx, c.name, node, nodes, md, c.InstanceExists)
 }

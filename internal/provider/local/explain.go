@@ -148,18 +148,15 @@ func listenerDrift(e *provider.ServiceExplanation, want []l4proxy.ListenerSpec, 
 // ExplainNode says what the local cloud's inventory holds for the Node.
 func (c *Cloud) ExplainNode(ctx context.Context, node *v1.Node, nodes []*v1.Node) (provider.NodeExplanation, error) {
 	in, found, err := c.inv.lookup(node)
-	md := provider.Metadata{Err: err}
-	if err == nil && !found {
-		md.Err = cloudprovider.InstanceNotFound
-	}
-	if found {
+	md := provider.LookedUp(in, found, err, func(in Instance) (*provider.Machine, *cloudprovider.InstanceMetadata) {
 		m := metadataOf(in)
-		md.Machine = &provider.Machine{ID: in.ProviderID, Name: in.Name, State: string(in.State), Type: in.InstanceType, Zone: in.Zone,
+		machine := &provider.Machine{ID: in.ProviderID, Name: in.Name, State: string(in.State), Type: in.InstanceType, Zone: in.Zone,
 			Region: in.Region, Addresses: provider.NodeAddresses(m.NodeAddresses), Details: provider.Details{"inventory": c.inventorySource()}}
-		if in.State != StateTerminated {
-			md.Metadata = m
+		if in.State == StateTerminated {
+			return machine, nil
 		}
-	}
+		return machine, m
+	})
 	return provider.ExplainedNode(ctx, ProviderName, node, nodes, md, c.InstanceExists)
 }
 

@@ -479,17 +479,14 @@ func listenerDiff(got, want Listener) string {
 // ExplainNode says what OCI holds for the Node.
 func (c *Cloud) ExplainNode(ctx context.Context, node *v1.Node, nodes []*v1.Node) (provider.NodeExplanation, error) {
 	m, found, err := c.find(ctx, node, snapshot.MaxAge)
-	md := provider.Metadata{Err: err}
-	if err == nil && !found {
-		md.Err = cloudprovider.InstanceNotFound
-	}
-	if found {
+	md := provider.LookedUp(m, found, err, func(m machine) (*provider.Machine, *cloudprovider.InstanceMetadata) {
 		want := metadataOf(m, node)
-		md.Machine = &provider.Machine{ID: m.ID, Name: m.DisplayName, State: m.LifecycleState, Type: m.Shape, Zone: want.Zone, Region: m.Region,
+		machine := &provider.Machine{ID: m.ID, Name: m.DisplayName, State: m.LifecycleState, Type: m.Shape, Zone: want.Zone, Region: m.Region,
 			Addresses: provider.NodeAddresses(want.NodeAddresses), Details: provider.Details{"fault domain": m.FaultDomain, "subnet": m.SubnetID}}
-		if !slices.Contains(goneStates, m.LifecycleState) {
-			md.Metadata = want
+		if slices.Contains(goneStates, m.LifecycleState) {
+			return machine, nil
 		}
-	}
+		return machine, want
+	})
 	return provider.ExplainedNode(ctx, ProviderName, node, nodes, md, c.InstanceExists)
 }

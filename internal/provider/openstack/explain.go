@@ -477,18 +477,13 @@ func fipDrift(e *provider.ServiceExplanation, spec lbSpec, x *explained) {
 // ExplainNode says what OpenStack holds for the Node.
 func (c *Cloud) ExplainNode(ctx context.Context, node *v1.Node, nodes []*v1.Node) (provider.NodeExplanation, error) {
 	srv, found, err := c.find(ctx, node, snapshot.MaxAge)
-	md := provider.Metadata{Err: err}
-	if err == nil && !found {
-		md.Err = cloudprovider.InstanceNotFound
-	}
-	if found {
-		m := c.metadataOf(ctx, srv)
-		md.Metadata = m
-		md.Machine = &provider.Machine{ID: srv.ID, Name: srv.Name, State: srv.Status, Type: m.InstanceType, Zone: m.Zone, Region: m.Region,
-			Addresses: provider.NodeAddresses(m.NodeAddresses)}
-	}
 	if errors.Is(err, outcome.ErrNotFound) {
-		md.Err = cloudprovider.InstanceNotFound
+		err = cloudprovider.InstanceNotFound
 	}
+	md := provider.LookedUp(srv, found, err, func(srv server) (*provider.Machine, *cloudprovider.InstanceMetadata) {
+		m := c.metadataOf(ctx, srv)
+		return &provider.Machine{ID: srv.ID, Name: srv.Name, State: srv.Status, Type: m.InstanceType, Zone: m.Zone, Region: m.Region,
+			Addresses: provider.NodeAddresses(m.NodeAddresses)}, m
+	})
 	return provider.ExplainedNode(ctx, ProviderName, node, nodes, md, c.InstanceExists)
 }
