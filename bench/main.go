@@ -65,6 +65,7 @@ type options struct {
 	tls          bool     // every Service terminates TLS with a certificate stored in the emulator
 	throughProxy bool     // the CCM reaches the emulator as an HTTPS proxy
 	providerIDs  bool     // kubelets register with their providerID
+	requests     bool     // count the CCM's apiserver requests per Node (an audit log)
 }
 
 func main() {
@@ -93,6 +94,7 @@ func main() {
 	flag.BoolVar(&o.adminKeys, "admin-keys", false, "give the CCM the emulator's administrator keys instead of a user's (for a CCM that needs them, as cloudstack-kubernetes-provider does)")
 	flag.BoolVar(&o.throughProxy, "through-proxy", false, "the CCM reaches the emulator at the cloud's real host names, through it as an HTTPS proxy (HTTPS_PROXY, SSL_CERT_FILE): for a CCM that cannot be given an endpoint, as oci-cloud-controller-manager")
 	flag.BoolVar(&o.providerIDs, "provider-ids", false, "the simulated kubelets register their Nodes with the providerID, as kubelets started with --provider-id do (OKE's; oci-cloud-controller-manager needs it)")
+	flag.BoolVar(&o.requests, "count-requests", false, "init: count the CCM's apiserver requests per Node by client, verb and resource, from an audit log of its user (the audit slows the apiserver: take the time from a run without it)")
 	global := flag.String("global", "", "extra [Global] keys of the cloud.conf, space-separated (e.g. api-write-qps=20)")
 	flag.StringVar(&o.confAppend, "config-append", "", "a file whose text is added at the end of the cloud config (e.g. a YAML rateLimiter: block for OCI)")
 	annotations := flag.String("service-annotations", "", "annotations of the LoadBalancer Services, comma-separated key=value (e.g. oci.oraclecloud.com/load-balancer-type=nlb)")
@@ -181,7 +183,7 @@ func run(o options) error {
 		want[strings.TrimSpace(s)] = true
 	}
 	for _, n := range o.nodes {
-		if want["init"] || want["steady"] || want["notready"] {
+		if want["init"] || want["status"] || want["steady"] || want["notready"] {
 			figs, err := nodeScenarios(o, n, want)
 			if err != nil {
 				return err
@@ -234,15 +236,20 @@ type bed struct {
 	ccm      *exec.Cmd
 	ccmDone  chan error
 	log      string
+	audit    string // the audit log of the CCM's requests, with -count-requests
 }
 
 func newBed(o options, nodes int) (*bed, error) {
-	env, err := devenv.Start()
+	var audit string
+	if o.requests {
+		audit = filepath.Join(o.dir, fmt.Sprintf("audit-%d.log", time.Now().UnixNano()))
+	}
+	env, err := devenv.StartWith(devenv.StartOptions{AuditCCMTo: audit})
 	if err != nil {
 		return nil, err
 	}
 	env.HeartbeatInterval = o.heartbeat
-	b := &bed{o: o, env: env}
+	b := &bed{o: o, env: env, audit: audit}
 	if err := b.setUp(nodes); err != nil {
 		b.close()
 		return nil, err
@@ -579,6 +586,8 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 	steadyW := &figure{scenario: "2", name: fmt.Sprintf("steady state, N = %d: writes/hour", n), unit: "calls/h", target: "0"}
 	notReady := &figure{scenario: "3", name: fmt.Sprintf("100 of %d Nodes NotReady: reads/hour above steady state", n), unit: "%", target: "≤ 10 %"}
 	rss := &figure{scenario: "7", name: fmt.Sprintf("overcast-ccm peak RSS, N = %d", n), unit: "MiB", target: "≤ 150 MiB at N = 2,000, M = 1,000"}
+	statusF := &figure{scenario: "1", name: fmt.Sprintf("the node controller's status pass over %d Nodes", n), unit: "s", target: "≤ 30 s at 5,000"}
+	requestsF := &figure{scenario: "1", name: fmt.Sprintf("%d Nodes: the CCM's apiserver requests a Node until all are initialised", n), unit: "requests"}
 	for r := range o.runs {
 		fmt.Printf("== N=%d run %d/%d\n", n, r+1, o.runs)
 		b, err := newBed(o, n)
@@ -586,7 +595,11 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 			return nil, err
 		}
 		start := time.Now()
-		if err := b.startCCM(); err != nil {
+		var extra []string
+		if want["status"] {
+			extra = statusArgs
+		}
+		if err := b.startCCM(extra...); err != nil {
 			b.close()
 			return nil, err
 		}
@@ -594,8 +607,28 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 			b.close()
 			return nil, err
 		}
+		initialised := time.Now()
 		initF.values = append(initF.values, time.Since(start).Seconds())
 		fmt.Printf("   init %.1fs\n", time.Since(start).Seconds())
+		if b.audit != "" {
+			counts, err := requestCounts(b.audit, start, time.Now())
+			if err != nil {
+				b.close()
+				return nil, err
+			}
+			per, detail := perNode(counts, n)
+			requestsF.values = append(requestsF.values, per)
+			fmt.Print(detail)
+		}
+		if want["status"] {
+			d, err := b.statusPass(n, initialised, 3*time.Minute)
+			if err != nil {
+				b.close()
+				return nil, err
+			}
+			statusF.values = append(statusF.values, d.Seconds())
+			fmt.Printf("   status pass %.1fs\n", d.Seconds())
+		}
 		if want["steady"] {
 			if o.steadySvcs > 0 {
 				if _, err := b.createServices("steady", o.steadySvcs, 20*time.Minute); err != nil {
@@ -635,6 +668,12 @@ func nodeScenarios(o options, n int, want map[string]bool) ([]*figure, error) {
 		b.close()
 	}
 	out := []*figure{initF}
+	if o.requests {
+		out = append(out, requestsF)
+	}
+	if want["status"] {
+		out = append(out, statusF)
+	}
 	if want["steady"] {
 		out = append(out, steadyR, steadyW)
 		if want["notready"] {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 )
 
 // An invalid cloud config ends the command with an Exit of ExitCodeConfig,
@@ -44,4 +46,30 @@ func TestVersionIsAnExitOfZero(t *testing.T) {
 	var exit *Exit
 	require.True(t, errors.As(cmd.Execute(), &exit))
 	assert.Equal(t, 0, exit.Code)
+}
+
+// The chart's kubeAPI values are the command's defaults: a limit raised above
+// the framework's is said where an operator installs it, with its reason.
+func TestTheChartSaysTheClientLimitsTheCommandHas(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "chart", "overcast-ccm", "values.yaml"))
+	require.NoError(t, err)
+	var values struct {
+		KubeAPI struct {
+			QPS   int `json:"qps"`
+			Burst int `json:"burst"`
+		} `json:"kubeAPI"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &values))
+	assert.Equal(t, DefaultKubeAPIQPS, values.KubeAPI.QPS)
+	assert.Equal(t, DefaultKubeAPIBurst, values.KubeAPI.Burst)
+
+	stop := make(chan struct{})
+	defer close(stop)
+	cmd, err := NewCommand(stop, &bytes.Buffer{})
+	require.NoError(t, err)
+	for flag, want := range map[string]int{"kube-api-qps": DefaultKubeAPIQPS, "kube-api-burst": DefaultKubeAPIBurst} {
+		f := cmd.Flags().Lookup(flag)
+		require.NotNil(t, f, flag)
+		assert.Equal(t, strconv.Itoa(want), f.DefValue, flag)
+	}
 }

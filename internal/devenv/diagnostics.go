@@ -29,28 +29,45 @@ rules:
 - level: None
 `
 
-// auditTo has the apiserver of te write its audit log to
-// OVERCAST_E2E_AUDIT_DIR, when set; its policy file goes in dir.
-func auditTo(te *envtest.Environment, dir string) error {
-	out := os.Getenv("OVERCAST_E2E_AUDIT_DIR")
-	if out == "" {
-		return nil
+// ccmAuditPolicy logs every request of the CCM's user, without bodies.
+const ccmAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["` + CCMUser + `"]
+- level: None
+`
+
+// auditTo has the apiserver of te write its audit log: of the CCM's
+// requests to ccmLog when it is set, else of the writes to Services to
+// OVERCAST_E2E_AUDIT_DIR when that is set. The policy file goes in dir.
+func auditTo(te *envtest.Environment, dir, ccmLog string) error {
+	policy, log := auditPolicy, ccmLog
+	if ccmLog != "" {
+		policy = ccmAuditPolicy
+	} else {
+		out := os.Getenv("OVERCAST_E2E_AUDIT_DIR")
+		if out == "" {
+			return nil
+		}
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		f, err := os.CreateTemp(out, "audit-*.log")
+		if err != nil {
+			return err
+		}
+		_ = f.Close()
+		log = f.Name()
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	file := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(file, []byte(policy), 0o600); err != nil {
 		return err
 	}
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(out, "audit-*.log")
-	if err != nil {
-		return err
-	}
-	_ = f.Close()
 	te.ControlPlane.GetAPIServer().Configure().
-		Set("audit-policy-file", policy).
-		Set("audit-log-path", f.Name()).
+		Set("audit-policy-file", file).
+		Set("audit-log-path", log).
 		Set("audit-log-maxsize", "0")
 	return nil
 }

@@ -106,6 +106,10 @@ type StartOptions struct {
 	// Bare leaves deploy/ unapplied: the quick-start tests install it themselves,
 	// as an operator would.
 	Bare bool
+	// AuditCCMTo, when set, is a file the apiserver writes one audit line to
+	// for each request of the CCM's user (its metadata: the client, verb,
+	// resource): the bench counts the requests per Node from it.
+	AuditCCMTo string
 }
 
 // StartWith is Start with options.
@@ -134,7 +138,7 @@ func StartWith(o StartOptions) (*Env, error) {
 	te.ControlPlane.GetAPIServer().Configure().
 		Set("service-cluster-ip-range", "10.96.0.0/16").
 		Set("endpoint-reconciler-type", "none")
-	if err := auditTo(te, dir); err != nil {
+	if err := auditTo(te, dir, o.AuditCCMTo); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
