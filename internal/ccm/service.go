@@ -48,6 +48,14 @@ func controllers(o *serviceOptions) map[string]app.ControllerInitFuncConstructor
 	for name, c := range app.DefaultInitFuncConstructors {
 		out[name] = c
 	}
+	out[names.CloudNodeController] = app.ControllerInitFuncConstructor{
+		InitContext: app.DefaultInitFuncConstructors[names.CloudNodeController].InitContext,
+		Constructor: func(initContext app.ControllerInitContext, cfg *config.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+			return func(ctx context.Context, cc genericcontrollermanager.ControllerContext) (controller.Interface, bool, error) {
+				return startNodeController(ctx, initContext, cc, cfg, cloud)
+			}
+		},
+	}
 	out[names.ServiceLBController] = app.ControllerInitFuncConstructor{
 		InitContext: app.ControllerInitContext{ClientName: "service-controller"},
 		Constructor: func(initContext app.ControllerInitContext, cfg *config.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {

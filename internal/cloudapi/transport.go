@@ -197,6 +197,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(body)
 			return nil, t.fail(req, info, attempt, err)
 		}
+		countCall(ctx)
 		a := t.send(req, info, attempt, body)
 		body = nil // the base transport closes it
 		reason, retry := shouldRetry(ctx, a.ctx, info.idempotent, a.resp, a.err)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
+
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
@@ -39,6 +41,13 @@ const (
 	MinMiss         = 10 * time.Second
 )
 
+// ReadBudget is the calls an hour the refreshes of each cloud's machine
+// listing may make for hits (WithBudget): a listing of up to 8 calls is still
+// made at every 5-minute status pass of the node controller, as many as a
+// cloud needs for a thousand machines; a larger one is made every 37.5 s a
+// call it costs (5,000 OCI instances, 22 calls: every 15 minutes, 88 an hour).
+const ReadBudget = 96
+
 // LifecycleAge is a cloud's configured lifecycle max age, LifecycleMaxAge
 // when it has none (0).
 func LifecycleAge(configured time.Duration) time.Duration {
@@ -67,6 +76,8 @@ type Snapshot[T any] struct {
 	listedAt time.Time       // last full listing
 	mark     string          // where the next incremental listing starts
 	call     *call           // the refresh in flight, shared by concurrent callers
+	budget   int             // calls an hour the refreshes of hits may make (0: no bound)
+	cost     int64           // calls the last listing made (its pages)
 }
 
 // Incremental lets refreshes between full listings ask the cloud only for what
@@ -108,6 +119,28 @@ func NewIncremental[T any](cloud string, maxAge, minMiss time.Duration, keys fun
 	return s
 }
 
+// WithBudget bounds the calls an hour that the refreshes a hit causes may
+// make, perHour, whatever the listing's pages: a hit is served from a listing
+// as old as its cost allows (the listing's calls × 1 h ÷ perHour), when that
+// is more than the age asked. So a cloud whose listings grow with the
+// instances (a page per 1,000) is read as often as ever while they fit in a
+// few pages, and as much an hour, not more, at 5,000: its answers are older
+// instead. Misses (a new Node) and GetFresh are not held back. The calls are
+// counted by cloudapi's transports.
+func (s *Snapshot[T]) WithBudget(perHour int) *Snapshot[T] {
+	s.budget = perHour
+	return s
+}
+
+// hitAge is how old a listing may be to serve a hit asked with maxAge.
+// Called with s.mu held.
+func (s *Snapshot[T]) hitAge(maxAge time.Duration) time.Duration {
+	if s.budget <= 0 {
+		return maxAge
+	}
+	return max(maxAge, time.Duration(s.cost)*time.Hour/time.Duration(s.budget))
+}
+
 // id is the instance's identity, its first key ("" for none).
 func (s *Snapshot[T]) id(it T) string {
 	if ks := s.keys(it); len(ks) > 0 {
@@ -131,7 +164,7 @@ func (s *Snapshot[T]) Get(ctx context.Context, key string) (item T, found bool, 
 func (s *Snapshot[T]) GetWithin(ctx context.Context, key string, maxAge time.Duration) (item T, found bool, err error) {
 	s.mu.Lock()
 	age := s.now().Sub(s.fetched)
-	if s.items != nil && age < maxAge {
+	if s.items != nil && age < s.hitAge(maxAge) {
 		if it, ok := s.items[key]; ok {
 			s.mu.Unlock()
 			lookups.WithLabelValues(s.cloud, "hit").Inc()
@@ -186,8 +219,14 @@ func (s *Snapshot[T]) Shared(key string) bool {
 
 // All is every instance, from a listing at most the snapshot's maxAge old.
 func (s *Snapshot[T]) All(ctx context.Context) ([]T, error) {
+	return s.AllWithin(ctx, s.maxAge)
+}
+
+// AllWithin is All from a listing at most maxAge old: for a caller that can
+// be served by the listings another makes anyway.
+func (s *Snapshot[T]) AllWithin(ctx context.Context, maxAge time.Duration) ([]T, error) {
 	s.mu.Lock()
-	fresh := s.items != nil && s.now().Sub(s.fetched) < s.maxAge
+	fresh := s.items != nil && s.now().Sub(s.fetched) < s.hitAge(maxAge)
 	s.mu.Unlock()
 	if !fresh {
 		if err := s.refresh(ctx); err != nil {
@@ -305,6 +344,7 @@ func (s *Snapshot[T]) list1(lctx context.Context, c *call, incremental bool, mar
 	var items []T
 	var next string
 	var err error
+	lctx, calls := cloudapi.WithCallCount(lctx)
 	if s.inc != nil {
 		items, next, err = s.inc.Since(lctx, mark)
 	} else {
@@ -327,6 +367,7 @@ func (s *Snapshot[T]) list1(lctx context.Context, c *call, incremental bool, mar
 			}
 		}
 		s.mark = next
+		s.cost = calls.Load()
 		s.items, s.shared = s.index(s.all)
 		s.fetched = now
 		refreshes.WithLabelValues(s.cloud, kind, "ok").Inc()

@@ -89,6 +89,7 @@ func New(cfg Config) (*Cloud, error) {
 	c := &Cloud{cfg: cfg, clients: cl, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
 		created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
 	c.index = newLBIndex(c)
+	c.ports.floatingIPs = c.index.fips.AllWithin
 	c.sgs = newSGManager(gw)
 	c.tlsCerts = newTLSStore()
 	c.Cycle = newCycle(c)

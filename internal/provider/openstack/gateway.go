@@ -95,7 +95,6 @@ type networkAPI interface {
 
 	listLeanPorts(ctx context.Context) ([]leanPort, error)
 	listLeanNetworks(ctx context.Context) ([]leanNetwork, error)
-	listLeanFloatingIPs(ctx context.Context) ([]leanFloatingIP, error)
 	listLeanTrunks(ctx context.Context) ([]leanTrunk, error)
 
 	routerRoutes(ctx context.Context, routerID string) ([]extraRoute, error)

@@ -282,10 +282,6 @@ func (gw *gateway) listLeanNetworks(ctx context.Context) ([]leanNetwork, error) 
 	return leanList[leanNetwork](ctx, gw, "networks", "id", "name")
 }
 
-func (gw *gateway) listLeanFloatingIPs(ctx context.Context) ([]leanFloatingIP, error) {
-	return leanList[leanFloatingIP](ctx, gw, "floatingips", "port_id", "floating_ip_address")
-}
-
 func (gw *gateway) listLeanTrunks(ctx context.Context) ([]leanTrunk, error) {
 	return leanList[leanTrunk](ctx, gw, "trunks", "port_id", "sub_ports")
 }

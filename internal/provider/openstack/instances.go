@@ -78,7 +78,7 @@ func newServerSnapshot(gw gatewayAPI) *snapshot.Snapshot[server] {
 		Since:     since,
 		Gone:      func(s server) bool { return s.Status == "DELETED" },
 		FullEvery: serversFullEvery,
-	})
+	}).WithBudget(snapshot.ReadBudget)
 }
 
 // listServers lists every server, or those changed since changesSince (deleted

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -190,7 +191,7 @@ func TestServerAddressesFromNeutronPorts(t *testing.T) {
 		port("p4", "s2", "compute:az2", "n-gone", "172.16.0.2"),
 	}
 	nets := []leanNetwork{{ID: "n-int", Name: "internal"}, {ID: "n-vlan", Name: "vlan7"}}
-	fips := []leanFloatingIP{{PortID: "p1", FloatingIP: "203.0.113.5"}, {PortID: "", FloatingIP: "203.0.113.6"}}
+	fips := []floatingIP{{PortID: "p1", FloatingIP: "203.0.113.5"}, {PortID: "", FloatingIP: "203.0.113.6"}}
 	got := serverAddresses(allPorts, nets, fips, map[string]string{"p2": "p1"})
 	assert.Equal(t, map[string]map[string][]novaAddress{
 		"s1": {
@@ -292,4 +293,33 @@ func TestOneListingOfPagedServersServesEveryNode(t *testing.T) {
 	for _, list := range []string{"ports", "networks", "floatingips", "trunks"} {
 		assert.Equal(t, 1, got["GET /network/v2.0/"+list], "one list of %s: %v", list, got)
 	}
+}
+
+// The Nodes' addresses are read with the floating IPs the drift pass listed
+// (within addressFIPsMaxAge): in the steady state floating IPs are listed once
+// a drift period, not once more for the addresses.
+func TestTheAddressesReadTheFloatingIPsTheDriftPassListed(t *testing.T) {
+	e, c := emulatorCloud(t)
+	id, _ := e.AddServer(emulator.ServerSpec{Name: "node-a"})
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: v1.NodeSpec{ProviderID: ProviderIDPrefix + "/" + id}}
+	fipListings := func() (n int) {
+		for _, call := range e.Calls() {
+			if call.Method == http.MethodGet && strings.HasSuffix(call.Route, "/floatingips") {
+				n += call.Count
+			}
+		}
+		return n
+	}
+	_, err := c.index.fips.All(t.Context()) // the drift pass's listing
+	require.NoError(t, err)
+	require.Equal(t, 1, fipListings())
+	_, err = c.InstanceMetadata(t.Context(), node) // the addresses' first read
+	require.NoError(t, err)
+	assert.Equal(t, 1, fipListings(), "the addresses took the drift pass's listing")
+
+	c.ports.fetched = time.Time{}
+	c.index.fips.Invalidate() // none within addressFIPsMaxAge (no Services)
+	_, err = c.InstanceMetadata(t.Context(), node)
+	require.NoError(t, err)
+	assert.Equal(t, 2, fipListings(), "without one, the addresses list them")
 }

@@ -22,12 +22,22 @@ import (
 // server is served from Nova's addresses meanwhile, so no new Node waits.
 const portAddressesMaxAge = 9*time.Minute + 30*time.Second
 
+// addressFIPsMaxAge is how old the listing of floating IPs the servers'
+// addresses are read with may be: the drift pass lists them every 3 minutes
+// (its default period) while there are Services, so that the addresses'
+// refresh adds no listing of its own then, and each kind is listed once a
+// period.
+const addressFIPsMaxAge = 5 * time.Minute
+
 // portAddresses is the servers' addresses as Neutron has them: the fixed IPs of
 // every port a server owns (trunk subports included), by network name, with the
 // floating IPs on them. A server it does not know yet (a new one) is served from
 // Nova's addresses instead, so a new Node never waits for it.
 type portAddresses struct {
 	api gatewayAPI
+	// floatingIPs lists the project's floating IPs, from a listing at most
+	// the age given old (the Cloud's shared one).
+	floatingIPs func(ctx context.Context, maxAge time.Duration) ([]floatingIP, error)
 
 	mu        sync.Mutex
 	fetched   time.Time
@@ -56,8 +66,8 @@ func (p *portAddresses) of(ctx context.Context, serverID string) (map[string][]n
 	return a, ok
 }
 
-// The fields of Neutron's ports, networks, floating IPs and trunks that make
-// the servers' addresses; each list asks Neutron for these only.
+// The fields of Neutron's ports, networks and trunks that make the servers'
+// addresses; each list asks Neutron for these only.
 type (
 	leanPort struct {
 		ID          string        `json:"id"`
@@ -72,10 +82,6 @@ type (
 	leanNetwork struct {
 		ID   string `json:"id"`
 		Name string `json:"name"`
-	}
-	leanFloatingIP struct {
-		PortID     string `json:"port_id"`
-		FloatingIP string `json:"floating_ip_address"`
 	}
 	leanTrunk struct {
 		PortID   string `json:"port_id"`
@@ -97,7 +103,7 @@ func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]nova
 	if err != nil {
 		return nil, fmt.Errorf("listing networks: %w", err)
 	}
-	fips, err := p.api.listLeanFloatingIPs(ctx)
+	fips, err := p.floatingIPs(ctx, addressFIPsMaxAge)
 	if err != nil {
 		return nil, fmt.Errorf("listing floating IPs: %w", err)
 	}
@@ -116,7 +122,7 @@ func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]nova
 
 // serverAddresses groups the fixed IPs of servers' ports by server and network
 // name, each followed by the floating IPs on that port.
-func serverAddresses(allPorts []leanPort, nets []leanNetwork, fips []leanFloatingIP, subportOf map[string]string) map[string]map[string][]novaAddress {
+func serverAddresses(allPorts []leanPort, nets []leanNetwork, fips []floatingIP, subportOf map[string]string) map[string]map[string][]novaAddress {
 	netName := make(map[string]string, len(nets))
 	for _, n := range nets {
 		netName[n.ID] = n.Name
