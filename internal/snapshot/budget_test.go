@@ -100,6 +100,22 @@ func TestABudgetHoldsTheCallsAnHourWhateverTheListingsPages(t *testing.T) {
 	}
 }
 
+// A listing the budget pays at every status pass is as fresh as any caller
+// asks: the lifecycle controller's questions (every few seconds, a minute old
+// at most) find a machine gone within the minute, as without a budget.
+func TestASmallListingIsAsFreshAsAsked(t *testing.T) {
+	cloud := newPagedCloud(t, 8)
+	now := time.Unix(0, 0)
+	s := New("test", time.Minute, 10*time.Second, cloud.list, func(i inst) []string { return []string{i.id} }).WithBudget(96)
+	s.now = func() time.Time { return now }
+	for range 60 {
+		now = now.Add(5 * time.Second)
+		_, _, err := s.Get(t.Context(), "a")
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(5*8), cloud.served.Load(), "a listing a minute for 5 minutes")
+}
+
 // Without a budget a hit is served from a listing at most maxAge old, as
 // before: every pass lists.
 func TestWithoutABudgetEveryPassLists(t *testing.T) {

@@ -42,10 +42,11 @@ const (
 )
 
 // ReadBudget is the calls an hour the refreshes of each cloud's machine
-// listing may make for hits (WithBudget): a listing of up to 8 calls is still
-// made at every 5-minute status pass of the node controller, as many as a
-// cloud needs for a thousand machines; a larger one is made every 37.5 s a
-// call it costs (5,000 OCI instances, 22 calls: every 15 minutes, 88 an hour).
+// listing may make for hits (WithBudget): a listing of up to 8 calls (as many
+// as a cloud needs for a thousand machines) is made as often as callers ask,
+// at least at every 5-minute status pass of the node controller; a larger one
+// every 37.5 s a call it costs (5,000 OCI instances, 22 calls: every 15
+// minutes, 88 an hour).
 const ReadBudget = 96
 
 // LifecycleAge is a cloud's configured lifecycle max age, LifecycleMaxAge
@@ -120,13 +121,15 @@ func NewIncremental[T any](cloud string, maxAge, minMiss time.Duration, keys fun
 }
 
 // WithBudget bounds the calls an hour that the refreshes a hit causes may
-// make, perHour, whatever the listing's pages: a hit is served from a listing
-// as old as its cost allows (the listing's calls × 1 h ÷ perHour), when that
-// is more than the age asked. So a cloud whose listings grow with the
-// instances (a page per 1,000) is read as often as ever while they fit in a
-// few pages, and as much an hour, not more, at 5,000: its answers are older
-// instead. Misses (a new Node) and GetFresh are not held back. The calls are
-// counted by cloudapi's transports.
+// make, perHour, whatever the listing's pages. A listing the budget pays at
+// each of the node controller's passes (perHour ÷ 12 calls or fewer) is
+// served as fresh as each caller asks, as without a budget; a larger one is
+// served as old as its cost allows (its calls × 1 h ÷ perHour) when that is
+// more than the age asked. So a cloud whose listings grow with the instances
+// (a page per 1,000) is read as often as ever while they fit in a few pages,
+// and as much an hour, not more, at 5,000: its answers are older instead.
+// Misses (a new Node) and GetFresh are not held back. The calls are counted
+// by cloudapi's transports.
 func (s *Snapshot[T]) WithBudget(perHour int) *Snapshot[T] {
 	s.budget = perHour
 	return s
@@ -135,11 +138,16 @@ func (s *Snapshot[T]) WithBudget(perHour int) *Snapshot[T] {
 // hitAge is how old a listing may be to serve a hit asked with maxAge.
 // Called with s.mu held.
 func (s *Snapshot[T]) hitAge(maxAge time.Duration) time.Duration {
-	if s.budget <= 0 {
+	if s.budget <= 0 || s.cost <= int64(s.budget/statusPassesAnHour) {
 		return maxAge
 	}
 	return max(maxAge, time.Duration(s.cost)*time.Hour/time.Duration(s.budget))
 }
+
+// statusPassesAnHour are the node controller's address passes an hour (one
+// every 5 minutes): a listing the budget pays at every pass is served as
+// fresh as every caller asks, as without a budget.
+const statusPassesAnHour = 12
 
 // id is the instance's identity, its first key ("" for none).
 func (s *Snapshot[T]) id(it T) string {
