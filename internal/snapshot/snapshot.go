@@ -112,6 +112,12 @@ func New[T any](cloud string, maxAge, minMiss time.Duration, list func(context.C
 	return &Snapshot[T]{cloud: cloud, list: list, keys: keys, maxAge: maxAge, minMiss: minMiss, now: time.Now}
 }
 
+// NewMachines builds a cloud's listing of every machine: hits at most MaxAge
+// old, misses listing at most every MinMiss, refreshes within ReadBudget.
+func NewMachines[T any](cloud string, list func(context.Context) ([]T, error), keys func(T) []string) *Snapshot[T] {
+	return New(cloud, MaxAge, MinMiss, list, keys).WithBudget(ReadBudget)
+}
+
 // NewIncremental builds a snapshot whose refreshes between full listings ask
 // inc.Since for the changes only.
 func NewIncremental[T any](cloud string, maxAge, minMiss time.Duration, keys func(T) []string, inc Incremental[T]) *Snapshot[T] {

@@ -110,7 +110,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, tagSettle: tagSettle,
 		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin},
 		ruleChecks: provider.Rotation[[]healthCheck]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin}, unanswered: &provider.Unanswered{Window: lostWindow}}
-	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys).WithBudget(snapshot.ReadBudget)
+	c.machines = snapshot.NewMachines(ProviderName, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.firewall = newFirewallListing(gw)
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube,

@@ -107,7 +107,7 @@ func New(cfg Config) (*Cloud, error) {
 	c := &Cloud{cfg: cfg, gw: gw, creds: keys, sessions: sessions, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{},
 		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}, nsgPass: provider.Rotation[[]NSGRule]{PerPass: nsgReadsPerPass, Within: provider.WatchedWithin},
 		unanswered: provider.Unanswered{Window: lostCreateWindow}}
-	c.machines = snapshot.New(ProviderName, snapshot.MaxAge, snapshot.MinMiss, c.listMachines, machineKeys).WithBudget(snapshot.ReadBudget)
+	c.machines = snapshot.NewMachines(ProviderName, c.listMachines, machineKeys)
 	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
 	c.wrs = newWorkRequests()
 	c.workloads = newWorkloads(cfg, c.Kube)
