@@ -61,6 +61,9 @@ type options struct {
 	ccmEnv       []string
 	global       []string // extra [Global] keys of the cloud.conf
 	confAppend   string   // a file whose text ends the cloud config
+	confExtra    string   // text a scenario adds at the end of the cloud config
+	ports        int      // ports of each LoadBalancer Service (0: one, http)
+	portCounts   []int    // the ports scenario's Services
 	adminKeys    bool     // the cloud.conf carries the emulator's administrator keys
 	tls          bool     // every Service terminates TLS with a certificate stored in the emulator
 	throughProxy bool     // the CCM reaches the emulator as an HTTPS proxy
@@ -70,12 +73,13 @@ type options struct {
 
 func main() {
 	var o options
-	var scen, nodes, services string
+	var scen, nodes, services, portCounts string
 	flag.StringVar(&o.cloud, "cloud", "openstack", "the cloud whose emulator the CCM runs against ("+strings.Join(kit.EmulatedNames(), ", ")+")")
 	flag.StringVar(&o.ccm, "ccm", "bin/overcast-ccm", "the CCM binary under test")
 	flag.StringVar(&scen, "scenarios", "init,steady,notready,resync,addnode,create,rss", "scenarios to run")
 	flag.StringVar(&nodes, "nodes", "500,2000", "Node counts N (add 5000 for the big run)")
 	flag.StringVar(&services, "services", "200,1000", "LoadBalancer Service counts M for resync and addnode")
+	flag.StringVar(&portCounts, "port-counts", "1,8,24", "ports scenario: the ports of its one Service, built in OpenStack's serial mode")
 	flag.IntVar(&o.runs, "runs", 3, "runs of each figure (the report gives the median, min and max)")
 	flag.DurationVar(&o.steady, "steady", 10*time.Minute, "steady-state measuring window")
 	flag.IntVar(&o.steadySvcs, "steady-services", 0, "LoadBalancer Services that exist (converged) through the steady-state window: their drift checks are in its calls")
@@ -128,6 +132,9 @@ func main() {
 	var err error
 	if o.nodes, err = ints(nodes); err == nil {
 		o.services, err = ints(services)
+	}
+	if err == nil {
+		o.portCounts, err = ints(portCounts)
 	}
 	if err == nil {
 		err = run(o)
@@ -202,6 +209,15 @@ func run(o options) error {
 			for _, f := range figs {
 				add(f)
 			}
+		}
+	}
+	if want["ports"] {
+		f, err := portsScenario(o)
+		if err != nil {
+			return err
+		}
+		for _, x := range f {
+			add(x)
 		}
 	}
 	if want["create"] {
@@ -308,6 +324,9 @@ func (b *bed) writeConfig() error {
 			return err
 		}
 		conf = strings.TrimRight(conf, "\n") + "\n" + string(extra)
+	}
+	if o.confExtra != "" {
+		conf = strings.TrimRight(conf, "\n") + "\n" + o.confExtra
 	}
 	return os.WriteFile(b.conf, []byte(conf), 0o600)
 }
@@ -596,10 +615,24 @@ func withBed(o options, n int, f func(b *bed) error) error {
 	return f(b)
 }
 
-func lbService(ns, name string, annotations map[string]string) *v1.Service {
+// lbService is a LoadBalancer Service with the options' annotations and
+// ports: one (http), or o.ports of which every sixth is UDP (24: 20 TCP, 4
+// UDP).
+func lbService(ns, name string, o options) *v1.Service {
+	ports := []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}
+	if o.ports > 1 {
+		ports = nil
+		for i := range o.ports {
+			p := v1.ServicePort{Name: fmt.Sprintf("p%d", i), Protocol: v1.ProtocolTCP, Port: int32(8000 + i)}
+			if i%6 == 5 {
+				p.Protocol = v1.ProtocolUDP
+			}
+			ports = append(ports, p)
+		}
+	}
 	return &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations},
-		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80}}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: o.annotations},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: ports},
 	}
 }
 
@@ -611,7 +644,7 @@ func (b *bed) createServices(ns string, m int, timeout time.Duration) (time.Dura
 	}
 	start := time.Now()
 	for i := range m {
-		if _, err := b.env.Client.CoreV1().Services(ns).Create(ctx, lbService(ns, fmt.Sprintf("svc-%05d", i), b.o.annotations), metav1.CreateOptions{}); err != nil {
+		if _, err := b.env.Client.CoreV1().Services(ns).Create(ctx, lbService(ns, fmt.Sprintf("svc-%05d", i), b.o), metav1.CreateOptions{}); err != nil {
 			return 0, err
 		}
 	}

@@ -32,6 +32,7 @@ type Cloud struct {
 	servers *snapshot.Snapshot[server]
 	ports   *portAddresses
 	index   *lbIndex
+	memo    *treeMemo  // members and monitors the last passes read (treereads.go)
 	sgs     *sgManager // security groups (manage-security-groups)
 	// tlsCerts are the certificates of TLS Secrets stored in Barbican.
 	tlsCerts *tlsStore
@@ -87,7 +88,7 @@ func New(cfg Config) (*Cloud, error) {
 	cl := &clients{cfg: cfg, authOnce: provider.NewTurn()}
 	gw := &gateway{cl}
 	c := &Cloud{cfg: cfg, clients: cl, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
-		created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
+		memo: newTreeMemo(), created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
 	c.index = newLBIndex(c)
 	c.ports.floatingIPs = c.index.fips.AllWithin
 	c.sgs = newSGManager(gw)

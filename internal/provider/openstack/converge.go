@@ -46,7 +46,12 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	} else {
 		s.warnImmutable(svc, &lb.Obj, spec)
 	}
-	changed, err := s.converge(ctx, svc, &lb.Obj, spec, lb.Shared)
+	reads := &treeReads{api: s.api, memo: s.memo}
+	changed, err := s.converge(ctx, reads, svc, &lb.Obj, spec, lb.Shared)
+	if err == nil && !changed && reads.used {
+		// Nothing to change is said from fresh reads only (treereads.go).
+		changed, err = s.converge(ctx, reads.again(), svc, &lb.Obj, spec, lb.Shared)
+	}
 	if refused := s.tlsRefusal(err, spec); refused != nil {
 		return "", refused
 	}
@@ -126,16 +131,16 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 		}
 		mine[i] = pool
 	}
-	wrote := false
-	for i, p := range spec.ports {
-		if wrote {
-			return fmt.Sprintf("members of load balancer %s are being updated", lb.ID), true, nil
-		}
-		changed, err := s.convergeMembers(ctx, mine[i], spec, p)
-		if err != nil {
-			return "", true, fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err)
-		}
-		wrote = wrote || changed
+	reads := &treeReads{api: s.api, memo: s.memo}
+	wrote, err := s.updatePools(ctx, reads, mine, spec)
+	if err == nil && !wrote && reads.used {
+		wrote, err = s.updatePools(ctx, reads.again(), mine, spec)
+	}
+	if err != nil {
+		return "", true, fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err)
+	}
+	if wrote {
+		return fmt.Sprintf("members of load balancer %s are being updated", lb.ID), true, nil
 	}
 	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))
 	if spec.sg != nil {
@@ -150,6 +155,17 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	return "", true, nil
 }
 
+// updatePools updates the members of the first of the Service's pools
+// whose members differ, and says whether it did.
+func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []lbPool, spec lbSpec) (bool, error) {
+	for i, p := range spec.ports {
+		if changed, err := s.convergeMembers(ctx, reads, mine[i], spec, p); err != nil || changed {
+			return changed, err
+		}
+	}
+	return false, nil
+}
+
 // converge makes at most one change (Octavia allows one at a time per load
 // balancer) and says whether it made one. Only the Service's own listeners
 // (mineListener) are ever changed: a port another Service holds refuses the
@@ -157,7 +173,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 // recorded on it before its first listener. Removals come first, so that a
 // port whose listener must change protocol is free when its new listener is
 // created.
-func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec, shared bool) (bool, error) {
+func (c *Cloud) converge(ctx context.Context, reads *treeReads, svc *v1.Service, lb *loadBalancer, s lbSpec, shared bool) (bool, error) {
 	have, err := c.api.listListeners(ctx, lb.ID)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", err)
@@ -201,7 +217,7 @@ func (c *Cloud) converge(ctx context.Context, svc *v1.Service, lb *loadBalancer,
 			}
 			return true, nil
 		}
-		if changed, err := c.convergePort(ctx, svc, l, poolByID, s, p); err != nil || changed {
+		if changed, err := c.convergePort(ctx, reads, svc, l, poolByID, s, p); err != nil || changed {
 			return changed, err
 		}
 	}
@@ -289,7 +305,7 @@ func (c *Cloud) createListener(ctx context.Context, svc *v1.Service, lbID string
 }
 
 // convergePort makes the first change the listener of p and its pool need.
-func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l lbListener, poolByID map[string]lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergePort(ctx context.Context, reads *treeReads, svc *v1.Service, l lbListener, poolByID map[string]lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
 	k := s.listenerKey(p)
 	if changed, err := c.convergeListener(ctx, l, s, p); err != nil || changed {
 		return changed, err
@@ -317,10 +333,10 @@ func (c *Cloud) convergePort(ctx context.Context, svc *v1.Service, l lbListener,
 		}
 		return true, nil
 	}
-	if changed, err := c.convergeMembers(ctx, pool, s, p); err != nil || changed {
+	if changed, err := c.convergeMembers(ctx, reads, pool, s, p); err != nil || changed {
 		return changed, err
 	}
-	return c.convergeMonitor(ctx, pool, s, p)
+	return c.convergeMonitor(ctx, reads, pool, s, p)
 }
 
 // deleteStrayPools deletes a pool of the Service's that no listener uses and
@@ -441,7 +457,7 @@ func cidrList(cidrs []string) string {
 
 // convergeMonitor creates, updates or deletes the pool's health monitor. Its type
 // cannot change in place, so a new type replaces it.
-func (c *Cloud) convergeMonitor(ctx context.Context, pool lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
 	if s.monitor == nil {
 		if pool.MonitorID == "" {
 			return false, nil
@@ -459,11 +475,12 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool lbPool, s lbSpec, p v1
 		}
 		return true, nil
 	}
-	have, err := c.api.getMonitor(ctx, pool.MonitorID)
+	have, err := reads.monitor(ctx, pool.MonitorID)
 	if err != nil {
 		return false, fmt.Errorf("reading health monitor %s: %w", pool.MonitorID, err)
 	}
 	if have.Type != want.Type {
+		reads.wrote("", have.ID)
 		if err := c.api.deleteMonitor(ctx, have.ID); err != nil {
 			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, err)
 		}
@@ -473,6 +490,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, pool lbPool, s lbSpec, p v1
 	if len(diffs) == 0 {
 		return false, nil
 	}
+	reads.wrote("", have.ID)
 	if err := c.api.updateMonitor(ctx, have.ID, u); err != nil {
 		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, err)
 	}
@@ -509,12 +527,12 @@ func monitorChanges(have lbMonitor, want monitorCreate) (monitorUpdate, []string
 }
 
 // convergeMembers replaces the pool's members in one batch call when they differ.
-func (c *Cloud) convergeMembers(ctx context.Context, pool lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
 	poolID := pool.ID
 	var members []leanMember
 	if len(pool.Members) > 0 { // the pool names its members: a new one has none to list
 		var err error
-		if members, err = c.api.listMembers(ctx, poolID); err != nil {
+		if members, err = reads.members(ctx, pool); err != nil {
 			return false, fmt.Errorf("listing members: %w", err)
 		}
 	}
@@ -522,6 +540,7 @@ func (c *Cloud) convergeMembers(ctx context.Context, pool lbPool, s lbSpec, p v1
 	if slices.Equal(have, want) {
 		return false, nil
 	}
+	reads.wrote(poolID, "")
 	if err := c.api.putMembers(ctx, poolID, c.memberOpts(s, p)); err != nil {
 		return false, fmt.Errorf("updating members of pool %s: %w", poolID, err)
 	}

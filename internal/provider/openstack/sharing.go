@@ -182,7 +182,7 @@ func (c *Cloud) updateTags(ctx context.Context, id string, tags []string) error 
 // load balancer stays, with its floating IP. "" once nothing of the Service
 // is left on it.
 func (s steps) leave(ctx context.Context, svc *v1.Service, lb *loadBalancer, name string, owner bool) (string, error) {
-	changed, err := s.converge(ctx, svc, lb, lbSpec{name: name}, !owner)
+	changed, err := s.converge(ctx, &treeReads{api: s.api}, svc, lb, lbSpec{name: name}, !owner)
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,110 @@
+package openstack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/annotation"
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+)
+
+// A Service built one Octavia change a pass (provider-requires-serial-api-
+// calls) reads each pool's members and each health monitor about once, not
+// once a pass: the build costs O(ports) reads, not O(ports²) (issue 44,
+// item 7: 24 ports took 11.4 minutes on the real Zed, a pass reading every
+// pool's members).
+func TestASerialBuildReadsEachPoolAboutOnce(t *testing.T) {
+	tg := newContractTargetWith(t, emulator.Options{StrandGraphChildren: true})
+	if tg.emu == nil {
+		t.Skip("counts the emulator's calls")
+	}
+	tg.emu.SetProvisioningDelay(20 * time.Millisecond)
+	c := tg.cloud(t, "")
+	c.serial.Store(true)
+	const ports = 12
+	svc := contractService(contractName("serial"), map[string]string{string(annotation.OpenStackEnableHealthMonitor): "true"})
+	svc.Spec.Ports = nil
+	for i := range ports {
+		p := v1.ServicePort{Name: fmt.Sprintf("p%d", i), Protocol: v1.ProtocolTCP, Port: int32(8000 + i), NodePort: int32(30000 + i)}
+		if i%6 == 5 {
+			p.Protocol = v1.ProtocolUDP
+		}
+		svc.Spec.Ports = append(svc.Spec.Ports, p)
+	}
+	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201"), contractNode("n2", "", "10.0.0.202")}
+
+	tg.emu.ResetCalls()
+	st := ensure(t, c, svc, nodes)
+	require.Len(t, st.Ingress, 1)
+	members, monitors, writes := 0, 0, 0
+	for _, cc := range tg.emu.Calls() {
+		switch {
+		case cc.Method == "GET" && strings.HasSuffix(cc.Route, "/members"):
+			members += cc.Count
+		case cc.Method == "GET" && strings.Contains(cc.Route, "healthmonitors/"):
+			monitors += cc.Count
+		case cc.Service == "load-balancer" && cc.Method != "GET":
+			writes += cc.Count
+		}
+	}
+	t.Logf("%d ports: %d Octavia writes, %d member listings, %d monitor reads", ports, writes, members, monitors)
+	assert.GreaterOrEqual(t, writes, 4*ports, "serial: a listener, a pool, its members and its monitor a port")
+	// Each pool's members are read once they are put, and once more by the
+	// last pass (which never answers from memory); each monitor likewise.
+	assert.LessOrEqual(t, members, 2*ports+2, "member listings")
+	assert.LessOrEqual(t, monitors, 2*ports+2, "monitor reads")
+	deleteLB(t, c, svc)
+}
+
+// What the memory of a pass holds is never the last word: a monitor changed
+// behind the CCM's back right after a pass read it is put back by the next
+// pass, which finds nothing else to change and reads again.
+func TestAPassThatWouldChangeNothingFromMemoryReadsAgain(t *testing.T) {
+	tg := newContractTargetWith(t, emulator.Options{StrandGraphChildren: true})
+	c := tg.cloud(t, "")
+	c.serial.Store(true)
+	svc := contractService(contractName("memo"), map[string]string{string(annotation.OpenStackEnableHealthMonitor): "true"})
+	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201")}
+	ensure(t, c, svc, nodes)
+	defer deleteLB(t, c, svc)
+
+	lb, err := c.findLB(t.Context(), svc)
+	require.NoError(t, err)
+	pools, err := c.api.listPools(t.Context(), lb.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, pools)
+	monitorID := pools[0].MonitorID
+	require.NotEmpty(t, monitorID)
+	_, err = (&treeReads{api: c.api, memo: c.memo, fresh: true}).monitor(t.Context(), monitorID) // in memory, as a pass leaves it
+	require.NoError(t, err)
+	require.NoError(t, c.api.updateMonitor(t.Context(), monitorID, monitorUpdate{Delay: 17, Timeout: 3, MaxRetries: 1, MaxRetriesDown: 3}))
+
+	reads := &treeReads{api: c.api, memo: c.memo}
+	m, err := reads.monitor(t.Context(), monitorID)
+	require.NoError(t, err)
+	require.True(t, reads.used, "the monitor came from memory")
+	require.Equal(t, 5, m.Delay, "memory holds what was read before the change")
+
+	require.NoError(t, poll(time.Minute, func() error {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		have, err := c.api.getMonitor(ctx, monitorID)
+		if err != nil {
+			return err
+		}
+		if have.Delay != 5 {
+			if _, err := c.EnsureLoadBalancer(ctx, "contract", svc, nodes); err != nil && !strings.Contains(err.Error(), "being updated") {
+				return fmt.Errorf("delay %d: %w", have.Delay, err)
+			}
+			return fmt.Errorf("delay %d", have.Delay)
+		}
+		return nil
+	}), "the pass puts the delay back")
+}
