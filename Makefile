@@ -65,13 +65,19 @@ run: build test-binaries ## a local cluster with overcast-ccm, 3 nodes and a dem
 test: test-unit test-image test-e2e ## unit tests, fuzz seeds, the image, and the e2e suites against a real apiserver
 
 test-unit: ## unit tests and the seeds of every fuzz test
-	$(GO) test $(TEST_FLAGS) ./internal/... ./hack/... ./cmd/... ./bench/
+	@mkdir -p tmp && rm -f tmp/test-failures.txt
+	set -o pipefail; $(GO) test $(TEST_FLAGS) ./internal/... ./hack/... ./cmd/... ./bench/ 2>&1 | tee tmp/unit.log || \
+		{ echo "== what failed (whole log: tmp/unit.log)"; hack/test-failures.sh tmp/unit.log | tee tmp/test-failures.txt; exit 1; }
 
 test-e2e: test-e2e-suite test-quickstart ## e2e: real etcd + kube-apiserver, overcast-ccm under deploy/ RBAC; the README's quick starts with the image
 
+# Its output is kept in tmp/e2e.log; on failure what failed is printed last
+# (and kept in tmp/test-failures.txt), after the controllers' many log lines.
 test-e2e-suite: build test-binaries
-	OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
-		$(GO) test $(E2E_FLAGS) -timeout 30m ./test/e2e/
+	@mkdir -p tmp && rm -f tmp/test-failures.txt
+	set -o pipefail; OVERCAST_TEST_BINARIES="$$(hack/test-binaries.sh)" OVERCAST_CCM_BINARY=$(BIN)/overcast-ccm \
+		$(GO) test $(E2E_FLAGS) -timeout 30m ./test/e2e/ 2>&1 | tee tmp/e2e.log || \
+		{ echo "== what failed (whole log: tmp/e2e.log)"; hack/test-failures.sh tmp/e2e.log | tee tmp/test-failures.txt; exit 1; }
 
 test-quickstart: test-binaries image
 	rm -rf $(IMAGE_DIR)/rootfs $(IMAGE_DIR)/rootfs.config.json
