@@ -77,6 +77,7 @@ type Snapshot[T any] struct {
 	listedAt time.Time       // last full listing
 	mark     string          // where the next incremental listing starts
 	call     *call           // the refresh in flight, shared by concurrent callers
+	gen      uint64          // bumped by Invalidate and Reset: a listing begun before is not taken after
 	budget   int             // calls an hour the refreshes of hits may make (0: no bound)
 	cost     int64           // calls the last listing made (its pages)
 }
@@ -101,6 +102,7 @@ type Incremental[T any] struct {
 type call struct {
 	done chan struct{}
 	err  error
+	gen  uint64 // the snapshot's generation when it began
 }
 
 // New builds a snapshot. list returns every instance (all pages); keys returns
@@ -258,10 +260,12 @@ func (s *Snapshot[T]) AllWithin(ctx context.Context, maxAge time.Duration) ([]T,
 
 // Invalidate makes the next Get list again (used when a caller knows the cloud
 // changed, and by tests that must not wait maxAge).
+// A listing in flight began before the change: it is neither joined nor kept.
 func (s *Snapshot[T]) Invalidate() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fetched = time.Time{}
+	s.gen++
 }
 
 // Reset forgets the snapshot: the next Get lists in full, not the changes
@@ -271,6 +275,7 @@ func (s *Snapshot[T]) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fetched, s.mark = time.Time{}, ""
+	s.gen++
 }
 
 // Put records an instance learnt another way (a direct GET), until the next list.
@@ -311,19 +316,26 @@ func (s *Snapshot[T]) index(all map[string]T) (map[string]T, map[string]bool) {
 	return idx, shared
 }
 
-// refresh lists every instance once for all concurrent callers.
+// refresh lists every instance once for all concurrent callers. A listing in
+// flight that began before an Invalidate may not show what changed: refresh
+// waits for it to end and lists anew.
 func (s *Snapshot[T]) refresh(ctx context.Context) error {
 	s.mu.Lock()
-	if c := s.call; c != nil {
+	for s.call != nil {
+		c := s.call
+		current := c.gen == s.gen
 		s.mu.Unlock()
 		select {
 		case <-c.done:
-			return c.err
+			if current {
+				return c.err
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		s.mu.Lock()
 	}
-	c := &call{done: make(chan struct{})}
+	c := &call{done: make(chan struct{}), gen: s.gen}
 	s.call = c
 	incremental := s.inc != nil && s.items != nil && s.mark != "" && s.now().Sub(s.listedAt) < s.inc.FullEvery
 	mark := s.mark
@@ -380,10 +392,12 @@ func (s *Snapshot[T]) list1(lctx context.Context, c *call, incremental bool, mar
 				s.all[id] = it
 			}
 		}
-		s.mark = next
-		s.cost = calls.Load()
 		s.items, s.shared = s.index(s.all)
-		s.fetched = now
+		// Invalidated while it ran, it answers the callers that joined it
+		// but is not fresh: the next look lists again, from the mark before.
+		if c.gen == s.gen {
+			s.mark, s.cost, s.fetched = next, calls.Load(), now
+		}
 		refreshes.WithLabelValues(s.cloud, kind, "ok").Inc()
 	} else {
 		refreshes.WithLabelValues(s.cloud, kind, "error").Inc()

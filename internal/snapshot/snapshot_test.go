@@ -370,3 +370,46 @@ func TestAListingIsBoundedInTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, found, "the next listing")
 }
+
+// A listing in flight when the snapshot is invalidated began before the
+// change: a caller after the Invalidate does not take its answer but one of a
+// listing begun after, and the stale answer is not kept as fresh.
+func TestAListingBegunBeforeAnInvalidateIsNotTakenAfterIt(t *testing.T) {
+	var mu sync.Mutex
+	items := []inst{{"a", "node-a"}}
+	var calls atomic.Int32
+	gate := make(chan struct{})
+	list := func(context.Context) ([]inst, error) {
+		mu.Lock()
+		seen := append([]inst(nil), items...) // what the cloud holds when asked
+		mu.Unlock()
+		if calls.Add(1) == 1 {
+			<-gate
+		}
+		return seen, nil
+	}
+	s := New("test", time.Minute, 10*time.Second, list, func(i inst) []string { return []string{i.id} })
+	first := make(chan bool)
+	go func() {
+		_, found, _ := s.Get(context.Background(), "a")
+		first <- found
+	}()
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+	mu.Lock()
+	items = append(items, inst{"b", "node-b"}) // b is made, then the snapshot told
+	mu.Unlock()
+	s.Invalidate()
+	second := make(chan bool)
+	go func() {
+		_, found, _ := s.Get(context.Background(), "b")
+		second <- found
+	}()
+	close(gate)
+	assert.True(t, <-first, "the first caller takes its own listing's answer")
+	assert.True(t, <-second, "the caller after the Invalidate sees b: a listing begun after it")
+	assert.Equal(t, int32(2), calls.Load())
+	_, found, err := s.Get(t.Context(), "b")
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, int32(2), calls.Load(), "the fresh listing is kept")
+}
