@@ -65,8 +65,8 @@ func (p *pacer) changed(uid types.UID) {
 // looked notes what a look at the Service found its load balancer doing. The
 // first look that finds a change done teaches how long it took: the time since
 // the change if an earlier look found it busy (so it ended between the two),
-// else half of it (it may have ended long before: the next changes are
-// looked at sooner, until a look is early).
+// else three quarters of it (it may have ended long before: the next changes
+// are looked at a little sooner, until a look is early), each weighed half.
 func (p *pacer) looked(uid types.UID, status string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -83,7 +83,7 @@ func (p *pacer) looked(uid types.UID, status string) {
 	delete(p.m, uid)
 	sample := now.Sub(c.at)
 	if c.busy.IsZero() {
-		sample /= 2
+		sample = sample * 3 / 4
 	}
 	p.took = min(max((p.took+sample)/2, paceMin), 10*paceMax)
 }

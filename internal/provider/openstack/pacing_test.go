@@ -14,7 +14,7 @@ import (
 // another after a quarter of the time waited, and the learnt time ends
 // within a quarter of the true one.
 func TestThePacerLearnsHowLongAChangeTakes(t *testing.T) {
-	for _, octavia := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 4 * time.Second, 9 * time.Second} {
+	for _, octavia := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 2 * time.Second, 4 * time.Second, 9 * time.Second} {
 		t.Run(octavia.String(), func(t *testing.T) {
 			now := time.Unix(0, 0)
 			p := newPacer()
