@@ -21,8 +21,8 @@ func portsScenario(o options) ([]*figure, error) {
 		o.confExtra = serialConf
 	}
 	for _, n := range o.portCounts {
-		took := &figure{scenario: "7", name: fmt.Sprintf("one Service of %d port(s), serial: time to ingress", n), unit: "s"}
-		cost := &figure{scenario: "7", name: fmt.Sprintf("one Service of %d port(s), serial: cloud API calls", n), unit: "calls"}
+		took := &figure{scenario: "8", name: fmt.Sprintf("one Service of %d port(s), serial: time to ingress", n), unit: "s"}
+		cost := &figure{scenario: "8", name: fmt.Sprintf("one Service of %d port(s), serial: cloud API calls", n), unit: "calls"}
 		o.ports = n
 		for r := range o.runs {
 			fmt.Printf("== ports %d, run %d/%d\n", n, r+1, o.runs)

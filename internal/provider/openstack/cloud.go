@@ -33,7 +33,6 @@ type Cloud struct {
 	ports   *portAddresses
 	index   *lbIndex
 	memo    *treeMemo  // members and monitors the last passes read (treereads.go)
-	pace    *pacer     // when to look again after a change (pacing.go)
 	sgs     *sgManager // security groups (manage-security-groups)
 	// tlsCerts are the certificates of TLS Secrets stored in Barbican.
 	tlsCerts *tlsStore
@@ -89,7 +88,7 @@ func New(cfg Config) (*Cloud, error) {
 	cl := &clients{cfg: cfg, authOnce: provider.NewTurn()}
 	gw := &gateway{cl}
 	c := &Cloud{cfg: cfg, clients: cl, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
-		memo: newTreeMemo(), pace: newPacer(), created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
+		memo: newTreeMemo(), created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
 	c.index = newLBIndex(c)
 	c.ports.floatingIPs = c.index.fips.AllWithin
 	c.sgs = newSGManager(gw)

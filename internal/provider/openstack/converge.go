@@ -65,7 +65,6 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		return "", fmt.Errorf("cannot update load balancer %s: %w", lb.ID, err)
 	}
 	if changed {
-		s.pace.changed(svc.UID)
 		return fmt.Sprintf("load balancer %s is being updated", lb.ID), nil
 	}
 	return s.converged(ctx, svc, spec)
@@ -141,7 +140,6 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 		return "", true, fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err)
 	}
 	if wrote {
-		s.pace.changed(svc.UID)
 		return fmt.Sprintf("members of load balancer %s are being updated", lb.ID), true, nil
 	}
 	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))

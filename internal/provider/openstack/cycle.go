@@ -92,7 +92,6 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (octaviaLB, bool, erro
 		return octaviaLB{}, false, err
 	}
 	s.unanswered.Found(string(svc.UID))
-	s.pace.looked(svc.UID, lb.ProvisioningStatus)
 	if err := s.deleteDuplicates(ctx, svc, lb, dups); err != nil {
 		return octaviaLB{}, false, err
 	}
