@@ -27,16 +27,12 @@ func portsScenario(o options) ([]*figure, error) {
 		for r := range o.runs {
 			fmt.Printf("== ports %d, run %d/%d\n", n, r+1, o.runs)
 			err := withBed(o, 3, func(b *bed) error {
-				b.emu.ResetCalls()
-				t, err := b.createServices("ports", 1, 30*time.Minute)
+				t, err := b.timed("ports", 1, 30*time.Minute, cost)
 				if err != nil {
 					return err
 				}
-				reads, writes, byOp := calls(b.emu)
 				took.values = append(took.values, t.Seconds())
-				cost.values = append(cost.values, float64(reads+writes))
-				cost.detail = fmt.Sprintf("%d reads, %d writes: %s", reads, writes, topOps(byOp, 1))
-				fmt.Printf("   %d ports: %.1fs, %d reads, %d writes\n", n, t.Seconds(), reads, writes)
+				fmt.Printf("   %d ports: %.1fs, %s\n", n, t.Seconds(), cost.detail)
 				return nil
 			})
 			if err != nil {
