@@ -132,14 +132,17 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 		mine[i] = pool
 	}
 	reads := &treeReads{api: s.api, memo: s.memo}
-	wrote, err := s.updatePools(ctx, reads, mine, spec)
+	wrote, more, err := s.updatePools(ctx, reads, mine, spec)
 	if err == nil && !wrote && reads.used {
-		wrote, err = s.updatePools(ctx, reads.again(), mine, spec)
+		// Nothing to change is said from fresh reads only (treereads.go).
+		wrote, more, err = s.updatePools(ctx, reads.again(), mine, spec)
 	}
 	if err != nil {
 		return "", true, fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err)
 	}
-	if wrote {
+	if more || (wrote && reads.used) {
+		// Another pool may need its update, or one was passed over from
+		// memory: the next pass, once Octavia is done with this one.
 		return fmt.Sprintf("members of load balancer %s are being updated", lb.ID), true, nil
 	}
 	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))
@@ -156,14 +159,16 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 }
 
 // updatePools updates the members of the first of the Service's pools
-// whose members differ, and says whether it did.
-func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []lbPool, spec lbSpec) (bool, error) {
+// whose members differ, and says whether it did, and whether pools follow
+// it (which may need an update too: Octavia takes one at a time). An update
+// Octavia accepted counts as done.
+func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []lbPool, spec lbSpec) (wrote, more bool, err error) {
 	for i, p := range spec.ports {
-		if changed, err := s.convergeMembers(ctx, reads, mine[i], spec, p); err != nil || changed {
-			return changed, err
+		if wrote, err = s.convergeMembers(ctx, reads, mine[i], spec, p); err != nil || wrote {
+			return wrote, i < len(spec.ports)-1, err
 		}
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // converge makes at most one change (Octavia allows one at a time per load
@@ -529,15 +534,11 @@ func monitorChanges(have lbMonitor, want monitorCreate) (monitorUpdate, []string
 // convergeMembers replaces the pool's members in one batch call when they differ.
 func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
 	poolID := pool.ID
-	var members []leanMember
-	if len(pool.Members) > 0 { // the pool names its members: a new one has none to list
-		var err error
-		if members, err = reads.members(ctx, pool); err != nil {
-			return false, fmt.Errorf("listing members: %w", err)
-		}
+	same, err := reads.membersAre(ctx, pool, s.memberKeys(p))
+	if err != nil {
+		return false, fmt.Errorf("listing members: %w", err)
 	}
-	have, want := memberKeys(members), s.memberKeys(p)
-	if slices.Equal(have, want) {
+	if same {
 		return false, nil
 	}
 	reads.wrote(poolID, "")

@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"crypto/sha256"
 	"slices"
 	"sync"
 	"time"
@@ -16,7 +17,8 @@ import (
 // or when they may have changed since:
 //   - members are remembered with the ids the pool's listing named (a
 //     member's address and port are fixed for its id: Octavia cannot change
-//     them), so a member added or removed is read anew;
+//     them), so a member added or removed is read anew; both as digests, so
+//     that the memory of 2,000 pools of 5,000 members stays small;
 //   - what the CCM writes is forgotten, and read again by the next pass.
 //
 // A pass that would end with nothing to change after taking anything from
@@ -37,9 +39,23 @@ type treeMemo struct {
 }
 
 type memoMembers struct {
-	ids     []string // the member ids the pool's listing named, sorted
-	members []leanMember
-	at      time.Time
+	ids  digest // of the member ids the pool's listing named, sorted
+	keys digest // of the members as memberKeys says them
+	at   time.Time
+}
+
+// digest stands for a sorted list of strings.
+type digest [sha256.Size]byte
+
+func digestOf(sorted []string) digest {
+	h := sha256.New()
+	for _, s := range sorted {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	var d digest
+	h.Sum(d[:0])
+	return d
 }
 
 type memoMonitor struct {
@@ -80,31 +96,38 @@ func (r *treeReads) again() *treeReads {
 	return &treeReads{api: r.api, memo: r.memo, fresh: true}
 }
 
-// members are the pool's members, from memory if they were read recently
-// and the pool still names the same ones.
-func (r *treeReads) members(ctx context.Context, pool lbPool) ([]leanMember, error) {
+// membersAre says whether the pool's members are want (as memberKeys says
+// them, sorted): from memory if they were read recently and the pool still
+// names the same ones.
+func (r *treeReads) membersAre(ctx context.Context, pool lbPool, want []string) (bool, error) {
 	ids := make([]string, 0, len(pool.Members))
 	for _, m := range pool.Members {
 		ids = append(ids, m.ID)
 	}
 	slices.Sort(ids)
+	idsDigest := digestOf(ids)
 	if r.memo != nil && !r.fresh {
 		r.memo.mu.Lock()
 		e, ok := r.memo.members[pool.ID]
 		r.memo.mu.Unlock()
-		if ok && slices.Equal(e.ids, ids) && r.memo.now().Sub(e.at) <= treeMemoMaxAge {
-			r.used = true
-			return e.members, nil
+		if ok && e.ids == idsDigest && r.memo.now().Sub(e.at) <= treeMemoMaxAge {
+			same := e.keys == digestOf(want)
+			r.used = r.used || same // "differs" from memory costs at most a write
+			return same, nil
 		}
 	}
-	members, err := r.api.listMembers(ctx, pool.ID)
-	if err != nil {
-		return nil, err
+	var have []string
+	if len(ids) > 0 { // the pool names its members: a new one has none to list
+		members, err := r.api.listMembers(ctx, pool.ID)
+		if err != nil {
+			return false, err
+		}
+		have = memberKeys(members)
 	}
 	r.remember(func(m *treeMemo, now time.Time) {
-		m.members[pool.ID] = memoMembers{ids: ids, members: members, at: now}
+		m.members[pool.ID] = memoMembers{ids: idsDigest, keys: digestOf(have), at: now}
 	})
-	return members, nil
+	return slices.Equal(have, want), nil
 }
 
 // monitor is the health monitor id, from memory if it was read recently.
