@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -43,11 +44,11 @@ func TestASerialBuildReadsEachPoolAboutOnce(t *testing.T) {
 	members, monitors, writes := 0, 0, 0
 	for _, cc := range tg.emu.Calls() {
 		switch {
-		case cc.Method == "GET" && strings.HasSuffix(cc.Route, "/members"):
+		case cc.Method == http.MethodGet && strings.HasSuffix(cc.Route, "/members"):
 			members += cc.Count
-		case cc.Method == "GET" && strings.Contains(cc.Route, "healthmonitors/"):
+		case cc.Method == http.MethodGet && strings.Contains(cc.Route, "healthmonitors/"):
 			monitors += cc.Count
-		case cc.Service == "load-balancer" && cc.Method != "GET":
+		case cc.Service == "load-balancer" && cc.Method != http.MethodGet:
 			writes += cc.Count
 		}
 	}
