@@ -32,7 +32,7 @@ func portsScenario(o options) ([]*figure, error) {
 					return err
 				}
 				took.values = append(took.values, t.Seconds())
-				fmt.Printf("   %d ports: %.1fs, %s\n", n, t.Seconds(), cost.detail)
+				fmt.Printf("   %d ports: %.1fs, %.0f calls\n", n, t.Seconds(), cost.values[len(cost.values)-1])
 				return nil
 			})
 			if err != nil {
