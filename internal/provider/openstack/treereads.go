@@ -34,14 +34,21 @@ const treeMemoMaxAge = 2 * time.Minute
 type treeMemo struct {
 	mu       sync.Mutex
 	now      func() time.Time
-	members  map[string]memoMembers
-	monitors map[string]memoMonitor
+	pruned   time.Time // when what was too old was last dropped
+	members  map[string]memoEntry[memberDigests]
+	monitors map[string]memoEntry[lbMonitor]
 }
 
-type memoMembers struct {
+// memoEntry is what a pass read, and when.
+type memoEntry[T any] struct {
+	v  T
+	at time.Time
+}
+
+// memberDigests are a pool's members as a pass read them.
+type memberDigests struct {
 	ids  digest // of the member ids the pool's listing named, sorted
 	keys digest // of the members as memberKeys says them
-	at   time.Time
 }
 
 // digest stands for a sorted list of strings.
@@ -58,29 +65,48 @@ func digestOf(sorted []string) digest {
 	return d
 }
 
-type memoMonitor struct {
-	monitor lbMonitor
-	at      time.Time
-}
-
 func newTreeMemo() *treeMemo {
-	return &treeMemo{now: time.Now, members: map[string]memoMembers{}, monitors: map[string]memoMonitor{}}
+	return &treeMemo{now: time.Now, members: map[string]memoEntry[memberDigests]{}, monitors: map[string]memoEntry[lbMonitor]{}}
 }
 
-// prune drops what is too old to use (with the lock held), so the memory
-// holds only the pools and monitors of the last few minutes' passes.
+// prune drops what is too old to use (with the lock held), at most once in
+// treeMemoMaxAge, so the memory holds only the last few minutes' pools and
+// monitors and a pass does not walk all of it.
 func (m *treeMemo) prune(now time.Time) {
-	for id, e := range m.members {
-		if now.Sub(e.at) > treeMemoMaxAge {
-			delete(m.members, id)
-		}
+	if now.Sub(m.pruned) < treeMemoMaxAge {
+		return
 	}
-	for id, e := range m.monitors {
+	m.pruned = now
+	pruneOlder(m.members, now)
+	pruneOlder(m.monitors, now)
+}
+
+func pruneOlder[T any](m map[string]memoEntry[T], now time.Time) {
+	for id, e := range m {
 		if now.Sub(e.at) > treeMemoMaxAge {
-			delete(m.monitors, id)
+			delete(m, id)
 		}
 	}
 }
+
+// recall is what the memory holds of id in m, if it may be used: the pass
+// is not a fresh one and the read is recent enough.
+func recall[T any](r *treeReads, m func(*treeMemo) map[string]memoEntry[T], id string) (T, bool) {
+	var zero T
+	if r.memo == nil || r.fresh {
+		return zero, false
+	}
+	r.memo.mu.Lock()
+	defer r.memo.mu.Unlock()
+	e, ok := m(r.memo)[id]
+	if !ok || r.memo.now().Sub(e.at) > treeMemoMaxAge {
+		return zero, false
+	}
+	return e.v, true
+}
+
+func memberMemo(m *treeMemo) map[string]memoEntry[memberDigests] { return m.members }
+func monitorMemo(m *treeMemo) map[string]memoEntry[lbMonitor]    { return m.monitors }
 
 // treeReads are one pass's reads of members and health monitors: from the
 // memory when it may (memo set), noting that it did (used).
@@ -106,15 +132,10 @@ func (r *treeReads) membersAre(ctx context.Context, pool lbPool, want []string) 
 	}
 	slices.Sort(ids)
 	idsDigest := digestOf(ids)
-	if r.memo != nil && !r.fresh {
-		r.memo.mu.Lock()
-		e, ok := r.memo.members[pool.ID]
-		r.memo.mu.Unlock()
-		if ok && e.ids == idsDigest && r.memo.now().Sub(e.at) <= treeMemoMaxAge {
-			same := e.keys == digestOf(want)
-			r.used = r.used || same // "differs" from memory costs at most a write
-			return same, nil
-		}
+	if e, ok := recall(r, memberMemo, pool.ID); ok && e.ids == idsDigest {
+		same := e.keys == digestOf(want)
+		r.used = r.used || same // "differs" from memory costs at most a write
+		return same, nil
 	}
 	var have []string
 	if len(ids) > 0 { // the pool names its members: a new one has none to list
@@ -125,27 +146,22 @@ func (r *treeReads) membersAre(ctx context.Context, pool lbPool, want []string) 
 		have = memberKeys(members)
 	}
 	r.remember(func(m *treeMemo, now time.Time) {
-		m.members[pool.ID] = memoMembers{ids: idsDigest, keys: digestOf(have), at: now}
+		m.members[pool.ID] = memoEntry[memberDigests]{v: memberDigests{ids: idsDigest, keys: digestOf(have)}, at: now}
 	})
 	return slices.Equal(have, want), nil
 }
 
 // monitor is the health monitor id, from memory if it was read recently.
 func (r *treeReads) monitor(ctx context.Context, id string) (lbMonitor, error) {
-	if r.memo != nil && !r.fresh {
-		r.memo.mu.Lock()
-		e, ok := r.memo.monitors[id]
-		r.memo.mu.Unlock()
-		if ok && r.memo.now().Sub(e.at) <= treeMemoMaxAge {
-			r.used = true
-			return e.monitor, nil
-		}
+	if m, ok := recall(r, monitorMemo, id); ok {
+		r.used = true
+		return m, nil
 	}
 	m, err := r.api.getMonitor(ctx, id)
 	if err != nil {
 		return lbMonitor{}, err
 	}
-	r.remember(func(tm *treeMemo, now time.Time) { tm.monitors[id] = memoMonitor{monitor: m, at: now} })
+	r.remember(func(tm *treeMemo, now time.Time) { tm.monitors[id] = memoEntry[lbMonitor]{v: m, at: now} })
 	return m, nil
 }
 
