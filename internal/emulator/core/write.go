@@ -82,9 +82,22 @@ func (rep Reply) Write(w http.ResponseWriter) {
 // the paging every marker-paged list shares (OpenStack's marker, OCI's
 // opc-next-page). err is ErrBadMarker for a marker that never existed.
 func Views[T any](lock sync.Locker, st *Store[T], marker string, limit int, keep func(T) bool, view func(T) any, id func(T) string) (views []any, next string, err error) {
+	return ViewsOf(lock, st, nil, marker, limit, keep, view, id)
+}
+
+// ViewsOf is Views over the objects whose ids within gives (read under
+// lock: a parent's children); nil within is every object.
+func ViewsOf[T any](lock sync.Locker, st *Store[T], within func() []string, marker string, limit int, keep func(T) bool,
+	view func(T) any, id func(T) string) (views []any, next string, err error) {
 	lock.Lock()
 	defer lock.Unlock()
-	items, more, err := st.Page(marker, limit, false, keep)
+	var items []T
+	var more bool
+	if within == nil {
+		items, more, err = st.Page(marker, limit, false, keep)
+	} else {
+		items, more, err = st.PageOf(within(), marker, limit, keep)
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -457,10 +457,10 @@ func without(s []string, v string) []string {
 }
 
 // with returns a new slice of s with v appended.
-func with(s []string, v string) []string {
-	out := make([]string, 0, len(s)+1)
+func with(s []string, v ...string) []string {
+	out := make([]string, 0, len(s)+len(v))
 	out = append(out, s...)
-	return append(out, v)
+	return append(out, v...)
 }
 
 // Objects counts what a CCM may create, by kind (the fixture's own objects

@@ -214,9 +214,10 @@ func selectFields(views []any, fields []string) []any {
 const octaviaMaxLimit = 1000
 
 // listResponse serves a Neutron- or Octavia-style list: {coll: [...],
-// coll_links: [...]} with a next link when more objects follow.
+// coll_links: [...]} with a next link when more objects follow. within, if
+// not nil, gives the ids of the objects to list (a parent's children).
 func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Request, st *core.Store[T], proto T, coll string,
-	pre func(T) bool, onError func(w http.ResponseWriter, code int, msg string), view func(T) any) {
+	within func() []string, onError func(w http.ResponseWriter, code int, msg string), view func(T) any) {
 	lq, err := parseListQuery(r.URL.Query(), proto)
 	if err != nil {
 		onError(w, http.StatusBadRequest, err.Error())
@@ -228,8 +229,7 @@ func listResponse[T filterable](e *Emulator, w http.ResponseWriter, r *http.Requ
 	if strings.HasPrefix(r.URL.Path, "/load-balancer/") && (lq.limit == 0 || lq.limit > octaviaMaxLimit) {
 		lq.limit = octaviaMaxLimit
 	}
-	keep := func(o T) bool { return (pre == nil || pre(o)) && lq.match(o) }
-	views, lastID, err := core.Views(locker{e}, st, lq.marker, lq.limit, keep, view, func(o T) string { id, _ := field(o, "id"); return id })
+	views, lastID, err := core.ViewsOf(locker{e}, st, within, lq.marker, lq.limit, func(o T) bool { return lq.match(o) }, view, func(o T) string { id, _ := field(o, "id"); return id })
 	if err != nil {
 		onError(w, http.StatusBadRequest, fmt.Sprintf("marker %s not found", lq.marker))
 		return

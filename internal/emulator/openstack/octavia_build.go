@@ -58,9 +58,9 @@ func checkPort(port int) *apiErr {
 	return nil
 }
 
-// buildMember validates a member of pool p (against others, the members it
-// will have) and returns it without storing it.
-func (e *Emulator) buildMember(p *lbPool, req memberReq, others []*lbMember, now time.Time) (*lbMember, *apiErr) {
+// buildMember validates a member of pool p (against taken, the address and
+// port of the members it will have) and returns it without storing it.
+func (e *Emulator) buildMember(p *lbPool, req memberReq, taken map[memberKey]bool, now time.Time) (*lbMember, *apiErr) {
 	if _, err := netip.ParseAddr(req.Address); err != nil {
 		return nil, invalid("Invalid input for field/attribute address. Value: '%s'.", req.Address)
 	}
@@ -82,10 +82,8 @@ func (e *Emulator) buildMember(p *lbPool, req memberReq, others []*lbMember, now
 			return nil, aerr
 		}
 	}
-	for _, o := range others {
-		if o.Address == req.Address && o.ProtocolPort == req.ProtocolPort {
-			return nil, errf(409, "", "Another member on this pool is already using ip address %s on protocol_port %d", req.Address, req.ProtocolPort)
-		}
+	if taken[memberKey{req.Address, req.ProtocolPort}] {
+		return nil, errf(409, "", "Another member on this pool is already using ip address %s on protocol_port %d", req.Address, req.ProtocolPort)
 	}
 	m := &lbMember{octStd: e.newOctStd(req.undescribed(), now), PoolID: p.ID,
 		Address: req.Address, ProtocolPort: req.ProtocolPort, Weight: weight, SubnetID: subnetID,
@@ -163,11 +161,13 @@ func (e *Emulator) buildPool(lb *loadBalancer, l *listener, req poolReq, now tim
 		p.Listeners = []string{l.ID}
 	}
 	g := &poolGraph{pool: p}
+	taken := map[memberKey]bool{}
 	for _, mr := range req.Members {
-		m, aerr := e.buildMember(p, mr, g.members, now)
+		m, aerr := e.buildMember(p, mr, taken, now)
 		if aerr != nil {
 			return nil, aerr
 		}
+		taken[memberKey{m.Address, m.ProtocolPort}] = true
 		g.members = append(g.members, m)
 		p.Members = append(p.Members, m.ID)
 	}

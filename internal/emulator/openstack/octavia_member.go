@@ -22,8 +22,14 @@ func (e *Emulator) listMembers(w http.ResponseWriter, r *http.Request) {
 		octaviaErr(w, octaviaNotFound("Pool", poolID))
 		return
 	}
-	listResponse(e, w, r, e.members, &lbMember{}, "members", func(m *lbMember) bool { return m.PoolID == poolID },
-		octaviaBadRequest, e.memberView)
+	// The pool's own members, not a walk of every pool's (under the lock).
+	within := func() []string {
+		if p, ok := e.pools.Get(poolID); ok {
+			return p.Members
+		}
+		return []string{}
+	}
+	listResponse(e, w, r, e.members, &lbMember{}, "members", within, octaviaBadRequest, e.memberView)
 }
 
 // getMember answers a member of the pool in the path (another pool's: 404).
@@ -48,7 +54,11 @@ func (e *Emulator) createMember(r *http.Request, req *memberReq, now time.Time) 
 	if aerr != nil {
 		return core.Reply{}, aerr
 	}
-	m, aerr := e.buildMember(p, *req, e.members.Lookup(p.Members), now)
+	taken := map[memberKey]bool{}
+	for _, o := range e.members.Lookup(p.Members) {
+		taken[memberKey{o.Address, o.ProtocolPort}] = true
+	}
+	m, aerr := e.buildMember(p, *req, taken, now)
 	if aerr != nil {
 		return core.Reply{}, aerr
 	}
@@ -165,10 +175,12 @@ func (e *Emulator) batchMembers(r *http.Request, reqs *[]memberReq, now time.Tim
 			}
 		}
 	}
-	for _, m := range b.created {
+	added := make([]string, len(b.created))
+	for i, m := range b.created {
 		e.members.Add(m.ID, m)
-		p.Members = with(p.Members, m.ID)
+		added[i] = m.ID
 	}
+	p.Members = with(p.Members, added...)
 	e.touchPool(p, now)
 	e.markPending(lb, provPendingUpdate, now)
 	return core.Reply{Status: http.StatusAccepted}, nil

@@ -52,12 +52,16 @@ func (e *Emulator) settleLB(lb *loadBalancer, now time.Time) {
 
 // settlePool settles a pool that stays, its members and monitor first.
 func (e *Emulator) settlePool(p *lbPool) {
+	purged := map[string]bool{}
 	for _, mid := range p.Members {
 		m, _ := e.members.Get(mid)
 		settleOrPurge(&m.octStd, func() {
-			p.Members = without(p.Members, mid)
+			purged[mid] = true
 			e.members.Remove(mid)
 		})
+	}
+	if len(purged) > 0 { // one copy, not one a member
+		p.Members = slices.DeleteFunc(slices.Clone(p.Members), func(id string) bool { return purged[id] })
 	}
 	if h, ok := e.monitors.Get(p.MonitorID); ok {
 		settleOrPurge(&h.octStd, func() {

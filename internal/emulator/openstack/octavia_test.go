@@ -1,6 +1,8 @@
 package openstack
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -240,4 +243,50 @@ func TestLoadBalancerInError(t *testing.T) {
 	_, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
 	assert.Equal(t, 404, codeOf(err))
 	require.ErrorIs(t, ev.e.SetLoadBalancerError(lb.ID), ErrNotFound)
+}
+
+// A member's address and port are its pool's once: a second is refused
+// (Octavia's 409), one by one and inside a graph; a pool's listing pages
+// its own members, 1,000 at most, in the order they were created.
+func TestAPoolsMembersAreUniqueAndListedByPage(t *testing.T) {
+	ev := newEnv(t, Options{})
+	ctx := t.Context()
+	graph := func(members ...pools.CreateMemberOpts) error {
+		_, err := loadbalancers.Create(ctx, ev.lb, loadbalancers.CreateOpts{
+			Name: "graph", VipNetworkID: ev.fx.NetworkID,
+			Listeners: []listeners.CreateOpts{{Protocol: listeners.ProtocolTCP, ProtocolPort: 80,
+				DefaultPool: &pools.CreateOpts{Protocol: pools.ProtocolTCP, LBMethod: pools.LBMethodRoundRobin, Members: members}}},
+		}).Extract()
+		return err
+	}
+	twice := pools.CreateMemberOpts{Address: "10.0.0.9", ProtocolPort: 31000}
+	assert.Equal(t, 409, codeOf(graph(twice, pools.CreateMemberOpts{Address: "10.0.0.8", ProtocolPort: 31000}, twice)))
+
+	many := make([]pools.CreateMemberOpts, 2500)
+	for i := range many {
+		many[i] = pools.CreateMemberOpts{Address: fmt.Sprintf("10.1.%d.%d", i/250, i%250+1), ProtocolPort: 31000}
+	}
+	require.NoError(t, graph(many...))
+	require.NoError(t, graph(pools.CreateMemberOpts{Address: "10.0.0.9", ProtocolPort: 31000}), "another pool's members are not this one's")
+	ps := listAll(t, pools.List(ev.lb, pools.ListOpts{}), pools.ExtractPools)
+	require.Len(t, ps, 2)
+	big := ps[0]
+	_, err := pools.CreateMember(ctx, ev.lb, big.ID, pools.CreateMemberOpts{Address: "10.1.0.1", ProtocolPort: 31000}).Extract()
+	assert.Equal(t, 409, codeOf(err))
+
+	pages := 0
+	var addrs []string
+	require.NoError(t, pools.ListMembers(ev.lb, big.ID, nil).EachPage(ctx, func(_ context.Context, p pagination.Page) (bool, error) {
+		ms, err := pools.ExtractMembers(p)
+		pages++
+		for _, m := range ms {
+			addrs = append(addrs, m.Address)
+		}
+		return true, err
+	}))
+	assert.Equal(t, 3, pages, "Octavia's pages of 1,000")
+	require.Len(t, addrs, len(many))
+	for i, m := range many {
+		require.Equal(t, m.Address, addrs[i], "member %d", i)
+	}
 }

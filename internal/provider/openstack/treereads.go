@@ -137,6 +137,14 @@ func (r *treeReads) membersAre(ctx context.Context, pool lbPool, want []string) 
 		r.used = r.used || same // "differs" from memory costs at most a write
 		return same, nil
 	}
+	if len(ids) != len(want) {
+		// The pool's listing names more or fewer members than the Service
+		// asks (Octavia keeps one member an address and port): they differ,
+		// and the batch update that follows says them all. A Node that
+		// joins costs each pool its write alone, not a listing of 5,000
+		// members in pages of 1,000 first.
+		return false, nil
+	}
 	var have []string
 	if len(ids) > 0 { // the pool names its members: a new one has none to list
 		members, err := r.api.listMembers(ctx, pool.ID)
