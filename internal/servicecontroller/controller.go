@@ -868,7 +868,13 @@ func capitalise(s string) string {
 	return string(s[0]-'a'+'A') + s[1:]
 }
 
-// jitter spreads retries of many Services that failed at once.
+// jitter spreads the looks of many Services in progress at once, by at
+// most maxJitter: the delay is when the cloud's work should be done, so a
+// later look costs the user that time (5 % of a 2 s job was up to 100 ms a
+// round, on CloudStack's two), and the shared listings make many looks at
+// once cost one call anyway.
 func jitter(d time.Duration) time.Duration {
-	return d + time.Duration(rand.Int64N(int64(d)/20+1))
+	return d + time.Duration(rand.Int64N(int64(min(d/20, maxJitter))+1))
 }
+
+const maxJitter = 10 * time.Millisecond

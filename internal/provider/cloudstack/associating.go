@@ -84,7 +84,7 @@ func (c *Cloud) noteAssociating(ctx context.Context, svc *v1.Service) error {
 var errNotAssociated = errors.New("no address was associated")
 
 // associateTagged writes the time on the Service, associates an address for
-// it and tags it as the Service's. tagErr is
+// it (its job noted) and tags it as the Service's. tagErr is
 // the tagging's error: the address was associated, and must be given back.
 func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network, ask string) (id, job, tagJob string, tagErr, err error) {
 	if err := c.noteAssociating(ctx, svc); err != nil {
@@ -94,6 +94,7 @@ func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network,
 	if err != nil {
 		return "", "", "", nil, err
 	}
+	c.jobs.add(svc.UID, job, "associating public address "+id) // started now, not after its tags
 	c.tagging(id)
 	fctx, cancel := followUp(ctx)
 	defer cancel()

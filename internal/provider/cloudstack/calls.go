@@ -270,6 +270,18 @@ func associated(result json.RawMessage) (address, bool) {
 	return toAddress(*r.Address), true
 }
 
+// createdRule is the rule a createLoadBalancerRule job's result holds
+// (CreateLoadBalancerRuleCmd answers a LoadBalancerResponse).
+func createdRule(result json.RawMessage) (rule, bool) {
+	var r struct {
+		Rule *ruleAnswer `json:"loadbalancer"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil || r.Rule == nil || r.Rule.ID == "" || r.Rule.AddressID == "" {
+		return rule{}, false
+	}
+	return toRule(*r.Rule), true
+}
+
 func tagMap(tags []tag) map[string]string {
 	if len(tags) == 0 {
 		return nil

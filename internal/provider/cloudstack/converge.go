@@ -25,7 +25,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 	if spec.ip != "" && st.addr.IP != spec.ip {
 		return s.moveAddress(ctx, svc, st)
 	}
-	if s.created.get(svc.UID) == createdKey(spec) && len(st.rules) == len(spec.ports) {
+	if key, _ := s.createdBy(svc); key == createdKey(spec) && len(st.rules) == len(spec.ports) {
 		s.created.set(svc.UID, "") // as created, and its jobs went well (Find)
 		return "", nil
 	}
@@ -55,8 +55,8 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 	if err != nil {
 		return "", err
 	}
-	if created > 0 {
-		changes = append(changes, fmt.Sprintf("%d rule(s) being created", created))
+	if len(created) > 0 {
+		changes = append(changes, fmt.Sprintf("%d rule(s) being created", len(created)))
 	}
 	if opened > 0 {
 		s.firewall.Invalidate()
@@ -70,10 +70,33 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 	if len(changes) == 0 {
 		return "", nil
 	}
-	if created == len(spec.ports) {
-		s.created.set(svc.UID, createdKey(spec))
+	if len(created) == len(spec.ports) {
+		s.createdWith(svc, spec, created)
 	}
 	return strings.Join(changes, ", "), nil
+}
+
+// createdWith notes that the Service's rules were all created as spec asks,
+// by the jobs ruleJobs, each with its machines: when the next look at the
+// jobs sees them all done well, their results are the load balancer
+// (Find), with nothing to read. Without machines a rule is not applied
+// (it stays in state Add): the next pass reads it.
+func (s steps) createdWith(svc *v1.Service, spec lbSpec, ruleJobs []string) {
+	note := createdKey(spec)
+	if len(spec.members) > 0 {
+		note += " " + strings.Join(ruleJobs, " ")
+	}
+	s.created.set(svc.UID, note)
+}
+
+// createdBy is the created memo's key and the jobs that created the rules
+// (none when they were not all given machines).
+func (c *Cloud) createdBy(svc *v1.Service) (key string, ruleJobs []string) {
+	f := strings.Fields(c.created.get(svc.UID))
+	if len(f) == 0 {
+		return "", nil
+	}
+	return f[0], f[1:]
 }
 
 // createdKey is what the created memo holds for a load balancer built whole
@@ -178,7 +201,7 @@ func peerShaped(spec lbSpec, op openings, plan openingPlan, have map[string]rule
 // once: neither needs the other (an opening is the address's port, a rule
 // the port's machines), so their jobs start a round trip sooner.
 func (s steps) createAndOpen(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n network, have map[string]rule,
-	op openings, plan openingPlan) (created, opened int, err error) {
+	op openings, plan openingPlan) (created []string, opened int, err error) {
 	var wg sync.WaitGroup
 	var createErr, openErr error
 	wg.Go(func() {
@@ -190,10 +213,10 @@ func (s steps) createAndOpen(ctx context.Context, svc *v1.Service, spec lbSpec, 
 }
 
 // createMissingRules starts the creation of the spec's rules that have
-// lacks, each with its machines; how many.
+// lacks, each with its machines; the jobs that create them.
 func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n network, have map[string]rule,
-	peerShaped bool) (int, error) {
-	created := 0
+	peerShaped bool) ([]string, error) {
+	var created []string
 	for _, p := range spec.ports {
 		name := p.ruleName(spec.name)
 		if _, ok := have[name]; ok {
@@ -210,7 +233,7 @@ func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbS
 		id, job, err := s.gw.createRule(ctx, rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
 			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: cidrs})
 		if err != nil {
-			return 0, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
+			return nil, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
 		}
 		s.jobs.add(svc.UID, job, "creating rule "+name)
 		// Its machines and its health check, at once: each needs the rule
@@ -221,9 +244,9 @@ func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbS
 		wg.Go(func() { checkErr = s.checkNew(ctx, svc, spec, id, name) })
 		wg.Wait()
 		if err := cmp.Or(assignErr, checkErr); err != nil {
-			return 0, err
+			return nil, err
 		}
-		created++
+		created = append(created, job)
 	}
 	return created, nil
 }

@@ -60,7 +60,6 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		}
 		return "", fmt.Errorf("cannot associate a public address: %w", err)
 	}
-	s.jobs.add(svc.UID, job, "associating public address "+id)
 	if tagErr != nil {
 		// An address without its tags would be nobody's: give it back.
 		fctx, cancel := followUp(ctx)
@@ -70,7 +69,8 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		}
 		return "", fmt.Errorf("cannot tag public address %s: %w", id, tagErr)
 	}
-	s.jobs.add(svc.UID, tagJob, "tagging public address "+id)
+	// The rules need the address alone: its tags do not hold the next look.
+	s.jobs.addTrailing(svc.UID, tagJob, "tagging public address "+id)
 	s.fresh.set(svc.UID, id+" "+job)
 	if spec.ip != "" {
 		s.markAssociated(ctx, svc)

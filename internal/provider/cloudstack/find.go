@@ -1,9 +1,12 @@
 package cloudstack
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -37,7 +40,7 @@ func asLB(st lbState) csLB {
 // allocated address its loadBalancerIP names.
 func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error) {
 	name := lbName(svc)
-	listed, err := c.gw.rules(ctx, name)
+	listed, own, ownRead, err := c.firstReads(ctx, svc, name)
 	if err != nil {
 		return lbState{}, false, err
 	}
@@ -52,9 +55,10 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 		st.addr = address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
 		return st, true, nil
 	}
-	own, err := c.gw.addressesTagged(ctx, c.ownTags(svc))
-	if err != nil {
-		return lbState{}, false, err
+	if !ownRead {
+		if own, err = c.gw.addressesTagged(ctx, c.ownTags(svc)); err != nil {
+			return lbState{}, false, err
+		}
 	}
 	if len(own) > 0 {
 		st.addr, st.addrRead = own[0], true
@@ -76,6 +80,25 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 		}
 	}
 	return st, false, nil
+}
+
+// firstReads are the Service's rules and, for a Service not published yet
+// (most likely new, with no rules: its address is what is found), the
+// addresses tagged as its own, read at once beside them: a new load
+// balancer's first pass waits for one round trip, not two. A published
+// Service's tagged addresses are read only if it has no rules (ownRead
+// false): a call fewer on every full check.
+func (c *Cloud) firstReads(ctx context.Context, svc *v1.Service, name string) (listed []rule, own []address, ownRead bool, err error) {
+	if len(svc.Status.LoadBalancer.Ingress) > 0 {
+		listed, err = c.gw.rules(ctx, name)
+		return listed, nil, false, err
+	}
+	var wg sync.WaitGroup
+	var ownErr error
+	wg.Go(func() { own, ownErr = c.gw.addressesTagged(ctx, c.ownTags(svc)) })
+	listed, err = c.gw.rules(ctx, name)
+	wg.Wait()
+	return listed, own, true, cmp.Or(err, ownErr)
 }
 
 func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
@@ -104,11 +127,36 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
 			return asLB(lbState{addr: a, addrRead: true}), true, nil
 		}
 	}
+	if st, ok := s.builtNow(svc, results); ok {
+		return asLB(st), true, nil
+	}
 	st, found, err := s.read(ctx, svc)
 	if err != nil || !found {
 		return csLB{}, false, err
 	}
 	return asLB(st), true, nil
+}
+
+// builtNow is the load balancer this process built whole for the Service,
+// as the results of the jobs that created its rules say, when this look
+// saw them all done (and every job of the Service gone well): each rule was
+// given its machines, which applies it (state Active). Nothing to read.
+func (s steps) builtNow(svc *v1.Service, results map[string]json.RawMessage) (lbState, bool) {
+	_, jobs := s.createdBy(svc)
+	if len(jobs) == 0 {
+		return lbState{}, false
+	}
+	var st lbState
+	for _, job := range jobs {
+		r, ok := createdRule(results[job])
+		if !ok || (len(st.rules) > 0 && r.AddressID != st.rules[0].AddressID) {
+			return lbState{}, false
+		}
+		r.State = "Active"
+		st.rules = append(st.rules, r)
+	}
+	st.addr = address{ID: st.rules[0].AddressID, IP: st.rules[0].IP, State: "Allocated"}
+	return st, true
 }
 
 // freshAddress is the address this process associated for the Service and

@@ -60,6 +60,9 @@ type jobs struct {
 type job struct {
 	id, what string
 	started  time.Time
+	// trailing: the next step needs nothing of it (an address's tags): a
+	// look goes on while it is under way, and asks how it went once it is due.
+	trailing bool
 }
 
 const (
@@ -84,8 +87,12 @@ const (
 	// initialTook is how long a job is expected to take before one was seen.
 	initialTook = pendingRetry
 	// jobMargin is added to when a job should be done, for the listing to
-	// show it.
-	jobMargin = 50 * time.Millisecond
+	// show it: none, as a job is stamped when its call was answered, after
+	// the server took it, and the listing reaches the server a transit
+	// later still; so a look at the due time finds a job that took its
+	// expected time done by a round trip (50 ms a round were 0.1 s of a
+	// load balancer's 4.5).
+	jobMargin = 0
 	// Bounds of how soon a Service whose jobs are under way is looked at again.
 	minJobRetry = 250 * time.Millisecond
 	maxJobRetry = 5 * time.Second
@@ -105,6 +112,32 @@ func (j *jobs) add(uid types.UID, id, what string) {
 	j.m[uid] = append(j.m[uid], job{id: id, what: what, started: time.Now()})
 }
 
+// addTrailing records a job the Service's next step does not wait for (""
+// is none): its failure is seen by a later look.
+func (j *jobs) addTrailing(uid types.UID, id, what string) {
+	if id == "" {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.m[uid] = append(j.m[uid], job{id: id, what: what, started: time.Now(), trailing: true})
+}
+
+// holding are the jobs the Service's next look waits for: all but the
+// trailing ones, or these when they are all that is left.
+func holding(list []job) []job {
+	var held []job
+	for _, jb := range list {
+		if !jb.trailing {
+			held = append(held, jb)
+		}
+	}
+	if len(held) == 0 {
+		return list
+	}
+	return held
+}
+
 // due is when the job should be done.
 func (j *jobs) due(jb job) time.Time { return jb.started.Add(j.took + j.margin) }
 
@@ -120,7 +153,7 @@ func (j *jobs) retryAfter(uid types.UID) time.Duration {
 	}
 	now := time.Now()
 	var d time.Duration
-	for _, jb := range list {
+	for _, jb := range holding(list) {
 		left := j.due(jb).Sub(now)
 		if left <= 0 {
 			left = now.Sub(jb.started) / 4
@@ -140,9 +173,12 @@ func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress 
 	// went. None due: under way, as far as anyone can tell without a call.
 	now := time.Now()
 	var need, newest time.Time
+	waiting := ""
 	for _, jb := range list {
 		if d := j.due(jb); !now.Before(d) {
 			need = later(need, d)
+		} else if waiting == "" && !jb.trailing {
+			waiting = jb.what
 		}
 		newest = later(newest, jb.started)
 	}
@@ -151,7 +187,7 @@ func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress 
 		return "", nil, nil
 	}
 	if need.IsZero() {
-		return list[0].what, nil, nil
+		return waiting, nil, nil // a trailing job not due holds nothing
 	}
 	states, err := j.states(ctx, gw, need, newest)
 	if err != nil {
@@ -161,6 +197,9 @@ func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress 
 	var first error
 	for _, jb := range list {
 		st, listed := states[jb.id]
+		if !listed && now.Before(j.due(jb)) {
+			st, listed = jobState{pending: true}, true // not due: under way, without a call
+		}
 		if !listed {
 			st, err = gw.jobStatus(ctx, jb.id)
 			switch {
@@ -183,7 +222,7 @@ func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress 
 		switch {
 		case st.pending && time.Since(jb.started) < jobTimeout:
 			keep = append(keep, jb)
-			if progress == "" {
+			if progress == "" && !jb.trailing {
 				progress = jb.what
 			}
 		case st.failure != nil:

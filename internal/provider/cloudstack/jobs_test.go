@@ -64,7 +64,9 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 		_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
 		var retry *api.RetryError
 		require.ErrorAs(t, err, &retry)
-		assert.Greater(t, retry.RetryAfter(), initialTook, "looked at again when its jobs should be done")
+		// When the association should be done (its tags do not hold the
+		// look): initialTook after it was answered, a call ago at most.
+		assert.InDelta(t, initialTook.Seconds(), retry.RetryAfter().Seconds(), 0.2, "looked at again when its jobs should be done")
 	}
 	time.Sleep(200 * time.Millisecond) // the jobs are done
 
@@ -95,9 +97,10 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 }
 
 // A new load balancer takes five writes (the address, its tags, the rule, its
-// machines, the opening) and five reads: what exists (rules, a tagged
-// address), how the jobs went after each round, and the rules once built.
-func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
+// machines, the opening) and four reads: what exists (rules and a tagged
+// address, at once), how the jobs went after each round. The rules once
+// built are what their jobs answered: not read again.
+func TestANewLoadBalancerTakesFiveWritesAndFourReads(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	nodes := f.nodes("worker-1", "worker-2")
 	svc := service("web", httpPort)
@@ -116,8 +119,9 @@ func TestANewLoadBalancerTakesFiveWritesAndFiveReads(t *testing.T) {
 	for _, c := range f.emu.Calls() {
 		total += c.Count
 	}
-	assert.Equal(t, 10, total, "%v", f.emu.Calls())
+	assert.Equal(t, 9, total, "%v", f.emu.Calls())
 	assert.Equal(t, 2, calls(f.emu, "listAsyncJobs"))
+	assert.Equal(t, 1, calls(f.emu, "listLoadBalancerRules"), "the rules built are their jobs' results")
 }
 
 // A Node added to a converged Service costs each rule one read of its
@@ -250,4 +254,27 @@ func TestAWaitForAnothersListingEndsAtTheCallersDeadline(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listing the server never answers did not end with its caller's context")
 	}
+}
+
+// An address's tags do not hold the look that builds its rules: the look
+// comes when the association should be done, and goes on while the tags'
+// job is under way, without a call; once only trailing jobs are left, they
+// set when it comes.
+func TestATrailingJobHoldsNoLook(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	j := f.c.jobs
+	j.took, j.margin = initialTook, jobMargin
+	now := time.Now()
+	j.m["svc"] = []job{{id: "assoc", started: now.Add(-time.Second)}, {id: "tags", started: now, trailing: true}}
+	assert.InDelta(t, 1, j.retryAfter("svc").Seconds(), 0.05, "when the association is due, not the tags")
+	j.m["tags-only"] = []job{{id: "tags", started: now.Add(-500 * time.Millisecond), trailing: true}}
+	assert.InDelta(t, 1.5, j.retryAfter("tags-only").Seconds(), 0.05, "the trailing job, when it is all that is left")
+
+	f.emu.ResetCalls()
+	progress, results, err := j.check(t.Context(), f.c.gw, "tags-only")
+	require.NoError(t, err)
+	assert.Empty(t, progress, "a trailing job not due holds nothing")
+	assert.Empty(t, results)
+	assert.Empty(t, f.emu.Calls(), "and costs no call")
+	assert.Len(t, j.m["tags-only"], 1, "it is kept, to be asked about once due")
 }
