@@ -386,7 +386,7 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 			}
 		}
 		if why == "" && found && inv != nil && !lb.Shared && lb.State == Ready && lb.ID == rec.ID {
-			objects, err := inv.Objects(ctx, svc, lb)
+			objects, err := objectsOf(ctx, inv, svc, lb)
 			if err != nil {
 				return nil, err
 			}

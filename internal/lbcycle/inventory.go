@@ -67,6 +67,13 @@ const (
 // Objects: the one kind a change of Nodes alone changes.
 const MemberPrefix = "member/"
 
+// objectsOf are the objects of the Service's load balancer as the cycle
+// keeps them: many members as one key a pool (CompactMembers).
+func objectsOf[L any](ctx context.Context, inv Inventory[L], svc *v1.Service, lb LB[L]) ([]string, error) {
+	objects, err := inv.Objects(ctx, svc, lb)
+	return CompactMembers(objects), err
+}
+
 // walkedInventory says the cycle converged (or is converging) the load
 // balancer id: the next drift pass adopts its objects as they are then.
 func (c *Cycle[S, L]) walkedInventory(id string) { c.adopt(id, adoptAll) }
@@ -145,7 +152,7 @@ func (c *Cycle[S, L]) inventoryDrift(id string, objects []string) string {
 // changed of the objects of lb since they were remembered, if anything did:
 // the objects that tell the repair's kinds.
 func (c *Cycle[S, L]) withChange(ctx context.Context, inv Inventory[L], svc *v1.Service, lb LB[L], why string) (string, error) {
-	objects, err := inv.Objects(ctx, svc, lb)
+	objects, err := objectsOf(ctx, inv, svc, lb)
 	if err != nil {
 		return "", err
 	}

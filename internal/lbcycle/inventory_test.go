@@ -258,3 +258,56 @@ func TestAChangeIsSaidFieldByField(t *testing.T) {
 		assert.Equal(t, want, DriftKinds(why), why)
 	}
 }
+
+// Beyond MembersKept a pool's members are remembered as one key: memory
+// flat in the members, and the same answers — a Node change adopted, a
+// member that stays changed in place drift, a member gone drift.
+func TestManyMembersAreRememberedAsOneKeyAndJudgedTheSame(t *testing.T) {
+	members := func(n int, weight func(i int) int) []string {
+		out := []string{"pool/p1"}
+		for i := range n {
+			out = append(out, fmt.Sprintf("member/10.0.%d.%d:30080 weight %d of TCP-80", i/250, i%250, weight(i)))
+		}
+		return out
+	}
+	one := func(int) int { return 1 }
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: types.UID("u1")}}
+	lb := &LB[string]{ID: "lb1", State: Ready}
+	cloud := &inventoried{script: script{spec: fp, listed: lb, found: lb, publish: true, memberOK: true}, objects: members(1000, one)}
+	records := memRecords{svc.UID: {ID: "lb1", Fingerprint: fp}}
+	c := New[string, string](cloud, records, Options{})
+	drift := func() string {
+		t.Helper()
+		d, err := c.Drifted(t.Context(), []*v1.Service{svc})
+		require.NoError(t, err)
+		return d[svc.UID]
+	}
+	require.True(t, IsReverifying(drift()))
+	_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", svc, nil)
+	require.NoError(t, err)
+	require.Empty(t, drift())
+	assert.Len(t, c.inventory["lb1"], 2, "the pool and one key for its 1,000 members")
+
+	cloud.objects = members(1001, one) // a Node joined: the cycle's own update
+	records[svc.UID] = Record{ID: "lb1", Fingerprint: Fingerprint{Config: fp.Config, Members: "old"}}
+	require.NoError(t, c.UpdateLoadBalancer(t.Context(), "kubernetes", svc, nil))
+	assert.Empty(t, drift(), "members added by a Node change are adopted")
+
+	cloud.objects = members(1001, func(i int) int { return 1 + btoi(i == 7) })
+	assert.Contains(t, drift(), "changed member/set-", "a member's weight changed behind our back")
+
+	cloud.objects = members(1001, one)
+	_, err = c.EnsureLoadBalancer(t.Context(), "kubernetes", svc, nil)
+	require.NoError(t, err)
+	drift() // the quiet check after the walk
+	require.Empty(t, drift())
+	cloud.objects = members(1000, one)
+	assert.NotEmpty(t, drift(), "a member deleted behind our back")
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

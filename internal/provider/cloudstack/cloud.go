@@ -56,7 +56,7 @@ type Cloud struct {
 	acls     aclPass                          // the drift check's, in a VPC
 	// ruleMachines are the drift check's reads of each rule's machines
 	// (inventory.go).
-	ruleMachines provider.Rotation[[]string]
+	ruleMachines provider.Rotation[[]string] // their member keys (machineKeys)
 	// ruleChecks are its reads of each rule's health-check policies.
 	ruleChecks provider.Rotation[[]healthCheck]
 	jobs       *jobs
