@@ -113,6 +113,9 @@ func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) 
 func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
 	progress, results, err := s.jobs.check(ctx, s.gw, svc.UID)
 	if err != nil {
+		// A job that failed (or could not be asked about) may have left the
+		// rules short of what the creation asked: the next pass walks them.
+		s.created.set(svc.UID, "")
 		return csLB{}, false, err
 	}
 	if progress != "" {

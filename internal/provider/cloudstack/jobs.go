@@ -196,22 +196,16 @@ func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress 
 	var keep []job
 	var first error
 	for _, jb := range list {
-		st, listed := states[jb.id]
-		if !listed && now.Before(j.due(jb)) {
-			st, listed = jobState{pending: true}, true // not due: under way, without a call
-		}
-		if !listed {
-			st, err = gw.jobStatus(ctx, jb.id)
-			switch {
-			case isNotFound(err):
-				continue // the server no longer knows it (purged): forgotten
-			case err != nil:
-				keep = append(keep, jb)
-				if first == nil {
-					first = fmt.Errorf("asking how %s went: %w", jb.what, err)
-				}
-				continue
+		st, listed, gone, serr := j.stateOf(ctx, gw, states, jb, now)
+		switch {
+		case gone:
+			continue // the server no longer knows it (purged): forgotten
+		case serr != nil:
+			keep = append(keep, jb)
+			if first == nil {
+				first = fmt.Errorf("asking how %s went: %w", jb.what, serr)
 			}
+			continue
 		}
 		if !st.pending {
 			j.learn(st.took)
@@ -247,6 +241,23 @@ func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress 
 		return progress, nil, nil
 	}
 	return "", results, first
+}
+
+// stateOf is how the job went: as the listing says; under way when it is
+// not due yet and not listed (without a call); else asked alone. gone: the
+// server no longer knows it (purged).
+func (j *jobs) stateOf(ctx context.Context, gw *gateway, states map[string]jobState, jb job, now time.Time) (st jobState, listed, gone bool, err error) {
+	if st, ok := states[jb.id]; ok {
+		return st, true, false, nil
+	}
+	if now.Before(j.due(jb)) {
+		return jobState{pending: true}, false, false, nil
+	}
+	st, err = gw.jobStatus(ctx, jb.id)
+	if isNotFound(err) {
+		return st, false, true, nil
+	}
+	return st, false, false, err
 }
 
 // learn takes a job's time on the server into the average (0: not known).

@@ -278,3 +278,25 @@ func TestATrailingJobHoldsNoLook(t *testing.T) {
 	assert.Empty(t, f.emu.Calls(), "and costs no call")
 	assert.Len(t, j.m["tags-only"], 1, "it is kept, to be asked about once due")
 }
+
+// A job of a creation that failed means the rules may be short of what was
+// asked: the created memo goes, and the pass after the failure walks them
+// rather than publishing at once.
+func TestAFailedJobOfACreationMakesTheNextPassWalk(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	svc := service("web", httpPort)
+	s := steps{f.c}
+	s.created.set(svc.UID, "key job-1")
+	j := f.c.jobs
+	j.took, j.margin = initialTook, jobMargin
+	now := time.Now()
+	j.m[svc.UID] = []job{{id: "job-1", what: "assigning machines", started: now.Add(-3 * time.Second)}}
+	j.listed = map[string]jobState{"job-1": {failure: errors.New("the router refused")}}
+	j.fetched, j.listedAt = now, now
+
+	_, _, err := s.Find(t.Context(), svc)
+	require.ErrorContains(t, err, "the router refused")
+	key, jobs := s.createdBy(svc)
+	assert.Empty(t, key, "the next pass walks")
+	assert.Empty(t, jobs)
+}
