@@ -271,17 +271,10 @@ func TestManyMembersAreRememberedAsOneKeyAndJudgedTheSame(t *testing.T) {
 		return out
 	}
 	one := func(int) int { return 1 }
-	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", UID: types.UID("u1")}}
-	lb := &LB[string]{ID: "lb1", State: Ready}
-	cloud := &inventoried{script: script{spec: fp, listed: lb, found: lb, publish: true, memberOK: true}, objects: members(1000, one)}
-	records := memRecords{svc.UID: {ID: "lb1", Fingerprint: fp}}
-	c := New[string, string](cloud, records, Options{})
-	drift := func() string {
-		t.Helper()
-		d, err := c.Drifted(t.Context(), []*v1.Service{svc})
-		require.NoError(t, err)
-		return d[svc.UID]
-	}
+	svc, cloud, c, drift := inventoryCycle(t, members(1000, one))
+	cloud.memberOK = true
+	records, ok := c.records.(memRecords)
+	require.True(t, ok)
 	require.True(t, IsReverifying(drift()))
 	_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", svc, nil)
 	require.NoError(t, err)
