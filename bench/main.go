@@ -102,8 +102,12 @@ func main() {
 	global := flag.String("global", "", "extra [Global] keys of the cloud.conf, space-separated (e.g. api-write-qps=20)")
 	flag.StringVar(&o.confAppend, "config-append", "", "a file whose text is added at the end of the cloud config (e.g. a YAML rateLimiter: block for OCI)")
 	annotations := flag.String("service-annotations", "", "annotations of the LoadBalancer Services, comma-separated key=value (e.g. oci.oraclecloud.com/load-balancer-type=nlb)")
+	pprofAddr := flag.String("pprof", "", "serve the bench's own profiles (its emulator's) at this loopback address, e.g. 127.0.0.1:6061")
 	chartData := flag.String("chart-data", "", "with -chart: draw these medians (N=reads/h,…, e.g. 500=36,2000=36) from earlier runs instead of running anything")
 	flag.Parse()
+	if *pprofAddr != "" {
+		servePprof(*pprofAddr)
+	}
 	if *chartData != "" {
 		if err := chartFrom(*chartData, o.chart); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

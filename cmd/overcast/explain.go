@@ -35,7 +35,7 @@ const explainUsage = `usage: overcast explain service NAMESPACE/NAME [flags]
 type explainRequest struct {
 	what, namespace, name string
 	json                  bool
-	clusterName           string
+	clusterName, home     string
 	guard                 deletionguard.Options
 }
 
@@ -78,6 +78,7 @@ func parseExplain(fs *flag.FlagSet, args []string) (explainRequest, error) {
 	req := explainRequest{guard: deletionguard.Default}
 	output := fs.String("o", "text", "output: text, or json")
 	fs.StringVar(&req.clusterName, "cluster-name", "kubernetes", "overcast-ccm's --cluster-name (OpenStack names load balancers with it)")
+	fs.StringVar(&req.home, "leader-elect-resource-namespace", "kube-system", "overcast-ccm's --leader-elect-resource-namespace (its members ledger is there)")
 	fs.Float64Var(&req.guard.Share, "node-deletion-guard-share", deletionguard.Default.Share, "overcast-ccm's --node-deletion-guard-share")
 	fs.IntVar(&req.guard.Min, "node-deletion-guard-min", deletionguard.Default.Min, "overcast-ccm's --node-deletion-guard-min")
 	var pos []string
@@ -126,7 +127,7 @@ func parseExplain(fs *flag.FlagSet, args []string) (explainRequest, error) {
 // text or JSON to w; errNothing when the cloud holds nothing for it.
 func explainWith(ctx context.Context, w io.Writer, req explainRequest, cloud cloudprovider.Interface, kube kubernetes.Interface) error {
 	provider.SetDeletionGuard(req.guard)
-	o := explain.Options{Cloud: cloud, Kube: kube, ClusterName: req.clusterName}
+	o := explain.Options{Cloud: cloud, Kube: kube, ClusterName: req.clusterName, Home: req.home}
 	var found bool
 	var err error
 	if req.what == "service" {

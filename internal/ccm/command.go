@@ -176,6 +176,9 @@ func (i *cloudInit) get(c *config.CompletedConfig) cloudprovider.Interface {
 	}
 	le := c.ComponentConfig.Generic.LeaderElection
 	i.client, i.leaseNS, i.leaseName, i.leaderElectionActive = c.Client, le.ResourceNamespace, le.ResourceName, le.LeaderElect
+	if h, ok := i.cloud.(interface{ SetHome(string) }); ok {
+		h.SetHome(le.ResourceNamespace) // its members ledger's
+	}
 	// Called before any informer starts.
 	if err := trimCaches(c.SharedInformers); err != nil {
 		klog.ErrorS(err, "Cannot trim the Node and Service caches; they keep whole objects")

@@ -32,6 +32,9 @@ type Options struct {
 	// ClusterName is overcast-ccm's --cluster-name ("kubernetes" by
 	// default): OpenStack names load balancers with it.
 	ClusterName string
+	// Home is the namespace overcast-ccm keeps its members ledger in (its
+	// leader election's; "": the Services' annotations alone).
+	Home string
 	// Events is how many of the latest Events are shown (10 by default).
 	Events int
 }
@@ -149,6 +152,9 @@ func (o *Options) explainer(ctx context.Context) (provider.Explainer, error) {
 	}
 	if c, ok := o.Cloud.(interface{ SetKube(kubernetes.Interface) }); ok {
 		c.SetKube(o.Kube)
+	}
+	if c, ok := o.Cloud.(interface{ SetHome(string) }); ok {
+		c.SetHome(o.Home)
 	}
 	return x, nil
 }

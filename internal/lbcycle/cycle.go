@@ -96,6 +96,12 @@ type Records interface {
 	Put(ctx context.Context, svc *v1.Service, r Record)
 }
 
+// GoneRecords are Records that keep something apart from the Service, which
+// they drop when its load balancer is deleted.
+type GoneRecords interface {
+	Gone(ctx context.Context, svc *v1.Service)
+}
+
 // Cloud is what a cloud supplies. Each step makes at most one change; a step
 // that made one, or found the cloud at work, says what is under way in a
 // sentence ("load balancer 1f2e is being created") and the Service is looked at
@@ -332,13 +338,17 @@ func (c *Cycle[S, L]) EnsureLoadBalancerDeleted(ctx context.Context, clusterName
 	if err != nil || progress != "" {
 		return c.step(svc, progress, err)
 	}
+	rec, ok := c.records.Get(svc)
 	c.mu.Lock()
 	delete(c.drifted, svc.UID)
-	if rec, ok := c.records.Get(svc); ok {
+	if ok {
 		delete(c.checked, rec.ID)
 		c.forgetInventory(rec.ID)
 	}
 	c.mu.Unlock()
+	if g, ok := c.records.(GoneRecords); ok {
+		g.Gone(ctx, svc)
+	}
 	return nil
 }
 
@@ -387,6 +397,9 @@ func (c *Cycle[S, L]) Drifted(ctx context.Context, svcs []*v1.Service) (map[type
 		}
 		if why == "" && found && inv != nil && !lb.Shared && lb.State == Ready && lb.ID == rec.ID {
 			objects, err := objectsOf(ctx, inv, svc, lb)
+			if errors.Is(err, ErrLater) {
+				continue // checked on a later pass
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -2,6 +2,7 @@ package lbcycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -66,6 +67,12 @@ const (
 // MemberPrefix begins the key of a member (a backend) of a load balancer in
 // Objects: the one kind a change of Nodes alone changes.
 const MemberPrefix = "member/"
+
+// ErrLater is what an Inventory's Objects says when it cannot say them this
+// pass: the reads it may make are spent (a cloud that reads some objects one
+// at a time, on a budget). The load balancer is checked on a later pass; no
+// verdict now.
+var ErrLater = errors.New("not read yet: this pass's reads are spent")
 
 // objectsOf are the objects of the Service's load balancer as the cycle
 // keeps them: many members as one key a pool (CompactMembers).
@@ -153,6 +160,9 @@ func (c *Cycle[S, L]) inventoryDrift(id string, objects []string) string {
 // the objects that tell the repair's kinds.
 func (c *Cycle[S, L]) withChange(ctx context.Context, inv Inventory[L], svc *v1.Service, lb LB[L], why string) (string, error) {
 	objects, err := objectsOf(ctx, inv, svc, lb)
+	if errors.Is(err, ErrLater) {
+		return why, nil
+	}
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,15 +34,33 @@ type AnnotationRecords struct {
 	// Clear are annotations of the CCM's that a converged load balancer no
 	// longer needs: removed by the Put that records it.
 	Clear []annotation.Name
+	// Ledger keeps the members part of a Record whose members alone
+	// changed, in place of a write of the Service (nil: the annotation
+	// says it all).
+	Ledger *MembersLedger
 }
 
 var _ Records = (*AnnotationRecords)(nil)
 
-// Get is the Service's Record.
+// Get is the Service's Record: its annotation's, with the members the
+// Ledger holds for it.
 func (r *AnnotationRecords) Get(svc *v1.Service) (Record, bool) {
 	if r.None != nil && r.None(svc) {
 		return Record{}, false
 	}
+	rec, ok := r.annotated(svc)
+	if ok && r.Ledger != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if m, held := r.Ledger.Members(ctx, svc.UID, svc.Annotations[string(r.Converged)]); held {
+			rec.Members = m
+		}
+		cancel()
+	}
+	return rec, ok
+}
+
+// annotated is the Record the Service's annotations say.
+func (r *AnnotationRecords) annotated(svc *v1.Service) (Record, bool) {
 	parts := strings.SplitN(svc.Annotations[string(r.Converged)], "/", 3)
 	if len(parts) < 2 || parts[0] == "" {
 		return Record{}, false
@@ -63,8 +82,11 @@ func (r *AnnotationRecords) Get(svc *v1.Service) (Record, bool) {
 }
 
 // Put writes what changed of rec, in one patch. A Record with no ID writes
-// the address alone (where it has an annotation of its own). A failure is
-// logged: the record is an optimisation, and without it the next pass walks.
+// the address alone (where it has an annotation of its own). A Record whose
+// members alone changed goes to the Ledger where there is one; an annotation
+// is written only when the Ledger holds nothing of its Service (and removed
+// when that cannot be made so: the next pass walks). A failure is logged: the
+// record is an optimisation, and without it the next pass walks.
 func (r *AnnotationRecords) Put(ctx context.Context, svc *v1.Service, rec Record) {
 	patch := map[string]any{}
 	set := func(name annotation.Name, v string) {
@@ -76,25 +98,59 @@ func (r *AnnotationRecords) Put(ctx context.Context, svc *v1.Service, rec Record
 		set(r.Address, rec.Address)
 	}
 	if rec.ID != "" {
-		v := rec.ID + "/" + rec.String()
-		if r.Address == "" {
-			v += "/" + rec.Address
-		}
-		set(r.Converged, v)
-		for _, name := range r.Clear {
-			if _, ok := svc.Annotations[string(name)]; ok {
-				patch[string(name)] = nil
-			}
-		}
+		r.putConverged(ctx, svc, rec, patch)
 	}
 	PatchAnnotations(ctx, r.kube(), svc, patch)
+}
+
+// putConverged adds to patch what records rec in the converged annotation,
+// or keeps it in the Ledger.
+func (r *AnnotationRecords) putConverged(ctx context.Context, svc *v1.Service, rec Record, patch map[string]any) {
+	v := rec.ID + "/" + rec.String()
+	if r.Address == "" {
+		v += "/" + rec.Address
+	}
+	cur, has := svc.Annotations[string(r.Converged)]
+	if r.Ledger != nil && r.membersAlone(svc, rec) && r.Ledger.Set(ctx, svc.UID, cur, rec.Members) {
+		return
+	}
+	if r.Ledger != nil && !r.Ledger.Remove(ctx, svc.UID) {
+		if has {
+			patch[string(r.Converged)] = nil
+		}
+		return
+	}
+	if cur != v {
+		patch[string(r.Converged)] = v
+	}
+	for _, name := range r.Clear {
+		if _, ok := svc.Annotations[string(name)]; ok {
+			patch[string(name)] = nil
+		}
+	}
+}
+
+// membersAlone says whether the Service's annotation records rec but for its
+// members.
+func (r *AnnotationRecords) membersAlone(svc *v1.Service, rec Record) bool {
+	was, ok := r.annotated(svc)
+	return ok && was.ID == rec.ID && was.Config == rec.Config && was.Address == rec.Address && was.Members != rec.Members
 }
 
 // Forget removes the Service's Record (its load balancer is gone: a Service
 // made a LoadBalancer again starts afresh).
 func (r *AnnotationRecords) Forget(ctx context.Context, svc *v1.Service) {
+	r.Gone(ctx, svc)
 	if _, ok := svc.Annotations[string(r.Converged)]; ok {
 		PatchAnnotations(ctx, r.kube(), svc, map[string]any{string(r.Converged): nil})
+	}
+}
+
+// Gone drops what the Ledger holds of the Service, whose load balancer is
+// deleted (the Service may be going too: its annotation is left).
+func (r *AnnotationRecords) Gone(ctx context.Context, svc *v1.Service) {
+	if r.Ledger != nil {
+		r.Ledger.Remove(ctx, svc.UID)
 	}
 }
 

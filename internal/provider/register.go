@@ -18,6 +18,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
 	"github.com/overcast-ccm/overcast/internal/events"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 )
 
 // Register adds a cloud to the k8s.io/cloud-provider registry. read parses the
@@ -159,6 +160,10 @@ type Base struct {
 	Cluster ClusterUID
 
 	kube atomic.Value // kubernetes.Interface
+
+	home       home
+	ledgerOnce sync.Once
+	ledger     *lbcycle.MembersLedger
 
 	guardOnce sync.Once
 	guard     *deletionGuard

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -25,11 +26,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
+	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	ociemulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/internal/kit"
+	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/servicecontroller"
 	"github.com/overcast-ccm/overcast/test/framework"
 )
@@ -386,6 +389,8 @@ func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 	}
 	a, b, d := c.nodes[0], c.nodes[1], c.nodes[2]
 	waitMembers(ips(a, b, d), "every Node backs the load balancer")
+	record := getService(t, ns, "web").Annotations[string(annotation.OpenStackConverged)]
+	require.NotEmpty(t, record)
 
 	// A NotReady Node stays: the load balancer's health check takes it out.
 	b.StopHeartbeats(true)
@@ -398,6 +403,22 @@ func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 	patchNode(t, a.Name, `{"metadata":{"labels":{"`+v1.LabelNodeExcludeBalancers+`":"false"}}}`)
 	waitMembers(ips(a, b), "a Node tainted for removal leaves; one no longer excluded comes back")
 	assert.Empty(t, warnings(t, ns))
+
+	// The members alone changed: the members ledger says so, not a write of
+	// the Service (sent to every Service watcher, kube-proxy on every Node).
+	assert.Equal(t, record, getService(t, ns, "web").Annotations[string(annotation.OpenStackConverged)], "the record annotation is as first written")
+	assert.Contains(t, ledger(t), string(svc.UID))
+	deleteService(t, ns, "web")
+	assert.NotContains(t, ledger(t), string(svc.UID), "a deleted load balancer's entry goes")
+}
+
+// ledger is the members ledger's text (overcast-ccm's ConfigMap in
+// kube-system, shared by the CCMs of the suite).
+func ledger(t *testing.T) string {
+	t.Helper()
+	cm, err := env.Client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(t.Context(), provider.LedgerName, metav1.GetOptions{})
+	require.NoError(t, err)
+	return strings.Join(slices.Collect(maps.Values(cm.Data)), "")
 }
 
 func patchNode(t *testing.T, name, patch string) {

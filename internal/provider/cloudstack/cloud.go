@@ -113,7 +113,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 	c.machines = snapshot.NewMachines(ProviderName, c.listMachines, machineKeys)
 	c.listing = newRuleListing(gw)
 	c.firewall = newFirewallListing(gw)
-	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube,
+	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube, Ledger: c.Ledger(),
 		Clear: []annotation.Name{annotation.CloudStackAssociating}}
 	c.Cycle = newCycle(c)
 	return c, nil

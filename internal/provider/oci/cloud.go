@@ -112,7 +112,7 @@ func New(cfg Config) (*Cloud, error) {
 	c.wrs = newWorkRequests()
 	c.workloads = newWorkloads(cfg, c.Kube)
 	c.asks = make(chan struct{}, max(1, gw.writeBurst))
-	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube}
+	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube, Ledger: c.Ledger()}
 	c.Cycle = newCycle(c)
 	return c, nil
 }

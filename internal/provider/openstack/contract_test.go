@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -793,7 +794,8 @@ func TestContractLoadBalancerIsCreatedFullyPopulated(t *testing.T) {
 	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.Equal(t, "ACTIVE", lb.ProvisioningStatus)
-	ps, err := listPools(t.Context(), octavia, lb.ID)
+	// In full: the pools' provisioning status too.
+	ps, err := listAll[pools.Pool](t.Context(), octavia, "pools", url.Values{"loadbalancer_id": {lb.ID}}, "lbaas", "pools")
 	require.NoError(t, err)
 	require.Len(t, ps, 2, "a pool per port")
 	for _, p := range ps {
@@ -834,7 +836,8 @@ func TestContractStrandedChildrenAreRebuiltStepByStep(t *testing.T) {
 
 	nodes = append(nodes, contractNode("n2", "", "10.0.0.202"))
 	require.NoError(t, poll(3*time.Minute, func() error { return c.UpdateLoadBalancer(t.Context(), "contract", svc, nodes) }))
-	ps, err := listPools(t.Context(), octavia, lb.ID)
+	// In full: the pools' provisioning status too.
+	ps, err := listAll[pools.Pool](t.Context(), octavia, "pools", url.Values{"loadbalancer_id": {lb.ID}}, "lbaas", "pools")
 	require.NoError(t, err)
 	require.Len(t, ps, 2, "a pool per port")
 	for _, p := range ps {

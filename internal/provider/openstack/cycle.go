@@ -35,7 +35,7 @@ func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadBalancer] {
 	// hostname is published instead) and the converged record. A Service on
 	// a shared load balancer (load-balancer-id) has none: it is always walked.
 	records := &lbcycle.AnnotationRecords{Converged: annotation.OpenStackConverged,
-		Address: annotation.OpenStackLoadBalancerAddress, Kube: c.Kube,
+		Address: annotation.OpenStackLoadBalancerAddress, Kube: c.Kube, Ledger: c.Ledger(),
 		None: func(svc *v1.Service) bool {
 			// Unless the named one is the Service's own (taken over from
 			// cloud-provider-openstack, which names it on every Service).

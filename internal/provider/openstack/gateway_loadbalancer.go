@@ -171,7 +171,7 @@ func (gw *gateway) listPools(ctx context.Context, lbID string) ([]lbPool, error)
 // check reads (their members' and health monitor's ids among them).
 func (gw *gateway) listAllPools(ctx context.Context) ([]lbPool, error) {
 	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbPool, error) {
-		return asPools(listAll[pools.Pool](ctx, sc, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools"))
+		return asPools(listAll[leanPool](ctx, sc, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools"))
 	})
 }
 
@@ -254,8 +254,21 @@ func (gw *gateway) deleteMonitor(ctx context.Context, id string) error {
 }
 
 // listPools lists the load balancer's pools.
-func listPools(ctx context.Context, octavia *gophercloud.ServiceClient, lbID string) ([]pools.Pool, error) {
-	return listAll[pools.Pool](ctx, octavia, "pools", url.Values{"loadbalancer_id": {lbID}}, "lbaas", "pools")
+func listPools(ctx context.Context, octavia *gophercloud.ServiceClient, lbID string) ([]leanPool, error) {
+	return listAll[leanPool](ctx, octavia, "pools", url.Values{"loadbalancer_id": {lbID}}, "lbaas", "pools")
+}
+
+// leanPool is what the CCM reads of a pool, decoded as it comes: a pool
+// names each of its members, and gophercloud's Pool decodes each in full
+// (5,000 at 5,000 Nodes, where the CCM needs their ids).
+type leanPool struct {
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	Protocol  string      `json:"protocol"`
+	LBMethod  string      `json:"lb_algorithm"`
+	MonitorID string      `json:"healthmonitor_id"`
+	Listeners []objectRef `json:"listeners"`
+	Members   []objectRef `json:"members"`
 }
 
 // leanMember is what the CCM compares of a member.
@@ -316,24 +329,21 @@ func asListeners(all []listeners.Listener, err error) ([]lbListener, error) {
 	return out, nil
 }
 
-// asPools is the part of each pool the CCM reads (a list's answer).
-func asPools(all []pools.Pool, err error) ([]lbPool, error) {
+// asPools is the part of each pool the CCM reads (a list's answer); a pool
+// with no members has none (nil), as one that never had.
+func asPools(all []leanPool, err error) ([]lbPool, error) {
 	if err != nil {
 		return nil, err
 	}
 	out := make([]lbPool, len(all))
-	for i := range all {
-		p := &all[i]
-		out[i] = lbPool{ID: p.ID, Name: p.Name, Protocol: p.Protocol, LBMethod: p.LBMethod, MonitorID: p.MonitorID}
-		for _, l := range p.Listeners {
-			out[i].Listeners = append(out[i].Listeners, objectRef{ID: l.ID})
+	for i, p := range all {
+		if len(p.Members) == 0 {
+			p.Members = nil
 		}
-		if len(p.Members) > 0 {
-			out[i].Members = make([]objectRef, len(p.Members))
-			for j := range p.Members {
-				out[i].Members[j] = objectRef{ID: p.Members[j].ID}
-			}
+		if len(p.Listeners) == 0 {
+			p.Listeners = nil
 		}
+		out[i] = lbPool(p)
 	}
 	return out, nil
 }
