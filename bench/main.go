@@ -26,11 +26,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/overcast-ccm/overcast/internal/devenv"
 	"github.com/overcast-ccm/overcast/internal/kit"
@@ -845,6 +847,12 @@ func (f *serviceFigures) addNode(b *bed) error {
 	b.emu.ResetCalls()
 	name := "bench-node-added"
 	_, ip := b.emu.AddMachine(name)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	changed, err := b.serviceChanges(ctx, "bench")
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	k, err := b.env.RegisterKubelet(context.Background(), name, ip)
 	if err != nil {
@@ -858,9 +866,29 @@ func (f *serviceFigures) addNode(b *bed) error {
 	_, writes, byOp := calls(b.emu)
 	f.addT.values = append(f.addT.values, took.Seconds())
 	f.addW.values = append(f.addW.values, float64(writes)/float64(f.m))
-	f.addW.detail = topOps(byOp, 1)
-	fmt.Printf("   add node %.1fs, %d writes\n", took.Seconds(), writes)
+	f.addW.detail = fmt.Sprintf("%s; Services changed in Kubernetes: %d", topOps(byOp, 1), changed.Load())
+	fmt.Printf("   add node %.1fs, %d writes, %d Service changes\n", took.Seconds(), writes, changed.Load())
 	return nil
+}
+
+// serviceChanges counts the changes of the Services of namespace ns (each
+// sent to every Service watcher: kube-proxy on every Node) until ctx ends.
+func (b *bed) serviceChanges(ctx context.Context, ns string) (*atomic.Int64, error) {
+	// From now (the Services as they are come as ADDED events, not counted).
+	w, err := b.env.Client.CoreV1().Services(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var n atomic.Int64
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Modified {
+				n.Add(1)
+			}
+		}
+	}()
+	return &n, nil
 }
 
 // timed creates m Services in namespace ns, waits for every ingress, and

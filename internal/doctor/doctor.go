@@ -25,6 +25,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/overcast-ccm/overcast/internal/deletionguard"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 )
 
 // Status of one check.
@@ -224,6 +225,10 @@ func permissions(lease string) []permission {
 		permission{group: "coordination.k8s.io", resource: "leases", verb: "create", namespaced: true},
 		permission{group: "coordination.k8s.io", resource: "leases", verb: "get", name: lease, namespaced: true},
 		permission{group: "coordination.k8s.io", resource: "leases", verb: "update", name: lease, namespaced: true},
+		// The members ledger (without it, every Service is written when Nodes change).
+		permission{resource: "configmaps", verb: "create", namespaced: true},
+		permission{resource: "configmaps", verb: "get", name: lbcycle.LedgerName, namespaced: true},
+		permission{resource: "configmaps", verb: "update", name: lbcycle.LedgerName, namespaced: true},
 	)
 	return ps
 }

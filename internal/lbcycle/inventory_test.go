@@ -17,9 +17,13 @@ import (
 type inventoried struct {
 	script
 	objects []string
+	later   bool // Objects cannot say them this pass
 }
 
 func (i *inventoried) Objects(context.Context, *v1.Service, LB[string]) ([]string, error) {
+	if i.later {
+		return nil, fmt.Errorf("reading the rules of nsg-1: %w", ErrLater)
+	}
 	return i.objects, nil
 }
 
@@ -91,6 +95,23 @@ func TestEveryObjectOfALoadBalancerIsCheckedAndARestartReverifies(t *testing.T) 
 
 	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "kubernetes", svc))
 	assert.Empty(t, c.inventory, "nothing remembered of a deleted load balancer")
+}
+
+// A load balancer whose objects cannot be said this pass (the cloud's reads
+// of the pass are spent) gets no verdict, and keeps what its walk left to be
+// judged by the pass that can say them.
+func TestObjectsNotReadYetWaitForALaterPass(t *testing.T) {
+	svc, cloud, c, drift := inventoryCycle(t, []string{"listener/l1/TCP/80", "pool/p1"})
+	require.True(t, IsReverifying(drift()), "a restart re-verifies")
+	_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", svc, nil)
+	require.NoError(t, err)
+	cloud.later = true
+	assert.Empty(t, drift(), "no verdict")
+	assert.Empty(t, drift(), "nor on the next pass")
+	cloud.later = false
+	assert.Empty(t, drift(), "what the walk left, seen by the first pass that can")
+	cloud.objects = []string{"listener/l1/TCP/80"}
+	assert.Equal(t, "gone: pool/p1", drift())
 }
 
 // A quiet walk (after a start, or checking what a walk left) that changes

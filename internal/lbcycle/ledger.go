@@ -55,6 +55,10 @@ type MembersLedger struct {
 	writing bool
 }
 
+// LedgerName is the name of overcast-ccm's members ledger, a ConfigMap in
+// the namespace of its leader election's Lease (the chart's RBAC names it).
+const LedgerName = "overcast-ccm-members"
+
 // DefaultLedgerEntries bounds a ledger of no MaxEntries: 10,000 entries, about
 // 600 KB.
 const DefaultLedgerEntries = 10000

@@ -6,9 +6,9 @@ import (
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 )
 
-// LedgerName is the ConfigMap of a cloud's members ledger
-// (lbcycle.MembersLedger), in the CCM's home namespace.
-const LedgerName = "overcast-ccm-members"
+// LedgerName is the ConfigMap of a cloud's members ledger, in the CCM's
+// home namespace.
+const LedgerName = lbcycle.LedgerName
 
 // home is the namespace the CCM keeps its own objects in: its leader
 // election's (SetHome).
