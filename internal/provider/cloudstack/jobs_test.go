@@ -3,6 +3,7 @@ package cloudstack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -299,4 +300,24 @@ func TestAFailedJobOfACreationMakesTheNextPassWalk(t *testing.T) {
 	key, jobs := s.createdBy(svc)
 	assert.Empty(t, key, "the next pass walks")
 	assert.Empty(t, jobs)
+}
+
+// A rule's machines to add and remove keep their lists' order; 5,000
+// machines a rule are compared by set.
+func TestMemberChangesAreWhatEachSideLacks(t *testing.T) {
+	add, remove := memberChanges([]string{"m1", "m2", "m3"}, []string{"m4", "m2", "m5"})
+	assert.Equal(t, []string{"m4", "m5"}, add)
+	assert.Equal(t, []string{"m1", "m3"}, remove)
+	add, remove = memberChanges(nil, nil)
+	assert.Empty(t, add)
+	assert.Empty(t, remove)
+
+	var current, want []string
+	for i := range 5000 {
+		current = append(current, fmt.Sprintf("vm-%05d", i))
+		want = append(want, fmt.Sprintf("vm-%05d", i+1))
+	}
+	add, remove = memberChanges(current, want)
+	assert.Equal(t, []string{"vm-05000"}, add)
+	assert.Equal(t, []string{"vm-00000"}, remove)
 }

@@ -3,7 +3,6 @@ package cloudstack
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -40,19 +39,29 @@ func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec
 }
 
 // memberChanges are the machines a rule with current lacks of want, and
-// those it has that want has not.
+// those it has that want has not, each in its list's order (by set: 5,000
+// machines a rule are 5,000 lookups, not 25 million comparisons).
 func memberChanges(current, want []string) (add, remove []string) {
+	has, wanted := setOf(current), setOf(want)
 	for _, m := range want {
-		if !slices.Contains(current, m) {
+		if !has[m] {
 			add = append(add, m)
 		}
 	}
 	for _, m := range current {
-		if !slices.Contains(want, m) {
+		if !wanted[m] {
 			remove = append(remove, m)
 		}
 	}
 	return add, remove
+}
+
+func setOf(ids []string) map[string]bool {
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out
 }
 
 // UpdateMembers puts the rules' machines right when only the Nodes changed.
