@@ -63,12 +63,20 @@ func (b *ledgerBed) stored(t *testing.T) *v1.Service {
 	return svc
 }
 
-func TestMembersAloneChangedAreKeptInTheLedgerAndReadAfterARestart(t *testing.T) {
-	b := newLedgerBed(t)
-	r := b.records(0)
+// moved puts, with r, the Service's record with its members alone changed,
+// and returns it.
+func (b *ledgerBed) moved(t *testing.T, r *AnnotationRecords) Record {
+	t.Helper()
 	now := b.rec
 	now.Members = "89abcdef"
 	r.Put(t.Context(), b.svc, now)
+	return now
+}
+
+func TestMembersAloneChangedAreKeptInTheLedgerAndReadAfterARestart(t *testing.T) {
+	b := newLedgerBed(t)
+	r := b.records(0)
+	now := b.moved(t, r)
 
 	assert.Zero(t, b.writes("services"), "the Service is not written")
 	assert.Equal(t, 1, b.writes("configmaps"), "the ledger is")
@@ -94,9 +102,7 @@ func TestARecordWrittenAnewEndsTheLedgersEntry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := newLedgerBed(t)
 			r := b.records(0)
-			moved := b.rec
-			moved.Members = "89abcdef"
-			r.Put(t.Context(), b.svc, moved)
+			b.moved(t, r)
 			now := tt.now(b.rec)
 			r.Put(t.Context(), b.stored(t), now)
 
@@ -113,9 +119,7 @@ func TestARecordWrittenAnewEndsTheLedgersEntry(t *testing.T) {
 func TestAnEntryHoldsOnlyForTheAnnotationItWasMadeFor(t *testing.T) {
 	b := newLedgerBed(t)
 	r := b.records(0)
-	moved := b.rec
-	moved.Members = "89abcdef"
-	r.Put(t.Context(), b.svc, moved)
+	b.moved(t, r)
 	// Another writes the annotation (a user, an older overcast-ccm).
 	other := b.stored(t)
 	other.Annotations[convergedName] = "lb-1/0123456789abcdef.76543210/203.0.113.7"
@@ -154,18 +158,14 @@ func TestAFullLedgerLeavesTheRecordToTheAnnotation(t *testing.T) {
 	r := b.records(0)
 	r.Ledger.MaxEntries = 1
 	require.True(t, r.Ledger.Set(t.Context(), "uid-other", "x", "00000000"))
-	now := b.rec
-	now.Members = "89abcdef"
-	r.Put(t.Context(), b.svc, now)
+	b.moved(t, r)
 	assert.Equal(t, "lb-1/0123456789abcdef.89abcdef/203.0.113.7", b.stored(t).Annotations[convergedName])
 }
 
 func TestALedgerThatCannotBeWrittenNeverContradictsTheAnnotation(t *testing.T) {
 	b := newLedgerBed(t)
 	r := b.records(0)
-	moved := b.rec
-	moved.Members = "89abcdef"
-	r.Put(t.Context(), b.svc, moved)
+	b.moved(t, r)
 	b.kube.PrependReactor("update", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewServiceUnavailable("etcd is away")
 	})
@@ -184,9 +184,7 @@ func TestALedgerThatCannotBeReadLeavesTheAnnotationsAsBefore(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "members", errors.New("no RBAC"))
 	})
 	r := b.records(0)
-	now := b.rec
-	now.Members = "89abcdef"
-	r.Put(t.Context(), b.svc, now)
+	b.moved(t, r)
 	assert.Equal(t, "lb-1/0123456789abcdef.89abcdef/203.0.113.7", b.stored(t).Annotations[convergedName])
 	assert.Zero(t, b.writes("configmaps"))
 }
@@ -194,9 +192,7 @@ func TestALedgerThatCannotBeReadLeavesTheAnnotationsAsBefore(t *testing.T) {
 func TestALedgerWrittenByAnotherMeanwhileKeepsBothChanges(t *testing.T) {
 	b := newLedgerBed(t)
 	r := b.records(0)
-	moved := b.rec
-	moved.Members = "89abcdef"
-	r.Put(t.Context(), b.svc, moved)
+	b.moved(t, r)
 	// Another process (a leader before this one) adds its entry.
 	other := b.records(0)
 	require.True(t, other.Ledger.Set(t.Context(), "uid-2", "lb-9/x", "76543210"))
