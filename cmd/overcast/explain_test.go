@@ -37,12 +37,13 @@ func parse(args ...string) (explainRequest, error) {
 func TestExplainCommandLine(t *testing.T) {
 	req, err := parse("service", "default/web", "-o", "json", "--cloud-provider=local")
 	require.NoError(t, err)
-	assert.Equal(t, explainRequest{what: "service", namespace: "default", name: "web", json: true, clusterName: "kubernetes", guard: req.guard}, req)
-	req, err = parse("--cluster-name=prod", "node", "worker-1")
+	assert.Equal(t, explainRequest{what: "service", namespace: "default", name: "web", json: true, clusterName: "kubernetes", home: "kube-system", guard: req.guard}, req)
+	req, err = parse("--cluster-name=prod", "node", "worker-1", "--leader-elect-resource-namespace=ccm")
 	require.NoError(t, err)
 	assert.Equal(t, "node", req.what)
 	assert.Equal(t, "worker-1", req.name)
 	assert.Equal(t, "prod", req.clusterName)
+	assert.Equal(t, "ccm", req.home, "where overcast-ccm keeps its members ledger")
 
 	for _, args := range [][]string{
 		{},
