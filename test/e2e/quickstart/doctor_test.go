@@ -59,7 +59,7 @@ func TestDoctorNamesEachBrokenThing(t *testing.T) {
 
 	rbac := row(out, "kubernetes: RBAC")
 	assert.Contains(t, rbac, "FAIL")
-	assert.Contains(t, rbac, "system:serviceaccount:kube-system:overcast-ccm may do none of the 20 things the CCM does")
+	assert.Contains(t, rbac, "system:serviceaccount:kube-system:overcast-ccm may do none of the 23 things the CCM does")
 	assert.Contains(t, rbac, "deploy/rbac.yaml")
 
 	kubelets := row(out, "kubernetes: kubelets")
