@@ -233,21 +233,34 @@ func (e *Emulator) machines(command string, p url.Values) ([]string, *apiError) 
 
 func (e *Emulator) assignToLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
 	return e.changeMembers(a, p, now, "assignToLoadBalancerRule", "org.apache.cloudstack.api.command.user.loadbalancer.AssignToLoadBalancerRuleCmd",
-		func(r *lbRule, ids []string) {
+		func(r *lbRule, ids []string) error {
+			// The job refuses the whole assignment when one machine is mapped
+			// already (LoadBalancingRulesManagerImpl.assignToLoadBalancer:
+			// InvalidParameterValueException "VM … with … is already mapped").
 			has := setOf(r.members)
+			for _, id := range ids {
+				if has[id] {
+					return fmt.Errorf("VM %s with %s is already mapped to load balancer.", id, e.vmByID[id].ip)
+				}
+			}
 			for _, id := range ids {
 				if !has[id] {
 					r.members, has[id] = append(r.members, id), true
 				}
 			}
+			return nil
 		})
 }
 
+// removeFromLoadBalancerRule revokes the machines' mappings; one that has
+// none is passed over (removeFromLoadBalancerInternal lists a machine's
+// mappings, an empty list for it).
 func (e *Emulator) removeFromLoadBalancerRule(a *account, p url.Values, now time.Time) (any, *apiError) {
 	return e.changeMembers(a, p, now, "removeFromLoadBalancerRule", "org.apache.cloudstack.api.command.user.loadbalancer.RemoveFromLoadBalancerRuleCmd",
-		func(r *lbRule, ids []string) {
+		func(r *lbRule, ids []string) error {
 			gone := setOf(ids)
 			r.members = slices.DeleteFunc(r.members, func(id string) bool { return gone[id] })
+			return nil
 		})
 }
 
@@ -263,7 +276,7 @@ func setOf(ids []string) map[string]bool {
 // changeMembers answers a command (command, its class cmd) that changes the
 // machines of the rule id by virtualmachineids: both checked at once, the
 // change made by the command's job.
-func (e *Emulator) changeMembers(a *account, p url.Values, now time.Time, command, cmd string, change func(r *lbRule, ids []string)) (any, *apiError) {
+func (e *Emulator) changeMembers(a *account, p url.Values, now time.Time, command, cmd string, change func(r *lbRule, ids []string) error) (any, *apiError) {
 	r, aerr := e.rule(command, p)
 	if aerr != nil {
 		return nil, aerr
@@ -273,7 +286,9 @@ func (e *Emulator) changeMembers(a *account, p url.Values, now time.Time, comman
 		return nil, aerr
 	}
 	job := e.startJob(a, cmd, "FirewallRule", r.id, now, func() (any, error) {
-		change(r, ids)
+		if err := change(r, ids); err != nil {
+			return nil, err
+		}
 		return map[string]any{"success": true}, nil
 	})
 	return map[string]any{"jobid": job}, nil

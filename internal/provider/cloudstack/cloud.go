@@ -74,6 +74,9 @@ type Cloud struct {
 	// assigned is the members' fingerprint each Service's rules were last
 	// given their machines for (UpdateMembers), until the jobs are seen done.
 	assigned memo
+	// memberSets are the member sets lately wanted, to know the one before
+	// a Node change (members.go).
+	memberSets memberSets
 	// tagSettle is how old an untagged address must be to be taken up
 	// (tagSettle; tests shorten it).
 	tagSettle time.Duration

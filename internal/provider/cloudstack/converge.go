@@ -312,7 +312,7 @@ func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r
 		s.jobs.add(svc.UID, job, "updating rule "+r.Name)
 		changed = true
 	}
-	members, err := s.convergeMembers(ctx, svc, spec, r)
+	members, err := s.convergeMembers(ctx, svc, spec, r, nil)
 	if err != nil {
 		return false, err
 	}

@@ -64,7 +64,9 @@ func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.
 	if err := s.resolveMembers(ctx, &spec, nodes); err != nil {
 		return lbSpec{}, lbcycle.Fingerprint{}, err
 	}
-	return spec, lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}, nil
+	fp := lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}
+	s.memberSets.note(fp.Members, spec.members)
+	return spec, fp, nil
 }
 
 // Replace is never called: rules have no failed state.

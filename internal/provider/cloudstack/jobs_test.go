@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -125,31 +127,81 @@ func TestANewLoadBalancerTakesFiveWritesAndFourReads(t *testing.T) {
 	assert.Equal(t, 1, calls(f.emu, "listLoadBalancerRules"), "the rules built are their jobs' results")
 }
 
-// A Node added to a converged Service costs each rule one read of its
-// machines and one write; the pass after the jobs reads nothing more.
-func TestANodeAddedIsOneReadAndOneWriteARule(t *testing.T) {
-	f := newFixture(t, emulator.Options{})
-	nodes := f.nodes("worker-1", "worker-2", "worker-3")
-	svc := service("web", httpPort)
-	st := f.ensured(svc, nodes[:2])
-	// The record the cycle writes on the Service (the fixture has no apiserver).
-	_, fp, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes[:2])
-	require.NoError(t, err)
+// convergedWithRecord converges svc on nodes and gives it the record the
+// cycle writes (the fixture has no apiserver); its one rule.
+func (f *fixture) convergedWithRecord(svc *v1.Service, nodes []*v1.Node) *cs.LoadBalancerRule {
+	f.t.Helper()
+	st := f.ensured(svc, nodes)
+	_, fp, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes)
+	require.NoError(f.t, err)
 	rules := f.rules()
-	require.Len(t, rules, 1)
+	require.Len(f.t, rules, 1)
 	svc.Annotations = map[string]string{"overcast.io/cloudstack-converged": rules[0].Publicipid + "/" + fp.String() + "/" + st.Ingress[0].IP}
+	return rules[0]
+}
 
-	f.emu.ResetCalls()
+// updated calls UpdateLoadBalancer until it stops asking to be called again.
+func (f *fixture) updated(svc *v1.Service, nodes []*v1.Node) error {
+	var err error
 	for range 10 {
 		err = f.c.UpdateLoadBalancer(context.Background(), "kubernetes", svc, nodes)
 		if !errors.As(err, new(*api.RetryError)) {
-			break
+			return err
 		}
 	}
-	require.NoError(t, err)
+	return err
+}
+
+// A Node added to a converged Service costs each rule one write and no read:
+// the machines it was converged to are the set this process saw wanted.
+func TestANodeAddedIsOneWriteARuleAndNoRead(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1", "worker-2", "worker-3")
+	svc := service("web", httpPort)
+	rule := f.convergedWithRecord(svc, nodes[:2])
+
+	f.emu.ResetCalls()
+	require.NoError(t, f.updated(svc, nodes))
+	assert.Zero(t, calls(f.emu, "listLoadBalancerRuleInstances"), "%v", f.emu.Calls())
+	assert.Equal(t, map[string]int{"assignToLoadBalancerRule": 1}, posted(f.emu), "the one write: %v", f.emu.Calls())
+	assert.Len(t, f.members(rule.Id), 3)
+}
+
+// A process that did not see the set the rules were converged to (a new
+// leader) reads each rule's machines once, and writes as little.
+func TestANodeAddedAfterARestartIsOneReadAndOneWriteARule(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1", "worker-2", "worker-3")
+	svc := service("web", httpPort)
+	rule := f.convergedWithRecord(svc, nodes[:2])
+	f.c.memberSets = memberSets{} // what a new process knows
+
+	f.emu.ResetCalls()
+	require.NoError(t, f.updated(svc, nodes))
 	assert.Equal(t, 1, calls(f.emu, "listLoadBalancerRuleInstances"), "%v", f.emu.Calls())
 	assert.Equal(t, map[string]int{"assignToLoadBalancerRule": 1}, posted(f.emu), "the one write: %v", f.emu.Calls())
-	assert.Len(t, f.members(rules[0].Id), 3)
+	assert.Len(t, f.members(rule.Id), 3)
+}
+
+// A rule given the new machine behind our back refuses it again (the real
+// CloudStack's "already mapped"): the pass after reads the rule and finds it
+// as wanted, with no other write and no error left.
+func TestAMachineAssignedBehindOurBackIsReadAfterTheRefusal(t *testing.T) {
+	f := newFixture(t, emulator.Options{})
+	nodes := f.nodes("worker-1", "worker-2", "worker-3")
+	svc := service("web", httpPort)
+	rule := f.convergedWithRecord(svc, nodes[:2])
+	third := strings.TrimPrefix(nodes[2].Spec.ProviderID, "external-cloudstack://")
+	p := f.admin.LoadBalancer.NewAssignToLoadBalancerRuleParams(rule.Id)
+	p.SetVirtualmachineids([]string{third})
+	_, err := f.admin.LoadBalancer.AssignToLoadBalancerRule(p)
+	require.NoError(t, err)
+
+	f.emu.ResetCalls()
+	require.NoError(t, f.updated(svc, nodes))
+	assert.Equal(t, 1, calls(f.emu, "listLoadBalancerRuleInstances"), "read once, after the refusal: %v", f.emu.Calls())
+	assert.Equal(t, map[string]int{"assignToLoadBalancerRule": 1}, posted(f.emu), "the refused write alone: %v", f.emu.Calls())
+	assert.Len(t, f.members(rule.Id), 3)
 }
 
 // The listing of jobs reaches back only a little before the jobs asked
