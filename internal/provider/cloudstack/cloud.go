@@ -76,7 +76,7 @@ type Cloud struct {
 	assigned memo
 	// memberSets are the member sets lately wanted, to know the one before
 	// a Node change (members.go).
-	memberSets memberSets
+	memberSets provider.MemberSets
 	// tagSettle is how old an untagged address must be to be taken up
 	// (tagSettle; tests shorten it).
 	tagSettle time.Duration

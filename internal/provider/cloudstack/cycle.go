@@ -65,7 +65,7 @@ func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.
 		return lbSpec{}, lbcycle.Fingerprint{}, err
 	}
 	fp := lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}
-	s.memberSets.note(fp.Members, spec.members)
+	s.memberSets.Note(fp.Members, spec.members)
 	return spec, fp, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // A Service is looked at again when its jobs should be done: from when they
@@ -174,7 +175,7 @@ func TestANodeAddedAfterARestartIsOneReadAndOneWriteARule(t *testing.T) {
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
 	svc := service("web", httpPort)
 	rule := f.convergedWithRecord(svc, nodes[:2])
-	f.c.memberSets = memberSets{} // what a new process knows
+	f.c.memberSets = provider.MemberSets{} // what a new process knows
 
 	f.emu.ResetCalls()
 	require.NoError(t, f.updated(svc, nodes))

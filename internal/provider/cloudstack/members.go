@@ -3,8 +3,6 @@ package cloudstack
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -123,48 +121,9 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 // lastMembers is the machines the Service's rules were last converged to,
 // by its record, when this process saw that set lately; nil otherwise.
 func (s steps) lastMembers(svc *v1.Service) *[]string {
-	rec, ok := s.records.Get(svc)
+	rec, ok := s.RecordOf(svc)
 	if !ok {
 		return nil
 	}
-	return s.memberSets.get(rec.Members)
-}
-
-// memberSets are the sets of members the Services' specs lately held, by
-// their fingerprint: a few (every Service on the same Nodes shares one), so
-// that the set before a Node change is known after it.
-type memberSets struct {
-	mu    sync.Mutex
-	sets  map[string][]string
-	order []string // oldest first
-}
-
-// memberSetsKept bounds the sets kept: a Node change makes one more set.
-const memberSetsKept = 16
-
-func (m *memberSets) note(fp string, members []string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.sets[fp]; ok {
-		return
-	}
-	if m.sets == nil {
-		m.sets = map[string][]string{}
-	}
-	if len(m.order) == memberSetsKept {
-		delete(m.sets, m.order[0])
-		m.order = m.order[1:]
-	}
-	m.sets[fp] = slices.Clone(members)
-	m.order = append(m.order, fp)
-}
-
-func (m *memberSets) get(fp string) *[]string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	set, ok := m.sets[fp]
-	if !ok {
-		return nil
-	}
-	return &set
+	return s.memberSets.Get(rec.Members)
 }

@@ -54,6 +54,9 @@ type Cloud struct {
 	// unanswered: the Services whose load balancer's create lost its
 	// answer (duplicates.go).
 	unanswered provider.Unanswered
+	// memberSets are the member sets lately wanted, to know the one before
+	// a Node change (converge.go).
+	memberSets provider.MemberSets
 }
 
 // createdAs is the fingerprint lbID was created from by this process ("" if

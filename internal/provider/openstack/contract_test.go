@@ -46,6 +46,7 @@ import (
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/internal/metricstest"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // contractTarget is where the suite runs.
@@ -606,10 +607,60 @@ func record(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node, st *v1.Lo
 	svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)] = st.Ingress[0].IP
 }
 
+// callsSince counts the emulator's calls since the last count, by route:
+// reads and writes apart (Keystone's left out); nil maps for the real cloud.
+func (tg *contractTarget) callsSince() (reads, writes map[string]int) {
+	if tg.emu == nil {
+		return nil, nil
+	}
+	reads, writes = map[string]int{}, map[string]int{}
+	for _, call := range tg.emu.Calls() {
+		if call.Service == "identity" {
+			continue
+		}
+		if call.Method == http.MethodGet {
+			reads[call.Route] += call.Count
+		} else {
+			writes[call.Route] += call.Count
+		}
+	}
+	tg.emu.ResetCalls()
+	return reads, writes
+}
+
+// waitActive waits for the load balancer to take changes again.
+func waitActive(t *testing.T, octavia *gophercloud.ServiceClient, id string) {
+	t.Helper()
+	require.NoError(t, poll(3*time.Minute, func() error {
+		got, err := loadbalancers.Get(t.Context(), octavia, id).Extract()
+		if err == nil && got.ProvisioningStatus != "ACTIVE" {
+			err = fmt.Errorf("load balancer %s", got.ProvisioningStatus)
+		}
+		return err
+	}))
+}
+
+// updated calls UpdateLoadBalancer until it is done (Octavia takes one
+// change at a time).
+func updated(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) {
+	t.Helper()
+	require.NoError(t, poll(3*time.Minute, func() error {
+		c.index.lbs.Invalidate()
+		return c.UpdateLoadBalancer(t.Context(), "contract", svc, nodes)
+	}))
+}
+
+const (
+	routeAddMember  = "POST /load-balancer/v2.0/lbaas/pools/{id}/members"
+	routePutMembers = "PUT /load-balancer/v2.0/lbaas/pools/{id}/members"
+)
+
 // TestContractNodeChangeUpdatesMembersAlone: when only the Nodes changed since
-// the load balancer converged, an update reads the pools and their members and
-// writes one batch member update per pool, nothing else; it is done once
-// Octavia accepts the last one.
+// the load balancer converged, an update reads the pools and writes one
+// member change per pool, nothing else; it is done once Octavia accepts the
+// last one. A Node joining the set this process saw converged is that
+// member alone (a POST); any other change is one batch update, which says
+// every member.
 func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 	tg := newContractTarget(t)
 	c := tg.cloud(t, "")
@@ -624,30 +675,12 @@ func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 	nodes = append(nodes, contractNode("n2", "", "10.0.0.202"))
 	octavia, err := c.clients.octaviaClient(ctx)
 	require.NoError(t, err)
-	calls := func() (reads, writes map[string]int) {
-		reads, writes = map[string]int{}, map[string]int{}
-		for _, call := range tg.emu.Calls() {
-			if call.Service == "identity" {
-				continue
-			}
-			if call.Method == http.MethodGet {
-				reads[call.Route] += call.Count
-			} else {
-				writes[call.Route] += call.Count
-			}
-		}
-		tg.emu.ResetCalls()
-		return reads, writes
-	}
-	if tg.emu != nil {
-		calls()
-	}
+	tg.callsSince()
 
 	// One pool: done at once.
 	require.NoError(t, c.UpdateLoadBalancer(ctx, "contract", one, nodes), "accepted is done: no retry")
-	if tg.emu != nil {
-		reads, writes := calls()
-		assert.Equal(t, map[string]int{"PUT /load-balancer/v2.0/lbaas/pools/{id}/members": 1}, writes)
+	if reads, writes := tg.callsSince(); tg.emu != nil {
+		assert.Equal(t, map[string]int{routeAddMember: 1}, writes, "the Node joining, alone")
 		assert.Equal(t, map[string]int{
 			"GET /load-balancer/v2.0/lbaas/loadbalancers": 1, // the cluster's, shared by every Service
 			// The pool names one member, the Service asks for two: no listing
@@ -659,13 +692,9 @@ func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 	// Two pools: one update at a time, the second once Octavia is done with the first.
 	err = c.UpdateLoadBalancer(ctx, "contract", two, nodes)
 	require.ErrorAs(t, err, new(*api.RetryError), "the second pool waits for the first")
-	require.NoError(t, poll(3*time.Minute, func() error {
-		c.index.lbs.Invalidate()
-		return c.UpdateLoadBalancer(ctx, "contract", two, nodes)
-	}))
-	if tg.emu != nil {
-		_, writes := calls()
-		assert.Equal(t, map[string]int{"PUT /load-balancer/v2.0/lbaas/pools/{id}/members": 2}, writes, "one batch update per pool")
+	updated(t, c, two, nodes)
+	if _, writes := tg.callsSince(); tg.emu != nil {
+		assert.Equal(t, map[string]int{routeAddMember: 2}, writes, "one member added a pool")
 	}
 	for _, svc := range []*v1.Service{one, two} {
 		lb, err := c.findLB(ctx, svc)
@@ -679,9 +708,76 @@ func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 			assert.ElementsMatch(t, []string{"10.0.0.201", "10.0.0.202"}, memberAddresses(t, octavia, pool.ID), "pool %s", pool.Name)
 		}
 	}
+
+	// A Node leaving: the batch update (a member's id would have to be read).
+	record(t, c, one, nodes, ensure(t, c, one, nodes))
+	updated(t, c, one, nodes[:1])
+	if _, writes := tg.callsSince(); tg.emu != nil {
+		assert.Equal(t, map[string]int{routePutMembers: 1}, writes)
+	}
 	for _, svc := range []*v1.Service{one, two} {
 		deleteLB(t, c, svc)
 	}
+}
+
+// TestContractANodeJoiningIsReadWhenNotKnown: a process that did not see the
+// set the pool was converged to (a new leader) sends the batch update; a
+// member added behind our back is refused as a duplicate (Octavia's 409),
+// then said with every other in the batch update, which also puts back the
+// one removed: never two of one address, never an error left.
+func TestContractANodeJoiningIsReadWhenNotKnown(t *testing.T) {
+	tg := newContractTarget(t)
+	c := tg.cloud(t, "")
+	ctx := t.Context()
+	svc := contractService(contractName("join"), nil)
+	svc.Spec.Ports = svc.Spec.Ports[:1]
+	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201")}
+	record(t, c, svc, nodes, ensure(t, c, svc, nodes))
+	octavia, err := c.clients.octaviaClient(ctx)
+	require.NoError(t, err)
+	lb, err := c.findLB(ctx, svc)
+	require.NoError(t, err)
+	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
+	require.NoError(t, err)
+	all, err := pools.ExtractPools(pages)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	pool := all[0]
+
+	c.memberSets = provider.MemberSets{} // what a new leader knows
+	tg.callsSince()
+	updated(t, c, svc, append(nodes, contractNode("n2", "", "10.0.0.202")))
+	if _, writes := tg.callsSince(); tg.emu != nil {
+		assert.Equal(t, map[string]int{routePutMembers: 1}, writes, "not known: the batch update")
+	}
+
+	nodes = append(nodes, contractNode("n2", "", "10.0.0.202"))
+	record(t, c, svc, nodes, ensure(t, c, svc, nodes))
+	// Behind our back: n2's member removed and n3's added, with the port
+	// the Service gives; as many members as before.
+	mpages, err := pools.ListMembers(octavia, pool.ID, pools.ListMembersOpts{Address: "10.0.0.202"}).AllPages(ctx)
+	require.NoError(t, err)
+	members, err := pools.ExtractMembers(mpages)
+	require.NoError(t, err)
+	require.Len(t, members, 1)
+	for _, change := range []func() error{
+		func() error { return pools.DeleteMember(ctx, octavia, pool.ID, members[0].ID).ExtractErr() },
+		func() error {
+			_, err := pools.CreateMember(ctx, octavia, pool.ID, pools.CreateMemberOpts{Address: "10.0.0.203", ProtocolPort: int(svc.Spec.Ports[0].NodePort)}).Extract()
+			return err
+		},
+	} {
+		waitActive(t, octavia, lb.ID)
+		require.NoError(t, change())
+	}
+	waitActive(t, octavia, lb.ID)
+	tg.callsSince()
+	updated(t, c, svc, append(nodes, contractNode("n3", "", "10.0.0.203")))
+	if _, writes := tg.callsSince(); tg.emu != nil {
+		assert.Equal(t, map[string]int{routeAddMember: 1, routePutMembers: 1}, writes, "refused, then the batch update")
+	}
+	assert.ElementsMatch(t, []string{"10.0.0.201", "10.0.0.202", "10.0.0.203"}, memberAddresses(t, octavia, pool.ID))
+	deleteLB(t, c, svc)
 }
 
 func TestContractInternalLoadBalancerAndKeptFloatingIP(t *testing.T) {

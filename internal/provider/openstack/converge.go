@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // Converging an existing load balancer: its listeners, pools, members and
@@ -132,10 +133,11 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 		mine[i] = pool
 	}
 	reads := &treeReads{api: s.api, memo: s.memo}
-	wrote, more, err := s.updatePools(ctx, reads, mine, spec)
+	last := s.lastMembers(svc)
+	wrote, more, err := s.updatePools(ctx, reads, mine, spec, last)
 	if err == nil && !wrote && reads.used {
 		// Nothing to change is said from fresh reads only (treereads.go).
-		wrote, more, err = s.updatePools(ctx, reads.again(), mine, spec)
+		wrote, more, err = s.updatePools(ctx, reads.again(), mine, spec, last)
 	}
 	if err != nil {
 		return "", true, fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err)
@@ -158,13 +160,23 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	return "", true, nil
 }
 
+// lastMembers is the addresses the Service's pools were last converged to,
+// by its record, when this process saw that set lately; nil otherwise.
+func (s steps) lastMembers(svc *v1.Service) *[]string {
+	rec, ok := s.RecordOf(svc)
+	if !ok {
+		return nil
+	}
+	return s.memberSets.Get(rec.Members)
+}
+
 // updatePools updates the members of the first of the Service's pools
 // whose members differ, and says whether it did, and whether pools follow
 // it (which may need an update too: Octavia takes one at a time). An update
 // Octavia accepted counts as done.
-func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []lbPool, spec lbSpec) (wrote, more bool, err error) {
+func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []lbPool, spec lbSpec, last *[]string) (wrote, more bool, err error) {
 	for i, p := range spec.ports {
-		if wrote, err = s.convergeMembers(ctx, reads, mine[i], spec, p); err != nil || wrote {
+		if wrote, err = s.convergeMembers(ctx, reads, mine[i], spec, p, last); err != nil || wrote {
 			return wrote, i < len(spec.ports)-1, err
 		}
 	}
@@ -338,7 +350,7 @@ func (c *Cloud) convergePort(ctx context.Context, reads *treeReads, svc *v1.Serv
 		}
 		return true, nil
 	}
-	if changed, err := c.convergeMembers(ctx, reads, pool, s, p); err != nil || changed {
+	if changed, err := c.convergeMembers(ctx, reads, pool, s, p, nil); err != nil || changed {
 		return changed, err
 	}
 	return c.convergeMonitor(ctx, reads, pool, s, p)
@@ -532,7 +544,7 @@ func monitorChanges(have lbMonitor, want monitorCreate) (monitorUpdate, []string
 }
 
 // convergeMembers replaces the pool's members in one batch call when they differ.
-func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool lbPool, s lbSpec, p v1.ServicePort, last *[]string) (bool, error) {
 	poolID := pool.ID
 	same, err := reads.membersAre(ctx, pool, s.memberKeys(p))
 	if err != nil {
@@ -542,10 +554,32 @@ func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool lbPo
 		return false, nil
 	}
 	reads.wrote(poolID, "")
+	if added, ok := c.oneJoined(pool, s, last); ok {
+		err := c.api.addMember(ctx, poolID, memberOpt(s, p, added))
+		if err == nil {
+			return true, nil
+		}
+		if !memberTaken(err) {
+			return false, fmt.Errorf("adding member %s to pool %s: %w", added, poolID, err)
+		}
+		// It is there already (an answer lost, or added behind our back):
+		// the batch update says every member.
+	}
 	if err := c.api.putMembers(ctx, poolID, c.memberOpts(s, p)); err != nil {
 		return false, fmt.Errorf("updating members of pool %s: %w", poolID, err)
 	}
 	return true, nil
+}
+
+// oneJoined is the one member the pool lacks when last, the members it was
+// converged to, are s's but one, and the pool holds as many as last: a Node
+// joining. A member changed behind our back since is the drift check's to
+// find (it reads every pool's members within the hour).
+func (c *Cloud) oneJoined(pool lbPool, s lbSpec, last *[]string) (string, bool) {
+	if last == nil || len(pool.Members) != len(*last) {
+		return "", false
+	}
+	return provider.OneAdded(*last, s.members)
 }
 
 // memberKeys are a pool's members as address:port/monitor port, sorted.

@@ -60,7 +60,9 @@ func (s steps) Spec(ctx context.Context, clusterName string, svc *v1.Service, no
 	if err := s.resolveMembers(ctx, &spec); err != nil {
 		return lbSpec{}, lbcycle.Fingerprint{}, err
 	}
-	return spec, lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}, nil
+	fp := lbcycle.Fingerprint{Config: spec.configFingerprint(), Members: spec.membersFingerprint()}
+	s.memberSets.Note(fp.Members, spec.members)
+	return spec, fp, nil
 }
 
 // asLB is an Octavia load balancer as the cycle sees it.

@@ -125,6 +125,7 @@ type loadBalancerAPI interface {
 	deletePool(ctx context.Context, id string) error
 	listMembers(ctx context.Context, poolID string) ([]leanMember, error)
 	putMembers(ctx context.Context, poolID string, members []poolMember) error
+	addMember(ctx context.Context, poolID string, m poolMember) error
 
 	getMonitor(ctx context.Context, id string) (lbMonitor, error)
 	listAllMonitors(ctx context.Context) ([]lbMonitor, error)

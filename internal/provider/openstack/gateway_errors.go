@@ -18,7 +18,7 @@ import (
 // with the service's own words, by the service it called (call, do), so that
 // the rest of the package wraps errors with its context and asks errors.Is.
 // The few answers a caller tells apart that outcome has no kind for are
-// asked of the predicates below (forbidden, staleRevision,
+// asked of the predicates below (forbidden, staleRevision, memberTaken,
 // certificateUnreadable, overQuota): no other file reads an HTTP status.
 
 // translate is err of a call to s, translated once (nil stays nil).
@@ -169,6 +169,18 @@ func alreadyGone(err error) error {
 
 // hasStatus says whether err is the service's answer with that HTTP status.
 func hasStatus(err error, status int) bool { return gophercloud.ResponseCodeIs(err, status) }
+
+// memberTaken says whether err is Octavia's DuplicateMemberEntry: a 409
+// "Another member on this pool is already using ip …" (octavia's
+// common/exceptions.py), not the 409 of a load balancer that is busy.
+func memberTaken(err error) bool {
+	const says = "is already using"
+	var code gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &code) || code.Actual != http.StatusConflict {
+		return false
+	}
+	return bytes.Contains(code.Body, []byte(says)) || strings.Contains(err.Error(), says)
+}
 
 // forbidden says whether err is a service's 403: the credentials are good,
 // but their user may not do this (a role missing in the project, an object

@@ -204,6 +204,15 @@ func (gw *gateway) putMembers(ctx context.Context, poolID string, members []pool
 	})
 }
 
+// addMember creates one member of the pool: a Node joining is one member
+// sent, where the batch update says every member again. Octavia refuses a
+// second member of one address and port (409).
+func (gw *gateway) addMember(ctx context.Context, poolID string, m poolMember) error {
+	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+		return discard(pools.CreateMember(ctx, sc, poolID, memberCreateOpts(m)).Extract())
+	})
+}
+
 func (gw *gateway) getMonitor(ctx context.Context, id string) (lbMonitor, error) {
 	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (lbMonitor, error) {
 		m, err := monitors.Get(ctx, sc, id).Extract()
@@ -433,6 +442,12 @@ func memberBatchOpts(members []poolMember) []pools.BatchUpdateMemberOpts {
 		out = append(out, o)
 	}
 	return out
+}
+
+// memberCreateOpts is m as gophercloud's create takes it: the fields of
+// the batch update's member, no more.
+func memberCreateOpts(m poolMember) pools.CreateMemberOpts {
+	return pools.CreateMemberOpts{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID, MonitorPort: m.MonitorPort}
 }
 
 // monitorCreateOpts is opts as gophercloud's.

@@ -131,3 +131,49 @@ func heldBy(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) map[strin
 	out["floating IP"] = len(fips)
 	return out
 }
+
+// A Node joining adds one member a pool; that write's answer lost or late
+// ends as without the fault: each pool has every Node once, and the update
+// is done.
+func TestANodeJoiningSurvivesALostAnswer(t *testing.T) {
+	for _, w := range []struct {
+		how   string
+		fault core.Fault
+	}{
+		{"lost", core.Fault{Lost: true}},
+		{"late", core.Fault{Late: time.Second}},
+	} {
+		t.Run(w.how, func(t *testing.T) {
+			tg := newContractTarget(t)
+			if tg.emu == nil {
+				t.Skip("faults need the emulator")
+			}
+			c := tg.cloud(t, "")
+			c.clients.createTimeout = 300 * time.Millisecond
+			svc := contractService(contractName("join"), nil)
+			nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201"), contractNode("n2", "", "10.0.0.202")}
+			record(t, c, svc, nodes, ensure(t, c, svc, nodes))
+			nodes = append(nodes, contractNode("n3", "", "10.0.0.203"))
+			f := w.fault
+			f.Route, f.Count = routeAddMember, 1
+			tg.emu.ResetCalls()
+			tg.emu.InjectFault(f)
+			t.Cleanup(tg.emu.ClearFaults)
+			updated(t, c, svc, nodes)
+			time.Sleep(1500 * time.Millisecond) // a late write lands
+			_, writes := tg.callsSince()
+			assert.Positive(t, writes[routeAddMember], "the fault was met")
+			// The passes after it find every pool as asked.
+			updated(t, c, svc, nodes)
+			octavia, err := c.clients.octaviaClient(t.Context())
+			require.NoError(t, err)
+			lb, err := c.findLB(t.Context(), svc)
+			require.NoError(t, err)
+			for _, p := range lb.Pools {
+				assert.ElementsMatch(t, []string{"10.0.0.201", "10.0.0.202", "10.0.0.203"}, memberAddresses(t, octavia, p.ID))
+			}
+			require.Len(t, lb.Pools, len(svc.Spec.Ports))
+			deleteLB(t, c, svc)
+		})
+	}
+}

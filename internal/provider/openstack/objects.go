@@ -200,14 +200,19 @@ func (c *Cloud) poolOpts(s lbSpec, p v1.ServicePort) poolCreate {
 func (c *Cloud) memberOpts(s lbSpec, p v1.ServicePort) []poolMember {
 	out := make([]poolMember, 0, len(s.members))
 	for _, m := range s.members {
-		o := poolMember{Address: m, ProtocolPort: int(p.NodePort), SubnetID: s.memberSubnetID}
-		if s.monitor != nil && s.monitor.httpPort != 0 {
-			port := s.monitor.httpPort
-			o.MonitorPort = &port
-		}
-		out = append(out, o)
+		out = append(out, memberOpt(s, p, m))
 	}
 	return out
+}
+
+// memberOpt is the member of address in the pool of p.
+func memberOpt(s lbSpec, p v1.ServicePort, address string) poolMember {
+	o := poolMember{Address: address, ProtocolPort: int(p.NodePort), SubnetID: s.memberSubnetID}
+	if s.monitor != nil && s.monitor.httpPort != 0 {
+		port := s.monitor.httpPort
+		o.MonitorPort = &port
+	}
+	return o
 }
 
 func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) monitorCreate {
