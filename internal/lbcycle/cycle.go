@@ -233,29 +233,47 @@ func (c *Cycle[S, L]) UpdateLoadBalancer(ctx context.Context, clusterName string
 		return err
 	}
 	if mu, ok := c.cloud.(MemberUpdater[S, L]); ok {
-		rec, has := c.records.Get(svc)
-		if has && rec.Config == fp.Config && rec.Members != fp.Members {
-			if lb, ok := c.listedAsRecorded(ctx, svc, rec); ok {
-				progress, ok, err := mu.UpdateMembers(ctx, svc, spec, lb)
-				if ok {
-					c.adopt(lb.ID, adoptMembers) // its new members are ours, not drift
-				}
-				if err != nil {
-					return c.outcome(err)
-				}
-				if ok && progress != "" {
-					return c.progress(svc, progress)
-				}
-				if ok {
-					rec.Fingerprint = fp
-					c.records.Put(ctx, svc, rec)
-					return nil
-				}
-			}
+		if done, err := c.updateMembers(ctx, mu, svc, spec, fp); done {
+			return err
 		}
 	}
 	_, err = c.ensure(ctx, svc, spec, fp)
 	return err
+}
+
+// updateMembers updates the members alone when the record says only they
+// differ; false when the whole cycle must run instead. Its progress is
+// background work: the load balancer serves meanwhile.
+func (c *Cycle[S, L]) updateMembers(ctx context.Context, mu MemberUpdater[S, L], svc *v1.Service, spec S, fp Fingerprint) (bool, error) {
+	rec, has := c.records.Get(svc)
+	if !has || rec.Config != fp.Config || rec.Members == fp.Members {
+		return false, nil
+	}
+	lb, found, err := c.cloud.Listed(ctx, svc)
+	if err != nil || !found || lb.Shared || lb.ID != rec.ID || c.fullCheckDue(lb.ID) {
+		return false, nil
+	}
+	switch lb.State {
+	case Busy: // with the last members change: the cloud takes one at a time
+		return true, outcome.Background(c.progress(svc, "the members of load balancer "+lb.ID+" are being updated"))
+	case Failed:
+		return false, nil
+	}
+	progress, ok, err := mu.UpdateMembers(ctx, svc, spec, lb)
+	if ok {
+		c.adopt(lb.ID, adoptMembers) // its new members are ours, not drift
+	}
+	switch {
+	case err != nil:
+		return true, c.outcome(err)
+	case !ok:
+		return false, nil
+	case progress != "":
+		return true, outcome.Background(c.progress(svc, progress))
+	}
+	rec.Fingerprint = fp
+	c.records.Put(ctx, svc, rec)
+	return true, nil
 }
 
 func (c *Cycle[S, L]) ensure(ctx context.Context, svc *v1.Service, spec S, fp Fingerprint) (*v1.LoadBalancerStatus, error) {

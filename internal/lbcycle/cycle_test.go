@@ -337,7 +337,9 @@ func TestUpdateChangesMembersAloneWhenOnlyNodesChanged(t *testing.T) {
 		{"members differ: updated alone and recorded", script{spec: moved, listed: ready, memberOK: true}, []string{"listed", "members"}, "m2", false},
 		{"more pools to update: progress, not yet recorded", script{spec: moved, listed: ready, memberOK: true, members: "next pool"}, []string{"listed", "members"}, "m1", true},
 		{"the path does not apply: the full cycle runs", script{spec: moved, listed: ready, found: ready}, []string{"listed", "members", "find", "converge", "publish"}, "m2", false},
-		{"the load balancer is not as recorded: the full cycle runs", script{spec: moved, listed: &LB[string]{ID: "lb1", State: Busy, Status: "PENDING_UPDATE"}, found: ready}, []string{"listed", "find", "converge", "publish"}, "m2", false},
+		{"busy with the last change: progress in the background", script{spec: moved, listed: &LB[string]{ID: "lb1", State: Busy, Status: "PENDING_UPDATE"}, found: ready}, []string{"listed"}, "m1", true},
+		{"the load balancer failed: the full cycle runs", script{spec: moved, listed: &LB[string]{ID: "lb1", State: Failed, Status: "ERROR"}, found: ready}, []string{"listed", "find", "converge", "publish"}, "m2", false},
+		{"another load balancer: the full cycle runs", script{spec: moved, listed: &LB[string]{ID: "lb2", State: Ready}, found: ready}, []string{"listed", "find", "converge", "publish"}, "m2", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cloud := tc.cloud
@@ -345,6 +347,7 @@ func TestUpdateChangesMembersAloneWhenOnlyNodesChanged(t *testing.T) {
 			err := New[string, string](&cloud, records, Options{}).UpdateLoadBalancer(t.Context(), "kubernetes", service, nil)
 			if tc.retry {
 				retryMessage(t, err)
+				assert.True(t, outcome.IsBackground(err), "the load balancer serves meanwhile")
 			} else {
 				require.NoError(t, err)
 			}

@@ -163,6 +163,9 @@ type serviceState struct {
 	failures int    // failed passes in a row
 	noNodes  bool   // the no-eligible-Node Warning was published
 	deleting bool   // the DeletingLoadBalancer Event was published
+	// background: the members are being updated, unseen on the Service
+	// (outcome.Background), since it was last ready.
+	background bool
 }
 
 // converged returns what the Service's load balancer was last converged to.
@@ -179,6 +182,12 @@ func (c *Controller) setConverged(st *serviceState, spec, nodes uint64, p phase)
 	defer c.mu.Unlock()
 	st.spec, st.nodes = spec, nodes
 	st.setPhase(p)
+}
+
+func (c *Controller) phaseOf(st *serviceState) phase {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return st.phase
 }
 
 func (c *Controller) setPhase(st *serviceState, p phase) {
@@ -662,7 +671,7 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, st
 	if err != nil {
 		return c.failed(ctx, svc, st, err, ReasonSyncFailed, "Error syncing load balancer")
 	}
-	st.progress, st.problem, st.failures = "", "", 0
+	st.progress, st.problem, st.failures, st.background = "", "", 0, false
 	wasReady := isReady(svc) && servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, status)
 	msg := "Serving " + describe(status)
 	if err := c.patch(ctx, svc, func(s *v1.Service) {
@@ -721,7 +730,15 @@ func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceSta
 	var after time.Duration
 	var retry *api.RetryError
 	switch {
+	case errors.As(err, &retry) && outcome.IsBackground(err) && (st.background || c.phaseOf(st) == phaseReady):
+		// Members following Nodes: the load balancer serves meanwhile, and
+		// the Service shows nothing of it (its metrics do: progressing).
+		logger.V(2).Info("Load balancer members being updated", "status", retry.Error())
+		st.background = true
+		c.setPhase(st, phaseProgressing)
+		return jitter(retry.RetryAfter()), nil
 	case errors.As(err, &retry):
+		st.background = false
 		msg := retry.Error()
 		if msg != st.progress {
 			logger.V(2).Info("Load balancer in progress", "status", msg)
@@ -733,6 +750,7 @@ func (c *Controller) failed(ctx context.Context, svc *v1.Service, st *serviceSta
 		conds = progressingConditions(svc, progressReason(svc), capitalise(msg), false)
 		after, err = jitter(retry.RetryAfter()), nil
 	default:
+		st.background = false
 		st.failures++
 		c.setPhase(st, phaseFailed)
 		reason, msg := failReason, fmt.Sprintf("%s: %v", failPrefix, err)

@@ -367,13 +367,19 @@ func TestInvalidAnnotationIsOneWarningAndBuildsNothing(t *testing.T) {
 func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 	ns := namespace(t)
 	c := openStackLBCloud(t, 45, 3)
-	lbService(t, ns, "web", nil)
+	lbService(t, ns, "web", func(s *v1.Service) {
+		// Two pools: Octavia takes one change at a time, so a members
+		// update is in progress between them.
+		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "https", Protocol: v1.ProtocolTCP, Port: 443})
+	})
 	waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
 	svc := getService(t, ns, "web")
-	ips := func(ks ...*devenv.Kubelet) []string {
+	ips := func(ks ...*devenv.Kubelet) []string { // each in every pool
 		var out []string
 		for _, k := range ks {
-			out = append(out, k.IP.String())
+			for range svc.Spec.Ports {
+				out = append(out, k.IP.String())
+			}
 		}
 		slices.Sort(out)
 		return out
@@ -406,8 +412,20 @@ func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 
 	// The members alone changed: the members ledger says so, not a write of
 	// the Service (sent to every Service watcher, kube-proxy on every Node).
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+		if cm, err := env.Client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(t.Context(), provider.LedgerName, metav1.GetOptions{}); err != nil || !strings.Contains(strings.Join(slices.Collect(maps.Values(cm.Data)), ""), string(svc.UID)) {
+			return fmt.Errorf("no ledger entry yet (%v)", err)
+		}
+		return nil
+	}), "the members recorded in the ledger")
 	assert.Equal(t, record, getService(t, ns, "web").Annotations[string(annotation.OpenStackConverged)], "the record annotation is as first written")
-	assert.Contains(t, ledger(t), string(svc.UID))
+	// Nor is the members update's progress shown on the Service (an Event,
+	// its Progressing condition): it serves meanwhile.
+	evs, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, e := range evs.Items {
+		assert.NotContains(t, e.Message, "embers of load balancer", "background work")
+	}
 	deleteService(t, ns, "web")
 	assert.NotContains(t, ledger(t), string(svc.UID), "a deleted load balancer's entry goes")
 }
