@@ -250,7 +250,10 @@ func (c *Cycle[S, L]) updateMembers(ctx context.Context, mu MemberUpdater[S, L],
 		return false, nil
 	}
 	lb, found, err := c.cloud.Listed(ctx, svc)
-	if err != nil || !found || lb.Shared || lb.ID != rec.ID || c.fullCheckDue(lb.ID) {
+	if err != nil {
+		return false, nil //nolint:nilerr // the whole cycle reads again and reports it
+	}
+	if !found || lb.Shared || lb.ID != rec.ID || c.fullCheckDue(lb.ID) {
 		return false, nil
 	}
 	switch lb.State {

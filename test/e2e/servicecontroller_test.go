@@ -413,8 +413,12 @@ func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 	// The members alone changed: the members ledger says so, not a write of
 	// the Service (sent to every Service watcher, kube-proxy on every Node).
 	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
-		if cm, err := env.Client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(t.Context(), provider.LedgerName, metav1.GetOptions{}); err != nil || !strings.Contains(strings.Join(slices.Collect(maps.Values(cm.Data)), ""), string(svc.UID)) {
-			return fmt.Errorf("no ledger entry yet (%v)", err)
+		cm, err := env.Client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(t.Context(), provider.LedgerName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(strings.Join(slices.Collect(maps.Values(cm.Data)), ""), string(svc.UID)) {
+			return errors.New("no ledger entry yet")
 		}
 		return nil
 	}), "the members recorded in the ledger")

@@ -240,7 +240,7 @@ func (e *Emulator) assignToLoadBalancerRule(a *account, p url.Values, now time.T
 			has := setOf(r.members)
 			for _, id := range ids {
 				if has[id] {
-					return fmt.Errorf("VM %s with %s is already mapped to load balancer.", id, e.vmByID[id].ip)
+					return fmt.Errorf("VM %s with %s is already mapped to load balancer", id, e.vmByID[id].ip)
 				}
 			}
 			for _, id := range ids {
