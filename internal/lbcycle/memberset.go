@@ -52,10 +52,22 @@ func CompactMembers(objects []string) []string {
 		}
 		slices.Sort(ids)
 		slices.Sort(keys)
-		out = append(out, fmt.Sprintf("%sset-%s n=%d keys=%s of %s", MemberPrefix, digest(ids), len(keys), digest(keys), parent))
+		out = append(out, MemberSetKey(digest(ids), len(keys), digest(keys), parent))
 	}
 	return out
 }
+
+// MemberSetKey is the one key of parent's many members (CompactMembers):
+// the digest of their identities is its identity, their count and the
+// digest of their keys its fields. A cloud whose listing already holds
+// them so (OCI's backend sets beyond MembersKept) keys them with it.
+func MemberSetKey(ids string, n int, keys, parent string) string {
+	return fmt.Sprintf("%sset-%s n=%d keys=%s of %s", MemberPrefix, ids, n, keys, parent)
+}
+
+// Digest is a short digest of keys, in their order: the one CompactMembers
+// keys many members by.
+func Digest(keys []string) string { return digest(keys) }
 
 // digest is a short digest of keys, in their order.
 func digest(keys []string) string {

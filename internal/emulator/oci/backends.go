@@ -2,8 +2,12 @@ package oci
 
 import (
 	"cmp"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+
+	"github.com/overcast-ccm/overcast/internal/emulator/core"
 )
 
 // UpdateBackend, of either API: one backend's weight and states changed in
@@ -105,4 +109,67 @@ func backendUpdate[S, B any](sets map[string]*S, r *http.Request, backends func(
 		change(&(*backends(&c))[i])
 		sets[setName] = &c
 	}, nil
+}
+
+// ListBackends, of either API: a backend set's backends. The Load
+// Balancing API answers them all as a bare array and takes no page
+// (oci-go-sdk loadbalancer/list_backends_request_response.go); the Network
+// Load Balancer API's answer is a BackendCollection {"items": [...]}, paged
+// by limit and page (networkloadbalancer/list_backends_request_response.go).
+func (e *Emulator) routeBackendLists() {
+	e.handle("GET "+lbPath+"/loadBalancers/{id}/backendSets/{set}/backends", func(w http.ResponseWriter, r *http.Request) {
+		v, ok := core.View(&e.mu, e.lbs, r.PathValue("id"), func(lb *loadBalancer) any {
+			if bs := lb.BackendSets[r.PathValue("set")]; bs != nil {
+				return append([]backend{}, bs.Backends...)
+			}
+			return nil
+		})
+		writeBackends(w, v, ok, func(v any) any { return v })
+	})
+	e.handle("GET "+nlbPath+"/networkLoadBalancers/{id}/backendSets/{set}/backends", func(w http.ResponseWriter, r *http.Request) {
+		v, ok := core.View(&e.mu, e.nlbs, r.PathValue("id"), func(n *networkLoadBalancer) any {
+			if bs := n.BackendSets[r.PathValue("set")]; bs != nil {
+				return append([]nlbBackend{}, bs.Backends...)
+			}
+			return nil
+		})
+		writeBackends(w, v, ok, func(v any) any { return nlbBackendPage(w, r, v.([]nlbBackend)) })
+	})
+}
+
+// writeBackends answers a backend set's backends (v, nil when the set is
+// not there), or 404 NotAuthorizedOrNotFound.
+func writeBackends(w http.ResponseWriter, v any, ok bool, body func(any) any) {
+	if !ok || v == nil {
+		writeNotFound(w)
+		return
+	}
+	if b := body(v); b != nil {
+		core.WriteJSON(w, http.StatusOK, b)
+	}
+}
+
+// nlbBackendPage is the page of backends the request asks (limit, and page:
+// the index the previous page ended at), with opc-next-page when more
+// follow; nil with 400 answered for a bad limit or page.
+func nlbBackendPage(w http.ResponseWriter, r *http.Request, all []nlbBackend) any {
+	limit, from := len(all), 0
+	var err error
+	if s := r.URL.Query().Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > maxLimit {
+			writeError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("limit must be between 1 and %d", maxLimit))
+			return nil
+		}
+	}
+	if s := r.URL.Query().Get("page"); s != "" {
+		if from, err = strconv.Atoi(s); err != nil || from < 0 || from > len(all) {
+			writeError(w, http.StatusBadRequest, "InvalidParameter", "Invalid page token.")
+			return nil
+		}
+	}
+	to := min(from+limit, len(all))
+	if to < len(all) {
+		w.Header().Set("opc-next-page", strconv.Itoa(to))
+	}
+	return map[string]any{"items": all[from:to]}
 }

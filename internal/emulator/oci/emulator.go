@@ -198,6 +198,7 @@ func New(opts Options) (*Emulator, error) {
 	e.routeLoadBalancers()
 	e.routeNetworkLoadBalancers()
 	e.routeBackendUpdates()
+	e.routeBackendLists()
 	e.routeSecurityLists()
 	e.routeNSGs()
 	e.routePublicIPs()

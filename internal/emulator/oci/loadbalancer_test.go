@@ -158,6 +158,13 @@ func (s *lbStory) checkActive() {
 	require.NoError(t, err)
 	require.Len(t, listed.Items, 1)
 	assert.Equal(t, *s.id, *listed.Items[0].Id)
+
+	backends, err := s.c.ListBackends(t.Context(), loadbalancer.ListBackendsRequest{LoadBalancerId: s.id, BackendSetName: common.String("TCP-80")})
+	require.NoError(t, err)
+	require.Len(t, backends.Items, 1, "a backend set's backends, whole")
+	assert.Equal(t, "10.0.10.2:30080", *backends.Items[0].Name)
+	_, err = s.c.ListBackends(t.Context(), loadbalancer.ListBackendsRequest{LoadBalancerId: s.id, BackendSetName: common.String("none")})
+	requireServiceError(t, err, 404, "NotAuthorizedOrNotFound")
 }
 
 // checkChangesQueue: two changes queue, the second running after the first.

@@ -97,6 +97,14 @@ func (s *nlbStory) checkActive() {
 	list, err := s.c.ListNetworkLoadBalancers(t.Context(), nlb.ListNetworkLoadBalancersRequest{CompartmentId: &s.e.fx.CompartmentID, DisplayName: common.String("default/dns/uid")})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
+
+	backends, err := s.c.ListBackends(t.Context(), nlb.ListBackendsRequest{NetworkLoadBalancerId: s.id, BackendSetName: common.String("TCP_AND_UDP-53"), Limit: common.Int(1)})
+	require.NoError(t, err)
+	require.Len(t, backends.Items, 1, "a backend set's backends, by pages")
+	assert.Equal(t, 30053, *backends.Items[0].Port)
+	assert.Nil(t, backends.OpcNextPage)
+	_, err = s.c.ListBackends(t.Context(), nlb.ListBackendsRequest{NetworkLoadBalancerId: s.id, BackendSetName: common.String("none")})
+	assert.Equal(t, 404, serviceError(t, err).GetHTTPStatusCode())
 }
 
 // checkOneChangeAtATime: a change makes it UPDATING until its work request

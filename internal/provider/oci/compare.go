@@ -54,7 +54,7 @@ func subset(want, got any) bool {
 // sameBackendSet says whether got is want: its fields (backendSetFields)
 // and its backends, each with its fields (backendFields).
 func sameBackendSet(got, want BackendSet) bool {
-	return sameFields(backendSetFields(got, want)) && slices.Equal(backendKeys(got), backendKeys(want))
+	return sameFields(backendSetFields(got, want)) && sameBackends(got, want)
 }
 
 // sameSSL compares SSL configurations as the peer does: the cipher suite

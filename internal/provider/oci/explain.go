@@ -55,6 +55,9 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 		e.Note("the Service asks for a %s and has a %s: the next pass builds the one it asks for, then deletes this one", noun(kind), noun(other.Kind))
 	}
 	e.Found = true
+	if lb, err = c.unfold(ctx, lb); err != nil {
+		return e, err
+	}
 	c.describeLB(&e, lb, nodes)
 	valid := e.SpecProblem == ""
 	if err := c.explainRules(ctx, &e, svc, spec, lb, valid); err != nil {

@@ -145,10 +145,15 @@ type fieldDrift struct {
 	svcs  map[string]*v1.Service
 }
 
-func newFieldDrift(t *testing.T) *fieldDrift {
+func newFieldDrift(t *testing.T) *fieldDrift { return newFieldDriftOn(t, 2) }
+
+// newFieldDriftOn is newFieldDrift on n Nodes.
+func newFieldDriftOn(t *testing.T, n int) *fieldDrift {
 	e := startEmulator(t)
 	f := &fieldDrift{c: clusterCloud(t, e, "field-cluster"), svcs: map[string]*v1.Service{}}
-	f.nodes = []*v1.Node{machineNode(e, "field-a"), machineNode(e, "field-b")}
+	for i := range n {
+		f.nodes = append(f.nodes, machineNode(e, fmt.Sprintf("field-%03d", i)))
+	}
 	var objs []runtime.Object
 	for i, sc := range wireScenarios() {
 		if sc.name == "nsg" {
@@ -170,6 +175,9 @@ func newFieldDrift(t *testing.T) *fieldDrift {
 	}
 	return f
 }
+
+// many says whether the Services' backend sets are listed as ManyBackends.
+func (f *fieldDrift) many() bool { return len(f.nodes) > lbcycle.MembersKept }
 
 func (f *fieldDrift) fresh(t *testing.T, name string) *v1.Service {
 	return providertest.Reread(t, f.kube, f.svcs[name])
@@ -205,14 +213,17 @@ func (f *fieldDrift) settled(t *testing.T, name string) string {
 	return why
 }
 
-// listed is the Service's load balancer as OCI has it now.
+// listed is the Service's load balancer as OCI has it now, each backend
+// one by one (the listing keeps many as ManyBackends).
 func (f *fieldDrift) listed(t *testing.T, name string) LB {
 	t.Helper()
 	steps{f.c}.Relist()
 	lb, found, err := steps{f.c}.Listed(t.Context(), f.fresh(t, name))
 	require.NoError(t, err)
 	require.True(t, found)
-	return lb.Obj
+	whole, err := f.c.unfold(t.Context(), lb.Obj)
+	require.NoError(t, err)
+	return whole
 }
 
 // at is the value at path of v (a JSON object), the first backend's for
@@ -262,6 +273,35 @@ func TestEveryFieldSentIsDriftCheckedExplainedAndPutBack(t *testing.T) {
 	}
 }
 
+// TestABackendChangedAmongManyIsDriftCheckedExplainedAndPutBack is the test
+// above for each backend field on more Nodes than lbcycle.MembersKept: the
+// listing keeps each backend set's backends as their digest (ManyBackends,
+// memory not in M × N), and a weight or a state changed on one backend of
+// hundreds is still seen, explained (the backends read one by one) and put
+// back.
+func TestABackendChangedAmongManyIsDriftCheckedExplainedAndPutBack(t *testing.T) {
+	f := newFieldDriftOn(t, lbcycle.MembersKept+20)
+	require.True(t, f.many())
+	_, err := json.Marshal(BackendSet{Many: &ManyBackends{Count: 300}})
+	require.Error(t, err, "a backend set listed by its digest is never sent")
+	for _, body := range []string{"lb/backendset", "nlb/backendset"} {
+		svc, _, _ := strings.Cut(body, "/")
+		steps{f.c}.Relist()
+		lb, found, err := steps{f.c}.Listed(t.Context(), f.fresh(t, svc))
+		require.NoError(t, err)
+		require.True(t, found)
+		for name, bs := range lb.Obj.BackendSets {
+			require.NotNil(t, bs.Many, "%s's backend set %s is listed one by one", svc, name)
+			require.Equal(t, len(f.nodes), bs.Many.Count)
+		}
+		for _, path := range slices.Sorted(maps.Keys(fieldsDrifted[body])) {
+			if strings.HasPrefix(path, "backends[]") {
+				t.Run(body+"/"+path, func(t *testing.T) { f.driftOf(t, svc, "backendset", path, fieldsDrifted[body][path]) })
+			}
+		}
+	}
+}
+
 // driftOf changes the field at path of the Service's (svc) child of a kind
 // (backendset, listener) as ch says, and expects it seen, explained and
 // put back.
@@ -276,12 +316,18 @@ func (f *fieldDrift) driftOf(t *testing.T, svc, child, path string, ch fieldChan
 		}
 	}
 	require.NotEmpty(t, why, "(a) the drift check does not see %s changed", path)
-	require.Contains(t, why, ch.name+" "+ch.text, "(a) the drift reason names the field and its new value")
 	kind := child
 	if strings.HasPrefix(path, "backends[]") {
 		kind = "member" // a backend's key: lbcycle.MemberPrefix
 	}
-	providertest.RepairTold(t, why, kind, ch.name)
+	if f.many() {
+		// Listed as their digest: the set is told changed, explain names
+		// the backend and field.
+		require.Contains(t, lbcycle.DriftKinds(why), kind, "(a) counted as a %s's drift: %s", kind, why)
+	} else {
+		require.Contains(t, why, ch.name+" "+ch.text, "(a) the drift reason names the field and its new value")
+		providertest.RepairTold(t, why, kind, ch.name)
+	}
 	x, err := f.c.ExplainService(t.Context(), "kubernetes", f.fresh(t, svc), f.nodes)
 	require.NoError(t, err)
 	want := fmt.Sprintf("%s %s, the Service asks %s", ch.name, ch.text, orNone(was))

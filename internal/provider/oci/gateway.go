@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
@@ -67,6 +69,7 @@ type gatewayAPI interface {
 	addNSGRules(ctx context.Context, id string, rules []NSGRule) error
 	attachments(ctx context.Context, q url.Values) ([]VnicAttachment, error)
 	availabilityDomains(ctx context.Context, compartment string) ([]string, error)
+	backends(ctx context.Context, kind, lb, set string) ([]Backend, error)
 	createCertificate(ctx context.Context, lb string, c Certificate) (string, error)
 	createChild(ctx context.Context, kind, lb, child string, body any) (string, error)
 	createLoadBalancer(ctx context.Context, d CreateLoadBalancer, token string) (string, error)
@@ -116,6 +119,9 @@ type gateway struct {
 	writeBurst int
 	// pageSize is the limit a listing asks for (listLimit; smaller in tests).
 	pageSize int
+	// pageLimits are the smaller limits of the listings (by path) whose
+	// pages were beyond the response limit at pageSize (pageLimit).
+	pageLimits sync.Map
 	// attemptTimeout bounds one attempt of a call (0: the transport's,
 	// cloudapi.DefaultTimeout; shorter in tests of lost answers).
 	attemptTimeout time.Duration
@@ -300,7 +306,8 @@ func listing[T any](ctx context.Context, g *gateway, service, base, path string,
 	for k, v := range query {
 		q[k] = v
 	}
-	q.Set("limit", strconv.Itoa(g.pageSize))
+	limit := g.pageLimit(path)
+	q.Set("limit", strconv.Itoa(limit))
 	var out []T
 	for range maxPages {
 		var page []T
@@ -311,6 +318,12 @@ func listing[T any](ctx context.Context, g *gateway, service, base, path string,
 			}{&page}
 		}
 		h, err := g.read(ctx, service, base, path, q, into)
+		if errors.Is(err, cloudapi.ErrResponseTooLarge) && limit > 1 {
+			limit = max(1, limit/4)
+			g.pageLimits.Store(path, limit)
+			q.Set("limit", strconv.Itoa(limit))
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -322,6 +335,17 @@ func listing[T any](ctx context.Context, g *gateway, service, base, path string,
 		q.Set("page", next)
 	}
 	return nil, fmt.Errorf("listing %s: more than %d pages", path, maxPages)
+}
+
+// pageLimit is the limit a listing of path asks: the gateway's page size, or
+// the smaller one its pages came in under the response limit with
+// (cloudapi.Config.MaxResponseBytes). OCI's load balancers are listed whole:
+// 1,000 of them with 5,000 backends each would be half a gigabyte a page.
+func (g *gateway) pageLimit(path string) int {
+	if n, ok := g.pageLimits.Load(path); ok {
+		return n.(int)
+	}
+	return g.pageSize
 }
 
 // get reads the object at path.

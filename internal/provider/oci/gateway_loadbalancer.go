@@ -121,6 +121,9 @@ type BackendSet struct {
 	IsPreserveSource *bool             `json:"isPreserveSource,omitempty"`
 	// IPVersion is an NLB's backend set's (IPV4, IPV6; "" is IPV4).
 	IPVersion string `json:"ipVersion,omitempty"`
+	// Many stands for Backends when a listing has more than
+	// lbcycle.MembersKept of them (then nil); never sent.
+	Many *ManyBackends `json:"-"`
 }
 
 // Backend is a node's address and port in a backend set; an NLB's backend
@@ -306,6 +309,17 @@ func (g *gateway) updateChild(ctx context.Context, kind, lb, child, name string,
 // backendSets, listeners, ruleSets or certificates).
 func (g *gateway) deleteChild(ctx context.Context, kind, lb, child, name string) (string, error) {
 	return g.lbChange(ctx, kind, http.MethodDelete, childPath(kind, lb, child, name), nil, nil)
+}
+
+// backends are the backends of load balancer lb's backend set of a kind
+// (ListBackends: an LB's answered whole, an NLB's by pages).
+func (g *gateway) backends(ctx context.Context, kind, lb, set string) ([]Backend, error) {
+	service, base, version := g.api(kind)
+	path := version + childPath(kind, lb, "backendSets", set) + "/backends"
+	if kind == kindNLB {
+		return listItems[Backend](ctx, g, service, base, path, nil)
+	}
+	return get[[]Backend](ctx, g, service, base, path)
 }
 
 // childPath is the path of load balancer lb's children of a kind, or of

@@ -3,6 +3,7 @@ package oci
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
@@ -170,4 +172,39 @@ func TestA429IsWaitedOutAsRetryAfterSaysAndTheRetryIsSignedAnew(t *testing.T) {
 	}
 	assert.Equal(t, 1, throttled)
 	assert.Equal(t, 1, ok, "the retry passed the emulator's signature check")
+}
+
+// TestAListingBeyondTheResponseLimitIsReadInSmallerPages: OCI lists load
+// balancers whole, with every backend, so a page of 1,000 can be beyond
+// the response limit (cloudapi.Config.MaxResponseBytes). The page is asked
+// again with a quarter of the limit until it comes in, and the next
+// listing asks that limit at once.
+func TestAListingBeyondTheResponseLimitIsReadInSmallerPages(t *testing.T) {
+	e := startEmulator(t)
+	g := gatewayOf(t, e)
+	f := e.Fixture()
+	block, _ := pem.Decode([]byte(f.PrivateKeyPEM))
+	key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
+	require.NoError(t, err)
+	creds := apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: key}
+	g.http, err = cloudapi.NewClient(cloudapi.Config{Cloud: ProviderName, AnswersJSON: true, MaxResponseBytes: 8 << 10},
+		&signingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), creds: creds, now: time.Now})
+	require.NoError(t, err)
+	for i := range 40 {
+		e.AddMachine(fmt.Sprintf("big-%02d", i))
+	}
+	e.ResetCalls()
+	all, err := g.instances(t.Context(), inCompartment(f.CompartmentID))
+	require.NoError(t, err)
+	require.Len(t, all, 40, "every instance, once")
+	assert.Equal(t, "big-39", all[39].DisplayName)
+	limit := g.pageLimit(coreAPI + "/instances")
+	require.Less(t, limit, listLimit)
+
+	e.ResetCalls()
+	all, err = g.instances(t.Context(), inCompartment(f.CompartmentID))
+	require.NoError(t, err)
+	require.Len(t, all, 40)
+	reads, _ := callCounts(e)
+	assert.Equal(t, (40+limit-1)/limit, reads, "the next listing asks %d a page at once", limit)
 }

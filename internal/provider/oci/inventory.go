@@ -53,6 +53,13 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string
 		rules, err := s.nsgObjects(ctx, svc, spec, o)
 		return append(out, rules...), err
 	}
+	if hasMany(o) { // not listed one by one: the subnets of the backends asked
+		for _, bs := range spec.backendSets {
+			for _, b := range bs.Backends {
+				ips = append(ips, b.IPAddress)
+			}
+		}
+	}
 	rules, err := s.reliedOn(ctx, svc, append(slices.Clone(o.SubnetIDs), o.SubnetID), ips, ports, !s.builtHere(o))
 	return append(out, rules...), err
 }
@@ -80,6 +87,9 @@ func childKeys(o LB, spec lbSpec, valid bool) []string {
 			want = bs
 		}
 		out = append(out, fmt.Sprintf("backendset/%s %s", name, fieldKey(backendSetFields(bs, want))))
+		if m := bs.Many; m != nil {
+			out = append(out, lbcycle.MemberSetKey(m.IDs, m.Count, m.Keys, name))
+		}
 		for _, b := range bs.Backends {
 			out = append(out, fmt.Sprintf(lbcycle.MemberPrefix+"%s:%d %s of %s", b.IPAddress, b.Port, fieldKey(backendFields(b, b)), name))
 		}
@@ -134,7 +144,7 @@ func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []str
 	for _, ip := range ips {
 		if m, found, err := s.machines.Get(ctx, "ip/"+ip); err != nil {
 			return nil, err
-		} else if found && m.SubnetID != "" {
+		} else if found && m.SubnetID != "" && !slices.Contains(subnets, m.SubnetID) {
 			subnets = append(subnets, m.SubnetID)
 		}
 	}

@@ -30,7 +30,8 @@ func peerPorts(lb LB) map[int]bool {
 }
 
 // lbPorts are the ports of load balancer lb's listeners, those of its
-// backends and health checks, and its backends' addresses.
+// backends and health checks, and its backends' addresses (those of the
+// backend sets kept one by one: not of ManyBackends).
 func lbPorts(lb LB) (listeners, backends map[int]bool, ips []string) {
 	listeners, backends = map[int]bool{}, map[int]bool{}
 	for _, l := range lb.Listeners {
@@ -38,8 +39,10 @@ func lbPorts(lb LB) (listeners, backends map[int]bool, ips []string) {
 	}
 	for _, bs := range lb.BackendSets {
 		backends[bs.HealthChecker.Port] = true
+		for _, p := range backendPorts(bs) {
+			backends[p] = true
+		}
 		for _, b := range bs.Backends {
-			backends[b.Port] = true
 			ips = append(ips, b.IPAddress)
 		}
 	}
