@@ -34,10 +34,11 @@ type ociLB = lbcycle.LB[LB]
 type steps struct{ *Cloud }
 
 var (
-	_ lbcycle.Cloud[lbSpec, LB] = steps{}
-	_ lbcycle.Relister          = steps{}
-	_ lbcycle.Pacer             = steps{}
-	_ lbcycle.DriftChecker[LB]  = steps{}
+	_ lbcycle.Cloud[lbSpec, LB]         = steps{}
+	_ lbcycle.Relister                  = steps{}
+	_ lbcycle.Pacer                     = steps{}
+	_ lbcycle.DriftChecker[LB]          = steps{}
+	_ lbcycle.MemberUpdater[lbSpec, LB] = steps{}
 )
 
 func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, LB] {

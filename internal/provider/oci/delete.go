@@ -53,6 +53,7 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 		return "", err
 	}
 	s.wrs.done(svc, 0) // DELETING says it is busy
+	s.wrs.forgetSent(svc.UID)
 	return fmt.Sprintf("%s %s is being deleted (work request %s)", noun(lb.Obj.Kind), lb.ID, wr), nil
 }
 

@@ -2,24 +2,22 @@ package oci
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
-	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // asLB is the load balancer as the cycle sees it: busy while OCI creates or
-// deletes it, or runs a work request this process started.
+// deletes it, or runs a work request this process started (but a change of
+// members alone: it serves meanwhile, and UpdateMembers looks at its work).
 func (c *Cloud) asLB(svc *v1.Service, lb LB) ociLB {
 	out := ociLB{ID: lb.ID, Status: lb.LifecycleState, State: lbcycle.Ready, Obj: lb}
 	switch lb.LifecycleState {
 	case "ACTIVE":
-		if p, ok := c.wrs.get(svc); ok {
+		if p, ok := c.wrs.get(svc); ok && !p.members {
 			out.State, out.Status = lbcycle.Busy, p.what
 		}
 	case "FAILED":
@@ -54,20 +52,12 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 			}
 			// Not listed: the work request says whether it is still to come.
 		}
-		wr, err := s.gw.workRequest(ctx, kind, p.id)
+		busy, wr, err := s.settle(ctx, svc, kind, p)
 		switch {
-		case errors.Is(err, outcome.ErrNotFound):
-			s.wrs.done(svc, 0)
 		case err != nil:
 			return ociLB{}, false, err
-		case wr.LifecycleState == "ACCEPTED" || wr.LifecycleState == "IN_PROGRESS":
+		case busy:
 			return ociLB{ID: wr.LoadBalancerID, Status: p.what, State: lbcycle.Busy}, true, nil
-		default:
-			s.wrs.done(svc, took(wr))
-			if wr.LifecycleState == "FAILED" {
-				klog.FromContext(ctx).Info("A load balancer's work request failed; the next step tries again", "service", klog.KObj(svc),
-					"loadBalancer", wr.LoadBalancerID, "workRequest", wr.ID, "type", wr.Type, "message", wr.Message)
-			}
 		}
 	}
 	key := "name/" + nameOf(svc, kind)

@@ -1,11 +1,16 @@
 package oci
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
 // workRequests are the work requests this process started, by Service, and
@@ -14,6 +19,9 @@ type workRequests struct {
 	mu      sync.Mutex
 	pending map[types.UID]pendingWR
 	took    time.Duration // a moving average of how long one took
+	// sent are, by Service, the backend sets whose backends a members
+	// update sent, each with the members' fingerprint (UpdateMembers).
+	sent map[types.UID]map[string]string
 }
 
 // whatCreate is the work of a load balancer's creation.
@@ -23,16 +31,22 @@ type pendingWR struct {
 	kind    string // of the load balancer
 	id      string // "" while the creation is being asked for (Create)
 	what    string
+	members bool // a change of members alone (UpdateMembers)
 	started time.Time
 	err     error // the creation's refusal, for the next look to tell
 }
 
-func newWorkRequests() *workRequests { return &workRequests{pending: map[types.UID]pendingWR{}} }
+func newWorkRequests() *workRequests {
+	return &workRequests{pending: map[types.UID]pendingWR{}, sent: map[types.UID]map[string]string{}}
+}
 
+// start records a work request of the whole cycle: what members updates
+// sent before is no longer known to stand (startMembers).
 func (w *workRequests) start(svc *v1.Service, kind, id, what string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pending[svc.UID] = pendingWR{kind: kind, id: id, what: what, started: time.Now()}
+	delete(w.sent, svc.UID)
 }
 
 // asked records how the asking for a creation went: its work request, or
@@ -87,4 +101,26 @@ func took(wr WorkRequest) time.Duration {
 		return 0
 	}
 	return wr.TimeFinished.Sub(wr.TimeAccepted)
+}
+
+// settle reads how the Service's work request p of a kind stands: busy
+// while OCI works on it; else it is forgotten, its time learnt (one that
+// failed is logged: the next step tries again).
+func (s steps) settle(ctx context.Context, svc *v1.Service, kind string, p pendingWR) (busy bool, wr WorkRequest, err error) {
+	wr, err = s.gw.workRequest(ctx, kind, p.id)
+	switch {
+	case errors.Is(err, outcome.ErrNotFound):
+		s.wrs.done(svc, 0)
+		return false, wr, nil
+	case err != nil:
+		return false, wr, err
+	case wr.LifecycleState == "ACCEPTED" || wr.LifecycleState == "IN_PROGRESS":
+		return true, wr, nil
+	}
+	s.wrs.done(svc, took(wr))
+	if wr.LifecycleState == "FAILED" {
+		klog.FromContext(ctx).Info("A load balancer's work request failed; the next step tries again", "service", klog.KObj(svc),
+			"loadBalancer", wr.LoadBalancerID, "workRequest", wr.ID, "type", wr.Type, "message", wr.Message)
+	}
+	return false, wr, nil
 }
