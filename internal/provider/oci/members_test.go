@@ -3,6 +3,7 @@ package oci
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestANodeJoiningIsOneBackendSetUpdate(t *testing.T) {
 				return err
 			}))
 
-			joined := append(nodes, machineNode(e, "m-c"))
+			joined := append(slices.Clone(nodes), machineNode(e, "m-c"))
 			route := joinOnce(t, e, c, kube, svc, joined)
 
 			// The answer of the update lost (carried out, the connection
