@@ -144,7 +144,7 @@ func TestCloudStackNodesFollowTheirMachines(t *testing.T) {
 		assert.Equal(t, fx.ZoneName, n.Labels[v1.LabelTopologyRegion], name)
 		assert.NotEmpty(t, n.Labels[v1.LabelInstanceTypeStable], name)
 	}
-	n := waitNodeInitialised(t, "cs-renamed")
+	n := waitNodeAddressed(t, "cs-renamed")
 	assert.Equal(t, renamed, n.Spec.ProviderID, "a providerID is never changed")
 	assert.Equal(t, fx.ZoneName, n.Labels[v1.LabelTopologyZone])
 	assert.Contains(t, n.Status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip5})

@@ -101,6 +101,27 @@ func waitNodeInitialised(t *testing.T, name string) *v1.Node {
 	return node
 }
 
+// waitNodeAddressed is waitNodeInitialised until the Node has its addresses
+// too: the node controller writes them after it removes the taint
+// (k8s.io/cloud-provider's syncNode, "so that users do not see any
+// significant delay"), so a Node is briefly initialised without them.
+func waitNodeAddressed(t *testing.T, name string) *v1.Node {
+	t.Helper()
+	node := waitNodeInitialised(t, name)
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+		n, err := env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(n.Status.Addresses) == 0 {
+			return fmt.Errorf("node %s has no addresses yet%s", name, nodeEvents(name))
+		}
+		node = n
+		return nil
+	}))
+	return node
+}
+
 // nodeEvents is the Node's latest Events, to say in a failure why it is not
 // yet what a test waits for ("" when it has none).
 func nodeEvents(name string) string {

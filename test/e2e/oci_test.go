@@ -77,7 +77,7 @@ func TestOCINodesFollowTheirInstances(t *testing.T) {
 	})
 
 	for name, id := range ids {
-		n := waitNodeInitialised(t, name)
+		n := waitNodeAddressed(t, name)
 		assert.Equal(t, "oci://"+id, n.Spec.ProviderID, name)
 		assert.Equal(t, "VM.Standard.E4.Flex", n.Labels[v1.LabelInstanceTypeStable], name)
 		assert.Regexp(t, `^US-ASHBURN-AD-[123]$`, n.Labels[v1.LabelTopologyZone], name)
