@@ -143,6 +143,7 @@ func main() {
 		o.portCounts, err = ints(portCounts)
 	}
 	if err == nil {
+		closeOnInterrupt()
 		err = run(o)
 	}
 	if err != nil {
@@ -269,6 +270,7 @@ func newBed(o options, nodes int) (*bed, error) {
 	}
 	env.HeartbeatInterval = o.heartbeat
 	b := &bed{o: o, env: env, audit: audit}
+	opened(b)
 	if err := b.setUp(nodes); err != nil {
 		b.close()
 		return nil, err
@@ -494,6 +496,7 @@ func (b *bed) cpuSeconds() (float64, error) {
 }
 
 func (b *bed) close() {
+	defer closed(b)
 	b.stopCCM()
 	for _, k := range b.kubelets {
 		k.StopHeartbeats(false)
