@@ -80,6 +80,7 @@ type Snapshot[T any] struct {
 	gen      uint64          // bumped by Invalidate and Reset: a listing begun before is not taken after
 	budget   int             // calls an hour the refreshes of hits may make (0: no bound)
 	cost     int64           // calls the last listing made (its pages)
+	took     time.Duration   // how long the last listing took
 }
 
 // Incremental lets refreshes between full listings ask the cloud only for what
@@ -223,6 +224,14 @@ func (s *Snapshot[T]) GetFresh(ctx context.Context, key string, maxAge time.Dura
 	defer s.mu.Unlock()
 	it, ok := s.items[key]
 	return it, ok, nil
+}
+
+// Took is how long the last listing took (0 before the first): a caller can
+// ask no fresher listing than it can have.
+func (s *Snapshot[T]) Took() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.took
 }
 
 // Shared says whether two instances of the last listing have key (so that a
@@ -371,6 +380,7 @@ func (s *Snapshot[T]) list1(lctx context.Context, c *call, incremental bool, mar
 	var next string
 	var err error
 	lctx, calls := cloudapi.WithCallCount(lctx)
+	began := time.Now()
 	if s.inc != nil {
 		items, next, err = s.inc.Since(lctx, mark)
 	} else {
@@ -397,6 +407,7 @@ func (s *Snapshot[T]) list1(lctx context.Context, c *call, incremental bool, mar
 		// but is not fresh: the next look lists again, from the mark before.
 		if c.gen == s.gen {
 			s.mark, s.cost, s.fetched = next, calls.Load(), now
+			s.took = time.Since(began)
 		}
 		refreshes.WithLabelValues(s.cloud, kind, "ok").Inc()
 	} else {

@@ -413,3 +413,18 @@ func TestAListingBegunBeforeAnInvalidateIsNotTakenAfterIt(t *testing.T) {
 	assert.True(t, found)
 	assert.Equal(t, int32(2), calls.Load(), "the fresh listing is kept")
 }
+
+// Took says how long the last listing took: 0 before the first, then at
+// least the time the cloud took to answer it.
+func TestTookIsTheLastListingsTime(t *testing.T) {
+	s := New("test", time.Minute, 0, func(context.Context) ([]string, error) {
+		time.Sleep(80 * time.Millisecond)
+		return []string{"a"}, nil
+	}, func(s string) []string { return []string{s} })
+	assert.Zero(t, s.Took())
+	_, found, err := s.GetFresh(t.Context(), "a", time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.GreaterOrEqual(t, s.Took(), 80*time.Millisecond)
+	assert.Less(t, s.Took(), 10*time.Second)
+}

@@ -66,7 +66,7 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 		// listing of at most createPoll ago, shared by every Service
 		// looked at meanwhile (a burst of new Services costs one call, not
 		// one each), knows its load balancer as well as a read by name.
-		lb, found, err := s.listings[kind].GetFresh(ctx, key, createPoll)
+		lb, found, err := s.listings[kind].GetFresh(ctx, key, s.freshWithin(kind))
 		switch {
 		case err != nil:
 			return ociLB{}, false, err

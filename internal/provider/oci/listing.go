@@ -3,6 +3,7 @@ package oci
 import (
 	"context"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -28,12 +29,22 @@ func (c *Cloud) listed(ctx context.Context, svc *v1.Service, kind string) (LB, b
 	return c.listings[kind].Get(ctx, "name/"+nameOf(svc, kind))
 }
 
-// listedFresh is listed from a shared listing made at most createPoll ago.
+// listedFresh is listed from a shared listing made at most freshWithin ago.
 func (c *Cloud) listedFresh(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
 	if _, ok := workloadOf(ctx); ok {
 		return c.byName(ctx, svc, kind)
 	}
-	return c.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), createPoll)
+	return c.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), c.freshWithin(kind))
+}
+
+// freshWithin is how old a shared listing of a kind may be to tell whether a
+// load balancer is there yet: createPoll, or twice what the last listing
+// took when that is longer. OCI lists load balancers whole, with every
+// backend: at 500 of them on 5,000 Nodes a listing takes seconds, and
+// passes that each waited for a listing begun after them would share none
+// (every worker waiting a listing a pass: 500 creations took minutes).
+func (c *Cloud) freshWithin(kind string) time.Duration {
+	return max(createPoll, 2*c.listings[kind].Took())
 }
 
 // GetLoadBalancer is the Service's load balancer's status, from the shared
