@@ -9,21 +9,12 @@ import (
 // listedPage is a page of n load balancers of OCI's listing, each with a
 // backend set of nodes backends, as OCI answers it.
 func listedPage(n, nodes int) []byte {
-	type backend struct {
-		Name      string `json:"name"`
-		IPAddress string `json:"ipAddress"`
-		Port      int    `json:"port"`
-		Weight    int    `json:"weight"`
-		Drain     bool   `json:"drain"`
-		Backup    bool   `json:"backup"`
-		Offline   bool   `json:"offline"`
-	}
 	var page []map[string]any
 	for i := range n {
-		var bs []backend
-		for j := range nodes {
+		bs := make([]map[string]any, nodes)
+		for j := range bs {
 			ip := fmt.Sprintf("10.0.%d.%d", j/250, j%250+1)
-			bs = append(bs, backend{Name: ip + ":30080", IPAddress: ip, Port: 30080, Weight: 1})
+			bs[j] = map[string]any{"name": ip + ":30080", "ipAddress": ip, "port": 30080, "weight": 1, "drain": false, "backup": false, "offline": false}
 		}
 		page = append(page, map[string]any{"id": fmt.Sprintf("ocid1.loadbalancer.oc1.iad.lb%05d", i), "displayName": fmt.Sprintf("uid-%05d", i),
 			"lifecycleState": "ACTIVE", "backendSets": map[string]any{"TCP-80": map[string]any{"name": "TCP-80", "policy": "ROUND_ROBIN",
