@@ -52,7 +52,7 @@ func CompactMembers(objects []string) []string {
 		}
 		slices.Sort(ids)
 		slices.Sort(keys)
-		out = append(out, MemberSetKey(digest(ids), len(keys), digest(keys), parent))
+		out = append(out, MemberSetKey(Digest(ids), len(keys), Digest(keys), parent))
 	}
 	return out
 }
@@ -66,11 +66,8 @@ func MemberSetKey(ids string, n int, keys, parent string) string {
 }
 
 // Digest is a short digest of keys, in their order: the one CompactMembers
-// keys many members by.
-func Digest(keys []string) string { return digest(keys) }
-
-// digest is a short digest of keys, in their order.
-func digest(keys []string) string {
+// keys many members by (and OCI its backend sets listed as ManyBackends).
+func Digest(keys []string) string {
 	h := sha256.New()
 	for _, k := range keys {
 		h.Write([]byte(k))
