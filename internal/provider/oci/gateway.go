@@ -15,6 +15,9 @@ import (
 	"sync"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
@@ -43,6 +46,11 @@ const maxPages = 1000
 
 // listLimit is what a listing asks for a page: the most OCI allows.
 const listLimit = 1000
+
+// lbFirstPage is what a listing of load balancers asks for its first page
+// while the size of a load balancer is not known: OCI lists them whole,
+// with every backend, half a megabyte each on 5,000 Nodes.
+const lbFirstPage = 10
 
 // Endpoints are the base URLs of OCI's services.
 type Endpoints struct {
@@ -119,9 +127,12 @@ type gateway struct {
 	writeBurst int
 	// pageSize is the limit a listing asks for (listLimit; smaller in tests).
 	pageSize int
-	// pageLimits are the smaller limits of the listings (by path) whose
-	// pages were beyond the response limit at pageSize (pageLimit).
+	// pageLimits are the limits of the listings (by path) that keep their
+	// pages near pageBytes (fit), or under the response limit (pageLimit).
 	pageLimits sync.Map
+	// pageBytes is the size pages are fitted to: half the response limit
+	// (cloudapi.Config.MaxResponseBytes).
+	pageBytes int64
 	// attemptTimeout bounds one attempt of a call (0: the transport's,
 	// cloudapi.DefaultTimeout; shorter in tests of lost answers).
 	attemptTimeout time.Duration
@@ -158,7 +169,7 @@ func newGateway(ep Endpoints, creds credentials, rl *RateLimiter, now func() tim
 	if math.IsInf(limits.WriteQPS, 1) {
 		burst = unlimitedBurst
 	}
-	return &gateway{http: hc, ep: ep, pageSize: listLimit, writeBurst: burst}, nil
+	return &gateway{http: hc, ep: ep, pageSize: listLimit, pageBytes: cloudapi.DefaultMaxResponseBytes / 2, writeBurst: burst}, nil
 }
 
 // unlimitedBurst stands for the write burst when the limit is disabled.
@@ -245,10 +256,18 @@ func (g *gateway) do(ctx context.Context, service, method, base, path string, qu
 		return resp.Header, nil
 	}
 	// The body is bounded by the transport (cloudapi.Config.MaxResponseBytes).
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := decodeAnswer(counted(ctx, resp.Body), out); err != nil {
 		return resp.Header, fmt.Errorf("decoding OCI's answer to %s %s: %w", method, operationPath(path), err)
 	}
 	return resp.Header, nil
+}
+
+// decodeAnswer decodes an answer's body into out as it is read (a
+// listing's page is megabytes: a backend set decodes its backends one at a
+// time, BackendSet.UnmarshalJSONFrom), with encoding/json's rules but for
+// one: a value is not read whole to be checked before it is decoded.
+func decodeAnswer(body io.Reader, out any) error {
+	return jsonv2.UnmarshalRead(body, out, jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
 }
 
 // workloadTooKey marks a call outside the load balancer APIs that a
@@ -306,7 +325,7 @@ func listing[T any](ctx context.Context, g *gateway, service, base, path string,
 	for k, v := range query {
 		q[k] = v
 	}
-	limit := g.pageLimit(path)
+	limit := g.pageLimit(path, query)
 	q.Set("limit", strconv.Itoa(limit))
 	var out []T
 	for range maxPages {
@@ -317,7 +336,8 @@ func listing[T any](ctx context.Context, g *gateway, service, base, path string,
 				Items *[]T `json:"items"`
 			}{&page}
 		}
-		h, err := g.read(ctx, service, base, path, q, into)
+		var size int64
+		h, err := g.read(countInto(ctx, &size), service, base, path, q, into)
 		if errors.Is(err, cloudapi.ErrResponseTooLarge) && limit > 1 {
 			limit = max(1, limit/4)
 			g.pageLimits.Store(path, limit)
@@ -332,20 +352,63 @@ func listing[T any](ctx context.Context, g *gateway, service, base, path string,
 		if next == "" {
 			return out, nil
 		}
+		if len(page) > 0 {
+			limit = g.fit(path, size/int64(len(page)))
+			q.Set("limit", strconv.Itoa(limit))
+		}
 		q.Set("page", next)
 	}
 	return nil, fmt.Errorf("listing %s: more than %d pages", path, maxPages)
 }
 
-// pageLimit is the limit a listing of path asks: the gateway's page size, or
-// the smaller one its pages came in under the response limit with
-// (cloudapi.Config.MaxResponseBytes). OCI's load balancers are listed whole:
-// 1,000 of them with 5,000 backends each would be half a gigabyte a page.
-func (g *gateway) pageLimit(path string) int {
+// pageLimit is the limit a listing of path asks first: the one its last
+// pages fit pageBytes with (fit) or came under the response limit with,
+// else the query's (a first page of items whose size is not known), else
+// pageSize. OCI's load balancers are listed whole: 1,000 of them on 5,000
+// Nodes would be half a gigabyte a page.
+func (g *gateway) pageLimit(path string, query url.Values) int {
 	if n, ok := g.pageLimits.Load(path); ok {
 		return n.(int)
 	}
+	if n, err := strconv.Atoi(query.Get("limit")); err == nil && n > 0 {
+		return min(n, g.pageSize)
+	}
 	return g.pageSize
+}
+
+// fit is the limit of the next pages of path that keeps them near
+// pageBytes, from an item's size in the last page; remembered.
+func (g *gateway) fit(path string, itemBytes int64) int {
+	limit := int(min(int64(g.pageSize), max(1, g.pageBytes/max(itemBytes, 1))))
+	g.pageLimits.Store(path, limit)
+	return limit
+}
+
+// countInto is ctx with the bytes of the answer's body to be counted into
+// n (counted).
+func countInto(ctx context.Context, n *int64) context.Context {
+	return context.WithValue(ctx, bodyBytesKey{}, n)
+}
+
+type bodyBytesKey struct{}
+
+// counted is body, counted into the counter of ctx (countInto) if any.
+func counted(ctx context.Context, body io.Reader) io.Reader {
+	if n, ok := ctx.Value(bodyBytesKey{}).(*int64); ok {
+		return &countingReader{r: body, n: n}
+	}
+	return body
+}
+
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += int64(n)
+	return n, err
 }
 
 // get reads the object at path.

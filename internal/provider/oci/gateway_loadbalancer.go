@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -246,6 +248,7 @@ func collection(kind string) string {
 // compartment, and displayName …).
 func (g *gateway) loadBalancers(ctx context.Context, kind string, q url.Values) ([]LB, error) {
 	service, base, version := g.api(kind)
+	q = with(maps.Clone(q), "limit", strconv.Itoa(lbFirstPage))
 	var out []LB
 	var err error
 	if kind == kindNLB {

@@ -2,6 +2,7 @@ package oci
 
 import (
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -190,6 +191,7 @@ func TestAListingBeyondTheResponseLimitIsReadInSmallerPages(t *testing.T) {
 	g.http, err = cloudapi.NewClient(cloudapi.Config{Cloud: ProviderName, AnswersJSON: true, MaxResponseBytes: 8 << 10},
 		&signingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), creds: creds, now: time.Now})
 	require.NoError(t, err)
+	g.pageBytes = 4 << 10
 	for i := range 40 {
 		e.AddMachine(fmt.Sprintf("big-%02d", i))
 	}
@@ -198,7 +200,7 @@ func TestAListingBeyondTheResponseLimitIsReadInSmallerPages(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 40, "every instance, once")
 	assert.Equal(t, "big-39", all[39].DisplayName)
-	limit := g.pageLimit(coreAPI + "/instances")
+	limit := g.pageLimit(coreAPI+"/instances", nil)
 	require.Less(t, limit, listLimit)
 
 	e.ResetCalls()
@@ -207,4 +209,38 @@ func TestAListingBeyondTheResponseLimitIsReadInSmallerPages(t *testing.T) {
 	require.Len(t, all, 40)
 	reads, _ := callCounts(e)
 	assert.Equal(t, (40+limit-1)/limit, reads, "the next listing asks %d a page at once", limit)
+}
+
+// A listing asks the first page its query says (a listing of load balancers
+// asks lbFirstPage: their size is not known), then pages sized to pageBytes
+// by the size of the items it read, and the next listing asks that at once.
+func TestAListingSizesItsPagesByTheItemsItRead(t *testing.T) {
+	e := startEmulator(t)
+	g := gatewayOf(t, e)
+	f := e.Fixture()
+	for i := range 60 {
+		e.AddMachine(fmt.Sprintf("sized-%02d", i))
+	}
+	one, err := list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", with(inCompartment(f.CompartmentID), "limit", "1"))
+	require.NoError(t, err)
+	require.Len(t, one, 60)
+	item, err := json.Marshal(one[0])
+	require.NoError(t, err)
+	g.pageLimits.Clear()
+	g.pageBytes = int64(12 * len(item))
+
+	e.ResetCalls()
+	all, err := list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", with(inCompartment(f.CompartmentID), "limit", "5"))
+	require.NoError(t, err)
+	require.Len(t, all, 60, "every instance, once")
+	limit := g.pageLimit(coreAPI+"/instances", nil)
+	assert.InDelta(t, 12, limit, 4, "pages of about pageBytes (the emulator's items are larger than the fields decoded)")
+	reads, _ := callCounts(e)
+	assert.Equal(t, 1+(55+limit-1)/limit, reads, "the first page of 5, then %d a page", limit)
+
+	e.ResetCalls()
+	_, err = list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", with(inCompartment(f.CompartmentID), "limit", "5"))
+	require.NoError(t, err)
+	reads, _ = callCounts(e)
+	assert.Equal(t, (60+limit-1)/limit, reads, "the next listing asks %d a page at once", limit)
 }

@@ -1,12 +1,19 @@
 package oci
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 )
@@ -43,6 +50,97 @@ func (bs *BackendSet) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// UnmarshalJSONFrom decodes a backend set from a stream (a listing's
+// page): its backends are read one at a time into their digest, so the
+// backends of a set beyond lbcycle.MembersKept are never held.
+func (bs *BackendSet) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() == 'n' {
+		_, err := dec.ReadToken()
+		return err
+	}
+	if _, err := dec.ReadToken(); err != nil { // {
+		return err
+	}
+	var rest bytes.Buffer
+	others := jsontext.NewEncoder(&rest)
+	if err := others.WriteToken(jsontext.BeginObject); err != nil {
+		return err
+	}
+	var backends []Backend
+	var d backendDigest
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		if !strings.EqualFold(name.String(), "backends") {
+			if err := copyMember(dec, others, name); err != nil {
+				return err
+			}
+			continue
+		}
+		if backends, err = decodeBackends(dec, &d); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // }
+		return err
+	}
+	if err := others.WriteToken(jsontext.EndObject); err != nil {
+		return err
+	}
+	type plain BackendSet
+	if err := json.Unmarshal(rest.Bytes(), (*plain)(bs)); err != nil {
+		return err
+	}
+	bs.Backends, bs.Many = backends, nil
+	if d.n > lbcycle.MembersKept {
+		m := d.many()
+		bs.Many = &m
+	}
+	return nil
+}
+
+// copyMember copies the member named name from dec to enc.
+func copyMember(dec *jsontext.Decoder, enc *jsontext.Encoder, name jsontext.Token) error {
+	if err := enc.WriteToken(name); err != nil {
+		return err
+	}
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	return enc.WriteValue(v)
+}
+
+// decodeBackends reads a backends array from dec into d, and returns them
+// while they are at most lbcycle.MembersKept.
+func decodeBackends(dec *jsontext.Decoder, d *backendDigest) ([]Backend, error) {
+	if dec.PeekKind() == 'n' {
+		_, err := dec.ReadToken()
+		return nil, err
+	}
+	if _, err := dec.ReadToken(); err != nil { // [
+		return nil, err
+	}
+	kept := []Backend{} // as encoding/json: [] is not null
+	for dec.PeekKind() != ']' {
+		var b Backend
+		if err := jsonv2.UnmarshalDecode(dec, &b); err != nil {
+			return nil, err
+		}
+		d.add(&b)
+		switch {
+		case d.n <= lbcycle.MembersKept:
+			kept = append(kept, b)
+		case kept != nil:
+			kept = nil
+		}
+	}
+	_, err := dec.ReadToken() // ]
+	return kept, err
+}
+
 // MarshalJSON encodes a backend set; one listed as ManyBackends is refused:
 // its backends are not there to send.
 func (bs BackendSet) MarshalJSON() ([]byte, error) {
@@ -55,18 +153,63 @@ func (bs BackendSet) MarshalJSON() ([]byte, error) {
 
 // digestBackends is backends as ManyBackends.
 func digestBackends(backends []Backend) ManyBackends {
-	ids := make([]string, len(backends))
-	var ports []int
-	for i, b := range backends {
-		ids[i] = backendID(b)
-		if !slices.Contains(ports, b.Port) {
-			ports = append(ports, b.Port)
-		}
+	var d backendDigest
+	for i := range backends {
+		d.add(&backends[i])
 	}
-	slices.Sort(ids)
-	slices.Sort(ports)
-	keys := backendKeys(BackendSet{Backends: backends})
-	return ManyBackends{Count: len(backends), IDs: lbcycle.Digest(ids), Keys: lbcycle.Digest(keys), Ports: ports}
+	return d.many()
+}
+
+// backendDigest digests backends one at a time, in any order: each
+// backend's identity and key are hashed (maphash, this process's seeds:
+// the digests are compared within it, never kept) and the hashes summed,
+// so a listing's backends are digested as they are decoded, none kept.
+type backendDigest struct {
+	n         int
+	ids, keys [2]uint64
+	ports     []int
+	buf       []byte
+}
+
+var digestSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func (d *backendDigest) add(b *Backend) {
+	d.n++
+	if !slices.Contains(d.ports, b.Port) {
+		d.ports = append(d.ports, b.Port)
+	}
+	d.buf = appendBackendID(d.buf[:0], b)
+	sum(&d.ids, d.buf)
+	d.buf = appendBackendFields(append(d.buf, 0), b)
+	sum(&d.keys, d.buf)
+}
+
+func sum(acc *[2]uint64, b []byte) {
+	for i, seed := range digestSeeds {
+		acc[i] += maphash.Bytes(seed, b)
+	}
+}
+
+func (d *backendDigest) many() ManyBackends {
+	hex := func(v [2]uint64) string { return fmt.Sprintf("%016x%016x", v[0], v[1]) }
+	return ManyBackends{Count: d.n, IDs: hex(d.ids), Keys: hex(d.keys), Ports: slices.Sorted(slices.Values(d.ports))}
+}
+
+// appendBackendID is backendID's bytes: address, port and instance.
+func appendBackendID(buf []byte, b *Backend) []byte {
+	buf = append(buf, b.IPAddress...)
+	buf = strconv.AppendInt(append(buf, 0), int64(b.Port), 10)
+	return append(append(buf, 0), b.TargetID...)
+}
+
+// appendBackendFields is backendFields' got side as bytes: the weight and
+// each state, an LB's and an NLB's names read as one.
+func appendBackendFields(buf []byte, b *Backend) []byte {
+	buf = strconv.AppendInt(buf, int64(b.Weight), 10)
+	for _, state := range [][2]*bool{{b.Drain, b.IsDrain}, {b.Backup, b.IsBackup}, {b.Offline, b.IsOffline}} {
+		buf = strconv.AppendBool(append(buf, 0), isTrue(state[0]) || isTrue(state[1]))
+	}
+	return buf
 }
 
 // backendsOfSet is bs's backends as ManyBackends, digested when listed one

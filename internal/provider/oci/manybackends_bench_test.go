@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -33,7 +34,7 @@ func BenchmarkDecodeAListingPage(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		var out []LB
-		if err := json.Unmarshal(data, &out); err != nil {
+		if err := decodeAnswer(bytes.NewReader(data), &out); err != nil {
 			b.Fatal(err)
 		}
 		if out[0].BackendSets["TCP-80"].Many == nil {
