@@ -672,6 +672,9 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, st
 		return c.failed(ctx, svc, st, err, ReasonSyncFailed, "Error syncing load balancer")
 	}
 	st.progress, st.problem, st.failures, st.background = "", "", 0, false
+	if sameStatus(&svc.Status.LoadBalancer, status) {
+		status = svc.Status.LoadBalancer.DeepCopy() // as stored: nothing to write
+	}
 	wasReady := isReady(svc) && servicehelper.LoadBalancerStatusEqual(&svc.Status.LoadBalancer, status)
 	msg := "Serving " + describe(status)
 	if err := c.patch(ctx, svc, func(s *v1.Service) {

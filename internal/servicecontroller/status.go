@@ -64,6 +64,26 @@ func failedConditions(svc *v1.Service, reason, msg string) []condition {
 func hasIngress(svc *v1.Service) bool { return len(svc.Status.LoadBalancer.Ingress) > 0 }
 
 // isReady: the Service's Ready condition is True for its current generation.
+// sameStatus says whether a and b are the same load balancer status once
+// defaulted as the apiserver stores it: an address's ipMode is VIP unless
+// set (the LoadBalancerIPMode feature, on since Kubernetes 1.30). A cloud
+// says none for VIP: compared as they are, every Service would read as
+// changed on a new leader's first pass, and be written again.
+func sameStatus(a, b *v1.LoadBalancerStatus) bool {
+	return servicehelper.LoadBalancerStatusEqual(withIPMode(a), withIPMode(b))
+}
+
+func withIPMode(st *v1.LoadBalancerStatus) *v1.LoadBalancerStatus {
+	out := st.DeepCopy()
+	for i, ing := range out.Ingress {
+		if ing.IP != "" && ing.IPMode == nil {
+			vip := v1.LoadBalancerIPModeVIP
+			out.Ingress[i].IPMode = &vip
+		}
+	}
+	return out
+}
+
 func isReady(svc *v1.Service) bool {
 	c := meta.FindStatusCondition(svc.Status.Conditions, ConditionReady)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == svc.Generation

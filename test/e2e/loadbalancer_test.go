@@ -154,6 +154,10 @@ func TestLoadBalancerIPsSurviveARestartOfTheCCM(t *testing.T) {
 	assert.Equal(t, "127.1.24.9", ips["two"].String(), "a requested free address in the pool is honoured")
 	assert.Len(t, map[netip.Addr]bool{ips["one"]: true, ips["two"]: true, ips["three"]: true}, 3, "distinct addresses")
 
+	versions := map[string]string{}
+	for name := range ips {
+		versions[name] = getService(t, ns, name).ResourceVersion
+	}
 	ccm.Stop()
 	for _, ip := range ips {
 		require.NoError(t, devenv.Poll(waitShort, tick, func() error {
@@ -176,6 +180,9 @@ func TestLoadBalancerIPsSurviveARestartOfTheCCM(t *testing.T) {
 	ip4 := waitIngressIP(t, ns, "four")
 	for name, ip := range ips {
 		assert.NotEqual(t, ip, ip4, "four must not get %s's address", name)
+		// Its status as the cloud says it (no ipMode: VIP) is the one stored
+		// (ipMode defaulted to VIP): nothing to write.
+		assert.Equal(t, versions[name], getService(t, ns, name).ResourceVersion, "%s is not written again by the restarted CCM", name)
 	}
 	// Release everything while this CCM still runs (cleanups run after its Stop).
 	for _, name := range []string{"one", "two", "three", "four"} {

@@ -55,9 +55,10 @@ const lostCreateWindow = 60 * time.Second
 // with body and the Service's salt for it: at most 64 characters, OCI's
 // bound.
 func retryToken(uid types.UID, what, salt string, body any) string {
-	b, _ := json.Marshal(body)
-	sum := sha256.Sum256([]byte(fmt.Sprintf("overcast\x00%s\x00%s\x00%s\x00%s", uid, what, salt, b)))
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	fmt.Fprintf(h, "overcast\x00%s\x00%s\x00%s\x00", uid, what, salt)
+	_ = json.NewEncoder(h).Encode(body) // a body of 5,000 backends: not copied thrice
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // tokenSalts make a create's token stable only while it is retried: by

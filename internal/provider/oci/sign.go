@@ -81,7 +81,7 @@ func (t *signingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
 		var err error
-		body, err = io.ReadAll(req.Body)
+		body, err = readBody(req)
 		_ = req.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("reading the request's body to sign it: %w", err)
@@ -108,6 +108,17 @@ func (t *signingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 	}
 	return resp, err
+}
+
+// readBody reads req's body whole, in one allocation when its length is
+// known (a body of 5,000 backends is half a megabyte).
+func readBody(req *http.Request) ([]byte, error) {
+	if req.ContentLength <= 0 {
+		return io.ReadAll(req.Body)
+	}
+	body := make([]byte, req.ContentLength)
+	_, err := io.ReadFull(req.Body, body)
+	return body, err
 }
 
 // hasSignedBody says whether a method's body is signed.
