@@ -144,6 +144,16 @@ type MemberUpdater[S, L any] interface {
 	UpdateMembers(ctx context.Context, svc *v1.Service, spec S, lb LB[L]) (progress string, ok bool, err error)
 }
 
+// MembersLister is a MemberUpdater whose members path may take its load
+// balancer from an older shared listing than Listed allows: where a listing
+// is long (OCI lists every load balancer whole, every backend in it: tens
+// of seconds at 2,000 × 5,000), waiting for a fresh one on each Node change
+// holds every worker; the update sends the members whole, so an older
+// listing costs at most a write.
+type MembersLister[L any] interface {
+	ListedForMembers(ctx context.Context, svc *v1.Service) (LB[L], bool, error)
+}
+
 // DriftChecker is a cloud that finds more drift in a Ready load balancer of the
 // shared listing than the cycle does (which finds it gone, Failed or another):
 // a missing listener, an address moved. It reads shared listings only.
@@ -249,7 +259,11 @@ func (c *Cycle[S, L]) updateMembers(ctx context.Context, mu MemberUpdater[S, L],
 	if !has || rec.Config != fp.Config || rec.Members == fp.Members {
 		return false, nil
 	}
-	lb, found, err := c.cloud.Listed(ctx, svc)
+	listed := c.cloud.Listed
+	if ml, ok := c.cloud.(MembersLister[L]); ok {
+		listed = ml.ListedForMembers
+	}
+	lb, found, err := listed(ctx, svc)
 	if err != nil {
 		return false, nil //nolint:nilerr // the whole cycle reads again and reports it
 	}

@@ -358,6 +358,32 @@ func TestUpdateChangesMembersAloneWhenOnlyNodesChanged(t *testing.T) {
 	}
 }
 
+// membersScript is a script whose members path reads its own listing
+// (MembersLister).
+type membersScript struct{ script }
+
+func (s *membersScript) ListedForMembers(context.Context, *v1.Service) (LB[string], bool, error) {
+	s.ran = append(s.ran, "listed for members")
+	return *s.listed, true, nil
+}
+
+// A cloud that lists for its members path its own way (an older listing
+// allowed) is read that way on a Node change, and Listed as before on any
+// other pass.
+func TestTheMembersPathReadsTheCloudsListingForMembers(t *testing.T) {
+	cloud := membersScript{script{spec: Fingerprint{Config: "c1", Members: "m2"}, listed: ready, memberOK: true, publish: true}}
+	records := converged("lb1")
+	c := New[string, string](&cloud, records, Options{})
+	require.NoError(t, c.UpdateLoadBalancer(t.Context(), "kubernetes", service, nil))
+	assert.Equal(t, []string{"listed for members", "members"}, cloud.ran)
+	assert.Equal(t, "m2", records[service.UID].Members)
+
+	cloud.ran = nil
+	_, err := c.EnsureLoadBalancer(t.Context(), "kubernetes", service, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"listed", "published"}, cloud.ran)
+}
+
 func TestAConvergedLoadBalancerIsWalkedOnceAFullCheckIsDue(t *testing.T) {
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	cloud := script{spec: fp, listed: ready, found: ready, publish: true}

@@ -26,6 +26,9 @@ const (
 	createPoll        = 500 * time.Millisecond
 	fullCheckInterval = time.Hour
 	listingMaxAge     = 60 * time.Second
+	// membersListingAge is how old a listing a members update may start
+	// from (ListedForMembers): the drift period's listings keep it younger.
+	membersListingAge = 10 * time.Minute
 	listingMinMiss    = 10 * time.Second
 )
 
@@ -39,6 +42,7 @@ var (
 	_ lbcycle.Pacer                     = steps{}
 	_ lbcycle.DriftChecker[LB]          = steps{}
 	_ lbcycle.MemberUpdater[lbSpec, LB] = steps{}
+	_ lbcycle.MembersLister[LB]         = steps{}
 )
 
 func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, LB] {
@@ -72,11 +76,21 @@ func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.
 }
 
 func (s steps) Listed(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
+	return s.listedAs(ctx, svc, listingMaxAge)
+}
+
+// ListedForMembers is Listed from a shared listing up to membersListingAge
+// old (lbcycle.MembersLister).
+func (s steps) ListedForMembers(ctx context.Context, svc *v1.Service) (ociLB, bool, error) {
+	return s.listedAs(ctx, svc, membersListingAge)
+}
+
+func (s steps) listedAs(ctx context.Context, svc *v1.Service, age time.Duration) (ociLB, bool, error) {
 	ctx, err := s.as(ctx, svc)
 	if err != nil {
 		return ociLB{}, false, err
 	}
-	lb, found, err := s.listed(ctx, svc, kindOf(svc))
+	lb, found, err := s.listedWithin(ctx, svc, kindOf(svc), age)
 	if err != nil || !found {
 		return ociLB{}, false, err
 	}

@@ -23,10 +23,15 @@ func newListing(c *Cloud, kind string) *snapshot.Snapshot[LB] {
 // listed is the Service's load balancer of a kind in the shared listing;
 // read by its name as its workload for a Service that names one.
 func (c *Cloud) listed(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
+	return c.listedWithin(ctx, svc, kind, listingMaxAge)
+}
+
+// listedWithin is listed from a shared listing at most age old.
+func (c *Cloud) listedWithin(ctx context.Context, svc *v1.Service, kind string, age time.Duration) (LB, bool, error) {
 	if _, ok := workloadOf(ctx); ok {
 		return c.byName(ctx, svc, kind)
 	}
-	return c.listings[kind].Get(ctx, "name/"+nameOf(svc, kind))
+	return c.listings[kind].GetWithin(ctx, "name/"+nameOf(svc, kind), age)
 }
 
 // listedFresh is listed from a shared listing made at most freshWithin ago.
