@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
@@ -126,7 +125,7 @@ func decodeBackends(dec *jsontext.Decoder, d *backendDigest) ([]Backend, error) 
 	kept := []Backend{} // as encoding/json: [] is not null
 	for dec.PeekKind() != ']' {
 		var b Backend
-		if err := jsonv2.UnmarshalDecode(dec, &b); err != nil {
+		if err := decodeBackend(dec, &b); err != nil {
 			return nil, err
 		}
 		d.add(&b)
@@ -136,6 +135,9 @@ func decodeBackends(dec *jsontext.Decoder, d *backendDigest) ([]Backend, error) 
 		case kept != nil:
 			kept = nil
 		}
+	}
+	for i := range kept {
+		own(&kept[i])
 	}
 	_, err := dec.ReadToken() // ]
 	return kept, err
