@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -59,7 +59,9 @@ func backendSeeds() []string {
 		`null`, `{}`, `[]`, `"x"`, `{"port": 1, "port": 2}`, `{"port": 1`, `{"port" 1}`, `{"ipAddress": "\ud800"}`)
 }
 
-func hexOf(c byte) string { return strings.ToUpper(string("0123456789abcdef"[c>>4]) + string("0123456789abcdef"[c&15])) }
+func hexOf(c byte) string {
+	return strings.ToUpper(string("0123456789abcdef"[c>>4]) + string("0123456789abcdef"[c&15]))
+}
 
 // The listing's backend decoder reads a backend as encoding/json does:
 // what encoding/json decodes, it decodes the same; what encoding/json
