@@ -145,12 +145,32 @@ func decodeInt(v jsontext.Value, into *int) error {
 	if v.Kind() != '0' {
 		return fmt.Errorf("%s is not a number", v)
 	}
+	if n, ok := smallInt(v); ok {
+		*into = n
+		return nil
+	}
 	n, err := strconv.ParseInt(string(v), 10, 0)
 	if err != nil {
 		return fmt.Errorf("%s is not an integer", v)
 	}
 	*into = int(n)
 	return nil
+}
+
+// smallInt is v as an int when it is up to 9 digits, with no sign,
+// fraction or exponent (a port, a weight): without an allocation.
+func smallInt(v []byte) (int, bool) {
+	if len(v) == 0 || len(v) > 9 || (v[0] == '0' && len(v) > 1) {
+		return 0, false
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 var yes, no = true, false

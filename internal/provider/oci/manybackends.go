@@ -123,8 +123,9 @@ func decodeBackends(dec *jsontext.Decoder, d *backendDigest) ([]Backend, error) 
 		return nil, err
 	}
 	kept := []Backend{} // as encoding/json: [] is not null
+	var b Backend
 	for dec.PeekKind() != ']' {
-		var b Backend
+		b = Backend{}
 		if err := decodeBackend(dec, &b); err != nil {
 			return nil, err
 		}
