@@ -37,7 +37,7 @@ func decodeBackend(dec *jsontext.Decoder, b *Backend) error {
 		if err != nil {
 			return err
 		}
-		field, err := backendField(name)
+		set, err := backendField(name)
 		if err != nil {
 			return err
 		}
@@ -45,78 +45,70 @@ func decodeBackend(dec *jsontext.Decoder, b *Backend) error {
 		if err != nil {
 			return err
 		}
-		if field == "" || v.Kind() == 'n' {
+		if set == nil || v.Kind() == 'n' {
 			continue
 		}
-		if err := setBackendField(b, field, v); err != nil {
-			return fmt.Errorf("backend %s: %w", field, err)
+		if err := set(b, v); err != nil {
+			return fmt.Errorf("backend %s: %w", name, err)
 		}
 	}
 	_, err = dec.ReadToken() // }
 	return err
 }
 
-// backendFieldNames are Backend's JSON names (its tags).
-var backendFieldNames = []string{"ipAddress", "targetId", "port", "weight", "drain", "backup", "offline", "isDrain", "isBackup", "isOffline"}
+// backendSetter decodes a field of Backend, named by its JSON name (its tag).
+type backendSetter struct {
+	name string
+	set  func(*Backend, jsontext.Value) error
+}
 
-// backendField is the field a JSON name (quoted) decodes into, "" for
-// none.
-func backendField(quoted jsontext.Value) (string, error) {
-	for _, f := range backendFieldNames {
-		if string(quoted[1:len(quoted)-1]) == f { // no allocation
-			return f, nil
+// backendSetters are every field's, in Backend's order (the most frequent
+// first).
+var backendSetters = []backendSetter{
+	{"ipAddress", func(b *Backend, v jsontext.Value) error { return decodeString(v, &b.IPAddress) }},
+	{"targetId", func(b *Backend, v jsontext.Value) error { return decodeString(v, &b.TargetID) }},
+	{"port", func(b *Backend, v jsontext.Value) error { return decodeInt(v, &b.Port) }},
+	{"weight", func(b *Backend, v jsontext.Value) error { return decodeInt(v, &b.Weight) }},
+	{"drain", stateSetter(func(b *Backend) **bool { return &b.Drain })},
+	{"backup", stateSetter(func(b *Backend) **bool { return &b.Backup })},
+	{"offline", stateSetter(func(b *Backend) **bool { return &b.Offline })},
+	{"isDrain", stateSetter(func(b *Backend) **bool { return &b.IsDrain })},
+	{"isBackup", stateSetter(func(b *Backend) **bool { return &b.IsBackup })},
+	{"isOffline", stateSetter(func(b *Backend) **bool { return &b.IsOffline })},
+}
+
+// backendField is the setter of the field a JSON name (quoted) decodes
+// into; nil for none.
+func backendField(quoted jsontext.Value) (func(*Backend, jsontext.Value) error, error) {
+	for _, f := range backendSetters {
+		if string(quoted[1:len(quoted)-1]) == f.name { // no allocation
+			return f.set, nil
 		}
 	}
 	var name string
 	if err := decodeString(quoted, &name); err != nil {
-		return "", err
+		return nil, err
 	}
-	for _, f := range backendFieldNames {
-		if strings.EqualFold(name, f) {
-			return f, nil
+	for _, f := range backendSetters {
+		if strings.EqualFold(name, f.name) {
+			return f.set, nil
 		}
 	}
-	return "", nil
+	return nil, nil
 }
 
-func setBackendField(b *Backend, field string, v jsontext.Value) error {
-	switch field {
-	case "ipAddress":
-		return decodeString(v, &b.IPAddress)
-	case "targetId":
-		return decodeString(v, &b.TargetID)
-	case "port":
-		return decodeInt(v, &b.Port)
-	case "weight":
-		return decodeInt(v, &b.Weight)
-	}
-	state := backendState(b, field)
-	switch v.Kind() {
-	case 't':
-		*state = stateOf(true)
-	case 'f':
-		*state = stateOf(false)
-	default:
-		return fmt.Errorf("%s is not a boolean", v)
-	}
-	return nil
-}
-
-// backendState is b's state field of that name.
-func backendState(b *Backend, field string) **bool {
-	switch field {
-	case "drain":
-		return &b.Drain
-	case "backup":
-		return &b.Backup
-	case "offline":
-		return &b.Offline
-	case "isDrain":
-		return &b.IsDrain
-	case "isBackup":
-		return &b.IsBackup
-	default:
-		return &b.IsOffline
+// stateSetter decodes a boolean into the state field of b that field gives.
+func stateSetter(field func(*Backend) **bool) func(*Backend, jsontext.Value) error {
+	return func(b *Backend, v jsontext.Value) error {
+		switch v.Kind() {
+		case 't':
+			*field(b) = stateOf(true)
+		case 'f':
+			*field(b) = stateOf(false)
+		default:
+			return fmt.Errorf("%s is not a boolean", v)
+		}
+		return nil
 	}
 }
 
