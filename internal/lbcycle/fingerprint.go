@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"strconv"
 )
 
 // Hash makes one part of a Fingerprint: a short hash of lines, each what
@@ -32,5 +33,36 @@ func (h *Hash) sum(n int) string { return hex.EncodeToString(h.h.Sum(nil))[:n] }
 func MembersOf(members any) string {
 	h := NewHash()
 	h.Line(members)
+	return h.Members()
+}
+
+// MembersLine makes what MembersOf makes of a list of strings, a member at
+// a time without a string each: Begin each member, then Add its parts.
+type MembersLine struct {
+	b []byte
+	n int
+}
+
+// Begin starts the next member.
+func (l *MembersLine) Begin() {
+	if l.n > 0 {
+		l.b = append(l.b, ' ')
+	}
+	l.n++
+}
+
+// Add appends s to the member begun.
+func (l *MembersLine) Add(s string) { l.b = append(l.b, s...) }
+
+// AddInt appends i in decimal to the member begun.
+func (l *MembersLine) AddInt(i int) { l.b = strconv.AppendInt(l.b, int64(i), 10) }
+
+// Members is the Members part of the members added, as MembersOf's of
+// their list.
+func (l *MembersLine) Members() string {
+	h := NewHash()
+	h.h.Write([]byte{'['})
+	h.h.Write(l.b)
+	h.h.Write([]byte("]\n"))
 	return h.Members()
 }

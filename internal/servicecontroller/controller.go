@@ -135,6 +135,7 @@ type Controller struct {
 	// nodeChanges counts the Node events that may change a load balancer's
 	// members: a pass that saw it move while it worked looks again.
 	nodeChanges atomic.Uint64
+	nodeSet     nodeSet
 	recorder    record.EventRecorder
 
 	mu    sync.Mutex
@@ -261,6 +262,9 @@ func New(cloud cloudprovider.Interface, kube clientset.Interface, services corei
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*v1.Node)
 			n, ok2 := cur.(*v1.Node)
+			if !ok1 || !ok2 || !sameForLoadBalancers(o, n) {
+				c.nodeSet.changed()
+			}
 			if ok1 && ok2 && nodeChangeMatters(o, n) {
 				c.nodesChanged()
 			}
@@ -431,6 +435,7 @@ func (c *Controller) probe() {
 }
 
 func (c *Controller) nodesChanged() {
+	c.nodeSet.changed()
 	c.nodeChanges.Add(1)
 	c.nodeQueue.Add(nodesKey)
 }
@@ -459,14 +464,13 @@ func (c *Controller) processNodes(ctx context.Context) bool {
 		c.nodeQueue.Forget(key)
 		return true
 	}
-	nodes, err := eligibleNodes(c.nodes)
+	nodes, h, err := c.nodeSet.eligible(c.nodes)
 	if err != nil {
 		utilruntime.HandleError(err)
 		c.nodeQueue.AddRateLimited(key)
 		return true
 	}
 	c.nodeQueue.Forget(key)
-	h := nodeSetHash(nodes)
 	var stale []string
 	c.mu.Lock()
 	for k, st := range c.state {
@@ -628,11 +632,11 @@ func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error
 func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, st *serviceState) (time.Duration, error) {
 	logger := klog.FromContext(ctx)
 	changes := c.nodeChanges.Load()
-	nodes, err := eligibleNodes(c.nodes)
+	nodes, nodeHash, err := c.nodeSet.eligible(c.nodes)
 	if err != nil {
 		return 0, err
 	}
-	nodeHash, specHash := nodeSetHash(nodes), c.specHash(svc)
+	specHash := c.specHash(svc)
 	convergedSpec, convergedNodes := c.converged(st)
 	if convergedSpec == specHash && convergedNodes == nodeHash {
 		return 0, nil // converged, and nothing changed since

@@ -2,10 +2,14 @@ package servicecontroller
 
 import (
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 )
@@ -68,6 +72,50 @@ func eligibleNodes(lister corelisters.NodeLister) ([]*v1.Node, error) {
 		return 0
 	})
 	return out, nil
+}
+
+// nodeSet is the eligible Nodes, sorted, and their hash, listed once for each
+// change of what a load balancer reads of a Node (sameForLoadBalancers) and
+// shared by every pass until the next: at 5,000 Nodes a listing and its sort
+// cost a pass more than the rest of it. A cloud may key its work on the slice
+// (provider.NodeSetMemo): one slice is one set, and it is never written.
+type nodeSet struct {
+	gen   atomic.Uint64 // moved by every Node event a load balancer may see
+	mu    sync.Mutex
+	valid bool
+	built uint64 // gen when listed
+	nodes []*v1.Node
+	hash  uint64
+}
+
+// changed says a Node was added, deleted, or changed where a load balancer reads it.
+func (s *nodeSet) changed() { s.gen.Add(1) }
+
+// eligible is the eligible Nodes and their hash, listed again only after a change.
+func (s *nodeSet) eligible(lister corelisters.NodeLister) ([]*v1.Node, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gen := s.gen.Load()
+	if s.valid && s.built == gen {
+		return s.nodes, s.hash, nil
+	}
+	nodes, err := eligibleNodes(lister)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.valid, s.built, s.nodes, s.hash = true, gen, nodes, nodeSetHash(nodes)
+	return nodes, s.hash, nil
+}
+
+// sameForLoadBalancers says whether two versions of a Node are one to a
+// load balancer: the same metadata but for its version, the same spec and
+// the same addresses. Its conditions, capacity and the rest of its status
+// are not compared: a cloud given the Node set may see them as they were
+// at the last change that was.
+func sameForLoadBalancers(a, b *v1.Node) bool {
+	return a.Name == b.Name && a.UID == b.UID && a.DeletionTimestamp.Equal(b.DeletionTimestamp) &&
+		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
+		slices.Equal(a.Status.Addresses, b.Status.Addresses) && equality.Semantic.DeepEqual(a.Spec, b.Spec)
 }
 
 // nodeSetHash identifies a set of Nodes by what makes a load balancer change:

@@ -39,6 +39,9 @@ type Cloud struct {
 	// listings are the shared listings of the load balancers, by kind.
 	listings map[string]*snapshot.Snapshot[LB]
 	wrs      *workRequests
+	// memberSet is the members of the Node set every Service is given, by
+	// node selector (lbspec.go).
+	memberSet provider.NodeSetMemo[[]member]
 	// asks holds a place for each creation being asked for (Create), as
 	// many as the client-side write limit's burst: a hundred creations
 	// wait their turns without taking every turn ahead of the security

@@ -377,12 +377,18 @@ func (c *Cloud) memberSubnets(ctx context.Context, members []member) ([]Subnet, 
 // ("" for none of a family) and its instance.
 type member struct{ ip, ip6, instance string }
 
-// key orders and tells members apart: by IPv4 address, else IPv6.
-func (m member) key() string {
-	if m.ip != "" {
-		return m.ip
+// compareMembers orders and tells members apart: by IPv4 address, else by
+// IPv6 address after every IPv4 one.
+func compareMembers(a, b member) int {
+	switch {
+	case a.ip != "" && b.ip != "":
+		return strings.Compare(a.ip, b.ip)
+	case a.ip != "":
+		return -1
+	case b.ip != "":
+		return 1
 	}
-	return "~" + m.ip6
+	return strings.Compare(a.ip6, b.ip6)
 }
 
 // nodeIPv6 is the Node's IPv6 address an nlb's IPv6 backend takes: its

@@ -626,24 +626,15 @@ func (c *Cloud) tags(svc *v1.Service, an kindAnnotations, bad func(error)) (map[
 // addresses (and, for an nlb, their instances, as the peer names them) and
 // the ports' node ports.
 func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec, nodes []*v1.Node) error {
-	selector := labels.Everything()
+	selector, key := labels.Everything(), ""
 	sel := annotationsOf[s.kind].nodeSelector
 	if v, err := sel.NonEmptyString(svc); err == nil {
 		if selector, err = labels.Parse(v); err != nil {
 			return outcome.Invalid(fmt.Errorf("%s: %q is not a label selector: %w", sel, v, err))
 		}
+		key = selector.String()
 	}
-	var members []member
-	for _, n := range nodes {
-		if _, excluded := n.Labels[excludeFromLBsLabel]; excluded || !selector.Matches(labels.Set(n.Labels)) {
-			continue
-		}
-		if m, ok := c.memberOf(ctx, n); ok {
-			members = append(members, m)
-		}
-	}
-	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key(), b.key()) })
-	members = slices.CompactFunc(members, func(a, b member) bool { return a.key() == b.key() })
+	members := c.memberSet.Get(nodes, key, func() ([]member, bool) { return c.membersOf(ctx, nodes, selector) })
 	nodePort := map[string]int32{}
 	for _, p := range svc.Spec.Ports {
 		for _, name := range []string{fmt.Sprintf("%s-%d", p.Protocol, p.Port), fmt.Sprintf("TCP_AND_UDP-%d", p.Port)} {
@@ -661,6 +652,26 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 		s.backendSets[name] = bs
 	}
 	return nil
+}
+
+// membersOf is the Nodes the selector picks as backends, by key; false
+// when one was read from the cloud (a Node awaiting its addresses), which
+// may change while the Nodes do not.
+func (c *Cloud) membersOf(ctx context.Context, nodes []*v1.Node, selector labels.Selector) ([]member, bool) {
+	var members []member
+	keep := true
+	for _, n := range nodes {
+		if _, excluded := n.Labels[excludeFromLBsLabel]; excluded || !selector.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		keep = keep && !provider.AwaitingAddresses(n)
+		if m, ok := c.memberOf(ctx, n); ok {
+			members = append(members, m)
+		}
+	}
+	slices.SortFunc(members, func(a, b member) int { return compareMembers(a, b) })
+	members = slices.CompactFunc(members, func(a, b member) bool { return compareMembers(a, b) == 0 })
+	return members, keep
 }
 
 // memberOf is Node n as a backend: its IPv4 InternalIP (its instance's
@@ -738,15 +749,20 @@ func (s *lbSpec) configFingerprint() string {
 
 // membersFingerprint covers the backends.
 func (s *lbSpec) membersFingerprint() string {
-	var all []string
+	var line lbcycle.MembersLine // each "<set>=<ip>:<port>[/<target>]"
 	for _, name := range slices.Sorted(maps.Keys(s.backendSets)) {
 		for _, b := range s.backendSets[name].Backends {
-			m := fmt.Sprintf("%s=%s:%d", name, b.IPAddress, b.Port)
+			line.Begin()
+			line.Add(name)
+			line.Add("=")
+			line.Add(b.IPAddress)
+			line.Add(":")
+			line.AddInt(b.Port)
 			if b.TargetID != "" {
-				m += "/" + b.TargetID
+				line.Add("/")
+				line.Add(b.TargetID)
 			}
-			all = append(all, m)
 		}
 	}
-	return lbcycle.MembersOf(all)
+	return line.Members()
 }
