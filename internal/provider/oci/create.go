@@ -33,12 +33,11 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return made, err
 	}
 	nsgs := wantedNSGs(spec, front)
-	create := func(ctx context.Context) (string, error) { return s.createWhole(ctx, svc, spec, reserved, nsgs) }
 	// Busy (CREATING) until the shared listing shows it otherwise.
 	select {
 	case s.asks <- struct{}{}:
 		// A place among the creations asked for at once: asked now.
-		wr, err := create(ctx)
+		wr, err := s.createWhole(ctx, svc, spec, reserved, nsgs)
 		<-s.asks
 		if err != nil {
 			return "", err
@@ -54,6 +53,12 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	// its next look tells how that went.
 	s.wrs.start(svc, spec.kind, "", whatCreate)
 	logger := klog.FromContext(ctx)
+	waiting := spec.withoutBackends()
+	create := func(ctx context.Context) (string, error) {
+		spec := waiting
+		spec.fillBackends()
+		return s.createWhole(ctx, svc, spec, reserved, nsgs)
+	}
 	go func() {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createAskTimeout)
 		defer cancel()

@@ -96,6 +96,11 @@ type lbSpec struct {
 	// ipv are the IP families asked for and the versions serving them
 	// (ipfamilies.go).
 	ipv ipVersions
+	// members are the Nodes backing it (shared with every Service on the
+	// same Nodes: never written) and nodePorts each backend set's port:
+	// what its backends are made of (fillBackends).
+	members   []member
+	nodePorts map[string]int32
 }
 
 // unsupported are the annotations this CCM does not serve yet, by kind: a
@@ -647,11 +652,30 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 	if err := c.serveFamilies(ctx, s, members); err != nil {
 		return err
 	}
+	s.members, s.nodePorts = members, nodePort
+	s.fillBackends()
+	return nil
+}
+
+// fillBackends makes each backend set's backends of the members.
+func (s *lbSpec) fillBackends() {
 	for name, bs := range s.backendSets {
-		bs.Backends = backendsOf(s.kind, bs.IPVersion, members, int(nodePort[strings.TrimSuffix(name, ipv6Suffix)]))
+		bs.Backends = backendsOf(s.kind, bs.IPVersion, s.members, int(s.nodePorts[strings.TrimSuffix(name, ipv6Suffix)]))
 		s.backendSets[name] = bs
 	}
-	return nil
+}
+
+// withoutBackends is s with its backend sets' backends left out, to be made
+// again by fillBackends: what a creation waiting its turn holds (at 5,000
+// Nodes a backend set is most of a megabyte, and a burst of Services waits).
+func (s lbSpec) withoutBackends() lbSpec {
+	sets := make(map[string]BackendSet, len(s.backendSets))
+	for name, bs := range s.backendSets {
+		bs.Backends = nil
+		sets[name] = bs
+	}
+	s.backendSets = sets
+	return s
 }
 
 // membersOf is the Nodes the selector picks as backends, by key; false

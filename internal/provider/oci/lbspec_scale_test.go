@@ -2,6 +2,7 @@ package oci
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,26 +12,34 @@ import (
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 )
 
-// BenchmarkASpecOn5000Nodes is one pass's spec of a Service on 5,000
-// Nodes: what a restart pays for each Service (no call to the cloud).
-func BenchmarkASpecOn5000Nodes(b *testing.B) {
+// cloudOfNodes is a cloud (on an emulator not served: no call is made) and
+// n Nodes with addresses.
+func cloudOfNodes(tb testing.TB, n int) (*Cloud, []*v1.Node) {
+	tb.Helper()
 	e, err := emulator.New(emulator.Options{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	cfg, err := Read(strings.NewReader(e.CloudConfig()))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	c, err := New(cfg)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	c.Cluster.Set("cluster-uid")
-	nodes := make([]*v1.Node, 5000)
+	nodes := make([]*v1.Node, n)
 	for i := range nodes {
 		nodes[i] = nodeAt(fmt.Sprintf("node-%04d", i), fmt.Sprintf("ocid1.instance.oc1.iad.node%04d", i), fmt.Sprintf("10.0.%d.%d", i/250, i%250+1))
 	}
+	return c, nodes
+}
+
+// BenchmarkASpecOn5000Nodes is one pass's spec of a Service on 5,000
+// Nodes: what a restart pays for each Service (no call to the cloud).
+func BenchmarkASpecOn5000Nodes(b *testing.B) {
+	c, nodes := cloudOfNodes(b, 5000)
 	svc := lbSvc("web", "uid-1", 30080)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -62,5 +71,35 @@ func TestTheMembersFingerprintIsTheOneRecordedBefore(t *testing.T) {
 	}
 	if got, want := s.membersFingerprint(), lbcycle.MembersOf(before); got != want {
 		t.Fatalf("members fingerprint %s, recorded before as %s", got, want)
+	}
+}
+
+// A creation waiting its turn holds its spec without backends, and makes
+// them again when it asks: the same spec, for either kind.
+func TestASpecWithoutItsBackendsIsMadeWholeAgain(t *testing.T) {
+	c, nodes := cloudOfNodes(t, 300)
+	for _, kind := range []string{kindLB, kindNLB} {
+		svc := lbSvc("web-"+kind, "uid-"+kind, 30080)
+		svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Protocol: v1.ProtocolTCP, Port: 443, NodePort: 30443})
+		if kind == kindNLB {
+			svc.Annotations = map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}
+		}
+		spec, _, err := (steps{c}).Spec(t.Context(), "kubernetes", svc, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.kind != kind {
+			t.Fatalf("built a %s for %s", spec.kind, kind)
+		}
+		light := spec.withoutBackends()
+		for name, bs := range light.backendSets {
+			if len(bs.Backends) != 0 || len(spec.backendSets[name].Backends) != 300 {
+				t.Fatalf("%s: set %s: %d backends left out of %d", kind, name, len(bs.Backends), len(spec.backendSets[name].Backends))
+			}
+		}
+		light.fillBackends()
+		if !reflect.DeepEqual(light, spec) {
+			t.Fatalf("%s: made again, the spec differs", kind)
+		}
 	}
 }
