@@ -77,6 +77,9 @@ type Cloud struct {
 	// memberSets are the member sets lately wanted, to know the one before
 	// a Node change (members.go).
 	memberSets provider.MemberSets
+	// memberSet is the members of the Node set every Service is given
+	// (lbspec.go).
+	memberSet provider.NodeSetMemo[machinesOf]
 	// tagSettle is how old an untagged address must be to be taken up
 	// (tagSettle; tests shorten it).
 	tagSettle time.Duration

@@ -269,8 +269,30 @@ func firstSet(lists ...[]string) []string {
 }
 
 // resolveMembers finds the eligible Nodes' machines (from the shared listing)
-// and their guest network. A Node whose machine is not known yet is left out.
+// and their guest network, once for a Node set (every Service on it shares
+// them). A Node whose machine is not known yet is left out.
 func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec, nodes []*v1.Node) error {
+	m := c.memberSet.Get(nodes, "", func() (machinesOf, bool) {
+		m := c.machinesOf(ctx, nodes)
+		return m, m.err == nil && m.certain
+	})
+	s.members, s.network = m.members, m.network
+	return m.err
+}
+
+// machinesOf is what a Node set is as members: its machines, sorted, and
+// their one guest network, or the error that refuses them.
+type machinesOf struct {
+	members []string
+	network string
+	err     error
+	// certain: every Node's machine was found by its id (not by its
+	// name, nor missing), so that the Node set alone decides it.
+	certain bool
+}
+
+func (c *Cloud) machinesOf(ctx context.Context, nodes []*v1.Node) machinesOf {
+	out := machinesOf{certain: true}
 	networks := map[string][]string{}
 	for _, n := range nodes {
 		id, err := providerid.ParseCloudStack(n.Spec.ProviderID)
@@ -280,28 +302,36 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec, nodes []*v1.Node)
 		}
 		key := "id/" + id
 		if id == "" {
-			key = "name/" + shortName(n.Name)
+			key, out.certain = "name/"+shortName(n.Name), false
 		}
 		m, found, err := c.machines.Get(ctx, key)
 		if err != nil {
-			return err
+			return machinesOf{err: err}
 		}
 		if !found {
 			klog.FromContext(ctx).V(2).Info("Leaving out a Node whose virtual machine is not known", "node", n.Name)
+			out.certain = false
 			continue
 		}
-		s.members = append(s.members, m.ID)
+		out.members = append(out.members, m.ID)
 		if net := defaultNetwork(m); net != "" {
 			networks[net] = append(networks[net], n.Name)
 		}
 	}
-	slices.Sort(s.members)
-	s.members = slices.Compact(s.members)
+	slices.Sort(out.members)
+	out.members = slices.Clip(slices.Compact(out.members))
+	out.network, out.err = oneNetwork(networks)
+	return out
+}
+
+// oneNetwork is the one guest network of the members, or the refusal of
+// members on several.
+func oneNetwork(networks map[string][]string) (string, error) {
 	switch len(networks) {
 	case 0:
 	case 1:
 		for n := range networks {
-			s.network = n
+			return n, nil
 		}
 	default:
 		var parts []string
@@ -309,11 +339,11 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec, nodes []*v1.Node)
 			parts = append(parts, fmt.Sprintf("%s (%s)", n, strings.Join(nodes, ", ")))
 		}
 		slices.Sort(parts)
-		return outcome.Refuse(outcome.ReasonUnsupportedService,
+		return "", outcome.Refuse(outcome.ReasonUnsupportedService,
 			"The Nodes are on %d guest networks: %s; a load balancer rule reaches one network: exclude the others' Nodes with the node.kubernetes.io/exclude-from-external-load-balancers label",
 			len(networks), strings.Join(parts, "; "))
 	}
-	return nil
+	return "", nil
 }
 
 // defaultNetwork is the network of a machine's default NIC.
