@@ -693,7 +693,7 @@ func (c *Cloud) membersOf(ctx context.Context, nodes []*v1.Node, selector labels
 			members = append(members, m)
 		}
 	}
-	slices.SortFunc(members, func(a, b member) int { return compareMembers(a, b) })
+	slices.SortFunc(members, compareMembers)
 	members = slices.CompactFunc(members, func(a, b member) bool { return compareMembers(a, b) == 0 })
 	return members, keep
 }
