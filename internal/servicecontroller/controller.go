@@ -158,6 +158,9 @@ type serviceState struct {
 	// not converged, or drift found since).
 	spec, nodes uint64
 	phase       phase
+	// ident is the Node set's nodeSetHash at the last convergence: another
+	// one is other Nodes backing the load balancer (an Event says so).
+	ident uint64
 
 	progress string // the last progress message published
 	problem  string // the last Problem published
@@ -265,7 +268,7 @@ func New(cloud cloudprovider.Interface, kube clientset.Interface, services corei
 			if !ok1 || !ok2 || !sameForLoadBalancers(o, n) {
 				c.nodeSet.changed()
 			}
-			if ok1 && ok2 && nodeChangeMatters(o, n) {
+			if ok1 && ok2 && (nodeChangeMatters(o, n) || membersMayMove(o, n)) {
 				c.nodesChanged()
 			}
 		},
@@ -474,7 +477,7 @@ func (c *Controller) processNodes(ctx context.Context) bool {
 	var stale []string
 	c.mu.Lock()
 	for k, st := range c.state {
-		if st.spec != 0 && st.nodes != h {
+		if st.spec != 0 && st.nodes != h.view {
 			stale = append(stale, k)
 		}
 	}
@@ -638,7 +641,7 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, st
 	}
 	specHash := c.specHash(svc)
 	convergedSpec, convergedNodes := c.converged(st)
-	if convergedSpec == specHash && convergedNodes == nodeHash {
+	if convergedSpec == specHash && convergedNodes == nodeHash.view {
 		return 0, nil // converged, and nothing changed since
 	}
 	// The finalizer first: a Service must not go before what was built for it.
@@ -689,7 +692,11 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, st
 		c.setConverged(st, 0, 0, phaseFailed)
 		return 0, fmt.Errorf("writing the load balancer status: %w", err)
 	}
-	c.setConverged(st, specHash, nodeHash, phaseReady)
+	c.setConverged(st, specHash, nodeHash.view, phaseReady)
+	c.mu.Lock()
+	othersBack := st.ident != nodeHash.ident // not only their addresses or labels
+	st.ident = nodeHash.ident
+	c.mu.Unlock()
 	if c.nodeChanges.Load() != changes {
 		// The Node loop may have compared the Nodes with the record before
 		// this pass wrote it: look again (a no-op when the set is the same).
@@ -699,7 +706,7 @@ func (c *Controller) ensure(ctx context.Context, key string, svc *v1.Service, st
 	case !wasReady:
 		logger.Info("Load balancer ready", "ingress", describe(status), "nodes", len(nodes))
 		c.recorder.Event(svc, v1.EventTypeNormal, ReasonEnsured, "Ensured load balancer: "+msg)
-	case membersOnly:
+	case membersOnly && othersBack:
 		c.recorder.Eventf(svc, v1.EventTypeNormal, ReasonUpdatedNodes, "Updated load balancer: %d Node(s) back it", len(nodes))
 	}
 	return 0, nil

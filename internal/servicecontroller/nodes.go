@@ -85,14 +85,18 @@ type nodeSet struct {
 	valid bool
 	built uint64 // gen when listed
 	nodes []*v1.Node
-	hash  uint64
+	hash  nodeHashes
 }
+
+// nodeHashes identify a Node set: view by everything that may move a load
+// balancer's members (nodeViewHash), ident by the Nodes alone (nodeSetHash).
+type nodeHashes struct{ view, ident uint64 }
 
 // changed says a Node was added, deleted, or changed where a load balancer reads it.
 func (s *nodeSet) changed() { s.gen.Add(1) }
 
 // eligible is the eligible Nodes and their hash, listed again only after a change.
-func (s *nodeSet) eligible(lister corelisters.NodeLister) ([]*v1.Node, uint64, error) {
+func (s *nodeSet) eligible(lister corelisters.NodeLister) ([]*v1.Node, nodeHashes, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	gen := s.gen.Load()
@@ -101,9 +105,10 @@ func (s *nodeSet) eligible(lister corelisters.NodeLister) ([]*v1.Node, uint64, e
 	}
 	nodes, err := eligibleNodes(lister)
 	if err != nil {
-		return nil, 0, err
+		return nil, nodeHashes{}, err
 	}
-	s.valid, s.built, s.nodes, s.hash = true, gen, nodes, nodeSetHash(nodes)
+	s.valid, s.built, s.nodes = true, gen, nodes
+	s.hash = nodeHashes{view: nodeViewHash(nodes), ident: nodeSetHash(nodes)}
 	return nodes, s.hash, nil
 }
 
@@ -130,6 +135,38 @@ func nodeSetHash(nodes []*v1.Node) uint64 {
 		h.Write([]byte{0})
 	}
 	return h.Sum64()
+}
+
+// nodeViewHash identifies a set of Nodes by what may move a load balancer's
+// members: beyond the framework's names and provider IDs, each Node's
+// addresses (the member, where members are addresses) and labels (what a
+// Service's node selector picks). nodes are sorted by name.
+func nodeViewHash(nodes []*v1.Node) uint64 {
+	h := fnv.New64a()
+	for _, n := range nodes {
+		for _, part := range []string{n.Name, n.Spec.ProviderID} {
+			h.Write([]byte(part))
+			h.Write([]byte{0})
+		}
+		for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+			h.Write([]byte(k + "\x01" + n.Labels[k] + "\x02"))
+		}
+		for _, a := range n.Status.Addresses {
+			h.Write([]byte(string(a.Type) + "\x01" + a.Address + "\x03"))
+		}
+		h.Write([]byte{3})
+	}
+	return h.Sum64()
+}
+
+// membersMayMove says whether an update of a Node may move a load
+// balancer's members where the framework makes no sync: its addresses or
+// its labels changed. The framework's controller leaves such a member at
+// its old address, or a node selector's choice as it was, until another
+// sync; the drift check would repair it within its period, as if someone
+// had changed the load balancer.
+func membersMayMove(old, cur *v1.Node) bool {
+	return !slices.Equal(old.Status.Addresses, cur.Status.Addresses) || !maps.Equal(old.Labels, cur.Labels)
 }
 
 // nodeChangeMatters says whether an update of a Node makes load balancers sync,

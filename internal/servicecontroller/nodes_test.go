@@ -97,3 +97,32 @@ func TestNodeSetHashSeesNamesAndProviderIDsOnly(t *testing.T) {
 	assert.NotEqual(t, base, nodeSetHash([]*v1.Node{node("a"), node("b", providerID("x"))}), "a provider ID changed")
 	assert.NotEqual(t, nodeSetHash([]*v1.Node{node("ab")}), nodeSetHash([]*v1.Node{node("a", providerID("")), node("b", providerID(""))}), "names are delimited")
 }
+
+// Beyond the framework, a Node's addresses and labels move the members (an
+// address is the member where members are addresses; labels decide a node
+// selector's choice): a change of either is a sync and another view of the set.
+func TestAddressesAndLabelsMoveTheMembersAndNothingElseOfTheStatusDoes(t *testing.T) {
+	addressed := func(ip string) nodeOpt {
+		return func(n *v1.Node) { n.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}} }
+	}
+	for _, tt := range []struct {
+		name     string
+		old, cur *v1.Node
+		want     bool
+	}{
+		{"nothing changed", node("a", addressed("10.0.0.1")), node("a", addressed("10.0.0.1")), false},
+		{"an address changed", node("a", addressed("10.0.0.1")), node("a", addressed("10.0.0.2")), true},
+		{"an address added", node("a"), node("a", addressed("10.0.0.1")), true},
+		{"a label added", node("a"), node("a", otherLabel), true},
+		{"readiness", node("a"), node("a", notReady), false},
+		{"a taint", node("a"), node("a", tainted(ToBeDeletedTaint)), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, membersMayMove(tt.old, tt.cur))
+			same := nodeViewHash([]*v1.Node{tt.old}) == nodeViewHash([]*v1.Node{tt.cur})
+			assert.Equal(t, tt.want, !same, "the set's view")
+		})
+	}
+	assert.NotEqual(t, nodeViewHash([]*v1.Node{node("a", func(n *v1.Node) { n.Labels["x"] = "y=z" })}),
+		nodeViewHash([]*v1.Node{node("a", func(n *v1.Node) { n.Labels["x=y"] = "z" })}), "labels are delimited")
+}

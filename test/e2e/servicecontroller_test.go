@@ -95,10 +95,15 @@ func localLBCloud(t *testing.T, third, n int) *lbCloud {
 // seconds as Octavia's do), a CCM on it, and n servers with Nodes.
 func openStackLBCloud(t *testing.T, third, n int) *lbCloud {
 	t.Helper()
+	return openStackLBCloudWith(t, third, n, "--load-balancer-drift-period=2s")
+}
+
+// openStackLBCloudWith is openStackLBCloud with the CCM's args.
+func openStackLBCloudWith(t *testing.T, third, n int, args ...string) *lbCloud {
+	t.Helper()
 	e := coretest.Serve(t, emulator.New(emulator.Options{ProvisioningDelay: 300 * time.Millisecond, ServeTraffic: true,
 		PrivateCIDR: fmt.Sprintf("127.0.%d.0/24", third), PublicCIDR: fmt.Sprintf("127.2.%d.0/24", third)}), nil)
-	ccm := env.StartCCM(t, framework.CCMOptions{Cloud: "openstack", CloudConfig: e.CloudConf(),
-		ExtraArgs: []string{"--load-balancer-drift-period=2s"}})
+	ccm := env.StartCCM(t, framework.CCMOptions{Cloud: "openstack", CloudConfig: e.CloudConf(), ExtraArgs: args})
 	c := &lbCloud{name: "openstack", ccm: ccm, conf: e.CloudConf()}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("os%d-node-%d", third, i)
@@ -432,6 +437,51 @@ func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 	}
 	deleteService(t, ns, "web")
 	assert.NotContains(t, ledger(t), string(svc.UID), "a deleted load balancer's entry goes")
+}
+
+// A Node's new address, and a Node entering or leaving a node selector's
+// choice, move the members at once (the framework syncs neither): not at the
+// drift check (3 minutes here), as a repair of what someone else did.
+func TestAMembersAddressAndANodeSelectorsChoiceAreFollowedAtOnce(t *testing.T) {
+	ns := namespace(t)
+	c := openStackLBCloudWith(t, 48, 3)
+	a, b, d := c.nodes[0], c.nodes[1], c.nodes[2]
+	patchNode(t, a.Name, `{"metadata":{"labels":{"pool":"x"}}}`)
+	patchNode(t, b.Name, `{"metadata":{"labels":{"pool":"x"}}}`)
+	lbService(t, ns, "web", func(s *v1.Service) {
+		s.Annotations = map[string]string{string(annotation.OpenStackNodeSelector): "pool=x"}
+	})
+	waitCondition(t, ns, "web", servicecontroller.ConditionReady, metav1.ConditionTrue, "")
+	svc := getService(t, ns, "web")
+	waitMembers := func(why string, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+			if got := c.members(t, svc); !slices.Equal(got, want) {
+				return fmt.Errorf("members %v, want %v", got, want)
+			}
+			return nil
+		}), why)
+	}
+	waitMembers("the selector's Nodes", a.IP.String(), b.IP.String())
+
+	patchNode(t, d.Name, `{"metadata":{"labels":{"pool":"x"}}}`)
+	patchNode(t, a.Name, `{"metadata":{"labels":{"pool":"y"}}}`)
+	waitMembers("one Node enters the selector's choice, one leaves", b.IP.String(), d.IP.String())
+
+	moved := "127.0.48.200"
+	_, err := env.Client.CoreV1().Nodes().Patch(t.Context(), b.Name, types.StrategicMergePatchType,
+		[]byte(`{"status":{"addresses":[{"type":"InternalIP","address":"`+moved+`"}]}}`), metav1.PatchOptions{}, "status")
+	require.NoError(t, err)
+	waitMembers("a Node's new address is its member", moved, d.IP.String())
+
+	evs, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, e := range evs.Items {
+		assert.NotEqual(t, servicecontroller.ReasonRepairing, e.Reason, "%s: the CCM's own change told as a repair", e.Message)
+	}
+	assert.Empty(t, warnings(t, ns))
+	deleteService(t, ns, "web")
 }
 
 // ledger is the members ledger's text (overcast-ccm's ConfigMap in
