@@ -104,7 +104,7 @@ func (s *devSession) startControlPlane() error {
 	}
 	s.onClose(func() { _ = devLog.Close() })
 	devenv.LogOutput = devLog
-	step("Starting etcd and kube-apiserver (the first run on a machine builds them from source: about 15 minutes on 2 cores; later runs take seconds)")
+	step("Starting etcd and kube-apiserver (the first run on a machine builds them from source: about 10 minutes on 2 cores; later runs take seconds)")
 	start := time.Now()
 	if s.env, err = devenv.Start(); err != nil {
 		return err
