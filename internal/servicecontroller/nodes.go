@@ -2,6 +2,7 @@ package servicecontroller
 
 import (
 	"hash/fnv"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -129,12 +130,17 @@ func sameForLoadBalancers(a, b *v1.Node) bool {
 func nodeSetHash(nodes []*v1.Node) uint64 {
 	h := fnv.New64a()
 	for _, n := range nodes {
-		h.Write([]byte(n.Name))
-		h.Write([]byte{0})
-		h.Write([]byte(n.Spec.ProviderID))
-		h.Write([]byte{0})
+		writeIdentity(h, n)
 	}
 	return h.Sum64()
+}
+
+// writeIdentity writes what identifies n to a load balancer: its name and
+// provider ID.
+func writeIdentity(h io.Writer, n *v1.Node) {
+	for _, part := range []string{n.Name, n.Spec.ProviderID} {
+		_, _ = h.Write([]byte(part + "\x00"))
+	}
 }
 
 // nodeViewHash identifies a set of Nodes by what may move a load balancer's
@@ -144,10 +150,7 @@ func nodeSetHash(nodes []*v1.Node) uint64 {
 func nodeViewHash(nodes []*v1.Node) uint64 {
 	h := fnv.New64a()
 	for _, n := range nodes {
-		for _, part := range []string{n.Name, n.Spec.ProviderID} {
-			h.Write([]byte(part))
-			h.Write([]byte{0})
-		}
+		writeIdentity(h, n)
 		for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
 			h.Write([]byte(k + "\x01" + n.Labels[k] + "\x02"))
 		}

@@ -391,12 +391,7 @@ func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 	}
 	waitMembers := func(want []string, why string) {
 		t.Helper()
-		require.NoError(t, devenv.Poll(waitLong, tick, func() error {
-			if got := c.members(t, svc); !slices.Equal(got, want) {
-				return fmt.Errorf("members %v, want %v", got, want)
-			}
-			return nil
-		}), why)
+		waitForMembers(t, c, svc, want, why)
 	}
 	a, b, d := c.nodes[0], c.nodes[1], c.nodes[2]
 	waitMembers(ips(a, b, d), "every Node backs the load balancer")
@@ -439,10 +434,12 @@ func TestLoadBalancerMembersFollowNodeEligibility(t *testing.T) {
 	assert.NotContains(t, ledger(t), string(svc.UID), "a deleted load balancer's entry goes")
 }
 
-// A Node's new address, and a Node entering or leaving a node selector's
-// choice, move the members at once (the framework syncs neither): not at the
-// drift check (3 minutes here), as a repair of what someone else did.
-func TestAMembersAddressAndANodeSelectorsChoiceAreFollowedAtOnce(t *testing.T) {
+// A Node entering or leaving a node selector's choice moves the members at
+// once (the framework does not sync it): not at the drift check (3 minutes
+// here), as a repair of what someone else did. (A Node's new address is held
+// by the unit test: here the CCM's node controller puts the cloud's address
+// back every 5 s.)
+func TestANodeSelectorsChoiceIsFollowedAtOnce(t *testing.T) {
 	ns := namespace(t)
 	c := openStackLBCloudWith(t, 48, 3)
 	a, b, d := c.nodes[0], c.nodes[1], c.nodes[2]
@@ -456,24 +453,13 @@ func TestAMembersAddressAndANodeSelectorsChoiceAreFollowedAtOnce(t *testing.T) {
 	waitMembers := func(why string, want ...string) {
 		t.Helper()
 		slices.Sort(want)
-		require.NoError(t, devenv.Poll(waitLong, tick, func() error {
-			if got := c.members(t, svc); !slices.Equal(got, want) {
-				return fmt.Errorf("members %v, want %v", got, want)
-			}
-			return nil
-		}), why)
+		waitForMembers(t, c, svc, want, why)
 	}
 	waitMembers("the selector's Nodes", a.IP.String(), b.IP.String())
 
 	patchNode(t, d.Name, `{"metadata":{"labels":{"pool":"x"}}}`)
 	patchNode(t, a.Name, `{"metadata":{"labels":{"pool":"y"}}}`)
 	waitMembers("one Node enters the selector's choice, one leaves", b.IP.String(), d.IP.String())
-
-	moved := "127.0.48.200"
-	_, err := env.Client.CoreV1().Nodes().Patch(t.Context(), b.Name, types.StrategicMergePatchType,
-		[]byte(`{"status":{"addresses":[{"type":"InternalIP","address":"`+moved+`"}]}}`), metav1.PatchOptions{}, "status")
-	require.NoError(t, err)
-	waitMembers("a Node's new address is its member", moved, d.IP.String())
 
 	evs, err := env.Client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
 	require.NoError(t, err)
@@ -482,6 +468,18 @@ func TestAMembersAddressAndANodeSelectorsChoiceAreFollowedAtOnce(t *testing.T) {
 	}
 	assert.Empty(t, warnings(t, ns))
 	deleteService(t, ns, "web")
+}
+
+// waitForMembers waits until svc's load balancer on c has the members want
+// (sorted).
+func waitForMembers(t *testing.T, c *lbCloud, svc *v1.Service, want []string, why string) {
+	t.Helper()
+	require.NoError(t, devenv.Poll(waitLong, tick, func() error {
+		if got := c.members(t, svc); !slices.Equal(got, want) {
+			return fmt.Errorf("members %v, want %v", got, want)
+		}
+		return nil
+	}), why)
 }
 
 // ledger is the members ledger's text (overcast-ccm's ConfigMap in
