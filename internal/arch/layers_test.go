@@ -24,8 +24,9 @@ var layers = [][]string{
 		"internal/version", "internal/signature", "internal/emulator/core/coretest", "hack/internal/gendoc", "internal/arch"},
 	// mechanisms: the load-balancer cycle, the Service controller, the doctor's checks, the emulators' core
 	{"internal/lbcycle", "internal/servicecontroller", "internal/doctor", "internal/emulator/core", "internal/admission", "internal/dashboard"},
-	// the provider contract shared by every cloud, and each cloud's emulator
-	{"internal/provider", "internal/provider/providertest", "internal/emulator/*"},
+	// the provider contract shared by every cloud, each cloud's emulator and
+	// each cloud's API (internal/provider/<cloud>/<x>api: it knows no provider)
+	{"internal/provider", "internal/provider/providertest", "internal/emulator/*", "internal/provider/*/*api"},
 	// each cloud's provider, and what the tools know of each cloud
 	{"internal/provider/*", "internal/kit"},
 	// the registry of clouds and what works across them
@@ -38,7 +39,7 @@ var layers = [][]string{
 
 // perCloud are the patterns whose "*" is a cloud: one such package never
 // imports another cloud's.
-var perCloud = []string{"internal/provider/*", "internal/emulator/*", "test/e2e/*"}
+var perCloud = []string{"internal/provider/*", "internal/provider/*/*api", "internal/emulator/*", "test/e2e/*"}
 
 // layerOf is pkg's layer and, for a per-cloud package, its cloud ("" if
 // none), or -1.
@@ -54,7 +55,9 @@ func layerOf(pkg string) (int, string) {
 		for _, p := range l {
 			if ok, _ := path.Match(p, pkg); ok && strings.Contains(p, "*") {
 				if slices.Contains(perCloud, p) {
-					return i, path.Base(pkg)
+					// the cloud is the element the first "*" stands for
+					at := strings.Count(p[:strings.Index(p, "*")], "/")
+					return i, strings.Split(pkg, "/")[at]
 				}
 				return i, ""
 			}
@@ -139,6 +142,7 @@ func TestLayersCatchWhatTheyMust(t *testing.T) {
 	}{
 		{"internal/outcome", 0, ""},
 		{"internal/provider/oci", 3, "oci"},
+		{"internal/provider/cloudstack/csapi", 2, "cloudstack"},
 		{"internal/provider/providertest", 2, ""},
 		{"internal/emulator/openstack", 2, "openstack"},
 		{"test/e2e/openstack", 6, "openstack"},

@@ -1,7 +1,7 @@
 // Package signature is how a cloud's requests are signed where the CCM and
 // the cloud's emulator must agree byte for byte: one implementation, below
 // both, checked against the cloud's own SDK in the provider's tests
-// (internal/provider/cloudstack/wire_test.go) and against the server's rule
+// (internal/provider/cloudstack/csapi/wire_test.go) and against the server's rule
 // here.
 package signature
 

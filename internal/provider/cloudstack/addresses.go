@@ -13,17 +13,18 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // adoptAddress tags an untagged address that the Service's rules are on and
 // that the Service did not ask for by loadBalancerIP: the peer associated it,
 // and released it with the Service; so will we. true: it started to.
-func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a address) (bool, error) {
-	got, found, err := s.gw.address(ctx, a.ID)
+func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a csapi.Address) (bool, error) {
+	got, found, err := s.api.Address(ctx, a.ID)
 	if err != nil || !found || len(got.Tags) > 0 {
 		return false, err
 	}
-	job, err := s.gw.tag(ctx, "PublicIpAddress", []string{a.ID}, s.newTags(svc))
+	job, err := s.api.Tag(ctx, "PublicIpAddress", []string{a.ID}, s.newTags(svc))
 	if err != nil {
 		return false, fmt.Errorf("cannot adopt public address %s: %w", a.IP, err)
 	}
@@ -49,8 +50,8 @@ func (s steps) moveAddress(ctx context.Context, svc *v1.Service, st lbState) (st
 // by the peer's annotation) once no rule is on it; "" when there is nothing
 // to release. going: the Service's load balancer is being deleted (not
 // moved to another address).
-func (s steps) release(ctx context.Context, svc *v1.Service, a address, going bool) (string, error) {
-	if !a.addrOwnedBy(s.Cloud, svc) {
+func (s steps) release(ctx context.Context, svc *v1.Service, a csapi.Address, going bool) (string, error) {
+	if !s.addrOwnedBy(a, svc) {
 		// Another Service's, through a shared loadBalancerIP: released by the
 		// last of them, once the one it was associated for is gone.
 		gone, err := s.ownerGone(ctx, a)
@@ -62,7 +63,7 @@ func (s steps) release(ctx context.Context, svc *v1.Service, a address, going bo
 	if strings.EqualFold(a.State, "Releasing") {
 		return fmt.Sprintf("public address %s is being released", a.IP), nil
 	}
-	others, err := s.gw.rulesOn(ctx, a.ID)
+	others, err := s.api.RulesOn(ctx, a.ID)
 	if err != nil {
 		return "", err
 	}
@@ -73,7 +74,7 @@ func (s steps) release(ctx context.Context, svc *v1.Service, a address, going bo
 		klog.FromContext(ctx).Info("Keeping the public address: other rules are on it", "service", klog.KObj(svc), "address", a.IP, "rules", len(others))
 		return "", nil
 	}
-	job, err := s.gw.disassociate(ctx, a.ID)
+	job, err := s.api.Disassociate(ctx, a.ID)
 	if err != nil {
 		if isNotFound(err) {
 			return "", nil
@@ -88,7 +89,7 @@ func (s steps) release(ctx context.Context, svc *v1.Service, a address, going bo
 // ownerGone says whether the address was associated by this CCM for a
 // Service of the cluster that no longer exists (asked of the apiserver, not
 // of a cache: an address is released on this answer).
-func (c *Cloud) ownerGone(ctx context.Context, a address) (bool, error) {
+func (c *Cloud) ownerGone(ctx context.Context, a csapi.Address) (bool, error) {
 	uid := a.Tags[tagService]
 	kube := c.Kube()
 	if uid == "" || a.Tags[tagCluster] != c.Cluster.Get() || kube == nil {
@@ -108,7 +109,7 @@ func (c *Cloud) ownerGone(ctx context.Context, a address) (bool, error) {
 
 // addrOwnedBy: associated by this CCM for the Service (its tags), or by the
 // peer at the Service's request (its annotation names that address).
-func (a address) addrOwnedBy(c *Cloud, svc *v1.Service) bool {
+func (c *Cloud) addrOwnedBy(a csapi.Address, svc *v1.Service) bool {
 	if c.owns(a, svc) {
 		return true
 	}
@@ -121,12 +122,12 @@ func (a address) addrOwnedBy(c *Cloud, svc *v1.Service) bool {
 // this CCM tags the addresses it associates: the last of the Services that
 // share it then releases it, its owner gone (ownerGone), whatever the order
 // in which they go.
-func (s steps) handOver(ctx context.Context, svc *v1.Service, a address) (string, error) {
-	got, found, err := s.gw.address(ctx, a.ID)
+func (s steps) handOver(ctx context.Context, svc *v1.Service, a csapi.Address) (string, error) {
+	got, found, err := s.api.Address(ctx, a.ID)
 	if err != nil || !found || len(got.Tags) > 0 {
 		return "", err
 	}
-	job, err := s.gw.tag(ctx, "PublicIpAddress", []string{a.ID}, s.newTags(svc))
+	job, err := s.api.Tag(ctx, "PublicIpAddress", []string{a.ID}, s.newTags(svc))
 	if err != nil {
 		return "", fmt.Errorf("cannot tag public address %s for the Services that share it: %w", a.IP, err)
 	}

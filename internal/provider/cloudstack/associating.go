@@ -13,6 +13,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // CloudStack cannot tag an address as it associates it (associateIpAddress
@@ -86,11 +87,11 @@ var errNotAssociated = errors.New("no address was associated")
 // associateTagged writes the time on the Service, associates an address for
 // it (its job noted) and tags it as the Service's. tagErr is
 // the tagging's error: the address was associated, and must be given back.
-func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network, ask string) (id, job, tagJob string, tagErr, err error) {
+func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n csapi.Network, ask string) (id, job, tagJob string, tagErr, err error) {
 	if err := c.noteAssociating(ctx, svc); err != nil {
 		return "", "", "", nil, fmt.Errorf("%w: %w", errNotAssociated, err)
 	}
-	id, job, err = c.gw.associate(ctx, n, ask)
+	id, job, err = c.api.Associate(ctx, n, ask)
 	if err != nil {
 		return "", "", "", nil, err
 	}
@@ -98,7 +99,7 @@ func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n network,
 	c.tagging(id)
 	fctx, cancel := followUp(ctx)
 	defer cancel()
-	tagJob, tagErr = c.gw.tag(fctx, "PublicIpAddress", []string{id}, c.newTags(svc))
+	tagJob, tagErr = c.api.Tag(fctx, "PublicIpAddress", []string{id}, c.newTags(svc))
 	return id, job, tagJob, tagErr, nil
 }
 
@@ -135,29 +136,30 @@ const taggingMemory = 5 * time.Minute
 // has no address, for the address its interrupted association left, and
 // tags it as the Service's (false: there is none). ip, when set, is the
 // only address it can be (the Service's loadBalancerIP). An address younger
-// than c.tagSettle (tagSettle) is returned unchanged, settling (busy).
-func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) (address, bool, error) {
+// than c.tagSettle (tagSettle) is returned unchanged, with the sentence of
+// its settling (the load balancer busy meanwhile).
+func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) (csapi.Address, string, bool, error) {
 	since, ok := associatingSince(svc)
 	if !ok {
-		return address{}, false, nil
+		return csapi.Address{}, "", false, nil
 	}
 	done, err := c.takingUp.Take(ctx, "another Service's taking up of an address")
 	if err != nil {
-		return address{}, false, err
+		return csapi.Address{}, "", false, err
 	}
 	defer done()
-	all, err := c.gw.addressesTagged(ctx, nil)
+	all, err := c.api.AddressesTagged(ctx, nil)
 	if err != nil {
-		return address{}, false, err
+		return csapi.Address{}, "", false, err
 	}
-	serverNow, known := c.gw.clock.now()
+	serverNow, known := c.api.ServerNow()
 	skew := time.Until(serverNow)
 	lo, hi := since.Add(skew-clockPrecision), since.Add(skew+associatingWindow+clockPrecision)
 	if !known {
 		lo, hi = lo.Add(-associatingSlack), hi.Add(associatingSlack)
 	}
 	type candidate struct {
-		a  address
+		a  csapi.Address
 		at time.Time
 	}
 	var found []candidate
@@ -166,7 +168,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 			(!strings.EqualFold(a.State, "Allocated") && !strings.EqualFold(a.State, "Allocating")) {
 			continue
 		}
-		at, err := time.Parse(csDateLayout, a.Allocated)
+		at, err := time.Parse(csapi.DateLayout, a.Allocated)
 		if err != nil || at.Before(lo) || at.After(hi) {
 			continue
 		}
@@ -174,11 +176,11 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	}
 	// The earliest: the association that followed the time written.
 	slices.SortFunc(found, func(x, y candidate) int { return x.at.Compare(y.at) })
-	var settling *address
+	var settling *csapi.Address
 	for _, f := range found {
-		rules, err := c.gw.rulesOn(ctx, f.a.ID)
+		rules, err := c.api.RulesOn(ctx, f.a.ID)
 		if err != nil {
-			return address{}, false, err
+			return csapi.Address{}, "", false, err
 		}
 		if len(rules) > 0 {
 			continue // someone's already: an interrupted association has none
@@ -190,23 +192,29 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 			continue
 		}
 		tags := c.newTags(svc)
-		job, err := c.gw.tag(ctx, "PublicIpAddress", []string{f.a.ID}, tags)
+		job, err := c.api.Tag(ctx, "PublicIpAddress", []string{f.a.ID}, tags)
 		if err != nil {
-			return address{}, false, fmt.Errorf("cannot take up public address %s, associated for the Service and left untagged: %w", f.a.IP, err)
+			return csapi.Address{}, "", false, fmt.Errorf("cannot take up public address %s, associated for the Service and left untagged: %w", f.a.IP, err)
 		}
 		c.tagging(f.a.ID)
 		c.jobs.add(svc.UID, job, "tagging public address "+f.a.IP)
 		klog.FromContext(ctx).Info("Took up the public address an interrupted association left untagged",
 			"service", klog.KObj(svc), "address", f.a.IP, "associating", since.Format(time.RFC3339))
 		f.a.Tags = tags
-		return f.a, true, nil
+		return f.a, "", true, nil
 	}
 	if settling != nil {
 		// Its tags may be on their way: the Service waits (neither a new
 		// address nor, being deleted, letting go) until they come or not.
-		a := *settling
-		a.settling = fmt.Sprintf("waiting to see whether public address %s, untagged, gets its tags (else it is the one whose association was interrupted)", a.IP)
-		return a, true, nil
+		return *settling, fmt.Sprintf("waiting to see whether public address %s, untagged, gets its tags (else it is the one whose association was interrupted)", settling.IP), true, nil
 	}
-	return address{}, false, nil
+	return csapi.Address{}, "", false, nil
+}
+
+// followUp is the context of a call that must follow one just made whatever
+// happens to its caller (an address just associated gets its tags, or is given
+// back when they could not be put): the caller's values without its
+// cancellation, bounded on its own.
+func followUp(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 }

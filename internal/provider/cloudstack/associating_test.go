@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -175,28 +174,6 @@ func TestAnAddressWhoseTagsAreOnTheirWayIsNotTakenUp(t *testing.T) {
 	assert.Equal(t, "another-service", csTags(f.addressOf(others.Ipaddress).Tags)[tagService], "the other's untouched")
 }
 
-// The server's clock is learnt from the Date of its answers: an address's
-// allocated date is compared with the server's time, not ours.
-func TestTheServersClockIsLearntFromItsAnswers(t *testing.T) {
-	ahead := time.Now().Add(time.Hour)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Date", ahead.UTC().Format(http.TimeFormat))
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(srv.Close)
-	var clock serverClock
-	_, known := clock.now()
-	require.False(t, known)
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL, nil)
-	require.NoError(t, err)
-	resp, err := dated{next: http.DefaultTransport, clock: &clock}.RoundTrip(req)
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	now, known := clock.now()
-	require.True(t, known)
-	assert.WithinDuration(t, ahead, now, 2*time.Second)
-}
-
 // Two Services whose associations one crash interrupted, and one address
 // left: the first takes it up; the second, while the first's createTags job
 // has not run yet (the address still untagged), does not take it too, and
@@ -212,11 +189,11 @@ func TestAnAddressTakenUpIsNotTakenUpTwice(t *testing.T) {
 	require.Eventually(t, func() bool { return f.addressOf(left.Ipaddress).State == "Allocated" }, 5*time.Second, 50*time.Millisecond)
 
 	// Two workers, one after the other, before the first's rules are made.
-	got, found, err := f.c.takeUpLeftover(context.Background(), a, "")
+	got, _, found, err := f.c.takeUpLeftover(context.Background(), a, "")
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, left.Id, got.ID)
-	_, found, err = f.c.takeUpLeftover(context.Background(), b, "")
+	_, _, found, err = f.c.takeUpLeftover(context.Background(), b, "")
 	require.NoError(t, err)
 	assert.False(t, found, "its tags are being put on for the first")
 	ready := func(svc *v1.Service) *v1.LoadBalancerStatus {

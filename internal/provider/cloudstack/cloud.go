@@ -14,6 +14,7 @@
 package cloudstack
 
 import (
+	"errors"
 	"time"
 
 	"context"
@@ -24,7 +25,9 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -49,8 +52,8 @@ type Cloud struct {
 
 	name     string
 	cfg      Config
-	gw       *gateway
-	machines *snapshot.Snapshot[machine]
+	api      csapi.API
+	machines *snapshot.Snapshot[csapi.Machine]
 	listing  *snapshot.Snapshot[ruleGroup]
 	firewall *snapshot.Snapshot[addrOpenings] // the drift check's
 	acls     aclPass                          // the drift check's, in a VPC
@@ -58,13 +61,13 @@ type Cloud struct {
 	// (inventory.go).
 	ruleMachines provider.Rotation[[]string] // their member keys (machineKeys)
 	// ruleChecks are its reads of each rule's health-check policies.
-	ruleChecks provider.Rotation[[]healthCheck]
+	ruleChecks provider.Rotation[[]csapi.HealthCheck]
 	jobs       *jobs
 	// records keeps each Service's converged record in CloudStackConverged.
 	records *lbcycle.AnnotationRecords
 
 	mu       sync.Mutex
-	networks map[string]network // the guest networks, which do not change
+	networks map[string]csapi.Network // the guest networks, which do not change
 	// fresh is the address this process associated for each Service, until
 	// its openings are made: a new address has none to list.
 	fresh memo
@@ -109,16 +112,16 @@ func New(cfg Config, name string) (*Cloud, error) {
 	if err := provider.Prepare(&cfg, name); err != nil {
 		return nil, err
 	}
-	gw, err := newGateway(cfg.Global)
+	api, err := csapi.New(cfg.Global.settings())
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{name: name, cfg: cfg, gw: gw, jobs: newJobs(), networks: map[string]network{}, tagSettle: tagSettle,
+	c := &Cloud{name: name, cfg: cfg, api: api, jobs: newJobs(), networks: map[string]csapi.Network{}, tagSettle: tagSettle,
 		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin},
-		ruleChecks: provider.Rotation[[]healthCheck]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin}, unanswered: &provider.Unanswered{Window: lostWindow}}
+		ruleChecks: provider.Rotation[[]csapi.HealthCheck]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin}, unanswered: &provider.Unanswered{Window: lostWindow}}
 	c.machines = snapshot.NewMachines(ProviderName, c.listMachines, machineKeys)
-	c.listing = newRuleListing(gw)
-	c.firewall = newFirewallListing(gw)
+	c.listing = newRuleListing(api)
+	c.firewall = newFirewallListing(api)
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube, Ledger: c.Ledger(),
 		Clear: []annotation.Name{annotation.CloudStackAssociating}}
 	c.Cycle = newCycle(c)
@@ -132,7 +135,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	c.Start(clientBuilder, "overcast-cloudstack-cloud", stop)
 	// New [Global] settings take effect at the next call.
 	go provider.WatchConfig(stop, provider.CredentialsReload, c.name, c.cfg.path, &c.cfg,
-		func(cfg Config) (bool, error) { return c.gw.set(cfg.Global) })
+		func(cfg Config) (bool, error) { return c.api.Set(cfg.Global.settings()) })
 }
 
 // ProviderName is the name the cloud was started under.
@@ -150,8 +153,8 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 // listMachines lists every machine for the snapshot, and looks up once each
 // guest network their default NICs are on (a load balancer needs its
 // network's kind: isolated or a VPC tier).
-func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
-	list, err := c.gw.machines(ctx)
+func (c *Cloud) listMachines(ctx context.Context) ([]csapi.Machine, error) {
+	list, err := c.api.Machines(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -168,19 +171,22 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 }
 
 // network is the guest network id's, looked up once.
-func (c *Cloud) network(ctx context.Context, id string) (network, error) {
+func (c *Cloud) network(ctx context.Context, id string) (csapi.Network, error) {
 	c.mu.Lock()
 	n, ok := c.networks[id]
 	c.mu.Unlock()
 	if ok {
 		return n, nil
 	}
-	n, err := c.gw.network(ctx, id)
+	n, err := c.api.Network(ctx, id)
 	if err != nil {
-		return network{}, err
+		return csapi.Network{}, err
 	}
 	c.mu.Lock()
 	c.networks[id] = n
 	c.mu.Unlock()
 	return n, nil
 }
+
+// isNotFound says whether the cloud answered that the object is not there.
+func isNotFound(err error) bool { return errors.Is(err, outcome.ErrNotFound) }

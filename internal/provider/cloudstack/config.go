@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // Config is the peer's cloud-config, read as it reads it (gcfg INI):
@@ -124,4 +125,10 @@ func (c *Config) RegionOf(zone string) string {
 		return c.Global.Region
 	}
 	return zone
+}
+
+// settings are the client's: the keys it calls the management server with.
+func (g Global) settings() csapi.Settings {
+	return csapi.Settings{APIURL: g.APIURL, APIKey: g.APIKey, SecretKey: g.SecretKey, SSLNoVerify: g.SSLNoVerify,
+		ProjectID: g.ProjectID, ReadQPS: g.APIReadQPS, WriteQPS: g.APIWriteQPS}
 }

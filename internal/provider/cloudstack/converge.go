@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // Converge starts every change the load balancer needs, as far as they are
@@ -131,8 +132,8 @@ func rulesWanted(spec lbSpec) map[string]portSpec {
 
 // rulesByOpening are the current rules that serve a wanted port, by
 // openingKey (the first of each): what the openings are judged with.
-func rulesByOpening(st lbState, want map[string]portSpec) map[string]rule {
-	current := map[string]rule{}
+func rulesByOpening(st lbState, want map[string]portSpec) map[string]csapi.Rule {
+	current := map[string]csapi.Rule{}
 	for _, r := range st.rules {
 		if _, dup := current[openingKey(r.Protocol, r.PublicPort)]; !dup && want[r.Name].port == r.PublicPort {
 			current[openingKey(r.Protocol, r.PublicPort)] = r
@@ -146,12 +147,12 @@ func rulesByOpening(st lbState, want map[string]portSpec) map[string]rule {
 // cidrlist that with its opening lets in other sources): their ports are
 // taken until they are gone. have are the rules that stay, by name.
 func (s steps) deleteWrongRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, want map[string]portSpec,
-	plan openingPlan) (have map[string]rule, wrong int, err error) {
+	plan openingPlan) (have map[string]csapi.Rule, wrong int, err error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc), "address", st.addr.IP)
-	have = map[string]rule{}
+	have = map[string]csapi.Rule{}
 	for _, r := range st.rules {
 		if ruleWrong(r, spec, st, want, have, plan) != "" {
-			job, err := s.gw.deleteRule(ctx, r.ID)
+			job, err := s.api.DeleteRule(ctx, r.ID)
 			if err := s.deleting(svc, "rule "+r.Name, job, err); err != nil {
 				return nil, 0, err
 			}
@@ -168,7 +169,7 @@ func (s steps) deleteWrongRules(ctx context.Context, svc *v1.Service, spec lbSpe
 // second of its name (have are the rules judged before it), another
 // address, port or protocol, or a cidrlist that with its opening lets in
 // other sources.
-func ruleWrong(r rule, spec lbSpec, st lbState, want map[string]portSpec, have map[string]rule, plan openingPlan) string {
+func ruleWrong(r csapi.Rule, spec lbSpec, st lbState, want map[string]portSpec, have map[string]csapi.Rule, plan openingPlan) string {
 	p, ok := want[r.Name]
 	_, dup := have[r.Name]
 	switch {
@@ -190,7 +191,7 @@ func ruleWrong(r rule, spec lbSpec, st lbState, want map[string]portSpec, have m
 // peerShaped says whether new rules take the peer's shape (their cidrlist
 // lets everyone in, the firewall the sources): as the Service's other rules
 // are, one shape for all of them, else on an address of its own.
-func peerShaped(spec lbSpec, op openings, plan openingPlan, have map[string]rule) bool {
+func peerShaped(spec lbSpec, op openings, plan openingPlan, have map[string]csapi.Rule) bool {
 	if names := slices.Sorted(maps.Keys(have)); len(names) > 0 {
 		return plan.alone && sameSet(have[names[0]].CIDRs, spec.peerRuleCIDRs)
 	}
@@ -200,7 +201,7 @@ func peerShaped(spec lbSpec, op openings, plan openingPlan, have map[string]rule
 // createAndOpen creates the missing rules and puts the openings right at
 // once: neither needs the other (an opening is the address's port, a rule
 // the port's machines), so their jobs start a round trip sooner.
-func (s steps) createAndOpen(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n network, have map[string]rule,
+func (s steps) createAndOpen(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n csapi.Network, have map[string]csapi.Rule,
 	op openings, plan openingPlan) (created []string, opened int, err error) {
 	var wg sync.WaitGroup
 	var createErr, openErr error
@@ -214,7 +215,7 @@ func (s steps) createAndOpen(ctx context.Context, svc *v1.Service, spec lbSpec, 
 
 // createMissingRules starts the creation of the spec's rules that have
 // lacks, each with its machines; the jobs that create them.
-func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n network, have map[string]rule,
+func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n csapi.Network, have map[string]csapi.Rule,
 	peerShaped bool) ([]string, error) {
 	var created []string
 	for _, p := range spec.ports {
@@ -230,7 +231,7 @@ func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbS
 			// rule may let everyone in: the cidrlist holds the sources).
 			cidrs = spec.peerRuleCIDRs
 		}
-		id, job, err := s.gw.createRule(ctx, rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
+		id, job, err := s.api.CreateRule(ctx, csapi.Rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
 			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: cidrs})
 		if err != nil {
 			return nil, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
@@ -257,7 +258,7 @@ func (s steps) assignNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, 
 		return nil
 	}
 	s.ruleMachines.Stale(id)
-	job, err := s.gw.assign(ctx, id, spec.members)
+	job, err := s.api.Assign(ctx, id, spec.members)
 	if err != nil {
 		return fmt.Errorf("cannot assign the machines to rule %s: %w", name, err)
 	}
@@ -272,7 +273,7 @@ func (s steps) checkNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, n
 		return nil
 	}
 	s.ruleChecks.Stale(id)
-	job, err := s.gw.createHealthCheck(ctx, id, *spec.check)
+	job, err := s.api.CreateHealthCheck(ctx, id, *spec.check)
 	if err != nil {
 		return outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create the health check of rule %s: %w", name, err))
 	}
@@ -282,7 +283,7 @@ func (s steps) checkNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, n
 
 // convergeRules puts the existing rules right, in the order of the spec's
 // ports; the changes it started.
-func (s steps) convergeRules(ctx context.Context, svc *v1.Service, spec lbSpec, have map[string]rule) ([]string, error) {
+func (s steps) convergeRules(ctx context.Context, svc *v1.Service, spec lbSpec, have map[string]csapi.Rule) ([]string, error) {
 	var changes []string
 	for _, p := range spec.ports {
 		r, ok := have[p.ruleName(spec.name)]
@@ -302,10 +303,10 @@ func (s steps) convergeRules(ctx context.Context, svc *v1.Service, spec lbSpec, 
 
 // convergeRule puts an existing rule's algorithm, machines and health check
 // right; true when it started a change.
-func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r rule) (bool, error) {
+func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r csapi.Rule) (bool, error) {
 	changed := false
 	if r.Algorithm != spec.algorithm {
-		job, err := s.gw.updateRule(ctx, r.ID, spec.algorithm)
+		job, err := s.api.UpdateRule(ctx, r.ID, spec.algorithm)
 		if err != nil {
 			return false, fmt.Errorf("cannot update rule %s: %w", r.Name, err)
 		}
@@ -316,7 +317,7 @@ func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r
 	if err != nil {
 		return false, err
 	}
-	checks, err := s.gw.healthChecks(ctx, r.ID)
+	checks, err := s.api.HealthChecks(ctx, r.ID)
 	if err != nil {
 		return false, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
 	}
@@ -325,14 +326,14 @@ func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r
 		s.ruleChecks.Stale(r.ID) // the drift check reads what this leaves
 	}
 	for _, h := range drop {
-		job, err := s.gw.deleteHealthCheck(ctx, h.ID)
+		job, err := s.api.DeleteHealthCheck(ctx, h.ID)
 		if err := s.deleting(svc, "a health check of rule "+r.Name, job, err); err != nil {
 			return false, err
 		}
 		changed = true
 	}
 	if create {
-		job, err := s.gw.createHealthCheck(ctx, r.ID, *spec.check)
+		job, err := s.api.CreateHealthCheck(ctx, r.ID, *spec.check)
 		if err != nil {
 			return false, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create the health check of rule %s: %w", r.Name, err))
 		}
@@ -345,7 +346,7 @@ func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r
 // checkChanges are the health checks of a rule to delete (all but the
 // first as want asks), and whether want's is to be created (there are
 // none left then).
-func checkChanges(checks []healthCheck, want *healthCheck) (drop []healthCheck, create bool) {
+func checkChanges(checks []csapi.HealthCheck, want *csapi.HealthCheck) (drop []csapi.HealthCheck, create bool) {
 	keep := false
 	for _, h := range checks {
 		if want != nil && !keep && len(checkDiffs(h, *want)) == 0 {

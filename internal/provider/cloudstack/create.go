@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // Create checks what could refuse the Service (its loadBalancerIP must be a
@@ -25,7 +26,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		return "", err
 	}
 	if spec.ip != "" {
-		a, found, err := s.gw.addressOf(ctx, spec.ip)
+		a, found, err := s.api.AddressOf(ctx, spec.ip)
 		switch {
 		case err != nil:
 			return "", err
@@ -64,7 +65,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 		// An address without its tags would be nobody's: give it back.
 		fctx, cancel := followUp(ctx)
 		defer cancel()
-		if _, rerr := s.gw.disassociate(fctx, id); rerr != nil {
+		if _, rerr := s.api.Disassociate(fctx, id); rerr != nil {
 			klog.FromContext(ctx).Error(rerr, "Cannot release the public address that could not be tagged; release it by hand", "service", klog.KObj(svc), "address", id)
 		}
 		return "", fmt.Errorf("cannot tag public address %s: %w", id, tagErr)
@@ -84,7 +85,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 // "busy"): another is then asked for at once. Any other failure is the
 // pass's, retried later as the cloud asks, never with a second call now.
 func refusedAddress(err error) bool {
-	var e *APIError
+	var e *csapi.APIError
 	return errors.As(err, &e) && !errors.Is(err, outcome.ErrThrottled) && !errors.Is(err, outcome.ErrAuth) && !errors.Is(err, outcome.ErrBusy)
 }
 
@@ -96,7 +97,7 @@ func (s steps) keptAddress(ctx context.Context, svc *v1.Service) string {
 		if in.IP == "" {
 			continue
 		}
-		a, found, err := s.gw.addressOf(ctx, in.IP)
+		a, found, err := s.api.AddressOf(ctx, in.IP)
 		if err != nil || !found || !strings.EqualFold(a.State, "Free") {
 			return ""
 		}

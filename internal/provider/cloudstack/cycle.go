@@ -9,6 +9,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // CloudStack's steps of the load-balancer cycle (internal/lbcycle). A
@@ -29,11 +30,14 @@ const (
 
 // lbState is a Service's load balancer as read.
 type lbState struct {
-	addr address
+	addr csapi.Address
 	// addrRead: addr was read itself (its state and tags are known), not
 	// taken from its rules.
 	addrRead bool
-	rules    []rule
+	// settling: the address may be the Service's, untagged and not taken up
+	// yet (associating.go); the load balancer is busy meanwhile.
+	settling string
+	rules    []csapi.Rule
 }
 
 type csLB = lbcycle.LB[lbState]

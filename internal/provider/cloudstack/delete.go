@@ -9,13 +9,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // Delete makes one step of deleting the Service's load balancer: its rules
 // with their openings first, then the address if it was associated for the
 // Service. Done when nothing of it is left.
 func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
-	progress, _, err := s.jobs.check(ctx, s.gw, svc.UID)
+	progress, _, err := s.jobs.check(ctx, s.api, svc.UID)
 	if err != nil {
 		klog.FromContext(ctx).Info("A change of the deleted Service's load balancer had failed", "service", klog.KObj(svc), "err", err.Error())
 	}
@@ -66,9 +67,9 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 }
 
 // deleteRules starts the deletion of rules.
-func (s steps) deleteRules(ctx context.Context, svc *v1.Service, rules []rule) error {
+func (s steps) deleteRules(ctx context.Context, svc *v1.Service, rules []csapi.Rule) error {
 	for _, r := range rules {
-		job, err := s.gw.deleteRule(ctx, r.ID)
+		job, err := s.api.DeleteRule(ctx, r.ID)
 		if err := s.deleting(svc, "rule "+r.Name, job, err); err != nil {
 			return err
 		}
@@ -77,7 +78,7 @@ func (s steps) deleteRules(ctx context.Context, svc *v1.Service, rules []rule) e
 }
 
 // deleting notes the job of a deletion of what the Service's load balancer
-// had, as the gateway's delete answered (job, err): one already gone is no
+// had, as the API's delete answered (job, err): one already gone is no
 // error, and its job, if any, is waited for as any other.
 func (s steps) deleting(svc *v1.Service, what, job string, err error) error {
 	if err != nil && !isNotFound(err) {

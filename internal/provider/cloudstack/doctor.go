@@ -17,10 +17,10 @@ var _ doctor.Diagnoser = (*Cloud)(nil)
 // to change.
 func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	keys := doctor.Result{Check: "cloudstack: keys"}
-	if _, err := c.gw.projectID(ctx); err != nil {
+	if _, err := c.api.ProjectID(ctx); err != nil {
 		return []doctor.Result{failed(keys, err)}
 	}
-	n, err := c.gw.machinesVisible(ctx)
+	n, err := c.api.MachinesVisible(ctx)
 	if err != nil {
 		return []doctor.Result{failed(keys, err)}
 	}
@@ -30,8 +30,8 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 		check, what string
 		count       func(context.Context) (int, error)
 	}{
-		{"public addresses", "allocated address(es)", c.gw.addressesVisible},
-		{"load balancer rules", "rule(s)", c.gw.rulesVisible},
+		{"public addresses", "allocated address(es)", c.api.AddressesVisible},
+		{"load balancer rules", "rule(s)", c.api.RulesVisible},
 	} {
 		r := doctor.Result{Check: "cloudstack: " + k.check}
 		if n, err := k.count(ctx); err != nil {

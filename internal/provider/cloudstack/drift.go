@@ -9,6 +9,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // Drift sees, in the shared listings, a rule missing or moved, or a port of
@@ -29,7 +30,7 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 		return "", err
 	}
 	for _, r := range st.rules {
-		if !slices.ContainsFunc(open, func(o opening) bool { return o.opens(r) }) {
+		if !slices.ContainsFunc(open, func(o csapi.Opening) bool { return opens(o, r) }) {
 			return fmt.Sprintf("no %s opens port %d/%s of %s", what, r.PublicPort, l4(r.Protocol), st.addr.IP), nil
 		}
 	}
@@ -44,13 +45,13 @@ type aclPass struct {
 }
 
 type aclRead struct {
-	items   []opening
+	items   []csapi.Opening
 	managed bool // not the server's own default_allow or default_deny
 }
 
 // items are list id's items, read once a pass; managed is false for the
 // server's own lists, which the CCM leaves alone (and so has no item in).
-func (a *aclPass) items(ctx context.Context, gw *gateway, id string) ([]opening, bool, error) {
+func (a *aclPass) items(ctx context.Context, gw csapi.API, id string) ([]csapi.Opening, bool, error) {
 	if r, ok := a.Known(id); ok {
 		return r.items, r.managed, nil
 	}
@@ -65,14 +66,14 @@ func (a *aclPass) items(ctx context.Context, gw *gateway, id string) ([]opening,
 
 // readACL reads ACL list id's name, and its items unless it is the server's
 // own.
-func readACL(ctx context.Context, gw *gateway, id string) (aclRead, error) {
-	name, err := gw.aclListName(ctx, id)
+func readACL(ctx context.Context, gw csapi.API, id string) (aclRead, error) {
+	name, err := gw.ACLListName(ctx, id)
 	if err != nil {
 		return aclRead{}, err
 	}
 	r := aclRead{managed: name != "default_allow" && name != "default_deny"}
 	if r.managed {
-		if r.items, err = gw.aclItems(ctx, id); err != nil {
+		if r.items, err = gw.ACLItems(ctx, id); err != nil {
 			return aclRead{}, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -63,7 +64,7 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 // as the Service's, else the one its loadBalancerIP names; no address left
 // untagged by an interrupted association is taken up.
 func (c *Cloud) readNow(ctx context.Context, svc *v1.Service, spec lbSpec) (lbState, bool, error) {
-	listed, err := c.gw.rules(ctx, lbName(svc))
+	listed, err := c.api.Rules(ctx, lbName(svc))
 	if err != nil {
 		return lbState{}, false, err
 	}
@@ -75,10 +76,10 @@ func (c *Cloud) readNow(ctx context.Context, svc *v1.Service, spec lbSpec) (lbSt
 	}
 	if len(st.rules) > 0 {
 		r := st.rules[0]
-		st.addr = address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
+		st.addr = csapi.Address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
 		return st, true, nil
 	}
-	own, err := c.gw.addressesTagged(ctx, c.ownTags(svc))
+	own, err := c.api.AddressesTagged(ctx, c.ownTags(svc))
 	if err != nil || len(own) > 0 {
 		if len(own) > 0 {
 			st.addr, st.addrRead = own[0], true
@@ -88,7 +89,7 @@ func (c *Cloud) readNow(ctx context.Context, svc *v1.Service, spec lbSpec) (lbSt
 	if spec.ip == "" {
 		return st, false, nil
 	}
-	a, found, err := c.gw.addressOf(ctx, spec.ip)
+	a, found, err := c.api.AddressOf(ctx, spec.ip)
 	if err != nil || !found || strings.EqualFold(a.State, "Free") {
 		return st, false, err
 	}
@@ -98,18 +99,18 @@ func (c *Cloud) readNow(ctx context.Context, svc *v1.Service, spec lbSpec) (lbSt
 
 // explained is what describe read that the drift is worked out from too.
 type explained struct {
-	addr     address // the address as read itself (its state and tags)
+	addr     csapi.Address // the address as read itself (its state and tags)
 	machines map[string][]string
-	checks   map[string][]healthCheck
-	network  network
+	checks   map[string][]csapi.HealthCheck
+	network  csapi.Network
 	nodeOf   map[string]string // the Nodes by machine id
 }
 
 // describe fills in the load balancer, its address, its rules with their
 // machines and health checks, and the openings of their ports.
 func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, st lbState, lb csLB, nodes []*v1.Node) (explained, error) {
-	x := explained{addr: st.addr, machines: map[string][]string{}, checks: map[string][]healthCheck{}}
-	if a, found, err := c.gw.address(ctx, st.addr.ID); err != nil {
+	x := explained{addr: st.addr, machines: map[string][]string{}, checks: map[string][]csapi.HealthCheck{}}
+	if a, found, err := c.api.Address(ctx, st.addr.ID); err != nil {
 		return x, err
 	} else if found {
 		x.addr = a
@@ -122,11 +123,11 @@ func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, sv
 	for _, r := range st.rules {
 		e.Listeners = append(e.Listeners, provider.Listener{ID: r.ID, Name: r.Name, Protocol: r.Protocol, Port: r.PublicPort, Pool: r.Name,
 			Details: provider.Details{"node port": strconv.Itoa(r.PrivatePort), "state": r.State, "cidrlist": strings.Join(r.CIDRs, ",")}})
-		machines, err := c.gw.ruleMachines(ctx, r.ID)
+		machines, err := c.api.RuleMachines(ctx, r.ID)
 		if err != nil {
 			return x, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
 		}
-		checks, err := c.gw.healthChecks(ctx, r.ID)
+		checks, err := c.api.HealthChecks(ctx, r.ID)
 		if err != nil {
 			return x, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
 		}
@@ -158,7 +159,7 @@ func (c *Cloud) describeOpenings(ctx context.Context, e *provider.ServiceExplana
 	x.network = n
 	switch {
 	case n.Firewall:
-		fw, err := c.gw.firewallRules(ctx, st.addr.ID)
+		fw, err := c.api.FirewallRules(ctx, st.addr.ID)
 		if err != nil {
 			return err
 		}
@@ -166,20 +167,20 @@ func (c *Cloud) describeOpenings(ctx context.Context, e *provider.ServiceExplana
 			e.SecurityRules = append(e.SecurityRules, openingRule("firewall rule", "address "+st.addr.IP, o, c.addressMark(x.addr, svc)))
 		}
 	case n.ACL != "":
-		list, err := c.gw.aclListName(ctx, n.ACL)
+		list, err := c.api.ACLListName(ctx, n.ACL)
 		if err != nil || list == "default_allow" || list == "default_deny" {
 			if err == nil {
 				e.Note("the tier's ACL list is the server's own %s: it is left as it is", list)
 			}
 			return err
 		}
-		items, err := c.gw.aclItems(ctx, n.ACL)
+		items, err := c.api.ACLItems(ctx, n.ACL)
 		if err != nil {
 			return err
 		}
 		for _, it := range items {
 			mark := c.itemMark(it, svc)
-			if mark == provider.MarkThisCluster || slices.ContainsFunc(st.rules, it.opens) {
+			if mark == provider.MarkThisCluster || slices.ContainsFunc(st.rules, func(r csapi.Rule) bool { return opens(it, r) }) {
 				e.SecurityRules = append(e.SecurityRules, openingRule("ACL item", "ACL list "+list, it, mark))
 			}
 		}
@@ -189,7 +190,7 @@ func (c *Cloud) describeOpenings(ctx context.Context, e *provider.ServiceExplana
 }
 
 // openingRule is a firewall rule or an ACL item as a security rule.
-func openingRule(kind, in string, o opening, mark string) provider.SecurityRule {
+func openingRule(kind, in string, o csapi.Opening, mark string) provider.SecurityRule {
 	dir := "ingress"
 	if o.Traffic != "" {
 		dir = strings.ToLower(o.Traffic)
@@ -207,12 +208,12 @@ func openingRule(kind, in string, o opening, mark string) provider.SecurityRule 
 
 // addressMark is whose the address's tags say it is (its firewall rules
 // are its own).
-func (c *Cloud) addressMark(a address, svc *v1.Service) string {
+func (c *Cloud) addressMark(a csapi.Address, svc *v1.Service) string {
 	return c.markOf(a.Tags, svc)
 }
 
 // itemMark is whose an ACL item's tags say it is.
-func (c *Cloud) itemMark(o opening, svc *v1.Service) string { return c.markOf(o.Tags, svc) }
+func (c *Cloud) itemMark(o csapi.Opening, svc *v1.Service) string { return c.markOf(o.Tags, svc) }
 
 func (c *Cloud) markOf(tags map[string]string, svc *v1.Service) string {
 	switch {
@@ -227,7 +228,7 @@ func (c *Cloud) markOf(tags map[string]string, svc *v1.Service) string {
 }
 
 // describeChecks says a rule's health checks.
-func describeChecks(checks []healthCheck) string {
+func describeChecks(checks []csapi.HealthCheck) string {
 	var out []string
 	for _, h := range checks {
 		out = append(out, fmt.Sprintf("HTTP %s every %ds", h.Path, h.Interval))
@@ -250,7 +251,7 @@ func machineNodes(nodes []*v1.Node) map[string]string {
 }
 
 // defaultIP is the address of a machine's default NIC.
-func defaultIP(m machine) string {
+func defaultIP(m csapi.Machine) string {
 	for _, n := range m.NICs {
 		if n.Default {
 			return n.IP
@@ -283,7 +284,7 @@ func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation,
 	}
 	want := rulesWanted(spec)
 	plan := op.plan(spec, rulesByOpening(st, want))
-	have := map[string]rule{}
+	have := map[string]csapi.Rule{}
 	for _, r := range st.rules {
 		if why := ruleWrong(r, spec, st, want, have, plan); why != "" {
 			e.Change(provider.ActionDelete, "rule "+r.Name, "%s: deleted, and made anew if a port asks for it", why)
@@ -312,9 +313,9 @@ func explainOpenings(e *provider.ServiceExplanation, spec lbSpec, op openings, p
 	drop, open := op.changes(spec, plan)
 	kind := map[bool]string{true: "firewall rule", false: "ACL item"}[op.firewall]
 	for _, o := range drop {
-		i := slices.IndexFunc(open, func(n opening) bool { return n.Protocol == o.Protocol && o.Start <= n.Start && n.Start <= o.End })
+		i := slices.IndexFunc(open, func(n csapi.Opening) bool { return n.Protocol == o.Protocol && o.Start <= n.Start && n.Start <= o.End })
 		if i < 0 {
-			i = slices.IndexFunc(open, func(n opening) bool { return n.Start == o.Start })
+			i = slices.IndexFunc(open, func(n csapi.Opening) bool { return n.Start == o.Start })
 		}
 		if i >= 0 {
 			e.Change(provider.ActionDelete, kind+" "+o.ID, "%s: deleted, and made anew", describeDiffs(openingDiffs(o, open[i])))
@@ -329,7 +330,7 @@ func explainOpenings(e *provider.ServiceExplanation, spec lbSpec, op openings, p
 
 // ruleDrift is what convergeRule would change of a rule that stays: its
 // algorithm, its machines, its health checks.
-func ruleDrift(e *provider.ServiceExplanation, spec lbSpec, r rule, x explained) {
+func ruleDrift(e *provider.ServiceExplanation, spec lbSpec, r csapi.Rule, x explained) {
 	if r.Algorithm != spec.algorithm {
 		e.Change(provider.ActionChange, "rule "+r.Name, "%s", describeDiffs([]fieldDiff{{"algorithm", r.Algorithm, spec.algorithm}}))
 	}
@@ -359,7 +360,7 @@ func ruleDrift(e *provider.ServiceExplanation, spec lbSpec, r rule, x explained)
 // ExplainNode says what CloudStack holds for the Node.
 func (c *Cloud) ExplainNode(ctx context.Context, node *v1.Node, nodes []*v1.Node) (provider.NodeExplanation, error) {
 	m, found, err := c.find(ctx, node, snapshot.MaxAge)
-	md := provider.LookedUp(m, found, err, func(m machine) (*provider.Machine, *cloudprovider.InstanceMetadata) {
+	md := provider.LookedUp(m, found, err, func(m csapi.Machine) (*provider.Machine, *cloudprovider.InstanceMetadata) {
 		return &provider.Machine{ID: m.ID, Name: m.Name, State: m.State, Type: m.Offering, Zone: m.Zone,
 			Region: c.cfg.RegionOf(m.Zone), Addresses: provider.NodeAddresses(addresses(m))}, c.metadataOf(m)
 	})

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // The drift check, the walk and explain compare the same fields of each
@@ -40,7 +42,7 @@ func describeDiffs(ds []fieldDiff) string {
 func num(n int) string { return strconv.Itoa(n) }
 
 // checkDiffs are the fields of a health-check policy not as want asks.
-func checkDiffs(h healthCheck, want healthCheck) []fieldDiff {
+func checkDiffs(h csapi.HealthCheck, want csapi.HealthCheck) []fieldDiff {
 	return differing(
 		fieldDiff{"pingpath", h.Path, want.Path},
 		fieldDiff{"intervaltime", num(h.Interval), num(want.Interval)},
@@ -51,7 +53,7 @@ func checkDiffs(h healthCheck, want healthCheck) []fieldDiff {
 
 // openingDiffs are the fields of an opening not as want (what the walk
 // makes in its place) asks; an ACL item's action and traffictype too.
-func openingDiffs(o, want opening) []fieldDiff {
+func openingDiffs(o, want csapi.Opening) []fieldDiff {
 	ds := []fieldDiff{
 		{"protocol", o.Protocol, want.Protocol},
 		{"startport", num(o.Start), num(want.Start)},
@@ -59,7 +61,7 @@ func openingDiffs(o, want opening) []fieldDiff {
 		{"cidrlist", cidrText(o.CIDRs), cidrText(want.CIDRs)},
 	}
 	if o.Action != "" || o.Traffic != "" {
-		ds = append(ds, fieldDiff{"action", o.Action, aclAction}, fieldDiff{"traffictype", o.Traffic, aclTraffic})
+		ds = append(ds, fieldDiff{"action", o.Action, csapi.ACLAction}, fieldDiff{"traffictype", o.Traffic, csapi.ACLTraffic})
 	}
 	return differing(ds...)
 }
@@ -72,16 +74,10 @@ func cidrText(cidrs []string) string {
 	return strings.Join(sortedSet(cidrs), ",")
 }
 
-// The action and traffic type of the ACL items the CCM makes.
-const (
-	aclAction  = "Allow"
-	aclTraffic = "Ingress"
-)
-
 // asMade says whether an opening is what the CCM makes: a firewall rule, or
 // an ACL item letting traffic in.
-func (o opening) asMade() bool {
-	return (o.Action == "" || strings.EqualFold(o.Action, aclAction)) && (o.Traffic == "" || strings.EqualFold(o.Traffic, aclTraffic))
+func asMade(o csapi.Opening) bool {
+	return (o.Action == "" || strings.EqualFold(o.Action, csapi.ACLAction)) && (o.Traffic == "" || strings.EqualFold(o.Traffic, csapi.ACLTraffic))
 }
 
 // sortedSet is a list sorted, without repeats.

@@ -7,6 +7,8 @@ import (
 
 	cs "github.com/apache/cloudstack-go/v2/cloudstack"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // fieldChange is a field someone else changes on the emulator, through
@@ -73,11 +75,11 @@ var fieldChanges = map[string]fieldChange{
 	"ACL item traffictype": {vpc: true, change: func(o *outOfBand) error {
 		return o.updateItem(func(p *cs.UpdateNetworkACLItemParams) { p.SetTraffictype("Egress") })
 	}, has: "Egress", asks: "Ingress"},
-	"health check pingpath":           {change: remakeCheck(func(h *healthCheck) { h.Path = "/other" }), has: "/other", asks: "/healthz"},
-	"health check intervaltime":       {change: remakeCheck(func(h *healthCheck) { h.Interval = 9 }), has: "9", asks: "5"},
-	"health check responsetimeout":    {change: remakeCheck(func(h *healthCheck) { h.Timeout = 3 }), has: "3", asks: "2"},
-	"health check healthythreshold":   {change: remakeCheck(func(h *healthCheck) { h.Healthy = 4 }), has: "4", asks: "2"},
-	"health check unhealthythreshold": {change: remakeCheck(func(h *healthCheck) { h.Unhealthy = 3 }), has: "3", asks: "1"},
+	"health check pingpath":           {change: remakeCheck(func(h *csapi.HealthCheck) { h.Path = "/other" }), has: "/other", asks: "/healthz"},
+	"health check intervaltime":       {change: remakeCheck(func(h *csapi.HealthCheck) { h.Interval = 9 }), has: "9", asks: "5"},
+	"health check responsetimeout":    {change: remakeCheck(func(h *csapi.HealthCheck) { h.Timeout = 3 }), has: "3", asks: "2"},
+	"health check healthythreshold":   {change: remakeCheck(func(h *csapi.HealthCheck) { h.Healthy = 4 }), has: "4", asks: "2"},
+	"health check unhealthythreshold": {change: remakeCheck(func(h *csapi.HealthCheck) { h.Unhealthy = 3 }), has: "3", asks: "1"},
 }
 
 // outOfBand is another API client (an administrator's cloudstack-go) and
@@ -116,7 +118,7 @@ func (o *outOfBand) remakeRule(edit func(r *cs.LoadBalancerRule)) error {
 	p.SetNetworkid(r.Networkid)
 	p.SetProtocol(r.Protocol)
 	p.SetOpenfirewall(false)
-	p.SetCidrlist(splitCIDRs(r.Cidrlist))
+	p.SetCidrlist(csapi.SplitCIDRs(r.Cidrlist))
 	made, err := o.admin.LoadBalancer.CreateLoadBalancerRule(p)
 	if err != nil {
 		return err
@@ -140,7 +142,7 @@ func (o *outOfBand) remakeFirewallRule(edit func(p *cs.CreateFirewallRuleParams,
 	p := o.admin.Firewall.NewCreateFirewallRuleParams(f.Ipaddressid, f.Protocol)
 	p.SetStartport(f.Startport)
 	p.SetEndport(f.Endport)
-	p.SetCidrlist(splitCIDRs(f.Cidrlist))
+	p.SetCidrlist(csapi.SplitCIDRs(f.Cidrlist))
 	edit(p, f)
 	_, err := o.admin.Firewall.CreateFirewallRule(p)
 	return err
@@ -187,17 +189,17 @@ func (o *outOfBand) updateItem(edit func(p *cs.UpdateNetworkACLItemParams)) erro
 }
 
 // check is the health-check policy of the rule of tcp/80.
-func (o *outOfBand) check() (healthCheck, bool) {
-	checks, err := o.f.c.gw.healthChecks(o.f.t.Context(), o.rule().Id)
+func (o *outOfBand) check() (csapi.HealthCheck, bool) {
+	checks, err := o.f.c.api.HealthChecks(o.f.t.Context(), o.rule().Id)
 	if err != nil || len(checks) != 1 {
-		return healthCheck{}, false
+		return csapi.HealthCheck{}, false
 	}
 	return checks[0], true
 }
 
 // remakeCheck deletes the health-check policy of tcp/80's rule and makes it
 // again as edit says (a policy cannot be changed in place).
-func remakeCheck(edit func(h *healthCheck)) func(o *outOfBand) error {
+func remakeCheck(edit func(h *csapi.HealthCheck)) func(o *outOfBand) error {
 	return func(o *outOfBand) error {
 		h, ok := o.check()
 		if !ok {

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 var busyStates = []string{"Allocating", "Releasing", "Add", "Revoke", "Deleting", "Staged"}
@@ -22,8 +23,8 @@ func asLB(st lbState) csLB {
 	if oneOf(st.addr.State, busyStates) {
 		lb.State, lb.Status = lbcycle.Busy, "being "+strings.ToLower(strings.TrimSuffix(st.addr.State, "ing"))+"ed"
 	}
-	if st.addr.settling != "" {
-		lb.State, lb.Status = lbcycle.Busy, st.addr.settling
+	if st.settling != "" {
+		lb.State, lb.Status = lbcycle.Busy, st.settling
 	}
 	for _, r := range st.rules {
 		if oneOf(r.State, busyStates) {
@@ -52,11 +53,11 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 	}
 	if len(st.rules) > 0 {
 		r := st.rules[0]
-		st.addr = address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
+		st.addr = csapi.Address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
 		return st, true, nil
 	}
 	if !ownRead {
-		if own, err = c.gw.addressesTagged(ctx, c.ownTags(svc)); err != nil {
+		if own, err = c.api.AddressesTagged(ctx, c.ownTags(svc)); err != nil {
 			return lbState{}, false, err
 		}
 	}
@@ -65,12 +66,12 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 		return st, true, nil
 	}
 	ip := strings.TrimSpace(svc.Spec.LoadBalancerIP)
-	if a, found, err := c.takeUpLeftover(ctx, svc, ip); err != nil || found {
-		st.addr, st.addrRead = a, found
+	if a, settling, found, err := c.takeUpLeftover(ctx, svc, ip); err != nil || found {
+		st.addr, st.addrRead, st.settling = a, found, settling
 		return st, found, err
 	}
 	if ip != "" {
-		a, found, err := c.gw.addressOf(ctx, ip)
+		a, found, err := c.api.AddressOf(ctx, ip)
 		if err != nil {
 			return lbState{}, false, err
 		}
@@ -88,15 +89,15 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 // balancer's first pass waits for one round trip, not two. A published
 // Service's tagged addresses are read only if it has no rules (ownRead
 // false): a call fewer on every full check.
-func (c *Cloud) firstReads(ctx context.Context, svc *v1.Service, name string) (listed []rule, own []address, ownRead bool, err error) {
+func (c *Cloud) firstReads(ctx context.Context, svc *v1.Service, name string) (listed []csapi.Rule, own []csapi.Address, ownRead bool, err error) {
 	if len(svc.Status.LoadBalancer.Ingress) > 0 {
-		listed, err = c.gw.rules(ctx, name)
+		listed, err = c.api.Rules(ctx, name)
 		return listed, nil, false, err
 	}
 	var wg sync.WaitGroup
 	var ownErr error
-	wg.Go(func() { own, ownErr = c.gw.addressesTagged(ctx, c.ownTags(svc)) })
-	listed, err = c.gw.rules(ctx, name)
+	wg.Go(func() { own, ownErr = c.api.AddressesTagged(ctx, c.ownTags(svc)) })
+	listed, err = c.api.Rules(ctx, name)
 	wg.Wait()
 	return listed, own, true, cmp.Or(err, ownErr)
 }
@@ -107,11 +108,11 @@ func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) 
 		return csLB{}, false, err
 	}
 	r := rules[0]
-	return asLB(lbState{addr: address{ID: r.AddressID, IP: r.IP, State: "Allocated"}, rules: rules}), true, nil
+	return asLB(lbState{addr: csapi.Address{ID: r.AddressID, IP: r.IP, State: "Allocated"}, rules: rules}), true, nil
 }
 
 func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
-	progress, results, err := s.jobs.check(ctx, s.gw, svc.UID)
+	progress, results, err := s.jobs.check(ctx, s.api, svc.UID)
 	if err != nil {
 		// A job that failed (or could not be asked about) may have left the
 		// rules short of what the creation asked: the next pass walks them.
@@ -125,7 +126,7 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
 	// result says: it has no rules yet (the Service had none when it was
 	// associated), nothing to read.
 	if id, job := s.freshAddress(svc); job != "" {
-		if a, ok := associated(results[job]); ok && a.ID == id && strings.EqualFold(a.State, "Allocated") {
+		if a, ok := csapi.Associated(results[job]); ok && a.ID == id && strings.EqualFold(a.State, "Allocated") {
 			a.Tags = s.ownTags(svc)
 			return asLB(lbState{addr: a, addrRead: true}), true, nil
 		}
@@ -151,14 +152,14 @@ func (s steps) builtNow(svc *v1.Service, results map[string]json.RawMessage) (lb
 	}
 	var st lbState
 	for _, job := range jobs {
-		r, ok := createdRule(results[job])
+		r, ok := csapi.CreatedRule(results[job])
 		if !ok || (len(st.rules) > 0 && r.AddressID != st.rules[0].AddressID) {
 			return lbState{}, false
 		}
 		r.State = "Active"
 		st.rules = append(st.rules, r)
 	}
-	st.addr = address{ID: st.rules[0].AddressID, IP: st.rules[0].IP, State: "Allocated"}
+	st.addr = csapi.Address{ID: st.rules[0].AddressID, IP: st.rules[0].IP, State: "Allocated"}
 	return st, true
 }
 

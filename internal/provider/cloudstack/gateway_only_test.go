@@ -11,9 +11,10 @@ import (
 // overcast-ccm).
 const sdk = "github.com/apache/cloudstack-go"
 
-// Only the gateway calls CloudStack: no other file imports cloudstack-go or
-// net/http.
-func TestOnlyTheGatewayCallsCloudStack(t *testing.T) {
-	providertest.GatewayOnly(t, ".", []string{"gateway.go", "calls.go"},
-		[]string{sdk, "net/http"})
+// Only csapi calls CloudStack: no file of the provider imports net/http or
+// cloudstack-go, and csapi links no SDK. The provider holds csapi.API, never
+// the client, and the compiler keeps csapi's insides out of its reach.
+func TestOnlyTheAPIPackageCallsCloudStack(t *testing.T) {
+	providertest.GatewayOnly(t, ".", nil, []string{sdk, "net/http"})
+	providertest.GatewayOnly(t, "csapi", nil, []string{sdk})
 }

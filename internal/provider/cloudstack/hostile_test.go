@@ -23,7 +23,7 @@ func TestAHostileCloudStackIsAnErrorNeverAGoneMachine(t *testing.T) {
 		},
 		Fresh: func() { f.c.machines.Invalidate(); steps{f.c}.Relist() },
 		Held: func(t *testing.T, svc *v1.Service) int {
-			own, err := f.c.gw.addressesTagged(t.Context(), f.c.ownTags(svc))
+			own, err := f.c.api.AddressesTagged(t.Context(), f.c.ownTags(svc))
 			if err != nil {
 				t.Fatal(err)
 			}

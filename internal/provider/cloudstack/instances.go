@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -25,7 +26,7 @@ var (
 // machineKeys: the id, then the name without case (a name two machines share
 // is left out of the index, so such a Node takes the direct lookup, which
 // names the ambiguity).
-func machineKeys(m machine) []string {
+func machineKeys(m csapi.Machine) []string {
 	return []string{"id/" + m.ID, "name/" + strings.ToLower(m.Name)}
 }
 
@@ -40,10 +41,10 @@ func shortName(node string) string {
 // lookup of its own (by id, or by name). found is false only when the server
 // itself answered that there is no such machine; any failure is an error,
 // never "gone".
-func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (machine, bool, error) {
+func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (csapi.Machine, bool, error) {
 	id, err := providerid.ParseCloudStack(node.Spec.ProviderID)
 	if err != nil {
-		return machine{}, false, err
+		return csapi.Machine{}, false, err
 	}
 	key := "name/" + shortName(node.Name)
 	if id != "" {
@@ -54,20 +55,20 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 		return m, found, err
 	}
 	if id != "" {
-		m, found, err := c.gw.machine(ctx, id)
+		m, found, err := c.api.Machine(ctx, id)
 		if err != nil {
-			return machine{}, false, fmt.Errorf("looking up virtual machine %s: %w", id, err)
+			return csapi.Machine{}, false, fmt.Errorf("looking up virtual machine %s: %w", id, err)
 		}
 		if found {
 			c.machines.Put(m)
 		}
 		return m, found, nil
 	}
-	list, err := c.gw.machinesNamed(ctx, shortName(node.Name))
+	list, err := c.api.MachinesNamed(ctx, shortName(node.Name))
 	if err != nil {
-		return machine{}, false, fmt.Errorf("looking up the virtual machine named %s: %w", shortName(node.Name), err)
+		return csapi.Machine{}, false, fmt.Errorf("looking up the virtual machine named %s: %w", shortName(node.Name), err)
 	}
-	return provider.OneNamed(list, func(m machine) string { return m.ID }, "virtual machines", shortName(node.Name), providerid.CloudStackPrefix)
+	return provider.OneNamed(list, func(m csapi.Machine) string { return m.ID }, "virtual machines", shortName(node.Name), providerid.CloudStackPrefix)
 }
 
 // InstanceExists is false only when a lookup answers that the machine is gone
@@ -84,7 +85,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 	// Confirm by id what a listing suggests: only a direct lookup may say gone.
 	if found {
 		id := m.ID
-		if m, found, err = c.gw.machine(ctx, id); err != nil {
+		if m, found, err = c.api.Machine(ctx, id); err != nil {
 			return false, fmt.Errorf("confirming virtual machine %s is gone: %w", id, err)
 		}
 		if found && !oneOf(m.State, goneStates) {
@@ -99,7 +100,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 // InstanceShutdown is true for a Stopped machine.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
 	m, found, err := c.find(ctx, node, c.lifecycleMaxAge())
-	return provider.InstanceShutdown(m, found, err, func(m machine) bool { return oneOf(m.State, shutdownStates) })
+	return provider.InstanceShutdown(m, found, err, func(m csapi.Machine) bool { return oneOf(m.State, shutdownStates) })
 }
 
 // InstanceMetadata is the machine's providerID, service offering, zone,
@@ -114,7 +115,7 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 }
 
 // metadataOf is what the node controller is told of machine m.
-func (c *Cloud) metadataOf(m machine) *cloudprovider.InstanceMetadata {
+func (c *Cloud) metadataOf(m csapi.Machine) *cloudprovider.InstanceMetadata {
 	return &cloudprovider.InstanceMetadata{
 		ProviderID:    providerid.CloudStack(m.ID),
 		InstanceType:  labelValue(m.Offering),
@@ -126,7 +127,7 @@ func (c *Cloud) metadataOf(m machine) *cloudprovider.InstanceMetadata {
 
 // addresses are the machine's NIC addresses (the default NIC's first), the
 // public address of its static NAT, and its name.
-func addresses(m machine) []v1.NodeAddress {
+func addresses(m csapi.Machine) []v1.NodeAddress {
 	var out []v1.NodeAddress
 	add := func(t v1.NodeAddressType, a string) {
 		if a == "" {

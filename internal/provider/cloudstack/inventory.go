@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // The drift check sees every object of a Service's load balancer that a
@@ -49,7 +50,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string,
 		return nil, err
 	}
 	for _, o := range open {
-		if !slices.ContainsFunc(st.rules, o.opens) {
+		if !slices.ContainsFunc(st.rules, func(r csapi.Rule) bool { return opens(o, r) }) {
 			continue // another Service's, on an address they share
 		}
 		out = append(out, fmt.Sprintf("%s/%s protocol=%s startport=%d endport=%d cidrlist=%s action=%s traffictype=%s", openingKind(what), o.ID,
@@ -69,7 +70,7 @@ func openingKind(what string) string {
 
 // ruleKeys are a rule's key, its machines' and its health-check policies'
 // (both read on the rotation's budget).
-func (s steps) ruleKeys(ctx context.Context, r rule) ([]string, error) {
+func (s steps) ruleKeys(ctx context.Context, r csapi.Rule) ([]string, error) {
 	out := []string{fmt.Sprintf("rule/%s protocol=%s publicip=%s publicport=%d privateport=%d algorithm=%s cidrlist=%s",
 		r.ID, r.Protocol, r.IP, r.PublicPort, r.PrivatePort, r.Algorithm, cidrText(r.CIDRs))}
 	machines, err := s.ruleMachines.Get(ctx, r.ID, s.machineKeys)
@@ -77,7 +78,7 @@ func (s steps) ruleKeys(ctx context.Context, r rule) ([]string, error) {
 		return nil, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
 	}
 	out = append(out, machines...)
-	checks, err := s.ruleChecks.Get(ctx, r.ID, s.gw.healthChecks)
+	checks, err := s.ruleChecks.Get(ctx, r.ID, s.api.HealthChecks)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
 	}
@@ -92,7 +93,7 @@ func (s steps) ruleKeys(ctx context.Context, r rule) ([]string, error) {
 // rotation keeps them between its reads: many as one key (2,000 rules of
 // 5,000 machines would be 10 million ids in memory).
 func (s steps) machineKeys(ctx context.Context, id string) ([]string, error) {
-	machines, err := s.gw.ruleMachines(ctx, id)
+	machines, err := s.api.RuleMachines(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ func (s steps) machineKeys(ctx context.Context, id string) ([]string, error) {
 // listings: the firewall rules of its address (an isolated network), or the
 // ACL items of its tier's list tagged as the Service's (a VPC), and what
 // they are called; "" when its network has neither.
-func (s steps) openings(ctx context.Context, svc *v1.Service, st lbState) ([]opening, string, error) {
+func (s steps) openings(ctx context.Context, svc *v1.Service, st lbState) ([]csapi.Opening, string, error) {
 	if len(st.rules) == 0 {
 		return nil, "", nil
 	}
@@ -120,11 +121,11 @@ func (s steps) openings(ctx context.Context, svc *v1.Service, st lbState) ([]ope
 		fw, _, err := s.firewall.Get(ctx, "addr/"+st.addr.ID)
 		return fw.openings, "firewall rule", err
 	case n.ACL != "":
-		items, managed, err := s.acls.items(ctx, s.gw, n.ACL)
+		items, managed, err := s.acls.items(ctx, s.api, n.ACL)
 		if err != nil || !managed {
 			return nil, "", err
 		}
-		var open []opening
+		var open []csapi.Opening
 		for _, it := range items {
 			if s.itemOurs(it, svc) {
 				open = append(open, it)
@@ -136,6 +137,6 @@ func (s steps) openings(ctx context.Context, svc *v1.Service, st lbState) ([]ope
 }
 
 // opens says whether the opening lets traffic in to the rule's port.
-func (o opening) opens(r rule) bool {
+func opens(o csapi.Opening, r csapi.Rule) bool {
 	return o.Protocol == l4(r.Protocol) && o.Start <= r.PublicPort && r.PublicPort <= o.End
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // jobs are the asynchronous jobs each Service's steps started and whose end
@@ -47,7 +48,7 @@ type jobs struct {
 	skewKnown bool
 
 	fetch  provider.Turn // one listing at a time
-	listed map[string]jobState
+	listed map[string]csapi.JobState
 	// fetched is when the listing was asked for (it shows every job done
 	// before), listedAt when it was answered.
 	fetched, listedAt time.Time
@@ -166,7 +167,7 @@ func (j *jobs) retryAfter(uid types.UID) time.Duration {
 // check asks how the Service's jobs went: the first still under way (as
 // progress), else the first failure; done and failed jobs are forgotten.
 // results are the results of the jobs seen done now, by job id.
-func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress string, results map[string]json.RawMessage, err error) {
+func (j *jobs) check(ctx context.Context, gw csapi.API, uid types.UID) (progress string, results map[string]json.RawMessage, err error) {
 	j.mu.Lock()
 	list := j.m[uid]
 	// The jobs due: a listing asked for after they were due says how they
@@ -207,27 +208,27 @@ func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress 
 			}
 			continue
 		}
-		if !st.pending {
-			j.learn(st.took)
+		if !st.Pending {
+			j.learn(st.Took)
 		}
-		if listed && !st.created.IsZero() {
-			j.learnSkew(st.created.Sub(jb.started))
+		if listed && !st.Created.IsZero() {
+			j.learnSkew(st.Created.Sub(jb.started))
 		}
 		switch {
-		case st.pending && time.Since(jb.started) < jobTimeout:
+		case st.Pending && time.Since(jb.started) < jobTimeout:
 			keep = append(keep, jb)
 			if progress == "" && !jb.trailing {
 				progress = jb.what
 			}
-		case st.failure != nil:
+		case st.Failure != nil:
 			if first == nil {
-				first = fmt.Errorf("%s failed: %w", jb.what, st.failure)
+				first = fmt.Errorf("%s failed: %w", jb.what, st.Failure)
 			}
-		case !st.pending:
+		case !st.Pending:
 			if results == nil {
 				results = map[string]json.RawMessage{}
 			}
-			results[jb.id] = st.result
+			results[jb.id] = st.Result
 		}
 	}
 	j.mu.Lock()
@@ -246,14 +247,14 @@ func (j *jobs) check(ctx context.Context, gw *gateway, uid types.UID) (progress 
 // stateOf is how the job went: as the listing says; under way when it is
 // not due yet and not listed (without a call); else asked alone. gone: the
 // server no longer knows it (purged).
-func (j *jobs) stateOf(ctx context.Context, gw *gateway, states map[string]jobState, jb job, now time.Time) (st jobState, listed, gone bool, err error) {
+func (j *jobs) stateOf(ctx context.Context, gw csapi.API, states map[string]csapi.JobState, jb job, now time.Time) (st csapi.JobState, listed, gone bool, err error) {
 	if st, ok := states[jb.id]; ok {
 		return st, true, false, nil
 	}
 	if now.Before(j.due(jb)) {
-		return jobState{pending: true}, false, false, nil
+		return csapi.JobState{Pending: true}, false, false, nil
 	}
-	st, err = gw.jobStatus(ctx, jb.id)
+	st, err = gw.JobStatus(ctx, jb.id)
 	if isNotFound(err) {
 		return st, false, true, nil
 	}
@@ -298,7 +299,7 @@ func later(a, b time.Time) time.Time {
 // newest (it shows the jobs) and answered less than jobListingFresh ago. It
 // reaches back to the oldest job under way of any Service, within
 // listingWindow, on the server's clock.
-func (j *jobs) states(ctx context.Context, gw *gateway, need, newest time.Time) (map[string]jobState, error) {
+func (j *jobs) states(ctx context.Context, gw csapi.API, need, newest time.Time) (map[string]csapi.JobState, error) {
 	done, err := j.fetch.Take(ctx, "another listing of jobs")
 	if err != nil {
 		return nil, err
@@ -327,7 +328,7 @@ func (j *jobs) states(ctx context.Context, gw *gateway, need, newest time.Time) 
 		since = oldest.Add(j.skew - skewSlack)
 	}
 	j.mu.Unlock()
-	listed, err := gw.jobsSince(ctx, since)
+	listed, err := gw.JobsSince(ctx, since)
 	if errors.Is(err, outcome.ErrRefused) {
 		klog.Background().Info("The account may not list its jobs; asking about each job alone", "cloud", ProviderName, "err", err.Error())
 		j.unlisted = true

@@ -18,6 +18,7 @@ import (
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // A Service is looked at again when its jobs should be done: from when they
@@ -78,11 +79,11 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 	// due, which they are now (100 ms ago).
 	jb := f.c.jobs
 	jb.mu.Lock()
-	stale := map[string]jobState{}
+	stale := map[string]csapi.JobState{}
 	for uid, list := range jb.m {
 		for i := range list {
 			list[i].started = time.Now().Add(-initialTook - jobMargin - 100*time.Millisecond)
-			stale[list[i].id] = jobState{pending: true}
+			stale[list[i].id] = csapi.JobState{Pending: true}
 		}
 		jb.m[uid] = list
 	}
@@ -92,7 +93,7 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 
 	f.emu.ResetCalls()
 	for _, svc := range []*v1.Service{a, b} {
-		progress, results, err := jb.check(t.Context(), f.c.gw, svc.UID)
+		progress, results, err := jb.check(t.Context(), f.c.api, svc.UID)
 		require.NoError(t, err)
 		assert.Empty(t, progress, "the jobs are done: the stale listing is not believed")
 		assert.Len(t, results, 2, "the address's association and its tags")
@@ -289,7 +290,7 @@ func TestAWaitForAnothersListingEndsAtTheCallersDeadline(t *testing.T) {
 	defer cancel()
 	held := make(chan error, 1)
 	go func() {
-		_, err := f.c.jobs.states(holder, f.c.gw, now, now)
+		_, err := f.c.jobs.states(holder, f.c.api, now, now)
 		held <- err
 	}()
 	require.Eventually(t, func() bool { return len(f.c.jobs.fetch) == 1 }, 5*time.Second, 5*time.Millisecond, "the first listing holds the turn")
@@ -297,7 +298,7 @@ func TestAWaitForAnothersListingEndsAtTheCallersDeadline(t *testing.T) {
 	ctx, cancel2 := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel2()
 	began := time.Now()
-	_, err := f.c.jobs.states(ctx, f.c.gw, now, now)
+	_, err := f.c.jobs.states(ctx, f.c.api, now, now)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(began), 5*time.Second, "the waiter gave up at its deadline")
 
@@ -325,7 +326,7 @@ func TestATrailingJobHoldsNoLook(t *testing.T) {
 	assert.InDelta(t, 1.5, j.retryAfter("tags-only").Seconds(), 0.05, "the trailing job, when it is all that is left")
 
 	f.emu.ResetCalls()
-	progress, results, err := j.check(t.Context(), f.c.gw, "tags-only")
+	progress, results, err := j.check(t.Context(), f.c.api, "tags-only")
 	require.NoError(t, err)
 	assert.Empty(t, progress, "a trailing job not due holds nothing")
 	assert.Empty(t, results)
@@ -345,7 +346,7 @@ func TestAFailedJobOfACreationMakesTheNextPassWalk(t *testing.T) {
 	j.took, j.margin = initialTook, jobMargin
 	now := time.Now()
 	j.m[svc.UID] = []job{{id: "job-1", what: "assigning machines", started: now.Add(-3 * time.Second)}}
-	j.listed = map[string]jobState{"job-1": {failure: errors.New("the router refused")}}
+	j.listed = map[string]csapi.JobState{"job-1": {Failure: errors.New("the router refused")}}
 	j.fetched, j.listedAt = now, now
 
 	_, _, err := s.Find(t.Context(), svc)

@@ -17,6 +17,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 )
 
@@ -39,7 +40,7 @@ type lbSpec struct {
 	peerSources []string
 	ip          string // spec.loadBalancerIP ("" for any)
 	hostname    string // published instead of the address
-	check       *healthCheck
+	check       *csapi.HealthCheck
 	members     []string // the eligible Nodes' machine ids, sorted
 	network     string   // the members' guest network
 }
@@ -222,7 +223,7 @@ func parseIP(svc *v1.Service) (string, error) {
 // parseHealthCheck is the rules' health check, when the health check path
 // annotation asks for one, with the peer's timings but the interval
 // annotation's.
-func parseHealthCheck(svc *v1.Service) (*healthCheck, []error) {
+func parseHealthCheck(svc *v1.Service) (*csapi.HealthCheck, []error) {
 	path, err := annotation.CloudStackHealthCheckPath.NonEmptyString(svc)
 	if err != nil {
 		if errors.Is(err, annotation.ErrNotSet) {
@@ -234,7 +235,7 @@ func parseHealthCheck(svc *v1.Service) (*healthCheck, []error) {
 	if !strings.HasPrefix(path, "/") {
 		errs = append(errs, &annotation.InvalidError{Name: annotation.CloudStackHealthCheckPath, Value: path, Accepted: "an absolute path such as /healthz"})
 	}
-	check := &healthCheck{Path: path, Interval: 5, Timeout: 2, Healthy: 2, Unhealthy: 1}
+	check := &csapi.HealthCheck{Path: path, Interval: 5, Timeout: 2, Healthy: 2, Unhealthy: 1}
 	if n, err := annotation.CloudStackHealthCheckInterval.Int(svc, 3, 20940); err == nil {
 		check.Interval = n
 	} else if !errors.Is(err, annotation.ErrNotSet) {
@@ -347,7 +348,7 @@ func oneNetwork(networks map[string][]string) (string, error) {
 }
 
 // defaultNetwork is the network of a machine's default NIC.
-func defaultNetwork(m machine) string {
+func defaultNetwork(m csapi.Machine) string {
 	for _, n := range m.NICs {
 		if n.Default {
 			return n.Network

@@ -7,20 +7,21 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
 // addrOpenings are the firewall rules of one address.
 type addrOpenings struct {
 	addr     string
-	openings []opening
+	openings []csapi.Opening
 }
 
 // newFirewallListing is the shared listing of every firewall rule, by
 // address: what the drift check reads.
-func newFirewallListing(gw *gateway) *snapshot.Snapshot[addrOpenings] {
+func newFirewallListing(gw csapi.API) *snapshot.Snapshot[addrOpenings] {
 	return snapshot.New(ProviderName+"-firewall", listingMaxAge, listingMinMiss, func(ctx context.Context) ([]addrOpenings, error) {
-		all, err := gw.firewallRules(ctx, "")
+		all, err := gw.FirewallRules(ctx, "")
 		if err != nil {
 			return nil, err
 		}
@@ -43,14 +44,14 @@ func newFirewallListing(gw *gateway) *snapshot.Snapshot[addrOpenings] {
 // ruleGroup is the rules whose names begin with one load balancer name.
 type ruleGroup struct {
 	name  string
-	rules []rule
+	rules []csapi.Rule
 }
 
 // newRuleListing is the shared listing of every load balancer rule, grouped
 // by the load balancer name their names begin with, at most listingMaxAge old.
-func newRuleListing(gw *gateway) *snapshot.Snapshot[ruleGroup] {
+func newRuleListing(gw csapi.API) *snapshot.Snapshot[ruleGroup] {
 	return snapshot.New(ProviderName, listingMaxAge, listingMinMiss, func(ctx context.Context) ([]ruleGroup, error) {
-		all, err := gw.rules(ctx, "")
+		all, err := gw.Rules(ctx, "")
 		if err != nil {
 			return nil, err
 		}
@@ -74,7 +75,7 @@ func newRuleListing(gw *gateway) *snapshot.Snapshot[ruleGroup] {
 }
 
 // listedRules is the rules of load balancer name in the shared listing.
-func (c *Cloud) listedRules(ctx context.Context, name string) ([]rule, error) {
+func (c *Cloud) listedRules(ctx context.Context, name string) ([]csapi.Rule, error) {
 	g, _, err := c.listing.Get(ctx, "lb/"+name)
 	return g.rules, err
 }

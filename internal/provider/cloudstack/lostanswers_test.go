@@ -17,6 +17,7 @@ import (
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/cloudstack"
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -61,7 +62,7 @@ func TestEveryWriteSurvivesALostAnswer(t *testing.T) {
 // Service then leaves nothing.
 func buildWith(t *testing.T, vpc bool, fault *core.Fault) (map[string]int, []string) {
 	f := newFixture(t, emulator.Options{VPC: vpc})
-	require.NoError(t, f.c.gw.setAttemptTimeout(300*time.Millisecond))
+	require.NoError(t, f.c.api.(*csapi.Client).SetAttemptTimeout(300*time.Millisecond))
 	nodes := f.nodes("worker-1", "worker-2")
 	svc := fieldsService()
 	kube := fake.NewClientset(svc)
@@ -128,7 +129,7 @@ func cloudHolds(t *testing.T, f *fixture) map[string]int {
 	for _, r := range f.rules() {
 		add("rule "+r.Name[len(r.Name)-6:], 1)
 		add("member", len(f.members(r.Id)))
-		checks, err := f.c.gw.healthChecks(t.Context(), r.Id)
+		checks, err := f.c.api.HealthChecks(t.Context(), r.Id)
 		require.NoError(t, err)
 		add("health check", len(checks))
 	}

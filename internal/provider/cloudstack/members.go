@@ -6,17 +6,19 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // convergeMembers assigns the machines a rule lacks and removes the ones it
 // should not have; true when it started a change. The rule's machines are
 // read, unless last holds them: the set it was last converged to.
-func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec, r rule, last *[]string) (bool, error) {
+func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec, r csapi.Rule, last *[]string) (bool, error) {
 	var current []string
 	if last != nil {
 		current = *last
 	} else {
-		read, err := s.gw.ruleMachines(ctx, r.ID)
+		read, err := s.api.RuleMachines(ctx, r.ID)
 		if err != nil {
 			return false, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
 		}
@@ -29,14 +31,14 @@ func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec
 		}
 	}()
 	if len(add) > 0 {
-		job, err := s.gw.assign(ctx, r.ID, add)
+		job, err := s.api.Assign(ctx, r.ID, add)
 		if err != nil {
 			return false, fmt.Errorf("cannot assign machines to rule %s: %w", r.Name, err)
 		}
 		s.jobs.add(svc.UID, job, "assigning machines to rule "+r.Name)
 	}
 	if len(remove) > 0 {
-		job, err := s.gw.unassign(ctx, r.ID, remove)
+		job, err := s.api.Unassign(ctx, r.ID, remove)
 		if err != nil && !isNotFound(err) {
 			return false, fmt.Errorf("cannot remove machines from rule %s: %w", r.Name, err)
 		}
@@ -84,7 +86,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	if !hasRules(lb.Obj, spec) {
 		return "", false, nil
 	}
-	progress, _, err := s.jobs.check(ctx, s.gw, svc.UID)
+	progress, _, err := s.jobs.check(ctx, s.api, svc.UID)
 	if progress != "" {
 		return "waiting: " + progress, true, nil
 	}

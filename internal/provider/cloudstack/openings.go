@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // openingKey is a protocol and port.
@@ -23,7 +24,7 @@ type openings struct {
 	firewall, enforced bool
 	acl, list          string // the tier's ACL list, by id and name
 	reason             string // the mark of the ACL items made (itemReason)
-	current            []opening
+	current            []csapi.Opening
 	// own: the address is the Service's own, so every firewall rule on it
 	// is judged, not only those of the Service's ports.
 	own bool
@@ -31,7 +32,7 @@ type openings struct {
 
 // readOpenings reads the Service's openings (none to read on an address
 // this process has just associated).
-func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n network) (openings, error) {
+func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n csapi.Network) (openings, error) {
 	fresh, _ := s.freshAddress(svc)
 	if n.Firewall {
 		op := openings{firewall: true, enforced: true, own: st.addrRead && s.owns(st.addr, svc)}
@@ -40,7 +41,7 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 			if op.own, err = s.ownAddress(ctx, svc, st); err != nil {
 				return openings{}, err
 			}
-			if op.current, err = s.gw.firewallRules(ctx, st.addr.ID); err != nil {
+			if op.current, err = s.api.FirewallRules(ctx, st.addr.ID); err != nil {
 				return openings{}, err
 			}
 		}
@@ -49,7 +50,7 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 	if n.ACL == "" {
 		return openings{}, nil
 	}
-	list, err := s.gw.aclListName(ctx, n.ACL)
+	list, err := s.api.ACLListName(ctx, n.ACL)
 	if err != nil {
 		return openings{}, err
 	}
@@ -58,7 +59,7 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 		klog.FromContext(ctx).V(2).Info("The tier's ACL list is the server's own; it is left as it is", "service", klog.KObj(svc), "list", list)
 		return op, nil
 	}
-	items, err := s.gw.aclItems(ctx, n.ACL)
+	items, err := s.api.ACLItems(ctx, n.ACL)
 	if err != nil {
 		return openings{}, err
 	}
@@ -80,7 +81,7 @@ func (s steps) ownAddress(ctx context.Context, svc *v1.Service, st lbState) (boo
 	if st.addrRead || st.addr.ID == "" {
 		return st.addrRead && s.owns(st.addr, svc), nil
 	}
-	a, found, err := s.gw.address(ctx, st.addr.ID)
+	a, found, err := s.api.Address(ctx, st.addr.ID)
 	return found && s.owns(a, svc), err
 }
 
@@ -102,7 +103,7 @@ type openingPlan struct {
 // cidrlist, or the source-cidrs annotation in the rule and everyone in the
 // firewall; we put what is asked in both. Either lets in the same sources, so
 // neither is rebuilt.
-func (op openings) plan(spec lbSpec, current map[string]rule) openingPlan {
+func (op openings) plan(spec lbSpec, current map[string]csapi.Rule) openingPlan {
 	pl := openingPlan{alone: op.firewall && op.enforced, keep: map[string]bool{}, after: map[string][]string{}}
 	want := map[string]bool{}
 	for _, p := range spec.ports {
@@ -111,7 +112,7 @@ func (op openings) plan(spec lbSpec, current map[string]rule) openingPlan {
 	goal, simple := letIn(spec.ruleCIDRs, spec.sources)
 	for _, o := range op.current {
 		key := openingKey(o.Protocol, o.Start)
-		if o.Start != o.End || !want[key] || pl.after[key] != nil || !o.asMade() {
+		if o.Start != o.End || !want[key] || pl.after[key] != nil || !asMade(o) {
 			continue
 		}
 		r, ruled := current[key]
@@ -136,7 +137,7 @@ func (op openings) plan(spec lbSpec, current map[string]rule) openingPlan {
 
 // ruleServes says whether a rule's cidrlist, with what its port's opening
 // will let in, lets in what the Service asks.
-func (pl openingPlan) ruleServes(r rule, spec lbSpec) bool {
+func (pl openingPlan) ruleServes(r csapi.Rule, spec lbSpec) bool {
 	if sameSet(r.CIDRs, spec.ruleCIDRs) {
 		return true
 	}
@@ -173,9 +174,9 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		var job string
 		var err error
 		if op.firewall {
-			job, err = s.gw.deleteFirewallRule(ctx, o.ID)
+			job, err = s.api.DeleteFirewallRule(ctx, o.ID)
 		} else {
-			job, err = s.gw.deleteACLItem(ctx, o.ID)
+			job, err = s.api.DeleteACLItem(ctx, o.ID)
 		}
 		if err := s.deleting(svc, "opening "+o.ID, job, err); err != nil {
 			return 0, err
@@ -193,9 +194,9 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		var id, job string
 		var err error
 		if op.firewall {
-			job, err = s.gw.createFirewallRule(ctx, st.addr.ID, o)
+			job, err = s.api.CreateFirewallRule(ctx, st.addr.ID, o)
 		} else {
-			id, job, err = s.gw.createACLItem(ctx, op.acl, o)
+			id, job, err = s.api.CreateACLItem(ctx, op.acl, o)
 			created = append(created, id)
 		}
 		if outcome.MayHaveActed(err) {
@@ -208,7 +209,7 @@ func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpe
 		changes++
 	}
 	if len(created) > 0 {
-		job, err := s.gw.tag(ctx, "NetworkACL", created, s.newTags(svc))
+		job, err := s.api.Tag(ctx, "NetworkACL", created, s.newTags(svc))
 		if err != nil {
 			return 0, fmt.Errorf("cannot tag ACL items %s: %w", strings.Join(created, ", "), err)
 		}
@@ -233,7 +234,7 @@ func (op openings) untagged(svc *v1.Service, pl openingPlan) []string {
 // lostOpening is what remembers (provider.Unanswered) the creation of an
 // opening of the Service whose answer was lost: it is not made again while
 // it may yet appear (a late createFirewallRule or createNetworkACL).
-func lostOpening(svc *v1.Service, o opening) string {
+func lostOpening(svc *v1.Service, o csapi.Opening) string {
 	return "opening/" + string(svc.UID) + "/" + openingKey(o.Protocol, o.Start)
 }
 
@@ -241,7 +242,7 @@ func lostOpening(svc *v1.Service, o opening) string {
 // address not the Service's own, only those of its ports) and those it
 // makes (one for each port none kept opens), as planned; none where the
 // network does not enforce them.
-func (op openings) changes(spec lbSpec, pl openingPlan) (drop, open []opening) {
+func (op openings) changes(spec lbSpec, pl openingPlan) (drop, open []csapi.Opening) {
 	if !op.enforced {
 		return nil, nil
 	}
@@ -263,7 +264,7 @@ func (op openings) changes(spec lbSpec, pl openingPlan) (drop, open []opening) {
 			continue
 		}
 		matched[key] = true
-		open = append(open, opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: pl.after[key], Reason: op.reason})
+		open = append(open, csapi.Opening{Protocol: l4(p.proto), Start: p.port, End: p.port, CIDRs: pl.after[key], Reason: op.reason})
 	}
 	return drop, open
 }
@@ -320,12 +321,12 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 // rules on the address still need.
 func (s steps) closeFirewall(ctx context.Context, svc *v1.Service, st lbState) error {
 	addr := st.addr
-	if a, found, err := s.gw.address(ctx, addr.ID); err != nil {
+	if a, found, err := s.api.Address(ctx, addr.ID); err != nil {
 		return err
 	} else if found {
 		addr = a
 	}
-	own := addr.addrOwnedBy(s.Cloud, svc)
+	own := s.addrOwnedBy(addr, svc)
 	ports := map[string]bool{}
 	for _, r := range st.rules {
 		ports[openingKey(r.Protocol, r.PublicPort)] = true
@@ -334,7 +335,7 @@ func (s steps) closeFirewall(ctx context.Context, svc *v1.Service, st lbState) e
 	if err != nil {
 		return err
 	}
-	current, err := s.gw.firewallRules(ctx, addr.ID)
+	current, err := s.api.FirewallRules(ctx, addr.ID)
 	if err != nil {
 		return err
 	}
@@ -342,12 +343,12 @@ func (s steps) closeFirewall(ctx context.Context, svc *v1.Service, st lbState) e
 		if !own && (f.Start != f.End || !ports[openingKey(f.Protocol, f.Start)]) {
 			continue
 		}
-		if slices.ContainsFunc(others, func(r rule) bool {
+		if slices.ContainsFunc(others, func(r csapi.Rule) bool {
 			return l4(r.Protocol) == l4(f.Protocol) && f.Start <= r.PublicPort && r.PublicPort <= f.End
 		}) {
 			continue
 		}
-		job, err := s.gw.deleteFirewallRule(ctx, f.ID)
+		job, err := s.api.DeleteFirewallRule(ctx, f.ID)
 		if err := s.deleting(svc, "firewall rule "+f.ID, job, err); err != nil {
 			return err
 		}
@@ -358,15 +359,15 @@ func (s steps) closeFirewall(ctx context.Context, svc *v1.Service, st lbState) e
 // othersOn are the rules of other Services on the Service's own address (a
 // shared loadBalancerIP): they keep the openings of their ports. On an
 // address not its own only its ports' openings go, none is read.
-func (s steps) othersOn(ctx context.Context, svc *v1.Service, addr address, own bool) ([]rule, error) {
+func (s steps) othersOn(ctx context.Context, svc *v1.Service, addr csapi.Address, own bool) ([]csapi.Rule, error) {
 	if !own {
 		return nil, nil
 	}
-	on, err := s.gw.rulesOn(ctx, addr.ID)
+	on, err := s.api.RulesOn(ctx, addr.ID)
 	if err != nil {
 		return nil, err
 	}
-	var others []rule
+	var others []csapi.Rule
 	for _, r := range on {
 		if lbNameOf(r.Name) != lbName(svc) {
 			others = append(others, r)
@@ -377,7 +378,7 @@ func (s steps) othersOn(ctx context.Context, svc *v1.Service, addr address, own 
 
 // closeACLItems deletes the items of ACL list acl tagged as the Service's.
 func (s steps) closeACLItems(ctx context.Context, svc *v1.Service, acl string) error {
-	items, err := s.gw.aclItems(ctx, acl)
+	items, err := s.api.ACLItems(ctx, acl)
 	if err != nil {
 		return err
 	}
@@ -385,7 +386,7 @@ func (s steps) closeACLItems(ctx context.Context, svc *v1.Service, acl string) e
 		if !s.itemOurs(it, svc) || (it.Tags[tagCluster] != s.Cluster.Get() && it.Reason != s.itemReason(svc)) {
 			continue
 		}
-		job, err := s.gw.deleteACLItem(ctx, it.ID)
+		job, err := s.api.DeleteACLItem(ctx, it.ID)
 		if err := s.deleting(svc, "ACL item "+it.ID, job, err); err != nil {
 			return err
 		}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // What the peer builds and what we build are judged by what they let in
@@ -35,10 +37,10 @@ func TestRulesAndOpeningsAreJudgedByWhatTheyLetInTogether(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			op := openings{firewall: !strings.HasPrefix(c.name, "an ACL"), enforced: c.enforced}
 			if c.opening != nil {
-				op.current = []opening{{ID: "fw", Protocol: "tcp", Start: 80, End: 80, CIDRs: c.opening}}
+				op.current = []csapi.Opening{{ID: "fw", Protocol: "tcp", Start: 80, End: 80, CIDRs: c.opening}}
 			}
-			r := rule{Name: "a-tcp-80", Protocol: "tcp", PublicPort: 80, PrivatePort: 30080, CIDRs: c.rule}
-			pl := op.plan(c.spec, map[string]rule{openingKey("tcp", 80): r})
+			r := csapi.Rule{Name: "a-tcp-80", Protocol: "tcp", PublicPort: 80, PrivatePort: 30080, CIDRs: c.rule}
+			pl := op.plan(c.spec, map[string]csapi.Rule{openingKey("tcp", 80): r})
 			if c.opening != nil {
 				assert.Equal(t, c.keepOpening, pl.keep["fw"], "opening kept")
 			}

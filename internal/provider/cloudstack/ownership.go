@@ -7,6 +7,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // Ownership tags on the public addresses this CCM associates: the cluster's
@@ -40,12 +41,12 @@ func (c *Cloud) itemReason(svc *v1.Service) string {
 
 // itemOurs says whether an ACL item is the Service's: tagged as its, or
 // made with its reason (its tags not put yet, or their call's answer lost).
-func (c *Cloud) itemOurs(it opening, svc *v1.Service) bool {
+func (c *Cloud) itemOurs(it csapi.Opening, svc *v1.Service) bool {
 	return it.Tags[tagService] == string(svc.UID) || it.Reason == c.itemReason(svc)
 }
 
 // owns says whether the address was associated by this CCM for the Service.
-func (c *Cloud) owns(a address, svc *v1.Service) bool {
+func (c *Cloud) owns(a csapi.Address, svc *v1.Service) bool {
 	return a.Tags[tagCluster] == c.Cluster.Get() && a.Tags[tagService] == string(svc.UID)
 }
 

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 // Publish says the status: the address, or the hostname annotation's name.
@@ -41,7 +42,7 @@ func hasRules(st lbState, spec lbSpec) bool {
 	}
 	for _, p := range spec.ports {
 		name := p.ruleName(spec.name)
-		if !slices.ContainsFunc(st.rules, func(r rule) bool {
+		if !slices.ContainsFunc(st.rules, func(r csapi.Rule) bool {
 			return r.Name == name && r.AddressID == st.addr.ID && r.PublicPort == p.port && r.PrivatePort == p.nodePort
 		}) {
 			return false

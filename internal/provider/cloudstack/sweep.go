@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 var _ provider.Sweeper = (*Cloud)(nil)
@@ -26,11 +27,11 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 	if err != nil {
 		return nil, err
 	}
-	ours, err := c.gw.addressesTagged(ctx, map[string]string{tagCluster: cluster})
+	ours, err := c.api.AddressesTagged(ctx, map[string]string{tagCluster: cluster})
 	if err != nil {
 		return nil, err
 	}
-	rules, err := c.gw.rules(ctx, "")
+	rules, err := c.api.Rules(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 	}
 	var owners provider.Owners
 	var out []provider.Leftover
-	byID := map[string]address{}
+	byID := map[string]csapi.Address{}
 	networks := map[string]bool{}
 	for _, a := range ours {
 		byID[a.ID] = a
@@ -81,7 +82,7 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 			Owner: owners.Of(uid, "", ""), Removable: true, Note: fmt.Sprintf("its Service is gone (on %s)", a.IP)})
 	}
 	if len(networks) > 0 {
-		all, err := c.gw.addressesTagged(ctx, nil)
+		all, err := c.api.AddressesTagged(ctx, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/doctor"
+	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
 var _ doctor.ServiceDiagnoser = (*Cloud)(nil)
@@ -24,7 +25,7 @@ var _ doctor.ServiceDiagnoser = (*Cloud)(nil)
 // rules.
 func (c *Cloud) DiagnoseServices(ctx context.Context, svcs []v1.Service) []doctor.Result {
 	r := doctor.Result{Check: "cloudstack: way back to the peer"}
-	rules, err := c.gw.rules(ctx, "")
+	rules, err := c.api.Rules(ctx, "")
 	if err != nil {
 		return []doctor.Result{failed(r, err)}
 	}
@@ -48,7 +49,7 @@ func (c *Cloud) DiagnoseServices(ctx context.Context, svcs []v1.Service) []docto
 
 // rebuiltByPeer says whether a rule of svc (named as the peer names them)
 // has a cidrlist other than the peer's for it, and names the Service.
-func rebuiltByPeer(svc *v1.Service, rules []rule) (string, bool) {
+func rebuiltByPeer(svc *v1.Service, rules []csapi.Rule) (string, bool) {
 	want := []string{"0.0.0.0/0"}
 	if cidrs, err := annotation.CloudStackSourceCIDRs.CIDRs(svc); err == nil && len(cidrs) > 0 {
 		want = slices.Sorted(slices.Values(cidrs))

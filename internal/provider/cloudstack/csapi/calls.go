@@ -1,4 +1,4 @@
-package cloudstack
+package csapi
 
 import (
 	"context"
@@ -26,19 +26,20 @@ import (
 // what the CCM reads, with the server's names and JSON types (the SDK's
 // response structs, which mirror the server's *Response classes).
 
-// machine is the part of a virtual machine the CCM uses (listVirtualMachines'
+// Machine is the part of a virtual machine the CCM uses (listVirtualMachines'
 // UserVmResponse).
-type machine struct {
+type Machine struct {
 	ID       string `json:"id"`
 	Name     string `json:"name"`
 	State    string `json:"state"`
 	Zone     string `json:"zonename"`
 	Offering string `json:"serviceofferingname"`
 	PublicIP string `json:"publicip"`
-	NICs     []nic  `json:"nic"`
+	NICs     []NIC  `json:"nic"`
 }
 
-type nic struct {
+// NIC is a machine's network interface: its addresses and network.
+type NIC struct {
 	IP      string `json:"ipaddress"`
 	IP6     string `json:"ip6address"`
 	Network string `json:"networkid"`
@@ -78,9 +79,9 @@ type async struct {
 
 // change asks for a change (by POST) and answers its job and the id of
 // what it makes.
-func (gw *gateway) change(ctx context.Context, command string, p params) (async, error) {
+func (cl *Client) change(ctx context.Context, command string, p params) (async, error) {
 	var r async
-	err := gw.post(ctx, command, p, &r)
+	err := cl.post(ctx, command, p, &r)
 	return r, err
 }
 
@@ -113,9 +114,9 @@ func (l *listAnswer[T]) UnmarshalJSON(b []byte) error {
 
 // listPage is the items (under key) of one answer of command, a page when p
 // asks for one, and the listing's total count.
-func listPage[T any](ctx context.Context, gw *gateway, command, key string, p params) ([]T, int, error) {
+func listPage[T any](ctx context.Context, cl *Client, command, key string, p params) ([]T, int, error) {
 	l := listAnswer[T]{key: key}
-	if err := gw.get(ctx, command, p, &l); err != nil {
+	if err := cl.get(ctx, command, p, &l); err != nil {
 		return nil, 0, err
 	}
 	return l.items, l.count, nil
@@ -123,21 +124,21 @@ func listPage[T any](ctx context.Context, gw *gateway, command, key string, p pa
 
 // listAll is every page of command's answer, asked with the parameters
 // query makes (the page set on them).
-func listAll[T any](ctx context.Context, gw *gateway, command, key string, query func() (params, error)) ([]T, error) {
-	return pages(gw, func(page, size int) ([]T, int, error) {
+func listAll[T any](ctx context.Context, cl *Client, command, key string, query func() (params, error)) ([]T, error) {
+	return pages(cl, func(page, size int) ([]T, int, error) {
 		p, err := query()
 		if err != nil {
 			return nil, 0, err
 		}
 		p.setPage(page, size)
-		return listPage[T](ctx, gw, command, key, p)
+		return listPage[T](ctx, cl, command, key, p)
 	})
 }
 
 // listed is the params of a listing of the account's and its projects'
 // objects (listall=true), in the project when one is configured.
-func (gw *gateway) listed(ctx context.Context) (params, error) {
-	project, err := gw.projectID(ctx)
+func (cl *Client) listed(ctx context.Context) (params, error) {
+	project, err := cl.ProjectID(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +152,8 @@ func (gw *gateway) listed(ctx context.Context) (params, error) {
 
 // vmParams are listVirtualMachines' (ListVirtualMachinesParams): only the
 // machines' summary and NICs (details=min,nics).
-func (gw *gateway) vmParams(ctx context.Context) (params, error) {
-	p, err := gw.listed(ctx)
+func (cl *Client) vmParams(ctx context.Context) (params, error) {
+	p, err := cl.listed(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -160,50 +161,50 @@ func (gw *gateway) vmParams(ctx context.Context) (params, error) {
 	return p, nil
 }
 
-// machines lists every virtual machine, page by page (the peer asks for one
+// Machines lists every virtual machine, page by page (the peer asks for one
 // page, and misses machines beyond the server's default.page.size).
-func (gw *gateway) machines(ctx context.Context) ([]machine, error) {
-	return listAll[machine](ctx, gw, "listVirtualMachines", "virtualmachine", func() (params, error) { return gw.vmParams(ctx) })
+func (cl *Client) Machines(ctx context.Context) ([]Machine, error) {
+	return listAll[Machine](ctx, cl, "listVirtualMachines", "virtualmachine", func() (params, error) { return cl.vmParams(ctx) })
 }
 
-// machine looks a virtual machine up by id. found is false only when the
+// Machine looks a virtual machine up by id. found is false only when the
 // server answers that there is none: an empty list (an expunged machine, or a
 // destroyed one to a user's keys) or 431 for an id that names nothing.
-func (gw *gateway) machine(ctx context.Context, id string) (machine, bool, error) {
-	p, err := gw.vmParams(ctx)
+func (cl *Client) Machine(ctx context.Context, id string) (Machine, bool, error) {
+	p, err := cl.vmParams(ctx)
 	if err != nil {
-		return machine{}, false, err
+		return Machine{}, false, err
 	}
 	p.set("id", id)
-	list, _, err := listPage[machine](ctx, gw, "listVirtualMachines", "virtualmachine", p)
+	list, _, err := listPage[Machine](ctx, cl, "listVirtualMachines", "virtualmachine", p)
 	if err != nil {
 		if isNotFound(err) {
-			return machine{}, false, nil
+			return Machine{}, false, nil
 		}
-		return machine{}, false, err
+		return Machine{}, false, err
 	}
 	for _, v := range list {
 		if v.ID == id {
 			return v, true, nil
 		}
 	}
-	return machine{}, false, nil
+	return Machine{}, false, nil
 }
 
-// machinesNamed lists the virtual machines named name (the server compares
+// MachinesNamed lists the virtual machines named name (the server compares
 // names without case; older servers match a part of the name, so the names
 // are compared here again).
-func (gw *gateway) machinesNamed(ctx context.Context, name string) ([]machine, error) {
-	p, err := gw.vmParams(ctx)
+func (cl *Client) MachinesNamed(ctx context.Context, name string) ([]Machine, error) {
+	p, err := cl.vmParams(ctx)
 	if err != nil {
 		return nil, err
 	}
 	p.set("name", name)
-	list, _, err := listPage[machine](ctx, gw, "listVirtualMachines", "virtualmachine", p)
+	list, _, err := listPage[Machine](ctx, cl, "listVirtualMachines", "virtualmachine", p)
 	if err != nil {
 		return nil, err
 	}
-	var out []machine
+	var out []Machine
 	for _, v := range list {
 		if strings.EqualFold(v.Name, name) {
 			out = append(out, v)
@@ -223,19 +224,16 @@ func convert[S, T any](in []S, to func(S) T) []T {
 
 func isNotFound(err error) bool { return errors.Is(err, outcome.ErrNotFound) }
 
-// address is a public IP address (listPublicIpAddresses' IPAddressResponse).
-type address struct {
+// Address is a public IP address (listPublicIpAddresses' IPAddressResponse).
+type Address struct {
 	ID      string `json:"id"`
 	IP      string `json:"ipaddress"`
 	State   string `json:"state"`
 	Network string `json:"associatednetworkid"`
 	VPC     string `json:"vpcid"`
 	// Allocated is when it was associated (the server's date; "" when free).
-	Allocated string `json:"allocated"`
-	// settling: an untagged address that may be the Service's, not taken
-	// up yet (associating.go); the load balancer is busy meanwhile.
-	settling string
-	Tags     map[string]string `json:"-"`
+	Allocated string            `json:"allocated"`
+	Tags      map[string]string `json:"-"`
 	// SourceNAT, StaticNAT: the network's own address, or one mapped to a
 	// machine; never a load balancer's.
 	SourceNAT bool `json:"issourcenat"`
@@ -244,7 +242,7 @@ type address struct {
 
 // addressAnswer is an address as the server answers it, its tags a list.
 type addressAnswer struct {
-	address
+	Address
 	Tags []tag `json:"tags"`
 }
 
@@ -254,30 +252,30 @@ type tag struct {
 	Value string `json:"value"`
 }
 
-func toAddress(a addressAnswer) address {
-	a.address.Tags = tagMap(a.Tags)
-	return a.address
+func toAddress(a addressAnswer) Address {
+	a.Address.Tags = tagMap(a.Tags)
+	return a.Address
 }
 
-// associated is the address an associateIpAddress job's result names.
-func associated(result json.RawMessage) (address, bool) {
+// Associated is the address an associateIpAddress job's result names.
+func Associated(result json.RawMessage) (Address, bool) {
 	var r struct {
 		Address *addressAnswer `json:"ipaddress"`
 	}
 	if err := json.Unmarshal(result, &r); err != nil || r.Address == nil || r.Address.ID == "" {
-		return address{}, false
+		return Address{}, false
 	}
 	return toAddress(*r.Address), true
 }
 
-// createdRule is the rule a createLoadBalancerRule job's result holds
+// CreatedRule is the rule a createLoadBalancerRule job's result holds
 // (CreateLoadBalancerRuleCmd answers a LoadBalancerResponse).
-func createdRule(result json.RawMessage) (rule, bool) {
+func CreatedRule(result json.RawMessage) (Rule, bool) {
 	var r struct {
 		Rule *ruleAnswer `json:"loadbalancer"`
 	}
 	if err := json.Unmarshal(result, &r); err != nil || r.Rule == nil || r.Rule.ID == "" || r.Rule.AddressID == "" {
-		return rule{}, false
+		return Rule{}, false
 	}
 	return toRule(*r.Rule), true
 }
@@ -294,16 +292,16 @@ func tagMap(tags []tag) map[string]string {
 }
 
 // addresses is one page of listPublicIpAddresses (ListPublicIpAddressesParams).
-func (gw *gateway) addresses(ctx context.Context, p params) ([]address, int, error) {
-	list, count, err := listPage[addressAnswer](ctx, gw, "listPublicIpAddresses", "publicipaddress", p)
+func (cl *Client) addresses(ctx context.Context, p params) ([]Address, int, error) {
+	list, count, err := listPage[addressAnswer](ctx, cl, "listPublicIpAddresses", "publicipaddress", p)
 	return convert(list, toAddress), count, err
 }
 
-// addressesTagged lists the public addresses carrying every tag of tags
+// AddressesTagged lists the public addresses carrying every tag of tags
 // (nil: every allocated address).
-func (gw *gateway) addressesTagged(ctx context.Context, tags map[string]string) ([]address, error) {
-	return pages(gw, func(page, size int) ([]address, int, error) {
-		p, err := gw.listed(ctx)
+func (cl *Client) AddressesTagged(ctx context.Context, tags map[string]string) ([]Address, error) {
+	return pages(cl, func(page, size int) ([]Address, int, error) {
+		p, err := cl.listed(ctx)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -311,57 +309,57 @@ func (gw *gateway) addressesTagged(ctx context.Context, tags map[string]string) 
 			p.setTags(tags)
 		}
 		p.setPage(page, size)
-		return gw.addresses(ctx, p)
+		return cl.addresses(ctx, p)
 	})
 }
 
-// address looks a public address up by id.
-func (gw *gateway) address(ctx context.Context, id string) (address, bool, error) {
-	p, err := gw.listed(ctx)
+// Address looks a public address up by id.
+func (cl *Client) Address(ctx context.Context, id string) (Address, bool, error) {
+	p, err := cl.listed(ctx)
 	if err != nil {
-		return address{}, false, err
+		return Address{}, false, err
 	}
 	p.set("id", id)
-	list, _, err := gw.addresses(ctx, p)
+	list, _, err := cl.addresses(ctx, p)
 	if err != nil {
 		if isNotFound(err) {
-			return address{}, false, nil
+			return Address{}, false, nil
 		}
-		return address{}, false, err
+		return Address{}, false, err
 	}
 	for _, a := range list {
 		if a.ID == id {
 			return a, true, nil
 		}
 	}
-	return address{}, false, nil
+	return Address{}, false, nil
 }
 
-// addressOf looks up a public address by its IP, free ones included (state
+// AddressOf looks up a public address by its IP, free ones included (state
 // Free: no one holds it).
-func (gw *gateway) addressOf(ctx context.Context, ip string) (address, bool, error) {
-	p, err := gw.listed(ctx)
+func (cl *Client) AddressOf(ctx context.Context, ip string) (Address, bool, error) {
+	p, err := cl.listed(ctx)
 	if err != nil {
-		return address{}, false, err
+		return Address{}, false, err
 	}
 	p.set("ipaddress", ip)
 	p.setBool("allocatedonly", false)
-	list, _, err := gw.addresses(ctx, p)
+	list, _, err := cl.addresses(ctx, p)
 	if err != nil {
-		return address{}, false, err
+		return Address{}, false, err
 	}
 	for _, a := range list {
 		if a.IP == ip {
 			return a, true, nil
 		}
 	}
-	return address{}, false, nil
+	return Address{}, false, nil
 }
 
-// associate acquires a public address for the guest network (or its VPC),
+// Associate acquires a public address for the guest network (or its VPC),
 // the one asked for when ip is set (AssociateIpAddressParams).
-func (gw *gateway) associate(ctx context.Context, n network, ip string) (id, job string, err error) {
-	project, err := gw.projectID(ctx)
+func (cl *Client) Associate(ctx context.Context, n Network, ip string) (id, job string, err error) {
+	project, err := cl.ProjectID(ctx)
 	if err != nil {
 		return "", "", err
 	}
@@ -377,7 +375,7 @@ func (gw *gateway) associate(ctx context.Context, n network, ip string) (id, job
 	if project != "" {
 		p.set("projectid", project)
 	}
-	r, err := gw.change(ctx, "associateIpAddress", p)
+	r, err := cl.change(ctx, "associateIpAddress", p)
 	return r.ID, r.JobID, err
 }
 
@@ -389,38 +387,39 @@ func byID(id string) params {
 }
 
 // job is the job of a change of one object (its id).
-func (gw *gateway) job(ctx context.Context, command, id string) (string, error) {
-	r, err := gw.change(ctx, command, byID(id))
+func (cl *Client) job(ctx context.Context, command, id string) (string, error) {
+	r, err := cl.change(ctx, command, byID(id))
 	return r.JobID, err
 }
 
-func (gw *gateway) disassociate(ctx context.Context, id string) (string, error) {
-	return gw.job(ctx, "disassociateIpAddress", id)
+// Disassociate releases a public address (DisassociateIpAddressParams).
+func (cl *Client) Disassociate(ctx context.Context, id string) (string, error) {
+	return cl.job(ctx, "disassociateIpAddress", id)
 }
 
-// tag puts tags on resources of one type (PublicIpAddress, LoadBalancer)
+// Tag puts tags on resources of one type (PublicIpAddress, LoadBalancer)
 // (CreateTagsParams).
-func (gw *gateway) tag(ctx context.Context, resourceType string, ids []string, tags map[string]string) (string, error) {
+func (cl *Client) Tag(ctx context.Context, resourceType string, ids []string, tags map[string]string) (string, error) {
 	p := params{}
 	p.setList("resourceids", ids)
 	p.set("resourcetype", resourceType)
 	p.setTags(tags)
-	r, err := gw.change(ctx, "createTags", p)
+	r, err := cl.change(ctx, "createTags", p)
 	return r.JobID, err
 }
 
-// network is the guest network, and how it filters traffic: firewall rules
+// Network is the guest network, and how it filters traffic: firewall rules
 // (an isolated network) or network ACL items (a VPC tier).
-type network struct {
+type Network struct {
 	ID, VPC, ACL string
 	Firewall     bool
 }
 
-// network is the guest network id (ListNetworksParams).
-func (gw *gateway) network(ctx context.Context, id string) (network, error) {
-	p, err := gw.listed(ctx)
+// Network is the guest network id (ListNetworksParams).
+func (cl *Client) Network(ctx context.Context, id string) (Network, error) {
+	p, err := cl.listed(ctx)
 	if err != nil {
-		return network{}, err
+		return Network{}, err
 	}
 	p.set("id", id)
 	type answer struct {
@@ -431,15 +430,15 @@ func (gw *gateway) network(ctx context.Context, id string) (network, error) {
 			Name string `json:"name"`
 		} `json:"service"`
 	}
-	list, _, err := listPage[answer](ctx, gw, "listNetworks", "network", p)
+	list, _, err := listPage[answer](ctx, cl, "listNetworks", "network", p)
 	if err != nil {
-		return network{}, err
+		return Network{}, err
 	}
 	for _, n := range list {
 		if n.ID != id {
 			continue
 		}
-		out := network{ID: n.ID, VPC: n.VPC, ACL: n.ACL}
+		out := Network{ID: n.ID, VPC: n.VPC, ACL: n.ACL}
 		for _, s := range n.Services {
 			if s.Name == "Firewall" {
 				out.Firewall = true
@@ -447,11 +446,11 @@ func (gw *gateway) network(ctx context.Context, id string) (network, error) {
 		}
 		return out, nil
 	}
-	return network{}, outcome.Classify(outcome.ErrNotFound, fmt.Errorf("network %s is not visible to the CCM's account", id))
+	return Network{}, outcome.Classify(outcome.ErrNotFound, fmt.Errorf("network %s is not visible to the CCM's account", id))
 }
 
-// rule is a load balancer rule.
-type rule struct {
+// Rule is a load balancer rule.
+type Rule struct {
 	ID, Name, Algorithm, Protocol, State string
 	AddressID, IP, Network               string
 	PublicPort, PrivatePort              int
@@ -474,32 +473,32 @@ type ruleAnswer struct {
 	CIDRs       string `json:"cidrlist"`
 }
 
-func toRule(r ruleAnswer) rule {
+func toRule(r ruleAnswer) Rule {
 	pub, _ := strconv.Atoi(r.PublicPort)
 	priv, _ := strconv.Atoi(r.PrivatePort)
-	return rule{ID: r.ID, Name: r.Name, Algorithm: r.Algorithm, Protocol: strings.ToLower(r.Protocol), State: r.State,
+	return Rule{ID: r.ID, Name: r.Name, Algorithm: r.Algorithm, Protocol: strings.ToLower(r.Protocol), State: r.State,
 		AddressID: r.AddressID, IP: r.IP, Network: r.Network, PublicPort: pub, PrivatePort: priv,
-		CIDRs: splitCIDRs(r.CIDRs)}
+		CIDRs: SplitCIDRs(r.CIDRs)}
 }
 
-// splitCIDRs reads a cidrlist, which servers answer space-separated (LB
+// SplitCIDRs reads a cidrlist, which servers answer space-separated (LB
 // rules) or comma-separated (firewall rules, older servers).
-func splitCIDRs(s string) []string {
+func SplitCIDRs(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
 }
 
 // someRules is one page of listLoadBalancerRules (ListLoadBalancerRulesParams).
-func (gw *gateway) someRules(ctx context.Context, p params) ([]rule, int, error) {
-	list, count, err := listPage[ruleAnswer](ctx, gw, "listLoadBalancerRules", "loadbalancerrule", p)
+func (cl *Client) someRules(ctx context.Context, p params) ([]Rule, int, error) {
+	list, count, err := listPage[ruleAnswer](ctx, cl, "listLoadBalancerRules", "loadbalancerrule", p)
 	return convert(list, toRule), count, err
 }
 
-// rules lists the load balancer rules; keyword ("" for all) narrows the
+// Rules lists the load balancer rules; keyword ("" for all) narrows the
 // listing on the server, which matches it as a part of the name or the
 // description: callers compare names exactly.
-func (gw *gateway) rules(ctx context.Context, keyword string) ([]rule, error) {
-	return pages(gw, func(page, size int) ([]rule, int, error) {
-		p, err := gw.listed(ctx)
+func (cl *Client) Rules(ctx context.Context, keyword string) ([]Rule, error) {
+	return pages(cl, func(page, size int) ([]Rule, int, error) {
+		p, err := cl.listed(ctx)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -507,24 +506,24 @@ func (gw *gateway) rules(ctx context.Context, keyword string) ([]rule, error) {
 			p.set("keyword", keyword)
 		}
 		p.setPage(page, size)
-		return gw.someRules(ctx, p)
+		return cl.someRules(ctx, p)
 	})
 }
 
-// rulesOn lists the load balancer rules of a public address.
-func (gw *gateway) rulesOn(ctx context.Context, addressID string) ([]rule, error) {
-	p, err := gw.listed(ctx)
+// RulesOn lists the load balancer rules of a public address.
+func (cl *Client) RulesOn(ctx context.Context, addressID string) ([]Rule, error) {
+	p, err := cl.listed(ctx)
 	if err != nil {
 		return nil, err
 	}
 	p.set("publicipid", addressID)
-	list, _, err := gw.someRules(ctx, p)
+	list, _, err := cl.someRules(ctx, p)
 	return list, err
 }
 
-// createRule creates a rule on its address (in the address's project)
+// CreateRule creates a rule on its address (in the address's project)
 // (CreateLoadBalancerRuleParams; the firewall is opened apart).
-func (gw *gateway) createRule(ctx context.Context, r rule) (id, job string, err error) {
+func (cl *Client) CreateRule(ctx context.Context, r Rule) (id, job string, err error) {
 	p := params{}
 	p.set("algorithm", r.Algorithm)
 	p.set("name", r.Name)
@@ -535,54 +534,56 @@ func (gw *gateway) createRule(ctx context.Context, r rule) (id, job string, err 
 	p.set("protocol", r.Protocol)
 	p.setBool("openfirewall", false)
 	p.setList("cidrlist", r.CIDRs)
-	resp, err := gw.change(ctx, "createLoadBalancerRule", p)
+	resp, err := cl.change(ctx, "createLoadBalancerRule", p)
 	return resp.ID, resp.JobID, err
 }
 
-// updateRule changes a rule's algorithm (its protocol and ports cannot be
+// UpdateRule changes a rule's algorithm (its protocol and ports cannot be
 // changed in place) (UpdateLoadBalancerRuleParams).
-func (gw *gateway) updateRule(ctx context.Context, id, algorithm string) (string, error) {
+func (cl *Client) UpdateRule(ctx context.Context, id, algorithm string) (string, error) {
 	p := byID(id)
 	p.set("algorithm", algorithm)
-	r, err := gw.change(ctx, "updateLoadBalancerRule", p)
+	r, err := cl.change(ctx, "updateLoadBalancerRule", p)
 	return r.JobID, err
 }
 
-func (gw *gateway) deleteRule(ctx context.Context, id string) (string, error) {
-	return gw.job(ctx, "deleteLoadBalancerRule", id)
+// DeleteRule deletes a load balancer rule (DeleteLoadBalancerRuleParams).
+func (cl *Client) DeleteRule(ctx context.Context, id string) (string, error) {
+	return cl.job(ctx, "deleteLoadBalancerRule", id)
 }
 
-// ruleMachines is the ids of a rule's machines
+// RuleMachines is the ids of a rule's machines
 // (ListLoadBalancerRuleInstancesParams).
-func (gw *gateway) ruleMachines(ctx context.Context, id string) ([]string, error) {
+func (cl *Client) RuleMachines(ctx context.Context, id string) ([]string, error) {
 	type answer struct {
 		ID string `json:"id"`
 	}
-	list, err := listAll[answer](ctx, gw, "listLoadBalancerRuleInstances", "loadbalancerruleinstance",
+	list, err := listAll[answer](ctx, cl, "listLoadBalancerRuleInstances", "loadbalancerruleinstance",
 		func() (params, error) { return byID(id), nil })
 	return convert(list, func(v answer) string { return v.ID }), err
 }
 
-// assign and unassign add machines to a rule and take them off
+// Assign and Unassign add machines to a rule and take them off
 // (AssignToLoadBalancerRuleParams, RemoveFromLoadBalancerRuleParams).
-func (gw *gateway) assign(ctx context.Context, id string, machines []string) (string, error) {
-	return gw.members(ctx, "assignToLoadBalancerRule", id, machines)
+func (cl *Client) Assign(ctx context.Context, id string, machines []string) (string, error) {
+	return cl.members(ctx, "assignToLoadBalancerRule", id, machines)
 }
 
-func (gw *gateway) unassign(ctx context.Context, id string, machines []string) (string, error) {
-	return gw.members(ctx, "removeFromLoadBalancerRule", id, machines)
+// Unassign takes machines off a rule.
+func (cl *Client) Unassign(ctx context.Context, id string, machines []string) (string, error) {
+	return cl.members(ctx, "removeFromLoadBalancerRule", id, machines)
 }
 
-func (gw *gateway) members(ctx context.Context, command, id string, machines []string) (string, error) {
+func (cl *Client) members(ctx context.Context, command, id string, machines []string) (string, error) {
 	p := byID(id)
 	p.setList("virtualmachineids", machines)
-	r, err := gw.change(ctx, command, p)
+	r, err := cl.change(ctx, command, p)
 	return r.JobID, err
 }
 
-// opening is a firewall rule or a network ACL item: traffic of a protocol to a
+// Opening is a firewall rule or a network ACL item: traffic of a protocol to a
 // port range let in from some sources.
-type opening struct {
+type Opening struct {
 	ID, Protocol string
 	AddressID    string // a firewall rule's
 	Start, End   int
@@ -594,14 +595,14 @@ type opening struct {
 	Reason          string
 }
 
-// firewallRules lists the firewall rules of an address ("": of every
+// FirewallRules lists the firewall rules of an address ("": of every
 // address the account or project has, page by page) (ListFirewallRulesParams).
-func (gw *gateway) firewallRules(ctx context.Context, addressID string) ([]opening, error) {
-	project, err := gw.projectID(ctx)
+func (cl *Client) FirewallRules(ctx context.Context, addressID string) ([]Opening, error) {
+	project, err := cl.ProjectID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	list, err := listAll[firewallAnswer](ctx, gw, "listFirewallRules", "firewallrule", func() (params, error) {
+	list, err := listAll[firewallAnswer](ctx, cl, "listFirewallRules", "firewallrule", func() (params, error) {
 		p := params{}
 		if addressID != "" {
 			p.set("ipaddressid", addressID)
@@ -627,36 +628,37 @@ type firewallAnswer struct {
 }
 
 // toFirewallOpening is a firewall rule as the CCM uses it.
-func toFirewallOpening(f firewallAnswer) opening {
-	return opening{ID: f.ID, Protocol: strings.ToLower(f.Protocol), Start: f.Start, End: f.End,
-		CIDRs: splitCIDRs(f.CIDRs), AddressID: f.AddressID}
+func toFirewallOpening(f firewallAnswer) Opening {
+	return Opening{ID: f.ID, Protocol: strings.ToLower(f.Protocol), Start: f.Start, End: f.End,
+		CIDRs: SplitCIDRs(f.CIDRs), AddressID: f.AddressID}
 }
 
-// createFirewallRule opens o on an address (CreateFirewallRuleParams).
-func (gw *gateway) createFirewallRule(ctx context.Context, addressID string, o opening) (string, error) {
+// CreateFirewallRule opens o on an address (CreateFirewallRuleParams).
+func (cl *Client) CreateFirewallRule(ctx context.Context, addressID string, o Opening) (string, error) {
 	p := params{}
 	p.set("ipaddressid", addressID)
 	p.set("protocol", o.Protocol)
 	p.setInt("startport", o.Start)
 	p.setInt("endport", o.End)
 	p.setList("cidrlist", o.CIDRs)
-	r, err := gw.change(ctx, "createFirewallRule", p)
+	r, err := cl.change(ctx, "createFirewallRule", p)
 	return r.JobID, err
 }
 
-func (gw *gateway) deleteFirewallRule(ctx context.Context, id string) (string, error) {
-	return gw.job(ctx, "deleteFirewallRule", id)
+// DeleteFirewallRule deletes a firewall rule (DeleteFirewallRuleParams).
+func (cl *Client) DeleteFirewallRule(ctx context.Context, id string) (string, error) {
+	return cl.job(ctx, "deleteFirewallRule", id)
 }
 
-// aclListName is the name of a network ACL list (default_allow and
+// ACLListName is the name of a network ACL list (default_allow and
 // default_deny are the server's own, which nobody may change)
 // (ListNetworkACLListsParams).
-func (gw *gateway) aclListName(ctx context.Context, id string) (string, error) {
+func (cl *Client) ACLListName(ctx context.Context, id string) (string, error) {
 	type answer struct {
 		ID   string `json:"id"`
 		Name string `json:"name"`
 	}
-	list, _, err := listPage[answer](ctx, gw, "listNetworkACLLists", "networkacllist", byID(id))
+	list, _, err := listPage[answer](ctx, cl, "listNetworkACLLists", "networkacllist", byID(id))
 	if err != nil {
 		return "", err
 	}
@@ -668,9 +670,9 @@ func (gw *gateway) aclListName(ctx context.Context, id string) (string, error) {
 	return "", outcome.Classify(outcome.ErrNotFound, fmt.Errorf("network ACL list %s is not visible to the CCM's account", id))
 }
 
-// aclItems lists the items of a network ACL list (ListNetworkACLsParams).
-func (gw *gateway) aclItems(ctx context.Context, aclID string) ([]opening, error) {
-	list, err := listAll[aclAnswer](ctx, gw, "listNetworkACLs", "networkacl", func() (params, error) {
+// ACLItems lists the items of a network ACL list (ListNetworkACLsParams).
+func (cl *Client) ACLItems(ctx context.Context, aclID string) ([]Opening, error) {
+	list, err := listAll[aclAnswer](ctx, cl, "listNetworkACLs", "networkacl", func() (params, error) {
 		p := params{}
 		p.set("aclid", aclID)
 		p.setBool("listall", true)
@@ -694,38 +696,46 @@ type aclAnswer struct {
 }
 
 // toACLItem is a network ACL item as the CCM uses it.
-func toACLItem(a aclAnswer) opening {
+func toACLItem(a aclAnswer) Opening {
 	start, _ := strconv.Atoi(a.Start)
 	end, _ := strconv.Atoi(a.End)
-	return opening{ID: a.ID, Protocol: strings.ToLower(a.Protocol), Start: start, End: end, CIDRs: splitCIDRs(a.CIDRs),
+	return Opening{ID: a.ID, Protocol: strings.ToLower(a.Protocol), Start: start, End: end, CIDRs: SplitCIDRs(a.CIDRs),
 		Action: a.Action, Traffic: a.Traffic, Tags: tagMap(a.Tags), Reason: a.Reason}
 }
 
-// createACLItem lets o in through a network ACL list, its reason o's
+// ACLAction and ACLTraffic are what every item the CCM makes is: an item
+// that lets traffic in.
+const (
+	ACLAction  = "Allow"
+	ACLTraffic = "Ingress"
+)
+
+// CreateACLItem lets o in through a network ACL list, its reason o's
 // (CreateNetworkACLParams; servers before 4.15 ignore reason).
-func (gw *gateway) createACLItem(ctx context.Context, aclID string, o opening) (id, job string, err error) {
+func (cl *Client) CreateACLItem(ctx context.Context, aclID string, o Opening) (id, job string, err error) {
 	p := params{}
 	p.set("protocol", o.Protocol)
 	p.set("aclid", aclID)
-	p.set("action", aclAction)
-	p.set("traffictype", aclTraffic)
+	p.set("action", ACLAction)
+	p.set("traffictype", ACLTraffic)
 	p.setInt("startport", o.Start)
 	p.setInt("endport", o.End)
 	p.setList("cidrlist", o.CIDRs)
 	if o.Reason != "" {
 		p.set("reason", o.Reason)
 	}
-	r, err := gw.change(ctx, "createNetworkACL", p)
+	r, err := cl.change(ctx, "createNetworkACL", p)
 	return r.ID, r.JobID, err
 }
 
-func (gw *gateway) deleteACLItem(ctx context.Context, id string) (string, error) {
-	return gw.job(ctx, "deleteNetworkACL", id)
+// DeleteACLItem deletes a network ACL item (DeleteNetworkACLParams).
+func (cl *Client) DeleteACLItem(ctx context.Context, id string) (string, error) {
+	return cl.job(ctx, "deleteNetworkACL", id)
 }
 
-// healthCheck is a rule's health-check policy (LBHealthCheckPolicyResponse's
+// HealthCheck is a rule's health-check policy (LBHealthCheckPolicyResponse's
 // healthcheckpolicy; the server spells thresshold so).
-type healthCheck struct {
+type HealthCheck struct {
 	ID        string `json:"id"`
 	Path      string `json:"pingpath"`
 	Interval  int    `json:"healthcheckinterval"`
@@ -734,26 +744,26 @@ type healthCheck struct {
 	Unhealthy int    `json:"unhealthcheckthresshold"`
 }
 
-// healthChecks is a rule's health-check policies (ListLBHealthCheckPoliciesParams).
-func (gw *gateway) healthChecks(ctx context.Context, ruleID string) ([]healthCheck, error) {
+// HealthChecks is a rule's health-check policies (ListLBHealthCheckPoliciesParams).
+func (cl *Client) HealthChecks(ctx context.Context, ruleID string) ([]HealthCheck, error) {
 	p := params{}
 	p.set("lbruleid", ruleID)
 	type answer struct {
-		Policies []healthCheck `json:"healthcheckpolicy"`
+		Policies []HealthCheck `json:"healthcheckpolicy"`
 	}
-	list, _, err := listPage[answer](ctx, gw, "listLBHealthCheckPolicies", "lbhealthcheckpolicy", p)
+	list, _, err := listPage[answer](ctx, cl, "listLBHealthCheckPolicies", "lbhealthcheckpolicy", p)
 	if err != nil {
 		return nil, err
 	}
-	var out []healthCheck
+	var out []HealthCheck
 	for _, pol := range list {
 		out = append(out, pol.Policies...)
 	}
 	return out, nil
 }
 
-// createHealthCheck gives a rule the policy h (CreateLBHealthCheckPolicyParams).
-func (gw *gateway) createHealthCheck(ctx context.Context, ruleID string, h healthCheck) (string, error) {
+// CreateHealthCheck gives a rule the policy h (CreateLBHealthCheckPolicyParams).
+func (cl *Client) CreateHealthCheck(ctx context.Context, ruleID string, h HealthCheck) (string, error) {
 	p := params{}
 	p.set("lbruleid", ruleID)
 	p.set("pingpath", h.Path)
@@ -761,12 +771,13 @@ func (gw *gateway) createHealthCheck(ctx context.Context, ruleID string, h healt
 	p.setInt("responsetimeout", h.Timeout)
 	p.setInt("healthythreshold", h.Healthy)
 	p.setInt("unhealthythreshold", h.Unhealthy)
-	r, err := gw.change(ctx, "createLBHealthCheckPolicy", p)
+	r, err := cl.change(ctx, "createLBHealthCheckPolicy", p)
 	return r.JobID, err
 }
 
-func (gw *gateway) deleteHealthCheck(ctx context.Context, id string) (string, error) {
-	return gw.job(ctx, "deleteLBHealthCheckPolicy", id)
+// DeleteHealthCheck deletes a health-check policy (DeleteLBHealthCheckPolicyParams).
+func (cl *Client) DeleteHealthCheck(ctx context.Context, id string) (string, error) {
+	return cl.job(ctx, "deleteLBHealthCheckPolicy", id)
 }
 
 // jobAnswer is a job as the server answers it (AsyncJobResponse).
@@ -780,64 +791,64 @@ type jobAnswer struct {
 	Completed string          `json:"completed"`
 }
 
-// jobStatus is how a job went (QueryAsyncJobResultParams). cloudstack-go
+// JobStatus is how a job went (QueryAsyncJobResultParams). cloudstack-go
 // asks up to three times, half a second apart, whatever the error: not
 // here, for the transport retries what is worth retrying within the
 // caller's deadline, and a job not asked about now is asked next time.
-func (gw *gateway) jobStatus(ctx context.Context, id string) (jobState, error) {
+func (cl *Client) JobStatus(ctx context.Context, id string) (JobState, error) {
 	p := params{}
 	p.set("jobid", id)
 	var r jobAnswer
-	if err := gw.get(ctx, "queryAsyncJobResult", p, &r); err != nil {
-		return jobState{}, err
+	if err := cl.get(ctx, "queryAsyncJobResult", p, &r); err != nil {
+		return JobState{}, err
 	}
 	return toJobState(r), nil
 }
 
-// jobState is how a job went: pending, done with its result, or failed
+// JobState is how a job went: pending, done with its result, or failed
 // (failure); created is when the server took it (its clock, to the second;
 // zero when not known), took how long it ran there (0 when not known).
-type jobState struct {
-	pending bool
-	failure error
-	result  json.RawMessage
-	created time.Time
-	took    time.Duration
+type JobState struct {
+	Pending bool
+	Failure error
+	Result  json.RawMessage
+	Created time.Time
+	Took    time.Duration
 }
 
-func toJobState(j jobAnswer) jobState {
-	st := jobState{pending: j.Status == 0}
+func toJobState(j jobAnswer) JobState {
+	st := JobState{Pending: j.Status == 0}
 	switch j.Status {
 	case 1:
-		st.result = j.Result
+		st.Result = j.Result
 	case 2:
-		st.failure = jobFailure(j.Cmd, j.Result, j.Code)
+		st.Failure = jobFailure(j.Cmd, j.Result, j.Code)
 	}
-	if c, err := time.Parse(csDateLayout, j.Created); err == nil {
-		st.created = c
-		if d, err := time.Parse(csDateLayout, j.Completed); err == nil && j.Status != 0 && !d.Before(c) {
-			st.took = d.Sub(c)
+	if c, err := time.Parse(DateLayout, j.Created); err == nil {
+		st.Created = c
+		if d, err := time.Parse(DateLayout, j.Completed); err == nil && j.Status != 0 && !d.Before(c) {
+			st.Took = d.Sub(c)
 		}
 	}
 	return st
 }
 
-// csDateLayout is how the server writes dates ("2021-10-04T09:24:38+0000").
-const csDateLayout = "2006-01-02T15:04:05-0700"
+// DateLayout is how the server writes dates ("2021-10-04T09:24:38+0000").
+const DateLayout = "2006-01-02T15:04:05-0700"
 
-// jobsSince lists the account's jobs created at since or later
+// JobsSince lists the account's jobs created at since or later
 // (listAsyncJobs: one call for every job under way, however many)
 // (ListAsyncJobsParams).
-func (gw *gateway) jobsSince(ctx context.Context, since time.Time) (map[string]jobState, error) {
-	list, err := listAll[jobAnswer](ctx, gw, "listAsyncJobs", "asyncjobs", func() (params, error) {
+func (cl *Client) JobsSince(ctx context.Context, since time.Time) (map[string]JobState, error) {
+	list, err := listAll[jobAnswer](ctx, cl, "listAsyncJobs", "asyncjobs", func() (params, error) {
 		p := params{}
-		p.set("startdate", since.UTC().Format(csDateLayout))
+		p.set("startdate", since.UTC().Format(DateLayout))
 		return p, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]jobState, len(list))
+	out := make(map[string]JobState, len(list))
 	for _, j := range list {
 		out[j.ID] = toJobState(j)
 	}
@@ -846,7 +857,7 @@ func (gw *gateway) jobsSince(ctx context.Context, since time.Time) (map[string]j
 
 // countVisible is how many objects command lists with the parameters p
 // (made with err), from a page of one: the doctor's harmless read.
-func (gw *gateway) countVisible(ctx context.Context, command string, p params, err error) (int, error) {
+func (cl *Client) countVisible(ctx context.Context, command string, p params, err error) (int, error) {
 	if err != nil {
 		return 0, err
 	}
@@ -854,22 +865,24 @@ func (gw *gateway) countVisible(ctx context.Context, command string, p params, e
 	var r struct {
 		Count int `json:"count"`
 	}
-	err = gw.get(ctx, command, p, &r)
+	err = cl.get(ctx, command, p, &r)
 	return r.Count, err
 }
 
-// machinesVisible, addressesVisible and rulesVisible count what the keys see.
-func (gw *gateway) machinesVisible(ctx context.Context) (int, error) {
-	p, err := gw.vmParams(ctx)
-	return gw.countVisible(ctx, "listVirtualMachines", p, err)
+// MachinesVisible counts the virtual machines the keys see.
+func (cl *Client) MachinesVisible(ctx context.Context) (int, error) {
+	p, err := cl.vmParams(ctx)
+	return cl.countVisible(ctx, "listVirtualMachines", p, err)
 }
 
-func (gw *gateway) addressesVisible(ctx context.Context) (int, error) {
-	p, err := gw.listed(ctx)
-	return gw.countVisible(ctx, "listPublicIpAddresses", p, err)
+// AddressesVisible counts the public addresses the keys see.
+func (cl *Client) AddressesVisible(ctx context.Context) (int, error) {
+	p, err := cl.listed(ctx)
+	return cl.countVisible(ctx, "listPublicIpAddresses", p, err)
 }
 
-func (gw *gateway) rulesVisible(ctx context.Context) (int, error) {
-	p, err := gw.listed(ctx)
-	return gw.countVisible(ctx, "listLoadBalancerRules", p, err)
+// RulesVisible counts the load balancer rules the keys see.
+func (cl *Client) RulesVisible(ctx context.Context) (int, error) {
+	p, err := cl.listed(ctx)
+	return cl.countVisible(ctx, "listLoadBalancerRules", p, err)
 }

@@ -1,4 +1,4 @@
-package cloudstack
+package csapi
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func (rec *recorder) take() ([]sent, []string) {
 // cloudstack-go, as the gateway made it before it had its own client.
 type wireCase struct {
 	name string
-	ours func(context.Context, *gateway)
+	ours func(context.Context, *Client)
 	sdk  func(*cs.CloudStackClient)
 }
 
@@ -90,7 +90,7 @@ func TestCallsAreSentAsCloudStackGoSendsThem(t *testing.T) {
 	rec := &recorder{}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
-	gw, err := newGateway(Global{APIURL: srv.URL + "/client/api", APIKey: wireKey, SecretKey: wireSecret, ProjectID: wireProject})
+	gw, err := New(Settings{APIURL: srv.URL + "/client/api", APIKey: wireKey, SecretKey: wireSecret, ProjectID: wireProject})
 	require.NoError(t, err)
 	client := cs.NewClient(srv.URL+"/client/api", wireKey, wireSecret, false)
 	ctx := t.Context()
@@ -146,9 +146,9 @@ func TestTheProjectIsLookedUpAsCloudStackGoDoes(t *testing.T) {
 	rec := &recorder{}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
-	gw, err := newGateway(Global{APIURL: srv.URL + "/client/api", APIKey: wireKey, SecretKey: wireSecret, ProjectID: "team a"})
+	gw, err := New(Settings{APIURL: srv.URL + "/client/api", APIKey: wireKey, SecretKey: wireSecret, ProjectID: "team a"})
 	require.NoError(t, err)
-	_, err = gw.projectID(t.Context())
+	_, err = gw.ProjectID(t.Context())
 	require.ErrorContains(t, err, `no project named "team a"`)
 	ours, errs := rec.take()
 	assert.Empty(t, errs)
@@ -189,13 +189,13 @@ func TestSignaturesAreTheServers(t *testing.T) {
 func TestTransportErrorsHoldNoSecret(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close() // nothing listens there any more
-	gw, err := newGateway(Global{APIURL: srv.URL + "/client/api", APIKey: wireKey, SecretKey: wireSecret})
+	gw, err := New(Settings{APIURL: srv.URL + "/client/api", APIKey: wireKey, SecretKey: wireSecret})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	for _, call := range []func() error{
-		func() error { _, err := gw.machines(ctx); return err },
-		func() error { _, err := gw.deleteRule(ctx, "lb-1"); return err },
+		func() error { _, err := gw.Machines(ctx); return err },
+		func() error { _, err := gw.DeleteRule(ctx, "lb-1"); return err },
 	} {
 		err := call()
 		require.Error(t, err)
@@ -215,15 +215,15 @@ func wireMachines() []wireCase {
 		_, _ = c.VirtualMachine.ListVirtualMachines(p)
 	}
 	return []wireCase{
-		{"machines", func(ctx context.Context, gw *gateway) { _, _ = gw.machines(ctx) },
+		{"machines", func(ctx context.Context, gw *Client) { _, _ = gw.Machines(ctx) },
 			func(c *cs.CloudStackClient) {
 				vms(c, func(p *cs.ListVirtualMachinesParams) { p.SetPage(1); p.SetPagesize(pageSize) })
 			}},
-		{"machine", func(ctx context.Context, gw *gateway) { _, _, _ = gw.machine(ctx, "vm-1") },
+		{"machine", func(ctx context.Context, gw *Client) { _, _, _ = gw.Machine(ctx, "vm-1") },
 			func(c *cs.CloudStackClient) { vms(c, func(p *cs.ListVirtualMachinesParams) { p.SetId("vm-1") }) }},
-		{"machinesNamed", func(ctx context.Context, gw *gateway) { _, _ = gw.machinesNamed(ctx, "worker 1") },
+		{"machinesNamed", func(ctx context.Context, gw *Client) { _, _ = gw.MachinesNamed(ctx, "worker 1") },
 			func(c *cs.CloudStackClient) { vms(c, func(p *cs.ListVirtualMachinesParams) { p.SetName("worker 1") }) }},
-		{"machinesVisible", func(ctx context.Context, gw *gateway) { _, _ = gw.machinesVisible(ctx) },
+		{"machinesVisible", func(ctx context.Context, gw *Client) { _, _ = gw.MachinesVisible(ctx) },
 			func(c *cs.CloudStackClient) {
 				vms(c, func(p *cs.ListVirtualMachinesParams) { p.SetPage(1); p.SetPagesize(1) })
 			}},
@@ -239,8 +239,8 @@ func wireAddresses() []wireCase {
 		_, _ = c.Address.ListPublicIpAddresses(p)
 	}
 	return []wireCase{
-		{"addressesTagged", func(ctx context.Context, gw *gateway) {
-			_, _ = gw.addressesTagged(ctx, map[string]string{"b": "two words", "a": "1/2~*"})
+		{"addressesTagged", func(ctx context.Context, gw *Client) {
+			_, _ = gw.AddressesTagged(ctx, map[string]string{"b": "two words", "a": "1/2~*"})
 		}, func(c *cs.CloudStackClient) {
 			addresses(c, func(p *cs.ListPublicIpAddressesParams) {
 				p.SetTags(map[string]string{"b": "two words", "a": "1/2~*"})
@@ -248,27 +248,27 @@ func wireAddresses() []wireCase {
 				p.SetPagesize(pageSize)
 			})
 		}},
-		{"address", func(ctx context.Context, gw *gateway) { _, _, _ = gw.address(ctx, "ip-1") },
+		{"address", func(ctx context.Context, gw *Client) { _, _, _ = gw.Address(ctx, "ip-1") },
 			func(c *cs.CloudStackClient) {
 				addresses(c, func(p *cs.ListPublicIpAddressesParams) { p.SetId("ip-1") })
 			}},
-		{"addressOf", func(ctx context.Context, gw *gateway) { _, _, _ = gw.addressOf(ctx, "203.0.113.7") },
+		{"addressOf", func(ctx context.Context, gw *Client) { _, _, _ = gw.AddressOf(ctx, "203.0.113.7") },
 			func(c *cs.CloudStackClient) {
 				addresses(c, func(p *cs.ListPublicIpAddressesParams) { p.SetIpaddress("203.0.113.7"); p.SetAllocatedonly(false) })
 			}},
-		{"addressesVisible", func(ctx context.Context, gw *gateway) { _, _ = gw.addressesVisible(ctx) },
+		{"addressesVisible", func(ctx context.Context, gw *Client) { _, _ = gw.AddressesVisible(ctx) },
 			func(c *cs.CloudStackClient) {
 				addresses(c, func(p *cs.ListPublicIpAddressesParams) { p.SetPage(1); p.SetPagesize(1) })
 			}},
-		{"associate to a network", func(ctx context.Context, gw *gateway) { _, _, _ = gw.associate(ctx, network{ID: "net-1"}, "") },
+		{"associate to a network", func(ctx context.Context, gw *Client) { _, _, _ = gw.Associate(ctx, Network{ID: "net-1"}, "") },
 			func(c *cs.CloudStackClient) {
 				p := c.Address.NewAssociateIpAddressParams()
 				p.SetNetworkid("net-1")
 				p.SetProjectid(wireProject)
 				_, _ = c.Address.AssociateIpAddress(p)
 			}},
-		{"associate to a VPC", func(ctx context.Context, gw *gateway) {
-			_, _, _ = gw.associate(ctx, network{ID: "net-1", VPC: "vpc-1"}, "203.0.113.9")
+		{"associate to a VPC", func(ctx context.Context, gw *Client) {
+			_, _, _ = gw.Associate(ctx, Network{ID: "net-1", VPC: "vpc-1"}, "203.0.113.9")
 		}, func(c *cs.CloudStackClient) {
 			p := c.Address.NewAssociateIpAddressParams()
 			p.SetVpcid("vpc-1")
@@ -276,17 +276,17 @@ func wireAddresses() []wireCase {
 			p.SetProjectid(wireProject)
 			_, _ = c.Address.AssociateIpAddress(p)
 		}},
-		{"disassociate", func(ctx context.Context, gw *gateway) { _, _ = gw.disassociate(ctx, "ip-1") },
+		{"disassociate", func(ctx context.Context, gw *Client) { _, _ = gw.Disassociate(ctx, "ip-1") },
 			func(c *cs.CloudStackClient) {
 				_, _ = c.Address.DisassociateIpAddress(c.Address.NewDisassociateIpAddressParams("ip-1"))
 			}},
-		{"tag", func(ctx context.Context, gw *gateway) {
-			_, _ = gw.tag(ctx, "PublicIpAddress", []string{"ip-1", "ip-2"}, map[string]string{"k2": "v", "k1": "a=b&c"})
+		{"tag", func(ctx context.Context, gw *Client) {
+			_, _ = gw.Tag(ctx, "PublicIpAddress", []string{"ip-1", "ip-2"}, map[string]string{"k2": "v", "k1": "a=b&c"})
 		}, func(c *cs.CloudStackClient) {
 			_, _ = c.Resourcetags.CreateTags(c.Resourcetags.NewCreateTagsParams([]string{"ip-1", "ip-2"}, "PublicIpAddress",
 				map[string]string{"k2": "v", "k1": "a=b&c"}))
 		}},
-		{"network", func(ctx context.Context, gw *gateway) { _, _ = gw.network(ctx, "net-1") },
+		{"network", func(ctx context.Context, gw *Client) { _, _ = gw.Network(ctx, "net-1") },
 			func(c *cs.CloudStackClient) {
 				p := c.Network.NewListNetworksParams()
 				p.SetId("net-1")
@@ -305,10 +305,10 @@ func wireRules() []wireCase {
 		set(p)
 		_, _ = c.LoadBalancer.ListLoadBalancerRules(p)
 	}
-	r := rule{Name: "a-tcp-80", Algorithm: "roundrobin", Protocol: "tcp", AddressID: "ip-1", Network: "net-1",
+	r := Rule{Name: "a-tcp-80", Algorithm: "roundrobin", Protocol: "tcp", AddressID: "ip-1", Network: "net-1",
 		PublicPort: 80, PrivatePort: 30080, CIDRs: []string{"10.0.0.0/8", "192.0.2.0/24"}}
 	return []wireCase{
-		{"rules", func(ctx context.Context, gw *gateway) { _, _ = gw.rules(ctx, "svc-uid") },
+		{"rules", func(ctx context.Context, gw *Client) { _, _ = gw.Rules(ctx, "svc-uid") },
 			func(c *cs.CloudStackClient) {
 				rules(c, func(p *cs.ListLoadBalancerRulesParams) {
 					p.SetKeyword("svc-uid")
@@ -316,15 +316,15 @@ func wireRules() []wireCase {
 					p.SetPagesize(pageSize)
 				})
 			}},
-		{"rulesOn", func(ctx context.Context, gw *gateway) { _, _ = gw.rulesOn(ctx, "ip-1") },
+		{"rulesOn", func(ctx context.Context, gw *Client) { _, _ = gw.RulesOn(ctx, "ip-1") },
 			func(c *cs.CloudStackClient) {
 				rules(c, func(p *cs.ListLoadBalancerRulesParams) { p.SetPublicipid("ip-1") })
 			}},
-		{"rulesVisible", func(ctx context.Context, gw *gateway) { _, _ = gw.rulesVisible(ctx) },
+		{"rulesVisible", func(ctx context.Context, gw *Client) { _, _ = gw.RulesVisible(ctx) },
 			func(c *cs.CloudStackClient) {
 				rules(c, func(p *cs.ListLoadBalancerRulesParams) { p.SetPage(1); p.SetPagesize(1) })
 			}},
-		{"createRule", func(ctx context.Context, gw *gateway) { _, _, _ = gw.createRule(ctx, r) },
+		{"createRule", func(ctx context.Context, gw *Client) { _, _, _ = gw.CreateRule(ctx, r) },
 			func(c *cs.CloudStackClient) {
 				p := c.LoadBalancer.NewCreateLoadBalancerRuleParams(r.Algorithm, r.Name, r.PrivatePort, r.PublicPort)
 				p.SetPublicipid(r.AddressID)
@@ -334,13 +334,13 @@ func wireRules() []wireCase {
 				p.SetCidrlist(r.CIDRs)
 				_, _ = c.LoadBalancer.CreateLoadBalancerRule(p)
 			}},
-		{"updateRule", func(ctx context.Context, gw *gateway) { _, _ = gw.updateRule(ctx, "lb-1", "leastconn") },
+		{"updateRule", func(ctx context.Context, gw *Client) { _, _ = gw.UpdateRule(ctx, "lb-1", "leastconn") },
 			func(c *cs.CloudStackClient) {
 				p := c.LoadBalancer.NewUpdateLoadBalancerRuleParams("lb-1")
 				p.SetAlgorithm("leastconn")
 				_, _ = c.LoadBalancer.UpdateLoadBalancerRule(p)
 			}},
-		{"deleteRule", func(ctx context.Context, gw *gateway) { _, _ = gw.deleteRule(ctx, "lb-1") },
+		{"deleteRule", func(ctx context.Context, gw *Client) { _, _ = gw.DeleteRule(ctx, "lb-1") },
 			func(c *cs.CloudStackClient) {
 				_, _ = c.LoadBalancer.DeleteLoadBalancerRule(c.LoadBalancer.NewDeleteLoadBalancerRuleParams("lb-1"))
 			}},
@@ -349,33 +349,33 @@ func wireRules() []wireCase {
 
 func wireMembersAndHealthChecks() []wireCase {
 	return []wireCase{
-		{"ruleMachines", func(ctx context.Context, gw *gateway) { _, _ = gw.ruleMachines(ctx, "lb-1") },
+		{"ruleMachines", func(ctx context.Context, gw *Client) { _, _ = gw.RuleMachines(ctx, "lb-1") },
 			func(c *cs.CloudStackClient) {
 				p := c.LoadBalancer.NewListLoadBalancerRuleInstancesParams("lb-1")
 				p.SetPage(1)
 				p.SetPagesize(pageSize)
 				_, _ = c.LoadBalancer.ListLoadBalancerRuleInstances(p)
 			}},
-		{"assign", func(ctx context.Context, gw *gateway) { _, _ = gw.assign(ctx, "lb-1", []string{"vm-1", "vm-2"}) },
+		{"assign", func(ctx context.Context, gw *Client) { _, _ = gw.Assign(ctx, "lb-1", []string{"vm-1", "vm-2"}) },
 			func(c *cs.CloudStackClient) {
 				p := c.LoadBalancer.NewAssignToLoadBalancerRuleParams("lb-1")
 				p.SetVirtualmachineids([]string{"vm-1", "vm-2"})
 				_, _ = c.LoadBalancer.AssignToLoadBalancerRule(p)
 			}},
-		{"unassign", func(ctx context.Context, gw *gateway) { _, _ = gw.unassign(ctx, "lb-1", []string{"vm-1"}) },
+		{"unassign", func(ctx context.Context, gw *Client) { _, _ = gw.Unassign(ctx, "lb-1", []string{"vm-1"}) },
 			func(c *cs.CloudStackClient) {
 				p := c.LoadBalancer.NewRemoveFromLoadBalancerRuleParams("lb-1")
 				p.SetVirtualmachineids([]string{"vm-1"})
 				_, _ = c.LoadBalancer.RemoveFromLoadBalancerRule(p)
 			}},
-		{"healthChecks", func(ctx context.Context, gw *gateway) { _, _ = gw.healthChecks(ctx, "lb-1") },
+		{"healthChecks", func(ctx context.Context, gw *Client) { _, _ = gw.HealthChecks(ctx, "lb-1") },
 			func(c *cs.CloudStackClient) {
 				p := c.LoadBalancer.NewListLBHealthCheckPoliciesParams()
 				p.SetLbruleid("lb-1")
 				_, _ = c.LoadBalancer.ListLBHealthCheckPolicies(p)
 			}},
-		{"createHealthCheck", func(ctx context.Context, gw *gateway) {
-			_, _ = gw.createHealthCheck(ctx, "lb-1", healthCheck{Path: "/healthz?x=1", Interval: 5, Timeout: 2, Healthy: 2, Unhealthy: 1})
+		{"createHealthCheck", func(ctx context.Context, gw *Client) {
+			_, _ = gw.CreateHealthCheck(ctx, "lb-1", HealthCheck{Path: "/healthz?x=1", Interval: 5, Timeout: 2, Healthy: 2, Unhealthy: 1})
 		}, func(c *cs.CloudStackClient) {
 			p := c.LoadBalancer.NewCreateLBHealthCheckPolicyParams("lb-1")
 			p.SetPingpath("/healthz?x=1")
@@ -385,7 +385,7 @@ func wireMembersAndHealthChecks() []wireCase {
 			p.SetUnhealthythreshold(1)
 			_, _ = c.LoadBalancer.CreateLBHealthCheckPolicy(p)
 		}},
-		{"deleteHealthCheck", func(ctx context.Context, gw *gateway) { _, _ = gw.deleteHealthCheck(ctx, "hc-1") },
+		{"deleteHealthCheck", func(ctx context.Context, gw *Client) { _, _ = gw.DeleteHealthCheck(ctx, "hc-1") },
 			func(c *cs.CloudStackClient) {
 				_, _ = c.LoadBalancer.DeleteLBHealthCheckPolicy(c.LoadBalancer.NewDeleteLBHealthCheckPolicyParams("hc-1"))
 			}},
@@ -393,10 +393,10 @@ func wireMembersAndHealthChecks() []wireCase {
 }
 
 func wireOpeningsAndJobs() []wireCase {
-	o := opening{Protocol: "tcp", Start: 80, End: 81}
+	o := Opening{Protocol: "tcp", Start: 80, End: 81}
 	since := time.Date(2026, 11, 28, 7, 0, 0, 0, time.UTC)
 	return []wireCase{
-		{"firewallRules", func(ctx context.Context, gw *gateway) { _, _ = gw.firewallRules(ctx, "ip-1") },
+		{"firewallRules", func(ctx context.Context, gw *Client) { _, _ = gw.FirewallRules(ctx, "ip-1") },
 			func(c *cs.CloudStackClient) {
 				p := c.Firewall.NewListFirewallRulesParams()
 				p.SetIpaddressid("ip-1")
@@ -406,7 +406,7 @@ func wireOpeningsAndJobs() []wireCase {
 				p.SetPagesize(pageSize)
 				_, _ = c.Firewall.ListFirewallRules(p)
 			}},
-		{"createFirewallRule, no CIDRs", func(ctx context.Context, gw *gateway) { _, _ = gw.createFirewallRule(ctx, "ip-1", o) },
+		{"createFirewallRule, no CIDRs", func(ctx context.Context, gw *Client) { _, _ = gw.CreateFirewallRule(ctx, "ip-1", o) },
 			func(c *cs.CloudStackClient) {
 				p := c.Firewall.NewCreateFirewallRuleParams("ip-1", o.Protocol)
 				p.SetStartport(o.Start)
@@ -414,17 +414,17 @@ func wireOpeningsAndJobs() []wireCase {
 				p.SetCidrlist(o.CIDRs)
 				_, _ = c.Firewall.CreateFirewallRule(p)
 			}},
-		{"deleteFirewallRule", func(ctx context.Context, gw *gateway) { _, _ = gw.deleteFirewallRule(ctx, "fw-1") },
+		{"deleteFirewallRule", func(ctx context.Context, gw *Client) { _, _ = gw.DeleteFirewallRule(ctx, "fw-1") },
 			func(c *cs.CloudStackClient) {
 				_, _ = c.Firewall.DeleteFirewallRule(c.Firewall.NewDeleteFirewallRuleParams("fw-1"))
 			}},
-		{"aclListName", func(ctx context.Context, gw *gateway) { _, _ = gw.aclListName(ctx, "acl-1") },
+		{"aclListName", func(ctx context.Context, gw *Client) { _, _ = gw.ACLListName(ctx, "acl-1") },
 			func(c *cs.CloudStackClient) {
 				p := c.NetworkACL.NewListNetworkACLListsParams()
 				p.SetId("acl-1")
 				_, _ = c.NetworkACL.ListNetworkACLLists(p)
 			}},
-		{"aclItems", func(ctx context.Context, gw *gateway) { _, _ = gw.aclItems(ctx, "acl-1") },
+		{"aclItems", func(ctx context.Context, gw *Client) { _, _ = gw.ACLItems(ctx, "acl-1") },
 			func(c *cs.CloudStackClient) {
 				p := c.NetworkACL.NewListNetworkACLsParams()
 				p.SetAclid("acl-1")
@@ -433,8 +433,8 @@ func wireOpeningsAndJobs() []wireCase {
 				p.SetPagesize(pageSize)
 				_, _ = c.NetworkACL.ListNetworkACLs(p)
 			}},
-		{"createACLItem", func(ctx context.Context, gw *gateway) {
-			_, _, _ = gw.createACLItem(ctx, "acl-1", opening{Protocol: "udp", Start: 53, End: 53, CIDRs: []string{"0.0.0.0/0"}, Reason: "overcast-service=u"})
+		{"createACLItem", func(ctx context.Context, gw *Client) {
+			_, _, _ = gw.CreateACLItem(ctx, "acl-1", Opening{Protocol: "udp", Start: 53, End: 53, CIDRs: []string{"0.0.0.0/0"}, Reason: "overcast-service=u"})
 		}, func(c *cs.CloudStackClient) {
 			p := c.NetworkACL.NewCreateNetworkACLParams("udp")
 			p.SetAclid("acl-1")
@@ -446,18 +446,18 @@ func wireOpeningsAndJobs() []wireCase {
 			p.SetReason("overcast-service=u")
 			_, _ = c.NetworkACL.CreateNetworkACL(p)
 		}},
-		{"deleteACLItem", func(ctx context.Context, gw *gateway) { _, _ = gw.deleteACLItem(ctx, "item-1") },
+		{"deleteACLItem", func(ctx context.Context, gw *Client) { _, _ = gw.DeleteACLItem(ctx, "item-1") },
 			func(c *cs.CloudStackClient) {
 				_, _ = c.NetworkACL.DeleteNetworkACL(c.NetworkACL.NewDeleteNetworkACLParams("item-1"))
 			}},
-		{"jobStatus", func(ctx context.Context, gw *gateway) { _, _ = gw.jobStatus(ctx, "job-1") },
+		{"jobStatus", func(ctx context.Context, gw *Client) { _, _ = gw.JobStatus(ctx, "job-1") },
 			func(c *cs.CloudStackClient) {
 				_, _ = c.Asyncjob.QueryAsyncJobResult(c.Asyncjob.NewQueryAsyncJobResultParams("job-1"))
 			}},
-		{"jobsSince", func(ctx context.Context, gw *gateway) { _, _ = gw.jobsSince(ctx, since) },
+		{"jobsSince", func(ctx context.Context, gw *Client) { _, _ = gw.JobsSince(ctx, since) },
 			func(c *cs.CloudStackClient) {
 				p := c.Asyncjob.NewListAsyncJobsParams()
-				p.SetStartdate(since.Format(csDateLayout))
+				p.SetStartdate(since.Format(DateLayout))
 				p.SetPage(1)
 				p.SetPagesize(pageSize)
 				_, _ = c.Asyncjob.ListAsyncJobs(p)

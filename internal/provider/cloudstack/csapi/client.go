@@ -1,4 +1,8 @@
-package cloudstack
+// Package csapi is Overcast's client of the CloudStack management server's
+// API: every call the cloudstack provider makes, its answers decoded into the
+// few fields used, its errors translated into internal/outcome's kinds, and
+// the signing. It alone imports net/http; the provider holds its API.
+package csapi
 
 import (
 	"cmp"
@@ -21,8 +25,8 @@ import (
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
-// The gateway is the one place CloudStack is called: every call the CCM
-// makes is a method here (gatewayAPI lists them), every answer is decoded into the
+// The client is the one place CloudStack is called: every call the CCM
+// makes is a method here (API lists them), every answer is decoded into the
 // few fields the CCM uses (calls.go), and every error is translated once
 // (translate) into the provider's kinds with the server's own words, the
 // query string (apiKey, signature) never in it. Each call is made with its
@@ -40,50 +44,56 @@ import (
 // holds every call to what the SDK sends. cloudstack-go stays a test
 // dependency: the tests drive the emulator with it, as the peer does.
 
-// gatewayAPI is every call the rest of the provider makes: the gateway's
-// surface (named so: the tests import k8s.io/cloud-provider/api).
-type gatewayAPI interface {
-	projectID(ctx context.Context) (string, error)
-	machines(ctx context.Context) ([]machine, error)
-	machine(ctx context.Context, id string) (machine, bool, error)
-	machinesNamed(ctx context.Context, name string) ([]machine, error)
-	machinesVisible(ctx context.Context) (int, error)
-	network(ctx context.Context, id string) (network, error)
+// API is every call the provider makes, and the settings it changes.
+type API interface {
+	// Set makes s the settings in use (true: the endpoint or the keys
+	// changed; the next call uses them).
+	Set(s Settings) (bool, error)
+	// ServerNow is the server's time now, as the Date of its answers says
+	// (false: no answer had a Date yet).
+	ServerNow() (time.Time, bool)
 
-	addressesTagged(ctx context.Context, tags map[string]string) ([]address, error)
-	address(ctx context.Context, id string) (address, bool, error)
-	addressOf(ctx context.Context, ip string) (address, bool, error)
-	addressesVisible(ctx context.Context) (int, error)
-	associate(ctx context.Context, n network, ip string) (id, job string, err error)
-	disassociate(ctx context.Context, id string) (string, error)
-	tag(ctx context.Context, resourceType string, ids []string, tags map[string]string) (string, error)
+	ProjectID(ctx context.Context) (string, error)
+	Machines(ctx context.Context) ([]Machine, error)
+	Machine(ctx context.Context, id string) (Machine, bool, error)
+	MachinesNamed(ctx context.Context, name string) ([]Machine, error)
+	MachinesVisible(ctx context.Context) (int, error)
+	Network(ctx context.Context, id string) (Network, error)
 
-	rules(ctx context.Context, keyword string) ([]rule, error)
-	rulesOn(ctx context.Context, addressID string) ([]rule, error)
-	rulesVisible(ctx context.Context) (int, error)
-	createRule(ctx context.Context, r rule) (id, job string, err error)
-	updateRule(ctx context.Context, id, algorithm string) (string, error)
-	deleteRule(ctx context.Context, id string) (string, error)
-	ruleMachines(ctx context.Context, id string) ([]string, error)
-	assign(ctx context.Context, id string, machines []string) (string, error)
-	unassign(ctx context.Context, id string, machines []string) (string, error)
-	healthChecks(ctx context.Context, ruleID string) ([]healthCheck, error)
-	createHealthCheck(ctx context.Context, ruleID string, h healthCheck) (string, error)
-	deleteHealthCheck(ctx context.Context, id string) (string, error)
+	AddressesTagged(ctx context.Context, tags map[string]string) ([]Address, error)
+	Address(ctx context.Context, id string) (Address, bool, error)
+	AddressOf(ctx context.Context, ip string) (Address, bool, error)
+	AddressesVisible(ctx context.Context) (int, error)
+	Associate(ctx context.Context, n Network, ip string) (id, job string, err error)
+	Disassociate(ctx context.Context, id string) (string, error)
+	Tag(ctx context.Context, resourceType string, ids []string, tags map[string]string) (string, error)
 
-	firewallRules(ctx context.Context, addressID string) ([]opening, error)
-	createFirewallRule(ctx context.Context, addressID string, o opening) (string, error)
-	deleteFirewallRule(ctx context.Context, id string) (string, error)
-	aclListName(ctx context.Context, id string) (string, error)
-	aclItems(ctx context.Context, aclID string) ([]opening, error)
-	createACLItem(ctx context.Context, aclID string, o opening) (id, job string, err error)
-	deleteACLItem(ctx context.Context, id string) (string, error)
+	Rules(ctx context.Context, keyword string) ([]Rule, error)
+	RulesOn(ctx context.Context, addressID string) ([]Rule, error)
+	RulesVisible(ctx context.Context) (int, error)
+	CreateRule(ctx context.Context, r Rule) (id, job string, err error)
+	UpdateRule(ctx context.Context, id, algorithm string) (string, error)
+	DeleteRule(ctx context.Context, id string) (string, error)
+	RuleMachines(ctx context.Context, id string) ([]string, error)
+	Assign(ctx context.Context, id string, machines []string) (string, error)
+	Unassign(ctx context.Context, id string, machines []string) (string, error)
+	HealthChecks(ctx context.Context, ruleID string) ([]HealthCheck, error)
+	CreateHealthCheck(ctx context.Context, ruleID string, h HealthCheck) (string, error)
+	DeleteHealthCheck(ctx context.Context, id string) (string, error)
 
-	jobStatus(ctx context.Context, id string) (jobState, error)
-	jobsSince(ctx context.Context, since time.Time) (map[string]jobState, error)
+	FirewallRules(ctx context.Context, addressID string) ([]Opening, error)
+	CreateFirewallRule(ctx context.Context, addressID string, o Opening) (string, error)
+	DeleteFirewallRule(ctx context.Context, id string) (string, error)
+	ACLListName(ctx context.Context, id string) (string, error)
+	ACLItems(ctx context.Context, aclID string) ([]Opening, error)
+	CreateACLItem(ctx context.Context, aclID string, o Opening) (id, job string, err error)
+	DeleteACLItem(ctx context.Context, id string) (string, error)
+
+	JobStatus(ctx context.Context, id string) (JobState, error)
+	JobsSince(ctx context.Context, since time.Time) (map[string]JobState, error)
 }
 
-var _ gatewayAPI = (*gateway)(nil)
+var _ API = (*Client)(nil)
 
 // pageSize is what each page of a listing asks for at first: the server's
 // default default.page.size, which a larger pagesize must not exceed (431).
@@ -94,11 +104,12 @@ const pageSize = 500
 // maxPages bounds a listing (500 × 2,000 = a million objects).
 const maxPages = 2000
 
-type gateway struct {
+// Client is the API of one management server, with the account's keys.
+type Client struct {
 	pageSize atomic.Int64
 
 	mu      sync.Mutex
-	global  Global
+	global  Settings
 	hc      *http.Client // cloudapi's: limits, retries, the attempt timeout
 	project string       // the project's UUID ("" for none), resolved once
 	// attemptTimeout bounds one attempt of a call (0: cloudapi's default).
@@ -106,6 +117,9 @@ type gateway struct {
 	// clock is the server's, as the Date of its answers says.
 	clock serverClock
 }
+
+// ServerNow is the server's time now (false: no answer had a Date yet).
+func (cl *Client) ServerNow() (time.Time, bool) { return cl.clock.now() }
 
 // serverClock is the server's clock less ours, learnt from the Date header
 // of every answer (whole seconds: within a second).
@@ -141,13 +155,37 @@ func (d dated) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-func newGateway(g Global) (*gateway, error) {
-	gw := &gateway{}
-	gw.pageSize.Store(pageSize)
-	if _, err := gw.set(g); err != nil {
+// Settings are what the client is made with: the [Global] keys of the
+// cloud-config it reads (the provider's Global).
+type Settings struct {
+	// APIURL is the management server's API; APIKey and SecretKey the
+	// account's keys (secrets: never in an error or a log).
+	APIURL, APIKey, SecretKey string
+	// SSLNoVerify accepts any TLS certificate (test clouds only).
+	SSLNoVerify bool
+	// ProjectID is the project's UUID or name ("" for none).
+	ProjectID string
+	// ReadQPS and WriteQPS limit calls per second (0: the defaults).
+	ReadQPS, WriteQPS int
+}
+
+// String is the settings without the keys.
+func (s Settings) String() string {
+	return fmt.Sprintf("api-url %s, project %q", s.APIURL, s.ProjectID)
+}
+
+// cloud names the client's calls in metrics and errors (the provider's
+// ProviderName).
+const cloud = "cloudstack"
+
+// New is a client of the management server s names; it makes no call.
+func New(g Settings) (*Client, error) {
+	cl := &Client{}
+	cl.pageSize.Store(pageSize)
+	if _, err := cl.Set(g); err != nil {
 		return nil, err
 	}
-	return gw, nil
+	return cl, nil
 }
 
 // defaultWriteQPS limits writes unless api-write-qps says otherwise: twice
@@ -156,59 +194,51 @@ func newGateway(g Global) (*gateway, error) {
 // the time of one (docs/benchmarks.md, figure 6).
 const defaultWriteQPS = 100
 
-// set makes g the settings in use; true when the endpoint or credentials
+// Set makes g the settings in use; true when the endpoint or credentials
 // changed (the next call uses them).
-func (gw *gateway) set(g Global) (bool, error) {
-	gw.mu.Lock()
-	defer gw.mu.Unlock()
-	if gw.hc != nil && gw.global == g {
+func (cl *Client) Set(g Settings) (bool, error) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.hc != nil && cl.global == g {
 		return false, nil
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	if g.SSLNoVerify {
 		base.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the operator's ssl-no-verify, as the peer reads it
 	}
-	limits := cloudapi.Config{Cloud: ProviderName, AnswersJSON: true, Endpoint: "[Global] api-url", WriteQPS: defaultWriteQPS, WriteBurst: 2 * defaultWriteQPS, Timeout: gw.attemptTimeout}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
-	hc, err := cloudapi.NewClient(limits, dated{next: base, clock: &gw.clock})
+	limits := cloudapi.Config{Cloud: cloud, AnswersJSON: true, Endpoint: "[Global] api-url", WriteQPS: defaultWriteQPS, WriteBurst: 2 * defaultWriteQPS, Timeout: cl.attemptTimeout}.WithQPS(g.ReadQPS, g.WriteQPS)
+	hc, err := cloudapi.NewClient(limits, dated{next: base, clock: &cl.clock})
 	if err != nil {
 		return false, err
 	}
-	if gw.global.ProjectID != g.ProjectID {
-		gw.project = ""
+	if cl.global.ProjectID != g.ProjectID {
+		cl.project = ""
 	}
-	gw.global, gw.hc = g, hc
+	cl.global, cl.hc = g, hc
 	return true, nil
 }
 
-// setAttemptTimeout bounds one attempt of each call from now on (0:
+// SetAttemptTimeout bounds one attempt of each call from now on (0:
 // cloudapi's default).
-func (gw *gateway) setAttemptTimeout(d time.Duration) error {
-	gw.mu.Lock()
-	gw.attemptTimeout, gw.hc = d, nil
-	g := gw.global
-	gw.mu.Unlock()
-	_, err := gw.set(g)
+func (cl *Client) SetAttemptTimeout(d time.Duration) error {
+	cl.mu.Lock()
+	cl.attemptTimeout, cl.hc = d, nil
+	g := cl.global
+	cl.mu.Unlock()
+	_, err := cl.Set(g)
 	return err
-}
-
-// followUp is the context of a call that must follow one just made whatever
-// happens to its caller (an address just associated gets its tags, or is given
-// back when they could not be put): the caller's values without its
-// cancellation, bounded on its own.
-func followUp(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 }
 
 // get and post make a call (call): reads by GET, changes by POST, the
 // method cloudstack-go uses for each command (v2.19, each service's
 // newRequest or newPostRequest), which the transport's limits (reads and
 // writes) and retries (GET only) follow.
-func (gw *gateway) get(ctx context.Context, command string, p params, out any) error {
-	return gw.call(ctx, http.MethodGet, command, p, out)
+func (cl *Client) get(ctx context.Context, command string, p params, out any) error {
+	return cl.call(ctx, http.MethodGet, command, p, out)
 }
 
-func (gw *gateway) post(ctx context.Context, command string, p params, out any) error {
-	return gw.call(ctx, http.MethodPost, command, p, out)
+func (cl *Client) post(ctx context.Context, command string, p params, out any) error {
+	return cl.call(ctx, http.MethodPost, command, p, out)
 }
 
 // call sends command with the parameters p, signed (sign.go), for ctx: the
@@ -216,10 +246,10 @@ func (gw *gateway) post(ctx context.Context, command string, p params, out any) 
 // retries (internal/cloudapi). The answer is decoded into out (nil:
 // ignored) from its envelope; an error answer is an *APIError. Every error
 // is translated.
-func (gw *gateway) call(ctx context.Context, method, command string, p params, out any) error {
-	gw.mu.Lock()
-	g, hc := gw.global, gw.hc
-	gw.mu.Unlock()
+func (cl *Client) call(ctx context.Context, method, command string, p params, out any) error {
+	cl.mu.Lock()
+	g, hc := cl.global, cl.hc
+	cl.mu.Unlock()
 	req, err := newRequest(ctx, method, g, command, url.Values(p))
 	if err != nil {
 		return translate(command, err)
@@ -240,7 +270,7 @@ func (gw *gateway) call(ctx context.Context, method, command string, p params, o
 // newRequest is a signed request of command: GET with the parameters in the
 // query, the signature last and query-escaped, or POST with them and the
 // signature as a form body (cloudstack-go's newRawRequest and PostForm).
-func newRequest(ctx context.Context, method string, g Global, command string, p url.Values) (*http.Request, error) {
+func newRequest(ctx context.Context, method string, g Settings, command string, p url.Values) (*http.Request, error) {
 	query, signature := sign(p, command, g.APIKey, g.SecretKey, time.Now())
 	if method == http.MethodGet {
 		return http.NewRequestWithContext(ctx, method, g.APIURL+"?"+query+"&signature="+url.QueryEscape(signature), nil)
@@ -314,12 +344,12 @@ func answerError(command string, status int, inner json.RawMessage) error {
 	return &APIError{Command: command, Code: cmp.Or(body.Code, status), CSCode: body.CSCode, Text: body.Text}
 }
 
-// projectID is the configured project's UUID ("" for none): a name is looked
+// ProjectID is the configured project's UUID ("" for none): a name is looked
 // up once.
-func (gw *gateway) projectID(ctx context.Context) (string, error) {
-	gw.mu.Lock()
-	g, p := gw.global, gw.project
-	gw.mu.Unlock()
+func (cl *Client) ProjectID(ctx context.Context) (string, error) {
+	cl.mu.Lock()
+	g, p := cl.global, cl.project
+	cl.mu.Unlock()
 	switch {
 	case g.ProjectID == "":
 		return "", nil
@@ -329,18 +359,18 @@ func (gw *gateway) projectID(ctx context.Context) (string, error) {
 		p = g.ProjectID
 	default:
 		var err error
-		if p, err = gw.projectNamed(ctx, g.ProjectID); err != nil {
+		if p, err = cl.projectNamed(ctx, g.ProjectID); err != nil {
 			return "", err
 		}
 	}
-	gw.mu.Lock()
-	gw.project = p
-	gw.mu.Unlock()
+	cl.mu.Lock()
+	cl.project = p
+	cl.mu.Unlock()
 	return p, nil
 }
 
 // projectNamed is the UUID of the one project named name (listProjects).
-func (gw *gateway) projectNamed(ctx context.Context, name string) (string, error) {
+func (cl *Client) projectNamed(ctx context.Context, name string) (string, error) {
 	p := params{}
 	p.set("name", name)
 	p.setBool("listall", true)
@@ -350,7 +380,7 @@ func (gw *gateway) projectNamed(ctx context.Context, name string) (string, error
 			Name string `json:"name"`
 		} `json:"project"`
 	}
-	if err := gw.get(ctx, "listProjects", p, &r); err != nil {
+	if err := cl.get(ctx, "listProjects", p, &r); err != nil {
 		return "", err
 	}
 	id := ""
@@ -444,15 +474,15 @@ var maxPageSizeRE = regexp.MustCompile(`exceed max allowed page size value: (\d+
 // pages lists every page of a listing: fetch answers one page of size and
 // the total count; listing stops at the count, at an empty page, or at
 // maxPages. A page size the server refuses is lowered to its own once.
-func pages[T any](gw *gateway, fetch func(page, size int) ([]T, int, error)) ([]T, error) {
+func pages[T any](cl *Client, fetch func(page, size int) ([]T, int, error)) ([]T, error) {
 	var all []T
 	lowered := false
 	for page := 1; page <= maxPages; page++ {
-		size := int(gw.pageSize.Load())
+		size := int(cl.pageSize.Load())
 		items, count, err := fetch(page, size)
 		if m := maxPageSizeRE.FindStringSubmatch(errString(err)); m != nil && !lowered {
 			if n, _ := strconv.Atoi(m[1]); n > 0 && n < size {
-				gw.pageSize.Store(int64(n))
+				cl.pageSize.Store(int64(n))
 				lowered, all, page = true, nil, 0
 				continue
 			}
