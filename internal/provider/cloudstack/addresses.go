@@ -19,7 +19,7 @@ import (
 // adoptAddress tags an untagged address that the Service's rules are on and
 // that the Service did not ask for by loadBalancerIP: the peer associated it,
 // and released it with the Service; so will we. true: it started to.
-func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a csapi.Address) (bool, error) {
+func (s *steps) adoptAddress(ctx context.Context, svc *v1.Service, a csapi.Address) (bool, error) {
 	got, found, err := s.api.Address(ctx, a.ID)
 	if err != nil || !found || len(got.Tags) > 0 {
 		return false, err
@@ -36,7 +36,7 @@ func (s steps) adoptAddress(ctx context.Context, svc *v1.Service, a csapi.Addres
 // moveAddress handles a loadBalancerIP changed to another address: the rules
 // on the old one go, then the old address if it was associated for the
 // Service; the new one is associated next.
-func (s steps) moveAddress(ctx context.Context, svc *v1.Service, st lbState) (string, error) {
+func (s *steps) moveAddress(ctx context.Context, svc *v1.Service, st lbState) (string, error) {
 	if len(st.rules) > 0 {
 		if err := s.deleteRules(ctx, svc, st.rules); err != nil {
 			return "", err
@@ -50,7 +50,7 @@ func (s steps) moveAddress(ctx context.Context, svc *v1.Service, st lbState) (st
 // by the peer's annotation) once no rule is on it; "" when there is nothing
 // to release. going: the Service's load balancer is being deleted (not
 // moved to another address).
-func (s steps) release(ctx context.Context, svc *v1.Service, a csapi.Address, going bool) (string, error) {
+func (s *steps) release(ctx context.Context, svc *v1.Service, a csapi.Address, going bool) (string, error) {
 	if !s.addrOwnedBy(a, svc) {
 		// Another Service's, through a shared loadBalancerIP: released by the
 		// last of them, once the one it was associated for is gone.
@@ -89,10 +89,10 @@ func (s steps) release(ctx context.Context, svc *v1.Service, a csapi.Address, go
 // ownerGone says whether the address was associated by this CCM for a
 // Service of the cluster that no longer exists (asked of the apiserver, not
 // of a cache: an address is released on this answer).
-func (c *Cloud) ownerGone(ctx context.Context, a csapi.Address) (bool, error) {
+func (s *steps) ownerGone(ctx context.Context, a csapi.Address) (bool, error) {
 	uid := a.Tags[tagService]
-	kube := c.Kube()
-	if uid == "" || a.Tags[tagCluster] != c.Cluster.Get() || kube == nil {
+	kube := s.kube()
+	if uid == "" || a.Tags[tagCluster] != s.cluster.Get() || kube == nil {
 		return false, nil
 	}
 	list, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
@@ -109,8 +109,8 @@ func (c *Cloud) ownerGone(ctx context.Context, a csapi.Address) (bool, error) {
 
 // addrOwnedBy: associated by this CCM for the Service (its tags), or by the
 // peer at the Service's request (its annotation names that address).
-func (c *Cloud) addrOwnedBy(a csapi.Address, svc *v1.Service) bool {
-	if c.owns(a, svc) {
+func (s *steps) addrOwnedBy(a csapi.Address, svc *v1.Service) bool {
+	if s.owns(a, svc) {
 		return true
 	}
 	assoc, _ := annotation.CloudStackIPAssociatedByController.Bool(svc)
@@ -122,7 +122,7 @@ func (c *Cloud) addrOwnedBy(a csapi.Address, svc *v1.Service) bool {
 // this CCM tags the addresses it associates: the last of the Services that
 // share it then releases it, its owner gone (ownerGone), whatever the order
 // in which they go.
-func (s steps) handOver(ctx context.Context, svc *v1.Service, a csapi.Address) (string, error) {
+func (s *steps) handOver(ctx context.Context, svc *v1.Service, a csapi.Address) (string, error) {
 	got, found, err := s.api.Address(ctx, a.ID)
 	if err != nil || !found || len(got.Tags) > 0 {
 		return "", err

@@ -72,9 +72,9 @@ func associatingSince(svc *v1.Service) (time.Time, bool) {
 // associated for it. An error: nothing may be associated (it could not be
 // taken up after a crash). Without a client (unit tests of the cloud alone)
 // nothing is written.
-func (c *Cloud) noteAssociating(ctx context.Context, svc *v1.Service) error {
+func (s *steps) noteAssociating(ctx context.Context, svc *v1.Service) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	if err := lbcycle.WriteAnnotations(ctx, c.Kube(), svc, map[string]any{string(annotation.CloudStackAssociating): now}); err != nil {
+	if err := lbcycle.WriteAnnotations(ctx, s.kube(), svc, map[string]any{string(annotation.CloudStackAssociating): now}); err != nil {
 		return fmt.Errorf("cannot write %s on the Service before associating its address: %w", annotation.CloudStackAssociating, err)
 	}
 	return nil
@@ -87,44 +87,44 @@ var errNotAssociated = errors.New("no address was associated")
 // associateTagged writes the time on the Service, associates an address for
 // it (its job noted) and tags it as the Service's. tagErr is
 // the tagging's error: the address was associated, and must be given back.
-func (c *Cloud) associateTagged(ctx context.Context, svc *v1.Service, n csapi.Network, ask string) (id, job, tagJob string, tagErr, err error) {
-	if err := c.noteAssociating(ctx, svc); err != nil {
+func (s *steps) associateTagged(ctx context.Context, svc *v1.Service, n csapi.Network, ask string) (id, job, tagJob string, tagErr, err error) {
+	if err := s.noteAssociating(ctx, svc); err != nil {
 		return "", "", "", nil, fmt.Errorf("%w: %w", errNotAssociated, err)
 	}
-	id, job, err = c.api.Associate(ctx, n, ask)
+	id, job, err = s.api.Associate(ctx, n, ask)
 	if err != nil {
 		return "", "", "", nil, err
 	}
-	c.jobs.add(svc.UID, job, "associating public address "+id) // started now, not after its tags
-	c.tagging(id)
+	s.jobs.add(svc.UID, job, "associating public address "+id) // started now, not after its tags
+	s.tagging(id)
 	fctx, cancel := followUp(ctx)
 	defer cancel()
-	tagJob, tagErr = c.api.Tag(fctx, "PublicIpAddress", []string{id}, c.newTags(svc))
+	tagJob, tagErr = s.api.Tag(fctx, "PublicIpAddress", []string{id}, s.newTags(svc))
 	return id, job, tagJob, tagErr, nil
 }
 
 // tagging records that this process associated the address and asks for its
 // tags: until the job has surely run, it is not taken up for another Service.
-func (c *Cloud) tagging(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (s *steps) tagging(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	now := time.Now()
-	if c.tagged == nil {
-		c.tagged = map[string]time.Time{}
+	if s.tagged == nil {
+		s.tagged = map[string]time.Time{}
 	}
-	for k, at := range c.tagged {
+	for k, at := range s.tagged {
 		if now.Sub(at) > taggingMemory {
-			delete(c.tagged, k)
+			delete(s.tagged, k)
 		}
 	}
-	c.tagged[id] = now
+	s.tagged[id] = now
 }
 
 // taggedHere says whether this process asked for the address's tags lately.
-func (c *Cloud) taggedHere(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	at, ok := c.tagged[id]
+func (s *steps) taggedHere(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.tagged[id]
 	return ok && time.Since(at) <= taggingMemory
 }
 
@@ -138,21 +138,21 @@ const taggingMemory = 5 * time.Minute
 // only address it can be (the Service's loadBalancerIP). An address younger
 // than c.tagSettle (tagSettle) is returned unchanged, with the sentence of
 // its settling (the load balancer busy meanwhile).
-func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) (csapi.Address, string, bool, error) {
+func (s *steps) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) (csapi.Address, string, bool, error) {
 	since, ok := associatingSince(svc)
 	if !ok {
 		return csapi.Address{}, "", false, nil
 	}
-	done, err := c.takingUp.Take(ctx, "another Service's taking up of an address")
+	done, err := s.takingUp.Take(ctx, "another Service's taking up of an address")
 	if err != nil {
 		return csapi.Address{}, "", false, err
 	}
 	defer done()
-	all, err := c.api.AddressesTagged(ctx, nil)
+	all, err := s.api.AddressesTagged(ctx, nil)
 	if err != nil {
 		return csapi.Address{}, "", false, err
 	}
-	serverNow, known := c.api.ServerNow()
+	serverNow, known := s.api.ServerNow()
 	skew := time.Until(serverNow)
 	lo, hi := since.Add(skew-clockPrecision), since.Add(skew+associatingWindow+clockPrecision)
 	if !known {
@@ -164,7 +164,7 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	}
 	var found []candidate
 	for _, a := range all {
-		if len(a.Tags) > 0 || a.SourceNAT || a.StaticNAT || (ip != "" && a.IP != ip) || c.taggedHere(a.ID) ||
+		if len(a.Tags) > 0 || a.SourceNAT || a.StaticNAT || (ip != "" && a.IP != ip) || s.taggedHere(a.ID) ||
 			(!strings.EqualFold(a.State, "Allocated") && !strings.EqualFold(a.State, "Allocating")) {
 			continue
 		}
@@ -178,26 +178,26 @@ func (c *Cloud) takeUpLeftover(ctx context.Context, svc *v1.Service, ip string) 
 	slices.SortFunc(found, func(x, y candidate) int { return x.at.Compare(y.at) })
 	var settling *csapi.Address
 	for _, f := range found {
-		rules, err := c.api.RulesOn(ctx, f.a.ID)
+		rules, err := s.api.RulesOn(ctx, f.a.ID)
 		if err != nil {
 			return csapi.Address{}, "", false, err
 		}
 		if len(rules) > 0 {
 			continue // someone's already: an interrupted association has none
 		}
-		if serverNow.Sub(f.at) < c.tagSettle {
+		if serverNow.Sub(f.at) < s.tagSettle {
 			if settling == nil {
 				settling = &f.a
 			}
 			continue
 		}
-		tags := c.newTags(svc)
-		job, err := c.api.Tag(ctx, "PublicIpAddress", []string{f.a.ID}, tags)
+		tags := s.newTags(svc)
+		job, err := s.api.Tag(ctx, "PublicIpAddress", []string{f.a.ID}, tags)
 		if err != nil {
 			return csapi.Address{}, "", false, fmt.Errorf("cannot take up public address %s, associated for the Service and left untagged: %w", f.a.IP, err)
 		}
-		c.tagging(f.a.ID)
-		c.jobs.add(svc.UID, job, "tagging public address "+f.a.IP)
+		s.tagging(f.a.ID)
+		s.jobs.add(svc.UID, job, "tagging public address "+f.a.IP)
 		klog.FromContext(ctx).Info("Took up the public address an interrupted association left untagged",
 			"service", klog.KObj(svc), "address", f.a.IP, "associating", since.Format(time.RFC3339))
 		f.a.Tags = tags

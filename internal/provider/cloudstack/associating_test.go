@@ -149,7 +149,7 @@ func TestARequestedAddressAnInterruptedAssociationLeftIsReleasedWithTheService(t
 // then associates its own.
 func TestAnAddressWhoseTagsAreOnTheirWayIsNotTakenUp(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
-	f.c.tagSettle = time.Hour // the other's tags come before
+	f.c.lb.tagSettle = time.Hour // the other's tags come before
 	nodes := f.nodes("worker-1")
 	svc := service("web", httpPort)
 	associatingAt(svc, time.Now())
@@ -189,11 +189,11 @@ func TestAnAddressTakenUpIsNotTakenUpTwice(t *testing.T) {
 	require.Eventually(t, func() bool { return f.addressOf(left.Ipaddress).State == "Allocated" }, 5*time.Second, 50*time.Millisecond)
 
 	// Two workers, one after the other, before the first's rules are made.
-	got, _, found, err := f.c.takeUpLeftover(context.Background(), a, "")
+	got, _, found, err := f.c.lb.takeUpLeftover(context.Background(), a, "")
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Equal(t, left.Id, got.ID)
-	_, _, found, err = f.c.takeUpLeftover(context.Background(), b, "")
+	_, _, found, err = f.c.lb.takeUpLeftover(context.Background(), b, "")
 	require.NoError(t, err)
 	assert.False(t, found, "its tags are being put on for the first")
 	ready := func(svc *v1.Service) *v1.LoadBalancerStatus {

@@ -15,10 +15,8 @@ package cloudstack
 
 import (
 	"errors"
-	"time"
 
 	"context"
-	"sync"
 
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -54,47 +52,9 @@ type Cloud struct {
 	cfg      Config
 	api      csapi.API
 	machines *snapshot.Snapshot[csapi.Machine]
-	listing  *snapshot.Snapshot[ruleGroup]
-	firewall *snapshot.Snapshot[addrOpenings] // the drift check's
-	acls     aclPass                          // the drift check's, in a VPC
-	// ruleMachines are the drift check's reads of each rule's machines
-	// (inventory.go).
-	ruleMachines provider.Rotation[[]string] // their member keys (machineKeys)
-	// ruleChecks are its reads of each rule's health-check policies.
-	ruleChecks provider.Rotation[[]csapi.HealthCheck]
-	jobs       *jobs
-	// records keeps each Service's converged record in CloudStackConverged.
-	records *lbcycle.AnnotationRecords
-
-	mu       sync.Mutex
-	networks map[string]csapi.Network // the guest networks, which do not change
-	// fresh is the address this process associated for each Service, until
-	// its openings are made: a new address has none to list.
-	fresh memo
-	// created is the fingerprint each Service's rules were all created from
-	// by this process, until seen converged: they need no walk.
-	created memo
-	// assigned is the members' fingerprint each Service's rules were last
-	// given their machines for (UpdateMembers), until the jobs are seen done.
-	assigned memo
-	// memberSets are the member sets lately wanted, to know the one before
-	// a Node change (members.go).
-	memberSets provider.MemberSets
-	// memberSet is the members of the Node set every Service is given
-	// (lbspec.go).
-	memberSet provider.NodeSetMemo[machinesOf]
-	// tagSettle is how old an untagged address must be to be taken up
-	// (tagSettle; tests shorten it).
-	tagSettle time.Duration
-	// tagged is when this process asked for each address's tags, lately
-	// (associating.go).
-	tagged map[string]time.Time
-	// takingUp is held while an address left untagged is taken up
-	// (associating.go).
-	takingUp provider.Turn
-	// unanswered are the creates whose answer was lost (an address, an
-	// opening): looked for, not made again, while they may yet appear.
-	unanswered *provider.Unanswered
+	// lb is the load-balancer work (cycle.go), which the cycle, explain
+	// and sweep run on.
+	lb *steps
 }
 
 // lostWindow is how long after a lost answer its object may yet appear:
@@ -116,14 +76,14 @@ func New(cfg Config, name string) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{name: name, cfg: cfg, api: api, jobs: newJobs(), networks: map[string]csapi.Network{}, tagSettle: tagSettle,
-		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin},
-		ruleChecks: provider.Rotation[[]csapi.HealthCheck]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin}, unanswered: &provider.Unanswered{Window: lostWindow}}
+	c := &Cloud{name: name, cfg: cfg, api: api}
 	c.machines = snapshot.NewMachines(ProviderName, c.listMachines, machineKeys)
-	c.listing = newRuleListing(api)
-	c.firewall = newFirewallListing(api)
-	c.records = &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube, Ledger: c.Ledger(),
-		Clear: []annotation.Name{annotation.CloudStackAssociating}}
+	c.lb = &steps{api: api, cluster: &c.Cluster, kube: c.Kube, machines: c.machines,
+		listing: newRuleListing(api), firewall: newFirewallListing(api), jobs: newJobs(), networks: map[string]csapi.Network{}, tagSettle: tagSettle,
+		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin},
+		ruleChecks: provider.Rotation[[]csapi.HealthCheck]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin}, unanswered: &provider.Unanswered{Window: lostWindow},
+		records: &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube, Ledger: c.Ledger(),
+			Clear: []annotation.Name{annotation.CloudStackAssociating}}}
 	c.Cycle = newCycle(c)
 	return c, nil
 }
@@ -162,7 +122,7 @@ func (c *Cloud) listMachines(ctx context.Context) ([]csapi.Machine, error) {
 	for _, m := range list {
 		if n := defaultNetwork(m); n != "" && !seen[n] {
 			seen[n] = true
-			if _, err := c.network(ctx, n); err != nil {
+			if _, err := c.lb.network(ctx, n); err != nil {
 				klog.FromContext(ctx).V(2).Info("Cannot look up a guest network yet", "network", n, "err", err.Error())
 			}
 		}
@@ -171,20 +131,20 @@ func (c *Cloud) listMachines(ctx context.Context) ([]csapi.Machine, error) {
 }
 
 // network is the guest network id's, looked up once.
-func (c *Cloud) network(ctx context.Context, id string) (csapi.Network, error) {
-	c.mu.Lock()
-	n, ok := c.networks[id]
-	c.mu.Unlock()
+func (s *steps) network(ctx context.Context, id string) (csapi.Network, error) {
+	s.mu.Lock()
+	n, ok := s.networks[id]
+	s.mu.Unlock()
 	if ok {
 		return n, nil
 	}
-	n, err := c.api.Network(ctx, id)
+	n, err := s.api.Network(ctx, id)
 	if err != nil {
 		return csapi.Network{}, err
 	}
-	c.mu.Lock()
-	c.networks[id] = n
-	c.mu.Unlock()
+	s.mu.Lock()
+	s.networks[id] = n
+	s.mu.Unlock()
 	return n, nil
 }
 

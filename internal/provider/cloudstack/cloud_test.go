@@ -55,10 +55,10 @@ func newFixture(t *testing.T, opts emulator.Options) *fixture {
 	// The emulator's jobs end as soon as its JobDelay (none by default): the
 	// CCM would learn that from the first listing; the tests' passes follow
 	// each other without waiting the 2 s it first expects.
-	c.jobs.took, c.jobs.margin = opts.JobDelay, 0
+	c.lb.jobs.took, c.lb.jobs.margin = opts.JobDelay, 0
 	// An untagged address is taken up at once (associating_test.go has the
 	// wait for its tags).
-	c.tagSettle = 0
+	c.lb.tagSettle = 0
 	fx := e.Fixture()
 	return &fixture{t: t, emu: e, c: c, admin: cs.NewClient(e.URL()+"/client/api", fx.AdminKey, fx.AdminSecret, false)}
 }
@@ -529,7 +529,7 @@ func TestVPCTiersOpenPortsWithTaggedACLItems(t *testing.T) {
 
 	// The item deleted behind the CCM's back: the drift check sees it, and
 	// the next pass makes it again.
-	s := steps{f.c}
+	s := f.c.lb
 	s.Relist()
 	lb, found, err := s.Listed(context.Background(), svc)
 	require.NoError(t, err)

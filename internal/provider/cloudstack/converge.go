@@ -21,7 +21,7 @@ import (
 // they are gone), then missing rules are created with their machines, the
 // openings for their sources, the existing rules' algorithm, machines and
 // health checks are put right.
-func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, error) {
+func (s *steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, error) {
 	st := lb.Obj
 	if spec.ip != "" && st.addr.IP != spec.ip {
 		return s.moveAddress(ctx, svc, st)
@@ -82,7 +82,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb cs
 // jobs sees them all done well, their results are the load balancer
 // (Find), with nothing to read. Without machines a rule is not applied
 // (it stays in state Add): the next pass reads it.
-func (s steps) createdWith(svc *v1.Service, spec lbSpec, ruleJobs []string) {
+func (s *steps) createdWith(svc *v1.Service, spec lbSpec, ruleJobs []string) {
 	note := createdKey(spec)
 	if len(spec.members) > 0 {
 		note += " " + strings.Join(ruleJobs, " ")
@@ -92,8 +92,8 @@ func (s steps) createdWith(svc *v1.Service, spec lbSpec, ruleJobs []string) {
 
 // createdBy is the created memo's key and the jobs that created the rules
 // (none when they were not all given machines).
-func (c *Cloud) createdBy(svc *v1.Service) (key string, ruleJobs []string) {
-	f := strings.Fields(c.created.get(svc.UID))
+func (s *steps) createdBy(svc *v1.Service) (key string, ruleJobs []string) {
+	f := strings.Fields(s.created.get(svc.UID))
 	if len(f) == 0 {
 		return "", nil
 	}
@@ -110,7 +110,7 @@ func createdKey(spec lbSpec) string {
 // adoptPeerAddress tags the address of rules the peer made before anything
 // else, so that it is found and released with the Service whatever becomes
 // of the rules, as the peer would release it; the change it started, if any.
-func (s steps) adoptPeerAddress(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState) ([]string, error) {
+func (s *steps) adoptPeerAddress(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState) ([]string, error) {
 	if st.addrRead || spec.ip != "" {
 		return nil, nil
 	}
@@ -146,7 +146,7 @@ func rulesByOpening(st lbState, want map[string]portSpec) map[string]csapi.Rule 
 // asks (a second of one name, another address, port or protocol, or a
 // cidrlist that with its opening lets in other sources): their ports are
 // taken until they are gone. have are the rules that stay, by name.
-func (s steps) deleteWrongRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, want map[string]portSpec,
+func (s *steps) deleteWrongRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, want map[string]portSpec,
 	plan openingPlan) (have map[string]csapi.Rule, wrong int, err error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc), "address", st.addr.IP)
 	have = map[string]csapi.Rule{}
@@ -201,7 +201,7 @@ func peerShaped(spec lbSpec, op openings, plan openingPlan, have map[string]csap
 // createAndOpen creates the missing rules and puts the openings right at
 // once: neither needs the other (an opening is the address's port, a rule
 // the port's machines), so their jobs start a round trip sooner.
-func (s steps) createAndOpen(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n csapi.Network, have map[string]csapi.Rule,
+func (s *steps) createAndOpen(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n csapi.Network, have map[string]csapi.Rule,
 	op openings, plan openingPlan) (created []string, opened int, err error) {
 	var wg sync.WaitGroup
 	var createErr, openErr error
@@ -215,7 +215,7 @@ func (s steps) createAndOpen(ctx context.Context, svc *v1.Service, spec lbSpec, 
 
 // createMissingRules starts the creation of the spec's rules that have
 // lacks, each with its machines; the jobs that create them.
-func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n csapi.Network, have map[string]csapi.Rule,
+func (s *steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, n csapi.Network, have map[string]csapi.Rule,
 	peerShaped bool) ([]string, error) {
 	var created []string
 	for _, p := range spec.ports {
@@ -223,16 +223,7 @@ func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbS
 		if _, ok := have[name]; ok {
 			continue
 		}
-		cidrs := spec.ruleCIDRs
-		if peerShaped {
-			// The peer's shape: the address is the Service's own, so its
-			// firewall rules are all the Service's, and they let in the
-			// sources (on an address shared with others, another firewall
-			// rule may let everyone in: the cidrlist holds the sources).
-			cidrs = spec.peerRuleCIDRs
-		}
-		id, job, err := s.api.CreateRule(ctx, csapi.Rule{Name: name, Algorithm: spec.algorithm, Protocol: p.proto, AddressID: st.addr.ID,
-			Network: n.ID, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: cidrs})
+		id, job, err := s.api.CreateRule(ctx, ruleOf(spec, p, st.addr.ID, n.ID, peerShaped))
 		if err != nil {
 			return nil, outcome.RefusedProblem(outcome.ReasonCloudRefused, fmt.Errorf("cannot create rule %s: %w", name, err))
 		}
@@ -253,7 +244,7 @@ func (s steps) createMissingRules(ctx context.Context, svc *v1.Service, spec lbS
 }
 
 // assignNew assigns the spec's machines to a rule just created.
-func (s steps) assignNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, name string) error {
+func (s *steps) assignNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, name string) error {
 	if len(spec.members) == 0 {
 		return nil
 	}
@@ -268,7 +259,7 @@ func (s steps) assignNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, 
 
 // checkNew gives a rule just created the spec's health-check policy, if it
 // asks for one (the next pass, the rule built, has nothing to read).
-func (s steps) checkNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, name string) error {
+func (s *steps) checkNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, name string) error {
 	if spec.check == nil {
 		return nil
 	}
@@ -283,7 +274,7 @@ func (s steps) checkNew(ctx context.Context, svc *v1.Service, spec lbSpec, id, n
 
 // convergeRules puts the existing rules right, in the order of the spec's
 // ports; the changes it started.
-func (s steps) convergeRules(ctx context.Context, svc *v1.Service, spec lbSpec, have map[string]csapi.Rule) ([]string, error) {
+func (s *steps) convergeRules(ctx context.Context, svc *v1.Service, spec lbSpec, have map[string]csapi.Rule) ([]string, error) {
 	var changes []string
 	for _, p := range spec.ports {
 		r, ok := have[p.ruleName(spec.name)]
@@ -303,7 +294,7 @@ func (s steps) convergeRules(ctx context.Context, svc *v1.Service, spec lbSpec, 
 
 // convergeRule puts an existing rule's algorithm, machines and health check
 // right; true when it started a change.
-func (s steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r csapi.Rule) (bool, error) {
+func (s *steps) convergeRule(ctx context.Context, svc *v1.Service, spec lbSpec, r csapi.Rule) (bool, error) {
 	changed := false
 	if r.Algorithm != spec.algorithm {
 		job, err := s.api.UpdateRule(ctx, r.ID, spec.algorithm)

@@ -17,7 +17,7 @@ import (
 // Create checks what could refuse the Service (its loadBalancerIP must be a
 // free public address of the zone), then associates its public address and
 // tags it as the Service's.
-func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+func (s *steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
 	if spec.network == "" {
 		return "waiting for a Node whose virtual machine is known (its guest network is the load balancer's)", nil
 	}
@@ -92,7 +92,7 @@ func refusedAddress(err error) bool {
 // keptAddress is the address the Service was last published with, when it
 // is free again (its association was released behind our back): associated
 // again, so that the Service keeps its address. "" when there is none.
-func (s steps) keptAddress(ctx context.Context, svc *v1.Service) string {
+func (s *steps) keptAddress(ctx context.Context, svc *v1.Service) string {
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		if in.IP == "" {
 			continue

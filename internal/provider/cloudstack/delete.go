@@ -15,7 +15,7 @@ import (
 // Delete makes one step of deleting the Service's load balancer: its rules
 // with their openings first, then the address if it was associated for the
 // Service. Done when nothing of it is left.
-func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
+func (s *steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
 	progress, _, err := s.jobs.check(ctx, s.api, svc.UID)
 	if err != nil {
 		klog.FromContext(ctx).Info("A change of the deleted Service's load balancer had failed", "service", klog.KObj(svc), "err", err.Error())
@@ -23,7 +23,7 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 	if progress != "" {
 		return progress, nil
 	}
-	st, found, err := s.read(ctx, svc)
+	st, found, err := s.read(ctx, svc, true)
 	if err != nil {
 		return "", err
 	}
@@ -67,7 +67,7 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 }
 
 // deleteRules starts the deletion of rules.
-func (s steps) deleteRules(ctx context.Context, svc *v1.Service, rules []csapi.Rule) error {
+func (s *steps) deleteRules(ctx context.Context, svc *v1.Service, rules []csapi.Rule) error {
 	for _, r := range rules {
 		job, err := s.api.DeleteRule(ctx, r.ID)
 		if err := s.deleting(svc, "rule "+r.Name, job, err); err != nil {
@@ -80,7 +80,7 @@ func (s steps) deleteRules(ctx context.Context, svc *v1.Service, rules []csapi.R
 // deleting notes the job of a deletion of what the Service's load balancer
 // had, as the API's delete answered (job, err): one already gone is no
 // error, and its job, if any, is waited for as any other.
-func (s steps) deleting(svc *v1.Service, what, job string, err error) error {
+func (s *steps) deleting(svc *v1.Service, what, job string, err error) error {
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("cannot delete %s: %w", what, err)
 	}
@@ -90,6 +90,6 @@ func (s steps) deleting(svc *v1.Service, what, job string, err error) error {
 
 // forgetRecord drops the converged record of a Service whose load balancer is
 // gone (a Service made a LoadBalancer again starts afresh).
-func (c *Cloud) forgetRecord(ctx context.Context, svc *v1.Service) {
-	c.records.Forget(ctx, svc)
+func (s *steps) forgetRecord(ctx context.Context, svc *v1.Service) {
+	s.records.Forget(ctx, svc)
 }

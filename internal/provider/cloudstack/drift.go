@@ -14,7 +14,7 @@ import (
 
 // Drift sees, in the shared listings, a rule missing or moved, or a port of
 // the rules no firewall rule opens any more (an isolated network).
-func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, lb csLB) (string, error) {
+func (s *steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, lb csLB) (string, error) {
 	st := lb.Obj
 	if rec.Address != "" && st.addr.IP != rec.Address {
 		return fmt.Sprintf("the rules are on %s, not on %s", st.addr.IP, rec.Address), nil

@@ -54,14 +54,14 @@ func driftOn(t *testing.T, opts emulator.Options, kinds []string) {
 			require.NoError(t, err)
 			return d[svc.UID]
 		},
-		Objects: func(t *testing.T) []string { return providertest.ObjectsOf(t, steps{f.c}, fresh()) },
+		Objects: func(t *testing.T) []string { return providertest.ObjectsOf(t, f.c.lb, fresh()) },
 		Restart: func(t *testing.T) {
 			cfg, err := Read(strings.NewReader(f.emu.CloudConfig()))
 			require.NoError(t, err)
 			c, err := New(cfg, ProviderName)
 			require.NoError(t, err)
 			c.Cluster.Set(clusterUID)
-			c.jobs.took, c.jobs.margin, c.tagSettle = 0, 0, 0
+			c.lb.jobs.took, c.lb.jobs.margin, c.lb.tagSettle = 0, 0, 0
 			c.SetKube(kube)
 			f.c = c
 		},

@@ -30,12 +30,12 @@ var _ provider.Explainer = (*Cloud)(nil)
 
 // ExplainService says what CloudStack holds for the Service.
 func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
-	s := steps{c}
+	s := c.lb
 	e, spec, err := provider.BeginExplanation(ctx, c.name, annotation.CloudStackConverged, c.Cycle, s, clusterName, svc, nodes)
 	if err != nil {
 		return e, err
 	}
-	st, found, err := c.readNow(ctx, svc, spec)
+	st, found, err := s.read(ctx, svc, false)
 	if err != nil || !found {
 		if _, ok := associatingSince(svc); ok && err == nil {
 			e.Note("an address is being associated for the Service (annotation %s): the next pass takes it up", annotation.CloudStackAssociating)
@@ -44,7 +44,7 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 	}
 	e.Found = true
 	lb := asLB(st)
-	full, err := c.describe(ctx, &e, svc, st, lb, nodes)
+	full, err := s.describe(ctx, &e, svc, st, lb, nodes)
 	if err != nil {
 		return e, err
 	}
@@ -59,44 +59,6 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 	return e, err
 }
 
-// readNow is the Service's load balancer as Find reads it: its rules, and
-// their address (not read itself: addrRead false), else the address tagged
-// as the Service's, else the one its loadBalancerIP names; no address left
-// untagged by an interrupted association is taken up.
-func (c *Cloud) readNow(ctx context.Context, svc *v1.Service, spec lbSpec) (lbState, bool, error) {
-	listed, err := c.api.Rules(ctx, lbName(svc))
-	if err != nil {
-		return lbState{}, false, err
-	}
-	var st lbState
-	for _, r := range listed {
-		if lbNameOf(r.Name) == lbName(svc) {
-			st.rules = append(st.rules, r)
-		}
-	}
-	if len(st.rules) > 0 {
-		r := st.rules[0]
-		st.addr = csapi.Address{ID: r.AddressID, IP: r.IP, State: "Allocated"}
-		return st, true, nil
-	}
-	own, err := c.api.AddressesTagged(ctx, c.ownTags(svc))
-	if err != nil || len(own) > 0 {
-		if len(own) > 0 {
-			st.addr, st.addrRead = own[0], true
-		}
-		return st, len(own) > 0, err
-	}
-	if spec.ip == "" {
-		return st, false, nil
-	}
-	a, found, err := c.api.AddressOf(ctx, spec.ip)
-	if err != nil || !found || strings.EqualFold(a.State, "Free") {
-		return st, false, err
-	}
-	st.addr, st.addrRead = a, true
-	return st, true, nil
-}
-
 // explained is what describe read that the drift is worked out from too.
 type explained struct {
 	addr     csapi.Address // the address as read itself (its state and tags)
@@ -108,26 +70,26 @@ type explained struct {
 
 // describe fills in the load balancer, its address, its rules with their
 // machines and health checks, and the openings of their ports.
-func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, st lbState, lb csLB, nodes []*v1.Node) (explained, error) {
+func (s *steps) describe(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, st lbState, lb csLB, nodes []*v1.Node) (explained, error) {
 	x := explained{addr: st.addr, machines: map[string][]string{}, checks: map[string][]csapi.HealthCheck{}}
-	if a, found, err := c.api.Address(ctx, st.addr.ID); err != nil {
+	if a, found, err := s.api.Address(ctx, st.addr.ID); err != nil {
 		return x, err
 	} else if found {
 		x.addr = a
 	}
 	e.LoadBalancer = &provider.LoadBalancer{ID: st.addr.ID, Name: lbName(svc), State: lb.Status,
-		Details: provider.Details{"address state": x.addr.State, "address owner": c.addressMark(x.addr, svc)}}
+		Details: provider.Details{"address state": x.addr.State, "address owner": s.addressMark(x.addr, svc)}}
 	e.Addresses = append(e.Addresses, provider.Address{IP: st.addr.IP, Kind: "public", ID: st.addr.ID})
 	byMachine := machineNodes(nodes)
 	x.nodeOf = byMachine
 	for _, r := range st.rules {
 		e.Listeners = append(e.Listeners, provider.Listener{ID: r.ID, Name: r.Name, Protocol: r.Protocol, Port: r.PublicPort, Pool: r.Name,
 			Details: provider.Details{"node port": strconv.Itoa(r.PrivatePort), "state": r.State, "cidrlist": strings.Join(r.CIDRs, ",")}})
-		machines, err := c.api.RuleMachines(ctx, r.ID)
+		machines, err := s.api.RuleMachines(ctx, r.ID)
 		if err != nil {
 			return x, fmt.Errorf("cannot list the machines of rule %s: %w", r.Name, err)
 		}
-		checks, err := c.api.HealthChecks(ctx, r.ID)
+		checks, err := s.api.HealthChecks(ctx, r.ID)
 		if err != nil {
 			return x, fmt.Errorf("cannot list the health checks of rule %s: %w", r.Name, err)
 		}
@@ -135,51 +97,51 @@ func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, sv
 		pool := provider.Pool{ID: r.ID, Name: r.Name, Protocol: r.Protocol, Policy: r.Algorithm, Health: describeChecks(checks), Members: []provider.Member{}}
 		for _, m := range machines {
 			mb := provider.Member{ID: m, Port: r.PrivatePort, Node: byMachine[m]}
-			if vm, found, err := c.machines.Get(ctx, "id/"+m); err == nil && found {
+			if vm, found, err := s.machines.Get(ctx, "id/"+m); err == nil && found {
 				mb.Address = defaultIP(vm)
 			}
 			pool.Members = append(pool.Members, mb)
 		}
 		e.Pools = append(e.Pools, pool)
 	}
-	return x, c.describeOpenings(ctx, e, svc, st, &x)
+	return x, s.describeOpenings(ctx, e, svc, st, &x)
 }
 
 // describeOpenings fills in what opens the rules' ports: the firewall rules
 // of the address (an isolated network), or the items of the tier's ACL
 // list that are the Service's or open one of its ports (a VPC).
-func (c *Cloud) describeOpenings(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, st lbState, x *explained) error {
+func (s *steps) describeOpenings(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, st lbState, x *explained) error {
 	if len(st.rules) == 0 {
 		return nil
 	}
-	n, err := c.network(ctx, st.rules[0].Network)
+	n, err := s.network(ctx, st.rules[0].Network)
 	if err != nil {
 		return err
 	}
 	x.network = n
 	switch {
 	case n.Firewall:
-		fw, err := c.api.FirewallRules(ctx, st.addr.ID)
+		fw, err := s.api.FirewallRules(ctx, st.addr.ID)
 		if err != nil {
 			return err
 		}
 		for _, o := range fw {
-			e.SecurityRules = append(e.SecurityRules, openingRule("firewall rule", "address "+st.addr.IP, o, c.addressMark(x.addr, svc)))
+			e.SecurityRules = append(e.SecurityRules, openingRule("firewall rule", "address "+st.addr.IP, o, s.addressMark(x.addr, svc)))
 		}
 	case n.ACL != "":
-		list, err := c.api.ACLListName(ctx, n.ACL)
+		list, err := s.api.ACLListName(ctx, n.ACL)
 		if err != nil || list == "default_allow" || list == "default_deny" {
 			if err == nil {
 				e.Note("the tier's ACL list is the server's own %s: it is left as it is", list)
 			}
 			return err
 		}
-		items, err := c.api.ACLItems(ctx, n.ACL)
+		items, err := s.api.ACLItems(ctx, n.ACL)
 		if err != nil {
 			return err
 		}
 		for _, it := range items {
-			mark := c.itemMark(it, svc)
+			mark := s.itemMark(it, svc)
 			if mark == provider.MarkThisCluster || slices.ContainsFunc(st.rules, func(r csapi.Rule) bool { return opens(it, r) }) {
 				e.SecurityRules = append(e.SecurityRules, openingRule("ACL item", "ACL list "+list, it, mark))
 			}
@@ -208,18 +170,18 @@ func openingRule(kind, in string, o csapi.Opening, mark string) provider.Securit
 
 // addressMark is whose the address's tags say it is (its firewall rules
 // are its own).
-func (c *Cloud) addressMark(a csapi.Address, svc *v1.Service) string {
-	return c.markOf(a.Tags, svc)
+func (s *steps) addressMark(a csapi.Address, svc *v1.Service) string {
+	return s.markOf(a.Tags, svc)
 }
 
 // itemMark is whose an ACL item's tags say it is.
-func (c *Cloud) itemMark(o csapi.Opening, svc *v1.Service) string { return c.markOf(o.Tags, svc) }
+func (s *steps) itemMark(o csapi.Opening, svc *v1.Service) string { return s.markOf(o.Tags, svc) }
 
-func (c *Cloud) markOf(tags map[string]string, svc *v1.Service) string {
+func (s *steps) markOf(tags map[string]string, svc *v1.Service) string {
 	switch {
 	case tags[tagCluster] == "" && tags[tagService] == "":
 		return provider.MarkNone
-	case tags[tagCluster] != c.Cluster.Get():
+	case tags[tagCluster] != s.cluster.Get():
 		return provider.MarkOtherCluster
 	case tags[tagService] != string(svc.UID):
 		return provider.MarkOtherService
@@ -266,7 +228,7 @@ func defaultIP(m csapi.Machine) string {
 // explainDrift is what Converge would change, found by its comparisons:
 // the address moved, the peer's address to adopt, rules not as asked or
 // missing, openings, algorithms, machines and health checks.
-func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, st lbState, x explained) error {
+func (s *steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, st lbState, x explained) error {
 	if spec.ip != "" && st.addr.IP != spec.ip {
 		e.Change(provider.ActionChange, "address "+st.addr.IP, "the Service asks for %s: the rules move there", spec.ip)
 		return nil

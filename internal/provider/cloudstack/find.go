@@ -38,10 +38,12 @@ func asLB(st lbState) csLB {
 // keyword, kept by exact name, never by the keyword alone), and its address:
 // the rules', else the one associated for it (by its tags), else the
 // address an interrupted association left (associating.go), else the
-// allocated address its loadBalancerIP names.
-func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error) {
+// allocated address its loadBalancerIP names. takeUp: an address an
+// interrupted association left is taken up (tagged); explain, which never
+// writes, reads with false, and so sees the load balancer as the steps do.
+func (s *steps) read(ctx context.Context, svc *v1.Service, takeUp bool) (lbState, bool, error) {
 	name := lbName(svc)
-	listed, own, ownRead, err := c.firstReads(ctx, svc, name)
+	listed, own, ownRead, err := s.firstReads(ctx, svc, name)
 	if err != nil {
 		return lbState{}, false, err
 	}
@@ -57,7 +59,7 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 		return st, true, nil
 	}
 	if !ownRead {
-		if own, err = c.api.AddressesTagged(ctx, c.ownTags(svc)); err != nil {
+		if own, err = s.api.AddressesTagged(ctx, s.ownTags(svc)); err != nil {
 			return lbState{}, false, err
 		}
 	}
@@ -66,12 +68,14 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 		return st, true, nil
 	}
 	ip := strings.TrimSpace(svc.Spec.LoadBalancerIP)
-	if a, settling, found, err := c.takeUpLeftover(ctx, svc, ip); err != nil || found {
-		st.addr, st.addrRead, st.settling = a, found, settling
-		return st, found, err
+	if takeUp {
+		if a, settling, found, err := s.takeUpLeftover(ctx, svc, ip); err != nil || found {
+			st.addr, st.addrRead, st.settling = a, found, settling
+			return st, found, err
+		}
 	}
 	if ip != "" {
-		a, found, err := c.api.AddressOf(ctx, ip)
+		a, found, err := s.api.AddressOf(ctx, ip)
 		if err != nil {
 			return lbState{}, false, err
 		}
@@ -89,20 +93,20 @@ func (c *Cloud) read(ctx context.Context, svc *v1.Service) (lbState, bool, error
 // balancer's first pass waits for one round trip, not two. A published
 // Service's tagged addresses are read only if it has no rules (ownRead
 // false): a call fewer on every full check.
-func (c *Cloud) firstReads(ctx context.Context, svc *v1.Service, name string) (listed []csapi.Rule, own []csapi.Address, ownRead bool, err error) {
+func (s *steps) firstReads(ctx context.Context, svc *v1.Service, name string) (listed []csapi.Rule, own []csapi.Address, ownRead bool, err error) {
 	if len(svc.Status.LoadBalancer.Ingress) > 0 {
-		listed, err = c.api.Rules(ctx, name)
+		listed, err = s.api.Rules(ctx, name)
 		return listed, nil, false, err
 	}
 	var wg sync.WaitGroup
 	var ownErr error
-	wg.Go(func() { own, ownErr = c.api.AddressesTagged(ctx, c.ownTags(svc)) })
-	listed, err = c.api.Rules(ctx, name)
+	wg.Go(func() { own, ownErr = s.api.AddressesTagged(ctx, s.ownTags(svc)) })
+	listed, err = s.api.Rules(ctx, name)
 	wg.Wait()
 	return listed, own, true, cmp.Or(err, ownErr)
 }
 
-func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
+func (s *steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
 	rules, err := s.listedRules(ctx, lbName(svc))
 	if err != nil || len(rules) == 0 {
 		return csLB{}, false, err
@@ -111,7 +115,7 @@ func (s steps) Listed(ctx context.Context, svc *v1.Service) (csLB, bool, error) 
 	return asLB(lbState{addr: csapi.Address{ID: r.AddressID, IP: r.IP, State: "Allocated"}, rules: rules}), true, nil
 }
 
-func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
+func (s *steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
 	progress, results, err := s.jobs.check(ctx, s.api, svc.UID)
 	if err != nil {
 		// A job that failed (or could not be asked about) may have left the
@@ -134,7 +138,7 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
 	if st, ok := s.builtNow(svc, results); ok {
 		return asLB(st), true, nil
 	}
-	st, found, err := s.read(ctx, svc)
+	st, found, err := s.read(ctx, svc, true)
 	if err != nil || !found {
 		return csLB{}, false, err
 	}
@@ -145,7 +149,7 @@ func (s steps) Find(ctx context.Context, svc *v1.Service) (csLB, bool, error) {
 // as the results of the jobs that created its rules say, when this look
 // saw them all done (and every job of the Service gone well): each rule was
 // given its machines, which applies it (state Active). Nothing to read.
-func (s steps) builtNow(svc *v1.Service, results map[string]json.RawMessage) (lbState, bool) {
+func (s *steps) builtNow(svc *v1.Service, results map[string]json.RawMessage) (lbState, bool) {
 	_, jobs := s.createdBy(svc)
 	if len(jobs) == 0 {
 		return lbState{}, false
@@ -165,7 +169,7 @@ func (s steps) builtNow(svc *v1.Service, results map[string]json.RawMessage) (lb
 
 // freshAddress is the address this process associated for the Service and
 // the job that associated it, until the address's openings are made.
-func (c *Cloud) freshAddress(svc *v1.Service) (id, job string) {
-	id, job, _ = strings.Cut(c.fresh.get(svc.UID), " ")
+func (s *steps) freshAddress(svc *v1.Service) (id, job string) {
+	id, job, _ = strings.Cut(s.fresh.get(svc.UID), " ")
 	return id, job
 }

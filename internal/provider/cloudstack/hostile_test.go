@@ -21,9 +21,9 @@ func TestAHostileCloudStackIsAnErrorNeverAGoneMachine(t *testing.T) {
 			n++
 			return service(name+string(rune('a'+n)), httpPort)
 		},
-		Fresh: func() { f.c.machines.Invalidate(); steps{f.c}.Relist() },
+		Fresh: func() { f.c.machines.Invalidate(); f.c.lb.Relist() },
 		Held: func(t *testing.T, svc *v1.Service) int {
-			own, err := f.c.api.AddressesTagged(t.Context(), f.c.ownTags(svc))
+			own, err := f.c.api.AddressesTagged(t.Context(), f.c.lb.ownTags(svc))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,7 +26,7 @@ import (
 // whose machines this CCM just changed is read at the next pass. Each rule's
 // health-check policies are read the same way.
 
-var _ lbcycle.Inventory[lbState] = steps{}
+var _ lbcycle.Inventory[lbState] = (*steps)(nil)
 
 // ruleReadsPerPass is the rules whose machines one drift pass reads, below
 // provider.WatchedWithin's need.
@@ -35,7 +35,7 @@ const ruleReadsPerPass = 20
 // Objects are the Service's rules, their machines, health-check policies
 // and openings (the address is its rules'), each keyed by every field the
 // walk compares (fields.go).
-func (s steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string, error) {
+func (s *steps) Objects(ctx context.Context, svc *v1.Service, lb csLB) ([]string, error) {
 	st := lb.Obj
 	var out []string
 	for _, r := range st.rules {
@@ -70,7 +70,7 @@ func openingKind(what string) string {
 
 // ruleKeys are a rule's key, its machines' and its health-check policies'
 // (both read on the rotation's budget).
-func (s steps) ruleKeys(ctx context.Context, r csapi.Rule) ([]string, error) {
+func (s *steps) ruleKeys(ctx context.Context, r csapi.Rule) ([]string, error) {
 	out := []string{fmt.Sprintf("rule/%s protocol=%s publicip=%s publicport=%d privateport=%d algorithm=%s cidrlist=%s",
 		r.ID, r.Protocol, r.IP, r.PublicPort, r.PrivatePort, r.Algorithm, cidrText(r.CIDRs))}
 	machines, err := s.ruleMachines.Get(ctx, r.ID, s.machineKeys)
@@ -92,7 +92,7 @@ func (s steps) ruleKeys(ctx context.Context, r csapi.Rule) ([]string, error) {
 // machineKeys are the member keys of the machines of rule id, as the
 // rotation keeps them between its reads: many as one key (2,000 rules of
 // 5,000 machines would be 10 million ids in memory).
-func (s steps) machineKeys(ctx context.Context, id string) ([]string, error) {
+func (s *steps) machineKeys(ctx context.Context, id string) ([]string, error) {
 	machines, err := s.api.RuleMachines(ctx, id)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (s steps) machineKeys(ctx context.Context, id string) ([]string, error) {
 // listings: the firewall rules of its address (an isolated network), or the
 // ACL items of its tier's list tagged as the Service's (a VPC), and what
 // they are called; "" when its network has neither.
-func (s steps) openings(ctx context.Context, svc *v1.Service, st lbState) ([]csapi.Opening, string, error) {
+func (s *steps) openings(ctx context.Context, svc *v1.Service, st lbState) ([]csapi.Opening, string, error) {
 	if len(st.rules) == 0 {
 		return nil, "", nil
 	}

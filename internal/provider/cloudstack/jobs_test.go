@@ -64,7 +64,7 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 	nodes := f.nodes("worker-1")
 	a := service("a", httpPort)
 	b := service("bb", v1.ServicePort{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30081})
-	f.c.jobs.took, f.c.jobs.margin = initialTook, jobMargin // as a new process expects
+	f.c.lb.jobs.took, f.c.lb.jobs.margin = initialTook, jobMargin // as a new process expects
 	for _, svc := range []*v1.Service{a, b} {
 		_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
 		var retry *api.RetryError
@@ -77,7 +77,7 @@ func TestAListingOlderThanTheJobsDueIsNotTrusted(t *testing.T) {
 
 	// A listing taken 300 ms ago, after the jobs started but before they were
 	// due, which they are now (100 ms ago).
-	jb := f.c.jobs
+	jb := f.c.lb.jobs
 	jb.mu.Lock()
 	stale := map[string]csapi.JobState{}
 	for uid, list := range jb.m {
@@ -110,9 +110,9 @@ func TestANewLoadBalancerTakesFiveWritesAndFourReads(t *testing.T) {
 	nodes := f.nodes("worker-1", "worker-2")
 	svc := service("web", httpPort)
 	// The machines and their guest network are known from the Nodes already.
-	spec, _, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes)
+	spec, _, err := f.c.lb.Spec(context.Background(), "kubernetes", svc, nodes)
 	require.NoError(t, err)
-	_, err = f.c.network(t.Context(), spec.network)
+	_, err = f.c.lb.network(t.Context(), spec.network)
 	require.NoError(t, err)
 	f.emu.ResetCalls()
 	f.ensured(svc, nodes)
@@ -134,7 +134,7 @@ func TestANewLoadBalancerTakesFiveWritesAndFourReads(t *testing.T) {
 func (f *fixture) convergedWithRecord(svc *v1.Service, nodes []*v1.Node) *cs.LoadBalancerRule {
 	f.t.Helper()
 	st := f.ensured(svc, nodes)
-	_, fp, err := steps{f.c}.Spec(context.Background(), "kubernetes", svc, nodes)
+	_, fp, err := f.c.lb.Spec(context.Background(), "kubernetes", svc, nodes)
 	require.NoError(f.t, err)
 	rules := f.rules()
 	require.Len(f.t, rules, 1)
@@ -176,7 +176,7 @@ func TestANodeAddedAfterARestartIsOneReadAndOneWriteARule(t *testing.T) {
 	nodes := f.nodes("worker-1", "worker-2", "worker-3")
 	svc := service("web", httpPort)
 	rule := f.convergedWithRecord(svc, nodes[:2])
-	f.c.memberSets = provider.MemberSets{} // what a new process knows
+	f.c.lb.memberSets = provider.MemberSets{} // what a new process knows
 
 	f.emu.ResetCalls()
 	require.NoError(t, f.updated(svc, nodes))
@@ -215,7 +215,7 @@ func TestTheJobListingReachesBackOnlyAsFarAsNeeded(t *testing.T) {
 	f.emu.SetClock(func() time.Time { return time.Now().Add(-behind) })
 	nodes := f.nodes("worker-1")
 	f.ensured(service("a", httpPort), nodes)
-	jb := f.c.jobs
+	jb := f.c.lb.jobs
 	require.True(t, jb.skewKnown)
 	assert.InDelta(t, -behind.Seconds(), jb.skew.Seconds(), 1.5, "the server's clock is two minutes behind")
 
@@ -231,7 +231,7 @@ func TestTheJobListingReachesBackOnlyAsFarAsNeeded(t *testing.T) {
 // 1,000 Services requeued by other events do not list the jobs each time.
 func TestALookBeforeTheJobsAreDueMakesNoCall(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: time.Hour})
-	f.c.jobs.took, f.c.jobs.margin = initialTook, jobMargin
+	f.c.lb.jobs.took, f.c.lb.jobs.margin = initialTook, jobMargin
 	nodes := f.nodes("worker-1")
 	svc := service("web", httpPort)
 	_, err := f.c.EnsureLoadBalancer(context.Background(), "kubernetes", svc, nodes)
@@ -250,7 +250,7 @@ func TestALookBeforeTheJobsAreDueMakesNoCall(t *testing.T) {
 // deleted again, nothing is left.
 func TestPacedPassesFinishWhenJobsTakeLongerThanExpected(t *testing.T) {
 	f := newFixture(t, emulator.Options{JobDelay: 300 * time.Millisecond})
-	f.c.jobs.took, f.c.jobs.margin = 100*time.Millisecond, jobMargin // expected sooner than they end
+	f.c.lb.jobs.took, f.c.lb.jobs.margin = 100*time.Millisecond, jobMargin // expected sooner than they end
 	nodes := f.nodes("worker-1")
 	svc := service("web", httpPort)
 	paced := func(step func() error) {
@@ -290,15 +290,15 @@ func TestAWaitForAnothersListingEndsAtTheCallersDeadline(t *testing.T) {
 	defer cancel()
 	held := make(chan error, 1)
 	go func() {
-		_, err := f.c.jobs.states(holder, f.c.api, now, now)
+		_, err := f.c.lb.jobs.states(holder, f.c.api, now, now)
 		held <- err
 	}()
-	require.Eventually(t, func() bool { return len(f.c.jobs.fetch) == 1 }, 5*time.Second, 5*time.Millisecond, "the first listing holds the turn")
+	require.Eventually(t, func() bool { return len(f.c.lb.jobs.fetch) == 1 }, 5*time.Second, 5*time.Millisecond, "the first listing holds the turn")
 
 	ctx, cancel2 := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel2()
 	began := time.Now()
-	_, err := f.c.jobs.states(ctx, f.c.api, now, now)
+	_, err := f.c.lb.jobs.states(ctx, f.c.api, now, now)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(began), 5*time.Second, "the waiter gave up at its deadline")
 
@@ -317,7 +317,7 @@ func TestAWaitForAnothersListingEndsAtTheCallersDeadline(t *testing.T) {
 // set when it comes.
 func TestATrailingJobHoldsNoLook(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
-	j := f.c.jobs
+	j := f.c.lb.jobs
 	j.took, j.margin = initialTook, jobMargin
 	now := time.Now()
 	j.m["svc"] = []job{{id: "assoc", started: now.Add(-time.Second)}, {id: "tags", started: now, trailing: true}}
@@ -340,9 +340,9 @@ func TestATrailingJobHoldsNoLook(t *testing.T) {
 func TestAFailedJobOfACreationMakesTheNextPassWalk(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	svc := service("web", httpPort)
-	s := steps{f.c}
+	s := f.c.lb
 	s.created.set(svc.UID, "key job-1")
-	j := f.c.jobs
+	j := f.c.lb.jobs
 	j.took, j.margin = initialTook, jobMargin
 	now := time.Now()
 	j.m[svc.UID] = []job{{id: "job-1", what: "assigning machines", started: now.Add(-3 * time.Second)}}

@@ -55,6 +55,20 @@ type portSpec struct {
 // ruleName is the peer's name of a port's rule: <lbname>-<proto>-<port>.
 func (p portSpec) ruleName(lb string) string { return fmt.Sprintf("%s-%s-%d", lb, p.proto, p.port) }
 
+// ruleOf is the rule the spec asks for port p on the address and network.
+// peerShaped: the peer's shape, the address the Service's own, so that its
+// firewall rules are all the Service's and they let in the sources (on an
+// address shared with others, another firewall rule may let everyone in:
+// the cidrlist holds the sources).
+func ruleOf(spec lbSpec, p portSpec, addressID, network string, peerShaped bool) csapi.Rule {
+	cidrs := spec.ruleCIDRs
+	if peerShaped {
+		cidrs = spec.peerRuleCIDRs
+	}
+	return csapi.Rule{Name: p.ruleName(spec.name), Algorithm: spec.algorithm, Protocol: p.proto, AddressID: addressID,
+		Network: network, PublicPort: p.port, PrivatePort: p.nodePort, CIDRs: cidrs}
+}
+
 // l4 is the transport protocol of a rule protocol (tcp-proxy is TCP).
 func l4(proto string) string {
 	if proto == "tcp-proxy" {
@@ -272,12 +286,12 @@ func firstSet(lists ...[]string) []string {
 // resolveMembers finds the eligible Nodes' machines (from the shared listing)
 // and their guest network, once for a Node set (every Service on it shares
 // them). A Node whose machine is not known yet is left out.
-func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec, nodes []*v1.Node) error {
-	m := c.memberSet.Get(nodes, "", func() (machinesOf, bool) {
-		m := c.machinesOf(ctx, nodes)
+func (s *steps) resolveMembers(ctx context.Context, spec *lbSpec, nodes []*v1.Node) error {
+	m := s.memberSet.Get(nodes, "", func() (machinesOf, bool) {
+		m := s.machinesOf(ctx, nodes)
 		return m, m.err == nil && m.certain
 	})
-	s.members, s.network = m.members, m.network
+	spec.members, spec.network = m.members, m.network
 	return m.err
 }
 
@@ -292,7 +306,7 @@ type machinesOf struct {
 	certain bool
 }
 
-func (c *Cloud) machinesOf(ctx context.Context, nodes []*v1.Node) machinesOf {
+func (s *steps) machinesOf(ctx context.Context, nodes []*v1.Node) machinesOf {
 	out := machinesOf{certain: true}
 	networks := map[string][]string{}
 	for _, n := range nodes {
@@ -305,7 +319,7 @@ func (c *Cloud) machinesOf(ctx context.Context, nodes []*v1.Node) machinesOf {
 		if id == "" {
 			key, out.certain = "name/"+shortName(n.Name), false
 		}
-		m, found, err := c.machines.Get(ctx, key)
+		m, found, err := s.machines.Get(ctx, key)
 		if err != nil {
 			return machinesOf{err: err}
 		}

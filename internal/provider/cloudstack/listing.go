@@ -75,15 +75,15 @@ func newRuleListing(gw csapi.API) *snapshot.Snapshot[ruleGroup] {
 }
 
 // listedRules is the rules of load balancer name in the shared listing.
-func (c *Cloud) listedRules(ctx context.Context, name string) ([]csapi.Rule, error) {
-	g, _, err := c.listing.Get(ctx, "lb/"+name)
+func (s *steps) listedRules(ctx context.Context, name string) ([]csapi.Rule, error) {
+	g, _, err := s.listing.Get(ctx, "lb/"+name)
 	return g.rules, err
 }
 
 // GetLoadBalancer is the status of the Service's rules, from the shared
 // listing.
 func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	rules, err := c.listedRules(ctx, lbName(svc))
+	rules, err := c.lb.listedRules(ctx, lbName(svc))
 	if err != nil || len(rules) == 0 {
 		return nil, false, err
 	}

@@ -13,7 +13,7 @@ import (
 // convergeMembers assigns the machines a rule lacks and removes the ones it
 // should not have; true when it started a change. The rule's machines are
 // read, unless last holds them: the set it was last converged to.
-func (s steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec, r csapi.Rule, last *[]string) (bool, error) {
+func (s *steps) convergeMembers(ctx context.Context, svc *v1.Service, spec lbSpec, r csapi.Rule, last *[]string) (bool, error) {
 	var current []string
 	if last != nil {
 		current = *last
@@ -82,7 +82,7 @@ func setOf(ids []string) map[string]bool {
 // not 20,000 pages read first. A rule changed behind our back since is the
 // drift check's to find (its rotation reads every rule's machines within
 // the hour), and a change that fails is done again from a reading.
-func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, bool, error) {
+func (s *steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb csLB) (string, bool, error) {
 	if !hasRules(lb.Obj, spec) {
 		return "", false, nil
 	}
@@ -122,8 +122,8 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 
 // lastMembers is the machines the Service's rules were last converged to,
 // by its record, when this process saw that set lately; nil otherwise.
-func (s steps) lastMembers(svc *v1.Service) *[]string {
-	rec, ok := s.RecordOf(svc)
+func (s *steps) lastMembers(svc *v1.Service) *[]string {
+	rec, ok := s.cycle.RecordOf(svc)
 	if !ok {
 		return nil
 	}

@@ -15,21 +15,21 @@ import (
 func TestANodeSetsMembersAreKeptOnlyWhenEveryMachineWasFoundByItsID(t *testing.T) {
 	f := newFixture(t, emulator.Options{})
 	known := f.nodes("worker-1", "worker-2")
-	spec, _, err := steps{f.c}.Spec(t.Context(), "kubernetes", service("web", httpPort), known)
+	spec, _, err := f.c.lb.Spec(t.Context(), "kubernetes", service("web", httpPort), known)
 	require.NoError(t, err)
-	again, _, err := steps{f.c}.Spec(t.Context(), "kubernetes", service("api", httpPort), known)
+	again, _, err := f.c.lb.Spec(t.Context(), "kubernetes", service("api", httpPort), known)
 	require.NoError(t, err)
 	require.Len(t, spec.members, 2)
 	assert.Same(t, &spec.members[0], &again.members[0], "the second Service on the Nodes shares the first's members")
 
 	nodes := append(f.nodes("worker-3"), node("worker-4", "")) // worker-4: no machine yet
 	f.c.machines.Invalidate()
-	spec, _, err = steps{f.c}.Spec(t.Context(), "kubernetes", service("web", httpPort), nodes)
+	spec, _, err = f.c.lb.Spec(t.Context(), "kubernetes", service("web", httpPort), nodes)
 	require.NoError(t, err)
 	assert.Len(t, spec.members, 1, "worker-4 has no machine")
 	f.emu.AddMachine("worker-4")
 	f.c.machines.Invalidate()
-	spec, _, err = steps{f.c}.Spec(t.Context(), "kubernetes", service("web", httpPort), nodes)
+	spec, _, err = f.c.lb.Spec(t.Context(), "kubernetes", service("web", httpPort), nodes)
 	require.NoError(t, err)
 	assert.Len(t, spec.members, 2, "worker-4's machine, found by its name, joins with the same Nodes")
 }

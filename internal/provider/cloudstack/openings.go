@@ -32,7 +32,7 @@ type openings struct {
 
 // readOpenings reads the Service's openings (none to read on an address
 // this process has just associated).
-func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n csapi.Network) (openings, error) {
+func (s *steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n csapi.Network) (openings, error) {
 	fresh, _ := s.freshAddress(svc)
 	if n.Firewall {
 		op := openings{firewall: true, enforced: true, own: st.addrRead && s.owns(st.addr, svc)}
@@ -77,7 +77,7 @@ func (s steps) readOpenings(ctx context.Context, svc *v1.Service, st lbState, n 
 // address of its own is judged (one that opens a port of the Service's
 // but not as asked, a range, another protocol, is then not left beside
 // the one made).
-func (s steps) ownAddress(ctx context.Context, svc *v1.Service, st lbState) (bool, error) {
+func (s *steps) ownAddress(ctx context.Context, svc *v1.Service, st lbState) (bool, error) {
 	if st.addrRead || st.addr.ID == "" {
 		return st.addrRead && s.owns(st.addr, svc), nil
 	}
@@ -166,7 +166,7 @@ func letIn(rule, opening []string) (sources []string, one bool) {
 // the openings not kept go (on an address not the Service's own, only those
 // of its ports), the missing ones are made (ACL items tagged as the
 // Service's). It starts the changes and says how many.
-func (s steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, op openings, pl openingPlan) (int, error) {
+func (s *steps) convergeOpenings(ctx context.Context, svc *v1.Service, spec lbSpec, st lbState, op openings, pl openingPlan) (int, error) {
 	s.fresh.set(svc.UID, "")
 	drop, open := op.changes(spec, pl)
 	changes := 0
@@ -295,7 +295,7 @@ func sameSet(a, b []string) bool {
 // closeOpenings deletes the openings of the Service's rules: on its address's
 // firewall, the rules for their ports (all of them on an address of its own);
 // in a VPC, the ACL items tagged as the Service's.
-func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) error {
+func (s *steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) error {
 	n, err := s.network(ctx, st.rules[0].Network)
 	if err != nil {
 		if isNotFound(err) {
@@ -319,7 +319,7 @@ func (s steps) closeOpenings(ctx context.Context, svc *v1.Service, st lbState) e
 // closeFirewall deletes the firewall rules of the Service's ports on its
 // address (every one on an address of its own), but those other Services'
 // rules on the address still need.
-func (s steps) closeFirewall(ctx context.Context, svc *v1.Service, st lbState) error {
+func (s *steps) closeFirewall(ctx context.Context, svc *v1.Service, st lbState) error {
 	addr := st.addr
 	if a, found, err := s.api.Address(ctx, addr.ID); err != nil {
 		return err
@@ -359,7 +359,7 @@ func (s steps) closeFirewall(ctx context.Context, svc *v1.Service, st lbState) e
 // othersOn are the rules of other Services on the Service's own address (a
 // shared loadBalancerIP): they keep the openings of their ports. On an
 // address not its own only its ports' openings go, none is read.
-func (s steps) othersOn(ctx context.Context, svc *v1.Service, addr csapi.Address, own bool) ([]csapi.Rule, error) {
+func (s *steps) othersOn(ctx context.Context, svc *v1.Service, addr csapi.Address, own bool) ([]csapi.Rule, error) {
 	if !own {
 		return nil, nil
 	}
@@ -377,13 +377,13 @@ func (s steps) othersOn(ctx context.Context, svc *v1.Service, addr csapi.Address
 }
 
 // closeACLItems deletes the items of ACL list acl tagged as the Service's.
-func (s steps) closeACLItems(ctx context.Context, svc *v1.Service, acl string) error {
+func (s *steps) closeACLItems(ctx context.Context, svc *v1.Service, acl string) error {
 	items, err := s.api.ACLItems(ctx, acl)
 	if err != nil {
 		return err
 	}
 	for _, it := range items {
-		if !s.itemOurs(it, svc) || (it.Tags[tagCluster] != s.Cluster.Get() && it.Reason != s.itemReason(svc)) {
+		if !s.itemOurs(it, svc) || (it.Tags[tagCluster] != s.cluster.Get() && it.Reason != s.itemReason(svc)) {
 			continue
 		}
 		job, err := s.api.DeleteACLItem(ctx, it.ID)

@@ -12,7 +12,7 @@ import (
 )
 
 // Publish says the status: the address, or the hostname annotation's name.
-func (s steps) Publish(_ context.Context, _ *v1.Service, spec lbSpec, lb csLB) (*v1.LoadBalancerStatus, string, error) {
+func (s *steps) Publish(_ context.Context, _ *v1.Service, spec lbSpec, lb csLB) (*v1.LoadBalancerStatus, string, error) {
 	if lb.Obj.addr.IP == "" {
 		return nil, "", errors.New("the load balancer has no public address yet")
 	}
@@ -28,7 +28,7 @@ func statusFor(spec lbSpec, ip string) *v1.LoadBalancerStatus {
 
 // Published answers from the shared listing: every rule of the spec there,
 // on the recorded address.
-func (s steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb csLB) (*v1.LoadBalancerStatus, bool, error) {
+func (s *steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb csLB) (*v1.LoadBalancerStatus, bool, error) {
 	if rec.Address == "" || lb.Obj.addr.IP != rec.Address || !hasRules(lb.Obj, spec) {
 		return nil, false, nil
 	}

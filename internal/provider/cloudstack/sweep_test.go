@@ -45,7 +45,7 @@ func TestSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) {
 	other, err := New(cfg, ProviderName)
 	require.NoError(t, err)
 	other.Cluster.Set("another-cluster")
-	other.jobs.took, other.jobs.margin = 0, 0
+	other.lb.jobs.took, other.lb.jobs.margin = 0, 0
 
 	port := func(p int32) v1.ServicePort {
 		return v1.ServicePort{Name: "p", Protocol: v1.ProtocolTCP, Port: p, NodePort: 30000 + p}
