@@ -103,7 +103,7 @@ func New(cfg Config) (*Cloud, error) {
 	if sessions != nil {
 		creds = sessions
 	}
-	gw, err := newGateway(cfg.endpoints(), creds, cfg.RateLimiter, time.Now)
+	gw, err := newGateway(cfg.endpoints(), creds, cfg.limits(), time.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func credentialsOf(cfg *Config) (*rotatingKey, *sessionCache, error) {
 		}
 		return nil, p.sessions(), nil
 	case cfg.UseWorkloadIdentity:
-		s, err := workloadIdentityOf(*cfg)
+		s, err := workloadIdentityOf(cfg.principal())
 		return nil, s, err
 	}
 	key, err := apiKeyOf(cfg.Auth)
@@ -151,7 +151,7 @@ func instancePrincipalOf(cfg *Config) (*instancePrincipal, error) {
 	if cfg.Auth.Region == "" || cfg.CompartmentID == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		md, err := newInstancePrincipal(*cfg).instance(ctx)
+		md, err := newInstancePrincipal(cfg.principal()).instance(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("useInstancePrincipals: %w; set auth.region and compartment to start without it", err)
 		}
@@ -162,7 +162,7 @@ func instancePrincipalOf(cfg *Config) (*instancePrincipal, error) {
 			cfg.CompartmentID = md.CompartmentID
 		}
 	}
-	return newInstancePrincipal(*cfg), nil
+	return newInstancePrincipal(cfg.principal()), nil
 }
 
 // Initialize starts the event recorder, the watch of the config for a

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -181,11 +180,6 @@ func checkEndpoint(key, v string) string {
 		return fmt.Sprintf("%s: %q: a base URL has no path or query (the API version is added)", key, v)
 	}
 	return ""
-}
-
-func isLoopback(host string) bool {
-	ip, err := netip.ParseAddr(host)
-	return host == "localhost" || (err == nil && ip.IsLoopback())
 }
 
 // Security list management modes of the load balancers (the peer's names).
@@ -501,32 +495,38 @@ func Fingerprint(pub *rsa.PublicKey) string {
 	return strings.Join(hexes, ":")
 }
 
-// regionCodes are the short codes OCI accepts for regions' names (oci-go-sdk
-// common/regions.go shortNameRegion), for the regions whose API answers them
-// in instance.region too.
-var regionCodes = map[string]string{
-	"iad": "us-ashburn-1", "phx": "us-phoenix-1", "sjc": "us-sanjose-1", "ord": "us-chicago-1",
-	"yyz": "ca-toronto-1", "yul": "ca-montreal-1", "lhr": "uk-london-1", "cwl": "uk-cardiff-1",
-	"fra": "eu-frankfurt-1", "ams": "eu-amsterdam-1", "zrh": "eu-zurich-1", "mad": "eu-madrid-1",
-	"cdg": "eu-paris-1", "lin": "eu-milan-1", "arn": "eu-stockholm-1", "mrs": "eu-marseille-1",
-	"nrt": "ap-tokyo-1", "kix": "ap-osaka-1", "icn": "ap-seoul-1", "yny": "ap-chuncheon-1",
-	"bom": "ap-mumbai-1", "hyd": "ap-hyderabad-1", "syd": "ap-sydney-1", "mel": "ap-melbourne-1",
-	"sin": "ap-singapore-1", "gru": "sa-saopaulo-1", "vcp": "sa-vinhedo-1", "scl": "sa-santiago-1",
-	"jed": "me-jeddah-1", "dxb": "me-dubai-1", "auh": "me-abudhabi-1", "jnb": "af-johannesburg-1",
-	"mtz": "il-jerusalem-1", "qro": "mx-queretaro-1", "mty": "mx-monterrey-1",
-}
-
-// regionName is a region's name for its name or short code.
-func regionName(r string) string {
-	r = strings.ToLower(strings.TrimSpace(r))
-	if name, ok := regionCodes[r]; ok {
-		return name
-	}
-	return r
-}
-
 var regionPattern = regexp.MustCompile(`^[a-z]{2,}-[a-z]+-[0-9]+$`)
 
 // validRegion says whether name has the form of a region's name of the
 // commercial realm (us-ashburn-1).
 func validRegion(name string) bool { return regionPattern.MatchString(name) }
+
+// apiKeyOf is the API key of a's user.
+func apiKeyOf(a Auth) (apiKey, error) {
+	key, err := a.signingKey()
+	if err != nil {
+		return apiKey{}, err
+	}
+	return apiKey{keyID: a.TenancyID + "/" + a.UserID + "/" + Fingerprint(&key.PublicKey), key: key}, nil
+}
+
+// limits are the client's limits the rateLimiter section sets (negative
+// values read as unset, as the peer reads them).
+func (c *Config) limits() Limits {
+	rl := c.RateLimiter
+	if rl == nil {
+		return Limits{}
+	}
+	return Limits{Disabled: rl.DisableRateLimiter, ReadQPS: float64(max(rl.RateLimitQPSRead, 0)), WriteQPS: float64(max(rl.RateLimitQPSWrite, 0)),
+		ReadBurst: max(rl.RateLimitBucketRead, 0), WriteBurst: max(rl.RateLimitBucketWrite, 0)}
+}
+
+// principal is where the config's session tokens come from: its region and
+// endpoint overrides.
+func (c *Config) principal() Principal {
+	p := Principal{Region: c.Auth.Region}
+	if o := c.Endpoints; o != nil {
+		p.Metadata, p.Auth, p.WorkloadIdentity = o.Metadata, o.Auth, o.WorkloadIdentity
+	}
+	return p
+}

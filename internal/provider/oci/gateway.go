@@ -2,6 +2,7 @@ package oci
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,27 +139,27 @@ type gateway struct {
 	attemptTimeout time.Duration
 }
 
-// newGateway is a gateway to ep signed with creds, limited as rl says (the
-// peer's defaults: 20 calls a second, bursts of 5, each way).
-func newGateway(ep Endpoints, creds credentials, rl *RateLimiter, now func() time.Time) (*gateway, error) {
-	limits := cloudapi.Config{Cloud: ProviderName, AnswersJSON: true, Endpoint: "auth.region (or endpoints)", ReadQPS: 20, ReadBurst: 5, WriteQPS: 20, WriteBurst: 5}
-	if rl != nil {
-		if rl.DisableRateLimiter {
-			limits.ReadQPS, limits.WriteQPS = math.Inf(1), math.Inf(1)
-		} else {
-			if rl.RateLimitQPSRead > 0 {
-				limits.ReadQPS = float64(rl.RateLimitQPSRead)
-			}
-			if rl.RateLimitBucketRead > 0 {
-				limits.ReadBurst = rl.RateLimitBucketRead
-			}
-			if rl.RateLimitQPSWrite > 0 {
-				limits.WriteQPS = float64(rl.RateLimitQPSWrite)
-			}
-			if rl.RateLimitBucketWrite > 0 {
-				limits.WriteBurst = rl.RateLimitBucketWrite
-			}
-		}
+// Limits are the client's limits of calls a second and of their bursts,
+// each way (0: the peer's defaults, 20 a second in bursts of 5); Disabled
+// lifts them.
+type Limits struct {
+	Disabled              bool
+	ReadQPS, WriteQPS     float64
+	ReadBurst, WriteBurst int
+}
+
+// cloudName names the client's calls in metrics and errors (the provider's
+// ProviderName).
+const cloudName = "oci"
+
+// newGateway is a gateway to ep signed with creds, limited as l says.
+func newGateway(ep Endpoints, creds credentials, l Limits, now func() time.Time) (*gateway, error) {
+	limits := cloudapi.Config{Cloud: cloudName, AnswersJSON: true, Endpoint: "auth.region (or endpoints)", ReadQPS: 20, ReadBurst: 5, WriteQPS: 20, WriteBurst: 5}
+	if l.Disabled {
+		limits.ReadQPS, limits.WriteQPS = math.Inf(1), math.Inf(1)
+	} else {
+		limits.ReadQPS, limits.WriteQPS = cmp.Or(l.ReadQPS, limits.ReadQPS), cmp.Or(l.WriteQPS, limits.WriteQPS)
+		limits.ReadBurst, limits.WriteBurst = cmp.Or(l.ReadBurst, limits.ReadBurst), cmp.Or(l.WriteBurst, limits.WriteBurst)
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	hc, err := cloudapi.NewClient(limits, &signingTransport{base: base, creds: creds, now: now})
@@ -416,4 +417,19 @@ func get[T any](ctx context.Context, g *gateway, service, base, path string) (T,
 	var v T
 	_, err := g.read(ctx, service, base, path, nil, &v)
 	return v, err
+}
+
+// workloadKey holds the credentials of the Service's workload in a context.
+type workloadKey struct{}
+
+// asWorkload is ctx whose calls of the Service's load balancer go signed
+// with creds (gateway.go says which).
+func asWorkload(ctx context.Context, creds credentials) context.Context {
+	return context.WithValue(ctx, workloadKey{}, creds)
+}
+
+// workloadOf is the workload's credentials in ctx, if any.
+func workloadOf(ctx context.Context) (credentials, bool) {
+	c, ok := ctx.Value(workloadKey{}).(credentials)
+	return c, ok
 }

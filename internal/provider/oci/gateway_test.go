@@ -38,7 +38,7 @@ func gatewayOf(t *testing.T, e *emulator.Emulator) *gateway {
 	key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
 	require.NoError(t, err)
 	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()},
-		apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: key}, nil, time.Now)
+		apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: key}, Limits{}, time.Now)
 	require.NoError(t, err)
 	return g
 }
@@ -127,7 +127,7 @@ func TestOCIErrorsAreTranslatedOnceWithTheirCodeAndRequestID(t *testing.T) {
 	// A key OCI does not know: the credentials are refused, never "not
 	// found", and no secret is in the error.
 	f := e.Fixture()
-	stranger, err := newGateway(Endpoints{Core: e.URL()}, apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: testKey}, nil, time.Now)
+	stranger, err := newGateway(Endpoints{Core: e.URL()}, apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: testKey}, Limits{}, time.Now)
 	require.NoError(t, err)
 	_, err = stranger.instances(t.Context(), inCompartment(f.CompartmentID))
 	require.ErrorIs(t, err, outcome.ErrAuth)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,23 +32,6 @@ import (
 // it, its other tags kept. Only the Service's rules are removed; the frontend NSG goes
 // with the load balancer, after it. NSGs the Service names
 // (oci-network-security-groups) are joined and never changed.
-
-// NSG is a network security group.
-type NSG struct {
-	ID             string            `json:"id"`
-	TimeCreated    time.Time         `json:"timeCreated"`
-	DisplayName    string            `json:"displayName"`
-	LifecycleState string            `json:"lifecycleState"`
-	FreeformTags   map[string]string `json:"freeformTags"`
-}
-
-// NSGRule is a rule of a network security group: a security list's rule
-// (securityrules.go) with its id and direction.
-type NSGRule struct {
-	ID        string `json:"id,omitempty"`
-	Direction string `json:"direction"`
-	rule
-}
 
 // key is what a rule does: direction, peer and port.
 func (r NSGRule) key() string {

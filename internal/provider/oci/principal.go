@@ -39,11 +39,19 @@ type instancePrincipal struct {
 	now            func() time.Time
 }
 
-// newInstancePrincipal is the instance principal of the config: the metadata
-// service and the federation endpoint of the region, unless the config's
+// Principal is where the CCM's session tokens come from: the region, and
+// the endpoints the config sets in place of the region's (each "" for the
+// default): the instance metadata service, the federation endpoint, OKE's
+// workload identity endpoint.
+type Principal struct {
+	Region, Metadata, Auth, WorkloadIdentity string
+}
+
+// newInstancePrincipal is the instance principal of pr: the metadata
+// service and the federation endpoint of the region, unless pr's
 // endpoints or oci-go-sdk's environment variables say otherwise.
-func newInstancePrincipal(cfg Config) *instancePrincipal {
-	p := &instancePrincipal{metadata: defaultMetadataURL, auth: "https://auth." + regionName(cfg.Auth.Region) + ".oraclecloud.com",
+func newInstancePrincipal(pr Principal) *instancePrincipal {
+	p := &instancePrincipal{metadata: defaultMetadataURL, auth: "https://auth." + regionName(pr.Region) + ".oraclecloud.com",
 		http: &http.Client{Timeout: principalTimeout}, now: time.Now}
 	if v := os.Getenv("OCI_METADATA_BASE_URL"); v != "" {
 		p.metadata = v
@@ -51,13 +59,11 @@ func newInstancePrincipal(cfg Config) *instancePrincipal {
 	if v := os.Getenv("OCI_SDK_AUTH_CLIENT_REGION_URL"); v != "" {
 		p.auth = v
 	}
-	if o := cfg.Endpoints; o != nil {
-		if o.Metadata != "" {
-			p.metadata = o.Metadata
-		}
-		if o.Auth != "" {
-			p.auth = o.Auth
-		}
+	if pr.Metadata != "" {
+		p.metadata = pr.Metadata
+	}
+	if pr.Auth != "" {
+		p.auth = pr.Auth
 	}
 	p.metadata, p.auth = strings.TrimRight(p.metadata, "/"), strings.TrimRight(p.auth, "/")
 	return p

@@ -44,29 +44,6 @@ const securityRetries = 8
 // markPrefix starts a rule's mark: "overcast:<cluster UID>/<Service UID>".
 const markPrefix = "overcast:"
 
-type portRange struct {
-	Min int `json:"min"`
-	Max int `json:"max"`
-}
-
-// rule is a security rule, in either direction, as OCI's JSON has it.
-type rule struct {
-	Protocol        string      `json:"protocol"`
-	Source          string      `json:"source,omitempty"`
-	SourceType      string      `json:"sourceType,omitempty"`
-	Destination     string      `json:"destination,omitempty"`
-	DestinationType string      `json:"destinationType,omitempty"`
-	IsStateless     bool        `json:"isStateless"`
-	TCPOptions      *tcpOptions `json:"tcpOptions,omitempty"`
-	Description     string      `json:"description,omitempty"`
-}
-
-// tcpOptions are a TCP rule's ports.
-type tcpOptions struct {
-	DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
-	SourcePortRange      *portRange `json:"sourcePortRange,omitempty"`
-}
-
 // tcpRule is a stateful TCP rule to (ingress: from) cidr on port.
 func tcpRule(ingress bool, cidr string, port int, mark string) rule {
 	r := rule{Protocol: "6", IsStateless: false, Description: mark}

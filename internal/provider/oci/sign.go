@@ -53,15 +53,6 @@ func (r *rotatingKey) set(k apiKey) bool {
 	return old == nil || old.keyID != k.keyID || !old.key.Equal(k.key)
 }
 
-// apiKeyOf is the API key of a's user.
-func apiKeyOf(a Auth) (apiKey, error) {
-	key, err := a.signingKey()
-	if err != nil {
-		return apiKey{}, err
-	}
-	return apiKey{keyID: a.TenancyID + "/" + a.UserID + "/" + Fingerprint(&key.PublicKey), key: key}, nil
-}
-
 // signerKey holds, in a request's context, the credentials that sign it in
 // place of the transport's own.
 type signerKey struct{}

@@ -99,9 +99,9 @@ func getenv(name string) string { return strings.TrimSpace(os.Getenv(name)) }
 // self-managed form's when OCI_WORKLOAD_IDENTITY_DOMAIN_URL is set, else
 // OKE's, unless another variable of the self-managed form is set (then the
 // peer's environment lacks its URL: an error, as the peer's).
-func workloadIdentityOf(cfg Config) (*sessionCache, error) {
+func workloadIdentityOf(pr Principal) (*sessionCache, error) {
 	if getenv(envDomainURL) != "" {
-		x, err := newTokenExchange(cfg)
+		x, err := newTokenExchange(pr)
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +112,7 @@ func workloadIdentityOf(cfg Config) (*sessionCache, error) {
 			return nil, fmt.Errorf("useWorkloadIdentity: %s is set but %s is not: oci-cloud-controller-manager's self-managed workload identity needs the identity domain's URL (https://idcs-….identity.oraclecloud.com); for OKE's workload identity, set no OCI_WORKLOAD_IDENTITY_* variable", name, envDomainURL)
 		}
 	}
-	w, err := newWorkloadIdentity(cfg)
+	w, err := newWorkloadIdentity(pr)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ type tokenExchange struct {
 // newTokenExchange is the self-managed workload identity the environment
 // describes, every problem of it at once, each naming its variable (never a
 // secret's value).
-func newTokenExchange(cfg Config) (*tokenExchange, error) {
+func newTokenExchange(pr Principal) (*tokenExchange, error) {
 	x := &tokenExchange{tokenPath: getenv(envDomainTokenPath), caBundle: getenv(envCABundle), now: time.Now, backoff: time.Second}
 	if x.tokenPath == "" {
 		x.tokenPath = defaultTokenPath
@@ -153,7 +153,7 @@ func newTokenExchange(cfg Config) (*tokenExchange, error) {
 		errs = append(errs, err)
 	}
 	if strings.EqualFold(getenv(envDomainViaInstance), "true") {
-		x.instance = newInstancePrincipal(cfg).sessions()
+		x.instance = newInstancePrincipal(pr).sessions()
 	} else {
 		x.clientID, x.clientSecret = getenv(envDomainClientID), getenv(envDomainClientSecret)
 		for _, v := range []struct{ name, value string }{{envDomainClientID, x.clientID}, {envDomainClientSecret, x.clientSecret}} {

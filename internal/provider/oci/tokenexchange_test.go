@@ -95,11 +95,11 @@ func exchangeOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*tokenExc
 	cfg, err := Read(strings.NewReader(peerWorkloadConfig(e)))
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
-	x, err := newTokenExchange(cfg)
+	x, err := newTokenExchange(cfg.principal())
 	require.NoError(t, err)
 	x.now, x.backoff = clock.Now, 10*time.Millisecond
 	s := x.sessions()
-	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()}, s, nil, clock.Now)
+	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()}, s, Limits{}, clock.Now)
 	require.NoError(t, err)
 	return x, s, g
 }
@@ -262,7 +262,7 @@ func TestSelfManagedWorkloadIdentityConfigErrorsNameTheVariable(t *testing.T) {
 		{" https://idcs-x.identity.oraclecloud.com/oauth2/v1/token\n", "https://idcs-x.identity.oraclecloud.com/oauth2/v1/token"}, // trimmed, as the peer trims
 	} {
 		t.Setenv(envDomainURL, c.raw)
-		x, err := newTokenExchange(cfg)
+		x, err := newTokenExchange(cfg.principal())
 		require.NoError(t, err, c.raw)
 		assert.Equal(t, c.want, x.tokenURL, "as oci-go-sdk builds it")
 	}
@@ -409,7 +409,7 @@ func sdkAndOurExchange(t *testing.T, conf string, p *domainPod, got func() []rec
 
 	cfg, err := Read(strings.NewReader(conf))
 	require.NoError(t, err)
-	x, err := newTokenExchange(cfg)
+	x, err := newTokenExchange(cfg.principal())
 	require.NoError(t, err)
 	_, err = x.exchange(t.Context())
 	require.ErrorContains(t, err, "answered 418")

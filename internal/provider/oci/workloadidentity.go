@@ -71,11 +71,11 @@ type workloadIdentity struct {
 	subject      string
 }
 
-// newWorkloadIdentity is the workload identity of cfg in this pod: the
+// newWorkloadIdentity is the workload identity of pr in this pod: the
 // endpoint from endpoints.workloadIdentity or KUBERNETES_SERVICE_HOST, the
 // token and the CA at their paths, both readable now.
-func newWorkloadIdentity(cfg Config) (*workloadIdentity, error) {
-	w, err := workloadEndpointOf(cfg, "useWorkloadIdentity")
+func newWorkloadIdentity(pr Principal) (*workloadIdentity, error) {
+	w, err := workloadEndpointOf(pr.WorkloadIdentity, "useWorkloadIdentity")
 	if err != nil {
 		return nil, err
 	}
@@ -85,12 +85,13 @@ func newWorkloadIdentity(cfg Config) (*workloadIdentity, error) {
 	return w, nil
 }
 
-// workloadEndpointOf is OKE's workload identity endpoint in this pod, its
-// CA readable now; what names the setting that wants it, in errors.
-func workloadEndpointOf(cfg Config, what string) (*workloadIdentity, error) {
+// workloadEndpointOf is OKE's workload identity endpoint in this pod (endpoint,
+// else on KUBERNETES_SERVICE_HOST), its CA readable now; what names the
+// setting that wants it, in errors.
+func workloadEndpointOf(endpoint, what string) (*workloadIdentity, error) {
 	w := &workloadIdentity{tokenPath: envOr(envTokenPath, defaultTokenPath), caPath: envOr(envCAPath, defaultCAPath), now: time.Now, backoff: time.Second}
-	if o := cfg.Endpoints; o != nil && o.WorkloadIdentity != "" {
-		w.endpoint = strings.TrimRight(o.WorkloadIdentity, "/")
+	if endpoint != "" {
+		w.endpoint = strings.TrimRight(endpoint, "/")
 	} else {
 		host := os.Getenv("KUBERNETES_SERVICE_HOST")
 		if host == "" {

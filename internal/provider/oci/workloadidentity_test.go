@@ -104,11 +104,11 @@ func workloadOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*workload
 	cfg, err := Read(strings.NewReader(workloadConfig(e)))
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
-	w, err := newWorkloadIdentity(cfg)
+	w, err := newWorkloadIdentity(cfg.principal())
 	require.NoError(t, err)
 	w.now, w.backoff = clock.Now, 10*time.Millisecond
 	s := w.sessions()
-	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()}, s, nil, clock.Now)
+	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()}, s, Limits{}, clock.Now)
 	require.NoError(t, err)
 	return w, s, g
 }
@@ -268,7 +268,7 @@ func TestWorkloadIdentityConfigErrorsNameTheKey(t *testing.T) {
 	require.ErrorContains(t, start(), "useWorkloadIdentity: KUBERNETES_SERVICE_HOST is not set")
 	for host, want := range map[string]string{"10.96.0.1": "https://10.96.0.1:12250", "fd00::1": "https://[fd00::1]:12250"} {
 		t.Setenv("KUBERNETES_SERVICE_HOST", host)
-		w, err := newWorkloadIdentity(c)
+		w, err := newWorkloadIdentity(c.principal())
 		require.NoError(t, err)
 		assert.Equal(t, want, w.endpoint, "as oci-go-sdk builds it")
 	}

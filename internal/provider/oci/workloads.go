@@ -88,7 +88,7 @@ func (w *workloads) of(namespace, name string) (*sessionCache, error) {
 		return x.sessions, nil
 	}
 	if w.endpoint == nil {
-		e, err := workloadEndpointOf(w.cfg, string(annotation.OCIWorkloadServiceAccount))
+		e, err := workloadEndpointOf(w.cfg.principal().WorkloadIdentity, string(annotation.OCIWorkloadServiceAccount))
 		if err != nil {
 			return nil, err
 		}
@@ -136,21 +136,6 @@ func (w *workloads) requestToken(ctx context.Context, namespace, name string) (s
 		return "", fmt.Errorf("the Kubernetes API gave no token of ServiceAccount %s/%s", namespace, name)
 	}
 	return tr.Status.Token, nil
-}
-
-// workloadKey holds the credentials of the Service's workload in a context.
-type workloadKey struct{}
-
-// asWorkload is ctx whose calls of the Service's load balancer go signed
-// with creds (gateway.go says which).
-func asWorkload(ctx context.Context, creds credentials) context.Context {
-	return context.WithValue(ctx, workloadKey{}, creds)
-}
-
-// workloadOf is the workload's credentials in ctx, if any.
-func workloadOf(ctx context.Context) (credentials, bool) {
-	c, ok := ctx.Value(workloadKey{}).(credentials)
-	return c, ok
 }
 
 // as is ctx for the calls about svc: as its ServiceAccount's workload when
