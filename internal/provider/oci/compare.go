@@ -61,8 +61,6 @@ func sameBackendSet(got, want BackendSet) bool {
 // and protocols only when they are asked for (OCI fills in its defaults).
 func sameSSL(got, want *SSLConfiguration) bool { return sameFields(sslFields(got, want)) }
 
-func isTrue(b *bool) bool { return b != nil && *b }
-
 // backendKeys are a backend set's backends as sorted strings: each one's
 // identity (backendID) and converged fields.
 func backendKeys(bs BackendSet) []string {

@@ -261,7 +261,7 @@ func editRule(ctx context.Context, c *Cloud, key string, change func(*rule)) err
 	}
 	for i, raw := range *rules {
 		var r rule
-		if json.Unmarshal(raw, &r) != nil || r.key(list, dir) != key {
+		if json.Unmarshal(raw, &r) != nil || ruleKey(r, list, dir) != key {
 			continue
 		}
 		if change == nil {
@@ -332,7 +332,7 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 	// The other cluster's Service goes; its peer removes the rules opening
 	// its port, both.
 	for range 2 {
-		require.NoError(t, editRule(t.Context(), c, peer.key(f.SecurityListID, "ingress"), nil))
+		require.NoError(t, editRule(t.Context(), c, ruleKey(peer, f.SecurityListID, "ingress"), nil))
 	}
 	require.Equal(t, [2]int{0, 0}, func() [2]int { m, u := opens80(); return [2]int{m, u} }())
 	why := drifted()
@@ -361,7 +361,7 @@ func rulesDoing(t *testing.T, e *emulator.Emulator, list string, want rule) (mar
 	for _, s := range in {
 		var r rule
 		require.NoError(t, json.Unmarshal([]byte(s), &r))
-		if r.does(want) {
+		if does(r, want) {
 			if strings.HasPrefix(r.Description, markPrefix) {
 				marked++
 			} else {

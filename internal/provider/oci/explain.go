@@ -202,7 +202,7 @@ func (c *Cloud) explainRules(ctx context.Context, e *provider.ServiceExplanation
 // shows says whether a security list rule is one to show for the Service:
 // its own (its mark), or one opening a port of its load balancer.
 func (c *Cloud) shows(r rule, svc *v1.Service, ports map[int]bool) bool {
-	return strings.HasPrefix(r.Description, c.mark(svc)) || r.opensAny(ports)
+	return strings.HasPrefix(r.Description, c.mark(svc)) || opensAny(r, ports)
 }
 
 // asRule is a security list or NSG rule as a security rule.

@@ -239,7 +239,7 @@ func handOver(out []json.RawMessage, kept []rule, going []json.RawMessage, ch li
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, nil, err
 		}
-		if slices.ContainsFunc(kept, func(k rule) bool { return k.does(r) && !strings.HasPrefix(k.Description, markPrefix) }) {
+		if slices.ContainsFunc(kept, func(k rule) bool { return does(k, r) && !strings.HasPrefix(k.Description, markPrefix) }) {
 			continue
 		}
 		d, relied, err := ch.handOver(r)

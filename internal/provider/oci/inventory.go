@@ -176,7 +176,7 @@ func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []str
 				if json.Unmarshal(raw, &r) != nil || !reliesOn(r, mark, ports, adopt) {
 					continue
 				}
-				out = append(out, r.key(list, dir))
+				out = append(out, ruleKey(r, list, dir))
 			}
 		}
 	}
@@ -189,11 +189,11 @@ func reliesOn(r rule, mark string, ports map[int]bool, adopt bool) bool {
 	if !stands(r, mark, adopt) {
 		return false
 	}
-	return strings.HasPrefix(r.Description, mark) || r.opensAny(ports)
+	return strings.HasPrefix(r.Description, mark) || opensAny(r, ports)
 }
 
 // opensAny says whether r opens one of ports.
-func (r rule) opensAny(ports map[int]bool) bool {
+func opensAny(r rule, ports map[int]bool) bool {
 	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
 		return false
 	}
@@ -206,11 +206,11 @@ func (r rule) opensAny(ports map[int]bool) bool {
 	return false
 }
 
-// key is the rule's in Objects, in list id and direction dir: what it is
+// ruleKey is the rule's in Objects, in list id and direction dir: what it is
 // (a rule of a list has no id: its direction, protocol, peer and ports),
 // then its isStateless, then the list.
-func (r rule) key(list, dir string) string {
-	return fmt.Sprintf("security-rule/%s:%s:%s%s:%s %s of %s", dir, r.Protocol, r.Source, r.Destination, r.ports(), statefulness(r.IsStateless), list)
+func ruleKey(r rule, list, dir string) string {
+	return fmt.Sprintf("security-rule/%s:%s:%s%s:%s %s of %s", dir, r.Protocol, r.Source, r.Destination, rulePorts(r), statefulness(r.IsStateless), list)
 }
 
 // statefulness is isStateless as a key and a person say it.
@@ -221,8 +221,8 @@ func statefulness(stateless bool) string {
 	return "stateful"
 }
 
-// ports are the rule's destination ports, as a key says them.
-func (r rule) ports() string {
+// rulePorts are the rule's destination ports, as a key says them.
+func rulePorts(r rule) string {
 	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
 		return "all"
 	}

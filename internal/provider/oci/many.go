@@ -212,3 +212,6 @@ func appendBackendFields(buf []byte, b *Backend) []byte {
 	}
 	return buf
 }
+
+// isTrue says whether an optional flag is set.
+func isTrue(b *bool) bool { return b != nil && *b }

@@ -33,8 +33,8 @@ import (
 // with the load balancer, after it. NSGs the Service names
 // (oci-network-security-groups) are joined and never changed.
 
-// key is what a rule does: direction, peer and port.
-func (r NSGRule) key() string {
+// nsgRuleKey is what a rule does: direction, peer and port.
+func nsgRuleKey(r NSGRule) string {
 	port := ""
 	if r.TCPOptions != nil && r.TCPOptions.DestinationPortRange != nil {
 		port = fmt.Sprintf("%d-%d", r.TCPOptions.DestinationPortRange.Min, r.TCPOptions.DestinationPortRange.Max)
@@ -186,22 +186,22 @@ func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, w
 func (c *Cloud) nsgChanges(svc *v1.Service, have, want []NSGRule) (add []NSGRule, stale []string) {
 	wanted := map[string]bool{}
 	for _, r := range want {
-		wanted[r.key()] = true
+		wanted[nsgRuleKey(r)] = true
 	}
 	present := map[string]bool{}
 	for _, r := range have {
 		if !c.isOurs(r, svc) {
 			continue
 		}
-		if wanted[r.key()] && !present[r.key()] {
-			present[r.key()] = true
+		if wanted[nsgRuleKey(r)] && !present[nsgRuleKey(r)] {
+			present[nsgRuleKey(r)] = true
 			continue
 		}
 		stale = append(stale, r.ID)
 	}
 	for _, r := range want {
-		if !present[r.key()] {
-			present[r.key()] = true
+		if !present[nsgRuleKey(r)] {
+			present[nsgRuleKey(r)] = true
 			add = append(add, r)
 		}
 	}

@@ -43,7 +43,7 @@ func (s steps) nsgObjects(ctx context.Context, svc *v1.Service, spec lbSpec, lb 
 		}
 		for _, r := range rules {
 			if s.isOurs(r, svc) {
-				out = append(out, "nsg-rule/"+r.ID+" "+id+" "+r.key())
+				out = append(out, "nsg-rule/"+r.ID+" "+id+" "+nsgRuleKey(r))
 			}
 		}
 	}

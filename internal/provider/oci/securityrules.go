@@ -57,7 +57,7 @@ func tcpRule(ingress bool, cidr string, port int, mark string) rule {
 }
 
 // does says whether r does what want does (its mark aside).
-func (r rule) does(want rule) bool {
+func does(r rule, want rule) bool {
 	if r.Protocol != want.Protocol || r.Source != want.Source || r.Destination != want.Destination || r.IsStateless || r.TCPOptions == nil {
 		return false
 	}
@@ -509,7 +509,7 @@ func merge(have []json.RawMessage, want []rule, ch listChange) ([]json.RawMessag
 		switch {
 		case peerRuleOn(r, ch.drop):
 			changed = true
-		case strings.HasPrefix(r.Description, mark) && !slices.ContainsFunc(want, r.does):
+		case strings.HasPrefix(r.Description, mark) && !slices.ContainsFunc(want, func(w rule) bool { return does(r, w) }):
 			going, changed = append(going, raw), true
 		default:
 			out, kept = append(out, raw), append(kept, r)
@@ -523,7 +523,7 @@ func merge(have []json.RawMessage, want []rule, ch listChange) ([]json.RawMessag
 		// Done already by a rule of the Service's, or, adopting, by one no
 		// CCM of ours marked (the peer's): never by another Service's or
 		// another cluster's, which may go without this Service.
-		if slices.ContainsFunc(kept, func(r rule) bool { return r.does(w) && stands(r, mark, adopt) }) {
+		if slices.ContainsFunc(kept, func(r rule) bool { return does(r, w) && stands(r, mark, adopt) }) {
 			continue
 		}
 		raw, err := json.Marshal(w)

@@ -280,7 +280,7 @@ func TestANetworkLoadBalancerThatPreservesTheClientOpensTheNodesToTheClients(t *
 		var r rule
 		require.NoError(t, json.Unmarshal([]byte(raw), &r))
 		if r.Source == "192.0.2.0/24" && strings.HasPrefix(r.Description, c.mark(svc)) {
-			fromClients = append(fromClients, r.ports())
+			fromClients = append(fromClients, rulePorts(r))
 		}
 	}
 	slices.Sort(fromClients)

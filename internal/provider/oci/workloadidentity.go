@@ -112,6 +112,14 @@ func envOr(name, def string) string {
 	return def
 }
 
+// forServiceAccount are the credentials of ServiceAccount subject
+// (namespace/name) at w's endpoint, exchanged for the tokens token asks for.
+func (w *workloadIdentity) forServiceAccount(subject string, token func(ctx context.Context) (string, error)) *sessionCache {
+	e := *w
+	e.subject, e.requestToken = subject, token
+	return &sessionCache{what: "the workload identity of ServiceAccount " + subject, renew: e.exchange, now: e.now}
+}
+
 // sessions are the workload identity's credentials.
 func (w *workloadIdentity) sessions() *sessionCache {
 	return &sessionCache{what: "workload identity", renew: w.exchange, now: w.now}

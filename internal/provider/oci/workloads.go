@@ -97,10 +97,8 @@ func (w *workloads) of(namespace, name string) (*sessionCache, error) {
 	if len(w.byName) >= maxWorkloads {
 		w.dropOldest()
 	}
-	e := *w.endpoint
-	e.subject = key
-	e.requestToken = func(ctx context.Context) (string, error) { return w.requestToken(ctx, namespace, name) }
-	x := &workload{sessions: &sessionCache{what: "the workload identity of ServiceAccount " + key, renew: e.exchange, now: e.now}, used: w.now()}
+	token := func(ctx context.Context) (string, error) { return w.requestToken(ctx, namespace, name) }
+	x := &workload{sessions: w.endpoint.forServiceAccount(key, token), used: w.now()}
 	w.byName[key] = x
 	return x.sessions, nil
 }
