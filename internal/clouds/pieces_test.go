@@ -40,7 +40,7 @@ var pieces = []piece{
 		return files(t, "internal/provider/"+c, "lbspec.go", "doctor.go", "sweep.go")
 	}},
 	{name: "the cloud's API in a package of its own", applies: remote, present: func(t *testing.T, c string) (bool, string) {
-		// OCI and OpenStack still hold theirs in gateway*.go (issue 45 moves them next).
+		// OpenStack still holds its API in gateway*.go (issue 45 moves it next).
 		if ok, _ := files(t, "internal/provider/"+c, "gateway.go"); ok {
 			return true, ""
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // The addresses a network load balancer takes in its subnet
@@ -66,7 +67,7 @@ func (s *lbSpec) parseAssigned(svc *v1.Service, bad func(error)) {
 		switch {
 		case err != nil:
 			bad(err)
-		case s.kind != kindNLB:
+		case s.kind != ociapi.KindNLB:
 			bad(fmt.Errorf("%s: an address is assigned to a network load balancer alone, as the peer has it; set %s: nlb, or remove the annotation",
 				a.n, annotation.OCILoadBalancerType))
 		default:
@@ -108,9 +109,9 @@ func (s lbSpec) assigned() map[annotation.Name]string {
 // other than own (the FAILED one being replaced: its addresses are its
 // own) holds in the subnet. It reads the subnet (once an hour) and one
 // listing per address.
-func (s steps) checkAssigned(ctx context.Context, spec lbSpec, own LB) error {
+func (s steps) checkAssigned(ctx context.Context, spec lbSpec, own ociapi.LB) error {
 	assigned := spec.assigned()
-	if spec.kind != kindNLB || len(assigned) == 0 {
+	if spec.kind != ociapi.KindNLB || len(assigned) == 0 {
 		return nil
 	}
 	sub, err := s.subnet(ctx, spec.subnets[0])
@@ -143,7 +144,7 @@ func (s steps) checkAssigned(ctx context.Context, spec lbSpec, own LB) error {
 // outsideSubnet says why a is no address a network load balancer can take
 // in sub ("" when it is one): outside its IPv4 CIDR (or IPv6 prefixes), or
 // one of the CIDR's first two and last addresses, which OCI keeps.
-func outsideSubnet(sub Subnet, a string) string {
+func outsideSubnet(sub ociapi.Subnet, a string) string {
 	ip, err := netip.ParseAddr(a)
 	if err != nil {
 		return "no address"
@@ -179,13 +180,13 @@ func outsideSubnet(sub Subnet, a string) string {
 // private IP (of a VNIC, or reserved) or an IPv6 address.
 func (s steps) holderOf(ctx context.Context, subnet, a string) (string, error) {
 	if addrFamily(a) == ipv6Version {
-		ips, err := s.gw.ipv6sAt(ctx, subnet, a)
+		ips, err := s.api.IPv6sAt(ctx, subnet, a)
 		if err != nil || len(ips) == 0 {
 			return "", err
 		}
 		return held("IPv6 address", ips[0].ID, ips[0].VnicID), nil
 	}
-	ips, err := s.gw.privateIPsAt(ctx, subnet, a)
+	ips, err := s.api.PrivateIPsAt(ctx, subnet, a)
 	if err != nil || len(ips) == 0 {
 		return "", err
 	}
@@ -201,7 +202,7 @@ func held(what, id, vnic string) string {
 }
 
 // hasAddr says whether lb has address a.
-func hasAddr(lb LB, a string) bool {
+func hasAddr(lb ociapi.LB, a string) bool {
 	for _, o := range lb.IPAddresses {
 		if sameAddr(o.IPAddress, a) {
 			return true
@@ -220,8 +221,8 @@ func sameAddr(a, b string) bool {
 // assignedDrift says why the network load balancer's addresses are not
 // those the Service assigns ("" when they are): they cannot change once
 // it is built.
-func assignedDrift(have LB, spec lbSpec) string {
-	if have.Kind != kindNLB {
+func assignedDrift(have ociapi.LB, spec lbSpec) string {
+	if have.Kind != ociapi.KindNLB {
 		return ""
 	}
 	for _, a := range []struct {
@@ -262,7 +263,7 @@ func assignedDrift(have LB, spec lbSpec) string {
 // nothing): one that failed with no address while asking for assigned
 // ones is built anew once per process.
 func (s steps) replaceAssigned(ctx context.Context, svc *v1.Service, lb ociLB) (string, error) {
-	if lb.Obj.Kind != kindNLB {
+	if lb.Obj.Kind != ociapi.KindNLB {
 		return "", nil
 	}
 	spec, err := s.parseSpec(svc)

@@ -11,6 +11,7 @@ import (
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -40,7 +41,7 @@ func (fc *familyCluster) annotate(t *testing.T, svc *v1.Service, kv map[string]s
 // nlbService is an nlb Service on subnet with the annotations kv.
 func (fc *familyCluster) nlbService(t *testing.T, name, subnet string, kv map[string]string, policy v1.IPFamilyPolicy, families ...v1.IPFamily) *v1.Service {
 	t.Helper()
-	svc := fc.service(t, name, kindNLB, subnet, policy, families...)
+	svc := fc.service(t, name, ociapi.KindNLB, subnet, policy, families...)
 	fc.annotate(t, svc, kv)
 	return svc
 }
@@ -114,7 +115,7 @@ func TestAnAssignedAddressIsRefusedBeforeAnythingIsBuilt(t *testing.T) {
 	other := fc.nlbService(t, "other", f.SubnetID, map[string]string{internalN: "true"}, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
 	_, _, err := fc.ensure(t, other)
 	require.NoError(t, err)
-	otherAddr := fc.built(t, other, kindNLB).IPAddresses[0].IPAddress
+	otherAddr := fc.built(t, other, ociapi.KindNLB).IPAddresses[0].IPAddress
 	node, ok := provider.InternalIP(fc.nodes[0].Status.Addresses, v1.IPv4Protocol)
 	require.True(t, ok)
 	_, err = fc.e.ReserveAddress(f.DualStackSubnetID, "2001:db8:0:20::99")
@@ -200,14 +201,14 @@ func TestANetworkLoadBalancerFailedForATakenAddressIsReportedNotRebuiltInALoop(t
 	svc := fc.nlbService(t, "late", f.SubnetID, map[string]string{assigned4: "10.0.10.150", internalN: "true"}, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
 	spec, _, err := steps{fc.c}.Spec(t.Context(), "kubernetes", providertest.Reread(t, fc.kube, svc), fc.nodes)
 	require.NoError(t, err)
-	wr, err := fc.c.gw.createNetworkLoadBalancer(t.Context(), CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: spec.name,
+	wr, err := fc.c.api.CreateNetworkLoadBalancer(t.Context(), ociapi.CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: spec.name,
 		SubnetID: f.SubnetID, IsPrivate: true, Listeners: spec.listeners, BackendSets: spec.backendSets, FreeformTags: spec.freeform,
 		AssignedPrivateIPv4: spec.assigned4}, newToken())
 	require.NoError(t, err)
-	failed := fc.built(t, svc, kindNLB)
+	failed := fc.built(t, svc, ociapi.KindNLB)
 	require.Equal(t, "FAILED", failed.LifecycleState)
 	require.Empty(t, failed.IPAddresses, "FAILED with no address, as OCI leaves it")
-	done, err := fc.c.gw.workRequest(t.Context(), kindNLB, wr)
+	done, err := fc.c.api.WorkRequest(t.Context(), ociapi.KindNLB, wr)
 	require.NoError(t, err)
 	assert.Equal(t, "FAILED", done.LifecycleState)
 
@@ -224,7 +225,7 @@ func TestANetworkLoadBalancerFailedForATakenAddressIsReportedNotRebuiltInALoop(t
 	require.NoError(t, err)
 	assert.Less(t, len(steps), 20, "a bounded number of passes: %q", steps)
 	assert.Equal(t, []string{"10.0.10.150"}, ingressIPs(st))
-	rebuilt := fc.built(t, svc, kindNLB)
+	rebuilt := fc.built(t, svc, ociapi.KindNLB)
 	assert.NotEqual(t, failed.ID, rebuilt.ID)
 	assert.Equal(t, "ACTIVE", rebuilt.LifecycleState)
 	assert.Equal(t, 1, calls(fc.e, deleteNLB), "the FAILED one deleted once")
@@ -239,7 +240,7 @@ func TestAFailedNetworkLoadBalancerIsRebuiltWithItsAssignedAddress(t *testing.T)
 	svc := fc.nlbService(t, "kept", f.SubnetID, map[string]string{assigned4: "10.0.10.180"}, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
 	_, _, err := fc.ensure(t, svc)
 	require.NoError(t, err)
-	first := fc.built(t, svc, kindNLB)
+	first := fc.built(t, svc, ociapi.KindNLB)
 	require.NoError(t, fc.e.SetLoadBalancerState(first.ID, emulator.NLBFailed))
 	drifted, err := fc.c.Drifted(t.Context(), []*v1.Service{providertest.Reread(t, fc.kube, svc)})
 	require.NoError(t, err)
@@ -247,7 +248,7 @@ func TestAFailedNetworkLoadBalancerIsRebuiltWithItsAssignedAddress(t *testing.T)
 
 	st, _, err := fc.ensure(t, svc)
 	require.NoError(t, err)
-	rebuilt := fc.built(t, svc, kindNLB)
+	rebuilt := fc.built(t, svc, ociapi.KindNLB)
 	assert.NotEqual(t, first.ID, rebuilt.ID, "built anew")
 	assert.Contains(t, ingressIPs(st), "10.0.10.180", "with its address")
 	assert.True(t, hasAddr(rebuilt, "10.0.10.180"))
@@ -264,7 +265,7 @@ func TestAnAssignedAddressCannotChangeOnceBuilt(t *testing.T) {
 	svc := fc.nlbService(t, "fixed", f.SubnetID, map[string]string{assigned4: "10.0.10.190", internalN: "true"}, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
 	_, _, err := fc.ensure(t, svc)
 	require.NoError(t, err)
-	id := fc.built(t, svc, kindNLB).ID
+	id := fc.built(t, svc, ociapi.KindNLB).ID
 
 	fc.annotate(t, svc, map[string]string{assigned4: "10.0.10.191"})
 	fc.refusedWith(t, svc, outcome.ReasonUnsupportedService,
@@ -302,20 +303,20 @@ func TestThePeersNetworkLoadBalancerWithAnAssignedAddressIsAdoptedWithNoWrite(t 
 	fc := newFamilyCluster(t, false)
 	f := fc.e.Fixture()
 	svc := fc.nlbService(t, "peer", f.SubnetID, map[string]string{assigned4: "10.0.10.210"}, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
-	hc := HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200, Retries: 3, TimeoutInMillis: 3000, IntervalInMillis: 10000}
-	var backends []Backend
+	hc := ociapi.HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200, Retries: 3, TimeoutInMillis: 3000, IntervalInMillis: 10000}
+	var backends []ociapi.Backend
 	for _, n := range fc.nodes {
 		id, _ := ParseProviderID(n.Spec.ProviderID)
-		backends = append(backends, Backend{IPAddress: n.Status.Addresses[0].Address, TargetID: id, Port: 30080, Weight: 1})
+		backends = append(backends, ociapi.Backend{IPAddress: n.Status.Addresses[0].Address, TargetID: id, Port: 30080, Weight: 1})
 	}
 	preserve := false
-	_, err := fc.c.gw.createNetworkLoadBalancer(t.Context(), CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: nlbName(svc),
+	_, err := fc.c.api.CreateNetworkLoadBalancer(t.Context(), ociapi.CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: nlbName(svc),
 		SubnetID: f.SubnetID, AssignedPrivateIPv4: "10.0.10.210",
-		Listeners: map[string]Listener{"TCP-80": {Name: "TCP-80", DefaultBackendSetName: "TCP-80", Port: 80, Protocol: "TCP", IPVersion: ipv4Version}},
-		BackendSets: map[string]BackendSet{"TCP-80": {Name: "TCP-80", Policy: "FIVE_TUPLE", HealthChecker: hc, IsPreserveSource: &preserve,
+		Listeners: map[string]ociapi.Listener{"TCP-80": {Name: "TCP-80", DefaultBackendSetName: "TCP-80", Port: 80, Protocol: "TCP", IPVersion: ipv4Version}},
+		BackendSets: map[string]ociapi.BackendSet{"TCP-80": {Name: "TCP-80", Policy: "FIVE_TUPLE", HealthChecker: hc, IsPreserveSource: &preserve,
 			IPVersion: ipv4Version, Backends: backends}}}, newToken())
 	require.NoError(t, err)
-	fc.c.listings[kindNLB].Invalidate()
+	fc.c.listings[ociapi.KindNLB].Invalidate()
 	before := writes(fc.e)
 	st, steps, err := fc.ensure(t, svc)
 	require.NoError(t, err)
@@ -333,10 +334,10 @@ func TestANetworkLoadBalancerFailingAgainWithNoAddressIsNotRebuiltTwice(t *testi
 	svc := providertest.Reread(t, fc.kube, fc.nlbService(t, "twice", f.SubnetID, map[string]string{assigned4: "10.0.10.160"},
 		v1.IPFamilyPolicySingleStack, v1.IPv4Protocol))
 	failedWithNoAddress := func(name string) ociLB {
-		_, err := fc.c.gw.createNetworkLoadBalancer(t.Context(), CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: name,
-			SubnetID: f.SubnetID, Listeners: map[string]Listener{}, BackendSets: map[string]BackendSet{}}, newToken())
+		_, err := fc.c.api.CreateNetworkLoadBalancer(t.Context(), ociapi.CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: name,
+			SubnetID: f.SubnetID, Listeners: map[string]ociapi.Listener{}, BackendSets: map[string]ociapi.BackendSet{}}, newToken())
 		require.NoError(t, err)
-		list, err := fc.c.gw.loadBalancers(t.Context(), kindNLB, with(inCompartment(f.CompartmentID), "displayName", name))
+		list, err := fc.c.api.LoadBalancers(t.Context(), ociapi.KindNLB, ociapi.With(ociapi.InCompartment(f.CompartmentID), "displayName", name))
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		require.NoError(t, fc.e.SetLoadBalancerState(list[0].ID, emulator.NLBFailed))

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // certNames are the names in load balancer have of the spec's certificates
@@ -13,7 +15,7 @@ import (
 // holds a certificate of that name with other content (the Secret was
 // renewed since: OCI cannot change a certificate), then the name with a
 // hash of the content.
-func certNames(have LB, spec lbSpec) map[string]string {
+func certNames(have ociapi.LB, spec lbSpec) map[string]string {
 	out := map[string]string{}
 	for secret, c := range spec.certs {
 		name := secret
@@ -26,7 +28,7 @@ func certNames(have LB, spec lbSpec) map[string]string {
 	return out
 }
 
-func sameCertificate(got, want Certificate) bool {
+func sameCertificate(got, want ociapi.Certificate) bool {
 	return strings.TrimSpace(got.PublicCertificate) == strings.TrimSpace(want.PublicCertificate) &&
 		strings.TrimSpace(got.CaCertificate) == strings.TrimSpace(want.CaCertificate)
 }
@@ -34,7 +36,7 @@ func sameCertificate(got, want Certificate) bool {
 // withCertNames is spec with its SSL configurations naming the
 // certificates as names says.
 func withCertNames(spec lbSpec, names map[string]string) lbSpec {
-	rename := func(c *SSLConfiguration) *SSLConfiguration {
+	rename := func(c *ociapi.SSLConfiguration) *ociapi.SSLConfiguration {
 		if c == nil || names[c.CertificateName] == "" || names[c.CertificateName] == c.CertificateName {
 			return c
 		}
@@ -59,7 +61,7 @@ func withCertNames(spec lbSpec, names map[string]string) lbSpec {
 // or backend set uses and that was made of one of the spec's Secrets before
 // it was renewed (its name is the Secret's, or that with a hash): "" for
 // none. Other certificates are not this Service's to remove.
-func staleCertificate(have LB, spec lbSpec, names map[string]string) string {
+func staleCertificate(have ociapi.LB, spec lbSpec, names map[string]string) string {
 	used := map[string]bool{}
 	for _, l := range have.Listeners {
 		if l.SSLConfiguration != nil {

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -26,8 +27,8 @@ func TestTheReferenceSaysWhatIsNotServed(t *testing.T) {
 			}
 			svc := lbSvc("web", "uid-1", 30080)
 			svc.Annotations = map[string]string{string(n): "x"}
-			if kind == kindNLB {
-				svc.Annotations["oci.oraclecloud.com/load-balancer-type"] = kindNLB
+			if kind == ociapi.KindNLB {
+				svc.Annotations["oci.oraclecloud.com/load-balancer-type"] = ociapi.KindNLB
 			}
 			_, err := specCloud().parseSpec(svc)
 			require.Error(t, err, "%s on an %s", n, kind)

@@ -11,6 +11,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -29,15 +30,15 @@ func init() {
 type Cloud struct {
 	provider.Base
 	// Cycle runs the load balancers on OCI's steps (cycle.go).
-	*lbcycle.Cycle[lbSpec, LB]
+	*lbcycle.Cycle[lbSpec, ociapi.LB]
 
 	cfg      Config
-	gw       gatewayAPI
-	creds    *rotatingKey  // an API key (nil with session tokens)
-	sessions *sessionCache // session tokens: instance principal or workload identity (nil with an API key)
+	api      ociapi.API
+	creds    *ociapi.RotatingKey  // an API key (nil with session tokens)
+	sessions *ociapi.SessionCache // session tokens: instance principal or workload identity (nil with an API key)
 	machines *snapshot.Snapshot[machine]
 	// listings are the shared listings of the load balancers, by kind.
-	listings map[string]*snapshot.Snapshot[LB]
+	listings map[string]*snapshot.Snapshot[ociapi.LB]
 	wrs      *workRequests
 	// memberSet is the members of the Node set every Service is given, by
 	// node selector (lbspec.go).
@@ -80,7 +81,7 @@ type Cloud struct {
 	// listPass: the drift check's reads of security lists (inventory.go);
 	// nsgPass its reads of NSG rules (nsginventory.go).
 	listPass listPass
-	nsgPass  provider.Rotation[[]NSGRule]
+	nsgPass  provider.Rotation[[]ociapi.NSGRule]
 	// unanswered are the creates whose answer was lost, and salts the
 	// Services' retry tokens' (lostanswers.go).
 	unanswered provider.Unanswered
@@ -99,22 +100,22 @@ func New(cfg Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	var creds credentials = keys
+	var creds ociapi.Credentials = keys
 	if sessions != nil {
 		creds = sessions
 	}
-	gw, err := newGateway(cfg.endpoints(), creds, cfg.limits(), time.Now)
+	gw, err := ociapi.New(cfg.endpoints(), creds, cfg.limits(), time.Now)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{cfg: cfg, gw: gw, creds: keys, sessions: sessions, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{},
-		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}, nsgPass: provider.Rotation[[]NSGRule]{PerPass: nsgReadsPerPass, Within: provider.WatchedWithin},
+	c := &Cloud{cfg: cfg, api: gw, creds: keys, sessions: sessions, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{},
+		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}, nsgPass: provider.Rotation[[]ociapi.NSGRule]{PerPass: nsgReadsPerPass, Within: provider.WatchedWithin},
 		unanswered: provider.Unanswered{Window: lostCreateWindow}}
 	c.machines = snapshot.NewMachines(ProviderName, c.listMachines, machineKeys)
-	c.listings = map[string]*snapshot.Snapshot[LB]{kindLB: newListing(c, kindLB), kindNLB: newListing(c, kindNLB)}
+	c.listings = map[string]*snapshot.Snapshot[ociapi.LB]{ociapi.KindLB: newListing(c, ociapi.KindLB), ociapi.KindNLB: newListing(c, ociapi.KindNLB)}
 	c.wrs = newWorkRequests()
 	c.workloads = newWorkloads(cfg, c.Kube)
-	c.asks = make(chan struct{}, max(1, gw.writeBurst))
+	c.asks = make(chan struct{}, max(1, gw.WriteBurst()))
 	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube, Ledger: c.Ledger()}
 	c.Cycle = newCycle(c)
 	return c, nil
@@ -123,35 +124,35 @@ func New(cfg Config) (*Cloud, error) {
 // credentialsOf are what cfg's requests are signed with: an API key, or the
 // session tokens of an instance principal or of workload identity (OKE's,
 // or the peer's self-managed form).
-func credentialsOf(cfg *Config) (*rotatingKey, *sessionCache, error) {
+func credentialsOf(cfg *Config) (*ociapi.RotatingKey, *ociapi.SessionCache, error) {
 	switch {
 	case cfg.UseInstancePrincipals:
 		p, err := instancePrincipalOf(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
-		return nil, p.sessions(), nil
+		return nil, p.Sessions(), nil
 	case cfg.UseWorkloadIdentity:
-		s, err := workloadIdentityOf(cfg.principal())
+		s, err := ociapi.WorkloadIdentitySessions(cfg.principal())
 		return nil, s, err
 	}
 	key, err := apiKeyOf(cfg.Auth)
 	if err != nil {
 		return nil, nil, err
 	}
-	keys := &rotatingKey{}
-	keys.set(key)
+	keys := &ociapi.RotatingKey{}
+	keys.Set(key)
 	return keys, nil, nil
 }
 
 // instancePrincipalOf is the instance principal of cfg. The region and the
 // compartment default to the instance's: reading them is the one call New
 // makes, when the config gives neither (set them to start without it).
-func instancePrincipalOf(cfg *Config) (*instancePrincipal, error) {
+func instancePrincipalOf(cfg *Config) (*ociapi.InstancePrincipal, error) {
 	if cfg.Auth.Region == "" || cfg.CompartmentID == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		md, err := newInstancePrincipal(cfg.principal()).instance(ctx)
+		md, err := ociapi.NewInstancePrincipal(cfg.principal()).Instance(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("useInstancePrincipals: %w; set auth.region and compartment to start without it", err)
 		}
@@ -162,7 +163,7 @@ func instancePrincipalOf(cfg *Config) (*instancePrincipal, error) {
 			cfg.CompartmentID = md.CompartmentID
 		}
 	}
-	return newInstancePrincipal(cfg.principal()), nil
+	return ociapi.NewInstancePrincipal(cfg.principal()), nil
 }
 
 // Initialize starts the event recorder, the watch of the config for a
@@ -181,7 +182,7 @@ func (c *Cloud) setKey(cfg Config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return c.creds.set(key), nil
+	return c.creds.Set(key), nil
 }
 
 // ProviderName is "oci".

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // sameRuleSet says whether got has want's rules, in order: each rule with
 // want's fields as want has them (OCI may fill in others).
-func sameRuleSet(got, want RuleSet) bool {
+func sameRuleSet(got, want ociapi.RuleSet) bool {
 	if len(got.Items) != len(want.Items) {
 		return false
 	}
@@ -53,17 +55,17 @@ func subset(want, got any) bool {
 
 // sameBackendSet says whether got is want: its fields (backendSetFields)
 // and its backends, each with its fields (backendFields).
-func sameBackendSet(got, want BackendSet) bool {
+func sameBackendSet(got, want ociapi.BackendSet) bool {
 	return sameFields(backendSetFields(got, want)) && sameBackends(got, want)
 }
 
 // sameSSL compares SSL configurations as the peer does: the cipher suite
 // and protocols only when they are asked for (OCI fills in its defaults).
-func sameSSL(got, want *SSLConfiguration) bool { return sameFields(sslFields(got, want)) }
+func sameSSL(got, want *ociapi.SSLConfiguration) bool { return sameFields(sslFields(got, want)) }
 
 // backendKeys are a backend set's backends as sorted strings: each one's
 // identity (backendID) and converged fields.
-func backendKeys(bs BackendSet) []string {
+func backendKeys(bs ociapi.BackendSet) []string {
 	keys := make([]string, len(bs.Backends))
 	for i, b := range bs.Backends {
 		keys[i] = backendID(b) + " " + fieldKey(backendFields(b, b))
@@ -74,7 +76,7 @@ func backendKeys(bs BackendSet) []string {
 
 // backendID is what names a backend in its set: its address and port (and
 // an NLB's, its instance).
-func backendID(b Backend) string {
+func backendID(b ociapi.Backend) string {
 	id := fmt.Sprintf("%s:%d", b.IPAddress, b.Port)
 	if b.TargetID != "" {
 		id += " (" + b.TargetID + ")"
@@ -83,4 +85,7 @@ func backendID(b Backend) string {
 }
 
 // sameListener says whether got is want, field by field (listenerFields).
-func sameListener(got, want Listener) bool { return sameFields(listenerFields(got, want)) }
+func sameListener(got, want ociapi.Listener) bool { return sameFields(listenerFields(got, want)) }
+
+// isTrue says whether an optional flag is set.
+func isTrue(b *bool) bool { return b != nil && *b }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // ProviderName is this cloud's --cloud-provider name, the peer's.
@@ -145,8 +146,8 @@ type EndpointOverrides struct {
 }
 
 // endpoints are the services' base URLs: the region's, or the overrides.
-func (c *Config) endpoints() Endpoints {
-	ep := endpointsFor(regionName(c.Auth.Region))
+func (c *Config) endpoints() ociapi.Endpoints {
+	ep := ociapi.EndpointsFor(ociapi.RegionName(c.Auth.Region))
 	o := c.Endpoints
 	if o == nil {
 		return ep
@@ -174,7 +175,7 @@ func checkEndpoint(key, v string) string {
 	switch {
 	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
 		return fmt.Sprintf("%s: %q is not an http(s) URL", key, v)
-	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+	case u.Scheme == "http" && !ociapi.IsLoopback(u.Hostname()):
 		return fmt.Sprintf("%s: %q: plain http is allowed to a loopback address only (the requests carry signatures)", key, v)
 	case u.RawQuery != "" || (u.Path != "" && u.Path != "/"):
 		return fmt.Sprintf("%s: %q: a base URL has no path or query (the API version is added)", key, v)
@@ -373,7 +374,7 @@ func (c *Config) Validate() error {
 			add("endpoints.workloadIdentity: %q: https only (the ServiceAccount token goes there, and the endpoint's certificate is checked against the cluster's CA)", v)
 		}
 	}
-	if c.Auth.Region != "" && !c.UseInstancePrincipals && c.Endpoints == nil && !validRegion(regionName(c.Auth.Region)) {
+	if c.Auth.Region != "" && !c.UseInstancePrincipals && c.Endpoints == nil && !validRegion(ociapi.RegionName(c.Auth.Region)) {
 		add("auth.region: %q is not a region's name (us-ashburn-1) or short code (iad)", c.Auth.Region)
 	}
 	if d := c.LifecycleMaxAge.Duration; d < 0 || d > time.Hour {
@@ -389,7 +390,7 @@ func (c *Config) Validate() error {
 
 // principalProblems are the problems of the keys of the principal the CCM
 // calls as: a user's API key, the instance, or the ServiceAccount (workload
-// identity; the environment's problems are New's, tokenexchange.go).
+// identity; the environment's problems are New's, ociapi/tokenexchange.go).
 func (c *Config) principalProblems() []error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -502,29 +503,29 @@ var regionPattern = regexp.MustCompile(`^[a-z]{2,}-[a-z]+-[0-9]+$`)
 func validRegion(name string) bool { return regionPattern.MatchString(name) }
 
 // apiKeyOf is the API key of a's user.
-func apiKeyOf(a Auth) (apiKey, error) {
+func apiKeyOf(a Auth) (ociapi.APIKey, error) {
 	key, err := a.signingKey()
 	if err != nil {
-		return apiKey{}, err
+		return ociapi.APIKey{}, err
 	}
-	return apiKey{keyID: a.TenancyID + "/" + a.UserID + "/" + Fingerprint(&key.PublicKey), key: key}, nil
+	return ociapi.APIKey{KeyID: a.TenancyID + "/" + a.UserID + "/" + Fingerprint(&key.PublicKey), Key: key}, nil
 }
 
 // limits are the client's limits the rateLimiter section sets (negative
 // values read as unset, as the peer reads them).
-func (c *Config) limits() Limits {
+func (c *Config) limits() ociapi.Limits {
 	rl := c.RateLimiter
 	if rl == nil {
-		return Limits{}
+		return ociapi.Limits{}
 	}
-	return Limits{Disabled: rl.DisableRateLimiter, ReadQPS: float64(max(rl.RateLimitQPSRead, 0)), WriteQPS: float64(max(rl.RateLimitQPSWrite, 0)),
+	return ociapi.Limits{Disabled: rl.DisableRateLimiter, ReadQPS: float64(max(rl.RateLimitQPSRead, 0)), WriteQPS: float64(max(rl.RateLimitQPSWrite, 0)),
 		ReadBurst: max(rl.RateLimitBucketRead, 0), WriteBurst: max(rl.RateLimitBucketWrite, 0)}
 }
 
 // principal is where the config's session tokens come from: its region and
 // endpoint overrides.
-func (c *Config) principal() Principal {
-	p := Principal{Region: c.Auth.Region}
+func (c *Config) principal() ociapi.Principal {
+	p := ociapi.Principal{Region: c.Auth.Region}
 	if o := c.Endpoints; o != nil {
 		p.Metadata, p.Auth, p.WorkloadIdentity = o.Metadata, o.Auth, o.WorkloadIdentity
 	}

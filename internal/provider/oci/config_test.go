@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 const (
@@ -247,7 +249,7 @@ func TestEndpointsFollowTheRegionOrTheOverrides(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Validate())
 	ep = c.endpoints()
-	assert.Equal(t, Endpoints{Core: "http://127.0.0.1:8443", Identity: "https://identity.example.com",
+	assert.Equal(t, ociapi.Endpoints{Core: "http://127.0.0.1:8443", Identity: "https://identity.example.com",
 		LoadBalancer: "http://127.0.0.1:8443", NetworkLoadBalancer: "http://127.0.0.1:8443"}, ep)
 
 	c, err = Read(strings.NewReader(peerConfig(pemOf(testKey, ""), `endpoints:

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // Converge makes one change toward spec: the backend sets first (a listener
@@ -37,14 +38,14 @@ func (s steps) converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	// path only to update, where its body names it not.
 	write := func(update bool, kind, name string, body, unnamedBody any, what string) (string, error) {
 		if !update {
-			wr, err := s.gw.createChild(ctx, have.Kind, lb.ID, kind, body)
+			wr, err := s.api.CreateChild(ctx, have.Kind, lb.ID, kind, body)
 			return change(wr, err, "creating "+what)
 		}
-		wr, err := s.gw.updateChild(ctx, have.Kind, lb.ID, kind, name, unnamedBody)
+		wr, err := s.api.UpdateChild(ctx, have.Kind, lb.ID, kind, name, unnamedBody)
 		return change(wr, err, "updating "+what)
 	}
 	remove := func(kind, name, what string) (string, error) {
-		wr, err := s.gw.deleteChild(ctx, have.Kind, lb.ID, kind, name)
+		wr, err := s.api.DeleteChild(ctx, have.Kind, lb.ID, kind, name)
 		return change(wr, err, "deleting "+what)
 	}
 	if msg, err := s.convergeFirst(ctx, spec, lb, change); msg != "" || err != nil {
@@ -58,7 +59,7 @@ func (s steps) converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		if _, ok := have.Certificates[name]; !ok {
 			c := spec.certs[secret]
 			c.CertificateName = name
-			wr, err := s.gw.createCertificate(ctx, lb.ID, c)
+			wr, err := s.api.CreateCertificate(ctx, lb.ID, c)
 			return change(wr, err, "creating certificate "+name+" (of Secret "+spec.tls[secret].String()+")")
 		}
 	}
@@ -138,11 +139,11 @@ func (s steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, l
 	got := slices.Sorted(slices.Values(have.NetworkSecurityGroupIDs))
 	if !slices.Equal(want, got) {
 		s.nsgsLeft.put(svc.UID, slices.DeleteFunc(got, func(id string) bool { return slices.Contains(want, id) }))
-		wr, err := s.gw.setNSGs(ctx, have.Kind, lb.ID, want)
+		wr, err := s.api.SetNSGs(ctx, have.Kind, lb.ID, want)
 		return change(wr, err, "setting its network security groups")
 	}
 	for _, id := range s.nsgsLeft.take(svc.UID) {
-		g, err := s.gw.nsg(ctx, id)
+		g, err := s.api.NSG(ctx, id)
 		if errors.Is(err, outcome.ErrNotFound) {
 			continue
 		}
@@ -150,7 +151,7 @@ func (s steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, l
 			return "", err
 		}
 		if g.FreeformTags["ServiceUid"] == string(svc.UID) {
-			if err := s.gw.deleteNSG(ctx, id); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+			if err := s.api.DeleteNSG(ctx, id); err != nil && !errors.Is(err, outcome.ErrNotFound) {
 				s.nsgsLeft.put(svc.UID, []string{id})
 				return "", err
 			}
@@ -164,9 +165,9 @@ func (s steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, l
 // longer asks for (its type annotation changed), once the one it asks for
 // is built: one call, then the Service is looked at again until it is gone.
 func (s steps) removeOtherKind(ctx context.Context, svc *v1.Service, kind string) (string, error) {
-	other := kindLB
-	if kind == kindLB {
-		other = kindNLB
+	other := ociapi.KindLB
+	if kind == ociapi.KindLB {
+		other = ociapi.KindNLB
 	}
 	if asking := s.asking(svc); asking != "" {
 		return asking, nil
@@ -175,7 +176,7 @@ func (s steps) removeOtherKind(ctx context.Context, svc *v1.Service, kind string
 	if err != nil || !found || old.LifecycleState == "DELETING" || old.LifecycleState == "DELETED" {
 		return "", err
 	}
-	wr, err := s.gw.deleteLoadBalancer(ctx, other, old.ID)
+	wr, err := s.api.DeleteLoadBalancer(ctx, other, old.ID)
 	if errors.Is(err, outcome.ErrNotFound) {
 		s.listings[other].Invalidate()
 		return "", nil
@@ -185,13 +186,13 @@ func (s steps) removeOtherKind(ctx context.Context, svc *v1.Service, kind string
 	}
 	s.listings[other].Invalidate()
 	return fmt.Sprintf("%s %s is no longer asked for (the Service asks for a%s): deleting it (work request %s)", noun(other), old.ID,
-		map[string]string{kindLB: " load balancer", kindNLB: " network load balancer"}[kind], wr), nil
+		map[string]string{ociapi.KindLB: " load balancer", ociapi.KindNLB: " network load balancer"}[kind], wr), nil
 }
 
 // keepRuleSetNames is spec with the listeners' rule sets as have's: rule
 // sets are left as they are when the Service does not ask for any (as the
 // peer leaves them).
-func keepRuleSetNames(spec lbSpec, have LB) lbSpec {
+func keepRuleSetNames(spec lbSpec, have ociapi.LB) lbSpec {
 	ls := maps.Clone(spec.listeners)
 	for name, l := range ls {
 		l.RuleSetNames = have.Listeners[name].RuleSetNames
@@ -228,7 +229,7 @@ func unasked[T any](have, want map[string]T) string {
 }
 
 // shapeDrift says what cannot be changed in place yet.
-func shapeDrift(have LB, spec lbSpec) string {
+func shapeDrift(have ociapi.LB, spec lbSpec) string {
 	switch {
 	case spec.ip != "" && address(have, false) != spec.ip:
 		return fmt.Sprintf("load balancer %s has the address %s and the Service asks for %s: a load balancer's address cannot change once built; delete and recreate the Service",
@@ -244,7 +245,7 @@ func shapeDrift(have LB, spec lbSpec) string {
 }
 
 // listenerOnPort is the listener of lb on want's port and IP version.
-func listenerOnPort(lb LB, want Listener) string {
+func listenerOnPort(lb ociapi.LB, want ociapi.Listener) string {
 	for name, l := range lb.Listeners {
 		if l.Port == want.Port && sameVersion(l.IPVersion, want.IPVersion) {
 			return name
@@ -254,7 +255,7 @@ func listenerOnPort(lb LB, want Listener) string {
 }
 
 // unnamed is bs as an update's body (UpdateBackendSetDetails has no name).
-func unnamed(bs BackendSet) BackendSet { bs.Name = ""; return bs }
+func unnamed(bs ociapi.BackendSet) ociapi.BackendSet { bs.Name = ""; return bs }
 
 // unnamedListener is l as an update's body (UpdateListenerDetails has no name).
-func unnamedListener(l Listener) Listener { l.Name = ""; return l }
+func unnamedListener(l ociapi.Listener) ociapi.Listener { l.Name = ""; return l }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
@@ -17,15 +18,15 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if err != nil {
 		return "", err
 	}
-	var reserved []ReservedIP
+	var reserved []ociapi.ReservedIP
 	if spec.ip != "" {
 		id, err := s.reservedIP(ctx, spec.ip)
 		if err != nil {
 			return "", err
 		}
-		reserved = []ReservedIP{{ID: id}}
+		reserved = []ociapi.ReservedIP{{ID: id}}
 	}
-	if err := s.checkAssigned(ctx, spec, LB{}); err != nil {
+	if err := s.checkAssigned(ctx, spec, ociapi.LB{}); err != nil {
 		return "", err
 	}
 	front, made, err := s.ensureFrontendNSG(ctx, svc, spec)
@@ -81,22 +82,22 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 
 // createWhole asks for the Service's load balancer whole, with a retry
 // token of the Service and the create's body (lostanswers.go).
-func (s steps) createWhole(ctx context.Context, svc *v1.Service, spec lbSpec, reserved []ReservedIP, nsgs []string) (string, error) {
+func (s steps) createWhole(ctx context.Context, svc *v1.Service, spec lbSpec, reserved []ociapi.ReservedIP, nsgs []string) (string, error) {
 	salt := s.salts.get(svc.UID, spec.kind)
 	var wr string
 	var err error
-	if spec.kind == kindNLB {
-		d := CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+	if spec.kind == ociapi.KindNLB {
+		d := ociapi.CreateNetworkLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			SubnetID: spec.subnets[0], IsPrivate: spec.internal, Listeners: spec.listeners, BackendSets: spec.backendSets,
 			FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved, NSGs: nsgs,
-			NLBIPVersion: spec.ipv.createVersion(kindNLB), AssignedPrivateIPv4: spec.assigned4, AssignedIPv6: spec.assigned6}
-		wr, err = s.gw.createNetworkLoadBalancer(ctx, d, retryToken(svc.UID, spec.kind, salt, d))
+			NLBIPVersion: spec.ipv.createVersion(ociapi.KindNLB), AssignedPrivateIPv4: spec.assigned4, AssignedIPv6: spec.assigned6}
+		wr, err = s.api.CreateNetworkLoadBalancer(ctx, d, retryToken(svc.UID, spec.kind, salt, d))
 	} else {
-		d := CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
+		d := ociapi.CreateLoadBalancer{CompartmentID: s.cfg.CompartmentID, DisplayName: spec.name,
 			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, IsPrivate: spec.internal, Listeners: spec.listeners,
 			BackendSets: spec.backendSets, FreeformTags: spec.freeform, DefinedTags: spec.defined, ReservedIPs: reserved,
-			Certificates: spec.certs, RuleSets: spec.ruleSets, NSGs: nsgs, IPMode: spec.ipv.createVersion(kindLB)}
-		wr, err = s.gw.createLoadBalancer(ctx, d, retryToken(svc.UID, spec.kind, salt, d))
+			Certificates: spec.certs, RuleSets: spec.ruleSets, NSGs: nsgs, IPMode: spec.ipv.createVersion(ociapi.KindLB)}
+		wr, err = s.api.CreateLoadBalancer(ctx, d, retryToken(svc.UID, spec.kind, salt, d))
 	}
 	s.createAnswered(svc, spec.kind, err)
 	return wr, err
@@ -118,7 +119,7 @@ const createAskTimeout = 5 * time.Minute
 // reservedIP is the OCID of the reserved public IP of address ip, when it
 // is free for a new load balancer; otherwise a Problem saying why.
 func (s steps) reservedIP(ctx context.Context, ip string) (string, error) {
-	p, err := s.gw.publicIPByAddress(ctx, ip)
+	p, err := s.api.PublicIPByAddress(ctx, ip)
 	switch {
 	case errors.Is(err, outcome.ErrNotFound):
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService,

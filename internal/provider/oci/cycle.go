@@ -10,6 +10,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // OCI's steps of the load-balancer cycle (internal/lbcycle). A Service's load
@@ -32,21 +33,21 @@ const (
 	listingMinMiss    = 10 * time.Second
 )
 
-type ociLB = lbcycle.LB[LB]
+type ociLB = lbcycle.LB[ociapi.LB]
 
 type steps struct{ *Cloud }
 
 var (
-	_ lbcycle.Cloud[lbSpec, LB]         = steps{}
-	_ lbcycle.Relister                  = steps{}
-	_ lbcycle.Pacer                     = steps{}
-	_ lbcycle.DriftChecker[LB]          = steps{}
-	_ lbcycle.MemberUpdater[lbSpec, LB] = steps{}
-	_ lbcycle.MembersLister[LB]         = steps{}
+	_ lbcycle.Cloud[lbSpec, ociapi.LB]         = steps{}
+	_ lbcycle.Relister                         = steps{}
+	_ lbcycle.Pacer                            = steps{}
+	_ lbcycle.DriftChecker[ociapi.LB]          = steps{}
+	_ lbcycle.MemberUpdater[lbSpec, ociapi.LB] = steps{}
+	_ lbcycle.MembersLister[ociapi.LB]         = steps{}
 )
 
-func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, LB] {
-	return lbcycle.New[lbSpec, LB](steps{c}, c.records, lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
+func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, ociapi.LB] {
+	return lbcycle.New[lbSpec, ociapi.LB](steps{c}, c.records, lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
 }
 
 func (s steps) Spec(ctx context.Context, _ string, svc *v1.Service, nodes []*v1.Node) (lbSpec, lbcycle.Fingerprint, error) {
@@ -132,7 +133,7 @@ func (s steps) Replace(ctx context.Context, svc *v1.Service, lb ociLB) (string, 
 	if err != nil {
 		return "", err
 	}
-	wr, err := s.gw.deleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
+	wr, err := s.api.DeleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
 	if err != nil {
 		return "", err
 	}

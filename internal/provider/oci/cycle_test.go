@@ -8,7 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 func TestNewServicesShareOneListingAndTwoOfANameAreNeverMadeThree(t *testing.T) {
@@ -37,15 +40,33 @@ func TestNewServicesShareOneListingAndTwoOfANameAreNeverMadeThree(t *testing.T) 
 	// from the listing, which cannot index it, as leave to make a third.
 	svc := lbSvc("web", "uid-twin", 30090)
 	for range 2 {
-		_, err := c.gw.createLoadBalancer(t.Context(), CreateLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: nameOf(svc, kindLB),
-			ShapeName: "flexible", ShapeDetails: &ShapeDetails{MinimumBandwidthInMbps: 10, MaximumBandwidthInMbps: 10},
+		_, err := c.api.CreateLoadBalancer(t.Context(), ociapi.CreateLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: nameOf(svc, ociapi.KindLB),
+			ShapeName: "flexible", ShapeDetails: &ociapi.ShapeDetails{MinimumBandwidthInMbps: 10, MaximumBandwidthInMbps: 10},
 			SubnetIDs: []string{f.SubnetID}}, newToken())
 		require.NoError(t, err)
 	}
-	c.listings[kindLB].Invalidate()
+	c.listings[ociapi.KindLB].Invalidate()
 	_, _, err := s.Find(t.Context(), svc)
 	require.Error(t, err)
 	_, refused := outcome.AsProblem(err)
 	assert.True(t, refused, "%v", err)
 	assert.Contains(t, err.Error(), "2 load balancers are named")
+}
+
+func startEmulator(t *testing.T) *emulator.Emulator {
+	t.Helper()
+	e, err := emulator.New(emulator.Options{})
+	return coretest.Serve(t, e, err)
+}
+
+// callCounts are the calls e served, reads and writes.
+func callCounts(e *emulator.Emulator) (reads, writes int) {
+	for _, c := range e.Calls() {
+		if c.Method == http.MethodGet {
+			reads += c.Count
+		} else {
+			writes += c.Count
+		}
+	}
+	return reads, writes
 }

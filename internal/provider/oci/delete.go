@@ -10,6 +10,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // Delete removes the Service's security rules, then deletes its load
@@ -44,7 +45,7 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 		return s.deleteFrontendNSG(ctx, svc)
 	}
 	lb := lbs[0]
-	wr, err := s.gw.deleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
+	wr, err := s.api.DeleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
 	s.listings[lb.Obj.Kind].Invalidate()
 	if errors.Is(err, outcome.ErrNotFound) {
 		return fmt.Sprintf("%s %s is gone", noun(lb.Obj.Kind), lb.ID), nil
@@ -70,7 +71,7 @@ func (s steps) loadBalancersOf(ctx context.Context, svc *v1.Service) ([]ociLB, e
 	if found {
 		lbs = append(lbs, lb)
 	}
-	other := map[string]string{kindLB: kindNLB, kindNLB: kindLB}[kind]
+	other := map[string]string{ociapi.KindLB: ociapi.KindNLB, ociapi.KindNLB: ociapi.KindLB}[kind]
 	old, found, err := s.listed(ctx, svc, other)
 	if err != nil {
 		return nil, err
@@ -133,7 +134,7 @@ func (s steps) deleteFrontendNSG(ctx context.Context, svc *v1.Service) (string, 
 	if err != nil || front == "" {
 		return "", err
 	}
-	if err := s.gw.deleteNSG(ctx, front); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+	if err := s.api.DeleteNSG(ctx, front); err != nil && !errors.Is(err, outcome.ErrNotFound) {
 		return "", err
 	}
 	return fmt.Sprintf("network security group %s deleted", front), nil

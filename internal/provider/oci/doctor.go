@@ -7,6 +7,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 var _ doctor.Diagnoser = (*Cloud)(nil)
@@ -21,15 +22,15 @@ var _ doctor.Diagnoser = (*Cloud)(nil)
 func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	comp := c.cfg.CompartmentID
 	key := doctor.Result{Check: "oci: API key"}
-	ads, err := c.gw.availabilityDomains(ctx, comp)
+	ads, err := c.api.AvailabilityDomains(ctx, comp)
 	if err != nil {
 		return []doctor.Result{c.failed(key, err, "read availability domains in tenancy")}
 	}
-	key.Detail = fmt.Sprintf("%s accepted the signature of %s; %d availability domain(s)", c.gw.endpoints().Identity, c.principal(), len(ads))
+	key.Detail = fmt.Sprintf("%s accepted the signature of %s; %d availability domain(s)", c.api.Endpoints().Identity, c.principal(), len(ads))
 	out := []doctor.Result{key}
 
 	inst := doctor.Result{Check: "oci: instances"}
-	if page, err := c.gw.firstInstance(ctx, comp); err != nil {
+	if page, err := c.api.FirstInstance(ctx, comp); err != nil {
 		out = append(out, c.failed(inst, err, "read instance-family in compartment <compartment of "+comp+">"))
 	} else {
 		inst.Detail = fmt.Sprintf("compartment %s answers (%d on the first page of one)", comp, len(page))
@@ -41,7 +42,7 @@ func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 		return out
 	}
 	lbs := doctor.Result{Check: "oci: load balancers"}
-	if err := c.gw.firstLoadBalancer(ctx, comp); err != nil {
+	if err := c.api.FirstLoadBalancer(ctx, comp); err != nil {
 		out = append(out, c.failed(lbs, err, "manage load-balancers in compartment <compartment of "+comp+">"))
 	} else {
 		lbs.Detail = fmt.Sprintf("compartment %s answers", comp)
@@ -57,7 +58,7 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 	vcn := c.cfg.VCNID
 	if vcn != "" {
 		r := doctor.Result{Check: "oci: VCN"}
-		if err := c.gw.vcn(ctx, vcn); err != nil {
+		if err := c.api.Vcn(ctx, vcn); err != nil {
 			out = append(out, c.failed(r, err, "use virtual-network-family in compartment <compartment of the VCN>"))
 		} else {
 			r.Detail = vcn
@@ -73,7 +74,7 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 			continue
 		}
 		r := doctor.Result{Check: "oci: load balancer subnet"}
-		sub, err := c.gw.subnet(ctx, id)
+		sub, err := c.api.Subnet(ctx, id)
 		switch {
 		case err != nil:
 			out = append(out, c.failed(r, err, "use virtual-network-family in compartment <compartment of the subnet>"))
@@ -92,7 +93,7 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 		sl := doctor.Result{Check: "oci: security list"}
 		list, err := c.securityListOf(ctx, sub)
 		if err == nil {
-			_, err = c.gw.securityList(ctx, list)
+			_, err = c.api.SecurityList(ctx, list)
 		}
 		if err != nil {
 			out = append(out, c.failed(sl, err, "manage security-lists in compartment <compartment of the VCN>"))
@@ -105,14 +106,14 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 }
 
 // selfManaged says whether the CCM calls with the peer's self-managed
-// workload identity (tokenexchange.go).
-func (c *Cloud) selfManaged() bool { return c.sessions != nil && c.sessions.what == selfManagedWhat }
+// workload identity (ociapi/tokenexchange.go).
+func (c *Cloud) selfManaged() bool { return c.sessions != nil && c.sessions.SelfManaged() }
 
 // principal names who the CCM calls as.
 func (c *Cloud) principal() string {
 	switch {
 	case c.selfManaged():
-		return "the self-managed workload identity (the pod's ServiceAccount, through the identity domain " + getenv(envDomainURL) + ")"
+		return "the self-managed workload identity (the pod's ServiceAccount, through the identity domain " + ociapi.Getenv(ociapi.EnvDomainURL) + ")"
 	case c.cfg.UseWorkloadIdentity:
 		return "the workload identity (the pod's ServiceAccount)"
 	case c.cfg.UseInstancePrincipals:
@@ -125,7 +126,7 @@ func (c *Cloud) principal() string {
 func (c *Cloud) allow(right string) string {
 	switch {
 	case c.selfManaged():
-		return "Allow <the principal the identity domain's session tokens name: the group of the service user its identity propagation trust maps the ServiceAccount to, or the resources of " + envDomainResourceType + "> to " + right
+		return "Allow <the principal the identity domain's session tokens name: the group of the service user its identity propagation trust maps the ServiceAccount to, or the resources of " + ociapi.EnvDomainResourceType + "> to " + right
 	case c.cfg.UseWorkloadIdentity:
 		return "Allow any-user to " + right + " where all {request.principal.type = 'workload', request.principal.namespace = '<the CCM's namespace>', request.principal.service_account = '<its ServiceAccount>', request.principal.cluster_id = '<the cluster's OCID>'}"
 	case c.cfg.UseInstancePrincipals:
@@ -138,10 +139,10 @@ func (c *Cloud) allow(right string) string {
 // ("Allow group <group> to <right>").
 func (c *Cloud) failed(r doctor.Result, err error, right string) doctor.Result {
 	r.Status, r.Detail = doctor.Fail, err.Error()
-	var pe *principalError
+	var pe *ociapi.PrincipalError
 	switch {
 	case errors.As(err, &pe) && c.selfManaged():
-		r.Fix = "no session token from the identity domain (the error says why): " + envDomainURL + " must be the domain's URL, its OAuth application (" + envDomainClientID + ", " + envDomainClientSecret + ") allowed the token exchange grant, and the domain must trust the cluster's ServiceAccount issuer (an identity propagation trust) (docs/oci.md)"
+		r.Fix = "no session token from the identity domain (the error says why): " + ociapi.EnvDomainURL + " must be the domain's URL, its OAuth application (" + ociapi.EnvDomainClientID + ", " + ociapi.EnvDomainClientSecret + ") allowed the token exchange grant, and the domain must trust the cluster's ServiceAccount issuer (an identity propagation trust) (docs/oci.md)"
 	case errors.As(err, &pe) && c.cfg.UseWorkloadIdentity:
 		r.Fix = "no session token for the pod's ServiceAccount (the error says why): workload identity needs an OKE enhanced cluster, the pod's ServiceAccount token and the cluster's CA (automountServiceAccountToken), and the endpoint on KUBERNETES_SERVICE_HOST, port 12250 (docs/oci.md)"
 	case errors.As(err, &pe):

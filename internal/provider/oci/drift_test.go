@@ -19,6 +19,7 @@ import (
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -32,10 +33,10 @@ func TestEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 		annotations map[string]string
 		kinds       []string
 	}{
-		{"security lists", kindLB, nil, []string{"listener", "backendset", "member", "security-rule"}},
-		{"NSG mode", kindLB, map[string]string{"oci.oraclecloud.com/security-rule-management-mode": "NSG"},
+		{"security lists", ociapi.KindLB, nil, []string{"listener", "backendset", "member", "security-rule"}},
+		{"NSG mode", ociapi.KindLB, map[string]string{"oci.oraclecloud.com/security-rule-management-mode": "NSG"},
 			[]string{"listener", "backendset", "member", "nsg-rule"}},
-		{"network load balancer", kindNLB, map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}, []string{"listener", "backendset", "member"}},
+		{"network load balancer", ociapi.KindNLB, map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}, []string{"listener", "backendset", "member"}},
 	} {
 		t.Run(kind.name, func(t *testing.T) { driftOf(t, kind.kind, kind.annotations, kind.kinds) })
 	}
@@ -50,7 +51,7 @@ func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []s
 	svc.Annotations = maps.Clone(annotations)
 	if annotations["oci.oraclecloud.com/security-rule-management-mode"] == "NSG" {
 		f := e.Fixture()
-		back, err := c.gw.createNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
+		back, err := c.api.CreateNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
 		require.NoError(t, err)
 		svc.Annotations["oci.oraclecloud.com/oci-backend-network-security-group"] = back.ID
 	}
@@ -61,7 +62,7 @@ func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []s
 		nodes = append(nodes, machineNode(e, name))
 	}
 	fresh := func(t *testing.T) *v1.Service { return providertest.Reread(t, kube, svc) }
-	listed := func(ctx context.Context) (LB, error) {
+	listed := func(ctx context.Context) (ociapi.LB, error) {
 		steps{c}.Relist()
 		lb, found, err := steps{c}.Listed(ctx, fresh(t))
 		if err == nil && !found {
@@ -108,9 +109,9 @@ func poll(timeout time.Duration, f func() error) error {
 }
 
 // ociOutOfBand is what someone else does to an object of each kind.
-func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context) (LB, error)) map[string][2]func(context.Context, string) error {
+func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context) (ociapi.LB, error)) map[string][2]func(context.Context, string) error {
 	h := hand{cloud: cloud, kind: kind, listed: listed}
-	policy := map[string]string{kindLB: "IP_HASH", kindNLB: "TWO_TUPLE"}[kind]
+	policy := map[string]string{ociapi.KindLB: "IP_HASH", ociapi.KindNLB: "TWO_TUPLE"}[kind]
 	id := providertest.ID
 	return map[string][2]func(context.Context, string) error{
 		"listener": {
@@ -120,7 +121,7 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 		"backendset": {
 			h.removeBackendSet,
 			func(ctx context.Context, k string) error {
-				return h.backendSet(ctx, id(k), func(bs *BackendSet) { bs.Policy = policy })
+				return h.backendSet(ctx, id(k), func(bs *ociapi.BackendSet) { bs.Policy = policy })
 			},
 		},
 		"nsg-rule": {
@@ -129,27 +130,27 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 				// Its peer and ports are what it is (another is another
 				// rule: a removal, above); isStateless is the field the
 				// drift key holds beside them.
-				return h.nsgRule(ctx, k, func(r *NSGRule) { r.IsStateless = true })
+				return h.nsgRule(ctx, k, func(r *ociapi.NSGRule) { r.IsStateless = true })
 			},
 		},
 		"member": {
 			func(ctx context.Context, k string) error {
 				_, set, _ := strings.Cut(k, " of ")
-				return h.backendSet(ctx, set, func(bs *BackendSet) {
-					bs.Backends = slices.DeleteFunc(bs.Backends, func(b Backend) bool { return fmt.Sprintf("%s:%d", b.IPAddress, b.Port) == id(k) })
+				return h.backendSet(ctx, set, func(bs *ociapi.BackendSet) {
+					bs.Backends = slices.DeleteFunc(bs.Backends, func(b ociapi.Backend) bool { return fmt.Sprintf("%s:%d", b.IPAddress, b.Port) == id(k) })
 				})
 			},
 			func(ctx context.Context, k string) error { // a stray beside ours
 				_, set, _ := strings.Cut(k, " of ")
-				return h.backendSet(ctx, set, func(bs *BackendSet) {
-					bs.Backends = append(bs.Backends, Backend{IPAddress: "10.0.0.250", Port: 30999, Weight: 1})
+				return h.backendSet(ctx, set, func(bs *ociapi.BackendSet) {
+					bs.Backends = append(bs.Backends, ociapi.Backend{IPAddress: "10.0.0.250", Port: 30999, Weight: 1})
 				})
 			},
 		},
 		"security-rule": {
 			func(ctx context.Context, k string) error { return editRule(ctx, cloud(), k, nil) },
 			func(ctx context.Context, k string) error {
-				return editRule(ctx, cloud(), k, func(r *rule) { r.IsStateless = true })
+				return editRule(ctx, cloud(), k, func(r *ociapi.SecurityRule) { r.IsStateless = true })
 			},
 		},
 	}
@@ -160,7 +161,7 @@ func ociOutOfBand(cloud func() *Cloud, kind string, listed func(context.Context)
 type hand struct {
 	cloud  func() *Cloud
 	kind   string
-	listed func(context.Context) (LB, error)
+	listed func(context.Context) (ociapi.LB, error)
 }
 
 // update changes the child name of the load balancer (what: backendSets or
@@ -170,7 +171,7 @@ func (h hand) update(ctx context.Context, what, name string, body any) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.cloud().gw.updateChild(ctx, h.kind, lb.ID, what, name, body)
+	_, err = h.cloud().api.UpdateChild(ctx, h.kind, lb.ID, what, name, body)
 	return err
 }
 
@@ -180,7 +181,7 @@ func (h hand) remove(ctx context.Context, what, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.cloud().gw.deleteChild(ctx, h.kind, lb.ID, what, name)
+	_, err = h.cloud().api.DeleteChild(ctx, h.kind, lb.ID, what, name)
 	return err
 }
 
@@ -213,7 +214,7 @@ func (h hand) removeBackendSet(ctx context.Context, k string) error {
 }
 
 // backendSet changes the backend set name as change says.
-func (h hand) backendSet(ctx context.Context, name string, change func(*BackendSet)) error {
+func (h hand) backendSet(ctx context.Context, name string, change func(*ociapi.BackendSet)) error {
 	lb, err := h.listed(ctx)
 	if err != nil {
 		return err
@@ -226,9 +227,9 @@ func (h hand) backendSet(ctx context.Context, name string, change func(*BackendS
 
 // nsgRule removes the NSG rule of key k (change nil), or replaces it with
 // one changed as change says.
-func (h hand) nsgRule(ctx context.Context, k string, change func(*NSGRule)) error {
+func (h hand) nsgRule(ctx context.Context, k string, change func(*ociapi.NSGRule)) error {
 	group := strings.Fields(k)[1]
-	rules, err := h.cloud().gw.nsgRules(ctx, group)
+	rules, err := h.cloud().api.NSGRules(ctx, group)
 	if err != nil {
 		return err
 	}
@@ -236,22 +237,22 @@ func (h hand) nsgRule(ctx context.Context, k string, change func(*NSGRule)) erro
 		if r.ID != providertest.ID(k) {
 			continue
 		}
-		if err := h.cloud().gw.removeNSGRules(ctx, group, []string{r.ID}); err != nil || change == nil {
+		if err := h.cloud().api.RemoveNSGRules(ctx, group, []string{r.ID}); err != nil || change == nil {
 			return err
 		}
 		change(&r)
 		r.ID = ""
-		return h.cloud().gw.addNSGRules(ctx, group, []NSGRule{r})
+		return h.cloud().api.AddNSGRules(ctx, group, []ociapi.NSGRule{r})
 	}
 	return fmt.Errorf("no rule %s", k)
 }
 
 // editRule removes the rule whose Objects key is key from its security
 // list (change nil), or changes it.
-func editRule(ctx context.Context, c *Cloud, key string, change func(*rule)) error {
+func editRule(ctx context.Context, c *Cloud, key string, change func(*ociapi.SecurityRule)) error {
 	_, list, _ := strings.Cut(key, " of ")
 	dir, _, _ := strings.Cut(providertest.ID(key), ":")
-	sl, err := c.gw.securityList(ctx, list)
+	sl, err := c.api.SecurityList(ctx, list)
 	if err != nil {
 		return err
 	}
@@ -260,7 +261,7 @@ func editRule(ctx context.Context, c *Cloud, key string, change func(*rule)) err
 		rules = &sl.Egress
 	}
 	for i, raw := range *rules {
-		var r rule
+		var r ociapi.SecurityRule
 		if json.Unmarshal(raw, &r) != nil || ruleKey(r, list, dir) != key {
 			continue
 		}
@@ -273,7 +274,7 @@ func editRule(ctx context.Context, c *Cloud, key string, change func(*rule)) err
 				return err
 			}
 		}
-		_, err = c.gw.updateSecurityList(ctx, sl)
+		_, err = c.api.UpdateSecurityList(ctx, sl)
 		return err
 	}
 	return fmt.Errorf("no rule %s", key)
@@ -344,22 +345,22 @@ func TestARuleAnotherClustersPeerRemovesIsPutBackWithinTheDriftPeriod(t *testing
 }
 
 // addIngressRule adds r to the ingress rules of security list list.
-func addIngressRule(t *testing.T, c *Cloud, list string, r rule) {
-	sl, err := c.gw.securityList(t.Context(), list)
+func addIngressRule(t *testing.T, c *Cloud, list string, r ociapi.SecurityRule) {
+	sl, err := c.api.SecurityList(t.Context(), list)
 	require.NoError(t, err)
 	raw, err := json.Marshal(r)
 	require.NoError(t, err)
 	sl.Ingress = append(sl.Ingress, raw)
-	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	_, err = c.api.UpdateSecurityList(t.Context(), sl)
 	require.NoError(t, err)
 }
 
 // rulesDoing counts the ingress rules of security list list that do what
 // want does: those with the CCM's mark, and the others.
-func rulesDoing(t *testing.T, e *emulator.Emulator, list string, want rule) (marked, unmarked int) {
+func rulesDoing(t *testing.T, e *emulator.Emulator, list string, want ociapi.SecurityRule) (marked, unmarked int) {
 	in, _ := e.SecurityListRules(list)
 	for _, s := range in {
-		var r rule
+		var r ociapi.SecurityRule
 		require.NoError(t, json.Unmarshal([]byte(s), &r))
 		if does(r, want) {
 			if strings.HasPrefix(r.Description, markPrefix) {

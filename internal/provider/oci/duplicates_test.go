@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -31,7 +32,7 @@ func TestASecondLoadBalancerOfTheServiceIsDeletedAndTheOneServedKept(t *testing.
 	spec, _, err := steps{r.c}.Spec(t.Context(), "kubernetes", providertest.Reread(t, r.kube, svc), r.nodes)
 	require.NoError(t, err)
 	second := func(tags map[string]string) {
-		_, err := r.c.gw.createLoadBalancer(t.Context(), CreateLoadBalancer{CompartmentID: r.c.cfg.CompartmentID, DisplayName: spec.name,
+		_, err := r.c.api.CreateLoadBalancer(t.Context(), ociapi.CreateLoadBalancer{CompartmentID: r.c.cfg.CompartmentID, DisplayName: spec.name,
 			ShapeName: spec.shape, ShapeDetails: spec.flex, SubnetIDs: spec.subnets, Listeners: spec.listeners,
 			BackendSets: spec.backendSets, FreeformTags: tags}, newToken())
 		require.NoError(t, err)
@@ -62,11 +63,11 @@ func TestASecondLoadBalancerOfTheServiceIsDeletedAndTheOneServedKept(t *testing.
 }
 
 // named are the load balancers of a name, oldest first.
-func (r *lostRun) named(t *testing.T, name string) []LB {
-	list, err := r.c.gw.loadBalancers(t.Context(), kindLB, with(inCompartment(r.c.cfg.CompartmentID), "displayName", name))
+func (r *lostRun) named(t *testing.T, name string) []ociapi.LB {
+	list, err := r.c.api.LoadBalancers(t.Context(), ociapi.KindLB, ociapi.With(ociapi.InCompartment(r.c.cfg.CompartmentID), "displayName", name))
 	require.NoError(t, err)
-	list = slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" || lb.LifecycleState == "DELETING" })
-	slices.SortFunc(list, func(a, b LB) int { return a.TimeCreated.Compare(b.TimeCreated) })
+	list = slices.DeleteFunc(list, func(lb ociapi.LB) bool { return lb.LifecycleState == "DELETED" || lb.LifecycleState == "DELETING" })
+	slices.SortFunc(list, func(a, b ociapi.LB) int { return a.TimeCreated.Compare(b.TimeCreated) })
 	return list
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -81,15 +82,15 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 }
 
 func otherKind(kind string) string {
-	if kind == kindLB {
-		return kindNLB
+	if kind == ociapi.KindLB {
+		return ociapi.KindNLB
 	}
-	return kindLB
+	return ociapi.KindLB
 }
 
 // describeLB fills in the load balancer, its addresses, its listeners and
 // its backend sets.
-func (c *Cloud) describeLB(e *provider.ServiceExplanation, lb LB, nodes []*v1.Node) {
+func (c *Cloud) describeLB(e *provider.ServiceExplanation, lb ociapi.LB, nodes []*v1.Node) {
 	d := provider.Details{"kind": noun(lb.Kind), "subnets": strings.Join(append(slices.Clone(lb.SubnetIDs), lb.SubnetID), " "),
 		"network security groups": strings.Join(lb.NetworkSecurityGroupIDs, " "), "owner": "the peer's (adopted)"}
 	if c.builtHere(lb) {
@@ -138,7 +139,7 @@ func (c *Cloud) describeLB(e *provider.ServiceExplanation, lb LB, nodes []*v1.No
 	}
 }
 
-func describeCheck(h HealthChecker) string {
+func describeCheck(h ociapi.HealthChecker) string {
 	out := h.Protocol
 	if h.URLPath != "" {
 		out += " " + h.URLPath
@@ -150,7 +151,7 @@ func describeCheck(h HealthChecker) string {
 // what Publish would change of them: in the security lists of its subnets
 // and its nodes' subnets, and in its NSGs (NSG mode) or the backend NSGs
 // the Service names.
-func (c *Cloud) explainRules(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb LB, valid bool) error {
+func (c *Cloud) explainRules(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb ociapi.LB, valid bool) error {
 	ports := peerPorts(lb)
 	for _, p := range spec.listenerPorts {
 		ports[p] = true
@@ -174,17 +175,17 @@ func (c *Cloud) explainRules(ctx context.Context, e *provider.ServiceExplanation
 	}
 	mark := c.mark(svc) + " "
 	for _, id := range lists {
-		sl, err := c.gw.securityList(ctx, id)
+		sl, err := c.api.SecurityList(ctx, id)
 		if err != nil {
 			return fmt.Errorf("reading security list %s: %w", id, err)
 		}
 		for _, side := range []struct {
 			dir  string
 			have []json.RawMessage
-			want []rule
+			want []ociapi.SecurityRule
 		}{{"ingress", sl.Ingress, want[id].ingress}, {"egress", sl.Egress, want[id].egress}} {
 			for _, raw := range side.have {
-				var r rule
+				var r ociapi.SecurityRule
 				if json.Unmarshal(raw, &r) == nil && c.shows(r, svc, ports) {
 					e.SecurityRules = append(e.SecurityRules, c.asRule("security list rule", "security list "+id, side.dir, r, svc))
 				}
@@ -201,19 +202,19 @@ func (c *Cloud) explainRules(ctx context.Context, e *provider.ServiceExplanation
 
 // shows says whether a security list rule is one to show for the Service:
 // its own (its mark), or one opening a port of its load balancer.
-func (c *Cloud) shows(r rule, svc *v1.Service, ports map[int]bool) bool {
+func (c *Cloud) shows(r ociapi.SecurityRule, svc *v1.Service, ports map[int]bool) bool {
 	return strings.HasPrefix(r.Description, c.mark(svc)) || opensAny(r, ports)
 }
 
 // asRule is a security list or NSG rule as a security rule.
-func (c *Cloud) asRule(kind, in, dir string, r rule, svc *v1.Service) provider.SecurityRule {
+func (c *Cloud) asRule(kind, in, dir string, r ociapi.SecurityRule, svc *v1.Service) provider.SecurityRule {
 	proto, ports, peer := ruleFields(r, dir)
 	return provider.SecurityRule{Kind: kind, In: in, Direction: strings.ToLower(dir), Protocol: proto, Ports: ports, Peer: peer, Mark: c.markOf(r.Description, svc)}
 }
 
 // ruleFields are a rule's protocol, destination ports and peer (its
 // source, or its destination going out), for a person.
-func ruleFields(r rule, dir string) (proto, ports, peer string) {
+func ruleFields(r ociapi.SecurityRule, dir string) (proto, ports, peer string) {
 	peer = r.Source
 	if strings.EqualFold(dir, "egress") {
 		peer = r.Destination
@@ -248,7 +249,7 @@ func (c *Cloud) markOf(desc string, svc *v1.Service) string {
 
 // listDrift is what merge would change of one side (dir) of security list
 // id: the rules it drops, those it adds.
-func listDrift(e *provider.ServiceExplanation, id, dir string, have []json.RawMessage, want []rule, ch listChange) error {
+func listDrift(e *provider.ServiceExplanation, id, dir string, have []json.RawMessage, want []ociapi.SecurityRule, ch listChange) error {
 	out, changed, err := merge(have, want, ch)
 	if err != nil || !changed {
 		return err
@@ -259,12 +260,12 @@ func listDrift(e *provider.ServiceExplanation, id, dir string, have []json.RawMe
 			j++
 			continue
 		}
-		var r rule
+		var r ociapi.SecurityRule
 		_ = json.Unmarshal(raw, &r)
 		e.Change(provider.ActionDelete, dir+" rule "+ruleText(r, dir), "in security list %s: the Service no longer asks for it", id)
 	}
 	for _, raw := range out[j:] {
-		var r rule
+		var r ociapi.SecurityRule
 		_ = json.Unmarshal(raw, &r)
 		e.Change(provider.ActionCreate, dir+" rule "+ruleText(r, dir), "in security list %s", id)
 	}
@@ -272,7 +273,7 @@ func listDrift(e *provider.ServiceExplanation, id, dir string, have []json.RawMe
 }
 
 // ruleText is a rule for a person: "TCP 80 from 0.0.0.0/0".
-func ruleText(r rule, dir string) string {
+func ruleText(r ociapi.SecurityRule, dir string) string {
 	proto, ports, peer := ruleFields(r, dir)
 	if r.IsStateless {
 		proto = "stateless " + proto
@@ -286,7 +287,7 @@ func ruleText(r rule, dir string) string {
 // explainNSGs fills in the Service's rules in its frontend NSG and its
 // backend NSGs (NSG mode), and what Converge (the load balancer's NSGs)
 // and Publish (their rules, the backend NSGs' tag) would change.
-func (c *Cloud) explainNSGs(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb LB, ports map[int]bool, valid bool) error {
+func (c *Cloud) explainNSGs(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb ociapi.LB, ports map[int]bool, valid bool) error {
 	front, err := c.frontendNSG(ctx, svc)
 	if err != nil {
 		return err
@@ -328,7 +329,7 @@ func (c *Cloud) explainBackendNSGs(ctx context.Context, e *provider.ServiceExpla
 
 // explainManaged: a backend NSG lacking the peer's ManagedBy tag gets it.
 func (c *Cloud) explainManaged(ctx context.Context, e *provider.ServiceExplanation, id string, drift bool) error {
-	g, err := c.gw.nsg(ctx, id)
+	g, err := c.api.NSG(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading network security group %s: %w", id, err)
 	}
@@ -341,14 +342,14 @@ func (c *Cloud) explainManaged(ctx context.Context, e *provider.ServiceExplanati
 // explainNSG fills in NSG id's rules that are the Service's or open one of
 // its ports, and what applyNSGRules would change (want: the Service's
 // rules there).
-func (c *Cloud) explainNSG(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, id string, want []NSGRule, ports map[int]bool, drift bool) error {
-	have, err := c.gw.nsgRules(ctx, id)
+func (c *Cloud) explainNSG(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, id string, want []ociapi.NSGRule, ports map[int]bool, drift bool) error {
+	have, err := c.api.NSGRules(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading the rules of network security group %s: %w", id, err)
 	}
 	for _, r := range have {
-		if c.isOurs(r, svc) || c.shows(r.rule, svc, ports) {
-			sr := c.asRule("NSG rule", "network security group "+id, r.Direction, r.rule, svc)
+		if c.isOurs(r, svc) || c.shows(r.SecurityRule, svc, ports) {
+			sr := c.asRule("NSG rule", "network security group "+id, r.Direction, r.SecurityRule, svc)
 			sr.ID = r.ID
 			if r.SourceType == "NETWORK_SECURITY_GROUP" || r.DestinationType == "NETWORK_SECURITY_GROUP" {
 				sr.Peer = "NSG " + sr.Peer
@@ -361,7 +362,7 @@ func (c *Cloud) explainNSG(ctx context.Context, e *provider.ServiceExplanation, 
 	}
 	add, stale := c.nsgChanges(svc, have, want)
 	for _, r := range add {
-		e.Change(provider.ActionCreate, strings.ToLower(r.Direction)+" NSG rule "+ruleText(r.rule, r.Direction), "in network security group %s", id)
+		e.Change(provider.ActionCreate, strings.ToLower(r.Direction)+" NSG rule "+ruleText(r.SecurityRule, r.Direction), "in network security group %s", id)
 	}
 	for _, sid := range stale {
 		e.Change(provider.ActionDelete, "NSG rule "+sid, "in network security group %s: the Service no longer asks for it", id)
@@ -372,9 +373,9 @@ func (c *Cloud) explainNSG(ctx context.Context, e *provider.ServiceExplanation, 
 // explainDrift is what Converge would change of the load balancer: its IP
 // version, certificates, rule sets, backend sets, listeners, what is no
 // longer asked, its NSGs, and what cannot change.
-func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, have LB) error {
+func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, have ociapi.LB) error {
 	name := noun(have.Kind) + " " + have.ID
-	if have.Kind == kindNLB {
+	if have.Kind == ociapi.KindNLB {
 		if got, want := versionOr(have.NLBIPVersion), versionOr(spec.ipv.endpoint); got != want {
 			e.Change(provider.ActionChange, name, "IP version %s, the Service asks %s", got, want)
 		}
@@ -391,7 +392,7 @@ func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation,
 	if spec.ruleSets == nil {
 		spec = keepRuleSetNames(spec, have)
 	} else {
-		childDrift(e, "rule set", spec.ruleSets, have.RuleSets, sameRuleSet, func(RuleSet, RuleSet) string { return "its rules differ" })
+		childDrift(e, "rule set", spec.ruleSets, have.RuleSets, sameRuleSet, func(ociapi.RuleSet, ociapi.RuleSet) string { return "its rules differ" })
 	}
 	childDrift(e, "backend set", spec.backendSets, have.BackendSets, sameBackendSet, backendSetDiff)
 	childDrift(e, "listener", spec.listeners, have.Listeners, sameListener, listenerDiff)
@@ -446,9 +447,9 @@ func childDrift[T any](e *provider.ServiceExplanation, kind string, want, have m
 // field (backendSetFields), each backend lacking or not asked, and each
 // backend's fields that differ ("backend 10.0.0.5:30080 weight 7, the
 // Service asks 1").
-func backendSetDiff(got, want BackendSet) string {
+func backendSetDiff(got, want ociapi.BackendSet) string {
 	out := fieldDiffs(backendSetFields(got, want))
-	have := map[string]Backend{}
+	have := map[string]ociapi.Backend{}
 	for _, b := range got.Backends {
 		have[backendID(b)] = b
 	}
@@ -475,7 +476,7 @@ func backendSetDiff(got, want BackendSet) string {
 
 // listenerDiff says how a listener differs from what is asked, field by
 // field (listenerFields).
-func listenerDiff(got, want Listener) string {
+func listenerDiff(got, want ociapi.Listener) string {
 	return strings.Join(fieldDiffs(listenerFields(got, want)), "; ")
 }
 

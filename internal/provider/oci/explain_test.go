@@ -17,6 +17,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -49,9 +50,9 @@ func TestExplainShowsWhatTheCloudHoldsAndWhatDrifted(t *testing.T) {
 		name, kind, rule string
 		annotations      map[string]string
 	}{
-		{"security lists", kindLB, "security list rule", nil},
-		{"NSG mode", kindLB, "NSG rule", map[string]string{"oci.oraclecloud.com/security-rule-management-mode": "NSG"}},
-		{"network load balancer", kindNLB, "", map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}},
+		{"security lists", ociapi.KindLB, "security list rule", nil},
+		{"NSG mode", ociapi.KindLB, "NSG rule", map[string]string{"oci.oraclecloud.com/security-rule-management-mode": "NSG"}},
+		{"network load balancer", ociapi.KindNLB, "", map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}},
 	} {
 		t.Run(kind.name, func(t *testing.T) { explainKind(t, kind.kind, kind.rule, kind.annotations) })
 	}
@@ -64,7 +65,7 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 	svc.Annotations = maps.Clone(annotations)
 	if ruleKind == "NSG rule" {
 		f := e.Fixture()
-		back, err := c.gw.createNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
+		back, err := c.api.CreateNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
 		require.NoError(t, err)
 		svc.Annotations["oci.oraclecloud.com/oci-backend-network-security-group"] = back.ID
 	}
@@ -88,7 +89,7 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 
 	// Behind its back: the backend set's policy, one of its backends, and
 	// one of the Service's security rules.
-	listed := func(ctx context.Context) (LB, error) {
+	listed := func(ctx context.Context) (ociapi.LB, error) {
 		lb, found, err := c.byName(ctx, fresh(), kind)
 		if err == nil && !found {
 			err = errors.New("no load balancer")
@@ -98,8 +99,8 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 	h := hand{cloud: func() *Cloud { return c }, kind: kind, listed: listed}
 	set := x.Pools[0].Name
 	gone := x.Pools[0].Members[1].Address
-	policy := map[string]string{kindLB: "IP_HASH", kindNLB: "TWO_TUPLE"}[kind]
-	require.NoError(t, h.backendSet(t.Context(), set, func(bs *BackendSet) {
+	policy := map[string]string{ociapi.KindLB: "IP_HASH", ociapi.KindNLB: "TWO_TUPLE"}[kind]
+	require.NoError(t, h.backendSet(t.Context(), set, func(bs *ociapi.BackendSet) {
 		bs.Policy = policy
 		bs.Backends = bs.Backends[:1]
 	}))
@@ -167,7 +168,7 @@ func removeOurRule(t *testing.T, c *Cloud, kind string, ours []provider.Security
 		switch kind {
 		case "NSG rule":
 			group := strings.TrimPrefix(r.In, "network security group ")
-			require.NoError(t, c.gw.removeNSGRules(t.Context(), group, []string{r.ID}))
+			require.NoError(t, c.api.RemoveNSGRules(t.Context(), group, []string{r.ID}))
 		case "security list rule":
 			list := strings.TrimPrefix(r.In, "security list ")
 			require.NoError(t, editRule(t.Context(), c, "security-rule/ingress:6:"+r.Peer+":"+r.Ports+"-"+r.Ports+" stateful of "+list, nil))

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // What of each child of a load balancer is converged, field by field: one
@@ -71,7 +73,7 @@ func boolText(b *bool) string { return strconv.FormatBool(isTrue(b)) }
 // backendFields are what of a backend is converged beside its address and
 // port (its identity): its weight and states, an LB's and an NLB's names
 // read as one (Backend).
-func backendFields(got, want Backend) []field {
+func backendFields(got, want ociapi.Backend) []field {
 	either := func(a, b *bool) *bool {
 		if isTrue(a) || isTrue(b) {
 			return &[]bool{true}[0]
@@ -87,7 +89,7 @@ func backendFields(got, want Backend) []field {
 }
 
 // healthFields are a health checker's fields, all compared.
-func healthFields(got, want HealthChecker) []field {
+func healthFields(got, want ociapi.HealthChecker) []field {
 	i := strconv.Itoa
 	return []field{
 		{name: "health check protocol", got: got.Protocol, want: want.Protocol},
@@ -104,8 +106,8 @@ func healthFields(got, want HealthChecker) []field {
 // sslFields are an SSL configuration's fields as the peer compares them:
 // the cipher suite and protocols only when asked (OCI fills in its
 // defaults).
-func sslFields(got, want *SSLConfiguration) []field {
-	text := func(c *SSLConfiguration) (cert, depth, verify, cipher, protocols string) {
+func sslFields(got, want *ociapi.SSLConfiguration) []field {
+	text := func(c *ociapi.SSLConfiguration) (cert, depth, verify, cipher, protocols string) {
 		if c == nil {
 			return "", "", "", "", ""
 		}
@@ -124,7 +126,7 @@ func sslFields(got, want *SSLConfiguration) []field {
 
 // backendSetFields are a backend set's fields but its backends (each
 // compared by backendFields).
-func backendSetFields(got, want BackendSet) []field {
+func backendSetFields(got, want ociapi.BackendSet) []field {
 	fs := []field{
 		{name: "policy", got: got.Policy, want: want.Policy},
 		{name: "source preservation", got: boolText(got.IsPreserveSource), want: boolText(want.IsPreserveSource)},
@@ -136,8 +138,8 @@ func backendSetFields(got, want BackendSet) []field {
 
 // listenerFields are a listener's fields; its connection configuration an
 // LB's only (an NLB's listener has none: compared only when asked).
-func listenerFields(got, want Listener) []field {
-	conn := func(c *ConnectionConfiguration, none string) (idle, proxy string) {
+func listenerFields(got, want ociapi.Listener) []field {
+	conn := func(c *ociapi.ConnectionConfiguration, none string) (idle, proxy string) {
 		if c == nil {
 			return none, none
 		}
@@ -162,9 +164,9 @@ func listenerFields(got, want Listener) []field {
 // newBackend is the backend of a kind at ip and port as the CCM asks it:
 // weight 1 (the peer's) and none of the states, each sent under its kind's
 // name (the API's defaults, sent so that an update puts them back).
-func newBackend(kind, ip string, port int) Backend {
-	b := Backend{IPAddress: ip, Port: port, Weight: 1}
-	if kind == kindNLB {
+func newBackend(kind, ip string, port int) ociapi.Backend {
+	b := ociapi.Backend{IPAddress: ip, Port: port, Weight: 1}
+	if kind == ociapi.KindNLB {
 		b.IsDrain, b.IsBackup, b.IsOffline = new(bool), new(bool), new(bool)
 	} else {
 		b.Drain, b.Backup, b.Offline = new(bool), new(bool), new(bool)

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -215,7 +214,7 @@ func (f *fieldDrift) settled(t *testing.T, name string) string {
 
 // listed is the Service's load balancer as OCI has it now, each backend
 // one by one (the listing keeps many as ManyBackends).
-func (f *fieldDrift) listed(t *testing.T, name string) LB {
+func (f *fieldDrift) listed(t *testing.T, name string) ociapi.LB {
 	t.Helper()
 	steps{f.c}.Relist()
 	lb, found, err := steps{f.c}.Listed(t.Context(), f.fresh(t, name))
@@ -282,7 +281,7 @@ func TestEveryFieldSentIsDriftCheckedExplainedAndPutBack(t *testing.T) {
 func TestABackendChangedAmongManyIsDriftCheckedExplainedAndPutBack(t *testing.T) {
 	f := newFieldDriftOn(t, lbcycle.MembersKept+20)
 	require.True(t, f.many())
-	_, err := json.Marshal(BackendSet{Many: &ManyBackends{Count: 300}})
+	_, err := json.Marshal(ociapi.BackendSet{Many: &ociapi.ManyBackends{Count: 300}})
 	require.Error(t, err, "a backend set listed by its digest is never sent")
 	for _, body := range []string{"lb/backendset", "nlb/backendset"} {
 		svc, _, _ := strings.Cut(body, "/")
@@ -345,7 +344,7 @@ func (f *fieldDrift) driftOf(t *testing.T, svc, child, path string, ch fieldChan
 
 // change makes the change ch at path of the first child of a kind of lb,
 // and says its name and the value as it was (as explain says it).
-func (f *fieldDrift) change(t *testing.T, lb LB, child, path string, ch fieldChange) (name, was string) {
+func (f *fieldDrift) change(t *testing.T, lb ociapi.LB, child, path string, ch fieldChange) (name, was string) {
 	var obj any
 	if child == "backendset" {
 		name = slices.Sorted(maps.Keys(lb.BackendSets))[0]
@@ -371,16 +370,16 @@ func (f *fieldDrift) change(t *testing.T, lb LB, child, path string, ch fieldCha
 	require.NoError(t, err)
 	var body any
 	if child == "listener" {
-		var l Listener
+		var l ociapi.Listener
 		require.NoError(t, json.Unmarshal(b, &l))
 		body = unnamedListener(l)
 	} else {
-		var bs BackendSet
+		var bs ociapi.BackendSet
 		require.NoError(t, json.Unmarshal(b, &bs))
 		body = unnamed(bs)
 	}
 	kind := map[string]string{"backendset": "backendSets", "listener": "listeners"}[child]
-	_, err = f.c.gw.updateChild(t.Context(), lb.Kind, lb.ID, kind, name, body)
+	_, err = f.c.api.UpdateChild(t.Context(), lb.Kind, lb.ID, kind, name, body)
 	require.NoError(t, err)
 	return name, was
 }
@@ -402,19 +401,18 @@ func set(m map[string]any, path string, v any) {
 // updateBackend changes field of backend b of set name as the Console
 // does (UpdateBackend): an LB's body has its weight and every state, an
 // NLB's the field alone.
-func (f *fieldDrift) updateBackend(t *testing.T, lb LB, name string, b Backend, field string, v any) {
+func (f *fieldDrift) updateBackend(t *testing.T, lb ociapi.LB, name string, b ociapi.Backend, field string, v any) {
 	body := map[string]any{field: v}
-	if lb.Kind == kindLB {
+	if lb.Kind == ociapi.KindLB {
 		body = map[string]any{"weight": b.Weight, "drain": isTrue(b.Drain), "backup": isTrue(b.Backup), "offline": isTrue(b.Offline)}
 		body[field] = v
 	}
-	path := childPath(lb.Kind, lb.ID, "backendSets", name) + "/backends/" + url.PathEscape(fmt.Sprintf("%s:%d", b.IPAddress, b.Port))
-	_, err := f.c.gw.(*gateway).lbChange(t.Context(), lb.Kind, http.MethodPut, path, body, nil)
+	_, err := f.c.api.(*ociapi.Client).UpdateBackend(t.Context(), lb.Kind, lb.ID, name, b, body)
 	require.NoError(t, err)
 }
 
 // childJSON is the child name of a kind of lb as JSON.
-func (f *fieldDrift) childJSON(t *testing.T, lb LB, child, name string) map[string]any {
+func (f *fieldDrift) childJSON(t *testing.T, lb ociapi.LB, child, name string) map[string]any {
 	if child == "backendset" {
 		return asJSONMap(t, lb.BackendSets[name])
 	}

@@ -8,12 +8,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // asLB is the load balancer as the cycle sees it: busy while OCI creates or
 // deletes it, or runs a work request this process started (but a change of
 // members alone: it serves meanwhile, and UpdateMembers looks at its work).
-func (c *Cloud) asLB(svc *v1.Service, lb LB) ociLB {
+func (c *Cloud) asLB(svc *v1.Service, lb ociapi.LB) ociLB {
 	out := ociLB{ID: lb.ID, Status: lb.LifecycleState, State: lbcycle.Ready, Obj: lb}
 	switch lb.LifecycleState {
 	case "ACTIVE":
@@ -61,7 +62,7 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 		}
 	}
 	key := "name/" + nameOf(svc, kind)
-	if _, ok := workloadOf(ctx); !waited && !ok {
+	if _, ok := ociapi.WorkloadOf(ctx); !waited && !ok {
 		// Nothing this process started for the Service is in between: a
 		// listing of at most createPoll ago, shared by every Service
 		// looked at meanwhile (a burst of new Services costs one call, not
@@ -98,27 +99,27 @@ func (s steps) find(ctx context.Context, svc *v1.Service, kind string) (ociLB, b
 // byName reads the Service's load balancer of a kind by its name, and puts
 // it in the shared listing unless it was read as the Service's workload
 // (whose view is its own).
-func (c *Cloud) byName(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
+func (c *Cloud) byName(ctx context.Context, svc *v1.Service, kind string) (ociapi.LB, bool, error) {
 	lb, _, found, err := c.byNameAll(ctx, svc, kind)
 	return lb, found, err
 }
 
 // byNameAll is byName, and the Service's other load balancers of its name
 // (duplicates: keptOf).
-func (c *Cloud) byNameAll(ctx context.Context, svc *v1.Service, kind string) (LB, []LB, bool, error) {
-	list, err := c.gw.loadBalancers(ctx, kind, with(inCompartment(c.cfg.CompartmentID), "displayName", nameOf(svc, kind)))
+func (c *Cloud) byNameAll(ctx context.Context, svc *v1.Service, kind string) (ociapi.LB, []ociapi.LB, bool, error) {
+	list, err := c.api.LoadBalancers(ctx, kind, ociapi.With(ociapi.InCompartment(c.cfg.CompartmentID), "displayName", nameOf(svc, kind)))
 	if err != nil {
-		return LB{}, nil, false, err
+		return ociapi.LB{}, nil, false, err
 	}
-	list = slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" })
+	list = slices.DeleteFunc(list, func(lb ociapi.LB) bool { return lb.LifecycleState == "DELETED" })
 	if len(list) == 0 {
-		return LB{}, nil, false, nil
+		return ociapi.LB{}, nil, false, nil
 	}
 	keep, dups, err := c.keptOf(svc, list)
 	if err != nil {
-		return LB{}, nil, false, err
+		return ociapi.LB{}, nil, false, err
 	}
-	if _, ok := workloadOf(ctx); !ok && len(list) == 1 {
+	if _, ok := ociapi.WorkloadOf(ctx); !ok && len(list) == 1 {
 		c.listings[kind].Put(keep)
 	}
 	return keep, dups, true, nil

@@ -6,23 +6,15 @@ import (
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
-// apiFiles are OCI's API: the gateway and its authentication transport
-// (sign.go, principal.go, workloadidentity.go, tokenexchange.go and their
-// session.go), the regions, the answers' types and decoding (many.go,
-// backenddecode.go, securitytypes.go). They go to a package of their own
-// next (issue 45), as CloudStack's went to csapi.
-var apiFiles = []string{"gateway.go", "gateway_core.go", "gateway_loadbalancer.go", "sign.go", "principal.go",
-	"workloadidentity.go", "tokenexchange.go", "session.go", "regions.go", "many.go", "backenddecode.go", "securitytypes.go"}
+// sdk is oci-go-sdk, which only the tests link (they drive the emulator
+// with it; internal/arch's test keeps it out of overcast-ccm).
+const sdk = "github.com/oracle/oci-go-sdk"
 
-// Only the gateway calls OCI: no other file makes an HTTP request or reads
-// a status code, nor imports OCI's SDK.
-func TestOnlyTheGatewayCallsOCI(t *testing.T) {
-	providertest.GatewayOnly(t, ".", apiFiles, []string{"github.com/oracle/oci-go-sdk", "net/http"})
-}
-
-// The API's files use nothing the rest of the provider declares: what they
-// need (the config's endpoints, limits and principal) is passed in, so
-// that they can be a package of their own with no change but the names.
-func TestTheAPIsFilesStandOnTheirOwn(t *testing.T) {
-	providertest.SelfContained(t, ".", apiFiles)
+// Only ociapi calls OCI: no file of the provider imports net/http or the
+// SDK, and ociapi links no SDK. The provider holds ociapi.API, never the
+// client (but at its construction), and the compiler keeps ociapi's
+// insides out of its reach.
+func TestOnlyTheAPIPackageCallsOCI(t *testing.T) {
+	providertest.GatewayOnly(t, ".", nil, []string{sdk, "net/http"})
+	providertest.GatewayOnly(t, "ociapi", nil, []string{sdk})
 }

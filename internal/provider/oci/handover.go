@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // A rule Overcast marked may be one the peer's load balancer of another
@@ -50,7 +52,7 @@ func where(list, dir, peer string) string { return list + "|" + dir + "|" + peer
 
 // relies is the name of a peer's load balancer that relies on rule r of
 // list, if one does.
-func (u peerUses) relies(list string, r rule) (string, bool) {
+func (u peerUses) relies(list string, r ociapi.SecurityRule) (string, bool) {
 	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil || r.TCPOptions.SourcePortRange != nil {
 		return "", false
 	}
@@ -84,9 +86,9 @@ func (u peerUses) add(key, name string, ports map[int]bool) {
 // ago counts), but those of this cluster's Services.
 func (c *Cloud) peerUsesNow(ctx context.Context) (peerUses, error) {
 	u := peerUses{}
-	var peers []LB
-	for _, kind := range []string{kindLB, kindNLB} {
-		all, err := c.gw.loadBalancers(ctx, kind, inCompartment(c.cfg.CompartmentID))
+	var peers []ociapi.LB
+	for _, kind := range []string{ociapi.KindLB, ociapi.KindNLB} {
+		all, err := c.api.LoadBalancers(ctx, kind, ociapi.InCompartment(c.cfg.CompartmentID))
 		if err != nil {
 			return u, fmt.Errorf("listing the load balancers, to keep the rules the peer's rely on: %w", err)
 		}
@@ -115,7 +117,7 @@ func (c *Cloud) peerUsesNow(ctx context.Context) (peerUses, error) {
 }
 
 // addPeerUses adds to u the rules the peer's load balancer lb relies on.
-func (c *Cloud) addPeerUses(ctx context.Context, u peerUses, lb LB) error {
+func (c *Cloud) addPeerUses(ctx context.Context, u peerUses, lb ociapi.LB) error {
 	listeners, backends, ips := lbPorts(lb)
 	var nodeSubnets []string
 	for _, ip := range ips {
@@ -211,13 +213,13 @@ func withDescription(raw json.RawMessage, d string) (json.RawMessage, error) {
 // reliedByPeer says, for a rule of svc in a list, whether a peer's load
 // balancer relies on it, and the description it is then kept with. The
 // peer's load balancers are listed once, at the first rule that goes.
-func (c *Cloud) reliedByPeer(ctx context.Context, svc *v1.Service) func(list string, r rule) (string, bool, error) {
+func (c *Cloud) reliedByPeer(ctx context.Context, svc *v1.Service) func(list string, r ociapi.SecurityRule) (string, bool, error) {
 	var (
 		once sync.Once
 		uses peerUses
 		err  error
 	)
-	return func(list string, r rule) (string, bool, error) {
+	return func(list string, r ociapi.SecurityRule) (string, bool, error) {
 		once.Do(func() { uses, err = c.peerUsesNow(ctx) })
 		if err != nil {
 			return "", false, err
@@ -230,16 +232,16 @@ func (c *Cloud) reliedByPeer(ctx context.Context, svc *v1.Service) func(list str
 // handOver adds to out (whose rules are kept) each rule of going that a
 // peer's load balancer relies on, unmarked, unless an unmarked rule of out
 // does the same already.
-func handOver(out []json.RawMessage, kept []rule, going []json.RawMessage, ch listChange) ([]json.RawMessage, []rule, error) {
+func handOver(out []json.RawMessage, kept []ociapi.SecurityRule, going []json.RawMessage, ch listChange) ([]json.RawMessage, []ociapi.SecurityRule, error) {
 	if ch.handOver == nil {
 		return out, kept, nil
 	}
 	for _, raw := range going {
-		var r rule
+		var r ociapi.SecurityRule
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, nil, err
 		}
-		if slices.ContainsFunc(kept, func(k rule) bool { return does(k, r) && !strings.HasPrefix(k.Description, markPrefix) }) {
+		if slices.ContainsFunc(kept, func(k ociapi.SecurityRule) bool { return does(k, r) && !strings.HasPrefix(k.Description, markPrefix) }) {
 			continue
 		}
 		d, relied, err := ch.handOver(r)

@@ -17,6 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // peerLBOn builds on e, as the peer of another cluster does, the load
@@ -25,12 +26,12 @@ import (
 func peerLBOn(t *testing.T, c *Cloud, e *emulator.Emulator, uid, ip string, nodePort int) string {
 	t.Helper()
 	f := e.Fixture()
-	hc := HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200, Retries: 3, TimeoutInMillis: 3000, IntervalInMillis: 10000}
-	set := BackendSet{Name: "TCP-80", Policy: defaultPolicy, HealthChecker: hc, Backends: []Backend{{IPAddress: ip, Port: nodePort, Weight: 1}}}
-	_, err := c.gw.createLoadBalancer(t.Context(), CreateLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: uid,
-		ShapeName: flexible, ShapeDetails: &ShapeDetails{MinimumBandwidthInMbps: 10, MaximumBandwidthInMbps: 100}, SubnetIDs: []string{f.SubnetID},
-		Listeners:   map[string]Listener{"TCP-80": {Name: "TCP-80", DefaultBackendSetName: "TCP-80", Port: 80, Protocol: "TCP"}},
-		BackendSets: map[string]BackendSet{"TCP-80": set}}, newToken())
+	hc := ociapi.HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200, Retries: 3, TimeoutInMillis: 3000, IntervalInMillis: 10000}
+	set := ociapi.BackendSet{Name: "TCP-80", Policy: defaultPolicy, HealthChecker: hc, Backends: []ociapi.Backend{{IPAddress: ip, Port: nodePort, Weight: 1}}}
+	_, err := c.api.CreateLoadBalancer(t.Context(), ociapi.CreateLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: uid,
+		ShapeName: flexible, ShapeDetails: &ociapi.ShapeDetails{MinimumBandwidthInMbps: 10, MaximumBandwidthInMbps: 100}, SubnetIDs: []string{f.SubnetID},
+		Listeners:   map[string]ociapi.Listener{"TCP-80": {Name: "TCP-80", DefaultBackendSetName: "TCP-80", Port: 80, Protocol: "TCP"}},
+		BackendSets: map[string]ociapi.BackendSet{"TCP-80": set}}, newToken())
 	require.NoError(t, err)
 	return lbNamed(t, e, c, uid)
 }
@@ -110,14 +111,14 @@ func TestARuleThePeersLoadBalancerReliesOnIsHandedOverNotRemoved(t *testing.T) {
 // made them.
 func unmarkAll(t *testing.T, c *Cloud, list, d string) {
 	t.Helper()
-	sl, err := c.gw.securityList(t.Context(), list)
+	sl, err := c.api.SecurityList(t.Context(), list)
 	require.NoError(t, err)
 	for _, raws := range [][]json.RawMessage{sl.Ingress, sl.Egress} {
 		for i, raw := range raws {
 			raws[i] = json.RawMessage(strings.ReplaceAll(string(raw), `,"description":"`+d+`"`, ""))
 		}
 	}
-	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	_, err = c.api.UpdateSecurityList(t.Context(), sl)
 	require.NoError(t, err)
 	c.lists.forgetAll()
 }
@@ -138,14 +139,14 @@ func TestARuleIsHandedOverOnlyWhereThePeerReliesOnIt(t *testing.T) {
 	require.Equal(t, 1, handedOverRules(e), "the rule to port 80 alone")
 
 	list := e.Fixture().SecurityListID
-	sl, err := c.gw.securityList(t.Context(), list)
+	sl, err := c.api.SecurityList(t.Context(), list)
 	require.NoError(t, err)
 	sl.Ingress = slices.DeleteFunc(sl.Ingress, func(raw json.RawMessage) bool {
-		var r rule
+		var r ociapi.SecurityRule
 		require.NoError(t, json.Unmarshal(raw, &r))
-		return r.TCPOptions != nil && r.TCPOptions.DestinationPortRange != nil && *r.TCPOptions.DestinationPortRange == portRange{Min: 80, Max: 80}
+		return r.TCPOptions != nil && r.TCPOptions.DestinationPortRange != nil && *r.TCPOptions.DestinationPortRange == ociapi.PortRange{Min: 80, Max: 80}
 	})
-	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	_, err = c.api.UpdateSecurityList(t.Context(), sl)
 	require.NoError(t, err)
 	assert.Zero(t, handedOverRules(e), "the peer's Delete took it")
 }
@@ -161,7 +162,7 @@ func TestThePeersLoadBalancersAreReadAnewAndOneBeingDeletedCountsForNothing(t *t
 			c.SetKube(fake.NewClientset())
 			svc := lbSvc("web", "uid-b", 30080)
 			require.NoError(t, rulesFor(t, c, svc, nodes))
-			_, err := c.listings[kindLB].All(t.Context())
+			_, err := c.listings[ociapi.KindLB].All(t.Context())
 			require.NoError(t, err)
 			id := peerLBOn(t, c, e, peerUID, nodes[0].Status.Addresses[0].Address, 30080)
 			want := 5
@@ -197,7 +198,7 @@ func TestAFailedHandOverCheckHoldsBackOnlyItsOwnService(t *testing.T) {
 	require.NoError(t, err)
 	change := func(svc *v1.Service, want listRules) listChange {
 		relied := c.reliedByPeer(t.Context(), svc)
-		return listChange{mark: c.mark(svc) + " ", want: want, handOver: func(r rule) (string, bool, error) { return relied(list, r) }}
+		return listChange{mark: c.mark(svc) + " ", want: want, handOver: func(r ociapi.SecurityRule) (string, bool, error) { return relied(list, r) }}
 	}
 	c.lists.forgetAll()
 	failed := make([]error, 2)

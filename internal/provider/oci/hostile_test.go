@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -23,7 +24,7 @@ func TestAHostileOCIIsAnErrorNeverAGoneInstance(t *testing.T) {
 		},
 		Fresh: func() { c.machines.Invalidate(); steps{c}.Relist() },
 		Held: func(t *testing.T, svc *v1.Service) int {
-			lbs, err := c.gw.loadBalancers(t.Context(), kindLB, with(inCompartment(c.cfg.CompartmentID), "displayName", lbName(svc)))
+			lbs, err := c.api.LoadBalancers(t.Context(), ociapi.KindLB, ociapi.With(ociapi.InCompartment(c.cfg.CompartmentID), "displayName", lbName(svc)))
 			if err != nil {
 				t.Fatal(err)
 			}

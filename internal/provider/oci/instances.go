@@ -15,6 +15,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -37,7 +38,7 @@ var (
 
 // machine is an instance with the addresses of its primary VNIC.
 type machine struct {
-	Instance
+	ociapi.Instance
 	PrivateIP, PublicIP, Hostname string
 	// SubnetID is the primary VNIC's subnet.
 	SubnetID string
@@ -86,15 +87,15 @@ func ParseProviderID(providerID string) (string, error) {
 // IPs, each availability domain's ephemeral public IPs and the reserved ones.
 func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 	comp := c.cfg.CompartmentID
-	insts, err := c.gw.instances(ctx, inCompartment(comp))
+	insts, err := c.api.Instances(ctx, ociapi.InCompartment(comp))
 	if err != nil {
 		return nil, fmt.Errorf("listing the instances of compartment %s: %w", comp, err)
 	}
-	atts, err := c.gw.attachments(ctx, inCompartment(comp))
+	atts, err := c.api.Attachments(ctx, ociapi.InCompartment(comp))
 	if err != nil {
 		return nil, fmt.Errorf("listing the VNIC attachments of compartment %s: %w", comp, err)
 	}
-	attached := map[string][]VnicAttachment{}
+	attached := map[string][]ociapi.VnicAttachment{}
 	var subnets, ads []string
 	adOf := map[string]string{}
 	for _, in := range insts {
@@ -112,10 +113,10 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 			ads = append(ads, ad)
 		}
 	}
-	private := map[string]PrivateIP{} // by VNIC: its primary private IP
-	ipv6 := map[string][]string{}     // by VNIC
+	private := map[string]ociapi.PrivateIP{} // by VNIC: its primary private IP
+	ipv6 := map[string][]string{}            // by VNIC
 	for _, s := range subnets {
-		ips, err := c.gw.privateIPs(ctx, s)
+		ips, err := c.api.PrivateIPs(ctx, s)
 		if err != nil {
 			return nil, fmt.Errorf("listing the private IPs of subnet %s: %w", s, err)
 		}
@@ -130,14 +131,14 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 	}
 	public := map[string]string{} // by private IP OCID
 	for _, ad := range ads {
-		ips, err := c.gw.ephemeralPublicIPs(ctx, comp, ad)
+		ips, err := c.api.EphemeralPublicIPs(ctx, comp, ad)
 		if err != nil {
 			return nil, fmt.Errorf("listing the public IPs of %s: %w", ad, err)
 		}
 		addPublic(public, ips)
 	}
 	if len(ads) > 0 {
-		ips, err := c.gw.reservedPublicIPs(ctx, comp)
+		ips, err := c.api.ReservedPublicIPs(ctx, comp)
 		if err != nil {
 			return nil, fmt.Errorf("listing the reserved public IPs of compartment %s: %w", comp, err)
 		}
@@ -171,7 +172,7 @@ func (c *Cloud) listIPv6s(ctx context.Context, subnet string, to map[string][]st
 	if len(sub.IPv6CIDRBlocks) == 0 && sub.IPv6CIDRBlock == "" {
 		return nil
 	}
-	ips, err := c.gw.ipv6s(ctx, subnet)
+	ips, err := c.api.IPv6s(ctx, subnet)
 	if err != nil {
 		return fmt.Errorf("listing the IPv6 addresses of subnet %s: %w", subnet, err)
 	}
@@ -183,7 +184,7 @@ func (c *Cloud) listIPv6s(ctx context.Context, subnet string, to map[string][]st
 	return nil
 }
 
-func addPublic(to map[string]string, ips []PublicIP) {
+func addPublic(to map[string]string, ips []ociapi.PublicIP) {
 	for _, ip := range ips {
 		if ip.PrivateIPID != "" {
 			to[ip.PrivateIPID] = ip.IPAddress
@@ -194,7 +195,7 @@ func addPublic(to map[string]string, ips []PublicIP) {
 // primaryAttachment is the attachment of atts of its instance's primary
 // VNIC: the only one, or the one a lookup says is primary (looked up once
 // per VNIC: it never changes). false when it cannot be told yet.
-func (c *Cloud) primaryAttachment(ctx context.Context, atts []VnicAttachment) (VnicAttachment, bool) {
+func (c *Cloud) primaryAttachment(ctx context.Context, atts []ociapi.VnicAttachment) (ociapi.VnicAttachment, bool) {
 	if len(atts) == 1 {
 		return atts[0], true
 	}
@@ -203,7 +204,7 @@ func (c *Cloud) primaryAttachment(ctx context.Context, atts []VnicAttachment) (V
 		primary, known := c.primary[a.VnicID]
 		c.mu.Unlock()
 		if !known {
-			v, err := c.gw.vnic(ctx, a.VnicID)
+			v, err := c.api.Vnic(ctx, a.VnicID)
 			if err != nil {
 				klog.FromContext(ctx).V(2).Info("Cannot look up a VNIC yet", "vnic", a.VnicID, "err", err.Error())
 				continue
@@ -217,13 +218,13 @@ func (c *Cloud) primaryAttachment(ctx context.Context, atts []VnicAttachment) (V
 			return a, true
 		}
 	}
-	return VnicAttachment{}, false
+	return ociapi.VnicAttachment{}, false
 }
 
 // lookUp reads one instance and its primary VNIC directly (a Node the
 // listings do not hold yet).
 func (c *Cloud) lookUp(ctx context.Context, id string) (machine, error) {
-	in, err := c.gw.instance(ctx, id)
+	in, err := c.api.Instance(ctx, id)
 	if err != nil {
 		return machine{}, err
 	}
@@ -234,12 +235,12 @@ func (c *Cloud) lookUp(ctx context.Context, id string) (machine, error) {
 }
 
 // withAddresses is in with the addresses of its primary VNIC.
-func (c *Cloud) withAddresses(ctx context.Context, in Instance) (machine, error) {
+func (c *Cloud) withAddresses(ctx context.Context, in ociapi.Instance) (machine, error) {
 	m := machine{Instance: in}
 	if slices.Contains(goneStates, in.LifecycleState) {
 		return m, nil
 	}
-	atts, err := c.gw.attachments(ctx, with(inCompartment(in.CompartmentID), "instanceId", in.ID))
+	atts, err := c.api.Attachments(ctx, ociapi.With(ociapi.InCompartment(in.CompartmentID), "instanceId", in.ID))
 	if err != nil {
 		return machine{}, fmt.Errorf("listing the VNIC attachments of instance %s: %w", in.ID, err)
 	}
@@ -247,7 +248,7 @@ func (c *Cloud) withAddresses(ctx context.Context, in Instance) (machine, error)
 		if a.LifecycleState != "ATTACHED" || a.VnicID == "" {
 			continue
 		}
-		v, err := c.gw.vnic(ctx, a.VnicID)
+		v, err := c.api.Vnic(ctx, a.VnicID)
 		if err != nil {
 			return machine{}, fmt.Errorf("looking up VNIC %s of instance %s: %w", a.VnicID, in.ID, err)
 		}
@@ -293,12 +294,12 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 			return m, found, err
 		}
 	}
-	list, err := c.gw.instances(ctx, with(inCompartment(c.cfg.CompartmentID), "displayName", node.Name))
+	list, err := c.api.Instances(ctx, ociapi.With(ociapi.InCompartment(c.cfg.CompartmentID), "displayName", node.Name))
 	if err != nil {
 		return machine{}, false, fmt.Errorf("looking up the instance named %s: %w", node.Name, err)
 	}
-	list = slices.DeleteFunc(list, func(in Instance) bool { return slices.Contains(goneStates, in.LifecycleState) })
-	in, found, err := provider.OneNamed(list, func(in Instance) string { return in.ID }, "instances", node.Name, ProviderIDPrefix)
+	list = slices.DeleteFunc(list, func(in ociapi.Instance) bool { return slices.Contains(goneStates, in.LifecycleState) })
+	in, found, err := provider.OneNamed(list, func(in ociapi.Instance) string { return in.ID }, "instances", node.Name, ProviderIDPrefix)
 	if !found {
 		return machine{}, false, err
 	}
@@ -342,7 +343,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 		return true, nil
 	}
 	// What the listings suggest, a direct lookup decides.
-	in, err := c.gw.instance(ctx, id)
+	in, err := c.api.Instance(ctx, id)
 	switch {
 	case err == nil:
 		if slices.Contains(goneStates, in.LifecycleState) {
@@ -375,21 +376,21 @@ func (c *Cloud) confirmGone(ctx context.Context, node *v1.Node, id string) (bool
 		return false, outcome.Classify(outcome.ErrNotFound, fmt.Errorf("instance %s answers 404 NotAuthorizedOrNotFound and its compartment is unknown (no %s annotation on Node %s, not in compartment %s): the Node is kept, as the answer may be a missing policy",
 			id, CompartmentAnnotation, node.Name, c.cfg.CompartmentID))
 	}
-	var listed []Instance
+	var listed []ociapi.Instance
 	if comp == c.cfg.CompartmentID {
 		m, found, err := c.machines.GetWithin(ctx, "id/"+id, 0)
 		if err != nil {
 			return false, fmt.Errorf("instance %s answers 404; listing compartment %s to confirm: %w", id, comp, err)
 		}
 		if found {
-			listed = []Instance{m.Instance}
+			listed = []ociapi.Instance{m.Instance}
 		}
 	} else {
-		all, err := c.gw.instances(ctx, inCompartment(comp))
+		all, err := c.api.Instances(ctx, ociapi.InCompartment(comp))
 		if err != nil {
 			return false, fmt.Errorf("instance %s answers 404; listing compartment %s to confirm: %w", id, comp, err)
 		}
-		listed = slices.DeleteFunc(all, func(in Instance) bool { return in.ID != id })
+		listed = slices.DeleteFunc(all, func(in ociapi.Instance) bool { return in.ID != id })
 	}
 	if len(listed) > 0 && !slices.Contains(goneStates, listed[0].LifecycleState) {
 		return true, fmt.Errorf("instance %s answers 404 but is listed in compartment %s (%s): a policy lets the CCM list instances but not read them; the Node is kept",

@@ -21,6 +21,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // cloudOn is the OCI cloud built from conf as overcast-ccm builds it.
@@ -246,7 +247,7 @@ func TestADualStackNodeGetsItsIPv6AddressWhenItsLabelAsksForIt(t *testing.T) {
 			c = cloudOn(t, e.CloudConfig())
 			_, err := c.machines.All(t.Context())
 			require.NoError(t, err)
-			c.machines.Put(machine{Instance: Instance{ID: id}}) // listed without addresses: read directly
+			c.machines.Put(machine{Instance: ociapi.Instance{ID: id}}) // listed without addresses: read directly
 			e.ResetCalls()
 		}
 		md, err := c.InstanceMetadata(t.Context(), dual)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // The drift check sees every object of a Service's load balancer (lbcycle's
@@ -28,8 +29,8 @@ import (
 // lists per group, are read on a budget (nsginventory.go).
 
 var (
-	_ lbcycle.Inventory[LB] = steps{}
-	_ lbcycle.DriftListener = steps{}
+	_ lbcycle.Inventory[ociapi.LB] = steps{}
+	_ lbcycle.DriftListener        = steps{}
 )
 
 // Drifting: the walk of a drifted Service reads the security lists again,
@@ -69,7 +70,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string
 // the Service asks, when valid, says which fields of those compared only
 // when asked are; a listener's rule sets are compared only when the
 // Service asks for rule sets).
-func childKeys(o LB, spec lbSpec, valid bool) []string {
+func childKeys(o ociapi.LB, spec lbSpec, valid bool) []string {
 	var out []string
 	for name, l := range o.Listeners {
 		want, ok := spec.listeners[name]
@@ -104,7 +105,7 @@ func childKeys(o LB, spec lbSpec, valid bool) []string {
 // walk; a certificate's public and CA certificates, which OCI cannot
 // change in place: another is a new certificate, and a renewed Secret the
 // Drift step's).
-func ruleSetKeys(o LB, spec lbSpec, valid bool) []string {
+func ruleSetKeys(o ociapi.LB, spec lbSpec, valid bool) []string {
 	var out []string
 	if valid && spec.ruleSets != nil {
 		for name, rs := range o.RuleSets {
@@ -163,7 +164,7 @@ func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []str
 			continue
 		}
 		seen[list] = true
-		sl, err := s.listPass.list(ctx, s.gw, list)
+		sl, err := s.listPass.list(ctx, s.api, list)
 		if err != nil {
 			// Not this pass's to decide: one list the CCM cannot read stops
 			// no other Service's check (the walk reads it and says why).
@@ -172,7 +173,7 @@ func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []str
 		}
 		for dir, raws := range map[string][]json.RawMessage{"ingress": sl.Ingress, "egress": sl.Egress} {
 			for _, raw := range raws {
-				var r rule
+				var r ociapi.SecurityRule
 				if json.Unmarshal(raw, &r) != nil || !reliesOn(r, mark, ports, adopt) {
 					continue
 				}
@@ -185,7 +186,7 @@ func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []str
 
 // reliesOn: r is the Service's (its mark), or, adopting the peer's load
 // balancer, unmarked and opens one of its ports (the peer's).
-func reliesOn(r rule, mark string, ports map[int]bool, adopt bool) bool {
+func reliesOn(r ociapi.SecurityRule, mark string, ports map[int]bool, adopt bool) bool {
 	if !stands(r, mark, adopt) {
 		return false
 	}
@@ -193,7 +194,7 @@ func reliesOn(r rule, mark string, ports map[int]bool, adopt bool) bool {
 }
 
 // opensAny says whether r opens one of ports.
-func opensAny(r rule, ports map[int]bool) bool {
+func opensAny(r ociapi.SecurityRule, ports map[int]bool) bool {
 	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
 		return false
 	}
@@ -209,7 +210,7 @@ func opensAny(r rule, ports map[int]bool) bool {
 // ruleKey is the rule's in Objects, in list id and direction dir: what it is
 // (a rule of a list has no id: its direction, protocol, peer and ports),
 // then its isStateless, then the list.
-func ruleKey(r rule, list, dir string) string {
+func ruleKey(r ociapi.SecurityRule, list, dir string) string {
 	return fmt.Sprintf("security-rule/%s:%s:%s%s:%s %s of %s", dir, r.Protocol, r.Source, r.Destination, rulePorts(r), statefulness(r.IsStateless), list)
 }
 
@@ -222,7 +223,7 @@ func statefulness(stateless bool) string {
 }
 
 // rulePorts are the rule's destination ports, as a key says them.
-func rulePorts(r rule) string {
+func rulePorts(r ociapi.SecurityRule) string {
 	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
 		return "all"
 	}
@@ -232,10 +233,10 @@ func rulePorts(r rule) string {
 // listPass is each security list as one drift pass read it: one read of a
 // list for every Service whose rules are in it.
 type listPass struct {
-	provider.PassMemo[SecurityList]
+	provider.PassMemo[ociapi.SecurityList]
 }
 
 // list is security list id as this pass read it (read now if not yet).
-func (p *listPass) list(ctx context.Context, gw gatewayAPI, id string) (SecurityList, error) {
-	return p.Get(ctx, id, func(ctx context.Context) (SecurityList, error) { return gw.securityList(ctx, id) })
+func (p *listPass) list(ctx context.Context, gw ociapi.API, id string) (ociapi.SecurityList, error) {
+	return p.Get(ctx, id, func(ctx context.Context) (ociapi.SecurityList, error) { return gw.SecurityList(ctx, id) })
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // IPv6 and dual-stack load balancers, from the Service's spec.ipFamilies
@@ -119,7 +120,7 @@ func (v ipVersions) asked() string {
 // check refuses, before any call, what no subnet can serve: an lb of IPv6
 // alone.
 func (v ipVersions) check(kind string) error {
-	if kind == kindLB && v.single() && v.first() == v1.IPv6Protocol {
+	if kind == ociapi.KindLB && v.single() && v.first() == v1.IPv6Protocol {
 		return fmt.Errorf("%s: an OCI load balancer (lb) is not IPv6 alone (its IPv6 address comes with an IPv4 one); ask for PreferDualStack or RequireDualStack, or use %s: nlb",
 			v.asked(), "oci.oraclecloud.com/load-balancer-type")
 	}
@@ -166,7 +167,7 @@ func versionOf(versions []string) string {
 // subnetFamilies says which families one of subnets has: an IPv4 cidrBlock
 // (OCI names an IPv6-only subnet's "<null>", as the peer reads it) and an
 // IPv6 prefix.
-func subnetFamilies(subnets []Subnet) (v4, v6 bool) {
+func subnetFamilies(subnets []ociapi.Subnet) (v4, v6 bool) {
 	for _, s := range subnets {
 		v4 = v4 || (s.CIDRBlock != "" && !strings.Contains(s.CIDRBlock, "null"))
 		v6 = v6 || len(s.IPv6CIDRBlocks) > 0 || s.IPv6CIDRBlock != ""
@@ -236,7 +237,7 @@ func (c *Cloud) serveFamilies(ctx context.Context, s *lbSpec, members []member) 
 		return outcome.Refuse(outcome.ReasonUnsupportedService, "spec.loadBalancerIP %s is a reserved public IPv4 address, and %s makes the %s IPv6 alone",
 			s.ip, v.asked(), noun(s.kind))
 	}
-	if s.kind == kindLB {
+	if s.kind == ociapi.KindLB {
 		if v.endpoint == ipv6Version {
 			return outcome.Refuse(outcome.ReasonUnsupportedService, "%s: the load balancer's subnet %s has no IPv4 CIDR, and an OCI load balancer (lb) is not IPv6 alone; use oci.oraclecloud.com/load-balancer-type: nlb",
 				v.asked(), strings.Join(s.subnets, " and "))
@@ -337,8 +338,8 @@ func (s *lbSpec) addFamilies() {
 }
 
 // subnetsByID are the subnets of ids (looked up once an hour).
-func (c *Cloud) subnetsByID(ctx context.Context, ids []string) ([]Subnet, error) {
-	out := make([]Subnet, 0, len(ids))
+func (c *Cloud) subnetsByID(ctx context.Context, ids []string) ([]ociapi.Subnet, error) {
+	out := make([]ociapi.Subnet, 0, len(ids))
 	for _, id := range ids {
 		sub, err := c.subnet(ctx, id)
 		if err != nil {
@@ -351,7 +352,7 @@ func (c *Cloud) subnetsByID(ctx context.Context, ids []string) ([]Subnet, error)
 
 // memberSubnets are the subnets of the members' instances (by instance, else
 // by IPv4 address), from the shared listing.
-func (c *Cloud) memberSubnets(ctx context.Context, members []member) ([]Subnet, error) {
+func (c *Cloud) memberSubnets(ctx context.Context, members []member) ([]ociapi.Subnet, error) {
 	var ids []string
 	for _, m := range members {
 		key := "id/" + m.instance
@@ -417,23 +418,23 @@ func nodeIPv6(addrs []v1.NodeAddress) string {
 // backendsOf are the backends of a backend set of version: the members'
 // addresses of its family at port (an IPv4 nlb backend naming its
 // instance, as the peer's), sorted.
-func backendsOf(kind, version string, members []member, port int) []Backend {
-	out := make([]Backend, 0, len(members))
+func backendsOf(kind, version string, members []member, port int) []ociapi.Backend {
+	out := make([]ociapi.Backend, 0, len(members))
 	for _, m := range members {
 		switch {
 		case version == ipv6Version && m.ip6 != "":
 			out = append(out, newBackend(kind, m.ip6, port))
 		case version != ipv6Version && m.ip != "":
 			b := newBackend(kind, m.ip, port)
-			if kind == kindNLB {
+			if kind == ociapi.KindNLB {
 				b.TargetID = m.instance
 			}
 			out = append(out, b)
 		}
 	}
 	if version == ipv6Version {
-		slices.SortFunc(out, func(a, b Backend) int { return strings.Compare(a.IPAddress, b.IPAddress) })
-		out = slices.CompactFunc(out, func(a, b Backend) bool { return a.IPAddress == b.IPAddress })
+		slices.SortFunc(out, func(a, b ociapi.Backend) int { return strings.Compare(a.IPAddress, b.IPAddress) })
+		out = slices.CompactFunc(out, func(a, b ociapi.Backend) bool { return a.IPAddress == b.IPAddress })
 	}
 	return out
 }
@@ -449,7 +450,7 @@ func sameVersion(a, b string) bool { return versionOr(a) == versionOr(b) }
 func (s steps) convergeIPVersion(ctx context.Context, spec lbSpec, lb ociLB, first bool,
 	change func(wr string, err error, what string) (string, error)) (string, error) {
 	have := lb.Obj
-	if have.Kind != kindNLB {
+	if have.Kind != ociapi.KindNLB {
 		if msg := ipModeDrift(have, spec); first && msg != "" {
 			return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
 		}
@@ -467,13 +468,13 @@ func (s steps) convergeIPVersion(ctx context.Context, spec lbSpec, lb ociLB, fir
 	if next == got {
 		return "", nil
 	}
-	wr, err := s.gw.setNLBIPVersion(ctx, lb.ID, next)
+	wr, err := s.api.SetNLBIPVersion(ctx, lb.ID, next)
 	return change(wr, err, fmt.Sprintf("setting its IP version to %s (it was %s)", next, got))
 }
 
 // ipModeDrift says why an lb's ipMode is not the Service's ("" when it is,
 // or when the Service prefers dual-stack and takes what the lb has).
-func ipModeDrift(have LB, spec lbSpec) string {
+func ipModeDrift(have ociapi.LB, spec lbSpec) string {
 	want := ipv4Version
 	if _, v6 := versionFamilies(spec.ipv.endpoint); v6 {
 		want = ipv6Version
@@ -489,7 +490,7 @@ func ipModeDrift(have LB, spec lbSpec) string {
 
 // subnetCIDRs are a subnet's CIDRs of the families the listeners serve,
 // for security rules: its IPv4 cidrBlock, its IPv6 prefixes.
-func (v ipVersions) subnetCIDRs(sub Subnet) []string {
+func (v ipVersions) subnetCIDRs(sub ociapi.Subnet) []string {
 	if len(v.listeners) == 0 || slices.Equal(v.listeners, []string{ipv4Version}) {
 		return []string{sub.CIDRBlock}
 	}
@@ -513,7 +514,7 @@ func (v ipVersions) createVersion(kind string) string {
 	switch {
 	case version == ipv4Version:
 		return ""
-	case kind == kindLB:
+	case kind == ociapi.KindLB:
 		return ipv6Version
 	}
 	return version

@@ -22,6 +22,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -68,8 +69,8 @@ func (fc *familyCluster) service(t *testing.T, name, kind, subnet string, policy
 	svc := lbSvc(name, "uid-"+name, 30080)
 	svc.Spec.IPFamilyPolicy, svc.Spec.IPFamilies = &policy, families
 	svc.Annotations = map[string]string{string(annotationsOf[kind].subnet): subnet}
-	if kind == kindNLB {
-		svc.Annotations["oci.oraclecloud.com/load-balancer-type"] = kindNLB
+	if kind == ociapi.KindNLB {
+		svc.Annotations["oci.oraclecloud.com/load-balancer-type"] = ociapi.KindNLB
 	}
 	_, err := fc.kube.CoreV1().Services(svc.Namespace).Create(t.Context(), svc, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -100,9 +101,9 @@ func writes(e *emulator.Emulator) int {
 }
 
 // built is the Service's load balancer as OCI lists it.
-func (fc *familyCluster) built(t *testing.T, svc *v1.Service, kind string) LB {
+func (fc *familyCluster) built(t *testing.T, svc *v1.Service, kind string) ociapi.LB {
 	t.Helper()
-	list, err := fc.c.gw.loadBalancers(t.Context(), kind, with(inCompartment(fc.e.Fixture().CompartmentID), "displayName", nameOf(svc, kind)))
+	list, err := fc.c.api.LoadBalancers(t.Context(), kind, ociapi.With(ociapi.InCompartment(fc.e.Fixture().CompartmentID), "displayName", nameOf(svc, kind)))
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	return list[0]
@@ -125,7 +126,7 @@ func wantFamilies(kind string, policy v1.IPFamilyPolicy, families []v1.IPFamily,
 	switch {
 	case policy == v1.IPFamilyPolicySingleStack && families[0] == v1.IPv4Protocol:
 		w.endpoint = []string{ipv4Version}
-	case policy == v1.IPFamilyPolicySingleStack && kind == kindLB:
+	case policy == v1.IPFamilyPolicySingleStack && kind == ociapi.KindLB:
 		return familyWant{refused: "is not IPv6 alone"}
 	case !dualLB && policy != v1.IPFamilyPolicyPreferDualStack:
 		return familyWant{refused: "subnet " + "%s has no IPv6 prefix"}
@@ -136,7 +137,7 @@ func wantFamilies(kind string, policy v1.IPFamilyPolicy, families []v1.IPFamily,
 	default:
 		w.endpoint = both
 	}
-	if kind == kindLB {
+	if kind == ociapi.KindLB {
 		w.listeners = []string{ipv4Version}
 		return w
 	}
@@ -263,14 +264,14 @@ func (fc *familyCluster) checkSpec(t *testing.T, svc *v1.Service, want familyWan
 		require.Len(t, bs.Backends, 2, name)
 		for _, b := range bs.Backends {
 			assert.Equal(t, versionOr(bs.IPVersion), addrFamily(b.IPAddress), "%s: %s", name, b.IPAddress)
-			if spec.kind == kindNLB {
+			if spec.kind == ociapi.KindNLB {
 				assert.Equal(t, versionOr(bs.IPVersion) == ipv6Version, b.TargetID == "", "%s: an IPv6 backend names no instance, as the peer's", name)
 			}
 		}
 	}
 	wantSources := map[string][]string{ipv4Version: {anyIPv4}, ipv6Version: {anyIPv6}, dualVersion: {anyIPv4, anyIPv6}}
 	served := spec.ipv.listeners
-	if spec.kind == kindLB {
+	if spec.kind == ociapi.KindLB {
 		served = slices.DeleteFunc(slices.Clone(want.endpoint), func(v string) bool {
 			return !slices.Contains(familyNames(spec.ipv.families), map[string]string{ipv4Version: "IPv4", ipv6Version: "IPv6"}[v])
 		})
@@ -289,7 +290,7 @@ func (fc *familyCluster) checkBuilt(t *testing.T, svc *v1.Service, kind, prefix 
 	require.NoError(t, err)
 	lb := fc.built(t, svc, kind)
 	endpoint := versionOf(want.endpoint)
-	if kind == kindLB {
+	if kind == ociapi.KindLB {
 		assert.Equal(t, map[string]string{ipv4Version: ipv4Version, dualVersion: ipv6Version}[endpoint], versionOr(lb.IPMode))
 	} else {
 		assert.Equal(t, endpoint, versionOr(lb.NLBIPVersion))
@@ -326,10 +327,10 @@ func (fc *familyCluster) checkBuilt(t *testing.T, svc *v1.Service, kind, prefix 
 // made; back to IPv4 alone, it loses IPv6 after they are gone.
 func TestANetworkLoadBalancerChangesItsIPVersionAroundItsListeners(t *testing.T) {
 	fc := newFamilyCluster(t, true)
-	svc := fc.service(t, "flip", kindNLB, fc.e.Fixture().DualStackSubnetID, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
+	svc := fc.service(t, "flip", ociapi.KindNLB, fc.e.Fixture().DualStackSubnetID, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
 	_, _, err := fc.ensure(t, svc)
 	require.NoError(t, err)
-	assert.Equal(t, ipv4Version, versionOr(fc.built(t, svc, kindNLB).NLBIPVersion))
+	assert.Equal(t, ipv4Version, versionOr(fc.built(t, svc, ociapi.KindNLB).NLBIPVersion))
 
 	setFamilies := func(policy v1.IPFamilyPolicy, families ...v1.IPFamily) {
 		s := providertest.Reread(t, fc.kube, svc)
@@ -356,7 +357,7 @@ func TestANetworkLoadBalancerChangesItsIPVersionAroundItsListeners(t *testing.T)
 	version, listener := index(steps, "setting its IP version to IPV4_AND_IPV6"), index(steps, "creating listener TCP-80-IPv6")
 	require.NotEqual(t, -1, version, "%q", steps)
 	assert.Less(t, version, listener, "the version first: %q", steps)
-	lb := fc.built(t, svc, kindNLB)
+	lb := fc.built(t, svc, ociapi.KindNLB)
 	assert.Equal(t, dualVersion, lb.NLBIPVersion)
 	assert.Equal(t, ipv6Version, lb.Listeners["TCP-80-IPv6"].IPVersion)
 	assert.Len(t, st.Ingress, 3, "public IPv4, IPv6, private IPv4")
@@ -368,7 +369,7 @@ func TestANetworkLoadBalancerChangesItsIPVersionAroundItsListeners(t *testing.T)
 	version, listener = index(steps, "setting its IP version to IPV4 "), index(steps, "deleting listener TCP-80-IPv6")
 	require.NotEqual(t, -1, listener, "%q", steps)
 	assert.Less(t, listener, version, "the listeners first: %q", steps)
-	lb = fc.built(t, svc, kindNLB)
+	lb = fc.built(t, svc, ociapi.KindNLB)
 	assert.Equal(t, ipv4Version, lb.NLBIPVersion)
 	assert.Equal(t, []string{"TCP-80"}, slices.Sorted(maps.Keys(lb.Listeners)))
 	assert.Len(t, st.Ingress, 2)
@@ -379,7 +380,7 @@ func TestANetworkLoadBalancerChangesItsIPVersionAroundItsListeners(t *testing.T)
 // dual-stack (then it takes what the lb has).
 func TestALoadBalancersIPModeIsNotChangedAndAServiceAskingIsTold(t *testing.T) {
 	fc := newFamilyCluster(t, false)
-	svc := fc.service(t, "mode", kindLB, fc.e.Fixture().DualStackSubnetID, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
+	svc := fc.service(t, "mode", ociapi.KindLB, fc.e.Fixture().DualStackSubnetID, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
 	_, _, err := fc.ensure(t, svc)
 	require.NoError(t, err)
 
@@ -398,7 +399,7 @@ func TestALoadBalancersIPModeIsNotChangedAndAServiceAskingIsTold(t *testing.T) {
 	st, _, err := fc.ensure(t, svc)
 	assert.NoError(t, err)
 	assert.Len(t, st.Ingress, 1, "IPv4 alone, as built")
-	assert.Equal(t, ipv4Version, versionOr(fc.built(t, svc, kindLB).IPMode))
+	assert.Equal(t, ipv4Version, versionOr(fc.built(t, svc, ociapi.KindLB).IPMode))
 }
 
 // The peer's load balancers of dual-stack Services, as it builds them (an
@@ -409,47 +410,47 @@ func TestALoadBalancersIPModeIsNotChangedAndAServiceAskingIsTold(t *testing.T) {
 func TestThePeersDualStackLoadBalancersAreAdoptedWithNoWrite(t *testing.T) {
 	fc := newFamilyCluster(t, true)
 	f := fc.e.Fixture()
-	hc := HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200, Retries: 3, TimeoutInMillis: 3000, IntervalInMillis: 10000}
-	backends := func(version string) []Backend {
-		var out []Backend
+	hc := ociapi.HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200, Retries: 3, TimeoutInMillis: 3000, IntervalInMillis: 10000}
+	backends := func(version string) []ociapi.Backend {
+		var out []ociapi.Backend
 		for _, n := range fc.nodes {
 			id, _ := ParseProviderID(n.Spec.ProviderID)
-			b := Backend{IPAddress: n.Status.Addresses[0].Address, TargetID: id, Port: 30080, Weight: 1}
+			b := ociapi.Backend{IPAddress: n.Status.Addresses[0].Address, TargetID: id, Port: 30080, Weight: 1}
 			if version == ipv6Version {
-				b = Backend{IPAddress: nodeIPv6(n.Status.Addresses), Port: 30080, Weight: 1}
+				b = ociapi.Backend{IPAddress: nodeIPv6(n.Status.Addresses), Port: 30080, Weight: 1}
 			}
 			out = append(out, b)
 		}
 		return out
 	}
 
-	nlbSvc := fc.service(t, "peer-nlb", kindNLB, f.DualStackSubnetID, v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
+	nlbSvc := fc.service(t, "peer-nlb", ociapi.KindNLB, f.DualStackSubnetID, v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
 	preserve := false
-	sets, listeners := map[string]BackendSet{}, map[string]Listener{}
+	sets, listeners := map[string]ociapi.BackendSet{}, map[string]ociapi.Listener{}
 	for _, version := range []string{ipv4Version, ipv6Version} {
 		name := map[string]string{ipv4Version: "TCP-80", ipv6Version: "TCP-80-IPv6"}[version]
-		sets[name] = BackendSet{Name: name, Policy: "FIVE_TUPLE", HealthChecker: hc, IsPreserveSource: &preserve, IPVersion: version, Backends: backends(version)}
-		listeners[name] = Listener{Name: name, DefaultBackendSetName: name, Port: 80, Protocol: "TCP", IPVersion: version}
+		sets[name] = ociapi.BackendSet{Name: name, Policy: "FIVE_TUPLE", HealthChecker: hc, IsPreserveSource: &preserve, IPVersion: version, Backends: backends(version)}
+		listeners[name] = ociapi.Listener{Name: name, DefaultBackendSetName: name, Port: 80, Protocol: "TCP", IPVersion: version}
 	}
-	_, err := fc.c.gw.createNetworkLoadBalancer(t.Context(), CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: nlbName(nlbSvc),
+	_, err := fc.c.api.CreateNetworkLoadBalancer(t.Context(), ociapi.CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: nlbName(nlbSvc),
 		SubnetID: f.DualStackSubnetID, Listeners: listeners, BackendSets: sets, NLBIPVersion: dualVersion}, newToken())
 	require.NoError(t, err)
 
-	lbSvc := fc.service(t, "peer-lb", kindLB, f.DualStackSubnetID, v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
+	lbSvc := fc.service(t, "peer-lb", ociapi.KindLB, f.DualStackSubnetID, v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
 	s := providertest.Reread(t, fc.kube, lbSvc)
 	s.Annotations["service.beta.kubernetes.io/oci-load-balancer-security-list-management-mode"] = "None"
 	_, err = fc.kube.CoreV1().Services(s.Namespace).Update(t.Context(), s, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	_, err = fc.c.gw.createLoadBalancer(t.Context(), CreateLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: lbName(lbSvc),
-		ShapeName: flexible, ShapeDetails: &ShapeDetails{MinimumBandwidthInMbps: 10, MaximumBandwidthInMbps: 100}, SubnetIDs: []string{f.DualStackSubnetID},
-		IPMode: ipv6Version, Listeners: map[string]Listener{"TCP-80": {Name: "TCP-80", DefaultBackendSetName: "TCP-80", Port: 80, Protocol: "TCP",
-			ConnectionConfiguration: &ConnectionConfiguration{IdleTimeout: defaultIdleTCP}}},
-		BackendSets: map[string]BackendSet{"TCP-80": {Name: "TCP-80", Policy: defaultPolicy, HealthChecker: hc, Backends: backends(ipv4Version)}}}, newToken())
+	_, err = fc.c.api.CreateLoadBalancer(t.Context(), ociapi.CreateLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: lbName(lbSvc),
+		ShapeName: flexible, ShapeDetails: &ociapi.ShapeDetails{MinimumBandwidthInMbps: 10, MaximumBandwidthInMbps: 100}, SubnetIDs: []string{f.DualStackSubnetID},
+		IPMode: ipv6Version, Listeners: map[string]ociapi.Listener{"TCP-80": {Name: "TCP-80", DefaultBackendSetName: "TCP-80", Port: 80, Protocol: "TCP",
+			ConnectionConfiguration: &ociapi.ConnectionConfiguration{IdleTimeout: defaultIdleTCP}}},
+		BackendSets: map[string]ociapi.BackendSet{"TCP-80": {Name: "TCP-80", Policy: defaultPolicy, HealthChecker: hc, Backends: backends(ipv4Version)}}}, newToken())
 	require.NoError(t, err)
 
 	for svc, want := range map[*v1.Service]int{nlbSvc: 3, lbSvc: 2} {
-		fc.c.listings[kindLB].Invalidate()
-		fc.c.listings[kindNLB].Invalidate()
+		fc.c.listings[ociapi.KindLB].Invalidate()
+		fc.c.listings[ociapi.KindNLB].Invalidate()
 		before := writes(fc.e)
 		st, steps, err := fc.ensure(t, svc)
 		require.NoError(t, err, svc.Name)
@@ -459,10 +460,10 @@ func TestThePeersDualStackLoadBalancersAreAdoptedWithNoWrite(t *testing.T) {
 }
 
 func TestTheStatusShowsAnAddressOfEachFamilyAsThePublishRulesSay(t *testing.T) {
-	addrs := func(list ...string) (out []lbAddress) {
+	addrs := func(list ...string) (out []ociapi.LBAddress) {
 		for _, a := range list {
 			ip, public := strings.CutPrefix(a, "+")
-			out = append(out, lbAddress{ip, public})
+			out = append(out, ociapi.LBAddress{IPAddress: ip, IsPublic: public})
 		}
 		return out
 	}
@@ -473,15 +474,15 @@ func TestTheStatusShowsAnAddressOfEachFamilyAsThePublishRulesSay(t *testing.T) {
 		addresses              []string // "+" for a public one
 		want                   []string
 	}{
-		{"an lb, public", kindLB, false, false, []string{"+2001:db8::5", "+203.0.113.5"}, []string{"203.0.113.5", "2001:db8::5"}},
-		{"an lb, internal", kindLB, true, false, []string{"10.0.20.5", "2001:db8::5"}, []string{"10.0.20.5", "2001:db8::5"}},
-		{"an nlb, public", kindNLB, false, false, []string{"+203.0.113.5", "10.0.20.5", "+2001:db8::5"}, []string{"203.0.113.5", "2001:db8::5", "10.0.20.5"}},
-		{"an nlb, external-ip-only", kindNLB, false, true, []string{"+203.0.113.5", "10.0.20.5", "+2001:db8::5"}, []string{"203.0.113.5", "2001:db8::5"}},
-		{"an nlb, internal", kindNLB, true, false, []string{"10.0.20.5", "2001:db8::5"}, []string{"10.0.20.5", "2001:db8::5"}},
-		{"an nlb, IPv6 alone", kindNLB, false, false, []string{"+2001:db8::5"}, []string{"2001:db8::5"}},
-		{"an IPv4 nlb, as before", kindNLB, false, false, []string{"+203.0.113.5", "10.0.10.5"}, []string{"203.0.113.5", "10.0.10.5"}},
+		{"an lb, public", ociapi.KindLB, false, false, []string{"+2001:db8::5", "+203.0.113.5"}, []string{"203.0.113.5", "2001:db8::5"}},
+		{"an lb, internal", ociapi.KindLB, true, false, []string{"10.0.20.5", "2001:db8::5"}, []string{"10.0.20.5", "2001:db8::5"}},
+		{"an nlb, public", ociapi.KindNLB, false, false, []string{"+203.0.113.5", "10.0.20.5", "+2001:db8::5"}, []string{"203.0.113.5", "2001:db8::5", "10.0.20.5"}},
+		{"an nlb, external-ip-only", ociapi.KindNLB, false, true, []string{"+203.0.113.5", "10.0.20.5", "+2001:db8::5"}, []string{"203.0.113.5", "2001:db8::5"}},
+		{"an nlb, internal", ociapi.KindNLB, true, false, []string{"10.0.20.5", "2001:db8::5"}, []string{"10.0.20.5", "2001:db8::5"}},
+		{"an nlb, IPv6 alone", ociapi.KindNLB, false, false, []string{"+2001:db8::5"}, []string{"2001:db8::5"}},
+		{"an IPv4 nlb, as before", ociapi.KindNLB, false, false, []string{"+203.0.113.5", "10.0.10.5"}, []string{"203.0.113.5", "10.0.10.5"}},
 	} {
-		lb := LB{Kind: tc.kind, IPAddresses: addrs(tc.addresses...)}
+		lb := ociapi.LB{Kind: tc.kind, IPAddresses: addrs(tc.addresses...)}
 		assert.Equal(t, tc.want, ingress(lb, tc.internal, tc.externalOnly), tc.name)
 	}
 }
@@ -502,10 +503,10 @@ func TestANodesIPv6BackendIsItsInternalIPElseItsExternalIP(t *testing.T) {
 
 	// A Node of IPv6 alone is a backend of the IPv6 sets, of no IPv4 one.
 	members := []member{{ip: "10.0.10.2", ip6: "fd00::2", instance: "i2"}, {ip6: "fd00::1", instance: "i1"}}
-	withTarget := newBackend(kindNLB, "10.0.10.2", 30080)
+	withTarget := newBackend(ociapi.KindNLB, "10.0.10.2", 30080)
 	withTarget.TargetID = "i2"
-	assert.Equal(t, []Backend{newBackend(kindNLB, "fd00::1", 30080), newBackend(kindNLB, "fd00::2", 30080)}, backendsOf(kindNLB, ipv6Version, members, 30080))
-	assert.Equal(t, []Backend{withTarget}, backendsOf(kindNLB, ipv4Version, members, 30080))
+	assert.Equal(t, []ociapi.Backend{newBackend(ociapi.KindNLB, "fd00::1", 30080), newBackend(ociapi.KindNLB, "fd00::2", 30080)}, backendsOf(ociapi.KindNLB, ipv6Version, members, 30080))
+	assert.Equal(t, []ociapi.Backend{withTarget}, backendsOf(ociapi.KindNLB, ipv4Version, members, 30080))
 }
 
 // Security lists in mode All for a dual-stack nlb: the default sources
@@ -514,7 +515,7 @@ func TestANodesIPv6BackendIsItsInternalIPElseItsExternalIP(t *testing.T) {
 func TestADualStackNetworkLoadBalancersRulesOpenIPv6(t *testing.T) {
 	fc := newFamilyCluster(t, true)
 	f := fc.e.Fixture()
-	svc := fc.service(t, "rules", kindNLB, f.DualStackSubnetID, v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
+	svc := fc.service(t, "rules", ociapi.KindNLB, f.DualStackSubnetID, v1.IPFamilyPolicyRequireDualStack, v1.IPv4Protocol, v1.IPv6Protocol)
 	s := providertest.Reread(t, fc.kube, svc)
 	s.Annotations["oci-network-load-balancer.oraclecloud.com/security-list-management-mode"] = "All"
 	_, err := fc.kube.CoreV1().Services(s.Namespace).Update(t.Context(), s, metav1.UpdateOptions{})

@@ -23,6 +23,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -61,23 +62,23 @@ type lbSpec struct {
 	internal    bool
 	subnets     []string
 	shape       string
-	flex        *ShapeDetails // for the flexible shape
-	listeners   map[string]Listener
-	backendSets map[string]BackendSet // backends sorted
+	flex        *ociapi.ShapeDetails // for the flexible shape
+	listeners   map[string]ociapi.Listener
+	backendSets map[string]ociapi.BackendSet // backends sorted
 	freeform    map[string]string
 	defined     map[string]map[string]any
 	proxyMode   bool // ingress-ip-mode Proxy
 	// ruleSets are the rule sets every listener applies (rule-sets); nil
 	// when the annotation is not set: the load balancer's are then left as
 	// they are, as the peer leaves them.
-	ruleSets map[string]RuleSet
+	ruleSets map[string]ociapi.RuleSet
 	// nsgs are the network security groups the Service names for its load
 	// balancer; backendNSGs the nodes' (NSG mode).
 	nsgs, backendNSGs []string
 	// tls are the Secrets of the SSL certificates, by certificate name (the
 	// Secret's, as the peer names them); certs their contents, read by Spec.
 	tls   map[string]types.NamespacedName
-	certs map[string]Certificate
+	certs map[string]ociapi.Certificate
 	// preserveSource and ppv2 are an nlb's (is-preserve-source,
 	// is-ppv2-enabled); externalOnly publishes its public address alone.
 	preserveSource, ppv2, externalOnly bool
@@ -110,15 +111,15 @@ var unsupported = map[string][]annotation.Name{}
 // kindOf is the kind of load balancer the Service asks for: lb unless the
 // annotation says nlb (parseSpec refuses a value that is neither).
 func kindOf(svc *v1.Service) string {
-	if v, err := annotation.OCILoadBalancerType.String(svc); err == nil && strings.EqualFold(strings.TrimSpace(v), kindNLB) {
-		return kindNLB
+	if v, err := annotation.OCILoadBalancerType.String(svc); err == nil && strings.EqualFold(strings.TrimSpace(v), ociapi.KindNLB) {
+		return ociapi.KindNLB
 	}
-	return kindLB
+	return ociapi.KindLB
 }
 
 // nameOf is the peer's name of the Service's load balancer of a kind.
 func nameOf(svc *v1.Service, kind string) string {
-	if kind == kindNLB {
+	if kind == ociapi.KindNLB {
 		return nlbName(svc)
 	}
 	return lbName(svc)
@@ -126,7 +127,7 @@ func nameOf(svc *v1.Service, kind string) string {
 
 // noun names a kind of load balancer in messages.
 func noun(kind string) string {
-	if kind == kindNLB {
+	if kind == ociapi.KindNLB {
 		return "network load balancer"
 	}
 	return "load balancer"
@@ -139,10 +140,10 @@ type kindAnnotations struct {
 }
 
 var annotationsOf = map[string]kindAnnotations{
-	kindLB: {annotation.OCIInternal, annotation.OCISubnet1, annotation.OCIHealthCheckRetries, annotation.OCIHealthCheckInterval,
+	ociapi.KindLB: {annotation.OCIInternal, annotation.OCISubnet1, annotation.OCIHealthCheckRetries, annotation.OCIHealthCheckInterval,
 		annotation.OCIHealthCheckTimeout, annotation.OCINodeLabelSelector, annotation.OCIInitialFreeformTagsOverride, annotation.OCIInitialDefinedTagsOverride,
 		annotation.OCINetworkSecurityGroups},
-	kindNLB: {annotation.OCINLBInternal, annotation.OCINLBSubnet, annotation.OCINLBHealthCheckRetries, annotation.OCINLBHealthCheckInterval,
+	ociapi.KindNLB: {annotation.OCINLBInternal, annotation.OCINLBSubnet, annotation.OCINLBHealthCheckRetries, annotation.OCINLBHealthCheckInterval,
 		annotation.OCINLBHealthCheckTimeout, annotation.OCINLBNodeLabelSelector, annotation.OCINLBInitialFreeformTagsOverride, annotation.OCINLBInitialDefinedTagsOverride,
 		annotation.OCINLBNetworkSecurityGroups},
 }
@@ -156,9 +157,9 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 			errs = append(errs, err)
 		}
 	}
-	_, err := annotation.OCILoadBalancerType.OneOf(svc, []string{kindLB, kindNLB})
+	_, err := annotation.OCILoadBalancerType.OneOf(svc, []string{ociapi.KindLB, ociapi.KindNLB})
 	bad(err)
-	s := lbSpec{kind: kindOf(svc), listeners: map[string]Listener{}, backendSets: map[string]BackendSet{}}
+	s := lbSpec{kind: kindOf(svc), listeners: map[string]ociapi.Listener{}, backendSets: map[string]ociapi.BackendSet{}}
 	s.name = nameOf(svc, s.kind)
 	an := annotationsOf[s.kind]
 	for _, n := range unsupported[s.kind] {
@@ -197,7 +198,7 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 	s.ipv = askedVersions(svc)
 	bad(s.ipv.check(s.kind))
 	check := healthCheck(svc, an, bad)
-	if s.kind == kindNLB {
+	if s.kind == ociapi.KindNLB {
 		c.nlbParts(svc, &s, check, bad)
 	} else {
 		c.lbParts(svc, &s, check, bad)
@@ -220,7 +221,7 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 
 // lbParts are what an lb asks beyond what both kinds do: its shape, policy,
 // backend protocol, connections, and a TCP listener and backend set per port.
-func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad func(error)) {
+func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
 	s.shape = flexible
 	if shape, err := annotation.OCIShape.NonEmptyString(svc); err == nil {
 		s.shape = shape
@@ -229,7 +230,7 @@ func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad fun
 	}
 	if strings.EqualFold(s.shape, flexible) {
 		s.shape = flexible
-		s.flex = &ShapeDetails{MinimumBandwidthInMbps: defaultFlexMin, MaximumBandwidthInMbps: defaultFlexMax}
+		s.flex = &ociapi.ShapeDetails{MinimumBandwidthInMbps: defaultFlexMin, MaximumBandwidthInMbps: defaultFlexMax}
 		if v, err := annotation.OCIShapeFlexMin.Bandwidth(svc); err == nil {
 			s.flex.MinimumBandwidthInMbps = v
 		} else {
@@ -275,8 +276,8 @@ func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad fun
 			continue
 		}
 		name := fmt.Sprintf("%s-%d", p.Protocol, p.Port)
-		bs := BackendSet{Name: name, Policy: policy, HealthChecker: check, Backends: []Backend{}}
-		l := Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, ConnectionConfiguration: conn,
+		bs := ociapi.BackendSet{Name: name, Policy: policy, HealthChecker: check, Backends: []ociapi.Backend{}}
+		l := ociapi.Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, ConnectionConfiguration: conn,
 			RuleSetNames: ruleSetNames}
 		if slices.Contains(sslPorts, p.Port) {
 			l.SSLConfiguration, bs.SSLConfiguration = listenerSSL, backendSSL
@@ -295,7 +296,7 @@ var ruleActions = []string{"ADD_HTTP_REQUEST_HEADER", "EXTEND_HTTP_REQUEST_HEADE
 
 // ruleSets reads rule-sets: {"<name>": {"items": [{"action": …, …}]}}, the
 // API's RuleSetDetails by name, as the peer reads it; nil when not set.
-func ruleSets(svc *v1.Service, bad func(error)) map[string]RuleSet {
+func ruleSets(svc *v1.Service, bad func(error)) map[string]ociapi.RuleSet {
 	var raw map[string]struct {
 		Items []json.RawMessage `json:"items"`
 	}
@@ -303,7 +304,7 @@ func ruleSets(svc *v1.Service, bad func(error)) map[string]RuleSet {
 		bad(err)
 		return nil
 	}
-	out := map[string]RuleSet{}
+	out := map[string]ociapi.RuleSet{}
 	for name, rs := range raw {
 		if name == "" || rs.Items == nil {
 			bad(fmt.Errorf("%s: rule set %q needs a name and items", annotation.OCIRuleSets, name))
@@ -317,7 +318,7 @@ func ruleSets(svc *v1.Service, bad func(error)) map[string]RuleSet {
 				bad(fmt.Errorf("%s: rule %d of rule set %q has no action of %s", annotation.OCIRuleSets, i, name, strings.Join(ruleActions, ", ")))
 			}
 		}
-		out[name] = RuleSet{Items: rs.Items}
+		out[name] = ociapi.RuleSet{Items: rs.Items}
 	}
 	return out
 }
@@ -333,7 +334,7 @@ type sslConfig struct {
 // listeners of ssl-ports (tls-secret's certificate) and of their backend
 // sets (tls-backendset-secret's), nil for none. Each Secret becomes a
 // certificate named as the Secret, as the peer names it.
-func (s *lbSpec) ssl(svc *v1.Service, bad func(error)) (listener, backend *SSLConfiguration) {
+func (s *lbSpec) ssl(svc *v1.Service, bad func(error)) (listener, backend *ociapi.SSLConfiguration) {
 	ports, err := annotation.OCISSLPorts.Ports(svc)
 	bad(err)
 	for _, p := range ports {
@@ -344,7 +345,7 @@ func (s *lbSpec) ssl(svc *v1.Service, bad func(error)) (listener, backend *SSLCo
 	s.tls = map[string]types.NamespacedName{}
 	for _, a := range []struct {
 		secret, config annotation.Name
-		to             **SSLConfiguration
+		to             **ociapi.SSLConfiguration
 	}{
 		{annotation.OCITLSSecret, annotation.OCIListenerSSLConfig, &listener},
 		{annotation.OCITLSBackendSetSecret, annotation.OCIBackendSetSSLConfig, &backend},
@@ -365,7 +366,7 @@ func (s *lbSpec) ssl(svc *v1.Service, bad func(error)) (listener, backend *SSLCo
 				annotation.OCITLSBackendSetSecret, was, ns+"/"+name))
 		}
 		s.tls[name] = types.NamespacedName{Namespace: ns, Name: name}
-		c := &SSLConfiguration{CertificateName: name}
+		c := &ociapi.SSLConfiguration{CertificateName: name}
 		var cfg sslConfig
 		if err := a.config.JSON(svc, &cfg, `JSON {"CipherSuiteName": "...", "Protocols": ["TLSv1.2"]}`); err == nil {
 			c.CipherSuiteName, c.Protocols = cfg.CipherSuiteName, cfg.Protocols
@@ -390,7 +391,7 @@ func (c *Cloud) readCerts(ctx context.Context, s *lbSpec) error {
 	if kube == nil {
 		return errors.New("no Kubernetes client yet to read the TLS Secrets")
 	}
-	s.certs = map[string]Certificate{}
+	s.certs = map[string]ociapi.Certificate{}
 	for name, ref := range s.tls {
 		sec, err := kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
@@ -400,7 +401,7 @@ func (c *Cloud) readCerts(ctx context.Context, s *lbSpec) error {
 		if len(crt) == 0 || len(key) == 0 {
 			return outcome.Refuse(outcome.ReasonUnsupportedService, "the TLS Secret %s has no %s or no %s", ref, v1.TLSCertKey, v1.TLSPrivateKeyKey)
 		}
-		s.certs[name] = Certificate{CertificateName: name, PublicCertificate: string(crt), PrivateKey: string(key),
+		s.certs[name] = ociapi.Certificate{CertificateName: name, PublicCertificate: string(crt), PrivateKey: string(key),
 			CaCertificate: string(sec.Data["ca.crt"]), Passphrase: string(sec.Data["passphrase"])}
 	}
 	return nil
@@ -409,7 +410,7 @@ func (c *Cloud) readCerts(ctx context.Context, s *lbSpec) error {
 // nlbParts are what an nlb asks beyond what both kinds do: its policy,
 // source preservation, PPv2, and a listener and backend set per port (TCP,
 // UDP, or TCP_AND_UDP for a port both use), named as the peer names them.
-func (c *Cloud) nlbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad func(error)) {
+func (c *Cloud) nlbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
 	policy := "FIVE_TUPLE"
 	if p, err := annotation.OCINLBBackendPolicy.OneOf(svc, []string{"TWO_TUPLE", "THREE_TUPLE", "FIVE_TUPLE"}); err == nil {
 		policy = strings.ToUpper(p)
@@ -460,9 +461,9 @@ func (c *Cloud) nlbParts(svc *v1.Service, s *lbSpec, check HealthChecker, bad fu
 			continue
 		}
 		preserve := s.preserveSource
-		s.backendSets[name] = BackendSet{Name: name, Policy: policy, HealthChecker: check, Backends: []Backend{}, IsPreserveSource: &preserve}
+		s.backendSets[name] = ociapi.BackendSet{Name: name, Policy: policy, HealthChecker: check, Backends: []ociapi.Backend{}, IsPreserveSource: &preserve}
 		ppv2 := s.ppv2
-		s.listeners[name] = Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, IsPPv2Enabled: &ppv2}
+		s.listeners[name] = ociapi.Listener{Name: name, DefaultBackendSetName: name, Port: int(p.Port), Protocol: protocol, IsPPv2Enabled: &ppv2}
 		s.listenerPorts = append(s.listenerPorts, int(p.Port))
 		s.backendPorts = append(s.backendPorts, int(p.NodePort))
 	}
@@ -501,7 +502,7 @@ func (c *Cloud) securityMode(svc *v1.Service, kind string, bad func(error)) stri
 		return ModeNone
 	}
 	listMode := annotation.OCISecurityListManagementMode
-	if kind == kindNLB {
+	if kind == ociapi.KindNLB {
 		listMode = annotation.OCINLBSecurityListManagementMode
 	}
 	if m, err := listMode.OneOf(svc, []string{ModeAll, ModeFrontend, ModeNone}); err == nil {
@@ -510,7 +511,7 @@ func (c *Cloud) securityMode(svc *v1.Service, kind string, bad func(error)) stri
 		bad(err)
 		return ModeNone
 	}
-	if kind == kindNLB {
+	if kind == ociapi.KindNLB {
 		return ModeNone
 	}
 	if lb := c.cfg.LoadBalancer; lb != nil {
@@ -551,8 +552,8 @@ func (c *Cloud) subnets(svc *v1.Service, first annotation.Name, bad func(error))
 // healthCheck is the backend sets' health checker: kube-proxy's health check
 // of every node, or the Service's own node port with externalTrafficPolicy
 // Local (the nodes without its endpoints fail it).
-func healthCheck(svc *v1.Service, an kindAnnotations, bad func(error)) HealthChecker {
-	hc := HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200,
+func healthCheck(svc *v1.Service, an kindAnnotations, bad func(error)) ociapi.HealthChecker {
+	hc := ociapi.HealthChecker{Protocol: "HTTP", Port: proxyHealthPort, URLPath: healthPath, ReturnCode: 200,
 		Retries: defaultRetries, IntervalInMillis: defaultIntervalMS, TimeoutInMillis: defaultTimeoutMS}
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && svc.Spec.HealthCheckNodePort != 0 {
 		hc.Port = int(svc.Spec.HealthCheckNodePort)
@@ -576,8 +577,8 @@ func healthCheck(svc *v1.Service, an kindAnnotations, bad func(error)) HealthChe
 }
 
 // connection is the listeners' idle timeout and PROXY protocol version.
-func connection(svc *v1.Service, protocol string, bad func(error)) *ConnectionConfiguration {
-	cc := &ConnectionConfiguration{IdleTimeout: defaultIdleTCP}
+func connection(svc *v1.Service, protocol string, bad func(error)) *ociapi.ConnectionConfiguration {
+	cc := &ociapi.ConnectionConfiguration{IdleTimeout: defaultIdleTCP}
 	if protocol == "HTTP" {
 		cc.IdleTimeout = defaultIdleHTTP
 	}
@@ -669,7 +670,7 @@ func (s *lbSpec) fillBackends() {
 // again by fillBackends: what a creation waiting its turn holds (at 5,000
 // Nodes a backend set is most of a megabyte, and a burst of Services waits).
 func (s lbSpec) withoutBackends() lbSpec {
-	sets := make(map[string]BackendSet, len(s.backendSets))
+	sets := make(map[string]ociapi.BackendSet, len(s.backendSets))
 	for name, bs := range s.backendSets {
 		bs.Backends = nil
 		sets[name] = bs
@@ -731,7 +732,7 @@ func (s *lbSpec) configFingerprint() string {
 	if len(s.nsgs)+len(s.backendNSGs) > 0 {
 		w("nsgs", s.nsgs, s.backendNSGs)
 	}
-	if s.kind == kindNLB {
+	if s.kind == ociapi.KindNLB {
 		w("nlb", s.preserveSource, s.ppv2, s.externalOnly)
 	}
 	if s.assigned4+s.assigned6 != "" {
@@ -740,7 +741,7 @@ func (s *lbSpec) configFingerprint() string {
 	s.ipv.fingerprint(w)
 	for _, name := range slices.Sorted(maps.Keys(s.listeners)) {
 		l := s.listeners[name]
-		var conn ConnectionConfiguration
+		var conn ociapi.ConnectionConfiguration
 		if l.ConnectionConfiguration != nil {
 			conn = *l.ConnectionConfiguration
 		}

@@ -10,6 +10,7 @@ import (
 
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // cloudOfNodes is a cloud (on an emulator not served: no call is made) and
@@ -53,9 +54,9 @@ func BenchmarkASpecOn5000Nodes(b *testing.B) {
 // backend "<set>=<ip>:<port>[/<target>]", listed): a new version does not
 // see every load balancer's members as changed.
 func TestTheMembersFingerprintIsTheOneRecordedBefore(t *testing.T) {
-	s := lbSpec{backendSets: map[string]BackendSet{
-		"TCP-80":  {Backends: []Backend{newBackend(kindNLB, "10.0.0.1", 30080), newBackend(kindNLB, "10.0.0.2", 30080)}},
-		"TCP-443": {Backends: []Backend{newBackend(kindLB, "10.0.0.1", 30443)}},
+	s := lbSpec{backendSets: map[string]ociapi.BackendSet{
+		"TCP-80":  {Backends: []ociapi.Backend{newBackend(ociapi.KindNLB, "10.0.0.1", 30080), newBackend(ociapi.KindNLB, "10.0.0.2", 30080)}},
+		"TCP-443": {Backends: []ociapi.Backend{newBackend(ociapi.KindLB, "10.0.0.1", 30443)}},
 		"UDP-53":  {},
 	}}
 	s.backendSets["TCP-80"].Backends[0].TargetID = "ocid1.instance.oc1.iad.a"
@@ -78,10 +79,10 @@ func TestTheMembersFingerprintIsTheOneRecordedBefore(t *testing.T) {
 // them again when it asks: the same spec, for either kind.
 func TestASpecWithoutItsBackendsIsMadeWholeAgain(t *testing.T) {
 	c, nodes := cloudOfNodes(t, 300)
-	for _, kind := range []string{kindLB, kindNLB} {
+	for _, kind := range []string{ociapi.KindLB, ociapi.KindNLB} {
 		svc := lbSvc("web-"+kind, "uid-"+kind, 30080)
 		svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Protocol: v1.ProtocolTCP, Port: 443, NodePort: 30443})
-		if kind == kindNLB {
+		if kind == ociapi.KindNLB {
 			svc.Annotations = map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}
 		}
 		spec, _, err := (steps{c}).Spec(t.Context(), "kubernetes", svc, nodes)

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // specCloud is a cloud whose config names a load balancer subnet, for
@@ -55,7 +57,7 @@ func TestSSLAnnotationsAreCheckedWhole(t *testing.T) {
 	require.NoError(t, err)
 	l, bs := spec.listeners["TCP-80"], spec.backendSets["TCP-80"]
 	require.NotNil(t, l.SSLConfiguration)
-	assert.Equal(t, SSLConfiguration{CertificateName: "front", CipherSuiteName: "oci-modern-ssl-cipher-suite-v1", Protocols: []string{"TLSv1.2", "TLSv1.3"}},
+	assert.Equal(t, ociapi.SSLConfiguration{CertificateName: "front", CipherSuiteName: "oci-modern-ssl-cipher-suite-v1", Protocols: []string{"TLSv1.2", "TLSv1.3"}},
 		*l.SSLConfiguration)
 	require.NotNil(t, bs.SSLConfiguration)
 	assert.Equal(t, "back", bs.SSLConfiguration.CertificateName)
@@ -65,35 +67,35 @@ func TestSSLAnnotationsAreCheckedWhole(t *testing.T) {
 
 func TestARenewedSecretGetsANewCertificateAndTheOldOneGoes(t *testing.T) {
 	spec := lbSpec{tls: map[string]types.NamespacedName{"web-tls": {Namespace: "default", Name: "web-tls"}},
-		certs:     map[string]Certificate{"web-tls": {CertificateName: "web-tls", PublicCertificate: "NEW\n"}},
-		listeners: map[string]Listener{"TCP-443": {SSLConfiguration: &SSLConfiguration{CertificateName: "web-tls"}}}}
+		certs:     map[string]ociapi.Certificate{"web-tls": {CertificateName: "web-tls", PublicCertificate: "NEW\n"}},
+		listeners: map[string]ociapi.Listener{"TCP-443": {SSLConfiguration: &ociapi.SSLConfiguration{CertificateName: "web-tls"}}}}
 	// The peer's certificate of the same content: adopted under its name.
-	same := LB{Certificates: map[string]Certificate{"web-tls": {CertificateName: "web-tls", PublicCertificate: "NEW"}}}
+	same := ociapi.LB{Certificates: map[string]ociapi.Certificate{"web-tls": {CertificateName: "web-tls", PublicCertificate: "NEW"}}}
 	assert.Equal(t, map[string]string{"web-tls": "web-tls"}, certNames(same, spec))
 
 	// Renewed: another name, the listener moved to it, then the old one goes.
-	old := LB{Certificates: map[string]Certificate{"web-tls": {CertificateName: "web-tls", PublicCertificate: "OLD"}},
-		Listeners: map[string]Listener{"TCP-443": {SSLConfiguration: &SSLConfiguration{CertificateName: "web-tls"}}}}
+	old := ociapi.LB{Certificates: map[string]ociapi.Certificate{"web-tls": {CertificateName: "web-tls", PublicCertificate: "OLD"}},
+		Listeners: map[string]ociapi.Listener{"TCP-443": {SSLConfiguration: &ociapi.SSLConfiguration{CertificateName: "web-tls"}}}}
 	names := certNames(old, spec)
 	require.Regexp(t, `^web-tls-[0-9a-f]{8}$`, names["web-tls"])
 	assert.Equal(t, names["web-tls"], withCertNames(spec, names).listeners["TCP-443"].SSLConfiguration.CertificateName)
 	assert.Empty(t, staleCertificate(old, spec, names), "still used by the listener")
 	moved := old
-	moved.Listeners = map[string]Listener{"TCP-443": {SSLConfiguration: &SSLConfiguration{CertificateName: names["web-tls"]}}}
-	moved.Certificates = map[string]Certificate{"web-tls": old.Certificates["web-tls"], names["web-tls"]: {PublicCertificate: "NEW"}}
+	moved.Listeners = map[string]ociapi.Listener{"TCP-443": {SSLConfiguration: &ociapi.SSLConfiguration{CertificateName: names["web-tls"]}}}
+	moved.Certificates = map[string]ociapi.Certificate{"web-tls": old.Certificates["web-tls"], names["web-tls"]: {PublicCertificate: "NEW"}}
 	assert.Equal(t, "web-tls", staleCertificate(moved, spec, names))
-	moved.Certificates["someone-else"] = Certificate{PublicCertificate: "X"}
+	moved.Certificates["someone-else"] = ociapi.Certificate{PublicCertificate: "X"}
 	delete(moved.Certificates, "web-tls")
 	assert.Empty(t, staleCertificate(moved, spec, names), "a certificate of no Secret of the Service's is not its to remove")
 }
 
 func TestSSLIsComparedAsThePeerComparesIt(t *testing.T) {
-	want := &SSLConfiguration{CertificateName: "c"}
-	got := &SSLConfiguration{CertificateName: "c", CipherSuiteName: "oci-default-ssl-cipher-suite-v1", Protocols: []string{"TLSv1.2"}}
+	want := &ociapi.SSLConfiguration{CertificateName: "c"}
+	got := &ociapi.SSLConfiguration{CertificateName: "c", CipherSuiteName: "oci-default-ssl-cipher-suite-v1", Protocols: []string{"TLSv1.2"}}
 	assert.True(t, sameSSL(got, want), "OCI's defaults are not a change")
 	assert.False(t, sameSSL(nil, want))
-	assert.False(t, sameSSL(got, &SSLConfiguration{CertificateName: "c", CipherSuiteName: "oci-modern-ssl-cipher-suite-v1"}))
-	assert.False(t, sameSSL(got, &SSLConfiguration{CertificateName: "c", Protocols: []string{"TLSv1.3"}}))
+	assert.False(t, sameSSL(got, &ociapi.SSLConfiguration{CertificateName: "c", CipherSuiteName: "oci-modern-ssl-cipher-suite-v1"}))
+	assert.False(t, sameSSL(got, &ociapi.SSLConfiguration{CertificateName: "c", Protocols: []string{"TLSv1.3"}}))
 	assert.True(t, sameSSL(nil, nil))
 }
 
@@ -113,8 +115,8 @@ func TestRuleSetsAreReadAsThePeerReadsThem(t *testing.T) {
 	require.ErrorContains(t, err, `rule 0 of rule set "a" has no action of`)
 
 	// OCI may fill in fields a rule did not give: not a change.
-	assert.True(t, sameRuleSet(RuleSet{Items: []json.RawMessage{[]byte(`{"action":"ALLOW","conditions":[],"description":null}`)}},
-		RuleSet{Items: []json.RawMessage{[]byte(`{"action":"ALLOW","conditions":[]}`)}}))
-	assert.False(t, sameRuleSet(RuleSet{Items: []json.RawMessage{[]byte(`{"action":"ALLOW"}`)}},
-		RuleSet{Items: []json.RawMessage{[]byte(`{"action":"REDIRECT"}`)}}))
+	assert.True(t, sameRuleSet(ociapi.RuleSet{Items: []json.RawMessage{[]byte(`{"action":"ALLOW","conditions":[],"description":null}`)}},
+		ociapi.RuleSet{Items: []json.RawMessage{[]byte(`{"action":"ALLOW","conditions":[]}`)}}))
+	assert.False(t, sameRuleSet(ociapi.RuleSet{Items: []json.RawMessage{[]byte(`{"action":"ALLOW"}`)}},
+		ociapi.RuleSet{Items: []json.RawMessage{[]byte(`{"action":"REDIRECT"}`)}}))
 }

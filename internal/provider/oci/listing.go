@@ -8,35 +8,36 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
 // newListing is the shared listing of the compartment's load balancers of
 // a kind.
-func newListing(c *Cloud, kind string) *snapshot.Snapshot[LB] {
-	return snapshot.New(ProviderName+"-"+kind, listingMaxAge, listingMinMiss, func(ctx context.Context) ([]LB, error) {
-		all, err := c.gw.loadBalancers(ctx, kind, inCompartment(c.cfg.CompartmentID))
-		return slices.DeleteFunc(all, func(lb LB) bool { return lb.LifecycleState == "DELETED" }), err
-	}, func(lb LB) []string { return []string{"id/" + lb.ID, "name/" + lb.DisplayName} })
+func newListing(c *Cloud, kind string) *snapshot.Snapshot[ociapi.LB] {
+	return snapshot.New(ProviderName+"-"+kind, listingMaxAge, listingMinMiss, func(ctx context.Context) ([]ociapi.LB, error) {
+		all, err := c.api.LoadBalancers(ctx, kind, ociapi.InCompartment(c.cfg.CompartmentID))
+		return slices.DeleteFunc(all, func(lb ociapi.LB) bool { return lb.LifecycleState == "DELETED" }), err
+	}, func(lb ociapi.LB) []string { return []string{"id/" + lb.ID, "name/" + lb.DisplayName} })
 }
 
 // listed is the Service's load balancer of a kind in the shared listing;
 // read by its name as its workload for a Service that names one.
-func (c *Cloud) listed(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
+func (c *Cloud) listed(ctx context.Context, svc *v1.Service, kind string) (ociapi.LB, bool, error) {
 	return c.listedWithin(ctx, svc, kind, listingMaxAge)
 }
 
 // listedWithin is listed from a shared listing at most age old.
-func (c *Cloud) listedWithin(ctx context.Context, svc *v1.Service, kind string, age time.Duration) (LB, bool, error) {
-	if _, ok := workloadOf(ctx); ok {
+func (c *Cloud) listedWithin(ctx context.Context, svc *v1.Service, kind string, age time.Duration) (ociapi.LB, bool, error) {
+	if _, ok := ociapi.WorkloadOf(ctx); ok {
 		return c.byName(ctx, svc, kind)
 	}
 	return c.listings[kind].GetWithin(ctx, "name/"+nameOf(svc, kind), age)
 }
 
 // listedFresh is listed from a shared listing made at most freshWithin ago.
-func (c *Cloud) listedFresh(ctx context.Context, svc *v1.Service, kind string) (LB, bool, error) {
-	if _, ok := workloadOf(ctx); ok {
+func (c *Cloud) listedFresh(ctx context.Context, svc *v1.Service, kind string) (ociapi.LB, bool, error) {
+	if _, ok := ociapi.WorkloadOf(ctx); ok {
 		return c.byName(ctx, svc, kind)
 	}
 	return c.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), c.freshWithin(kind))

@@ -19,6 +19,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // A create whose answer was lost (a timeout, a connection cut:
@@ -126,22 +127,22 @@ func (s steps) awaitingLB(svc *v1.Service, kind string) (ociLB, bool) {
 // Service keeps (its status's address, else the oldest) and the others to
 // delete; an error when one of them lacks this cluster's marks for the
 // Service (not ours to choose: resolve by hand).
-func (c *Cloud) keptOf(svc *v1.Service, list []LB) (LB, []LB, error) {
-	live := slices.DeleteFunc(slices.Clone(list), func(lb LB) bool { return lb.LifecycleState == "DELETING" })
+func (c *Cloud) keptOf(svc *v1.Service, list []ociapi.LB) (ociapi.LB, []ociapi.LB, error) {
+	live := slices.DeleteFunc(slices.Clone(list), func(lb ociapi.LB) bool { return lb.LifecycleState == "DELETING" })
 	for _, lb := range live {
 		if lb.FreeformTags[tagService] != string(svc.UID) || lb.FreeformTags[tagCluster] != c.Cluster.Get() {
-			return LB{}, nil, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s, not all made by this cluster for the Service: resolve by hand (delete all but one)",
+			return ociapi.LB{}, nil, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s, not all made by this cluster for the Service: resolve by hand (delete all but one)",
 				len(live), nameOf(svc, lb.Kind))
 		}
 	}
 	if len(live) == 0 {
 		return list[0], nil, nil
 	}
-	slices.SortFunc(live, func(a, b LB) int { return a.TimeCreated.Compare(b.TimeCreated) })
+	slices.SortFunc(live, func(a, b ociapi.LB) int { return a.TimeCreated.Compare(b.TimeCreated) })
 	keep := 0
 	for i, lb := range live {
 		for _, in := range svc.Status.LoadBalancer.Ingress {
-			if in.IP != "" && slices.ContainsFunc(lb.IPAddresses, func(a lbAddress) bool { return a.IPAddress == in.IP }) {
+			if in.IP != "" && slices.ContainsFunc(lb.IPAddresses, func(a ociapi.LBAddress) bool { return a.IPAddress == in.IP }) {
 				keep = i
 			}
 		}
@@ -152,12 +153,12 @@ func (c *Cloud) keptOf(svc *v1.Service, list []LB) (LB, []LB, error) {
 
 // deleteDuplicates deletes the Service's load balancers other than keep,
 // each once OCI lets it (not CREATING: the next pass's).
-func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, keep LB, dups []LB) error {
+func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, keep ociapi.LB, dups []ociapi.LB) error {
 	for _, d := range dups {
 		if d.LifecycleState == "CREATING" {
 			continue
 		}
-		wr, err := s.gw.deleteLoadBalancer(ctx, d.Kind, d.ID)
+		wr, err := s.api.DeleteLoadBalancer(ctx, d.Kind, d.ID)
 		if err != nil {
 			return fmt.Errorf("deleting %s %s, a second one of the Service: %w", noun(d.Kind), d.ID, err)
 		}
@@ -171,7 +172,7 @@ func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, keep LB, d
 
 // isCode says whether err is OCI's answer of code.
 func isCode(err error, code string) bool {
-	var e *Error
+	var e *ociapi.Error
 	return errors.As(err, &e) && e.Code == code
 }
 
@@ -180,7 +181,7 @@ func isCode(err error, code string) bool {
 // balancer is moved to keep first, convergeNSGs).
 func (c *Cloud) deleteNSGDuplicates(ctx context.Context, svc *v1.Service, keep string, others []string) error {
 	for _, id := range others {
-		err := c.gw.deleteNSG(ctx, id)
+		err := c.api.DeleteNSG(ctx, id)
 		switch {
 		case errors.Is(err, outcome.ErrNotFound), errors.Is(err, outcome.ErrBusy), errors.Is(err, outcome.ErrRefused):
 			continue // gone, or still in use

@@ -25,6 +25,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -120,7 +121,7 @@ type lostRun struct {
 func newLostRun(t *testing.T, sc lostScenario) *lostRun {
 	e := startEmulator(t)
 	r := &lostRun{sc: sc, e: e, c: clusterCloud(t, e, "lost-cluster")}
-	r.c.gw.(*gateway).attemptTimeout = lostAttempt
+	r.c.api.(*ociapi.Client).SetAttemptTimeout(lostAttempt)
 	crt, key := selfSigned(t)
 	r.kube = fake.NewClientset(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lost-tls"},
 		Type: v1.SecretTypeTLS, Data: map[string][]byte{v1.TLSCertKey: crt, v1.TLSPrivateKeyKey: key}})
@@ -128,7 +129,7 @@ func newLostRun(t *testing.T, sc lostScenario) *lostRun {
 	r.nodes = []*v1.Node{machineNode(e, "lost-a"), machineNode(e, "lost-b")}
 	if sc.backendNSG {
 		f := e.Fixture()
-		g, err := r.c.gw.createNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
+		g, err := r.c.api.CreateNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
 		require.NoError(t, err)
 		r.back = g.ID
 	}
@@ -219,11 +220,11 @@ func (r *lostRun) settled(t *testing.T, svc *v1.Service, addr string) map[string
 func (r *lostRun) held(t *testing.T, svc *v1.Service) map[string]string {
 	ctx := t.Context()
 	out := map[string]string{}
-	var lbs []LB
-	for _, kind := range []string{kindLB, kindNLB} {
-		list, err := r.c.gw.loadBalancers(ctx, kind, with(inCompartment(r.e.Fixture().CompartmentID), "displayName", nameOf(svc, kind)))
+	var lbs []ociapi.LB
+	for _, kind := range []string{ociapi.KindLB, ociapi.KindNLB} {
+		list, err := r.c.api.LoadBalancers(ctx, kind, ociapi.With(ociapi.InCompartment(r.e.Fixture().CompartmentID), "displayName", nameOf(svc, kind)))
 		require.NoError(t, err)
-		lbs = append(lbs, slices.DeleteFunc(list, func(lb LB) bool { return lb.LifecycleState == "DELETED" })...)
+		lbs = append(lbs, slices.DeleteFunc(list, func(lb ociapi.LB) bool { return lb.LifecycleState == "DELETED" })...)
 	}
 	out["load balancers"] = fmt.Sprint(len(lbs))
 	for _, lb := range lbs {
@@ -237,14 +238,14 @@ func (r *lostRun) held(t *testing.T, svc *v1.Service) map[string]string {
 	}
 	in, eg := r.e.SecurityListRules(r.e.Fixture().SecurityListID)
 	out["security-list rules"] = fmt.Sprint(countMarked(append(in, eg...), `"description":"`+r.c.mark(svc)))
-	groups, err := r.c.gw.nsgs(ctx, inCompartment(r.e.Fixture().CompartmentID))
+	groups, err := r.c.api.NSGs(ctx, ociapi.InCompartment(r.e.Fixture().CompartmentID))
 	require.NoError(t, err)
 	fronts, rules := 0, 0
 	for _, g := range groups {
 		if g.FreeformTags["ServiceUid"] == string(svc.UID) {
 			fronts++
 		}
-		have, err := r.c.gw.nsgRules(ctx, g.ID)
+		have, err := r.c.api.NSGRules(ctx, g.ID)
 		require.NoError(t, err)
 		for _, rule := range have {
 			if r.c.isOurs(rule, svc) {

@@ -7,20 +7,21 @@ import (
 	"slices"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // backendsOfSet is bs's backends as ManyBackends, digested when listed one
 // by one.
-func backendsOfSet(bs BackendSet) ManyBackends {
+func backendsOfSet(bs ociapi.BackendSet) ociapi.ManyBackends {
 	if bs.Many != nil {
 		return *bs.Many
 	}
-	return digestBackends(bs.Backends)
+	return ociapi.DigestBackends(bs.Backends)
 }
 
 // sameBackends says whether got's backends are want's, each with the same
 // fields: one by one, or by digest when either is many.
-func sameBackends(got, want BackendSet) bool {
+func sameBackends(got, want ociapi.BackendSet) bool {
 	if got.Many == nil && len(want.Backends) <= lbcycle.MembersKept {
 		return slices.Equal(backendKeys(got), backendKeys(want))
 	}
@@ -29,7 +30,7 @@ func sameBackends(got, want BackendSet) bool {
 }
 
 // backendPorts are bs's backends' ports.
-func backendPorts(bs BackendSet) []int {
+func backendPorts(bs ociapi.BackendSet) []int {
 	if bs.Many != nil {
 		return bs.Many.Ports
 	}
@@ -42,7 +43,7 @@ func backendPorts(bs BackendSet) []int {
 
 // unfold is lb with the backends of each backend set kept as ManyBackends
 // read one by one (explain names each).
-func (c *Cloud) unfold(ctx context.Context, lb LB) (LB, error) {
+func (c *Cloud) unfold(ctx context.Context, lb ociapi.LB) (ociapi.LB, error) {
 	if !hasMany(lb) {
 		return lb, nil
 	}
@@ -51,7 +52,7 @@ func (c *Cloud) unfold(ctx context.Context, lb LB) (LB, error) {
 		if bs.Many == nil {
 			continue
 		}
-		backends, err := c.gw.backends(ctx, lb.Kind, lb.ID, name)
+		backends, err := c.api.Backends(ctx, lb.Kind, lb.ID, name)
 		if err != nil {
 			return lb, fmt.Errorf("reading the backends of backend set %s of %s: %w", name, lb.ID, err)
 		}
@@ -63,7 +64,7 @@ func (c *Cloud) unfold(ctx context.Context, lb LB) (LB, error) {
 }
 
 // hasMany says whether a backend set of lb is kept as ManyBackends.
-func hasMany(lb LB) bool {
+func hasMany(lb ociapi.LB) bool {
 	for _, bs := range lb.BackendSets {
 		if bs.Many != nil {
 			return true

@@ -50,7 +50,7 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 		if sent[name] == want || sameBackends(got, w) {
 			continue
 		}
-		wr, err := s.gw.updateChild(ctx, kind, lb.ID, "backendSets", name, unnamed(w))
+		wr, err := s.api.UpdateChild(ctx, kind, lb.ID, "backendSets", name, unnamed(w))
 		if err != nil {
 			return "", true, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -27,7 +28,7 @@ import (
 // done although the shared listing still shows the old backends, and the
 // backend set holds the new Node.
 func TestANodeJoiningIsOneBackendSetUpdate(t *testing.T) {
-	for _, kind := range []string{kindLB, kindNLB} {
+	for _, kind := range []string{ociapi.KindLB, ociapi.KindNLB} {
 		t.Run(kind, func(t *testing.T) {
 			e := startEmulator(t)
 			e.SetProvisioning(300 * time.Millisecond)
@@ -35,7 +36,7 @@ func TestANodeJoiningIsOneBackendSetUpdate(t *testing.T) {
 			svc := lbSvc("members", "uid-members", 30280)
 			svc.Spec.Ports = append(svc.Spec.Ports, v1.ServicePort{Name: "b", Protocol: v1.ProtocolTCP, Port: 81, NodePort: 30281})
 			svc.Spec.Ports[0].Name = "a"
-			if kind == kindNLB {
+			if kind == ociapi.KindNLB {
 				svc.Annotations = map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}
 			}
 			kube := fake.NewClientset(svc)
@@ -53,7 +54,7 @@ func TestANodeJoiningIsOneBackendSetUpdate(t *testing.T) {
 			// The answer of the update lost (carried out, the connection
 			// cut) or late (carried out after the CCM gave up): the next
 			// Node still joins every backend set, nothing else changes.
-			c.gw.(*gateway).attemptTimeout = lostAttempt
+			c.api.(*ociapi.Client).SetAttemptTimeout(lostAttempt)
 			for i, f := range []core.Fault{{Lost: true}, {Late: lostLate}} {
 				f.Route, f.Count = route, 1
 				e.InjectFault(f)

@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // Network security groups, in the peer's NSG mode
@@ -34,7 +36,7 @@ import (
 // (oci-network-security-groups) are joined and never changed.
 
 // nsgRuleKey is what a rule does: direction, peer and port.
-func nsgRuleKey(r NSGRule) string {
+func nsgRuleKey(r ociapi.NSGRule) string {
 	port := ""
 	if r.TCPOptions != nil && r.TCPOptions.DestinationPortRange != nil {
 		port = fmt.Sprintf("%d-%d", r.TCPOptions.DestinationPortRange.Min, r.TCPOptions.DestinationPortRange.Max)
@@ -44,8 +46,8 @@ func nsgRuleKey(r NSGRule) string {
 
 // nsgRule is a stateful TCP rule toward (ingress: from) peer, a CIDR or an
 // NSG, on port.
-func nsgRule(ingress bool, peer string, port int, mark string) NSGRule {
-	r := NSGRule{Direction: "EGRESS", rule: tcpRule(ingress, peer, port, mark)}
+func nsgRule(ingress bool, peer string, port int, mark string) ociapi.NSGRule {
+	r := ociapi.NSGRule{Direction: "EGRESS", SecurityRule: tcpRule(ingress, peer, port, mark)}
 	if ingress {
 		r.Direction = "INGRESS"
 	}
@@ -79,17 +81,17 @@ func (c *Cloud) frontendNSG(ctx context.Context, svc *v1.Service) (string, error
 // frontendNSGs are frontendNSG and the Service's other NSGs of its name
 // and tags.
 func (c *Cloud) frontendNSGs(ctx context.Context, svc *v1.Service) (string, []string, error) {
-	list, err := c.gw.nsgs(ctx, with(inCompartment(c.cfg.CompartmentID), "displayName", frontendNSGName(svc)))
+	list, err := c.api.NSGs(ctx, ociapi.With(ociapi.InCompartment(c.cfg.CompartmentID), "displayName", frontendNSGName(svc)))
 	if err != nil {
 		return "", nil, fmt.Errorf("looking up the network security group of the Service: %w", err)
 	}
-	list = slices.DeleteFunc(list, func(g NSG) bool {
+	list = slices.DeleteFunc(list, func(g ociapi.NSG) bool {
 		return g.FreeformTags["ServiceUid"] != string(svc.UID) || g.LifecycleState == "TERMINATED" || g.LifecycleState == "TERMINATING"
 	})
 	if len(list) == 0 {
 		return "", nil, nil
 	}
-	slices.SortFunc(list, func(a, b NSG) int { return a.TimeCreated.Compare(b.TimeCreated) })
+	slices.SortFunc(list, func(a, b ociapi.NSG) int { return a.TimeCreated.Compare(b.TimeCreated) })
 	var others []string
 	for _, g := range list[1:] {
 		others = append(others, g.ID)
@@ -105,7 +107,7 @@ func (c *Cloud) createFrontendNSG(ctx context.Context, svc *v1.Service, spec lbS
 		return "", err
 	}
 	token := retryToken(svc.UID, "nsg", c.salts.get(svc.UID, "nsg"), []string{c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc)})
-	g, err := c.gw.createNSG(ctx, c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc), nsgTags(svc), token)
+	g, err := c.api.CreateNSG(ctx, c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc), nsgTags(svc), token)
 	c.createAnswered(svc, "nsg", err)
 	if err != nil {
 		return "", fmt.Errorf("creating the network security group of the Service: %w", err)
@@ -157,7 +159,7 @@ func nsgMark(svc *v1.Service) string { return "service-uid-" + string(svc.UID) }
 
 // isOurs says whether an NSG rule is the Service's: the peer's mark, its
 // UID alone, or an earlier Overcast's mark in this cluster.
-func (c *Cloud) isOurs(r NSGRule, svc *v1.Service) bool {
+func (c *Cloud) isOurs(r ociapi.NSGRule, svc *v1.Service) bool {
 	return r.Description == nsgMark(svc) || r.Description == string(svc.UID) || r.Description == c.mark(svc) ||
 		strings.HasPrefix(r.Description, c.mark(svc)+" ")
 }
@@ -165,17 +167,17 @@ func (c *Cloud) isOurs(r NSGRule, svc *v1.Service) bool {
 // applyNSGRules makes the Service's rules in NSG id what want says: the
 // missing added, those of the Service's no longer wanted removed, others
 // left.
-func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, want []NSGRule) error {
+func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, want []ociapi.NSGRule) error {
 	defer c.nsgPass.Stale(id) // the drift check reads what this leaves
-	have, err := c.gw.nsgRules(ctx, id)
+	have, err := c.api.NSGRules(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading the rules of network security group %s: %w", id, err)
 	}
 	add, stale := c.nsgChanges(svc, have, want)
-	if err := c.gw.addNSGRules(ctx, id, add); err != nil {
+	if err := c.api.AddNSGRules(ctx, id, add); err != nil {
 		return fmt.Errorf("adding rules to network security group %s: %w", id, err)
 	}
-	if err := c.gw.removeNSGRules(ctx, id, stale); err != nil {
+	if err := c.api.RemoveNSGRules(ctx, id, stale); err != nil {
 		return fmt.Errorf("removing rules from network security group %s: %w", id, err)
 	}
 	return nil
@@ -183,7 +185,7 @@ func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, w
 
 // nsgChanges are the rules of want an NSG's rules (have) lack, and the
 // ids of the Service's rules in it that want has not (or has twice).
-func (c *Cloud) nsgChanges(svc *v1.Service, have, want []NSGRule) (add []NSGRule, stale []string) {
+func (c *Cloud) nsgChanges(svc *v1.Service, have, want []ociapi.NSGRule) (add []ociapi.NSGRule, stale []string) {
 	wanted := map[string]bool{}
 	for _, r := range want {
 		wanted[nsgRuleKey(r)] = true
@@ -228,14 +230,14 @@ func (c *Cloud) publishNSGRules(ctx context.Context, svc *v1.Service, spec lbSpe
 
 // nsgRulesWanted are the Service's rules in its frontend NSG, and in each
 // backend NSG.
-func nsgRulesWanted(svc *v1.Service, spec lbSpec, frontend string) (front []NSGRule, back map[string][]NSGRule) {
+func nsgRulesWanted(svc *v1.Service, spec lbSpec, frontend string) (front []ociapi.NSGRule, back map[string][]ociapi.NSGRule) {
 	mark := nsgMark(svc)
 	for _, src := range spec.sources {
 		for _, p := range spec.listenerPorts {
 			front = append(front, nsgRule(true, src, p, mark))
 		}
 	}
-	back = map[string][]NSGRule{}
+	back = map[string][]ociapi.NSGRule{}
 	for _, b := range spec.backendNSGs {
 		for _, p := range spec.backendPorts {
 			front = append(front, nsgRule(false, b, p, mark))
@@ -257,7 +259,7 @@ func (c *Cloud) markManaged(ctx context.Context, id string) error {
 	if _, done := c.managedNSGs.Load(id); done {
 		return nil
 	}
-	g, etag, err := c.gw.nsgRead(ctx, id)
+	g, etag, err := c.api.NSGRead(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading network security group %s: %w", id, err)
 	}
@@ -267,7 +269,7 @@ func (c *Cloud) markManaged(ctx context.Context, id string) error {
 			tags = map[string]string{}
 		}
 		tags["ManagedBy"] = "CCM"
-		if err := c.gw.tagNSG(ctx, id, etag, tags); err != nil {
+		if err := c.api.TagNSG(ctx, id, etag, tags); err != nil {
 			return fmt.Errorf("tagging network security group %s as the peer does: %w", id, err)
 		}
 	}

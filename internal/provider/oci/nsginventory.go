@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // The drift check's view of a Service's network security group rules (NSG
@@ -27,7 +29,7 @@ const nsgReadsPerPass = 20
 
 // nsgObjects are the keys of the Service's rules in its frontend and backend
 // NSGs, as nsgPass last read them.
-func (s steps) nsgObjects(ctx context.Context, svc *v1.Service, spec lbSpec, lb LB) ([]string, error) {
+func (s steps) nsgObjects(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociapi.LB) ([]string, error) {
 	var ids []string
 	for _, id := range lb.NetworkSecurityGroupIDs {
 		if !slices.Contains(spec.nsgs, id) {
@@ -37,7 +39,7 @@ func (s steps) nsgObjects(ctx context.Context, svc *v1.Service, spec lbSpec, lb 
 	ids = append(ids, spec.backendNSGs...)
 	var out []string
 	for _, id := range ids {
-		rules, err := s.nsgPass.Get(ctx, id, s.gw.nsgRules)
+		rules, err := s.nsgPass.Get(ctx, id, s.api.NSGRules)
 		if err != nil {
 			return nil, fmt.Errorf("reading the rules of network security group %s: %w", id, err)
 		}

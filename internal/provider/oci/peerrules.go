@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // The peer's rules of a Service whose load balancer Overcast took over.
@@ -23,7 +25,7 @@ import (
 
 // peerPorts are the ports the peer's rules of load balancer lb open: its
 // listeners', its backends' (the node ports) and its health checks'.
-func peerPorts(lb LB) map[int]bool {
+func peerPorts(lb ociapi.LB) map[int]bool {
 	listeners, backends, _ := lbPorts(lb)
 	maps.Copy(listeners, backends)
 	return listeners
@@ -32,7 +34,7 @@ func peerPorts(lb LB) map[int]bool {
 // lbPorts are the ports of load balancer lb's listeners, those of its
 // backends and health checks, and its backends' addresses (those of the
 // backend sets kept one by one: not of ManyBackends).
-func lbPorts(lb LB) (listeners, backends map[int]bool, ips []string) {
+func lbPorts(lb ociapi.LB) (listeners, backends map[int]bool, ips []string) {
 	listeners, backends = map[int]bool{}, map[int]bool{}
 	for _, l := range lb.Listeners {
 		listeners[l.Port] = true
@@ -89,7 +91,7 @@ func (c *Cloud) portsInUse(ctx context.Context, svc *v1.Service) (map[int]bool, 
 // removePeerRules removes the peer's rules of the Service whose load
 // balancer lb Overcast took over, from lists, sparing the ports other
 // Services use.
-func (c *Cloud) removePeerRules(ctx context.Context, svc *v1.Service, lb LB, lists []string) error {
+func (c *Cloud) removePeerRules(ctx context.Context, svc *v1.Service, lb ociapi.LB, lists []string) error {
 	drop := peerPorts(lb)
 	used, err := c.portsInUse(ctx, svc)
 	if err != nil {
@@ -111,7 +113,7 @@ func (c *Cloud) removePeerRules(ctx context.Context, svc *v1.Service, lb LB, lis
 
 // peerRuleOn says whether r is a rule of the peer's shape (no mark of any
 // CCM of ours, stateful TCP to one port) opening one of ports.
-func peerRuleOn(r rule, ports map[int]bool) bool {
+func peerRuleOn(r ociapi.SecurityRule, ports map[int]bool) bool {
 	if len(ports) == 0 || strings.HasPrefix(r.Description, markPrefix) || r.IsStateless || r.Protocol != "6" || r.TCPOptions == nil {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 func privacy(internal bool) string {
@@ -18,7 +19,7 @@ func privacy(internal bool) string {
 
 // address is the load balancer's address the Service is given first: its
 // public one, or its private one when internal; IPv4 before IPv6.
-func address(lb LB, internal bool) string {
+func address(lb ociapi.LB, internal bool) string {
 	v6 := ""
 	for _, a := range lb.IPAddresses {
 		if a.IsPublic != internal {
@@ -37,7 +38,7 @@ func address(lb LB, internal bool) string {
 // then one of the other family of the same reach (a dual-stack load
 // balancer's IPv6 one): a network load balancer's private addresses too
 // (as the peer shows them) unless it is internal or externalOnly.
-func ingress(lb LB, internal, externalOnly bool) []string {
+func ingress(lb ociapi.LB, internal, externalOnly bool) []string {
 	first := address(lb, internal)
 	if first == "" {
 		return nil
@@ -49,7 +50,7 @@ func ingress(lb LB, internal, externalOnly bool) []string {
 			break
 		}
 	}
-	if lb.Kind == kindNLB && !internal && !externalOnly {
+	if lb.Kind == ociapi.KindNLB && !internal && !externalOnly {
 		for _, a := range lb.IPAddresses {
 			if !a.IsPublic {
 				out = append(out, a.IPAddress)

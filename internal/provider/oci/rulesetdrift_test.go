@@ -10,6 +10,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // A rule set's rules (the items the CCM sends, compared whole: OCI adds
@@ -21,8 +22,8 @@ func TestARuleSetChangedBehindOurBackIsSeenExplainedAndPutBack(t *testing.T) {
 	before := f.listed(t, "lb")
 	name := "allow"
 	require.Contains(t, before.RuleSets, name)
-	changed := RuleSet{Items: []json.RawMessage{json.RawMessage(`{"action":"ADD_HTTP_REQUEST_HEADER","header":"X-A","value":"2"}`)}}
-	_, err := f.c.gw.updateChild(t.Context(), kindLB, before.ID, "ruleSets", name, changed)
+	changed := ociapi.RuleSet{Items: []json.RawMessage{json.RawMessage(`{"action":"ADD_HTTP_REQUEST_HEADER","header":"X-A","value":"2"}`)}}
+	_, err := f.c.api.UpdateChild(t.Context(), ociapi.KindLB, before.ID, "ruleSets", name, changed)
 	require.NoError(t, err)
 	why := ""
 	for range 100 {

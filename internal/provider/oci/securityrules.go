@@ -16,6 +16,7 @@ import (
 	servicehelpers "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // Security list rules for a load balancer, in the peer's modes: All opens
@@ -45,19 +46,19 @@ const securityRetries = 8
 const markPrefix = "overcast:"
 
 // tcpRule is a stateful TCP rule to (ingress: from) cidr on port.
-func tcpRule(ingress bool, cidr string, port int, mark string) rule {
-	r := rule{Protocol: "6", IsStateless: false, Description: mark}
+func tcpRule(ingress bool, cidr string, port int, mark string) ociapi.SecurityRule {
+	r := ociapi.SecurityRule{Protocol: "6", IsStateless: false, Description: mark}
 	if ingress {
 		r.Source, r.SourceType = cidr, "CIDR_BLOCK"
 	} else {
 		r.Destination, r.DestinationType = cidr, "CIDR_BLOCK"
 	}
-	r.TCPOptions = &tcpOptions{DestinationPortRange: &portRange{Min: port, Max: port}}
+	r.TCPOptions = &ociapi.TCPOptions{DestinationPortRange: &ociapi.PortRange{Min: port, Max: port}}
 	return r
 }
 
 // does says whether r does what want does (its mark aside).
-func does(r rule, want rule) bool {
+func does(r ociapi.SecurityRule, want ociapi.SecurityRule) bool {
 	if r.Protocol != want.Protocol || r.Source != want.Source || r.Destination != want.Destination || r.IsStateless || r.TCPOptions == nil {
 		return false
 	}
@@ -67,7 +68,7 @@ func does(r rule, want rule) bool {
 }
 
 // listRules are the rules a Service wants in one security list.
-type listRules struct{ ingress, egress []rule }
+type listRules struct{ ingress, egress []ociapi.SecurityRule }
 
 // mark is the mark of the Service's rules in this cluster; a rule's
 // description is the mark and the Service's name.
@@ -98,7 +99,7 @@ type subnetCache struct {
 }
 
 type cachedSubnet struct {
-	Subnet
+	ociapi.Subnet
 	at time.Time
 	// list is the security list its rules go in, once chosen (subnetList).
 	list string
@@ -106,16 +107,16 @@ type cachedSubnet struct {
 
 const subnetTTL = time.Hour
 
-func (c *Cloud) subnet(ctx context.Context, id string) (Subnet, error) {
+func (c *Cloud) subnet(ctx context.Context, id string) (ociapi.Subnet, error) {
 	c.subnetCache.mu.Lock()
 	s, ok := c.subnetCache.byID[id]
 	c.subnetCache.mu.Unlock()
 	if ok && time.Since(s.at) < subnetTTL {
 		return s.Subnet, nil
 	}
-	sub, err := c.gw.subnet(ctx, id)
+	sub, err := c.api.Subnet(ctx, id)
 	if err != nil {
-		return Subnet{}, fmt.Errorf("looking up subnet %s: %w", id, err)
+		return ociapi.Subnet{}, fmt.Errorf("looking up subnet %s: %w", id, err)
 	}
 	c.subnetCache.mu.Lock()
 	c.subnetCache.byID[id] = cachedSubnet{Subnet: sub, at: time.Now()}
@@ -125,10 +126,10 @@ func (c *Cloud) subnet(ctx context.Context, id string) (Subnet, error) {
 
 // subnetList is subnet id and the security list its rules go in, both
 // looked up once per subnetTTL.
-func (c *Cloud) subnetList(ctx context.Context, id string) (Subnet, string, error) {
+func (c *Cloud) subnetList(ctx context.Context, id string) (ociapi.Subnet, string, error) {
 	sub, err := c.subnet(ctx, id)
 	if err != nil {
-		return Subnet{}, "", err
+		return ociapi.Subnet{}, "", err
 	}
 	c.subnetCache.mu.Lock()
 	list := c.subnetCache.byID[id].list
@@ -137,7 +138,7 @@ func (c *Cloud) subnetList(ctx context.Context, id string) (Subnet, string, erro
 		return sub, list, nil
 	}
 	if list, err = c.securityListOf(ctx, sub); err != nil {
-		return Subnet{}, "", err
+		return ociapi.Subnet{}, "", err
 	}
 	c.subnetCache.mu.Lock()
 	if e, ok := c.subnetCache.byID[id]; ok {
@@ -151,7 +152,7 @@ func (c *Cloud) subnetList(ctx context.Context, id string) (Subnet, string, erro
 // securityListOf is the security list of subnet the rules go in: the
 // config's loadBalancer.securityLists, else the subnet's oldest (as the
 // peer picks it).
-func (c *Cloud) securityListOf(ctx context.Context, sub Subnet) (string, error) {
+func (c *Cloud) securityListOf(ctx context.Context, sub ociapi.Subnet) (string, error) {
 	if lb := c.cfg.LoadBalancer; lb != nil {
 		if id := lb.SecurityLists[sub.ID]; id != "" {
 			return id, nil
@@ -165,7 +166,7 @@ func (c *Cloud) securityListOf(ctx context.Context, sub Subnet) (string, error) 
 	}
 	oldest, at := "", time.Time{}
 	for _, id := range sub.SecurityListIDs {
-		sl, err := c.gw.securityList(ctx, id)
+		sl, err := c.api.SecurityList(ctx, id)
 		if err != nil {
 			return "", err
 		}
@@ -295,7 +296,7 @@ func (c *Cloud) applyRules(ctx context.Context, svc *v1.Service, want map[string
 	mark := c.mark(svc) + " "
 	relied := c.reliedByPeer(ctx, svc)
 	for _, id := range lists {
-		ch := listChange{mark: mark, want: want[id], adopt: adopt, handOver: func(r rule) (string, bool, error) { return relied(id, r) }}
+		ch := listChange{mark: mark, want: want[id], adopt: adopt, handOver: func(r ociapi.SecurityRule) (string, bool, error) { return relied(id, r) }}
 		if err := c.updateList(ctx, id, ch); err != nil {
 			return fmt.Errorf("security list %s: %w", id, err)
 		}
@@ -312,7 +313,7 @@ type listChange struct {
 	drop map[int]bool
 	// handOver is, for a rule with the mark that goes, the description it
 	// is kept with if a peer's load balancer relies on it (handover.go).
-	handOver func(rule) (string, bool, error)
+	handOver func(ociapi.SecurityRule) (string, bool, error)
 	done     chan error
 }
 
@@ -332,7 +333,7 @@ type listWriter struct {
 
 // knownList is a security list and when it was known so.
 type knownList struct {
-	sl SecurityList
+	sl ociapi.SecurityList
 	at time.Time
 }
 
@@ -419,7 +420,7 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange, f
 		}
 		sl, known := c.lists.known(id)
 		if !known || attempt > 0 {
-			if sl, err = c.gw.securityList(ctx, id); err != nil {
+			if sl, err = c.api.SecurityList(ctx, id); err != nil {
 				c.lists.forget(id)
 				return err
 			}
@@ -441,8 +442,8 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange, f
 		if !changed {
 			return nil
 		}
-		var now SecurityList
-		if now, err = c.gw.updateSecurityList(ctx, sl); err == nil {
+		var now ociapi.SecurityList
+		if now, err = c.api.UpdateSecurityList(ctx, sl); err == nil {
 			c.lists.remember(id, now)
 			return nil
 		}
@@ -456,19 +457,19 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange, f
 
 // known is list id as last read or written, if that was within listReuse
 // and OCI gave its etag; a copy, for the caller to change.
-func (w *listWriter) known(id string) (SecurityList, bool) {
+func (w *listWriter) known(id string) (ociapi.SecurityList, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k, ok := w.last[id]
-	if !ok || k.sl.etag == "" || time.Since(k.at) > listReuse {
-		return SecurityList{}, false
+	if !ok || k.sl.ETag() == "" || time.Since(k.at) > listReuse {
+		return ociapi.SecurityList{}, false
 	}
 	sl := k.sl
 	sl.Ingress, sl.Egress = slices.Clone(sl.Ingress), slices.Clone(sl.Egress)
 	return sl, true
 }
 
-func (w *listWriter) remember(id string, sl SecurityList) {
+func (w *listWriter) remember(id string, sl ociapi.SecurityList) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.last == nil {
@@ -495,21 +496,21 @@ func (w *listWriter) forgetAll() {
 // removed, or handed over (ch.handOver), and the peer's rules of the ports
 // ch.drop removed, and those want asks for that nothing does yet added
 // (with ch.adopt, an unmarked rule does).
-func merge(have []json.RawMessage, want []rule, ch listChange) ([]json.RawMessage, bool, error) {
+func merge(have []json.RawMessage, want []ociapi.SecurityRule, ch listChange) ([]json.RawMessage, bool, error) {
 	mark, adopt := ch.mark, ch.adopt
 	out := make([]json.RawMessage, 0, len(have)+len(want))
-	var kept []rule
+	var kept []ociapi.SecurityRule
 	var going []json.RawMessage
 	changed := false
 	for _, raw := range have {
-		var r rule
+		var r ociapi.SecurityRule
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, false, fmt.Errorf("a rule OCI answered cannot be read: %w", err)
 		}
 		switch {
 		case peerRuleOn(r, ch.drop):
 			changed = true
-		case strings.HasPrefix(r.Description, mark) && !slices.ContainsFunc(want, func(w rule) bool { return does(r, w) }):
+		case strings.HasPrefix(r.Description, mark) && !slices.ContainsFunc(want, func(w ociapi.SecurityRule) bool { return does(r, w) }):
 			going, changed = append(going, raw), true
 		default:
 			out, kept = append(out, raw), append(kept, r)
@@ -523,7 +524,7 @@ func merge(have []json.RawMessage, want []rule, ch listChange) ([]json.RawMessag
 		// Done already by a rule of the Service's, or, adopting, by one no
 		// CCM of ours marked (the peer's): never by another Service's or
 		// another cluster's, which may go without this Service.
-		if slices.ContainsFunc(kept, func(r rule) bool { return does(r, w) && stands(r, mark, adopt) }) {
+		if slices.ContainsFunc(kept, func(r ociapi.SecurityRule) bool { return does(r, w) && stands(r, mark, adopt) }) {
 			continue
 		}
 		raw, err := json.Marshal(w)
@@ -539,13 +540,13 @@ func merge(have []json.RawMessage, want []rule, ch listChange) ([]json.RawMessag
 
 // builtHere says whether this cluster's Overcast built the load balancer
 // (its tag), rather than adopted the peer's.
-func (c *Cloud) builtHere(lb LB) bool {
+func (c *Cloud) builtHere(lb ociapi.LB) bool {
 	return lb.FreeformTags[tagCluster] != "" && lb.FreeformTags[tagCluster] == c.Cluster.Get()
 }
 
 // stands says whether rule r stands for one of the Service's: its mark, or,
 // adopting, no mark of any CCM of ours.
-func stands(r rule, mark string, adopt bool) bool {
+func stands(r ociapi.SecurityRule, mark string, adopt bool) bool {
 	return strings.HasPrefix(r.Description, mark) || (adopt && !strings.HasPrefix(r.Description, markPrefix))
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // lbSvc is a LoadBalancer Service of port 80 on node port nodePort.
@@ -172,7 +173,7 @@ func TestAnUnmarkedRuleStandsForOursOnlyOnThePeersOwnLoadBalancer(t *testing.T) 
 	// The other cluster's peer's rules: what ours would be, unmarked.
 	peerSvc := lbSvc("web", "uid-a", 30080)
 	require.NoError(t, rulesFor(t, c, peerSvc, nodes))
-	sl, err := c.gw.securityList(t.Context(), list)
+	sl, err := c.api.SecurityList(t.Context(), list)
 	require.NoError(t, err)
 	unmark := func(raws []json.RawMessage) {
 		for i, raw := range raws {
@@ -181,7 +182,7 @@ func TestAnUnmarkedRuleStandsForOursOnlyOnThePeersOwnLoadBalancer(t *testing.T) 
 	}
 	unmark(sl.Ingress)
 	unmark(sl.Egress)
-	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	_, err = c.api.UpdateSecurityList(t.Context(), sl)
 	require.NoError(t, err)
 	c.lists.forgetAll()
 	require.Equal(t, 0, marked(e, "overcast:"))
@@ -204,7 +205,7 @@ func TestAnUnmarkedRuleStandsForOursOnlyOnThePeersOwnLoadBalancer(t *testing.T) 
 		})
 	}
 	// The other cluster's Service goes: its peer removes its rules.
-	sl, err = c.gw.securityList(t.Context(), list)
+	sl, err = c.api.SecurityList(t.Context(), list)
 	require.NoError(t, err)
 	in, out := e.SecurityListRules(list)
 	keep := func(rules, own []string) (kept []json.RawMessage) {
@@ -216,7 +217,7 @@ func TestAnUnmarkedRuleStandsForOursOnlyOnThePeersOwnLoadBalancer(t *testing.T) 
 		return kept
 	}
 	sl.Ingress, sl.Egress = keep(in, before), keep(out, beforeOut)
-	_, err = c.gw.updateSecurityList(t.Context(), sl)
+	_, err = c.api.UpdateSecurityList(t.Context(), sl)
 	require.NoError(t, err)
 	c.lists.forgetAll()
 	built := lbSvc("web", "uid-b-false", 30080)
@@ -277,7 +278,7 @@ func TestANetworkLoadBalancerThatPreservesTheClientOpensTheNodesToTheClients(t *
 	in, _ := e.SecurityListRules(e.Fixture().SecurityListID)
 	var fromClients []string
 	for _, raw := range in {
-		var r rule
+		var r ociapi.SecurityRule
 		require.NoError(t, json.Unmarshal([]byte(raw), &r))
 		if r.Source == "192.0.2.0/24" && strings.HasPrefix(r.Description, c.mark(svc)) {
 			fromClients = append(fromClients, rulePorts(r))

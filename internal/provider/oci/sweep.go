@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 var _ provider.Sweeper = (*Cloud)(nil)
@@ -36,7 +37,7 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 	// balancer says whose they are.
 	ours := map[types.UID]bool{}
 	steps{c}.Relist() // the shared listings, as they are now
-	for _, kind := range []string{kindLB, kindNLB} {
+	for _, kind := range []string{ociapi.KindLB, ociapi.KindNLB} {
 		lbs, err := c.listings[kind].All(ctx)
 		if err != nil {
 			return nil, err
@@ -54,7 +55,7 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 				Owner: owners.Of(uid, ns, name), Removable: true, Note: "its Service is gone"})
 		}
 	}
-	groups, err := c.gw.nsgs(ctx, inCompartment(c.cfg.CompartmentID))
+	groups, err := c.api.NSGs(ctx, ociapi.InCompartment(c.cfg.CompartmentID))
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (c *Cloud) ruleLeftovers(ctx context.Context, cluster string, live provider
 	prefix := markPrefix + cluster + "/"
 	var out []provider.Leftover
 	for _, id := range lists {
-		sl, err := c.gw.securityList(ctx, id)
+		sl, err := c.api.SecurityList(ctx, id)
 		if err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // Per-Service workload identity (oci.oraclecloud.com/workload-service-account),
@@ -26,7 +27,7 @@ import (
 // 'workload', its namespace and service_account) govern it. The CCM asks the
 // Kubernetes API for a token of that ServiceAccount (a TokenRequest, the
 // API server's default audience, as the peer's), and trades it at OKE's
-// workload identity endpoint (workloadidentity.go, the exchange of the CCM's
+// workload identity endpoint (ociapi/workloadidentity.go, the exchange of the CCM's
 // own useWorkloadIdentity) for a resource principal session token.
 //
 // Signed as the workload, as the peer's: every call of the Load Balancer or
@@ -40,7 +41,7 @@ import (
 // Unlike the peer, which asks for a 6-hour token and makes new clients, so
 // a new exchange, on every sync: the token asked for lasts 10 minutes (the
 // API server's least; it is spent at once), and the session is kept and
-// renewed as the CCM's own (session.go), one per ServiceAccount, at most
+// renewed as the CCM's own (ociapi/session.go), one per ServiceAccount, at most
 // maxWorkloads of them (the least recently used dropped first). The
 // Service's load balancer is never looked for in the shared listings (the
 // CCM's view: it may not see a compartment only the workload may, and what
@@ -65,12 +66,12 @@ type workloads struct {
 	now  func() time.Time
 
 	mu       sync.Mutex
-	endpoint *workloadIdentity // OKE's endpoint, once a Service needs it
+	endpoint *ociapi.WorkloadIdentity // OKE's endpoint, once a Service needs it
 	byName   map[string]*workload
 }
 
 type workload struct {
-	sessions *sessionCache
+	sessions *ociapi.SessionCache
 	used     time.Time
 }
 
@@ -79,7 +80,7 @@ func newWorkloads(cfg Config, kube func() kubernetes.Interface) *workloads {
 }
 
 // of are the credentials of ServiceAccount namespace/name.
-func (w *workloads) of(namespace, name string) (*sessionCache, error) {
+func (w *workloads) of(namespace, name string) (*ociapi.SessionCache, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key := namespace + "/" + name
@@ -88,7 +89,7 @@ func (w *workloads) of(namespace, name string) (*sessionCache, error) {
 		return x.sessions, nil
 	}
 	if w.endpoint == nil {
-		e, err := workloadEndpointOf(w.cfg.principal().WorkloadIdentity, string(annotation.OCIWorkloadServiceAccount))
+		e, err := ociapi.WorkloadEndpoint(w.cfg.principal().WorkloadIdentity, string(annotation.OCIWorkloadServiceAccount))
 		if err != nil {
 			return nil, err
 		}
@@ -98,7 +99,7 @@ func (w *workloads) of(namespace, name string) (*sessionCache, error) {
 		w.dropOldest()
 	}
 	token := func(ctx context.Context) (string, error) { return w.requestToken(ctx, namespace, name) }
-	x := &workload{sessions: w.endpoint.forServiceAccount(key, token), used: w.now()}
+	x := &workload{sessions: w.endpoint.ForServiceAccount(key, token), used: w.now()}
 	w.byName[key] = x
 	return x.sessions, nil
 }
@@ -149,10 +150,10 @@ func (c *Cloud) as(ctx context.Context, svc *v1.Service) (context.Context, error
 	}
 	creds, err := c.workloads.of(svc.Namespace, name)
 	if err == nil {
-		_, _, err = creds.signingKey()
+		_, _, err = creds.SigningKey()
 	}
 	if err != nil {
 		return ctx, outcome.Refuse(reasonWorkloadIdentity, "%s %s: %s; nothing was built or changed for the Service", annotation.OCIWorkloadServiceAccount, name, err.Error())
 	}
-	return asWorkload(ctx, creds), nil
+	return ociapi.AsWorkload(ctx, creds), nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
 )
 
@@ -52,7 +53,7 @@ func newWorkloadCluster(t *testing.T, lifetime time.Duration) *workloadCluster {
 	e = coretest.Serve(t, e, err)
 	ca := filepath.Join(t.TempDir(), "ca.crt")
 	require.NoError(t, os.WriteFile(ca, e.CA(), 0o600))
-	t.Setenv(envCAPath, ca)
+	t.Setenv(ociapi.EnvCAPath, ca)
 	config := e.CloudConfig() + "  workloadIdentity: " + e.WorkloadIdentityURL() + "\n" + unlimited
 	wc := &workloadCluster{e: e, c: cloudOn(t, config), kube: fake.NewClientset(), forged: map[string]bool{}}
 	wc.c.SetClusterUID("workload-cluster")
@@ -127,7 +128,7 @@ func byPrincipal(e *emulator.Emulator) map[string]map[string]int {
 // lbNamed is the id of the load balancer named name, as the CCM sees it.
 func lbNamed(t *testing.T, e *emulator.Emulator, c *Cloud, name string) string {
 	t.Helper()
-	lbs, err := c.gw.loadBalancers(t.Context(), kindLB, inCompartment(e.Fixture().CompartmentID))
+	lbs, err := c.api.LoadBalancers(t.Context(), ociapi.KindLB, ociapi.InCompartment(e.Fixture().CompartmentID))
 	require.NoError(t, err)
 	for _, lb := range lbs {
 		if lb.DisplayName == name {
@@ -150,7 +151,7 @@ func TestAServicesLoadBalancerIsMadeAsItsServiceAccount(t *testing.T) {
 
 	wc.ensure(t, svc)
 	made := byPrincipal(wc.e)
-	id := lbNamed(t, wc.e, wc.c, nameOf(svc, kindLB))
+	id := lbNamed(t, wc.e, wc.c, nameOf(svc, ociapi.KindLB))
 	assert.Equal(t, workload, wc.e.CreatedBy(id))
 	wc.e.ResetRequests()
 	untilDone(t, func() error {
@@ -175,9 +176,9 @@ func TestTwoServicesTwoServiceAccounts(t *testing.T) {
 	for _, svc := range []*v1.Service{a, b, plain} {
 		wc.ensure(t, svc)
 	}
-	assert.Equal(t, emulator.WorkloadPrincipal("default", "team-a"), wc.e.CreatedBy(lbNamed(t, wc.e, wc.c, nameOf(a, kindLB))))
-	assert.Equal(t, emulator.WorkloadPrincipal("default", "team-b"), wc.e.CreatedBy(lbNamed(t, wc.e, wc.c, nameOf(b, kindLB))))
-	assert.Equal(t, "user:"+wc.e.Fixture().UserID, wc.e.CreatedBy(lbNamed(t, wc.e, wc.c, nameOf(plain, kindLB))))
+	assert.Equal(t, emulator.WorkloadPrincipal("default", "team-a"), wc.e.CreatedBy(lbNamed(t, wc.e, wc.c, nameOf(a, ociapi.KindLB))))
+	assert.Equal(t, emulator.WorkloadPrincipal("default", "team-b"), wc.e.CreatedBy(lbNamed(t, wc.e, wc.c, nameOf(b, ociapi.KindLB))))
+	assert.Equal(t, "user:"+wc.e.Fixture().UserID, wc.e.CreatedBy(lbNamed(t, wc.e, wc.c, nameOf(plain, ociapi.KindLB))))
 	for _, p := range []string{"team-a", "team-b"} {
 		st, found, err := wc.c.GetLoadBalancer(t.Context(), "kubernetes", providertest.Reread(t, wc.kube, map[string]*v1.Service{"team-a": a, "team-b": b}[p]))
 		require.NoError(t, err)

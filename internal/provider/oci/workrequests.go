@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // workRequests are the work requests this process started, by Service, and
@@ -96,7 +97,7 @@ func (w *workRequests) retryAfter(svc *v1.Service) time.Duration {
 }
 
 // took is how long a finished work request took (0: unknown).
-func took(wr WorkRequest) time.Duration {
+func took(wr ociapi.WorkRequest) time.Duration {
 	if wr.TimeFinished == nil {
 		return 0
 	}
@@ -106,8 +107,8 @@ func took(wr WorkRequest) time.Duration {
 // settle reads how the Service's work request p of a kind stands: busy
 // while OCI works on it; else it is forgotten, its time learnt (one that
 // failed is logged: the next step tries again).
-func (s steps) settle(ctx context.Context, svc *v1.Service, kind string, p pendingWR) (busy bool, wr WorkRequest, err error) {
-	wr, err = s.gw.workRequest(ctx, kind, p.id)
+func (s steps) settle(ctx context.Context, svc *v1.Service, kind string, p pendingWR) (busy bool, wr ociapi.WorkRequest, err error) {
+	wr, err = s.api.WorkRequest(ctx, kind, p.id)
 	switch {
 	case errors.Is(err, outcome.ErrNotFound):
 		s.wrs.done(svc, 0)

@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"bytes"
@@ -65,19 +65,19 @@ import (
 
 // The environment of the self-managed form, the peer's names.
 const (
-	envDomainURL          = "OCI_WORKLOAD_IDENTITY_DOMAIN_URL"
-	envDomainClientID     = "OCI_WORKLOAD_IDENTITY_CLIENT_ID"
-	envDomainClientSecret = "OCI_WORKLOAD_IDENTITY_CLIENT_SECRET"
-	envDomainResourceType = "OCI_WORKLOAD_IDENTITY_RESOURCE_TYPE"
-	envDomainSubjectType  = "OCI_WORKLOAD_IDENTITY_SUBJECT_TOKEN_TYPE"
-	envDomainTokenType    = "OCI_WORKLOAD_IDENTITY_REQUESTED_TOKEN_TYPE"
-	envDomainTokenPath    = "OCI_WORKLOAD_IDENTITY_TOKEN_PATH"
-	envDomainRPSTExp      = "OCI_WORKLOAD_IDENTITY_RPST_EXP"
-	envDomainPublicKey    = "OCI_WORKLOAD_IDENTITY_PUBLIC_KEY"
-	envDomainViaInstance  = "OCI_WORKLOAD_IDENTITY_USE_INSTANCE_PRINCIPAL_FOR_TOKEN_EXCHANGE"
-	// envCABundle is oci-go-sdk's CA bundle, which replaces the system's
+	EnvDomainURL          = "OCI_WORKLOAD_IDENTITY_DOMAIN_URL"
+	EnvDomainClientID     = "OCI_WORKLOAD_IDENTITY_CLIENT_ID"
+	EnvDomainClientSecret = "OCI_WORKLOAD_IDENTITY_CLIENT_SECRET"
+	EnvDomainResourceType = "OCI_WORKLOAD_IDENTITY_RESOURCE_TYPE"
+	EnvDomainSubjectType  = "OCI_WORKLOAD_IDENTITY_SUBJECT_TOKEN_TYPE"
+	EnvDomainTokenType    = "OCI_WORKLOAD_IDENTITY_REQUESTED_TOKEN_TYPE"
+	EnvDomainTokenPath    = "OCI_WORKLOAD_IDENTITY_TOKEN_PATH"
+	EnvDomainRPSTExp      = "OCI_WORKLOAD_IDENTITY_RPST_EXP"
+	EnvDomainPublicKey    = "OCI_WORKLOAD_IDENTITY_PUBLIC_KEY"
+	EnvDomainViaInstance  = "OCI_WORKLOAD_IDENTITY_USE_INSTANCE_PRINCIPAL_FOR_TOKEN_EXCHANGE"
+	// EnvCABundle is oci-go-sdk's CA bundle, which replaces the system's
 	// CAs for its HTTPS (the domain's certificate is checked against it).
-	envCABundle = "OCI_DEFAULT_CERTS_PATH"
+	EnvCABundle = "OCI_DEFAULT_CERTS_PATH"
 
 	domainTokenPath    = "/oauth2/v1/token"
 	grantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -88,35 +88,35 @@ const (
 	selfManagedWhat = "self-managed workload identity"
 )
 
-// domainEnv are the variables of the self-managed form.
-var domainEnv = []string{envDomainURL, envDomainClientID, envDomainClientSecret, envDomainResourceType, envDomainSubjectType,
-	envDomainTokenType, envDomainTokenPath, envDomainRPSTExp, envDomainPublicKey, envDomainViaInstance}
+// DomainEnv are the variables of the self-managed form.
+var DomainEnv = []string{EnvDomainURL, EnvDomainClientID, EnvDomainClientSecret, EnvDomainResourceType, EnvDomainSubjectType,
+	EnvDomainTokenType, EnvDomainTokenPath, EnvDomainRPSTExp, EnvDomainPublicKey, EnvDomainViaInstance}
 
-// getenv is a variable's value, trimmed as the peer trims it.
-func getenv(name string) string { return strings.TrimSpace(os.Getenv(name)) }
+// Getenv is a variable's value, trimmed as the peer trims it.
+func Getenv(name string) string { return strings.TrimSpace(os.Getenv(name)) }
 
-// workloadIdentityOf are the session tokens of useWorkloadIdentity: the
+// WorkloadIdentitySessions are the session tokens of useWorkloadIdentity: the
 // self-managed form's when OCI_WORKLOAD_IDENTITY_DOMAIN_URL is set, else
 // OKE's, unless another variable of the self-managed form is set (then the
 // peer's environment lacks its URL: an error, as the peer's).
-func workloadIdentityOf(pr Principal) (*sessionCache, error) {
-	if getenv(envDomainURL) != "" {
+func WorkloadIdentitySessions(pr Principal) (*SessionCache, error) {
+	if Getenv(EnvDomainURL) != "" {
 		x, err := newTokenExchange(pr)
 		if err != nil {
 			return nil, err
 		}
-		return x.sessions(), nil
+		return x.Sessions(), nil
 	}
-	for _, name := range domainEnv {
-		if getenv(name) != "" {
-			return nil, fmt.Errorf("useWorkloadIdentity: %s is set but %s is not: oci-cloud-controller-manager's self-managed workload identity needs the identity domain's URL (https://idcs-….identity.oraclecloud.com); for OKE's workload identity, set no OCI_WORKLOAD_IDENTITY_* variable", name, envDomainURL)
+	for _, name := range DomainEnv {
+		if Getenv(name) != "" {
+			return nil, fmt.Errorf("useWorkloadIdentity: %s is set but %s is not: oci-cloud-controller-manager's self-managed workload identity needs the identity domain's URL (https://idcs-….identity.oraclecloud.com); for OKE's workload identity, set no OCI_WORKLOAD_IDENTITY_* variable", name, EnvDomainURL)
 		}
 	}
 	w, err := newWorkloadIdentity(pr)
 	if err != nil {
 		return nil, err
 	}
-	return w.sessions(), nil
+	return w.Sessions(), nil
 }
 
 // tokenExchange is the self-managed workload identity of a pod.
@@ -128,7 +128,7 @@ type tokenExchange struct {
 	// clientID and clientSecret are the domain's OAuth application's, unless
 	// instance (the instance principal) signs the exchange.
 	clientID, clientSecret string
-	instance               *sessionCache
+	instance               *SessionCache
 	tokenPath, caBundle    string
 	now                    func() time.Time
 	// backoff is the wait before the second attempt, doubled after.
@@ -139,46 +139,46 @@ type tokenExchange struct {
 // describes, every problem of it at once, each naming its variable (never a
 // secret's value).
 func newTokenExchange(pr Principal) (*tokenExchange, error) {
-	x := &tokenExchange{tokenPath: getenv(envDomainTokenPath), caBundle: getenv(envCABundle), now: time.Now, backoff: time.Second}
+	x := &tokenExchange{tokenPath: Getenv(EnvDomainTokenPath), caBundle: Getenv(EnvCABundle), now: time.Now, backoff: time.Second}
 	if x.tokenPath == "" {
 		x.tokenPath = defaultTokenPath
 	}
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf("useWorkloadIdentity: "+format, a...)) }
 	var msg string
-	if x.tokenURL, x.host, msg = domainTokenURL(getenv(envDomainURL)); msg != "" {
-		add("%s: %s", envDomainURL, msg)
+	if x.tokenURL, x.host, msg = domainTokenURL(Getenv(EnvDomainURL)); msg != "" {
+		add("%s: %s", EnvDomainURL, msg)
 	}
 	if err := x.readFields(); err != nil {
 		errs = append(errs, err)
 	}
-	if strings.EqualFold(getenv(envDomainViaInstance), "true") {
-		x.instance = newInstancePrincipal(pr).sessions()
+	if strings.EqualFold(Getenv(EnvDomainViaInstance), "true") {
+		x.instance = NewInstancePrincipal(pr).Sessions()
 	} else {
-		x.clientID, x.clientSecret = getenv(envDomainClientID), getenv(envDomainClientSecret)
-		for _, v := range []struct{ name, value string }{{envDomainClientID, x.clientID}, {envDomainClientSecret, x.clientSecret}} {
+		x.clientID, x.clientSecret = Getenv(EnvDomainClientID), Getenv(EnvDomainClientSecret)
+		for _, v := range []struct{ name, value string }{{EnvDomainClientID, x.clientID}, {EnvDomainClientSecret, x.clientSecret}} {
 			if v.value == "" {
-				add("%s is not set: the identity domain's OAuth application (its client id and secret) authenticates the exchange, unless %s=true", v.name, envDomainViaInstance)
+				add("%s is not set: the identity domain's OAuth application (its client id and secret) authenticates the exchange, unless %s=true", v.name, EnvDomainViaInstance)
 			}
 		}
 	}
 	if _, err := os.Stat(x.tokenPath); err != nil {
-		add("the ServiceAccount token (%s, or %s): %v; is automountServiceAccountToken off?", x.tokenPath, envDomainTokenPath, err)
+		add("the ServiceAccount token (%s, or %s): %v; is automountServiceAccountToken off?", x.tokenPath, EnvDomainTokenPath, err)
 	}
 	if x.caBundle != "" {
 		if _, err := x.roots(); err != nil {
 			add("%v", err)
 		}
 	}
-	if len(errs) == 0 && getenv(envDomainPublicKey) != "" {
-		klog.Background().Info("Ignoring " + envDomainPublicKey + ": the exchange sends the public key of a session key made for it, as oci-go-sdk does")
+	if len(errs) == 0 && Getenv(EnvDomainPublicKey) != "" {
+		klog.Background().Info("Ignoring " + EnvDomainPublicKey + ": the exchange sends the public key of a session key made for it, as oci-go-sdk does")
 	}
 	return x, errors.Join(errs...)
 }
 
 // readFields sets the form's fixed fields from the environment.
 func (x *tokenExchange) readFields() error {
-	requested, subject := getenv(envDomainTokenType), getenv(envDomainSubjectType)
+	requested, subject := Getenv(EnvDomainTokenType), Getenv(EnvDomainSubjectType)
 	if requested == "" {
 		requested = tokenTypeRPST
 	}
@@ -186,14 +186,14 @@ func (x *tokenExchange) readFields() error {
 		subject = "jwt"
 	}
 	x.fields = url.Values{"grant_type": {grantTokenExchange}, "requested_token_type": {requested}, "subject_token_type": {subject}}
-	resType := getenv(envDomainResourceType)
+	resType := Getenv(EnvDomainResourceType)
 	if resType == "" {
 		// The peer requires it whatever the token type; the SDK, for an RPST.
-		return fmt.Errorf("useWorkloadIdentity: %s is not set: the resource type of the session tokens (res_type), which oci-cloud-controller-manager requires", envDomainResourceType)
+		return fmt.Errorf("useWorkloadIdentity: %s is not set: the resource type of the session tokens (res_type), which oci-cloud-controller-manager requires", EnvDomainResourceType)
 	}
 	if requested == tokenTypeRPST {
 		x.fields.Set("res_type", resType)
-		if exp := getenv(envDomainRPSTExp); exp != "" {
+		if exp := Getenv(EnvDomainRPSTExp); exp != "" {
 			x.fields.Set("rpst_exp", exp)
 		}
 	}
@@ -213,8 +213,8 @@ func domainTokenURL(raw string) (tokenURL, host, problem string) {
 	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
 		return "", "", "not " + want
 	case u.User != nil:
-		return "", "", "holds a user or password: the application's credentials go in " + envDomainClientID + " and " + envDomainClientSecret
-	case u.Scheme == "http" && !isLoopback(u.Hostname()):
+		return "", "", "holds a user or password: the application's credentials go in " + EnvDomainClientID + " and " + EnvDomainClientSecret
+	case u.Scheme == "http" && !IsLoopback(u.Hostname()):
 		return "", "", "plain http is allowed to a loopback address only (the ServiceAccount token and the client secret go there)"
 	case u.RawQuery != "" || u.Fragment != "":
 		return "", "", "has a query or a fragment: it is " + want
@@ -231,8 +231,8 @@ func domainTokenURL(raw string) (tokenURL, host, problem string) {
 }
 
 // sessions are the self-managed workload identity's credentials.
-func (x *tokenExchange) sessions() *sessionCache {
-	return &sessionCache{what: selfManagedWhat, renew: x.exchange, now: x.now}
+func (x *tokenExchange) Sessions() *SessionCache {
+	return &SessionCache{what: selfManagedWhat, renew: x.exchange, now: x.now}
 }
 
 // exchange gets a session token for a new session key (one for all the
@@ -307,9 +307,9 @@ func (x *tokenExchange) authenticate(req *http.Request, body []byte) (string, er
 		req.SetBasicAuth(x.clientID, x.clientSecret)
 		return "", nil
 	}
-	keyID, key, err := x.instance.signingKey()
+	keyID, key, err := x.instance.SigningKey()
 	if err != nil {
-		return "", fmt.Errorf("signing the exchange as the instance (%s=true): %w", envDomainViaInstance, err)
+		return "", fmt.Errorf("signing the exchange as the instance (%s=true): %w", EnvDomainViaInstance, err)
 	}
 	return keyID, sign(req, body, keyID, key, x.now())
 }
@@ -335,11 +335,11 @@ func (x *tokenExchange) client() (*http.Client, func(), error) {
 func (x *tokenExchange) roots() (*x509.CertPool, error) {
 	data, err := os.ReadFile(x.caBundle)
 	if err != nil {
-		return nil, fmt.Errorf("reading the CA bundle (%s): %w", envCABundle, err)
+		return nil, fmt.Errorf("reading the CA bundle (%s): %w", EnvCABundle, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("the CA bundle (%s, %s) holds no PEM certificate", envCABundle, x.caBundle)
+		return nil, fmt.Errorf("the CA bundle (%s, %s) holds no PEM certificate", EnvCABundle, x.caBundle)
 	}
 	return pool, nil
 }
@@ -349,7 +349,7 @@ func (x *tokenExchange) roots() (*x509.CertPool, error) {
 func (x *tokenExchange) subjectToken() (string, error) {
 	data, err := os.ReadFile(x.tokenPath)
 	if err != nil {
-		return "", fmt.Errorf("reading the ServiceAccount token (%s): %w", envDomainTokenPath, err)
+		return "", fmt.Errorf("reading the ServiceAccount token (%s): %w", EnvDomainTokenPath, err)
 	}
 	token := strings.TrimSpace(string(data))
 	if token == "" {
@@ -367,11 +367,11 @@ func (x *tokenExchange) unreachable(err error) error {
 	if errors.As(err, &verify) {
 		trust := "the system's CAs"
 		if x.caBundle != "" {
-			trust = envCABundle + "'s (" + x.caBundle + ")"
+			trust = EnvCABundle + "'s (" + x.caBundle + ")"
 		}
 		return &exchangeError{msg: fmt.Sprintf("the certificate of the identity domain %s is not of %s: %v", x.host, trust, err)}
 	}
-	return &exchangeError{again: true, msg: fmt.Sprintf("no answer from the identity domain %s: %v; is %s the domain's URL, and is it reachable from the pod (HTTPS_PROXY)?", x.host, err, envDomainURL)}
+	return &exchangeError{again: true, msg: fmt.Sprintf("no answer from the identity domain %s: %v; is %s the domain's URL, and is it reachable from the pod (HTTPS_PROXY)?", x.host, err, EnvDomainURL)}
 }
 
 // refused explains an answer other than 200: the status, the likely cause,
@@ -414,18 +414,18 @@ func (x *tokenExchange) cause(status int, code string) (string, bool) {
 	subject := "the ServiceAccount token in " + x.tokenPath
 	switch {
 	case (status == http.StatusUnauthorized || code == "invalid_client") && x.instance != nil:
-		return "the domain refused the instance principal's signature (" + envDomainViaInstance + "): the instance's dynamic group must be allowed the exchange", false
+		return "the domain refused the instance principal's signature (" + EnvDomainViaInstance + "): the instance's dynamic group must be allowed the exchange", false
 	case status == http.StatusUnauthorized || code == "invalid_client":
-		return "the domain refused its OAuth application: " + envDomainClientID + " and " + envDomainClientSecret + " must be an active confidential application of this domain", false
+		return "the domain refused its OAuth application: " + EnvDomainClientID + " and " + EnvDomainClientSecret + " must be an active confidential application of this domain", false
 	case code == "unsupported_grant_type" || code == "unauthorized_client":
 		return "the application may not use the token exchange grant: allow it in the application's configuration", false
 	case code == "invalid_grant" || code == "invalid_request" || status == http.StatusBadRequest:
 		return subject + " or a field of the exchange was refused: the domain must trust the cluster's ServiceAccount issuer (an identity propagation trust), and " +
-			envDomainResourceType + ", " + envDomainTokenType + ", " + envDomainSubjectType + " and " + envDomainRPSTExp + " be values it takes", false
+			EnvDomainResourceType + ", " + EnvDomainTokenType + ", " + EnvDomainSubjectType + " and " + EnvDomainRPSTExp + " be values it takes", false
 	case status == http.StatusForbidden:
 		return "the domain forbids the exchange to this application or principal", false
 	case status == http.StatusNotFound:
-		return "no token endpoint there: " + envDomainURL + " must be the identity domain's URL (https://idcs-….identity.oraclecloud.com)", false
+		return "no token endpoint there: " + EnvDomainURL + " must be the identity domain's URL (https://idcs-….identity.oraclecloud.com)", false
 	case status == http.StatusTooManyRequests || status >= 500:
 		return fmt.Sprintf("the domain is unavailable (tried %d times)", exchangeAttempts), true
 	}

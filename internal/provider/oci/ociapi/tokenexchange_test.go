@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"crypto/rsa"
@@ -24,7 +24,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/overcast-ccm/overcast/internal/doctor"
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
@@ -60,16 +59,16 @@ func domainPodOn(t *testing.T, e *emulator.Emulator, ttl time.Duration) *domainP
 	p := &domainPod{t: t, tokenPath: filepath.Join(dir, "token"), caPath: filepath.Join(dir, "ca.pem")}
 	require.NoError(t, os.WriteFile(p.caPath, e.CA(), 0o600))
 	p.token(e.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", ttl))
-	for _, name := range domainEnv {
+	for _, name := range DomainEnv {
 		t.Setenv(name, "")
 	}
-	for _, name := range []string{envTokenPath, envCAPath, "OCI_RESOURCE_PRINCIPAL_REGION", "KUBERNETES_SERVICE_HOST"} {
+	for _, name := range []string{EnvTokenPath, EnvCAPath, "OCI_RESOURCE_PRINCIPAL_REGION", "KUBERNETES_SERVICE_HOST"} {
 		t.Setenv(name, "")
 	}
 	id, secret := e.IdentityDomainClient()
 	p.secret = secret
-	for name, v := range map[string]string{envDomainURL: e.IdentityDomainURL(), envDomainResourceType: "k8sworkload",
-		envDomainClientID: id, envDomainClientSecret: secret, envDomainTokenPath: p.tokenPath, envCABundle: p.caPath} {
+	for name, v := range map[string]string{EnvDomainURL: e.IdentityDomainURL(), EnvDomainResourceType: "k8sworkload",
+		EnvDomainClientID: id, EnvDomainClientSecret: secret, EnvDomainTokenPath: p.tokenPath, EnvCABundle: p.caPath} {
 		t.Setenv(name, v)
 	}
 	return p
@@ -79,27 +78,15 @@ func (p *domainPod) token(token string) {
 	require.NoError(p.t, os.WriteFile(p.tokenPath, []byte(token), 0o600))
 }
 
-// peerWorkloadConfig is the peer's cloud-provider.yaml for its self-managed
-// workload identity (its manifests/provider-config-workload-identity-example.yaml,
-// with e's OCIDs), and Overcast's endpoints key for e's API.
-func peerWorkloadConfig(e *emulator.Emulator) string {
-	f := e.Fixture()
-	return fmt.Sprintf("auth:\n  region: us-ashburn-1\nuseWorkloadIdentity: true\ncompartment: %s\nvcn: %s\nloadBalancer:\n  subnet1: %s\n  securityListManagementMode: All\nendpoints:\n  api: %s\n",
-		f.CompartmentID, f.VCNID, f.SubnetID, e.URL())
-}
-
 // exchangeOn is the self-managed workload identity of e's pod on clock, its
 // sessions, and a gateway signing with them; attempts are 10 ms apart.
-func exchangeOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*tokenExchange, *sessionCache, *gateway) {
+func exchangeOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*tokenExchange, *SessionCache, *Client) {
 	t.Helper()
-	cfg, err := Read(strings.NewReader(peerWorkloadConfig(e)))
-	require.NoError(t, err)
-	require.NoError(t, cfg.Validate())
-	x, err := newTokenExchange(cfg.principal())
+	x, err := newTokenExchange(Principal{Region: "us-ashburn-1"})
 	require.NoError(t, err)
 	x.now, x.backoff = clock.Now, 10*time.Millisecond
-	s := x.sessions()
-	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()}, s, Limits{}, clock.Now)
+	s := x.Sessions()
+	g, err := New(Endpoints{Core: e.URL(), Identity: e.URL()}, s, Limits{}, clock.Now)
 	require.NoError(t, err)
 	return x, s, g
 }
@@ -113,27 +100,6 @@ func callsOf(e *emulator.Emulator, service string) map[int]int {
 		}
 	}
 	return out
-}
-
-// The peer's config and environment, unchanged: the CCM trades its
-// ServiceAccount token at the identity domain once, then signs every request
-// with the session token; OKE's endpoint is not asked.
-func TestSelfManagedWorkloadIdentityCallsAsTheServiceAccount(t *testing.T) {
-	e := domainEmulator(t, nil, 0, false)
-	domainPodOn(t, e, time.Hour)
-	c := cloudOn(t, peerWorkloadConfig(e))
-	id, _ := e.AddMachine("node-a")
-	for range 2 {
-		md, err := c.InstanceMetadata(t.Context(), nodeNamed("node-a", ""))
-		require.NoError(t, err)
-		assert.Equal(t, ProviderIDPrefix+id, md.ProviderID)
-	}
-	keyID, _, err := c.sessions.signingKey()
-	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(keyID, "ST$ey"))
-	assert.Equal(t, selfManagedWhat, c.sessions.what)
-	assert.Equal(t, map[int]int{200: 1}, callsOf(e, "identitydomain"), "one exchange for every call")
-	assert.Empty(t, callsOf(e, "workloadidentity"))
 }
 
 // The session token is renewed before it expires (half-way through one of
@@ -150,7 +116,7 @@ func TestSelfManagedWorkloadIdentityRenewsAndReadsTheRotatedToken(t *testing.T) 
 	// The ServiceAccount token expires (the file not rotated): refused
 	// before asking, saying so, once the session token is gone too.
 	clock.Add(8 * time.Minute)
-	_, _, err := s.signingKey()
+	_, _, err := s.SigningKey()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.tokenPath+" expired")
 	assert.Equal(t, map[int]int{200: 2}, callsOf(e, "identitydomain"), "not asked")
@@ -191,7 +157,7 @@ func TestSelfManagedWorkloadIdentityRefusalsSayWhyWithoutSecrets(t *testing.T) {
 	}
 
 	x.clientSecret = p.secret + "0"
-	fails("identity domain "+host+" answered 401 Unauthorized", envDomainClientID+" and "+envDomainClientSecret, "it said: invalid_client")
+	fails("identity domain "+host+" answered 401 Unauthorized", EnvDomainClientID+" and "+EnvDomainClientSecret, "it said: invalid_client")
 	x.clientSecret = p.secret
 
 	other := domainEmulator(t, nil, 0, false)
@@ -211,117 +177,12 @@ func TestSelfManagedWorkloadIdentityRefusalsSayWhyWithoutSecrets(t *testing.T) {
 
 	// Another CA than the domain's; no domain at all; a server that is not one.
 	require.NoError(t, os.WriteFile(p.caPath, other.CA(), 0o600))
-	fails("certificate of the identity domain " + host + " is not of " + envCABundle + "'s (" + p.caPath + ")")
+	fails("certificate of the identity domain " + host + " is not of " + EnvCABundle + "'s (" + p.caPath + ")")
 	require.NoError(t, os.WriteFile(p.caPath, e.CA(), 0o600))
 	x.tokenURL, x.host = "https://127.0.0.1:1"+domainTokenPath, "127.0.0.1:1"
-	fails("no answer from the identity domain 127.0.0.1:1", envDomainURL)
+	fails("no answer from the identity domain 127.0.0.1:1", EnvDomainURL)
 	x.tokenURL = e.IdentityDomainURL() + "/nothing"
-	fails("answered 404 Not Found", envDomainURL+" must be the identity domain's URL")
-}
-
-// The environment's problems are errors at start, all at once, each naming
-// its variable, never a secret's value.
-func TestSelfManagedWorkloadIdentityConfigErrorsNameTheVariable(t *testing.T) {
-	e := domainEmulator(t, nil, 0, false)
-	p := domainPodOn(t, e, time.Hour)
-	cfg, err := Read(strings.NewReader(peerWorkloadConfig(e)))
-	require.NoError(t, err)
-	start := func() string {
-		t.Helper()
-		_, err := New(cfg)
-		require.Error(t, err)
-		assert.NotContains(t, err.Error(), p.secret)
-		return err.Error()
-	}
-	t.Setenv(envDomainResourceType, "")
-	t.Setenv(envDomainClientID, "")
-	msg := start()
-	for _, want := range []string{"useWorkloadIdentity: " + envDomainResourceType + " is not set", "useWorkloadIdentity: " + envDomainClientID + " is not set"} {
-		assert.Contains(t, msg, want)
-	}
-	assert.NotContains(t, msg, envDomainClientSecret+" is not set")
-	t.Setenv(envDomainResourceType, "k8sworkload")
-	t.Setenv(envDomainClientSecret, "")
-	t.Setenv(envDomainClientID, "x")
-	assert.Contains(t, start(), envDomainClientSecret+" is not set")
-	t.Setenv(envDomainClientSecret, p.secret)
-
-	for raw, want := range map[string]string{
-		"idcs-x.identity.oraclecloud.com":                 "not the identity domain's URL",
-		"http://idcs-x.identity.oraclecloud.com":          "plain http is allowed to a loopback address only",
-		"https://admin:" + p.secret + "@idcs-x":           "holds a user or password",
-		"https://idcs-x.identity.oraclecloud.com/ui/v1":   "has a path",
-		"https://idcs-x.identity.oraclecloud.com/?tenant": "has a query",
-	} {
-		t.Setenv(envDomainURL, raw)
-		assert.Contains(t, start(), "useWorkloadIdentity: "+envDomainURL+": "+want, raw)
-	}
-	for _, c := range []struct{ raw, want string }{
-		{"https://idcs-x.identity.oraclecloud.com:443", "https://idcs-x.identity.oraclecloud.com:443/oauth2/v1/token"},
-		{"https://idcs-x.identity.oraclecloud.com/", "https://idcs-x.identity.oraclecloud.com/oauth2/v1/token"},
-		{" https://idcs-x.identity.oraclecloud.com/oauth2/v1/token\n", "https://idcs-x.identity.oraclecloud.com/oauth2/v1/token"}, // trimmed, as the peer trims
-	} {
-		t.Setenv(envDomainURL, c.raw)
-		x, err := newTokenExchange(cfg.principal())
-		require.NoError(t, err, c.raw)
-		assert.Equal(t, c.want, x.tokenURL, "as oci-go-sdk builds it")
-	}
-	t.Setenv(envDomainURL, e.IdentityDomainURL())
-
-	t.Setenv(envDomainTokenPath, filepath.Join(t.TempDir(), "none"))
-	assert.Contains(t, start(), "useWorkloadIdentity: the ServiceAccount token ("+filepath.Join(filepath.Dir(os.Getenv(envDomainTokenPath)), "none")+", or "+envDomainTokenPath+")")
-	t.Setenv(envDomainTokenPath, p.tokenPath)
-	t.Setenv(envCABundle, filepath.Join(t.TempDir(), "none"))
-	assert.Contains(t, start(), "reading the CA bundle ("+envCABundle+")")
-	t.Setenv(envCABundle, p.caPath)
-
-	// The peer's variables without the domain's URL: not OKE's form silently.
-	for _, name := range domainEnv {
-		t.Setenv(name, "")
-	}
-	t.Setenv(envDomainTokenPath, p.tokenPath)
-	assert.Contains(t, start(), "useWorkloadIdentity: "+envDomainTokenPath+" is set but "+envDomainURL+" is not")
-	t.Setenv(envDomainTokenPath, "")
-	assert.Contains(t, start(), "KUBERNETES_SERVICE_HOST is not set", "OKE's form")
-}
-
-// With OCI_WORKLOAD_IDENTITY_USE_INSTANCE_PRINCIPAL_FOR_TOKEN_EXCHANGE=true
-// the exchange is signed by the instance principal, no client credentials.
-func TestSelfManagedWorkloadIdentityThroughTheInstancePrincipal(t *testing.T) {
-	e := domainEmulator(t, nil, 0, true)
-	domainPodOn(t, e, time.Hour)
-	t.Setenv(envDomainClientID, "")
-	t.Setenv(envDomainClientSecret, "")
-	t.Setenv(envDomainViaInstance, "True")
-	c := cloudOn(t, peerWorkloadConfig(e)+fmt.Sprintf("  metadata: %s/opc/v2\n  auth: %s\n", e.URL(), e.URL()))
-	id, _ := e.AddMachine("node-a")
-	md, err := c.InstanceMetadata(t.Context(), nodeNamed("node-a", ""))
-	require.NoError(t, err)
-	assert.Equal(t, ProviderIDPrefix+id, md.ProviderID)
-	assert.Equal(t, map[int]int{200: 1}, callsOf(e, "identitydomain"))
-	keyID, _, err := c.sessions.signingKey()
-	require.NoError(t, err)
-	assert.Equal(t, selfManagedWhat, c.sessions.what)
-	assert.True(t, strings.HasPrefix(keyID, "ST$ey"))
-}
-
-// The doctor says who the CCM calls as, and what to check when the domain
-// gives no session token.
-func TestDoctorOnSelfManagedWorkloadIdentity(t *testing.T) {
-	e := domainEmulator(t, nil, 0, false)
-	p := domainPodOn(t, e, time.Hour)
-	got := byCheck(cloudOn(t, peerWorkloadConfig(e)).Diagnose(t.Context()))
-	assert.Equal(t, doctor.OK, got["oci: API key"].Status)
-	assert.Contains(t, got["oci: API key"].Detail, "accepted the signature of the self-managed workload identity")
-
-	t.Setenv(envDomainClientSecret, base64.StdEncoding.EncodeToString([]byte(p.secret)))
-	results := cloudOn(t, peerWorkloadConfig(e)).Diagnose(t.Context())
-	require.Len(t, results, 1)
-	assert.Equal(t, doctor.Fail, results[0].Status)
-	assert.Contains(t, results[0].Detail, "self-managed workload identity: the identity domain")
-	assert.Contains(t, results[0].Detail, "answered 401 Unauthorized")
-	assert.Contains(t, results[0].Fix, "no session token from the identity domain")
-	assert.NotContains(t, results[0].Detail+results[0].Fix, p.secret)
+	fails("answered 404 Not Found", EnvDomainURL+" must be the identity domain's URL")
 }
 
 // fileIssuer is oci-cloud-controller-manager's TokenIssuer: the
@@ -369,35 +230,35 @@ func TestTheTokenExchangeIsTheSDKs(t *testing.T) {
 			e := domainEmulator(t, nil, 0, viaInstance)
 			p := domainPodOn(t, e, time.Hour)
 			srv, caPath, got := recorder(t)
-			t.Setenv(envDomainURL, srv.URL)
-			t.Setenv(envCABundle, caPath)
-			t.Setenv(envDomainRPSTExp, "60")
-			t.Setenv(envDomainPublicKey, "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA")
+			t.Setenv(EnvDomainURL, srv.URL)
+			t.Setenv(EnvCABundle, caPath)
+			t.Setenv(EnvDomainRPSTExp, "60")
+			t.Setenv(EnvDomainPublicKey, "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA")
 			t.Setenv("OCI_SDK_AUTH_CLIENT_CIRCUIT_BREAKER_ENABLED", "false")
-			conf := peerWorkloadConfig(e)
+			pr := Principal{Region: "us-ashburn-1"}
 			if viaInstance {
-				t.Setenv(envDomainClientID, "")
-				t.Setenv(envDomainClientSecret, "")
-				t.Setenv(envDomainViaInstance, "true")
+				t.Setenv(EnvDomainClientID, "")
+				t.Setenv(EnvDomainClientSecret, "")
+				t.Setenv(EnvDomainViaInstance, "true")
 				t.Setenv("OCI_METADATA_BASE_URL", e.URL()+"/opc/v2")
 				t.Setenv("OCI_SDK_AUTH_CLIENT_REGION_URL", e.URL())
-				conf += fmt.Sprintf("  metadata: %s/opc/v2\n  auth: %s\n", e.URL(), e.URL())
+				pr.Metadata, pr.Auth = e.URL()+"/opc/v2", e.URL()
 			}
-			theirs, ours := sdkAndOurExchange(t, conf, p, got)
+			theirs, ours := sdkAndOurExchange(t, pr, p, got)
 			compareExchanges(t, theirs, ours, p, viaInstance)
 		})
 	}
 }
 
 // sdkAndOurExchange has the SDK's provider, as the peer builds it from the
-// environment, and ours, from conf and the environment, make one exchange
+// environment, and ours, from pr and the environment, make one exchange
 // each; it returns what each sent.
-func sdkAndOurExchange(t *testing.T, conf string, p *domainPod, got func() []recorded) (theirs, ours recorded) {
+func sdkAndOurExchange(t *testing.T, pr Principal, p *domainPod, got func() []recorded) (theirs, ours recorded) {
 	t.Helper()
-	b := auth.TokenExchangeBuilder{DomainUrl: os.Getenv(envDomainURL), Region: "us-ashburn-1", RequestedTokenType: tokenTypeRPST,
-		ResType: os.Getenv(envDomainResourceType), SubjectTokenType: "jwt", RpstExp: os.Getenv(envDomainRPSTExp),
-		PublicKey: os.Getenv(envDomainPublicKey), ClientId: os.Getenv(envDomainClientID), ClientSecret: os.Getenv(envDomainClientSecret)}
-	if os.Getenv(envDomainViaInstance) == "true" {
+	b := auth.TokenExchangeBuilder{DomainUrl: os.Getenv(EnvDomainURL), Region: "us-ashburn-1", RequestedTokenType: tokenTypeRPST,
+		ResType: os.Getenv(EnvDomainResourceType), SubjectTokenType: "jwt", RpstExp: os.Getenv(EnvDomainRPSTExp),
+		PublicKey: os.Getenv(EnvDomainPublicKey), ClientId: os.Getenv(EnvDomainClientID), ClientSecret: os.Getenv(EnvDomainClientSecret)}
+	if os.Getenv(EnvDomainViaInstance) == "true" {
 		ip, err := auth.InstancePrincipalConfigurationProvider()
 		require.NoError(t, err)
 		b.InstancePrincipalProvider = ip
@@ -407,9 +268,7 @@ func sdkAndOurExchange(t *testing.T, conf string, p *domainPod, got func() []rec
 	_, err = sdk.KeyID()
 	require.Error(t, err, "the recorder answers 418")
 
-	cfg, err := Read(strings.NewReader(conf))
-	require.NoError(t, err)
-	x, err := newTokenExchange(cfg.principal())
+	x, err := newTokenExchange(pr)
 	require.NoError(t, err)
 	_, err = x.exchange(t.Context())
 	require.ErrorContains(t, err, "answered 418")
@@ -457,4 +316,21 @@ func compareExchanges(t *testing.T, theirs, ours recorded, p *domainPod, signed 
 	theirBody, ourBody := keyless(theirs.body), keyless(ours.body)
 	assert.Equal(t, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange&public_key=KEY&requested_token_type=urn%3Aoci%3Atoken-type%3Aoci-rpst&res_type=k8sworkload&rpst_exp=60&subject_token="+string(token)+"&subject_token_type=jwt", theirBody)
 	assert.Equal(t, theirBody, ourBody)
+}
+
+// The identity domain's token endpoint is built from its URL as oci-go-sdk
+// builds it.
+func TestTheDomainsTokenURLIsTheSDKs(t *testing.T) {
+	e := domainEmulator(t, nil, 0, false)
+	domainPodOn(t, e, time.Hour)
+	for _, c := range []struct{ raw, want string }{
+		{"https://idcs-x.identity.oraclecloud.com:443", "https://idcs-x.identity.oraclecloud.com:443/oauth2/v1/token"},
+		{"https://idcs-x.identity.oraclecloud.com/", "https://idcs-x.identity.oraclecloud.com/oauth2/v1/token"},
+		{" https://idcs-x.identity.oraclecloud.com/oauth2/v1/token\n", "https://idcs-x.identity.oraclecloud.com/oauth2/v1/token"}, // trimmed, as the peer trims
+	} {
+		t.Setenv(EnvDomainURL, c.raw)
+		x, err := newTokenExchange(Principal{Region: "us-ashburn-1"})
+		require.NoError(t, err, c.raw)
+		assert.Equal(t, c.want, x.tokenURL, "as oci-go-sdk builds it")
+	}
 }

@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ func TestTheTransportSignsEachAttempt(t *testing.T) {
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
 	})
 	now := time.Date(2026, 11, 25, 13, 51, 0, 0, time.UTC)
-	tr := &signingTransport{base: base, creds: apiKey{keyID: "k", key: testKey}, now: func() time.Time { return now }}
+	tr := &signingTransport{base: base, creds: APIKey{KeyID: "k", Key: testKey}, now: func() time.Time { return now }}
 	for range 2 {
 		r, err := http.NewRequest(http.MethodPut, "https://iaas.example/20160918/securityLists/x", bytes.NewReader([]byte(`{"a":1}`)))
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func (bs *BackendSet) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	if len(bs.Backends) > lbcycle.MembersKept {
-		m := digestBackends(bs.Backends)
+		m := DigestBackends(bs.Backends)
 		bs.Many, bs.Backends = &m, nil
 	}
 	return nil
@@ -152,8 +152,8 @@ func (bs BackendSet) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(bs))
 }
 
-// digestBackends is backends as ManyBackends.
-func digestBackends(backends []Backend) ManyBackends {
+// DigestBackends is backends as ManyBackends.
+func DigestBackends(backends []Backend) ManyBackends {
 	var d backendDigest
 	for i := range backends {
 		d.add(&backends[i])

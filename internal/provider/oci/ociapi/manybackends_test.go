@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"bytes"
@@ -78,10 +78,10 @@ func TestAMalformedBackendIsADecodeError(t *testing.T) {
 // the keys' digest, and an identity field the identities' too.
 func TestEveryFieldOfABackendChangesTheDigestAndTheOrderDoesNot(t *testing.T) {
 	backends := backendsOn(lbcycle.MembersKept + 5)
-	base := digestBackends(backends)
+	base := DigestBackends(backends)
 	shuffled := append([]Backend(nil), backends...)
 	rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	assert.Equal(t, base, digestBackends(shuffled))
+	assert.Equal(t, base, DigestBackends(shuffled))
 
 	identity := map[string]bool{"IPAddress": true, "Port": true, "TargetID": true}
 	bt := reflect.TypeFor[Backend]()
@@ -90,7 +90,7 @@ func TestEveryFieldOfABackendChangesTheDigestAndTheOrderDoesNot(t *testing.T) {
 		t.Run(field.Name, func(t *testing.T) {
 			changed := append([]Backend(nil), backends...)
 			changeField(reflect.ValueOf(&changed[7]).Elem().Field(i))
-			d := digestBackends(changed)
+			d := DigestBackends(changed)
 			assert.NotEqual(t, base.Keys, d.Keys, "a changed %s is not in the keys' digest", field.Name)
 			if identity[field.Name] {
 				assert.NotEqual(t, base.IDs, d.IDs, "a changed %s is not in the identities' digest", field.Name)

@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 
 // The kinds of load balancer (oci.oraclecloud.com/load-balancer-type).
 const (
-	kindLB  = "lb"
-	kindNLB = "nlb"
+	KindLB  = "lb"
+	KindNLB = "nlb"
 )
 
 // LB is a load balancer as the CCM uses it, of either kind: a
@@ -34,7 +34,7 @@ type LB struct {
 	ShapeName      string        `json:"shapeName"`
 	ShapeDetails   *ShapeDetails `json:"shapeDetails,omitempty"`
 	TimeCreated    time.Time     `json:"timeCreated"`
-	IPAddresses    []lbAddress   `json:"ipAddresses"`
+	IPAddresses    []LBAddress   `json:"ipAddresses"`
 	IsPrivate      bool          `json:"isPrivate"`
 	SubnetIDs      []string      `json:"subnetIds"`
 	SubnetID       string        `json:"subnetId"` // NLB
@@ -52,8 +52,8 @@ type LB struct {
 	RuleSets     map[string]RuleSet     `json:"ruleSets"`
 }
 
-// lbAddress is an address of a load balancer.
-type lbAddress struct {
+// LBAddress is an address of a load balancer.
+type LBAddress struct {
 	IPAddress string `json:"ipAddress"`
 	IsPublic  bool   `json:"isPublic"`
 }
@@ -229,8 +229,8 @@ type WorkRequest struct {
 
 // api is where a kind's API is: its service (as metrics name it), base URL
 // and version.
-func (g *gateway) api(kind string) (service, base, version string) {
-	if kind == kindNLB {
+func (g *Client) api(kind string) (service, base, version string) {
+	if kind == KindNLB {
 		return "networkloadbalancer", g.ep.NetworkLoadBalancer, nlbAPI
 	}
 	return "loadbalancer", g.ep.LoadBalancer, lbAPI
@@ -238,20 +238,20 @@ func (g *gateway) api(kind string) (service, base, version string) {
 
 // collection is the path of a kind's load balancers.
 func collection(kind string) string {
-	if kind == kindNLB {
+	if kind == KindNLB {
 		return "/networkLoadBalancers"
 	}
 	return "/loadBalancers"
 }
 
-// loadBalancers lists the load balancers of a kind a query names (its
+// LoadBalancers lists the load balancers of a kind a query names (its
 // compartment, and displayName …).
-func (g *gateway) loadBalancers(ctx context.Context, kind string, q url.Values) ([]LB, error) {
+func (g *Client) LoadBalancers(ctx context.Context, kind string, q url.Values) ([]LB, error) {
 	service, base, version := g.api(kind)
-	q = with(maps.Clone(q), "limit", strconv.Itoa(lbFirstPage))
+	q = With(maps.Clone(q), "limit", strconv.Itoa(lbFirstPage))
 	var out []LB
 	var err error
-	if kind == kindNLB {
+	if kind == KindNLB {
 		out, err = listItems[LB](ctx, g, service, base, version+collection(kind), q)
 	} else {
 		out, err = list[LB](ctx, g, service, base, version+collection(kind), q)
@@ -267,7 +267,7 @@ func (g *gateway) loadBalancers(ctx context.Context, kind string, q url.Values) 
 
 // lbChange makes a change of a kind's API and returns its work request's
 // OCID.
-func (g *gateway) lbChange(ctx context.Context, kind, method, path string, in any, header http.Header) (string, error) {
+func (g *Client) lbChange(ctx context.Context, kind, method, path string, in any, header http.Header) (string, error) {
 	service, base, version := g.api(kind)
 	h, err := g.callWith(ctx, service, method, base, version+path, in, header)
 	if err != nil {
@@ -280,53 +280,64 @@ func (g *gateway) lbChange(ctx context.Context, kind, method, path string, in an
 	return wr, nil
 }
 
-// createLoadBalancer creates a load balancer whole; token makes a retry of
+// CreateLoadBalancer creates a load balancer whole; token makes a retry of
 // the same call (by the transport) the same creation.
-func (g *gateway) createLoadBalancer(ctx context.Context, d CreateLoadBalancer, token string) (string, error) {
-	return g.lbChange(ctx, kindLB, http.MethodPost, "/loadBalancers", d, http.Header{"Opc-Retry-Token": {token}})
+func (g *Client) CreateLoadBalancer(ctx context.Context, d CreateLoadBalancer, token string) (string, error) {
+	return g.lbChange(ctx, KindLB, http.MethodPost, "/loadBalancers", d, http.Header{"Opc-Retry-Token": {token}})
 }
 
-// createNetworkLoadBalancer creates a network load balancer whole, as
+// CreateNetworkLoadBalancer creates a network load balancer whole, as
 // createLoadBalancer does.
-func (g *gateway) createNetworkLoadBalancer(ctx context.Context, d CreateNetworkLoadBalancer, token string) (string, error) {
-	return g.lbChange(ctx, kindNLB, http.MethodPost, "/networkLoadBalancers", d, http.Header{"Opc-Retry-Token": {token}})
+func (g *Client) CreateNetworkLoadBalancer(ctx context.Context, d CreateNetworkLoadBalancer, token string) (string, error) {
+	return g.lbChange(ctx, KindNLB, http.MethodPost, "/networkLoadBalancers", d, http.Header{"Opc-Retry-Token": {token}})
 }
 
-func (g *gateway) deleteLoadBalancer(ctx context.Context, kind, id string) (string, error) {
+// DeleteLoadBalancer deletes load balancer id of kind; the work request
+// that does it.
+func (g *Client) DeleteLoadBalancer(ctx context.Context, kind, id string) (string, error) {
 	return g.lbChange(ctx, kind, http.MethodDelete, collection(kind)+"/"+url.PathEscape(id), nil, nil)
 }
 
-// createChild creates a child of load balancer lb of a kind (child
+// CreateChild creates a child of load balancer lb of a kind (child
 // backendSets, listeners or ruleSets), its body naming it.
-func (g *gateway) createChild(ctx context.Context, kind, lb, child string, body any) (string, error) {
+func (g *Client) CreateChild(ctx context.Context, kind, lb, child string, body any) (string, error) {
 	return g.lbChange(ctx, kind, http.MethodPost, childPath(kind, lb, child, ""), body, nil)
 }
 
-// updateChild replaces the child name of load balancer lb of a kind with
+// UpdateChild replaces the child name of load balancer lb of a kind with
 // body (which names it not: the path does).
-func (g *gateway) updateChild(ctx context.Context, kind, lb, child, name string, body any) (string, error) {
+func (g *Client) UpdateChild(ctx context.Context, kind, lb, child, name string, body any) (string, error) {
 	return g.lbChange(ctx, kind, http.MethodPut, childPath(kind, lb, child, name), body, nil)
 }
 
-// deleteChild deletes the child name of load balancer lb of a kind (child
+// DeleteChild deletes the child name of load balancer lb of a kind (child
 // backendSets, listeners, ruleSets or certificates).
-func (g *gateway) deleteChild(ctx context.Context, kind, lb, child, name string) (string, error) {
+func (g *Client) DeleteChild(ctx context.Context, kind, lb, child, name string) (string, error) {
 	return g.lbChange(ctx, kind, http.MethodDelete, childPath(kind, lb, child, name), nil, nil)
 }
 
-// backends are the backends of load balancer lb's backend set of a kind
+// Backends are the backends of load balancer lb's backend set of a kind
 // (ListBackends: an LB's answered whole, an NLB's by pages).
-func (g *gateway) backends(ctx context.Context, kind, lb, set string) ([]Backend, error) {
+func (g *Client) Backends(ctx context.Context, kind, lb, set string) ([]Backend, error) {
 	service, base, version := g.api(kind)
 	path := version + childPath(kind, lb, "backendSets", set) + "/backends"
-	if kind == kindNLB {
+	if kind == KindNLB {
 		return listItems[Backend](ctx, g, service, base, path, nil)
 	}
 	return get[[]Backend](ctx, g, service, base, path)
 }
 
-// childPath is the path of load balancer lb's children of a kind, or of
+// UpdateBackend is the path of load balancer lb's children of a kind, or of
 // the one named name.
+// UpdateBackend changes one backend of backend set set of lb to body (an
+// LB's UpdateBackendDetails, an NLB's UpdateBackendDetails): the CCM never
+// changes a backend in place (it puts the whole set), tests change one
+// behind its back with it.
+func (g *Client) UpdateBackend(ctx context.Context, kind, lb, set string, b Backend, body map[string]any) (string, error) {
+	path := childPath(kind, lb, "backendSets", set) + "/backends/" + url.PathEscape(fmt.Sprintf("%s:%d", b.IPAddress, b.Port))
+	return g.lbChange(ctx, kind, http.MethodPut, path, body, nil)
+}
+
 func childPath(kind, lb, child, name string) string {
 	path := collection(kind) + "/" + url.PathEscape(lb) + "/" + child
 	if name != "" {
@@ -335,15 +346,15 @@ func childPath(kind, lb, child, name string) string {
 	return path
 }
 
-// createCertificate adds a certificate to load balancer lb (an lb).
-func (g *gateway) createCertificate(ctx context.Context, lb string, c Certificate) (string, error) {
-	return g.lbChange(ctx, kindLB, http.MethodPost, "/loadBalancers/"+url.PathEscape(lb)+"/certificates", c, nil)
+// CreateCertificate adds a certificate to load balancer lb (an lb).
+func (g *Client) CreateCertificate(ctx context.Context, lb string, c Certificate) (string, error) {
+	return g.lbChange(ctx, KindLB, http.MethodPost, "/loadBalancers/"+url.PathEscape(lb)+"/certificates", c, nil)
 }
 
-// workRequest reads a work request of a kind, an NLB's read as an LB's.
-func (g *gateway) workRequest(ctx context.Context, kind, id string) (WorkRequest, error) {
+// WorkRequest reads a work request of a kind, an NLB's read as an LB's.
+func (g *Client) WorkRequest(ctx context.Context, kind, id string) (WorkRequest, error) {
 	service, base, version := g.api(kind)
-	if kind != kindNLB {
+	if kind != KindNLB {
 		return get[WorkRequest](ctx, g, service, base, version+"/loadBalancerWorkRequests/"+url.PathEscape(id))
 	}
 	wr, err := get[WorkRequest](ctx, g, service, base, version+"/workRequests/"+url.PathEscape(id))
@@ -356,14 +367,14 @@ func (g *gateway) workRequest(ctx context.Context, kind, id string) (WorkRequest
 	return wr, err
 }
 
-// setNLBIPVersion changes network load balancer id's nlbIpVersion
+// SetNLBIPVersion changes network load balancer id's nlbIpVersion
 // (UpdateNetworkLoadBalancer).
-func (g *gateway) setNLBIPVersion(ctx context.Context, id, version string) (string, error) {
-	return g.lbChange(ctx, kindNLB, http.MethodPut, "/networkLoadBalancers/"+url.PathEscape(id), map[string]string{"nlbIpVersion": version}, nil)
+func (g *Client) SetNLBIPVersion(ctx context.Context, id, version string) (string, error) {
+	return g.lbChange(ctx, KindNLB, http.MethodPut, "/networkLoadBalancers/"+url.PathEscape(id), map[string]string{"nlbIpVersion": version}, nil)
 }
 
-// setNSGs puts load balancer lb (of a kind) in NSGs ids.
-func (g *gateway) setNSGs(ctx context.Context, kind, lb string, ids []string) (string, error) {
+// SetNSGs puts load balancer lb (of a kind) in NSGs ids.
+func (g *Client) SetNSGs(ctx context.Context, kind, lb string, ids []string) (string, error) {
 	return g.lbChange(ctx, kind, http.MethodPut, collection(kind)+"/"+url.PathEscape(lb)+"/networkSecurityGroups",
 		map[string]any{"networkSecurityGroupIds": ids}, nil)
 }

@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"bytes"
@@ -24,33 +24,35 @@ import (
 // also content-length, content-type and x-content-sha256. A test signs the
 // same request with the SDK and compares the two headers byte for byte.
 
-// credentials are what a request is signed with: keyId is
+// Credentials are what a request is signed with: keyId is
 // "<tenancy>/<user>/<fingerprint>" for a user's API key, "ST$<token>" for a
 // session token (instance principal).
-type credentials interface {
-	signingKey() (keyID string, key *rsa.PrivateKey, err error)
+type Credentials interface {
+	SigningKey() (keyID string, key *rsa.PrivateKey, err error)
 }
 
-// apiKey is a user's API key.
-type apiKey struct {
-	keyID string
-	key   *rsa.PrivateKey
+// APIKey is a user's API key.
+type APIKey struct {
+	KeyID string
+	Key   *rsa.PrivateKey
 }
 
-func (k apiKey) signingKey() (string, *rsa.PrivateKey, error) { return k.keyID, k.key, nil }
+// SigningKey is the key and its keyId.
+func (k APIKey) SigningKey() (string, *rsa.PrivateKey, error) { return k.KeyID, k.Key, nil }
 
-// rotatingKey is the API key in use, replaced when the config's changes.
-type rotatingKey struct{ key atomic.Pointer[apiKey] }
+// RotatingKey is the API key in use, replaced when the config's changes.
+type RotatingKey struct{ key atomic.Pointer[APIKey] }
 
-func (r *rotatingKey) signingKey() (string, *rsa.PrivateKey, error) {
+// SigningKey is the key in use and its keyId.
+func (r *RotatingKey) SigningKey() (string, *rsa.PrivateKey, error) {
 	k := r.key.Load()
-	return k.keyID, k.key, nil
+	return k.KeyID, k.Key, nil
 }
 
-// set makes k the key in use; it says whether k is another key.
-func (r *rotatingKey) set(k apiKey) bool {
+// Set makes k the key in use; it says whether k is another key.
+func (r *RotatingKey) Set(k APIKey) bool {
 	old := r.key.Swap(&k)
-	return old == nil || old.keyID != k.keyID || !old.key.Equal(k.key)
+	return old == nil || old.KeyID != k.KeyID || !old.Key.Equal(k.Key)
 }
 
 // signerKey holds, in a request's context, the credentials that sign it in
@@ -62,7 +64,7 @@ type signerKey struct{}
 // minutes off).
 type signingTransport struct {
 	base  http.RoundTripper
-	creds credentials
+	creds Credentials
 	now   func() time.Time
 }
 
@@ -81,10 +83,10 @@ func (t *signingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		r.ContentLength = int64(len(body))
 	}
 	creds := t.creds
-	if c, ok := req.Context().Value(signerKey{}).(credentials); ok {
-		creds = c // a Service's workload (gateway.go, workloads.go)
+	if c, ok := req.Context().Value(signerKey{}).(Credentials); ok {
+		creds = c // a Service's workload (client.go, the provider's workloads.go)
 	}
-	keyID, key, err := creds.signingKey()
+	keyID, key, err := creds.SigningKey()
 	if err != nil {
 		return nil, err
 	}

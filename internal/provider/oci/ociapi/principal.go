@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"bytes"
@@ -33,7 +33,9 @@ import (
 
 const defaultMetadataURL = "http://169.254.169.254/opc/v2"
 
-type instancePrincipal struct {
+// InstancePrincipal is the instance the CCM runs on, as a principal: its
+// metadata service and the federation endpoint of its region.
+type InstancePrincipal struct {
 	metadata, auth string
 	http           *http.Client
 	now            func() time.Time
@@ -47,11 +49,11 @@ type Principal struct {
 	Region, Metadata, Auth, WorkloadIdentity string
 }
 
-// newInstancePrincipal is the instance principal of pr: the metadata
+// NewInstancePrincipal is the instance principal of pr: the metadata
 // service and the federation endpoint of the region, unless pr's
 // endpoints or oci-go-sdk's environment variables say otherwise.
-func newInstancePrincipal(pr Principal) *instancePrincipal {
-	p := &instancePrincipal{metadata: defaultMetadataURL, auth: "https://auth." + regionName(pr.Region) + ".oraclecloud.com",
+func NewInstancePrincipal(pr Principal) *InstancePrincipal {
+	p := &InstancePrincipal{metadata: defaultMetadataURL, auth: "https://auth." + RegionName(pr.Region) + ".oraclecloud.com",
 		http: &http.Client{Timeout: principalTimeout}, now: time.Now}
 	if v := os.Getenv("OCI_METADATA_BASE_URL"); v != "" {
 		p.metadata = v
@@ -69,21 +71,21 @@ func newInstancePrincipal(pr Principal) *instancePrincipal {
 	return p
 }
 
-// sessions are the instance principal's credentials.
-func (p *instancePrincipal) sessions() *sessionCache {
-	return &sessionCache{what: "instance principal", renew: p.exchange, now: p.now}
+// Sessions are the instance principal's credentials.
+func (p *InstancePrincipal) Sessions() *SessionCache {
+	return &SessionCache{what: "instance principal", renew: p.exchange, now: p.now}
 }
 
-// instanceMetadata is what the CCM reads of its instance.
-type instanceMetadata struct {
+// InstanceMetadata is what the CCM reads of its instance.
+type InstanceMetadata struct {
 	ID                  string `json:"id"`
 	CompartmentID       string `json:"compartmentId"`
 	CanonicalRegionName string `json:"canonicalRegionName"`
 }
 
-// instance reads the instance's metadata.
-func (p *instancePrincipal) instance(ctx context.Context) (instanceMetadata, error) {
-	var md instanceMetadata
+// Instance reads the instance's metadata.
+func (p *InstancePrincipal) Instance(ctx context.Context) (InstanceMetadata, error) {
+	var md InstanceMetadata
 	data, err := p.get(ctx, "/instance/")
 	if err == nil {
 		err = json.Unmarshal(data, &md)
@@ -92,7 +94,7 @@ func (p *instancePrincipal) instance(ctx context.Context) (instanceMetadata, err
 }
 
 // get reads path of the metadata service.
-func (p *instancePrincipal) get(ctx context.Context, path string) ([]byte, error) {
+func (p *InstancePrincipal) get(ctx context.Context, path string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metadata+path, nil)
 	if err != nil {
 		return nil, err
@@ -111,7 +113,7 @@ func (p *instancePrincipal) get(ctx context.Context, path string) ([]byte, error
 }
 
 // exchange gets a session token for a new session key.
-func (p *instancePrincipal) exchange(ctx context.Context) (session, error) {
+func (p *InstancePrincipal) exchange(ctx context.Context) (session, error) {
 	var pems [3][]byte
 	for i, path := range []string{"/identity/cert.pem", "/identity/key.pem", "/identity/intermediate.pem"} {
 		var err error

@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -25,7 +24,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/overcast-ccm/overcast/internal/doctor"
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
@@ -77,9 +75,9 @@ func podOn(t *testing.T, e *emulator.Emulator, ttl time.Duration) *pod {
 	p := &pod{t: t, tokenPath: filepath.Join(dir, "token"), caPath: filepath.Join(dir, "ca.crt")}
 	require.NoError(t, os.WriteFile(p.caPath, e.CA(), 0o600))
 	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", ttl))
-	t.Setenv(envTokenPath, p.tokenPath)
-	t.Setenv(envCAPath, p.caPath)
-	for _, name := range domainEnv {
+	t.Setenv(EnvTokenPath, p.tokenPath)
+	t.Setenv(EnvCAPath, p.caPath)
+	for _, name := range DomainEnv {
 		t.Setenv(name, "")
 	}
 	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "")
@@ -90,25 +88,15 @@ func (p *pod) token(token string) {
 	require.NoError(p.t, os.WriteFile(p.tokenPath, []byte(token), 0o600))
 }
 
-// workloadConfig is a cloud-provider.yaml with useWorkloadIdentity for e.
-func workloadConfig(e *emulator.Emulator) string {
-	f := e.Fixture()
-	return fmt.Sprintf("useWorkloadIdentity: true\nauth:\n  region: us-ashburn-1\ncompartment: %s\nvcn: %s\nloadBalancer:\n  subnet1: %s\nendpoints:\n  api: %s\n  workloadIdentity: %s\n",
-		f.CompartmentID, f.VCNID, f.SubnetID, e.URL(), e.WorkloadIdentityURL())
-}
-
 // workloadOn is the workload identity of e's pod on clock, its sessions,
 // and a gateway signing with them; attempts are 10 ms apart.
-func workloadOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*workloadIdentity, *sessionCache, *gateway) {
+func workloadOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*WorkloadIdentity, *SessionCache, *Client) {
 	t.Helper()
-	cfg, err := Read(strings.NewReader(workloadConfig(e)))
-	require.NoError(t, err)
-	require.NoError(t, cfg.Validate())
-	w, err := newWorkloadIdentity(cfg.principal())
+	w, err := newWorkloadIdentity(Principal{Region: "us-ashburn-1", WorkloadIdentity: e.WorkloadIdentityURL()})
 	require.NoError(t, err)
 	w.now, w.backoff = clock.Now, 10*time.Millisecond
-	s := w.sessions()
-	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()}, s, Limits{}, clock.Now)
+	s := w.Sessions()
+	g, err := New(Endpoints{Core: e.URL(), Identity: e.URL()}, s, Limits{}, clock.Now)
 	require.NoError(t, err)
 	return w, s, g
 }
@@ -122,24 +110,6 @@ func exchanges(e *emulator.Emulator) map[int]int {
 		}
 	}
 	return out
-}
-
-// With useWorkloadIdentity the CCM calls as its ServiceAccount: one
-// exchange, then every request signed with the session token.
-func TestWorkloadIdentityCallsAsTheServiceAccount(t *testing.T) {
-	e := workloadEmulator(t, nil, 0)
-	podOn(t, e, time.Hour)
-	c := cloudOn(t, workloadConfig(e))
-	id, _ := e.AddMachine("node-a")
-	md, err := c.InstanceMetadata(t.Context(), nodeNamed("node-a", ""))
-	require.NoError(t, err)
-	assert.Equal(t, ProviderIDPrefix+id, md.ProviderID)
-	_, err = c.InstanceMetadata(t.Context(), nodeNamed("node-a", ""))
-	require.NoError(t, err)
-	keyID, _, err := c.sessions.signingKey()
-	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(keyID, "ST$ey"))
-	assert.Equal(t, map[int]int{200: 1}, exchanges(e), "one exchange for every call")
 }
 
 // The session token is renewed before it expires (half-way through one of
@@ -156,12 +126,12 @@ func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T)
 	// The ServiceAccount token expires (the file not rotated): refused
 	// before asking, saying so, once the session token is gone too.
 	clock.Add(8 * time.Minute)
-	_, _, err := s.signingKey()
+	_, _, err := s.SigningKey()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.tokenPath+" expired")
 
 	clock.Add(time.Second)
-	_, _, again := s.signingKey()
+	_, _, again := s.SigningKey()
 	assert.Equal(t, err, again, "not asked again before renewRetry")
 
 	// The kubelet rotates it: the next exchange reads the new one.
@@ -213,15 +183,15 @@ func TestWorkloadIdentityRefusalsSayWhyWithoutTheToken(t *testing.T) {
 
 	// Due for renewal but the endpoint is down: the token signs on until
 	// it expires, then the failure is the request's.
-	first, _, err := s.signingKey()
+	first, _, err := s.SigningKey()
 	require.NoError(t, err)
 	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusServiceUnavailable})
 	clock.Add(16 * time.Minute)
-	again, _, err := s.signingKey()
+	again, _, err := s.SigningKey()
 	require.NoError(t, err)
 	assert.Equal(t, first, again)
 	clock.Add(5 * time.Minute)
-	_, _, err = s.signingKey()
+	_, _, err = s.SigningKey()
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "workload identity: the workload identity endpoint "+host+" answered 503"), err.Error())
 	e.ClearFaults()
@@ -231,52 +201,6 @@ func TestWorkloadIdentityRefusalsSayWhyWithoutTheToken(t *testing.T) {
 	fails("certificate of the workload identity endpoint " + host + " is not of the cluster's CA (" + p.caPath)
 	w.endpoint = "https://127.0.0.1:1"
 	fails("no answer from the workload identity endpoint 127.0.0.1:1", "KUBERNETES_SERVICE_HOST")
-}
-
-// Bad config, or a pod without what workload identity needs: an error at
-// start naming the key or the variable.
-func TestWorkloadIdentityConfigErrorsNameTheKey(t *testing.T) {
-	e := workloadEmulator(t, nil, 0)
-	p := podOn(t, e, time.Hour)
-	problems := func(doc string) string {
-		t.Helper()
-		c, err := Read(strings.NewReader(doc))
-		require.NoError(t, err)
-		err = c.Validate()
-		require.Error(t, err)
-		return err.Error()
-	}
-	msg := problems("useWorkloadIdentity: true\nloadBalancer:\n  subnet1: " + subnet1 + "\n")
-	assert.Contains(t, msg, "auth.region: required with useWorkloadIdentity")
-	assert.Contains(t, msg, "compartment: required with useWorkloadIdentity")
-	assert.NotContains(t, msg, "auth.user", "no API key wanted")
-	assert.Contains(t, problems("useWorkloadIdentity: true\nuseInstancePrincipals: true\n"), "useWorkloadIdentity: cannot be set with useInstancePrincipals")
-	assert.Contains(t, problems(strings.Replace(workloadConfig(e), "workloadIdentity: https:", "workloadIdentity: http:", 1)), "endpoints.workloadIdentity")
-
-	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "eu-frankfurt-1")
-	c, err := Read(strings.NewReader("useWorkloadIdentity: true\ncompartment: " + compartment + "\nloadBalancer:\n  subnet1: " + subnet1 + "\n"))
-	require.NoError(t, err)
-	require.NoError(t, c.Validate())
-	assert.Equal(t, "eu-frankfurt-1", c.Auth.Region, "oci-go-sdk's variable")
-
-	start := func() error {
-		t.Helper()
-		_, err := New(c)
-		return err
-	}
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	require.ErrorContains(t, start(), "useWorkloadIdentity: KUBERNETES_SERVICE_HOST is not set")
-	for host, want := range map[string]string{"10.96.0.1": "https://10.96.0.1:12250", "fd00::1": "https://[fd00::1]:12250"} {
-		t.Setenv("KUBERNETES_SERVICE_HOST", host)
-		w, err := newWorkloadIdentity(c.principal())
-		require.NoError(t, err)
-		assert.Equal(t, want, w.endpoint, "as oci-go-sdk builds it")
-	}
-	t.Setenv(envCAPath, filepath.Join(t.TempDir(), "none"))
-	require.ErrorContains(t, start(), "reading the cluster's CA ("+envCAPath+")")
-	t.Setenv(envCAPath, p.caPath)
-	t.Setenv(envTokenPath, filepath.Join(t.TempDir(), "none"))
-	require.ErrorContains(t, start(), "useWorkloadIdentity: the ServiceAccount token")
 }
 
 // recorded is what an exchange sent.
@@ -311,8 +235,8 @@ func TestTheExchangeIsTheSDKs(t *testing.T) {
 	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
 	t.Setenv("OCI_RESOURCE_PRINCIPAL_VERSION", "2.2")
 	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "us-ashburn-1")
-	t.Setenv(envCAPath, caPath)
-	t.Setenv(envTokenPath, tokenPath)
+	t.Setenv(EnvCAPath, caPath)
+	t.Setenv(EnvTokenPath, tokenPath)
 	// The SDK appends ":12250/resourcePrincipalSessionTokens" to the host:
 	// given the server's port and the path, that becomes a fragment, never sent.
 	t.Setenv("KUBERNETES_SERVICE_HOST", strings.TrimPrefix(srv.URL, "https://")+sessionTokenPath+"#")
@@ -322,7 +246,7 @@ func TestTheExchangeIsTheSDKs(t *testing.T) {
 	_, err = p.KeyID()
 	require.Error(t, err, "the recorder answers 418")
 
-	w := &workloadIdentity{endpoint: srv.URL, tokenPath: tokenPath, caPath: caPath, now: time.Now, backoff: time.Millisecond}
+	w := &WorkloadIdentity{endpoint: srv.URL, tokenPath: tokenPath, caPath: caPath, now: time.Now, backoff: time.Millisecond}
 	_, err = w.exchange(t.Context())
 	require.ErrorContains(t, err, "answered 418")
 	require.Len(t, got, 2, "one request each")
@@ -362,37 +286,20 @@ func TestTheExchangeIsTheSDKs(t *testing.T) {
 	}
 }
 
-// The doctor says who the CCM calls as, and what to check when the pod gets
-// no session token.
-func TestDoctorOnWorkloadIdentity(t *testing.T) {
-	e := workloadEmulator(t, nil, 0)
-	podOn(t, e, time.Hour)
-	got := byCheck(cloudOn(t, workloadConfig(e)).Diagnose(t.Context()))
-	assert.Equal(t, doctor.OK, got["oci: API key"].Status)
-	assert.Contains(t, got["oci: API key"].Detail, "accepted the signature of the workload identity")
-
-	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusForbidden})
-	results := cloudOn(t, workloadConfig(e)).Diagnose(t.Context())
-	require.Len(t, results, 1)
-	assert.Equal(t, doctor.Fail, results[0].Status)
-	assert.Contains(t, results[0].Detail, "answered 403 Forbidden: workload identity needs an OKE enhanced cluster")
-	assert.Contains(t, results[0].Fix, "no session token for the pod's ServiceAccount")
-}
-
 // renewedHalfWay: a session of 4 minutes signs a call, is kept a minute
 // later and renewed past its half (2 minutes before it expires), and the
 // renewed one signs a call. It gives the call, the signing key's reader and
 // the renewed key.
-func renewedHalfWay(t *testing.T, e *emulator.Emulator, clock *testClock, s *sessionCache, g *gateway) (call func(), key func() string, second string) {
+func renewedHalfWay(t *testing.T, e *emulator.Emulator, clock *testClock, s *SessionCache, g *Client) (call func(), key func() string, second string) {
 	t.Helper()
 	call = func() {
 		t.Helper()
-		_, err := g.availabilityDomains(t.Context(), e.Fixture().CompartmentID)
+		_, err := g.AvailabilityDomains(t.Context(), e.Fixture().CompartmentID)
 		require.NoError(t, err)
 	}
 	key = func() string {
 		t.Helper()
-		k, _, err := s.signingKey()
+		k, _, err := s.SigningKey()
 		require.NoError(t, err)
 		return k
 	}
@@ -405,4 +312,17 @@ func renewedHalfWay(t *testing.T, e *emulator.Emulator, clock *testClock, s *ses
 	assert.NotEqual(t, first, second, "renewed 2 minutes before it expires")
 	call()
 	return call, key, second
+}
+
+// OKE's workload identity endpoint is on KUBERNETES_SERVICE_HOST, port
+// 12250, as oci-go-sdk builds it.
+func TestTheWorkloadIdentityEndpointIsTheSDKs(t *testing.T) {
+	e := workloadEmulator(t, nil, 0)
+	podOn(t, e, time.Hour)
+	for host, want := range map[string]string{"10.96.0.1": "https://10.96.0.1:12250", "fd00::1": "https://[fd00::1]:12250"} {
+		t.Setenv("KUBERNETES_SERVICE_HOST", host)
+		w, err := newWorkloadIdentity(Principal{Region: "us-ashburn-1"})
+		require.NoError(t, err)
+		assert.Equal(t, want, w.endpoint, "as oci-go-sdk builds it")
+	}
 }

@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import "time"
 
@@ -16,28 +16,29 @@ type NSG struct {
 type NSGRule struct {
 	ID        string `json:"id,omitempty"`
 	Direction string `json:"direction"`
-	rule
+	SecurityRule
 }
 
-// rule is a security rule, in either direction, as OCI's JSON has it.
-type rule struct {
+// SecurityRule is a security rule, in either direction, as OCI's JSON has it.
+type SecurityRule struct {
 	Protocol        string      `json:"protocol"`
 	Source          string      `json:"source,omitempty"`
 	SourceType      string      `json:"sourceType,omitempty"`
 	Destination     string      `json:"destination,omitempty"`
 	DestinationType string      `json:"destinationType,omitempty"`
 	IsStateless     bool        `json:"isStateless"`
-	TCPOptions      *tcpOptions `json:"tcpOptions,omitempty"`
+	TCPOptions      *TCPOptions `json:"tcpOptions,omitempty"`
 	Description     string      `json:"description,omitempty"`
 }
 
-// tcpOptions are a TCP rule's ports.
-type tcpOptions struct {
-	DestinationPortRange *portRange `json:"destinationPortRange,omitempty"`
-	SourcePortRange      *portRange `json:"sourcePortRange,omitempty"`
+// TCPOptions are a TCP rule's ports.
+type TCPOptions struct {
+	DestinationPortRange *PortRange `json:"destinationPortRange,omitempty"`
+	SourcePortRange      *PortRange `json:"sourcePortRange,omitempty"`
 }
 
-type portRange struct {
+// PortRange is a range of ports, both ends included.
+type PortRange struct {
 	Min int `json:"min"`
 	Max int `json:"max"`
 }

@@ -1,6 +1,8 @@
-package oci
+package ociapi
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -31,17 +33,38 @@ func startEmulator(t *testing.T) *emulator.Emulator {
 }
 
 // gatewayOf is a gateway to e as the fixture's user.
-func gatewayOf(t *testing.T, e *emulator.Emulator) *gateway {
+func gatewayOf(t *testing.T, e *emulator.Emulator) *Client {
 	t.Helper()
 	f := e.Fixture()
 	block, _ := pem.Decode([]byte(f.PrivateKeyPEM))
 	key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
 	require.NoError(t, err)
-	g, err := newGateway(Endpoints{Core: e.URL(), Identity: e.URL()},
-		apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: key}, Limits{}, time.Now)
+	g, err := New(Endpoints{Core: e.URL(), Identity: e.URL()},
+		APIKey{KeyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, Key: key}, Limits{}, time.Now)
 	require.NoError(t, err)
 	return g
 }
+
+// The identities the tests sign as.
+const (
+	tenancy     = "ocid1.tenancy.oc1..aaaatenancy"
+	user        = "ocid1.user.oc1..aaaauser"
+	compartment = "ocid1.compartment.oc1..aaaacompartment"
+)
+
+// pemOf is k as an unencrypted PKCS#1 PEM.
+func pemOf(k *rsa.PrivateKey) string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
+}
+
+// testKey is a key OCI does not know.
+var testKey = func() *rsa.PrivateKey {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 func callCounts(e *emulator.Emulator) (reads, writes int) {
 	for _, c := range e.Calls() {
@@ -66,33 +89,33 @@ func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
 	}
 	e.ResetCalls()
 	g.pageSize = 2
-	all, err := g.instances(ctx, inCompartment(f.CompartmentID))
+	all, err := g.Instances(ctx, InCompartment(f.CompartmentID))
 	require.NoError(t, err)
 	require.Len(t, all, 5)
 	assert.Equal(t, "n5", all[4].DisplayName)
 	reads, _ := callCounts(e)
 	assert.Equal(t, 3, reads, "five instances in pages of two")
 
-	inst, err := g.instance(ctx, ids[1])
+	inst, err := g.Instance(ctx, ids[1])
 	require.NoError(t, err)
 	assert.Equal(t, "RUNNING", inst.LifecycleState)
-	atts, err := g.attachments(ctx, inCompartment(f.CompartmentID))
+	atts, err := g.Attachments(ctx, InCompartment(f.CompartmentID))
 	require.NoError(t, err)
 	require.Len(t, atts, 5)
-	v, err := g.vnic(ctx, atts[1].VnicID)
+	v, err := g.Vnic(ctx, atts[1].VnicID)
 	require.NoError(t, err)
 	assert.True(t, v.IsPrimary)
 	assert.NotEmpty(t, v.PublicIP)
-	s, err := g.subnet(ctx, v.SubnetID)
+	s, err := g.Subnet(ctx, v.SubnetID)
 	require.NoError(t, err)
 	assert.Equal(t, f.VCNID, s.VCNID)
-	ads, err := g.availabilityDomains(ctx, f.CompartmentID)
+	ads, err := g.AvailabilityDomains(ctx, f.CompartmentID)
 	require.NoError(t, err)
 	assert.Len(t, ads, 3)
 
 	// Every node's addresses in 1 + 3 listings (5 nodes, pages of 2: 3 + 3 pages).
 	e.ResetCalls()
-	private, err := g.privateIPs(ctx, f.SubnetID)
+	private, err := g.PrivateIPs(ctx, f.SubnetID)
 	require.NoError(t, err)
 	require.Len(t, private, 5)
 	addrOf := map[string]string{}
@@ -101,7 +124,7 @@ func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
 	}
 	public := 0
 	for _, ad := range ads {
-		ips, err := g.ephemeralPublicIPs(ctx, f.CompartmentID, ad)
+		ips, err := g.EphemeralPublicIPs(ctx, f.CompartmentID, ad)
 		require.NoError(t, err)
 		for _, ip := range ips {
 			assert.NotEmpty(t, addrOf[ip.PrivateIPID], "each public IP is on a private IP of the subnet")
@@ -116,7 +139,7 @@ func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
 func TestOCIErrorsAreTranslatedOnceWithTheirCodeAndRequestID(t *testing.T) {
 	e := startEmulator(t)
 	g := gatewayOf(t, e)
-	_, err := g.instance(t.Context(), "ocid1.instance.oc1.iad.gone")
+	_, err := g.Instance(t.Context(), "ocid1.instance.oc1.iad.gone")
 	require.ErrorIs(t, err, outcome.ErrNotFound)
 	var oe *Error
 	require.ErrorAs(t, err, &oe)
@@ -127,9 +150,9 @@ func TestOCIErrorsAreTranslatedOnceWithTheirCodeAndRequestID(t *testing.T) {
 	// A key OCI does not know: the credentials are refused, never "not
 	// found", and no secret is in the error.
 	f := e.Fixture()
-	stranger, err := newGateway(Endpoints{Core: e.URL()}, apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: testKey}, Limits{}, time.Now)
+	stranger, err := New(Endpoints{Core: e.URL()}, APIKey{KeyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, Key: testKey}, Limits{}, time.Now)
 	require.NoError(t, err)
-	_, err = stranger.instances(t.Context(), inCompartment(f.CompartmentID))
+	_, err = stranger.Instances(t.Context(), InCompartment(f.CompartmentID))
 	require.ErrorIs(t, err, outcome.ErrAuth)
 	assert.NotErrorIs(t, err, outcome.ErrNotFound)
 	assert.Contains(t, err.Error(), "401 NotAuthenticated")
@@ -139,7 +162,7 @@ func TestOCIErrorsAreTranslatedOnceWithTheirCodeAndRequestID(t *testing.T) {
 // The public endpoints of a region are the hosts oci-go-sdk's clients call.
 func TestEndpointsAreTheSDKs(t *testing.T) {
 	t.Setenv("OCI_SDK_DEFAULT_CIRCUITBREAKER_ENABLED", "false")
-	p := common.NewRawConfigurationProvider(tenancy, user, "us-ashburn-1", "aa:bb", pemOf(testKey, ""), nil)
+	p := common.NewRawConfigurationProvider(tenancy, user, "us-ashburn-1", "aa:bb", pemOf(testKey), nil)
 	compute, err := core.NewComputeClientWithConfigurationProvider(p)
 	require.NoError(t, err)
 	id, err := identity.NewIdentityClientWithConfigurationProvider(p)
@@ -149,7 +172,7 @@ func TestEndpointsAreTheSDKs(t *testing.T) {
 	nlb, err := networkloadbalancer.NewNetworkLoadBalancerClientWithConfigurationProvider(p)
 	require.NoError(t, err)
 	assert.Equal(t, Endpoints{Core: compute.Host, Identity: id.Host, LoadBalancer: lb.Host, NetworkLoadBalancer: nlb.Host},
-		endpointsFor("us-ashburn-1"))
+		EndpointsFor("us-ashburn-1"))
 }
 
 func TestA429IsWaitedOutAsRetryAfterSaysAndTheRetryIsSignedAnew(t *testing.T) {
@@ -158,7 +181,7 @@ func TestA429IsWaitedOutAsRetryAfterSaysAndTheRetryIsSignedAnew(t *testing.T) {
 	id, _ := e.AddMachine("node-a")
 	e.InjectFault(emucore.Fault{Service: "compute", Status: http.StatusTooManyRequests, RetryAfter: time.Second, Count: 1})
 	start := time.Now()
-	in, err := g.instance(t.Context(), id)
+	in, err := g.Instance(t.Context(), id)
 	require.NoError(t, err, "the call is retried after the 429")
 	assert.Equal(t, "node-a", in.DisplayName)
 	assert.GreaterOrEqual(t, time.Since(start), time.Second, "not before Retry-After")
@@ -187,8 +210,8 @@ func TestAListingBeyondTheResponseLimitIsReadInSmallerPages(t *testing.T) {
 	block, _ := pem.Decode([]byte(f.PrivateKeyPEM))
 	key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
 	require.NoError(t, err)
-	creds := apiKey{keyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, key: key}
-	g.http, err = cloudapi.NewClient(cloudapi.Config{Cloud: ProviderName, AnswersJSON: true, MaxResponseBytes: 8 << 10},
+	creds := APIKey{KeyID: f.TenancyID + "/" + f.UserID + "/" + f.Fingerprint, Key: key}
+	g.http, err = cloudapi.NewClient(cloudapi.Config{Cloud: cloudName, AnswersJSON: true, MaxResponseBytes: 8 << 10},
 		&signingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), creds: creds, now: time.Now})
 	require.NoError(t, err)
 	g.pageBytes = 4 << 10
@@ -196,7 +219,7 @@ func TestAListingBeyondTheResponseLimitIsReadInSmallerPages(t *testing.T) {
 		e.AddMachine(fmt.Sprintf("big-%02d", i))
 	}
 	e.ResetCalls()
-	all, err := g.instances(t.Context(), inCompartment(f.CompartmentID))
+	all, err := g.Instances(t.Context(), InCompartment(f.CompartmentID))
 	require.NoError(t, err)
 	require.Len(t, all, 40, "every instance, once")
 	assert.Equal(t, "big-39", all[39].DisplayName)
@@ -204,7 +227,7 @@ func TestAListingBeyondTheResponseLimitIsReadInSmallerPages(t *testing.T) {
 	require.Less(t, limit, listLimit)
 
 	e.ResetCalls()
-	all, err = g.instances(t.Context(), inCompartment(f.CompartmentID))
+	all, err = g.Instances(t.Context(), InCompartment(f.CompartmentID))
 	require.NoError(t, err)
 	require.Len(t, all, 40)
 	reads, _ := callCounts(e)
@@ -221,7 +244,7 @@ func TestAListingSizesItsPagesByTheItemsItRead(t *testing.T) {
 	for i := range 60 {
 		e.AddMachine(fmt.Sprintf("sized-%02d", i))
 	}
-	one, err := list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", with(inCompartment(f.CompartmentID), "limit", "1"))
+	one, err := list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", With(InCompartment(f.CompartmentID), "limit", "1"))
 	require.NoError(t, err)
 	require.Len(t, one, 60)
 	item, err := json.Marshal(one[0])
@@ -230,7 +253,7 @@ func TestAListingSizesItsPagesByTheItemsItRead(t *testing.T) {
 	g.pageBytes = int64(12 * len(item))
 
 	e.ResetCalls()
-	all, err := list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", with(inCompartment(f.CompartmentID), "limit", "5"))
+	all, err := list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", With(InCompartment(f.CompartmentID), "limit", "5"))
 	require.NoError(t, err)
 	require.Len(t, all, 60, "every instance, once")
 	limit := g.pageLimit(coreAPI+"/instances", nil)
@@ -239,7 +262,7 @@ func TestAListingSizesItsPagesByTheItemsItRead(t *testing.T) {
 	assert.Equal(t, 1+(55+limit-1)/limit, reads, "the first page of 5, then %d a page", limit)
 
 	e.ResetCalls()
-	_, err = list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", with(inCompartment(f.CompartmentID), "limit", "5"))
+	_, err = list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", With(InCompartment(f.CompartmentID), "limit", "5"))
 	require.NoError(t, err)
 	reads, _ = callCounts(e)
 	assert.Equal(t, (60+limit-1)/limit, reads, "the next listing asks %d a page at once", limit)

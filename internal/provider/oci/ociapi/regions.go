@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"net/netip"
@@ -20,8 +20,8 @@ var regionCodes = map[string]string{
 	"mtz": "il-jerusalem-1", "qro": "mx-queretaro-1", "mty": "mx-monterrey-1",
 }
 
-// regionName is a region's name for its name or short code.
-func regionName(r string) string {
+// RegionName is a region's name for its name or short code.
+func RegionName(r string) string {
 	r = strings.ToLower(strings.TrimSpace(r))
 	if name, ok := regionCodes[r]; ok {
 		return name
@@ -29,7 +29,8 @@ func regionName(r string) string {
 	return r
 }
 
-func isLoopback(host string) bool {
+// IsLoopback says whether host is a loopback address or localhost.
+func IsLoopback(host string) bool {
 	ip, err := netip.ParseAddr(host)
 	return host == "localhost" || (err == nil && ip.IsLoopback())
 }

@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"bytes"
@@ -47,18 +47,20 @@ import (
 const (
 	proxymuxPort     = "12250"
 	sessionTokenPath = "/resourcePrincipalSessionTokens"
-	// envTokenPath and envCAPath move the ServiceAccount token (the OCI
-	// CLI's variable; the Go SDK takes that path in code only) and the
-	// cluster's CA (oci-go-sdk's variable).
-	envTokenPath     = "OCI_KUBERNETES_SERVICE_ACCOUNT_TOKEN_PATH"
-	envCAPath        = "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH"
+	// EnvTokenPath moves the ServiceAccount token (the OCI CLI's
+	// variable; the Go SDK takes that path in code only).
+	EnvTokenPath = "OCI_KUBERNETES_SERVICE_ACCOUNT_TOKEN_PATH"
+	// EnvCAPath moves the cluster's CA (oci-go-sdk's variable).
+	EnvCAPath        = "OCI_KUBERNETES_SERVICE_ACCOUNT_CERT_PATH"
 	defaultTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 	defaultCAPath    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 	// exchangeAttempts bounds the attempts of one renewal.
 	exchangeAttempts = 3
 )
 
-type workloadIdentity struct {
+// WorkloadIdentity is OKE's workload identity endpoint in this pod, and
+// what it trades for session tokens.
+type WorkloadIdentity struct {
 	endpoint          string // base URL: https://host:12250
 	tokenPath, caPath string
 	now               func() time.Time
@@ -74,22 +76,22 @@ type workloadIdentity struct {
 // newWorkloadIdentity is the workload identity of pr in this pod: the
 // endpoint from endpoints.workloadIdentity or KUBERNETES_SERVICE_HOST, the
 // token and the CA at their paths, both readable now.
-func newWorkloadIdentity(pr Principal) (*workloadIdentity, error) {
-	w, err := workloadEndpointOf(pr.WorkloadIdentity, "useWorkloadIdentity")
+func newWorkloadIdentity(pr Principal) (*WorkloadIdentity, error) {
+	w, err := WorkloadEndpoint(pr.WorkloadIdentity, "useWorkloadIdentity")
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(w.tokenPath); err != nil {
-		return nil, fmt.Errorf("useWorkloadIdentity: the ServiceAccount token (%s, or %s): %w; is automountServiceAccountToken off?", w.tokenPath, envTokenPath, err)
+		return nil, fmt.Errorf("useWorkloadIdentity: the ServiceAccount token (%s, or %s): %w; is automountServiceAccountToken off?", w.tokenPath, EnvTokenPath, err)
 	}
 	return w, nil
 }
 
-// workloadEndpointOf is OKE's workload identity endpoint in this pod (endpoint,
+// WorkloadEndpoint is OKE's workload identity endpoint in this pod (endpoint,
 // else on KUBERNETES_SERVICE_HOST), its CA readable now; what names the
 // setting that wants it, in errors.
-func workloadEndpointOf(endpoint, what string) (*workloadIdentity, error) {
-	w := &workloadIdentity{tokenPath: envOr(envTokenPath, defaultTokenPath), caPath: envOr(envCAPath, defaultCAPath), now: time.Now, backoff: time.Second}
+func WorkloadEndpoint(endpoint, what string) (*WorkloadIdentity, error) {
+	w := &WorkloadIdentity{tokenPath: envOr(EnvTokenPath, defaultTokenPath), caPath: envOr(EnvCAPath, defaultCAPath), now: time.Now, backoff: time.Second}
 	if endpoint != "" {
 		w.endpoint = strings.TrimRight(endpoint, "/")
 	} else {
@@ -112,17 +114,17 @@ func envOr(name, def string) string {
 	return def
 }
 
-// forServiceAccount are the credentials of ServiceAccount subject
+// ForServiceAccount are the credentials of ServiceAccount subject
 // (namespace/name) at w's endpoint, exchanged for the tokens token asks for.
-func (w *workloadIdentity) forServiceAccount(subject string, token func(ctx context.Context) (string, error)) *sessionCache {
+func (w *WorkloadIdentity) ForServiceAccount(subject string, token func(ctx context.Context) (string, error)) *SessionCache {
 	e := *w
 	e.subject, e.requestToken = subject, token
-	return &sessionCache{what: "the workload identity of ServiceAccount " + subject, renew: e.exchange, now: e.now}
+	return &SessionCache{what: "the workload identity of ServiceAccount " + subject, renew: e.exchange, now: e.now}
 }
 
-// sessions are the workload identity's credentials.
-func (w *workloadIdentity) sessions() *sessionCache {
-	return &sessionCache{what: "workload identity", renew: w.exchange, now: w.now}
+// Sessions are the workload identity's credentials.
+func (w *WorkloadIdentity) Sessions() *SessionCache {
+	return &SessionCache{what: "workload identity", renew: w.exchange, now: w.now}
 }
 
 // exchangeError is an exchange that failed; again says whether another
@@ -137,7 +139,7 @@ func (e *exchangeError) Error() string { return e.msg }
 // exchange gets a session token for a new session key (one for all the
 // attempts: the SDK makes one for every renewal), trying again a failure
 // that may pass.
-func (w *workloadIdentity) exchange(ctx context.Context) (session, error) {
+func (w *WorkloadIdentity) exchange(ctx context.Context) (session, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return session{}, err
@@ -193,7 +195,7 @@ func attempts(ctx context.Context, backoff time.Duration, try func() error) erro
 
 // exchangeOnce makes one attempt of an exchange with body (the session
 // public key): the RPST, or why not.
-func (w *workloadIdentity) exchangeOnce(ctx context.Context, body []byte) (string, error) {
+func (w *WorkloadIdentity) exchangeOnce(ctx context.Context, body []byte) (string, error) {
 	saToken, err := w.serviceAccountToken(ctx)
 	if err != nil {
 		return "", err
@@ -236,13 +238,13 @@ func (w *workloadIdentity) exchangeOnce(ctx context.Context, body []byte) (strin
 // serviceAccountToken reads the ServiceAccount token, checked as the SDK
 // checks it: a JWT with an exp not past (the SDK wants 5 minutes left; a
 // token the kubelet is about to rotate may have less, the endpoint judges).
-func (w *workloadIdentity) serviceAccountToken(ctx context.Context) (string, error) {
+func (w *WorkloadIdentity) serviceAccountToken(ctx context.Context) (string, error) {
 	if w.requestToken != nil {
 		return w.requestToken(ctx)
 	}
 	data, err := os.ReadFile(w.tokenPath)
 	if err != nil {
-		return "", fmt.Errorf("reading the ServiceAccount token (%s): %w", envTokenPath, err)
+		return "", fmt.Errorf("reading the ServiceAccount token (%s): %w", EnvTokenPath, err)
 	}
 	token := strings.TrimSpace(string(data))
 	_, exp, err := tokenTimes(token)
@@ -257,10 +259,10 @@ func (w *workloadIdentity) serviceAccountToken(ctx context.Context) (string, err
 
 // clusterCA is the pool of the cluster's CA, the one the endpoint's
 // certificate is checked against.
-func (w *workloadIdentity) clusterCA() (*x509.CertPool, error) {
+func (w *WorkloadIdentity) clusterCA() (*x509.CertPool, error) {
 	data, err := os.ReadFile(w.caPath)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cluster's CA (%s): %w", envCAPath, err)
+		return nil, fmt.Errorf("reading the cluster's CA (%s): %w", EnvCAPath, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(data) {
@@ -270,7 +272,7 @@ func (w *workloadIdentity) clusterCA() (*x509.CertPool, error) {
 }
 
 // host is the endpoint's host:port, for messages.
-func (w *workloadIdentity) host() string {
+func (w *WorkloadIdentity) host() string {
 	if u, err := url.Parse(w.endpoint); err == nil && u.Host != "" {
 		return u.Host
 	}
@@ -278,7 +280,7 @@ func (w *workloadIdentity) host() string {
 }
 
 // tokenName names the ServiceAccount token traded, for messages.
-func (w *workloadIdentity) tokenName() string {
+func (w *WorkloadIdentity) tokenName() string {
 	if w.subject != "" {
 		return "the token of ServiceAccount " + w.subject
 	}
@@ -322,10 +324,10 @@ func opcRequestID() string {
 }
 
 // unreachable explains an exchange that got no answer.
-func (w *workloadIdentity) unreachable(err error) error {
+func (w *WorkloadIdentity) unreachable(err error) error {
 	var verify *tls.CertificateVerificationError
 	if errors.As(err, &verify) {
-		return &exchangeError{msg: fmt.Sprintf("the certificate of the workload identity endpoint %s is not of the cluster's CA (%s, or %s): %v", w.host(), w.caPath, envCAPath, err)}
+		return &exchangeError{msg: fmt.Sprintf("the certificate of the workload identity endpoint %s is not of the cluster's CA (%s, or %s): %v", w.host(), w.caPath, EnvCAPath, err)}
 	}
 	return &exchangeError{again: true, msg: fmt.Sprintf("no answer from the workload identity endpoint %s: %v; OKE serves it on enhanced clusters, on the Kubernetes API's address (KUBERNETES_SERVICE_HOST), port %s", w.host(), err, proxymuxPort)}
 }
@@ -333,7 +335,7 @@ func (w *workloadIdentity) unreachable(err error) error {
 // refused explains an answer other than 200: the status, the likely cause,
 // and what the endpoint said (any copy of the ServiceAccount token in it
 // blotted out).
-func (w *workloadIdentity) refused(status int, data []byte, saToken, requestID string) error {
+func (w *WorkloadIdentity) refused(status int, data []byte, saToken, requestID string) error {
 	again := false
 	var cause string
 	switch {

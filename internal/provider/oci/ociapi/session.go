@@ -1,4 +1,4 @@
-package oci
+package ociapi
 
 import (
 	"context"
@@ -51,9 +51,9 @@ func (s session) renewAt() time.Time {
 	return s.exp.Add(-margin)
 }
 
-// sessionCache holds the session in use and renews it when due. It is
+// SessionCache holds the session in use and renews it when due. It is
 // the credentials of a principal that calls with session tokens.
-type sessionCache struct {
+type SessionCache struct {
 	// what names the principal in errors: "instance principal".
 	what string
 	// renew makes a new session; its errors hold no secret.
@@ -67,11 +67,11 @@ type sessionCache struct {
 	retryAt time.Time
 }
 
-var _ credentials = (*sessionCache)(nil)
+var _ Credentials = (*SessionCache)(nil)
 
-// signingKey is the keyId and key of the session in use, renewed first when
+// SigningKey is the keyId and key of the session in use, renewed first when
 // due (never while a request waits for longer than a renewal takes).
-func (c *sessionCache) signingKey() (string, *rsa.PrivateKey, error) {
+func (c *SessionCache) SigningKey() (string, *rsa.PrivateKey, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -87,7 +87,7 @@ func (c *sessionCache) signingKey() (string, *rsa.PrivateKey, error) {
 	defer cancel()
 	s, err := c.renew(ctx)
 	if err != nil {
-		c.failed, c.retryAt = &principalError{what: c.what, err: err}, now.Add(renewRetry)
+		c.failed, c.retryAt = &PrincipalError{what: c.what, err: err}, now.Add(renewRetry)
 		if !holds {
 			return "", nil, c.failed
 		}
@@ -99,20 +99,20 @@ func (c *sessionCache) signingKey() (string, *rsa.PrivateKey, error) {
 	return "ST$" + s.token, s.key, nil
 }
 
-// principalError is a session that could not be had: the principal's
+// PrincipalError is a session that could not be had: the principal's
 // failure (the metadata service, the workload identity endpoint…), not one
 // of OCI's API.
-type principalError struct {
+type PrincipalError struct {
 	what string
 	err  error
 }
 
-func (e *principalError) Error() string { return e.what + ": " + e.err.Error() }
-func (e *principalError) Unwrap() error { return e.err }
+func (e *PrincipalError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *PrincipalError) Unwrap() error { return e.err }
 
 // forget drops the token of keyID (OCI refused it), so that the next
 // request gets another.
-func (c *sessionCache) forget(keyID string) {
+func (c *SessionCache) forget(keyID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur.token != "" && "ST$"+c.cur.token == keyID {
@@ -142,3 +142,7 @@ func tokenTimes(token string) (iat, exp time.Time, err error) {
 	}
 	return iat, time.Unix(int64(claims.Exp), 0), nil
 }
+
+// SelfManaged says whether the sessions are the peer's self-managed
+// workload identity's (tokenexchange.go).
+func (c *SessionCache) SelfManaged() bool { return c.what == selfManagedWhat }

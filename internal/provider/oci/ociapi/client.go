@@ -1,4 +1,10 @@
-package oci
+// Package ociapi is Overcast's client of OCI's APIs: every call the oci
+// provider makes (Core, Identity, Load Balancer, Network Load Balancer), the
+// answers' types and their decoding, the errors translated into
+// internal/outcome's kinds, and the four ways to sign (an API key, an
+// instance principal, OKE's workload identity and the peer's self-managed
+// one). It alone imports net/http; the provider holds its API.
+package ociapi
 
 import (
 	"bytes"
@@ -23,7 +29,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
-// The gateway is the one place OCI's APIs are called: every call the CCM
+// The client is the one place OCI's APIs are called: every call the CCM
 // makes is a method here, every answer is decoded into the few fields the CCM
 // uses, and every error is translated once (translate) into outcome's kinds
 // with OCI's own code and message. Requests are signed (sign.go) under the
@@ -58,9 +64,9 @@ type Endpoints struct {
 	Core, Identity, LoadBalancer, NetworkLoadBalancer string
 }
 
-// endpointsFor are the public endpoints of region in realm oc1
+// EndpointsFor are the public endpoints of region in realm oc1
 // (oci-go-sdk's common/regions.go templates).
-func endpointsFor(region string) Endpoints {
+func EndpointsFor(region string) Endpoints {
 	return Endpoints{
 		Core:                "https://iaas." + region + ".oraclecloud.com",
 		Identity:            "https://identity." + region + ".oci.oraclecloud.com",
@@ -69,58 +75,71 @@ func endpointsFor(region string) Endpoints {
 	}
 }
 
-// gatewayAPI is every call the rest of the provider makes, and no more: the
-// compile-time check below keeps the gateway to it, and a test can put
-// anything that answers it in the gateway's place.
-type gatewayAPI interface {
+// API is every call the provider makes, and no more: the
+// compile-time check below keeps the client to it, and a test can put
+// anything that answers it in the client's place.
+type API interface {
 	// endpoints are the URLs the calls go to (the doctor names them).
-	endpoints() Endpoints
-	addNSGRules(ctx context.Context, id string, rules []NSGRule) error
-	attachments(ctx context.Context, q url.Values) ([]VnicAttachment, error)
-	availabilityDomains(ctx context.Context, compartment string) ([]string, error)
-	backends(ctx context.Context, kind, lb, set string) ([]Backend, error)
-	createCertificate(ctx context.Context, lb string, c Certificate) (string, error)
-	createChild(ctx context.Context, kind, lb, child string, body any) (string, error)
-	createLoadBalancer(ctx context.Context, d CreateLoadBalancer, token string) (string, error)
-	createNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string, token string) (NSG, error)
-	createNetworkLoadBalancer(ctx context.Context, d CreateNetworkLoadBalancer, token string) (string, error)
-	deleteChild(ctx context.Context, kind, lb, child, name string) (string, error)
-	deleteLoadBalancer(ctx context.Context, kind, id string) (string, error)
-	deleteNSG(ctx context.Context, id string) error
-	ephemeralPublicIPs(ctx context.Context, compartment, ad string) ([]PublicIP, error)
-	firstInstance(ctx context.Context, compartment string) ([]Instance, error)
-	firstLoadBalancer(ctx context.Context, compartment string) error
-	instance(ctx context.Context, id string) (Instance, error)
-	instances(ctx context.Context, q url.Values) ([]Instance, error)
-	ipv6s(ctx context.Context, subnet string) ([]IPv6, error)
-	ipv6sAt(ctx context.Context, subnet, ip string) ([]IPv6, error)
-	loadBalancers(ctx context.Context, kind string, q url.Values) ([]LB, error)
-	nsg(ctx context.Context, id string) (NSG, error)
-	nsgRead(ctx context.Context, id string) (NSG, string, error)
-	nsgRules(ctx context.Context, id string) ([]NSGRule, error)
-	nsgs(ctx context.Context, q url.Values) ([]NSG, error)
-	privateIPs(ctx context.Context, subnet string) ([]PrivateIP, error)
-	privateIPsAt(ctx context.Context, subnet, ip string) ([]PrivateIP, error)
-	publicIPByAddress(ctx context.Context, ip string) (PublicIP, error)
-	removeNSGRules(ctx context.Context, id string, ids []string) error
-	reservedPublicIPs(ctx context.Context, compartment string) ([]PublicIP, error)
-	securityList(ctx context.Context, id string) (SecurityList, error)
-	setNLBIPVersion(ctx context.Context, id, version string) (string, error)
-	setNSGs(ctx context.Context, kind, lb string, ids []string) (string, error)
-	subnet(ctx context.Context, id string) (Subnet, error)
-	tagNSG(ctx context.Context, id, etag string, tags map[string]string) error
-	updateChild(ctx context.Context, kind, lb, child, name string, body any) (string, error)
-	updateSecurityList(ctx context.Context, sl SecurityList) (SecurityList, error)
-	vcn(ctx context.Context, id string) error
-	vnic(ctx context.Context, id string) (Vnic, error)
-	workRequest(ctx context.Context, kind, id string) (WorkRequest, error)
+	Endpoints() Endpoints
+	AddNSGRules(ctx context.Context, id string, rules []NSGRule) error
+	Attachments(ctx context.Context, q url.Values) ([]VnicAttachment, error)
+	AvailabilityDomains(ctx context.Context, compartment string) ([]string, error)
+	Backends(ctx context.Context, kind, lb, set string) ([]Backend, error)
+	CreateCertificate(ctx context.Context, lb string, c Certificate) (string, error)
+	CreateChild(ctx context.Context, kind, lb, child string, body any) (string, error)
+	CreateLoadBalancer(ctx context.Context, d CreateLoadBalancer, token string) (string, error)
+	CreateNSG(ctx context.Context, compartment, vcn, name string, tags map[string]string, token string) (NSG, error)
+	CreateNetworkLoadBalancer(ctx context.Context, d CreateNetworkLoadBalancer, token string) (string, error)
+	DeleteChild(ctx context.Context, kind, lb, child, name string) (string, error)
+	DeleteLoadBalancer(ctx context.Context, kind, id string) (string, error)
+	DeleteNSG(ctx context.Context, id string) error
+	EphemeralPublicIPs(ctx context.Context, compartment, ad string) ([]PublicIP, error)
+	FirstInstance(ctx context.Context, compartment string) ([]Instance, error)
+	FirstLoadBalancer(ctx context.Context, compartment string) error
+	Instance(ctx context.Context, id string) (Instance, error)
+	Instances(ctx context.Context, q url.Values) ([]Instance, error)
+	IPv6s(ctx context.Context, subnet string) ([]IPv6, error)
+	IPv6sAt(ctx context.Context, subnet, ip string) ([]IPv6, error)
+	LoadBalancers(ctx context.Context, kind string, q url.Values) ([]LB, error)
+	NSG(ctx context.Context, id string) (NSG, error)
+	NSGRead(ctx context.Context, id string) (NSG, string, error)
+	NSGRules(ctx context.Context, id string) ([]NSGRule, error)
+	NSGs(ctx context.Context, q url.Values) ([]NSG, error)
+	PrivateIPs(ctx context.Context, subnet string) ([]PrivateIP, error)
+	PrivateIPsAt(ctx context.Context, subnet, ip string) ([]PrivateIP, error)
+	PublicIPByAddress(ctx context.Context, ip string) (PublicIP, error)
+	RemoveNSGRules(ctx context.Context, id string, ids []string) error
+	ReservedPublicIPs(ctx context.Context, compartment string) ([]PublicIP, error)
+	SecurityList(ctx context.Context, id string) (SecurityList, error)
+	SetNLBIPVersion(ctx context.Context, id, version string) (string, error)
+	SetNSGs(ctx context.Context, kind, lb string, ids []string) (string, error)
+	Subnet(ctx context.Context, id string) (Subnet, error)
+	TagNSG(ctx context.Context, id, etag string, tags map[string]string) error
+	UpdateChild(ctx context.Context, kind, lb, child, name string, body any) (string, error)
+	UpdateSecurityList(ctx context.Context, sl SecurityList) (SecurityList, error)
+	Vcn(ctx context.Context, id string) error
+	Vnic(ctx context.Context, id string) (Vnic, error)
+	WorkRequest(ctx context.Context, kind, id string) (WorkRequest, error)
 }
 
-var _ gatewayAPI = (*gateway)(nil)
+var _ API = (*Client)(nil)
 
-func (g *gateway) endpoints() Endpoints { return g.ep }
+// Endpoints are the URLs the calls go to (the doctor names them).
+func (g *Client) Endpoints() Endpoints { return g.ep }
 
-type gateway struct {
+// WriteBurst is how many writes go at once: the write limit's burst
+// (creations are asked for that many at a time).
+func (g *Client) WriteBurst() int { return g.writeBurst }
+
+// SetAttemptTimeout bounds each attempt of a call from now on (tests of lost
+// answers shorten it).
+// SetAttemptTimeout bounds each attempt of a call from now on (tests of
+// lost answers shorten it).
+func (g *Client) SetAttemptTimeout(d time.Duration) { g.attemptTimeout = d }
+
+// Client calls OCI's APIs, signed with its credentials (or a Service's
+// workload's: AsWorkload) under its limits.
+type Client struct {
 	http *http.Client
 	ep   Endpoints
 	// writeBurst is the client-side write limit's burst: how many
@@ -152,8 +171,8 @@ type Limits struct {
 // ProviderName).
 const cloudName = "oci"
 
-// newGateway is a gateway to ep signed with creds, limited as l says.
-func newGateway(ep Endpoints, creds credentials, l Limits, now func() time.Time) (*gateway, error) {
+// New is a client of ep signed with creds, limited as l says.
+func New(ep Endpoints, creds Credentials, l Limits, now func() time.Time) (*Client, error) {
 	limits := cloudapi.Config{Cloud: cloudName, AnswersJSON: true, Endpoint: "auth.region (or endpoints)", ReadQPS: 20, ReadBurst: 5, WriteQPS: 20, WriteBurst: 5}
 	if l.Disabled {
 		limits.ReadQPS, limits.WriteQPS = math.Inf(1), math.Inf(1)
@@ -170,7 +189,7 @@ func newGateway(ep Endpoints, creds credentials, l Limits, now func() time.Time)
 	if math.IsInf(limits.WriteQPS, 1) {
 		burst = unlimitedBurst
 	}
-	return &gateway{http: hc, ep: ep, pageSize: listLimit, pageBytes: cloudapi.DefaultMaxResponseBytes / 2, writeBurst: burst}, nil
+	return &Client{http: hc, ep: ep, pageSize: listLimit, pageBytes: cloudapi.DefaultMaxResponseBytes / 2, writeBurst: burst}, nil
 }
 
 // unlimitedBurst stands for the write burst when the limit is disabled.
@@ -201,13 +220,13 @@ func translate(e *Error) error {
 
 // callWith is a change: method on base+path with the body in and the
 // headers header; it returns the answer's headers.
-func (g *gateway) callWith(ctx context.Context, service, method, base, path string, in any, header http.Header) (http.Header, error) {
+func (g *Client) callWith(ctx context.Context, service, method, base, path string, in any, header http.Header) (http.Header, error) {
 	return g.do(ctx, service, method, base, path, nil, in, nil, header)
 }
 
 // read GETs base+path with query, decoding the answer into out (nil:
 // ignored). It returns the answer's headers (etag, opc-next-page).
-func (g *gateway) read(ctx context.Context, service, base, path string, query url.Values, out any) (http.Header, error) {
+func (g *Client) read(ctx context.Context, service, base, path string, query url.Values, out any) (http.Header, error) {
 	return g.do(ctx, service, http.MethodGet, base, path, query, nil, out, nil)
 }
 
@@ -215,7 +234,7 @@ func (g *gateway) read(ctx context.Context, service, base, path string, query ur
 // and the headers header, decoding the answer into out (nil: ignored). It
 // returns the answer's headers (etag, opc-work-request-id, opc-next-page).
 
-func (g *gateway) do(ctx context.Context, service, method, base, path string, query url.Values, in, out any, header http.Header) (http.Header, error) {
+func (g *Client) do(ctx context.Context, service, method, base, path string, query url.Values, in, out any, header http.Header) (http.Header, error) {
 	u := base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -280,7 +299,7 @@ type workloadTooKey struct{}
 // peer makes as it, those of the Load Balancer and Network Load Balancer
 // APIs and the ones marked workloadTooKey; the CCM's own for every other.
 func signedAs(ctx context.Context, service string) context.Context {
-	creds, ok := workloadOf(ctx)
+	creds, ok := WorkloadOf(ctx)
 	if !ok || (service != "loadbalancer" && service != "networkloadbalancer" && ctx.Value(workloadTooKey{}) == nil) {
 		return ctx
 	}
@@ -311,17 +330,17 @@ func operationPath(path string) string {
 }
 
 // list reads every page of a bare-array listing.
-func list[T any](ctx context.Context, g *gateway, service, base, path string, query url.Values) ([]T, error) {
+func list[T any](ctx context.Context, g *Client, service, base, path string, query url.Values) ([]T, error) {
 	return listing[T](ctx, g, service, base, path, query, false)
 }
 
 // listItems reads every page of an {"items": [...]} listing (the Network
 // Load Balancer API's).
-func listItems[T any](ctx context.Context, g *gateway, service, base, path string, query url.Values) ([]T, error) {
+func listItems[T any](ctx context.Context, g *Client, service, base, path string, query url.Values) ([]T, error) {
 	return listing[T](ctx, g, service, base, path, query, true)
 }
 
-func listing[T any](ctx context.Context, g *gateway, service, base, path string, query url.Values, items bool) ([]T, error) {
+func listing[T any](ctx context.Context, g *Client, service, base, path string, query url.Values, items bool) ([]T, error) {
 	q := url.Values{}
 	for k, v := range query {
 		q[k] = v
@@ -367,7 +386,7 @@ func listing[T any](ctx context.Context, g *gateway, service, base, path string,
 // else the query's (a first page of items whose size is not known), else
 // pageSize. OCI's load balancers are listed whole: 1,000 of them on 5,000
 // Nodes would be half a gigabyte a page.
-func (g *gateway) pageLimit(path string, query url.Values) int {
+func (g *Client) pageLimit(path string, query url.Values) int {
 	if n, ok := g.pageLimits.Load(path); ok {
 		return n.(int)
 	}
@@ -379,7 +398,7 @@ func (g *gateway) pageLimit(path string, query url.Values) int {
 
 // fit is the limit of the next pages of path that keeps them near
 // pageBytes, from an item's size in the last page; remembered.
-func (g *gateway) fit(path string, itemBytes int64) int {
+func (g *Client) fit(path string, itemBytes int64) int {
 	limit := int(min(int64(g.pageSize), max(1, g.pageBytes/max(itemBytes, 1))))
 	g.pageLimits.Store(path, limit)
 	return limit
@@ -413,7 +432,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // get reads the object at path.
-func get[T any](ctx context.Context, g *gateway, service, base, path string) (T, error) {
+func get[T any](ctx context.Context, g *Client, service, base, path string) (T, error) {
 	var v T
 	_, err := g.read(ctx, service, base, path, nil, &v)
 	return v, err
@@ -422,14 +441,14 @@ func get[T any](ctx context.Context, g *gateway, service, base, path string) (T,
 // workloadKey holds the credentials of the Service's workload in a context.
 type workloadKey struct{}
 
-// asWorkload is ctx whose calls of the Service's load balancer go signed
-// with creds (gateway.go says which).
-func asWorkload(ctx context.Context, creds credentials) context.Context {
+// AsWorkload is ctx whose calls of the Service's load balancer go signed
+// with creds (client.go says which).
+func AsWorkload(ctx context.Context, creds Credentials) context.Context {
 	return context.WithValue(ctx, workloadKey{}, creds)
 }
 
-// workloadOf is the workload's credentials in ctx, if any.
-func workloadOf(ctx context.Context) (credentials, bool) {
-	c, ok := ctx.Value(workloadKey{}).(credentials)
+// WorkloadOf is the workload's credentials in ctx, if any.
+func WorkloadOf(ctx context.Context) (Credentials, bool) {
+	c, ok := ctx.Value(workloadKey{}).(Credentials)
 	return c, ok
 }
