@@ -56,7 +56,8 @@ func layerOf(pkg string) (int, string) {
 			if ok, _ := path.Match(p, pkg); ok && strings.Contains(p, "*") {
 				if slices.Contains(perCloud, p) {
 					// the cloud is the element the first "*" stands for
-					at := strings.Count(p[:strings.Index(p, "*")], "/")
+					before, _, _ := strings.Cut(p, "*")
+					at := strings.Count(before, "/")
 					return i, strings.Split(pkg, "/")[at]
 				}
 				return i, ""
