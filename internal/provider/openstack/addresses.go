@@ -9,13 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// novaAddress is one entry of a server's "addresses" map.
-type novaAddress struct {
-	Addr    string `json:"addr"`
-	Version int    `json:"version"`
-	Type    string `json:"OS-EXT-IPS:type"` // fixed or floating
-}
-
 // nodeAddresses turns a server's addresses into Node addresses:
 //   - floating IPs, accessIPv4/v6 and fixed IPs on a [Networking] public-network-name
 //     network are ExternalIP;

@@ -113,7 +113,7 @@ func TestCredentialsFileOverridesAndRotatesWithoutARestart(t *testing.T) {
 	require.Eventually(t, func() bool {
 		cloud.clients.mu.Lock()
 		defer cloud.clients.mu.Unlock()
-		return cloud.clients.cfg.Global.Password == "second"
+		return cloud.clients.settings.Password == "second"
 	}, 5*time.Second, 10*time.Millisecond)
 	_, err = cloud.clients.computeClient(t.Context())
 	require.NoError(t, err, "the next call authenticates with the new password")
@@ -122,7 +122,7 @@ func TestCredentialsFileOverridesAndRotatesWithoutARestart(t *testing.T) {
 	writeFile(t, creds, "[Global]\npassword=third\nnot-a-key=1\n")
 	time.Sleep(100 * time.Millisecond)
 	cloud.clients.mu.Lock()
-	got := cloud.clients.cfg.Global.Password
+	got := cloud.clients.settings.Password
 	cloud.clients.mu.Unlock()
 	assert.Equal(t, "second", got, "an invalid file leaves the credentials in use")
 }

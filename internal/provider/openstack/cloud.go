@@ -88,7 +88,7 @@ func New(cfg Config) (*Cloud, error) {
 	if err := provider.Prepare(&cfg, ProviderName); err != nil {
 		return nil, err
 	}
-	cl := &clients{cfg: cfg, authOnce: provider.NewTurn()}
+	cl := &clients{settings: cfg.Global, authOnce: provider.NewTurn()}
 	gw := &gateway{cl}
 	c := &Cloud{cfg: cfg, clients: cl, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
 		memo: newTreeMemo(), created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}

@@ -103,19 +103,6 @@ func (c *Cloud) immutableDiffs(lb *loadBalancer, s lbSpec) []string {
 	return diffs
 }
 
-// lbCreate is what a load balancer is created with: bare (step by step),
-// or fully populated with its listeners, each with its pool, members and
-// health monitor. An unset field is not sent.
-type lbCreate struct {
-	Name, Description                                string
-	VipSubnetID, VipNetworkID, VipPortID, VipAddress string
-	Provider, FlavorID, AvailabilityZone             string
-	Tags                                             []string
-	// AdditionalVips: a dual-stack load balancer's VIP of the other family.
-	AdditionalVips []additionalVIP
-	Listeners      []listenerCreate
-}
-
 func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) lbCreate {
 	opts := lbCreate{
 		Name:             s.name,

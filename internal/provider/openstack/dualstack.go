@@ -117,18 +117,6 @@ func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([
 	return []additionalVIP{{SubnetID: subnetID}}, nil
 }
 
-// subnet is the part of a Neutron subnet the CCM reads.
-type subnet struct {
-	ID, Name, NetworkID, CIDR string
-	Tags                      []string
-}
-
-// subnetQuery is which subnets to list ("", 0: any).
-type subnetQuery struct {
-	NetworkID string
-	IPVersion int
-}
-
 // vipNetwork is the network of the VIPs: network-id, else the network of the
 // VIP's subnet (or of the cloud.conf's subnet-id).
 func (c *Cloud) vipNetwork(ctx context.Context, s lbSpec) (string, error) {

@@ -14,25 +14,6 @@ import (
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
-// floatingIP is the part of a Neutron floating IP the CCM reads.
-type floatingIP struct {
-	ID, FloatingIP    string // its id and address
-	PortID            string // the port it is on, "" when free
-	FloatingNetworkID string
-	Description       string // whose it is (fipDescription)
-}
-
-// floatingIPQuery is which floating IPs to list ("": any).
-type floatingIPQuery struct{ FloatingIP, Description, PortID string }
-
-// floatingIPCreate is what a floating IP is allocated with: from
-// FloatingNetworkID (on SubnetID, at the address FloatingIP when set), on
-// PortID. An unset field is not sent.
-type floatingIPCreate struct {
-	FloatingNetworkID, SubnetID, FloatingIP string
-	PortID, Description                     string
-}
-
 // ensureFloatingIP returns the address of the floating IP on the VIP port,
 // attaching one first if there is none: spec.loadBalancerIP names an existing one
 // (created with that address if the project may), else a new one is allocated

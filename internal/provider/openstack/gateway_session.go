@@ -29,7 +29,8 @@ const novaMicroversion = "2.47"
 // clients are the authenticated service clients, built on first use and rebuilt
 // after a failure (Keystone down at start must not crash-loop the CCM).
 type clients struct {
-	cfg Config
+	// settings are the [Global] section in effect (setGlobal changes them).
+	settings Global
 	// createTimeout bounds a load balancer's create (octaviaCreateTimeout
 	// when 0).
 	createTimeout time.Duration
@@ -53,7 +54,7 @@ type clients struct {
 func (c *clients) global() Global {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cfg.Global
+	return c.settings
 }
 
 // setGlobal swaps in new [Global] settings (rotated credentials): the next call
@@ -61,10 +62,10 @@ func (c *clients) global() Global {
 func (c *clients) setGlobal(g Global) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if g == c.cfg.Global {
+	if g == c.settings {
 		return false
 	}
-	c.cfg.Global = g
+	c.settings = g
 	c.gen++
 	c.provider, c.compute, c.network, c.octavia, c.barbican = nil, nil, nil, nil, nil
 	return true
@@ -100,7 +101,7 @@ func (c *clients) turn(ctx context.Context) (func(), error) {
 // when no one has yet. The caller has its turn (authenticating).
 func (c *clients) authenticated(ctx context.Context) (*gophercloud.ProviderClient, int, error) {
 	c.mu.Lock()
-	p, g, gen := c.provider, c.cfg.Global, c.gen
+	p, g, gen := c.provider, c.settings, c.gen
 	c.mu.Unlock()
 	if p != nil {
 		return p, gen, nil
@@ -131,8 +132,8 @@ func (c *clients) authenticated(ctx context.Context) (*gophercloud.ProviderClien
 func (c *clients) region() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cfg.Global.Region != "" {
-		return c.cfg.Global.Region
+	if c.settings.Region != "" {
+		return c.settings.Region
 	}
 	return c.endpoint.Region
 }

@@ -39,22 +39,6 @@ const (
 	changesOverlap = 10 * time.Second
 )
 
-// server is the part of a Nova server the CCM uses.
-type server struct {
-	ID     string `json:"id"`
-	Name   string `json:"name"`
-	Status string `json:"status"`
-	Flavor struct {
-		ID           string `json:"id"`
-		OriginalName string `json:"original_name"`
-	} `json:"flavor"`
-	AvailabilityZone string                   `json:"OS-EXT-AZ:availability_zone"`
-	Addresses        map[string][]novaAddress `json:"addresses"`
-	AccessIPv4       string                   `json:"accessIPv4"`
-	AccessIPv6       string                   `json:"accessIPv6"`
-	Updated          string                   `json:"updated"`
-}
-
 // serverKeys: the ID first (its identity), then the name; a name two servers
 // share is left out of the snapshot's index, so a Node of that name takes the
 // direct path, which reports the ambiguity.

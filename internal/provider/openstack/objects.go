@@ -15,115 +15,12 @@ import (
 // reads of them and writes (the gateway turns them into gophercloud's and
 // back): the names are Octavia's, as gophercloud spells them.
 
-// lbListener is the part of an Octavia listener the CCM reads.
-type lbListener struct {
-	ID, Name               string
-	Protocol               string
-	ProtocolPort           int
-	DefaultPoolID          string
-	DefaultTLSContainerRef string
-	AllowedCIDRs           []string
-	ConnLimit              int
-	// The timeouts, in milliseconds.
-	TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect int
-	// Tags name the Service the listener is for (sharing.go).
-	Tags          []string
-	InsertHeaders map[string]string
-}
-
-// lbPool is the part of an Octavia pool the CCM reads.
-type lbPool struct {
-	ID, Name           string
-	Protocol, LBMethod string
-	MonitorID          string // its health monitor's, "" with none
-	// Listeners and Members name the listeners using it and its members.
-	Listeners, Members []objectRef
-}
-
-// lbMonitor is the part of a health monitor the CCM compares.
-type lbMonitor struct {
-	ID, Name, Type                             string
-	Delay, Timeout, MaxRetries, MaxRetriesDown int
-	HTTPMethod, URLPath, ExpectedCodes         string
-}
-
-// listenerCreate is what a listener is created with: on its own
-// (LoadBalancerID, and the pool it takes over by DefaultPoolID), or in a
-// fully populated load balancer (with its DefaultPool). An unset field is
-// not sent.
-type listenerCreate struct {
-	LoadBalancerID, Name string
-	Protocol             string
-	ProtocolPort         int
-	AllowedCIDRs         []string
-	ConnLimit            *int
-	// The timeouts, in milliseconds; nil: Octavia's default.
-	TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect *int
-	// InsertHeaders: X-Forwarded-For, on an HTTP listener.
-	InsertHeaders          map[string]string
-	DefaultTLSContainerRef string
-	DefaultPoolID          string
-	DefaultPool            *poolCreate
-	Tags                   []string
-}
-
-// listenerUpdate is what converge changes of a listener in place; nil is
-// left as it is (a pointer to an empty AllowedCIDRs clears them).
-type listenerUpdate struct {
-	InsertHeaders          *map[string]string
-	AllowedCIDRs           *[]string
-	ConnLimit              *int
-	DefaultTLSContainerRef *string
-	// The timeouts, in milliseconds.
-	TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect *int
-}
-
 // insertHeaders are the headers p's listener inserts (nil: none).
 func (s lbSpec) insertHeaders(p v1.ServicePort) map[string]string {
 	if s.xff && p.Protocol == v1.ProtocolTCP {
 		return map[string]string{"X-Forwarded-For": "true"}
 	}
 	return nil
-}
-
-// poolUpdate is what converge changes of a pool ("": not sent).
-type poolUpdate struct {
-	LBMethod string
-}
-
-// poolCreate is what a pool is created with: for a listener (ListenerID),
-// or in a fully populated load balancer with its members and monitor.
-type poolCreate struct {
-	ListenerID, Name   string
-	Protocol, LBMethod string
-	Members            []poolMember
-	Monitor            *monitorCreate
-}
-
-// poolMember is a pool's member as the CCM writes it: created with its
-// pool, or in a batch update of all of them.
-type poolMember struct {
-	Address      string
-	ProtocolPort int
-	SubnetID     string // "": Octavia's choice (the VIP's subnet)
-	MonitorPort  *int   // nil: its ProtocolPort
-}
-
-// monitorCreate is what a health monitor is created with (for PoolID, or in
-// a fully populated load balancer).
-type monitorCreate struct {
-	PoolID, Name, Type                         string
-	Delay, Timeout, MaxRetries, MaxRetriesDown int
-	HTTPMethod, URLPath, ExpectedCodes         string
-}
-
-// monitorUpdate is what converge changes of a health monitor (a zero is
-// not sent).
-type monitorUpdate struct {
-	Delay, Timeout, MaxRetries, MaxRetriesDown int
-	URLPath                                    string
-	// HTTPMethod, ExpectedCodes: sent only when they differ.
-	HTTPMethod, ExpectedCodes string
 }
 
 func (c *Cloud) objectName(s lbSpec, p v1.ServicePort) string { return objectName(s, p) }

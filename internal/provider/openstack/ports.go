@@ -66,31 +66,6 @@ func (p *portAddresses) of(ctx context.Context, serverID string) (map[string][]n
 	return a, ok
 }
 
-// The fields of Neutron's ports, networks and trunks that make the servers'
-// addresses; each list asks Neutron for these only.
-type (
-	leanPort struct {
-		ID          string        `json:"id"`
-		DeviceID    string        `json:"device_id"`
-		DeviceOwner string        `json:"device_owner"`
-		NetworkID   string        `json:"network_id"`
-		FixedIPs    []leanFixedIP `json:"fixed_ips"`
-	}
-	leanFixedIP struct {
-		IPAddress string `json:"ip_address"`
-	}
-	leanNetwork struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	}
-	leanTrunk struct {
-		PortID   string `json:"port_id"`
-		Subports []struct {
-			PortID string `json:"port_id"`
-		} `json:"sub_ports"`
-	}
-)
-
 func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]novaAddress, error) {
 	if err := p.api.session(ctx, svcNetwork); err != nil {
 		return nil, err

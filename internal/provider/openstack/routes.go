@@ -19,9 +19,6 @@ type routes struct{ c *Cloud }
 
 var _ cloudprovider.Routes = routes{}
 
-// extraRoute is one of the router's extraroutes.
-type extraRoute struct{ destination, nextHop string }
-
 // ListRoutes returns the router's extraroutes, each matched to the Node whose
 // InternalIP is its nexthop. A route whose nexthop is no Node's is reported as a
 // blackhole; the route controller removes it only if it lies in --cluster-cidr.

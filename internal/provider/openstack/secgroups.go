@@ -83,12 +83,6 @@ func sgName(svc *v1.Service) string {
 	return n
 }
 
-// sgRuleKey identifies a rule as it is compared: what it lets in.
-type sgRuleKey struct {
-	ether, proto, remote string
-	min, max             int
-}
-
 func ruleKey(r securityRule) sgRuleKey {
 	return sgRuleKey{r.EtherType, strings.ToLower(r.Protocol), r.RemoteIPPrefix, r.PortRangeMin, r.PortRangeMax}
 }

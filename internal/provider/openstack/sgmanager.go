@@ -193,27 +193,8 @@ type portChange struct {
 	err         error
 }
 
-// sgKnownPort is a port as last read or written.
-type sgKnownPort struct {
-	id       string
-	groups   []string
-	revision int
-}
-
 func newSGManager(api gatewayAPI) *sgManager {
 	return &sgManager{api: api, pending: map[string]*portChange{}, flushTurn: provider.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
-}
-
-// sgPortFields are the fields of a port the placement reads.
-type sgPortView struct {
-	ID             string   `json:"id"`
-	DeviceID       string   `json:"device_id"`
-	SecurityGroups []string `json:"security_groups"`
-	PortSecurity   *bool    `json:"port_security_enabled"`
-	Revision       int      `json:"revision_number"`
-	FixedIPs       []struct {
-		IPAddress string `json:"ip_address"`
-	} `json:"fixed_ips"`
 }
 
 // request asks for groupID on (add) or off the port, in the port's next
