@@ -34,6 +34,22 @@ var gatewayFiles = []string{
 // isGatewayFile says whether a file of the package may call gophercloud.
 func isGatewayFile(name string) bool { return slices.Contains(gatewayFiles, name) }
 
+// The gateway's files reach nothing else of the provider but the [Global]
+// section its session reads (config.go): they are ready to be a package of
+// their own, but for [Global], which is to be passed in as its settings
+// (issue 45; CloudStack's csapi and OCI's ociapi went so).
+func TestTheGatewaysFilesReachNothingButGlobal(t *testing.T) {
+	found, err := providertest.ReachesOutside(".", gatewayFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		if !strings.HasPrefix(f, "gateway_session.go:") || !strings.HasSuffix(f, "(declared in config.go)") {
+			t.Errorf("%s: the gateway's files stand on their own but for [Global]: move it among them, or pass it in", f)
+		}
+	}
+}
+
 // Only the gateway imports gophercloud or net/http: no other file reads an
 // HTTP status or names one of the SDK's types (they have types of their own,
 // which the gateway turns into the SDK's).

@@ -9,31 +9,17 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"testing"
 )
-
-// SelfContained fails t for each declaration of the package in dir (a
-// type, function, variable or constant of its own, or a method or field
-// of one) that a file named in files uses but another of its non-test
-// files declares, and each method another file declares on a type of
-// theirs: the files stand on their own, so that they can be a package of
-// their own (a cloud's API, before its move) with no change but their
-// package clause and the names exported.
-func SelfContained(t testing.TB, dir string, files []string) {
-	t.Helper()
-	found, err := ReachesOutside(dir, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range found {
-		t.Errorf("%s: the API's files stand on their own: move it among them, or pass it in", f)
-	}
-}
 
 // ReachesOutside lists, as "file:line uses name (declared in other.go)",
 // each use in one of files of a declaration of another non-test file of
-// dir. Only the package's own declarations are resolved (imports are read
-// as empty packages): what a file reaches in the package is all it needs.
+// dir (a type, function, variable or constant of its own, or a method or
+// field of one), and each method another file declares on a type of
+// theirs: what keeps the files from being a package of their own (a
+// cloud's API, before its move) with no change but their package clause
+// and the names exported. Only the package's own declarations are
+// resolved (imports are read as empty packages): what a file reaches in
+// the package is all it needs.
 func ReachesOutside(dir string, files []string) ([]string, error) {
 	fset, parsed, err := Sources(dir, parser.SkipObjectResolution)
 	if err != nil {
