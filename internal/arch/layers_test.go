@@ -24,9 +24,10 @@ var layers = [][]string{
 		"internal/version", "internal/signature", "internal/emulator/core/coretest", "hack/internal/gendoc", "internal/arch"},
 	// mechanisms: the load-balancer cycle, the Service controller, the doctor's checks, the emulators' core
 	{"internal/lbcycle", "internal/servicecontroller", "internal/doctor", "internal/emulator/core", "internal/admission", "internal/dashboard"},
-	// the provider contract shared by every cloud, each cloud's emulator and
+	// the provider contract shared by every cloud, each cloud's emulator (and
+	// its tests' support, internal/emulator/<cloud>/<x>test) and
 	// each cloud's API (internal/provider/<cloud>/<x>api: it knows no provider)
-	{"internal/provider", "internal/provider/providertest", "internal/emulator/*", "internal/provider/*/*api"},
+	{"internal/provider", "internal/provider/providertest", "internal/emulator/*", "internal/emulator/*/*test", "internal/provider/*/*api"},
 	// each cloud's provider, and what the tools know of each cloud
 	{"internal/provider/*", "internal/kit"},
 	// the registry of clouds and what works across them
@@ -39,7 +40,7 @@ var layers = [][]string{
 
 // perCloud are the patterns whose "*" is a cloud: one such package never
 // imports another cloud's.
-var perCloud = []string{"internal/provider/*", "internal/provider/*/*api", "internal/emulator/*", "test/e2e/*"}
+var perCloud = []string{"internal/provider/*", "internal/provider/*/*api", "internal/emulator/*", "internal/emulator/*/*test", "test/e2e/*"}
 
 // layerOf is pkg's layer and, for a per-cloud package, its cloud ("" if
 // none), or -1.

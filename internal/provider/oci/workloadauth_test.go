@@ -7,72 +7,22 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
-	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // The CCM started on OCI's workload identity, OKE's and the self-managed
 // form (ociapi's tests hold the exchanges themselves).
-
-// domainEmulator is an emulator that is an identity domain too (and, with
-// instance, the CCM's host's metadata service and federation endpoint), its
-// session tokens lasting lifetime (0: 20 minutes), on clock (nil: now).
-func domainEmulator(t *testing.T, clock *testClock, lifetime time.Duration, instance bool) *emulator.Emulator {
-	t.Helper()
-	opts := emulator.Options{IdentityDomain: true, InstancePrincipals: instance, SessionLifetime: lifetime}
-	if clock != nil {
-		opts.Clock = clock.Now
-	}
-	e, err := emulator.New(opts)
-	return coretest.Serve(t, e, err)
-}
-
-// domainPod is a pod set up as oci-cloud-controller-manager's self-managed
-// workload identity wants it on e: the ServiceAccount token in a file, the
-// OCI_WORKLOAD_IDENTITY_* environment naming e's identity domain and its
-// application, e's CA trusted (OCI_DEFAULT_CERTS_PATH). token writes
-// another token to the file, as the kubelet rotates it.
-type domainPod struct {
-	t                 *testing.T
-	tokenPath, caPath string
-	secret            string
-}
-
-func domainPodOn(t *testing.T, e *emulator.Emulator, ttl time.Duration) *domainPod {
-	t.Helper()
-	dir := t.TempDir()
-	p := &domainPod{t: t, tokenPath: filepath.Join(dir, "token"), caPath: filepath.Join(dir, "ca.pem")}
-	require.NoError(t, os.WriteFile(p.caPath, e.CA(), 0o600))
-	p.token(e.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", ttl))
-	for _, name := range ociapi.DomainEnv {
-		t.Setenv(name, "")
-	}
-	for _, name := range []string{ociapi.EnvTokenPath, ociapi.EnvCAPath, "OCI_RESOURCE_PRINCIPAL_REGION", "KUBERNETES_SERVICE_HOST"} {
-		t.Setenv(name, "")
-	}
-	id, secret := e.IdentityDomainClient()
-	p.secret = secret
-	for name, v := range map[string]string{ociapi.EnvDomainURL: e.IdentityDomainURL(), ociapi.EnvDomainResourceType: "k8sworkload",
-		ociapi.EnvDomainClientID: id, ociapi.EnvDomainClientSecret: secret, ociapi.EnvDomainTokenPath: p.tokenPath, ociapi.EnvCABundle: p.caPath} {
-		t.Setenv(name, v)
-	}
-	return p
-}
-
-func (p *domainPod) token(token string) {
-	require.NoError(p.t, os.WriteFile(p.tokenPath, []byte(token), 0o600))
-}
 
 // peerWorkloadConfig is the peer's cloud-provider.yaml for its self-managed
 // workload identity (its manifests/provider-config-workload-identity-example.yaml,
@@ -81,62 +31,6 @@ func peerWorkloadConfig(e *emulator.Emulator) string {
 	f := e.Fixture()
 	return fmt.Sprintf("auth:\n  region: us-ashburn-1\nuseWorkloadIdentity: true\ncompartment: %s\nvcn: %s\nloadBalancer:\n  subnet1: %s\n  securityListManagementMode: All\nendpoints:\n  api: %s\n",
 		f.CompartmentID, f.VCNID, f.SubnetID, e.URL())
-}
-
-// callsOf counts the calls of service on e, by status.
-func callsOf(e *emulator.Emulator, service string) map[int]int {
-	out := map[int]int{}
-	for _, c := range e.Calls() {
-		if c.Service == service {
-			out[c.Code] += c.Count
-		}
-	}
-	return out
-}
-
-// testClock is a clock a test moves, shared by the emulator and the CCM.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// workloadEmulator is an emulator that is OKE's workload identity endpoint
-// too, its session tokens lasting lifetime (0: 20 minutes).
-func workloadEmulator(t *testing.T, clock *testClock, lifetime time.Duration) *emulator.Emulator {
-	t.Helper()
-	opts := emulator.Options{WorkloadIdentity: true, SessionLifetime: lifetime}
-	if clock != nil {
-		opts.Clock = clock.Now
-	}
-	e, err := emulator.New(opts)
-	return coretest.Serve(t, e, err)
-}
-
-// pod is what the kubelet gives the CCM's pod on e's cluster: the
-// ServiceAccount token and the cluster's CA in files, which the environment
-// names. token writes another token to the file, as the kubelet rotates it.
-type pod struct {
-	t                 *testing.T
-	tokenPath, caPath string
-}
-
-func podOn(t *testing.T, e *emulator.Emulator, ttl time.Duration) *pod {
-	t.Helper()
-	dir := t.TempDir()
-	p := &pod{t: t, tokenPath: filepath.Join(dir, "token"), caPath: filepath.Join(dir, "ca.crt")}
-	require.NoError(t, os.WriteFile(p.caPath, e.CA(), 0o600))
-	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", ttl))
-	t.Setenv(ociapi.EnvTokenPath, p.tokenPath)
-	t.Setenv(ociapi.EnvCAPath, p.caPath)
-	for _, name := range ociapi.DomainEnv {
-		t.Setenv(name, "")
-	}
-	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "")
-	return p
-}
-
-func (p *pod) token(token string) {
-	require.NoError(p.t, os.WriteFile(p.tokenPath, []byte(token), 0o600))
 }
 
 // exchanges counts the calls of e's workload identity endpoint, by status.
@@ -154,8 +48,8 @@ func exchanges(e *emulator.Emulator) map[int]int {
 // ServiceAccount token at the identity domain once, then signs every request
 // with the session token; OKE's endpoint is not asked.
 func TestSelfManagedWorkloadIdentityCallsAsTheServiceAccount(t *testing.T) {
-	e := domainEmulator(t, nil, 0, false)
-	domainPodOn(t, e, time.Hour)
+	e := ocitest.DomainEmulator(t, nil, 0, false)
+	ocitest.DomainPodOn(t, e, time.Hour)
 	c := cloudOn(t, peerWorkloadConfig(e))
 	id, _ := e.AddMachine("node-a")
 	for range 2 {
@@ -167,22 +61,22 @@ func TestSelfManagedWorkloadIdentityCallsAsTheServiceAccount(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(keyID, "ST$ey"))
 	assert.True(t, c.sessions.SelfManaged())
-	assert.Equal(t, map[int]int{200: 1}, callsOf(e, "identitydomain"), "one exchange for every call")
-	assert.Empty(t, callsOf(e, "workloadidentity"))
+	assert.Equal(t, map[int]int{200: 1}, ocitest.CallsOf(e, "identitydomain"), "one exchange for every call")
+	assert.Empty(t, ocitest.CallsOf(e, "workloadidentity"))
 }
 
 // The environment's problems are errors at start, all at once, each naming
 // its variable, never a secret's value.
 func TestSelfManagedWorkloadIdentityConfigErrorsNameTheVariable(t *testing.T) {
-	e := domainEmulator(t, nil, 0, false)
-	p := domainPodOn(t, e, time.Hour)
+	e := ocitest.DomainEmulator(t, nil, 0, false)
+	p := ocitest.DomainPodOn(t, e, time.Hour)
 	cfg, err := Read(strings.NewReader(peerWorkloadConfig(e)))
 	require.NoError(t, err)
 	start := func() string {
 		t.Helper()
 		_, err := New(cfg)
 		require.Error(t, err)
-		assert.NotContains(t, err.Error(), p.secret)
+		assert.NotContains(t, err.Error(), p.Secret)
 		return err.Error()
 	}
 	t.Setenv(ociapi.EnvDomainResourceType, "")
@@ -196,12 +90,12 @@ func TestSelfManagedWorkloadIdentityConfigErrorsNameTheVariable(t *testing.T) {
 	t.Setenv(ociapi.EnvDomainClientSecret, "")
 	t.Setenv(ociapi.EnvDomainClientID, "x")
 	assert.Contains(t, start(), ociapi.EnvDomainClientSecret+" is not set")
-	t.Setenv(ociapi.EnvDomainClientSecret, p.secret)
+	t.Setenv(ociapi.EnvDomainClientSecret, p.Secret)
 
 	for raw, want := range map[string]string{
 		"idcs-x.identity.oraclecloud.com":                 "not the identity domain's URL",
 		"http://idcs-x.identity.oraclecloud.com":          "plain http is allowed to a loopback address only",
-		"https://admin:" + p.secret + "@idcs-x":           "holds a user or password",
+		"https://admin:" + p.Secret + "@idcs-x":           "holds a user or password",
 		"https://idcs-x.identity.oraclecloud.com/ui/v1":   "has a path",
 		"https://idcs-x.identity.oraclecloud.com/?tenant": "has a query",
 	} {
@@ -212,16 +106,16 @@ func TestSelfManagedWorkloadIdentityConfigErrorsNameTheVariable(t *testing.T) {
 
 	t.Setenv(ociapi.EnvDomainTokenPath, filepath.Join(t.TempDir(), "none"))
 	assert.Contains(t, start(), "useWorkloadIdentity: the ServiceAccount token ("+filepath.Join(filepath.Dir(os.Getenv(ociapi.EnvDomainTokenPath)), "none")+", or "+ociapi.EnvDomainTokenPath+")")
-	t.Setenv(ociapi.EnvDomainTokenPath, p.tokenPath)
+	t.Setenv(ociapi.EnvDomainTokenPath, p.TokenPath)
 	t.Setenv(ociapi.EnvCABundle, filepath.Join(t.TempDir(), "none"))
 	assert.Contains(t, start(), "reading the CA bundle ("+ociapi.EnvCABundle+")")
-	t.Setenv(ociapi.EnvCABundle, p.caPath)
+	t.Setenv(ociapi.EnvCABundle, p.CAPath)
 
 	// The peer's variables without the domain's URL: not OKE's form silently.
 	for _, name := range ociapi.DomainEnv {
 		t.Setenv(name, "")
 	}
-	t.Setenv(ociapi.EnvDomainTokenPath, p.tokenPath)
+	t.Setenv(ociapi.EnvDomainTokenPath, p.TokenPath)
 	assert.Contains(t, start(), "useWorkloadIdentity: "+ociapi.EnvDomainTokenPath+" is set but "+ociapi.EnvDomainURL+" is not")
 	t.Setenv(ociapi.EnvDomainTokenPath, "")
 	assert.Contains(t, start(), "KUBERNETES_SERVICE_HOST is not set", "OKE's form")
@@ -230,8 +124,8 @@ func TestSelfManagedWorkloadIdentityConfigErrorsNameTheVariable(t *testing.T) {
 // With OCI_WORKLOAD_IDENTITY_USE_INSTANCE_PRINCIPAL_FOR_TOKEN_EXCHANGE=true
 // the exchange is signed by the instance principal, no client credentials.
 func TestSelfManagedWorkloadIdentityThroughTheInstancePrincipal(t *testing.T) {
-	e := domainEmulator(t, nil, 0, true)
-	domainPodOn(t, e, time.Hour)
+	e := ocitest.DomainEmulator(t, nil, 0, true)
+	ocitest.DomainPodOn(t, e, time.Hour)
 	t.Setenv(ociapi.EnvDomainClientID, "")
 	t.Setenv(ociapi.EnvDomainClientSecret, "")
 	t.Setenv(ociapi.EnvDomainViaInstance, "True")
@@ -240,7 +134,7 @@ func TestSelfManagedWorkloadIdentityThroughTheInstancePrincipal(t *testing.T) {
 	md, err := c.InstanceMetadata(t.Context(), nodeNamed("node-a", ""))
 	require.NoError(t, err)
 	assert.Equal(t, ProviderIDPrefix+id, md.ProviderID)
-	assert.Equal(t, map[int]int{200: 1}, callsOf(e, "identitydomain"))
+	assert.Equal(t, map[int]int{200: 1}, ocitest.CallsOf(e, "identitydomain"))
 	keyID, _, err := c.sessions.SigningKey()
 	require.NoError(t, err)
 	assert.True(t, c.sessions.SelfManaged())
@@ -250,27 +144,27 @@ func TestSelfManagedWorkloadIdentityThroughTheInstancePrincipal(t *testing.T) {
 // The doctor says who the CCM calls as, and what to check when the domain
 // gives no session token.
 func TestDoctorOnSelfManagedWorkloadIdentity(t *testing.T) {
-	e := domainEmulator(t, nil, 0, false)
-	p := domainPodOn(t, e, time.Hour)
+	e := ocitest.DomainEmulator(t, nil, 0, false)
+	p := ocitest.DomainPodOn(t, e, time.Hour)
 	got := byCheck(cloudOn(t, peerWorkloadConfig(e)).Diagnose(t.Context()))
 	assert.Equal(t, doctor.OK, got["oci: API key"].Status)
 	assert.Contains(t, got["oci: API key"].Detail, "accepted the signature of the self-managed workload identity")
 
-	t.Setenv(ociapi.EnvDomainClientSecret, base64.StdEncoding.EncodeToString([]byte(p.secret)))
+	t.Setenv(ociapi.EnvDomainClientSecret, base64.StdEncoding.EncodeToString([]byte(p.Secret)))
 	results := cloudOn(t, peerWorkloadConfig(e)).Diagnose(t.Context())
 	require.Len(t, results, 1)
 	assert.Equal(t, doctor.Fail, results[0].Status)
 	assert.Contains(t, results[0].Detail, "self-managed workload identity: the identity domain")
 	assert.Contains(t, results[0].Detail, "answered 401 Unauthorized")
 	assert.Contains(t, results[0].Fix, "no session token from the identity domain")
-	assert.NotContains(t, results[0].Detail+results[0].Fix, p.secret)
+	assert.NotContains(t, results[0].Detail+results[0].Fix, p.Secret)
 }
 
 // With useWorkloadIdentity the CCM calls as its ServiceAccount: one
 // exchange, then every request signed with the session token.
 func TestWorkloadIdentityCallsAsTheServiceAccount(t *testing.T) {
-	e := workloadEmulator(t, nil, 0)
-	podOn(t, e, time.Hour)
+	e := ocitest.WorkloadEmulator(t, nil, 0)
+	ocitest.PodOn(t, e, time.Hour)
 	c := cloudOn(t, workloadConfig(e))
 	id, _ := e.AddMachine("node-a")
 	md, err := c.InstanceMetadata(t.Context(), nodeNamed("node-a", ""))
@@ -287,8 +181,8 @@ func TestWorkloadIdentityCallsAsTheServiceAccount(t *testing.T) {
 // Bad config, or a pod without what workload identity needs: an error at
 // start naming the key or the variable.
 func TestWorkloadIdentityConfigErrorsNameTheKey(t *testing.T) {
-	e := workloadEmulator(t, nil, 0)
-	p := podOn(t, e, time.Hour)
+	e := ocitest.WorkloadEmulator(t, nil, 0)
+	p := ocitest.PodOn(t, e, time.Hour)
 	problems := func(doc string) string {
 		t.Helper()
 		c, err := Read(strings.NewReader(doc))
@@ -320,7 +214,7 @@ func TestWorkloadIdentityConfigErrorsNameTheKey(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1") // the endpoint it makes: ociapi's TestTheWorkloadIdentityEndpointIsTheSDKs
 	t.Setenv(ociapi.EnvCAPath, filepath.Join(t.TempDir(), "none"))
 	require.ErrorContains(t, start(), "reading the cluster's CA ("+ociapi.EnvCAPath+")")
-	t.Setenv(ociapi.EnvCAPath, p.caPath)
+	t.Setenv(ociapi.EnvCAPath, p.CAPath)
 	t.Setenv(ociapi.EnvTokenPath, filepath.Join(t.TempDir(), "none"))
 	require.ErrorContains(t, start(), "useWorkloadIdentity: the ServiceAccount token")
 }
@@ -328,8 +222,8 @@ func TestWorkloadIdentityConfigErrorsNameTheKey(t *testing.T) {
 // The doctor says who the CCM calls as, and what to check when the pod gets
 // no session token.
 func TestDoctorOnWorkloadIdentity(t *testing.T) {
-	e := workloadEmulator(t, nil, 0)
-	podOn(t, e, time.Hour)
+	e := ocitest.WorkloadEmulator(t, nil, 0)
+	ocitest.PodOn(t, e, time.Hour)
 	got := byCheck(cloudOn(t, workloadConfig(e)).Diagnose(t.Context()))
 	assert.Equal(t, doctor.OK, got["oci: API key"].Status)
 	assert.Contains(t, got["oci: API key"].Detail, "accepted the signature of the workload identity")
@@ -347,10 +241,4 @@ func workloadConfig(e *emulator.Emulator) string {
 	f := e.Fixture()
 	return fmt.Sprintf("useWorkloadIdentity: true\nauth:\n  region: us-ashburn-1\ncompartment: %s\nvcn: %s\nloadBalancer:\n  subnet1: %s\nendpoints:\n  api: %s\n  workloadIdentity: %s\n",
 		f.CompartmentID, f.VCNID, f.SubnetID, e.URL(), e.WorkloadIdentityURL())
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
 }

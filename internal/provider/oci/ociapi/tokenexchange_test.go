@@ -25,58 +25,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
-	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
 )
-
-// domainEmulator is an emulator that is an identity domain too (and, with
-// instance, the CCM's host's metadata service and federation endpoint), its
-// session tokens lasting lifetime (0: 20 minutes), on clock (nil: now).
-func domainEmulator(t *testing.T, clock *testClock, lifetime time.Duration, instance bool) *emulator.Emulator {
-	t.Helper()
-	opts := emulator.Options{IdentityDomain: true, InstancePrincipals: instance, SessionLifetime: lifetime}
-	if clock != nil {
-		opts.Clock = clock.Now
-	}
-	e, err := emulator.New(opts)
-	return coretest.Serve(t, e, err)
-}
-
-// domainPod is a pod set up as oci-cloud-controller-manager's self-managed
-// workload identity wants it on e: the ServiceAccount token in a file, the
-// OCI_WORKLOAD_IDENTITY_* environment naming e's identity domain and its
-// application, e's CA trusted (OCI_DEFAULT_CERTS_PATH). token writes
-// another token to the file, as the kubelet rotates it.
-type domainPod struct {
-	t                 *testing.T
-	tokenPath, caPath string
-	secret            string
-}
-
-func domainPodOn(t *testing.T, e *emulator.Emulator, ttl time.Duration) *domainPod {
-	t.Helper()
-	dir := t.TempDir()
-	p := &domainPod{t: t, tokenPath: filepath.Join(dir, "token"), caPath: filepath.Join(dir, "ca.pem")}
-	require.NoError(t, os.WriteFile(p.caPath, e.CA(), 0o600))
-	p.token(e.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", ttl))
-	for _, name := range DomainEnv {
-		t.Setenv(name, "")
-	}
-	for _, name := range []string{EnvTokenPath, EnvCAPath, "OCI_RESOURCE_PRINCIPAL_REGION", "KUBERNETES_SERVICE_HOST"} {
-		t.Setenv(name, "")
-	}
-	id, secret := e.IdentityDomainClient()
-	p.secret = secret
-	for name, v := range map[string]string{EnvDomainURL: e.IdentityDomainURL(), EnvDomainResourceType: "k8sworkload",
-		EnvDomainClientID: id, EnvDomainClientSecret: secret, EnvDomainTokenPath: p.tokenPath, EnvCABundle: p.caPath} {
-		t.Setenv(name, v)
-	}
-	return p
-}
-
-func (p *domainPod) token(token string) {
-	require.NoError(p.t, os.WriteFile(p.tokenPath, []byte(token), 0o600))
-}
 
 // exchangeOn is the self-managed workload identity of e's pod on clock, its
 // sessions, and a gateway signing with them; attempts are 10 ms apart.
@@ -91,42 +42,31 @@ func exchangeOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*tokenExc
 	return x, s, g
 }
 
-// callsOf counts the calls of service on e, by status.
-func callsOf(e *emulator.Emulator, service string) map[int]int {
-	out := map[int]int{}
-	for _, c := range e.Calls() {
-		if c.Service == service {
-			out[c.Code] += c.Count
-		}
-	}
-	return out
-}
-
 // The session token is renewed before it expires (half-way through one of
 // 4 minutes), and the ServiceAccount token is read anew for each exchange:
 // the kubelet's rotation is picked up.
 func TestSelfManagedWorkloadIdentityRenewsAndReadsTheRotatedToken(t *testing.T) {
 	clock := newTestClock()
-	e := domainEmulator(t, clock, 4*time.Minute, false)
-	p := domainPodOn(t, e, 10*time.Minute)
+	e := ocitest.DomainEmulator(t, clock.Now, 4*time.Minute, false)
+	p := ocitest.DomainPodOn(t, e, 10*time.Minute)
 	_, s, g := exchangeOn(t, e, clock)
 	call, key, second := renewedHalfWay(t, e, clock, s, g)
-	assert.Equal(t, map[int]int{200: 2}, callsOf(e, "identitydomain"))
+	assert.Equal(t, map[int]int{200: 2}, ocitest.CallsOf(e, "identitydomain"))
 
 	// The ServiceAccount token expires (the file not rotated): refused
 	// before asking, saying so, once the session token is gone too.
 	clock.Add(8 * time.Minute)
 	_, _, err := s.SigningKey()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.tokenPath+" expired")
-	assert.Equal(t, map[int]int{200: 2}, callsOf(e, "identitydomain"), "not asked")
+	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.TokenPath+" expired")
+	assert.Equal(t, map[int]int{200: 2}, ocitest.CallsOf(e, "identitydomain"), "not asked")
 
 	// The kubelet rotates it: the next exchange reads the new one.
-	p.token(e.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", time.Hour))
+	p.Token(e.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", time.Hour))
 	clock.Add(renewRetry)
 	assert.NotEqual(t, second, key())
 	call()
-	assert.Equal(t, map[int]int{200: 3}, callsOf(e, "identitydomain"))
+	assert.Equal(t, map[int]int{200: 3}, ocitest.CallsOf(e, "identitydomain"))
 
 	// A session token OCI refuses is dropped: the next call gets another.
 	third := key()
@@ -138,8 +78,8 @@ func TestSelfManagedWorkloadIdentityRenewsAndReadsTheRotatedToken(t *testing.T) 
 // or the secret; what may pass is tried again, a bounded number of times.
 func TestSelfManagedWorkloadIdentityRefusalsSayWhyWithoutSecrets(t *testing.T) {
 	clock := newTestClock()
-	e := domainEmulator(t, clock, 0, false)
-	p := domainPodOn(t, e, time.Hour)
+	e := ocitest.DomainEmulator(t, clock.Now, 0, false)
+	p := ocitest.DomainPodOn(t, e, time.Hour)
 	x, _, _ := exchangeOn(t, e, clock)
 	host := strings.TrimPrefix(e.IdentityDomainURL(), "https://")
 	fails := func(wants ...string) {
@@ -149,36 +89,36 @@ func TestSelfManagedWorkloadIdentityRefusalsSayWhyWithoutSecrets(t *testing.T) {
 		for _, want := range wants {
 			assert.Contains(t, err.Error(), want)
 		}
-		token, _ := os.ReadFile(p.tokenPath)
-		for _, secret := range []string{string(token), p.secret, x.clientSecret, strings.TrimPrefix(p.secret, "idcscs-")} {
+		token, _ := os.ReadFile(p.TokenPath)
+		for _, secret := range []string{string(token), p.Secret, x.clientSecret, strings.TrimPrefix(p.Secret, "idcscs-")} {
 			assert.NotContains(t, err.Error(), secret)
 		}
 		assert.NotContains(t, err.Error(), "ey", "no JWT")
 	}
 
-	x.clientSecret = p.secret + "0"
+	x.clientSecret = p.Secret + "0"
 	fails("identity domain "+host+" answered 401 Unauthorized", EnvDomainClientID+" and "+EnvDomainClientSecret, "it said: invalid_client")
-	x.clientSecret = p.secret
+	x.clientSecret = p.Secret
 
-	other := domainEmulator(t, nil, 0, false)
-	p.token(other.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", time.Hour))
-	fails("answered 400 Bad Request", "ServiceAccount token in "+p.tokenPath+" or a field", "identity propagation trust", "it said: invalid_request")
-	p.token(e.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", time.Hour))
+	other := ocitest.DomainEmulator(t, nil, 0, false)
+	p.Token(other.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", time.Hour))
+	fails("answered 400 Bad Request", "ServiceAccount token in "+p.TokenPath+" or a field", "identity propagation trust", "it said: invalid_request")
+	p.Token(e.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", time.Hour))
 
 	e.InjectFault(emucore.Fault{Service: "identitydomain", Status: http.StatusServiceUnavailable})
 	fails("answered 503 Service Unavailable", "unavailable (tried 3 times)")
-	assert.Equal(t, map[int]int{503: 3, 400: 1, 401: 1}, callsOf(e, "identitydomain"), "three attempts, no more; a 4xx once")
+	assert.Equal(t, map[int]int{503: 3, 400: 1, 401: 1}, ocitest.CallsOf(e, "identitydomain"), "three attempts, no more; a 4xx once")
 	e.ClearFaults()
 	e.ResetCalls()
 	e.InjectFault(emucore.Fault{Service: "identitydomain", Status: http.StatusTooManyRequests, Count: 2})
 	_, err := x.exchange(t.Context())
 	require.NoError(t, err, "the third attempt")
-	assert.Equal(t, map[int]int{429: 2, 200: 1}, callsOf(e, "identitydomain"))
+	assert.Equal(t, map[int]int{429: 2, 200: 1}, ocitest.CallsOf(e, "identitydomain"))
 
 	// Another CA than the domain's; no domain at all; a server that is not one.
-	require.NoError(t, os.WriteFile(p.caPath, other.CA(), 0o600))
-	fails("certificate of the identity domain " + host + " is not of " + EnvCABundle + "'s (" + p.caPath + ")")
-	require.NoError(t, os.WriteFile(p.caPath, e.CA(), 0o600))
+	require.NoError(t, os.WriteFile(p.CAPath, other.CA(), 0o600))
+	fails("certificate of the identity domain " + host + " is not of " + EnvCABundle + "'s (" + p.CAPath + ")")
+	require.NoError(t, os.WriteFile(p.CAPath, e.CA(), 0o600))
 	x.tokenURL, x.host = "https://127.0.0.1:1"+domainTokenPath, "127.0.0.1:1"
 	fails("no answer from the identity domain 127.0.0.1:1", EnvDomainURL)
 	x.tokenURL = e.IdentityDomainURL() + "/nothing"
@@ -227,8 +167,8 @@ func recorder(t *testing.T) (srv *httptest.Server, caPath string, got func() []r
 func TestTheTokenExchangeIsTheSDKs(t *testing.T) {
 	for _, viaInstance := range []bool{false, true} {
 		t.Run(fmt.Sprintf("instance principal %v", viaInstance), func(t *testing.T) {
-			e := domainEmulator(t, nil, 0, viaInstance)
-			p := domainPodOn(t, e, time.Hour)
+			e := ocitest.DomainEmulator(t, nil, 0, viaInstance)
+			p := ocitest.DomainPodOn(t, e, time.Hour)
 			srv, caPath, got := recorder(t)
 			t.Setenv(EnvDomainURL, srv.URL)
 			t.Setenv(EnvCABundle, caPath)
@@ -253,7 +193,7 @@ func TestTheTokenExchangeIsTheSDKs(t *testing.T) {
 // sdkAndOurExchange has the SDK's provider, as the peer builds it from the
 // environment, and ours, from pr and the environment, make one exchange
 // each; it returns what each sent.
-func sdkAndOurExchange(t *testing.T, pr Principal, p *domainPod, got func() []recorded) (theirs, ours recorded) {
+func sdkAndOurExchange(t *testing.T, pr Principal, p *ocitest.Pod, got func() []recorded) (theirs, ours recorded) {
 	t.Helper()
 	b := auth.TokenExchangeBuilder{DomainUrl: os.Getenv(EnvDomainURL), Region: "us-ashburn-1", RequestedTokenType: tokenTypeRPST,
 		ResType: os.Getenv(EnvDomainResourceType), SubjectTokenType: "jwt", RpstExp: os.Getenv(EnvDomainRPSTExp),
@@ -263,7 +203,7 @@ func sdkAndOurExchange(t *testing.T, pr Principal, p *domainPod, got func() []re
 		require.NoError(t, err)
 		b.InstancePrincipalProvider = ip
 	}
-	sdk, err := auth.TokenExchangeConfigurationProviderFromIssuer(fileIssuer(p.tokenPath), b)
+	sdk, err := auth.TokenExchangeConfigurationProviderFromIssuer(fileIssuer(p.TokenPath), b)
 	require.NoError(t, err)
 	_, err = sdk.KeyID()
 	require.Error(t, err, "the recorder answers 418")
@@ -278,7 +218,7 @@ func sdkAndOurExchange(t *testing.T, pr Principal, p *domainPod, got func() []re
 }
 
 // compareExchanges holds ours to theirs.
-func compareExchanges(t *testing.T, theirs, ours recorded, p *domainPod, signed bool) {
+func compareExchanges(t *testing.T, theirs, ours recorded, p *ocitest.Pod, signed bool) {
 	t.Helper()
 	assert.Equal(t, http.MethodPost, theirs.method)
 	assert.Equal(t, theirs.method, ours.method)
@@ -300,7 +240,7 @@ func compareExchanges(t *testing.T, theirs, ours recorded, p *domainPod, signed 
 		assert.Equal(t, theirs.header.Get("Authorization"), ours.header.Get("Authorization"))
 		assert.True(t, strings.HasPrefix(ours.header.Get("Authorization"), "Basic "))
 	}
-	token, err := os.ReadFile(p.tokenPath)
+	token, err := os.ReadFile(p.TokenPath)
 	require.NoError(t, err)
 	keyless := func(body []byte) string {
 		form, err := url.ParseQuery(string(body))
@@ -321,8 +261,8 @@ func compareExchanges(t *testing.T, theirs, ours recorded, p *domainPod, signed 
 // The identity domain's token endpoint is built from its URL as oci-go-sdk
 // builds it.
 func TestTheDomainsTokenURLIsTheSDKs(t *testing.T) {
-	e := domainEmulator(t, nil, 0, false)
-	domainPodOn(t, e, time.Hour)
+	e := ocitest.DomainEmulator(t, nil, 0, false)
+	ocitest.DomainPodOn(t, e, time.Hour)
 	for _, c := range []struct{ raw, want string }{
 		{"https://idcs-x.identity.oraclecloud.com:443", "https://idcs-x.identity.oraclecloud.com:443/oauth2/v1/token"},
 		{"https://idcs-x.identity.oraclecloud.com/", "https://idcs-x.identity.oraclecloud.com/oauth2/v1/token"},

@@ -25,8 +25,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
-	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
 )
 
 // testClock is a clock a test moves, shared by the emulator and the CCM.
@@ -47,45 +47,6 @@ func (c *testClock) Add(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
-}
-
-// workloadEmulator is an emulator that is OKE's workload identity endpoint
-// too, its session tokens lasting lifetime (0: 20 minutes).
-func workloadEmulator(t *testing.T, clock *testClock, lifetime time.Duration) *emulator.Emulator {
-	t.Helper()
-	opts := emulator.Options{WorkloadIdentity: true, SessionLifetime: lifetime}
-	if clock != nil {
-		opts.Clock = clock.Now
-	}
-	e, err := emulator.New(opts)
-	return coretest.Serve(t, e, err)
-}
-
-// pod is what the kubelet gives the CCM's pod on e's cluster: the
-// ServiceAccount token and the cluster's CA in files, which the environment
-// names. token writes another token to the file, as the kubelet rotates it.
-type pod struct {
-	t                 *testing.T
-	tokenPath, caPath string
-}
-
-func podOn(t *testing.T, e *emulator.Emulator, ttl time.Duration) *pod {
-	t.Helper()
-	dir := t.TempDir()
-	p := &pod{t: t, tokenPath: filepath.Join(dir, "token"), caPath: filepath.Join(dir, "ca.crt")}
-	require.NoError(t, os.WriteFile(p.caPath, e.CA(), 0o600))
-	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", ttl))
-	t.Setenv(EnvTokenPath, p.tokenPath)
-	t.Setenv(EnvCAPath, p.caPath)
-	for _, name := range DomainEnv {
-		t.Setenv(name, "")
-	}
-	t.Setenv("OCI_RESOURCE_PRINCIPAL_REGION", "")
-	return p
-}
-
-func (p *pod) token(token string) {
-	require.NoError(p.t, os.WriteFile(p.tokenPath, []byte(token), 0o600))
 }
 
 // workloadOn is the workload identity of e's pod on clock, its sessions,
@@ -117,8 +78,8 @@ func exchanges(e *emulator.Emulator) map[int]int {
 // the kubelet's rotation is picked up.
 func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T) {
 	clock := newTestClock()
-	e := workloadEmulator(t, clock, 4*time.Minute)
-	p := podOn(t, e, 10*time.Minute)
+	e := ocitest.WorkloadEmulator(t, clock.Now, 4*time.Minute)
+	p := ocitest.PodOn(t, e, 10*time.Minute)
 	_, s, g := workloadOn(t, e, clock)
 	call, key, second := renewedHalfWay(t, e, clock, s, g)
 	assert.Equal(t, map[int]int{200: 2}, exchanges(e))
@@ -128,14 +89,14 @@ func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T)
 	clock.Add(8 * time.Minute)
 	_, _, err := s.SigningKey()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.tokenPath+" expired")
+	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.TokenPath+" expired")
 
 	clock.Add(time.Second)
 	_, _, again := s.SigningKey()
 	assert.Equal(t, err, again, "not asked again before renewRetry")
 
 	// The kubelet rotates it: the next exchange reads the new one.
-	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
+	p.Token(e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
 	clock.Add(renewRetry)
 	assert.NotEqual(t, second, key())
 	call()
@@ -147,8 +108,8 @@ func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T)
 // renewal that fails while the token holds leaves it signing.
 func TestWorkloadIdentityRefusalsSayWhyWithoutTheToken(t *testing.T) {
 	clock := newTestClock()
-	e := workloadEmulator(t, clock, 0)
-	p := podOn(t, e, time.Hour)
+	e := ocitest.WorkloadEmulator(t, clock.Now, 0)
+	p := ocitest.PodOn(t, e, time.Hour)
 	w, s, _ := workloadOn(t, e, clock)
 	host := strings.TrimPrefix(e.WorkloadIdentityURL(), "https://")
 	fails := func(wants ...string) {
@@ -158,15 +119,15 @@ func TestWorkloadIdentityRefusalsSayWhyWithoutTheToken(t *testing.T) {
 		for _, want := range wants {
 			assert.Contains(t, err.Error(), want)
 		}
-		token, _ := os.ReadFile(p.tokenPath)
+		token, _ := os.ReadFile(p.TokenPath)
 		assert.NotContains(t, err.Error(), string(token))
 		assert.NotContains(t, err.Error(), "ey", "no JWT")
 	}
 
-	other := workloadEmulator(t, nil, 0)
-	p.token(other.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
-	fails("workload identity endpoint "+host+" answered 401 Unauthorized", "ServiceAccount token in "+p.tokenPath+" was refused", "not this cluster's", "opc-request-id ")
-	p.token(e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
+	other := ocitest.WorkloadEmulator(t, nil, 0)
+	p.Token(other.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
+	fails("workload identity endpoint "+host+" answered 401 Unauthorized", "ServiceAccount token in "+p.TokenPath+" was refused", "not this cluster's", "opc-request-id ")
+	p.Token(e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
 
 	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusForbidden, Count: 1})
 	fails("answered 403 Forbidden", "OKE enhanced cluster")
@@ -197,8 +158,8 @@ func TestWorkloadIdentityRefusalsSayWhyWithoutTheToken(t *testing.T) {
 	e.ClearFaults()
 
 	// Another CA than the cluster's; no endpoint at all.
-	require.NoError(t, os.WriteFile(p.caPath, other.CA(), 0o600))
-	fails("certificate of the workload identity endpoint " + host + " is not of the cluster's CA (" + p.caPath)
+	require.NoError(t, os.WriteFile(p.CAPath, other.CA(), 0o600))
+	fails("certificate of the workload identity endpoint " + host + " is not of the cluster's CA (" + p.CAPath)
 	w.endpoint = "https://127.0.0.1:1"
 	fails("no answer from the workload identity endpoint 127.0.0.1:1", "KUBERNETES_SERVICE_HOST")
 }
@@ -229,7 +190,7 @@ func TestTheExchangeIsTheSDKs(t *testing.T) {
 	dir := t.TempDir()
 	caPath, tokenPath := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "token")
 	require.NoError(t, os.WriteFile(caPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
-	e := workloadEmulator(t, nil, 0)
+	e := ocitest.WorkloadEmulator(t, nil, 0)
 	saToken := e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour)
 	require.NoError(t, os.WriteFile(tokenPath, []byte(saToken), 0o600))
 	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
@@ -317,8 +278,8 @@ func renewedHalfWay(t *testing.T, e *emulator.Emulator, clock *testClock, s *Ses
 // OKE's workload identity endpoint is on KUBERNETES_SERVICE_HOST, port
 // 12250, as oci-go-sdk builds it.
 func TestTheWorkloadIdentityEndpointIsTheSDKs(t *testing.T) {
-	e := workloadEmulator(t, nil, 0)
-	podOn(t, e, time.Hour)
+	e := ocitest.WorkloadEmulator(t, nil, 0)
+	ocitest.PodOn(t, e, time.Hour)
 	for host, want := range map[string]string{"10.96.0.1": "https://10.96.0.1:12250", "fd00::1": "https://[fd00::1]:12250"} {
 		t.Setenv("KUBERNETES_SERVICE_HOST", host)
 		w, err := newWorkloadIdentity(Principal{Region: "us-ashburn-1"})
