@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
@@ -80,7 +81,7 @@ func New(cfg Config, name string) (*Cloud, error) {
 	c.machines = snapshot.NewMachines(ProviderName, c.listMachines, machineKeys)
 	c.lb = &steps{api: api, cluster: &c.Cluster, kube: c.Kube, machines: c.machines,
 		listing: newRuleListing(api), firewall: newFirewallListing(api), jobs: newJobs(), networks: map[string]csapi.Network{}, tagSettle: tagSettle,
-		takingUp: provider.NewTurn(), acls: aclPass{turn: provider.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin},
+		takingUp: cloudapi.NewTurn(), acls: aclPass{turn: cloudapi.NewTurn()}, ruleMachines: provider.Rotation[[]string]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin},
 		ruleChecks: provider.Rotation[[]csapi.HealthCheck]{PerPass: ruleReadsPerPass, Within: provider.WatchedWithin}, unanswered: &provider.Unanswered{Window: lostWindow},
 		records: &lbcycle.AnnotationRecords{Converged: annotation.CloudStackConverged, Kube: c.Kube, Ledger: c.Ledger(),
 			Clear: []annotation.Name{annotation.CloudStackAssociating}}}

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
@@ -94,7 +95,7 @@ type steps struct {
 	tagged map[string]time.Time
 	// takingUp is held while an address left untagged is taken up
 	// (associating.go).
-	takingUp provider.Turn
+	takingUp cloudapi.Turn
 	// unanswered are the creates whose answer was lost (an address, an
 	// opening): looked for, not made again, while they may yet appear.
 	unanswered *provider.Unanswered

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
@@ -40,7 +41,7 @@ func (s *steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, 
 // aclPass is each ACL list's items as one drift pass read them: one listing
 // of a list (and one read of its name) for every Service of its tier.
 type aclPass struct {
-	turn provider.Turn // one read at a time, across its calls
+	turn cloudapi.Turn // one read at a time, across its calls
 	provider.PassMemo[aclRead]
 }
 

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/outcome"
-	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/provider/cloudstack/csapi"
 )
 
@@ -47,7 +47,7 @@ type jobs struct {
 	skew      time.Duration
 	skewKnown bool
 
-	fetch  provider.Turn // one listing at a time
+	fetch  cloudapi.Turn // one listing at a time
 	listed map[string]csapi.JobState
 	// fetched is when the listing was asked for (it shows every job done
 	// before), listedAt when it was answered.
@@ -100,7 +100,7 @@ const (
 )
 
 func newJobs() *jobs {
-	return &jobs{m: map[types.UID][]job{}, took: initialTook, margin: jobMargin, fetch: provider.NewTurn()}
+	return &jobs{m: map[types.UID][]job{}, took: initialTook, margin: jobMargin, fetch: cloudapi.NewTurn()}
 }
 
 // add records a job the Service's step started ("" is none).

@@ -111,9 +111,7 @@ func TestCredentialsFileOverridesAndRotatesWithoutARestart(t *testing.T) {
 	}()
 	defer func() { close(stop); <-done }()
 	require.Eventually(t, func() bool {
-		cloud.clients.mu.Lock()
-		defer cloud.clients.mu.Unlock()
-		return cloud.clients.settings.Password == "second"
+		return cloud.globals().Password == "second"
 	}, 5*time.Second, 10*time.Millisecond)
 	_, err = cloud.clients.computeClient(t.Context())
 	require.NoError(t, err, "the next call authenticates with the new password")
@@ -121,9 +119,7 @@ func TestCredentialsFileOverridesAndRotatesWithoutARestart(t *testing.T) {
 	// A broken file changes nothing.
 	writeFile(t, creds, "[Global]\npassword=third\nnot-a-key=1\n")
 	time.Sleep(100 * time.Millisecond)
-	cloud.clients.mu.Lock()
-	got := cloud.clients.settings.Password
-	cloud.clients.mu.Unlock()
+	got := cloud.globals().Password
 	assert.Equal(t, "second", got, "an invalid file leaves the credentials in use")
 }
 

@@ -8,6 +8,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
@@ -41,6 +42,8 @@ type Cloud struct {
 
 	mu    sync.Mutex
 	nodes corelisters.NodeLister
+	// global is the [Global] section in effect (setGlobal changes it).
+	global Global
 	// serial: load balancers are created step by step, not fully populated
 	// (configured, or found out from a provider that strands the children of
 	// a fully populated one).
@@ -88,10 +91,10 @@ func New(cfg Config) (*Cloud, error) {
 	if err := provider.Prepare(&cfg, ProviderName); err != nil {
 		return nil, err
 	}
-	cl := &clients{settings: cfg.Global, authOnce: provider.NewTurn()}
+	cl := &clients{settings: cfg.Global.settings(), authOnce: cloudapi.NewTurn()}
 	gw := &gateway{cl}
 	c := &Cloud{cfg: cfg, clients: cl, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
-		memo: newTreeMemo(), created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
+		global: cfg.Global, memo: newTreeMemo(), created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
 	c.index = newLBIndex(c)
 	c.ports.floatingIPs = c.index.fips.AllWithin
 	c.sgs = newSGManager(gw)
@@ -139,6 +142,13 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.mu.Unlock()
 }
 
+// globals is the [Global] section in effect.
+func (c *Cloud) globals() Global {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.global
+}
+
 func (c *Cloud) nodeLister() corelisters.NodeLister {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -154,7 +164,10 @@ func (c *Cloud) nodeLister() corelisters.NodeLister {
 // of the old view is out of this one), and the load balancers and floating
 // IPs too.
 func (c *Cloud) setGlobal(cfg Config) (bool, error) {
-	if !c.clients.setGlobal(cfg.Global) {
+	c.mu.Lock()
+	c.global = cfg.Global
+	c.mu.Unlock()
+	if !c.clients.setGlobal(cfg.Global.settings()) {
 		return false, nil
 	}
 	c.servers.Reset()

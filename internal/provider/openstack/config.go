@@ -125,6 +125,22 @@ type Global struct {
 	LifecycleMaxAge cfgutil.Duration `ini:"lifecycle-max-age"`
 }
 
+// settings are the session's: how to reach and authenticate to Keystone.
+func (g Global) settings() Settings {
+	return Settings{
+		AuthURL: g.AuthURL, EndpointType: g.EndpointType, Region: g.Region,
+		CAFile: g.CAFile, CertFile: g.CertFile, KeyFile: g.KeyFile, TLSInsecure: g.TLSInsecure,
+		Username: g.Username, UserID: g.UserID, Password: g.Password,
+		DomainID: g.DomainID, DomainName: g.DomainName, UserDomainID: g.UserDomainID, UserDomainName: g.UserDomainName,
+		TenantID: g.TenantID, TenantName: g.TenantName, TenantDomainID: g.TenantDomainID, TenantDomainName: g.TenantDomainName,
+		TrustID: g.TrustID, TrusteeID: g.TrusteeID, TrusteePassword: g.TrusteePassword,
+		ApplicationCredentialID: g.ApplicationCredentialID, ApplicationCredentialName: g.ApplicationCredentialName,
+		ApplicationCredentialSecret: g.ApplicationCredentialSecret,
+		Token: g.Token, UseClouds: g.UseClouds, CloudsFile: g.CloudsFile, Cloud: g.Cloud,
+		APIReadQPS: g.APIReadQPS, APIWriteQPS: g.APIWriteQPS,
+	}
+}
+
 // LoadBalancer configures Octavia load balancers.
 type LoadBalancer struct {
 	// Serve Services of type LoadBalancer through Octavia.
@@ -356,11 +372,11 @@ func (g Global) validate(add problems) {
 	case g.CloudsFile != "":
 		if _, err := os.Stat(g.CloudsFile); err != nil {
 			add("[Global] clouds-file: %v", err)
-		} else if _, err := resolveAuth(g); err != nil {
+		} else if _, err := resolveAuth(g.settings()); err != nil {
 			add("%v", err)
 		}
 	default:
-		if _, err := resolveAuth(g); err != nil {
+		if _, err := resolveAuth(g.settings()); err != nil {
 			add("%v", err)
 		}
 	}

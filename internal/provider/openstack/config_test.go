@@ -170,7 +170,7 @@ func TestAPIRateLimitsAreConfigurableAndChecked(t *testing.T) {
 	c, err := Read(strings.NewReader(base + "api-read-qps=200\napi-write-qps=50\n"))
 	require.NoError(t, err)
 	require.NoError(t, c.Validate())
-	a, err := resolveAuth(c.Global)
+	a, err := resolveAuth(c.Global.settings())
 	require.NoError(t, err)
 	assert.InDelta(t, 200, a.limits.ReadQPS, 0)
 	assert.Equal(t, 400, a.limits.ReadBurst)
@@ -179,7 +179,7 @@ func TestAPIRateLimitsAreConfigurableAndChecked(t *testing.T) {
 
 	c, err = Read(strings.NewReader(base))
 	require.NoError(t, err)
-	a, err = resolveAuth(c.Global)
+	a, err = resolveAuth(c.Global.settings())
 	require.NoError(t, err)
 	assert.Zero(t, a.limits.WriteQPS, "unset: cloudapi's defaults apply")
 

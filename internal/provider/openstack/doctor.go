@@ -15,7 +15,7 @@ var _ doctor.Diagnoser = (*Cloud)(nil)
 // item) of each API the CCM uses: Nova servers, Neutron ports and floating IPs,
 // Octavia load balancers. Each failure says what to change.
 func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
-	g := c.clients.global()
+	g := c.globals()
 	auth := doctor.Result{Check: "openstack: credentials"}
 	err := c.api.authenticate(ctx)
 	if err != nil {

@@ -28,7 +28,7 @@ const sdk = "github.com/gophercloud"
 // (docs/adding-a-cloud.md).
 var gatewayFiles = []string{
 	"gateway.go", "gateway_compute.go", "gateway_errors.go", "gateway_keymanager.go",
-	"gateway_lists.go", "gateway_loadbalancer.go", "gateway_network.go", "gateway_session.go", "gateway_types.go",
+	"gateway_lists.go", "gateway_loadbalancer.go", "gateway_network.go", "gateway_session.go", "gateway_settings.go", "gateway_types.go",
 }
 
 // isGatewayFile says whether a file of the package may call gophercloud.

@@ -20,7 +20,6 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
-	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // novaMicroversion gives servers' flavor names (original_name) and tags.
@@ -29,8 +28,8 @@ const novaMicroversion = "2.47"
 // clients are the authenticated service clients, built on first use and rebuilt
 // after a failure (Keystone down at start must not crash-loop the CCM).
 type clients struct {
-	// settings are the [Global] section in effect (setGlobal changes them).
-	settings Global
+	// settings are those in effect (setGlobal changes them).
+	settings Settings
 	// createTimeout bounds a load balancer's create (octaviaCreateTimeout
 	// when 0).
 	createTimeout time.Duration
@@ -38,7 +37,7 @@ type clients struct {
 	// authOnce serialises authentication (one Keystone token for every
 	// caller); a caller waits for it only as long as its context allows. mu
 	// guards the fields and is never held during a call.
-	authOnce provider.Turn
+	authOnce cloudapi.Turn
 
 	mu       sync.Mutex
 	gen      int // counts setGlobal's changes: a client of older settings is not kept
@@ -50,16 +49,9 @@ type clients struct {
 	barbican *gophercloud.ServiceClient
 }
 
-// global is the [Global] section in effect (it changes when the cloud.conf does).
-func (c *clients) global() Global {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.settings
-}
-
-// setGlobal swaps in new [Global] settings (rotated credentials): the next call
+// setGlobal swaps in new settings (rotated credentials): the next call
 // authenticates with them. It says whether anything changed.
-func (c *clients) setGlobal(g Global) bool {
+func (c *clients) setGlobal(g Settings) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if g == c.settings {
@@ -251,7 +243,7 @@ type auth struct {
 // resolveAuth turns [Global] into auth options: a clouds.yaml entry (use-clouds),
 // a trust (the trustee's password scoped to the trust), an application
 // credential, a token, or a password.
-func resolveAuth(g Global) (auth, error) {
+func resolveAuth(g Settings) (auth, error) {
 	a := auth{endpoint: gophercloud.EndpointOpts{Region: g.Region, Availability: availability(g.EndpointType)}}
 	a.limits = cloudapi.Config{Cloud: "openstack", AnswersJSON: true, Endpoint: "[Global] auth-url and the endpoints of its catalog"}.WithQPS(g.APIReadQPS, g.APIWriteQPS)
 	if g.UseClouds {
@@ -313,7 +305,7 @@ func redactURL(s string) string {
 // gophercloud's messages; query strings could).
 func redact(err error) error { return cloudapi.RedactError(err) }
 
-func authOptions(g Global) gophercloud.AuthOptions {
+func authOptions(g Settings) gophercloud.AuthOptions {
 	o := gophercloud.AuthOptions{
 		IdentityEndpoint:            g.AuthURL,
 		Username:                    g.Username,
@@ -378,7 +370,7 @@ func baseTransport(a auth) http.RoundTripper {
 }
 
 // globalTLS: ca-file, cert-file/key-file and tls-insecure of [Global].
-func globalTLS(g Global) (*tls.Config, error) {
+func globalTLS(g Settings) (*tls.Config, error) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: g.TLSInsecure} //nolint:gosec // tls-insecure is the operator's explicit choice
 	if g.CAFile != "" {
 		pem, err := os.ReadFile(g.CAFile)

@@ -166,7 +166,7 @@ func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, erro
 // lifecycleMaxAge is [Global] lifecycle-max-age, never below the age any other
 // look-up accepts.
 func (c *Cloud) lifecycleMaxAge() time.Duration {
-	return max(snapshot.LifecycleAge(c.clients.global().LifecycleMaxAge.Duration), snapshot.MaxAge)
+	return max(snapshot.LifecycleAge(c.globals().LifecycleMaxAge.Duration), snapshot.MaxAge)
 }
 
 // addressesOf is the server's addresses by network: Neutron's ports when known,

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/outcome"
-	"github.com/overcast-ccm/overcast/internal/provider"
 )
 
 // What the security groups need across Services: each Service's last
@@ -30,7 +30,7 @@ type sgManager struct {
 	pending    map[string]*portChange // port ID → the changes waiting for its next write
 	flushing   *time.Timer            // the next write of the pending changes
 	flushDelay time.Duration
-	flushTurn  provider.Turn          // one flush at a time: a port is never written twice at once
+	flushTurn  cloudapi.Turn          // one flush at a time: a port is never written twice at once
 	ports      map[string]sgKnownPort // each port as last read or written
 	byServer   map[string]string      // a member server's ID → its member port's ID
 	// unmanagedChecked: the Services already looked at for a group left from
@@ -194,7 +194,7 @@ type portChange struct {
 }
 
 func newSGManager(api gatewayAPI) *sgManager {
-	return &sgManager{api: api, pending: map[string]*portChange{}, flushTurn: provider.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
+	return &sgManager{api: api, pending: map[string]*portChange{}, flushTurn: cloudapi.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
 }
 
 // request asks for groupID on (add) or off the port, in the port's next

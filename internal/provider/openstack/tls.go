@@ -208,7 +208,7 @@ func (c *Cloud) tlsRefusal(err error, s lbSpec) error {
 	if s.tls == nil || !certificateUnreadable(err) {
 		return nil
 	}
-	g := c.clients.global()
+	g := c.globals()
 	if g.ApplicationCredentialID != "" || g.ApplicationCredentialName != "" {
 		return outcome.Refuse(outcome.ReasonCloudRefused, "Octavia could not read TLS certificate %s: it reads certificates with a token made from this CCM's, which Keystone refuses for an application credential; give the CCM a user and password ([Global] username/password) for TLS termination", s.tls.ref)
 	}
