@@ -10,8 +10,7 @@ import (
 )
 
 // cloudFiles are the files docs/architecture.md's table "Each cloud's files"
-// names for each cloud, by cloud (its columns). A name written "_network"
-// after a gateway file is gateway_network.go; one in a package of the
+// names for each cloud, by cloud (its columns). A file in a package of the
 // cloud's own is written with its folder (csapi/client.go).
 func cloudFiles(t *testing.T) map[string][]string {
 	t.Helper()
@@ -26,7 +25,7 @@ func cloudFiles(t *testing.T) map[string][]string {
 	section, _, _ = strings.Cut(section, "\n## ")
 	var clouds []string
 	files := map[string][]string{}
-	name := regexp.MustCompile("`(_?[a-z0-9_]+(?:/[a-z0-9_]+)?)(\\.go)?`")
+	name := regexp.MustCompile("`([a-z0-9_]+(?:/[a-z0-9_]+)?)(\\.go)?`")
 	for _, line := range strings.Split(section, "\n") {
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
 		switch {
@@ -40,14 +39,10 @@ func cloudFiles(t *testing.T) map[string][]string {
 				}
 				for _, m := range name.FindAllStringSubmatch(cell, -1) {
 					f := m[1]
-					switch {
-					case strings.HasPrefix(f, "_"):
-						f = "gateway" + f + ".go"
-					case m[2] != "":
-						f += ".go"
-					default:
+					if m[2] == "" {
 						continue // not a file: an identifier
 					}
+					f += ".go"
 					files[clouds[i]] = append(files[clouds[i]], f)
 				}
 			}

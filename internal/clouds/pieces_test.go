@@ -40,16 +40,12 @@ var pieces = []piece{
 		return files(t, "internal/provider/"+c, "lbspec.go", "doctor.go", "sweep.go")
 	}},
 	{name: "the cloud's API in a package of its own", applies: remote, present: func(t *testing.T, c string) (bool, string) {
-		// OpenStack still holds its API in gateway*.go (issue 45 moves it next).
-		if ok, _ := files(t, "internal/provider/"+c, "gateway.go"); ok {
-			return true, ""
-		}
 		if ok, _ := matches(t, "internal/provider/"+c+"/*api/client.go"); ok {
 			return true, ""
 		}
 		return false, "internal/provider/" + c + "/<name>api/client.go: the package that alone calls the cloud (see cloudstack/csapi)"
 	}},
-	{name: "test that only the gateway calls the API", applies: remote, present: func(t *testing.T, c string) (bool, string) {
+	{name: "test that only the API package calls the cloud", applies: remote, present: func(t *testing.T, c string) (bool, string) {
 		return files(t, "internal/provider/"+c, "gateway_only_test.go")
 	}},
 	{name: "explanation of what it holds (overcast explain)", present: func(t *testing.T, c string) (bool, string) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // nodeAddresses turns a server's addresses into Node addresses:
@@ -17,7 +19,7 @@ import (
 //   - IPv6 is left out when ipv6-support-disabled;
 //   - address-sort-order CIDRs come first, in their order; the rest keep theirs;
 //   - the server name is the Hostname.
-func nodeAddresses(name string, addrs map[string][]novaAddress, accessIPs []string, n Networking) []v1.NodeAddress {
+func nodeAddresses(name string, addrs map[string][]osapi.ServerAddress, accessIPs []string, n Networking) []v1.NodeAddress {
 	nets := make([]string, 0, len(addrs))
 	for net := range addrs {
 		nets = append(nets, net)

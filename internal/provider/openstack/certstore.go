@@ -15,6 +15,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // The certificates of TLS Secrets in Barbican: stored once per certificate
@@ -187,11 +188,11 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 		return outcome.Invalid(err)
 	}
 	if kind == "containers" {
-		err = c.api.getContainer(ctx, id)
+		err = c.api.GetContainer(ctx, id)
 	} else {
-		err = c.api.getSecret(ctx, id)
+		err = c.api.GetSecret(ctx, id)
 	}
-	if errors.Is(err, outcome.ErrNotFound) || forbidden(err) {
+	if errors.Is(err, outcome.ErrNotFound) || osapi.Forbidden(err) {
 		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "TLS certificate %s is not in Barbican, or this CCM's user may not read it; nothing was built with it", t.ref)
 	}
 	if err != nil {
@@ -203,7 +204,7 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 
 // keyManager finds Barbican; a catalog without it refuses TLS termination.
 func (c *Cloud) keyManager(ctx context.Context) error {
-	missing, err := c.api.keyManagerMissing(ctx)
+	missing, err := c.api.KeyManagerMissing(ctx)
 	if missing {
 		return outcome.Refuse(outcome.ReasonUnsupportedService, "This cloud's catalog has no key-manager (Barbican): TLS termination needs it; nothing was built")
 	}
@@ -223,7 +224,7 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 		return err
 	}
 	name := storedName(svc.UID, sec.hash, c.Cluster.Get())
-	found, err := c.api.listContainers(ctx, name, 10)
+	found, err := c.api.ListContainers(ctx, name, 10)
 	if err != nil {
 		return fmt.Errorf("listing Barbican containers: %w", err)
 	}
@@ -247,7 +248,7 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 // left out) as secrets named name_<part>, and a certificate container name
 // naming them; it returns the container's reference.
 func (c *Cloud) putCertificate(ctx context.Context, name string, cert, key, chain []byte) (string, error) {
-	var refs []barbicanObject
+	var refs []osapi.BarbicanObject
 	for _, part := range []struct {
 		name    string
 		private bool
@@ -260,13 +261,13 @@ func (c *Cloud) putCertificate(ctx context.Context, name string, cert, key, chai
 		if len(part.payload) == 0 {
 			continue
 		}
-		ref, err := c.api.createSecret(ctx, name+"_"+part.name, part.private, part.payload)
+		ref, err := c.api.CreateSecret(ctx, name+"_"+part.name, part.private, part.payload)
 		if err != nil {
 			return "", fmt.Errorf("the %s: %w", strings.ReplaceAll(part.name, "_", " "), err)
 		}
-		refs = append(refs, barbicanObject{Name: part.name, Ref: ref})
+		refs = append(refs, osapi.BarbicanObject{Name: part.name, Ref: ref})
 	}
-	ref, err := c.api.createCertificateContainer(ctx, name, refs)
+	ref, err := c.api.CreateCertificateContainer(ctx, name, refs)
 	if err != nil {
 		return "", fmt.Errorf("the container: %w", err)
 	}
@@ -286,7 +287,7 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 	if _, stored := c.tlsCerts.get(svc.UID); !stored && !annotation.OpenStackTLSSecret.IsSet(svc) {
 		return nil
 	}
-	missing, err := c.api.keyManagerMissing(ctx)
+	missing, err := c.api.KeyManagerMissing(ctx)
 	if missing {
 		return nil // no Barbican: nothing was ever stored in it
 	}
@@ -305,9 +306,9 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 		}
 		var err error
 		if o.kind == kindContainer {
-			err = c.api.deleteContainer(ctx, lastSegment(o.ref))
+			err = c.api.DeleteContainer(ctx, lastSegment(o.ref))
 		} else {
-			err = c.api.deleteSecret(ctx, lastSegment(o.ref))
+			err = c.api.DeleteSecret(ctx, lastSegment(o.ref))
 		}
 		if err != nil {
 			return fmt.Errorf("deleting %s %s: %w", o.kind, o.ref, err)
@@ -339,14 +340,14 @@ const (
 // only, so every one is listed.
 func (c *Cloud) storedObjects(ctx context.Context) ([]storedObject, error) {
 	var objs []storedObject
-	cs, err := c.api.listContainers(ctx, "", 100)
+	cs, err := c.api.ListContainers(ctx, "", 100)
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican containers: %w", err)
 	}
 	for _, ct := range cs {
 		objs = append(objs, storedObject{kindContainer, ct.Name, ct.Ref})
 	}
-	ss, err := c.api.listSecrets(ctx, 100)
+	ss, err := c.api.ListSecrets(ctx, 100)
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican secrets: %w", err)
 	}

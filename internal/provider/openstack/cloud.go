@@ -8,9 +8,9 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -25,12 +25,11 @@ func init() {
 type Cloud struct {
 	provider.Base
 	// Cycle runs the load balancers on Octavia's steps (cycle.go).
-	*lbcycle.Cycle[lbSpec, loadBalancer]
+	*lbcycle.Cycle[lbSpec, osapi.LoadBalancer]
 
 	cfg     Config
-	clients *clients   // the session: credentials, region, service clients
-	api     gatewayAPI // every call to OpenStack (gateway.go)
-	servers *snapshot.Snapshot[server]
+	api     osapi.API // every call to OpenStack (osapi)
+	servers *snapshot.Snapshot[osapi.Server]
 	ports   *portAddresses
 	index   *lbIndex
 	memo    *treeMemo  // members and monitors the last passes read (treereads.go)
@@ -91,9 +90,8 @@ func New(cfg Config) (*Cloud, error) {
 	if err := provider.Prepare(&cfg, ProviderName); err != nil {
 		return nil, err
 	}
-	cl := &clients{settings: cfg.Global.settings(), authOnce: cloudapi.NewTurn()}
-	gw := &gateway{cl}
-	c := &Cloud{cfg: cfg, clients: cl, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
+	gw := osapi.New(cfg.Global.settings())
+	c := &Cloud{cfg: cfg, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
 		global: cfg.Global, memo: newTreeMemo(), created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
 	c.index = newLBIndex(c)
 	c.ports.floatingIPs = c.index.fips.AllWithin
@@ -167,7 +165,7 @@ func (c *Cloud) setGlobal(cfg Config) (bool, error) {
 	c.mu.Lock()
 	c.global = cfg.Global
 	c.mu.Unlock()
-	if !c.clients.setGlobal(cfg.Global.settings()) {
+	if !c.api.SetSettings(cfg.Global.settings()) {
 		return false, nil
 	}
 	c.servers.Reset()

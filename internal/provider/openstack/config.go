@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/overcast-ccm/overcast/internal/cfgutil"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Config is cloud-provider-openstack's cloud.conf, read as it reads it: every
@@ -126,8 +127,8 @@ type Global struct {
 }
 
 // settings are the session's: how to reach and authenticate to Keystone.
-func (g Global) settings() Settings {
-	return Settings{
+func (g Global) settings() osapi.Settings {
+	return osapi.Settings{
 		AuthURL: g.AuthURL, EndpointType: g.EndpointType, Region: g.Region,
 		CAFile: g.CAFile, CertFile: g.CertFile, KeyFile: g.KeyFile, TLSInsecure: g.TLSInsecure,
 		Username: g.Username, UserID: g.UserID, Password: g.Password,
@@ -136,7 +137,7 @@ func (g Global) settings() Settings {
 		TrustID: g.TrustID, TrusteeID: g.TrusteeID, TrusteePassword: g.TrusteePassword,
 		ApplicationCredentialID: g.ApplicationCredentialID, ApplicationCredentialName: g.ApplicationCredentialName,
 		ApplicationCredentialSecret: g.ApplicationCredentialSecret,
-		Token: g.Token, UseClouds: g.UseClouds, CloudsFile: g.CloudsFile, Cloud: g.Cloud,
+		Token:                       g.Token, UseClouds: g.UseClouds, CloudsFile: g.CloudsFile, Cloud: g.Cloud,
 		APIReadQPS: g.APIReadQPS, APIWriteQPS: g.APIWriteQPS,
 	}
 }
@@ -372,11 +373,11 @@ func (g Global) validate(add problems) {
 	case g.CloudsFile != "":
 		if _, err := os.Stat(g.CloudsFile); err != nil {
 			add("[Global] clouds-file: %v", err)
-		} else if _, err := resolveAuth(g.settings()); err != nil {
+		} else if err := osapi.Check(g.settings()); err != nil {
 			add("%v", err)
 		}
 	default:
-		if _, err := resolveAuth(g.settings()); err != nil {
+		if err := osapi.Check(g.settings()); err != nil {
 			add("%v", err)
 		}
 	}

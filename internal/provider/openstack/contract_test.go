@@ -15,7 +15,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -47,6 +46,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/metricstest"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // contractTarget is where the suite runs.
@@ -301,7 +301,7 @@ func TestContractServerChangesCostOneCall(t *testing.T) {
 		return fmt.Errorf("server %s is still there: %w", gone.name, err)
 	}))
 
-	var since []server
+	var since []osapi.Server
 	pages, err := servers.List(tg.compute, servers.ListOpts{ChangesSince: created.Created}).AllPages(ctx)
 	require.NoError(t, err)
 	require.NoError(t, servers.ExtractServersInto(pages, &since))
@@ -499,7 +499,7 @@ func TestContractANodeWithoutAddressesYetIsAMember(t *testing.T) {
 	}
 	ensure(t, c, svc, nodes)
 
-	octavia, err := c.clients.octaviaClient(t.Context())
+	octavia, err := clientOf(c).OctaviaClient(t.Context())
 	require.NoError(t, err)
 	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
@@ -592,6 +592,17 @@ func memberAddresses(t *testing.T, octavia *gophercloud.ServiceClient, poolID st
 	return got
 }
 
+// poolsOf is every pool of the load balancer, in full (their provisioning
+// status too), read with the SDK.
+func poolsOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []pools.Pool {
+	t.Helper()
+	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
+	require.NoError(t, err)
+	ps, err := pools.ExtractPools(pages)
+	require.NoError(t, err)
+	return ps
+}
+
 // record writes on svc the annotations the CCM records after converging (it
 // has no Kubernetes client here).
 func record(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node, st *v1.LoadBalancerStatus) {
@@ -673,7 +684,7 @@ func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 		record(t, c, svc, nodes, ensure(t, c, svc, nodes))
 	}
 	nodes = append(nodes, contractNode("n2", "", "10.0.0.202"))
-	octavia, err := c.clients.octaviaClient(ctx)
+	octavia, err := clientOf(c).OctaviaClient(ctx)
 	require.NoError(t, err)
 	tg.callsSince()
 
@@ -733,7 +744,7 @@ func TestContractANodeJoiningIsReadWhenNotKnown(t *testing.T) {
 	svc.Spec.Ports = svc.Spec.Ports[:1]
 	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201")}
 	record(t, c, svc, nodes, ensure(t, c, svc, nodes))
-	octavia, err := c.clients.octaviaClient(ctx)
+	octavia, err := clientOf(c).OctaviaClient(ctx)
 	require.NoError(t, err)
 	lb, err := c.findLB(ctx, svc)
 	require.NoError(t, err)
@@ -885,14 +896,13 @@ func TestContractLoadBalancerIsCreatedFullyPopulated(t *testing.T) {
 		assert.LessOrEqual(t, calls, 10, "calls for one new load balancer: %+v", tg.emu.Calls())
 	}
 
-	octavia, err := c.clients.octaviaClient(t.Context())
+	octavia, err := clientOf(c).OctaviaClient(t.Context())
 	require.NoError(t, err)
 	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.Equal(t, "ACTIVE", lb.ProvisioningStatus)
 	// In full: the pools' provisioning status too.
-	ps, err := listAll[pools.Pool](t.Context(), octavia, "pools", url.Values{"loadbalancer_id": {lb.ID}}, "lbaas", "pools")
-	require.NoError(t, err)
+	ps := poolsOf(t, octavia, lb.ID)
 	require.Len(t, ps, 2, "a pool per port")
 	for _, p := range ps {
 		assert.Equal(t, "ACTIVE", p.ProvisioningStatus, "pool %s", p.Name)
@@ -916,7 +926,7 @@ func TestContractStrandedChildrenAreRebuiltStepByStep(t *testing.T) {
 	st := ensure(t, c, svc, nodes)
 	require.Len(t, st.Ingress, 1)
 
-	octavia, err := c.clients.octaviaClient(t.Context())
+	octavia, err := clientOf(c).OctaviaClient(t.Context())
 	require.NoError(t, err)
 	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
@@ -926,15 +936,14 @@ func TestContractStrandedChildrenAreRebuiltStepByStep(t *testing.T) {
 	assert.Equal(t, "ACTIVE", tree.Statuses.LoadBalancer.ProvisioningStatus)
 	assert.Len(t, tree.Statuses.LoadBalancer.Listeners, 2)
 	assert.Empty(t, tree.pending(), "nothing is left pending")
-	built, err := listPools(t.Context(), octavia, lb.ID)
+	built, err := c.api.ListPools(t.Context(), lb.ID)
 	require.NoError(t, err)
 	assert.Len(t, built, 2, "the rebuilt load balancer has its pools when it is reported ready")
 
 	nodes = append(nodes, contractNode("n2", "", "10.0.0.202"))
 	require.NoError(t, poll(3*time.Minute, func() error { return c.UpdateLoadBalancer(t.Context(), "contract", svc, nodes) }))
 	// In full: the pools' provisioning status too.
-	ps, err := listAll[pools.Pool](t.Context(), octavia, "pools", url.Values{"loadbalancer_id": {lb.ID}}, "lbaas", "pools")
-	require.NoError(t, err)
+	ps := poolsOf(t, octavia, lb.ID)
 	require.Len(t, ps, 2, "a pool per port")
 	for _, p := range ps {
 		assert.Equal(t, "ACTIVE", p.ProvisioningStatus)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Converging an existing load balancer: its listeners, pools, members and
@@ -34,7 +35,7 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		s.setCreated(lb.ID, "")
 		return s.converged(ctx, svc, spec)
 	}
-	if err := s.api.session(ctx, svcOctavia); err != nil {
+	if err := s.api.Session(ctx, osapi.Octavia); err != nil {
 		return "", err
 	}
 	if err := s.prepareTLS(ctx, svc, &spec); err != nil {
@@ -110,21 +111,21 @@ func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) er
 // second pool to update waits for the next pass. Any doubt (a pool missing or
 // named twice) is not ok: the full cycle repairs it.
 func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, bool, error) {
-	if err := s.api.session(ctx, svcOctavia); err != nil {
+	if err := s.api.Session(ctx, osapi.Octavia); err != nil {
 		return "", false, err
 	}
-	all, err := s.api.listPools(ctx, lb.ID)
+	all, err := s.api.ListPools(ctx, lb.ID)
 	if err != nil {
 		return "", false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, err)
 	}
-	byName := map[string]lbPool{}
+	byName := map[string]osapi.Pool{}
 	for _, p := range all {
 		if _, dup := byName[p.Name]; dup {
 			return "", false, nil
 		}
 		byName[p.Name] = p
 	}
-	mine := make([]lbPool, len(spec.ports))
+	mine := make([]osapi.Pool, len(spec.ports))
 	for i, p := range spec.ports {
 		pool, ok := byName[s.objectName(spec, p)]
 		if !ok || pool.Protocol != spec.poolProtocol(p) {
@@ -174,7 +175,7 @@ func (s steps) lastMembers(svc *v1.Service) *[]string {
 // whose members differ, and says whether it did, and whether pools follow
 // it (which may need an update too: Octavia takes one at a time). An update
 // Octavia accepted counts as done.
-func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []lbPool, spec lbSpec, last *[]string) (wrote, more bool, err error) {
+func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []osapi.Pool, spec lbSpec, last *[]string) (wrote, more bool, err error) {
 	for i, p := range spec.ports {
 		if wrote, err = s.convergeMembers(ctx, reads, mine[i], spec, p, last); err != nil || wrote {
 			return wrote, i < len(spec.ports)-1, err
@@ -190,8 +191,8 @@ func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []lbPool,
 // recorded on it before its first listener. Removals come first, so that a
 // port whose listener must change protocol is free when its new listener is
 // created.
-func (c *Cloud) converge(ctx context.Context, reads *treeReads, svc *v1.Service, lb *loadBalancer, s lbSpec, shared bool) (bool, error) {
-	have, err := c.api.listListeners(ctx, lb.ID)
+func (c *Cloud) converge(ctx context.Context, reads *treeReads, svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec, shared bool) (bool, error) {
+	have, err := c.api.ListListeners(ctx, lb.ID)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", err)
 	}
@@ -210,9 +211,9 @@ func (c *Cloud) converge(ctx context.Context, reads *treeReads, svc *v1.Service,
 	}
 	// Pools are listed once: protocol, method and health monitor of each. The
 	// load balancer names its pools: a new one has none to list.
-	var allPools []lbPool
+	var allPools []osapi.Pool
 	if len(lb.Pools) > 0 {
-		if allPools, err = c.api.listPools(ctx, lb.ID); err != nil {
+		if allPools, err = c.api.ListPools(ctx, lb.ID); err != nil {
 			return false, fmt.Errorf("listing pools: %w", err)
 		}
 	}
@@ -222,7 +223,7 @@ func (c *Cloud) converge(ctx context.Context, reads *treeReads, svc *v1.Service,
 	if changed, err := c.deleteStrayPools(ctx, allPools, s); err != nil || changed {
 		return changed, err
 	}
-	poolByID := map[string]lbPool{}
+	poolByID := map[string]osapi.Pool{}
 	for _, p := range allPools {
 		poolByID[p.ID] = p
 	}
@@ -244,9 +245,9 @@ func (c *Cloud) converge(ctx context.Context, reads *treeReads, svc *v1.Service,
 // ownListeners are the Service's listeners on the load balancer, by
 // protocol/port; a port of the spec another Service's listener holds refuses
 // the Service.
-func ownListeners(have []lbListener, svc *v1.Service, s lbSpec, lbID string, shared bool) (map[string]lbListener, error) {
-	byKey := map[string]lbListener{}
-	taken := map[string]lbListener{} // other Services' listeners
+func ownListeners(have []osapi.Listener, svc *v1.Service, s lbSpec, lbID string, shared bool) (map[string]osapi.Listener, error) {
+	byKey := map[string]osapi.Listener{}
+	taken := map[string]osapi.Listener{} // other Services' listeners
 	for _, l := range have {
 		k := fmt.Sprintf("%s/%05d", l.Protocol, l.ProtocolPort)
 		if !mineListener(l, svc, s.name, !shared) {
@@ -269,7 +270,7 @@ func ownListeners(have []lbListener, svc *v1.Service, s lbSpec, lbID string, sha
 
 // deleteUnwantedListener deletes, of the Service's listeners no port wants
 // (in the order of their keys), the first one's pool, else the listener.
-func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]lbListener, s lbSpec) (bool, error) {
+func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]osapi.Listener, s lbSpec) (bool, error) {
 	unwanted := unwantedListeners(mine, s)
 	if len(unwanted) == 0 {
 		return false, nil
@@ -277,12 +278,12 @@ func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]lbLi
 	k := unwanted[0]
 	l := mine[k]
 	if l.DefaultPoolID != "" {
-		if err := c.api.deletePool(ctx, l.DefaultPoolID); err != nil {
+		if err := c.api.DeletePool(ctx, l.DefaultPoolID); err != nil {
 			return false, fmt.Errorf("deleting pool of listener %s: %w", k, err)
 		}
 		return true, nil
 	}
-	if err := c.api.deleteListener(ctx, l.ID); err != nil {
+	if err := c.api.DeleteListener(ctx, l.ID); err != nil {
 		return false, fmt.Errorf("deleting listener %s: %w", k, err)
 	}
 	return true, nil
@@ -290,7 +291,7 @@ func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]lbLi
 
 // unwantedListeners are the keys of the Service's listeners no port wants,
 // in order.
-func unwantedListeners(mine map[string]lbListener, s lbSpec) []string {
+func unwantedListeners(mine map[string]osapi.Listener, s lbSpec) []string {
 	want := map[string]bool{}
 	for _, p := range s.ports {
 		want[s.listenerKey(p)] = true
@@ -307,22 +308,22 @@ func unwantedListeners(mine map[string]lbListener, s lbSpec) []string {
 // createListener creates the listener of p. The pool a listener deleted
 // behind our back left serves the new one: nothing is left over, and its
 // members are kept.
-func (c *Cloud) createListener(ctx context.Context, svc *v1.Service, lbID string, allPools []lbPool, s lbSpec, p v1.ServicePort) error {
+func (c *Cloud) createListener(ctx context.Context, svc *v1.Service, lbID string, allPools []osapi.Pool, s lbSpec, p v1.ServicePort) error {
 	opts := c.listenerOpts(svc, s, p)
 	opts.LoadBalancerID = lbID
-	if i := slices.IndexFunc(allPools, func(pool lbPool) bool {
+	if i := slices.IndexFunc(allPools, func(pool osapi.Pool) bool {
 		return len(pool.Listeners) == 0 && pool.Name == c.objectName(s, p) && pool.Protocol == s.poolProtocol(p)
 	}); i >= 0 {
 		opts.DefaultPoolID = allPools[i].ID
 	}
-	if err := c.api.createListener(ctx, opts); err != nil {
+	if err := c.api.CreateListener(ctx, opts); err != nil {
 		return fmt.Errorf("creating listener %s: %w", s.listenerKey(p), err)
 	}
 	return nil
 }
 
 // convergePort makes the first change the listener of p and its pool need.
-func (c *Cloud) convergePort(ctx context.Context, reads *treeReads, svc *v1.Service, l lbListener, poolByID map[string]lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergePort(ctx context.Context, reads *treeReads, svc *v1.Service, l osapi.Listener, poolByID map[string]osapi.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
 	k := s.listenerKey(p)
 	if changed, err := c.convergeListener(ctx, l, s, p); err != nil || changed {
 		return changed, err
@@ -331,7 +332,7 @@ func (c *Cloud) convergePort(ctx context.Context, reads *treeReads, svc *v1.Serv
 	if !ok {
 		opts := c.poolOpts(s, p)
 		opts.ListenerID = l.ID
-		if err := c.api.createPool(ctx, opts); err != nil {
+		if err := c.api.CreatePool(ctx, opts); err != nil {
 			return false, fmt.Errorf("creating the pool of listener %s: %w", k, err)
 		}
 		return true, nil
@@ -339,13 +340,13 @@ func (c *Cloud) convergePort(ctx context.Context, reads *treeReads, svc *v1.Serv
 	if pool.Protocol != s.poolProtocol(p) {
 		// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
 		c.Events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
-		if err := c.api.deletePool(ctx, pool.ID); err != nil {
+		if err := c.api.DeletePool(ctx, pool.ID); err != nil {
 			return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, err)
 		}
 		return true, nil
 	}
 	if u, diffs := poolChanges(pool, s); len(diffs) > 0 {
-		if err := c.api.updatePool(ctx, pool.ID, u); err != nil {
+		if err := c.api.UpdatePool(ctx, pool.ID, u); err != nil {
 			return false, fmt.Errorf("updating pool %s (%s): %w", pool.ID, strings.Join(diffs, "; "), err)
 		}
 		return true, nil
@@ -359,12 +360,12 @@ func (c *Cloud) convergePort(ctx context.Context, reads *treeReads, svc *v1.Serv
 // deleteStrayPools deletes a pool of the Service's that no listener uses and
 // none of its ports wants (its listener deleted with the port, or behind our
 // back with a pool of another protocol); one a pass.
-func (c *Cloud) deleteStrayPools(ctx context.Context, all []lbPool, s lbSpec) (bool, error) {
+func (c *Cloud) deleteStrayPools(ctx context.Context, all []osapi.Pool, s lbSpec) (bool, error) {
 	stray := c.strayPools(all, s)
 	if len(stray) == 0 {
 		return false, nil
 	}
-	if err := c.api.deletePool(ctx, stray[0].ID); err != nil {
+	if err := c.api.DeletePool(ctx, stray[0].ID); err != nil {
 		return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", stray[0].ID, err)
 	}
 	return true, nil
@@ -372,12 +373,12 @@ func (c *Cloud) deleteStrayPools(ctx context.Context, all []lbPool, s lbSpec) (b
 
 // strayPools are the Service's pools no listener uses and none of its
 // ports wants.
-func (c *Cloud) strayPools(all []lbPool, s lbSpec) []lbPool {
+func (c *Cloud) strayPools(all []osapi.Pool, s lbSpec) []osapi.Pool {
 	wanted := map[string]string{} // name → protocol
 	for _, p := range s.ports {
 		wanted[c.objectName(s, p)] = s.poolProtocol(p)
 	}
-	var out []lbPool
+	var out []osapi.Pool
 	for _, pool := range all {
 		if len(pool.Listeners) > 0 || !strings.HasPrefix(pool.Name, s.name+"_") || wanted[pool.Name] == pool.Protocol {
 			continue
@@ -390,8 +391,8 @@ func (c *Cloud) strayPools(all []lbPool, s lbSpec) []lbPool {
 // poolChanges is the update of what differs of a pool that Octavia can
 // change in place (its method), and what differs, for a person. Its name is
 // not compared: the peer's pools have names of their own, kept when adopted.
-func poolChanges(pool lbPool, s lbSpec) (poolUpdate, []string) {
-	var u poolUpdate
+func poolChanges(pool osapi.Pool, s lbSpec) (osapi.PoolUpdate, []string) {
+	var u osapi.PoolUpdate
 	var diffs []string
 	if pool.LBMethod != s.method {
 		u.LBMethod = s.method
@@ -401,12 +402,12 @@ func poolChanges(pool lbPool, s lbSpec) (poolUpdate, []string) {
 }
 
 // convergeListener updates what Octavia can change in place.
-func (c *Cloud) convergeListener(ctx context.Context, l lbListener, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeListener(ctx context.Context, l osapi.Listener, s lbSpec, p v1.ServicePort) (bool, error) {
 	u, diffs := listenerChanges(l, s, p)
 	if len(diffs) == 0 {
 		return false, nil
 	}
-	if err := c.api.updateListener(ctx, l.ID, u); err != nil {
+	if err := c.api.UpdateListener(ctx, l.ID, u); err != nil {
 		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, err)
 	}
 	return true, nil
@@ -414,8 +415,8 @@ func (c *Cloud) convergeListener(ctx context.Context, l lbListener, s lbSpec, p 
 
 // listenerChanges is the update of what differs of the listener of p that
 // Octavia can change in place, and what differs, for a person.
-func listenerChanges(l lbListener, s lbSpec, p v1.ServicePort) (listenerUpdate, []string) {
-	var u listenerUpdate
+func listenerChanges(l osapi.Listener, s lbSpec, p v1.ServicePort) (osapi.ListenerUpdate, []string) {
+	var u osapi.ListenerUpdate
 	var diffs []string
 	cidrs := slices.Clone(l.AllowedCIDRs)
 	sort.Strings(cidrs)
@@ -474,12 +475,12 @@ func cidrList(cidrs []string) string {
 
 // convergeMonitor creates, updates or deletes the pool's health monitor. Its type
 // cannot change in place, so a new type replaces it.
-func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool lbPool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool osapi.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
 	if s.monitor == nil {
 		if pool.MonitorID == "" {
 			return false, nil
 		}
-		if err := c.api.deleteMonitor(ctx, pool.MonitorID); err != nil {
+		if err := c.api.DeleteMonitor(ctx, pool.MonitorID); err != nil {
 			return false, fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, err)
 		}
 		return true, nil
@@ -487,7 +488,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool lbPo
 	want := c.monitorOpts(s, p)
 	if pool.MonitorID == "" {
 		want.PoolID = pool.ID
-		if err := c.api.createMonitor(ctx, want); err != nil {
+		if err := c.api.CreateMonitor(ctx, want); err != nil {
 			return false, fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, err)
 		}
 		return true, nil
@@ -498,7 +499,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool lbPo
 	}
 	if have.Type != want.Type {
 		reads.wrote("", have.ID)
-		if err := c.api.deleteMonitor(ctx, have.ID); err != nil {
+		if err := c.api.DeleteMonitor(ctx, have.ID); err != nil {
 			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, err)
 		}
 		return true, nil
@@ -508,7 +509,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool lbPo
 		return false, nil
 	}
 	reads.wrote("", have.ID)
-	if err := c.api.updateMonitor(ctx, have.ID, u); err != nil {
+	if err := c.api.UpdateMonitor(ctx, have.ID, u); err != nil {
 		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, err)
 	}
 	return true, nil
@@ -517,8 +518,8 @@ func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool lbPo
 // monitorChanges is the update that makes a health monitor of want's type
 // check as want asks (every field the create sends), and what differs, for
 // a person.
-func monitorChanges(have lbMonitor, want monitorCreate) (monitorUpdate, []string) {
-	u := monitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
+func monitorChanges(have osapi.Monitor, want osapi.MonitorCreate) (osapi.MonitorUpdate, []string) {
+	u := osapi.MonitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
 	var diffs []string
 	differs := func(field string, have, want any) {
 		if have != want {
@@ -544,7 +545,7 @@ func monitorChanges(have lbMonitor, want monitorCreate) (monitorUpdate, []string
 }
 
 // convergeMembers replaces the pool's members in one batch call when they differ.
-func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool lbPool, s lbSpec, p v1.ServicePort, last *[]string) (bool, error) {
+func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool osapi.Pool, s lbSpec, p v1.ServicePort, last *[]string) (bool, error) {
 	poolID := pool.ID
 	same, err := reads.membersAre(ctx, pool, s.memberKeys(p))
 	if err != nil {
@@ -555,17 +556,17 @@ func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool lbPo
 	}
 	reads.wrote(poolID, "")
 	if added, ok := c.oneJoined(pool, s, last); ok {
-		err := c.api.addMember(ctx, poolID, memberOpt(s, p, added))
+		err := c.api.AddMember(ctx, poolID, memberOpt(s, p, added))
 		if err == nil {
 			return true, nil
 		}
-		if !memberTaken(err) {
+		if !osapi.MemberTaken(err) {
 			return false, fmt.Errorf("adding member %s to pool %s: %w", added, poolID, err)
 		}
 		// It is there already (an answer lost, or added behind our back):
 		// the batch update says every member.
 	}
-	if err := c.api.putMembers(ctx, poolID, c.memberOpts(s, p)); err != nil {
+	if err := c.api.PutMembers(ctx, poolID, c.memberOpts(s, p)); err != nil {
 		return false, fmt.Errorf("updating members of pool %s: %w", poolID, err)
 	}
 	return true, nil
@@ -575,7 +576,7 @@ func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool lbPo
 // converged to, are s's but one, and the pool holds as many as last: a Node
 // joining. A member changed behind our back since is the drift check's to
 // find (it reads every pool's members within the hour).
-func (c *Cloud) oneJoined(pool lbPool, s lbSpec, last *[]string) (string, bool) {
+func (c *Cloud) oneJoined(pool osapi.Pool, s lbSpec, last *[]string) (string, bool) {
 	if last == nil || len(pool.Members) != len(*last) {
 		return "", false
 	}
@@ -583,7 +584,7 @@ func (c *Cloud) oneJoined(pool lbPool, s lbSpec, last *[]string) (string, bool) 
 }
 
 // memberKeys are a pool's members as address:port/monitor port, sorted.
-func memberKeys(members []leanMember) []string {
+func memberKeys(members []osapi.Member) []string {
 	have := make([]string, 0, len(members))
 	for _, m := range members {
 		monitor := 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Creating a Service's load balancer: refused before anything exists when
@@ -26,7 +27,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
 		return "", outcome.Refuse(outcome.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
 	}
-	if err := s.api.session(ctx, svcOctavia, svcNetwork); err != nil {
+	if err := s.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return "", err
 	}
 	if waiting := s.awaitingLostCreate(svc, spec.name); waiting != "" {
@@ -45,7 +46,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 	}
 	opts := s.createOpts(svc, spec)
 	opts.AdditionalVips = more
-	created, err := s.api.createLoadBalancer(ctx, opts)
+	created, err := s.api.CreateLoadBalancer(ctx, opts)
 	if outcome.MayHaveActed(err) {
 		s.unanswered.Lost(string(svc.UID))
 	}
@@ -74,7 +75,7 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 
 // warnImmutable tells the user when a setting Octavia cannot change on an existing
 // load balancer differs from what the Service asks now.
-func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadBalancer, s lbSpec) {
+func (c *Cloud) warnImmutable(svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec) {
 	if diffs := c.immutableDiffs(lb, s); len(diffs) > 0 {
 		c.Events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
 			"Load balancer %s keeps its %s: Octavia cannot change them; recreate the Service to apply", lb.ID, strings.Join(diffs, ", "))
@@ -83,7 +84,7 @@ func (c *Cloud) warnImmutable(svc *v1.Service, lb *loadBalancer, s lbSpec) {
 
 // immutableDiffs are the create-time choices of lb the Service asks
 // otherwise now, which Octavia cannot change.
-func (c *Cloud) immutableDiffs(lb *loadBalancer, s lbSpec) []string {
+func (c *Cloud) immutableDiffs(lb *osapi.LoadBalancer, s lbSpec) []string {
 	var diffs []string
 	if s.flavorID != "" && lb.FlavorID != "" && s.flavorID != lb.FlavorID {
 		diffs = append(diffs, fmt.Sprintf("flavor %s (it has %s)", s.flavorID, lb.FlavorID))
@@ -103,8 +104,8 @@ func (c *Cloud) immutableDiffs(lb *loadBalancer, s lbSpec) []string {
 	return diffs
 }
 
-func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) lbCreate {
-	opts := lbCreate{
+func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) osapi.LoadBalancerCreate {
+	opts := osapi.LoadBalancerCreate{
 		Name:             s.name,
 		Description:      fmt.Sprintf("Kubernetes Service %s/%s", svc.Namespace, svc.Name),
 		VipSubnetID:      s.subnetID,

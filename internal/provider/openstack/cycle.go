@@ -10,6 +10,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Octavia's steps of the load-balancer cycle (internal/lbcycle). The cycle
@@ -20,16 +21,16 @@ import (
 // Objects (inventory.go), Delete (delete.go).
 type steps struct{ *Cloud }
 
-type octaviaLB = lbcycle.LB[loadBalancer]
+type octaviaLB = lbcycle.LB[osapi.LoadBalancer]
 
 var (
-	_ lbcycle.Cloud[lbSpec, loadBalancer]         = steps{}
-	_ lbcycle.MemberUpdater[lbSpec, loadBalancer] = steps{}
-	_ lbcycle.DriftChecker[loadBalancer]          = steps{}
-	_ lbcycle.Relister                            = steps{}
+	_ lbcycle.Cloud[lbSpec, osapi.LoadBalancer]         = steps{}
+	_ lbcycle.MemberUpdater[lbSpec, osapi.LoadBalancer] = steps{}
+	_ lbcycle.DriftChecker[osapi.LoadBalancer]          = steps{}
+	_ lbcycle.Relister                                  = steps{}
 )
 
-func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadBalancer] {
+func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, osapi.LoadBalancer] {
 	// The record is kept in the annotations cloud-provider-openstack users
 	// know: load-balancer-address (the address, the one place it shows when a
 	// hostname is published instead) and the converged record. A Service on
@@ -42,7 +43,7 @@ func newCycle(c *Cloud) *lbcycle.Cycle[lbSpec, loadBalancer] {
 			id := svc.Annotations[string(annotation.OpenStackLoadBalancerID)]
 			return id != "" && !strings.HasPrefix(svc.Annotations[string(annotation.OpenStackConverged)], id+"/")
 		}}
-	return lbcycle.New[lbSpec, loadBalancer](steps{c}, records,
+	return lbcycle.New[lbSpec, osapi.LoadBalancer](steps{c}, records,
 		lbcycle.Options{Retry: pendingRetry, FullCheck: fullCheckInterval})
 }
 
@@ -66,7 +67,7 @@ func (s steps) Spec(ctx context.Context, clusterName string, svc *v1.Service, no
 }
 
 // asLB is an Octavia load balancer as the cycle sees it.
-func (s steps) asLB(lb *loadBalancer, svc *v1.Service) octaviaLB {
+func (s steps) asLB(lb *osapi.LoadBalancer, svc *v1.Service) octaviaLB {
 	state := lbcycle.Ready
 	switch {
 	case strings.HasPrefix(lb.ProvisioningStatus, "PENDING"):
@@ -86,7 +87,7 @@ func (s steps) Listed(ctx context.Context, svc *v1.Service) (octaviaLB, bool, er
 }
 
 func (s steps) Find(ctx context.Context, svc *v1.Service) (octaviaLB, bool, error) {
-	if err := s.api.session(ctx, svcOctavia); err != nil {
+	if err := s.api.Session(ctx, osapi.Octavia); err != nil {
 		return octaviaLB{}, false, err
 	}
 	lb, dups, err := s.findLBs(ctx, svc)

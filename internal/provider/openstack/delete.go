@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Deleting a Service's load balancer, or leaving one it shares, and what it
@@ -21,7 +22,7 @@ import (
 // once the load balancer is gone: the Service keeps its finalizer until then,
 // and its free floating IPs go last.
 func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) (string, error) {
-	if err := s.api.session(ctx, svcOctavia, svcNetwork); err != nil {
+	if err := s.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return "", err
 	}
 	lb, err := s.findLB(ctx, svc)
@@ -58,5 +59,5 @@ func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) 
 
 // deleteCascade deletes a load balancer with all it has; already gone is success.
 func (c *Cloud) deleteCascade(ctx context.Context, id string) error {
-	return c.api.deleteLoadBalancer(ctx, id)
+	return c.api.DeleteLoadBalancer(ctx, id)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 var _ doctor.Diagnoser = (*Cloud)(nil)
@@ -17,33 +18,33 @@ var _ doctor.Diagnoser = (*Cloud)(nil)
 func (c *Cloud) Diagnose(ctx context.Context) []doctor.Result {
 	g := c.globals()
 	auth := doctor.Result{Check: "openstack: credentials"}
-	err := c.api.authenticate(ctx)
+	err := c.api.Authenticate(ctx)
 	if err != nil {
 		auth.Status, auth.Detail = doctor.Fail, err.Error()
 		switch {
 		case errors.Is(err, outcome.ErrAuth):
 			auth.Fix = "Keystone rejected the credentials: check application-credential-id/-secret (or username, password, user-domain-name and the project) in [Global] of the cloud.conf"
-		case forbidden(err):
+		case osapi.Forbidden(err):
 			auth.Fix = "the user may not have a token for this project: give it a role there (member)"
 		default:
 			auth.Fix = "check auth-url (and ca-file / tls-insecure) in [Global], and that this network reaches Keystone"
 		}
 		return []doctor.Result{auth}
 	}
-	auth.Detail = fmt.Sprintf("Keystone %s accepted them (region %s)", redactURL(g.AuthURL), g.Region)
+	auth.Detail = fmt.Sprintf("Keystone %s accepted them (region %s)", osapi.RedactURL(g.AuthURL), g.Region)
 	out := []doctor.Result{auth}
 	return append(out,
-		c.probe(ctx, "openstack: compute (servers)", "compute", probeServers, "member"),
-		c.probe(ctx, "openstack: network (ports)", "network", probePorts, "member"),
-		c.probe(ctx, "openstack: network (floating IPs)", "network", probeFloatingIPs, "member"),
-		c.probe(ctx, "openstack: load-balancer (Octavia)", "load-balancer", probeLoadBalancers, "load-balancer_member"),
+		c.probe(ctx, "openstack: compute (servers)", "compute", osapi.ProbeServers, "member"),
+		c.probe(ctx, "openstack: network (ports)", "network", osapi.ProbePorts, "member"),
+		c.probe(ctx, "openstack: network (floating IPs)", "network", osapi.ProbeFloatingIPs, "member"),
+		c.probe(ctx, "openstack: load-balancer (Octavia)", "load-balancer", osapi.ProbeLoadBalancers, "load-balancer_member"),
 	)
 }
 
 // probe reads the first page of a listing.
-func (c *Cloud) probe(ctx context.Context, check, service string, l probeListing, role string) doctor.Result {
+func (c *Cloud) probe(ctx context.Context, check, service string, l osapi.Probe, role string) doctor.Result {
 	r := doctor.Result{Check: check}
-	endpoint, reachErr, err := c.api.probe(ctx, l)
+	endpoint, reachErr, err := c.api.Probe(ctx, l)
 	if reachErr != nil {
 		r.Status, r.Detail = doctor.Fail, reachErr.Error()
 		r.Fix = fmt.Sprintf("the catalog has no %s endpoint for this region and interface: check [Global] region and os-endpoint-type", service)
@@ -53,9 +54,9 @@ func (c *Cloud) probe(ctx context.Context, check, service string, l probeListing
 	case err == nil:
 		r.Detail = fmt.Sprintf("%s answers and the credentials may read it", endpoint)
 		return r
-	case forbidden(err):
+	case osapi.Forbidden(err):
 		r.Status = doctor.Fail
-		r.Detail = fmt.Sprintf("%s: 403 Forbidden", redactURL(endpoint))
+		r.Detail = fmt.Sprintf("%s: 403 Forbidden", osapi.RedactURL(endpoint))
 		r.Fix = fmt.Sprintf("the user lacks the %s role in the project: openstack role add --user <user> --project <project> %s", role, role)
 	default:
 		r.Status = doctor.Fail

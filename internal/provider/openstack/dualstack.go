@@ -11,6 +11,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Dual-stack load balancers: one load balancer with a VIP of each family, the
@@ -49,7 +50,7 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
 			Status string `json:"status"`
 		} `json:"versions"`
 	}
-	if err := c.api.octaviaVersions(ctx, &body); err != nil {
+	if err := c.api.OctaviaVersions(ctx, &body); err != nil {
 		return false, "", fmt.Errorf("reading Octavia's API versions: %w", err)
 	}
 	best, name := -1, ""
@@ -78,7 +79,7 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
 // goes on the named subnet or the network's one of that family, or, where
 // Octavia has no additional VIPs, is left out (a Service that requires both
 // is refused).
-func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([]additionalVIP, error) {
+func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([]osapi.AdditionalVIP, error) {
 	if spec.family == v1.IPv6Protocol && spec.subnetID == "" && spec.portID == "" {
 		netID, err := s.vipNetwork(ctx, *spec)
 		if err != nil {
@@ -114,7 +115,7 @@ func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([
 			return nil, err
 		}
 	}
-	return []additionalVIP{{SubnetID: subnetID}}, nil
+	return []osapi.AdditionalVIP{{SubnetID: subnetID}}, nil
 }
 
 // vipNetwork is the network of the VIPs: network-id, else the network of the
@@ -127,7 +128,7 @@ func (c *Cloud) vipNetwork(ctx context.Context, s lbSpec) (string, error) {
 	if id == "" {
 		id = s.vipSubnetOf
 	}
-	sn, err := c.api.getSubnet(ctx, id)
+	sn, err := c.api.GetSubnet(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("reading subnet %s: %w", id, err)
 	}
@@ -141,7 +142,7 @@ func (c *Cloud) familySubnet(ctx context.Context, netID string, family v1.IPFami
 	if family == v1.IPv6Protocol {
 		version = 6
 	}
-	all, err := c.api.listSubnets(ctx, subnetQuery{NetworkID: netID, IPVersion: version})
+	all, err := c.api.ListSubnets(ctx, osapi.SubnetQuery{NetworkID: netID, IPVersion: version})
 	if err != nil {
 		return "", fmt.Errorf("listing the subnets of network %s: %w", netID, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // A create whose answer was lost may have made its load balancer all the
@@ -21,8 +22,8 @@ import (
 
 // lostCreateWindow is how long after a create lost its answer the load
 // balancer may yet be listed: the create's own attempt bound
-// (octaviaCreateTimeout) and as long again for Octavia's API to finish.
-const lostCreateWindow = 2 * octaviaCreateTimeout
+// (osapi.OctaviaCreateTimeout) and as long again for Octavia's API to finish.
+const lostCreateWindow = 2 * osapi.OctaviaCreateTimeout
 
 // awaitingLostCreate is the progress of a Service whose create lost its
 // answer while its load balancer may yet appear; "" when none.
@@ -33,7 +34,7 @@ func (s steps) awaitingLostCreate(svc *v1.Service, name string) string {
 // deleteDuplicates deletes the Service's load balancers other than lb (its
 // tags on each: this cluster made them for it), each once it is not
 // PENDING (Octavia refuses to delete one that is).
-func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, lb *loadBalancer, dups []loadBalancer) error {
+func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, dups []osapi.LoadBalancer) error {
 	for _, d := range dups {
 		if strings.HasPrefix(d.ProvisioningStatus, "PENDING") {
 			continue // the next pass's

@@ -17,13 +17,14 @@ import (
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
 // `overcast explain` on OpenStack: a Service's Octavia load balancer (its
 // VIP and floating IP, listeners with their allowed CIDRs, pools, members
 // and health monitors) and its security group (managed ones), read through
-// the gateway; and what the next walk would change, found by Converge's and
+// the API; and what the next walk would change, found by Converge's and
 // Publish's own comparisons (ownListeners, unwantedListeners, strayPools,
 // listenerChanges, poolChanges, memberKeys, monitorChanges, ruleChanges,
 // placementChanges, immutableDiffs), none of them acted on.
@@ -33,12 +34,12 @@ var _ provider.Explainer = (*Cloud)(nil)
 // explained is what describe read of the load balancer, for the drift.
 type explained struct {
 	lb        octaviaLB
-	fip       *floatingIP
-	listeners []lbListener
-	pools     []lbPool
-	members   map[string][]leanMember
-	monitors  map[string]lbMonitor
-	sg        *securityGroup
+	fip       *osapi.FloatingIP
+	listeners []osapi.Listener
+	pools     []osapi.Pool
+	members   map[string][]osapi.Member
+	monitors  map[string]osapi.Monitor
+	sg        *osapi.SecurityGroup
 }
 
 // ExplainService says what OpenStack holds for the Service.
@@ -48,7 +49,7 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 	if err != nil {
 		return e, err
 	}
-	if err := c.api.session(ctx, svcOctavia, svcNetwork); err != nil {
+	if err := c.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return e, err
 	}
 	lb, err := c.findLB(ctx, svc)
@@ -59,7 +60,7 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 		return e, err
 	}
 	e.Found = true
-	x := explained{lb: s.asLB(lb, svc), members: map[string][]leanMember{}, monitors: map[string]lbMonitor{}}
+	x := explained{lb: s.asLB(lb, svc), members: map[string][]osapi.Member{}, monitors: map[string]osapi.Monitor{}}
 	if err := c.describe(ctx, &e, svc, clusterName, &x, nodes); err != nil {
 		return e, err
 	}
@@ -103,11 +104,11 @@ func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, sv
 	for _, v := range lb.AdditionalVips {
 		e.Addresses = append(e.Addresses, provider.Address{IP: v.IPAddress, Kind: "additional VIP"})
 	}
-	if x.listeners, err = c.api.listListeners(ctx, lb.ID); err != nil {
+	if x.listeners, err = c.api.ListListeners(ctx, lb.ID); err != nil {
 		return fmt.Errorf("listing listeners: %w", err)
 	}
 	if len(lb.Pools) > 0 {
-		if x.pools, err = c.api.listPools(ctx, lb.ID); err != nil {
+		if x.pools, err = c.api.ListPools(ctx, lb.ID); err != nil {
 			return fmt.Errorf("listing pools: %w", err)
 		}
 	}
@@ -148,7 +149,7 @@ func (c *Cloud) describeListeners(ctx context.Context, e *provider.ServiceExplan
 		}
 		pool := provider.Pool{ID: p.ID, Name: p.Name, Protocol: p.Protocol, Policy: p.LBMethod, Members: []provider.Member{}}
 		if len(p.Members) > 0 {
-			ms, err := c.api.listMembers(ctx, p.ID)
+			ms, err := c.api.ListMembers(ctx, p.ID)
 			if err != nil {
 				return fmt.Errorf("listing the members of pool %s: %w", p.ID, err)
 			}
@@ -158,7 +159,7 @@ func (c *Cloud) describeListeners(ctx context.Context, e *provider.ServiceExplan
 			}
 		}
 		if p.MonitorID != "" {
-			m, err := c.api.getMonitor(ctx, p.MonitorID)
+			m, err := c.api.GetMonitor(ctx, p.MonitorID)
 			if err != nil {
 				return fmt.Errorf("reading health monitor %s: %w", p.MonitorID, err)
 			}
@@ -170,7 +171,7 @@ func (c *Cloud) describeListeners(ctx context.Context, e *provider.ServiceExplan
 	return nil
 }
 
-func listenerDetails(l lbListener) provider.Details {
+func listenerDetails(l osapi.Listener) provider.Details {
 	d := provider.Details{}
 	if l.ConnLimit != -1 {
 		d["connection limit"] = strconv.Itoa(l.ConnLimit)
@@ -181,7 +182,7 @@ func listenerDetails(l lbListener) provider.Details {
 	return d
 }
 
-func describeMonitor(m lbMonitor) string {
+func describeMonitor(m osapi.Monitor) string {
 	out := fmt.Sprintf("%s every %ds, timeout %ds, %d up / %d down", m.Type, m.Delay, m.Timeout, m.MaxRetries, m.MaxRetriesDown)
 	if m.URLPath != "" {
 		out = m.Type + " " + m.URLPath + strings.TrimPrefix(out, m.Type)
@@ -201,7 +202,7 @@ func nodesByIP(nodes []*v1.Node) map[string]string {
 }
 
 // lbMark is whose the load balancer's tags say it is.
-func (c *Cloud) lbMark(lb *loadBalancer, svc *v1.Service, name string) string {
+func (c *Cloud) lbMark(lb *osapi.LoadBalancer, svc *v1.Service, name string) string {
 	switch {
 	case c.owned(lb, svc):
 		return provider.MarkThisCluster
@@ -250,7 +251,7 @@ func (c *Cloud) describeSG(ctx context.Context, e *provider.ServiceExplanation, 
 		e.SecurityRules = append(e.SecurityRules, provider.SecurityRule{Kind: "security group rule", In: "security group " + g.ID, ID: r.ID,
 			Direction: r.Direction, Protocol: cmp.Or(r.Protocol, "any"), Ports: ports, Peer: peer, Mark: mark})
 	}
-	holding, err := c.api.listPortViews(ctx, url.Values{"security_groups": {g.ID}})
+	holding, err := c.api.ListPortViews(ctx, url.Values{"security_groups": {g.ID}})
 	if err != nil {
 		return err
 	}
@@ -294,7 +295,7 @@ func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation,
 	for _, p := range s.strayPools(x.pools, spec) {
 		e.Change(provider.ActionDelete, "pool "+p.Name, "no listener uses it and no port asks for it")
 	}
-	poolByID := map[string]lbPool{}
+	poolByID := map[string]osapi.Pool{}
 	for _, p := range x.pools {
 		poolByID[p.ID] = p
 	}
@@ -322,7 +323,7 @@ func portName(key string) string {
 
 // portDrift is what convergePort would change of the listener of p and its
 // pool.
-func (s steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.ServicePort, l lbListener, poolByID map[string]lbPool, x *explained) {
+func (s steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.ServicePort, l osapi.Listener, poolByID map[string]osapi.Pool, x *explained) {
 	k := portName(spec.listenerKey(p))
 	if _, diffs := listenerChanges(l, spec, p); len(diffs) > 0 {
 		e.Change(provider.ActionChange, "listener "+k, "%s", strings.Join(diffs, "; "))
@@ -350,7 +351,7 @@ func (s steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.Servi
 			e.Change(provider.ActionDelete, "member "+memberName(m)+" of pool "+pool.Name, "not an eligible Node's address (or its port differs)")
 		}
 	}
-	var wantMonitor monitorCreate
+	var wantMonitor osapi.MonitorCreate
 	if spec.monitor != nil {
 		wantMonitor = s.monitorOpts(spec, p)
 	}
@@ -368,14 +369,14 @@ func memberName(key string) string {
 
 // monitorDrift is what convergeMonitor would change of the pool's health
 // monitor.
-func monitorDrift(e *provider.ServiceExplanation, spec lbSpec, pool lbPool, have lbMonitor, want monitorCreate) {
+func monitorDrift(e *provider.ServiceExplanation, spec lbSpec, pool osapi.Pool, have osapi.Monitor, want osapi.MonitorCreate) {
 	object := "health monitor of pool " + pool.Name
 	switch {
 	case spec.monitor == nil && pool.MonitorID != "":
 		e.Change(provider.ActionDelete, object, "the Service asks for none")
 	case spec.monitor == nil:
 	case pool.MonitorID == "":
-		e.Change(provider.ActionCreate, object, "%s", describeMonitor(lbMonitor{Type: want.Type, Delay: want.Delay, Timeout: want.Timeout,
+		e.Change(provider.ActionCreate, object, "%s", describeMonitor(osapi.Monitor{Type: want.Type, Delay: want.Delay, Timeout: want.Timeout,
 			MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}))
 	case have.Type != want.Type:
 		e.Change(provider.ActionChange, object, "type %s, the Service asks %s: deleted and made anew", have.Type, want.Type)
@@ -398,7 +399,7 @@ func (s steps) explainTLS(ctx context.Context, e *provider.ServiceExplanation, s
 		t.ref = have.ref
 		return nil
 	}
-	found, err := s.api.listContainers(ctx, storedName(svc.UID, t.secret.hash, s.Cluster.Get()), 10)
+	found, err := s.api.ListContainers(ctx, storedName(svc.UID, t.secret.hash, s.Cluster.Get()), 10)
 	if err != nil {
 		return fmt.Errorf("listing Barbican containers: %w", err)
 	}
@@ -412,7 +413,7 @@ func (s steps) explainTLS(ctx context.Context, e *provider.ServiceExplanation, s
 
 // sgDrift is what convergeSG would change of the Service's security group
 // (g: nil for none).
-func (s steps) sgDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, g *securityGroup) error {
+func (s steps) sgDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, g *osapi.SecurityGroup) error {
 	if spec.sg == nil {
 		if g != nil {
 			e.Change(provider.ActionDelete, "security group "+g.ID, "security groups are not managed ([LoadBalancer] manage-security-groups)")
@@ -432,18 +433,18 @@ func (s steps) sgDrift(ctx context.Context, e *provider.ServiceExplanation, svc 
 	}
 	create, extra := ruleChanges(g, spec.sg.wantedRules(remotes))
 	for _, k := range create {
-		e.Change(provider.ActionCreate, fmt.Sprintf("security group rule %s %d from %s", k.proto, k.min, k.remote), "in group %s", g.ID)
+		e.Change(provider.ActionCreate, fmt.Sprintf("security group rule %s %d from %s", k.Proto, k.Min, k.Remote), "in group %s", g.ID)
 	}
 	for _, r := range extra {
 		e.Change(provider.ActionDelete, "security group rule "+r.ID, "%s %d-%d from %s, not as the Service asks", r.Protocol, r.PortRangeMin, r.PortRangeMax, r.RemoteIPPrefix)
 	}
-	var members, holding []sgPortView
+	var members, holding []osapi.PortView
 	if len(spec.sg.servers) > 0 {
-		if members, err = s.api.listPortViews(ctx, url.Values{"device_id": spec.sg.servers}); err != nil {
+		if members, err = s.api.ListPortViews(ctx, url.Values{"device_id": spec.sg.servers}); err != nil {
 			return err
 		}
 	}
-	if holding, err = s.api.listPortViews(ctx, url.Values{"security_groups": {g.ID}}); err != nil {
+	if holding, err = s.api.ListPortViews(ctx, url.Values{"security_groups": {g.ID}}); err != nil {
 		return err
 	}
 	_, attach, detach := placementChanges(members, holding, g.ID, spec.members)
@@ -480,7 +481,7 @@ func (c *Cloud) ExplainNode(ctx context.Context, node *v1.Node, nodes []*v1.Node
 	if errors.Is(err, outcome.ErrNotFound) {
 		err = cloudprovider.InstanceNotFound
 	}
-	md := provider.LookedUp(srv, found, err, func(srv server) (*provider.Machine, *cloudprovider.InstanceMetadata) {
+	md := provider.LookedUp(srv, found, err, func(srv osapi.Server) (*provider.Machine, *cloudprovider.InstanceMetadata) {
 		m := c.metadataOf(ctx, srv)
 		return &provider.Machine{ID: srv.ID, Name: srv.Name, State: srv.Status, Type: m.InstanceType, Zone: m.Zone, Region: m.Region,
 			Addresses: provider.NodeAddresses(m.NodeAddresses)}, m

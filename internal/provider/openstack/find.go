@@ -12,6 +12,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Tags that say a load balancer is ours: the Service's UID and the cluster's
@@ -54,7 +55,7 @@ func (c *Cloud) tags(svc *v1.Service, name string) []string {
 }
 
 // owned says whether lb was created by this cluster for svc.
-func (c *Cloud) owned(lb *loadBalancer, svc *v1.Service) bool {
+func (c *Cloud) owned(lb *osapi.LoadBalancer, svc *v1.Service) bool {
 	return slices.Contains(lb.Tags, tagService+string(svc.UID)) && slices.Contains(lb.Tags, tagCluster+c.Cluster.Get())
 }
 
@@ -64,27 +65,27 @@ func (c *Cloud) owned(lb *loadBalancer, svc *v1.Service) bool {
 // CCM of this cluster for this Service (a create whose answer was lost, then
 // made again): the one kept is found (keeper), the others are the cycle's
 // to delete (Find).
-func (c *Cloud) findLB(ctx context.Context, svc *v1.Service) (*loadBalancer, error) {
+func (c *Cloud) findLB(ctx context.Context, svc *v1.Service) (*osapi.LoadBalancer, error) {
 	lb, _, err := c.findLBs(ctx, svc)
 	return lb, err
 }
 
 // findLBs is findLB, and the Service's other load balancers (duplicates).
-func (c *Cloud) findLBs(ctx context.Context, svc *v1.Service) (*loadBalancer, []loadBalancer, error) {
+func (c *Cloud) findLBs(ctx context.Context, svc *v1.Service) (*osapi.LoadBalancer, []osapi.LoadBalancer, error) {
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
-		lb, err := c.api.getLoadBalancer(ctx, id)
+		lb, err := c.api.GetLoadBalancer(ctx, id)
 		if errors.Is(err, outcome.ErrNotFound) {
 			return nil, nil, nil
 		}
 		return lb, nil, err
 	}
-	lbs, err := c.api.listLoadBalancers(ctx, tagService+string(svc.UID))
+	lbs, err := c.api.ListLoadBalancers(ctx, tagService+string(svc.UID))
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing load balancers: %w", err)
 	}
 	// A Service UID is unique, but only a load balancer with this cluster's tag too
 	// is ours: never act on another cluster's.
-	lbs = slices.DeleteFunc(lbs, func(lb loadBalancer) bool { return !c.owned(&lb, svc) })
+	lbs = slices.DeleteFunc(lbs, func(lb osapi.LoadBalancer) bool { return !c.owned(&lb, svc) })
 	if len(lbs) == 0 {
 		return nil, nil, nil
 	}
@@ -98,11 +99,11 @@ func (c *Cloud) findLBs(ctx context.Context, svc *v1.Service) (*loadBalancer, []
 
 // keeper is, of the Service's load balancers, the one its status points to
 // (its VIP, or the floating IP on it), else the oldest.
-func (c *Cloud) keeper(ctx context.Context, svc *v1.Service, lbs []loadBalancer) (int, error) {
+func (c *Cloud) keeper(ctx context.Context, svc *v1.Service, lbs []osapi.LoadBalancer) (int, error) {
 	if len(lbs) == 1 {
 		return 0, nil
 	}
-	slices.SortFunc(lbs, func(a, b loadBalancer) int {
+	slices.SortFunc(lbs, func(a, b osapi.LoadBalancer) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	published := map[string]bool{}
@@ -129,7 +130,7 @@ func (c *Cloud) keeper(ctx context.Context, svc *v1.Service, lbs []loadBalancer)
 
 // GetLoadBalancer reports the Service's load balancer.
 func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	if err := c.api.session(ctx, svcOctavia, svcNetwork); err != nil {
+	if err := c.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return nil, false, err
 	}
 	lb, err := c.findLB(ctx, svc)

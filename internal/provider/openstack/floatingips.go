@@ -12,13 +12,14 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // ensureFloatingIP returns the address of the floating IP on the VIP port,
 // attaching one first if there is none: spec.loadBalancerIP names an existing one
 // (created with that address if the project may), else a new one is allocated
 // from the floating network, on the subnet the Service picks.
-func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec) (string, error) {
+func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec) (string, error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
 	fip, err := c.vipFloatingIP(ctx, lb)
 	if err != nil {
@@ -56,7 +57,7 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadB
 	}
 	var lastErr error
 	for _, subnet := range subnetIDs {
-		created, err := c.api.createFloatingIP(ctx, floatingIPCreate{
+		created, err := c.api.CreateFloatingIP(ctx, osapi.FloatingIPCreate{
 			FloatingNetworkID: netID,
 			SubnetID:          subnet,
 			PortID:            lb.VipPortID,
@@ -75,21 +76,21 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *loadB
 
 // attachRequestedFloatingIP attaches the floating IP spec.loadBalancerIP names.
 // One attached elsewhere is never taken away.
-func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, s lbSpec) (string, error) {
-	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{FloatingIP: s.floatingIP})
+func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec) (string, error) {
+	fips, err := c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{FloatingIP: s.floatingIP})
 	if err != nil {
 		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
 	if len(fips) == 0 {
 		// Not in the project yet: allocate that very address (clouds often allow
 		// this to admins only).
-		opts := floatingIPCreate{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
+		opts := osapi.FloatingIPCreate{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
 		if opts.FloatingNetworkID == "" {
 			if opts.FloatingNetworkID, err = c.onlyExternalNetwork(ctx); err != nil {
 				return "", err
 			}
 		}
-		created, err := c.api.createFloatingIP(ctx, opts)
+		created, err := c.api.CreateFloatingIP(ctx, opts)
 		c.fipQuota.learn(err)
 		if err != nil {
 			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, err))
@@ -102,7 +103,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 	}
 	if fip.PortID == "" {
 		port := lb.VipPortID
-		if err := c.api.setFloatingIPPort(ctx, fip.ID, &port); err != nil {
+		if err := c.api.SetFloatingIPPort(ctx, fip.ID, &port); err != nil {
 			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, err))
 		}
 		klog.FromContext(ctx).Info("Attached requested floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
@@ -111,20 +112,20 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 }
 
 // ownFloatingIPs lists the floating IPs this CCM created for the Service.
-func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]floatingIP, error) {
+func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]osapi.FloatingIP, error) {
 	desc := fipDescription + string(svc.UID)
-	all, err := c.api.listFloatingIPs(ctx, floatingIPQuery{Description: desc})
+	all, err := c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{Description: desc})
 	if err != nil {
 		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	// The filter is the server's; ownership is checked here too.
-	return slices.DeleteFunc(all, func(f floatingIP) bool { return f.Description != desc }), nil
+	return slices.DeleteFunc(all, func(f osapi.FloatingIP) bool { return f.Description != desc }), nil
 }
 
 // reattachOwnFloatingIP puts a free floating IP this CCM created for the
 // Service on the load balancer's VIP port: the Service keeps its address when
 // its load balancer is rebuilt. ok is false when there is none.
-func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, netID string) (string, bool, error) {
+func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, netID string) (string, bool, error) {
 	own, err := c.ownFloatingIPs(ctx, svc)
 	if err != nil {
 		return "", false, err
@@ -134,7 +135,7 @@ func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *
 			continue
 		}
 		port := lb.VipPortID
-		if err := c.api.setFloatingIPPort(ctx, f.ID, &port); err != nil {
+		if err := c.api.SetFloatingIPPort(ctx, f.ID, &port); err != nil {
 			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, err))
 		}
 		klog.FromContext(ctx).Info("Kept the Service's floating IP on its new load balancer", "service", klog.KObj(svc), "ip", f.FloatingIP, "loadBalancer", lb.ID)
@@ -154,7 +155,7 @@ func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, svc *v1.Service) error
 		if f.PortID != "" {
 			continue
 		}
-		if err := c.api.deleteFloatingIP(ctx, f.ID); err != nil {
+		if err := c.api.DeleteFloatingIP(ctx, f.ID); err != nil {
 			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, err)
 		}
 		c.fipQuota.forget()
@@ -181,7 +182,7 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, svc *v1.Service, s 
 	if s.floatingIP == "" {
 		return nil
 	}
-	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{FloatingIP: s.floatingIP})
+	fips, err := c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{FloatingIP: s.floatingIP})
 	if err != nil {
 		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
@@ -203,7 +204,7 @@ func fipRefusedOr(err error) error { return outcome.RefusedProblem(reasonFloatin
 // it) and it is not to be kept, detached otherwise. anyService: the last
 // Service on a load balancer a CCM made for another deletes what a CCM
 // allocated for that one.
-func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *loadBalancer, keep, anyService bool) error {
+func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, keep, anyService bool) error {
 	fip, err := c.vipFloatingIP(ctx, lb)
 	if err != nil || fip == nil {
 		return err
@@ -212,25 +213,25 @@ func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *load
 	allocated := d == fipDescription+string(svc.UID) || strings.HasPrefix(d, peerFIPDescription+svc.Namespace+"/"+svc.Name+" from cluster ") ||
 		(anyService && (strings.HasPrefix(d, fipDescription) || strings.HasPrefix(d, peerFIPDescription)))
 	if !keep && allocated {
-		if err := c.api.deleteFloatingIP(ctx, fip.ID); err != nil {
+		if err := c.api.DeleteFloatingIP(ctx, fip.ID); err != nil {
 			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, err)
 		}
 		c.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 		return nil
 	}
-	if err := c.api.setFloatingIPPort(ctx, fip.ID, new(string)); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+	if err := c.api.SetFloatingIPPort(ctx, fip.ID, new(string)); err != nil && !errors.Is(err, outcome.ErrNotFound) {
 		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, err)
 	}
 	klog.FromContext(ctx).Info("Detached floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	return nil
 }
 
-func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingIP, error) {
+func (c *Cloud) vipFloatingIP(ctx context.Context, lb *osapi.LoadBalancer) (*osapi.FloatingIP, error) {
 	if lb.VipPortID == "" {
 		return nil, nil
 	}
-	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{PortID: lb.VipPortID})
+	fips, err := c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{PortID: lb.VipPortID})
 	if err != nil {
 		return nil, fmt.Errorf("listing floating IPs: %w", err)
 	}
@@ -243,7 +244,7 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, lb *loadBalancer) (*floatingI
 // onlyExternalNetwork is the floating network when none is configured: the one
 // external network the project sees, and an error naming them when not one.
 func (c *Cloud) onlyExternalNetwork(ctx context.Context) (string, error) {
-	nets, err := c.api.externalNetworkIDs(ctx)
+	nets, err := c.api.ExternalNetworkIDs(ctx)
 	if err != nil {
 		return "", fmt.Errorf("listing external networks: %w", err)
 	}
@@ -265,7 +266,7 @@ func (c *Cloud) floatingSubnets(ctx context.Context, netID string, s lbSpec) ([]
 	if s.floatingSubnet == nil && s.floatingSubnetTags == nil {
 		return []string{""}, nil
 	}
-	all, err := c.api.listSubnets(ctx, subnetQuery{NetworkID: netID})
+	all, err := c.api.ListSubnets(ctx, osapi.SubnetQuery{NetworkID: netID})
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, err)
 	}

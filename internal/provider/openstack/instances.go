@@ -14,6 +14,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 	"github.com/overcast-ccm/overcast/internal/providerid"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
@@ -42,12 +43,12 @@ const (
 // serverKeys: the ID first (its identity), then the name; a name two servers
 // share is left out of the snapshot's index, so a Node of that name takes the
 // direct path, which reports the ambiguity.
-func serverKeys(s server) []string {
+func serverKeys(s osapi.Server) []string {
 	return []string{"id/" + s.ID, "name/" + s.Name}
 }
 
-func newServerSnapshot(gw gatewayAPI) *snapshot.Snapshot[server] {
-	since := func(ctx context.Context, mark string) ([]server, string, error) {
+func newServerSnapshot(gw osapi.API) *snapshot.Snapshot[osapi.Server] {
+	since := func(ctx context.Context, mark string) ([]osapi.Server, string, error) {
 		changesSince := ""
 		if mark != "" {
 			t, err := time.Parse(time.RFC3339, mark)
@@ -58,9 +59,9 @@ func newServerSnapshot(gw gatewayAPI) *snapshot.Snapshot[server] {
 		}
 		return listServers(ctx, gw, changesSince)
 	}
-	return snapshot.NewIncremental("openstack", snapshot.MaxAge, snapshot.MinMiss, serverKeys, snapshot.Incremental[server]{
+	return snapshot.NewIncremental("openstack", snapshot.MaxAge, snapshot.MinMiss, serverKeys, snapshot.Incremental[osapi.Server]{
 		Since:     since,
-		Gone:      func(s server) bool { return s.Status == "DELETED" },
+		Gone:      func(s osapi.Server) bool { return s.Status == "DELETED" },
 		FullEvery: serversFullEvery,
 	}).WithBudget(snapshot.ReadBudget)
 }
@@ -71,15 +72,15 @@ func newServerSnapshot(gw gatewayAPI) *snapshot.Snapshot[server] {
 // next listing starts there, and a quiet cloud answers it with nothing. Without
 // a Date header it is the newest "updated" time listed, or "" (the next
 // listing is then a full one).
-func listServers(ctx context.Context, gw gatewayAPI, changesSince string) (list []server, next string, err error) {
-	if err := gw.session(ctx, svcCompute); err != nil {
+func listServers(ctx context.Context, gw osapi.API, changesSince string) (list []osapi.Server, next string, err error) {
+	if err := gw.Session(ctx, osapi.Nova); err != nil {
 		return nil, "", err
 	}
 	query := url.Values{"limit": {"1000"}}
 	if changesSince != "" {
 		query.Set("changes-since", changesSince)
 	}
-	list, answered, err := gw.listServers(ctx, query)
+	list, answered, err := gw.ListServers(ctx, query)
 	if err != nil {
 		return nil, "", fmt.Errorf("listing servers: %w", err)
 	}
@@ -106,10 +107,10 @@ func serverID(providerID string) (string, error) { return providerid.ParseOpenSt
 // find locates the Node's server: in a snapshot at most maxAge old, else directly (GET by ID, or a
 // list filtered by exact name). found=false only when the API itself said there is
 // no such server; any failure is an error, never "gone".
-func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (server, bool, error) {
+func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (osapi.Server, bool, error) {
 	id, err := serverID(node.Spec.ProviderID)
 	if err != nil {
-		return server{}, false, err
+		return osapi.Server{}, false, err
 	}
 	key := "name/" + node.Name
 	if id != "" {
@@ -117,30 +118,30 @@ func (c *Cloud) find(ctx context.Context, node *v1.Node, maxAge time.Duration) (
 	}
 	s, found, err := c.servers.GetWithin(ctx, key, maxAge)
 	if err != nil {
-		return server{}, false, err
+		return osapi.Server{}, false, err
 	}
 	if found {
 		return s, true, nil
 	}
-	if err := c.api.session(ctx, svcCompute); err != nil {
-		return server{}, false, err
+	if err := c.api.Session(ctx, osapi.Nova); err != nil {
+		return osapi.Server{}, false, err
 	}
 	if id != "" {
-		got, err := c.api.getServer(ctx, id)
+		got, err := c.api.GetServer(ctx, id)
 		switch {
 		case errors.Is(err, outcome.ErrNotFound):
-			return server{}, false, nil
+			return osapi.Server{}, false, nil
 		case err != nil:
-			return server{}, false, fmt.Errorf("getting server %s: %w", id, err)
+			return osapi.Server{}, false, fmt.Errorf("getting server %s: %w", id, err)
 		}
 		c.servers.Put(got)
 		return got, true, nil
 	}
-	list, _, err := c.api.listServers(ctx, url.Values{"name": {"^" + regexp.QuoteMeta(node.Name) + "$"}})
+	list, _, err := c.api.ListServers(ctx, url.Values{"name": {"^" + regexp.QuoteMeta(node.Name) + "$"}})
 	if err != nil {
-		return server{}, false, fmt.Errorf("listing servers named %s: %w", node.Name, err)
+		return osapi.Server{}, false, fmt.Errorf("listing servers named %s: %w", node.Name, err)
 	}
-	return provider.OneNamed(list, func(s server) string { return s.ID }, "servers", node.Name, providerid.OpenStack(""))
+	return provider.OneNamed(list, func(s osapi.Server) string { return s.ID }, "servers", node.Name, providerid.OpenStack(""))
 }
 
 // InstanceExists is false only when Nova says the server is gone (404, no server
@@ -160,7 +161,7 @@ func (c *Cloud) InstanceExists(ctx context.Context, node *v1.Node) (bool, error)
 // InstanceShutdown is true for a SHUTOFF server.
 func (c *Cloud) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
 	s, found, err := c.find(ctx, node, c.lifecycleMaxAge())
-	return provider.InstanceShutdown(s, found, err, func(s server) bool { return s.Status == "SHUTOFF" })
+	return provider.InstanceShutdown(s, found, err, func(s osapi.Server) bool { return s.Status == "SHUTOFF" })
 }
 
 // lifecycleMaxAge is [Global] lifecycle-max-age, never below the age any other
@@ -171,7 +172,7 @@ func (c *Cloud) lifecycleMaxAge() time.Duration {
 
 // addressesOf is the server's addresses by network: Neutron's ports when known,
 // else Nova's view of them.
-func (c *Cloud) addressesOf(ctx context.Context, s server) map[string][]novaAddress {
+func (c *Cloud) addressesOf(ctx context.Context, s osapi.Server) map[string][]osapi.ServerAddress {
 	if c.ports != nil {
 		if a, ok := c.ports.of(ctx, s.ID); ok {
 			return a
@@ -191,7 +192,7 @@ func (c *Cloud) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprov
 }
 
 // metadataOf is what the node controller is told of server s.
-func (c *Cloud) metadataOf(ctx context.Context, s server) *cloudprovider.InstanceMetadata {
+func (c *Cloud) metadataOf(ctx context.Context, s osapi.Server) *cloudprovider.InstanceMetadata {
 	flavor := s.Flavor.OriginalName
 	if flavor == "" {
 		flavor = s.Flavor.ID
@@ -200,7 +201,7 @@ func (c *Cloud) metadataOf(ctx context.Context, s server) *cloudprovider.Instanc
 		ProviderID:    providerid.OpenStack(s.ID),
 		InstanceType:  flavor,
 		Zone:          s.AvailabilityZone,
-		Region:        c.clients.region(),
+		Region:        c.api.Region(),
 		NodeAddresses: nodeAddresses(s.Name, c.addressesOf(ctx, s), []string{s.AccessIPv4, s.AccessIPv6}, c.cfg.Networking),
 	}
 }

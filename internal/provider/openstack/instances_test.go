@@ -19,6 +19,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 func TestServerID(t *testing.T) {
@@ -47,7 +48,7 @@ func TestServerID(t *testing.T) {
 }
 
 func TestNodeAddresses(t *testing.T) {
-	addrs := map[string][]novaAddress{
+	addrs := map[string][]osapi.ServerAddress{
 		"private": {{Addr: "10.0.0.5", Version: 4, Type: "fixed"}, {Addr: "fd00::5", Version: 6, Type: "fixed"}, {Addr: "203.0.113.9", Version: 4, Type: "floating"}},
 		"storage": {{Addr: "192.168.7.5", Version: 4, Type: "fixed"}},
 		"public":  {{Addr: "198.51.100.5", Version: 4, Type: "fixed"}},
@@ -177,23 +178,23 @@ func TestKeystoneDownIsAnErrorNotGone(t *testing.T) {
 }
 
 func TestServerAddressesFromNeutronPorts(t *testing.T) {
-	port := func(id, device, owner, network string, ips ...string) leanPort {
-		p := leanPort{ID: id, DeviceID: device, DeviceOwner: owner, NetworkID: network}
+	port := func(id, device, owner, network string, ips ...string) osapi.Port {
+		p := osapi.Port{ID: id, DeviceID: device, DeviceOwner: owner, NetworkID: network}
 		for _, ip := range ips {
-			p.FixedIPs = append(p.FixedIPs, leanFixedIP{ip})
+			p.FixedIPs = append(p.FixedIPs, osapi.FixedIP{IPAddress: ip})
 		}
 		return p
 	}
-	allPorts := []leanPort{
+	allPorts := []osapi.Port{
 		port("p1", "s1", "compute:nova", "n-int", "10.0.0.5", "fd00::5"),
 		port("p2", "trunk-1", "trunk:subport", "n-vlan", "192.168.7.5"),
 		port("p3", "lb-1", "Octavia", "n-int", "10.0.0.99"),
 		port("p4", "s2", "compute:az2", "n-gone", "172.16.0.2"),
 	}
-	nets := []leanNetwork{{ID: "n-int", Name: "internal"}, {ID: "n-vlan", Name: "vlan7"}}
-	fips := []floatingIP{{PortID: "p1", FloatingIP: "203.0.113.5"}, {PortID: "", FloatingIP: "203.0.113.6"}}
+	nets := []osapi.Network{{ID: "n-int", Name: "internal"}, {ID: "n-vlan", Name: "vlan7"}}
+	fips := []osapi.FloatingIP{{PortID: "p1", FloatingIP: "203.0.113.5"}, {PortID: "", FloatingIP: "203.0.113.6"}}
 	got := serverAddresses(allPorts, nets, fips, map[string]string{"p2": "p1"})
-	assert.Equal(t, map[string]map[string][]novaAddress{
+	assert.Equal(t, map[string]map[string][]osapi.ServerAddress{
 		"s1": {
 			"internal": {{Addr: "10.0.0.5", Type: "fixed"}, {Addr: "fd00::5", Type: "fixed"}, {Addr: "203.0.113.5", Type: "floating"}},
 			"vlan7":    {{Addr: "192.168.7.5", Type: "fixed"}},
@@ -252,6 +253,10 @@ func TestLifecycleQuestionsCostNoListingOfTheirOwn(t *testing.T) {
 }
 
 // emulatorCloud is a started emulator and the provider configured for it.
+// clientOf is c's client of OpenStack, for a test to make its own calls
+// (through the SDK, as someone else would) or change its timeouts.
+func clientOf(c *Cloud) *osapi.Client { return c.api.(*osapi.Client) }
+
 func emulatorCloud(t *testing.T) (*emulator.Emulator, *Cloud) {
 	t.Helper()
 	e := coretest.Serve(t, emulator.New(emulator.Options{}), nil)

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -21,22 +22,22 @@ import (
 // monitor's ids), so a pass costs the same for 20 Services as for 1,000.
 
 var (
-	_ lbcycle.Inventory[loadBalancer] = steps{}
-	_ lbcycle.DriftListener           = steps{}
+	_ lbcycle.Inventory[osapi.LoadBalancer] = steps{}
+	_ lbcycle.DriftListener                 = steps{}
 )
 
 // newObjectIndex lists every listener, pool and health monitor of the
 // project, by id.
-func newObjectIndex(c *Cloud) (*snapshot.Snapshot[lbListener], *snapshot.Snapshot[lbPool], *snapshot.Snapshot[lbMonitor]) {
+func newObjectIndex(c *Cloud) (*snapshot.Snapshot[osapi.Listener], *snapshot.Snapshot[osapi.Pool], *snapshot.Snapshot[osapi.Monitor]) {
 	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcOctavia, "the project's listeners", c.api.listAllListeners),
-		func(l lbListener) []string { return []string{"listener/" + l.ID} })
+		listing(c.api, osapi.Octavia, "the project's listeners", c.api.ListAllListeners),
+		func(l osapi.Listener) []string { return []string{"listener/" + l.ID} })
 	ps := snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcOctavia, "the project's pools", c.api.listAllPools),
-		func(p lbPool) []string { return []string{"pool/" + p.ID} })
+		listing(c.api, osapi.Octavia, "the project's pools", c.api.ListAllPools),
+		func(p osapi.Pool) []string { return []string{"pool/" + p.ID} })
 	ms := snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcOctavia, "the project's health monitors", c.api.listAllMonitors),
-		func(m lbMonitor) []string { return []string{"monitor/" + m.ID} })
+		listing(c.api, osapi.Octavia, "the project's health monitors", c.api.ListAllMonitors),
+		func(m osapi.Monitor) []string { return []string{"monitor/" + m.ID} })
 	return ls, ps, ms
 }
 
@@ -49,13 +50,13 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 		return nil, err
 	}
 	ls, err := describeListed(ctx, s.index.listeners, "listener", l.Obj.Listeners,
-		func(li lbListener) []string { return []string{listenerKey(li)} })
+		func(li osapi.Listener) []string { return []string{listenerKey(li)} })
 	if err != nil {
 		return nil, err
 	}
 	var monitorErr error
 	ps, err := describeListed(ctx, s.index.pools, "pool", l.Obj.Pools,
-		func(p lbPool) []string {
+		func(p osapi.Pool) []string {
 			out := []string{fmt.Sprintf("pool/%s %s lb_algorithm=%s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners))}
 			if p.MonitorID != "" {
 				key, err := s.monitorKey(ctx, p)
@@ -77,7 +78,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]str
 // tags (which say whose it is: sharing.go) and its name (the peer's
 // listeners have names of their own, kept when adopted), each by its name
 // in the API.
-func listenerKey(li lbListener) string {
+func listenerKey(li osapi.Listener) string {
 	cidrs := slices.Sorted(slices.Values(li.AllowedCIDRs))
 	var headers []string
 	for _, k := range slices.Sorted(maps.Keys(li.InsertHeaders)) {
@@ -91,7 +92,7 @@ func listenerKey(li lbListener) string {
 
 // monitorKey is the pool's health monitor by every field the CCM sends of
 // one, from the project's listing.
-func (s steps) monitorKey(ctx context.Context, p lbPool) (string, error) {
+func (s steps) monitorKey(ctx context.Context, p osapi.Pool) (string, error) {
 	m, found, err := s.index.monitors.Get(ctx, "monitor/"+p.MonitorID)
 	if err != nil || !found {
 		return "monitor/" + p.MonitorID + " (not listed) of pool " + p.ID, err
@@ -102,7 +103,7 @@ func (s steps) monitorKey(ctx context.Context, p lbPool) (string, error) {
 
 // describeListed describes each of refs (the load balancer's children) as
 // the shared listing of kind has it, "(not listed)" when it has it not.
-func describeListed[T any](ctx context.Context, listing *snapshot.Snapshot[T], kind string, refs []objectRef, describe func(T) []string) ([]string, error) {
+func describeListed[T any](ctx context.Context, listing *snapshot.Snapshot[T], kind string, refs []osapi.ObjectRef, describe func(T) []string) ([]string, error) {
 	var out []string
 	for _, ref := range refs {
 		obj, found, err := listing.Get(ctx, kind+"/"+ref.ID)
@@ -139,10 +140,10 @@ func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error)
 }
 
 // newRuleIndex lists every security group rule of the project.
-func newRuleIndex(c *Cloud) *snapshot.Snapshot[securityRule] {
+func newRuleIndex(c *Cloud) *snapshot.Snapshot[osapi.SecurityRule] {
 	return snapshot.New("openstack", indexMaxAge, indexMinMiss,
-		listing(c.api, svcNetwork, "the project's security group rules", c.api.listRules),
-		func(r securityRule) []string { return []string{"rule/" + r.ID} })
+		listing(c.api, osapi.Neutron, "the project's security group rules", c.api.ListRules),
+		func(r osapi.SecurityRule) []string { return []string{"rule/" + r.ID} })
 }
 
 // Drifting: a Service whose objects drifted has its security group

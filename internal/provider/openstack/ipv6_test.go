@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,7 +55,7 @@ func TestContractIPv6LoadBalancer(t *testing.T) {
 	fip, err := c.vipFloatingIP(t.Context(), lb)
 	require.NoError(t, err)
 	assert.Nil(t, fip, "no floating IP for an IPv6 VIP")
-	ps, err := listPools(t.Context(), octavia, lb.ID)
+	ps, err := c.api.ListPools(t.Context(), lb.ID)
 	require.NoError(t, err)
 	require.Len(t, ps, 1)
 	mp, err := pools.ListMembers(octavia, ps[0].ID, pools.ListMembersOpts{}).AllPages(t.Context())
@@ -126,7 +126,11 @@ func serverAddress(t *testing.T, tg *contractTarget, serverID string, cidr netip
 	t.Helper()
 	var addr string
 	require.NoError(t, poll(time.Minute, func() error {
-		views, err := listAll[sgPortView](t.Context(), tg.network, "ports", url.Values{"device_id": {serverID}}, "ports")
+		pages, err := ports.List(tg.network, ports.ListOpts{DeviceID: serverID}).AllPages(t.Context())
+		if err != nil {
+			return err
+		}
+		views, err := ports.ExtractPorts(pages)
 		if err != nil {
 			return err
 		}

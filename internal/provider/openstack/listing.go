@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 	"github.com/overcast-ccm/overcast/internal/snapshot"
 )
 
@@ -24,27 +25,27 @@ const (
 )
 
 type lbIndex struct {
-	lbs  *snapshot.Snapshot[loadBalancer]
-	fips *snapshot.Snapshot[floatingIP]
+	lbs  *snapshot.Snapshot[osapi.LoadBalancer]
+	fips *snapshot.Snapshot[osapi.FloatingIP]
 	// listeners and pools: the drift check's (inventory.go).
-	listeners *snapshot.Snapshot[lbListener]
-	pools     *snapshot.Snapshot[lbPool]
-	monitors  *snapshot.Snapshot[lbMonitor]
-	sgRules   *snapshot.Snapshot[securityRule]
+	listeners *snapshot.Snapshot[osapi.Listener]
+	pools     *snapshot.Snapshot[osapi.Pool]
+	monitors  *snapshot.Snapshot[osapi.Monitor]
+	sgRules   *snapshot.Snapshot[osapi.SecurityRule]
 }
 
 func newLBIndex(c *Cloud) *lbIndex {
 	ls, ps, ms := newObjectIndex(c)
 	return &lbIndex{listeners: ls, pools: ps, monitors: ms, sgRules: newRuleIndex(c),
-		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]loadBalancer, error) {
+		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]osapi.LoadBalancer, error) {
 			uid := c.Cluster.Get()
 			if uid == "" {
 				return nil, fmt.Errorf("the cluster UID is not known yet")
 			}
-			return listing(c.api, svcOctavia, "the cluster's load balancers", func(ctx context.Context) ([]loadBalancer, error) {
-				return c.api.listLoadBalancers(ctx, tagCluster+uid)
+			return listing(c.api, osapi.Octavia, "the cluster's load balancers", func(ctx context.Context) ([]osapi.LoadBalancer, error) {
+				return c.api.ListLoadBalancers(ctx, tagCluster+uid)
 			})(ctx)
-		}, func(lb loadBalancer) []string {
+		}, func(lb osapi.LoadBalancer) []string {
 			keys := []string{"lb/" + lb.ID} // its identity, then its Services
 			for _, t := range lb.Tags {
 				if uid, ok := strings.CutPrefix(t, tagService); ok {
@@ -53,9 +54,9 @@ func newLBIndex(c *Cloud) *lbIndex {
 			}
 			return keys
 		}),
-		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, svcNetwork, "floating IPs", func(ctx context.Context) ([]floatingIP, error) {
-			return c.api.listFloatingIPs(ctx, floatingIPQuery{})
-		}), func(f floatingIP) []string {
+		fips: snapshot.New("openstack", indexMaxAge, indexMinMiss, listing(c.api, osapi.Neutron, "floating IPs", func(ctx context.Context) ([]osapi.FloatingIP, error) {
+			return c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{})
+		}), func(f osapi.FloatingIP) []string {
 			// Its identity, then its port: a port with two floating IPs is
 			// found by neither, and takes the direct path.
 			keys := []string{"fip/" + f.ID}
@@ -69,9 +70,9 @@ func newLBIndex(c *Cloud) *lbIndex {
 
 // listing is a shared listing's source: the service found, then list, its
 // error told as listing what.
-func listing[T any](api gatewayAPI, s service, what string, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
+func listing[T any](api osapi.API, s osapi.Service, what string, list func(context.Context) ([]T, error)) func(context.Context) ([]T, error) {
 	return func(ctx context.Context) ([]T, error) {
-		if err := api.session(ctx, s); err != nil {
+		if err := api.Session(ctx, s); err != nil {
 			return nil, err
 		}
 		all, err := list(ctx)

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Every write the CCM makes to build a Service's load balancer, its answer
@@ -63,7 +64,7 @@ func TestEveryWriteSurvivesALostAnswer(t *testing.T) {
 func buildWith(t *testing.T, tg *contractTarget, conf string, fault *core.Fault, forget bool) (map[string]int, []string) {
 	t.Helper()
 	c := tg.cloud(t, conf)
-	c.clients.createTimeout = 300 * time.Millisecond
+	clientOf(c).CreateTimeout = 300 * time.Millisecond
 	if forget {
 		c.unanswered.Window = 0
 	}
@@ -102,12 +103,12 @@ func heldBy(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) map[strin
 	ctx := t.Context()
 	// The passes after a late write resolve what it left (a second load
 	// balancer is deleted once it is not PENDING).
-	var lbs []loadBalancer
+	var lbs []osapi.LoadBalancer
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		st, err := c.EnsureLoadBalancer(ctx, "contract", svc, nodes)
 		require.NoError(t, err)
 		require.Equal(t, svc.Status.LoadBalancer.Ingress, st.Ingress, "the address stays")
-		lbs, err = c.api.listLoadBalancers(ctx, tagService+string(svc.UID))
+		lbs, err = c.api.ListLoadBalancers(ctx, tagService+string(svc.UID))
 		require.NoError(t, err)
 		if len(lbs) <= 1 || time.Now().After(deadline) {
 			break
@@ -116,7 +117,7 @@ func heldBy(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) map[strin
 	out := map[string]int{"load balancer": len(lbs)}
 	for _, lb := range lbs {
 		out["listener"] += len(lb.Listeners)
-		pools, err := c.api.listPools(ctx, lb.ID)
+		pools, err := c.api.ListPools(ctx, lb.ID)
 		require.NoError(t, err)
 		for _, p := range pools {
 			out["pool"]++
@@ -126,7 +127,7 @@ func heldBy(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) map[strin
 			}
 		}
 	}
-	fips, err := c.api.listFloatingIPs(ctx, floatingIPQuery{Description: fipDescription + string(svc.UID)})
+	fips, err := c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{Description: fipDescription + string(svc.UID)})
 	require.NoError(t, err)
 	out["floating IP"] = len(fips)
 	return out
@@ -149,7 +150,7 @@ func TestANodeJoiningSurvivesALostAnswer(t *testing.T) {
 				t.Skip("faults need the emulator")
 			}
 			c := tg.cloud(t, "")
-			c.clients.createTimeout = 300 * time.Millisecond
+			clientOf(c).CreateTimeout = 300 * time.Millisecond
 			svc := contractService(contractName("join"), nil)
 			nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201"), contractNode("n2", "", "10.0.0.202")}
 			record(t, c, svc, nodes, ensure(t, c, svc, nodes))
@@ -165,7 +166,7 @@ func TestANodeJoiningSurvivesALostAnswer(t *testing.T) {
 			assert.Positive(t, writes[routeAddMember], "the fault was met")
 			// The passes after it find every pool as asked.
 			updated(t, c, svc, nodes)
-			octavia, err := c.clients.octaviaClient(t.Context())
+			octavia, err := clientOf(c).OctaviaClient(t.Context())
 			require.NoError(t, err)
 			lb, err := c.findLB(t.Context(), svc)
 			require.NoError(t, err)

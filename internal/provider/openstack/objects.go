@@ -7,12 +7,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // The Octavia objects a spec asks for: the listener, pool, members and
 // health monitor of each port, named after the load balancer as
 // cloud-provider-openstack names them. The types below are what the CCM
-// reads of them and writes (the gateway turns them into gophercloud's and
+// reads of them and writes (osapi turns them into gophercloud's and
 // back): the names are Octavia's, as gophercloud spells them.
 
 // insertHeaders are the headers p's listener inserts (nil: none).
@@ -61,9 +62,9 @@ func openToAll(cidrs []string) bool {
 	return true
 }
 
-func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listenerCreate {
+func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) osapi.ListenerCreate {
 	limit := s.connLimit
-	opts := listenerCreate{
+	opts := osapi.ListenerCreate{
 		Name:         c.objectName(s, p),
 		Protocol:     s.listenerProtocol(p),
 		ProtocolPort: int(p.Port),
@@ -86,16 +87,16 @@ func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) listen
 	return opts
 }
 
-func (c *Cloud) poolOpts(s lbSpec, p v1.ServicePort) poolCreate {
-	return poolCreate{
+func (c *Cloud) poolOpts(s lbSpec, p v1.ServicePort) osapi.PoolCreate {
+	return osapi.PoolCreate{
 		Name:     c.objectName(s, p),
 		Protocol: s.poolProtocol(p),
 		LBMethod: s.method,
 	}
 }
 
-func (c *Cloud) memberOpts(s lbSpec, p v1.ServicePort) []poolMember {
-	out := make([]poolMember, 0, len(s.members))
+func (c *Cloud) memberOpts(s lbSpec, p v1.ServicePort) []osapi.PoolMember {
+	out := make([]osapi.PoolMember, 0, len(s.members))
 	for _, m := range s.members {
 		out = append(out, memberOpt(s, p, m))
 	}
@@ -103,8 +104,8 @@ func (c *Cloud) memberOpts(s lbSpec, p v1.ServicePort) []poolMember {
 }
 
 // memberOpt is the member of address in the pool of p.
-func memberOpt(s lbSpec, p v1.ServicePort, address string) poolMember {
-	o := poolMember{Address: address, ProtocolPort: int(p.NodePort), SubnetID: s.memberSubnetID}
+func memberOpt(s lbSpec, p v1.ServicePort, address string) osapi.PoolMember {
+	o := osapi.PoolMember{Address: address, ProtocolPort: int(p.NodePort), SubnetID: s.memberSubnetID}
 	if s.monitor != nil && s.monitor.httpPort != 0 {
 		port := s.monitor.httpPort
 		o.MonitorPort = &port
@@ -112,9 +113,9 @@ func memberOpt(s lbSpec, p v1.ServicePort, address string) poolMember {
 	return o
 }
 
-func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) monitorCreate {
+func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) osapi.MonitorCreate {
 	m := s.monitor
-	o := monitorCreate{
+	o := osapi.MonitorCreate{
 		Name:           c.objectName(s, p),
 		Type:           m.monitorType(p.Protocol),
 		Delay:          m.delay,

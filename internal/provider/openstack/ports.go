@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // portAddressesMaxAge is how old the Neutron view of the servers' addresses may
@@ -34,20 +36,20 @@ const addressFIPsMaxAge = 5 * time.Minute
 // floating IPs on them. A server it does not know yet (a new one) is served from
 // Nova's addresses instead, so a new Node never waits for it.
 type portAddresses struct {
-	api gatewayAPI
+	api osapi.API
 	// floatingIPs lists the project's floating IPs, from a listing at most
 	// the age given old (the Cloud's shared one).
-	floatingIPs func(ctx context.Context, maxAge time.Duration) ([]floatingIP, error)
+	floatingIPs func(ctx context.Context, maxAge time.Duration) ([]osapi.FloatingIP, error)
 
 	mu        sync.Mutex
 	fetched   time.Time
-	byID      map[string]map[string][]novaAddress // server ID → network name → addresses
+	byID      map[string]map[string][]osapi.ServerAddress // server ID → network name → addresses
 	loggedErr string
 }
 
 // of returns the server's addresses by network from Neutron, or false when it
 // has none for the server (or cannot read Neutron: never an error for a Node).
-func (p *portAddresses) of(ctx context.Context, serverID string) (map[string][]novaAddress, bool) {
+func (p *portAddresses) of(ctx context.Context, serverID string) (map[string][]osapi.ServerAddress, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if time.Since(p.fetched) > portAddressesMaxAge {
@@ -66,15 +68,15 @@ func (p *portAddresses) of(ctx context.Context, serverID string) (map[string][]n
 	return a, ok
 }
 
-func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]novaAddress, error) {
-	if err := p.api.session(ctx, svcNetwork); err != nil {
+func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]osapi.ServerAddress, error) {
+	if err := p.api.Session(ctx, osapi.Neutron); err != nil {
 		return nil, err
 	}
-	allPorts, err := p.api.listLeanPorts(ctx)
+	allPorts, err := p.api.ListLeanPorts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing ports: %w", err)
 	}
-	nets, err := p.api.listLeanNetworks(ctx)
+	nets, err := p.api.ListLeanNetworks(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing networks: %w", err)
 	}
@@ -85,7 +87,7 @@ func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]nova
 	// Subports belong to the server of their trunk's parent port. A cloud
 	// without the trunk extension answers 404: no subports then.
 	subportOf := map[string]string{} // subport ID → parent port ID
-	if ts, err := p.api.listLeanTrunks(ctx); err == nil {
+	if ts, err := p.api.ListLeanTrunks(ctx); err == nil {
 		for _, t := range ts {
 			for _, sp := range t.Subports {
 				subportOf[sp.PortID] = t.PortID
@@ -97,7 +99,7 @@ func (p *portAddresses) fetch(ctx context.Context) (map[string]map[string][]nova
 
 // serverAddresses groups the fixed IPs of servers' ports by server and network
 // name, each followed by the floating IPs on that port.
-func serverAddresses(allPorts []leanPort, nets []leanNetwork, fips []floatingIP, subportOf map[string]string) map[string]map[string][]novaAddress {
+func serverAddresses(allPorts []osapi.Port, nets []osapi.Network, fips []osapi.FloatingIP, subportOf map[string]string) map[string]map[string][]osapi.ServerAddress {
 	netName := make(map[string]string, len(nets))
 	for _, n := range nets {
 		netName[n.ID] = n.Name
@@ -114,7 +116,7 @@ func serverAddresses(allPorts []leanPort, nets []leanNetwork, fips []floatingIP,
 			owner[p.ID] = p.DeviceID
 		}
 	}
-	out := map[string]map[string][]novaAddress{}
+	out := map[string]map[string][]osapi.ServerAddress{}
 	for _, p := range allPorts {
 		server := owner[p.ID]
 		if server == "" {
@@ -128,13 +130,13 @@ func serverAddresses(allPorts []leanPort, nets []leanNetwork, fips []floatingIP,
 			name = p.NetworkID
 		}
 		if out[server] == nil {
-			out[server] = map[string][]novaAddress{}
+			out[server] = map[string][]osapi.ServerAddress{}
 		}
 		for _, ip := range p.FixedIPs {
-			out[server][name] = append(out[server][name], novaAddress{Addr: ip.IPAddress, Type: "fixed"})
+			out[server][name] = append(out[server][name], osapi.ServerAddress{Addr: ip.IPAddress, Type: "fixed"})
 		}
 		for _, f := range floating[p.ID] {
-			out[server][name] = append(out[server][name], novaAddress{Addr: f, Type: "floating"})
+			out[server][name] = append(out[server][name], osapi.ServerAddress{Addr: f, Type: "floating"})
 		}
 	}
 	return out

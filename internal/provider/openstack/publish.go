@@ -10,6 +10,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Publishing a load balancer: the floating IP on its VIP (given back by an
@@ -18,7 +19,7 @@ import (
 // Publish attaches the floating IP (an internal Service gives its own back) and
 // says the status.
 func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (*v1.LoadBalancerStatus, string, error) {
-	err := s.api.session(ctx, svcNetwork)
+	err := s.api.Session(ctx, osapi.Neutron)
 	if err != nil {
 		return nil, "", err
 	}
@@ -111,7 +112,7 @@ func (s *lbSpec) noFloatingIP() bool {
 
 // otherVIP is, on a dual-stack load balancer, its VIP of the family addr is
 // not of: the second address of its status.
-func (s *lbSpec) otherVIP(lb *loadBalancer, addr string) string {
+func (s *lbSpec) otherVIP(lb *osapi.LoadBalancer, addr string) string {
 	if s.secondFamily == "" {
 		return ""
 	}

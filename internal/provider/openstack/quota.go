@@ -3,6 +3,8 @@ package openstack
 import (
 	"sync"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // quotaRecheck is how long a met quota is believed without news: after it, one
@@ -34,7 +36,7 @@ func (q *quotaMemory) met() (string, bool) {
 
 // learn remembers the quota met when err says so; other errors are no news.
 func (q *quotaMemory) learn(err error) {
-	msg, ok := overQuota(err)
+	msg, ok := osapi.OverQuota(err)
 	if !ok {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Rebuilding a load balancer Octavia will not finish: one in ERROR, or one
@@ -41,12 +42,12 @@ func (s steps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (stri
 // and nothing of them can be changed. The load balancer is then deleted to be
 // built again step by step, as every later one is. Its floating IP is kept for
 // the new one. It returns a RetryError when it rebuilds, nil when all is well.
-func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *loadBalancer) (string, error) {
-	if err := c.api.session(ctx, svcOctavia); err != nil {
+func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer) (string, error) {
+	if err := c.api.Session(ctx, osapi.Octavia); err != nil {
 		return "", err
 	}
 	var tree statusTree
-	if err := c.api.loadBalancerStatuses(ctx, lb.ID, &tree); err != nil {
+	if err := c.api.LoadBalancerStatuses(ctx, lb.ID, &tree); err != nil {
 		return "", fmt.Errorf("reading the status tree of load balancer %s: %w", lb.ID, err)
 	}
 	pending := tree.pending()
@@ -71,8 +72,8 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *load
 
 // deleteKeepingAddress deletes the Service's load balancer (cascade) to build
 // it anew; its floating IP is detached and kept for the new one.
-func (c *Cloud) deleteKeepingAddress(ctx context.Context, svc *v1.Service, lb *loadBalancer) error {
-	if err := c.api.session(ctx, svcOctavia, svcNetwork); err != nil {
+func (c *Cloud) deleteKeepingAddress(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer) error {
+	if err := c.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return err
 	}
 	if err := c.releaseFloatingIP(ctx, svc, lb, true, false); err != nil {

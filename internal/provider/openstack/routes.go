@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // routes manages pod-CIDR routes as extraroutes of the [Route] router-id router,
@@ -23,10 +25,10 @@ var _ cloudprovider.Routes = routes{}
 // InternalIP is its nexthop. A route whose nexthop is no Node's is reported as a
 // blackhole; the route controller removes it only if it lies in --cluster-cidr.
 func (r routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
-	if err := r.c.api.session(ctx, svcNetwork); err != nil {
+	if err := r.c.api.Session(ctx, osapi.Neutron); err != nil {
 		return nil, err
 	}
-	extra, err := r.c.api.routerRoutes(ctx, r.c.cfg.Route.RouterID)
+	extra, err := r.c.api.RouterRoutes(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
 		return nil, fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, err)
 	}
@@ -36,11 +38,11 @@ func (r routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rout
 	}
 	out := make([]*cloudprovider.Route, 0, len(extra))
 	for _, rt := range extra {
-		node, ok := byIP[rt.nextHop]
+		node, ok := byIP[rt.NextHop]
 		out = append(out, &cloudprovider.Route{
-			Name:            rt.destination + "-" + rt.nextHop,
+			Name:            rt.Destination + "-" + rt.NextHop,
 			TargetNode:      types.NodeName(node),
-			DestinationCIDR: rt.destination,
+			DestinationCIDR: rt.Destination,
 			Blackhole:       !ok,
 		})
 	}
@@ -57,11 +59,11 @@ func (r routes) CreateRoute(ctx context.Context, _ string, _ string, route *clou
 	if err != nil {
 		return err
 	}
-	if err := r.c.api.session(ctx, svcNetwork); err != nil {
+	if err := r.c.api.Session(ctx, osapi.Neutron); err != nil {
 		return err
 	}
-	rts := []extraRoute{{destination: route.DestinationCIDR, nextHop: nexthop}}
-	if err := r.c.api.addRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
+	rts := []osapi.Route{{Destination: route.DestinationCIDR, NextHop: nexthop}}
+	if err := r.c.api.AddRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
 		return fmt.Errorf("adding route %s via %s to router %s: %w", route.DestinationCIDR, nexthop, r.c.cfg.Route.RouterID, err)
 	}
 	klog.FromContext(ctx).Info("Created route", "destination", route.DestinationCIDR, "nexthop", nexthop, "node", route.TargetNode)
@@ -71,23 +73,23 @@ func (r routes) CreateRoute(ctx context.Context, _ string, _ string, route *clou
 // DeleteRoute removes the router's routes to the destination (whatever their
 // nexthop: the Node may be gone). Removing a route that is not there is a no-op.
 func (r routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
-	if err := r.c.api.session(ctx, svcNetwork); err != nil {
+	if err := r.c.api.Session(ctx, osapi.Neutron); err != nil {
 		return err
 	}
-	extra, err := r.c.api.routerRoutes(ctx, r.c.cfg.Route.RouterID)
+	extra, err := r.c.api.RouterRoutes(ctx, r.c.cfg.Route.RouterID)
 	if err != nil {
 		return fmt.Errorf("getting router %s: %w", r.c.cfg.Route.RouterID, err)
 	}
-	var rts []extraRoute
+	var rts []osapi.Route
 	for _, rt := range extra {
-		if rt.destination == route.DestinationCIDR {
+		if rt.Destination == route.DestinationCIDR {
 			rts = append(rts, rt)
 		}
 	}
 	if len(rts) == 0 {
 		return nil
 	}
-	if err := r.c.api.removeRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
+	if err := r.c.api.RemoveRoutes(ctx, r.c.cfg.Route.RouterID, rts); err != nil {
 		return fmt.Errorf("removing route %s from router %s: %w", route.DestinationCIDR, r.c.cfg.Route.RouterID, err)
 	}
 	klog.FromContext(ctx).Info("Deleted route", "destination", route.DestinationCIDR, "node", route.TargetNode)

@@ -14,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
+
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Security groups ([LoadBalancer] manage-security-groups = true), as
@@ -83,21 +85,21 @@ func sgName(svc *v1.Service) string {
 	return n
 }
 
-func ruleKey(r securityRule) sgRuleKey {
-	return sgRuleKey{r.EtherType, strings.ToLower(r.Protocol), r.RemoteIPPrefix, r.PortRangeMin, r.PortRangeMax}
+func ruleKey(r osapi.SecurityRule) osapi.RuleKey {
+	return osapi.RuleKey{Ether: r.EtherType, Proto: strings.ToLower(r.Protocol), Remote: r.RemoteIPPrefix, Min: r.PortRangeMin, Max: r.PortRangeMax}
 }
 
 // wantedRules are the ingress rules of the Service's group, from these
 // sources.
-func (g *sgSpec) wantedRules(remotes []string) []sgRuleKey {
-	var out []sgRuleKey
+func (g *sgSpec) wantedRules(remotes []string) []osapi.RuleKey {
+	var out []osapi.RuleKey
 	add := func(proto string, port int) {
 		for _, r := range remotes {
 			ether := "IPv4"
 			if p, err := netip.ParsePrefix(r); err == nil && p.Addr().Is6() {
 				ether = "IPv6"
 			}
-			out = append(out, sgRuleKey{ether, proto, r, port, port})
+			out = append(out, osapi.RuleKey{Ether: ether, Proto: proto, Remote: r, Min: port, Max: port})
 		}
 	}
 	for _, p := range g.nodePorts {
@@ -106,7 +108,7 @@ func (g *sgSpec) wantedRules(remotes []string) []sgRuleKey {
 	if g.hcPort != 0 {
 		add("tcp", g.hcPort)
 	}
-	slices.SortFunc(out, func(a, b sgRuleKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	slices.SortFunc(out, func(a, b osapi.RuleKey) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 	return slices.Compact(out)
 }
 
@@ -140,7 +142,7 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, members []string) ([]stri
 	}
 	// A member on a subnet not seen yet: listed again (never under the lock
 	// the port writes take).
-	all, err := c.api.subnetCIDRs(ctx)
+	all, err := c.api.SubnetCIDRs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets: %w", err)
 	}
@@ -176,12 +178,12 @@ func (c *Cloud) sgRemotes(ctx context.Context, s lbSpec) ([]string, error) {
 // peer's name too): the one tagged with the Service's and this cluster's UIDs,
 // else the peer's (untagged). A group tagged for another cluster or Service is
 // never returned. One read.
-func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*securityGroup, error) {
-	named, err := c.api.listSecurityGroups(ctx, sgName(svc), "")
+func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*osapi.SecurityGroup, error) {
+	named, err := c.api.ListSecurityGroups(ctx, sgName(svc), "")
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", err)
 	}
-	var ours, peers []securityGroup
+	var ours, peers []osapi.SecurityGroup
 	for _, g := range named {
 		tagged := false
 		for _, t := range g.Tags {
@@ -194,7 +196,7 @@ func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*securityGroup, er
 			peers = append(peers, g)
 		}
 	}
-	for _, set := range [][]securityGroup{ours, peers} {
+	for _, set := range [][]osapi.SecurityGroup{ours, peers} {
 		switch len(set) {
 		case 0:
 			continue
@@ -220,7 +222,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 			return nil
 		}
 	}
-	if err := c.api.session(ctx, svcNetwork); err != nil {
+	if err := c.api.Session(ctx, osapi.Neutron); err != nil {
 		return err
 	}
 	if s.sg == nil {
@@ -233,7 +235,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 	var did []string
 	tags := []string{tagService + string(svc.UID), tagCluster + c.Cluster.Get()}
 	if g == nil {
-		created, err := c.api.createSecurityGroup(ctx, sgName(svc),
+		created, err := c.api.CreateSecurityGroup(ctx, sgName(svc),
 			fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster))
 		if err != nil {
 			return fmt.Errorf("creating security group %s: %w", sgName(svc), err)
@@ -247,7 +249,7 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 	if !slices.Contains(g.Tags, tags[0]) || !slices.Contains(g.Tags, tags[1]) {
 		all := append(slices.Clone(g.Tags), tags...)
 		slices.Sort(all)
-		if err := c.api.tagSecurityGroup(ctx, g.ID, slices.Compact(all)); err != nil {
+		if err := c.api.TagSecurityGroup(ctx, g.ID, slices.Compact(all)); err != nil {
 			return fmt.Errorf("tagging security group %s: %w", g.ID, err)
 		}
 		if len(did) == 0 {
@@ -290,7 +292,7 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 	if !ok {
 		return false, nil
 	}
-	if err := c.api.session(ctx, svcNetwork); err != nil {
+	if err := c.api.Session(ctx, osapi.Neutron); err != nil {
 		return false, err
 	}
 	remotes, err := c.sgRemotes(ctx, s)
@@ -314,7 +316,7 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 	}
 	var changes []*portChange
 	if len(read) > 0 {
-		ports, err := c.api.listPortViews(ctx, url.Values{"device_id": read})
+		ports, err := c.api.ListPortViews(ctx, url.Values{"device_id": read})
 		if err != nil {
 			return false, err
 		}
@@ -356,14 +358,14 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 // keeps only its ingress rules): the group is then the peer's shape, and the
 // peer taking it over writes nothing. The nodes' other groups allow their
 // egress; a group only adds what it allows.
-func (c *Cloud) dropDefaultEgress(ctx context.Context, g *securityGroup) error {
+func (c *Cloud) dropDefaultEgress(ctx context.Context, g *osapi.SecurityGroup) error {
 	kept := g.Rules[:0]
 	for _, r := range g.Rules {
 		if r.Direction != "egress" {
 			kept = append(kept, r)
 			continue
 		}
-		if err := c.api.deleteRule(ctx, r.ID); err != nil {
+		if err := c.api.DeleteRule(ctx, r.ID); err != nil {
 			return fmt.Errorf("deleting the default egress rule %s of security group %s: %w", r.ID, g.ID, err)
 		}
 	}
@@ -373,15 +375,15 @@ func (c *Cloud) dropDefaultEgress(ctx context.Context, g *securityGroup) error {
 
 // convergeRules writes the difference between the group's ingress rules and
 // the wanted ones; egress rules are left alone.
-func (c *Cloud) convergeRules(ctx context.Context, g *securityGroup, want []sgRuleKey) (int, error) {
+func (c *Cloud) convergeRules(ctx context.Context, g *osapi.SecurityGroup, want []osapi.RuleKey) (int, error) {
 	create, extra := ruleChanges(g, want)
 	if len(create) > 0 {
-		if err := c.api.createRules(ctx, g.ID, create); err != nil {
+		if err := c.api.CreateRules(ctx, g.ID, create); err != nil {
 			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, err)
 		}
 	}
 	for _, r := range extra {
-		if err := c.api.deleteRule(ctx, r.ID); err != nil {
+		if err := c.api.DeleteRule(ctx, r.ID); err != nil {
 			return 0, fmt.Errorf("deleting rule %s of security group %s: %w", r.ID, g.ID, err)
 		}
 	}
@@ -390,8 +392,8 @@ func (c *Cloud) convergeRules(ctx context.Context, g *securityGroup, want []sgRu
 
 // ruleChanges are the ingress rules the group lacks of want, and those it
 // has that want has not (or has twice); egress rules are left alone.
-func ruleChanges(g *securityGroup, want []sgRuleKey) (create []sgRuleKey, extra []securityRule) {
-	have := map[sgRuleKey]string{}
+func ruleChanges(g *osapi.SecurityGroup, want []osapi.RuleKey) (create []osapi.RuleKey, extra []osapi.SecurityRule) {
+	have := map[osapi.RuleKey]string{}
 	for _, r := range g.Rules {
 		if r.Direction != "ingress" {
 			continue
@@ -415,16 +417,16 @@ func ruleChanges(g *securityGroup, want []sgRuleKey) (create []sgRuleKey, extra 
 // member's address, when it has port security) and takes it off every other
 // port. The writes go through the port writer, batched with other Services'.
 func (c *Cloud) placeSG(ctx context.Context, groupID string, s lbSpec, created bool) (int, int, error) {
-	var members, holding []sgPortView
+	var members, holding []osapi.PortView
 	if len(s.sg.servers) > 0 {
 		var err error
-		if members, err = c.api.listPortViews(ctx, url.Values{"device_id": s.sg.servers}); err != nil {
+		if members, err = c.api.ListPortViews(ctx, url.Values{"device_id": s.sg.servers}); err != nil {
 			return 0, 0, err
 		}
 	}
 	if !created { // a group made just now is on no port
 		var err error
-		if holding, err = c.api.listPortViews(ctx, url.Values{"security_groups": {groupID}}); err != nil {
+		if holding, err = c.api.ListPortViews(ctx, url.Values{"security_groups": {groupID}}); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -461,7 +463,7 @@ func (c *Cloud) placeSG(ctx context.Context, groupID string, s lbSpec, created b
 // holding the group (holding), the ports of the members' addresses with
 // port security (memberPorts), those of them without the group (attach),
 // and the holding ports that are none of them (detach).
-func placementChanges(members, holding []sgPortView, groupID string, addrs []string) (memberPorts, attach, detach []sgPortView) {
+func placementChanges(members, holding []osapi.PortView, groupID string, addrs []string) (memberPorts, attach, detach []osapi.PortView) {
 	isMember := map[string]bool{}
 	for _, p := range members {
 		if p.PortSecurity != nil && !*p.PortSecurity {
@@ -498,7 +500,7 @@ func (c *Cloud) deleteSG(ctx context.Context, svc *v1.Service) error {
 	if err != nil || g == nil {
 		return err
 	}
-	holding, err := c.api.listPortViews(ctx, url.Values{"security_groups": {g.ID}})
+	holding, err := c.api.ListPortViews(ctx, url.Values{"security_groups": {g.ID}})
 	if err != nil {
 		return err
 	}
@@ -519,7 +521,7 @@ func (c *Cloud) deleteSG(ctx context.Context, svc *v1.Service) error {
 			return ch.err
 		}
 	}
-	if err := c.api.deleteSecurityGroup(ctx, g.ID); err != nil {
+	if err := c.api.DeleteSecurityGroup(ctx, g.ID); err != nil {
 		return fmt.Errorf("deleting security group %s: %w", g.ID, err)
 	}
 	klog.FromContext(ctx).Info("Deleted security group", "service", klog.KObj(svc), "id", g.ID, "ports", len(holding))

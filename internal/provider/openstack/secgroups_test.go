@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 const manageSGs = "\n[LoadBalancer]\nmanage-security-groups = true\n"
@@ -242,7 +244,7 @@ func TestContractAPortChangedMeanwhileKeepsBothChanges(t *testing.T) {
 	require.NoError(t, err)
 
 	ch := &portChange{add: map[string]bool{mine.ID: true}, remove: map[string]bool{},
-		known: sgKnownPort{id: read.ID, groups: read.SecurityGroups, revision: read.RevisionNumber}}
+		known: osapi.PortGroups{ID: read.ID, Groups: read.SecurityGroups, Revision: read.RevisionNumber}}
 	c := tg.cloud(t, "")
 	_, err = c.sgs.writePortGroups(t.Context(), ch)
 	require.NoError(t, err)
@@ -265,6 +267,6 @@ func TestSecurityGroupSourcesWithOVN(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"192.0.2.0/24", "2001:db8::/32"}, got)
 	g := &sgSpec{nodePorts: []sgPort{{proto: "tcp", port: 30080}}}
-	assert.Equal(t, []sgRuleKey{{"IPv4", "tcp", "192.0.2.0/24", 30080, 30080}, {"IPv6", "tcp", "2001:db8::/32", 30080, 30080}},
+	assert.Equal(t, []osapi.RuleKey{{Ether: "IPv4", Proto: "tcp", Remote: "192.0.2.0/24", Min: 30080, Max: 30080}, {Ether: "IPv6", Proto: "tcp", Remote: "2001:db8::/32", Min: 30080, Max: 30080}},
 		g.wantedRules(got), "an IPv6 rule for an IPv6 range")
 }

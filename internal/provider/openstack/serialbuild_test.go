@@ -19,6 +19,7 @@ import (
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // A Service built one Octavia change a pass (provider-requires-serial-api-
@@ -75,14 +76,14 @@ func TestAPassThatWouldChangeNothingFromMemoryReadsAgain(t *testing.T) {
 
 	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
-	pools, err := c.api.listPools(t.Context(), lb.ID)
+	pools, err := c.api.ListPools(t.Context(), lb.ID)
 	require.NoError(t, err)
 	require.NotEmpty(t, pools)
 	monitorID := pools[0].MonitorID
 	require.NotEmpty(t, monitorID)
 	_, err = (&treeReads{api: c.api, memo: c.memo, fresh: true}).monitor(t.Context(), monitorID) // in memory, as a pass leaves it
 	require.NoError(t, err)
-	require.NoError(t, c.api.updateMonitor(t.Context(), monitorID, monitorUpdate{Delay: 17, Timeout: 3, MaxRetries: 1, MaxRetriesDown: 3}))
+	require.NoError(t, c.api.UpdateMonitor(t.Context(), monitorID, osapi.MonitorUpdate{Delay: 17, Timeout: 3, MaxRetries: 1, MaxRetriesDown: 3}))
 
 	reads := &treeReads{api: c.api, memo: c.memo}
 	m, err := reads.monitor(t.Context(), monitorID)
@@ -93,7 +94,7 @@ func TestAPassThatWouldChangeNothingFromMemoryReadsAgain(t *testing.T) {
 	require.NoError(t, poll(time.Minute, func() error {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		have, err := c.api.getMonitor(ctx, monitorID)
+		have, err := c.api.GetMonitor(ctx, monitorID)
 		if err != nil {
 			return err
 		}
@@ -164,6 +165,6 @@ func TestContractALargeServiceInSerialMode(t *testing.T) {
 	lb, err := c.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	deleteLB(t, c, svc)
-	_, err = c.api.getLoadBalancer(t.Context(), lb.ID)
+	_, err = c.api.GetLoadBalancer(t.Context(), lb.ID)
 	assert.ErrorIs(t, err, outcome.ErrNotFound, "deleted, with its listeners and pools")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/cloudapi"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // What the security groups need across Services: each Service's last
@@ -23,16 +24,16 @@ import (
 // sgManager keeps what the security groups need across Services: the
 // project's subnets (their CIDRs are what the rules open) and the port writer.
 type sgManager struct {
-	api        gatewayAPI
+	api        osapi.API
 	mu         sync.Mutex
 	subnets    []string // the CIDRs of the project's subnets
 	subnetsAt  time.Time
 	pending    map[string]*portChange // port ID → the changes waiting for its next write
 	flushing   *time.Timer            // the next write of the pending changes
 	flushDelay time.Duration
-	flushTurn  cloudapi.Turn          // one flush at a time: a port is never written twice at once
-	ports      map[string]sgKnownPort // each port as last read or written
-	byServer   map[string]string      // a member server's ID → its member port's ID
+	flushTurn  cloudapi.Turn               // one flush at a time: a port is never written twice at once
+	ports      map[string]osapi.PortGroups // each port as last read or written
+	byServer   map[string]string           // a member server's ID → its member port's ID
 	// unmanagedChecked: the Services already looked at for a group left from
 	// when groups were managed.
 	unmanagedChecked sync.Map
@@ -69,15 +70,15 @@ func (m *sgManager) placement(uid types.UID) (sgPlacement, bool) {
 }
 
 // learn remembers member ports as read (a newer revision wins).
-func (m *sgManager) learn(server string, p sgPortView) {
+func (m *sgManager) learn(server string, p osapi.PortView) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.ports) > maxKnownPorts {
 		clear(m.ports)
 		clear(m.byServer)
 	}
-	if k, ok := m.ports[p.ID]; !ok || p.Revision > k.revision {
-		m.ports[p.ID] = sgKnownPort{id: p.ID, groups: slices.Clone(p.SecurityGroups), revision: p.Revision}
+	if k, ok := m.ports[p.ID]; !ok || p.Revision > k.Revision {
+		m.ports[p.ID] = osapi.PortGroups{ID: p.ID, Groups: slices.Clone(p.SecurityGroups), Revision: p.Revision}
 	}
 	m.byServer[server] = p.ID
 }
@@ -87,7 +88,7 @@ func (m *sgManager) holds(server, group string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id, ok := m.byServer[server]
-	return ok && slices.Contains(m.ports[id].groups, group)
+	return ok && slices.Contains(m.ports[id].Groups, group)
 }
 
 // sgRun is one convergence of a Service's group.
@@ -188,13 +189,13 @@ func (m *sgManager) forget(ctx context.Context, uid types.UID) error {
 // portChange is what Services want of one port's security groups.
 type portChange struct {
 	add, remove map[string]bool
-	known       sgKnownPort
+	known       osapi.PortGroups
 	done        chan struct{}
 	err         error
 }
 
-func newSGManager(api gatewayAPI) *sgManager {
-	return &sgManager{api: api, pending: map[string]*portChange{}, flushTurn: cloudapi.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]sgKnownPort{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
+func newSGManager(api osapi.API) *sgManager {
+	return &sgManager{api: api, pending: map[string]*portChange{}, flushTurn: cloudapi.NewTurn(), flushDelay: portWriteWindow, runs: map[types.UID]*sgRun{}, ports: map[string]osapi.PortGroups{}, byServer: map[string]string{}, placements: map[types.UID]sgPlacement{}}
 }
 
 // request asks for groupID on (add) or off the port, in the port's next
@@ -202,7 +203,7 @@ func newSGManager(api gatewayAPI) *sgManager {
 // written.
 // others are groups of other Services that go on with an addition, unless
 // their own Service asks them off.
-func (m *sgManager) request(p sgPortView, groupID string, add bool, others ...string) *portChange {
+func (m *sgManager) request(p osapi.PortView, groupID string, add bool, others ...string) *portChange {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.flushing == nil {
@@ -217,10 +218,10 @@ func (m *sgManager) request(p sgPortView, groupID string, add bool, others ...st
 		ch = &portChange{add: map[string]bool{}, remove: map[string]bool{}, done: make(chan struct{})}
 		m.pending[p.ID] = ch
 	}
-	if ch.known.id == "" || p.Revision > ch.known.revision {
-		ch.known = sgKnownPort{id: p.ID, groups: slices.Clone(p.SecurityGroups), revision: p.Revision}
+	if ch.known.ID == "" || p.Revision > ch.known.Revision {
+		ch.known = osapi.PortGroups{ID: p.ID, Groups: slices.Clone(p.SecurityGroups), Revision: p.Revision}
 	}
-	if k, ok := m.ports[p.ID]; ok && k.revision > ch.known.revision {
+	if k, ok := m.ports[p.ID]; ok && k.Revision > ch.known.Revision {
 		ch.known = k // written since the caller read it
 	}
 	if add {
@@ -262,14 +263,14 @@ func (m *sgManager) flushNow(ctx context.Context) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			var known sgKnownPort
+			var known osapi.PortGroups
 			known, ch.err = m.writePortGroups(ctx, ch)
-			if known.id != "" {
+			if known.ID != "" {
 				m.mu.Lock()
 				if len(m.ports) > maxKnownPorts {
 					clear(m.ports)
 				}
-				m.ports[known.id] = known
+				m.ports[known.ID] = known
 				m.mu.Unlock()
 			}
 			close(ch.done)
@@ -280,38 +281,38 @@ func (m *sgManager) flushNow(ctx context.Context) {
 
 // writePortGroups writes the port's groups with the change, and returns the
 // port as it then is (no id when unknown).
-func (m *sgManager) writePortGroups(ctx context.Context, ch *portChange) (sgKnownPort, error) {
+func (m *sgManager) writePortGroups(ctx context.Context, ch *portChange) (osapi.PortGroups, error) {
 	known := ch.known
 	for try := 0; ; try++ {
-		want := slices.DeleteFunc(slices.Clone(known.groups), func(g string) bool { return ch.remove[g] })
+		want := slices.DeleteFunc(slices.Clone(known.Groups), func(g string) bool { return ch.remove[g] })
 		for g, add := range ch.add {
 			if add && !slices.Contains(want, g) {
 				want = append(want, g)
 			}
 		}
 		slices.Sort(want)
-		have := slices.Sorted(slices.Values(known.groups))
+		have := slices.Sorted(slices.Values(known.Groups))
 		if slices.Equal(want, have) {
 			return known, nil
 		}
-		rev := known.revision
-		written, err := m.api.setPortGroups(ctx, known.id, want, rev)
+		rev := known.Revision
+		written, err := m.api.SetPortGroups(ctx, known.ID, want, rev)
 		switch {
 		case err == nil:
 			return written, nil
 		case errors.Is(err, outcome.ErrNotFound):
-			return sgKnownPort{}, nil // the port went with its server
-		case !staleRevision(err) || try+1 >= portWriteTries:
-			return sgKnownPort{}, fmt.Errorf("writing the security groups of port %s: %w", known.id, err)
+			return osapi.PortGroups{}, nil // the port went with its server
+		case !osapi.StaleRevision(err) || try+1 >= portWriteTries:
+			return osapi.PortGroups{}, fmt.Errorf("writing the security groups of port %s: %w", known.ID, err)
 		}
 		// Changed by someone else since it was read: read it again.
-		got, err := m.api.listPortViews(ctx, url.Values{"id": {known.id}})
+		got, err := m.api.ListPortViews(ctx, url.Values{"id": {known.ID}})
 		if err != nil {
-			return sgKnownPort{}, err
+			return osapi.PortGroups{}, err
 		}
 		if len(got) == 0 {
-			return sgKnownPort{}, nil
+			return osapi.PortGroups{}, nil
 		}
-		known = sgKnownPort{id: got[0].ID, groups: got[0].SecurityGroups, revision: got[0].Revision}
+		known = osapi.PortGroups{ID: got[0].ID, Groups: got[0].SecurityGroups, Revision: got[0].Revision}
 	}
 }

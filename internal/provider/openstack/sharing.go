@@ -11,6 +11,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Sharing a load balancer (the load-balancer-id annotation), recorded as
@@ -46,7 +47,7 @@ const (
 // cloud-provider-openstack made it: named as the Service's, named by the
 // Service's load-balancer-id (the peer writes it on every Service it serves),
 // and carrying no tag of ours for another Service or cluster.
-func (c *Cloud) peerOwned(lb *loadBalancer, svc *v1.Service, name string) bool {
+func (c *Cloud) peerOwned(lb *osapi.LoadBalancer, svc *v1.Service, name string) bool {
 	id, _ := annotation.OpenStackLoadBalancerID.NonEmptyString(svc)
 	if id != lb.ID || lb.Name != name {
 		return false
@@ -61,7 +62,7 @@ func (c *Cloud) peerOwned(lb *loadBalancer, svc *v1.Service, name string) bool {
 }
 
 // isOwner: lb was made for svc, by this cluster's CCM or by the peer.
-func (c *Cloud) isOwner(lb *loadBalancer, svc *v1.Service, name string) bool {
+func (c *Cloud) isOwner(lb *osapi.LoadBalancer, svc *v1.Service, name string) bool {
 	return c.owned(lb, svc) || c.peerOwned(lb, svc, name)
 }
 
@@ -69,7 +70,7 @@ func (c *Cloud) isOwner(lb *loadBalancer, svc *v1.Service, name string) bool {
 // that the last Service on it may delete it: it carries this cluster's tag,
 // or (the peer's, which has no cluster tag) its name is one of this
 // cluster's. A load balancer a person made, or another cluster's, never is.
-func (c *Cloud) ours(lb *loadBalancer, clusterName string) bool {
+func (c *Cloud) ours(lb *osapi.LoadBalancer, clusterName string) bool {
 	if slices.Contains(lb.Tags, tagCluster+c.Cluster.Get()) {
 		return true
 	}
@@ -83,7 +84,7 @@ func (c *Cloud) ours(lb *loadBalancer, clusterName string) bool {
 
 // sharers are the Services other than the one named name that lb's tags
 // record.
-func sharers(lb *loadBalancer, name string) []string {
+func sharers(lb *osapi.LoadBalancer, name string) []string {
 	var out []string
 	for _, t := range lb.Tags {
 		if strings.HasPrefix(t, servicePrefix) && t != name {
@@ -95,7 +96,7 @@ func sharers(lb *loadBalancer, name string) []string {
 
 // listenerOwner is how a listener names the Service it is for: "" when it
 // names none.
-func listenerOwner(l lbListener) string {
+func listenerOwner(l osapi.Listener) string {
 	for _, t := range l.Tags {
 		if strings.HasPrefix(t, tagService) || strings.HasPrefix(t, servicePrefix) {
 			return t
@@ -105,7 +106,7 @@ func listenerOwner(l lbListener) string {
 }
 
 // mineListener says whether l is the Service's listener.
-func mineListener(l lbListener, svc *v1.Service, name string, owner bool) bool {
+func mineListener(l osapi.Listener, svc *v1.Service, name string, owner bool) bool {
 	if slices.Contains(l.Tags, tagService+string(svc.UID)) || (name != "" && slices.Contains(l.Tags, name)) {
 		return true
 	}
@@ -114,7 +115,7 @@ func mineListener(l lbListener, svc *v1.Service, name string, owner bool) bool {
 
 // serviceNamed is the namespace/name a listener's tags or name give for the
 // Service it belongs to, for a person to read; its tag when it names none.
-func serviceNamed(l lbListener, clusterName string) string {
+func serviceNamed(l osapi.Listener, clusterName string) string {
 	prefix := servicePrefix + clusterName + "_"
 	for _, s := range append(slices.Clone(l.Tags), l.Name) {
 		if i := strings.Index(s, prefix); i >= 0 {
@@ -135,7 +136,7 @@ func serviceNamed(l lbListener, clusterName string) string {
 // as ours, nothing rebuilt); otherwise the Service may share it as the peer
 // allows (not internal, within max-shared-lb). It says what it started, or
 // "" to go on.
-func (s steps) share(ctx context.Context, svc *v1.Service, spec lbSpec, lb *loadBalancer) (string, error) {
+func (s steps) share(ctx context.Context, svc *v1.Service, spec lbSpec, lb *osapi.LoadBalancer) (string, error) {
 	if s.peerOwned(lb, svc, spec.name) {
 		tags := slices.Clone(lb.Tags)
 		for _, t := range s.tags(svc, spec.name) {
@@ -171,7 +172,7 @@ func (c *Cloud) updateTags(ctx context.Context, id string, tags []string) error 
 	if len(tags) == 0 {
 		tags = []string{} // an empty list, which Octavia takes as "none"
 	}
-	if err := c.api.setLoadBalancerTags(ctx, id, tags); err != nil {
+	if err := c.api.SetLoadBalancerTags(ctx, id, tags); err != nil {
 		return fmt.Errorf("updating the tags of load balancer %s: %w", id, err)
 	}
 	return nil
@@ -181,7 +182,7 @@ func (c *Cloud) updateTags(ctx context.Context, id string, tags []string) error 
 // person made): its listeners and pools one at a time, then its tags. The
 // load balancer stays, with its floating IP. "" once nothing of the Service
 // is left on it.
-func (s steps) leave(ctx context.Context, svc *v1.Service, lb *loadBalancer, name string, owner bool) (string, error) {
+func (s steps) leave(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, name string, owner bool) (string, error) {
 	changed, err := s.converge(ctx, &treeReads{api: s.api}, svc, lb, lbSpec{name: name}, !owner)
 	if err != nil {
 		return "", err
@@ -203,11 +204,11 @@ func (s steps) leave(ctx context.Context, svc *v1.Service, lb *loadBalancer, nam
 
 // othersOn says whether a Service other than svc still has a part of lb: a
 // tag naming it, or a listener of its own.
-func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *loadBalancer, name string, owner bool) (bool, error) {
+func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, name string, owner bool) (bool, error) {
 	if len(sharers(lb, name)) > 0 {
 		return true, nil
 	}
-	ls, err := s.api.listListeners(ctx, lb.ID)
+	ls, err := s.api.ListListeners(ctx, lb.ID)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", err)
 	}
@@ -223,7 +224,7 @@ func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *loadBalancer, 
 // of: the Service's own, or the last Service's of one this cluster made, is
 // deleted with its floating IP (unless kept); any other is left, with what
 // the Service had on it removed.
-func (s steps) deleteOrLeave(ctx context.Context, svc *v1.Service, lb *loadBalancer, clusterName string) (string, error) {
+func (s steps) deleteOrLeave(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, clusterName string) (string, error) {
 	name := s.lbName(clusterName, svc)
 	owner := s.isOwner(lb, svc, name)
 	others, err := s.othersOn(ctx, svc, lb, name, owner)

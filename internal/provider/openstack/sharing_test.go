@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -21,11 +22,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 func (tg *contractTarget) octavia(t *testing.T, c *Cloud) *gophercloud.ServiceClient {
 	t.Helper()
-	octavia, err := c.clients.octaviaClient(t.Context())
+	octavia, err := clientOf(c).OctaviaClient(t.Context())
 	require.NoError(t, err)
 	return octavia
 }
@@ -41,15 +43,15 @@ func listenersOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) 
 	return out
 }
 
-func getLB(t *testing.T, octavia *gophercloud.ServiceClient, id string) (*loadBalancer, bool) {
+// getLB is the load balancer id as c's API reads it, and whether it exists.
+func getLB(t *testing.T, c *Cloud, id string) (*osapi.LoadBalancer, bool) {
 	t.Helper()
-	got, err := loadbalancers.Get(t.Context(), octavia, id).Extract()
-	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+	lb, err := c.api.GetLoadBalancer(t.Context(), id)
+	if errors.Is(err, outcome.ErrNotFound) {
 		return nil, false
 	}
 	require.NoError(t, err)
-	lb := asLoadBalancer(got)
-	return &lb, lb.ProvisioningStatus != "DELETED"
+	return lb, lb.ProvisioningStatus != "DELETED"
 }
 
 func fipsAt(t *testing.T, tg *contractTarget, addr string) []floatingips.FloatingIP {
@@ -107,7 +109,7 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 	st = ensure(t, c, sharer, nodes)
 	assert.Equal(t, addr, st.Ingress[0].IP, "a sharer publishes the load balancer's floating IP")
 	assert.Equal(t, []string{"TCP/80", "TCP/8080", "UDP/53"}, listenersOf(t, octavia, lb.ID))
-	got, _ := getLB(t, octavia, lb.ID)
+	got, _ := getLB(t, c, lb.ID)
 	assert.Contains(t, got.Tags, c.lbName("contract", owner))
 	assert.Contains(t, got.Tags, c.lbName("contract", sharer), "the sharer is recorded on the load balancer")
 
@@ -148,7 +150,7 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 	// Deleting the Service it was made for: its listeners and tags go, the
 	// load balancer and its address stay for the sharer.
 	deleteLB(t, c, owner)
-	got, exists := getLB(t, octavia, lb.ID)
+	got, exists := getLB(t, c, lb.ID)
 	require.True(t, exists, "a load balancer another Service shares is not deleted")
 	assert.Equal(t, []string{"TCP/8080"}, listenersOf(t, octavia, lb.ID))
 	assert.NotContains(t, got.Tags, c.lbName("contract", owner))
@@ -159,7 +161,7 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 
 	// The last one deletes it, and the floating IP allocated for it.
 	deleteLB(t, c, sharer)
-	gone(t, octavia, lb.ID)
+	gone(t, c, lb.ID)
 	assert.Empty(t, fipsAt(t, tg, addr), "the floating IP goes with the load balancer")
 }
 
@@ -175,7 +177,7 @@ func TestContractASharedLoadBalancerAPersonMadeIsNeverDeleted(t *testing.T) {
 	}).Extract()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.deleteCascade(context.Background(), created.ID) })
-	vip := active(t, octavia, created.ID)
+	vip := active(t, c, created.ID)
 	// It has no floating IP: a person gives it one.
 	pub := publicNetwork(t, tg, c)
 	fip, err := floatingips.Create(t.Context(), tg.network, floatingips.CreateOpts{FloatingNetworkID: pub, PortID: vip.VipPortID}).Extract()
@@ -192,7 +194,7 @@ func TestContractASharedLoadBalancerAPersonMadeIsNeverDeleted(t *testing.T) {
 	assert.Equal(t, []string{"TCP/443", "TCP/80"}, listenersOf(t, octavia, created.ID))
 
 	deleteLB(t, c, svc)
-	lb, exists := getLB(t, octavia, created.ID)
+	lb, exists := getLB(t, c, created.ID)
 	require.True(t, exists, "a load balancer a person made is never deleted")
 	assert.Equal(t, []string{"TCP/443"}, listenersOf(t, octavia, created.ID))
 	assert.NotContains(t, lb.Tags, c.lbName("contract", svc))
@@ -226,7 +228,7 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 	}).Extract()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.deleteCascade(context.Background(), created.ID) })
-	lb := active(t, octavia, created.ID)
+	lb := active(t, c, created.ID)
 	fip, err := floatingips.Create(t.Context(), tg.network, floatingips.CreateOpts{FloatingNetworkID: publicNetwork(t, tg, c), PortID: lb.VipPortID,
 		Description: "Floating IP for Kubernetes external service " + svc.Namespace + "/" + svc.Name + " from cluster contract"}).Extract()
 	require.NoError(t, err)
@@ -249,11 +251,11 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 		}
 		assert.Equal(t, []string{"PUT /load-balancer/v2.0/lbaas/loadbalancers/{id}"}, writes, "one write: the tags")
 	}
-	got, _ := getLB(t, octavia, lb.ID)
+	got, _ := getLB(t, c, lb.ID)
 	assert.True(t, c.owned(got, svc), "tagged as this cluster's, for the Service")
 
 	deleteLB(t, c, svc)
-	gone(t, octavia, lb.ID)
+	gone(t, c, lb.ID)
 	assert.Empty(t, fipsAt(t, tg, fip.FloatingIP), "the peer's floating IP goes with it")
 }
 
@@ -286,10 +288,10 @@ func publicNetwork(t *testing.T, tg *contractTarget, c *Cloud) string {
 }
 
 // gone waits for the load balancer to be deleted.
-func gone(t *testing.T, octavia *gophercloud.ServiceClient, id string) {
+func gone(t *testing.T, c *Cloud, id string) {
 	t.Helper()
 	require.NoError(t, poll(3*time.Minute, func() error {
-		if _, exists := getLB(t, octavia, id); exists {
+		if _, exists := getLB(t, c, id); exists {
 			return fmt.Errorf("load balancer %s still exists", id)
 		}
 		return nil
@@ -297,11 +299,11 @@ func gone(t *testing.T, octavia *gophercloud.ServiceClient, id string) {
 }
 
 // active waits for the load balancer to be ACTIVE.
-func active(t *testing.T, octavia *gophercloud.ServiceClient, id string) *loadBalancer {
+func active(t *testing.T, c *Cloud, id string) *osapi.LoadBalancer {
 	t.Helper()
-	var lb *loadBalancer
+	var lb *osapi.LoadBalancer
 	require.NoError(t, poll(3*time.Minute, func() error {
-		if lb, _ = getLB(t, octavia, id); lb == nil || lb.ProvisioningStatus != "ACTIVE" {
+		if lb, _ = getLB(t, c, id); lb == nil || lb.ProvisioningStatus != "ACTIVE" {
 			return fmt.Errorf("load balancer %s is not ACTIVE", id)
 		}
 		return nil

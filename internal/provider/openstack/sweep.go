@@ -10,6 +10,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/provider"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 var _ provider.Sweeper = (*Cloud)(nil)
@@ -27,7 +28,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 	if err != nil {
 		return nil, err
 	}
-	if err := c.api.session(ctx, svcNetwork); err != nil {
+	if err := c.api.Session(ctx, osapi.Neutron); err != nil {
 		return nil, err
 	}
 	var owners provider.Owners
@@ -53,7 +54,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 		}
 	}
 
-	gs, err := c.api.listSecurityGroups(ctx, "", tagCluster+cluster)
+	gs, err := c.api.ListSecurityGroups(ctx, "", tagCluster+cluster)
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", err)
 	}
@@ -105,7 +106,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 // all of it when its owner and every Service sharing it are gone, else the
 // part of each gone one (its listeners and its tag), removed by its Service's
 // delete path, which leaves a load balancer others still use.
-func (c *Cloud) lbLeftovers(lb *loadBalancer, clusterName string, live provider.Live, owners *provider.Owners) []provider.Leftover {
+func (c *Cloud) lbLeftovers(lb *osapi.LoadBalancer, clusterName string, live provider.Live, owners *provider.Owners) []provider.Leftover {
 	prefix := servicePrefix + clusterName + "_"
 	nameOf := func(tag string) (string, string, bool) {
 		rest, ok := strings.CutPrefix(tag, prefix)
@@ -157,7 +158,7 @@ func (c *Cloud) lbLeftovers(lb *loadBalancer, clusterName string, live provider.
 // certLeftovers are the certificates in Barbican stored for Services that
 // are gone; none when the cloud has no Barbican.
 func (c *Cloud) certLeftovers(ctx context.Context, live provider.Live, owners *provider.Owners) ([]provider.Leftover, error) {
-	missing, err := c.api.keyManagerMissing(ctx)
+	missing, err := c.api.KeyManagerMissing(ctx)
 	if missing {
 		return nil, nil
 	}

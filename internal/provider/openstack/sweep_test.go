@@ -118,7 +118,7 @@ func TestContractSweepListsWhatGoneServicesLeftAndRemovesOnlyThat(t *testing.T) 
 func strayFloatingIP(t *testing.T, c *Cloud) func() error {
 	t.Helper()
 	ctx := t.Context()
-	network, err := c.clients.networkClient(ctx)
+	network, err := clientOf(c).NetworkClient(ctx)
 	require.NoError(t, err)
 	ext, err := c.onlyExternalNetwork(ctx)
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // TLS termination: the listeners of the chosen TCP ports are TERMINATED_HTTPS
@@ -205,7 +206,7 @@ var certParts = []string{"certificate", "private_key", "intermediates"}
 // credential's ("Using a delegated token to create another token is not
 // allowed"; measured with Zed's Octavia 11 and Keystone 22).
 func (c *Cloud) tlsRefusal(err error, s lbSpec) error {
-	if s.tls == nil || !certificateUnreadable(err) {
+	if s.tls == nil || !osapi.CertificateUnreadable(err) {
 		return nil
 	}
 	g := c.globals()

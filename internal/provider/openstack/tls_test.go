@@ -37,7 +37,7 @@ func selfSigned(t *testing.T, name string) (cert, key []byte) {
 // would for default-tls-container-ref; deleted at the end of the test.
 func storeContainer(t *testing.T, c *Cloud, name string, cert, key []byte) string {
 	t.Helper()
-	km, err := c.clients.keyManagerClient(t.Context())
+	km, err := clientOf(c).KeyManagerClient(t.Context())
 	require.NoError(t, err)
 	ref, err := c.putCertificate(t.Context(), name, cert, key, nil)
 	require.NoError(t, err)
@@ -150,7 +150,7 @@ func TestContractTLSContainerOnTheNamedPorts(t *testing.T) {
 	assert.Equal(t, map[int]string{80: "HTTP", 443: "HTTP", 53: "UDP"}, poolProto)
 
 	deleteLB(t, c, svc)
-	km, err := c.clients.keyManagerClient(t.Context())
+	km, err := clientOf(c).KeyManagerClient(t.Context())
 	require.NoError(t, err)
 	_, err = containers.Get(t.Context(), km, lastSegment(ref)).Extract()
 	assert.NoError(t, err, "a container the Service named is not ours to delete")
@@ -160,7 +160,7 @@ func TestContractTLSContainerOnTheNamedPorts(t *testing.T) {
 func TestContractTLSMissingContainerBuildsNothing(t *testing.T) {
 	tg := newContractTarget(t)
 	c := tg.cloudFrom(t, tg.passwordConf)
-	km, err := c.clients.keyManagerClient(t.Context())
+	km, err := clientOf(c).KeyManagerClient(t.Context())
 	require.NoError(t, err)
 	ref := strings.TrimSuffix(km.Endpoint, "/") + "/containers/0b5d8f3e-8a3c-4c1e-9f0e-2b7d6c5a4e31"
 	svc := tlsService(contractName("tls-missing"), map[string]string{string(annotation.OpenStackDefaultTLSContainerRef): ref})

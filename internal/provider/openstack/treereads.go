@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // Reading a load balancer's members and health monitors across the passes
@@ -36,7 +38,7 @@ type treeMemo struct {
 	now      func() time.Time
 	pruned   time.Time // when what was too old was last dropped
 	members  map[string]memoEntry[memberDigests]
-	monitors map[string]memoEntry[lbMonitor]
+	monitors map[string]memoEntry[osapi.Monitor]
 }
 
 // memoEntry is what a pass read, and when.
@@ -66,7 +68,7 @@ func digestOf(sorted []string) digest {
 }
 
 func newTreeMemo() *treeMemo {
-	return &treeMemo{now: time.Now, members: map[string]memoEntry[memberDigests]{}, monitors: map[string]memoEntry[lbMonitor]{}}
+	return &treeMemo{now: time.Now, members: map[string]memoEntry[memberDigests]{}, monitors: map[string]memoEntry[osapi.Monitor]{}}
 }
 
 // prune drops what is too old to use (with the lock held), at most once in
@@ -105,13 +107,13 @@ func recall[T any](r *treeReads, m func(*treeMemo) map[string]memoEntry[T], id s
 	return e.v, true
 }
 
-func memberMemo(m *treeMemo) map[string]memoEntry[memberDigests] { return m.members }
-func monitorMemo(m *treeMemo) map[string]memoEntry[lbMonitor]    { return m.monitors }
+func memberMemo(m *treeMemo) map[string]memoEntry[memberDigests]  { return m.members }
+func monitorMemo(m *treeMemo) map[string]memoEntry[osapi.Monitor] { return m.monitors }
 
 // treeReads are one pass's reads of members and health monitors: from the
 // memory when it may (memo set), noting that it did (used).
 type treeReads struct {
-	api   gatewayAPI
+	api   osapi.API
 	memo  *treeMemo // nil: every read goes to Octavia
 	fresh bool      // read everything from Octavia (and remember it)
 	used  bool
@@ -125,7 +127,7 @@ func (r *treeReads) again() *treeReads {
 // membersAre says whether the pool's members are want (as memberKeys says
 // them, sorted): from memory if they were read recently and the pool still
 // names the same ones.
-func (r *treeReads) membersAre(ctx context.Context, pool lbPool, want []string) (bool, error) {
+func (r *treeReads) membersAre(ctx context.Context, pool osapi.Pool, want []string) (bool, error) {
 	ids := make([]string, 0, len(pool.Members))
 	for _, m := range pool.Members {
 		ids = append(ids, m.ID)
@@ -147,7 +149,7 @@ func (r *treeReads) membersAre(ctx context.Context, pool lbPool, want []string) 
 	}
 	var have []string
 	if len(ids) > 0 { // the pool names its members: a new one has none to list
-		members, err := r.api.listMembers(ctx, pool.ID)
+		members, err := r.api.ListMembers(ctx, pool.ID)
 		if err != nil {
 			return false, err
 		}
@@ -160,16 +162,16 @@ func (r *treeReads) membersAre(ctx context.Context, pool lbPool, want []string) 
 }
 
 // monitor is the health monitor id, from memory if it was read recently.
-func (r *treeReads) monitor(ctx context.Context, id string) (lbMonitor, error) {
+func (r *treeReads) monitor(ctx context.Context, id string) (osapi.Monitor, error) {
 	if m, ok := recall(r, monitorMemo, id); ok {
 		r.used = true
 		return m, nil
 	}
-	m, err := r.api.getMonitor(ctx, id)
+	m, err := r.api.GetMonitor(ctx, id)
 	if err != nil {
-		return lbMonitor{}, err
+		return osapi.Monitor{}, err
 	}
-	r.remember(func(tm *treeMemo, now time.Time) { tm.monitors[id] = memoEntry[lbMonitor]{v: m, at: now} })
+	r.remember(func(tm *treeMemo, now time.Time) { tm.monitors[id] = memoEntry[osapi.Monitor]{v: m, at: now} })
 	return m, nil
 }
 

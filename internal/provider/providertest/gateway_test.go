@@ -32,29 +32,3 @@ func TestImportsOutsideNamesEachImportOutsideTheGateway(t *testing.T) {
 		filepath.Join(dir, "nsg.go") + ":3 imports example.com/sdk/v2/cs",
 	}, found)
 }
-
-// ReachesOutside names each use, in the files that must stand on their
-// own, of what another file of the package declares: a type, a function, a
-// method or a field; a use the other way, an import's or a local name's
-// is none.
-func TestReachesOutsideNamesWhatTheFilesUseOfTheOthers(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, src string) {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("package p\n\n"+src), 0o644))
-	}
-	write("api.go", "import \"strings\"\n\ntype Answer struct{ ID string }\n\n"+
-		"func call(s spec) Answer { return Answer{ID: strings.TrimSpace(s.name) + suffix()} }\n")
-	write("spec.go", "type spec struct{ name string }\n\nfunc suffix() string { return \"\" }\n\n"+
-		"func use(a Answer) string { return a.ID }\n\nfunc (a Answer) short() string { return a.ID[:1] }\n")
-	found, err := ReachesOutside(dir, []string{"api.go"})
-	require.NoError(t, err)
-	assert.Equal(t, []string{
-		"api.go:7 uses name (declared in spec.go)",
-		"api.go:7 uses spec (declared in spec.go)",
-		"api.go:7 uses suffix (declared in spec.go)",
-		"spec.go:9 declares method short of Answer (declared in api.go)",
-	}, found)
-	found, err = ReachesOutside(dir, []string{"api.go", "spec.go"})
-	require.NoError(t, err)
-	assert.Empty(t, found, "the two together stand on their own")
-}

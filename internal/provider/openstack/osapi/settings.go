@@ -1,4 +1,4 @@
-package openstack
+package osapi
 
 // Settings are how the session reaches and authenticates to Keystone: the
 // cloud.conf's [Global] keys of the same names (the provider's config.go
@@ -11,10 +11,10 @@ type Settings struct {
 	TLSInsecure               bool
 
 	// A password: the user's, scoped to the project (tenant) of a domain.
-	Username, UserID, Password                       string
+	Username, UserID, Password                         string
 	DomainID, DomainName, UserDomainID, UserDomainName string
-	TenantID, TenantName                             string
-	TenantDomainID, TenantDomainName                 string
+	TenantID, TenantName                               string
+	TenantDomainID, TenantDomainName                   string
 	// A trust: the trustee acts for the trustor.
 	TrustID, TrusteeID, TrusteePassword string
 	// An application credential (it carries its own project scope).
@@ -22,7 +22,7 @@ type Settings struct {
 	// A token used as it is.
 	Token string
 	// An entry of a clouds.yaml instead of the above.
-	UseClouds        bool
+	UseClouds         bool
 	CloudsFile, Cloud string
 
 	// Client-side limits of reads and writes per second (0: the defaults).

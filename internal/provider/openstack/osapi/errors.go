@@ -1,4 +1,4 @@
-package openstack
+package osapi
 
 import (
 	"bytes"
@@ -13,22 +13,22 @@ import (
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
-// What the services' errors say, read once here: every error a gateway
+// What the services' errors say, read once here: every error a
 // method returns is translated into the provider's kinds (internal/outcome)
 // with the service's own words, by the service it called (call, do), so that
 // the rest of the package wraps errors with its context and asks errors.Is.
 // The few answers a caller tells apart that outcome has no kind for are
-// asked of the predicates below (forbidden, staleRevision, memberTaken,
-// certificateUnreadable, overQuota): no other file reads an HTTP status.
+// asked of the predicates below (Forbidden, StaleRevision, MemberTaken,
+// CertificateUnreadable, OverQuota): no other file reads an HTTP status.
 
 // translate is err of a call to s, translated once (nil stays nil).
-func (s service) translate(err error) error {
+func (s Service) translate(err error) error {
 	switch s {
-	case svcCompute:
+	case Nova:
 		return novaErr(err)
-	case svcNetwork:
+	case Neutron:
 		return neutronErr(err)
-	case svcOctavia:
+	case Octavia:
 		return octaviaErr(err)
 	default:
 		return barbicanErr(err)
@@ -135,7 +135,7 @@ func answered(service string, err error) error {
 	if msg == "" {
 		// No message of its own (an HTML page of a proxy): the status and the
 		// request, without its query.
-		msg = " " + http.StatusText(code.Actual) + " to " + code.Method + " " + redactURL(code.URL)
+		msg = " " + http.StatusText(code.Actual) + " to " + code.Method + " " + RedactURL(code.URL)
 	}
 	return &apiError{msg: fmt.Sprintf("%s answered %d%s", service, code.Actual, msg), err: redact(err)}
 }
@@ -170,10 +170,10 @@ func alreadyGone(err error) error {
 // hasStatus says whether err is the service's answer with that HTTP status.
 func hasStatus(err error, status int) bool { return gophercloud.ResponseCodeIs(err, status) }
 
-// memberTaken says whether err is Octavia's DuplicateMemberEntry: a 409
+// MemberTaken says whether err is Octavia's DuplicateMemberEntry: a 409
 // "Another member on this pool is already using ip …" (octavia's
 // common/exceptions.py), not the 409 of a load balancer that is busy.
-func memberTaken(err error) bool {
+func MemberTaken(err error) bool {
 	const says = "is already using"
 	var code gophercloud.ErrUnexpectedResponseCode
 	if !errors.As(err, &code) || code.Actual != http.StatusConflict {
@@ -182,19 +182,19 @@ func memberTaken(err error) bool {
 	return bytes.Contains(code.Body, []byte(says)) || strings.Contains(err.Error(), says)
 }
 
-// forbidden says whether err is a service's 403: the credentials are good,
+// Forbidden says whether err is a service's 403: the credentials are good,
 // but their user may not do this (a role missing in the project, an object
 // of another project). outcome has it as a refusal among others.
-func forbidden(err error) bool { return hasStatus(err, http.StatusForbidden) }
+func Forbidden(err error) bool { return hasStatus(err, http.StatusForbidden) }
 
-// staleRevision says whether err is Neutron's 412 to a write made If-Match a
+// StaleRevision says whether err is Neutron's 412 to a write made If-Match a
 // revision: the object changed since it was read.
-func staleRevision(err error) bool { return hasStatus(err, http.StatusPreconditionFailed) }
+func StaleRevision(err error) bool { return hasStatus(err, http.StatusPreconditionFailed) }
 
-// certificateUnreadable says whether err is Octavia's 400 "Could not
+// CertificateUnreadable says whether err is Octavia's 400 "Could not
 // retrieve certificate": Octavia could not read a listener's certificate in
 // Barbican (tlsRefusal says why).
-func certificateUnreadable(err error) bool {
+func CertificateUnreadable(err error) bool {
 	const says = "Could not retrieve certificate"
 	var code gophercloud.ErrUnexpectedResponseCode
 	if !errors.As(err, &code) || code.Actual != http.StatusBadRequest {
@@ -203,9 +203,9 @@ func certificateUnreadable(err error) bool {
 	return bytes.Contains(code.Body, []byte(says)) || strings.Contains(err.Error(), says)
 }
 
-// overQuota says whether err is Neutron's OverQuota (neutron_lib's OverQuota,
+// OverQuota says whether err is Neutron's OverQuota (neutron_lib's OverQuota,
 // a 409 whose NeutronError type is "OverQuota"), with its message.
-func overQuota(err error) (string, bool) {
+func OverQuota(err error) (string, bool) {
 	var code gophercloud.ErrUnexpectedResponseCode
 	if !errors.As(err, &code) || code.Actual != http.StatusConflict || !bytes.Contains(code.Body, []byte(`"OverQuota"`)) {
 		return "", false

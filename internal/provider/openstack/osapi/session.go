@@ -1,4 +1,4 @@
-package openstack
+package osapi
 
 import (
 	"cmp"
@@ -30,9 +30,9 @@ const novaMicroversion = "2.47"
 type clients struct {
 	// settings are those in effect (setGlobal changes them).
 	settings Settings
-	// createTimeout bounds a load balancer's create (octaviaCreateTimeout
+	// createTimeout bounds a load balancer's create (OctaviaCreateTimeout
 	// when 0).
-	createTimeout time.Duration
+	CreateTimeout time.Duration
 
 	// authOnce serialises authentication (one Keystone token for every
 	// caller); a caller waits for it only as long as its context allows. mu
@@ -49,9 +49,9 @@ type clients struct {
 	barbican *gophercloud.ServiceClient
 }
 
-// setGlobal swaps in new settings (rotated credentials): the next call
+// SetSettings swaps in new settings (rotated credentials): the next call
 // authenticates with them. It says whether anything changed.
-func (c *clients) setGlobal(g Settings) bool {
+func (c *clients) SetSettings(g Settings) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if g == c.settings {
@@ -119,9 +119,9 @@ func (c *clients) authenticated(ctx context.Context) (*gophercloud.ProviderClien
 	return p, gen, nil
 }
 
-// region is the region of the endpoints in use: the configured one, else the
+// Region is the region of the endpoints in use: the configured one, else the
 // catalog's only one once authenticated ("" before, or when it has several).
-func (c *clients) region() string {
+func (c *clients) Region() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.settings.Region != "" {
@@ -163,24 +163,24 @@ func catalogRegion(p *gophercloud.ProviderClient) string {
 	return ""
 }
 
-// octaviaClient returns the Octavia client, authenticating on first use.
-func (c *clients) octaviaClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+// OctaviaClient returns the Octavia client, authenticating on first use.
+func (c *clients) OctaviaClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
 	return c.service(ctx, &c.octavia, "load-balancer", openstack.NewLoadBalancerV2)
 }
 
-// keyManagerClient returns the Barbican client, authenticating on first use.
-func (c *clients) keyManagerClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+// KeyManagerClient returns the Barbican client, authenticating on first use.
+func (c *clients) KeyManagerClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
 	return c.service(ctx, &c.barbican, "key-manager", openstack.NewKeyManagerV1)
 }
 
-// networkClient returns the Neutron client, authenticating on first use.
-func (c *clients) networkClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+// NetworkClient returns the Neutron client, authenticating on first use.
+func (c *clients) NetworkClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
 	return c.service(ctx, &c.network, "network", openstack.NewNetworkV2)
 }
 
-// computeClient returns the Nova client (at the microversion the CCM
+// ComputeClient returns the Nova client (at the microversion the CCM
 // speaks), authenticating on first use.
-func (c *clients) computeClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
+func (c *clients) ComputeClient(ctx context.Context) (*gophercloud.ServiceClient, error) {
 	return c.service(ctx, &c.compute, "compute", func(p *gophercloud.ProviderClient, eo gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error) {
 		compute, err := openstack.NewComputeV2(p, eo)
 		if err == nil {
@@ -240,6 +240,14 @@ type auth struct {
 	limits   cloudapi.Config // client-side rate limits
 }
 
+// Check says what is wrong with s that no call would change: a clouds.yaml
+// that cannot be read or has no such cloud, a CA, certificate or key file
+// that cannot be loaded.
+func Check(s Settings) error {
+	_, err := resolveAuth(s)
+	return err
+}
+
 // resolveAuth turns [Global] into auth options: a clouds.yaml entry (use-clouds),
 // a trust (the trustee's password scoped to the trust), an application
 // credential, a token, or a password.
@@ -288,12 +296,14 @@ func newProvider(ctx context.Context, a auth) (*gophercloud.ProviderClient, erro
 	provider.HTTPClient = *hc
 	provider.UserAgent.Prepend("overcast-ccm")
 	if err := openstack.Authenticate(ctx, provider, a.opts); err != nil {
-		return nil, fmt.Errorf("authenticating to %s: %w", redactURL(a.opts.IdentityEndpoint), keystoneErr(err))
+		return nil, fmt.Errorf("authenticating to %s: %w", RedactURL(a.opts.IdentityEndpoint), keystoneErr(err))
 	}
 	return provider, nil
 }
 
-func redactURL(s string) string {
+// RedactURL is s without its query string (or "[Global] auth-url" when it
+// is not a URL): what may be shown of an endpoint.
+func RedactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "[Global] auth-url"

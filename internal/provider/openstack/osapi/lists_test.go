@@ -1,4 +1,4 @@
-package openstack
+package osapi
 
 import (
 	"encoding/json"
@@ -12,29 +12,27 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	v1 "k8s.io/api/core/v1"
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core"
+	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
+	emulator "github.com/overcast-ccm/overcast/internal/emulator/openstack"
 )
 
 // TestListsFollowOctaviasPages: Octavia pages every list at 1,000; a pool of
 // 2,500 members is read in three pages, with only the fields compared.
 func TestListsFollowOctaviasPages(t *testing.T) {
-	e, c := emulatorCloud(t)
+	e, c := emulatorClient(t)
 	ctx := t.Context()
-	octavia, err := c.clients.octaviaClient(ctx)
+	octavia, err := c.OctaviaClient(ctx)
 	require.NoError(t, err)
 
 	lb, err := loadbalancers.Create(ctx, octavia, loadbalancers.CreateOpts{Name: "lb", VipNetworkID: e.Fixture().NetworkID}).Extract()
 	require.NoError(t, err)
 	active := func() {
-		require.NoError(t, poll(time.Minute, func() error {
+		require.Eventually(t, func() bool {
 			got, err := loadbalancers.Get(ctx, octavia, lb.ID).Extract()
-			if err != nil || got.ProvisioningStatus != "ACTIVE" {
-				return fmt.Errorf("load balancer %v: %w", got, err)
-			}
-			return nil
-		}))
+			return err == nil && got.ProvisioningStatus == "ACTIVE"
+		}, time.Minute, 10*time.Millisecond, "the load balancer becomes ACTIVE")
 	}
 	active()
 	pool, err := pools.Create(ctx, octavia, pools.CreateOpts{LoadbalancerID: lb.ID, Protocol: pools.ProtocolTCP, LBMethod: pools.LBMethodRoundRobin, Name: "p"}).Extract()
@@ -78,21 +76,18 @@ func TestListsFollowOctaviasPages(t *testing.T) {
 
 // The create body encoded straight from the options is the body gophercloud
 // builds, key for key, for a fully populated load balancer with every option
-// the spec sets (timeouts, allowed CIDRs, a monitor on the health check port).
+// set (timeouts, allowed CIDRs, a connection limit, a monitor on its own port).
 func TestTheLeanCreateBodyIsGophercloudsBody(t *testing.T) {
-	c := specCloud(t, "")
-	c.Cluster.Set("cluster-1")
-	svc := specService(map[string]string{
-		"loadbalancer.openstack.org/timeout-client-data": "5000",
-		"loadbalancer.openstack.org/connection-limit":    "100",
-	}, func(s *v1.Service) {
-		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
-		s.Spec.HealthCheckNodePort = 32000
-		s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
-	})
-	s, err := c.spec("k8s", svc, []*v1.Node{node("a", "10.0.0.1", nil), node("b", "10.0.0.2", nil)})
-	require.NoError(t, err)
-	opts := loadBalancerCreateOpts(c.createOpts(svc, s))
+	ms, limit, monitorPort := 5000, 100, 32000
+	member := PoolMember{Address: "10.0.0.1", ProtocolPort: 30080, SubnetID: "sub-1", MonitorPort: &monitorPort}
+	monitor := &MonitorCreate{Name: "m", Type: "HTTP", Delay: 5, Timeout: 3, MaxRetries: 2, MaxRetriesDown: 3, HTTPMethod: "GET", URLPath: "/healthz", ExpectedCodes: "200"}
+	pool := &PoolCreate{Name: "p", Protocol: "TCP", LBMethod: "ROUND_ROBIN", Members: []PoolMember{member}, Monitor: monitor}
+	listener := func(port int) ListenerCreate {
+		return ListenerCreate{Name: "l", Protocol: "TCP", ProtocolPort: port, AllowedCIDRs: []string{"10.0.0.0/8"}, ConnLimit: &limit,
+			TimeoutClientData: &ms, TimeoutMemberConnect: &ms, TimeoutMemberData: &ms, TimeoutTCPInspect: &ms, DefaultPool: pool, Tags: []string{"t"}}
+	}
+	opts := loadBalancerCreateOpts(LoadBalancerCreate{Name: "lb", Description: "d", VipSubnetID: "sub-1", Provider: "amphora", Tags: []string{"t"},
+		Listeners: []ListenerCreate{listener(80), listener(443)}})
 	require.Len(t, opts.Listeners, 2)
 	require.NotNil(t, opts.Listeners[0].DefaultPool.Monitor)
 
@@ -100,11 +95,10 @@ func TestTheLeanCreateBodyIsGophercloudsBody(t *testing.T) {
 	require.NoError(t, err)
 	wantJSON, err := json.Marshal(want)
 	require.NoError(t, err)
-	got, err := json.Marshal(struct {
-		LoadBalancer loadbalancers.CreateOpts `json:"loadbalancer"`
-	}{opts})
+	got, err := RequestBody(LoadBalancerCreate{Name: "lb", Description: "d", VipSubnetID: "sub-1", Provider: "amphora", Tags: []string{"t"},
+		Listeners: []ListenerCreate{listener(80), listener(443)}})
 	require.NoError(t, err)
-	assert.JSONEq(t, string(wantJSON), string(got))
+	assert.JSONEq(t, string(wantJSON), got)
 }
 
 // TestAListWhoseNextPageNeverEndsIsAnError: a cloud linking a next page for
@@ -112,9 +106,9 @@ func TestTheLeanCreateBodyIsGophercloudsBody(t *testing.T) {
 // and gophercloud's pagers, with an error after maxListPages pages, never
 // with what was read so far.
 func TestAListWhoseNextPageNeverEndsIsAnError(t *testing.T) {
-	e, c := emulatorCloud(t)
+	e, c := emulatorClient(t)
 	ctx := t.Context()
-	octavia, err := c.clients.octaviaClient(ctx)
+	octavia, err := c.OctaviaClient(ctx)
 	require.NoError(t, err)
 	_, err = loadbalancers.Create(ctx, octavia, loadbalancers.CreateOpts{Name: "lb", VipNetworkID: e.Fixture().NetworkID}).Extract()
 	require.NoError(t, err)
@@ -134,4 +128,12 @@ func TestAListWhoseNextPageNeverEndsIsAnError(t *testing.T) {
 	}
 	// gophercloud's pager fetches a page before it is counted: one more.
 	assert.Equal(t, 2*maxListPages+1, n, "each listing read its page bound and stopped")
+}
+
+// emulatorClient is a client of a new emulated OpenStack.
+func emulatorClient(t *testing.T) (*emulator.Emulator, *Client) {
+	t.Helper()
+	e := coretest.Serve(t, emulator.New(emulator.Options{}), nil)
+	fx := e.Fixture()
+	return e, New(Settings{AuthURL: e.URL() + "/identity/v3", ApplicationCredentialID: fx.AppCredentialID, ApplicationCredentialSecret: fx.AppCredentialSecret})
 }

@@ -1,16 +1,15 @@
 package openstack
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
 
 // TestEveryRequestBodyIsAsPinned: the bodies the CCM writes to Octavia and
@@ -33,30 +32,26 @@ func TestEveryRequestBodyIsAsPinned(t *testing.T) {
 		}
 	}
 	limit, ms, ref := 100, 5000, "ref-1"
-	for i, u := range []listenerUpdate{
+	for i, u := range []osapi.ListenerUpdate{
 		{AllowedCIDRs: &[]string{}},
 		{AllowedCIDRs: &[]string{"10.0.0.0/8"}, ConnLimit: &limit, DefaultTLSContainerRef: &ref},
 		{TimeoutClientData: &ms, TimeoutMemberConnect: &ms, TimeoutMemberData: &ms, TimeoutTCPInspect: &ms},
 	} {
-		m, err := listenerUpdateOpts(u).ToListenerUpdateMap()
-		got[fmt.Sprintf("listener-update-%d", i)] = asJSON(t, m, err)
+		got[fmt.Sprintf("listener-update-%d", i)] = body(t, u)
 	}
 	desc := fipDescription + "uid-1"
-	for i, o := range []floatingIPCreate{
+	for i, o := range []osapi.FloatingIPCreate{
 		{FloatingNetworkID: "net-1", SubnetID: "", PortID: "port-1", Description: desc},
 		{FloatingNetworkID: "net-1", SubnetID: "sub-1", PortID: "port-1", Description: desc},
 		{FloatingIP: "203.0.113.7", PortID: "port-1", FloatingNetworkID: "net-1", Description: desc},
 	} {
-		m, err := floatingIPCreateOpts(o).ToFloatingIPCreateMap()
-		got[fmt.Sprintf("fip-create-%d", i)] = asJSON(t, m, err)
+		got[fmt.Sprintf("fip-create-%d", i)] = body(t, o)
 	}
-	for i, q := range []floatingIPQuery{{FloatingIP: "203.0.113.7"}, {Description: desc}, {PortID: "port-1"}, {}} {
-		query, err := floatingIPListOpts(q).ToFloatingIPListQuery()
-		got[fmt.Sprintf("fip-list-%d", i)] = asJSON(t, query, err)
+	for i, q := range []osapi.FloatingIPQuery{{FloatingIP: "203.0.113.7"}, {Description: desc}, {PortID: "port-1"}, {}} {
+		got[fmt.Sprintf("fip-list-%d", i)] = body(t, q)
 	}
-	for i, q := range []subnetQuery{{NetworkID: "net-1", IPVersion: 6}, {NetworkID: "net-1"}, {}} {
-		query, err := subnetListOpts(q).ToSubnetListQuery()
-		got[fmt.Sprintf("subnet-list-%d", i)] = asJSON(t, query, err)
+	for i, q := range []osapi.SubnetQuery{{NetworkID: "net-1", IPVersion: 6}, {NetworkID: "net-1"}, {}} {
+		got[fmt.Sprintf("subnet-list-%d", i)] = body(t, q)
 	}
 
 	want := map[string]string{}
@@ -71,16 +66,11 @@ func TestEveryRequestBodyIsAsPinned(t *testing.T) {
 // populated, and bare (step by step) with an additional VIP.
 func loadBalancerBodies(t *testing.T, c *Cloud, svc *v1.Service, s lbSpec, name string, got map[string]string) {
 	t.Helper()
-	body := func(o lbCreate) string {
-		return asJSON(t, struct {
-			LoadBalancer loadbalancers.CreateOpts `json:"loadbalancer"`
-		}{loadBalancerCreateOpts(o)}, nil)
-	}
-	got[name+"/create"] = body(c.createOpts(svc, s))
+	got[name+"/create"] = body(t, c.createOpts(svc, s))
 	c.serial.Store(true)
 	bare := c.createOpts(svc, s)
-	bare.AdditionalVips = []additionalVIP{{SubnetID: "sub-6"}}
-	got[name+"/create-serial"] = body(bare)
+	bare.AdditionalVips = []osapi.AdditionalVIP{{SubnetID: "sub-6"}}
+	got[name+"/create-serial"] = body(t, bare)
 }
 
 // portBodies are the bodies creating the listener, pool and monitor of p
@@ -92,34 +82,27 @@ func portBodies(t *testing.T, c *Cloud, svc *v1.Service, s lbSpec, p v1.ServiceP
 	if first {
 		l.DefaultPoolID = "pool-1"
 	}
-	m, err := listenerCreateOpts(l).ToListenerCreateMap()
-	got[fmt.Sprintf(name, "listener")] = asJSON(t, m, err)
+	got[fmt.Sprintf(name, "listener")] = body(t, l)
 	po := c.poolOpts(s, p)
 	po.ListenerID = "l-1"
-	m, err = poolCreateOpts(po).ToPoolCreateMap()
-	got[fmt.Sprintf(name, "pool")] = asJSON(t, m, err)
+	got[fmt.Sprintf(name, "pool")] = body(t, po)
 	if s.monitor != nil {
 		want := c.monitorOpts(s, p)
 		want.PoolID = "pool-1"
-		m, err = monitorCreateOpts(want).ToMonitorCreateMap()
-		got[fmt.Sprintf(name, "monitor")] = asJSON(t, m, err)
-		u := monitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
-		m, err = monitorUpdateOpts(u).ToMonitorUpdateMap()
-		got[fmt.Sprintf(name, "monitor-update")] = asJSON(t, m, err)
+		got[fmt.Sprintf(name, "monitor")] = body(t, want)
+		u := osapi.MonitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
+		got[fmt.Sprintf(name, "monitor-update")] = body(t, u)
 	}
-	got[fmt.Sprintf(name, "members")] = asJSON(t, struct {
-		Members []pools.BatchUpdateMemberOpts `json:"members"`
-	}{memberBatchOpts(c.memberOpts(s, p))}, nil)
-	m, err = memberCreateOpts(memberOpt(s, p, "10.0.0.3")).ToMemberCreateMap()
-	got[fmt.Sprintf(name, "member")] = asJSON(t, m, err)
+	got[fmt.Sprintf(name, "members")] = body(t, c.memberOpts(s, p))
+	got[fmt.Sprintf(name, "member")] = body(t, memberOpt(s, p, "10.0.0.3"))
 }
 
-func asJSON(t *testing.T, v any, err error) string {
+// body is what the API sends for opts.
+func body(t *testing.T, opts any) string {
 	t.Helper()
+	b, err := osapi.RequestBody(opts)
 	require.NoError(t, err)
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return string(b)
+	return b
 }
 
 type wireScenario struct {

@@ -1,4 +1,4 @@
-package openstack
+package osapi
 
 import (
 	"cmp"
@@ -18,18 +18,18 @@ import (
 // Octavia's calls: load balancers, listeners, pools, members and health
 // monitors.
 
-// octaviaVersions reads Octavia's version list (GET on the endpoint's root)
+// OctaviaVersions reads Octavia's version list (GET on the endpoint's root)
 // into into.
-func (gw *gateway) octaviaVersions(ctx context.Context, into any) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+func (gw *Client) OctaviaVersions(ctx context.Context, into any) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		_, err := sc.Get(ctx, sc.Endpoint, into, &gophercloud.RequestOpts{OkCodes: []int{200, 300}}) //nolint:bodyclose // gophercloud decodes and closes it
 		return err
 	})
 }
 
-// loadBalancer is the part of an Octavia load balancer the CCM uses (the
+// LoadBalancer is the part of an Octavia load balancer the CCM uses (the
 // names are Octavia's, as gophercloud spells them).
-type loadBalancer struct {
+type LoadBalancer struct {
 	ID, Name           string
 	ProvisioningStatus string
 	Tags               []string
@@ -39,36 +39,36 @@ type loadBalancer struct {
 	VipAddress, VipPortID, VipSubnetID string
 	FlavorID, AvailabilityZone         string
 	// AdditionalVips: a dual-stack load balancer's VIP of the other family.
-	AdditionalVips []additionalVIP
+	AdditionalVips []AdditionalVIP
 	// Listeners and Pools name its children.
-	Listeners, Pools []objectRef
+	Listeners, Pools []ObjectRef
 }
 
-// additionalVIP is a load balancer's additional VIP.
-type additionalVIP struct{ SubnetID, IPAddress string }
+// AdditionalVIP is a load balancer's additional VIP.
+type AdditionalVIP struct{ SubnetID, IPAddress string }
 
-// objectRef names a child of a load balancer.
-type objectRef struct{ ID string }
+// ObjectRef names a child of a load balancer.
+type ObjectRef struct{ ID string }
 
 // asLoadBalancer is the part of gophercloud's load balancer the CCM uses.
-func asLoadBalancer(lb *loadbalancers.LoadBalancer) loadBalancer {
-	out := loadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, Tags: lb.Tags, CreatedAt: lb.CreatedAt,
+func asLoadBalancer(lb *loadbalancers.LoadBalancer) LoadBalancer {
+	out := LoadBalancer{ID: lb.ID, Name: lb.Name, ProvisioningStatus: lb.ProvisioningStatus, Tags: lb.Tags, CreatedAt: lb.CreatedAt,
 		VipAddress: lb.VipAddress, VipPortID: lb.VipPortID, VipSubnetID: lb.VipSubnetID,
 		FlavorID: lb.FlavorID, AvailabilityZone: lb.AvailabilityZone}
 	for _, v := range lb.AdditionalVips {
-		out.AdditionalVips = append(out.AdditionalVips, additionalVIP{SubnetID: v.SubnetID, IPAddress: v.IPAddress})
+		out.AdditionalVips = append(out.AdditionalVips, AdditionalVIP{SubnetID: v.SubnetID, IPAddress: v.IPAddress})
 	}
 	for _, l := range lb.Listeners {
-		out.Listeners = append(out.Listeners, objectRef{ID: l.ID})
+		out.Listeners = append(out.Listeners, ObjectRef{ID: l.ID})
 	}
 	for _, p := range lb.Pools {
-		out.Pools = append(out.Pools, objectRef{ID: p.ID})
+		out.Pools = append(out.Pools, ObjectRef{ID: p.ID})
 	}
 	return out
 }
 
 // asLoadBalancerOrNil is asLoadBalancer of a call's answer.
-func asLoadBalancerOrNil(lb *loadbalancers.LoadBalancer, err error) (*loadBalancer, error) {
+func asLoadBalancerOrNil(lb *loadbalancers.LoadBalancer, err error) (*LoadBalancer, error) {
 	if err != nil || lb == nil {
 		return nil, err
 	}
@@ -76,20 +76,21 @@ func asLoadBalancerOrNil(lb *loadbalancers.LoadBalancer, err error) (*loadBalanc
 	return &out, nil
 }
 
-func (gw *gateway) getLoadBalancer(ctx context.Context, id string) (*loadBalancer, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadBalancer, error) {
+// GetLoadBalancer reads a load balancer: outcome.ErrNotFound when it is gone.
+func (gw *Client) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer, error) {
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) (*LoadBalancer, error) {
 		return asLoadBalancerOrNil(loadbalancers.Get(ctx, sc, id).Extract())
 	})
 }
 
-// listLoadBalancers lists the load balancers that carry tag.
-func (gw *gateway) listLoadBalancers(ctx context.Context, tag string) ([]loadBalancer, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]loadBalancer, error) {
+// ListLoadBalancers lists the load balancers that carry tag.
+func (gw *Client) ListLoadBalancers(ctx context.Context, tag string) ([]LoadBalancer, error) {
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]LoadBalancer, error) {
 		lbs, err := allPages(ctx, loadbalancers.List(sc, loadbalancers.ListOpts{Tags: []string{tag}}), loadbalancers.ExtractLoadBalancers)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]loadBalancer, len(lbs))
+		out := make([]LoadBalancer, len(lbs))
 		for i := range lbs {
 			out[i] = asLoadBalancer(&lbs[i])
 		}
@@ -97,141 +98,155 @@ func (gw *gateway) listLoadBalancers(ctx context.Context, tag string) ([]loadBal
 	})
 }
 
-// octaviaCreateTimeout bounds the attempt of a load balancer's create:
+// OctaviaCreateTimeout bounds the attempt of a load balancer's create:
 // Octavia's API allocates the VIP port in Neutron before it answers, and
 // under load that took 45 s on a real Zed, past the transport's 30 s. A
 // create cut short anyway is waited for (Cloud.unanswered) before another.
-const octaviaCreateTimeout = 2 * time.Minute
+const OctaviaCreateTimeout = 2 * time.Minute
 
-func (gw *gateway) createLoadBalancer(ctx context.Context, opts lbCreate) (*loadBalancer, error) {
-	ctx = cloudapi.WithAttemptTimeout(ctx, cmp.Or(gw.createTimeout, octaviaCreateTimeout))
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (*loadBalancer, error) {
+// CreateLoadBalancer creates a load balancer, bare or fully populated, its
+// attempt bounded by OctaviaCreateTimeout (CreateTimeout when set): an
+// answer lost past it is found again by its name (the provider's
+// duplicates.go).
+func (gw *Client) CreateLoadBalancer(ctx context.Context, opts LoadBalancerCreate) (*LoadBalancer, error) {
+	ctx = cloudapi.WithAttemptTimeout(ctx, cmp.Or(gw.CreateTimeout, OctaviaCreateTimeout))
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) (*LoadBalancer, error) {
 		return asLoadBalancerOrNil(createLoadBalancer(ctx, sc, loadBalancerCreateOpts(opts)))
 	})
 }
 
-// setLoadBalancerTags replaces the load balancer's tags.
-func (gw *gateway) setLoadBalancerTags(ctx context.Context, id string, tags []string) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+// SetLoadBalancerTags replaces the load balancer's tags.
+func (gw *Client) SetLoadBalancerTags(ctx context.Context, id string, tags []string) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return discard(loadbalancers.Update(ctx, sc, id, loadbalancers.UpdateOpts{Tags: &tags}).Extract())
 	})
 }
 
-// deleteLoadBalancer deletes a load balancer with all it has (cascade).
-func (gw *gateway) deleteLoadBalancer(ctx context.Context, id string) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+// DeleteLoadBalancer deletes a load balancer with all it has (cascade).
+func (gw *Client) DeleteLoadBalancer(ctx context.Context, id string) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return alreadyGone(loadbalancers.Delete(ctx, sc, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr())
 	})
 }
 
-// loadBalancerStatuses reads the load balancer's status tree into into.
-func (gw *gateway) loadBalancerStatuses(ctx context.Context, id string, into any) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+// LoadBalancerStatuses reads the load balancer's status tree into into.
+func (gw *Client) LoadBalancerStatuses(ctx context.Context, id string, into any) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return loadbalancers.GetStatuses(ctx, sc, id).ExtractInto(into)
 	})
 }
 
-// listListeners lists the load balancer's listeners.
-func (gw *gateway) listListeners(ctx context.Context, lbID string) ([]lbListener, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbListener, error) {
+// ListListeners lists the load balancer's listeners.
+func (gw *Client) ListListeners(ctx context.Context, lbID string) ([]Listener, error) {
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Listener, error) {
 		return asListeners(allPages(ctx, listeners.List(sc, listeners.ListOpts{LoadbalancerID: lbID}), listeners.ExtractListeners))
 	})
 }
 
-// listAllListeners lists every listener of the project.
-func (gw *gateway) listAllListeners(ctx context.Context) ([]lbListener, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbListener, error) {
+// ListAllListeners lists every listener of the project.
+func (gw *Client) ListAllListeners(ctx context.Context) ([]Listener, error) {
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Listener, error) {
 		return asListeners(listAll[listeners.Listener](ctx, sc, "listeners", nil, "lbaas", "listeners"))
 	})
 }
 
-func (gw *gateway) createListener(ctx context.Context, opts listenerCreate) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+// CreateListener creates a listener on a load balancer.
+func (gw *Client) CreateListener(ctx context.Context, opts ListenerCreate) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return discard(listeners.Create(ctx, sc, listenerCreateOpts(opts)).Extract())
 	})
 }
 
-func (gw *gateway) updateListener(ctx context.Context, id string, opts listenerUpdate) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+// UpdateListener changes what opts sets of the listener.
+func (gw *Client) UpdateListener(ctx context.Context, id string, opts ListenerUpdate) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return discard(listeners.Update(ctx, sc, id, listenerUpdateOpts(opts)).Extract())
 	})
 }
 
-func (gw *gateway) deleteListener(ctx context.Context, id string) error {
-	return deleteBy(ctx, gw, svcOctavia, id, listeners.Delete)
+// DeleteListener deletes a listener (gone already: nil).
+func (gw *Client) DeleteListener(ctx context.Context, id string) error {
+	return deleteBy(ctx, gw, Octavia, id, listeners.Delete)
 }
 
-func (gw *gateway) listPools(ctx context.Context, lbID string) ([]lbPool, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbPool, error) {
+// ListPools lists the load balancer's pools, with their listeners and
+// members.
+func (gw *Client) ListPools(ctx context.Context, lbID string) ([]Pool, error) {
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Pool, error) {
 		return asPools(listPools(ctx, sc, lbID))
 	})
 }
 
-// listAllPools lists every pool of the project, with the fields the drift
+// ListAllPools lists every pool of the project, with the fields the drift
 // check reads (their members' and health monitor's ids among them).
-func (gw *gateway) listAllPools(ctx context.Context) ([]lbPool, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbPool, error) {
+func (gw *Client) ListAllPools(ctx context.Context) ([]Pool, error) {
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Pool, error) {
 		return asPools(listAll[leanPool](ctx, sc, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools"))
 	})
 }
 
-func (gw *gateway) createPool(ctx context.Context, opts poolCreate) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+// CreatePool creates a pool for a listener.
+func (gw *Client) CreatePool(ctx context.Context, opts PoolCreate) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return discard(pools.Create(ctx, sc, poolCreateOpts(opts)).Extract())
 	})
 }
 
-// updatePool changes the pool's load-balancing method.
-func (gw *gateway) updatePool(ctx context.Context, id string, u poolUpdate) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+// UpdatePool changes the pool's load-balancing method.
+func (gw *Client) UpdatePool(ctx context.Context, id string, u PoolUpdate) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return discard(pools.Update(ctx, sc, id, pools.UpdateOpts{LBMethod: pools.LBMethod(u.LBMethod)}).Extract())
 	})
 }
 
-func (gw *gateway) deletePool(ctx context.Context, id string) error {
-	return deleteBy(ctx, gw, svcOctavia, id, pools.Delete)
+// DeletePool deletes a pool (gone already: nil).
+func (gw *Client) DeletePool(ctx context.Context, id string) error {
+	return deleteBy(ctx, gw, Octavia, id, pools.Delete)
 }
 
-func (gw *gateway) listMembers(ctx context.Context, poolID string) ([]leanMember, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]leanMember, error) {
+// ListMembers lists the pool's members, with the fields compared.
+func (gw *Client) ListMembers(ctx context.Context, poolID string) ([]Member, error) {
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Member, error) {
 		return listMembers(ctx, sc, poolID)
 	})
 }
 
-func (gw *gateway) putMembers(ctx context.Context, poolID string, members []poolMember) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+// PutMembers makes the pool's members these, in one batch update.
+func (gw *Client) PutMembers(ctx context.Context, poolID string, members []PoolMember) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return putMembers(ctx, sc, poolID, memberBatchOpts(members))
 	})
 }
 
-// addMember creates one member of the pool: a Node joining is one member
+// AddMember creates one member of the pool: a Node joining is one member
 // sent, where the batch update says every member again. Octavia refuses a
 // second member of one address and port (409).
-func (gw *gateway) addMember(ctx context.Context, poolID string, m poolMember) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+func (gw *Client) AddMember(ctx context.Context, poolID string, m PoolMember) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return discard(pools.CreateMember(ctx, sc, poolID, memberCreateOpts(m)).Extract())
 	})
 }
 
-func (gw *gateway) getMonitor(ctx context.Context, id string) (lbMonitor, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) (lbMonitor, error) {
+// GetMonitor reads a health monitor: outcome.ErrNotFound when it is gone.
+func (gw *Client) GetMonitor(ctx context.Context, id string) (Monitor, error) {
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) (Monitor, error) {
 		m, err := monitors.Get(ctx, sc, id).Extract()
 		if err != nil {
-			return lbMonitor{}, err
+			return Monitor{}, err
 		}
 		return asMonitor(m), nil
 	})
 }
 
-// listAllMonitors lists every health monitor of the project (the drift
+// ListAllMonitors lists every health monitor of the project (the drift
 // check's: every field the CCM sends of one).
-func (gw *gateway) listAllMonitors(ctx context.Context) ([]lbMonitor, error) {
-	return call(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) ([]lbMonitor, error) {
+func (gw *Client) ListAllMonitors(ctx context.Context) ([]Monitor, error) {
+	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Monitor, error) {
 		all, err := listAll[monitors.Monitor](ctx, sc, "healthmonitors", nil, "lbaas", "healthmonitors")
 		if err != nil {
 			return nil, err
 		}
-		out := make([]lbMonitor, len(all))
+		out := make([]Monitor, len(all))
 		for i := range all {
 			out[i] = asMonitor(&all[i])
 		}
@@ -240,26 +255,29 @@ func (gw *gateway) listAllMonitors(ctx context.Context) ([]lbMonitor, error) {
 }
 
 // asMonitor is the part of a health monitor the CCM compares.
-func asMonitor(m *monitors.Monitor) lbMonitor {
-	return lbMonitor{ID: m.ID, Name: m.Name, Type: m.Type, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries,
+func asMonitor(m *monitors.Monitor) Monitor {
+	return Monitor{ID: m.ID, Name: m.Name, Type: m.Type, Delay: m.Delay, Timeout: m.Timeout, MaxRetries: m.MaxRetries,
 		MaxRetriesDown: m.MaxRetriesDown, HTTPMethod: m.HTTPMethod, URLPath: m.URLPath, ExpectedCodes: m.ExpectedCodes}
 }
 
-func (gw *gateway) createMonitor(ctx context.Context, opts monitorCreate) error {
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+// CreateMonitor creates a pool's health monitor.
+func (gw *Client) CreateMonitor(ctx context.Context, opts MonitorCreate) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return discard(monitors.Create(ctx, sc, monitorCreateOpts(opts)).Extract())
 	})
 }
 
-func (gw *gateway) updateMonitor(ctx context.Context, id string, opts monitorUpdate) error {
+// UpdateMonitor changes what opts sets of the health monitor.
+func (gw *Client) UpdateMonitor(ctx context.Context, id string, opts MonitorUpdate) error {
 	u := monitorUpdateOpts(opts)
-	return do(ctx, gw, svcOctavia, func(sc *gophercloud.ServiceClient) error {
+	return do(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) error {
 		return discard(monitors.Update(ctx, sc, id, u).Extract())
 	})
 }
 
-func (gw *gateway) deleteMonitor(ctx context.Context, id string) error {
-	return deleteBy(ctx, gw, svcOctavia, id, monitors.Delete)
+// DeleteMonitor deletes a health monitor (gone already: nil).
+func (gw *Client) DeleteMonitor(ctx context.Context, id string) error {
+	return deleteBy(ctx, gw, Octavia, id, monitors.Delete)
 }
 
 // listPools lists the load balancer's pools.
@@ -276,20 +294,20 @@ type leanPool struct {
 	Protocol  string      `json:"protocol"`
 	LBMethod  string      `json:"lb_algorithm"`
 	MonitorID string      `json:"healthmonitor_id"`
-	Listeners []objectRef `json:"listeners"`
-	Members   []objectRef `json:"members"`
+	Listeners []ObjectRef `json:"listeners"`
+	Members   []ObjectRef `json:"members"`
 }
 
-// leanMember is what the CCM compares of a member.
-type leanMember struct {
+// Member is what the CCM compares of a member.
+type Member struct {
 	Address      string `json:"address"`
 	ProtocolPort int    `json:"protocol_port"`
 	MonitorPort  *int   `json:"monitor_port"`
 }
 
 // listMembers lists the pool's members, with only the fields compared.
-func listMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string) ([]leanMember, error) {
-	return listAll[leanMember](ctx, octavia, "members", url.Values{"fields": {"address", "protocol_port", "monitor_port"}}, "lbaas", "pools", poolID, "members")
+func listMembers(ctx context.Context, octavia *gophercloud.ServiceClient, poolID string) ([]Member, error) {
+	return listAll[Member](ctx, octavia, "members", url.Values{"fields": {"address", "protocol_port", "monitor_port"}}, "lbaas", "pools", poolID, "members")
 }
 
 // putMembers replaces the pool's members in one batch update. The body is
@@ -322,14 +340,14 @@ func createLoadBalancer(ctx context.Context, octavia *gophercloud.ServiceClient,
 // What the CCM reads of Octavia's listeners and pools, from gophercloud's.
 
 // asListeners is the part of each listener the CCM reads (a list's answer).
-func asListeners(all []listeners.Listener, err error) ([]lbListener, error) {
+func asListeners(all []listeners.Listener, err error) ([]Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]lbListener, len(all))
+	out := make([]Listener, len(all))
 	for i := range all {
 		l := &all[i]
-		out[i] = lbListener{ID: l.ID, Name: l.Name, Protocol: l.Protocol, ProtocolPort: l.ProtocolPort,
+		out[i] = Listener{ID: l.ID, Name: l.Name, Protocol: l.Protocol, ProtocolPort: l.ProtocolPort,
 			DefaultPoolID: l.DefaultPoolID, DefaultTLSContainerRef: l.DefaultTlsContainerRef,
 			AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
 			TimeoutClientData: l.TimeoutClientData, TimeoutMemberConnect: l.TimeoutMemberConnect,
@@ -340,11 +358,11 @@ func asListeners(all []listeners.Listener, err error) ([]lbListener, error) {
 
 // asPools is the part of each pool the CCM reads (a list's answer); a pool
 // with no members has none (nil), as one that never had.
-func asPools(all []leanPool, err error) ([]lbPool, error) {
+func asPools(all []leanPool, err error) ([]Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]lbPool, len(all))
+	out := make([]Pool, len(all))
 	for i, p := range all {
 		if len(p.Members) == 0 {
 			p.Members = nil
@@ -352,7 +370,7 @@ func asPools(all []leanPool, err error) ([]lbPool, error) {
 		if len(p.Listeners) == 0 {
 			p.Listeners = nil
 		}
-		out[i] = lbPool(p)
+		out[i] = Pool(p)
 	}
 	return out, nil
 }
@@ -362,7 +380,7 @@ func asPools(all []leanPool, err error) ([]lbPool, error) {
 // options, when the CCM built them itself, made (TestEveryRequestBodyIsAsPinned).
 
 // loadBalancerCreateOpts is opts as gophercloud's.
-func loadBalancerCreateOpts(o lbCreate) loadbalancers.CreateOpts {
+func loadBalancerCreateOpts(o LoadBalancerCreate) loadbalancers.CreateOpts {
 	out := loadbalancers.CreateOpts{
 		Name: o.Name, Description: o.Description,
 		VipSubnetID: o.VipSubnetID, VipNetworkID: o.VipNetworkID, VipPortID: o.VipPortID, VipAddress: o.VipAddress,
@@ -384,7 +402,7 @@ func loadBalancerCreateOpts(o lbCreate) loadbalancers.CreateOpts {
 }
 
 // listenerCreateOpts is opts as gophercloud's.
-func listenerCreateOpts(o listenerCreate) listeners.CreateOpts {
+func listenerCreateOpts(o ListenerCreate) listeners.CreateOpts {
 	out := listeners.CreateOpts{
 		LoadbalancerID: o.LoadBalancerID, Name: o.Name,
 		Protocol: listeners.Protocol(o.Protocol), ProtocolPort: o.ProtocolPort,
@@ -402,7 +420,7 @@ func listenerCreateOpts(o listenerCreate) listeners.CreateOpts {
 }
 
 // listenerUpdateOpts is opts as gophercloud's.
-func listenerUpdateOpts(o listenerUpdate) listeners.UpdateOpts {
+func listenerUpdateOpts(o ListenerUpdate) listeners.UpdateOpts {
 	return listeners.UpdateOpts{
 		InsertHeaders: o.InsertHeaders, AllowedCIDRs: o.AllowedCIDRs, ConnLimit: o.ConnLimit, DefaultTlsContainerRef: o.DefaultTLSContainerRef,
 		TimeoutClientData: o.TimeoutClientData, TimeoutMemberConnect: o.TimeoutMemberConnect,
@@ -412,7 +430,7 @@ func listenerUpdateOpts(o listenerUpdate) listeners.UpdateOpts {
 
 // poolCreateOpts is opts as gophercloud's; a monitor only when it has one
 // (gophercloud's is an interface: a nil one is not sent).
-func poolCreateOpts(o poolCreate) pools.CreateOpts {
+func poolCreateOpts(o PoolCreate) pools.CreateOpts {
 	out := pools.CreateOpts{
 		ListenerID: o.ListenerID, Name: o.Name,
 		Protocol: pools.Protocol(o.Protocol), LBMethod: pools.LBMethod(o.LBMethod),
@@ -431,7 +449,7 @@ func poolCreateOpts(o poolCreate) pools.CreateOpts {
 
 // memberBatchOpts are members as a batch update of gophercloud's takes
 // them: a subnet only when one is named.
-func memberBatchOpts(members []poolMember) []pools.BatchUpdateMemberOpts {
+func memberBatchOpts(members []PoolMember) []pools.BatchUpdateMemberOpts {
 	out := make([]pools.BatchUpdateMemberOpts, 0, len(members))
 	for _, m := range members {
 		o := pools.BatchUpdateMemberOpts{Address: m.Address, ProtocolPort: m.ProtocolPort, MonitorPort: m.MonitorPort}
@@ -446,12 +464,12 @@ func memberBatchOpts(members []poolMember) []pools.BatchUpdateMemberOpts {
 
 // memberCreateOpts is m as gophercloud's create takes it: the fields of
 // the batch update's member, no more.
-func memberCreateOpts(m poolMember) pools.CreateMemberOpts {
+func memberCreateOpts(m PoolMember) pools.CreateMemberOpts {
 	return pools.CreateMemberOpts{Address: m.Address, ProtocolPort: m.ProtocolPort, SubnetID: m.SubnetID, MonitorPort: m.MonitorPort}
 }
 
 // monitorCreateOpts is opts as gophercloud's.
-func monitorCreateOpts(o monitorCreate) monitors.CreateOpts {
+func monitorCreateOpts(o MonitorCreate) monitors.CreateOpts {
 	return monitors.CreateOpts{
 		PoolID: o.PoolID, Name: o.Name, Type: o.Type,
 		Delay: o.Delay, Timeout: o.Timeout, MaxRetries: o.MaxRetries, MaxRetriesDown: o.MaxRetriesDown,
@@ -460,7 +478,7 @@ func monitorCreateOpts(o monitorCreate) monitors.CreateOpts {
 }
 
 // monitorUpdateOpts is opts as gophercloud's.
-func monitorUpdateOpts(o monitorUpdate) monitors.UpdateOpts {
+func monitorUpdateOpts(o MonitorUpdate) monitors.UpdateOpts {
 	return monitors.UpdateOpts{Delay: o.Delay, Timeout: o.Timeout, MaxRetries: o.MaxRetries, MaxRetriesDown: o.MaxRetriesDown, URLPath: o.URLPath,
 		HTTPMethod: o.HTTPMethod, ExpectedCodes: o.ExpectedCodes}
 }

@@ -1,51 +1,51 @@
-package openstack
+package osapi
 
-// lbCreate is what a load balancer is created with: bare (step by step),
+// LoadBalancerCreate is what a load balancer is created with: bare (step by step),
 // or fully populated with its listeners, each with its pool, members and
 // health monitor. An unset field is not sent.
-type lbCreate struct {
+type LoadBalancerCreate struct {
 	Name, Description                                string
 	VipSubnetID, VipNetworkID, VipPortID, VipAddress string
 	Provider, FlavorID, AvailabilityZone             string
 	Tags                                             []string
 	// AdditionalVips: a dual-stack load balancer's VIP of the other family.
-	AdditionalVips []additionalVIP
-	Listeners      []listenerCreate
+	AdditionalVips []AdditionalVIP
+	Listeners      []ListenerCreate
 }
 
-// subnet is the part of a Neutron subnet the CCM reads.
-type subnet struct {
+// Subnet is the part of a Neutron subnet the CCM reads.
+type Subnet struct {
 	ID, Name, NetworkID, CIDR string
 	Tags                      []string
 }
 
-// subnetQuery is which subnets to list ("", 0: any).
-type subnetQuery struct {
+// SubnetQuery is which subnets to list ("", 0: any).
+type SubnetQuery struct {
 	NetworkID string
 	IPVersion int
 }
 
-// floatingIP is the part of a Neutron floating IP the CCM reads.
-type floatingIP struct {
+// FloatingIP is the part of a Neutron floating IP the CCM reads.
+type FloatingIP struct {
 	ID, FloatingIP    string // its id and address
 	PortID            string // the port it is on, "" when free
 	FloatingNetworkID string
 	Description       string // whose it is (fipDescription)
 }
 
-// floatingIPCreate is what a floating IP is allocated with: from
+// FloatingIPCreate is what a floating IP is allocated with: from
 // FloatingNetworkID (on SubnetID, at the address FloatingIP when set), on
 // PortID. An unset field is not sent.
-type floatingIPCreate struct {
+type FloatingIPCreate struct {
 	FloatingNetworkID, SubnetID, FloatingIP string
 	PortID, Description                     string
 }
 
-// floatingIPQuery is which floating IPs to list ("": any).
-type floatingIPQuery struct{ FloatingIP, Description, PortID string }
+// FloatingIPQuery is which floating IPs to list ("": any).
+type FloatingIPQuery struct{ FloatingIP, Description, PortID string }
 
-// server is the part of a Nova server the CCM uses.
-type server struct {
+// Server is the part of a Nova server the CCM uses.
+type Server struct {
 	ID     string `json:"id"`
 	Name   string `json:"name"`
 	Status string `json:"status"`
@@ -53,15 +53,15 @@ type server struct {
 		ID           string `json:"id"`
 		OriginalName string `json:"original_name"`
 	} `json:"flavor"`
-	AvailabilityZone string                   `json:"OS-EXT-AZ:availability_zone"`
-	Addresses        map[string][]novaAddress `json:"addresses"`
-	AccessIPv4       string                   `json:"accessIPv4"`
-	AccessIPv6       string                   `json:"accessIPv6"`
-	Updated          string                   `json:"updated"`
+	AvailabilityZone string                     `json:"OS-EXT-AZ:availability_zone"`
+	Addresses        map[string][]ServerAddress `json:"addresses"`
+	AccessIPv4       string                     `json:"accessIPv4"`
+	AccessIPv6       string                     `json:"accessIPv6"`
+	Updated          string                     `json:"updated"`
 }
 
-// lbListener is the part of an Octavia listener the CCM reads.
-type lbListener struct {
+// Listener is the part of an Octavia listener the CCM reads.
+type Listener struct {
 	ID, Name               string
 	Protocol               string
 	ProtocolPort           int
@@ -76,27 +76,27 @@ type lbListener struct {
 	InsertHeaders map[string]string
 }
 
-// lbMonitor is the part of a health monitor the CCM compares.
-type lbMonitor struct {
+// Monitor is the part of a health monitor the CCM compares.
+type Monitor struct {
 	ID, Name, Type                             string
 	Delay, Timeout, MaxRetries, MaxRetriesDown int
 	HTTPMethod, URLPath, ExpectedCodes         string
 }
 
-// lbPool is the part of an Octavia pool the CCM reads.
-type lbPool struct {
+// Pool is the part of an Octavia pool the CCM reads.
+type Pool struct {
 	ID, Name           string
 	Protocol, LBMethod string
 	MonitorID          string // its health monitor's, "" with none
 	// Listeners and Members name the listeners using it and its members.
-	Listeners, Members []objectRef
+	Listeners, Members []ObjectRef
 }
 
-// listenerCreate is what a listener is created with: on its own
+// ListenerCreate is what a listener is created with: on its own
 // (LoadBalancerID, and the pool it takes over by DefaultPoolID), or in a
 // fully populated load balancer (with its DefaultPool). An unset field is
 // not sent.
-type listenerCreate struct {
+type ListenerCreate struct {
 	LoadBalancerID, Name string
 	Protocol             string
 	ProtocolPort         int
@@ -108,13 +108,13 @@ type listenerCreate struct {
 	InsertHeaders          map[string]string
 	DefaultTLSContainerRef string
 	DefaultPoolID          string
-	DefaultPool            *poolCreate
+	DefaultPool            *PoolCreate
 	Tags                   []string
 }
 
-// listenerUpdate is what converge changes of a listener in place; nil is
+// ListenerUpdate is what converge changes of a listener in place; nil is
 // left as it is (a pointer to an empty AllowedCIDRs clears them).
-type listenerUpdate struct {
+type ListenerUpdate struct {
 	InsertHeaders          *map[string]string
 	AllowedCIDRs           *[]string
 	ConnLimit              *int
@@ -123,89 +123,95 @@ type listenerUpdate struct {
 	TimeoutClientData, TimeoutMemberConnect, TimeoutMemberData, TimeoutTCPInspect *int
 }
 
-// monitorCreate is what a health monitor is created with (for PoolID, or in
+// MonitorCreate is what a health monitor is created with (for PoolID, or in
 // a fully populated load balancer).
-type monitorCreate struct {
+type MonitorCreate struct {
 	PoolID, Name, Type                         string
 	Delay, Timeout, MaxRetries, MaxRetriesDown int
 	HTTPMethod, URLPath, ExpectedCodes         string
 }
 
-// monitorUpdate is what converge changes of a health monitor (a zero is
+// MonitorUpdate is what converge changes of a health monitor (a zero is
 // not sent).
-type monitorUpdate struct {
+type MonitorUpdate struct {
 	Delay, Timeout, MaxRetries, MaxRetriesDown int
 	URLPath                                    string
 	// HTTPMethod, ExpectedCodes: sent only when they differ.
 	HTTPMethod, ExpectedCodes string
 }
 
-// poolCreate is what a pool is created with: for a listener (ListenerID),
+// PoolCreate is what a pool is created with: for a listener (ListenerID),
 // or in a fully populated load balancer with its members and monitor.
-type poolCreate struct {
+type PoolCreate struct {
 	ListenerID, Name   string
 	Protocol, LBMethod string
-	Members            []poolMember
-	Monitor            *monitorCreate
+	Members            []PoolMember
+	Monitor            *MonitorCreate
 }
 
-// poolMember is a pool's member as the CCM writes it: created with its
+// PoolMember is a pool's member as the CCM writes it: created with its
 // pool, or in a batch update of all of them.
-type poolMember struct {
+type PoolMember struct {
 	Address      string
 	ProtocolPort int
 	SubnetID     string // "": Octavia's choice (the VIP's subnet)
 	MonitorPort  *int   // nil: its ProtocolPort
 }
 
-// poolUpdate is what converge changes of a pool ("": not sent).
-type poolUpdate struct {
+// PoolUpdate is what converge changes of a pool ("": not sent).
+type PoolUpdate struct {
 	LBMethod string
 }
 
 // The fields of Neutron's ports, networks and trunks that make the servers'
 // addresses; each list asks Neutron for these only.
-type (
-	leanPort struct {
-		ID          string        `json:"id"`
-		DeviceID    string        `json:"device_id"`
-		DeviceOwner string        `json:"device_owner"`
-		NetworkID   string        `json:"network_id"`
-		FixedIPs    []leanFixedIP `json:"fixed_ips"`
-	}
-	leanFixedIP struct {
-		IPAddress string `json:"ip_address"`
-	}
-	leanNetwork struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	}
-	leanTrunk struct {
-		PortID   string `json:"port_id"`
-		Subports []struct {
-			PortID string `json:"port_id"`
-		} `json:"sub_ports"`
-	}
-)
 
-// extraRoute is one of the router's extraroutes.
-type extraRoute struct{ destination, nextHop string }
-
-// sgRuleKey identifies a rule as it is compared: what it lets in.
-type sgRuleKey struct {
-	ether, proto, remote string
-	min, max             int
+// Port is a port: whose (its device), on which network, at which addresses.
+type Port struct {
+	ID          string    `json:"id"`
+	DeviceID    string    `json:"device_id"`
+	DeviceOwner string    `json:"device_owner"`
+	NetworkID   string    `json:"network_id"`
+	FixedIPs    []FixedIP `json:"fixed_ips"`
 }
 
-// sgKnownPort is a port as last read or written.
-type sgKnownPort struct {
-	id       string
-	groups   []string
-	revision int
+// FixedIP is one of a port's addresses.
+type FixedIP struct {
+	IPAddress string `json:"ip_address"`
 }
 
-// sgPortFields are the fields of a port the placement reads.
-type sgPortView struct {
+// Network is a network's id and name.
+type Network struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// Trunk is a trunk's parent port and its sub-ports.
+type Trunk struct {
+	PortID   string `json:"port_id"`
+	Subports []struct {
+		PortID string `json:"port_id"`
+	} `json:"sub_ports"`
+}
+
+// Route is one of the router's extraroutes.
+type Route struct{ Destination, NextHop string }
+
+// RuleKey identifies a rule as it is compared: what it lets in.
+type RuleKey struct {
+	Ether, Proto, Remote string
+	Min, Max             int
+}
+
+// PortGroups is a port as last read or written.
+type PortGroups struct {
+	ID       string
+	Groups   []string
+	Revision int
+}
+
+// PortView are the fields of a port the placement reads.
+type PortView struct {
 	ID             string   `json:"id"`
 	DeviceID       string   `json:"device_id"`
 	SecurityGroups []string `json:"security_groups"`
@@ -216,8 +222,8 @@ type sgPortView struct {
 	} `json:"fixed_ips"`
 }
 
-// novaAddress is one entry of a server's "addresses" map.
-type novaAddress struct {
+// ServerAddress is one entry of a server's "addresses" map.
+type ServerAddress struct {
 	Addr    string `json:"addr"`
 	Version int    `json:"version"`
 	Type    string `json:"OS-EXT-IPS:type"` // fixed or floating

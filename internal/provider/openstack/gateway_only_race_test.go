@@ -1,5 +1,0 @@
-//go:build race
-
-package openstack
-
-func init() { listFlags = append(listFlags, "-race") }
