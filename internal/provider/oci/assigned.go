@@ -109,12 +109,12 @@ func (s lbSpec) assigned() map[annotation.Name]string {
 // other than own (the FAILED one being replaced: its addresses are its
 // own) holds in the subnet. It reads the subnet (once an hour) and one
 // listing per address.
-func (s steps) checkAssigned(ctx context.Context, spec lbSpec, own ociapi.LB) error {
+func (st *steps) checkAssigned(ctx context.Context, spec lbSpec, own ociapi.LB) error {
 	assigned := spec.assigned()
 	if spec.kind != ociapi.KindNLB || len(assigned) == 0 {
 		return nil
 	}
-	sub, err := s.subnet(ctx, spec.subnets[0])
+	sub, err := st.subnet(ctx, spec.subnets[0])
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s steps) checkAssigned(ctx context.Context, spec lbSpec, own ociapi.LB) er
 		if hasAddr(own, a) {
 			continue
 		}
-		holder, err := s.holderOf(ctx, sub.ID, a)
+		holder, err := st.holderOf(ctx, sub.ID, a)
 		if err != nil {
 			return err
 		}
@@ -178,15 +178,15 @@ func outsideSubnet(sub ociapi.Subnet, a string) string {
 
 // holderOf names what holds address a in subnet ("" for nothing): a
 // private IP (of a VNIC, or reserved) or an IPv6 address.
-func (s steps) holderOf(ctx context.Context, subnet, a string) (string, error) {
+func (st *steps) holderOf(ctx context.Context, subnet, a string) (string, error) {
 	if addrFamily(a) == ipv6Version {
-		ips, err := s.api.IPv6sAt(ctx, subnet, a)
+		ips, err := st.api.IPv6sAt(ctx, subnet, a)
 		if err != nil || len(ips) == 0 {
 			return "", err
 		}
 		return held("IPv6 address", ips[0].ID, ips[0].VnicID), nil
 	}
-	ips, err := s.api.PrivateIPsAt(ctx, subnet, a)
+	ips, err := st.api.PrivateIPsAt(ctx, subnet, a)
 	if err != nil || len(ips) == 0 {
 		return "", err
 	}
@@ -262,25 +262,25 @@ func assignedDrift(have ociapi.LB, spec lbSpec) string {
 // anew: taken, refused. It returns what to count the rebuild under ("" for
 // nothing): one that failed with no address while asking for assigned
 // ones is built anew once per process.
-func (s steps) replaceAssigned(ctx context.Context, svc *v1.Service, lb ociLB) (string, error) {
+func (st *steps) replaceAssigned(ctx context.Context, svc *v1.Service, lb ociLB) (string, error) {
 	if lb.Obj.Kind != ociapi.KindNLB {
 		return "", nil
 	}
-	spec, err := s.parseSpec(svc)
+	spec, err := st.parseSpec(svc)
 	if err != nil {
 		return "", outcome.Invalid(err)
 	}
 	if len(spec.assigned()) == 0 {
 		return "", nil
 	}
-	if err := s.checkAssigned(ctx, spec, lb.Obj); err != nil {
+	if err := st.checkAssigned(ctx, spec, lb.Obj); err != nil {
 		return "", err
 	}
 	if len(lb.Obj.IPAddresses) > 0 {
 		return "", nil // it had its addresses: it failed for another reason
 	}
 	key := spec.assigned4 + " " + spec.assigned6
-	if s.rebuilt.done(svc.UID, key) {
+	if st.rebuilt.done(svc.UID, key) {
 		return "", outcome.Refuse(outcome.ReasonAddressUnavailable, "network load balancer %s is %s with no address again: OCI could not give it %s, though subnet %s lists nothing there (something it does not list may hold it); free it or ask for another, then delete the network load balancer to try again",
 			lb.ID, lb.Status, strings.TrimSpace(key), spec.subnets[0])
 	}

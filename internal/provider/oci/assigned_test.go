@@ -83,14 +83,14 @@ func TestAssignedAddressesAreANetworkLoadBalancersAndRefusedOnALoadBalancer(t *t
 	c := specCloud()
 	svc := lbSvc("web", "uid-1", 30080)
 	svc.Annotations = map[string]string{assigned4: "10.0.10.77"}
-	_, err := c.parseSpec(svc)
+	_, err := c.lb.parseSpec(svc)
 	require.ErrorContains(t, err, assigned4+": an address is assigned to a network load balancer alone, as the peer has it; set oci.oraclecloud.com/load-balancer-type: nlb")
 	svc.Annotations = map[string]string{assigned6: "10.0.10.77"}
-	_, err = c.parseSpec(svc)
+	_, err = c.lb.parseSpec(svc)
 	require.ErrorContains(t, err, `annotation `+assigned6+` has invalid value "10.0.10.77": accepted values are one IPv6 address`, "an invalid value is said invalid first")
 
 	svc.Annotations = map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb", assigned4: " 10.0.10.77 ", assigned6: "2001:DB8:0:20::77"}
-	spec, err := c.parseSpec(svc)
+	spec, err := c.lb.parseSpec(svc)
 	require.NoError(t, err)
 	assert.Equal(t, "10.0.10.77", spec.assigned4)
 	assert.Equal(t, "2001:db8:0:20::77", spec.assigned6, "canonical")
@@ -98,7 +98,7 @@ func TestAssignedAddressesAreANetworkLoadBalancersAndRefusedOnALoadBalancer(t *t
 		svc.Annotations = map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}
 		for k, v := range bad {
 			svc.Annotations[k] = v
-			_, err := c.parseSpec(svc)
+			_, err := c.lb.parseSpec(svc)
 			require.ErrorContains(t, err, "annotation "+k+" has invalid value", v)
 		}
 	}
@@ -199,7 +199,7 @@ func TestANetworkLoadBalancerFailedForATakenAddressIsReportedNotRebuiltInALoop(t
 	hold, err := fc.e.ReserveAddress(f.SubnetID, "10.0.10.150")
 	require.NoError(t, err)
 	svc := fc.nlbService(t, "late", f.SubnetID, map[string]string{assigned4: "10.0.10.150", internalN: "true"}, v1.IPFamilyPolicySingleStack, v1.IPv4Protocol)
-	spec, _, err := steps{fc.c}.Spec(t.Context(), "kubernetes", providertest.Reread(t, fc.kube, svc), fc.nodes)
+	spec, _, err := fc.c.lb.Spec(t.Context(), "kubernetes", providertest.Reread(t, fc.kube, svc), fc.nodes)
 	require.NoError(t, err)
 	wr, err := fc.c.api.CreateNetworkLoadBalancer(t.Context(), ociapi.CreateNetworkLoadBalancer{CompartmentID: f.CompartmentID, DisplayName: spec.name,
 		SubnetID: f.SubnetID, IsPrivate: true, Listeners: spec.listeners, BackendSets: spec.backendSets, FreeformTags: spec.freeform,
@@ -316,7 +316,7 @@ func TestThePeersNetworkLoadBalancerWithAnAssignedAddressIsAdoptedWithNoWrite(t 
 		BackendSets: map[string]ociapi.BackendSet{"TCP-80": {Name: "TCP-80", Policy: "FIVE_TUPLE", HealthChecker: hc, IsPreserveSource: &preserve,
 			IPVersion: ipv4Version, Backends: backends}}}, newToken())
 	require.NoError(t, err)
-	fc.c.listings[ociapi.KindNLB].Invalidate()
+	fc.c.lb.listings[ociapi.KindNLB].Invalidate()
 	before := writes(fc.e)
 	st, steps, err := fc.ensure(t, svc)
 	require.NoError(t, err)
@@ -343,9 +343,9 @@ func TestANetworkLoadBalancerFailingAgainWithNoAddressIsNotRebuiltTwice(t *testi
 		require.NoError(t, fc.e.SetLoadBalancerState(list[0].ID, emulator.NLBFailed))
 		lb := list[0]
 		lb.LifecycleState, lb.IPAddresses = "FAILED", nil // as OCI leaves one that failed for its address
-		return fc.c.asLB(svc, lb)
+		return fc.c.lb.asLB(svc, lb)
 	}
-	s := steps{fc.c}
+	s := fc.c.lb
 	_, err := s.Replace(t.Context(), svc, failedWithNoAddress("first"))
 	require.NoError(t, err, "built anew once")
 	assert.Equal(t, 1, calls(fc.e, deleteNLB))
@@ -360,7 +360,7 @@ func TestANetworkLoadBalancerFailingAgainWithNoAddressIsNotRebuiltTwice(t *testi
 	assert.Equal(t, before, writes(fc.e), "not deleted")
 
 	// Serving again, a later failure is rebuilt again.
-	fc.c.rebuilt.forget(svc.UID)
+	fc.c.lb.rebuilt.forget(svc.UID)
 	_, err = s.Replace(t.Context(), svc, failedWithNoAddress("third"))
 	require.NoError(t, err)
 	assert.Equal(t, 2, calls(fc.e, deleteNLB))

@@ -30,7 +30,7 @@ func TestTheReferenceSaysWhatIsNotServed(t *testing.T) {
 			if kind == ociapi.KindNLB {
 				svc.Annotations["oci.oraclecloud.com/load-balancer-type"] = ociapi.KindNLB
 			}
-			_, err := specCloud().parseSpec(svc)
+			_, err := specCloud().lb.parseSpec(svc)
 			require.Error(t, err, "%s on an %s", n, kind)
 			assert.Contains(t, err.Error(), string(n)+": not served")
 		}
@@ -44,7 +44,7 @@ func TestTheReferenceSaysWhatIsNotServed(t *testing.T) {
 func TestTheSpecAgreesWithTheAnnotationChecks(t *testing.T) {
 	providertest.ChecksAgree(t, annotation.ChecksOf(ProviderName), func() *v1.Service { return lbSvc("web", "uid-1", 30080) },
 		func(svc *v1.Service) error {
-			_, err := specCloud().parseSpec(svc)
+			_, err := specCloud().lb.parseSpec(svc)
 			return err
 		})
 }

@@ -8,7 +8,6 @@ import (
 
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
@@ -37,22 +36,8 @@ type Cloud struct {
 	creds    *ociapi.RotatingKey  // an API key (nil with session tokens)
 	sessions *ociapi.SessionCache // session tokens: instance principal or workload identity (nil with an API key)
 	machines *snapshot.Snapshot[machine]
-	// listings are the shared listings of the load balancers, by kind.
-	listings map[string]*snapshot.Snapshot[ociapi.LB]
-	wrs      *workRequests
-	// memberSet is the members of the Node set every Service is given, by
-	// node selector (lbspec.go).
-	memberSet provider.NodeSetMemo[[]member]
-	// asks holds a place for each creation being asked for (Create), as
-	// many as the client-side write limit's burst: a hundred creations
-	// wait their turns without taking every turn ahead of the security
-	// list writes that make the first ones ready.
-	asks chan struct{}
-	// workloads are the sessions of the ServiceAccounts Services name
-	// (workloads.go).
-	workloads *workloads
-	// records keeps each Service's converged record in OCIConverged.
-	records *lbcycle.AnnotationRecords
+	// lb is the load-balancer work (cycle.go).
+	lb *steps
 
 	mu sync.Mutex
 	// primary says of each VNIC looked up whether it is its instance's
@@ -67,25 +52,6 @@ type Cloud struct {
 	// OCI, whose 404 alone would be doubt now that the compartment is
 	// forgotten.
 	confirmedGone map[string]time.Time
-
-	subnetCache subnetCache
-	// nsgsLeft are the NSGs each Service's load balancer was last taken out
-	// of: its frontend NSG among them is deleted once it is out.
-	nsgsLeft uidLists
-	// managedNSGs are the backend NSGs known tagged ManagedBy (nsg.go).
-	managedNSGs sync.Map
-	lists       listWriter
-	// rebuilt are the network load balancers rebuilt after they failed
-	// for their assigned addresses (assigned.go).
-	rebuilt rebuilds
-	// listPass: the drift check's reads of security lists (inventory.go);
-	// nsgPass its reads of NSG rules (nsginventory.go).
-	listPass listPass
-	nsgPass  provider.Rotation[[]ociapi.NSGRule]
-	// unanswered are the creates whose answer was lost, and salts the
-	// Services' retry tokens' (lostanswers.go).
-	unanswered provider.Unanswered
-	salts      tokenSalts
 }
 
 var _ provider.Cloud = (*Cloud)(nil)
@@ -108,16 +74,10 @@ func New(cfg Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{cfg: cfg, api: gw, creds: keys, sessions: sessions, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{},
-		subnetCache: subnetCache{byID: map[string]cachedSubnet{}}, nsgPass: provider.Rotation[[]ociapi.NSGRule]{PerPass: nsgReadsPerPass, Within: provider.WatchedWithin},
-		unanswered: provider.Unanswered{Window: lostCreateWindow}}
+	c := &Cloud{cfg: cfg, api: gw, creds: keys, sessions: sessions, primary: map[string]bool{}, compartmentOf: map[string]string{}, confirmedGone: map[string]time.Time{}}
 	c.machines = snapshot.NewMachines(ProviderName, c.listMachines, machineKeys)
-	c.listings = map[string]*snapshot.Snapshot[ociapi.LB]{ociapi.KindLB: newListing(c, ociapi.KindLB), ociapi.KindNLB: newListing(c, ociapi.KindNLB)}
-	c.wrs = newWorkRequests()
-	c.workloads = newWorkloads(cfg, c.Kube)
-	c.asks = make(chan struct{}, max(1, gw.WriteBurst()))
-	c.records = &lbcycle.AnnotationRecords{Converged: annotation.OCIConverged, Kube: c.Kube, Ledger: c.Ledger()}
-	c.Cycle = newCycle(c)
+	c.lb = newSteps(c, gw.WriteBurst())
+	c.Cycle = c.lb.cycle
 	return c, nil
 }
 

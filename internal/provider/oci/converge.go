@@ -16,39 +16,39 @@ import (
 
 // Converge makes one change toward spec: the backend sets first (a listener
 // needs its set), then the listeners, then what is no longer asked.
-func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
-	ctx, err := s.as(ctx, svc)
+func (st *steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
+	ctx, err := st.as(ctx, svc)
 	if err != nil {
 		return "", err
 	}
-	return s.converge(ctx, svc, spec, lb)
+	return st.converge(ctx, svc, spec, lb)
 }
 
 // converge is Converge, ctx the Service's principal's.
-func (s steps) converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
+func (st *steps) converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, error) {
 	have := lb.Obj
 	change := func(wr string, err error, what string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		s.wrs.start(svc, have.Kind, wr, what)
+		st.wrs.start(svc, have.Kind, wr, what)
 		return fmt.Sprintf("%s %s: %s (work request %s)", noun(have.Kind), lb.ID, what, wr), nil
 	}
 	// write creates or updates one child of the load balancer: named in the
 	// path only to update, where its body names it not.
 	write := func(update bool, kind, name string, body, unnamedBody any, what string) (string, error) {
 		if !update {
-			wr, err := s.api.CreateChild(ctx, have.Kind, lb.ID, kind, body)
+			wr, err := st.api.CreateChild(ctx, have.Kind, lb.ID, kind, body)
 			return change(wr, err, "creating "+what)
 		}
-		wr, err := s.api.UpdateChild(ctx, have.Kind, lb.ID, kind, name, unnamedBody)
+		wr, err := st.api.UpdateChild(ctx, have.Kind, lb.ID, kind, name, unnamedBody)
 		return change(wr, err, "updating "+what)
 	}
 	remove := func(kind, name, what string) (string, error) {
-		wr, err := s.api.DeleteChild(ctx, have.Kind, lb.ID, kind, name)
+		wr, err := st.api.DeleteChild(ctx, have.Kind, lb.ID, kind, name)
 		return change(wr, err, "deleting "+what)
 	}
-	if msg, err := s.convergeFirst(ctx, spec, lb, change); msg != "" || err != nil {
+	if msg, err := st.convergeFirst(ctx, spec, lb, change); msg != "" || err != nil {
 		return msg, err
 	}
 	// Certificates first (a listener needs its own), under the names this
@@ -59,7 +59,7 @@ func (s steps) converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 		if _, ok := have.Certificates[name]; !ok {
 			c := spec.certs[secret]
 			c.CertificateName = name
-			wr, err := s.api.CreateCertificate(ctx, lb.ID, c)
+			wr, err := st.api.CreateCertificate(ctx, lb.ID, c)
 			return change(wr, err, "creating certificate "+name+" (of Secret "+spec.tls[secret].String()+")")
 		}
 	}
@@ -95,55 +95,55 @@ func (s steps) converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	if name := staleCertificate(have, spec, names); name != "" {
 		return remove("certificates", name, "certificate "+name+" (its Secret was renewed)")
 	}
-	if msg, err := s.convergeLoadBalancer(ctx, svc, spec, lb, change); msg != "" || err != nil {
+	if msg, err := st.convergeLoadBalancer(ctx, svc, spec, lb, change); msg != "" || err != nil {
 		return msg, err
 	}
 	if msg := shapeDrift(have, spec); msg != "" {
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
 	}
-	return s.removeOtherKind(ctx, svc, spec.kind)
+	return st.removeOtherKind(ctx, svc, spec.kind)
 }
 
 // convergeFirst is what comes before any change of the children: what can
 // never change is refused before any write (an nlb's assigned addresses),
 // then an nlb gains the IP family its new listeners need.
-func (s steps) convergeFirst(ctx context.Context, spec lbSpec, lb ociLB,
+func (st *steps) convergeFirst(ctx context.Context, spec lbSpec, lb ociLB,
 	change func(wr string, err error, what string) (string, error)) (string, error) {
 	if msg := assignedDrift(lb.Obj, spec); msg != "" {
 		return "", outcome.Refuse(outcome.ReasonUnsupportedService, "%s", msg)
 	}
-	return s.convergeIPVersion(ctx, spec, lb, true, change)
+	return st.convergeIPVersion(ctx, spec, lb, true, change)
 }
 
 // convergeLoadBalancer changes the load balancer itself, once its children
 // are as asked: an nlb's IP version (the families it loses), its NSGs.
-func (s steps) convergeLoadBalancer(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB,
+func (st *steps) convergeLoadBalancer(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB,
 	change func(wr string, err error, what string) (string, error)) (string, error) {
-	if msg, err := s.convergeIPVersion(ctx, spec, lb, false, change); msg != "" || err != nil {
+	if msg, err := st.convergeIPVersion(ctx, spec, lb, false, change); msg != "" || err != nil {
 		return msg, err
 	}
-	return s.convergeNSGs(ctx, svc, spec, lb, change)
+	return st.convergeNSGs(ctx, svc, spec, lb, change)
 }
 
 // convergeNSGs puts the load balancer in the NSGs the Service asks for (its
 // own, and its frontend NSG in NSG mode, made first), one step; an NSG it
 // leaves that is the Service's frontend NSG is deleted once it is out.
-func (s steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB,
+func (st *steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB,
 	change func(wr string, err error, what string) (string, error)) (string, error) {
 	have := lb.Obj
-	front, made, err := s.ensureFrontendNSG(ctx, svc, spec)
+	front, made, err := st.ensureFrontendNSG(ctx, svc, spec)
 	if made != "" || err != nil {
 		return made, err
 	}
 	want := wantedNSGs(spec, front)
 	got := slices.Sorted(slices.Values(have.NetworkSecurityGroupIDs))
 	if !slices.Equal(want, got) {
-		s.nsgsLeft.put(svc.UID, slices.DeleteFunc(got, func(id string) bool { return slices.Contains(want, id) }))
-		wr, err := s.api.SetNSGs(ctx, have.Kind, lb.ID, want)
+		st.nsgsLeft.put(svc.UID, slices.DeleteFunc(got, func(id string) bool { return slices.Contains(want, id) }))
+		wr, err := st.api.SetNSGs(ctx, have.Kind, lb.ID, want)
 		return change(wr, err, "setting its network security groups")
 	}
-	for _, id := range s.nsgsLeft.take(svc.UID) {
-		g, err := s.api.NSG(ctx, id)
+	for _, id := range st.nsgsLeft.take(svc.UID) {
+		g, err := st.api.NSG(ctx, id)
 		if errors.Is(err, outcome.ErrNotFound) {
 			continue
 		}
@@ -151,8 +151,8 @@ func (s steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, l
 			return "", err
 		}
 		if g.FreeformTags["ServiceUid"] == string(svc.UID) {
-			if err := s.api.DeleteNSG(ctx, id); err != nil && !errors.Is(err, outcome.ErrNotFound) {
-				s.nsgsLeft.put(svc.UID, []string{id})
+			if err := st.api.DeleteNSG(ctx, id); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+				st.nsgsLeft.put(svc.UID, []string{id})
 				return "", err
 			}
 			return fmt.Sprintf("network security group %s deleted (the Service's rules are no longer in NSGs)", id), nil
@@ -164,27 +164,27 @@ func (s steps) convergeNSGs(ctx context.Context, svc *v1.Service, spec lbSpec, l
 // removeOtherKind deletes the Service's load balancer of the kind it no
 // longer asks for (its type annotation changed), once the one it asks for
 // is built: one call, then the Service is looked at again until it is gone.
-func (s steps) removeOtherKind(ctx context.Context, svc *v1.Service, kind string) (string, error) {
+func (st *steps) removeOtherKind(ctx context.Context, svc *v1.Service, kind string) (string, error) {
 	other := ociapi.KindLB
 	if kind == ociapi.KindLB {
 		other = ociapi.KindNLB
 	}
-	if asking := s.asking(svc); asking != "" {
+	if asking := st.asking(svc); asking != "" {
 		return asking, nil
 	}
-	old, found, err := s.listed(ctx, svc, other)
+	old, found, err := st.listed(ctx, svc, other)
 	if err != nil || !found || old.LifecycleState == "DELETING" || old.LifecycleState == "DELETED" {
 		return "", err
 	}
-	wr, err := s.api.DeleteLoadBalancer(ctx, other, old.ID)
+	wr, err := st.api.DeleteLoadBalancer(ctx, other, old.ID)
 	if errors.Is(err, outcome.ErrNotFound) {
-		s.listings[other].Invalidate()
+		st.listings[other].Invalidate()
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	s.listings[other].Invalidate()
+	st.listings[other].Invalidate()
 	return fmt.Sprintf("%s %s is no longer asked for (the Service asks for a%s): deleting it (work request %s)", noun(other), old.ID,
 		map[string]string{ociapi.KindLB: " load balancer", ociapi.KindNLB: " network load balancer"}[kind], wr), nil
 }

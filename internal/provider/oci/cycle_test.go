@@ -17,7 +17,7 @@ import (
 func TestNewServicesShareOneListingAndTwoOfANameAreNeverMadeThree(t *testing.T) {
 	e := startEmulator(t)
 	c := cloudOn(t, e.CloudConfig())
-	s := steps{c}
+	s := c.lb
 	f := e.Fixture()
 	lists := func() (n int) {
 		for _, c := range e.Calls() {
@@ -45,7 +45,7 @@ func TestNewServicesShareOneListingAndTwoOfANameAreNeverMadeThree(t *testing.T) 
 			SubnetIDs: []string{f.SubnetID}}, newToken())
 		require.NoError(t, err)
 	}
-	c.listings[ociapi.KindLB].Invalidate()
+	c.lb.listings[ociapi.KindLB].Invalidate()
 	_, _, err := s.Find(t.Context(), svc)
 	require.Error(t, err)
 	_, refused := outcome.AsProblem(err)

@@ -17,15 +17,15 @@ import (
 // balancer (found by its name), and one of the other kind if the Service
 // had asked for that before: one call a step, then the Service is looked
 // at again until they are gone.
-func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
-	ctx, err := s.as(ctx, svc)
+func (st *steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, error) {
+	ctx, err := st.as(ctx, svc)
 	if err != nil {
 		return "", err
 	}
-	if asking := s.asking(svc); asking != "" {
+	if asking := st.asking(svc); asking != "" {
 		return asking, nil
 	}
-	lbs, err := s.loadBalancersOf(ctx, svc)
+	lbs, err := st.loadBalancersOf(ctx, svc)
 	if err != nil {
 		return "", err
 	}
@@ -34,37 +34,37 @@ func (s steps) Delete(ctx context.Context, _ string, svc *v1.Service) (string, e
 		return busy, nil
 	}
 	if len(lbs) == 0 {
-		if cfg := s.cfg.LoadBalancer; cfg != nil && cfg.Subnet1 != "" {
+		if cfg := st.cfg.LoadBalancer; cfg != nil && cfg.Subnet1 != "" {
 			subnets = []string{cfg.Subnet1}
 		}
 	}
-	if err := s.removeSecurityRules(ctx, svc, lbs, subnets); err != nil {
+	if err := st.removeSecurityRules(ctx, svc, lbs, subnets); err != nil {
 		return "", err
 	}
 	if len(lbs) == 0 {
-		return s.deleteFrontendNSG(ctx, svc)
+		return st.deleteFrontendNSG(ctx, svc)
 	}
 	lb := lbs[0]
-	wr, err := s.api.DeleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
-	s.listings[lb.Obj.Kind].Invalidate()
+	wr, err := st.api.DeleteLoadBalancer(ctx, lb.Obj.Kind, lb.ID)
+	st.listings[lb.Obj.Kind].Invalidate()
 	if errors.Is(err, outcome.ErrNotFound) {
 		return fmt.Sprintf("%s %s is gone", noun(lb.Obj.Kind), lb.ID), nil
 	}
 	if err != nil {
 		return "", err
 	}
-	s.wrs.done(svc, 0) // DELETING says it is busy
-	s.wrs.forgetSent(svc.UID)
+	st.wrs.done(svc, 0) // DELETING says it is busy
+	st.wrs.forgetSent(svc.UID)
 	return fmt.Sprintf("%s %s is being deleted (work request %s)", noun(lb.Obj.Kind), lb.ID, wr), nil
 }
 
 // loadBalancersOf are the Service's load balancers: the one of the kind it
 // asks for (found by its name, as Find finds it), then one of the other
 // kind from the shared listing, if the Service had asked for that before.
-func (s steps) loadBalancersOf(ctx context.Context, svc *v1.Service) ([]ociLB, error) {
+func (st *steps) loadBalancersOf(ctx context.Context, svc *v1.Service) ([]ociLB, error) {
 	kind := kindOf(svc)
 	var lbs []ociLB
-	lb, found, err := s.find(ctx, svc, kind)
+	lb, found, err := st.find(ctx, svc, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -72,12 +72,12 @@ func (s steps) loadBalancersOf(ctx context.Context, svc *v1.Service) ([]ociLB, e
 		lbs = append(lbs, lb)
 	}
 	other := map[string]string{ociapi.KindLB: ociapi.KindNLB, ociapi.KindNLB: ociapi.KindLB}[kind]
-	old, found, err := s.listed(ctx, svc, other)
+	old, found, err := st.listed(ctx, svc, other)
 	if err != nil {
 		return nil, err
 	}
 	if found {
-		lbs = append(lbs, s.asLB(svc, old))
+		lbs = append(lbs, st.asLB(svc, old))
 	}
 	return lbs, nil
 }
@@ -103,24 +103,24 @@ func deletable(lbs []ociLB) (subnets []string, busy string) {
 // removeSecurityRules removes the Service's rules from the security lists
 // of subnets, the peer's from the lists of the load balancers it built, and
 // the Service's from the backend NSGs its annotation names.
-func (s steps) removeSecurityRules(ctx context.Context, svc *v1.Service, lbs []ociLB, subnets []string) error {
-	if err := s.removeRules(ctx, svc, subnets); err != nil {
+func (st *steps) removeSecurityRules(ctx context.Context, svc *v1.Service, lbs []ociLB, subnets []string) error {
+	if err := st.removeRules(ctx, svc, subnets); err != nil {
 		return err
 	}
 	for _, lb := range lbs {
-		if s.builtHere(lb.Obj) {
+		if st.builtHere(lb.Obj) {
 			continue
 		}
-		lists, err := s.lbLists(ctx, lb.Obj.SubnetIDs)
+		lists, err := st.lbLists(ctx, lb.Obj.SubnetIDs)
 		if err != nil {
 			return err
 		}
-		if err := s.removePeerRules(ctx, svc, lb.Obj, lists); err != nil {
+		if err := st.removePeerRules(ctx, svc, lb.Obj, lists); err != nil {
 			return err
 		}
 	}
 	if backends, err := annotation.OCIBackendNetworkSecurityGroups.OCIDs(svc, "networksecuritygroup", 0); err == nil {
-		if err := s.removeBackendNSGRules(ctx, svc, backends); err != nil {
+		if err := st.removeBackendNSGRules(ctx, svc, backends); err != nil {
 			return err
 		}
 	}
@@ -129,12 +129,12 @@ func (s steps) removeSecurityRules(ctx context.Context, svc *v1.Service, lbs []o
 
 // deleteFrontendNSG deletes, last, the Service's frontend NSG (NSG mode),
 // once no load balancer is in it.
-func (s steps) deleteFrontendNSG(ctx context.Context, svc *v1.Service) (string, error) {
-	front, err := s.frontendNSG(ctx, svc)
+func (st *steps) deleteFrontendNSG(ctx context.Context, svc *v1.Service) (string, error) {
+	front, err := st.frontendNSG(ctx, svc)
 	if err != nil || front == "" {
 		return "", err
 	}
-	if err := s.api.DeleteNSG(ctx, front); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+	if err := st.api.DeleteNSG(ctx, front); err != nil && !errors.Is(err, outcome.ErrNotFound) {
 		return "", err
 	}
 	return fmt.Sprintf("network security group %s deleted", front), nil

@@ -91,7 +91,7 @@ func (c *Cloud) diagnoseNetwork(ctx context.Context) []doctor.Result {
 			continue
 		}
 		sl := doctor.Result{Check: "oci: security list"}
-		list, err := c.securityListOf(ctx, sub)
+		list, err := c.lb.securityListOf(ctx, sub)
 		if err == nil {
 			_, err = c.api.SecurityList(ctx, list)
 		}

@@ -13,12 +13,12 @@ import (
 // backend sets present that is no longer the Secret's (cert-manager renews
 // them in place). One read of each TLS Secret per drift period; a Service
 // without SSL costs nothing.
-func (s steps) Drift(ctx context.Context, svc *v1.Service, _ lbcycle.Record, lb ociLB) (string, error) {
-	spec, err := s.parseSpec(svc)
+func (st *steps) Drift(ctx context.Context, svc *v1.Service, _ lbcycle.Record, lb ociLB) (string, error) {
+	spec, err := st.parseSpec(svc)
 	if err != nil || len(spec.tls) == 0 {
 		return "", nil //nolint:nilerr // an invalid Service is the sync's to report
 	}
-	if err := s.readCerts(ctx, &spec); err != nil {
+	if err := st.readCerts(ctx, &spec); err != nil {
 		return "", nil //nolint:nilerr // as above: the sync reports it
 	}
 	inUse := map[string]bool{}

@@ -63,8 +63,8 @@ func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []s
 	}
 	fresh := func(t *testing.T) *v1.Service { return providertest.Reread(t, kube, svc) }
 	listed := func(ctx context.Context) (ociapi.LB, error) {
-		steps{c}.Relist()
-		lb, found, err := steps{c}.Listed(ctx, fresh(t))
+		c.lb.Relist()
+		lb, found, err := c.lb.Listed(ctx, fresh(t))
 		if err == nil && !found {
 			err = errors.New("the load balancer is not listed")
 		}
@@ -85,7 +85,7 @@ func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []s
 			require.NoError(t, err)
 			return d[svc.UID]
 		},
-		Objects: func(t *testing.T) []string { return providertest.ObjectsOf(t, steps{c}, fresh(t)) },
+		Objects: func(t *testing.T) []string { return providertest.ObjectsOf(t, c.lb, fresh(t)) },
 		Restart: func(*testing.T) {
 			c = newCloud()
 			c.SetKube(kube)

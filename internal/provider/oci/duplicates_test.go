@@ -29,7 +29,7 @@ func TestASecondLoadBalancerOfTheServiceIsDeletedAndTheOneServedKept(t *testing.
 	_, err := r.kube.CoreV1().Services(svc.Namespace).Create(t.Context(), svc, metav1.CreateOptions{})
 	require.NoError(t, err)
 	first := r.converge(t, svc)
-	spec, _, err := steps{r.c}.Spec(t.Context(), "kubernetes", providertest.Reread(t, r.kube, svc), r.nodes)
+	spec, _, err := r.c.lb.Spec(t.Context(), "kubernetes", providertest.Reread(t, r.kube, svc), r.nodes)
 	require.NoError(t, err)
 	second := func(tags map[string]string) {
 		_, err := r.c.api.CreateLoadBalancer(t.Context(), ociapi.CreateLoadBalancer{CompartmentID: r.c.cfg.CompartmentID, DisplayName: spec.name,
@@ -47,7 +47,7 @@ func TestASecondLoadBalancerOfTheServiceIsDeletedAndTheOneServedKept(t *testing.
 	fresh.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: newer}}
 	_, err = r.kube.CoreV1().Services(svc.Namespace).UpdateStatus(t.Context(), fresh, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	steps{r.c}.Relist()
+	r.c.lb.Relist()
 	assert.Equal(t, newer, r.converge(t, svc), "the address the Service is served at stays")
 	require.Eventually(t, func() bool { return len(r.named(t, spec.name)) == 1 }, 10*time.Second, 50*time.Millisecond)
 	assert.Equal(t, lbs[1].ID, r.named(t, spec.name)[0].ID)
@@ -55,7 +55,7 @@ func TestASecondLoadBalancerOfTheServiceIsDeletedAndTheOneServedKept(t *testing.
 	assert.Contains(t, events, "Normal DeletingDuplicate Deleting load balancer "+lbs[0].ID)
 
 	second(map[string]string{"someone": "else"})
-	steps{r.c}.Relist()
+	r.c.lb.Relist()
 	_, err = r.c.EnsureLoadBalancer(t.Context(), "kubernetes", providertest.Reread(t, r.kube, svc), r.nodes)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "resolve by hand")

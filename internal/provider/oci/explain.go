@@ -34,17 +34,20 @@ var _ provider.Explainer = (*Cloud)(nil)
 
 // ExplainService says what OCI holds for the Service.
 func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
-	s := steps{c}
-	e, spec, err := provider.BeginExplanation(ctx, ProviderName, annotation.OCIConverged, c.Cycle, s, clusterName, svc, nodes)
+	return c.lb.explainService(ctx, clusterName, svc, nodes)
+}
+
+func (st *steps) explainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
+	e, spec, err := provider.BeginExplanation(ctx, ProviderName, annotation.OCIConverged, st.cycle, st, clusterName, svc, nodes)
 	if err != nil {
 		return e, err
 	}
 	kind := kindOf(svc)
-	lb, found, err := c.byName(ctx, svc, kind)
+	lb, found, err := st.byName(ctx, svc, kind)
 	if err != nil {
 		return e, err
 	}
-	other, otherFound, err := c.byName(ctx, svc, otherKind(kind))
+	other, otherFound, err := st.byName(ctx, svc, otherKind(kind))
 	if err != nil {
 		return e, err
 	}
@@ -56,12 +59,12 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 		e.Note("the Service asks for a %s and has a %s: the next pass builds the one it asks for, then deletes this one", noun(kind), noun(other.Kind))
 	}
 	e.Found = true
-	if lb, err = c.unfold(ctx, lb); err != nil {
+	if lb, err = st.unfold(ctx, lb); err != nil {
 		return e, err
 	}
-	c.describeLB(&e, lb, nodes)
+	st.describeLB(&e, lb, nodes)
 	valid := e.SpecProblem == ""
-	if err := c.explainRules(ctx, &e, svc, spec, lb, valid); err != nil {
+	if err := st.explainRules(ctx, &e, svc, spec, lb, valid); err != nil {
 		return e, err
 	}
 	switch {
@@ -70,7 +73,7 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 		e.Note("%s %s is %s: the next pass waits for OCI, then compares", noun(lb.Kind), lb.ID, lb.LifecycleState)
 	default:
 		e.DriftChecked = true
-		if err := s.explainDrift(ctx, &e, svc, spec, lb); err != nil {
+		if err := st.explainDrift(ctx, &e, svc, spec, lb); err != nil {
 			return e, err
 		}
 		if otherFound && other.LifecycleState != "DELETING" {
@@ -90,10 +93,10 @@ func otherKind(kind string) string {
 
 // describeLB fills in the load balancer, its addresses, its listeners and
 // its backend sets.
-func (c *Cloud) describeLB(e *provider.ServiceExplanation, lb ociapi.LB, nodes []*v1.Node) {
+func (st *steps) describeLB(e *provider.ServiceExplanation, lb ociapi.LB, nodes []*v1.Node) {
 	d := provider.Details{"kind": noun(lb.Kind), "subnets": strings.Join(append(slices.Clone(lb.SubnetIDs), lb.SubnetID), " "),
 		"network security groups": strings.Join(lb.NetworkSecurityGroupIDs, " "), "owner": "the peer's (adopted)"}
-	if c.builtHere(lb) {
+	if st.builtHere(lb) {
 		d["owner"] = "this cluster's"
 	}
 	if lb.ShapeName != "" {
@@ -151,7 +154,7 @@ func describeCheck(h ociapi.HealthChecker) string {
 // what Publish would change of them: in the security lists of its subnets
 // and its nodes' subnets, and in its NSGs (NSG mode) or the backend NSGs
 // the Service names.
-func (c *Cloud) explainRules(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb ociapi.LB, valid bool) error {
+func (st *steps) explainRules(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb ociapi.LB, valid bool) error {
 	ports := peerPorts(lb)
 	for _, p := range spec.listenerPorts {
 		ports[p] = true
@@ -163,19 +166,19 @@ func (c *Cloud) explainRules(ctx context.Context, e *provider.ServiceExplanation
 	listSpec := spec
 	if spec.mode == ModeNSG {
 		listSpec.mode = ModeNone
-		if err := c.explainNSGs(ctx, e, svc, spec, lb, ports, valid); err != nil {
+		if err := st.explainNSGs(ctx, e, svc, spec, lb, ports, valid); err != nil {
 			return err
 		}
-	} else if err := c.explainBackendNSGs(ctx, e, svc, spec, valid); err != nil {
+	} else if err := st.explainBackendNSGs(ctx, e, svc, spec, valid); err != nil {
 		return err
 	}
-	want, lists, err := c.wantedRules(ctx, svc, listSpec)
+	want, lists, err := st.wantedRules(ctx, svc, listSpec)
 	if err != nil {
 		return err
 	}
-	mark := c.mark(svc) + " "
+	mark := st.mark(svc) + " "
 	for _, id := range lists {
-		sl, err := c.api.SecurityList(ctx, id)
+		sl, err := st.api.SecurityList(ctx, id)
 		if err != nil {
 			return fmt.Errorf("reading security list %s: %w", id, err)
 		}
@@ -186,12 +189,12 @@ func (c *Cloud) explainRules(ctx context.Context, e *provider.ServiceExplanation
 		}{{"ingress", sl.Ingress, want[id].ingress}, {"egress", sl.Egress, want[id].egress}} {
 			for _, raw := range side.have {
 				var r ociapi.SecurityRule
-				if json.Unmarshal(raw, &r) == nil && c.shows(r, svc, ports) {
-					e.SecurityRules = append(e.SecurityRules, c.asRule("security list rule", "security list "+id, side.dir, r, svc))
+				if json.Unmarshal(raw, &r) == nil && st.shows(r, svc, ports) {
+					e.SecurityRules = append(e.SecurityRules, st.asRule("security list rule", "security list "+id, side.dir, r, svc))
 				}
 			}
 			if valid && lb.LifecycleState == "ACTIVE" {
-				if err := listDrift(e, id, side.dir, side.have, side.want, listChange{mark: mark, adopt: !c.builtHere(lb)}); err != nil {
+				if err := listDrift(e, id, side.dir, side.have, side.want, listChange{mark: mark, adopt: !st.builtHere(lb)}); err != nil {
 					return err
 				}
 			}
@@ -202,14 +205,14 @@ func (c *Cloud) explainRules(ctx context.Context, e *provider.ServiceExplanation
 
 // shows says whether a security list rule is one to show for the Service:
 // its own (its mark), or one opening a port of its load balancer.
-func (c *Cloud) shows(r ociapi.SecurityRule, svc *v1.Service, ports map[int]bool) bool {
-	return strings.HasPrefix(r.Description, c.mark(svc)) || opensAny(r, ports)
+func (st *steps) shows(r ociapi.SecurityRule, svc *v1.Service, ports map[int]bool) bool {
+	return strings.HasPrefix(r.Description, st.mark(svc)) || opensAny(r, ports)
 }
 
 // asRule is a security list or NSG rule as a security rule.
-func (c *Cloud) asRule(kind, in, dir string, r ociapi.SecurityRule, svc *v1.Service) provider.SecurityRule {
+func (st *steps) asRule(kind, in, dir string, r ociapi.SecurityRule, svc *v1.Service) provider.SecurityRule {
 	proto, ports, peer := ruleFields(r, dir)
-	return provider.SecurityRule{Kind: kind, In: in, Direction: strings.ToLower(dir), Protocol: proto, Ports: ports, Peer: peer, Mark: c.markOf(r.Description, svc)}
+	return provider.SecurityRule{Kind: kind, In: in, Direction: strings.ToLower(dir), Protocol: proto, Ports: ports, Peer: peer, Mark: st.markOf(r.Description, svc)}
 }
 
 // ruleFields are a rule's protocol, destination ports and peer (its
@@ -235,11 +238,11 @@ func ruleFields(r ociapi.SecurityRule, dir string) (proto, ports, peer string) {
 }
 
 // markOf is whose a rule's description says it is.
-func (c *Cloud) markOf(desc string, svc *v1.Service) string {
+func (st *steps) markOf(desc string, svc *v1.Service) string {
 	switch {
-	case strings.HasPrefix(desc, c.mark(svc)) || desc == nsgMark(svc) || desc == string(svc.UID):
+	case strings.HasPrefix(desc, st.mark(svc)) || desc == nsgMark(svc) || desc == string(svc.UID):
 		return provider.MarkThisCluster
-	case strings.HasPrefix(desc, markPrefix+c.Cluster.Get()+"/") || strings.HasPrefix(desc, "service-uid-"):
+	case strings.HasPrefix(desc, markPrefix+st.cluster.Get()+"/") || strings.HasPrefix(desc, "service-uid-"):
 		return provider.MarkOtherService
 	case strings.HasPrefix(desc, markPrefix):
 		return provider.MarkOtherCluster
@@ -287,8 +290,8 @@ func ruleText(r ociapi.SecurityRule, dir string) string {
 // explainNSGs fills in the Service's rules in its frontend NSG and its
 // backend NSGs (NSG mode), and what Converge (the load balancer's NSGs)
 // and Publish (their rules, the backend NSGs' tag) would change.
-func (c *Cloud) explainNSGs(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb ociapi.LB, ports map[int]bool, valid bool) error {
-	front, err := c.frontendNSG(ctx, svc)
+func (st *steps) explainNSGs(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb ociapi.LB, ports map[int]bool, valid bool) error {
+	front, err := st.frontendNSG(ctx, svc)
 	if err != nil {
 		return err
 	}
@@ -305,11 +308,11 @@ func (c *Cloud) explainNSGs(ctx context.Context, e *provider.ServiceExplanation,
 		want := wantFront
 		if id != front {
 			want = wantBack[id]
-			if err := c.explainManaged(ctx, e, id, drift); err != nil {
+			if err := st.explainManaged(ctx, e, id, drift); err != nil {
 				return err
 			}
 		}
-		if err := c.explainNSG(ctx, e, svc, id, want, ports, drift); err != nil {
+		if err := st.explainNSG(ctx, e, svc, id, want, ports, drift); err != nil {
 			return err
 		}
 	}
@@ -318,9 +321,9 @@ func (c *Cloud) explainNSGs(ctx context.Context, e *provider.ServiceExplanation,
 
 // explainBackendNSGs: outside NSG mode, the Service's rules in the backend
 // NSGs it names go (Publish's removeBackendNSGRules).
-func (c *Cloud) explainBackendNSGs(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, valid bool) error {
+func (st *steps) explainBackendNSGs(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, valid bool) error {
 	for _, id := range spec.backendNSGs {
-		if err := c.explainNSG(ctx, e, svc, id, nil, nil, valid); err != nil {
+		if err := st.explainNSG(ctx, e, svc, id, nil, nil, valid); err != nil {
 			return err
 		}
 	}
@@ -328,8 +331,8 @@ func (c *Cloud) explainBackendNSGs(ctx context.Context, e *provider.ServiceExpla
 }
 
 // explainManaged: a backend NSG lacking the peer's ManagedBy tag gets it.
-func (c *Cloud) explainManaged(ctx context.Context, e *provider.ServiceExplanation, id string, drift bool) error {
-	g, err := c.api.NSG(ctx, id)
+func (st *steps) explainManaged(ctx context.Context, e *provider.ServiceExplanation, id string, drift bool) error {
+	g, err := st.api.NSG(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading network security group %s: %w", id, err)
 	}
@@ -342,14 +345,14 @@ func (c *Cloud) explainManaged(ctx context.Context, e *provider.ServiceExplanati
 // explainNSG fills in NSG id's rules that are the Service's or open one of
 // its ports, and what applyNSGRules would change (want: the Service's
 // rules there).
-func (c *Cloud) explainNSG(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, id string, want []ociapi.NSGRule, ports map[int]bool, drift bool) error {
-	have, err := c.api.NSGRules(ctx, id)
+func (st *steps) explainNSG(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, id string, want []ociapi.NSGRule, ports map[int]bool, drift bool) error {
+	have, err := st.api.NSGRules(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading the rules of network security group %s: %w", id, err)
 	}
 	for _, r := range have {
-		if c.isOurs(r, svc) || c.shows(r.SecurityRule, svc, ports) {
-			sr := c.asRule("NSG rule", "network security group "+id, r.Direction, r.SecurityRule, svc)
+		if st.isOurs(r, svc) || st.shows(r.SecurityRule, svc, ports) {
+			sr := st.asRule("NSG rule", "network security group "+id, r.Direction, r.SecurityRule, svc)
 			sr.ID = r.ID
 			if r.SourceType == "NETWORK_SECURITY_GROUP" || r.DestinationType == "NETWORK_SECURITY_GROUP" {
 				sr.Peer = "NSG " + sr.Peer
@@ -360,7 +363,7 @@ func (c *Cloud) explainNSG(ctx context.Context, e *provider.ServiceExplanation, 
 	if !drift {
 		return nil
 	}
-	add, stale := c.nsgChanges(svc, have, want)
+	add, stale := st.nsgChanges(svc, have, want)
 	for _, r := range add {
 		e.Change(provider.ActionCreate, strings.ToLower(r.Direction)+" NSG rule "+ruleText(r.SecurityRule, r.Direction), "in network security group %s", id)
 	}
@@ -373,7 +376,7 @@ func (c *Cloud) explainNSG(ctx context.Context, e *provider.ServiceExplanation, 
 // explainDrift is what Converge would change of the load balancer: its IP
 // version, certificates, rule sets, backend sets, listeners, what is no
 // longer asked, its NSGs, and what cannot change.
-func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, have ociapi.LB) error {
+func (st *steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, have ociapi.LB) error {
 	name := noun(have.Kind) + " " + have.ID
 	if have.Kind == ociapi.KindNLB {
 		if got, want := versionOr(have.NLBIPVersion), versionOr(spec.ipv.endpoint); got != want {
@@ -402,7 +405,7 @@ func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation,
 	front := ""
 	if spec.mode == ModeNSG {
 		var err error
-		if front, err = s.frontendNSG(ctx, svc); err != nil {
+		if front, err = st.frontendNSG(ctx, svc); err != nil {
 			return err
 		}
 	}

@@ -90,7 +90,7 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 	// Behind its back: the backend set's policy, one of its backends, and
 	// one of the Service's security rules.
 	listed := func(ctx context.Context) (ociapi.LB, error) {
-		lb, found, err := c.byName(ctx, fresh(), kind)
+		lb, found, err := c.lb.byName(ctx, fresh(), kind)
 		if err == nil && !found {
 			err = errors.New("no load balancer")
 		}
@@ -117,8 +117,8 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 
 	walked := fresh()
 	delete(walked.Annotations, string(annotation.OCIConverged))
-	steps{c}.Relist() // as a drift pass does before its walks
-	steps{c}.Drifting(walked)
+	c.lb.Relist() // as a drift pass does before its walks
+	c.lb.Drifting(walked)
 	ensure(walked)
 	x = explainOf(t, e, c, fresh(), nodes)
 	assert.Empty(t, driftLines(x), "the walk repaired it")

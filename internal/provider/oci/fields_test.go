@@ -192,7 +192,7 @@ func (f *fieldDrift) ensure(t *testing.T, name string) {
 
 func (f *fieldDrift) drifted(t *testing.T, name string) string {
 	t.Helper()
-	steps{f.c}.Relist()
+	f.c.lb.Relist()
 	svc := f.fresh(t, name)
 	d, err := f.c.Drifted(t.Context(), []*v1.Service{svc})
 	require.NoError(t, err)
@@ -216,11 +216,11 @@ func (f *fieldDrift) settled(t *testing.T, name string) string {
 // one by one (the listing keeps many as ManyBackends).
 func (f *fieldDrift) listed(t *testing.T, name string) ociapi.LB {
 	t.Helper()
-	steps{f.c}.Relist()
-	lb, found, err := steps{f.c}.Listed(t.Context(), f.fresh(t, name))
+	f.c.lb.Relist()
+	lb, found, err := f.c.lb.Listed(t.Context(), f.fresh(t, name))
 	require.NoError(t, err)
 	require.True(t, found)
-	whole, err := f.c.unfold(t.Context(), lb.Obj)
+	whole, err := f.c.lb.unfold(t.Context(), lb.Obj)
 	require.NoError(t, err)
 	return whole
 }
@@ -285,8 +285,8 @@ func TestABackendChangedAmongManyIsDriftCheckedExplainedAndPutBack(t *testing.T)
 	require.Error(t, err, "a backend set listed by its digest is never sent")
 	for _, body := range []string{"lb/backendset", "nlb/backendset"} {
 		svc, _, _ := strings.Cut(body, "/")
-		steps{f.c}.Relist()
-		lb, found, err := steps{f.c}.Listed(t.Context(), f.fresh(t, svc))
+		f.c.lb.Relist()
+		lb, found, err := f.c.lb.Listed(t.Context(), f.fresh(t, svc))
 		require.NoError(t, err)
 		require.True(t, found)
 		for name, bs := range lb.Obj.BackendSets {

@@ -84,11 +84,11 @@ func (u peerUses) add(key, name string, ports map[int]bool) {
 // peerUsesNow are the rules the peer's load balancers of the compartment
 // rely on now (read now, not from the shared listings: one made a minute
 // ago counts), but those of this cluster's Services.
-func (c *Cloud) peerUsesNow(ctx context.Context) (peerUses, error) {
+func (st *steps) peerUsesNow(ctx context.Context) (peerUses, error) {
 	u := peerUses{}
 	var peers []ociapi.LB
 	for _, kind := range []string{ociapi.KindLB, ociapi.KindNLB} {
-		all, err := c.api.LoadBalancers(ctx, kind, ociapi.InCompartment(c.cfg.CompartmentID))
+		all, err := st.api.LoadBalancers(ctx, kind, ociapi.InCompartment(st.cfg.CompartmentID))
 		if err != nil {
 			return u, fmt.Errorf("listing the load balancers, to keep the rules the peer's rely on: %w", err)
 		}
@@ -101,7 +101,7 @@ func (c *Cloud) peerUsesNow(ctx context.Context) (peerUses, error) {
 	if len(peers) == 0 {
 		return u, nil
 	}
-	ours, err := c.serviceUIDs(ctx)
+	ours, err := st.serviceUIDs(ctx)
 	if err != nil {
 		return u, err
 	}
@@ -109,7 +109,7 @@ func (c *Cloud) peerUsesNow(ctx context.Context) (peerUses, error) {
 		if ours[peerName.FindString(lb.DisplayName)] {
 			continue
 		}
-		if err := c.addPeerUses(ctx, u, lb); err != nil {
+		if err := st.addPeerUses(ctx, u, lb); err != nil {
 			return u, err
 		}
 	}
@@ -117,21 +117,21 @@ func (c *Cloud) peerUsesNow(ctx context.Context) (peerUses, error) {
 }
 
 // addPeerUses adds to u the rules the peer's load balancer lb relies on.
-func (c *Cloud) addPeerUses(ctx context.Context, u peerUses, lb ociapi.LB) error {
+func (st *steps) addPeerUses(ctx context.Context, u peerUses, lb ociapi.LB) error {
 	listeners, backends, ips := lbPorts(lb)
 	var nodeSubnets []string
 	for _, ip := range ips {
-		if m, found, err := c.machines.Get(ctx, "ip/"+ip); err != nil {
+		if m, found, err := st.machines.Get(ctx, "ip/"+ip); err != nil {
 			return err
 		} else if found && m.SubnetID != "" && !slices.Contains(nodeSubnets, m.SubnetID) {
 			nodeSubnets = append(nodeSubnets, m.SubnetID)
 		}
 	}
-	lbLists, lbCIDRs, err := c.listsAndCIDRs(ctx, lb.SubnetIDs)
+	lbLists, lbCIDRs, err := st.listsAndCIDRs(ctx, lb.SubnetIDs)
 	if err != nil {
 		return err
 	}
-	nodeLists, nodeCIDRs, err := c.listsAndCIDRs(ctx, nodeSubnets)
+	nodeLists, nodeCIDRs, err := st.listsAndCIDRs(ctx, nodeSubnets)
 	if err != nil {
 		return err
 	}
@@ -151,9 +151,9 @@ func (c *Cloud) addPeerUses(ctx context.Context, u peerUses, lb ociapi.LB) error
 
 // listsAndCIDRs are the security lists the rules of subnets go in, and
 // their CIDRs (IPv4 and IPv6).
-func (c *Cloud) listsAndCIDRs(ctx context.Context, subnets []string) (lists, cidrs []string, err error) {
+func (st *steps) listsAndCIDRs(ctx context.Context, subnets []string) (lists, cidrs []string, err error) {
 	for _, id := range subnets {
-		sub, list, err := c.subnetList(ctx, id)
+		sub, list, err := st.subnetList(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -167,8 +167,8 @@ func (c *Cloud) listsAndCIDRs(ctx context.Context, subnets []string) (lists, cid
 }
 
 // serviceUIDs are the UIDs of the cluster's Services.
-func (c *Cloud) serviceUIDs(ctx context.Context) (map[string]bool, error) {
-	list, err := c.services(ctx, "tell this cluster's load balancers from the peer's")
+func (st *steps) serviceUIDs(ctx context.Context) (map[string]bool, error) {
+	list, err := st.services(ctx, "tell this cluster's load balancers from the peer's")
 	if err != nil {
 		return nil, err
 	}
@@ -213,14 +213,14 @@ func withDescription(raw json.RawMessage, d string) (json.RawMessage, error) {
 // reliedByPeer says, for a rule of svc in a list, whether a peer's load
 // balancer relies on it, and the description it is then kept with. The
 // peer's load balancers are listed once, at the first rule that goes.
-func (c *Cloud) reliedByPeer(ctx context.Context, svc *v1.Service) func(list string, r ociapi.SecurityRule) (string, bool, error) {
+func (st *steps) reliedByPeer(ctx context.Context, svc *v1.Service) func(list string, r ociapi.SecurityRule) (string, bool, error) {
 	var (
 		once sync.Once
 		uses peerUses
 		err  error
 	)
 	return func(list string, r ociapi.SecurityRule) (string, bool, error) {
-		once.Do(func() { uses, err = c.peerUsesNow(ctx) })
+		once.Do(func() { uses, err = st.peerUsesNow(ctx) })
 		if err != nil {
 			return "", false, err
 		}

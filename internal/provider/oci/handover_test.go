@@ -85,14 +85,14 @@ func TestARuleThePeersLoadBalancerReliesOnIsHandedOverNotRemoved(t *testing.T) {
 			if tc.unmarked {
 				peer := lbSvc("web", "uid-peer", 30080)
 				require.NoError(t, rulesFor(t, c, peer, nodes))
-				unmarkAll(t, c, list, c.describe(peer))
+				unmarkAll(t, c, list, c.lb.describe(peer))
 			}
 			svc := lbSvc("web", "uid-b", 30080)
 			require.NoError(t, rulesFor(t, c, svc, nodes))
-			require.Equal(t, 5, marked(e, c.mark(svc)+" "))
+			require.Equal(t, 5, marked(e, c.lb.mark(svc)+" "))
 			peerLBOn(t, c, e, tc.lbName, nodes[0].Status.Addresses[0].Address, tc.nodePort)
 
-			require.NoError(t, c.removeRules(t.Context(), svc, []string{e.Fixture().SubnetID}))
+			require.NoError(t, c.lb.removeRules(t.Context(), svc, []string{e.Fixture().SubnetID}))
 			assert.Equal(t, 0, marked(e, "overcast:"), "no rule keeps our mark")
 			assert.Equal(t, tc.wantKept, handedOverRules(e), "rules handed over")
 			in, out := e.SecurityListRules(list)
@@ -100,8 +100,8 @@ func TestARuleThePeersLoadBalancerReliesOnIsHandedOverNotRemoved(t *testing.T) {
 
 			// Handed over, a rule is no longer ours: asked again, nothing changes.
 			writes := putsOf(e)
-			c.lists.forgetAll()
-			require.NoError(t, c.removeRules(t.Context(), svc, []string{e.Fixture().SubnetID}))
+			c.lb.lists.forgetAll()
+			require.NoError(t, c.lb.removeRules(t.Context(), svc, []string{e.Fixture().SubnetID}))
 			assert.Equal(t, writes, putsOf(e))
 		})
 	}
@@ -120,7 +120,7 @@ func unmarkAll(t *testing.T, c *Cloud, list, d string) {
 	}
 	_, err = c.api.UpdateSecurityList(t.Context(), sl)
 	require.NoError(t, err)
-	c.lists.forgetAll()
+	c.lb.lists.forgetAll()
 }
 
 // The peer's load balancer shares our load balancer's subnet, but its
@@ -135,7 +135,7 @@ func TestARuleIsHandedOverOnlyWhereThePeerReliesOnIt(t *testing.T) {
 	svc := lbSvc("web", "uid-b", 30080)
 	require.NoError(t, rulesFor(t, c, svc, nodes))
 	peerLBOn(t, c, e, peerUID, "10.200.0.5", 31999)
-	require.NoError(t, c.removeRules(t.Context(), svc, []string{e.Fixture().SubnetID}))
+	require.NoError(t, c.lb.removeRules(t.Context(), svc, []string{e.Fixture().SubnetID}))
 	require.Equal(t, 1, handedOverRules(e), "the rule to port 80 alone")
 
 	list := e.Fixture().SecurityListID
@@ -162,7 +162,7 @@ func TestThePeersLoadBalancersAreReadAnewAndOneBeingDeletedCountsForNothing(t *t
 			c.SetKube(fake.NewClientset())
 			svc := lbSvc("web", "uid-b", 30080)
 			require.NoError(t, rulesFor(t, c, svc, nodes))
-			_, err := c.listings[ociapi.KindLB].All(t.Context())
+			_, err := c.lb.listings[ociapi.KindLB].All(t.Context())
 			require.NoError(t, err)
 			id := peerLBOn(t, c, e, peerUID, nodes[0].Status.Addresses[0].Address, 30080)
 			want := 5
@@ -170,7 +170,7 @@ func TestThePeersLoadBalancersAreReadAnewAndOneBeingDeletedCountsForNothing(t *t
 				require.NoError(t, e.SetLoadBalancerState(id, "DELETING"))
 				want = 0
 			}
-			require.NoError(t, c.removeRules(t.Context(), svc, []string{e.Fixture().SubnetID}))
+			require.NoError(t, c.lb.removeRules(t.Context(), svc, []string{e.Fixture().SubnetID}))
 			assert.Equal(t, want, handedOverRules(e))
 		})
 	}
@@ -191,22 +191,22 @@ func TestAFailedHandOverCheckHoldsBackOnlyItsOwnService(t *testing.T) {
 	gone, other := lbSvc("gone", "uid-gone", 30080), lbSvc("other", "uid-other", 30111)
 	require.NoError(t, rulesFor(t, c, gone, nodes))
 	peerLBOn(t, c, e, "1b4e28ba-2fa1-11d2-883f-0016d3cca427", nodes[0].Status.Addresses[0].Address, 30999)
-	spec, err := c.parseSpec(other)
+	spec, err := c.lb.parseSpec(other)
 	require.NoError(t, err)
-	require.NoError(t, c.resolveBackends(t.Context(), other, &spec, nodes))
-	want, _, err := c.wantedRules(t.Context(), other, spec)
+	require.NoError(t, c.lb.resolveBackends(t.Context(), other, &spec, nodes))
+	want, _, err := c.lb.wantedRules(t.Context(), other, spec)
 	require.NoError(t, err)
 	change := func(svc *v1.Service, want listRules) listChange {
-		relied := c.reliedByPeer(t.Context(), svc)
-		return listChange{mark: c.mark(svc) + " ", want: want, handOver: func(r ociapi.SecurityRule) (string, bool, error) { return relied(list, r) }}
+		relied := c.lb.reliedByPeer(t.Context(), svc)
+		return listChange{mark: c.lb.mark(svc) + " ", want: want, handOver: func(r ociapi.SecurityRule) (string, bool, error) { return relied(list, r) }}
 	}
-	c.lists.forgetAll()
+	c.lb.lists.forgetAll()
 	failed := make([]error, 2)
-	require.NoError(t, c.writeBatch(t.Context(), list, []listChange{change(gone, listRules{}), change(other, want[list])}, failed))
+	require.NoError(t, c.lb.writeBatch(t.Context(), list, []listChange{change(gone, listRules{}), change(other, want[list])}, failed))
 	assert.ErrorContains(t, failed[0], "the apiserver is away")
 	assert.NoError(t, failed[1])
-	assert.Equal(t, 5, marked(e, c.mark(gone)+" "), "the Service's rules stay")
-	assert.Equal(t, 5, marked(e, c.mark(other)+" "), "the other Service's are written")
+	assert.Equal(t, 5, marked(e, c.lb.mark(gone)+" "), "the Service's rules stay")
+	assert.Equal(t, 5, marked(e, c.lb.mark(other)+" "), "the other Service's are written")
 }
 
 // A description of a rule handed over is never longer than OCI takes, and

@@ -22,7 +22,7 @@ func TestAHostileOCIIsAnErrorNeverAGoneInstance(t *testing.T) {
 			n++
 			return lbSvc(name, "uid-"+name, int32(30100+n))
 		},
-		Fresh: func() { c.machines.Invalidate(); steps{c}.Relist() },
+		Fresh: func() { c.machines.Invalidate(); c.lb.Relist() },
 		Held: func(t *testing.T, svc *v1.Service) int {
 			lbs, err := c.api.LoadBalancers(t.Context(), ociapi.KindLB, ociapi.With(ociapi.InCompartment(c.cfg.CompartmentID), "displayName", lbName(svc)))
 			if err != nil {

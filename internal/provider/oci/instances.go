@@ -165,7 +165,7 @@ func (c *Cloud) listMachines(ctx context.Context) ([]machine, error) {
 // listIPv6s adds the IPv6 addresses of subnet, when it is dual-stack (its
 // CIDRs looked up once an hour), to to by VNIC.
 func (c *Cloud) listIPv6s(ctx context.Context, subnet string, to map[string][]string) error {
-	sub, err := c.subnet(ctx, subnet)
+	sub, err := c.lb.subnet(ctx, subnet)
 	if err != nil {
 		return err
 	}

@@ -29,21 +29,21 @@ import (
 // lists per group, are read on a budget (nsginventory.go).
 
 var (
-	_ lbcycle.Inventory[ociapi.LB] = steps{}
-	_ lbcycle.DriftListener        = steps{}
+	_ lbcycle.Inventory[ociapi.LB] = (*steps)(nil)
+	_ lbcycle.DriftListener        = (*steps)(nil)
 )
 
 // Drifting: the walk of a drifted Service reads the security lists again,
 // rather than write on what this process last wrote (listReuse): a rule
 // removed behind its back since is put back.
-func (s steps) Drifting(*v1.Service) { s.lists.forgetAll() }
+func (st *steps) Drifting(*v1.Service) { st.lists.forgetAll() }
 
 // Objects are the load balancer's listeners, backend sets, backends and
 // the security rules it relies on, each keyed by every field the walk
 // compares of it (childKeys).
-func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string, error) {
+func (st *steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string, error) {
 	o := lb.Obj
-	spec, err := s.parseSpec(svc)
+	spec, err := st.parseSpec(svc)
 	out := childKeys(o, spec, err == nil)
 	ports, backends, ips := lbPorts(o)
 	maps.Copy(ports, backends)
@@ -51,7 +51,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string
 		return out, nil //nolint:nilerr // no security rules to rely on (an invalid Service is the sync's to report)
 	}
 	if spec.mode == ModeNSG {
-		rules, err := s.nsgObjects(ctx, svc, spec, o)
+		rules, err := st.nsgObjects(ctx, svc, spec, o)
 		return append(out, rules...), err
 	}
 	if hasMany(o) { // not listed one by one: the subnets of the backends asked
@@ -61,7 +61,7 @@ func (s steps) Objects(ctx context.Context, svc *v1.Service, lb ociLB) ([]string
 			}
 		}
 	}
-	rules, err := s.reliedOn(ctx, svc, append(slices.Clone(o.SubnetIDs), o.SubnetID), ips, ports, !s.builtHere(o))
+	rules, err := st.reliedOn(ctx, svc, append(slices.Clone(o.SubnetIDs), o.SubnetID), ips, ports, !st.builtHere(o))
 	return append(out, rules...), err
 }
 
@@ -141,22 +141,22 @@ func digest(v any) string {
 
 // reliedOn are the rules of the security lists of subnets and of the
 // backends' subnets that the Service's load balancer relies on.
-func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []string, ports map[int]bool, adopt bool) ([]string, error) {
+func (st *steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []string, ports map[int]bool, adopt bool) ([]string, error) {
 	for _, ip := range ips {
-		if m, found, err := s.machines.Get(ctx, "ip/"+ip); err != nil {
+		if m, found, err := st.machines.Get(ctx, "ip/"+ip); err != nil {
 			return nil, err
 		} else if found && m.SubnetID != "" && !slices.Contains(subnets, m.SubnetID) {
 			subnets = append(subnets, m.SubnetID)
 		}
 	}
-	mark := s.mark(svc) + " "
+	mark := st.mark(svc) + " "
 	var out []string
 	seen := map[string]bool{}
 	for _, id := range subnets {
 		if id == "" {
 			continue
 		}
-		_, list, err := s.subnetList(ctx, id)
+		_, list, err := st.subnetList(ctx, id)
 		if err != nil || seen[list] {
 			if err != nil {
 				return nil, err
@@ -164,7 +164,7 @@ func (s steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []str
 			continue
 		}
 		seen[list] = true
-		sl, err := s.listPass.list(ctx, s.api, list)
+		sl, err := st.listPass.list(ctx, st.api, list)
 		if err != nil {
 			// Not this pass's to decide: one list the CCM cannot read stops
 			// no other Service's check (the walk reads it and says why).

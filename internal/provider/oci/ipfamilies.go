@@ -215,12 +215,12 @@ func (v ipVersions) decide(has4, has6 bool) ([]string, v1.IPFamily) {
 // members), refusing what the subnets cannot serve; an nlb's listeners and
 // backend sets of each version are made here, and the default sources
 // admit IPv6 when it is served.
-func (c *Cloud) serveFamilies(ctx context.Context, s *lbSpec, members []member) error {
+func (st *steps) serveFamilies(ctx context.Context, s *lbSpec, members []member) error {
 	v := &s.ipv
 	if v.ipv4Only() {
 		return nil
 	}
-	subnets, err := c.subnetsByID(ctx, s.subnets)
+	subnets, err := st.subnetsByID(ctx, s.subnets)
 	if err != nil {
 		return err
 	}
@@ -245,14 +245,14 @@ func (c *Cloud) serveFamilies(ctx context.Context, s *lbSpec, members []member) 
 		s.sources = v.sources(s.sources, slices.DeleteFunc(endpoint, func(version string) bool { return !slices.Contains(v.familyVersions(), version) }))
 		return nil
 	}
-	return c.serveNLBFamilies(ctx, s, members, endpoint)
+	return st.serveNLBFamilies(ctx, s, members, endpoint)
 }
 
 // serveNLBFamilies decides an nlb's listeners' versions from the subnets of
 // members, and makes its listeners and backend sets of each.
-func (c *Cloud) serveNLBFamilies(ctx context.Context, s *lbSpec, members []member, endpoint []string) error {
+func (st *steps) serveNLBFamilies(ctx context.Context, s *lbSpec, members []member, endpoint []string) error {
 	v := &s.ipv
-	nodes, err := c.memberSubnets(ctx, members)
+	nodes, err := st.memberSubnets(ctx, members)
 	if err != nil {
 		return err
 	}
@@ -338,10 +338,10 @@ func (s *lbSpec) addFamilies() {
 }
 
 // subnetsByID are the subnets of ids (looked up once an hour).
-func (c *Cloud) subnetsByID(ctx context.Context, ids []string) ([]ociapi.Subnet, error) {
+func (st *steps) subnetsByID(ctx context.Context, ids []string) ([]ociapi.Subnet, error) {
 	out := make([]ociapi.Subnet, 0, len(ids))
 	for _, id := range ids {
-		sub, err := c.subnet(ctx, id)
+		sub, err := st.subnet(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -352,7 +352,7 @@ func (c *Cloud) subnetsByID(ctx context.Context, ids []string) ([]ociapi.Subnet,
 
 // memberSubnets are the subnets of the members' instances (by instance, else
 // by IPv4 address), from the shared listing.
-func (c *Cloud) memberSubnets(ctx context.Context, members []member) ([]ociapi.Subnet, error) {
+func (st *steps) memberSubnets(ctx context.Context, members []member) ([]ociapi.Subnet, error) {
 	var ids []string
 	for _, m := range members {
 		key := "id/" + m.instance
@@ -362,7 +362,7 @@ func (c *Cloud) memberSubnets(ctx context.Context, members []member) ([]ociapi.S
 			}
 			key = "ip/" + m.ip
 		}
-		got, found, err := c.machines.Get(ctx, key)
+		got, found, err := st.machines.Get(ctx, key)
 		if err != nil {
 			return nil, err
 		}
@@ -371,7 +371,7 @@ func (c *Cloud) memberSubnets(ctx context.Context, members []member) ([]ociapi.S
 		}
 	}
 	slices.Sort(ids)
-	return c.subnetsByID(ctx, ids)
+	return st.subnetsByID(ctx, ids)
 }
 
 // member is an eligible Node as a backend: its IPv4 address, its IPv6 one
@@ -447,7 +447,7 @@ func sameVersion(a, b string) bool { return versionOr(a) == versionOr(b) }
 // made), and loses one last (after those are gone); an lb's ipMode, which
 // this CCM never changes, is refused when it differs (unless the Service
 // only prefers dual-stack).
-func (s steps) convergeIPVersion(ctx context.Context, spec lbSpec, lb ociLB, first bool,
+func (st *steps) convergeIPVersion(ctx context.Context, spec lbSpec, lb ociLB, first bool,
 	change func(wr string, err error, what string) (string, error)) (string, error) {
 	have := lb.Obj
 	if have.Kind != ociapi.KindNLB {
@@ -468,7 +468,7 @@ func (s steps) convergeIPVersion(ctx context.Context, spec lbSpec, lb ociLB, fir
 	if next == got {
 		return "", nil
 	}
-	wr, err := s.api.SetNLBIPVersion(ctx, lb.ID, next)
+	wr, err := st.api.SetNLBIPVersion(ctx, lb.ID, next)
 	return change(wr, err, fmt.Sprintf("setting its IP version to %s (it was %s)", next, got))
 }
 

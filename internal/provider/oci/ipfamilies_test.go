@@ -250,7 +250,7 @@ func (fc *familyCluster) checkRefused(t *testing.T, svc *v1.Service, why string)
 // family's addresses of the Nodes, the default sources those families'.
 func (fc *familyCluster) checkSpec(t *testing.T, svc *v1.Service, want familyWant) lbSpec {
 	t.Helper()
-	spec, _, err := steps{fc.c}.Spec(t.Context(), "kubernetes", providertest.Reread(t, fc.kube, svc), fc.nodes)
+	spec, _, err := fc.c.lb.Spec(t.Context(), "kubernetes", providertest.Reread(t, fc.kube, svc), fc.nodes)
 	require.NoError(t, err)
 	assert.Equal(t, versionOf(want.endpoint), spec.ipv.endpoint)
 	assert.Equal(t, want.listeners, spec.ipv.listeners)
@@ -449,8 +449,8 @@ func TestThePeersDualStackLoadBalancersAreAdoptedWithNoWrite(t *testing.T) {
 	require.NoError(t, err)
 
 	for svc, want := range map[*v1.Service]int{nlbSvc: 3, lbSvc: 2} {
-		fc.c.listings[ociapi.KindLB].Invalidate()
-		fc.c.listings[ociapi.KindNLB].Invalidate()
+		fc.c.lb.listings[ociapi.KindLB].Invalidate()
+		fc.c.lb.listings[ociapi.KindNLB].Invalidate()
 		before := writes(fc.e)
 		st, steps, err := fc.ensure(t, svc)
 		require.NoError(t, err, svc.Name)

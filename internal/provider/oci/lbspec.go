@@ -150,7 +150,7 @@ var annotationsOf = map[string]kindAnnotations{
 
 // parseSpec reads what the Service asks, checked whole: every problem at
 // once, as one Problem, before any call.
-func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
+func (st *steps) parseSpec(svc *v1.Service) (lbSpec, error) {
 	var errs []error
 	bad := func(err error) {
 		if err != nil && !errors.Is(err, annotation.ErrNotSet) {
@@ -176,7 +176,7 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 			s.ip = a.String()
 		}
 	}
-	s.mode = c.securityMode(svc, s.kind, bad)
+	s.mode = st.securityMode(svc, s.kind, bad)
 	s.nsgs, err = an.nsgs.OCIDs(svc, "networksecuritygroup", 5)
 	bad(err)
 	s.backendNSGs, err = annotation.OCIBackendNetworkSecurityGroups.OCIDs(svc, "networksecuritygroup", 0)
@@ -194,14 +194,14 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 	if s.internal && s.ip != "" {
 		errs = append(errs, fmt.Errorf("spec.loadBalancerIP: an internal load balancer takes an address of its subnet that OCI chooses; loadBalancerIP asks for a reserved public IP"))
 	}
-	s.subnets = c.subnets(svc, an.subnet, bad)
+	s.subnets = st.subnets(svc, an.subnet, bad)
 	s.ipv = askedVersions(svc)
 	bad(s.ipv.check(s.kind))
 	check := healthCheck(svc, an, bad)
 	if s.kind == ociapi.KindNLB {
-		c.nlbParts(svc, &s, check, bad)
+		st.nlbParts(svc, &s, check, bad)
 	} else {
-		c.lbParts(svc, &s, check, bad)
+		st.lbParts(svc, &s, check, bad)
 	}
 	s.backendPorts = append(s.backendPorts, check.Port)
 	slices.Sort(s.listenerPorts)
@@ -210,7 +210,7 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 	if len(svc.Spec.Ports) == 0 {
 		errs = append(errs, errors.New("the Service has no ports"))
 	}
-	s.freeform, s.defined = c.tags(svc, an, bad)
+	s.freeform, s.defined = st.tags(svc, an, bad)
 	if mode, err := annotation.OCIIngressIPMode.OneOf(svc, []string{"VIP", "Proxy"}); err == nil {
 		s.proxyMode = strings.EqualFold(mode, "Proxy")
 	} else {
@@ -221,7 +221,7 @@ func (c *Cloud) parseSpec(svc *v1.Service) (lbSpec, error) {
 
 // lbParts are what an lb asks beyond what both kinds do: its shape, policy,
 // backend protocol, connections, and a TCP listener and backend set per port.
-func (c *Cloud) lbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
+func (st *steps) lbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
 	s.shape = flexible
 	if shape, err := annotation.OCIShape.NonEmptyString(svc); err == nil {
 		s.shape = shape
@@ -383,11 +383,11 @@ func (s *lbSpec) ssl(svc *v1.Service, bad func(error)) (listener, backend *ociap
 
 // readCerts reads the Secrets of the spec's certificates (data tls.crt,
 // tls.key, ca.crt, passphrase: the peer's keys).
-func (c *Cloud) readCerts(ctx context.Context, s *lbSpec) error {
+func (st *steps) readCerts(ctx context.Context, s *lbSpec) error {
 	if len(s.tls) == 0 {
 		return nil
 	}
-	kube := c.Kube()
+	kube := st.kube()
 	if kube == nil {
 		return errors.New("no Kubernetes client yet to read the TLS Secrets")
 	}
@@ -410,7 +410,7 @@ func (c *Cloud) readCerts(ctx context.Context, s *lbSpec) error {
 // nlbParts are what an nlb asks beyond what both kinds do: its policy,
 // source preservation, PPv2, and a listener and backend set per port (TCP,
 // UDP, or TCP_AND_UDP for a port both use), named as the peer names them.
-func (c *Cloud) nlbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
+func (st *steps) nlbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
 	policy := "FIVE_TUPLE"
 	if p, err := annotation.OCINLBBackendPolicy.OneOf(svc, []string{"TWO_TUPLE", "THREE_TUPLE", "FIVE_TUPLE"}); err == nil {
 		policy = strings.ToUpper(p)
@@ -494,7 +494,7 @@ func lbName(svc *v1.Service) string {
 // securityMode is the Service's security rule management mode: the
 // annotations', else for an lb the config's (which the peer ignores: issue
 // #498), for an nlb None (the peer's default).
-func (c *Cloud) securityMode(svc *v1.Service, kind string, bad func(error)) string {
+func (st *steps) securityMode(svc *v1.Service, kind string, bad func(error)) string {
 	if m, err := annotation.OCISecurityRuleManagementMode.OneOf(svc, []string{"SL-All", "SL-Frontend", "NSG", "None"}); err == nil {
 		return map[string]string{"sl-all": ModeAll, "sl-frontend": ModeFrontend, "nsg": ModeNSG, "none": ModeNone}[strings.ToLower(m)]
 	} else if !errors.Is(err, annotation.ErrNotSet) {
@@ -514,7 +514,7 @@ func (c *Cloud) securityMode(svc *v1.Service, kind string, bad func(error)) stri
 	if kind == ociapi.KindNLB {
 		return ModeNone
 	}
-	if lb := c.cfg.LoadBalancer; lb != nil {
+	if lb := st.cfg.LoadBalancer; lb != nil {
 		return lb.SecurityListManagementMode
 	}
 	return ModeAll
@@ -522,9 +522,9 @@ func (c *Cloud) securityMode(svc *v1.Service, kind string, bad func(error)) stri
 
 // subnets are the load balancer's subnets: the annotations' (first), else
 // the config's; an nlb takes one.
-func (c *Cloud) subnets(svc *v1.Service, first annotation.Name, bad func(error)) []string {
+func (st *steps) subnets(svc *v1.Service, first annotation.Name, bad func(error)) []string {
 	var s1, s2 string
-	if lb := c.cfg.LoadBalancer; lb != nil {
+	if lb := st.cfg.LoadBalancer; lb != nil {
 		s1, s2 = lb.Subnet1, lb.Subnet2
 	}
 	if v, err := first.OCID(svc, "subnet"); err == nil {
@@ -600,10 +600,10 @@ func connection(svc *v1.Service, protocol string, bad func(error)) *ociapi.Conne
 
 // tags are the load balancer's tags at creation: the initial overrides, else
 // the config's (tags.loadBalancer, else tags.common), and the ownership marks.
-func (c *Cloud) tags(svc *v1.Service, an kindAnnotations, bad func(error)) (map[string]string, map[string]map[string]any) {
+func (st *steps) tags(svc *v1.Service, an kindAnnotations, bad func(error)) (map[string]string, map[string]map[string]any) {
 	var freeform map[string]string
 	var defined map[string]map[string]any
-	if t := c.cfg.Tags; t != nil {
+	if t := st.cfg.Tags; t != nil {
 		for _, tc := range []*TagConfig{t.Common, t.LoadBalancer} {
 			if tc != nil {
 				freeform, defined = tc.FreeformTags, tc.DefinedTags
@@ -624,14 +624,14 @@ func (c *Cloud) tags(svc *v1.Service, an kindAnnotations, bad func(error)) (map[
 	if out == nil {
 		out = map[string]string{}
 	}
-	out[tagCluster], out[tagService] = c.Cluster.Get(), string(svc.UID)
+	out[tagCluster], out[tagService] = st.cluster.Get(), string(svc.UID)
 	return out, defined
 }
 
 // resolveBackends fills the backend sets with the eligible Nodes' internal
 // addresses (and, for an nlb, their instances, as the peer names them) and
 // the ports' node ports.
-func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec, nodes []*v1.Node) error {
+func (st *steps) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec, nodes []*v1.Node) error {
 	selector, key := labels.Everything(), ""
 	sel := annotationsOf[s.kind].nodeSelector
 	if v, err := sel.NonEmptyString(svc); err == nil {
@@ -640,7 +640,7 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 		}
 		key = selector.String()
 	}
-	members := c.memberSet.Get(nodes, key, func() ([]member, bool) { return c.membersOf(ctx, nodes, selector) })
+	members := st.memberSet.Get(nodes, key, func() ([]member, bool) { return st.membersOf(ctx, nodes, selector) })
 	nodePort := map[string]int32{}
 	for _, p := range svc.Spec.Ports {
 		for _, name := range []string{fmt.Sprintf("%s-%d", p.Protocol, p.Port), fmt.Sprintf("TCP_AND_UDP-%d", p.Port)} {
@@ -650,7 +650,7 @@ func (c *Cloud) resolveBackends(ctx context.Context, svc *v1.Service, s *lbSpec,
 			nodePort[name] = p.NodePort
 		}
 	}
-	if err := c.serveFamilies(ctx, s, members); err != nil {
+	if err := st.serveFamilies(ctx, s, members); err != nil {
 		return err
 	}
 	s.members, s.nodePorts = members, nodePort
@@ -682,7 +682,7 @@ func (s lbSpec) withoutBackends() lbSpec {
 // membersOf is the Nodes the selector picks as backends, by key; false
 // when one was read from the cloud (a Node awaiting its addresses), which
 // may change while the Nodes do not.
-func (c *Cloud) membersOf(ctx context.Context, nodes []*v1.Node, selector labels.Selector) ([]member, bool) {
+func (st *steps) membersOf(ctx context.Context, nodes []*v1.Node, selector labels.Selector) ([]member, bool) {
 	var members []member
 	keep := true
 	for _, n := range nodes {
@@ -690,7 +690,7 @@ func (c *Cloud) membersOf(ctx context.Context, nodes []*v1.Node, selector labels
 			continue
 		}
 		keep = keep && !provider.AwaitingAddresses(n)
-		if m, ok := c.memberOf(ctx, n); ok {
+		if m, ok := st.memberOf(ctx, n); ok {
 			members = append(members, m)
 		}
 	}
@@ -702,7 +702,7 @@ func (c *Cloud) membersOf(ctx context.Context, nodes []*v1.Node, selector labels
 // memberOf is Node n as a backend: its IPv4 InternalIP (its instance's
 // private address while it awaits its addresses) and its IPv6 address;
 // false for a Node of neither.
-func (c *Cloud) memberOf(ctx context.Context, n *v1.Node) (member, bool) {
+func (st *steps) memberOf(ctx context.Context, n *v1.Node) (member, bool) {
 	instance, _ := ParseProviderID(n.Spec.ProviderID)
 	ip6 := nodeIPv6(n.Status.Addresses)
 	ip, ok := provider.InternalIP(n.Status.Addresses, v1.IPv4Protocol)
@@ -716,7 +716,7 @@ func (c *Cloud) memberOf(ctx context.Context, n *v1.Node) (member, bool) {
 		klog.FromContext(ctx).V(2).Info("Leaving out a Node without an IPv4 InternalIP", "node", n.Name)
 		return member{}, false
 	}
-	m, found, err := c.find(ctx, n, snapshot.MaxAge)
+	m, found, err := st.machineOf(ctx, n, snapshot.MaxAge)
 	if err != nil || !found || m.PrivateIP == "" {
 		klog.FromContext(ctx).V(2).Info("Leaving out a Node whose instance is not known yet", "node", n.Name)
 		return member{}, false

@@ -44,7 +44,7 @@ func BenchmarkASpecOn5000Nodes(b *testing.B) {
 	svc := lbSvc("web", "uid-1", 30080)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := (steps{c}).Spec(b.Context(), "kubernetes", svc, nodes); err != nil {
+		if _, _, err := c.lb.Spec(b.Context(), "kubernetes", svc, nodes); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestASpecWithoutItsBackendsIsMadeWholeAgain(t *testing.T) {
 		if kind == ociapi.KindNLB {
 			svc.Annotations = map[string]string{"oci.oraclecloud.com/load-balancer-type": "nlb"}
 		}
-		spec, _, err := (steps{c}).Spec(t.Context(), "kubernetes", svc, nodes)
+		spec, _, err := c.lb.Spec(t.Context(), "kubernetes", svc, nodes)
 		if err != nil {
 			t.Fatal(err)
 		}

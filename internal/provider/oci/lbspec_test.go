@@ -8,13 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
 // specCloud is a cloud whose config names a load balancer subnet, for
 // parsing Services (no call is made).
 func specCloud() *Cloud {
-	return &Cloud{cfg: Config{LoadBalancer: &LoadBalancer{Subnet1: "ocid1.subnet.oc1.iad.aaaa", SecurityListManagementMode: ModeAll}}}
+	cfg := Config{LoadBalancer: &LoadBalancer{Subnet1: "ocid1.subnet.oc1.iad.aaaa", SecurityListManagementMode: ModeAll}}
+	return &Cloud{cfg: cfg, lb: &steps{cfg: cfg, cluster: &provider.ClusterUID{}}}
 }
 
 func TestSSLAnnotationsAreCheckedWhole(t *testing.T) {
@@ -38,7 +40,7 @@ func TestSSLAnnotationsAreCheckedWhole(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := lbSvc("web", "uid-1", 30080)
 			svc.Annotations = tc.annotations
-			_, err := c.parseSpec(svc)
+			_, err := c.lb.parseSpec(svc)
 			require.Error(t, err)
 			for _, want := range tc.wantErr {
 				assert.Contains(t, err.Error(), want)
@@ -53,7 +55,7 @@ func TestSSLAnnotationsAreCheckedWhole(t *testing.T) {
 		"service.beta.kubernetes.io/oci-load-balancer-tls-backendset-secret": "back",
 		"oci.oraclecloud.com/oci-load-balancer-listener-ssl-config":          `{"CipherSuiteName":"oci-modern-ssl-cipher-suite-v1","Protocols":["TLSv1.2","TLSv1.3"]}`,
 	}
-	spec, err := c.parseSpec(svc)
+	spec, err := c.lb.parseSpec(svc)
 	require.NoError(t, err)
 	l, bs := spec.listeners["TCP-80"], spec.backendSets["TCP-80"]
 	require.NotNil(t, l.SSLConfiguration)
@@ -102,16 +104,16 @@ func TestSSLIsComparedAsThePeerComparesIt(t *testing.T) {
 func TestRuleSetsAreReadAsThePeerReadsThem(t *testing.T) {
 	c := specCloud()
 	svc := lbSvc("web", "uid-1", 30080)
-	_, err := c.parseSpec(svc)
+	_, err := c.lb.parseSpec(svc)
 	require.NoError(t, err)
 
 	svc.Annotations = map[string]string{"oci.oraclecloud.com/oci-load-balancer-rule-sets": `{"b": {"items": [{"action": "ALLOW", "conditions": []}]}, "a": {"items": []}}`}
-	spec, err := c.parseSpec(svc)
+	spec, err := c.lb.parseSpec(svc)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b"}, spec.listeners["TCP-80"].RuleSetNames, "every listener applies every rule set")
 
 	svc.Annotations["oci.oraclecloud.com/oci-load-balancer-rule-sets"] = `{"a": {"items": [{"header": "X"}]}}`
-	_, err = c.parseSpec(svc)
+	_, err = c.lb.parseSpec(svc)
 	require.ErrorContains(t, err, `rule 0 of rule set "a" has no action of`)
 
 	// OCI may fill in fields a rule did not give: not a change.

@@ -14,7 +14,7 @@ import (
 
 // newListing is the shared listing of the compartment's load balancers of
 // a kind.
-func newListing(c *Cloud, kind string) *snapshot.Snapshot[ociapi.LB] {
+func newListing(c *steps, kind string) *snapshot.Snapshot[ociapi.LB] {
 	return snapshot.New(ProviderName+"-"+kind, listingMaxAge, listingMinMiss, func(ctx context.Context) ([]ociapi.LB, error) {
 		all, err := c.api.LoadBalancers(ctx, kind, ociapi.InCompartment(c.cfg.CompartmentID))
 		return slices.DeleteFunc(all, func(lb ociapi.LB) bool { return lb.LifecycleState == "DELETED" }), err
@@ -23,24 +23,24 @@ func newListing(c *Cloud, kind string) *snapshot.Snapshot[ociapi.LB] {
 
 // listed is the Service's load balancer of a kind in the shared listing;
 // read by its name as its workload for a Service that names one.
-func (c *Cloud) listed(ctx context.Context, svc *v1.Service, kind string) (ociapi.LB, bool, error) {
-	return c.listedWithin(ctx, svc, kind, listingMaxAge)
+func (st *steps) listed(ctx context.Context, svc *v1.Service, kind string) (ociapi.LB, bool, error) {
+	return st.listedWithin(ctx, svc, kind, listingMaxAge)
 }
 
 // listedWithin is listed from a shared listing at most age old.
-func (c *Cloud) listedWithin(ctx context.Context, svc *v1.Service, kind string, age time.Duration) (ociapi.LB, bool, error) {
+func (st *steps) listedWithin(ctx context.Context, svc *v1.Service, kind string, age time.Duration) (ociapi.LB, bool, error) {
 	if _, ok := ociapi.WorkloadOf(ctx); ok {
-		return c.byName(ctx, svc, kind)
+		return st.byName(ctx, svc, kind)
 	}
-	return c.listings[kind].GetWithin(ctx, "name/"+nameOf(svc, kind), age)
+	return st.listings[kind].GetWithin(ctx, "name/"+nameOf(svc, kind), age)
 }
 
 // listedFresh is listed from a shared listing made at most freshWithin ago.
-func (c *Cloud) listedFresh(ctx context.Context, svc *v1.Service, kind string) (ociapi.LB, bool, error) {
+func (st *steps) listedFresh(ctx context.Context, svc *v1.Service, kind string) (ociapi.LB, bool, error) {
 	if _, ok := ociapi.WorkloadOf(ctx); ok {
-		return c.byName(ctx, svc, kind)
+		return st.byName(ctx, svc, kind)
 	}
-	return c.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), c.freshWithin(kind))
+	return st.listings[kind].GetFresh(ctx, "name/"+nameOf(svc, kind), st.freshWithin(kind))
 }
 
 // freshWithin is how old a shared listing of a kind may be to tell whether a
@@ -49,19 +49,23 @@ func (c *Cloud) listedFresh(ctx context.Context, svc *v1.Service, kind string) (
 // backend: at 500 of them on 5,000 Nodes a listing takes seconds, and
 // passes that each waited for a listing begun after them would share none
 // (every worker waiting a listing a pass: 500 creations took minutes).
-func (c *Cloud) freshWithin(kind string) time.Duration {
-	return max(createPoll, 2*c.listings[kind].Took())
+func (st *steps) freshWithin(kind string) time.Duration {
+	return max(createPoll, 2*st.listings[kind].Took())
 }
 
 // GetLoadBalancer is the Service's load balancer's status, from the shared
 // listing.
-func (c *Cloud) GetLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	return c.lb.getLoadBalancer(ctx, clusterName, svc)
+}
+
+func (st *steps) getLoadBalancer(ctx context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	kind := kindOf(svc)
-	ctx, err := c.as(ctx, svc)
+	ctx, err := st.as(ctx, svc)
 	if err != nil {
 		return nil, false, err
 	}
-	lb, found, err := c.listed(ctx, svc, kind)
+	lb, found, err := st.listed(ctx, svc, kind)
 	if err != nil || !found {
 		return nil, false, err
 	}

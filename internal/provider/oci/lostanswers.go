@@ -95,28 +95,28 @@ func lostKey(svc *v1.Service, what string) string { return string(svc.UID) + "/"
 // answer lost, it is waited for (and retried with its token); answered,
 // forgotten, and the next create has another token. A create refused as a
 // conflict of its token gets another token next.
-func (c *Cloud) createAnswered(svc *v1.Service, what string, err error) {
+func (st *steps) createAnswered(svc *v1.Service, what string, err error) {
 	switch {
 	case err == nil:
-		c.unanswered.Found(lostKey(svc, what))
-		c.salts.bump(svc.UID, what) // the next create is another
+		st.unanswered.Found(lostKey(svc, what))
+		st.salts.bump(svc.UID, what) // the next create is another
 	case outcome.MayHaveActed(err):
-		c.unanswered.Lost(lostKey(svc, what))
+		st.unanswered.Lost(lostKey(svc, what))
 	case isCode(err, "InvalidatedRetryToken"):
-		c.salts.bump(svc.UID, what)
+		st.salts.bump(svc.UID, what)
 	}
 }
 
 // awaitingLostCreate is the progress of the Service while the create of
 // what lost its answer and its object may yet appear; "" when none.
-func (c *Cloud) awaitingLostCreate(svc *v1.Service, what, name string) string {
-	return c.unanswered.Awaiting(lostKey(svc, what), name)
+func (st *steps) awaitingLostCreate(svc *v1.Service, what, name string) string {
+	return st.unanswered.Awaiting(lostKey(svc, what), name)
 }
 
 // awaitingLB is the Service's load balancer as the cycle sees it while its
 // create's answer is waited for (awaitingLostCreate).
-func (s steps) awaitingLB(svc *v1.Service, kind string) (ociLB, bool) {
-	msg := s.awaitingLostCreate(svc, kind, noun(kind)+" "+nameOf(svc, kind))
+func (st *steps) awaitingLB(svc *v1.Service, kind string) (ociLB, bool) {
+	msg := st.awaitingLostCreate(svc, kind, noun(kind)+" "+nameOf(svc, kind))
 	if msg == "" {
 		return ociLB{}, false
 	}
@@ -127,10 +127,10 @@ func (s steps) awaitingLB(svc *v1.Service, kind string) (ociLB, bool) {
 // Service keeps (its status's address, else the oldest) and the others to
 // delete; an error when one of them lacks this cluster's marks for the
 // Service (not ours to choose: resolve by hand).
-func (c *Cloud) keptOf(svc *v1.Service, list []ociapi.LB) (ociapi.LB, []ociapi.LB, error) {
+func (st *steps) keptOf(svc *v1.Service, list []ociapi.LB) (ociapi.LB, []ociapi.LB, error) {
 	live := slices.DeleteFunc(slices.Clone(list), func(lb ociapi.LB) bool { return lb.LifecycleState == "DELETING" })
 	for _, lb := range live {
-		if lb.FreeformTags[tagService] != string(svc.UID) || lb.FreeformTags[tagCluster] != c.Cluster.Get() {
+		if lb.FreeformTags[tagService] != string(svc.UID) || lb.FreeformTags[tagCluster] != st.cluster.Get() {
 			return ociapi.LB{}, nil, outcome.Refuse(outcome.ReasonCloudRefused, "%d load balancers are named %s, not all made by this cluster for the Service: resolve by hand (delete all but one)",
 				len(live), nameOf(svc, lb.Kind))
 		}
@@ -153,17 +153,17 @@ func (c *Cloud) keptOf(svc *v1.Service, list []ociapi.LB) (ociapi.LB, []ociapi.L
 
 // deleteDuplicates deletes the Service's load balancers other than keep,
 // each once OCI lets it (not CREATING: the next pass's).
-func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, keep ociapi.LB, dups []ociapi.LB) error {
+func (st *steps) deleteDuplicates(ctx context.Context, svc *v1.Service, keep ociapi.LB, dups []ociapi.LB) error {
 	for _, d := range dups {
 		if d.LifecycleState == "CREATING" {
 			continue
 		}
-		wr, err := s.api.DeleteLoadBalancer(ctx, d.Kind, d.ID)
+		wr, err := st.api.DeleteLoadBalancer(ctx, d.Kind, d.ID)
 		if err != nil {
 			return fmt.Errorf("deleting %s %s, a second one of the Service: %w", noun(d.Kind), d.ID, err)
 		}
-		s.listings[d.Kind].Invalidate()
-		s.Events.Eventf(svc, v1.EventTypeNormal, provider.ReasonDeletingDuplicate,
+		st.listings[d.Kind].Invalidate()
+		st.events.Eventf(svc, v1.EventTypeNormal, provider.ReasonDeletingDuplicate,
 			"Deleting %s %s: made a second time for this Service (a create whose answer was lost); keeping %s (work request %s)", noun(d.Kind), d.ID, keep.ID, wr)
 		klog.FromContext(ctx).Info("Deleting a second load balancer of the Service", "service", klog.KObj(svc), "id", d.ID, "keep", keep.ID)
 	}
@@ -179,16 +179,16 @@ func isCode(err error, code string) bool {
 // deleteNSGDuplicates deletes the Service's frontend NSGs other than keep,
 // each once no load balancer is in it (OCI refuses before: the load
 // balancer is moved to keep first, convergeNSGs).
-func (c *Cloud) deleteNSGDuplicates(ctx context.Context, svc *v1.Service, keep string, others []string) error {
+func (st *steps) deleteNSGDuplicates(ctx context.Context, svc *v1.Service, keep string, others []string) error {
 	for _, id := range others {
-		err := c.api.DeleteNSG(ctx, id)
+		err := st.api.DeleteNSG(ctx, id)
 		switch {
 		case errors.Is(err, outcome.ErrNotFound), errors.Is(err, outcome.ErrBusy), errors.Is(err, outcome.ErrRefused):
 			continue // gone, or still in use
 		case err != nil:
 			return fmt.Errorf("deleting network security group %s, a second one of the Service: %w", id, err)
 		}
-		c.Events.Eventf(svc, v1.EventTypeNormal, provider.ReasonDeletingDuplicate,
+		st.events.Eventf(svc, v1.EventTypeNormal, provider.ReasonDeletingDuplicate,
 			"Deleted network security group %s: made a second time for this Service (a create whose answer was lost); keeping %s", id, keep)
 	}
 	return nil

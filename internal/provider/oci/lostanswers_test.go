@@ -207,7 +207,7 @@ func (r *lostRun) settled(t *testing.T, svc *v1.Service, addr string) map[string
 	var held map[string]string
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		require.Equal(t, addr, r.converge(t, svc), "the address stays")
-		steps{r.c}.Relist()
+		r.c.lb.Relist()
 		held = r.held(t, svc)
 		if held["load balancers"] == "1" && held["frontend NSGs"] != "2" || time.Now().After(deadline) {
 			return held
@@ -237,7 +237,7 @@ func (r *lostRun) held(t *testing.T, svc *v1.Service) map[string]string {
 		}
 	}
 	in, eg := r.e.SecurityListRules(r.e.Fixture().SecurityListID)
-	out["security-list rules"] = fmt.Sprint(countMarked(append(in, eg...), `"description":"`+r.c.mark(svc)))
+	out["security-list rules"] = fmt.Sprint(countMarked(append(in, eg...), `"description":"`+r.c.lb.mark(svc)))
 	groups, err := r.c.api.NSGs(ctx, ociapi.InCompartment(r.e.Fixture().CompartmentID))
 	require.NoError(t, err)
 	fronts, rules := 0, 0
@@ -248,7 +248,7 @@ func (r *lostRun) held(t *testing.T, svc *v1.Service) map[string]string {
 		have, err := r.c.api.NSGRules(ctx, g.ID)
 		require.NoError(t, err)
 		for _, rule := range have {
-			if r.c.isOurs(rule, svc) {
+			if r.c.lb.isOurs(rule, svc) {
 				rules++
 			}
 		}

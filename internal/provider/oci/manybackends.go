@@ -43,7 +43,7 @@ func backendPorts(bs ociapi.BackendSet) []int {
 
 // unfold is lb with the backends of each backend set kept as ManyBackends
 // read one by one (explain names each).
-func (c *Cloud) unfold(ctx context.Context, lb ociapi.LB) (ociapi.LB, error) {
+func (st *steps) unfold(ctx context.Context, lb ociapi.LB) (ociapi.LB, error) {
 	if !hasMany(lb) {
 		return lb, nil
 	}
@@ -52,7 +52,7 @@ func (c *Cloud) unfold(ctx context.Context, lb ociapi.LB) (ociapi.LB, error) {
 		if bs.Many == nil {
 			continue
 		}
-		backends, err := c.api.Backends(ctx, lb.Kind, lb.ID, name)
+		backends, err := st.api.Backends(ctx, lb.Kind, lb.ID, name)
 		if err != nil {
 			return lb, fmt.Errorf("reading the backends of backend set %s of %s: %w", name, lb.ID, err)
 		}

@@ -18,29 +18,29 @@ import (
 // looked at when such work usually ends. A backend set sent stays sent for
 // those members while the listing, up to a minute old, still shows the old
 // ones; a work request that failed makes the whole cycle read and walk.
-func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, bool, error) {
-	ctx, err := s.as(ctx, svc)
+func (st *steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (string, bool, error) {
+	ctx, err := st.as(ctx, svc)
 	if err != nil {
 		return "", true, err
 	}
 	kind := lb.Obj.Kind
-	if p, waited := s.wrs.get(svc); waited {
+	if p, waited := st.wrs.get(svc); waited {
 		if p.kind != kind || p.id == "" || p.what == whatCreate {
 			return "", false, nil
 		}
-		busy, wr, err := s.settle(ctx, svc, kind, p)
+		busy, wr, err := st.settle(ctx, svc, kind, p)
 		switch {
 		case err != nil:
 			return "", true, err
 		case busy:
 			return "waiting: " + p.what, true, nil
 		case wr.LifecycleState == "FAILED":
-			s.wrs.forgetSent(svc.UID)
+			st.wrs.forgetSent(svc.UID)
 			return "", false, nil
 		}
 	}
 	want := spec.membersFingerprint()
-	sent := s.wrs.sentOf(svc.UID)
+	sent := st.wrs.sentOf(svc.UID)
 	for _, name := range slices.Sorted(maps.Keys(spec.backendSets)) {
 		w := spec.backendSets[name]
 		got, ok := lb.Obj.BackendSets[name]
@@ -50,15 +50,15 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 		if sent[name] == want || sameBackends(got, w) {
 			continue
 		}
-		wr, err := s.api.UpdateChild(ctx, kind, lb.ID, "backendSets", name, unnamed(w))
+		wr, err := st.api.UpdateChild(ctx, kind, lb.ID, "backendSets", name, unnamed(w))
 		if err != nil {
 			return "", true, err
 		}
 		what := "updating the backends of backend set " + name
-		s.wrs.startMembers(svc, kind, wr, what, name, want)
+		st.wrs.startMembers(svc, kind, wr, what, name, want)
 		return fmt.Sprintf("%s %s: %s (work request %s)", noun(kind), lb.ID, what, wr), true, nil
 	}
-	s.wrs.forgetSent(svc.UID)
+	st.wrs.forgetSent(svc.UID)
 	return "", true, nil
 }
 

@@ -114,8 +114,8 @@ func joinOnce(t *testing.T, e *emulator.Emulator, c *Cloud, kube *fake.Clientset
 // balancer has n backends.
 func requireBackends(t *testing.T, c *Cloud, kube *fake.Clientset, svc *v1.Service, n int) {
 	t.Helper()
-	steps{c}.Relist()
-	lb, found, err := steps{c}.Listed(t.Context(), providertest.Reread(t, kube, svc))
+	c.lb.Relist()
+	lb, found, err := c.lb.Listed(t.Context(), providertest.Reread(t, kube, svc))
 	require.NoError(t, err)
 	require.True(t, found)
 	for name, bs := range lb.Obj.BackendSets {

@@ -73,15 +73,15 @@ func frontendNSGName(svc *v1.Service) string {
 // frontendNSG is the Service's frontend NSG ("" when there is none): the
 // oldest of its name tagged with its UID (a second one is a create whose
 // answer was lost: ensureFrontendNSG deletes it).
-func (c *Cloud) frontendNSG(ctx context.Context, svc *v1.Service) (string, error) {
-	front, _, err := c.frontendNSGs(ctx, svc)
+func (st *steps) frontendNSG(ctx context.Context, svc *v1.Service) (string, error) {
+	front, _, err := st.frontendNSGs(ctx, svc)
 	return front, err
 }
 
 // frontendNSGs are frontendNSG and the Service's other NSGs of its name
 // and tags.
-func (c *Cloud) frontendNSGs(ctx context.Context, svc *v1.Service) (string, []string, error) {
-	list, err := c.api.NSGs(ctx, ociapi.With(ociapi.InCompartment(c.cfg.CompartmentID), "displayName", frontendNSGName(svc)))
+func (st *steps) frontendNSGs(ctx context.Context, svc *v1.Service) (string, []string, error) {
+	list, err := st.api.NSGs(ctx, ociapi.With(ociapi.InCompartment(st.cfg.CompartmentID), "displayName", frontendNSGName(svc)))
 	if err != nil {
 		return "", nil, fmt.Errorf("looking up the network security group of the Service: %w", err)
 	}
@@ -101,14 +101,14 @@ func (c *Cloud) frontendNSGs(ctx context.Context, svc *v1.Service) (string, []st
 
 // createFrontendNSG makes the Service's frontend NSG in the VCN of the load
 // balancer's subnet.
-func (c *Cloud) createFrontendNSG(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
-	sub, err := c.subnet(ctx, spec.subnets[0])
+func (st *steps) createFrontendNSG(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	sub, err := st.subnet(ctx, spec.subnets[0])
 	if err != nil {
 		return "", err
 	}
-	token := retryToken(svc.UID, "nsg", c.salts.get(svc.UID, "nsg"), []string{c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc)})
-	g, err := c.api.CreateNSG(ctx, c.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc), nsgTags(svc), token)
-	c.createAnswered(svc, "nsg", err)
+	token := retryToken(svc.UID, "nsg", st.salts.get(svc.UID, "nsg"), []string{st.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc)})
+	g, err := st.api.CreateNSG(ctx, st.cfg.CompartmentID, sub.VCNID, frontendNSGName(svc), nsgTags(svc), token)
+	st.createAnswered(svc, "nsg", err)
 	if err != nil {
 		return "", fmt.Errorf("creating the network security group of the Service: %w", err)
 	}
@@ -118,19 +118,19 @@ func (c *Cloud) createFrontendNSG(ctx context.Context, svc *v1.Service, spec lbS
 // ensureFrontendNSG is the Service's frontend NSG in NSG mode ("" in the
 // others), made when there is none yet: then made says so, and the step
 // ends there.
-func (c *Cloud) ensureFrontendNSG(ctx context.Context, svc *v1.Service, spec lbSpec) (front, made string, err error) {
+func (st *steps) ensureFrontendNSG(ctx context.Context, svc *v1.Service, spec lbSpec) (front, made string, err error) {
 	if spec.mode != ModeNSG {
 		return "", "", nil
 	}
-	front, others, err := c.frontendNSGs(ctx, svc)
+	front, others, err := st.frontendNSGs(ctx, svc)
 	if err != nil || front != "" {
-		c.unanswered.Found(lostKey(svc, "nsg"))
-		return front, "", errors.Join(err, c.deleteNSGDuplicates(ctx, svc, front, others))
+		st.unanswered.Found(lostKey(svc, "nsg"))
+		return front, "", errors.Join(err, st.deleteNSGDuplicates(ctx, svc, front, others))
 	}
-	if msg := c.awaitingLostCreate(svc, "nsg", "the network security group "+frontendNSGName(svc)); msg != "" {
+	if msg := st.awaitingLostCreate(svc, "nsg", "the network security group "+frontendNSGName(svc)); msg != "" {
 		return "", msg, nil
 	}
-	id, err := c.createFrontendNSG(ctx, svc, spec)
+	id, err := st.createFrontendNSG(ctx, svc, spec)
 	if err != nil {
 		return "", "", err
 	}
@@ -159,25 +159,25 @@ func nsgMark(svc *v1.Service) string { return "service-uid-" + string(svc.UID) }
 
 // isOurs says whether an NSG rule is the Service's: the peer's mark, its
 // UID alone, or an earlier Overcast's mark in this cluster.
-func (c *Cloud) isOurs(r ociapi.NSGRule, svc *v1.Service) bool {
-	return r.Description == nsgMark(svc) || r.Description == string(svc.UID) || r.Description == c.mark(svc) ||
-		strings.HasPrefix(r.Description, c.mark(svc)+" ")
+func (st *steps) isOurs(r ociapi.NSGRule, svc *v1.Service) bool {
+	return r.Description == nsgMark(svc) || r.Description == string(svc.UID) || r.Description == st.mark(svc) ||
+		strings.HasPrefix(r.Description, st.mark(svc)+" ")
 }
 
 // applyNSGRules makes the Service's rules in NSG id what want says: the
 // missing added, those of the Service's no longer wanted removed, others
 // left.
-func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, want []ociapi.NSGRule) error {
-	defer c.nsgPass.Stale(id) // the drift check reads what this leaves
-	have, err := c.api.NSGRules(ctx, id)
+func (st *steps) applyNSGRules(ctx context.Context, svc *v1.Service, id string, want []ociapi.NSGRule) error {
+	defer st.nsgPass.Stale(id) // the drift check reads what this leaves
+	have, err := st.api.NSGRules(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading the rules of network security group %s: %w", id, err)
 	}
-	add, stale := c.nsgChanges(svc, have, want)
-	if err := c.api.AddNSGRules(ctx, id, add); err != nil {
+	add, stale := st.nsgChanges(svc, have, want)
+	if err := st.api.AddNSGRules(ctx, id, add); err != nil {
 		return fmt.Errorf("adding rules to network security group %s: %w", id, err)
 	}
-	if err := c.api.RemoveNSGRules(ctx, id, stale); err != nil {
+	if err := st.api.RemoveNSGRules(ctx, id, stale); err != nil {
 		return fmt.Errorf("removing rules from network security group %s: %w", id, err)
 	}
 	return nil
@@ -185,14 +185,14 @@ func (c *Cloud) applyNSGRules(ctx context.Context, svc *v1.Service, id string, w
 
 // nsgChanges are the rules of want an NSG's rules (have) lack, and the
 // ids of the Service's rules in it that want has not (or has twice).
-func (c *Cloud) nsgChanges(svc *v1.Service, have, want []ociapi.NSGRule) (add []ociapi.NSGRule, stale []string) {
+func (st *steps) nsgChanges(svc *v1.Service, have, want []ociapi.NSGRule) (add []ociapi.NSGRule, stale []string) {
 	wanted := map[string]bool{}
 	for _, r := range want {
 		wanted[nsgRuleKey(r)] = true
 	}
 	present := map[string]bool{}
 	for _, r := range have {
-		if !c.isOurs(r, svc) {
+		if !st.isOurs(r, svc) {
 			continue
 		}
 		if wanted[nsgRuleKey(r)] && !present[nsgRuleKey(r)] {
@@ -212,16 +212,16 @@ func (c *Cloud) nsgChanges(svc *v1.Service, have, want []ociapi.NSGRule) (add []
 
 // nsgRules opens the frontend NSG to the Service's sources on its ports and
 // toward the backend NSGs, and the backend NSGs to it.
-func (c *Cloud) publishNSGRules(ctx context.Context, svc *v1.Service, spec lbSpec, frontend string) error {
+func (st *steps) publishNSGRules(ctx context.Context, svc *v1.Service, spec lbSpec, frontend string) error {
 	front, back := nsgRulesWanted(svc, spec, frontend)
-	if err := c.applyNSGRules(ctx, svc, frontend, front); err != nil {
+	if err := st.applyNSGRules(ctx, svc, frontend, front); err != nil {
 		return err
 	}
 	for _, b := range spec.backendNSGs {
-		if err := c.markManaged(ctx, b); err != nil {
+		if err := st.markManaged(ctx, b); err != nil {
 			return err
 		}
-		if err := c.applyNSGRules(ctx, svc, b, back[b]); err != nil {
+		if err := st.applyNSGRules(ctx, svc, b, back[b]); err != nil {
 			return err
 		}
 	}
@@ -255,11 +255,11 @@ func nsgRulesWanted(svc *v1.Service, spec lbSpec, frontend string) (front []ocia
 // markManaged tags a backend NSG the Service's rules go in ManagedBy: CCM,
 // once, as the peer tags it (load_balancer.go): the peer, taking over,
 // then has nothing to write. Its other tags are kept.
-func (c *Cloud) markManaged(ctx context.Context, id string) error {
-	if _, done := c.managedNSGs.Load(id); done {
+func (st *steps) markManaged(ctx context.Context, id string) error {
+	if _, done := st.managedNSGs.Load(id); done {
 		return nil
 	}
-	g, etag, err := c.api.NSGRead(ctx, id)
+	g, etag, err := st.api.NSGRead(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading network security group %s: %w", id, err)
 	}
@@ -269,19 +269,19 @@ func (c *Cloud) markManaged(ctx context.Context, id string) error {
 			tags = map[string]string{}
 		}
 		tags["ManagedBy"] = "CCM"
-		if err := c.api.TagNSG(ctx, id, etag, tags); err != nil {
+		if err := st.api.TagNSG(ctx, id, etag, tags); err != nil {
 			return fmt.Errorf("tagging network security group %s as the peer does: %w", id, err)
 		}
 	}
-	c.managedNSGs.Store(id, true)
+	st.managedNSGs.Store(id, true)
 	return nil
 }
 
 // removeBackendNSGRules removes the Service's rules from the backend NSGs
 // its annotation names.
-func (c *Cloud) removeBackendNSGRules(ctx context.Context, svc *v1.Service, backends []string) error {
+func (st *steps) removeBackendNSGRules(ctx context.Context, svc *v1.Service, backends []string) error {
 	for _, b := range backends {
-		if err := c.applyNSGRules(ctx, svc, b, nil); err != nil {
+		if err := st.applyNSGRules(ctx, svc, b, nil); err != nil {
 			return err
 		}
 	}

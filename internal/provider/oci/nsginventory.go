@@ -29,7 +29,7 @@ const nsgReadsPerPass = 20
 
 // nsgObjects are the keys of the Service's rules in its frontend and backend
 // NSGs, as nsgPass last read them.
-func (s steps) nsgObjects(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociapi.LB) ([]string, error) {
+func (st *steps) nsgObjects(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociapi.LB) ([]string, error) {
 	var ids []string
 	for _, id := range lb.NetworkSecurityGroupIDs {
 		if !slices.Contains(spec.nsgs, id) {
@@ -39,12 +39,12 @@ func (s steps) nsgObjects(ctx context.Context, svc *v1.Service, spec lbSpec, lb 
 	ids = append(ids, spec.backendNSGs...)
 	var out []string
 	for _, id := range ids {
-		rules, err := s.nsgPass.Get(ctx, id, s.api.NSGRules)
+		rules, err := st.nsgPass.Get(ctx, id, st.api.NSGRules)
 		if err != nil {
 			return nil, fmt.Errorf("reading the rules of network security group %s: %w", id, err)
 		}
 		for _, r := range rules {
-			if s.isOurs(r, svc) {
+			if st.isOurs(r, svc) {
 				out = append(out, "nsg-rule/"+r.ID+" "+id+" "+nsgRuleKey(r))
 			}
 		}

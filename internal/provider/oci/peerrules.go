@@ -52,8 +52,8 @@ func lbPorts(lb ociapi.LB) (listeners, backends map[int]bool, ips []string) {
 }
 
 // services are the cluster's Services, listed for why.
-func (c *Cloud) services(ctx context.Context, why string) ([]v1.Service, error) {
-	kube := c.Kube()
+func (st *steps) services(ctx context.Context, why string) ([]v1.Service, error) {
+	kube := st.kube()
 	if kube == nil {
 		return nil, fmt.Errorf("no Kubernetes client yet to %s", why)
 	}
@@ -66,8 +66,8 @@ func (c *Cloud) services(ctx context.Context, why string) ([]v1.Service, error) 
 
 // portsInUse are the ports every other LoadBalancer Service of the cluster
 // uses: its ports, node ports and health check port.
-func (c *Cloud) portsInUse(ctx context.Context, svc *v1.Service) (map[int]bool, error) {
-	list, err := c.services(ctx, "keep the rules of the ports other Services use")
+func (st *steps) portsInUse(ctx context.Context, svc *v1.Service) (map[int]bool, error) {
+	list, err := st.services(ctx, "keep the rules of the ports other Services use")
 	if err != nil {
 		return nil, err
 	}
@@ -91,9 +91,9 @@ func (c *Cloud) portsInUse(ctx context.Context, svc *v1.Service) (map[int]bool, 
 // removePeerRules removes the peer's rules of the Service whose load
 // balancer lb Overcast took over, from lists, sparing the ports other
 // Services use.
-func (c *Cloud) removePeerRules(ctx context.Context, svc *v1.Service, lb ociapi.LB, lists []string) error {
+func (st *steps) removePeerRules(ctx context.Context, svc *v1.Service, lb ociapi.LB, lists []string) error {
 	drop := peerPorts(lb)
-	used, err := c.portsInUse(ctx, svc)
+	used, err := st.portsInUse(ctx, svc)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (c *Cloud) removePeerRules(ctx context.Context, svc *v1.Service, lb ociapi.
 		return nil
 	}
 	for _, id := range lists {
-		if err := c.updateList(ctx, id, listChange{mark: c.mark(svc) + " ", drop: drop}); err != nil {
+		if err := st.updateList(ctx, id, listChange{mark: st.mark(svc) + " ", drop: drop}); err != nil {
 			return fmt.Errorf("security list %s: %w", id, err)
 		}
 	}
@@ -122,14 +122,14 @@ func peerRuleOn(r ociapi.SecurityRule, ports map[int]bool) bool {
 }
 
 // lbLists are the security lists of the subnets and of every node subnet.
-func (c *Cloud) lbLists(ctx context.Context, subnets []string) ([]string, error) {
-	all, err := c.allNodeSubnets(ctx)
+func (st *steps) lbLists(ctx context.Context, subnets []string) ([]string, error) {
+	all, err := st.allNodeSubnets(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var lists []string
 	for _, id := range append(slices.Clone(subnets), all...) {
-		_, sl, err := c.subnetList(ctx, id)
+		_, sl, err := st.subnetList(ctx, id)
 		if err != nil {
 			return nil, err
 		}

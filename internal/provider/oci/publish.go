@@ -75,8 +75,8 @@ func status(addrs []string, proxy bool) *v1.LoadBalancerStatus {
 
 // Publish opens the security lists as the Service's mode asks (and closes
 // what it no longer asks), then gives the address.
-func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (*v1.LoadBalancerStatus, string, error) {
-	ctx, err := s.as(ctx, svc)
+func (st *steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb ociLB) (*v1.LoadBalancerStatus, string, error) {
+	ctx, err := st.as(ctx, svc)
 	if err != nil {
 		return nil, "", err
 	}
@@ -87,31 +87,31 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oci
 	listSpec := spec
 	if spec.mode == ModeNSG {
 		listSpec.mode = ModeNone // no security list rule; those of a former mode go
-		front, err := s.frontendNSG(ctx, svc)
+		front, err := st.frontendNSG(ctx, svc)
 		if err != nil {
 			return nil, "", err
 		}
 		if front == "" {
 			return nil, "", fmt.Errorf("the network security group of the Service is not there yet")
 		}
-		if err := s.publishNSGRules(ctx, svc, spec, front); err != nil {
+		if err := st.publishNSGRules(ctx, svc, spec, front); err != nil {
 			return nil, "", err
 		}
-	} else if err := s.removeBackendNSGRules(ctx, svc, spec.backendNSGs); err != nil {
+	} else if err := st.removeBackendNSGRules(ctx, svc, spec.backendNSGs); err != nil {
 		return nil, "", err
 	}
-	want, lists, err := s.wantedRules(ctx, svc, listSpec)
+	want, lists, err := st.wantedRules(ctx, svc, listSpec)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := s.applyRules(ctx, svc, want, lists, !s.builtHere(lb.Obj)); err != nil {
+	if err := st.applyRules(ctx, svc, want, lists, !st.builtHere(lb.Obj)); err != nil {
 		return nil, "", err
 	}
-	s.rebuilt.forget(svc.UID) // serving: a later failure may be rebuilt again
+	st.rebuilt.forget(svc.UID) // serving: a later failure may be rebuilt again
 	return status(addrs, spec.proxyMode), addrs[0], nil
 }
 
-func (s steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb ociLB) (*v1.LoadBalancerStatus, bool, error) {
+func (st *steps) Published(_ context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb ociLB) (*v1.LoadBalancerStatus, bool, error) {
 	addrs := ingress(lb.Obj, spec.internal, spec.externalOnly)
 	if len(addrs) == 0 || addrs[0] != rec.Address {
 		return nil, false, nil

@@ -72,12 +72,12 @@ type listRules struct{ ingress, egress []ociapi.SecurityRule }
 
 // mark is the mark of the Service's rules in this cluster; a rule's
 // description is the mark and the Service's name.
-func (c *Cloud) mark(svc *v1.Service) string {
-	return markPrefix + c.Cluster.Get() + "/" + string(svc.UID)
+func (st *steps) mark(svc *v1.Service) string {
+	return markPrefix + st.cluster.Get() + "/" + string(svc.UID)
 }
 
-func (c *Cloud) describe(svc *v1.Service) string {
-	return c.mark(svc) + " " + svc.Namespace + "/" + svc.Name
+func (st *steps) describe(svc *v1.Service) string {
+	return st.mark(svc) + " " + svc.Namespace + "/" + svc.Name
 }
 
 // sources are the addresses the Service admits.
@@ -107,53 +107,53 @@ type cachedSubnet struct {
 
 const subnetTTL = time.Hour
 
-func (c *Cloud) subnet(ctx context.Context, id string) (ociapi.Subnet, error) {
-	c.subnetCache.mu.Lock()
-	s, ok := c.subnetCache.byID[id]
-	c.subnetCache.mu.Unlock()
+func (st *steps) subnet(ctx context.Context, id string) (ociapi.Subnet, error) {
+	st.subnetCache.mu.Lock()
+	s, ok := st.subnetCache.byID[id]
+	st.subnetCache.mu.Unlock()
 	if ok && time.Since(s.at) < subnetTTL {
 		return s.Subnet, nil
 	}
-	sub, err := c.api.Subnet(ctx, id)
+	sub, err := st.api.Subnet(ctx, id)
 	if err != nil {
 		return ociapi.Subnet{}, fmt.Errorf("looking up subnet %s: %w", id, err)
 	}
-	c.subnetCache.mu.Lock()
-	c.subnetCache.byID[id] = cachedSubnet{Subnet: sub, at: time.Now()}
-	c.subnetCache.mu.Unlock()
+	st.subnetCache.mu.Lock()
+	st.subnetCache.byID[id] = cachedSubnet{Subnet: sub, at: time.Now()}
+	st.subnetCache.mu.Unlock()
 	return sub, nil
 }
 
 // subnetList is subnet id and the security list its rules go in, both
 // looked up once per subnetTTL.
-func (c *Cloud) subnetList(ctx context.Context, id string) (ociapi.Subnet, string, error) {
-	sub, err := c.subnet(ctx, id)
+func (st *steps) subnetList(ctx context.Context, id string) (ociapi.Subnet, string, error) {
+	sub, err := st.subnet(ctx, id)
 	if err != nil {
 		return ociapi.Subnet{}, "", err
 	}
-	c.subnetCache.mu.Lock()
-	list := c.subnetCache.byID[id].list
-	c.subnetCache.mu.Unlock()
+	st.subnetCache.mu.Lock()
+	list := st.subnetCache.byID[id].list
+	st.subnetCache.mu.Unlock()
 	if list != "" {
 		return sub, list, nil
 	}
-	if list, err = c.securityListOf(ctx, sub); err != nil {
+	if list, err = st.securityListOf(ctx, sub); err != nil {
 		return ociapi.Subnet{}, "", err
 	}
-	c.subnetCache.mu.Lock()
-	if e, ok := c.subnetCache.byID[id]; ok {
+	st.subnetCache.mu.Lock()
+	if e, ok := st.subnetCache.byID[id]; ok {
 		e.list = list
-		c.subnetCache.byID[id] = e
+		st.subnetCache.byID[id] = e
 	}
-	c.subnetCache.mu.Unlock()
+	st.subnetCache.mu.Unlock()
 	return sub, list, nil
 }
 
 // securityListOf is the security list of subnet the rules go in: the
 // config's loadBalancer.securityLists, else the subnet's oldest (as the
 // peer picks it).
-func (c *Cloud) securityListOf(ctx context.Context, sub ociapi.Subnet) (string, error) {
-	if lb := c.cfg.LoadBalancer; lb != nil {
+func (st *steps) securityListOf(ctx context.Context, sub ociapi.Subnet) (string, error) {
+	if lb := st.cfg.LoadBalancer; lb != nil {
 		if id := lb.SecurityLists[sub.ID]; id != "" {
 			return id, nil
 		}
@@ -166,7 +166,7 @@ func (c *Cloud) securityListOf(ctx context.Context, sub ociapi.Subnet) (string, 
 	}
 	oldest, at := "", time.Time{}
 	for _, id := range sub.SecurityListIDs {
-		sl, err := c.api.SecurityList(ctx, id)
+		sl, err := st.api.SecurityList(ctx, id)
 		if err != nil {
 			return "", err
 		}
@@ -179,7 +179,7 @@ func (c *Cloud) securityListOf(ctx context.Context, sub ociapi.Subnet) (string, 
 
 // wantedRules are the rules the Service's load balancer needs, by security
 // list, in its mode; and every list where the Service may have rules.
-func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (map[string]listRules, []string, error) {
+func (st *steps) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (map[string]listRules, []string, error) {
 	want := map[string]listRules{}
 	var lists []string
 	note := func(id string) {
@@ -187,10 +187,10 @@ func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (
 			lists = append(lists, id)
 		}
 	}
-	mark := c.describe(svc)
+	mark := st.describe(svc)
 	var lbLists, lbCIDRs []string
 	for _, id := range spec.subnets {
-		sub, sl, err := c.subnetList(ctx, id)
+		sub, sl, err := st.subnetList(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -207,12 +207,12 @@ func (c *Cloud) wantedRules(ctx context.Context, svc *v1.Service, spec lbSpec) (
 		}
 		want[sl] = w
 	}
-	nodeSubnets, err := c.nodeSubnets(ctx, spec)
+	nodeSubnets, err := st.nodeSubnets(ctx, spec)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, id := range nodeSubnets {
-		sub, sl, err := c.subnetList(ctx, id)
+		sub, sl, err := st.subnetList(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -268,11 +268,11 @@ func nodePortsFrom(svc *v1.Service, spec lbSpec, cidr string, lbCIDRs []string) 
 }
 
 // nodeSubnets are the subnets of the backends' instances.
-func (c *Cloud) nodeSubnets(ctx context.Context, spec lbSpec) ([]string, error) {
+func (st *steps) nodeSubnets(ctx context.Context, spec lbSpec) ([]string, error) {
 	var ids []string
 	for _, bs := range spec.backendSets {
 		for _, b := range bs.Backends {
-			m, found, err := c.machines.Get(ctx, "ip/"+b.IPAddress)
+			m, found, err := st.machines.Get(ctx, "ip/"+b.IPAddress)
 			if err != nil {
 				return nil, err
 			}
@@ -289,15 +289,15 @@ func (c *Cloud) nodeSubnets(ctx context.Context, spec lbSpec) ([]string, error) 
 // rules among those with its mark, leaving every other rule as it is.
 // adopt says an unmarked rule doing what one of them would stands for it
 // (the Service's load balancer is the peer's: adopting).
-func (c *Cloud) applyRules(ctx context.Context, svc *v1.Service, want map[string]listRules, lists []string, adopt bool) error {
-	if c.Cluster.Get() == "" {
+func (st *steps) applyRules(ctx context.Context, svc *v1.Service, want map[string]listRules, lists []string, adopt bool) error {
+	if st.cluster.Get() == "" {
 		return errors.New("the cluster UID (the kube-system namespace's), which marks the security rules, is not known yet")
 	}
-	mark := c.mark(svc) + " "
-	relied := c.reliedByPeer(ctx, svc)
+	mark := st.mark(svc) + " "
+	relied := st.reliedByPeer(ctx, svc)
 	for _, id := range lists {
 		ch := listChange{mark: mark, want: want[id], adopt: adopt, handOver: func(r ociapi.SecurityRule) (string, bool, error) { return relied(id, r) }}
-		if err := c.updateList(ctx, id, ch); err != nil {
+		if err := st.updateList(ctx, id, ch); err != nil {
 			return fmt.Errorf("security list %s: %w", id, err)
 		}
 	}
@@ -344,9 +344,9 @@ const listReuse = 10 * time.Second
 
 // updateList makes list id hold exactly ch.want among the rules marked
 // ch.mark, in the next batch of its changes.
-func (c *Cloud) updateList(ctx context.Context, id string, ch listChange) error {
+func (st *steps) updateList(ctx context.Context, id string, ch listChange) error {
 	ch.done = make(chan error, 1)
-	w := &c.lists
+	w := &st.lists
 	w.mu.Lock()
 	if w.queued == nil {
 		w.queued, w.busy = map[string][]listChange{}, map[string]bool{}
@@ -354,7 +354,7 @@ func (c *Cloud) updateList(ctx context.Context, id string, ch listChange) error 
 	w.queued[id] = append(w.queued[id], ch)
 	if !w.busy[id] {
 		w.busy[id] = true
-		go c.writeLists(id)
+		go st.writeLists(id)
 	}
 	w.mu.Unlock()
 	select {
@@ -375,11 +375,11 @@ const listWriteTimeout = time.Minute
 const listPace = 500 * time.Millisecond
 
 // writeLists writes list id's batches until none is queued.
-func (c *Cloud) writeLists(id string) {
-	w := &c.lists
+func (st *steps) writeLists(id string) {
+	w := &st.lists
 	var last time.Time
 	for {
-		if wait := listPace - time.Since(last); !last.IsZero() && wait > 0 && len(c.asks) == cap(c.asks) {
+		if wait := listPace - time.Since(last); !last.IsZero() && wait > 0 && len(st.asks) == cap(st.asks) {
 			time.Sleep(wait)
 		}
 		last = time.Now()
@@ -394,7 +394,7 @@ func (c *Cloud) writeLists(id string) {
 		w.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), listWriteTimeout)
 		failed := make([]error, len(batch))
-		err := c.writeBatch(ctx, id, batch, failed)
+		err := st.writeBatch(ctx, id, batch, failed)
 		cancel()
 		for i, ch := range batch {
 			ch.done <- cmp.Or(failed[i], err)
@@ -407,7 +407,7 @@ func (c *Cloud) writeLists(id string) {
 // them if they changed, with If-Match; a 412 (another writer: another
 // cluster, or the peer) reads it again. A change that cannot be worked out
 // (failed, by its index) is left out: the others are written.
-func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange, failed []error) error {
+func (st *steps) writeBatch(ctx context.Context, id string, batch []listChange, failed []error) error {
 	var err error
 	for attempt := range securityRetries {
 		if attempt > 0 {
@@ -418,13 +418,13 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange, f
 			case <-time.After(d):
 			}
 		}
-		sl, known := c.lists.known(id)
+		sl, known := st.lists.known(id)
 		if !known || attempt > 0 {
-			if sl, err = c.api.SecurityList(ctx, id); err != nil {
-				c.lists.forget(id)
+			if sl, err = st.api.SecurityList(ctx, id); err != nil {
+				st.lists.forget(id)
 				return err
 			}
-			c.lists.remember(id, sl)
+			st.lists.remember(id, sl)
 		}
 		changed := false
 		for i, ch := range batch {
@@ -443,11 +443,11 @@ func (c *Cloud) writeBatch(ctx context.Context, id string, batch []listChange, f
 			return nil
 		}
 		var now ociapi.SecurityList
-		if now, err = c.api.UpdateSecurityList(ctx, sl); err == nil {
-			c.lists.remember(id, now)
+		if now, err = st.api.UpdateSecurityList(ctx, sl); err == nil {
+			st.lists.remember(id, now)
 			return nil
 		}
-		c.lists.forget(id)
+		st.lists.forget(id)
 		if !errors.Is(err, outcome.ErrBusy) {
 			return err
 		}
@@ -540,8 +540,8 @@ func merge(have []json.RawMessage, want []ociapi.SecurityRule, ch listChange) ([
 
 // builtHere says whether this cluster's Overcast built the load balancer
 // (its tag), rather than adopted the peer's.
-func (c *Cloud) builtHere(lb ociapi.LB) bool {
-	return lb.FreeformTags[tagCluster] != "" && lb.FreeformTags[tagCluster] == c.Cluster.Get()
+func (st *steps) builtHere(lb ociapi.LB) bool {
+	return lb.FreeformTags[tagCluster] != "" && lb.FreeformTags[tagCluster] == st.cluster.Get()
 }
 
 // stands says whether rule r stands for one of the Service's: its mark, or,
@@ -552,17 +552,17 @@ func stands(r ociapi.SecurityRule, mark string, adopt bool) bool {
 
 // removeRules removes the Service's rules from every security list they may
 // be in: its load balancer's subnets' and the nodes' subnets'.
-func (c *Cloud) removeRules(ctx context.Context, svc *v1.Service, lbSubnets []string) error {
-	lists, err := c.lbLists(ctx, lbSubnets)
+func (st *steps) removeRules(ctx context.Context, svc *v1.Service, lbSubnets []string) error {
+	lists, err := st.lbLists(ctx, lbSubnets)
 	if err != nil {
 		return err
 	}
-	return c.applyRules(ctx, svc, nil, lists, false)
+	return st.applyRules(ctx, svc, nil, lists, false)
 }
 
 // allNodeSubnets are the subnets of every instance of the compartment.
-func (c *Cloud) allNodeSubnets(ctx context.Context) ([]string, error) {
-	list, err := c.machines.All(ctx)
+func (st *steps) allNodeSubnets(ctx context.Context) ([]string, error) {
+	list, err := st.machines.All(ctx)
 	if err != nil {
 		return nil, err
 	}

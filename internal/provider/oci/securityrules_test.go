@@ -43,14 +43,14 @@ func rulesFor(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) error {
 // or not.
 func rulesOf(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node, adopt bool) error {
 	t.Helper()
-	spec, err := c.parseSpec(svc)
+	spec, err := c.lb.parseSpec(svc)
 	require.NoError(t, err)
-	require.NoError(t, c.resolveBackends(t.Context(), svc, &spec, nodes))
-	want, lists, err := c.wantedRules(t.Context(), svc, spec)
+	require.NoError(t, c.lb.resolveBackends(t.Context(), svc, &spec, nodes))
+	want, lists, err := c.lb.wantedRules(t.Context(), svc, spec)
 	if err != nil {
 		return err
 	}
-	return c.applyRules(t.Context(), svc, want, lists, adopt)
+	return c.lb.applyRules(t.Context(), svc, want, lists, adopt)
 }
 
 // oneNodeCluster is the emulator, a cloud of cluster uid on it and a Node on
@@ -125,7 +125,7 @@ func TestThirtyServicesOnOneSecurityListAtOnceLoseNoRule(t *testing.T) {
 
 	// Half of cluster a's go: only their rules.
 	for i := 0; i < 30; i += 3 {
-		require.NoError(t, c.removeRules(t.Context(), lbSvc(fmt.Sprintf("svc-%d", i), fmt.Sprintf("uid-%02d", i), int32(30000+i)), []string{e.Fixture().SubnetID}))
+		require.NoError(t, c.lb.removeRules(t.Context(), lbSvc(fmt.Sprintf("svc-%d", i), fmt.Sprintf("uid-%02d", i), int32(30000+i)), []string{e.Fixture().SubnetID}))
 	}
 	for i := range 30 {
 		want := 5
@@ -152,11 +152,11 @@ func TestTwoClustersOnOneSecurityListNeverRemoveEachOthersRules(t *testing.T) {
 	assert.Equal(t, 5, marked(e, "overcast:cluster-a/uid-a "))
 	assert.Equal(t, 5, marked(e, "overcast:cluster-b/uid-b "), "each cluster's rules of its own, though they do the same")
 	// Cluster a's Service goes, and a removes only its own.
-	require.NoError(t, a.removeRules(t.Context(), svcA, []string{e.Fixture().SubnetID}))
+	require.NoError(t, a.lb.removeRules(t.Context(), svcA, []string{e.Fixture().SubnetID}))
 	assert.Equal(t, 0, marked(e, "overcast:cluster-a/uid-a "))
 	assert.Equal(t, 5, marked(e, "overcast:cluster-b/uid-b "))
 	// Even asked to remove b's Service's rules, a touches none of b's.
-	require.NoError(t, a.removeRules(t.Context(), svcB, []string{e.Fixture().SubnetID}))
+	require.NoError(t, a.lb.removeRules(t.Context(), svcB, []string{e.Fixture().SubnetID}))
 	assert.Equal(t, 5, marked(e, "overcast:cluster-b/uid-b "))
 }
 
@@ -184,7 +184,7 @@ func TestAnUnmarkedRuleStandsForOursOnlyOnThePeersOwnLoadBalancer(t *testing.T) 
 	unmark(sl.Egress)
 	_, err = c.api.UpdateSecurityList(t.Context(), sl)
 	require.NoError(t, err)
-	c.lists.forgetAll()
+	c.lb.lists.forgetAll()
 	require.Equal(t, 0, marked(e, "overcast:"))
 	peers, _ := e.SecurityListRules(list)
 	require.Len(t, peers, len(before)+3, "the peer's rules: 80, the node port and 10256 in")
@@ -198,7 +198,7 @@ func TestAnUnmarkedRuleStandsForOursOnlyOnThePeersOwnLoadBalancer(t *testing.T) 
 			svc := lbSvc("web", "uid-b-"+strconv.FormatBool(tc.adopt), 30080)
 			writes := putsOf(e)
 			require.NoError(t, rulesOf(t, c, svc, nodes, tc.adopt))
-			assert.Equal(t, tc.want, marked(e, c.mark(svc)+" "))
+			assert.Equal(t, tc.want, marked(e, c.lb.mark(svc)+" "))
 			if tc.adopt {
 				assert.Equal(t, writes, putsOf(e), "adopting writes nothing")
 			}
@@ -219,9 +219,9 @@ func TestAnUnmarkedRuleStandsForOursOnlyOnThePeersOwnLoadBalancer(t *testing.T) 
 	sl.Ingress, sl.Egress = keep(in, before), keep(out, beforeOut)
 	_, err = c.api.UpdateSecurityList(t.Context(), sl)
 	require.NoError(t, err)
-	c.lists.forgetAll()
+	c.lb.lists.forgetAll()
 	built := lbSvc("web", "uid-b-false", 30080)
-	assert.Equal(t, 5, marked(e, c.mark(built)+" "), "the rules of the load balancer Overcast built are all there")
+	assert.Equal(t, 5, marked(e, c.lb.mark(built)+" "), "the rules of the load balancer Overcast built are all there")
 	writes := putsOf(e)
 	require.NoError(t, rulesOf(t, c, built, nodes, false))
 	assert.Equal(t, writes, putsOf(e), "and nothing to put back")
@@ -280,7 +280,7 @@ func TestANetworkLoadBalancerThatPreservesTheClientOpensTheNodesToTheClients(t *
 	for _, raw := range in {
 		var r ociapi.SecurityRule
 		require.NoError(t, json.Unmarshal([]byte(raw), &r))
-		if r.Source == "192.0.2.0/24" && strings.HasPrefix(r.Description, c.mark(svc)) {
+		if r.Source == "192.0.2.0/24" && strings.HasPrefix(r.Description, c.lb.mark(svc)) {
 			fromClients = append(fromClients, rulePorts(r))
 		}
 	}

@@ -25,8 +25,12 @@ var _ provider.Sweeper = (*Cloud)(nil)
 // of each security list; nothing is changed. Rules in backend NSGs a Service
 // named by annotation are not listed: the Service's delete path removes them
 // while its annotation names the NSG.
-func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]provider.Leftover, error) {
-	cluster, err := c.Cluster.Known()
+func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider.Live) ([]provider.Leftover, error) {
+	return c.lb.leftovers(ctx, clusterName, live)
+}
+
+func (st *steps) leftovers(ctx context.Context, _ string, live provider.Live) ([]provider.Leftover, error) {
+	cluster, err := st.cluster.Known()
 	if err != nil {
 		return nil, err
 	}
@@ -36,9 +40,9 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 	// frontend NSGs carry the peer's tags alone (nsgTags), the load
 	// balancer says whose they are.
 	ours := map[types.UID]bool{}
-	steps{c}.Relist() // the shared listings, as they are now
+	st.Relist() // the shared listings, as they are now
 	for _, kind := range []string{ociapi.KindLB, ociapi.KindNLB} {
-		lbs, err := c.listings[kind].All(ctx)
+		lbs, err := st.listings[kind].All(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +59,7 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 				Owner: owners.Of(uid, ns, name), Removable: true, Note: "its Service is gone"})
 		}
 	}
-	groups, err := c.api.NSGs(ctx, ociapi.InCompartment(c.cfg.CompartmentID))
+	groups, err := st.api.NSGs(ctx, ociapi.InCompartment(st.cfg.CompartmentID))
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +72,7 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 		out = append(out, provider.Leftover{Kind: "network security group", ID: g.ID, Name: g.DisplayName,
 			Owner: owners.Of(uid, ns, name), Removable: true, Note: "its Service is gone"})
 	}
-	rules, err := c.ruleLeftovers(ctx, cluster, live, &owners)
+	rules, err := st.ruleLeftovers(ctx, cluster, live, &owners)
 	if err != nil {
 		return nil, err
 	}
@@ -79,23 +83,23 @@ func (c *Cloud) Leftovers(ctx context.Context, _ string, live provider.Live) ([]
 // ruleLeftovers are the rules of gone Services in the security lists of
 // the configured load balancer subnets and of the nodes' subnets, known by
 // their mark (overcast:<cluster UID>/<Service UID>).
-func (c *Cloud) ruleLeftovers(ctx context.Context, cluster string, live provider.Live, owners *provider.Owners) ([]provider.Leftover, error) {
+func (st *steps) ruleLeftovers(ctx context.Context, cluster string, live provider.Live, owners *provider.Owners) ([]provider.Leftover, error) {
 	var subnets []string
-	if lb := c.cfg.LoadBalancer; lb != nil {
+	if lb := st.cfg.LoadBalancer; lb != nil {
 		for _, id := range []string{lb.Subnet1, lb.Subnet2} {
 			if id != "" {
 				subnets = append(subnets, id)
 			}
 		}
 	}
-	lists, err := c.lbLists(ctx, subnets)
+	lists, err := st.lbLists(ctx, subnets)
 	if err != nil {
 		return nil, err
 	}
 	prefix := markPrefix + cluster + "/"
 	var out []provider.Leftover
 	for _, id := range lists {
-		sl, err := c.api.SecurityList(ctx, id)
+		sl, err := st.api.SecurityList(ctx, id)
 		if err != nil {
 			return nil, err
 		}

@@ -80,7 +80,7 @@ func wireBodies(t *testing.T) map[string]string {
 			svc.Spec.ExternalTrafficPolicy, svc.Spec.HealthCheckNodePort = v1.ServiceExternalTrafficPolicyLocal, 32000
 		}
 		c.SetKube(fake.NewClientset(svc))
-		spec, _, err := steps{c}.Spec(t.Context(), "kubernetes", svc, nodes)
+		spec, _, err := c.lb.Spec(t.Context(), "kubernetes", svc, nodes)
 		require.NoError(t, err)
 		require.Len(t, spec.backendSets, 1)
 		for _, bs := range spec.backendSets {
@@ -96,8 +96,8 @@ func wireBodies(t *testing.T) map[string]string {
 			front, back := nsgRulesWanted(svc, spec, "ocid1.networksecuritygroup.oc1.iad.front")
 			body("nsg/frontend-rules", front)
 			body("nsg/backend-rules", back["ocid1.networksecuritygroup.oc1.iad.back"])
-			body("securitylist/ingress-rule", tcpRule(true, "0.0.0.0/0", 80, c.mark(svc)))
-			body("securitylist/egress-rule", tcpRule(false, "10.0.10.0/24", 30080, c.mark(svc)))
+			body("securitylist/ingress-rule", tcpRule(true, "0.0.0.0/0", 80, c.lb.mark(svc)))
+			body("securitylist/egress-rule", tcpRule(false, "10.0.10.0/24", 30080, c.lb.mark(svc)))
 		}
 	}
 	return got

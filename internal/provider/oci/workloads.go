@@ -140,7 +140,7 @@ func (w *workloads) requestToken(ctx context.Context, namespace, name string) (s
 // as is ctx for the calls about svc: as its ServiceAccount's workload when
 // it names one, its session had now (so that a ServiceAccount that does not
 // exist, or an exchange refused, is the Service's Warning before any call).
-func (c *Cloud) as(ctx context.Context, svc *v1.Service) (context.Context, error) {
+func (st *steps) as(ctx context.Context, svc *v1.Service) (context.Context, error) {
 	name, err := annotation.OCIWorkloadServiceAccount.ServiceAccountName(svc)
 	switch {
 	case errors.Is(err, annotation.ErrNotSet):
@@ -148,7 +148,7 @@ func (c *Cloud) as(ctx context.Context, svc *v1.Service) (context.Context, error
 	case err != nil:
 		return ctx, outcome.Invalid(err)
 	}
-	creds, err := c.workloads.of(svc.Namespace, name)
+	creds, err := st.workloads.of(svc.Namespace, name)
 	if err == nil {
 		_, _, err = creds.SigningKey()
 	}

@@ -107,18 +107,18 @@ func took(wr ociapi.WorkRequest) time.Duration {
 // settle reads how the Service's work request p of a kind stands: busy
 // while OCI works on it; else it is forgotten, its time learnt (one that
 // failed is logged: the next step tries again).
-func (s steps) settle(ctx context.Context, svc *v1.Service, kind string, p pendingWR) (busy bool, wr ociapi.WorkRequest, err error) {
-	wr, err = s.api.WorkRequest(ctx, kind, p.id)
+func (st *steps) settle(ctx context.Context, svc *v1.Service, kind string, p pendingWR) (busy bool, wr ociapi.WorkRequest, err error) {
+	wr, err = st.api.WorkRequest(ctx, kind, p.id)
 	switch {
 	case errors.Is(err, outcome.ErrNotFound):
-		s.wrs.done(svc, 0)
+		st.wrs.done(svc, 0)
 		return false, wr, nil
 	case err != nil:
 		return false, wr, err
 	case wr.LifecycleState == "ACCEPTED" || wr.LifecycleState == "IN_PROGRESS":
 		return true, wr, nil
 	}
-	s.wrs.done(svc, took(wr))
+	st.wrs.done(svc, took(wr))
 	if wr.LifecycleState == "FAILED" {
 		klog.FromContext(ctx).Info("A load balancer's work request failed; the next step tries again", "service", klog.KObj(svc),
 			"loadBalancer", wr.LoadBalancerID, "workRequest", wr.ID, "type", wr.Type, "message", wr.Message)
