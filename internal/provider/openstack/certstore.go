@@ -166,21 +166,21 @@ func parseStoredName(name string) (uid types.UID, cluster string, ok bool) {
 // with it: a named reference is read in Barbican (once per reference and
 // Service in this process); a Secret's certificate is found in Barbican, or
 // stored there.
-func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) error {
+func (st *steps) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) error {
 	t := s.tls
 	if t == nil || !slices.ContainsFunc(s.ports, s.isTLS) {
 		return nil
 	}
 	if t.secret != nil {
-		return c.storeCert(ctx, svc, t)
+		return st.storeCert(ctx, svc, t)
 	}
 	if !t.check {
 		return nil
 	}
-	if c.tlsCerts.checkedRef(svc.UID) == t.ref {
+	if st.tlsCerts.checkedRef(svc.UID) == t.ref {
 		return nil
 	}
-	if err := c.keyManager(ctx); err != nil {
+	if err := st.keyManager(ctx); err != nil {
 		return err
 	}
 	kind, id, err := barbicanRef(t.ref)
@@ -188,9 +188,9 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 		return outcome.Invalid(err)
 	}
 	if kind == "containers" {
-		err = c.api.GetContainer(ctx, id)
+		err = st.api.GetContainer(ctx, id)
 	} else {
-		err = c.api.GetSecret(ctx, id)
+		err = st.api.GetSecret(ctx, id)
 	}
 	if errors.Is(err, outcome.ErrNotFound) || osapi.Forbidden(err) {
 		return outcome.Refuse(outcome.ReasonInvalidAnnotation, "TLS certificate %s is not in Barbican, or this CCM's user may not read it; nothing was built with it", t.ref)
@@ -198,13 +198,13 @@ func (c *Cloud) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) erro
 	if err != nil {
 		return fmt.Errorf("reading TLS certificate %s in Barbican: %w", t.ref, err)
 	}
-	c.tlsCerts.setChecked(svc.UID, t.ref)
+	st.tlsCerts.setChecked(svc.UID, t.ref)
 	return nil
 }
 
 // keyManager finds Barbican; a catalog without it refuses TLS termination.
-func (c *Cloud) keyManager(ctx context.Context) error {
-	missing, err := c.api.KeyManagerMissing(ctx)
+func (st *steps) keyManager(ctx context.Context) error {
+	missing, err := st.api.KeyManagerMissing(ctx)
 	if missing {
 		return outcome.Refuse(outcome.ReasonUnsupportedService, "This cloud's catalog has no key-manager (Barbican): TLS termination needs it; nothing was built")
 	}
@@ -214,32 +214,32 @@ func (c *Cloud) keyManager(ctx context.Context) error {
 // storeCert finds the Secret's certificate in Barbican, by the name its
 // hash gives, or stores it there: its certificate, key and intermediates as
 // secrets, and a certificate container naming them.
-func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) error {
+func (st *steps) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) error {
 	sec := t.secret
-	if have, ok := c.tlsCerts.get(svc.UID); ok && have.hash == sec.hash {
+	if have, ok := st.tlsCerts.get(svc.UID); ok && have.hash == sec.hash {
 		t.ref = have.ref
 		return nil
 	}
-	if err := c.keyManager(ctx); err != nil {
+	if err := st.keyManager(ctx); err != nil {
 		return err
 	}
-	name := storedName(svc.UID, sec.hash, c.Cluster.Get())
-	found, err := c.api.ListContainers(ctx, name, 10)
+	name := storedName(svc.UID, sec.hash, st.cluster.Get())
+	found, err := st.api.ListContainers(ctx, name, 10)
 	if err != nil {
 		return fmt.Errorf("listing Barbican containers: %w", err)
 	}
 	if len(found) > 0 {
 		// Stored before (by this process before a restart, or another replica).
 		t.ref = found[0].Ref
-		c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
+		st.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
 		return nil
 	}
-	ref, err := c.putCertificate(ctx, name, sec.cert, sec.key, sec.chain)
+	ref, err := st.putCertificate(ctx, name, sec.cert, sec.key, sec.chain)
 	if err != nil {
 		return fmt.Errorf("storing the certificate of Secret %s/%s in Barbican: %w", svc.Namespace, sec.name, err)
 	}
 	t.ref = ref
-	c.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
+	st.tlsCerts.set(svc.UID, storedCert{hash: sec.hash, ref: t.ref})
 	klog.FromContext(ctx).Info("Stored the certificate of a TLS Secret in Barbican", "service", klog.KObj(svc), "secret", sec.name, "container", t.ref)
 	return nil
 }
@@ -247,7 +247,7 @@ func (c *Cloud) storeCert(ctx context.Context, svc *v1.Service, t *tlsSpec) erro
 // putCertificate stores a certificate, its key and intermediates (none:
 // left out) as secrets named name_<part>, and a certificate container name
 // naming them; it returns the container's reference.
-func (c *Cloud) putCertificate(ctx context.Context, name string, cert, key, chain []byte) (string, error) {
+func (st *steps) putCertificate(ctx context.Context, name string, cert, key, chain []byte) (string, error) {
 	var refs []osapi.BarbicanObject
 	for _, part := range []struct {
 		name    string
@@ -261,13 +261,13 @@ func (c *Cloud) putCertificate(ctx context.Context, name string, cert, key, chai
 		if len(part.payload) == 0 {
 			continue
 		}
-		ref, err := c.api.CreateSecret(ctx, name+"_"+part.name, part.private, part.payload)
+		ref, err := st.api.CreateSecret(ctx, name+"_"+part.name, part.private, part.payload)
 		if err != nil {
 			return "", fmt.Errorf("the %s: %w", strings.ReplaceAll(part.name, "_", " "), err)
 		}
 		refs = append(refs, osapi.BarbicanObject{Name: part.name, Ref: ref})
 	}
-	ref, err := c.api.CreateCertificateContainer(ctx, name, refs)
+	ref, err := st.api.CreateCertificateContainer(ctx, name, refs)
 	if err != nil {
 		return "", fmt.Errorf("the container: %w", err)
 	}
@@ -280,14 +280,14 @@ func (c *Cloud) putCertificate(ctx context.Context, name string, cert, key, chai
 // secrets are listed and those the Service's prefix names are picked: a
 // Service with no Secret of its own, and one swept in this process since its
 // last new certificate, costs nothing.
-func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string) error {
-	if keepHash != "" && c.tlsCerts.sweptFor(svc.UID, keepHash) {
+func (st *steps) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string) error {
+	if keepHash != "" && st.tlsCerts.sweptFor(svc.UID, keepHash) {
 		return nil
 	}
-	if _, stored := c.tlsCerts.get(svc.UID); !stored && !annotation.OpenStackTLSSecret.IsSet(svc) {
+	if _, stored := st.tlsCerts.get(svc.UID); !stored && !annotation.OpenStackTLSSecret.IsSet(svc) {
 		return nil
 	}
-	missing, err := c.api.KeyManagerMissing(ctx)
+	missing, err := st.api.KeyManagerMissing(ctx)
 	if missing {
 		return nil // no Barbican: nothing was ever stored in it
 	}
@@ -295,7 +295,7 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 		return err
 	}
 	prefix := storedPrefix(svc.UID)
-	objs, err := c.storedObjects(ctx)
+	objs, err := st.storedObjects(ctx)
 	if err != nil {
 		return err
 	}
@@ -306,9 +306,9 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 		}
 		var err error
 		if o.kind == kindContainer {
-			err = c.api.DeleteContainer(ctx, lastSegment(o.ref))
+			err = st.api.DeleteContainer(ctx, lastSegment(o.ref))
 		} else {
-			err = c.api.DeleteSecret(ctx, lastSegment(o.ref))
+			err = st.api.DeleteSecret(ctx, lastSegment(o.ref))
 		}
 		if err != nil {
 			return fmt.Errorf("deleting %s %s: %w", o.kind, o.ref, err)
@@ -319,9 +319,9 @@ func (c *Cloud) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string
 		klog.FromContext(ctx).Info("Deleted certificates of a Service in Barbican", "service", klog.KObj(svc), "objects", deleted)
 	}
 	if keepHash == "" {
-		c.tlsCerts.forget(svc.UID)
+		st.tlsCerts.forget(svc.UID)
 	} else {
-		c.tlsCerts.setSwept(svc.UID, keepHash)
+		st.tlsCerts.setSwept(svc.UID, keepHash)
 	}
 	return nil
 }
@@ -338,16 +338,16 @@ const (
 // storedObjects lists the project's Barbican containers, then its secrets
 // (containers name secrets: they go first). Barbican lists by exact name
 // only, so every one is listed.
-func (c *Cloud) storedObjects(ctx context.Context) ([]storedObject, error) {
+func (st *steps) storedObjects(ctx context.Context) ([]storedObject, error) {
 	var objs []storedObject
-	cs, err := c.api.ListContainers(ctx, "", 100)
+	cs, err := st.api.ListContainers(ctx, "", 100)
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican containers: %w", err)
 	}
 	for _, ct := range cs {
 		objs = append(objs, storedObject{kindContainer, ct.Name, ct.Ref})
 	}
-	ss, err := c.api.ListSecrets(ctx, 100)
+	ss, err := st.api.ListSecrets(ctx, 100)
 	if err != nil {
 		return nil, fmt.Errorf("listing Barbican secrets: %w", err)
 	}

@@ -15,7 +15,7 @@ func TestTheSpecAgreesWithTheAnnotationChecks(t *testing.T) {
 	c := specCloud(t, "")
 	providertest.ChecksAgree(t, annotation.ChecksOf(ProviderName), func() *v1.Service { return specService(nil) },
 		func(svc *v1.Service) error {
-			_, err := c.spec("k8s", svc, []*v1.Node{node("a", "10.0.0.1", nil)})
+			_, err := c.lb.spec("k8s", svc, []*v1.Node{node("a", "10.0.0.1", nil)})
 			return err
 		})
 }

@@ -2,7 +2,6 @@ package openstack
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -31,52 +30,13 @@ type Cloud struct {
 	api     osapi.API // every call to OpenStack (osapi)
 	servers *snapshot.Snapshot[osapi.Server]
 	ports   *portAddresses
-	index   *lbIndex
-	memo    *treeMemo  // members and monitors the last passes read (treereads.go)
-	sgs     *sgManager // security groups (manage-security-groups)
-	// tlsCerts are the certificates of TLS Secrets stored in Barbican.
-	tlsCerts *tlsStore
-	// octaviaAPI is what Octavia's API version says it has, once read.
-	octaviaAPI octaviaAPI
+	// lb is the load-balancer work (cycle.go).
+	lb *steps
 
 	mu    sync.Mutex
 	nodes corelisters.NodeLister
 	// global is the [Global] section in effect (setGlobal changes it).
 	global Global
-	// serial: load balancers are created step by step, not fully populated
-	// (configured, or found out from a provider that strands the children of
-	// a fully populated one).
-	serial atomic.Bool
-	// created is the fingerprint of the spec each load balancer this process
-	// created (fully populated) was created from, until it is converged: one
-	// that becomes ACTIVE is as created, and needs no walk.
-	created map[string]string
-	// fipQuota: the project's floating IP quota is known to be met.
-	fipQuota quotaMemory
-	// unanswered: the Services whose load balancer's create lost its
-	// answer (duplicates.go).
-	unanswered provider.Unanswered
-	// memberSets are the member sets lately wanted, to know the one before
-	// a Node change (converge.go).
-	memberSets provider.MemberSets
-}
-
-// createdAs is the fingerprint lbID was created from by this process ("" if
-// none); forgetCreated drops it.
-func (c *Cloud) createdAs(lbID string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.created[lbID]
-}
-
-func (c *Cloud) setCreated(lbID, fingerprint string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if fingerprint == "" {
-		delete(c.created, lbID)
-	} else {
-		c.created[lbID] = fingerprint
-	}
 }
 
 var (
@@ -91,14 +51,10 @@ func New(cfg Config) (*Cloud, error) {
 		return nil, err
 	}
 	gw := osapi.New(cfg.Global.settings())
-	c := &Cloud{cfg: cfg, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw},
-		global: cfg.Global, memo: newTreeMemo(), created: map[string]string{}, unanswered: provider.Unanswered{Window: lostCreateWindow}}
-	c.index = newLBIndex(c)
-	c.ports.floatingIPs = c.index.fips.AllWithin
-	c.sgs = newSGManager(gw)
-	c.tlsCerts = newTLSStore()
-	c.Cycle = newCycle(c)
-	c.serial.Store(cfg.LoadBalancer.ProviderRequiresSerialAPICalls)
+	c := &Cloud{cfg: cfg, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw}, global: cfg.Global}
+	c.lb = newSteps(c)
+	c.ports.floatingIPs = c.lb.index.fips.AllWithin
+	c.Cycle = c.lb.cycle
 	return c, nil
 }
 
@@ -169,7 +125,7 @@ func (c *Cloud) setGlobal(cfg Config) (bool, error) {
 		return false, nil
 	}
 	c.servers.Reset()
-	c.index.lbs.Invalidate()
-	c.index.fips.Invalidate()
+	c.lb.index.lbs.Invalidate()
+	c.lb.index.fips.Invalidate()
 	return true, nil
 }

@@ -501,7 +501,7 @@ func TestContractANodeWithoutAddressesYetIsAMember(t *testing.T) {
 
 	octavia, err := clientOf(c).OctaviaClient(t.Context())
 	require.NoError(t, err)
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
 	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(t.Context())
@@ -607,9 +607,9 @@ func poolsOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []po
 // has no Kubernetes client here).
 func record(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node, st *v1.LoadBalancerStatus) {
 	t.Helper()
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
-	spec, err := c.spec("contract", svc, nodes)
+	spec, err := c.lb.spec("contract", svc, nodes)
 	require.NoError(t, err)
 	if svc.Annotations == nil {
 		svc.Annotations = map[string]string{}
@@ -656,7 +656,7 @@ func waitActive(t *testing.T, octavia *gophercloud.ServiceClient, id string) {
 func updated(t *testing.T, c *Cloud, svc *v1.Service, nodes []*v1.Node) {
 	t.Helper()
 	require.NoError(t, poll(3*time.Minute, func() error {
-		c.index.lbs.Invalidate()
+		c.lb.index.lbs.Invalidate()
 		return c.UpdateLoadBalancer(t.Context(), "contract", svc, nodes)
 	}))
 }
@@ -708,7 +708,7 @@ func TestContractNodeChangeUpdatesMembersAlone(t *testing.T) {
 		assert.Equal(t, map[string]int{routeAddMember: 2}, writes, "one member added a pool")
 	}
 	for _, svc := range []*v1.Service{one, two} {
-		lb, err := c.findLB(ctx, svc)
+		lb, err := c.lb.findLB(ctx, svc)
 		require.NoError(t, err)
 		pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
 		require.NoError(t, err)
@@ -746,7 +746,7 @@ func TestContractANodeJoiningIsReadWhenNotKnown(t *testing.T) {
 	record(t, c, svc, nodes, ensure(t, c, svc, nodes))
 	octavia, err := clientOf(c).OctaviaClient(ctx)
 	require.NoError(t, err)
-	lb, err := c.findLB(ctx, svc)
+	lb, err := c.lb.findLB(ctx, svc)
 	require.NoError(t, err)
 	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(ctx)
 	require.NoError(t, err)
@@ -755,7 +755,7 @@ func TestContractANodeJoiningIsReadWhenNotKnown(t *testing.T) {
 	require.Len(t, all, 1)
 	pool := all[0]
 
-	c.memberSets = provider.MemberSets{} // what a new leader knows
+	c.lb.memberSets = provider.MemberSets{} // what a new leader knows
 	tg.callsSince()
 	updated(t, c, svc, append(nodes, contractNode("n2", "", "10.0.0.202")))
 	if _, writes := tg.callsSince(); tg.emu != nil {
@@ -820,11 +820,11 @@ func TestContractLoadBalancerInErrorIsReplaced(t *testing.T) {
 	c := tg.cloud(t, "")
 	svc := contractService(contractName("broken"), map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"})
 	ensure(t, c, svc, nil)
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NoError(t, tg.emu.SetLoadBalancerError(lb.ID))
 	ensure(t, c, svc, nil)
-	replaced, err := c.findLB(t.Context(), svc)
+	replaced, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	assert.NotEqual(t, lb.ID, replaced.ID, "a new load balancer replaces the one in ERROR")
 	deleteLB(t, c, svc)
@@ -898,7 +898,7 @@ func TestContractLoadBalancerIsCreatedFullyPopulated(t *testing.T) {
 
 	octavia, err := clientOf(c).OctaviaClient(t.Context())
 	require.NoError(t, err)
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.Equal(t, "ACTIVE", lb.ProvisioningStatus)
 	// In full: the pools' provisioning status too.
@@ -920,7 +920,7 @@ func TestContractLoadBalancerIsCreatedFullyPopulated(t *testing.T) {
 func TestContractStrandedChildrenAreRebuiltStepByStep(t *testing.T) {
 	tg := newContractTargetWith(t, emulator.Options{StrandGraphChildren: true})
 	c := tg.cloud(t, "")
-	c.serial.Store(false) // as without provider-requires-serial-api-calls (the harness sets it)
+	c.lb.serial.Store(false) // as without provider-requires-serial-api-calls (the harness sets it)
 	svc := contractService(contractName("strand"), nil)
 	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201")}
 	st := ensure(t, c, svc, nodes)
@@ -928,11 +928,11 @@ func TestContractStrandedChildrenAreRebuiltStepByStep(t *testing.T) {
 
 	octavia, err := clientOf(c).OctaviaClient(t.Context())
 	require.NoError(t, err)
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	var tree statusTree
 	require.NoError(t, loadbalancers.GetStatuses(t.Context(), octavia, lb.ID).ExtractInto(&tree))
-	assert.True(t, c.serial.Load(), "later load balancers are built step by step")
+	assert.True(t, c.lb.serial.Load(), "later load balancers are built step by step")
 	assert.Equal(t, "ACTIVE", tree.Statuses.LoadBalancer.ProvisioningStatus)
 	assert.Len(t, tree.Statuses.LoadBalancer.Listeners, 2)
 	assert.Empty(t, tree.pending(), "nothing is left pending")
@@ -998,7 +998,7 @@ func TestContractAFloatingIPQuotaKnownMetCreatesNothing(t *testing.T) {
 	c := tg.cloud(t, "")
 	tg.emu.SetQuota(emulator.QuotaFloatingIP, 1)
 	lbsOf := func(svc *v1.Service) int {
-		lb, err := c.findLB(t.Context(), svc)
+		lb, err := c.lb.findLB(t.Context(), svc)
 		require.NoError(t, err)
 		if lb == nil {
 			return 0

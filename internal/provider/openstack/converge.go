@@ -27,40 +27,40 @@ import (
 // makes the first change it needs. One this process created fully populated
 // from the very spec is not walked: only its status tree is read, to catch
 // children Octavia never finished.
-func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, error) {
-	if !lb.Shared && s.createdAs(lb.ID) == spec.fingerprint() {
-		if progress, err := s.rebuildIfStranded(ctx, svc, &lb.Obj); err != nil || progress != "" {
+func (st *steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, error) {
+	if !lb.Shared && st.createdAs(lb.ID) == spec.fingerprint() {
+		if progress, err := st.rebuildIfStranded(ctx, svc, &lb.Obj); err != nil || progress != "" {
 			return progress, err
 		}
-		s.setCreated(lb.ID, "")
-		return s.converged(ctx, svc, spec)
+		st.setCreated(lb.ID, "")
+		return st.converged(ctx, svc, spec)
 	}
-	if err := s.api.Session(ctx, osapi.Octavia); err != nil {
+	if err := st.api.Session(ctx, osapi.Octavia); err != nil {
 		return "", err
 	}
-	if err := s.prepareTLS(ctx, svc, &spec); err != nil {
+	if err := st.prepareTLS(ctx, svc, &spec); err != nil {
 		return "", err
 	}
 	if lb.Shared {
-		if progress, err := s.share(ctx, svc, spec, &lb.Obj); err != nil || progress != "" {
+		if progress, err := st.share(ctx, svc, spec, &lb.Obj); err != nil || progress != "" {
 			return progress, err
 		}
 	} else {
-		s.warnImmutable(svc, &lb.Obj, spec)
+		st.warnImmutable(svc, &lb.Obj, spec)
 	}
-	reads := &treeReads{api: s.api, memo: s.memo}
-	changed, err := s.converge(ctx, reads, svc, &lb.Obj, spec, lb.Shared)
+	reads := &treeReads{api: st.api, memo: st.memo}
+	changed, err := st.converge(ctx, reads, svc, &lb.Obj, spec, lb.Shared)
 	if err == nil && !changed && reads.used {
 		// Nothing to change is said from fresh reads only (treereads.go).
-		changed, err = s.converge(ctx, reads.again(), svc, &lb.Obj, spec, lb.Shared)
+		changed, err = st.converge(ctx, reads.again(), svc, &lb.Obj, spec, lb.Shared)
 	}
-	if refused := s.tlsRefusal(err, spec); refused != nil {
+	if refused := st.tlsRefusal(err, spec); refused != nil {
 		return "", refused
 	}
 	if err != nil {
 		if errors.Is(err, outcome.ErrBusy) && !lb.Shared {
 			// Busy children of an ACTIVE load balancer may never finish.
-			if progress, serr := s.rebuildIfStranded(ctx, svc, &lb.Obj); serr != nil || progress != "" {
+			if progress, serr := st.rebuildIfStranded(ctx, svc, &lb.Obj); serr != nil || progress != "" {
 				return progress, serr
 			}
 		}
@@ -69,21 +69,21 @@ func (s steps) Converge(ctx context.Context, svc *v1.Service, spec lbSpec, lb oc
 	if changed {
 		return fmt.Sprintf("load balancer %s is being updated", lb.ID), nil
 	}
-	return s.converged(ctx, svc, spec)
+	return st.converged(ctx, svc, spec)
 }
 
 // converged finishes a load balancer that is as spec asks: its security
 // group, then the certificates in Barbican no listener uses any more (those
 // of a rotated Secret, or all of them once the Service stops naming one).
-func (s steps) converged(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
-	if err := s.convergedSG(ctx, svc, spec); err != nil {
+func (st *steps) converged(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+	if err := st.convergedSG(ctx, svc, spec); err != nil {
 		return "", err
 	}
 	keep := ""
 	if spec.tls != nil && spec.tls.secret != nil {
 		keep = spec.tls.secret.hash
 	}
-	if err := s.sweepCerts(ctx, svc, keep); err != nil {
+	if err := st.sweepCerts(ctx, svc, keep); err != nil {
 		return "", fmt.Errorf("certificates of %s/%s in Barbican: %w", svc.Namespace, svc.Name, err)
 	}
 	return "", nil
@@ -93,12 +93,12 @@ func (s steps) converged(ctx context.Context, svc *v1.Service, spec lbSpec) (str
 // balancer is: all its writes in one pass (they are Neutron's, not Octavia's
 // one at a time), so it never makes a pass of its own. The one started with
 // the load balancer's creation is waited for, not repeated.
-func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) error {
+func (st *steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) error {
 	if spec.sg == nil {
-		return s.convergeSG(ctx, svc, spec) // a group left from before goes
+		return st.convergeSG(ctx, svc, spec) // a group left from before goes
 	}
-	if err := s.sgs.converged(ctx, svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
-		return s.convergeSG(ctx, svc, spec)
+	if err := st.sgs.converged(ctx, svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
+		return st.convergeSG(ctx, svc, spec)
 	}); err != nil {
 		return fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
@@ -110,11 +110,11 @@ func (s steps) convergedSG(ctx context.Context, svc *v1.Service, spec lbSpec) er
 // as done once Octavia accepts it. Octavia takes one update at a time, so a
 // second pool to update waits for the next pass. Any doubt (a pool missing or
 // named twice) is not ok: the full cycle repairs it.
-func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, bool, error) {
-	if err := s.api.Session(ctx, osapi.Octavia); err != nil {
+func (st *steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (string, bool, error) {
+	if err := st.api.Session(ctx, osapi.Octavia); err != nil {
 		return "", false, err
 	}
-	all, err := s.api.ListPools(ctx, lb.ID)
+	all, err := st.api.ListPools(ctx, lb.ID)
 	if err != nil {
 		return "", false, fmt.Errorf("listing the pools of load balancer %s: %w", lb.ID, err)
 	}
@@ -127,18 +127,18 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	}
 	mine := make([]osapi.Pool, len(spec.ports))
 	for i, p := range spec.ports {
-		pool, ok := byName[s.objectName(spec, p)]
+		pool, ok := byName[st.objectName(spec, p)]
 		if !ok || pool.Protocol != spec.poolProtocol(p) {
 			return "", false, nil
 		}
 		mine[i] = pool
 	}
-	reads := &treeReads{api: s.api, memo: s.memo}
-	last := s.lastMembers(svc)
-	wrote, more, err := s.updatePools(ctx, reads, mine, spec, last)
+	reads := &treeReads{api: st.api, memo: st.memo}
+	last := st.lastMembers(svc)
+	wrote, more, err := st.updatePools(ctx, reads, mine, spec, last)
 	if err == nil && !wrote && reads.used {
 		// Nothing to change is said from fresh reads only (treereads.go).
-		wrote, more, err = s.updatePools(ctx, reads.again(), mine, spec, last)
+		wrote, more, err = st.updatePools(ctx, reads.again(), mine, spec, last)
 	}
 	if err != nil {
 		return "", true, fmt.Errorf("cannot update the members of load balancer %s: %w", lb.ID, err)
@@ -150,10 +150,10 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 	}
 	klog.FromContext(ctx).V(2).Info("Updated the members of load balancer", "service", klog.KObj(svc), "id", lb.ID, "members", len(spec.members))
 	if spec.sg != nil {
-		if done, err := s.sgMembersChanged(ctx, svc, spec); err != nil {
+		if done, err := st.sgMembersChanged(ctx, svc, spec); err != nil {
 			return "", true, fmt.Errorf("security group of %s/%s: %w", svc.Namespace, svc.Name, err)
 		} else if !done {
-			if err := s.convergedSG(ctx, svc, spec); err != nil {
+			if err := st.convergedSG(ctx, svc, spec); err != nil {
 				return "", true, err
 			}
 		}
@@ -163,21 +163,21 @@ func (s steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec, 
 
 // lastMembers is the addresses the Service's pools were last converged to,
 // by its record, when this process saw that set lately; nil otherwise.
-func (s steps) lastMembers(svc *v1.Service) *[]string {
-	rec, ok := s.RecordOf(svc)
+func (st *steps) lastMembers(svc *v1.Service) *[]string {
+	rec, ok := st.cycle.RecordOf(svc)
 	if !ok {
 		return nil
 	}
-	return s.memberSets.Get(rec.Members)
+	return st.memberSets.Get(rec.Members)
 }
 
 // updatePools updates the members of the first of the Service's pools
 // whose members differ, and says whether it did, and whether pools follow
 // it (which may need an update too: Octavia takes one at a time). An update
 // Octavia accepted counts as done.
-func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []osapi.Pool, spec lbSpec, last *[]string) (wrote, more bool, err error) {
+func (st *steps) updatePools(ctx context.Context, reads *treeReads, mine []osapi.Pool, spec lbSpec, last *[]string) (wrote, more bool, err error) {
 	for i, p := range spec.ports {
-		if wrote, err = s.convergeMembers(ctx, reads, mine[i], spec, p, last); err != nil || wrote {
+		if wrote, err = st.convergeMembers(ctx, reads, mine[i], spec, p, last); err != nil || wrote {
 			return wrote, i < len(spec.ports)-1, err
 		}
 	}
@@ -191,8 +191,8 @@ func (s steps) updatePools(ctx context.Context, reads *treeReads, mine []osapi.P
 // recorded on it before its first listener. Removals come first, so that a
 // port whose listener must change protocol is free when its new listener is
 // created.
-func (c *Cloud) converge(ctx context.Context, reads *treeReads, svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec, shared bool) (bool, error) {
-	have, err := c.api.ListListeners(ctx, lb.ID)
+func (st *steps) converge(ctx context.Context, reads *treeReads, svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec, shared bool) (bool, error) {
+	have, err := st.api.ListListeners(ctx, lb.ID)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", err)
 	}
@@ -203,24 +203,24 @@ func (c *Cloud) converge(ctx context.Context, reads *treeReads, svc *v1.Service,
 	if shared && len(s.ports) > 0 && !slices.Contains(lb.Tags, s.name) {
 		// Recorded first: a Service's listeners are never on a load
 		// balancer that does not name it.
-		if err := c.updateTags(ctx, lb.ID, append(slices.Clone(lb.Tags), s.name)); err != nil {
+		if err := st.updateTags(ctx, lb.ID, append(slices.Clone(lb.Tags), s.name)); err != nil {
 			return false, err
 		}
-		c.Events.Eventf(svc, v1.EventTypeNormal, reasonAdoptedLoadBalancer, "Sharing load balancer %s", lb.ID)
+		st.events.Eventf(svc, v1.EventTypeNormal, reasonAdoptedLoadBalancer, "Sharing load balancer %s", lb.ID)
 		return true, nil
 	}
 	// Pools are listed once: protocol, method and health monitor of each. The
 	// load balancer names its pools: a new one has none to list.
 	var allPools []osapi.Pool
 	if len(lb.Pools) > 0 {
-		if allPools, err = c.api.ListPools(ctx, lb.ID); err != nil {
+		if allPools, err = st.api.ListPools(ctx, lb.ID); err != nil {
 			return false, fmt.Errorf("listing pools: %w", err)
 		}
 	}
-	if changed, err := c.deleteUnwantedListener(ctx, mine, s); err != nil || changed {
+	if changed, err := st.deleteUnwantedListener(ctx, mine, s); err != nil || changed {
 		return changed, err
 	}
-	if changed, err := c.deleteStrayPools(ctx, allPools, s); err != nil || changed {
+	if changed, err := st.deleteStrayPools(ctx, allPools, s); err != nil || changed {
 		return changed, err
 	}
 	poolByID := map[string]osapi.Pool{}
@@ -230,12 +230,12 @@ func (c *Cloud) converge(ctx context.Context, reads *treeReads, svc *v1.Service,
 	for _, p := range s.ports {
 		l, ok := mine[s.listenerKey(p)]
 		if !ok {
-			if err := c.createListener(ctx, svc, lb.ID, allPools, s, p); err != nil {
+			if err := st.createListener(ctx, svc, lb.ID, allPools, s, p); err != nil {
 				return false, err
 			}
 			return true, nil
 		}
-		if changed, err := c.convergePort(ctx, reads, svc, l, poolByID, s, p); err != nil || changed {
+		if changed, err := st.convergePort(ctx, reads, svc, l, poolByID, s, p); err != nil || changed {
 			return changed, err
 		}
 	}
@@ -270,7 +270,7 @@ func ownListeners(have []osapi.Listener, svc *v1.Service, s lbSpec, lbID string,
 
 // deleteUnwantedListener deletes, of the Service's listeners no port wants
 // (in the order of their keys), the first one's pool, else the listener.
-func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]osapi.Listener, s lbSpec) (bool, error) {
+func (st *steps) deleteUnwantedListener(ctx context.Context, mine map[string]osapi.Listener, s lbSpec) (bool, error) {
 	unwanted := unwantedListeners(mine, s)
 	if len(unwanted) == 0 {
 		return false, nil
@@ -278,12 +278,12 @@ func (c *Cloud) deleteUnwantedListener(ctx context.Context, mine map[string]osap
 	k := unwanted[0]
 	l := mine[k]
 	if l.DefaultPoolID != "" {
-		if err := c.api.DeletePool(ctx, l.DefaultPoolID); err != nil {
+		if err := st.api.DeletePool(ctx, l.DefaultPoolID); err != nil {
 			return false, fmt.Errorf("deleting pool of listener %s: %w", k, err)
 		}
 		return true, nil
 	}
-	if err := c.api.DeleteListener(ctx, l.ID); err != nil {
+	if err := st.api.DeleteListener(ctx, l.ID); err != nil {
 		return false, fmt.Errorf("deleting listener %s: %w", k, err)
 	}
 	return true, nil
@@ -308,64 +308,64 @@ func unwantedListeners(mine map[string]osapi.Listener, s lbSpec) []string {
 // createListener creates the listener of p. The pool a listener deleted
 // behind our back left serves the new one: nothing is left over, and its
 // members are kept.
-func (c *Cloud) createListener(ctx context.Context, svc *v1.Service, lbID string, allPools []osapi.Pool, s lbSpec, p v1.ServicePort) error {
-	opts := c.listenerOpts(svc, s, p)
+func (st *steps) createListener(ctx context.Context, svc *v1.Service, lbID string, allPools []osapi.Pool, s lbSpec, p v1.ServicePort) error {
+	opts := st.listenerOpts(svc, s, p)
 	opts.LoadBalancerID = lbID
 	if i := slices.IndexFunc(allPools, func(pool osapi.Pool) bool {
-		return len(pool.Listeners) == 0 && pool.Name == c.objectName(s, p) && pool.Protocol == s.poolProtocol(p)
+		return len(pool.Listeners) == 0 && pool.Name == st.objectName(s, p) && pool.Protocol == s.poolProtocol(p)
 	}); i >= 0 {
 		opts.DefaultPoolID = allPools[i].ID
 	}
-	if err := c.api.CreateListener(ctx, opts); err != nil {
+	if err := st.api.CreateListener(ctx, opts); err != nil {
 		return fmt.Errorf("creating listener %s: %w", s.listenerKey(p), err)
 	}
 	return nil
 }
 
 // convergePort makes the first change the listener of p and its pool need.
-func (c *Cloud) convergePort(ctx context.Context, reads *treeReads, svc *v1.Service, l osapi.Listener, poolByID map[string]osapi.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (st *steps) convergePort(ctx context.Context, reads *treeReads, svc *v1.Service, l osapi.Listener, poolByID map[string]osapi.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
 	k := s.listenerKey(p)
-	if changed, err := c.convergeListener(ctx, l, s, p); err != nil || changed {
+	if changed, err := st.convergeListener(ctx, l, s, p); err != nil || changed {
 		return changed, err
 	}
 	pool, ok := poolByID[l.DefaultPoolID]
 	if !ok {
-		opts := c.poolOpts(s, p)
+		opts := st.poolOpts(s, p)
 		opts.ListenerID = l.ID
-		if err := c.api.CreatePool(ctx, opts); err != nil {
+		if err := st.api.CreatePool(ctx, opts); err != nil {
 			return false, fmt.Errorf("creating the pool of listener %s: %w", k, err)
 		}
 		return true, nil
 	}
 	if pool.Protocol != s.poolProtocol(p) {
 		// Octavia cannot change a pool's protocol (PROXY on or off): replace it.
-		c.Events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
-		if err := c.api.DeletePool(ctx, pool.ID); err != nil {
+		st.events.Eventf(svc, v1.EventTypeNormal, reasonRecreatingPool, "Recreating the pool of %s to speak %s instead of %s", k, s.poolProtocol(p), pool.Protocol)
+		if err := st.api.DeletePool(ctx, pool.ID); err != nil {
 			return false, fmt.Errorf("deleting pool %s to change its protocol: %w", pool.ID, err)
 		}
 		return true, nil
 	}
 	if u, diffs := poolChanges(pool, s); len(diffs) > 0 {
-		if err := c.api.UpdatePool(ctx, pool.ID, u); err != nil {
+		if err := st.api.UpdatePool(ctx, pool.ID, u); err != nil {
 			return false, fmt.Errorf("updating pool %s (%s): %w", pool.ID, strings.Join(diffs, "; "), err)
 		}
 		return true, nil
 	}
-	if changed, err := c.convergeMembers(ctx, reads, pool, s, p, nil); err != nil || changed {
+	if changed, err := st.convergeMembers(ctx, reads, pool, s, p, nil); err != nil || changed {
 		return changed, err
 	}
-	return c.convergeMonitor(ctx, reads, pool, s, p)
+	return st.convergeMonitor(ctx, reads, pool, s, p)
 }
 
 // deleteStrayPools deletes a pool of the Service's that no listener uses and
 // none of its ports wants (its listener deleted with the port, or behind our
 // back with a pool of another protocol); one a pass.
-func (c *Cloud) deleteStrayPools(ctx context.Context, all []osapi.Pool, s lbSpec) (bool, error) {
-	stray := c.strayPools(all, s)
+func (st *steps) deleteStrayPools(ctx context.Context, all []osapi.Pool, s lbSpec) (bool, error) {
+	stray := st.strayPools(all, s)
 	if len(stray) == 0 {
 		return false, nil
 	}
-	if err := c.api.DeletePool(ctx, stray[0].ID); err != nil {
+	if err := st.api.DeletePool(ctx, stray[0].ID); err != nil {
 		return false, fmt.Errorf("deleting pool %s, which no listener uses: %w", stray[0].ID, err)
 	}
 	return true, nil
@@ -373,10 +373,10 @@ func (c *Cloud) deleteStrayPools(ctx context.Context, all []osapi.Pool, s lbSpec
 
 // strayPools are the Service's pools no listener uses and none of its
 // ports wants.
-func (c *Cloud) strayPools(all []osapi.Pool, s lbSpec) []osapi.Pool {
+func (st *steps) strayPools(all []osapi.Pool, s lbSpec) []osapi.Pool {
 	wanted := map[string]string{} // name → protocol
 	for _, p := range s.ports {
-		wanted[c.objectName(s, p)] = s.poolProtocol(p)
+		wanted[st.objectName(s, p)] = s.poolProtocol(p)
 	}
 	var out []osapi.Pool
 	for _, pool := range all {
@@ -402,12 +402,12 @@ func poolChanges(pool osapi.Pool, s lbSpec) (osapi.PoolUpdate, []string) {
 }
 
 // convergeListener updates what Octavia can change in place.
-func (c *Cloud) convergeListener(ctx context.Context, l osapi.Listener, s lbSpec, p v1.ServicePort) (bool, error) {
+func (st *steps) convergeListener(ctx context.Context, l osapi.Listener, s lbSpec, p v1.ServicePort) (bool, error) {
 	u, diffs := listenerChanges(l, s, p)
 	if len(diffs) == 0 {
 		return false, nil
 	}
-	if err := c.api.UpdateListener(ctx, l.ID, u); err != nil {
+	if err := st.api.UpdateListener(ctx, l.ID, u); err != nil {
 		return false, fmt.Errorf("updating listener %s/%d: %w", l.Protocol, l.ProtocolPort, err)
 	}
 	return true, nil
@@ -475,20 +475,20 @@ func cidrList(cidrs []string) string {
 
 // convergeMonitor creates, updates or deletes the pool's health monitor. Its type
 // cannot change in place, so a new type replaces it.
-func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool osapi.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
+func (st *steps) convergeMonitor(ctx context.Context, reads *treeReads, pool osapi.Pool, s lbSpec, p v1.ServicePort) (bool, error) {
 	if s.monitor == nil {
 		if pool.MonitorID == "" {
 			return false, nil
 		}
-		if err := c.api.DeleteMonitor(ctx, pool.MonitorID); err != nil {
+		if err := st.api.DeleteMonitor(ctx, pool.MonitorID); err != nil {
 			return false, fmt.Errorf("deleting health monitor %s: %w", pool.MonitorID, err)
 		}
 		return true, nil
 	}
-	want := c.monitorOpts(s, p)
+	want := st.monitorOpts(s, p)
 	if pool.MonitorID == "" {
 		want.PoolID = pool.ID
-		if err := c.api.CreateMonitor(ctx, want); err != nil {
+		if err := st.api.CreateMonitor(ctx, want); err != nil {
 			return false, fmt.Errorf("creating the health monitor of pool %s: %w", pool.ID, err)
 		}
 		return true, nil
@@ -499,7 +499,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool osap
 	}
 	if have.Type != want.Type {
 		reads.wrote("", have.ID)
-		if err := c.api.DeleteMonitor(ctx, have.ID); err != nil {
+		if err := st.api.DeleteMonitor(ctx, have.ID); err != nil {
 			return false, fmt.Errorf("deleting health monitor %s to change its type: %w", have.ID, err)
 		}
 		return true, nil
@@ -509,7 +509,7 @@ func (c *Cloud) convergeMonitor(ctx context.Context, reads *treeReads, pool osap
 		return false, nil
 	}
 	reads.wrote("", have.ID)
-	if err := c.api.UpdateMonitor(ctx, have.ID, u); err != nil {
+	if err := st.api.UpdateMonitor(ctx, have.ID, u); err != nil {
 		return false, fmt.Errorf("updating health monitor %s: %w", have.ID, err)
 	}
 	return true, nil
@@ -545,7 +545,7 @@ func monitorChanges(have osapi.Monitor, want osapi.MonitorCreate) (osapi.Monitor
 }
 
 // convergeMembers replaces the pool's members in one batch call when they differ.
-func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool osapi.Pool, s lbSpec, p v1.ServicePort, last *[]string) (bool, error) {
+func (st *steps) convergeMembers(ctx context.Context, reads *treeReads, pool osapi.Pool, s lbSpec, p v1.ServicePort, last *[]string) (bool, error) {
 	poolID := pool.ID
 	same, err := reads.membersAre(ctx, pool, s.memberKeys(p))
 	if err != nil {
@@ -555,8 +555,8 @@ func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool osap
 		return false, nil
 	}
 	reads.wrote(poolID, "")
-	if added, ok := c.oneJoined(pool, s, last); ok {
-		err := c.api.AddMember(ctx, poolID, memberOpt(s, p, added))
+	if added, ok := st.oneJoined(pool, s, last); ok {
+		err := st.api.AddMember(ctx, poolID, memberOpt(s, p, added))
 		if err == nil {
 			return true, nil
 		}
@@ -566,7 +566,7 @@ func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool osap
 		// It is there already (an answer lost, or added behind our back):
 		// the batch update says every member.
 	}
-	if err := c.api.PutMembers(ctx, poolID, c.memberOpts(s, p)); err != nil {
+	if err := st.api.PutMembers(ctx, poolID, st.memberOpts(s, p)); err != nil {
 		return false, fmt.Errorf("updating members of pool %s: %w", poolID, err)
 	}
 	return true, nil
@@ -576,7 +576,7 @@ func (c *Cloud) convergeMembers(ctx context.Context, reads *treeReads, pool osap
 // converged to, are s's but one, and the pool holds as many as last: a Node
 // joining. A member changed behind our back since is the drift check's to
 // find (it reads every pool's members within the hour).
-func (c *Cloud) oneJoined(pool osapi.Pool, s lbSpec, last *[]string) (string, bool) {
+func (st *steps) oneJoined(pool osapi.Pool, s lbSpec, last *[]string) (string, bool) {
 	if last == nil || len(pool.Members) != len(*last) {
 		return "", false
 	}

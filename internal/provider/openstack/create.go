@@ -23,50 +23,50 @@ import (
 // later (a load-balancer-id that names nothing, a taken floating IP), then
 // creates the load balancer: fully populated, one provisioning round, unless
 // the cloud needs it step by step.
-func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
+func (st *steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string, error) {
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
 		return "", outcome.Refuse(outcome.ReasonInvalidAnnotation, "Load balancer %s named by %s does not exist; nothing was created", id, annotation.OpenStackLoadBalancerID)
 	}
-	if err := s.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
+	if err := st.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return "", err
 	}
-	if waiting := s.awaitingLostCreate(svc, spec.name); waiting != "" {
+	if waiting := st.awaitingLostCreate(svc, spec.name); waiting != "" {
 		return waiting, nil
 	}
-	if err := s.requestedFloatingIPFree(ctx, svc, spec); err != nil {
+	if err := st.requestedFloatingIPFree(ctx, svc, spec); err != nil {
 		return "", err
 	}
 	fingerprint := spec.fingerprint()
-	more, err := s.vipSubnets(ctx, svc, &spec)
+	more, err := st.vipSubnets(ctx, svc, &spec)
 	if err != nil {
 		return "", err
 	}
-	if err := s.prepareTLS(ctx, svc, &spec); err != nil {
+	if err := st.prepareTLS(ctx, svc, &spec); err != nil {
 		return "", err
 	}
-	opts := s.createOpts(svc, spec)
+	opts := st.createOpts(svc, spec)
 	opts.AdditionalVips = more
-	created, err := s.api.CreateLoadBalancer(ctx, opts)
+	created, err := st.api.CreateLoadBalancer(ctx, opts)
 	if outcome.MayHaveActed(err) {
-		s.unanswered.Lost(string(svc.UID))
+		st.unanswered.Lost(string(svc.UID))
 	}
 	if err != nil {
-		if refused := s.tlsRefusal(err, spec); refused != nil {
+		if refused := st.tlsRefusal(err, spec); refused != nil {
 			return "", refused
 		}
 		return "", fmt.Errorf("octavia refused load balancer %s: %w", spec.name, err)
 	}
 	if len(opts.Listeners) == len(spec.ports) {
-		s.setCreated(created.ID, fingerprint) // fully populated
+		st.setCreated(created.ID, fingerprint) // fully populated
 	}
 	if spec.sg == nil {
 		// A new load balancer: no group is left from when groups were managed.
-		s.sgs.unmanagedChecked.Store(svc.UID, true)
+		st.sgs.unmanagedChecked.Store(svc.UID, true)
 	} else {
 		// Made while Octavia provisions: it needs nothing of the load balancer.
 		svc, logger := svc.DeepCopy(), klog.FromContext(ctx)
-		s.sgs.start(svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
-			return s.convergeSG(klog.NewContext(ctx, logger), svc, spec)
+		st.sgs.start(svc.UID, spec.sgFingerprint(), func(ctx context.Context) error {
+			return st.convergeSG(klog.NewContext(ctx, logger), svc, spec)
 		})
 	}
 	klog.FromContext(ctx).Info("Created load balancer", "service", klog.KObj(svc), "id", created.ID, "listeners", len(spec.ports), "members", len(spec.members))
@@ -75,16 +75,16 @@ func (s steps) Create(ctx context.Context, svc *v1.Service, spec lbSpec) (string
 
 // warnImmutable tells the user when a setting Octavia cannot change on an existing
 // load balancer differs from what the Service asks now.
-func (c *Cloud) warnImmutable(svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec) {
-	if diffs := c.immutableDiffs(lb, s); len(diffs) > 0 {
-		c.Events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
+func (st *steps) warnImmutable(svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec) {
+	if diffs := st.immutableDiffs(lb, s); len(diffs) > 0 {
+		st.events.Eventf(svc, v1.EventTypeWarning, reasonImmutableIgnored,
 			"Load balancer %s keeps its %s: Octavia cannot change them; recreate the Service to apply", lb.ID, strings.Join(diffs, ", "))
 	}
 }
 
 // immutableDiffs are the create-time choices of lb the Service asks
 // otherwise now, which Octavia cannot change.
-func (c *Cloud) immutableDiffs(lb *osapi.LoadBalancer, s lbSpec) []string {
+func (st *steps) immutableDiffs(lb *osapi.LoadBalancer, s lbSpec) []string {
 	var diffs []string
 	if s.flavorID != "" && lb.FlavorID != "" && s.flavorID != lb.FlavorID {
 		diffs = append(diffs, fmt.Sprintf("flavor %s (it has %s)", s.flavorID, lb.FlavorID))
@@ -98,13 +98,13 @@ func (c *Cloud) immutableDiffs(lb *osapi.LoadBalancer, s lbSpec) []string {
 	if vip, err := netip.ParseAddr(lb.VipAddress); err == nil && !isFamily(vip, s.family) && s.family != "" {
 		diffs = append(diffs, fmt.Sprintf("an %s VIP (it has %s)", s.family, lb.VipAddress))
 	}
-	if s.secondFamily != "" && len(lb.AdditionalVips) == 0 && c.octaviaAPI.additionalVIPs.Load() == featureYes {
+	if s.secondFamily != "" && len(lb.AdditionalVips) == 0 && st.octaviaAPI.additionalVIPs.Load() == featureYes {
 		diffs = append(diffs, "a second VIP for dual-stack (it has one)")
 	}
 	return diffs
 }
 
-func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) osapi.LoadBalancerCreate {
+func (st *steps) createOpts(svc *v1.Service, s lbSpec) osapi.LoadBalancerCreate {
 	opts := osapi.LoadBalancerCreate{
 		Name:             s.name,
 		Description:      fmt.Sprintf("Kubernetes Service %s/%s", svc.Namespace, svc.Name),
@@ -112,12 +112,12 @@ func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) osapi.LoadBalancerCreate {
 		VipNetworkID:     s.networkID,
 		VipPortID:        s.portID,
 		VipAddress:       s.vipAddress,
-		Provider:         c.cfg.LoadBalancer.LBProvider,
+		Provider:         st.cfg.LoadBalancer.LBProvider,
 		FlavorID:         s.flavorID,
 		AvailabilityZone: s.availabilityZone,
-		Tags:             c.tags(svc, s.name),
+		Tags:             st.tags(svc, s.name),
 	}
-	if c.serial.Load() {
+	if st.serial.Load() {
 		// Step by step: the listeners, pools, members and monitors follow,
 		// one per pass (converge).
 		return opts
@@ -128,11 +128,11 @@ func (c *Cloud) createOpts(svc *v1.Service, s lbSpec) osapi.LoadBalancerCreate {
 	// default_pool; a top-level "pools" list, or a POST of a listener with its
 	// pool inline outside a graph, is another matter.)
 	for _, p := range s.ports {
-		l := c.listenerOpts(svc, s, p)
-		pool := c.poolOpts(s, p)
-		pool.Members = c.memberOpts(s, p)
+		l := st.listenerOpts(svc, s, p)
+		pool := st.poolOpts(s, p)
+		pool.Members = st.memberOpts(s, p)
 		if s.monitor != nil {
-			m := c.monitorOpts(s, p)
+			m := st.monitorOpts(s, p)
 			pool.Monitor = &m
 		}
 		l.DefaultPool = &pool

@@ -21,11 +21,11 @@ import (
 // (deleteOrLeave); the last Service on one this cluster made deletes it. Done
 // once the load balancer is gone: the Service keeps its finalizer until then,
 // and its free floating IPs go last.
-func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) (string, error) {
-	if err := s.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
+func (st *steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) (string, error) {
+	if err := st.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return "", err
 	}
-	lb, err := s.findLB(ctx, svc)
+	lb, err := st.findLB(ctx, svc)
 	if err != nil {
 		return "", err
 	}
@@ -33,31 +33,31 @@ func (s steps) Delete(ctx context.Context, clusterName string, svc *v1.Service) 
 	if lb == nil {
 		// Gone (deleted now, or behind our back before): what it left of ours
 		// goes too, its security group whether or not groups are managed now.
-		if err := s.deleteSG(ctx, svc); err != nil {
+		if err := st.deleteSG(ctx, svc); err != nil {
 			return "", err
 		}
-		if err := s.sweepCerts(ctx, svc, ""); err != nil {
+		if err := st.sweepCerts(ctx, svc, ""); err != nil {
 			return "", err
 		}
 		if keep {
 			return "", nil
 		}
-		return "", s.deleteOwnFloatingIPs(ctx, svc)
+		return "", st.deleteOwnFloatingIPs(ctx, svc)
 	}
 	if strings.HasPrefix(lb.ProvisioningStatus, "PENDING") {
 		return fmt.Sprintf("load balancer %s is %s", lb.ID, lb.ProvisioningStatus), nil
 	}
-	if progress, err := s.deleteOrLeave(ctx, svc, lb, clusterName); err != nil || progress != "" {
+	if progress, err := st.deleteOrLeave(ctx, svc, lb, clusterName); err != nil || progress != "" {
 		return progress, err
 	}
 	// A Service that left a shared load balancer.
-	if err := s.deleteSG(ctx, svc); err != nil {
+	if err := st.deleteSG(ctx, svc); err != nil {
 		return "", err
 	}
-	return "", s.sweepCerts(ctx, svc, "")
+	return "", st.sweepCerts(ctx, svc, "")
 }
 
 // deleteCascade deletes a load balancer with all it has; already gone is success.
-func (c *Cloud) deleteCascade(ctx context.Context, id string) error {
-	return c.api.DeleteLoadBalancer(ctx, id)
+func (st *steps) deleteCascade(ctx context.Context, id string) error {
+	return st.api.DeleteLoadBalancer(ctx, id)
 }

@@ -108,7 +108,7 @@ func TestContractEveryObjectChangedBehindOurBackIsRepaired(t *testing.T) {
 			require.NoError(t, err)
 			return d[svc.UID]
 		},
-		Objects: func(t *testing.T) []string { return providertest.ObjectsOf(t, steps{c}, fresh(t)) },
+		Objects: func(t *testing.T) []string { return providertest.ObjectsOf(t, c.lb, fresh(t)) },
 		Restart: func(t *testing.T) {
 			restarted := tg.cloud(t, extra)
 			restarted.Cluster.Set(c.Cluster.Get())

@@ -39,9 +39,9 @@ type octaviaAPI struct {
 
 // hasAdditionalVIPs reads Octavia's version list (GET on the endpoint's root)
 // the first time, and says whether it has additional VIPs and its version.
-func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
-	if v := c.octaviaAPI.additionalVIPs.Load(); v != featureUnknown {
-		version, _ := c.octaviaAPI.version.Load().(string)
+func (st *steps) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
+	if v := st.octaviaAPI.additionalVIPs.Load(); v != featureUnknown {
+		version, _ := st.octaviaAPI.version.Load().(string)
 		return v == featureYes, version, nil
 	}
 	var body struct {
@@ -50,7 +50,7 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
 			Status string `json:"status"`
 		} `json:"versions"`
 	}
-	if err := c.api.OctaviaVersions(ctx, &body); err != nil {
+	if err := st.api.OctaviaVersions(ctx, &body); err != nil {
 		return false, "", fmt.Errorf("reading Octavia's API versions: %w", err)
 	}
 	best, name := -1, ""
@@ -64,11 +64,11 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
 		}
 	}
 	has := best >= additionalVIPsVersion
-	c.octaviaAPI.version.Store(name)
+	st.octaviaAPI.version.Store(name)
 	if has {
-		c.octaviaAPI.additionalVIPs.Store(featureYes)
+		st.octaviaAPI.additionalVIPs.Store(featureYes)
 	} else {
-		c.octaviaAPI.additionalVIPs.Store(featureNo)
+		st.octaviaAPI.additionalVIPs.Store(featureNo)
 	}
 	return has, name, nil
 }
@@ -79,13 +79,13 @@ func (c *Cloud) hasAdditionalVIPs(ctx context.Context) (bool, string, error) {
 // goes on the named subnet or the network's one of that family, or, where
 // Octavia has no additional VIPs, is left out (a Service that requires both
 // is refused).
-func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([]osapi.AdditionalVIP, error) {
+func (st *steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([]osapi.AdditionalVIP, error) {
 	if spec.family == v1.IPv6Protocol && spec.subnetID == "" && spec.portID == "" {
-		netID, err := s.vipNetwork(ctx, *spec)
+		netID, err := st.vipNetwork(ctx, *spec)
 		if err != nil {
 			return nil, err
 		}
-		if spec.subnetID, err = s.familySubnet(ctx, netID, v1.IPv6Protocol); err != nil {
+		if spec.subnetID, err = st.familySubnet(ctx, netID, v1.IPv6Protocol); err != nil {
 			return nil, err
 		}
 		spec.networkID = ""
@@ -93,7 +93,7 @@ func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([
 	if spec.secondFamily == "" {
 		return nil, nil
 	}
-	has, version, err := s.hasAdditionalVIPs(ctx)
+	has, version, err := st.hasAdditionalVIPs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -101,17 +101,17 @@ func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([
 		if spec.requireDual {
 			return nil, outcome.Refuse(outcome.ReasonUnsupportedService, "Octavia here (API %s) has no additional VIPs (v2.26), so it cannot make a dual-stack load balancer, which spec.ipFamilyPolicy RequireDualStack asks for; nothing was built", version)
 		}
-		s.Events.Eventf(svc, v1.EventTypeNormal, reasonDualStack, "Octavia here (API %s) has no additional VIPs: the load balancer has an %s address only", version, spec.family)
+		st.events.Eventf(svc, v1.EventTypeNormal, reasonDualStack, "Octavia here (API %s) has no additional VIPs: the load balancer has an %s address only", version, spec.family)
 		spec.secondFamily = ""
 		return nil, nil
 	}
 	subnetID := spec.secondSubnetID
 	if subnetID == "" {
-		netID, err := s.vipNetwork(ctx, *spec)
+		netID, err := st.vipNetwork(ctx, *spec)
 		if err != nil {
 			return nil, err
 		}
-		if subnetID, err = s.familySubnet(ctx, netID, spec.secondFamily); err != nil {
+		if subnetID, err = st.familySubnet(ctx, netID, spec.secondFamily); err != nil {
 			return nil, err
 		}
 	}
@@ -120,7 +120,7 @@ func (s steps) vipSubnets(ctx context.Context, svc *v1.Service, spec *lbSpec) ([
 
 // vipNetwork is the network of the VIPs: network-id, else the network of the
 // VIP's subnet (or of the cloud.conf's subnet-id).
-func (c *Cloud) vipNetwork(ctx context.Context, s lbSpec) (string, error) {
+func (st *steps) vipNetwork(ctx context.Context, s lbSpec) (string, error) {
 	if s.networkID != "" {
 		return s.networkID, nil
 	}
@@ -128,7 +128,7 @@ func (c *Cloud) vipNetwork(ctx context.Context, s lbSpec) (string, error) {
 	if id == "" {
 		id = s.vipSubnetOf
 	}
-	sn, err := c.api.GetSubnet(ctx, id)
+	sn, err := st.api.GetSubnet(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("reading subnet %s: %w", id, err)
 	}
@@ -137,12 +137,12 @@ func (c *Cloud) vipNetwork(ctx context.Context, s lbSpec) (string, error) {
 
 // familySubnet is the one subnet of the family in the network. None or
 // several refuse the Service before anything is built.
-func (c *Cloud) familySubnet(ctx context.Context, netID string, family v1.IPFamily) (string, error) {
+func (st *steps) familySubnet(ctx context.Context, netID string, family v1.IPFamily) (string, error) {
 	version := 4
 	if family == v1.IPv6Protocol {
 		version = 6
 	}
-	all, err := c.api.ListSubnets(ctx, osapi.SubnetQuery{NetworkID: netID, IPVersion: version})
+	all, err := st.api.ListSubnets(ctx, osapi.SubnetQuery{NetworkID: netID, IPVersion: version})
 	if err != nil {
 		return "", fmt.Errorf("listing the subnets of network %s: %w", netID, err)
 	}

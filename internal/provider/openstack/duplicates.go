@@ -27,22 +27,22 @@ const lostCreateWindow = 2 * osapi.OctaviaCreateTimeout
 
 // awaitingLostCreate is the progress of a Service whose create lost its
 // answer while its load balancer may yet appear; "" when none.
-func (s steps) awaitingLostCreate(svc *v1.Service, name string) string {
-	return s.unanswered.Awaiting(string(svc.UID), "load balancer "+name)
+func (st *steps) awaitingLostCreate(svc *v1.Service, name string) string {
+	return st.unanswered.Awaiting(string(svc.UID), "load balancer "+name)
 }
 
 // deleteDuplicates deletes the Service's load balancers other than lb (its
 // tags on each: this cluster made them for it), each once it is not
 // PENDING (Octavia refuses to delete one that is).
-func (s steps) deleteDuplicates(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, dups []osapi.LoadBalancer) error {
+func (st *steps) deleteDuplicates(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, dups []osapi.LoadBalancer) error {
 	for _, d := range dups {
 		if strings.HasPrefix(d.ProvisioningStatus, "PENDING") {
 			continue // the next pass's
 		}
-		if err := s.deleteCascade(ctx, d.ID); err != nil {
+		if err := st.deleteCascade(ctx, d.ID); err != nil {
 			return fmt.Errorf("deleting load balancer %s, a second one of Service %s/%s: %w", d.ID, svc.Namespace, svc.Name, err)
 		}
-		s.Events.Eventf(svc, v1.EventTypeNormal, provider.ReasonDeletingDuplicate,
+		st.events.Eventf(svc, v1.EventTypeNormal, provider.ReasonDeletingDuplicate,
 			"Deleting load balancer %s: made a second time for this Service (a create whose answer was lost); keeping %s", d.ID, lb.ID)
 		klog.FromContext(ctx).Info("Deleting a second load balancer of the Service", "service", klog.KObj(svc), "id", d.ID, "keep", lb.ID)
 	}

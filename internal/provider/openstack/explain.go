@@ -44,24 +44,27 @@ type explained struct {
 
 // ExplainService says what OpenStack holds for the Service.
 func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
-	s := steps{c}
-	e, spec, err := provider.BeginExplanation(ctx, ProviderName, annotation.OpenStackConverged, c.Cycle, s, clusterName, svc, nodes)
+	return c.lb.explainService(ctx, clusterName, svc, nodes)
+}
+
+func (st *steps) explainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
+	e, spec, err := provider.BeginExplanation(ctx, ProviderName, annotation.OpenStackConverged, st.cycle, st, clusterName, svc, nodes)
 	if err != nil {
 		return e, err
 	}
-	if err := c.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
+	if err := st.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return e, err
 	}
-	lb, err := c.findLB(ctx, svc)
+	lb, err := st.findLB(ctx, svc)
 	if err != nil || lb == nil {
-		if err == nil && c.cfg.LoadBalancer.ManageSecurityGroups {
-			return e, c.describeSG(ctx, &e, svc, &explained{})
+		if err == nil && st.cfg.LoadBalancer.ManageSecurityGroups {
+			return e, st.describeSG(ctx, &e, svc, &explained{})
 		}
 		return e, err
 	}
 	e.Found = true
-	x := explained{lb: s.asLB(lb, svc), members: map[string][]osapi.Member{}, monitors: map[string]osapi.Monitor{}}
-	if err := c.describe(ctx, &e, svc, clusterName, &x, nodes); err != nil {
+	x := explained{lb: st.asLB(lb, svc), members: map[string][]osapi.Member{}, monitors: map[string]osapi.Monitor{}}
+	if err := st.describe(ctx, &e, svc, clusterName, &x, nodes); err != nil {
 		return e, err
 	}
 	switch {
@@ -70,7 +73,7 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 		e.Note("load balancer %s is %s: the next pass waits for Octavia, then compares", lb.ID, lb.ProvisioningStatus)
 	default:
 		e.DriftChecked = true
-		err = s.explainDrift(ctx, &e, svc, spec, &x)
+		err = st.explainDrift(ctx, &e, svc, spec, &x)
 	}
 	return e, err
 }
@@ -78,22 +81,22 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 // describe fills in the load balancer, its addresses, its listeners and
 // pools (the Service's, on a load balancer it shares), and its security
 // group.
-func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, clusterName string, x *explained, nodes []*v1.Node) error {
+func (st *steps) describe(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, clusterName string, x *explained, nodes []*v1.Node) error {
 	lb := &x.lb.Obj
-	name := c.lbName(clusterName, svc)
+	name := st.lbName(clusterName, svc)
 	owner := "the Service's own"
 	switch {
-	case c.peerOwned(lb, svc, name):
+	case st.peerOwned(lb, svc, name):
 		owner = "the peer's (cloud-provider-openstack), for the Service"
 	case x.lb.Shared:
 		owner = fmt.Sprintf("shared (load-balancer-id), with %d other Service(s)", len(sharers(lb, name)))
 	}
-	if c.owned(lb, svc) && lb.Name != name {
+	if st.owned(lb, svc) && lb.Name != name {
 		e.Note("load balancer %s is named %s, not %s: is --cluster-name overcast-ccm's?", lb.ID, lb.Name, name)
 	}
 	e.LoadBalancer = &provider.LoadBalancer{ID: lb.ID, Name: lb.Name, State: lb.ProvisioningStatus,
 		Details: provider.Details{"owner": owner, "VIP subnet": lb.VipSubnetID, "flavor": lb.FlavorID, "availability zone": lb.AvailabilityZone}}
-	fip, err := c.vipFloatingIP(ctx, lb)
+	fip, err := st.vipFloatingIP(ctx, lb)
 	if err != nil {
 		return err
 	}
@@ -104,25 +107,25 @@ func (c *Cloud) describe(ctx context.Context, e *provider.ServiceExplanation, sv
 	for _, v := range lb.AdditionalVips {
 		e.Addresses = append(e.Addresses, provider.Address{IP: v.IPAddress, Kind: "additional VIP"})
 	}
-	if x.listeners, err = c.api.ListListeners(ctx, lb.ID); err != nil {
+	if x.listeners, err = st.api.ListListeners(ctx, lb.ID); err != nil {
 		return fmt.Errorf("listing listeners: %w", err)
 	}
 	if len(lb.Pools) > 0 {
-		if x.pools, err = c.api.ListPools(ctx, lb.ID); err != nil {
+		if x.pools, err = st.api.ListPools(ctx, lb.ID); err != nil {
 			return fmt.Errorf("listing pools: %w", err)
 		}
 	}
-	if err := c.describeListeners(ctx, e, svc, name, x, nodes); err != nil {
+	if err := st.describeListeners(ctx, e, svc, name, x, nodes); err != nil {
 		return err
 	}
-	return c.describeSG(ctx, e, svc, x)
+	return st.describeSG(ctx, e, svc, x)
 }
 
 // describeListeners fills in the Service's listeners (their allowed CIDRs
 // as security rules) and pools, with their members and health monitors.
-func (c *Cloud) describeListeners(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, name string, x *explained, nodes []*v1.Node) error {
+func (st *steps) describeListeners(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, name string, x *explained, nodes []*v1.Node) error {
 	lb := &x.lb.Obj
-	owner := c.isOwner(lb, svc, name)
+	owner := st.isOwner(lb, svc, name)
 	poolName := map[string]string{}
 	for _, p := range x.pools {
 		poolName[p.ID] = p.Name
@@ -137,7 +140,7 @@ func (c *Cloud) describeListeners(ctx context.Context, e *provider.ServiceExplan
 		e.Listeners = append(e.Listeners, provider.Listener{ID: l.ID, Name: l.Name, Protocol: l.Protocol, Port: l.ProtocolPort,
 			Pool: poolName[l.DefaultPoolID], Details: listenerDetails(l)})
 		e.SecurityRules = append(e.SecurityRules, provider.SecurityRule{Kind: "allowed CIDRs", In: fmt.Sprintf("listener %s/%d", l.Protocol, l.ProtocolPort),
-			ID: l.ID, Direction: "ingress", Protocol: l.Protocol, Ports: strconv.Itoa(l.ProtocolPort), Peer: cidrList(l.AllowedCIDRs), Mark: c.lbMark(lb, svc, name)})
+			ID: l.ID, Direction: "ingress", Protocol: l.Protocol, Ports: strconv.Itoa(l.ProtocolPort), Peer: cidrList(l.AllowedCIDRs), Mark: st.lbMark(lb, svc, name)})
 	}
 	if others > 0 {
 		e.Note("load balancer %s has %d listener(s) of other Services, not shown", lb.ID, others)
@@ -149,7 +152,7 @@ func (c *Cloud) describeListeners(ctx context.Context, e *provider.ServiceExplan
 		}
 		pool := provider.Pool{ID: p.ID, Name: p.Name, Protocol: p.Protocol, Policy: p.LBMethod, Members: []provider.Member{}}
 		if len(p.Members) > 0 {
-			ms, err := c.api.ListMembers(ctx, p.ID)
+			ms, err := st.api.ListMembers(ctx, p.ID)
 			if err != nil {
 				return fmt.Errorf("listing the members of pool %s: %w", p.ID, err)
 			}
@@ -159,7 +162,7 @@ func (c *Cloud) describeListeners(ctx context.Context, e *provider.ServiceExplan
 			}
 		}
 		if p.MonitorID != "" {
-			m, err := c.api.GetMonitor(ctx, p.MonitorID)
+			m, err := st.api.GetMonitor(ctx, p.MonitorID)
 			if err != nil {
 				return fmt.Errorf("reading health monitor %s: %w", p.MonitorID, err)
 			}
@@ -202,15 +205,15 @@ func nodesByIP(nodes []*v1.Node) map[string]string {
 }
 
 // lbMark is whose the load balancer's tags say it is.
-func (c *Cloud) lbMark(lb *osapi.LoadBalancer, svc *v1.Service, name string) string {
+func (st *steps) lbMark(lb *osapi.LoadBalancer, svc *v1.Service, name string) string {
 	switch {
-	case c.owned(lb, svc):
+	case st.owned(lb, svc):
 		return provider.MarkThisCluster
-	case c.peerOwned(lb, svc, name):
+	case st.peerOwned(lb, svc, name):
 		return provider.MarkPeer
 	}
 	for _, t := range lb.Tags {
-		if strings.HasPrefix(t, tagCluster) && t != tagCluster+c.Cluster.Get() {
+		if strings.HasPrefix(t, tagCluster) && t != tagCluster+st.cluster.Get() {
 			return provider.MarkOtherCluster
 		}
 		if strings.HasPrefix(t, tagCluster) {
@@ -222,8 +225,8 @@ func (c *Cloud) lbMark(lb *osapi.LoadBalancer, svc *v1.Service, name string) str
 
 // describeSG fills in the Service's security group, its rules and how many
 // ports hold it.
-func (c *Cloud) describeSG(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, x *explained) error {
-	g, err := c.findSG(ctx, svc)
+func (st *steps) describeSG(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, x *explained) error {
+	g, err := st.findSG(ctx, svc)
 	if err != nil || g == nil {
 		return err
 	}
@@ -231,7 +234,7 @@ func (c *Cloud) describeSG(ctx context.Context, e *provider.ServiceExplanation, 
 	e.Found = true
 	mark := provider.MarkPeer // the peer's name, untagged
 	switch {
-	case slices.Contains(g.Tags, tagService+string(svc.UID)) && slices.Contains(g.Tags, tagCluster+c.Cluster.Get()):
+	case slices.Contains(g.Tags, tagService+string(svc.UID)) && slices.Contains(g.Tags, tagCluster+st.cluster.Get()):
 		mark = provider.MarkThisCluster
 	case slices.ContainsFunc(g.Tags, func(t string) bool { return strings.HasPrefix(t, tagCluster) }):
 		mark = provider.MarkOtherCluster
@@ -251,7 +254,7 @@ func (c *Cloud) describeSG(ctx context.Context, e *provider.ServiceExplanation, 
 		e.SecurityRules = append(e.SecurityRules, provider.SecurityRule{Kind: "security group rule", In: "security group " + g.ID, ID: r.ID,
 			Direction: r.Direction, Protocol: cmp.Or(r.Protocol, "any"), Ports: ports, Peer: peer, Mark: mark})
 	}
-	holding, err := c.api.ListPortViews(ctx, url.Values{"security_groups": {g.ID}})
+	holding, err := st.api.ListPortViews(ctx, url.Values{"security_groups": {g.ID}})
 	if err != nil {
 		return err
 	}
@@ -264,19 +267,19 @@ func (c *Cloud) describeSG(ctx context.Context, e *provider.ServiceExplanation, 
 // over or shared, what Octavia cannot change, its listeners, pools, members
 // and monitors (converge's comparisons), its security group, its floating
 // IP (Publish's).
-func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, x *explained) error {
+func (st *steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, x *explained) error {
 	lb := &x.lb.Obj
 	switch {
-	case x.lb.Shared && s.peerOwned(lb, svc, spec.name):
+	case x.lb.Shared && st.peerOwned(lb, svc, spec.name):
 		e.Change(provider.ActionChange, "load balancer "+lb.ID, "the peer's: tagged as the Service's and taken over as it is")
 	case x.lb.Shared && spec.internal:
 		e.Change(provider.ActionRefuse, "load balancer "+lb.ID, "an internal Service cannot share a load balancer")
 	case !x.lb.Shared:
-		for _, d := range s.immutableDiffs(lb, spec) {
+		for _, d := range st.immutableDiffs(lb, spec) {
 			e.Change(provider.ActionRefuse, "load balancer "+lb.ID, "keeps its %s: Octavia cannot change it; recreate the Service to apply", d)
 		}
 	}
-	if err := s.explainTLS(ctx, e, svc, &spec); err != nil {
+	if err := st.explainTLS(ctx, e, svc, &spec); err != nil {
 		return err
 	}
 	mine, err := ownListeners(x.listeners, svc, spec, lb.ID, x.lb.Shared)
@@ -292,7 +295,7 @@ func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation,
 	for _, k := range unwantedListeners(mine, spec) {
 		e.Change(provider.ActionDelete, "listener "+portName(k), "no port of the Service asks for it (with its pool)")
 	}
-	for _, p := range s.strayPools(x.pools, spec) {
+	for _, p := range st.strayPools(x.pools, spec) {
 		e.Change(provider.ActionDelete, "pool "+p.Name, "no listener uses it and no port asks for it")
 	}
 	poolByID := map[string]osapi.Pool{}
@@ -305,9 +308,9 @@ func (s steps) explainDrift(ctx context.Context, e *provider.ServiceExplanation,
 			e.Change(provider.ActionCreate, "listener "+portName(spec.listenerKey(p)), "with its pool of %d member(s)", len(spec.members))
 			continue
 		}
-		s.portDrift(e, spec, p, l, poolByID, x)
+		st.portDrift(e, spec, p, l, poolByID, x)
 	}
-	if err := s.sgDrift(ctx, e, svc, spec, x.sg); err != nil {
+	if err := st.sgDrift(ctx, e, svc, spec, x.sg); err != nil {
 		return err
 	}
 	fipDrift(e, spec, x)
@@ -323,7 +326,7 @@ func portName(key string) string {
 
 // portDrift is what convergePort would change of the listener of p and its
 // pool.
-func (s steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.ServicePort, l osapi.Listener, poolByID map[string]osapi.Pool, x *explained) {
+func (st *steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.ServicePort, l osapi.Listener, poolByID map[string]osapi.Pool, x *explained) {
 	k := portName(spec.listenerKey(p))
 	if _, diffs := listenerChanges(l, spec, p); len(diffs) > 0 {
 		e.Change(provider.ActionChange, "listener "+k, "%s", strings.Join(diffs, "; "))
@@ -353,7 +356,7 @@ func (s steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.Servi
 	}
 	var wantMonitor osapi.MonitorCreate
 	if spec.monitor != nil {
-		wantMonitor = s.monitorOpts(spec, p)
+		wantMonitor = st.monitorOpts(spec, p)
 	}
 	monitorDrift(e, spec, pool, x.monitors[pool.ID], wantMonitor)
 }
@@ -390,16 +393,16 @@ func monitorDrift(e *provider.ServiceExplanation, spec lbSpec, pool osapi.Pool, 
 // explainTLS finds the certificate a TLS Secret's listeners are to present,
 // as prepareTLS would, but only where it is stored already (explain stores
 // nothing): one not stored yet is a difference.
-func (s steps) explainTLS(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec *lbSpec) error {
+func (st *steps) explainTLS(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec *lbSpec) error {
 	t := spec.tls
 	if t == nil || t.secret == nil || !slices.ContainsFunc(spec.ports, spec.isTLS) {
 		return nil
 	}
-	if have, ok := s.tlsCerts.get(svc.UID); ok && have.hash == t.secret.hash {
+	if have, ok := st.tlsCerts.get(svc.UID); ok && have.hash == t.secret.hash {
 		t.ref = have.ref
 		return nil
 	}
-	found, err := s.api.ListContainers(ctx, storedName(svc.UID, t.secret.hash, s.Cluster.Get()), 10)
+	found, err := st.api.ListContainers(ctx, storedName(svc.UID, t.secret.hash, st.cluster.Get()), 10)
 	if err != nil {
 		return fmt.Errorf("listing Barbican containers: %w", err)
 	}
@@ -413,7 +416,7 @@ func (s steps) explainTLS(ctx context.Context, e *provider.ServiceExplanation, s
 
 // sgDrift is what convergeSG would change of the Service's security group
 // (g: nil for none).
-func (s steps) sgDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, g *osapi.SecurityGroup) error {
+func (st *steps) sgDrift(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, g *osapi.SecurityGroup) error {
 	if spec.sg == nil {
 		if g != nil {
 			e.Change(provider.ActionDelete, "security group "+g.ID, "security groups are not managed ([LoadBalancer] manage-security-groups)")
@@ -424,10 +427,10 @@ func (s steps) sgDrift(ctx context.Context, e *provider.ServiceExplanation, svc 
 		e.Change(provider.ActionCreate, "security group "+sgName(svc), "with a rule per node port, on %d Node port(s)", len(spec.sg.servers))
 		return nil
 	}
-	if !slices.Contains(g.Tags, tagService+string(svc.UID)) || !slices.Contains(g.Tags, tagCluster+s.Cluster.Get()) {
+	if !slices.Contains(g.Tags, tagService+string(svc.UID)) || !slices.Contains(g.Tags, tagCluster+st.cluster.Get()) {
 		e.Change(provider.ActionChange, "security group "+g.ID, "tagged as the Service's (the peer's group, adopted)")
 	}
-	remotes, err := s.sgRemotes(ctx, spec)
+	remotes, err := st.sgRemotes(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -440,11 +443,11 @@ func (s steps) sgDrift(ctx context.Context, e *provider.ServiceExplanation, svc 
 	}
 	var members, holding []osapi.PortView
 	if len(spec.sg.servers) > 0 {
-		if members, err = s.api.ListPortViews(ctx, url.Values{"device_id": spec.sg.servers}); err != nil {
+		if members, err = st.api.ListPortViews(ctx, url.Values{"device_id": spec.sg.servers}); err != nil {
 			return err
 		}
 	}
-	if holding, err = s.api.ListPortViews(ctx, url.Values{"security_groups": {g.ID}}); err != nil {
+	if holding, err = st.api.ListPortViews(ctx, url.Values{"security_groups": {g.ID}}); err != nil {
 		return err
 	}
 	_, attach, detach := placementChanges(members, holding, g.ID, spec.members)

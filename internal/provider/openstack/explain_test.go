@@ -98,7 +98,7 @@ func TestContractExplainShowsWhatTheCloudHoldsAndWhatDrifted(t *testing.T) {
 	// The next walk (as a drift pass makes it) repairs what explain showed.
 	walked := fresh()
 	delete(walked.Annotations, string(annotation.OpenStackConverged))
-	steps{c}.Drifting(walked)
+	c.lb.Drifting(walked)
 	ensure(t, c, walked, nodes)
 	e = settled(t, tg, c, fresh(), nodes)
 	assert.Empty(t, driftOf(e), "the walk repaired it")

@@ -195,7 +195,7 @@ func TestContractEveryFieldSentIsPutBack(t *testing.T) {
 	for _, kind := range slices.Sorted(maps.Keys(fieldChanges)) {
 		for _, field := range slices.Sorted(maps.Keys(fieldChanges[kind])) {
 			t.Run(kind+"/"+field, func(t *testing.T) {
-				id := providertest.ID(firstOf(providertest.ObjectsOf(t, steps{c}, fresh()), kind))
+				id := providertest.ID(firstOf(providertest.ObjectsOf(t, c.lb, fresh()), kind))
 				require.NotEmpty(t, id, "the drift check lists a %s", kind)
 				was, err := readField(t.Context(), octavia, kind, id, field)
 				require.NoError(t, err)

@@ -43,20 +43,20 @@ const (
 	reasonAdoptedLoadBalancer = "SharedLoadBalancer"
 )
 
-func (c *Cloud) lbName(clusterName string, svc *v1.Service) string {
+func (st *steps) lbName(clusterName string, svc *v1.Service) string {
 	// cloud-provider-openstack's name, so existing tooling recognises it.
 	return fmt.Sprintf("kube_service_%s_%s_%s", clusterName, svc.Namespace, svc.Name)
 }
 
 func portKey(p v1.ServicePort) string { return fmt.Sprintf("%s/%05d", p.Protocol, p.Port) }
 
-func (c *Cloud) tags(svc *v1.Service, name string) []string {
-	return []string{name, tagService + string(svc.UID), tagCluster + c.Cluster.Get()}
+func (st *steps) tags(svc *v1.Service, name string) []string {
+	return []string{name, tagService + string(svc.UID), tagCluster + st.cluster.Get()}
 }
 
 // owned says whether lb was created by this cluster for svc.
-func (c *Cloud) owned(lb *osapi.LoadBalancer, svc *v1.Service) bool {
-	return slices.Contains(lb.Tags, tagService+string(svc.UID)) && slices.Contains(lb.Tags, tagCluster+c.Cluster.Get())
+func (st *steps) owned(lb *osapi.LoadBalancer, svc *v1.Service) bool {
+	return slices.Contains(lb.Tags, tagService+string(svc.UID)) && slices.Contains(lb.Tags, tagCluster+st.cluster.Get())
 }
 
 // findLB returns the Service's load balancer (found by its UID tag), or nil. An
@@ -65,31 +65,31 @@ func (c *Cloud) owned(lb *osapi.LoadBalancer, svc *v1.Service) bool {
 // CCM of this cluster for this Service (a create whose answer was lost, then
 // made again): the one kept is found (keeper), the others are the cycle's
 // to delete (Find).
-func (c *Cloud) findLB(ctx context.Context, svc *v1.Service) (*osapi.LoadBalancer, error) {
-	lb, _, err := c.findLBs(ctx, svc)
+func (st *steps) findLB(ctx context.Context, svc *v1.Service) (*osapi.LoadBalancer, error) {
+	lb, _, err := st.findLBs(ctx, svc)
 	return lb, err
 }
 
 // findLBs is findLB, and the Service's other load balancers (duplicates).
-func (c *Cloud) findLBs(ctx context.Context, svc *v1.Service) (*osapi.LoadBalancer, []osapi.LoadBalancer, error) {
+func (st *steps) findLBs(ctx context.Context, svc *v1.Service) (*osapi.LoadBalancer, []osapi.LoadBalancer, error) {
 	if id, err := annotation.OpenStackLoadBalancerID.NonEmptyString(svc); err == nil {
-		lb, err := c.api.GetLoadBalancer(ctx, id)
+		lb, err := st.api.GetLoadBalancer(ctx, id)
 		if errors.Is(err, outcome.ErrNotFound) {
 			return nil, nil, nil
 		}
 		return lb, nil, err
 	}
-	lbs, err := c.api.ListLoadBalancers(ctx, tagService+string(svc.UID))
+	lbs, err := st.api.ListLoadBalancers(ctx, tagService+string(svc.UID))
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing load balancers: %w", err)
 	}
 	// A Service UID is unique, but only a load balancer with this cluster's tag too
 	// is ours: never act on another cluster's.
-	lbs = slices.DeleteFunc(lbs, func(lb osapi.LoadBalancer) bool { return !c.owned(&lb, svc) })
+	lbs = slices.DeleteFunc(lbs, func(lb osapi.LoadBalancer) bool { return !st.owned(&lb, svc) })
 	if len(lbs) == 0 {
 		return nil, nil, nil
 	}
-	keep, err := c.keeper(ctx, svc, lbs)
+	keep, err := st.keeper(ctx, svc, lbs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,7 +99,7 @@ func (c *Cloud) findLBs(ctx context.Context, svc *v1.Service) (*osapi.LoadBalanc
 
 // keeper is, of the Service's load balancers, the one its status points to
 // (its VIP, or the floating IP on it), else the oldest.
-func (c *Cloud) keeper(ctx context.Context, svc *v1.Service, lbs []osapi.LoadBalancer) (int, error) {
+func (st *steps) keeper(ctx context.Context, svc *v1.Service, lbs []osapi.LoadBalancer) (int, error) {
 	if len(lbs) == 1 {
 		return 0, nil
 	}
@@ -117,7 +117,7 @@ func (c *Cloud) keeper(ctx context.Context, svc *v1.Service, lbs []osapi.LoadBal
 		if published[lbs[i].VipAddress] {
 			return i, nil
 		}
-		fip, err := c.vipFloatingIP(ctx, &lbs[i])
+		fip, err := st.vipFloatingIP(ctx, &lbs[i])
 		if err != nil {
 			return 0, err
 		}
@@ -130,22 +130,26 @@ func (c *Cloud) keeper(ctx context.Context, svc *v1.Service, lbs []osapi.LoadBal
 
 // GetLoadBalancer reports the Service's load balancer.
 func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	if err := c.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
+	return c.lb.getLoadBalancer(ctx, clusterName, svc)
+}
+
+func (st *steps) getLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	if err := st.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return nil, false, err
 	}
-	lb, err := c.findLB(ctx, svc)
+	lb, err := st.findLB(ctx, svc)
 	if err != nil || lb == nil {
 		return nil, false, err
 	}
-	if name := c.lbName(clusterName, svc); !c.isOwner(lb, svc, name) && !slices.Contains(lb.Tags, name) {
+	if name := st.lbName(clusterName, svc); !st.isOwner(lb, svc, name) && !slices.Contains(lb.Tags, name) {
 		return nil, false, nil // named, but not (or no longer) shared by the Service
 	}
-	spec, err := c.spec(clusterName, svc, nil)
+	spec, err := st.spec(clusterName, svc, nil)
 	if err != nil {
 		// The status of what exists, however the Service reads now.
 		spec = lbSpec{onlyPublic: true}
 	}
-	fip, err := c.vipFloatingIP(ctx, lb)
+	fip, err := st.vipFloatingIP(ctx, lb)
 	if err != nil {
 		return nil, true, err
 	}
@@ -153,10 +157,10 @@ func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1
 	if fip != nil {
 		addr = fip.FloatingIP
 	}
-	return c.statusFor(spec, addr, lb.VipAddress, spec.otherVIP(lb, addr)), true, nil
+	return st.statusFor(spec, addr, lb.VipAddress, spec.otherVIP(lb, addr)), true, nil
 }
 
 // GetLoadBalancerName is cloud-provider-openstack's name.
 func (c *Cloud) GetLoadBalancerName(_ context.Context, clusterName string, svc *v1.Service) string {
-	return c.lbName(clusterName, svc)
+	return c.lb.lbName(clusterName, svc)
 }

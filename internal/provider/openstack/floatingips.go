@@ -19,9 +19,9 @@ import (
 // attaching one first if there is none: spec.loadBalancerIP names an existing one
 // (created with that address if the project may), else a new one is allocated
 // from the floating network, on the subnet the Service picks.
-func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec) (string, error) {
+func (st *steps) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec) (string, error) {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	fip, err := c.vipFloatingIP(ctx, lb)
+	fip, err := st.vipFloatingIP(ctx, lb)
 	if err != nil {
 		return "", err
 	}
@@ -30,45 +30,45 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi
 	}
 	if fip != nil {
 		// spec.loadBalancerIP changed: give the old address back first.
-		if err := c.releaseFloatingIP(ctx, svc, lb, s.keepFIP, false); err != nil {
+		if err := st.releaseFloatingIP(ctx, svc, lb, s.keepFIP, false); err != nil {
 			return "", err
 		}
 	}
 	if s.floatingIP != "" {
-		return c.attachRequestedFloatingIP(ctx, svc, lb, s)
+		return st.attachRequestedFloatingIP(ctx, svc, lb, s)
 	}
 	// A Service that had an address keeps it: the floating IP created for it
 	// earlier is free when its load balancer was lost (deleted behind our back,
 	// or replaced after ERROR). A new Service has none to look for.
 	if _, had := svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)]; had {
-		if addr, ok, err := c.reattachOwnFloatingIP(ctx, svc, lb, s.floatingNetworkID); err != nil || ok {
+		if addr, ok, err := st.reattachOwnFloatingIP(ctx, svc, lb, s.floatingNetworkID); err != nil || ok {
 			return addr, err
 		}
 	}
 	netID := s.floatingNetworkID
 	if netID == "" {
-		if netID, err = c.onlyExternalNetwork(ctx); err != nil {
+		if netID, err = st.onlyExternalNetwork(ctx); err != nil {
 			return "", err
 		}
 	}
-	subnetIDs, err := c.floatingSubnets(ctx, netID, s)
+	subnetIDs, err := st.floatingSubnets(ctx, netID, s)
 	if err != nil {
 		return "", err
 	}
 	var lastErr error
 	for _, subnet := range subnetIDs {
-		created, err := c.api.CreateFloatingIP(ctx, osapi.FloatingIPCreate{
+		created, err := st.api.CreateFloatingIP(ctx, osapi.FloatingIPCreate{
 			FloatingNetworkID: netID,
 			SubnetID:          subnet,
 			PortID:            lb.VipPortID,
 			Description:       fipDescription + string(svc.UID),
 		})
 		if err == nil {
-			c.fipQuota.forget()
+			st.fipQuota.forget()
 			logger.Info("Attached floating IP", "ip", created.FloatingIP, "network", netID)
 			return created.FloatingIP, nil
 		}
-		c.fipQuota.learn(err)
+		st.fipQuota.learn(err)
 		lastErr = err
 	}
 	return "", fipRefusedOr(fmt.Errorf("cannot allocate a floating IP from network %s for load balancer %s: %w", netID, lb.ID, lastErr))
@@ -76,8 +76,8 @@ func (c *Cloud) ensureFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi
 
 // attachRequestedFloatingIP attaches the floating IP spec.loadBalancerIP names.
 // One attached elsewhere is never taken away.
-func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec) (string, error) {
-	fips, err := c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{FloatingIP: s.floatingIP})
+func (st *steps) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, s lbSpec) (string, error) {
+	fips, err := st.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{FloatingIP: s.floatingIP})
 	if err != nil {
 		return "", fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
@@ -86,12 +86,12 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 		// this to admins only).
 		opts := osapi.FloatingIPCreate{FloatingIP: s.floatingIP, PortID: lb.VipPortID, FloatingNetworkID: s.floatingNetworkID, Description: fipDescription + string(svc.UID)}
 		if opts.FloatingNetworkID == "" {
-			if opts.FloatingNetworkID, err = c.onlyExternalNetwork(ctx); err != nil {
+			if opts.FloatingNetworkID, err = st.onlyExternalNetwork(ctx); err != nil {
 				return "", err
 			}
 		}
-		created, err := c.api.CreateFloatingIP(ctx, opts)
-		c.fipQuota.learn(err)
+		created, err := st.api.CreateFloatingIP(ctx, opts)
+		st.fipQuota.learn(err)
 		if err != nil {
 			return "", fipRefusedOr(fmt.Errorf("spec.loadBalancerIP %s is not a floating IP of the project, and allocating it failed: %w", s.floatingIP, err))
 		}
@@ -103,7 +103,7 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 	}
 	if fip.PortID == "" {
 		port := lb.VipPortID
-		if err := c.api.SetFloatingIPPort(ctx, fip.ID, &port); err != nil {
+		if err := st.api.SetFloatingIPPort(ctx, fip.ID, &port); err != nil {
 			return "", fipRefusedOr(fmt.Errorf("cannot attach floating IP %s: %w", s.floatingIP, err))
 		}
 		klog.FromContext(ctx).Info("Attached requested floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
@@ -112,9 +112,9 @@ func (c *Cloud) attachRequestedFloatingIP(ctx context.Context, svc *v1.Service, 
 }
 
 // ownFloatingIPs lists the floating IPs this CCM created for the Service.
-func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]osapi.FloatingIP, error) {
+func (st *steps) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]osapi.FloatingIP, error) {
 	desc := fipDescription + string(svc.UID)
-	all, err := c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{Description: desc})
+	all, err := st.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{Description: desc})
 	if err != nil {
 		return nil, fmt.Errorf("listing the floating IPs of Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
@@ -125,8 +125,8 @@ func (c *Cloud) ownFloatingIPs(ctx context.Context, svc *v1.Service) ([]osapi.Fl
 // reattachOwnFloatingIP puts a free floating IP this CCM created for the
 // Service on the load balancer's VIP port: the Service keeps its address when
 // its load balancer is rebuilt. ok is false when there is none.
-func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, netID string) (string, bool, error) {
-	own, err := c.ownFloatingIPs(ctx, svc)
+func (st *steps) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, netID string) (string, bool, error) {
+	own, err := st.ownFloatingIPs(ctx, svc)
 	if err != nil {
 		return "", false, err
 	}
@@ -135,7 +135,7 @@ func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *
 			continue
 		}
 		port := lb.VipPortID
-		if err := c.api.SetFloatingIPPort(ctx, f.ID, &port); err != nil {
+		if err := st.api.SetFloatingIPPort(ctx, f.ID, &port); err != nil {
 			return "", false, fipRefusedOr(fmt.Errorf("cannot move floating IP %s to load balancer %s: %w", f.FloatingIP, lb.ID, err))
 		}
 		klog.FromContext(ctx).Info("Kept the Service's floating IP on its new load balancer", "service", klog.KObj(svc), "ip", f.FloatingIP, "loadBalancer", lb.ID)
@@ -146,8 +146,8 @@ func (c *Cloud) reattachOwnFloatingIP(ctx context.Context, svc *v1.Service, lb *
 
 // deleteOwnFloatingIPs deletes the floating IPs this CCM created for the
 // Service that are on no port (those of load balancers lost or deleted).
-func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, svc *v1.Service) error {
-	own, err := c.ownFloatingIPs(ctx, svc)
+func (st *steps) deleteOwnFloatingIPs(ctx context.Context, svc *v1.Service) error {
+	own, err := st.ownFloatingIPs(ctx, svc)
 	if err != nil {
 		return err
 	}
@@ -155,10 +155,10 @@ func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, svc *v1.Service) error
 		if f.PortID != "" {
 			continue
 		}
-		if err := c.api.DeleteFloatingIP(ctx, f.ID); err != nil {
+		if err := st.api.DeleteFloatingIP(ctx, f.ID); err != nil {
 			return fmt.Errorf("deleting floating IP %s: %w", f.FloatingIP, err)
 		}
-		c.fipQuota.forget()
+		st.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", f.FloatingIP)
 	}
 	return nil
@@ -168,12 +168,12 @@ func (c *Cloud) deleteOwnFloatingIPs(ctx context.Context, svc *v1.Service) error
 // spec.loadBalancerIP is a floating IP already on a port, and a new Service
 // that needs a new floating IP while the project's quota of them is known to
 // be met (a Service that had an address gets its own back, and needs none).
-func (c *Cloud) requestedFloatingIPFree(ctx context.Context, svc *v1.Service, s lbSpec) error {
+func (st *steps) requestedFloatingIPFree(ctx context.Context, svc *v1.Service, s lbSpec) error {
 	if s.internal {
 		return nil
 	}
 	if _, had := svc.Annotations[string(annotation.OpenStackLoadBalancerAddress)]; s.floatingIP == "" && !had {
-		if msg, met := c.fipQuota.met(); met {
+		if msg, met := st.fipQuota.met(); met {
 			return outcome.Refuse(outcome.ReasonQuotaExceeded,
 				"The project's floating IP quota is met (Neutron: %s): no load balancer was created for this Service. It is tried again when this cluster releases a floating IP, or within %s",
 				msg, quotaRecheck)
@@ -182,7 +182,7 @@ func (c *Cloud) requestedFloatingIPFree(ctx context.Context, svc *v1.Service, s 
 	if s.floatingIP == "" {
 		return nil
 	}
-	fips, err := c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{FloatingIP: s.floatingIP})
+	fips, err := st.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{FloatingIP: s.floatingIP})
 	if err != nil {
 		return fmt.Errorf("looking up floating IP %s: %w", s.floatingIP, err)
 	}
@@ -204,8 +204,8 @@ func fipRefusedOr(err error) error { return outcome.RefusedProblem(reasonFloatin
 // it) and it is not to be kept, detached otherwise. anyService: the last
 // Service on a load balancer a CCM made for another deletes what a CCM
 // allocated for that one.
-func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, keep, anyService bool) error {
-	fip, err := c.vipFloatingIP(ctx, lb)
+func (st *steps) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, keep, anyService bool) error {
+	fip, err := st.vipFloatingIP(ctx, lb)
 	if err != nil || fip == nil {
 		return err
 	}
@@ -213,25 +213,25 @@ func (c *Cloud) releaseFloatingIP(ctx context.Context, svc *v1.Service, lb *osap
 	allocated := d == fipDescription+string(svc.UID) || strings.HasPrefix(d, peerFIPDescription+svc.Namespace+"/"+svc.Name+" from cluster ") ||
 		(anyService && (strings.HasPrefix(d, fipDescription) || strings.HasPrefix(d, peerFIPDescription)))
 	if !keep && allocated {
-		if err := c.api.DeleteFloatingIP(ctx, fip.ID); err != nil {
+		if err := st.api.DeleteFloatingIP(ctx, fip.ID); err != nil {
 			return fmt.Errorf("deleting floating IP %s: %w", fip.FloatingIP, err)
 		}
-		c.fipQuota.forget()
+		st.fipQuota.forget()
 		klog.FromContext(ctx).Info("Released floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 		return nil
 	}
-	if err := c.api.SetFloatingIPPort(ctx, fip.ID, new(string)); err != nil && !errors.Is(err, outcome.ErrNotFound) {
+	if err := st.api.SetFloatingIPPort(ctx, fip.ID, new(string)); err != nil && !errors.Is(err, outcome.ErrNotFound) {
 		return fmt.Errorf("detaching floating IP %s: %w", fip.FloatingIP, err)
 	}
 	klog.FromContext(ctx).Info("Detached floating IP", "service", klog.KObj(svc), "ip", fip.FloatingIP)
 	return nil
 }
 
-func (c *Cloud) vipFloatingIP(ctx context.Context, lb *osapi.LoadBalancer) (*osapi.FloatingIP, error) {
+func (st *steps) vipFloatingIP(ctx context.Context, lb *osapi.LoadBalancer) (*osapi.FloatingIP, error) {
 	if lb.VipPortID == "" {
 		return nil, nil
 	}
-	fips, err := c.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{PortID: lb.VipPortID})
+	fips, err := st.api.ListFloatingIPs(ctx, osapi.FloatingIPQuery{PortID: lb.VipPortID})
 	if err != nil {
 		return nil, fmt.Errorf("listing floating IPs: %w", err)
 	}
@@ -243,8 +243,8 @@ func (c *Cloud) vipFloatingIP(ctx context.Context, lb *osapi.LoadBalancer) (*osa
 
 // onlyExternalNetwork is the floating network when none is configured: the one
 // external network the project sees, and an error naming them when not one.
-func (c *Cloud) onlyExternalNetwork(ctx context.Context) (string, error) {
-	nets, err := c.api.ExternalNetworkIDs(ctx)
+func (st *steps) onlyExternalNetwork(ctx context.Context) (string, error) {
+	nets, err := st.api.ExternalNetworkIDs(ctx)
 	if err != nil {
 		return "", fmt.Errorf("listing external networks: %w", err)
 	}
@@ -259,14 +259,14 @@ func (c *Cloud) onlyExternalNetwork(ctx context.Context) (string, error) {
 
 // floatingSubnets are the subnets to try in turn: the one by ID, those matching
 // the name pattern or the tags, or "" (Neutron's choice).
-func (c *Cloud) floatingSubnets(ctx context.Context, netID string, s lbSpec) ([]string, error) {
+func (st *steps) floatingSubnets(ctx context.Context, netID string, s lbSpec) ([]string, error) {
 	if s.floatingSubnetID != "" {
 		return []string{s.floatingSubnetID}, nil
 	}
 	if s.floatingSubnet == nil && s.floatingSubnetTags == nil {
 		return []string{""}, nil
 	}
-	all, err := c.api.ListSubnets(ctx, osapi.SubnetQuery{NetworkID: netID})
+	all, err := st.api.ListSubnets(ctx, osapi.SubnetQuery{NetworkID: netID})
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets of floating network %s: %w", netID, err)
 	}

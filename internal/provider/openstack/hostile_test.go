@@ -27,9 +27,9 @@ func TestAHostileOpenStackIsAnErrorNeverAGoneServer(t *testing.T) {
 	providertest.RunHostile(t, providertest.Hostile{
 		Cloud: c, Emulator: e.Server, Node: node, Nodes: []*v1.Node{node}, ClusterName: "contract",
 		Service: func(name string) *v1.Service { return contractService(name, nil) },
-		Fresh:   func() { c.servers.Invalidate(); steps{c}.Relist() },
+		Fresh:   func() { c.servers.Invalidate(); c.lb.Relist() },
 		Held: func(t *testing.T, svc *v1.Service) int {
-			lb, err := c.findLB(t.Context(), svc)
+			lb, err := c.lb.findLB(t.Context(), svc)
 			require.NoError(t, err, "one load balancer, found by its tags")
 			if lb == nil {
 				return 0

@@ -315,7 +315,7 @@ func TestTheAddressesReadTheFloatingIPsTheDriftPassListed(t *testing.T) {
 		}
 		return n
 	}
-	_, err := c.index.fips.All(t.Context()) // the drift pass's listing
+	_, err := c.lb.index.fips.All(t.Context()) // the drift pass's listing
 	require.NoError(t, err)
 	require.Equal(t, 1, fipListings())
 	_, err = c.InstanceMetadata(t.Context(), node) // the addresses' first read
@@ -323,7 +323,7 @@ func TestTheAddressesReadTheFloatingIPsTheDriftPassListed(t *testing.T) {
 	assert.Equal(t, 1, fipListings(), "the addresses took the drift pass's listing")
 
 	c.ports.fetched = time.Time{}
-	c.index.fips.Invalidate() // none within addressFIPsMaxAge (no Services)
+	c.lb.index.fips.Invalidate() // none within addressFIPsMaxAge (no Services)
 	_, err = c.InstanceMetadata(t.Context(), node)
 	require.NoError(t, err)
 	assert.Equal(t, 2, fipListings(), "without one, the addresses list them")

@@ -22,13 +22,13 @@ import (
 // monitor's ids), so a pass costs the same for 20 Services as for 1,000.
 
 var (
-	_ lbcycle.Inventory[osapi.LoadBalancer] = steps{}
-	_ lbcycle.DriftListener                 = steps{}
+	_ lbcycle.Inventory[osapi.LoadBalancer] = (*steps)(nil)
+	_ lbcycle.DriftListener                 = (*steps)(nil)
 )
 
 // newObjectIndex lists every listener, pool and health monitor of the
 // project, by id.
-func newObjectIndex(c *Cloud) (*snapshot.Snapshot[osapi.Listener], *snapshot.Snapshot[osapi.Pool], *snapshot.Snapshot[osapi.Monitor]) {
+func newObjectIndex(c *steps) (*snapshot.Snapshot[osapi.Listener], *snapshot.Snapshot[osapi.Pool], *snapshot.Snapshot[osapi.Monitor]) {
 	ls := snapshot.New("openstack", indexMaxAge, indexMinMiss,
 		listing(c.api, osapi.Octavia, "the project's listeners", c.api.ListAllListeners),
 		func(l osapi.Listener) []string { return []string{"listener/" + l.ID} })
@@ -44,22 +44,22 @@ func newObjectIndex(c *Cloud) (*snapshot.Snapshot[osapi.Listener], *snapshot.Sna
 // Objects are the load balancer's listeners, pools, members and health
 // monitors, and the rules of the Service's security group (managed ones),
 // each keyed by what is converged of it.
-func (s steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]string, error) {
-	out, err := s.sgObjects(ctx, svc)
+func (st *steps) Objects(ctx context.Context, svc *v1.Service, l octaviaLB) ([]string, error) {
+	out, err := st.sgObjects(ctx, svc)
 	if err != nil {
 		return nil, err
 	}
-	ls, err := describeListed(ctx, s.index.listeners, "listener", l.Obj.Listeners,
+	ls, err := describeListed(ctx, st.index.listeners, "listener", l.Obj.Listeners,
 		func(li osapi.Listener) []string { return []string{listenerKey(li)} })
 	if err != nil {
 		return nil, err
 	}
 	var monitorErr error
-	ps, err := describeListed(ctx, s.index.pools, "pool", l.Obj.Pools,
+	ps, err := describeListed(ctx, st.index.pools, "pool", l.Obj.Pools,
 		func(p osapi.Pool) []string {
 			out := []string{fmt.Sprintf("pool/%s %s lb_algorithm=%s of %d listener(s)", p.ID, p.Protocol, p.LBMethod, len(p.Listeners))}
 			if p.MonitorID != "" {
-				key, err := s.monitorKey(ctx, p)
+				key, err := st.monitorKey(ctx, p)
 				monitorErr = cmp.Or(monitorErr, err)
 				out = append(out, key)
 			}
@@ -92,8 +92,8 @@ func listenerKey(li osapi.Listener) string {
 
 // monitorKey is the pool's health monitor by every field the CCM sends of
 // one, from the project's listing.
-func (s steps) monitorKey(ctx context.Context, p osapi.Pool) (string, error) {
-	m, found, err := s.index.monitors.Get(ctx, "monitor/"+p.MonitorID)
+func (st *steps) monitorKey(ctx context.Context, p osapi.Pool) (string, error) {
+	m, found, err := st.index.monitors.Get(ctx, "monitor/"+p.MonitorID)
 	if err != nil || !found {
 		return "monitor/" + p.MonitorID + " (not listed) of pool " + p.ID, err
 	}
@@ -121,12 +121,12 @@ func describeListed[T any](ctx context.Context, listing *snapshot.Snapshot[T], k
 
 // sgObjects are the rules of the Service's security group as its last
 // convergence in this process placed it (none before one).
-func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error) {
-	p, ok := s.sgs.placement(svc.UID)
+func (st *steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error) {
+	p, ok := st.sgs.placement(svc.UID)
 	if !ok || p.group == "" {
 		return nil, nil
 	}
-	all, err := s.index.sgRules.All(ctx)
+	all, err := st.index.sgRules.All(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (s steps) sgObjects(ctx context.Context, svc *v1.Service) ([]string, error)
 }
 
 // newRuleIndex lists every security group rule of the project.
-func newRuleIndex(c *Cloud) *snapshot.Snapshot[osapi.SecurityRule] {
+func newRuleIndex(c *steps) *snapshot.Snapshot[osapi.SecurityRule] {
 	return snapshot.New("openstack", indexMaxAge, indexMinMiss,
 		listing(c.api, osapi.Neutron, "the project's security group rules", c.api.ListRules),
 		func(r osapi.SecurityRule) []string { return []string{"rule/" + r.ID} })
@@ -148,12 +148,12 @@ func newRuleIndex(c *Cloud) *snapshot.Snapshot[osapi.SecurityRule] {
 
 // Drifting: a Service whose objects drifted has its security group
 // converged by the walk, however recently it last was.
-func (s steps) Drifting(svc *v1.Service) { s.sgs.expire(svc.UID) }
+func (st *steps) Drifting(svc *v1.Service) { st.sgs.expire(svc.UID) }
 
 // Drift sees, in the shared listings, a load balancer short of a listener or a
 // pool, and a floating IP no longer on it; and a TLS Secret that changed.
-func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l octaviaLB) (string, error) {
-	if why := s.secretRotated(ctx, svc); why != "" {
+func (st *steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l octaviaLB) (string, error) {
+	if why := st.secretRotated(ctx, svc); why != "" {
 		return why, nil
 	}
 	lb := l.Obj
@@ -166,7 +166,7 @@ func (s steps) Drift(ctx context.Context, svc *v1.Service, rec lbcycle.Record, l
 	if rec.Address == "" || rec.Address == lb.VipAddress {
 		return "", nil // internal: its address is the VIP
 	}
-	fip, has, err := s.index.fips.Get(ctx, "port/"+lb.VipPortID)
+	fip, has, err := st.index.fips.Get(ctx, "port/"+lb.VipPortID)
 	if err != nil {
 		return "", err
 	}

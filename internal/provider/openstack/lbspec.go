@@ -108,21 +108,21 @@ func (e *specErrors) add(format string, a ...any) { e.errs = append(e.errs, fmt.
 // spec resolves what the Service asks for. Every problem is in the error, and an
 // error means nothing may be changed in the cloud. Each part reads its own
 // annotations; the problems are told in this order.
-func (c *Cloud) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, error) {
-	s := c.specDefaults(clusterName, svc)
+func (st *steps) spec(clusterName string, svc *v1.Service, nodes []*v1.Node) (lbSpec, error) {
+	s := st.specDefaults(clusterName, svc)
 	e := &specErrors{}
 	a := specAnnotations{svc: svc, e: e}
-	c.specAddresses(&s, a)
+	st.specAddresses(&s, a)
 	s.specListeners(a)
-	s.tls = c.tlsOf(svc, svc.Spec.Ports, e)
-	s.monitor = c.monitorFor(svc, e)
+	s.tls = st.tlsOf(svc, svc.Spec.Ports, e)
+	s.monitor = st.monitorFor(svc, e)
 	if v, err := annotation.OpenStackHostname.NonEmptyString(svc); e.keep(err) {
 		if h, err := annotation.ParseHostname(v); e.keep(err) {
 			s.hostname = h
 		}
 	}
-	s.specPorts(svc, c.cfg.LoadBalancer.IPv6SubnetID, e)
-	c.specMembers(&s, a, nodes)
+	s.specPorts(svc, st.cfg.LoadBalancer.IPv6SubnetID, e)
+	st.specMembers(&s, a, nodes)
 	return s, errors.Join(e.errs...)
 }
 
@@ -160,10 +160,10 @@ func setValid[T any](e *specErrors, into *T, v T, err error) {
 
 // specDefaults is what the cloud.conf's [LoadBalancer] gives every Service of
 // the family of svc's VIP.
-func (c *Cloud) specDefaults(clusterName string, svc *v1.Service) lbSpec {
-	cfg := c.cfg.LoadBalancer
+func (st *steps) specDefaults(clusterName string, svc *v1.Service) lbSpec {
+	cfg := st.cfg.LoadBalancer
 	s := lbSpec{
-		name:              c.lbName(clusterName, svc),
+		name:              st.lbName(clusterName, svc),
 		cluster:           clusterName,
 		subnetID:          cfg.SubnetID,
 		networkID:         cfg.NetworkID,
@@ -195,8 +195,8 @@ func (c *Cloud) specDefaults(clusterName string, svc *v1.Service) lbSpec {
 // specAddresses: where the VIP and the members live, the floating IP's
 // network and subnet, and the create-time choices, from the annotations and
 // a [LoadBalancerClass].
-func (c *Cloud) specAddresses(s *lbSpec, a specAnnotations) {
-	cfg := c.cfg.LoadBalancer
+func (st *steps) specAddresses(s *lbSpec, a specAnnotations) {
+	cfg := st.cfg.LoadBalancer
 	floatingSubnet, floatingSubnetTags := cfg.FloatingSubnet, cfg.FloatingSubnetTags
 	for _, f := range []struct {
 		n    annotation.Name
@@ -231,7 +231,7 @@ func (c *Cloud) specAddresses(s *lbSpec, a specAnnotations) {
 	} {
 		a.boolean(f.n, f.into)
 	}
-	c.specClass(s, a, &floatingSubnet, &floatingSubnetTags)
+	st.specClass(s, a, &floatingSubnet, &floatingSubnetTags)
 	s.specFloatingSubnet(a.e, floatingSubnet, floatingSubnetTags)
 	if s.subnetID == "" && s.networkID == "" && s.portID == "" && s.vipSubnetOf == "" {
 		a.e.add("no network for the VIP: set [LoadBalancer] subnet-id (or network-id) in the cloud.conf, or the annotation %s", annotation.OpenStackSubnetID)
@@ -247,15 +247,15 @@ func (c *Cloud) specAddresses(s *lbSpec, a specAnnotations) {
 }
 
 // specClass: a class names network choices that win over the annotations.
-func (c *Cloud) specClass(s *lbSpec, a specAnnotations, floatingSubnet, floatingSubnetTags *string) {
+func (st *steps) specClass(s *lbSpec, a specAnnotations, floatingSubnet, floatingSubnetTags *string) {
 	name, err := annotation.OpenStackClass.NonEmptyString(a.svc)
 	if !a.e.keep(err) {
 		return
 	}
-	class, ok := c.cfg.LoadBalancerClasses[name]
+	class, ok := st.cfg.LoadBalancerClasses[name]
 	if !ok {
 		a.e.errs = append(a.e.errs, &annotation.InvalidError{Name: annotation.OpenStackClass, Value: name,
-			Accepted: "the names of the cloud.conf's [LoadBalancerClass] sections: " + strings.Join(c.classNames(), ", ")})
+			Accepted: "the names of the cloud.conf's [LoadBalancerClass] sections: " + strings.Join(st.classNames(), ", ")})
 		return
 	}
 	for _, f := range []struct {
@@ -391,9 +391,9 @@ func (s *lbSpec) specSourceRanges(svc *v1.Service, e *specErrors) {
 	sort.Strings(s.allowedCIDRs)
 }
 
-func (c *Cloud) classNames() []string {
-	names := make([]string, 0, len(c.cfg.LoadBalancerClasses))
-	for n := range c.cfg.LoadBalancerClasses {
+func (st *steps) classNames() []string {
+	names := make([]string, 0, len(st.cfg.LoadBalancerClasses))
+	for n := range st.cfg.LoadBalancerClasses {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -406,8 +406,8 @@ func (c *Cloud) classNames() []string {
 // monitorFor: a health monitor when the annotation says so, else when the
 // cloud.conf's create-monitor does, else whenever externalTrafficPolicy is Local
 // (without one, Nodes with no endpoint would blackhole their share of traffic).
-func (c *Cloud) monitorFor(svc *v1.Service, e *specErrors) *monitorSpec {
-	cfg := c.cfg.LoadBalancer
+func (st *steps) monitorFor(svc *v1.Service, e *specErrors) *monitorSpec {
+	cfg := st.cfg.LoadBalancer
 	local := servicehelpers.RequestsOnlyLocalTraffic(svc)
 	enabled := cfg.CreateMonitor || local
 	if v, err := annotation.OpenStackEnableHealthMonitor.Bool(svc); e.keep(err) {

@@ -60,7 +60,7 @@ func node(name, ip string, labels map[string]string) *v1.Node {
 
 func TestSpecDefaultsComeFromTheCloudConf(t *testing.T) {
 	c := specCloud(t, "")
-	s, err := c.spec("k8s", specService(nil), []*v1.Node{node("b", "10.0.0.2", nil), node("a", "10.0.0.1", nil)})
+	s, err := c.lb.spec("k8s", specService(nil), []*v1.Node{node("b", "10.0.0.2", nil), node("a", "10.0.0.1", nil)})
 	require.NoError(t, err)
 	assert.Equal(t, "kube_service_k8s_shop_web", s.name)
 	assert.Equal(t, confSubnet, s.subnetID)
@@ -77,14 +77,14 @@ func TestSpecDefaultsComeFromTheCloudConf(t *testing.T) {
 
 func TestSpecClassWinsOverAnnotations(t *testing.T) {
 	c := specCloud(t, "")
-	s, err := c.spec("k8s", specService(map[string]string{
+	s, err := c.lb.spec("k8s", specService(map[string]string{
 		string(annotation.OpenStackClass):    "inside",
 		string(annotation.OpenStackSubnetID): annotSubnet,
 	}), nil)
 	require.NoError(t, err)
 	assert.Equal(t, classSubnet, s.subnetID)
 
-	_, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackClass): "outside"}), nil)
+	_, err = c.lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackClass): "outside"}), nil)
 	var inv *annotation.InvalidError
 	require.ErrorAs(t, err, &inv)
 	assert.Contains(t, err.Error(), "inside", "the error lists the classes there are")
@@ -96,7 +96,7 @@ func TestSpecMonitorIsOnForLocalTrafficAndProbesTheHealthCheckNodePort(t *testin
 		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 		s.Spec.HealthCheckNodePort = 32000
 	}
-	s, err := c.spec("k8s", specService(nil, local), nil)
+	s, err := c.lb.spec("k8s", specService(nil, local), nil)
 	require.NoError(t, err)
 	require.NotNil(t, s.monitor)
 	assert.Equal(t, 32000, s.monitor.httpPort)
@@ -104,11 +104,11 @@ func TestSpecMonitorIsOnForLocalTrafficAndProbesTheHealthCheckNodePort(t *testin
 	assert.Equal(t, 10, s.monitor.delay)
 	assert.Equal(t, 4, s.monitor.timeout)
 
-	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackEnableHealthMonitor): "false"}, local), nil)
+	s, err = c.lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackEnableHealthMonitor): "false"}, local), nil)
 	require.NoError(t, err)
 	assert.Nil(t, s.monitor, "the annotation turns it off")
 
-	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackEnableHealthMonitor): "true"}), nil)
+	s, err = c.lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackEnableHealthMonitor): "true"}), nil)
 	require.NoError(t, err)
 	require.NotNil(t, s.monitor)
 	assert.Equal(t, "TCP", s.monitor.monitorType(v1.ProtocolTCP))
@@ -123,7 +123,7 @@ func TestSpecMonitorIsOnForLocalTrafficAndProbesTheHealthCheckNodePort(t *testin
 
 func TestSpecListenerAndPoolOptions(t *testing.T) {
 	c := specCloud(t, "")
-	s, err := c.spec("k8s", specService(map[string]string{
+	s, err := c.lb.spec("k8s", specService(map[string]string{
 		string(annotation.OpenStackProxyProtocol):        "v2",
 		string(annotation.OpenStackConnectionLimit):      "500",
 		string(annotation.OpenStackTimeoutClientData):    "60000",
@@ -160,15 +160,15 @@ func TestSpecCollectsEveryProblem(t *testing.T) {
 func TestSpecNodeSelectorPicksMembers(t *testing.T) {
 	c := specCloud(t, "node-selector=pool=edge")
 	nodes := []*v1.Node{node("a", "10.0.0.1", map[string]string{"pool": "edge"}), node("b", "10.0.0.2", map[string]string{"pool": "core"}), node("c", "10.0.0.3", nil)}
-	s, err := c.spec("k8s", specService(nil), nodes)
+	s, err := c.lb.spec("k8s", specService(nil), nodes)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1"}, s.members, "the cloud.conf's selector")
 
-	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackNodeSelector): "pool"}), nodes)
+	s, err = c.lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackNodeSelector): "pool"}), nodes)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1", "10.0.0.2"}, s.members, "a bare key requires only the label")
 
-	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackNodeSelector): ""}), nodes)
+	s, err = c.lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackNodeSelector): ""}), nodes)
 	require.NoError(t, err)
 	assert.Len(t, s.members, 3, "an empty annotation selects every node")
 }
@@ -176,12 +176,12 @@ func TestSpecNodeSelectorPicksMembers(t *testing.T) {
 func TestSpecLoadBalancerIPIsTheFloatingIPOrTheVIP(t *testing.T) {
 	c := specCloud(t, "")
 	withIP := func(s *v1.Service) { s.Spec.LoadBalancerIP = "203.0.113.7" }
-	s, err := c.spec("k8s", specService(nil, withIP), nil)
+	s, err := c.lb.spec("k8s", specService(nil, withIP), nil)
 	require.NoError(t, err)
 	assert.Equal(t, "203.0.113.7", s.floatingIP)
 	assert.Empty(t, s.vipAddress)
 
-	s, err = c.spec("k8s", specService(map[string]string{string(annotation.OpenStackInternalLoadBalancer): "true"}, withIP), nil)
+	s, err = c.lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackInternalLoadBalancer): "true"}, withIP), nil)
 	require.NoError(t, err)
 	assert.Empty(t, s.floatingIP)
 	assert.Equal(t, "203.0.113.7", s.vipAddress)
@@ -189,30 +189,30 @@ func TestSpecLoadBalancerIPIsTheFloatingIPOrTheVIP(t *testing.T) {
 
 func TestStatusPublishesWhatIsAsked(t *testing.T) {
 	c := specCloud(t, "")
-	st := c.statusFor(lbSpec{onlyPublic: true}, "203.0.113.7", "10.0.0.50")
+	st := c.lb.statusFor(lbSpec{onlyPublic: true}, "203.0.113.7", "10.0.0.50")
 	require.Len(t, st.Ingress, 1)
 	assert.Equal(t, "203.0.113.7", st.Ingress[0].IP)
 	assert.Equal(t, v1.LoadBalancerIPModeVIP, *st.Ingress[0].IPMode)
 
-	st = c.statusFor(lbSpec{onlyPublic: false, proxy: annotation.ProxyProtocolV1}, "203.0.113.7", "10.0.0.50")
+	st = c.lb.statusFor(lbSpec{onlyPublic: false, proxy: annotation.ProxyProtocolV1}, "203.0.113.7", "10.0.0.50")
 	require.Len(t, st.Ingress, 2)
 	assert.Equal(t, "10.0.0.50", st.Ingress[1].IP)
 	assert.Equal(t, v1.LoadBalancerIPModeProxy, *st.Ingress[0].IPMode)
 
-	st = c.statusFor(lbSpec{onlyPublic: true, hostname: "shop.example.com"}, "203.0.113.7", "10.0.0.50")
+	st = c.lb.statusFor(lbSpec{onlyPublic: true, hostname: "shop.example.com"}, "203.0.113.7", "10.0.0.50")
 	assert.Equal(t, []v1.LoadBalancerIngress{{Hostname: "shop.example.com"}}, st.Ingress)
 
 	c = specCloud(t, "enable-ingress-hostname=true\ningress-hostname-suffix=lb.example.net")
-	st = c.statusFor(lbSpec{onlyPublic: true, proxy: annotation.ProxyProtocolV2}, "203.0.113.7", "10.0.0.50")
+	st = c.lb.statusFor(lbSpec{onlyPublic: true, proxy: annotation.ProxyProtocolV2}, "203.0.113.7", "10.0.0.50")
 	assert.Equal(t, []v1.LoadBalancerIngress{{Hostname: "203.0.113.7.lb.example.net"}}, st.Ingress)
 }
 
 func TestFingerprintFollowsWhatConvergeActsOn(t *testing.T) {
 	c := specCloud(t, "")
 	nodes := []*v1.Node{node("a", "10.0.0.1", nil)}
-	base, err := c.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), nodes)
+	base, err := c.lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), nodes)
 	require.NoError(t, err)
-	same, err := c.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), nodes)
+	same, err := c.lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), nodes)
 	require.NoError(t, err)
 	assert.Equal(t, base.fingerprint(), same.fingerprint(), "the same ask, the same fingerprint (no pointer addresses in it)")
 	assert.Len(t, base.fingerprint(), 16+1+8)
@@ -223,12 +223,12 @@ func TestFingerprintFollowsWhatConvergeActsOn(t *testing.T) {
 		"a NodePort":  specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}, func(s *v1.Service) { s.Spec.Ports[0].NodePort = 30081 }),
 		"the monitor": specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000", string(annotation.OpenStackEnableHealthMonitor): "true"}),
 	} {
-		other, err := c.spec("k8s", svc, nodes)
+		other, err := c.lb.spec("k8s", svc, nodes)
 		require.NoError(t, err)
 		assert.NotEqual(t, base.fingerprint(), other.fingerprint(), name)
 		assert.NotEqual(t, base.configFingerprint(), other.configFingerprint(), name)
 	}
-	more, err := c.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), append(nodes, node("b", "10.0.0.2", nil)))
+	more, err := c.lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackTimeoutClientData): "60000"}), append(nodes, node("b", "10.0.0.2", nil)))
 	require.NoError(t, err)
 	assert.NotEqual(t, base.fingerprint(), more.fingerprint(), "a new member")
 	assert.Equal(t, base.configFingerprint(), more.configFingerprint(), "a new member changes the members alone")
@@ -244,7 +244,7 @@ func TestSpecOfIPv6AndDualStackServices(t *testing.T) {
 		s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
 		s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24", "2001:db8::/32"}
 	})
-	s, err := c.spec("k8s", v6, []*v1.Node{dualNode, v4Only})
+	s, err := c.lb.spec("k8s", v6, []*v1.Node{dualNode, v4Only})
 	require.NoError(t, err)
 	assert.Equal(t, v1.IPv6Protocol, s.family)
 	assert.Empty(t, s.subnetID, "found in the network when the load balancer is created")
@@ -254,10 +254,10 @@ func TestSpecOfIPv6AndDualStackServices(t *testing.T) {
 	assert.True(t, s.noFloatingIP())
 
 	named := specService(map[string]string{string(annotation.OpenStackSubnetID): annotSubnet}, func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol} })
-	s, err = c.spec("k8s", named, nil)
+	s, err = c.lb.spec("k8s", named, nil)
 	require.NoError(t, err)
 	assert.Equal(t, annotSubnet, s.subnetID, "the annotation names it")
-	s, err = specCloud(t, "ipv6-subnet-id="+classSubnet).spec("k8s", specService(nil, func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol} }), nil)
+	s, err = specCloud(t, "ipv6-subnet-id="+classSubnet).lb.spec("k8s", specService(nil, func(s *v1.Service) { s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol} }), nil)
 	require.NoError(t, err)
 	assert.Equal(t, classSubnet, s.subnetID, "the cloud.conf names it")
 
@@ -265,7 +265,7 @@ func TestSpecOfIPv6AndDualStackServices(t *testing.T) {
 		s.Spec.IPFamilies = []v1.IPFamily{v1.IPv6Protocol}
 		s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"}
 	})
-	_, err = c.spec("k8s", onlyV4Ranges, nil)
+	_, err = c.lb.spec("k8s", onlyV4Ranges, nil)
 	require.ErrorContains(t, err, "hold no IPv6 range", "never opened to everyone instead")
 
 	for _, tc := range []struct {
@@ -277,7 +277,7 @@ func TestSpecOfIPv6AndDualStackServices(t *testing.T) {
 		{v1.IPFamilyPolicyPreferDualStack, []v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}, false},
 	} {
 		dual := specService(nil, func(s *v1.Service) { s.Spec.IPFamilies, s.Spec.IPFamilyPolicy = tc.families, &tc.policy })
-		s, err = c.spec("k8s", dual, nil)
+		s, err = c.lb.spec("k8s", dual, nil)
 		require.NoError(t, err)
 		assert.Equal(t, tc.families[0], s.family)
 		assert.Equal(t, tc.families[1], s.secondFamily)
@@ -303,13 +303,13 @@ func TestSpecTLS(t *testing.T) {
 	}
 
 	// The cloud.conf's certificate: every TCP port terminates TLS, UDP stays.
-	s, err := specCloud(t, "default-tls-container-ref="+ref).spec("k8s", specService(nil, tcp443), nil)
+	s, err := specCloud(t, "default-tls-container-ref="+ref).lb.spec("k8s", specService(nil, tcp443), nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"TERMINATED_HTTPS/00080": "HTTP", "TERMINATED_HTTPS/00443": "HTTP", "UDP/00053": "UDP"}, byKey(s))
 	assert.Equal(t, ref, s.tls.ref)
 
 	// tls-ports picks; PROXY stays PROXY behind TLS.
-	s, err = specCloud(t, "").spec("k8s", specService(map[string]string{
+	s, err = specCloud(t, "").lb.spec("k8s", specService(map[string]string{
 		string(annotation.OpenStackDefaultTLSContainerRef): ref, string(annotation.OpenStackTLSPorts): "443",
 		string(annotation.OpenStackProxyProtocol): "v2",
 	}, tcp443), nil)
@@ -317,10 +317,10 @@ func TestSpecTLS(t *testing.T) {
 	assert.Equal(t, map[string]string{"TCP/00080": "PROXYV2", "TERMINATED_HTTPS/00443": "PROXYV2", "UDP/00053": "UDP"}, byKey(s))
 
 	// Without TLS the fingerprint is as before TLS existed; with it, it changes.
-	plain, err := specCloud(t, "").spec("k8s", specService(nil), nil)
+	plain, err := specCloud(t, "").lb.spec("k8s", specService(nil), nil)
 	require.NoError(t, err)
 	assert.Empty(t, plain.tlsFingerprint())
-	withTLS, err := specCloud(t, "default-tls-container-ref="+ref).spec("k8s", specService(nil), nil)
+	withTLS, err := specCloud(t, "default-tls-container-ref="+ref).lb.spec("k8s", specService(nil), nil)
 	require.NoError(t, err)
 	assert.NotEqual(t, plain.configFingerprint(), withTLS.configFingerprint())
 
@@ -343,7 +343,7 @@ func TestSpecTLS(t *testing.T) {
 	}
 
 	// An external store passes any reference on unread.
-	s, err = specCloud(t, "container-store=external").spec("k8s", specService(map[string]string{string(annotation.OpenStackDefaultTLSContainerRef): "vault:my-cert"}), nil)
+	s, err = specCloud(t, "container-store=external").lb.spec("k8s", specService(map[string]string{string(annotation.OpenStackDefaultTLSContainerRef): "vault:my-cert"}), nil)
 	require.NoError(t, err)
 	assert.False(t, s.tls.check)
 }
@@ -382,7 +382,7 @@ func TestAListenerOpenToAllIsWrittenAsThePeerWritesIt(t *testing.T) {
 // problems that name each of want; it returns them.
 func specRefuses(t *testing.T, c *Cloud, annotations map[string]string, want ...string) error {
 	t.Helper()
-	_, err := c.spec("k8s", specService(annotations), nil)
+	_, err := c.lb.spec("k8s", specService(annotations), nil)
 	require.Error(t, err)
 	for _, w := range want {
 		assert.Contains(t, err.Error(), w)

@@ -34,11 +34,11 @@ type lbIndex struct {
 	sgRules   *snapshot.Snapshot[osapi.SecurityRule]
 }
 
-func newLBIndex(c *Cloud) *lbIndex {
+func newLBIndex(c *steps) *lbIndex {
 	ls, ps, ms := newObjectIndex(c)
 	return &lbIndex{listeners: ls, pools: ps, monitors: ms, sgRules: newRuleIndex(c),
 		lbs: snapshot.New("openstack", indexMaxAge, indexMinMiss, func(ctx context.Context) ([]osapi.LoadBalancer, error) {
-			uid := c.Cluster.Get()
+			uid := c.cluster.Get()
 			if uid == "" {
 				return nil, fmt.Errorf("the cluster UID is not known yet")
 			}

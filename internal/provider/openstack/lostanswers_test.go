@@ -66,7 +66,7 @@ func buildWith(t *testing.T, tg *contractTarget, conf string, fault *core.Fault,
 	c := tg.cloud(t, conf)
 	clientOf(c).CreateTimeout = 300 * time.Millisecond
 	if forget {
-		c.unanswered.Window = 0
+		c.lb.unanswered.Window = 0
 	}
 	svc := contractService(contractName("lost"), nil)
 	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201"), contractNode("n2", "", "10.0.0.202")}
@@ -168,7 +168,7 @@ func TestANodeJoiningSurvivesALostAnswer(t *testing.T) {
 			updated(t, c, svc, nodes)
 			octavia, err := clientOf(c).OctaviaClient(t.Context())
 			require.NoError(t, err)
-			lb, err := c.findLB(t.Context(), svc)
+			lb, err := c.lb.findLB(t.Context(), svc)
 			require.NoError(t, err)
 			for _, p := range lb.Pools {
 				assert.ElementsMatch(t, []string{"10.0.0.201", "10.0.0.202", "10.0.0.203"}, memberAddresses(t, octavia, p.ID))

@@ -25,19 +25,19 @@ import (
 // would stay out of its pools until the next unrelated sync, since a change of
 // addresses alone does not make the service controller sync. A Node whose server
 // is not found is left out, as an uninitialised one is.
-func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
+func (st *steps) resolveMembers(ctx context.Context, s *lbSpec) error {
 	if len(s.unaddressed) == 0 {
 		return nil
 	}
 	for _, n := range s.unaddressed {
-		srv, found, err := c.find(ctx, n, snapshot.MaxAge)
+		srv, found, err := st.machineOf(ctx, n, snapshot.MaxAge)
 		if err != nil {
 			return fmt.Errorf("looking up the addresses of Node %s: %w", n.Name, err)
 		}
 		if !found {
 			continue
 		}
-		addrs := nodeAddresses(srv.Name, c.addressesOf(ctx, srv), []string{srv.AccessIPv4, srv.AccessIPv6}, c.cfg.Networking)
+		addrs := nodeAddresses(srv.Name, st.addressesOf(ctx, srv), []string{srv.AccessIPv4, srv.AccessIPv6}, st.cfg.Networking)
 		if ip, ok := provider.InternalIP(addrs, s.family); ok && ip.Is6() == (s.family == v1.IPv6Protocol) {
 			s.members = append(s.members, ip.String())
 			if s.sg != nil {
@@ -57,8 +57,8 @@ func (c *Cloud) resolveMembers(ctx context.Context, s *lbSpec) error {
 
 // specMembers: the eligible Nodes' addresses (those the node selector
 // picks), and the security group when groups are managed.
-func (c *Cloud) specMembers(s *lbSpec, a specAnnotations, nodes []*v1.Node) {
-	selector := c.cfg.LoadBalancer.NodeSelector
+func (st *steps) specMembers(s *lbSpec, a specAnnotations, nodes []*v1.Node) {
+	selector := st.cfg.LoadBalancer.NodeSelector
 	if v, err := annotation.OpenStackNodeSelector.String(a.svc); a.e.keep(err) {
 		selector = v
 	}
@@ -68,7 +68,7 @@ func (c *Cloud) specMembers(s *lbSpec, a specAnnotations, nodes []*v1.Node) {
 			sel = nodeSelector(m)
 		}
 	}
-	if c.cfg.LoadBalancer.ManageSecurityGroups {
+	if st.cfg.LoadBalancer.ManageSecurityGroups {
 		s.sg = newSGSpec(a.svc, sel, s.ports)
 	}
 	for _, n := range nodes {

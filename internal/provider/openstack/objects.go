@@ -24,7 +24,7 @@ func (s lbSpec) insertHeaders(p v1.ServicePort) map[string]string {
 	return nil
 }
 
-func (c *Cloud) objectName(s lbSpec, p v1.ServicePort) string { return objectName(s, p) }
+func (st *steps) objectName(s lbSpec, p v1.ServicePort) string { return objectName(s, p) }
 
 // objectName is the name of p's listener, pool and health monitor.
 func objectName(s lbSpec, p v1.ServicePort) string {
@@ -62,10 +62,10 @@ func openToAll(cidrs []string) bool {
 	return true
 }
 
-func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) osapi.ListenerCreate {
+func (st *steps) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) osapi.ListenerCreate {
 	limit := s.connLimit
 	opts := osapi.ListenerCreate{
-		Name:         c.objectName(s, p),
+		Name:         st.objectName(s, p),
 		Protocol:     s.listenerProtocol(p),
 		ProtocolPort: int(p.Port),
 		AllowedCIDRs: s.listenerCIDRs(),
@@ -87,15 +87,15 @@ func (c *Cloud) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) osapi.
 	return opts
 }
 
-func (c *Cloud) poolOpts(s lbSpec, p v1.ServicePort) osapi.PoolCreate {
+func (st *steps) poolOpts(s lbSpec, p v1.ServicePort) osapi.PoolCreate {
 	return osapi.PoolCreate{
-		Name:     c.objectName(s, p),
+		Name:     st.objectName(s, p),
 		Protocol: s.poolProtocol(p),
 		LBMethod: s.method,
 	}
 }
 
-func (c *Cloud) memberOpts(s lbSpec, p v1.ServicePort) []osapi.PoolMember {
+func (st *steps) memberOpts(s lbSpec, p v1.ServicePort) []osapi.PoolMember {
 	out := make([]osapi.PoolMember, 0, len(s.members))
 	for _, m := range s.members {
 		out = append(out, memberOpt(s, p, m))
@@ -113,10 +113,10 @@ func memberOpt(s lbSpec, p v1.ServicePort, address string) osapi.PoolMember {
 	return o
 }
 
-func (c *Cloud) monitorOpts(s lbSpec, p v1.ServicePort) osapi.MonitorCreate {
+func (st *steps) monitorOpts(s lbSpec, p v1.ServicePort) osapi.MonitorCreate {
 	m := s.monitor
 	o := osapi.MonitorCreate{
-		Name:           c.objectName(s, p),
+		Name:           st.objectName(s, p),
 		Type:           m.monitorType(p.Protocol),
 		Delay:          m.delay,
 		Timeout:        m.timeout,

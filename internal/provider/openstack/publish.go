@@ -18,8 +18,8 @@ import (
 
 // Publish attaches the floating IP (an internal Service gives its own back) and
 // says the status.
-func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (*v1.LoadBalancerStatus, string, error) {
-	err := s.api.Session(ctx, osapi.Neutron)
+func (st *steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb octaviaLB) (*v1.LoadBalancerStatus, string, error) {
+	err := st.api.Session(ctx, osapi.Neutron)
 	if err != nil {
 		return nil, "", err
 	}
@@ -27,14 +27,14 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oct
 	switch {
 	case spec.noFloatingIP() && !lb.Shared:
 		// A Service made internal gives its floating IP back.
-		if err := s.releaseFloatingIP(ctx, svc, &lb.Obj, spec.keepFIP, false); err != nil {
+		if err := st.releaseFloatingIP(ctx, svc, &lb.Obj, spec.keepFIP, false); err != nil {
 			return nil, "", err
 		}
 	case spec.noFloatingIP():
 	case lb.Shared:
 		// The owner gives a shared load balancer its address (one that is
 		// internal has none): a sharer never does.
-		fip, err := s.vipFloatingIP(ctx, &lb.Obj)
+		fip, err := st.vipFloatingIP(ctx, &lb.Obj)
 		if err != nil {
 			return nil, "", err
 		}
@@ -43,18 +43,18 @@ func (s steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb oct
 		}
 		addr = fip.FloatingIP
 	default:
-		if addr, err = s.ensureFloatingIP(ctx, svc, &lb.Obj, spec); err != nil {
+		if addr, err = st.ensureFloatingIP(ctx, svc, &lb.Obj, spec); err != nil {
 			return nil, "", err
 		}
 	}
-	return s.statusFor(spec, addr, lb.Obj.VipAddress, spec.otherVIP(&lb.Obj, addr)), addr, nil
+	return st.statusFor(spec, addr, lb.Obj.VipAddress, spec.otherVIP(&lb.Obj, addr)), addr, nil
 }
 
 // Published answers from the shared listing of floating IPs: the address must
 // be the recorded one, on the VIP's port (an internal Service must have none).
-func (s steps) Published(ctx context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb octaviaLB) (*v1.LoadBalancerStatus, bool, error) {
+func (st *steps) Published(ctx context.Context, _ *v1.Service, spec lbSpec, rec lbcycle.Record, lb octaviaLB) (*v1.LoadBalancerStatus, bool, error) {
 	addr := lb.Obj.VipAddress
-	fip, hasFIP, err := s.index.fips.Get(ctx, "port/"+lb.Obj.VipPortID)
+	fip, hasFIP, err := st.index.fips.Get(ctx, "port/"+lb.Obj.VipPortID)
 	switch {
 	case err != nil:
 		return nil, false, err
@@ -69,17 +69,17 @@ func (s steps) Published(ctx context.Context, _ *v1.Service, spec lbSpec, rec lb
 	if rec.Address != addr {
 		return nil, false, nil
 	}
-	return s.statusFor(spec, addr, lb.Obj.VipAddress, spec.otherVIP(&lb.Obj, addr)), true, nil
+	return st.statusFor(spec, addr, lb.Obj.VipAddress, spec.otherVIP(&lb.Obj, addr)), true, nil
 }
 
 // statusFor: the hostname when one is asked for (the address is then in the
 // load-balancer-address annotation), else the address, then the VIP unless only
 // the public address is to be published. PROXY protocol makes ipMode Proxy, so
 // kube-proxy sends in-cluster traffic through the load balancer too.
-func (c *Cloud) statusFor(s lbSpec, addr, vip string, more ...string) *v1.LoadBalancerStatus {
+func (st *steps) statusFor(s lbSpec, addr, vip string, more ...string) *v1.LoadBalancerStatus {
 	hostname := s.hostname
-	if hostname == "" && s.proxy != annotation.ProxyProtocolNone && c.cfg.LoadBalancer.EnableIngressHostname {
-		suffix := c.cfg.LoadBalancer.IngressHostnameSuffix
+	if hostname == "" && s.proxy != annotation.ProxyProtocolNone && st.cfg.LoadBalancer.EnableIngressHostname {
+		suffix := st.cfg.LoadBalancer.IngressHostnameSuffix
 		if suffix == "" {
 			suffix = "nip.io"
 		}
@@ -92,16 +92,16 @@ func (c *Cloud) statusFor(s lbSpec, addr, vip string, more ...string) *v1.LoadBa
 	if s.proxy != annotation.ProxyProtocolNone {
 		mode = v1.LoadBalancerIPModeProxy
 	}
-	st := &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: addr, IPMode: &mode}}}
+	out := &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: addr, IPMode: &mode}}}
 	for _, m := range more { // a dual-stack load balancer's other family
 		if m != "" && m != addr {
-			st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: m, IPMode: &mode})
+			out.Ingress = append(out.Ingress, v1.LoadBalancerIngress{IP: m, IPMode: &mode})
 		}
 	}
 	if !s.onlyPublic && vip != "" && vip != addr && !slices.Contains(more, vip) {
-		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: vip, IPMode: &mode})
+		out.Ingress = append(out.Ingress, v1.LoadBalancerIngress{IP: vip, IPMode: &mode})
 	}
-	return st
+	return out
 }
 
 // noFloatingIP: the load balancer's address is its VIP (internal, or IPv6

@@ -19,7 +19,7 @@ import (
 
 // Replace deletes a load balancer in ERROR; its floating IP is kept, detached,
 // for the new one.
-func (s steps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (string, error) {
+func (st *steps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (string, error) {
 	if others := sharers(&lb.Obj, lb.Obj.Name); len(others) > 0 {
 		// Never deleted while another Service is on it.
 		return "", outcome.Refuse(outcome.ReasonCloudRefused, "Load balancer %s is in ERROR and is shared with %d other Service(s); it is left as it is: repair or delete it in Octavia", lb.ID, len(others))
@@ -28,8 +28,8 @@ func (s steps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (stri
 		return "", outcome.Refuse(outcome.ReasonCloudRefused, "Load balancer %s named by %s is in ERROR; it is left as it is: remove the annotation to have a new one built", lb.ID, annotation.OpenStackLoadBalancerID)
 	}
 	klog.FromContext(ctx).Info("Replacing load balancer in ERROR", "service", klog.KObj(svc), "id", lb.ID)
-	s.Events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
-	if err := s.deleteKeepingAddress(ctx, svc, &lb.Obj); err != nil {
+	st.events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Load balancer %s is in ERROR; deleting it to create it anew", lb.ID)
+	if err := st.deleteKeepingAddress(ctx, svc, &lb.Obj); err != nil {
 		return "", fmt.Errorf("deleting load balancer %s in ERROR: %w", lb.ID, err)
 	}
 	return fmt.Sprintf("load balancer %s was in ERROR and is being replaced", lb.ID), nil
@@ -42,12 +42,12 @@ func (s steps) Replace(ctx context.Context, svc *v1.Service, lb octaviaLB) (stri
 // and nothing of them can be changed. The load balancer is then deleted to be
 // built again step by step, as every later one is. Its floating IP is kept for
 // the new one. It returns a RetryError when it rebuilds, nil when all is well.
-func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer) (string, error) {
-	if err := c.api.Session(ctx, osapi.Octavia); err != nil {
+func (st *steps) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer) (string, error) {
+	if err := st.api.Session(ctx, osapi.Octavia); err != nil {
 		return "", err
 	}
 	var tree statusTree
-	if err := c.api.LoadBalancerStatuses(ctx, lb.ID, &tree); err != nil {
+	if err := st.api.LoadBalancerStatuses(ctx, lb.ID, &tree); err != nil {
 		return "", fmt.Errorf("reading the status tree of load balancer %s: %w", lb.ID, err)
 	}
 	pending := tree.pending()
@@ -58,13 +58,13 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *osap
 		return "", outcome.Refuse(outcome.ReasonCloudRefused, "Octavia left %s of load balancer %s pending for good; it is shared with %d other Service(s), so it is left as it is", pending, lb.ID, len(others))
 	}
 	logger := klog.FromContext(ctx)
-	if c.serial.CompareAndSwap(false, true) {
+	if st.serial.CompareAndSwap(false, true) {
 		logger.Error(nil, "Octavia left the children of a fully populated load balancer pending; creating load balancers step by step from now on (set [LoadBalancer] provider-requires-serial-api-calls=true to skip the first attempt)",
 			"loadBalancer", lb.ID, "pending", pending)
 	}
-	c.Events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Octavia left %s of load balancer %s pending for good; rebuilding it step by step", pending, lb.ID)
-	c.setCreated(lb.ID, "")
-	if err := c.deleteKeepingAddress(ctx, svc, lb); err != nil {
+	st.events.Eventf(svc, v1.EventTypeNormal, reasonReplacingInError, "Octavia left %s of load balancer %s pending for good; rebuilding it step by step", pending, lb.ID)
+	st.setCreated(lb.ID, "")
+	if err := st.deleteKeepingAddress(ctx, svc, lb); err != nil {
 		return "", fmt.Errorf("deleting load balancer %s to rebuild it: %w", lb.ID, err)
 	}
 	return fmt.Sprintf("load balancer %s is being rebuilt step by step", lb.ID), nil
@@ -72,14 +72,14 @@ func (c *Cloud) rebuildIfStranded(ctx context.Context, svc *v1.Service, lb *osap
 
 // deleteKeepingAddress deletes the Service's load balancer (cascade) to build
 // it anew; its floating IP is detached and kept for the new one.
-func (c *Cloud) deleteKeepingAddress(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer) error {
-	if err := c.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
+func (st *steps) deleteKeepingAddress(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer) error {
+	if err := st.api.Session(ctx, osapi.Octavia, osapi.Neutron); err != nil {
 		return err
 	}
-	if err := c.releaseFloatingIP(ctx, svc, lb, true, false); err != nil {
+	if err := st.releaseFloatingIP(ctx, svc, lb, true, false); err != nil {
 		return err
 	}
-	return c.deleteCascade(ctx, lb.ID)
+	return st.deleteCascade(ctx, lb.ID)
 }
 
 // statusTree is Octavia's status tree of a load balancer (GET

@@ -115,8 +115,8 @@ func (g *sgSpec) wantedRules(remotes []string) []osapi.RuleKey {
 // memberSubnetCIDRs are the CIDRs of the subnets that hold the members'
 // addresses (the member subnet, of each family): the load balancer's own
 // addresses on them are where its traffic to the Nodes comes from.
-func (c *Cloud) memberSubnetCIDRs(ctx context.Context, members []string) ([]string, error) {
-	m := c.sgs
+func (st *steps) memberSubnetCIDRs(ctx context.Context, members []string) ([]string, error) {
+	m := st.sgs
 	find := func(all []string) []string {
 		var out []string
 		for _, cidr := range all {
@@ -142,7 +142,7 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, members []string) ([]stri
 	}
 	// A member on a subnet not seen yet: listed again (never under the lock
 	// the port writes take).
-	all, err := c.api.SubnetCIDRs(ctx)
+	all, err := st.api.SubnetCIDRs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing subnets: %w", err)
 	}
@@ -153,8 +153,8 @@ func (c *Cloud) memberSubnetCIDRs(ctx context.Context, members []string) ([]stri
 }
 
 // sgRemotes are the sources the Service's rules let in.
-func (c *Cloud) sgRemotes(ctx context.Context, s lbSpec) ([]string, error) {
-	if c.cfg.LoadBalancer.LBProvider == "ovn" {
+func (st *steps) sgRemotes(ctx context.Context, s lbSpec) ([]string, error) {
+	if st.cfg.LoadBalancer.LBProvider == "ovn" {
 		// OVN keeps the clients' addresses: the rules open the Service's
 		// source ranges to the NodePorts.
 		if len(s.allowedCIDRs) > 0 {
@@ -171,15 +171,15 @@ func (c *Cloud) sgRemotes(ctx context.Context, s lbSpec) ([]string, error) {
 		}
 		return out, nil
 	}
-	return c.memberSubnetCIDRs(ctx, s.members)
+	return st.memberSubnetCIDRs(ctx, s.members)
 }
 
 // findSG is the Service's security group, found by its name (ours carry the
 // peer's name too): the one tagged with the Service's and this cluster's UIDs,
 // else the peer's (untagged). A group tagged for another cluster or Service is
 // never returned. One read.
-func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*osapi.SecurityGroup, error) {
-	named, err := c.api.ListSecurityGroups(ctx, sgName(svc), "")
+func (st *steps) findSG(ctx context.Context, svc *v1.Service) (*osapi.SecurityGroup, error) {
+	named, err := st.api.ListSecurityGroups(ctx, sgName(svc), "")
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", err)
 	}
@@ -190,7 +190,7 @@ func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*osapi.SecurityGro
 			tagged = tagged || strings.HasPrefix(t, tagCluster) || strings.HasPrefix(t, tagService)
 		}
 		switch {
-		case slices.Contains(g.Tags, tagService+string(svc.UID)) && slices.Contains(g.Tags, tagCluster+c.Cluster.Get()):
+		case slices.Contains(g.Tags, tagService+string(svc.UID)) && slices.Contains(g.Tags, tagCluster+st.cluster.Get()):
 			ours = append(ours, g)
 		case !tagged:
 			peers = append(peers, g)
@@ -213,34 +213,34 @@ func (c *Cloud) findSG(ctx context.Context, svc *v1.Service) (*osapi.SecurityGro
 // bulk call, the extra deleted), and its place on the member Nodes' ports (and
 // on no other). A Service whose groups are not managed has none: one left from
 // before is removed. What it changed is logged.
-func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error {
+func (st *steps) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error {
 	if s.sg == nil {
 		// Groups not managed (any more): one left from when they were goes,
 		// looked for once a Service in this process (a change of the setting
 		// restarts it).
-		if _, seen := c.sgs.unmanagedChecked.LoadOrStore(svc.UID, true); seen {
+		if _, seen := st.sgs.unmanagedChecked.LoadOrStore(svc.UID, true); seen {
 			return nil
 		}
 	}
-	if err := c.api.Session(ctx, osapi.Neutron); err != nil {
+	if err := st.api.Session(ctx, osapi.Neutron); err != nil {
 		return err
 	}
 	if s.sg == nil {
-		return c.deleteSG(ctx, svc)
+		return st.deleteSG(ctx, svc)
 	}
-	g, err := c.findSG(ctx, svc)
+	g, err := st.findSG(ctx, svc)
 	if err != nil {
 		return err
 	}
 	var did []string
-	tags := []string{tagService + string(svc.UID), tagCluster + c.Cluster.Get()}
+	tags := []string{tagService + string(svc.UID), tagCluster + st.cluster.Get()}
 	if g == nil {
-		created, err := c.api.CreateSecurityGroup(ctx, sgName(svc),
+		created, err := st.api.CreateSecurityGroup(ctx, sgName(svc),
 			fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", svc.Namespace, svc.Name, s.cluster))
 		if err != nil {
 			return fmt.Errorf("creating security group %s: %w", sgName(svc), err)
 		}
-		if err := c.dropDefaultEgress(ctx, created); err != nil {
+		if err := st.dropDefaultEgress(ctx, created); err != nil {
 			return err
 		}
 		g = created
@@ -249,29 +249,29 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 	if !slices.Contains(g.Tags, tags[0]) || !slices.Contains(g.Tags, tags[1]) {
 		all := append(slices.Clone(g.Tags), tags...)
 		slices.Sort(all)
-		if err := c.api.TagSecurityGroup(ctx, g.ID, slices.Compact(all)); err != nil {
+		if err := st.api.TagSecurityGroup(ctx, g.ID, slices.Compact(all)); err != nil {
 			return fmt.Errorf("tagging security group %s: %w", g.ID, err)
 		}
 		if len(did) == 0 {
 			did = append(did, "adopted")
 		}
 	}
-	remotes, err := c.sgRemotes(ctx, s)
+	remotes, err := st.sgRemotes(ctx, s)
 	if err != nil {
 		return err
 	}
-	n, err := c.convergeRules(ctx, g, s.sg.wantedRules(remotes))
+	n, err := st.convergeRules(ctx, g, s.sg.wantedRules(remotes))
 	if err != nil {
 		return err
 	}
 	if n > 0 {
 		did = append(did, fmt.Sprintf("%d rule(s) changed", n))
 	}
-	attached, detached, err := c.placeSG(ctx, g.ID, s, slices.Contains(did, "created"))
+	attached, detached, err := st.placeSG(ctx, g.ID, s, slices.Contains(did, "created"))
 	if err != nil {
 		return err
 	}
-	c.sgs.place(svc.UID, sgPlacement{group: g.ID, selector: s.sg.selector, servers: s.sg.servers, remotes: remotes})
+	st.sgs.place(svc.UID, sgPlacement{group: g.ID, selector: s.sg.selector, servers: s.sg.servers, remotes: remotes})
 	if attached+detached > 0 {
 		did = append(did, fmt.Sprintf("on %d more and %d fewer Node port(s)", attached, detached))
 	}
@@ -287,15 +287,15 @@ func (c *Cloud) convergeSG(ctx context.Context, svc *v1.Service, s lbSpec) error
 // that joined or left are looked at, and a port known to hold the group
 // already (a Service before this one put it on) is not even read. false: the
 // full convergence is needed.
-func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec) (bool, error) {
-	p, ok := c.sgs.placement(svc.UID)
+func (st *steps) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec) (bool, error) {
+	p, ok := st.sgs.placement(svc.UID)
 	if !ok {
 		return false, nil
 	}
-	if err := c.api.Session(ctx, osapi.Neutron); err != nil {
+	if err := st.api.Session(ctx, osapi.Neutron); err != nil {
 		return false, err
 	}
-	remotes, err := c.sgRemotes(ctx, s)
+	remotes, err := st.sgRemotes(ctx, s)
 	if err != nil || !slices.Equal(remotes, p.remotes) {
 		return false, err
 	}
@@ -304,7 +304,7 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 	for _, id := range s.sg.servers {
 		if !slices.Contains(p.servers, id) {
 			joined[id] = true
-			if !c.sgs.holds(id, p.group) {
+			if !st.sgs.holds(id, p.group) {
 				read = append(read, id)
 			}
 		}
@@ -316,7 +316,7 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 	}
 	var changes []*portChange
 	if len(read) > 0 {
-		ports, err := c.api.ListPortViews(ctx, url.Values{"device_id": read})
+		ports, err := st.api.ListPortViews(ctx, url.Values{"device_id": read})
 		if err != nil {
 			return false, err
 		}
@@ -329,12 +329,12 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 			switch {
 			case port.PortSecurity != nil && !*port.PortSecurity:
 			case joined[port.DeviceID] && member:
-				c.sgs.learn(port.DeviceID, port)
+				st.sgs.learn(port.DeviceID, port)
 				if !has {
-					changes = append(changes, c.sgs.request(port, p.group, true, c.sgs.groupsFor(s.sg.serverLabels[port.DeviceID])...))
+					changes = append(changes, st.sgs.request(port, p.group, true, st.sgs.groupsFor(s.sg.serverLabels[port.DeviceID])...))
 				}
 			case !joined[port.DeviceID] && has:
-				changes = append(changes, c.sgs.request(port, p.group, false))
+				changes = append(changes, st.sgs.request(port, p.group, false))
 			}
 		}
 	}
@@ -349,7 +349,7 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 		}
 	}
 	p.servers = s.sg.servers
-	c.sgs.place(svc.UID, p)
+	st.sgs.place(svc.UID, p)
 	return true, nil
 }
 
@@ -358,14 +358,14 @@ func (c *Cloud) sgMembersChanged(ctx context.Context, svc *v1.Service, s lbSpec)
 // keeps only its ingress rules): the group is then the peer's shape, and the
 // peer taking it over writes nothing. The nodes' other groups allow their
 // egress; a group only adds what it allows.
-func (c *Cloud) dropDefaultEgress(ctx context.Context, g *osapi.SecurityGroup) error {
+func (st *steps) dropDefaultEgress(ctx context.Context, g *osapi.SecurityGroup) error {
 	kept := g.Rules[:0]
 	for _, r := range g.Rules {
 		if r.Direction != "egress" {
 			kept = append(kept, r)
 			continue
 		}
-		if err := c.api.DeleteRule(ctx, r.ID); err != nil {
+		if err := st.api.DeleteRule(ctx, r.ID); err != nil {
 			return fmt.Errorf("deleting the default egress rule %s of security group %s: %w", r.ID, g.ID, err)
 		}
 	}
@@ -375,15 +375,15 @@ func (c *Cloud) dropDefaultEgress(ctx context.Context, g *osapi.SecurityGroup) e
 
 // convergeRules writes the difference between the group's ingress rules and
 // the wanted ones; egress rules are left alone.
-func (c *Cloud) convergeRules(ctx context.Context, g *osapi.SecurityGroup, want []osapi.RuleKey) (int, error) {
+func (st *steps) convergeRules(ctx context.Context, g *osapi.SecurityGroup, want []osapi.RuleKey) (int, error) {
 	create, extra := ruleChanges(g, want)
 	if len(create) > 0 {
-		if err := c.api.CreateRules(ctx, g.ID, create); err != nil {
+		if err := st.api.CreateRules(ctx, g.ID, create); err != nil {
 			return 0, fmt.Errorf("creating %d rule(s) in security group %s: %w", len(create), g.ID, err)
 		}
 	}
 	for _, r := range extra {
-		if err := c.api.DeleteRule(ctx, r.ID); err != nil {
+		if err := st.api.DeleteRule(ctx, r.ID); err != nil {
 			return 0, fmt.Errorf("deleting rule %s of security group %s: %w", r.ID, g.ID, err)
 		}
 	}
@@ -416,33 +416,33 @@ func ruleChanges(g *osapi.SecurityGroup, want []osapi.RuleKey) (create []osapi.R
 // placeSG puts the group on each member Node's port (the port holding the
 // member's address, when it has port security) and takes it off every other
 // port. The writes go through the port writer, batched with other Services'.
-func (c *Cloud) placeSG(ctx context.Context, groupID string, s lbSpec, created bool) (int, int, error) {
+func (st *steps) placeSG(ctx context.Context, groupID string, s lbSpec, created bool) (int, int, error) {
 	var members, holding []osapi.PortView
 	if len(s.sg.servers) > 0 {
 		var err error
-		if members, err = c.api.ListPortViews(ctx, url.Values{"device_id": s.sg.servers}); err != nil {
+		if members, err = st.api.ListPortViews(ctx, url.Values{"device_id": s.sg.servers}); err != nil {
 			return 0, 0, err
 		}
 	}
 	if !created { // a group made just now is on no port
 		var err error
-		if holding, err = c.api.ListPortViews(ctx, url.Values{"security_groups": {groupID}}); err != nil {
+		if holding, err = st.api.ListPortViews(ctx, url.Values{"security_groups": {groupID}}); err != nil {
 			return 0, 0, err
 		}
 	}
 	memberPorts, attach, detach := placementChanges(members, holding, groupID, s.members)
 	var changes []*portChange
 	for _, p := range memberPorts {
-		c.sgs.learn(p.DeviceID, p)
+		st.sgs.learn(p.DeviceID, p)
 	}
 	for _, p := range attach {
 		// A Node new to this Service is likely new to the others: their
 		// groups go on in the same write.
-		changes = append(changes, c.sgs.request(p, groupID, true, c.sgs.groupsFor(s.sg.serverLabels[p.DeviceID])...))
+		changes = append(changes, st.sgs.request(p, groupID, true, st.sgs.groupsFor(s.sg.serverLabels[p.DeviceID])...))
 	}
 	attached := len(changes)
 	for _, p := range detach {
-		changes = append(changes, c.sgs.request(p, groupID, false))
+		changes = append(changes, st.sgs.request(p, groupID, false))
 	}
 	var errs []error
 	for _, ch := range changes {
@@ -492,24 +492,24 @@ func placementChanges(members, holding []osapi.PortView, groupID string, addrs [
 
 // deleteSG takes the Service's group off every port and deletes it: ours, or
 // the peer's by its name. Nothing to do when there is none.
-func (c *Cloud) deleteSG(ctx context.Context, svc *v1.Service) error {
-	if err := c.sgs.forget(ctx, svc.UID); err != nil {
+func (st *steps) deleteSG(ctx context.Context, svc *v1.Service) error {
+	if err := st.sgs.forget(ctx, svc.UID); err != nil {
 		return err
 	}
-	g, err := c.findSG(ctx, svc)
+	g, err := st.findSG(ctx, svc)
 	if err != nil || g == nil {
 		return err
 	}
-	holding, err := c.api.ListPortViews(ctx, url.Values{"security_groups": {g.ID}})
+	holding, err := st.api.ListPortViews(ctx, url.Values{"security_groups": {g.ID}})
 	if err != nil {
 		return err
 	}
 	var changes []*portChange
 	for _, p := range holding {
-		changes = append(changes, c.sgs.request(p, g.ID, false))
+		changes = append(changes, st.sgs.request(p, g.ID, false))
 	}
 	if len(changes) > 0 {
-		c.sgs.flushNow(ctx)
+		st.sgs.flushNow(ctx)
 	}
 	for _, ch := range changes {
 		select {
@@ -521,7 +521,7 @@ func (c *Cloud) deleteSG(ctx context.Context, svc *v1.Service) error {
 			return ch.err
 		}
 	}
-	if err := c.api.DeleteSecurityGroup(ctx, g.ID); err != nil {
+	if err := st.api.DeleteSecurityGroup(ctx, g.ID); err != nil {
 		return fmt.Errorf("deleting security group %s: %w", g.ID, err)
 	}
 	klog.FromContext(ctx).Info("Deleted security group", "service", klog.KObj(svc), "id", g.ID, "ports", len(holding))

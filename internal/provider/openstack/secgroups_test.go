@@ -246,7 +246,7 @@ func TestContractAPortChangedMeanwhileKeepsBothChanges(t *testing.T) {
 	ch := &portChange{add: map[string]bool{mine.ID: true}, remove: map[string]bool{},
 		known: osapi.PortGroups{ID: read.ID, Groups: read.SecurityGroups, Revision: read.RevisionNumber}}
 	c := tg.cloud(t, "")
-	_, err = c.sgs.writePortGroups(t.Context(), ch)
+	_, err = c.lb.sgs.writePortGroups(t.Context(), ch)
 	require.NoError(t, err)
 	got := portGroups(t, tg, s.id)
 	assert.Contains(t, got, mine.ID)
@@ -257,13 +257,13 @@ func TestContractAPortChangedMeanwhileKeepsBothChanges(t *testing.T) {
 // open the Service's source ranges, or everyone of each family it serves.
 func TestSecurityGroupSourcesWithOVN(t *testing.T) {
 	c := specCloud(t, "lb-provider=ovn")
-	got, err := c.sgRemotes(t.Context(), lbSpec{family: v1.IPv4Protocol, members: []string{"10.0.0.1"}})
+	got, err := c.lb.sgRemotes(t.Context(), lbSpec{family: v1.IPv4Protocol, members: []string{"10.0.0.1"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"0.0.0.0/0"}, got)
-	got, err = c.sgRemotes(t.Context(), lbSpec{family: v1.IPv4Protocol, secondFamily: v1.IPv6Protocol, members: []string{"10.0.0.1"}})
+	got, err = c.lb.sgRemotes(t.Context(), lbSpec{family: v1.IPv4Protocol, secondFamily: v1.IPv6Protocol, members: []string{"10.0.0.1"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"0.0.0.0/0", "::/0"}, got, "dual-stack: both families")
-	got, err = c.sgRemotes(t.Context(), lbSpec{family: v1.IPv4Protocol, allowedCIDRs: []string{"192.0.2.0/24", "2001:db8::/32"}})
+	got, err = c.lb.sgRemotes(t.Context(), lbSpec{family: v1.IPv4Protocol, allowedCIDRs: []string{"192.0.2.0/24", "2001:db8::/32"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"192.0.2.0/24", "2001:db8::/32"}, got)
 	g := &sgSpec{nodePorts: []sgPort{{proto: "tcp", port: 30080}}}

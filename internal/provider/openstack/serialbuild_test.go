@@ -34,7 +34,7 @@ func TestASerialBuildReadsEachPoolAboutOnce(t *testing.T) {
 	}
 	tg.emu.SetProvisioningDelay(20 * time.Millisecond)
 	c := tg.cloud(t, "")
-	c.serial.Store(true)
+	c.lb.serial.Store(true)
 	const ports = 12
 	svc := manyPorts(contractService(contractName("serial"), map[string]string{string(annotation.OpenStackEnableHealthMonitor): "true"}), ports)
 	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201"), contractNode("n2", "", "10.0.0.202")}
@@ -68,24 +68,24 @@ func TestASerialBuildReadsEachPoolAboutOnce(t *testing.T) {
 func TestAPassThatWouldChangeNothingFromMemoryReadsAgain(t *testing.T) {
 	tg := newContractTargetWith(t, emulator.Options{StrandGraphChildren: true})
 	c := tg.cloud(t, "")
-	c.serial.Store(true)
+	c.lb.serial.Store(true)
 	svc := contractService(contractName("memo"), map[string]string{string(annotation.OpenStackEnableHealthMonitor): "true"})
 	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201")}
 	ensure(t, c, svc, nodes)
 	defer deleteLB(t, c, svc)
 
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	pools, err := c.api.ListPools(t.Context(), lb.ID)
 	require.NoError(t, err)
 	require.NotEmpty(t, pools)
 	monitorID := pools[0].MonitorID
 	require.NotEmpty(t, monitorID)
-	_, err = (&treeReads{api: c.api, memo: c.memo, fresh: true}).monitor(t.Context(), monitorID) // in memory, as a pass leaves it
+	_, err = (&treeReads{api: c.api, memo: c.lb.memo, fresh: true}).monitor(t.Context(), monitorID) // in memory, as a pass leaves it
 	require.NoError(t, err)
 	require.NoError(t, c.api.UpdateMonitor(t.Context(), monitorID, osapi.MonitorUpdate{Delay: 17, Timeout: 3, MaxRetries: 1, MaxRetriesDown: 3}))
 
-	reads := &treeReads{api: c.api, memo: c.memo}
+	reads := &treeReads{api: c.api, memo: c.lb.memo}
 	m, err := reads.monitor(t.Context(), monitorID)
 	require.NoError(t, err)
 	require.True(t, reads.used, "the monitor came from memory")
@@ -137,9 +137,9 @@ func TestContractALargeServiceInSerialMode(t *testing.T) {
 	before := os.Getenv("OVERCAST_CONTRACT_LARGE_BEFORE") != ""
 	tg := newContractTarget(t)
 	c := tg.cloud(t, "")
-	c.serial.Store(true)
+	c.lb.serial.Store(true)
 	if before {
-		c.memo = nil
+		c.lb.memo = nil
 	}
 	svc := manyPorts(contractService(contractName("large"), nil), n)
 	nodes := []*v1.Node{contractNode("n1", "", "10.0.0.201"), contractNode("n2", "", "10.0.0.202")}
@@ -162,7 +162,7 @@ func TestContractALargeServiceInSerialMode(t *testing.T) {
 	changes := 1 + 3*n // the load balancer; a listener, a pool and its members a port
 	t.Logf("%s: %d ports built in %s (before: %v), %d Octavia changes, %d passes, %.1f s a change",
 		tg.name, n, took.Round(time.Second), before, changes, passes, took.Seconds()/float64(changes))
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	deleteLB(t, c, svc)
 	_, err = c.api.GetLoadBalancer(t.Context(), lb.ID)

@@ -47,14 +47,14 @@ const (
 // cloud-provider-openstack made it: named as the Service's, named by the
 // Service's load-balancer-id (the peer writes it on every Service it serves),
 // and carrying no tag of ours for another Service or cluster.
-func (c *Cloud) peerOwned(lb *osapi.LoadBalancer, svc *v1.Service, name string) bool {
+func (st *steps) peerOwned(lb *osapi.LoadBalancer, svc *v1.Service, name string) bool {
 	id, _ := annotation.OpenStackLoadBalancerID.NonEmptyString(svc)
 	if id != lb.ID || lb.Name != name {
 		return false
 	}
 	for _, t := range lb.Tags {
 		if (strings.HasPrefix(t, tagService) && t != tagService+string(svc.UID)) ||
-			(strings.HasPrefix(t, tagCluster) && t != tagCluster+c.Cluster.Get()) {
+			(strings.HasPrefix(t, tagCluster) && t != tagCluster+st.cluster.Get()) {
 			return false
 		}
 	}
@@ -62,16 +62,16 @@ func (c *Cloud) peerOwned(lb *osapi.LoadBalancer, svc *v1.Service, name string) 
 }
 
 // isOwner: lb was made for svc, by this cluster's CCM or by the peer.
-func (c *Cloud) isOwner(lb *osapi.LoadBalancer, svc *v1.Service, name string) bool {
-	return c.owned(lb, svc) || c.peerOwned(lb, svc, name)
+func (st *steps) isOwner(lb *osapi.LoadBalancer, svc *v1.Service, name string) bool {
+	return st.owned(lb, svc) || st.peerOwned(lb, svc, name)
 }
 
 // ours says whether the load balancer was made by a CCM of this cluster, so
 // that the last Service on it may delete it: it carries this cluster's tag,
 // or (the peer's, which has no cluster tag) its name is one of this
 // cluster's. A load balancer a person made, or another cluster's, never is.
-func (c *Cloud) ours(lb *osapi.LoadBalancer, clusterName string) bool {
-	if slices.Contains(lb.Tags, tagCluster+c.Cluster.Get()) {
+func (st *steps) ours(lb *osapi.LoadBalancer, clusterName string) bool {
+	if slices.Contains(lb.Tags, tagCluster+st.cluster.Get()) {
 		return true
 	}
 	for _, t := range lb.Tags {
@@ -136,19 +136,19 @@ func serviceNamed(l osapi.Listener, clusterName string) string {
 // as ours, nothing rebuilt); otherwise the Service may share it as the peer
 // allows (not internal, within max-shared-lb). It says what it started, or
 // "" to go on.
-func (s steps) share(ctx context.Context, svc *v1.Service, spec lbSpec, lb *osapi.LoadBalancer) (string, error) {
-	if s.peerOwned(lb, svc, spec.name) {
+func (st *steps) share(ctx context.Context, svc *v1.Service, spec lbSpec, lb *osapi.LoadBalancer) (string, error) {
+	if st.peerOwned(lb, svc, spec.name) {
 		tags := slices.Clone(lb.Tags)
-		for _, t := range s.tags(svc, spec.name) {
+		for _, t := range st.tags(svc, spec.name) {
 			if !slices.Contains(tags, t) {
 				tags = append(tags, t)
 			}
 		}
-		if err := s.updateTags(ctx, lb.ID, tags); err != nil {
+		if err := st.updateTags(ctx, lb.ID, tags); err != nil {
 			return "", err
 		}
 		klog.FromContext(ctx).Info("Adopted the load balancer cloud-provider-openstack made", "service", klog.KObj(svc), "id", lb.ID)
-		s.Events.Eventf(svc, v1.EventTypeNormal, reasonAdoptedPeerLB, "Took over load balancer %s as it is", lb.ID)
+		st.events.Eventf(svc, v1.EventTypeNormal, reasonAdoptedPeerLB, "Took over load balancer %s as it is", lb.ID)
 		return fmt.Sprintf("load balancer %s is being taken over", lb.ID), nil
 	}
 	if spec.internal {
@@ -156,7 +156,7 @@ func (s steps) share(ctx context.Context, svc *v1.Service, spec lbSpec, lb *osap
 	}
 	if !slices.Contains(lb.Tags, spec.name) {
 		max := defaultMaxSharedLB
-		if m := s.cfg.LoadBalancer.MaxSharedLB; m != nil {
+		if m := st.cfg.LoadBalancer.MaxSharedLB; m != nil {
 			max = *m
 		}
 		count := len(sharers(lb, "")) // every Service on it
@@ -168,11 +168,11 @@ func (s steps) share(ctx context.Context, svc *v1.Service, spec lbSpec, lb *osap
 }
 
 // updateTags writes a load balancer's tags (one provisioning round).
-func (c *Cloud) updateTags(ctx context.Context, id string, tags []string) error {
+func (st *steps) updateTags(ctx context.Context, id string, tags []string) error {
 	if len(tags) == 0 {
 		tags = []string{} // an empty list, which Octavia takes as "none"
 	}
-	if err := c.api.SetLoadBalancerTags(ctx, id, tags); err != nil {
+	if err := st.api.SetLoadBalancerTags(ctx, id, tags); err != nil {
 		return fmt.Errorf("updating the tags of load balancer %s: %w", id, err)
 	}
 	return nil
@@ -182,8 +182,8 @@ func (c *Cloud) updateTags(ctx context.Context, id string, tags []string) error 
 // person made): its listeners and pools one at a time, then its tags. The
 // load balancer stays, with its floating IP. "" once nothing of the Service
 // is left on it.
-func (s steps) leave(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, name string, owner bool) (string, error) {
-	changed, err := s.converge(ctx, &treeReads{api: s.api}, svc, lb, lbSpec{name: name}, !owner)
+func (st *steps) leave(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, name string, owner bool) (string, error) {
+	changed, err := st.converge(ctx, &treeReads{api: st.api}, svc, lb, lbSpec{name: name}, !owner)
 	if err != nil {
 		return "", err
 	}
@@ -195,7 +195,7 @@ func (s steps) leave(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalance
 	if len(tags) == len(lb.Tags) {
 		return "", nil
 	}
-	if err := s.updateTags(ctx, lb.ID, tags); err != nil {
+	if err := st.updateTags(ctx, lb.ID, tags); err != nil {
 		return "", err
 	}
 	klog.FromContext(ctx).Info("Left shared load balancer", "service", klog.KObj(svc), "id", lb.ID, "others", len(sharers(lb, name)))
@@ -204,11 +204,11 @@ func (s steps) leave(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalance
 
 // othersOn says whether a Service other than svc still has a part of lb: a
 // tag naming it, or a listener of its own.
-func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, name string, owner bool) (bool, error) {
+func (st *steps) othersOn(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, name string, owner bool) (bool, error) {
 	if len(sharers(lb, name)) > 0 {
 		return true, nil
 	}
-	ls, err := s.api.ListListeners(ctx, lb.ID)
+	ls, err := st.api.ListListeners(ctx, lb.ID)
 	if err != nil {
 		return false, fmt.Errorf("listing listeners: %w", err)
 	}
@@ -224,21 +224,21 @@ func (s steps) othersOn(ctx context.Context, svc *v1.Service, lb *osapi.LoadBala
 // of: the Service's own, or the last Service's of one this cluster made, is
 // deleted with its floating IP (unless kept); any other is left, with what
 // the Service had on it removed.
-func (s steps) deleteOrLeave(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, clusterName string) (string, error) {
-	name := s.lbName(clusterName, svc)
-	owner := s.isOwner(lb, svc, name)
-	others, err := s.othersOn(ctx, svc, lb, name, owner)
+func (st *steps) deleteOrLeave(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, clusterName string) (string, error) {
+	name := st.lbName(clusterName, svc)
+	owner := st.isOwner(lb, svc, name)
+	others, err := st.othersOn(ctx, svc, lb, name, owner)
 	if err != nil {
 		return "", err
 	}
-	if others || (!owner && !s.ours(lb, clusterName)) {
-		return s.leave(ctx, svc, lb, name, owner)
+	if others || (!owner && !st.ours(lb, clusterName)) {
+		return st.leave(ctx, svc, lb, name, owner)
 	}
 	keep, _ := annotation.OpenStackKeepFloatingIP.Bool(svc)
-	if err := s.releaseFloatingIP(ctx, svc, lb, keep, !owner); err != nil {
+	if err := st.releaseFloatingIP(ctx, svc, lb, keep, !owner); err != nil {
 		return "", err
 	}
-	if err := s.deleteCascade(ctx, lb.ID); err != nil {
+	if err := st.deleteCascade(ctx, lb.ID); err != nil {
 		return "", fmt.Errorf("deleting load balancer %s: %w", lb.ID, err)
 	}
 	klog.FromContext(ctx).Info("Deleting load balancer", "service", klog.KObj(svc), "id", lb.ID, "owner", owner)

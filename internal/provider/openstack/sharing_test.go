@@ -101,7 +101,7 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 	owner := contractService(contractName("owner"), nil)
 	st := ensure(t, c, owner, nodes)
 	addr := st.Ingress[0].IP
-	lb, err := c.findLB(t.Context(), owner)
+	lb, err := c.lb.findLB(t.Context(), owner)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
 
@@ -110,8 +110,8 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 	assert.Equal(t, addr, st.Ingress[0].IP, "a sharer publishes the load balancer's floating IP")
 	assert.Equal(t, []string{"TCP/80", "TCP/8080", "UDP/53"}, listenersOf(t, octavia, lb.ID))
 	got, _ := getLB(t, c, lb.ID)
-	assert.Contains(t, got.Tags, c.lbName("contract", owner))
-	assert.Contains(t, got.Tags, c.lbName("contract", sharer), "the sharer is recorded on the load balancer")
+	assert.Contains(t, got.Tags, c.lb.lbName("contract", owner))
+	assert.Contains(t, got.Tags, c.lb.lbName("contract", sharer), "the sharer is recorded on the load balancer")
 
 	// Converged: a sharer's pass writes nothing.
 	if tg.emu != nil {
@@ -153,7 +153,7 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 	got, exists := getLB(t, c, lb.ID)
 	require.True(t, exists, "a load balancer another Service shares is not deleted")
 	assert.Equal(t, []string{"TCP/8080"}, listenersOf(t, octavia, lb.ID))
-	assert.NotContains(t, got.Tags, c.lbName("contract", owner))
+	assert.NotContains(t, got.Tags, c.lb.lbName("contract", owner))
 	assert.NotContains(t, got.Tags, tagService+string(owner.UID))
 	require.Len(t, fipsAt(t, tg, addr), 1, "the address stays with the load balancer")
 	st = ensure(t, c, sharer, nodes)
@@ -176,7 +176,7 @@ func TestContractASharedLoadBalancerAPersonMadeIsNeverDeleted(t *testing.T) {
 		Listeners: []listeners.CreateOpts{{Name: "theirs", Protocol: listeners.ProtocolTCP, ProtocolPort: 443}},
 	}).Extract()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.deleteCascade(context.Background(), created.ID) })
+	t.Cleanup(func() { _ = c.lb.deleteCascade(context.Background(), created.ID) })
 	vip := active(t, c, created.ID)
 	// It has no floating IP: a person gives it one.
 	pub := publicNetwork(t, tg, c)
@@ -197,7 +197,7 @@ func TestContractASharedLoadBalancerAPersonMadeIsNeverDeleted(t *testing.T) {
 	lb, exists := getLB(t, c, created.ID)
 	require.True(t, exists, "a load balancer a person made is never deleted")
 	assert.Equal(t, []string{"TCP/443"}, listenersOf(t, octavia, created.ID))
-	assert.NotContains(t, lb.Tags, c.lbName("contract", svc))
+	assert.NotContains(t, lb.Tags, c.lb.lbName("contract", svc))
 	require.Len(t, fipsAt(t, tg, fip.FloatingIP), 1)
 }
 
@@ -211,7 +211,7 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 	octavia := tg.octavia(t, c)
 	svc := contractService(contractName("peer"), nil)
 	svc.Spec.Ports = svc.Spec.Ports[:1]
-	name := c.lbName("contract", svc)
+	name := c.lb.lbName("contract", svc)
 	// As the peer builds it (pkg/openstack/loadbalancer.go: the load balancer
 	// tagged with its name, listener_<i>_<name> and pool_<i>_<name> tagged
 	// likewise, members named by Node, the default timeouts and no limit).
@@ -227,7 +227,7 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 		}},
 	}).Extract()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.deleteCascade(context.Background(), created.ID) })
+	t.Cleanup(func() { _ = c.lb.deleteCascade(context.Background(), created.ID) })
 	lb := active(t, c, created.ID)
 	fip, err := floatingips.Create(t.Context(), tg.network, floatingips.CreateOpts{FloatingNetworkID: publicNetwork(t, tg, c), PortID: lb.VipPortID,
 		Description: "Floating IP for Kubernetes external service " + svc.Namespace + "/" + svc.Name + " from cluster contract"}).Extract()
@@ -252,7 +252,7 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 		assert.Equal(t, []string{"PUT /load-balancer/v2.0/lbaas/loadbalancers/{id}"}, writes, "one write: the tags")
 	}
 	got, _ := getLB(t, c, lb.ID)
-	assert.True(t, c.owned(got, svc), "tagged as this cluster's, for the Service")
+	assert.True(t, c.lb.owned(got, svc), "tagged as this cluster's, for the Service")
 
 	deleteLB(t, c, svc)
 	gone(t, c, lb.ID)
@@ -282,7 +282,7 @@ func lbListeners(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) 
 // publicNetwork is the external network floating IPs come from.
 func publicNetwork(t *testing.T, tg *contractTarget, c *Cloud) string {
 	t.Helper()
-	id, err := c.onlyExternalNetwork(t.Context())
+	id, err := c.lb.onlyExternalNetwork(t.Context())
 	require.NoError(t, err)
 	return id
 }

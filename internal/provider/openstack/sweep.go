@@ -24,18 +24,22 @@ var _ provider.Sweeper = (*Cloud)(nil)
 // Service's other objects, or the load balancer it is on, say it is this
 // cluster's. Five listings at most; nothing is changed.
 func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider.Live) ([]provider.Leftover, error) {
-	cluster, err := c.Cluster.Known()
+	return c.lb.leftovers(ctx, clusterName, live)
+}
+
+func (st *steps) leftovers(ctx context.Context, clusterName string, live provider.Live) ([]provider.Leftover, error) {
+	cluster, err := st.cluster.Known()
 	if err != nil {
 		return nil, err
 	}
-	if err := c.api.Session(ctx, osapi.Neutron); err != nil {
+	if err := st.api.Session(ctx, osapi.Neutron); err != nil {
 		return nil, err
 	}
 	var owners provider.Owners
 	var out []provider.Leftover
 
-	steps{c}.Relist() // the shared listings, as they are now
-	lbs, err := c.index.lbs.All(ctx)
+	st.Relist() // the shared listings, as they are now
+	lbs, err := st.index.lbs.All(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +47,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 	for i := range lbs {
 		lb := &lbs[i]
 		ourVIPs[lb.VipPortID] = true
-		out = append(out, c.lbLeftovers(lb, clusterName, live, &owners)...)
+		out = append(out, st.lbLeftovers(lb, clusterName, live, &owners)...)
 	}
 	// Gone Services that shared a load balancer are known by name; their
 	// security groups' names (lb-sg-<uid>-<namespace>-<name>) give their UIDs.
@@ -54,7 +58,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 		}
 	}
 
-	gs, err := c.api.ListSecurityGroups(ctx, "", tagCluster+cluster)
+	gs, err := st.api.ListSecurityGroups(ctx, "", tagCluster+cluster)
 	if err != nil {
 		return nil, fmt.Errorf("listing security groups: %w", err)
 	}
@@ -75,13 +79,13 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 			Owner: owners.Of(uid, ns, name), Removable: true, Note: "its Service is gone"})
 	}
 
-	certs, err := c.certLeftovers(ctx, live, &owners)
+	certs, err := st.certLeftovers(ctx, live, &owners)
 	if err != nil {
 		return nil, err
 	}
 	out = append(out, certs...)
 
-	fips, err := c.index.fips.All(ctx)
+	fips, err := st.index.fips.All(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +110,7 @@ func (c *Cloud) Leftovers(ctx context.Context, clusterName string, live provider
 // all of it when its owner and every Service sharing it are gone, else the
 // part of each gone one (its listeners and its tag), removed by its Service's
 // delete path, which leaves a load balancer others still use.
-func (c *Cloud) lbLeftovers(lb *osapi.LoadBalancer, clusterName string, live provider.Live, owners *provider.Owners) []provider.Leftover {
+func (st *steps) lbLeftovers(lb *osapi.LoadBalancer, clusterName string, live provider.Live, owners *provider.Owners) []provider.Leftover {
 	prefix := servicePrefix + clusterName + "_"
 	nameOf := func(tag string) (string, string, bool) {
 		rest, ok := strings.CutPrefix(tag, prefix)
@@ -157,15 +161,15 @@ func (c *Cloud) lbLeftovers(lb *osapi.LoadBalancer, clusterName string, live pro
 
 // certLeftovers are the certificates in Barbican stored for Services that
 // are gone; none when the cloud has no Barbican.
-func (c *Cloud) certLeftovers(ctx context.Context, live provider.Live, owners *provider.Owners) ([]provider.Leftover, error) {
-	missing, err := c.api.KeyManagerMissing(ctx)
+func (st *steps) certLeftovers(ctx context.Context, live provider.Live, owners *provider.Owners) ([]provider.Leftover, error) {
+	missing, err := st.api.KeyManagerMissing(ctx)
 	if missing {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	objs, err := c.storedObjects(ctx)
+	objs, err := st.storedObjects(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +177,7 @@ func (c *Cloud) certLeftovers(ctx context.Context, live provider.Live, owners *p
 	var unsure []provider.Leftover
 	for _, o := range objs {
 		uid, cluster, ok := parseStoredName(o.name)
-		if !ok || live.HasUID(uid) || (cluster != "" && cluster != c.Cluster.Get()) {
+		if !ok || live.HasUID(uid) || (cluster != "" && cluster != st.cluster.Get()) {
 			continue
 		}
 		l := provider.Leftover{Kind: o.kind, ID: lastSegment(o.ref), Name: o.name, Note: "its Service is gone"}

@@ -85,8 +85,8 @@ func barbicanRef(ref string) (kind, id string, err error) {
 
 // tlsOf resolves a Service's TLS termination from its annotations and the
 // cloud.conf; the Secret itself is read later (readTLSSecret).
-func (c *Cloud) tlsOf(svc *v1.Service, ports []v1.ServicePort, e *specErrors) *tlsSpec {
-	cfg := c.cfg.LoadBalancer
+func (st *steps) tlsOf(svc *v1.Service, ports []v1.ServicePort, e *specErrors) *tlsSpec {
+	cfg := st.cfg.LoadBalancer
 	external := cfg.ContainerStore == "external"
 	t := &tlsSpec{ref: cfg.DefaultTLSContainerRef, check: !external}
 	named, err := annotation.OpenStackDefaultTLSContainerRef.NonEmptyString(svc)
@@ -135,17 +135,17 @@ func (c *Cloud) tlsOf(svc *v1.Service, ports []v1.ServicePort, e *specErrors) *t
 // readTLSSecret reads the Service's TLS Secret: a kubernetes.io/tls Secret
 // whose certificate and key match. What a user can fix is Invalid (a Warning,
 // nothing changed); the message never holds the key.
-func (c *Cloud) readTLSSecret(ctx context.Context, svc *v1.Service, t *tlsSpec) error {
+func (st *steps) readTLSSecret(ctx context.Context, svc *v1.Service, t *tlsSpec) error {
 	if t == nil || t.secret == nil {
 		return nil
 	}
-	kube := c.Kube()
+	kube := st.kube()
 	if kube == nil {
 		return errors.New("no Kubernetes client yet to read the TLS Secret")
 	}
 	name := t.secret.name
 	ref := svc.Namespace + "/" + name
-	if read, ok := c.tlsCerts.readSecret(ref); ok {
+	if read, ok := st.tlsCerts.readSecret(ref); ok {
 		*t.secret = read
 		return nil
 	}
@@ -182,7 +182,7 @@ func (c *Cloud) readTLSSecret(ctx context.Context, svc *v1.Service, t *tlsSpec) 
 		}
 	}
 	t.secret.cert, t.secret.chain, t.secret.key, t.secret.hash = leaf, chain, key, certHash(crt)
-	c.tlsCerts.keepSecret(ref, *t.secret)
+	st.tlsCerts.keepSecret(ref, *t.secret)
 	return nil
 }
 
@@ -205,11 +205,11 @@ var certParts = []string{"certificate", "private_key", "intermediates"}
 // made from the caller's, which Keystone refuses for an application
 // credential's ("Using a delegated token to create another token is not
 // allowed"; measured with Zed's Octavia 11 and Keystone 22).
-func (c *Cloud) tlsRefusal(err error, s lbSpec) error {
+func (st *steps) tlsRefusal(err error, s lbSpec) error {
 	if s.tls == nil || !osapi.CertificateUnreadable(err) {
 		return nil
 	}
-	g := c.globals()
+	g := st.globals()
 	if g.ApplicationCredentialID != "" || g.ApplicationCredentialName != "" {
 		return outcome.Refuse(outcome.ReasonCloudRefused, "Octavia could not read TLS certificate %s: it reads certificates with a token made from this CCM's, which Keystone refuses for an application credential; give the CCM a user and password ([Global] username/password) for TLS termination", s.tls.ref)
 	}
@@ -221,13 +221,13 @@ func (c *Cloud) tlsRefusal(err error, s lbSpec) error {
 // watched (the CCM may only get them), so a rotation is seen within a drift
 // period. Unknown (nothing stored by this process yet) is not drift: the
 // first sync after a start reads the Secret anyway.
-func (c *Cloud) secretRotated(ctx context.Context, svc *v1.Service) string {
+func (st *steps) secretRotated(ctx context.Context, svc *v1.Service) string {
 	name, err := annotation.OpenStackTLSSecret.NonEmptyString(svc)
 	if err != nil {
 		return ""
 	}
-	have, ok := c.tlsCerts.get(svc.UID)
-	kube := c.Kube()
+	have, ok := st.tlsCerts.get(svc.UID)
+	kube := st.kube()
 	if !ok || kube == nil {
 		return ""
 	}
@@ -238,7 +238,7 @@ func (c *Cloud) secretRotated(ctx context.Context, svc *v1.Service) string {
 		return ""
 	}
 	if certHash(sec.Data[v1.TLSCertKey]) != have.hash {
-		c.tlsCerts.dropSecret(svc.Namespace + "/" + name) // the sync it causes reads it anew
+		st.tlsCerts.dropSecret(svc.Namespace + "/" + name) // the sync it causes reads it anew
 		return fmt.Sprintf("TLS Secret %s/%s holds a new certificate", svc.Namespace, name)
 	}
 	return ""

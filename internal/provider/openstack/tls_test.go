@@ -39,7 +39,7 @@ func storeContainer(t *testing.T, c *Cloud, name string, cert, key []byte) strin
 	t.Helper()
 	km, err := clientOf(c).KeyManagerClient(t.Context())
 	require.NoError(t, err)
-	ref, err := c.putCertificate(t.Context(), name, cert, key, nil)
+	ref, err := c.lb.putCertificate(t.Context(), name, cert, key, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -77,7 +77,7 @@ func tlsListeners(t *testing.T, octavia *gophercloud.ServiceClient, lbID string)
 // Service's certificates, without the prefix and the cluster's UID.
 func storedNames(t *testing.T, c *Cloud, svc *v1.Service) []string {
 	t.Helper()
-	objs, err := c.storedObjects(t.Context())
+	objs, err := c.lb.storedObjects(t.Context())
 	require.NoError(t, err)
 	var out []string
 	for _, o := range objs {
@@ -135,7 +135,7 @@ func TestContractTLSContainerOnTheNamedPorts(t *testing.T) {
 	})
 	ensure(t, c, svc, nodes)
 	t.Cleanup(func() { cleanupLB(c, svc) })
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
 	ls, poolProto := tlsListeners(t, tg.octavia(t, c), lb.ID)
@@ -176,7 +176,7 @@ func refusedBuildingNothing(t *testing.T, c *Cloud, svc *v1.Service, reason, msg
 	require.True(t, ok, "a problem, not %v", err)
 	assert.Equal(t, reason, p.Reason)
 	assert.Contains(t, p.Message, msg)
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	assert.Nil(t, lb, "nothing was built")
 }
@@ -228,10 +228,10 @@ func TestContractTLSSecretIsStoredRotatedAndDeleted(t *testing.T) {
 
 	ensure(t, c, svc, nodes)
 	t.Cleanup(func() { cleanupLB(c, svc) })
-	lb, err := c.findLB(t.Context(), svc)
+	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
-	first, _ := c.tlsCerts.get(svc.UID)
+	first, _ := c.lb.tlsCerts.get(svc.UID)
 	require.NotEmpty(t, first.ref)
 	ls, _ := tlsListeners(t, tg.octavia(t, c), lb.ID)
 	assert.Equal(t, first.ref, ls["TERMINATED_HTTPS/443"])
@@ -239,14 +239,14 @@ func TestContractTLSSecretIsStoredRotatedAndDeleted(t *testing.T) {
 
 	// Unchanged: no drift. A new certificate in the Secret: drift, a new
 	// container on the listener, the old one gone.
-	assert.Empty(t, c.secretRotated(t.Context(), svc))
+	assert.Empty(t, c.lb.secretRotated(t.Context(), svc))
 	cert2, key2 := selfSigned(t, "two.example")
 	sec.Data = map[string][]byte{v1.TLSCertKey: cert2, v1.TLSPrivateKeyKey: key2}
 	_, err = kube.CoreV1().Secrets(svc.Namespace).Update(t.Context(), sec, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	assert.Contains(t, c.secretRotated(t.Context(), svc), "holds a new certificate")
+	assert.Contains(t, c.lb.secretRotated(t.Context(), svc), "holds a new certificate")
 	ensure(t, c, svc, nodes)
-	second, _ := c.tlsCerts.get(svc.UID)
+	second, _ := c.lb.tlsCerts.get(svc.UID)
 	require.NotEqual(t, first.hash, second.hash)
 	ls, _ = tlsListeners(t, tg.octavia(t, c), lb.ID)
 	assert.Equal(t, second.ref, ls["TERMINATED_HTTPS/443"])
@@ -288,7 +288,7 @@ func TestContractTLSSecretProblemsBuildNothing(t *testing.T) {
 			assert.Contains(t, p.Message, tc.want)
 			assert.NotContains(t, p.Message, "PRIVATE KEY")
 			assert.NotContains(t, p.Message, string(key[40:60]))
-			lb, err := c.findLB(t.Context(), svc)
+			lb, err := c.lb.findLB(t.Context(), svc)
 			require.NoError(t, err)
 			assert.Nil(t, lb)
 		})

@@ -24,7 +24,7 @@ func TestEveryRequestBodyIsAsPinned(t *testing.T) {
 		c := specCloud(t, sc.conf)
 		c.Cluster.Set("cluster-1")
 		svc := specService(sc.ann, sc.mutate)
-		s, err := c.spec("k8s", svc, []*v1.Node{node("a", "10.0.0.1", nil), node("b", "10.0.0.2", nil)})
+		s, err := c.lb.spec("k8s", svc, []*v1.Node{node("a", "10.0.0.1", nil), node("b", "10.0.0.2", nil)})
 		require.NoError(t, err)
 		loadBalancerBodies(t, c, svc, s, sc.name, got)
 		for i, p := range s.ports {
@@ -66,9 +66,9 @@ func TestEveryRequestBodyIsAsPinned(t *testing.T) {
 // populated, and bare (step by step) with an additional VIP.
 func loadBalancerBodies(t *testing.T, c *Cloud, svc *v1.Service, s lbSpec, name string, got map[string]string) {
 	t.Helper()
-	got[name+"/create"] = body(t, c.createOpts(svc, s))
-	c.serial.Store(true)
-	bare := c.createOpts(svc, s)
+	got[name+"/create"] = body(t, c.lb.createOpts(svc, s))
+	c.lb.serial.Store(true)
+	bare := c.lb.createOpts(svc, s)
 	bare.AdditionalVips = []osapi.AdditionalVIP{{SubnetID: "sub-6"}}
 	got[name+"/create-serial"] = body(t, bare)
 }
@@ -77,23 +77,23 @@ func loadBalancerBodies(t *testing.T, c *Cloud, svc *v1.Service, s lbSpec, name 
 // one by one, updating the monitor, putting the members, and adding one.
 func portBodies(t *testing.T, c *Cloud, svc *v1.Service, s lbSpec, p v1.ServicePort, name string, first bool, got map[string]string) {
 	t.Helper()
-	l := c.listenerOpts(svc, s, p)
+	l := c.lb.listenerOpts(svc, s, p)
 	l.LoadBalancerID = "lb-1"
 	if first {
 		l.DefaultPoolID = "pool-1"
 	}
 	got[fmt.Sprintf(name, "listener")] = body(t, l)
-	po := c.poolOpts(s, p)
+	po := c.lb.poolOpts(s, p)
 	po.ListenerID = "l-1"
 	got[fmt.Sprintf(name, "pool")] = body(t, po)
 	if s.monitor != nil {
-		want := c.monitorOpts(s, p)
+		want := c.lb.monitorOpts(s, p)
 		want.PoolID = "pool-1"
 		got[fmt.Sprintf(name, "monitor")] = body(t, want)
 		u := osapi.MonitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
 		got[fmt.Sprintf(name, "monitor-update")] = body(t, u)
 	}
-	got[fmt.Sprintf(name, "members")] = body(t, c.memberOpts(s, p))
+	got[fmt.Sprintf(name, "members")] = body(t, c.lb.memberOpts(s, p))
 	got[fmt.Sprintf(name, "member")] = body(t, memberOpt(s, p, "10.0.0.3"))
 }
 
