@@ -143,18 +143,8 @@ func (o *Options) explainer(ctx context.Context) (provider.Explainer, error) {
 		return nil, errors.New("a cluster is needed: pass --kubeconfig, or run inside the CCM's pod")
 	}
 	o.ClusterName = cmp.Or(o.ClusterName, "kubernetes")
-	ns, err := o.Kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the cluster's UID (the kube-system namespace's): %w", err)
-	}
-	if c, ok := o.Cloud.(interface{ SetClusterUID(string) }); ok {
-		c.SetClusterUID(string(ns.UID))
-	}
-	if c, ok := o.Cloud.(interface{ SetKube(kubernetes.Interface) }); ok {
-		c.SetKube(o.Kube)
-	}
-	if c, ok := o.Cloud.(interface{ SetHome(string) }); ok {
-		c.SetHome(o.Home)
+	if err := provider.Attach(ctx, o.Cloud, o.Kube, o.Home); err != nil {
+		return nil, err
 	}
 	return x, nil
 }

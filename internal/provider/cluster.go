@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -106,4 +107,25 @@ func (c *ClusterUID) Known() (string, error) {
 		return uid, nil
 	}
 	return "", ErrClusterUnknown
+}
+
+// Attach tells cloud, run by a tool outside the CCM (overcast explain,
+// sweep), what Start would learn: the cluster's UID, which marks what it
+// made, the client its reads use, and the namespace of its records (home;
+// "" leaves it).
+func Attach(ctx context.Context, cloud any, kube kubernetes.Interface, home string) error {
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("cannot read the cluster's UID (the kube-system namespace's): %w", err)
+	}
+	if c, ok := cloud.(interface{ SetClusterUID(string) }); ok {
+		c.SetClusterUID(string(ns.UID))
+	}
+	if c, ok := cloud.(interface{ SetKube(kubernetes.Interface) }); ok {
+		c.SetKube(kube)
+	}
+	if c, ok := cloud.(interface{ SetHome(string) }); ok && home != "" {
+		c.SetHome(home)
+	}
+	return nil
 }

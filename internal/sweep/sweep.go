@@ -81,15 +81,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Poll <= 0 {
 		o.Poll = 2 * time.Second
 	}
-	ns, err := o.Kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-	if err != nil {
-		return res, fmt.Errorf("cannot read the cluster's UID (the kube-system namespace's): %w", err)
-	}
-	if c, ok := o.Cloud.(interface{ SetClusterUID(string) }); ok {
-		c.SetClusterUID(string(ns.UID))
-	}
-	if c, ok := o.Cloud.(interface{ SetKube(kubernetes.Interface) }); ok {
-		c.SetKube(o.Kube)
+	if err := provider.Attach(ctx, o.Cloud, o.Kube, ""); err != nil {
+		return res, err
 	}
 	live, err := services(ctx, o.Kube)
 	if err != nil {

@@ -150,7 +150,8 @@ func describeCheck(h ociapi.HealthChecker) string {
 	return fmt.Sprintf("%s on %d every %dms, %d retries", out, h.Port, h.IntervalInMillis, h.Retries)
 }
 
-// explainRules fills in the security rules the load balancer relies on, and
+// explainRules fills in the security rules the load balancer relies on (by
+// reliesOn, as the drift check reads them: inventory.go), and
 // what Publish would change of them: in the security lists of its subnets
 // and its nodes' subnets, and in its NSGs (NSG mode) or the backend NSGs
 // the Service names.
@@ -166,7 +167,7 @@ func (st *steps) explainRules(ctx context.Context, e *provider.ServiceExplanatio
 	listSpec := spec
 	if spec.mode == ModeNSG {
 		listSpec.mode = ModeNone
-		if err := st.explainNSGs(ctx, e, svc, spec, lb, ports, valid); err != nil {
+		if err := st.explainNSGs(ctx, e, svc, spec, lb, valid); err != nil {
 			return err
 		}
 	} else if err := st.explainBackendNSGs(ctx, e, svc, spec, valid); err != nil {
@@ -176,7 +177,7 @@ func (st *steps) explainRules(ctx context.Context, e *provider.ServiceExplanatio
 	if err != nil {
 		return err
 	}
-	mark := st.mark(svc) + " "
+	mark, adopt := st.mark(svc)+" ", !st.builtHere(lb)
 	for _, id := range lists {
 		sl, err := st.api.SecurityList(ctx, id)
 		if err != nil {
@@ -189,24 +190,18 @@ func (st *steps) explainRules(ctx context.Context, e *provider.ServiceExplanatio
 		}{{"ingress", sl.Ingress, want[id].ingress}, {"egress", sl.Egress, want[id].egress}} {
 			for _, raw := range side.have {
 				var r ociapi.SecurityRule
-				if json.Unmarshal(raw, &r) == nil && st.shows(r, svc, ports) {
+				if json.Unmarshal(raw, &r) == nil && reliesOn(r, mark, ports, adopt) {
 					e.SecurityRules = append(e.SecurityRules, st.asRule("security list rule", "security list "+id, side.dir, r, svc))
 				}
 			}
 			if valid && lb.LifecycleState == "ACTIVE" {
-				if err := listDrift(e, id, side.dir, side.have, side.want, listChange{mark: mark, adopt: !st.builtHere(lb)}); err != nil {
+				if err := listDrift(e, id, side.dir, side.have, side.want, listChange{mark: mark, adopt: adopt}); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	return nil
-}
-
-// shows says whether a security list rule is one to show for the Service:
-// its own (its mark), or one opening a port of its load balancer.
-func (st *steps) shows(r ociapi.SecurityRule, svc *v1.Service, ports map[int]bool) bool {
-	return strings.HasPrefix(r.Description, st.mark(svc)) || opensAny(r, ports)
 }
 
 // asRule is a security list or NSG rule as a security rule.
@@ -290,7 +285,7 @@ func ruleText(r ociapi.SecurityRule, dir string) string {
 // explainNSGs fills in the Service's rules in its frontend NSG and its
 // backend NSGs (NSG mode), and what Converge (the load balancer's NSGs)
 // and Publish (their rules, the backend NSGs' tag) would change.
-func (st *steps) explainNSGs(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb ociapi.LB, ports map[int]bool, valid bool) error {
+func (st *steps) explainNSGs(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, lb ociapi.LB, valid bool) error {
 	front, err := st.frontendNSG(ctx, svc)
 	if err != nil {
 		return err
@@ -312,7 +307,7 @@ func (st *steps) explainNSGs(ctx context.Context, e *provider.ServiceExplanation
 				return err
 			}
 		}
-		if err := st.explainNSG(ctx, e, svc, id, want, ports, drift); err != nil {
+		if err := st.explainNSG(ctx, e, svc, id, want, drift); err != nil {
 			return err
 		}
 	}
@@ -323,7 +318,7 @@ func (st *steps) explainNSGs(ctx context.Context, e *provider.ServiceExplanation
 // NSGs it names go (Publish's removeBackendNSGRules).
 func (st *steps) explainBackendNSGs(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, spec lbSpec, valid bool) error {
 	for _, id := range spec.backendNSGs {
-		if err := st.explainNSG(ctx, e, svc, id, nil, nil, valid); err != nil {
+		if err := st.explainNSG(ctx, e, svc, id, nil, valid); err != nil {
 			return err
 		}
 	}
@@ -342,16 +337,16 @@ func (st *steps) explainManaged(ctx context.Context, e *provider.ServiceExplanat
 	return nil
 }
 
-// explainNSG fills in NSG id's rules that are the Service's or open one of
-// its ports, and what applyNSGRules would change (want: the Service's
-// rules there).
-func (st *steps) explainNSG(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, id string, want []ociapi.NSGRule, ports map[int]bool, drift bool) error {
+// explainNSG fills in NSG id's rules that are the Service's (isOurs: those
+// the drift check watches, nsginventory.go), and what applyNSGRules would
+// change (want: the Service's rules there).
+func (st *steps) explainNSG(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, id string, want []ociapi.NSGRule, drift bool) error {
 	have, err := st.api.NSGRules(ctx, id)
 	if err != nil {
 		return fmt.Errorf("reading the rules of network security group %s: %w", id, err)
 	}
 	for _, r := range have {
-		if st.isOurs(r, svc) || st.shows(r.SecurityRule, svc, ports) {
+		if st.isOurs(r, svc) {
 			sr := st.asRule("NSG rule", "network security group "+id, r.Direction, r.SecurityRule, svc)
 			sr.ID = r.ID
 			if r.SourceType == "NETWORK_SECURITY_GROUP" || r.DestinationType == "NETWORK_SECURITY_GROUP" {

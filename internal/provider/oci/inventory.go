@@ -184,29 +184,6 @@ func (st *steps) reliedOn(ctx context.Context, svc *v1.Service, subnets, ips []s
 	return out, nil
 }
 
-// reliesOn: r is the Service's (its mark), or, adopting the peer's load
-// balancer, unmarked and opens one of its ports (the peer's).
-func reliesOn(r ociapi.SecurityRule, mark string, ports map[int]bool, adopt bool) bool {
-	if !stands(r, mark, adopt) {
-		return false
-	}
-	return strings.HasPrefix(r.Description, mark) || opensAny(r, ports)
-}
-
-// opensAny says whether r opens one of ports.
-func opensAny(r ociapi.SecurityRule, ports map[int]bool) bool {
-	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
-		return false
-	}
-	pr := r.TCPOptions.DestinationPortRange
-	for p := range ports {
-		if pr.Min <= p && p <= pr.Max {
-			return true
-		}
-	}
-	return false
-}
-
 // ruleKey is the rule's in Objects, in list id and direction dir: what it is
 // (a rule of a list has no id: its direction, protocol, peer and ports),
 // then its isStateless, then the list.

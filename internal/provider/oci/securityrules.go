@@ -550,6 +550,29 @@ func stands(r ociapi.SecurityRule, mark string, adopt bool) bool {
 	return strings.HasPrefix(r.Description, mark) || (adopt && !strings.HasPrefix(r.Description, markPrefix))
 }
 
+// reliesOn: r is the Service's (its mark), or, adopting the peer's load
+// balancer, unmarked and opens one of its ports (the peer's).
+func reliesOn(r ociapi.SecurityRule, mark string, ports map[int]bool, adopt bool) bool {
+	if !stands(r, mark, adopt) {
+		return false
+	}
+	return strings.HasPrefix(r.Description, mark) || opensAny(r, ports)
+}
+
+// opensAny says whether r opens one of ports.
+func opensAny(r ociapi.SecurityRule, ports map[int]bool) bool {
+	if r.TCPOptions == nil || r.TCPOptions.DestinationPortRange == nil {
+		return false
+	}
+	pr := r.TCPOptions.DestinationPortRange
+	for p := range ports {
+		if pr.Min <= p && p <= pr.Max {
+			return true
+		}
+	}
+	return false
+}
+
 // removeRules removes the Service's rules from every security list they may
 // be in: its load balancer's subnets' and the nodes' subnets'.
 func (st *steps) removeRules(ctx context.Context, svc *v1.Service, lbSubnets []string) error {
