@@ -18,7 +18,7 @@ func TestTheOptionsAgreeWithTheAnnotationChecks(t *testing.T) {
 		return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}}}}
 	}, func(svc *v1.Service) error {
-		_, err := c.parseOptions(svc)
+		_, err := c.lb.parseOptions(svc)
 		return err
 	})
 }

@@ -6,17 +6,12 @@ package local
 
 import (
 	"fmt"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/klog/v2"
 
-	"github.com/overcast-ccm/overcast/internal/l4proxy"
 	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/provider"
 )
@@ -34,23 +29,10 @@ type Cloud struct {
 	// Cycle runs the load balancers on the local steps (cycle.go).
 	*lbcycle.Cycle[lbSpec, servedLB]
 
-	cfg   Config
-	pools []Pool
-	inv   *inventory
-	proxy *l4proxy.Manager
-
-	// mu guards served and serialises allocation. The locks below are
-	// leaves: code holding one of them never takes mu, so mu may be held while
-	// taking them (events, cache reads, the proxy's eligibility checks).
-	mu     sync.Mutex
-	served map[types.UID]*servedLB
-
-	// infMu guards the caches given by SetInformers; read on every proxied
-	// connection (nodeEligible), so it must never wait for mu.
-	infMu    sync.RWMutex
-	services corelisters.ServiceLister
-	nodes    corelisters.NodeLister
-	synced   []cache.InformerSynced
+	cfg Config
+	inv *inventory
+	// lb is the load balancers (cycle.go).
+	lb *steps
 }
 
 var (
@@ -71,17 +53,8 @@ func New(cfg Config) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cloud{
-		cfg:    cfg,
-		pools:  pools,
-		inv:    inv,
-		served: map[types.UID]*servedLB{},
-	}
-	c.Cycle = newCycle(c)
-	c.proxy = l4proxy.NewManager(l4proxy.Options{
-		Logger:   klog.Background().WithName("l4proxy"),
-		Eligible: c.nodeEligible,
-	})
+	c := &Cloud{cfg: cfg, inv: inv, lb: newSteps(cfg, pools, inv)}
+	c.Cycle = c.lb.cycle
 	return c, nil
 }
 
@@ -92,7 +65,7 @@ func (c *Cloud) Initialize(clientBuilder cloudprovider.ControllerClientBuilder, 
 	go c.inv.run(stop)
 	go func() {
 		<-stop
-		c.proxy.Close()
+		c.lb.proxy.Close()
 	}()
 }
 
@@ -101,11 +74,11 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 	c.Base.SetInformers(f)
 	svc := f.Core().V1().Services()
 	node := f.Core().V1().Nodes()
-	c.infMu.Lock()
-	defer c.infMu.Unlock()
-	c.services = svc.Lister()
-	c.nodes = node.Lister()
-	c.synced = []cache.InformerSynced{svc.Informer().HasSynced, node.Informer().HasSynced}
+	c.lb.infMu.Lock()
+	defer c.lb.infMu.Unlock()
+	c.lb.services = svc.Lister()
+	c.lb.nodes = node.Lister()
+	c.lb.synced = []cache.InformerSynced{svc.Informer().HasSynced, node.Informer().HasSynced}
 }
 
 // event records an Event on obj (a Service or a Node).
@@ -130,4 +103,4 @@ func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c.Guard
 // Routes is not implemented: the local cloud has no routers; pod networking is the CNI's job.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) { return nil, false }
 
-func (c *Cloud) String() string { return fmt.Sprintf("local cloud (%d pools)", len(c.pools)) }
+func (c *Cloud) String() string { return fmt.Sprintf("local cloud (%d pools)", len(c.lb.pools)) }

@@ -27,28 +27,31 @@ var _ provider.Explainer = (*Cloud)(nil)
 
 // ExplainService says what the local cloud holds for the Service.
 func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
-	s := steps{c}
-	e, spec, err := provider.BeginExplanation(ctx, ProviderName, "", c.Cycle, s, clusterName, svc, nodes)
+	return c.lb.explainService(ctx, clusterName, svc, nodes)
+}
+
+func (st *steps) explainService(ctx context.Context, clusterName string, svc *v1.Service, nodes []*v1.Node) (provider.ServiceExplanation, error) {
+	e, spec, err := provider.BeginExplanation(ctx, ProviderName, "", st.cycle, st, clusterName, svc, nodes)
 	if err != nil {
 		return e, err
 	}
-	lb, served := s.current(svc)
+	lb, served := st.current(svc)
 	ip := statusIP(svc)
 	if served {
 		ip = lb.Obj.ip
 	}
-	if !ip.IsValid() || !c.inPools(ip) {
+	if !ip.IsValid() || !st.inPools(ip) {
 		return e, nil
 	}
 	e.Found = true
 	e.LoadBalancer = &provider.LoadBalancer{ID: string(svc.UID), Name: cloudprovider.DefaultLoadBalancerName(svc),
-		State: "served by the L4 proxy of overcast-ccm's leader", Details: provider.Details{"pool": c.poolOf(ip)}}
+		State: "served by the L4 proxy of overcast-ccm's leader", Details: provider.Details{"pool": st.poolOf(ip)}}
 	e.Addresses = append(e.Addresses, provider.Address{IP: ip.String(), Kind: "pool address"})
 	for _, r := range spec.opts.sourceRanges {
 		e.SecurityRules = append(e.SecurityRules, provider.SecurityRule{Kind: "source range", In: "L4 proxy", Direction: "ingress",
 			Protocol: "any", Ports: "the Service's", Peer: r.String(), Mark: provider.MarkThisCluster})
 	}
-	want := c.listenerSpecs(svc, ip, spec.opts, nodes)
+	want := st.listenerSpecs(svc, ip, spec.opts, nodes)
 	if !served {
 		e.LoadBalancer.State = "served in overcast-ccm's leader (this process cannot see its proxy)"
 		e.Note("the local cloud's load balancers live in the leader's L4 proxy: shown here is what it serves for the Service as it asks now")
@@ -56,7 +59,7 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 		return e, nil
 	}
 	e.LoadBalancer.State = lb.Status
-	have := c.proxy.Status(string(svc.UID))
+	have := st.proxy.Status(string(svc.UID))
 	describeListeners(&e, nil, have)
 	if e.SpecProblem == "" {
 		e.DriftChecked = true
@@ -69,8 +72,8 @@ func (c *Cloud) ExplainService(ctx context.Context, clusterName string, svc *v1.
 }
 
 // poolOf names the pool that holds ip.
-func (c *Cloud) poolOf(ip netip.Addr) string {
-	for _, p := range c.pools {
+func (st *steps) poolOf(ip netip.Addr) string {
+	for _, p := range st.pools {
 		if p.Contains(ip) {
 			return p.Name
 		}

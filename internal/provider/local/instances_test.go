@@ -24,7 +24,7 @@ func newTestCloud(t *testing.T, instances ...Instance) *Cloud {
 		c.LoadBalancer.Pools = []PoolConfig{{Name: "default", Addresses: []string{"127.0.200.0/24"}}}
 	}))
 	require.NoError(t, err)
-	t.Cleanup(c.proxy.Close)
+	t.Cleanup(c.lb.proxy.Close)
 	return c
 }
 
@@ -206,7 +206,7 @@ func TestInstancesWithAutoInventory(t *testing.T) {
 		c.LoadBalancer.Disabled = true
 	}))
 	require.NoError(t, err)
-	t.Cleanup(c.proxy.Close)
+	t.Cleanup(c.lb.proxy.Close)
 	node := testNode("any", "", []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "127.0.0.5"}}, providedNodeIPAnnotation, "127.0.0.5")
 
 	exists, err := c.InstanceExists(t.Context(), node)

@@ -59,10 +59,14 @@ type lbOptions struct {
 }
 
 // GetLoadBalancer reports whether this process serves the Service.
-func (c *Cloud) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.served[svc.UID]
+func (c *Cloud) GetLoadBalancer(ctx context.Context, clusterName string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	return c.lb.getLoadBalancer(ctx, clusterName, svc)
+}
+
+func (st *steps) getLoadBalancer(_ context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s, ok := st.served[svc.UID]
 	if !ok {
 		return nil, false, nil
 	}
@@ -75,30 +79,30 @@ func (c *Cloud) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service
 }
 
 // serve allocates the Service's address and serves every port on it.
-func (c *Cloud) serve(ctx context.Context, svc *v1.Service, opts lbOptions, nodes []*v1.Node) error {
+func (st *steps) serve(ctx context.Context, svc *v1.Service, opts lbOptions, nodes []*v1.Node) error {
 	logger := klog.FromContext(ctx).WithValues("service", klog.KObj(svc))
-	c.infMu.RLock()
-	synced, services := c.synced, c.services
-	c.infMu.RUnlock()
+	st.infMu.RLock()
+	synced, services := st.synced, st.services
+	st.infMu.RUnlock()
 	for _, ok := range synced {
 		if !ok() {
 			return errors.New("the Service and Node caches have not synced yet")
 		}
 	}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	used, err := c.usedAddresses(services, svc)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	used, err := st.usedAddresses(services, svc)
 	if err != nil {
 		return err
 	}
 	var current netip.Addr
-	if s, ok := c.served[svc.UID]; ok {
+	if s, ok := st.served[svc.UID]; ok {
 		current = s.ip
 	} else {
 		current = statusIP(svc)
 	}
-	ip, err := Allocate(c.pools, used, Request{
+	ip, err := Allocate(st.pools, used, Request{
 		Key:        svc.Namespace + "/" + svc.Name,
 		Namespace:  svc.Namespace,
 		Pool:       opts.pool,
@@ -116,12 +120,12 @@ func (c *Cloud) serve(ctx context.Context, svc *v1.Service, opts lbOptions, node
 		return &outcome.Problem{Reason: reason, Message: "Cannot allocate a load balancer IP: " + err.Error(), Err: err}
 	}
 
-	specs := c.listenerSpecs(svc, ip, opts, nodes)
-	if err := c.proxy.Ensure(string(svc.UID), specs); err != nil {
+	specs := st.listenerSpecs(svc, ip, opts, nodes)
+	if err := st.proxy.Ensure(string(svc.UID), specs); err != nil {
 		return &outcome.Problem{Reason: ReasonListenFailed, Message: fmt.Sprintf("Cannot serve %s: %v", ip, err), Err: err}
 	}
-	prev, existed := c.served[svc.UID]
-	c.served[svc.UID] = &servedLB{key: svc.Namespace + "/" + svc.Name, ip: ip, sharingKey: opts.sharingKey, ports: opts.ports}
+	prev, existed := st.served[svc.UID]
+	st.served[svc.UID] = &servedLB{key: svc.Namespace + "/" + svc.Name, ip: ip, sharingKey: opts.sharingKey, ports: opts.ports}
 	if !existed || prev.ip != ip {
 		logger.Info("Serving load balancer", "ip", ip, "ports", len(specs), "backends", len(nodes))
 	} else {
@@ -147,10 +151,10 @@ func statusIP(svc *v1.Service) netip.Addr {
 // usedAddresses: who holds which pool address, from every Service's status and from
 // what this process serves. Status is the only record of an allocation, so a new
 // process or a new leader rebuilds the same picture and never hands an IP out twice.
-func (c *Cloud) usedAddresses(services corelisters.ServiceLister, self *v1.Service) (map[netip.Addr][]Holder, error) {
+func (st *steps) usedAddresses(services corelisters.ServiceLister, self *v1.Service) (map[netip.Addr][]Holder, error) {
 	used := map[netip.Addr][]Holder{}
 	seen := map[string]bool{}
-	for _, s := range c.served {
+	for _, s := range st.served {
 		used[s.ip] = append(used[s.ip], Holder{Key: s.key, SharingKey: s.sharingKey, Ports: s.ports})
 		seen[s.key+"|"+s.ip.String()] = true
 	}
@@ -168,7 +172,7 @@ func (c *Cloud) usedAddresses(services corelisters.ServiceLister, self *v1.Servi
 		}
 		for _, in := range s.Status.LoadBalancer.Ingress {
 			a, err := netip.ParseAddr(in.IP)
-			if err != nil || !c.inPools(a.Unmap()) || seen[key+"|"+a.Unmap().String()] {
+			if err != nil || !st.inPools(a.Unmap()) || seen[key+"|"+a.Unmap().String()] {
 				continue
 			}
 			sharing, _ := annotation.LocalAllowSharedIP.NonEmptyString(s)
@@ -178,8 +182,8 @@ func (c *Cloud) usedAddresses(services corelisters.ServiceLister, self *v1.Servi
 	return used, nil
 }
 
-func (c *Cloud) inPools(a netip.Addr) bool {
-	return slices.ContainsFunc(c.pools, func(p Pool) bool { return p.Contains(a) })
+func (st *steps) inPools(a netip.Addr) bool {
+	return slices.ContainsFunc(st.pools, func(p Pool) bool { return p.Contains(a) })
 }
 
 func portKeys(svc *v1.Service) []PortKey {
@@ -192,11 +196,11 @@ func portKeys(svc *v1.Service) []PortKey {
 
 // parseOptions reads and checks everything of the Service this cloud uses, and
 // reports every problem at once.
-func (c *Cloud) parseOptions(svc *v1.Service) (lbOptions, error) {
+func (st *steps) parseOptions(svc *v1.Service) (lbOptions, error) {
 	var errs []error
 	o := lbOptions{
-		hcInterval:    c.cfg.LoadBalancer.HealthCheck.Interval.Duration,
-		udpIdle:       c.cfg.LoadBalancer.UDPIdleTimeout.Duration,
+		hcInterval:    st.cfg.LoadBalancer.HealthCheck.Interval.Duration,
+		udpIdle:       st.cfg.LoadBalancer.UDPIdleTimeout.Duration,
 		ports:         portKeys(svc),
 		healthCheckNP: svc.Spec.HealthCheckNodePort,
 	}
@@ -254,12 +258,12 @@ func (c *Cloud) parseOptions(svc *v1.Service) (lbOptions, error) {
 	return o, errors.Join(errs...)
 }
 
-func (c *Cloud) listenerSpecs(svc *v1.Service, ip netip.Addr, o lbOptions, nodes []*v1.Node) []l4proxy.ListenerSpec {
+func (st *steps) listenerSpecs(svc *v1.Service, ip netip.Addr, o lbOptions, nodes []*v1.Node) []l4proxy.ListenerSpec {
 	hc := l4proxy.HealthCheck{
 		Interval:           o.hcInterval,
-		Timeout:            min(c.cfg.LoadBalancer.HealthCheck.Timeout.Duration, o.hcInterval),
-		HealthyThreshold:   c.cfg.LoadBalancer.HealthCheck.HealthyThreshold,
-		UnhealthyThreshold: c.cfg.LoadBalancer.HealthCheck.UnhealthyThreshold,
+		Timeout:            min(st.cfg.LoadBalancer.HealthCheck.Timeout.Duration, o.hcInterval),
+		HealthyThreshold:   st.cfg.LoadBalancer.HealthCheck.HealthyThreshold,
+		UnhealthyThreshold: st.cfg.LoadBalancer.HealthCheck.UnhealthyThreshold,
 	}
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && o.healthCheckNP != 0 {
 		// kube-proxy answers 200 on this port only on nodes with a local endpoint.
@@ -270,7 +274,7 @@ func (c *Cloud) listenerSpecs(svc *v1.Service, ip netip.Addr, o lbOptions, nodes
 	for _, p := range svc.Spec.Ports {
 		var backends []l4proxy.Backend
 		for _, n := range nodes {
-			if a, ok := c.backendIP(n, ip.Is4()); ok {
+			if a, ok := st.backendIP(n, ip.Is4()); ok {
 				backends = append(backends, l4proxy.Backend{Name: n.Name, Addr: netip.AddrPortFrom(a, uint16(p.NodePort))})
 			}
 		}
@@ -290,7 +294,7 @@ func (c *Cloud) listenerSpecs(svc *v1.Service, ip netip.Addr, o lbOptions, nodes
 // providerID first and its addresses a moment later, and only the first change
 // makes the service controller sync; a Node caught in between is reached at the
 // InternalIP its instance is about to give it.
-func (c *Cloud) backendIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
+func (st *steps) backendIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
 	family := v1.IPv6Protocol
 	if want4 {
 		family = v1.IPv4Protocol
@@ -298,7 +302,7 @@ func (c *Cloud) backendIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
 	if !provider.AwaitingAddresses(n) {
 		return provider.InternalIP(n.Status.Addresses, family)
 	}
-	in, found, err := c.inv.lookup(n)
+	in, found, err := st.inv.lookup(n)
 	if err != nil || !found || in.State == StateTerminated {
 		return netip.Addr{}, false
 	}
@@ -311,10 +315,10 @@ func (c *Cloud) backendIP(n *v1.Node, want4 bool) (netip.Addr, bool) {
 
 // nodeEligible is asked by the proxy for every new connection: a Node gets traffic
 // while it is Ready, not excluded and not being removed.
-func (c *Cloud) nodeEligible(name string) bool {
-	c.infMu.RLock()
-	lister := c.nodes
-	c.infMu.RUnlock()
+func (st *steps) nodeEligible(name string) bool {
+	st.infMu.RLock()
+	lister := st.nodes
+	st.infMu.RUnlock()
 	if lister == nil {
 		return true
 	}

@@ -30,7 +30,7 @@ func TestBackendIPOfANodeWhoseAddressesAreNotWrittenYet(t *testing.T) {
 		{"terminated instance: left out", node("terminated", "local://terminated"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := c.backendIP(tc.node, true)
+			got, ok := c.lb.backendIP(tc.node, true)
 			if tc.want == "" {
 				assert.False(t, ok, "got %s", got)
 				return
