@@ -199,9 +199,9 @@ func (st *steps) parseSpec(svc *v1.Service) (lbSpec, error) {
 	bad(s.ipv.check(s.kind))
 	check := healthCheck(svc, an, bad)
 	if s.kind == ociapi.KindNLB {
-		st.nlbParts(svc, &s, check, bad)
+		nlbParts(svc, &s, check, bad)
 	} else {
-		st.lbParts(svc, &s, check, bad)
+		lbParts(svc, &s, check, bad)
 	}
 	s.backendPorts = append(s.backendPorts, check.Port)
 	slices.Sort(s.listenerPorts)
@@ -221,7 +221,7 @@ func (st *steps) parseSpec(svc *v1.Service) (lbSpec, error) {
 
 // lbParts are what an lb asks beyond what both kinds do: its shape, policy,
 // backend protocol, connections, and a TCP listener and backend set per port.
-func (st *steps) lbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
+func lbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
 	s.shape = flexible
 	if shape, err := annotation.OCIShape.NonEmptyString(svc); err == nil {
 		s.shape = shape
@@ -410,7 +410,7 @@ func (st *steps) readCerts(ctx context.Context, s *lbSpec) error {
 // nlbParts are what an nlb asks beyond what both kinds do: its policy,
 // source preservation, PPv2, and a listener and backend set per port (TCP,
 // UDP, or TCP_AND_UDP for a port both use), named as the peer names them.
-func (st *steps) nlbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
+func nlbParts(svc *v1.Service, s *lbSpec, check ociapi.HealthChecker, bad func(error)) {
 	policy := "FIVE_TUPLE"
 	if p, err := annotation.OCINLBBackendPolicy.OneOf(svc, []string{"TWO_TUPLE", "THREE_TUPLE", "FIVE_TUPLE"}); err == nil {
 		policy = strings.ToUpper(p)

@@ -127,7 +127,7 @@ func (st *steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec
 	}
 	mine := make([]osapi.Pool, len(spec.ports))
 	for i, p := range spec.ports {
-		pool, ok := byName[st.objectName(spec, p)]
+		pool, ok := byName[objectName(spec, p)]
 		if !ok || pool.Protocol != spec.poolProtocol(p) {
 			return "", false, nil
 		}
@@ -309,10 +309,10 @@ func unwantedListeners(mine map[string]osapi.Listener, s lbSpec) []string {
 // behind our back left serves the new one: nothing is left over, and its
 // members are kept.
 func (st *steps) createListener(ctx context.Context, svc *v1.Service, lbID string, allPools []osapi.Pool, s lbSpec, p v1.ServicePort) error {
-	opts := st.listenerOpts(svc, s, p)
+	opts := listenerOpts(svc, s, p)
 	opts.LoadBalancerID = lbID
 	if i := slices.IndexFunc(allPools, func(pool osapi.Pool) bool {
-		return len(pool.Listeners) == 0 && pool.Name == st.objectName(s, p) && pool.Protocol == s.poolProtocol(p)
+		return len(pool.Listeners) == 0 && pool.Name == objectName(s, p) && pool.Protocol == s.poolProtocol(p)
 	}); i >= 0 {
 		opts.DefaultPoolID = allPools[i].ID
 	}
@@ -330,7 +330,7 @@ func (st *steps) convergePort(ctx context.Context, reads *treeReads, svc *v1.Ser
 	}
 	pool, ok := poolByID[l.DefaultPoolID]
 	if !ok {
-		opts := st.poolOpts(s, p)
+		opts := poolOpts(s, p)
 		opts.ListenerID = l.ID
 		if err := st.api.CreatePool(ctx, opts); err != nil {
 			return false, fmt.Errorf("creating the pool of listener %s: %w", k, err)
@@ -376,7 +376,7 @@ func (st *steps) deleteStrayPools(ctx context.Context, all []osapi.Pool, s lbSpe
 func (st *steps) strayPools(all []osapi.Pool, s lbSpec) []osapi.Pool {
 	wanted := map[string]string{} // name → protocol
 	for _, p := range s.ports {
-		wanted[st.objectName(s, p)] = s.poolProtocol(p)
+		wanted[objectName(s, p)] = s.poolProtocol(p)
 	}
 	var out []osapi.Pool
 	for _, pool := range all {
@@ -485,7 +485,7 @@ func (st *steps) convergeMonitor(ctx context.Context, reads *treeReads, pool osa
 		}
 		return true, nil
 	}
-	want := st.monitorOpts(s, p)
+	want := monitorOpts(s, p)
 	if pool.MonitorID == "" {
 		want.PoolID = pool.ID
 		if err := st.api.CreateMonitor(ctx, want); err != nil {
@@ -566,7 +566,7 @@ func (st *steps) convergeMembers(ctx context.Context, reads *treeReads, pool osa
 		// It is there already (an answer lost, or added behind our back):
 		// the batch update says every member.
 	}
-	if err := st.api.PutMembers(ctx, poolID, st.memberOpts(s, p)); err != nil {
+	if err := st.api.PutMembers(ctx, poolID, memberOpts(s, p)); err != nil {
 		return false, fmt.Errorf("updating members of pool %s: %w", poolID, err)
 	}
 	return true, nil

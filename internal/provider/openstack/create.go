@@ -128,11 +128,11 @@ func (st *steps) createOpts(svc *v1.Service, s lbSpec) osapi.LoadBalancerCreate 
 	// default_pool; a top-level "pools" list, or a POST of a listener with its
 	// pool inline outside a graph, is another matter.)
 	for _, p := range s.ports {
-		l := st.listenerOpts(svc, s, p)
-		pool := st.poolOpts(s, p)
-		pool.Members = st.memberOpts(s, p)
+		l := listenerOpts(svc, s, p)
+		pool := poolOpts(s, p)
+		pool.Members = memberOpts(s, p)
 		if s.monitor != nil {
-			m := st.monitorOpts(s, p)
+			m := monitorOpts(s, p)
 			pool.Monitor = &m
 		}
 		l.DefaultPool = &pool

@@ -83,7 +83,7 @@ func (st *steps) explainService(ctx context.Context, clusterName string, svc *v1
 // group.
 func (st *steps) describe(ctx context.Context, e *provider.ServiceExplanation, svc *v1.Service, clusterName string, x *explained, nodes []*v1.Node) error {
 	lb := &x.lb.Obj
-	name := st.lbName(clusterName, svc)
+	name := lbName(clusterName, svc)
 	owner := "the Service's own"
 	switch {
 	case st.peerOwned(lb, svc, name):
@@ -356,7 +356,7 @@ func (st *steps) portDrift(e *provider.ServiceExplanation, spec lbSpec, p v1.Ser
 	}
 	var wantMonitor osapi.MonitorCreate
 	if spec.monitor != nil {
-		wantMonitor = st.monitorOpts(spec, p)
+		wantMonitor = monitorOpts(spec, p)
 	}
 	monitorDrift(e, spec, pool, x.monitors[pool.ID], wantMonitor)
 }

@@ -43,7 +43,7 @@ const (
 	reasonAdoptedLoadBalancer = "SharedLoadBalancer"
 )
 
-func (st *steps) lbName(clusterName string, svc *v1.Service) string {
+func lbName(clusterName string, svc *v1.Service) string {
 	// cloud-provider-openstack's name, so existing tooling recognises it.
 	return fmt.Sprintf("kube_service_%s_%s_%s", clusterName, svc.Namespace, svc.Name)
 }
@@ -141,7 +141,7 @@ func (st *steps) getLoadBalancer(ctx context.Context, clusterName string, svc *v
 	if err != nil || lb == nil {
 		return nil, false, err
 	}
-	if name := st.lbName(clusterName, svc); !st.isOwner(lb, svc, name) && !slices.Contains(lb.Tags, name) {
+	if name := lbName(clusterName, svc); !st.isOwner(lb, svc, name) && !slices.Contains(lb.Tags, name) {
 		return nil, false, nil // named, but not (or no longer) shared by the Service
 	}
 	spec, err := st.spec(clusterName, svc, nil)
@@ -162,5 +162,5 @@ func (st *steps) getLoadBalancer(ctx context.Context, clusterName string, svc *v
 
 // GetLoadBalancerName is cloud-provider-openstack's name.
 func (c *Cloud) GetLoadBalancerName(_ context.Context, clusterName string, svc *v1.Service) string {
-	return c.lb.lbName(clusterName, svc)
+	return lbName(clusterName, svc)
 }

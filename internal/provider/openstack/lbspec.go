@@ -163,7 +163,7 @@ func setValid[T any](e *specErrors, into *T, v T, err error) {
 func (st *steps) specDefaults(clusterName string, svc *v1.Service) lbSpec {
 	cfg := st.cfg.LoadBalancer
 	s := lbSpec{
-		name:              st.lbName(clusterName, svc),
+		name:              lbName(clusterName, svc),
 		cluster:           clusterName,
 		subnetID:          cfg.SubnetID,
 		networkID:         cfg.NetworkID,

@@ -24,8 +24,6 @@ func (s lbSpec) insertHeaders(p v1.ServicePort) map[string]string {
 	return nil
 }
 
-func (st *steps) objectName(s lbSpec, p v1.ServicePort) string { return objectName(s, p) }
-
 // objectName is the name of p's listener, pool and health monitor.
 func objectName(s lbSpec, p v1.ServicePort) string {
 	return fmt.Sprintf("%s_%s_%d", s.name, strings.ToLower(string(p.Protocol)), p.Port)
@@ -62,10 +60,10 @@ func openToAll(cidrs []string) bool {
 	return true
 }
 
-func (st *steps) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) osapi.ListenerCreate {
+func listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) osapi.ListenerCreate {
 	limit := s.connLimit
 	opts := osapi.ListenerCreate{
-		Name:         st.objectName(s, p),
+		Name:         objectName(s, p),
 		Protocol:     s.listenerProtocol(p),
 		ProtocolPort: int(p.Port),
 		AllowedCIDRs: s.listenerCIDRs(),
@@ -87,15 +85,15 @@ func (st *steps) listenerOpts(svc *v1.Service, s lbSpec, p v1.ServicePort) osapi
 	return opts
 }
 
-func (st *steps) poolOpts(s lbSpec, p v1.ServicePort) osapi.PoolCreate {
+func poolOpts(s lbSpec, p v1.ServicePort) osapi.PoolCreate {
 	return osapi.PoolCreate{
-		Name:     st.objectName(s, p),
+		Name:     objectName(s, p),
 		Protocol: s.poolProtocol(p),
 		LBMethod: s.method,
 	}
 }
 
-func (st *steps) memberOpts(s lbSpec, p v1.ServicePort) []osapi.PoolMember {
+func memberOpts(s lbSpec, p v1.ServicePort) []osapi.PoolMember {
 	out := make([]osapi.PoolMember, 0, len(s.members))
 	for _, m := range s.members {
 		out = append(out, memberOpt(s, p, m))
@@ -113,10 +111,10 @@ func memberOpt(s lbSpec, p v1.ServicePort, address string) osapi.PoolMember {
 	return o
 }
 
-func (st *steps) monitorOpts(s lbSpec, p v1.ServicePort) osapi.MonitorCreate {
+func monitorOpts(s lbSpec, p v1.ServicePort) osapi.MonitorCreate {
 	m := s.monitor
 	o := osapi.MonitorCreate{
-		Name:           st.objectName(s, p),
+		Name:           objectName(s, p),
 		Type:           m.monitorType(p.Protocol),
 		Delay:          m.delay,
 		Timeout:        m.timeout,

@@ -225,7 +225,7 @@ func (st *steps) othersOn(ctx context.Context, svc *v1.Service, lb *osapi.LoadBa
 // deleted with its floating IP (unless kept); any other is left, with what
 // the Service had on it removed.
 func (st *steps) deleteOrLeave(ctx context.Context, svc *v1.Service, lb *osapi.LoadBalancer, clusterName string) (string, error) {
-	name := st.lbName(clusterName, svc)
+	name := lbName(clusterName, svc)
 	owner := st.isOwner(lb, svc, name)
 	others, err := st.othersOn(ctx, svc, lb, name, owner)
 	if err != nil {

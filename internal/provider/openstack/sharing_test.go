@@ -110,8 +110,8 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 	assert.Equal(t, addr, st.Ingress[0].IP, "a sharer publishes the load balancer's floating IP")
 	assert.Equal(t, []string{"TCP/80", "TCP/8080", "UDP/53"}, listenersOf(t, octavia, lb.ID))
 	got, _ := getLB(t, c, lb.ID)
-	assert.Contains(t, got.Tags, c.lb.lbName("contract", owner))
-	assert.Contains(t, got.Tags, c.lb.lbName("contract", sharer), "the sharer is recorded on the load balancer")
+	assert.Contains(t, got.Tags, lbName("contract", owner))
+	assert.Contains(t, got.Tags, lbName("contract", sharer), "the sharer is recorded on the load balancer")
 
 	// Converged: a sharer's pass writes nothing.
 	if tg.emu != nil {
@@ -153,7 +153,7 @@ func TestContractSharedLoadBalancer(t *testing.T) {
 	got, exists := getLB(t, c, lb.ID)
 	require.True(t, exists, "a load balancer another Service shares is not deleted")
 	assert.Equal(t, []string{"TCP/8080"}, listenersOf(t, octavia, lb.ID))
-	assert.NotContains(t, got.Tags, c.lb.lbName("contract", owner))
+	assert.NotContains(t, got.Tags, lbName("contract", owner))
 	assert.NotContains(t, got.Tags, tagService+string(owner.UID))
 	require.Len(t, fipsAt(t, tg, addr), 1, "the address stays with the load balancer")
 	st = ensure(t, c, sharer, nodes)
@@ -197,7 +197,7 @@ func TestContractASharedLoadBalancerAPersonMadeIsNeverDeleted(t *testing.T) {
 	lb, exists := getLB(t, c, created.ID)
 	require.True(t, exists, "a load balancer a person made is never deleted")
 	assert.Equal(t, []string{"TCP/443"}, listenersOf(t, octavia, created.ID))
-	assert.NotContains(t, lb.Tags, c.lb.lbName("contract", svc))
+	assert.NotContains(t, lb.Tags, lbName("contract", svc))
 	require.Len(t, fipsAt(t, tg, fip.FloatingIP), 1)
 }
 
@@ -211,7 +211,7 @@ func TestContractTakesOverThePeersLoadBalancer(t *testing.T) {
 	octavia := tg.octavia(t, c)
 	svc := contractService(contractName("peer"), nil)
 	svc.Spec.Ports = svc.Spec.Ports[:1]
-	name := c.lb.lbName("contract", svc)
+	name := lbName("contract", svc)
 	// As the peer builds it (pkg/openstack/loadbalancer.go: the load balancer
 	// tagged with its name, listener_<i>_<name> and pool_<i>_<name> tagged
 	// likewise, members named by Node, the default timeouts and no limit).

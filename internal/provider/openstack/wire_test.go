@@ -77,23 +77,23 @@ func loadBalancerBodies(t *testing.T, c *Cloud, svc *v1.Service, s lbSpec, name 
 // one by one, updating the monitor, putting the members, and adding one.
 func portBodies(t *testing.T, c *Cloud, svc *v1.Service, s lbSpec, p v1.ServicePort, name string, first bool, got map[string]string) {
 	t.Helper()
-	l := c.lb.listenerOpts(svc, s, p)
+	l := listenerOpts(svc, s, p)
 	l.LoadBalancerID = "lb-1"
 	if first {
 		l.DefaultPoolID = "pool-1"
 	}
 	got[fmt.Sprintf(name, "listener")] = body(t, l)
-	po := c.lb.poolOpts(s, p)
+	po := poolOpts(s, p)
 	po.ListenerID = "l-1"
 	got[fmt.Sprintf(name, "pool")] = body(t, po)
 	if s.monitor != nil {
-		want := c.lb.monitorOpts(s, p)
+		want := monitorOpts(s, p)
 		want.PoolID = "pool-1"
 		got[fmt.Sprintf(name, "monitor")] = body(t, want)
 		u := osapi.MonitorUpdate{Delay: want.Delay, Timeout: want.Timeout, MaxRetries: want.MaxRetries, MaxRetriesDown: want.MaxRetriesDown, URLPath: want.URLPath}
 		got[fmt.Sprintf(name, "monitor-update")] = body(t, u)
 	}
-	got[fmt.Sprintf(name, "members")] = body(t, c.lb.memberOpts(s, p))
+	got[fmt.Sprintf(name, "members")] = body(t, memberOpts(s, p))
 	got[fmt.Sprintf(name, "member")] = body(t, memberOpt(s, p, "10.0.0.3"))
 }
 
