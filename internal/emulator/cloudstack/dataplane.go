@@ -26,8 +26,8 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 	e.lock()
 	defer e.mu.Unlock()
 	out := map[string][]l4proxy.ListenerSpec{}
-	for _, r := range e.rules {
-		ip := e.ipByID[r.publicIPID]
+	for _, r := range e.rules.All() {
+		ip := e.ips.At(r.publicIPID)
 		if r.state != "Active" || ip == nil || ip.state != "Allocated" {
 			continue
 		}
@@ -38,7 +38,7 @@ func (e *Emulator) dataPlaneSpecs() map[string][]l4proxy.ListenerSpec {
 		proto := l4proxy.Protocol(strings.ToUpper(l4(r.protocol)))
 		var backends []l4proxy.Backend
 		for _, id := range r.members {
-			v := e.vmByID[id]
+			v := e.vms.At(id)
 			if v == nil || v.expunged || v.state != StateRunning {
 				continue
 			}

@@ -98,12 +98,9 @@ type Emulator struct {
 	idRand       *rand.Rand
 	seq          int
 	keys         map[string]*account
-	vms          []*vm
-	vmByID       map[string]*vm
-	ips          []*publicIP
-	ipByID       map[string]*publicIP
-	rules        []*lbRule
-	ruleByID     map[string]*lbRule
+	vms          *core.Store[*vm]
+	ips          *core.Store[*publicIP]
+	rules        *core.Store[*lbRule]
 	firewall     []*firewallRule
 	acl          []*aclItem
 	tags         []*tag
@@ -135,9 +132,9 @@ func New(opts Options) (*Emulator, error) {
 		clock:      time.Now,
 		idRand:     rand.New(rand.NewPCG(seed, 0x636c6f7564)),
 		keys:       map[string]*account{},
-		vmByID:     map[string]*vm{},
-		ipByID:     map[string]*publicIP{},
-		ruleByID:   map[string]*lbRule{},
+		vms:        core.NewStore[*vm](),
+		ips:        core.NewStore[*publicIP](),
+		rules:      core.NewStore[*lbRule](),
 		freeIPs:    map[string]string{},
 		jobs:       core.NewJobs(),
 		jobMeta:    map[string]jobMeta{},
@@ -260,13 +257,13 @@ func (e *Emulator) Objects() map[string]int {
 	e.lock()
 	defer e.mu.Unlock()
 	allocated := 0
-	for _, ip := range e.ips {
+	for _, ip := range e.ips.All() {
 		if ip.state != "Free" {
 			allocated++
 		}
 	}
 	return map[string]int{
-		"public-addresses": allocated, "load-balancer-rules": len(e.rules), "firewall-rules": len(e.firewall),
+		"public-addresses": allocated, "load-balancer-rules": e.rules.Len(), "firewall-rules": len(e.firewall),
 		"acl-items": len(e.acl), "tags": len(e.tags), "health-check-policies": len(e.healthChecks),
 	}
 }

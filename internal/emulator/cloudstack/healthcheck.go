@@ -47,7 +47,7 @@ func intParam(p url.Values, name string, def, lo, hi int) (int, *apiError) {
 }
 
 func (e *Emulator) createLBHealthCheckPolicy(a *account, p url.Values, now time.Time) (any, *apiError) {
-	r, ok := e.ruleByID[p.Get("lbruleid")]
+	r, ok := e.rules.Get(p.Get("lbruleid"))
 	if !ok {
 		return nil, invalidID("createLBHealthCheckPolicy", p.Get("lbruleid"))
 	}
@@ -90,7 +90,7 @@ func (e *Emulator) listLBHealthCheckPolicies(_ *account, p url.Values, _ time.Ti
 	}
 	ruleID := p.Get("lbruleid")
 	if ruleID != "" {
-		if _, ok := e.ruleByID[ruleID]; !ok {
+		if _, ok := e.rules.Get(ruleID); !ok {
 			return nil, invalidID("listLBHealthCheckPolicies", ruleID)
 		}
 	}

@@ -28,7 +28,7 @@ type lbRule struct {
 }
 
 func (e *Emulator) ruleView(r *lbRule) map[string]any {
-	ip := e.ipByID[r.publicIPID]
+	ip := e.ips.At(r.publicIPID)
 	m := map[string]any{
 		"id": r.id, "name": r.name, "algorithm": r.algorithm, "protocol": r.protocol,
 		"publicport": strconv.Itoa(r.publicPort), "privateport": strconv.Itoa(r.privatePort),
@@ -108,7 +108,7 @@ func (e *Emulator) createLoadBalancerRule(a *account, p url.Values, now time.Tim
 	if r.privatePort, aerr = port(p, "privateport"); aerr != nil {
 		return nil, aerr
 	}
-	ip, ok := e.ipByID[p.Get("publicipid")]
+	ip, ok := e.ips.Get(p.Get("publicipid"))
 	if !ok {
 		return nil, invalidID("createLoadBalancerRule", p.Get("publicipid"))
 	}
@@ -129,15 +129,14 @@ func (e *Emulator) createLoadBalancerRule(a *account, p url.Values, now time.Tim
 	}
 	// NetworkRuleConflictException: one rule per address, port and protocol
 	// (tcp-proxy is TCP); TCP and UDP on one port coexist.
-	for _, other := range e.rules {
+	for _, other := range e.rules.All() {
 		if other.publicIPID == r.publicIPID && other.publicPort == r.publicPort && l4(other.protocol) == l4(r.protocol) {
 			return nil, &apiError{code: 537, cs: 4360, text: fmt.Sprintf("The range specified, %d-%d, conflicts with rule %s which has %d-%d", r.publicPort, r.publicPort, other.id, other.publicPort, other.publicPort)}
 		}
 	}
 	e.seq++
 	r.seq, r.id = e.seq, e.newID()
-	e.rules = append(e.rules, r)
-	e.ruleByID[r.id] = r
+	e.rules.Add(r.id, r)
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.CreateLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
 		view := e.ruleView(r)
 		r.state = "Active"
@@ -157,10 +156,10 @@ func l4(protocol string) string {
 // %keyword% on the name or the description: what the peer finds its rules
 // with), publicipid, networkid; paged.
 func (e *Emulator) listLoadBalancerRules(_ *account, p url.Values, _ time.Time) (any, *apiError) {
-	has := func(id string) bool { _, ok := e.ruleByID[id]; return ok }
+	has := func(id string) bool { _, ok := e.rules.Get(id); return ok }
 	return e.listed("listLoadBalancerRules", "loadbalancerrule", p, has, func() []any {
 		id, kw, tagged := p.Get("id"), strings.ToLower(p.Get("keyword")), tagsParam(p)
-		return views(e.rules, func(r *lbRule) bool {
+		return views(e.rules.All(), func(r *lbRule) bool {
 			return (id == "" || r.id == id) &&
 				(p.Get("name") == "" || p.Get("name") == r.name) &&
 				(kw == "" || strings.Contains(strings.ToLower(r.name), kw) || strings.Contains(strings.ToLower(r.description), kw)) &&
@@ -173,7 +172,7 @@ func (e *Emulator) listLoadBalancerRules(_ *account, p url.Values, _ time.Time) 
 }
 
 func (e *Emulator) rule(command string, p url.Values) (*lbRule, *apiError) {
-	r, ok := e.ruleByID[p.Get("id")]
+	r, ok := e.rules.Get(p.Get("id"))
 	if !ok {
 		return nil, invalidID(command, p.Get("id"))
 	}
@@ -203,8 +202,7 @@ func (e *Emulator) deleteLoadBalancerRule(a *account, p url.Values, now time.Tim
 	}
 	r.state = "Revoke"
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.loadbalancer.DeleteLoadBalancerRuleCmd", "FirewallRule", r.id, now, func() (any, error) {
-		delete(e.ruleByID, r.id)
-		e.rules = slices.DeleteFunc(e.rules, func(x *lbRule) bool { return x == r })
+		e.rules.Remove(r.id)
 		e.forget(r.id)
 		e.healthChecks = slices.DeleteFunc(e.healthChecks, func(h *healthCheck) bool { return h.ruleID == r.id })
 		return map[string]any{"success": true}, nil
@@ -220,7 +218,7 @@ func (e *Emulator) machines(command string, p url.Values) ([]string, *apiError) 
 		if id == "" {
 			continue
 		}
-		if v, ok := e.vmByID[id]; !ok || v.expunged {
+		if v, ok := e.vms.Get(id); !ok || v.expunged {
 			return nil, invalidID(command, id)
 		}
 		ids = append(ids, id)
@@ -240,7 +238,7 @@ func (e *Emulator) assignToLoadBalancerRule(a *account, p url.Values, now time.T
 			has := setOf(r.members)
 			for _, id := range ids {
 				if has[id] {
-					return fmt.Errorf("VM %s with %s is already mapped to load balancer", id, e.vmByID[id].ip)
+					return fmt.Errorf("VM %s with %s is already mapped to load balancer", id, e.vms.At(id).ip)
 				}
 			}
 			for _, id := range ids {
@@ -306,7 +304,7 @@ func (e *Emulator) listLoadBalancerRuleInstances(a *account, p url.Values, _ tim
 	}
 	var items []any
 	for _, id := range r.members {
-		if v := e.vmByID[id]; v != nil && !v.expunged {
+		if v := e.vms.At(id); v != nil && !v.expunged {
 			items = append(items, e.vmView(a, v))
 		}
 	}

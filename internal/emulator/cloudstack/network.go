@@ -68,7 +68,7 @@ func (e *Emulator) firewallView(f *firewallRule) map[string]any {
 	m := map[string]any{"id": f.id, "protocol": f.protocol, "startport": f.start, "endport": f.end,
 		"ipaddressid": f.ipID, "networkid": e.fx.NetworkID, "cidrlist": strings.Join(f.cidrs, ","),
 		"state": "Active", "fordisplay": true, "tags": []any{}}
-	if ip := e.ipByID[f.ipID]; ip != nil {
+	if ip := e.ips.At(f.ipID); ip != nil {
 		m["ipaddress"] = ip.address
 	}
 	return m
@@ -142,7 +142,7 @@ func (e *Emulator) createFirewallRule(a *account, p url.Values, now time.Time) (
 	if e.opts.VPC {
 		return nil, &apiError{code: codeParamError, cs: csInvalidValue, text: "Firewall service is not supported in the network of the VPC; use network ACLs"}
 	}
-	ip, ok := e.ipByID[p.Get("ipaddressid")]
+	ip, ok := e.ips.Get(p.Get("ipaddressid"))
 	if !ok {
 		return nil, invalidID("createFirewallRule", p.Get("ipaddressid"))
 	}
@@ -176,7 +176,7 @@ func (e *Emulator) listFirewallRules(_ *account, p url.Values, _ time.Time) (any
 			if (ipID != "" && ipID != f.ipID) || (id != "" && id != f.id) {
 				return false
 			}
-			ip := e.ipByID[f.ipID]
+			ip := e.ips.At(f.ipID)
 			return named || ip == nil || e.inScope(p, ip.projectID)
 		}, e.firewallView)
 	})

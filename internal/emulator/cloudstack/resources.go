@@ -41,8 +41,7 @@ func (e *Emulator) AddMachine(name string) (string, string) {
 		v.projectID = e.fx.ProjectID
 	}
 	e.machineNext = e.machineNext.Next()
-	e.vms = append(e.vms, v)
-	e.vmByID[v.id] = v
+	e.vms.Add(v.id, v)
 	return v.id, v.ip
 }
 
@@ -52,7 +51,7 @@ func (e *Emulator) AddMachine(name string) (string, string) {
 func (e *Emulator) SetMachineState(id, state string) error {
 	e.lock()
 	defer e.mu.Unlock()
-	v, ok := e.vmByID[id]
+	v, ok := e.vms.Get(id)
 	if !ok {
 		return core.ErrNotFound
 	}
@@ -105,10 +104,10 @@ func netmask(bits int) string {
 // Destroyed or Expunging machines; an expunged one is in no list, but its id
 // still resolves (an empty answer, not an error).
 func (e *Emulator) listVirtualMachines(a *account, p url.Values, _ time.Time) (any, *apiError) {
-	has := func(id string) bool { _, ok := e.vmByID[id]; return ok }
+	has := func(id string) bool { _, ok := e.vms.Get(id); return ok }
 	return e.listed("listVirtualMachines", "virtualmachine", p, has, func() []any {
 		id := p.Get("id")
-		return views(e.vms, func(v *vm) bool {
+		return views(e.vms.All(), func(v *vm) bool {
 			return !v.expunged &&
 				(id == "" || v.id == id) &&
 				(p.Get("name") == "" || strings.EqualFold(p.Get("name"), v.name)) &&
@@ -153,10 +152,10 @@ func (e *Emulator) ipView(ip *publicIP) map[string]any {
 // listed too (state Free, no allocated date), as the peer expects when it
 // looks up a requested loadBalancerIP.
 func (e *Emulator) listPublicIPAddresses(_ *account, p url.Values, _ time.Time) (any, *apiError) {
-	has := func(id string) bool { _, ok := e.ipByID[id]; return ok }
+	has := func(id string) bool { _, ok := e.ips.Get(id); return ok }
 	return e.listed("listPublicIpAddresses", "publicipaddress", p, has, func() []any {
 		id, addr, tagged := p.Get("id"), p.Get("ipaddress"), tagsParam(p)
-		items := views(e.ips, func(ip *publicIP) bool {
+		items := views(e.ips.All(), func(ip *publicIP) bool {
 			return (id == "" || ip.id == id) &&
 				(addr == "" || addr == ip.address) &&
 				(p.Get("associatednetworkid") == "" || p.Get("associatednetworkid") == ip.networkID) &&
@@ -176,7 +175,7 @@ func (e *Emulator) freeAddress(addr string) bool {
 	if err != nil || !e.publicNet.Contains(a) || a.Compare(e.publicNet.Addr().Next()) < 0 {
 		return false
 	}
-	return !slices.ContainsFunc(e.ips, func(ip *publicIP) bool { return ip.address == addr })
+	return !slices.ContainsFunc(e.ips.All(), func(ip *publicIP) bool { return ip.address == addr })
 }
 
 // nextFreeAddress is the first free address from publicNext on, round the
@@ -239,8 +238,7 @@ func (e *Emulator) associateIPAddress(a *account, p url.Values, now time.Time) (
 	id := e.freeID(addr)
 	delete(e.freeIPs, addr)
 	ip := &publicIP{seq: e.seq, id: id, address: addr, state: "Allocating", allocated: csDate(now), networkID: e.fx.NetworkID, projectID: p.Get("projectid")}
-	e.ips = append(e.ips, ip)
-	e.ipByID[ip.id] = ip
+	e.ips.Add(ip.id, ip)
 	job := e.startJob(a, "org.apache.cloudstack.api.command.user.address.AssociateIPAddrCmd", "IpAddress", ip.id, now, func() (any, error) {
 		ip.state = "Allocated"
 		return map[string]any{"ipaddress": e.ipView(ip)}, nil
@@ -251,7 +249,7 @@ func (e *Emulator) associateIPAddress(a *account, p url.Values, now time.Time) (
 // disassociateIpAddress releases an address: asynchronous.
 func (e *Emulator) disassociateIPAddress(a *account, p url.Values, now time.Time) (any, *apiError) {
 	id := p.Get("id")
-	ip, ok := e.ipByID[id]
+	ip, ok := e.ips.Get(id)
 	if !ok {
 		return nil, invalidID("disassociateIpAddress", id)
 	}
@@ -264,15 +262,13 @@ func (e *Emulator) disassociateIPAddress(a *account, p url.Values, now time.Time
 			}
 			return f.ipID == id
 		})
-		e.rules = slices.DeleteFunc(e.rules, func(r *lbRule) bool {
+		for _, r := range e.rules.All() {
 			if r.publicIPID == id {
-				delete(e.ruleByID, r.id)
+				e.rules.Remove(r.id)
 				e.forget(r.id)
 			}
-			return r.publicIPID == id
-		})
-		delete(e.ipByID, id)
-		e.ips = slices.DeleteFunc(e.ips, func(x *publicIP) bool { return x == ip })
+		}
+		e.ips.Remove(id)
 		e.forget(id)
 		return map[string]any{"success": true}, nil
 	})

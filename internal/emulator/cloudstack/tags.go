@@ -72,13 +72,13 @@ func (e *Emulator) tagged(id string, want map[string]string) bool {
 func (e *Emulator) exists(resourceType, id string) bool {
 	switch resourceType {
 	case "LoadBalancer":
-		_, ok := e.ruleByID[id]
+		_, ok := e.rules.Get(id)
 		return ok
 	case "PublicIpAddress":
-		_, ok := e.ipByID[id]
+		_, ok := e.ips.Get(id)
 		return ok
 	case "UserVm":
-		_, ok := e.vmByID[id]
+		_, ok := e.vms.Get(id)
 		return ok
 	case "FirewallRule":
 		return slices.ContainsFunc(e.firewall, func(f *firewallRule) bool { return f.id == id })

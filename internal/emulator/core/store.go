@@ -59,6 +59,13 @@ func (s *Store[T]) Get(id string) (T, bool) {
 	return en.v, true
 }
 
+// At is the object of id, the zero value (nil, for pointers) when there is
+// none.
+func (s *Store[T]) At(id string) T {
+	v, _ := s.Get(id)
+	return v
+}
+
 // Remove removes the object of id; false when there was none.
 func (s *Store[T]) Remove(id string) bool {
 	en, ok := s.byID[id]
