@@ -110,20 +110,13 @@ func TestWrittenByTheCCMAreRecorded(t *testing.T) {
 		}
 		file, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
 		require.NoError(t, err)
-		for _, d := range file.Decls {
-			g, ok := d.(*ast.GenDecl)
-			if !ok || g.Tok != token.CONST {
+		for _, v := range constSpecs(file) {
+			if v.Doc == nil || !strings.Contains(strings.Join(strings.Fields(v.Doc.Text()), " "), "written by the CCM") {
 				continue
 			}
-			for _, spec := range g.Specs {
-				v := spec.(*ast.ValueSpec)
-				if v.Doc == nil || !strings.Contains(strings.Join(strings.Fields(v.Doc.Text()), " "), "written by the CCM") {
-					continue
-				}
-				lit, ok := v.Values[0].(*ast.BasicLit)
-				require.True(t, ok, v.Names[0].Name)
-				written = append(written, Name(strings.Trim(lit.Value, `"`)))
-			}
+			lit, ok := v.Values[0].(*ast.BasicLit)
+			require.True(t, ok, v.Names[0].Name)
+			written = append(written, Name(strings.Trim(lit.Value, `"`)))
 		}
 	}
 	require.NotEmpty(t, written)

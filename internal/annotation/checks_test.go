@@ -18,25 +18,31 @@ func namesIn(t *testing.T, file string) []Name {
 	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
 	require.NoError(t, err)
 	var out []Name
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
+	for _, vs := range constSpecs(f) {
+		if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Name" {
 			continue
 		}
-		for _, s := range g.Specs {
-			vs := s.(*ast.ValueSpec)
-			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Name" {
-				continue
-			}
-			for _, v := range vs.Values {
-				if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					n, _ := strconv.Unquote(lit.Value)
-					out = append(out, Name(n))
-				}
+		for _, v := range vs.Values {
+			if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				n, _ := strconv.Unquote(lit.Value)
+				out = append(out, Name(n))
 			}
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// constSpecs are the specs of f's const declarations.
+func constSpecs(f *ast.File) []*ast.ValueSpec {
+	var out []*ast.ValueSpec
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+			for _, s := range g.Specs {
+				out = append(out, s.(*ast.ValueSpec))
+			}
+		}
+	}
 	return out
 }
 

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -109,24 +108,10 @@ func TestTheSDKExchangesSignedByTheInstancePrincipal(t *testing.T) {
 // and the WWW-Authenticate header.
 func domainExchange(t *testing.T, e *Emulator, method, u, authz, contentType string, form url.Values) (int, string, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(form.Encode()))
-	require.NoError(t, err)
-	if authz != "" {
-		req.Header.Set("Authorization", authz)
-	}
-	req.Header.Set("Content-Type", contentType)
-	client := proxymuxClient(e)
-	if strings.HasPrefix(u, "http:") {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	status, data, header := sideCall(t, e, method, u, authz, contentType, form.Encode())
 	var b struct{ Error, Code string }
 	_ = json.Unmarshal(data, &b)
-	return resp.StatusCode, b.Error + b.Code, resp.Header.Get("WWW-Authenticate")
+	return status, b.Error + b.Code, header.Get("WWW-Authenticate")
 }
 
 // exchangeForm is a good exchange's form for subject.

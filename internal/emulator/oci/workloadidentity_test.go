@@ -79,12 +79,25 @@ func proxymuxClient(e *Emulator) *http.Client {
 // body; it returns the status and the body.
 func exchange(t *testing.T, e *Emulator, url, bearer, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
-	require.NoError(t, err)
+	authz := ""
 	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
+		authz = "Bearer " + bearer
 	}
-	req.Header.Set("Content-Type", "application/json")
+	status, data, _ := sideCall(t, e, http.MethodPost, url, authz, "application/json", body)
+	return status, data
+}
+
+// sideCall is the answer of one of e's side endpoints (an http: URL is
+// called directly, an https: one through the emulator's CA and proxy): its
+// status, body and header.
+func sideCall(t *testing.T, e *Emulator, method, url, authz, contentType, body string) (int, []byte, http.Header) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	req.Header.Set("Content-Type", contentType)
 	client := proxymuxClient(e)
 	if strings.HasPrefix(url, "http:") {
 		client = http.DefaultClient
@@ -94,7 +107,7 @@ func exchange(t *testing.T, e *Emulator, url, bearer, body string) (int, []byte)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, data
+	return resp.StatusCode, data, resp.Header
 }
 
 func podKeyBody(t *testing.T) string {

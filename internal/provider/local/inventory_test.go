@@ -47,6 +47,12 @@ var inlineInstances = []Instance{
 	{Name: "node-c", State: StateTerminated},
 }
 
+// nodeA is inlineInstances' node-a as looked up: the defaults filled in.
+var nodeA = Instance{
+	Name: "node-a", ProviderID: "local://node-a", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
+	State: StateRunning, Addresses: []Address{{Type: v1.NodeInternalIP, Address: "127.0.0.10"}},
+}
+
 // inventoryLookups are TestInventoryLookup's cases: a Node looked up in
 // inlineInstances, with or without autoInventory, and the instance found,
 // nothing, or an error.
@@ -62,19 +68,13 @@ var inventoryLookups = []struct {
 		name:      "an instance is found by name and gets the default providerID, state, type, zone and region",
 		node:      testNode("node-a", "", nil),
 		wantFound: true,
-		want: Instance{
-			Name: "node-a", ProviderID: "local://node-a", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
-			State: StateRunning, Addresses: []Address{{Type: v1.NodeInternalIP, Address: "127.0.0.10"}},
-		},
+		want:      nodeA,
 	},
 	{
 		name:      "an instance is found by its default providerID",
 		node:      testNode("renamed", "local://node-a", nil),
 		wantFound: true,
-		want: Instance{
-			Name: "node-a", ProviderID: "local://node-a", InstanceType: DefaultInstanceType, Zone: DefaultZone, Region: DefaultRegion,
-			State: StateRunning, Addresses: []Address{{Type: v1.NodeInternalIP, Address: "127.0.0.10"}},
-		},
+		want:      nodeA,
 	},
 	{
 		name:      "an instance is found by its given providerID and keeps its own fields",

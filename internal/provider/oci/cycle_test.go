@@ -58,15 +58,3 @@ func startEmulator(t *testing.T) *emulator.Emulator {
 	e, err := emulator.New(emulator.Options{})
 	return coretest.Serve(t, e, err)
 }
-
-// callCounts are the calls e served, reads and writes.
-func callCounts(e *emulator.Emulator) (reads, writes int) {
-	for _, c := range e.Calls() {
-		if c.Method == http.MethodGet {
-			reads += c.Count
-		} else {
-			writes += c.Count
-		}
-	}
-	return reads, writes
-}

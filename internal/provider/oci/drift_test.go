@@ -50,10 +50,7 @@ func driftOf(t *testing.T, kind string, annotations map[string]string, kinds []s
 	svc := lbSvc("drift", "uid-drift", 30180)
 	svc.Annotations = maps.Clone(annotations)
 	if annotations["oci.oraclecloud.com/security-rule-management-mode"] == "NSG" {
-		f := e.Fixture()
-		back, err := c.api.CreateNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
-		require.NoError(t, err)
-		svc.Annotations["oci.oraclecloud.com/oci-backend-network-security-group"] = back.ID
+		backendNSG(t, e, c, svc)
 	}
 	kube := fake.NewClientset(svc)
 	c.SetKube(kube)
@@ -371,4 +368,13 @@ func rulesDoing(t *testing.T, e *emulator.Emulator, list string, want ociapi.Sec
 		}
 	}
 	return marked, unmarked
+}
+
+// backendNSG makes an NSG in e's VCN and names it on svc as its backends'.
+func backendNSG(t *testing.T, e *emulator.Emulator, c *Cloud, svc *v1.Service) {
+	t.Helper()
+	f := e.Fixture()
+	back, err := c.api.CreateNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
+	require.NoError(t, err)
+	svc.Annotations["oci.oraclecloud.com/oci-backend-network-security-group"] = back.ID
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
@@ -27,7 +28,7 @@ func explainOf(t *testing.T, e *emulator.Emulator, c *Cloud, svc *v1.Service, no
 	e.ResetCalls()
 	x, err := c.ExplainService(t.Context(), "kubernetes", svc, nodes)
 	require.NoError(t, err)
-	_, writes := callCounts(e)
+	_, writes := ocitest.ReadsAndWrites(e)
 	require.Zero(t, writes, "explain writes nothing: %v", e.Calls())
 	return x
 }
@@ -64,10 +65,7 @@ func explainKind(t *testing.T, kind, ruleKind string, annotations map[string]str
 	svc := lbSvc("web", "uid-explain", 30180)
 	svc.Annotations = maps.Clone(annotations)
 	if ruleKind == "NSG rule" {
-		f := e.Fixture()
-		back, err := c.api.CreateNSG(t.Context(), f.CompartmentID, f.VCNID, "nodes", nil, "")
-		require.NoError(t, err)
-		svc.Annotations["oci.oraclecloud.com/oci-backend-network-security-group"] = back.ID
+		backendNSG(t, e, c, svc)
 	}
 	kube := fake.NewClientset(svc)
 	c.SetKube(kube)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
 	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
@@ -115,7 +116,7 @@ func TestNodeLookupsCostTheSameListingsForAnyNumberOfNodes(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, exists)
 		}
-		reads, _ := callCounts(e)
+		reads, _ := ocitest.ReadsAndWrites(e)
 		return reads
 	}
 	few, many := calls(3), calls(60)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 	"github.com/overcast-ccm/overcast/internal/provider/providertest"
@@ -96,7 +97,7 @@ func (fc *familyCluster) ensure(t *testing.T, svc *v1.Service) (*v1.LoadBalancer
 
 // writes counts the calls that change something.
 func writes(e *emulator.Emulator) int {
-	_, n := callCounts(e)
+	_, n := ocitest.ReadsAndWrites(e)
 	return n
 }
 

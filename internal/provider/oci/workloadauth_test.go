@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
-	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
-	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/overcast-ccm/overcast/internal/doctor"
+	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
 	"github.com/overcast-ccm/overcast/internal/provider/oci/ociapi"
 )
 
@@ -31,17 +30,6 @@ func peerWorkloadConfig(e *emulator.Emulator) string {
 	f := e.Fixture()
 	return fmt.Sprintf("auth:\n  region: us-ashburn-1\nuseWorkloadIdentity: true\ncompartment: %s\nvcn: %s\nloadBalancer:\n  subnet1: %s\n  securityListManagementMode: All\nendpoints:\n  api: %s\n",
 		f.CompartmentID, f.VCNID, f.SubnetID, e.URL())
-}
-
-// exchanges counts the calls of e's workload identity endpoint, by status.
-func exchanges(e *emulator.Emulator) map[int]int {
-	out := map[int]int{}
-	for _, c := range e.Calls() {
-		if c.Service == "workloadidentity" {
-			out[c.Code] += c.Count
-		}
-	}
-	return out
 }
 
 // The peer's config and environment, unchanged: the CCM trades its
@@ -175,7 +163,7 @@ func TestWorkloadIdentityCallsAsTheServiceAccount(t *testing.T) {
 	keyID, _, err := c.sessions.SigningKey()
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(keyID, "ST$ey"))
-	assert.Equal(t, map[int]int{200: 1}, exchanges(e), "one exchange for every call")
+	assert.Equal(t, map[int]int{200: 1}, ocitest.CallsOf(e, "workloadidentity"), "one exchange for every call")
 }
 
 // Bad config, or a pod without what workload identity needs: an error at

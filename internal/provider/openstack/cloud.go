@@ -2,6 +2,7 @@ package openstack
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -36,7 +37,7 @@ type Cloud struct {
 	mu    sync.Mutex
 	nodes corelisters.NodeLister
 	// global is the [Global] section in effect (setGlobal changes it).
-	global Global
+	global atomic.Pointer[Global]
 }
 
 var (
@@ -51,7 +52,8 @@ func New(cfg Config) (*Cloud, error) {
 		return nil, err
 	}
 	gw := osapi.New(cfg.Global.settings())
-	c := &Cloud{cfg: cfg, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw}, global: cfg.Global}
+	c := &Cloud{cfg: cfg, api: gw, servers: newServerSnapshot(gw), ports: &portAddresses{api: gw}}
+	c.global.Store(&cfg.Global)
 	c.lb = newSteps(c)
 	c.ports.floatingIPs = c.lb.index.fips.AllWithin
 	c.Cycle = c.lb.cycle
@@ -97,11 +99,7 @@ func (c *Cloud) SetInformers(f informers.SharedInformerFactory) {
 }
 
 // globals is the [Global] section in effect.
-func (c *Cloud) globals() Global {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.global
-}
+func (c *Cloud) globals() Global { return *c.global.Load() }
 
 func (c *Cloud) nodeLister() corelisters.NodeLister {
 	c.mu.Lock()
@@ -118,9 +116,7 @@ func (c *Cloud) nodeLister() corelisters.NodeLister {
 // of the old view is out of this one), and the load balancers and floating
 // IPs too.
 func (c *Cloud) setGlobal(cfg Config) (bool, error) {
-	c.mu.Lock()
-	c.global = cfg.Global
-	c.mu.Unlock()
+	c.global.Store(&cfg.Global)
 	if !c.api.SetSettings(cfg.Global.settings()) {
 		return false, nil
 	}

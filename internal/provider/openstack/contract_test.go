@@ -476,10 +476,7 @@ func TestContractLoadBalancer(t *testing.T) {
 	}
 
 	deleteLB(t, c, svc)
-	pages, err := floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: fip.String()}).AllPages(t.Context())
-	require.NoError(t, err)
-	fips, err := floatingips.ExtractFloatingIPs(pages)
-	require.NoError(t, err)
+	fips := sdkAll(t, floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: fip.String()}), floatingips.ExtractFloatingIPs)
 	assert.Empty(t, fips, "the floating IP the CCM allocated is released")
 	require.NoError(t, c.EnsureLoadBalancerDeleted(t.Context(), "contract", svc), "deleting again is success")
 }
@@ -504,10 +501,7 @@ func TestContractANodeWithoutAddressesYetIsAMember(t *testing.T) {
 	lb, err := c.lb.findLB(t.Context(), svc)
 	require.NoError(t, err)
 	require.NotNil(t, lb)
-	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}).AllPages(t.Context())
-	require.NoError(t, err)
-	ps, err := pools.ExtractPools(pages)
-	require.NoError(t, err)
+	ps := sdkAll(t, pools.List(octavia, pools.ListOpts{LoadbalancerID: lb.ID}), pools.ExtractPools)
 	require.NotEmpty(t, ps)
 	want := []string{"10.0.0.201", srv.fixedIP}
 	slices.Sort(want)
@@ -580,10 +574,7 @@ func TestContractUnchangedServicesShareTwoListings(t *testing.T) {
 // lists them through gophercloud (not the CCM's own listing).
 func memberAddresses(t *testing.T, octavia *gophercloud.ServiceClient, poolID string) []string {
 	t.Helper()
-	pages, err := pools.ListMembers(octavia, poolID, nil).AllPages(t.Context())
-	require.NoError(t, err)
-	members, err := pools.ExtractMembers(pages)
-	require.NoError(t, err)
+	members := sdkAll(t, pools.ListMembers(octavia, poolID, nil), pools.ExtractMembers)
 	var got []string
 	for _, m := range members {
 		got = append(got, m.Address)
@@ -596,10 +587,7 @@ func memberAddresses(t *testing.T, octavia *gophercloud.ServiceClient, poolID st
 // status too), read with the SDK.
 func poolsOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []pools.Pool {
 	t.Helper()
-	pages, err := pools.List(octavia, pools.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
-	require.NoError(t, err)
-	ps, err := pools.ExtractPools(pages)
-	require.NoError(t, err)
+	ps := sdkAll(t, pools.List(octavia, pools.ListOpts{LoadbalancerID: lbID}), pools.ExtractPools)
 	return ps
 }
 
@@ -803,10 +791,7 @@ func TestContractInternalLoadBalancerAndKeptFloatingIP(t *testing.T) {
 	kept := contractService(contractName("kept"), map[string]string{"loadbalancer.openstack.org/keep-floatingip": "true"})
 	st = ensure(t, c, kept, nil)
 	deleteLB(t, c, kept)
-	pages, err := floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: st.Ingress[0].IP}).AllPages(t.Context())
-	require.NoError(t, err)
-	fips, err := floatingips.ExtractFloatingIPs(pages)
-	require.NoError(t, err)
+	fips := sdkAll(t, floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: st.Ingress[0].IP}), floatingips.ExtractFloatingIPs)
 	require.Len(t, fips, 1, "keep-floatingip keeps it")
 	assert.Empty(t, fips[0].PortID, "detached")
 	require.NoError(t, floatingips.Delete(t.Context(), tg.network, fips[0].ID).ExtractErr())

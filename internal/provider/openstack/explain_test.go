@@ -165,10 +165,7 @@ func changeBehindItsBack(t *testing.T, tg *contractTarget, c *Cloud, e provider.
 func removeMember(t *testing.T, tg *contractTarget, c *Cloud, poolID, ip string) {
 	t.Helper()
 	octavia := tg.octavia(t, c)
-	pages, err := pools.ListMembers(octavia, poolID, pools.ListMembersOpts{}).AllPages(t.Context())
-	require.NoError(t, err)
-	members, err := pools.ExtractMembers(pages)
-	require.NoError(t, err)
+	members := sdkAll(t, pools.ListMembers(octavia, poolID, pools.ListMembersOpts{}), pools.ExtractMembers)
 	for _, m := range members {
 		if m.Address == ip {
 			require.NoError(t, poll(time.Minute, func() error { return pools.DeleteMember(t.Context(), octavia, poolID, m.ID).ExtractErr() }))

@@ -82,10 +82,7 @@ func TestContractIPv6LoadBalancer(t *testing.T) {
 	require.Len(t, lb.AdditionalVips, 1)
 	assert.Equal(t, sn.ID, lb.AdditionalVips[0].SubnetID)
 	deleteLB(t, c, dual)
-	pages, err := floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: st.Ingress[0].IP}).AllPages(t.Context())
-	require.NoError(t, err)
-	fips, err := floatingips.ExtractFloatingIPs(pages)
-	require.NoError(t, err)
+	fips := sdkAll(t, floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: st.Ingress[0].IP}), floatingips.ExtractFloatingIPs)
 	assert.Empty(t, fips)
 }
 

@@ -27,10 +27,7 @@ const manageSGs = "\n[LoadBalancer]\nmanage-security-groups = true\n"
 // sgOf is the Service's group as Neutron lists it by our tag, nil when none.
 func sgOf(t *testing.T, tg *contractTarget, svc *v1.Service) *groups.SecGroup {
 	t.Helper()
-	pages, err := groups.List(tg.network, groups.ListOpts{Tags: tagService + string(svc.UID)}).AllPages(t.Context())
-	require.NoError(t, err)
-	gs, err := groups.ExtractGroups(pages)
-	require.NoError(t, err)
+	gs := sdkAll(t, groups.List(tg.network, groups.ListOpts{Tags: tagService + string(svc.UID)}), groups.ExtractGroups)
 	require.LessOrEqual(t, len(gs), 1)
 	if len(gs) == 0 {
 		return nil
@@ -41,10 +38,7 @@ func sgOf(t *testing.T, tg *contractTarget, svc *v1.Service) *groups.SecGroup {
 // ingress is the group's ingress rules as "proto port from remote".
 func ingress(t *testing.T, tg *contractTarget, groupID string) []string {
 	t.Helper()
-	pages, err := rules.List(tg.network, rules.ListOpts{SecGroupID: groupID, Direction: "ingress"}).AllPages(t.Context())
-	require.NoError(t, err)
-	rs, err := rules.ExtractRules(pages)
-	require.NoError(t, err)
+	rs := sdkAll(t, rules.List(tg.network, rules.ListOpts{SecGroupID: groupID, Direction: "ingress"}), rules.ExtractRules)
 	var out []string
 	for _, r := range rs {
 		out = append(out, fmt.Sprintf("%s %d from %s", r.Protocol, r.PortRangeMin, r.RemoteIPPrefix))
@@ -56,10 +50,7 @@ func ingress(t *testing.T, tg *contractTarget, groupID string) []string {
 // portGroups is the security groups of the server's port.
 func portGroups(t *testing.T, tg *contractTarget, serverID string) []string {
 	t.Helper()
-	pages, err := ports.List(tg.network, ports.ListOpts{DeviceID: serverID}).AllPages(t.Context())
-	require.NoError(t, err)
-	ps, err := ports.ExtractPorts(pages)
-	require.NoError(t, err)
+	ps := sdkAll(t, ports.List(tg.network, ports.ListOpts{DeviceID: serverID}), ports.ExtractPorts)
 	require.Len(t, ps, 1)
 	return ps[0].SecurityGroups
 }
@@ -67,10 +58,7 @@ func portGroups(t *testing.T, tg *contractTarget, serverID string) []string {
 // subnetOf is the CIDR of the subnet holding ip.
 func subnetOf(t *testing.T, tg *contractTarget, ip string) string {
 	t.Helper()
-	pages, err := subnets.List(tg.network, subnets.ListOpts{NetworkID: tg.netID}).AllPages(t.Context())
-	require.NoError(t, err)
-	sns, err := subnets.ExtractSubnets(pages)
-	require.NoError(t, err)
+	sns := sdkAll(t, subnets.List(tg.network, subnets.ListOpts{NetworkID: tg.netID}), subnets.ExtractSubnets)
 	for _, sn := range sns {
 		if netip.MustParsePrefix(sn.CIDR).Contains(netip.MustParseAddr(ip)) {
 			return sn.CIDR
@@ -222,10 +210,7 @@ func TestContractSecurityGroupsOfThePeerAndOfAnotherCluster(t *testing.T) {
 func TestContractAPortChangedMeanwhileKeepsBothChanges(t *testing.T) {
 	tg := newContractTarget(t)
 	s := tg.server(t, contractName("sg-race"))
-	pages, err := ports.List(tg.network, ports.ListOpts{DeviceID: s.id}).AllPages(t.Context())
-	require.NoError(t, err)
-	ps, err := ports.ExtractPorts(pages)
-	require.NoError(t, err)
+	ps := sdkAll(t, ports.List(tg.network, ports.ListOpts{DeviceID: s.id}), ports.ExtractPorts)
 	require.Len(t, ps, 1)
 	read := ps[0]
 	mine, err := groups.Create(t.Context(), tg.network, groups.CreateOpts{Name: contractName("ours")}).Extract()

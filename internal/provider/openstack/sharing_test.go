@@ -17,6 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -43,6 +44,17 @@ func listenersOf(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) 
 	return out
 }
 
+// sdkAll is every item of pager's pages, read with the SDK (as someone
+// else would read the cloud).
+func sdkAll[T any](t *testing.T, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) []T {
+	t.Helper()
+	pages, err := pager.AllPages(t.Context())
+	require.NoError(t, err)
+	all, err := extract(pages)
+	require.NoError(t, err)
+	return all
+}
+
 // getLB is the load balancer id as c's API reads it, and whether it exists.
 func getLB(t *testing.T, c *Cloud, id string) (*osapi.LoadBalancer, bool) {
 	t.Helper()
@@ -56,10 +68,7 @@ func getLB(t *testing.T, c *Cloud, id string) (*osapi.LoadBalancer, bool) {
 
 func fipsAt(t *testing.T, tg *contractTarget, addr string) []floatingips.FloatingIP {
 	t.Helper()
-	pages, err := floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: addr}).AllPages(t.Context())
-	require.NoError(t, err)
-	fips, err := floatingips.ExtractFloatingIPs(pages)
-	require.NoError(t, err)
+	fips := sdkAll(t, floatingips.List(tg.network, floatingips.ListOpts{FloatingIP: addr}), floatingips.ExtractFloatingIPs)
 	return fips
 }
 
@@ -272,10 +281,7 @@ func listenerIDs(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) 
 // lbListeners lists the load balancer's listeners.
 func lbListeners(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) []listeners.Listener {
 	t.Helper()
-	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
-	require.NoError(t, err)
-	ls, err := listeners.ExtractListeners(pages)
-	require.NoError(t, err)
+	ls := sdkAll(t, listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}), listeners.ExtractListeners)
 	return ls
 }
 

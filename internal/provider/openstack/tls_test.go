@@ -57,10 +57,7 @@ func storeContainer(t *testing.T, c *Cloud, name string, cert, key []byte) strin
 // each pool's protocol by its listener's port.
 func tlsListeners(t *testing.T, octavia *gophercloud.ServiceClient, lbID string) (map[string]string, map[int]string) {
 	t.Helper()
-	pages, err := listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}).AllPages(t.Context())
-	require.NoError(t, err)
-	ls, err := listeners.ExtractListeners(pages)
-	require.NoError(t, err)
+	ls := sdkAll(t, listeners.List(octavia, listeners.ListOpts{LoadbalancerID: lbID}), listeners.ExtractListeners)
 	out, poolProto := map[string]string{}, map[int]string{}
 	for _, l := range ls {
 		out[l.Protocol+"/"+strconv.Itoa(l.ProtocolPort)] = l.DefaultTlsContainerRef

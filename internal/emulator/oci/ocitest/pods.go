@@ -5,6 +5,7 @@
 package ocitest
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -122,4 +123,16 @@ func CallsOf(e *emulator.Emulator, service string) map[int]int {
 		}
 	}
 	return out
+}
+
+// ReadsAndWrites are the calls e served: GETs, and the others.
+func ReadsAndWrites(e *emulator.Emulator) (reads, writes int) {
+	for _, c := range e.Calls() {
+		if c.Method == http.MethodGet {
+			reads += c.Count
+		} else {
+			writes += c.Count
+		}
+	}
+	return reads, writes
 }

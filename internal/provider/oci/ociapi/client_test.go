@@ -23,6 +23,7 @@ import (
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
 	"github.com/overcast-ccm/overcast/internal/emulator/core/coretest"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
+	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 )
 
@@ -66,17 +67,6 @@ var testKey = func() *rsa.PrivateKey {
 	return k
 }()
 
-func callCounts(e *emulator.Emulator) (reads, writes int) {
-	for _, c := range e.Calls() {
-		if c.Method == http.MethodGet {
-			reads += c.Count
-		} else {
-			writes += c.Count
-		}
-	}
-	return reads, writes
-}
-
 func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
 	e := startEmulator(t)
 	g := gatewayOf(t, e)
@@ -93,7 +83,7 @@ func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 5)
 	assert.Equal(t, "n5", all[4].DisplayName)
-	reads, _ := callCounts(e)
+	reads, _ := ocitest.ReadsAndWrites(e)
 	assert.Equal(t, 3, reads, "five instances in pages of two")
 
 	inst, err := g.Instance(ctx, ids[1])
@@ -132,7 +122,7 @@ func TestTheGatewayReadsNodesThroughTheEmulator(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 5, public)
-	reads, _ = callCounts(e)
+	reads, _ = ocitest.ReadsAndWrites(e)
 	assert.Equal(t, 6, reads)
 }
 
@@ -230,7 +220,7 @@ func TestAListingBeyondTheResponseLimitIsReadInSmallerPages(t *testing.T) {
 	all, err = g.Instances(t.Context(), InCompartment(f.CompartmentID))
 	require.NoError(t, err)
 	require.Len(t, all, 40)
-	reads, _ := callCounts(e)
+	reads, _ := ocitest.ReadsAndWrites(e)
 	assert.Equal(t, (40+limit-1)/limit, reads, "the next listing asks %d a page at once", limit)
 }
 
@@ -258,12 +248,12 @@ func TestAListingSizesItsPagesByTheItemsItRead(t *testing.T) {
 	require.Len(t, all, 60, "every instance, once")
 	limit := g.pageLimit(coreAPI+"/instances", nil)
 	assert.InDelta(t, 12, limit, 4, "pages of about pageBytes (the emulator's items are larger than the fields decoded)")
-	reads, _ := callCounts(e)
+	reads, _ := ocitest.ReadsAndWrites(e)
 	assert.Equal(t, 1+(55+limit-1)/limit, reads, "the first page of 5, then %d a page", limit)
 
 	e.ResetCalls()
 	_, err = list[Instance](t.Context(), g, "compute", g.ep.Core, coreAPI+"/instances", With(InCompartment(f.CompartmentID), "limit", "5"))
 	require.NoError(t, err)
-	reads, _ = callCounts(e)
+	reads, _ = ocitest.ReadsAndWrites(e)
 	assert.Equal(t, (60+limit-1)/limit, reads, "the next listing asks %d a page at once", limit)
 }

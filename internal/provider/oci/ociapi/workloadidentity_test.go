@@ -62,17 +62,6 @@ func workloadOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*Workload
 	return w, s, g
 }
 
-// exchanges counts the calls of e's workload identity endpoint, by status.
-func exchanges(e *emulator.Emulator) map[int]int {
-	out := map[int]int{}
-	for _, c := range e.Calls() {
-		if c.Service == "workloadidentity" {
-			out[c.Code] += c.Count
-		}
-	}
-	return out
-}
-
 // The session token is renewed before it expires (half-way through one of
 // 4 minutes), and the ServiceAccount token is read anew for each exchange:
 // the kubelet's rotation is picked up.
@@ -82,7 +71,7 @@ func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T)
 	p := ocitest.PodOn(t, e, 10*time.Minute)
 	_, s, g := workloadOn(t, e, clock)
 	call, key, second := renewedHalfWay(t, e, clock, s, g)
-	assert.Equal(t, map[int]int{200: 2}, exchanges(e))
+	assert.Equal(t, map[int]int{200: 2}, ocitest.CallsOf(e, "workloadidentity"))
 
 	// The ServiceAccount token expires (the file not rotated): refused
 	// before asking, saying so, once the session token is gone too.
@@ -100,7 +89,7 @@ func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T)
 	clock.Add(renewRetry)
 	assert.NotEqual(t, second, key())
 	call()
-	assert.Equal(t, map[int]int{200: 3}, exchanges(e))
+	assert.Equal(t, map[int]int{200: 3}, ocitest.CallsOf(e, "workloadidentity"))
 }
 
 // A refusal says the endpoint, the status and the likely cause, never a
@@ -134,13 +123,13 @@ func TestWorkloadIdentityRefusalsSayWhyWithoutTheToken(t *testing.T) {
 	e.ResetCalls()
 	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusServiceUnavailable})
 	fails("answered 503 Service Unavailable", "unavailable (tried 3 times)")
-	assert.Equal(t, map[int]int{503: 3}, exchanges(e), "three attempts, no more")
+	assert.Equal(t, map[int]int{503: 3}, ocitest.CallsOf(e, "workloadidentity"), "three attempts, no more")
 	e.ClearFaults()
 	e.ResetCalls()
 	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusServiceUnavailable, Count: 2})
 	_, err := w.exchange(t.Context())
 	require.NoError(t, err, "the third attempt")
-	assert.Equal(t, map[int]int{503: 2, 200: 1}, exchanges(e))
+	assert.Equal(t, map[int]int{503: 2, 200: 1}, ocitest.CallsOf(e, "workloadidentity"))
 
 	// Due for renewal but the endpoint is down: the token signs on until
 	// it expires, then the failure is the request's.

@@ -3,9 +3,6 @@ package osapi
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
-	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/pools"
 )
 
 // RequestBody is what the client sends for opts, one of the write or query
@@ -26,9 +23,7 @@ func RequestBody(opts any) (string, error) {
 func wireOf(opts any) (any, error) {
 	switch o := opts.(type) {
 	case LoadBalancerCreate:
-		return struct {
-			LoadBalancer loadbalancers.CreateOpts `json:"loadbalancer"`
-		}{loadBalancerCreateOpts(o)}, nil
+		return map[string]any{"loadbalancer": loadBalancerCreateOpts(o)}, nil
 	case ListenerCreate:
 		return listenerCreateOpts(o).ToListenerCreateMap()
 	case ListenerUpdate:
@@ -40,9 +35,7 @@ func wireOf(opts any) (any, error) {
 	case MonitorUpdate:
 		return monitorUpdateOpts(o).ToMonitorUpdateMap()
 	case []PoolMember:
-		return struct {
-			Members []pools.BatchUpdateMemberOpts `json:"members"`
-		}{memberBatchOpts(o)}, nil
+		return map[string]any{"members": memberBatchOpts(o)}, nil
 	case PoolMember:
 		return memberCreateOpts(o).ToMemberCreateMap()
 	case FloatingIPCreate:
