@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,12 +54,12 @@ func runExplain(args []string, stdout io.Writer) error {
 		return usageError{err.Error()}
 	}
 	defer cancel()
-	cloud, err := cloudprovider.InitCloudProvider(*cc.cloud, *cc.config)
+	if !slices.Contains(provider.Names(), *cc.cloud) {
+		return usageError{fmt.Sprintf("unknown --cloud-provider %q (one of %s)", *cc.cloud, strings.Join(provider.Names(), ", "))}
+	}
+	cloud, err := provider.Init(*cc.cloud, *cc.config)
 	if err != nil {
 		return fmt.Errorf("--cloud-provider=%s --cloud-config=%s: %w", *cc.cloud, *cc.config, err)
-	}
-	if cloud == nil {
-		return usageError{fmt.Sprintf("unknown --cloud-provider %q (one of %s)", *cc.cloud, strings.Join(provider.Names(), ", "))}
 	}
 	cfg, _, err := kubeConfig(*cc.kubeconfig)
 	if err != nil {

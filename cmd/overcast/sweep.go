@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/overcast-ccm/overcast/internal/provider"
 	"github.com/overcast-ccm/overcast/internal/sweep"
 )
 
@@ -28,12 +28,9 @@ func runSweep(args []string, stdout io.Writer) error {
 	}
 	defer cancel()
 
-	c, err := cloudprovider.InitCloudProvider(*cc.cloud, *cc.config)
+	c, err := provider.Init(*cc.cloud, *cc.config)
 	if err != nil {
 		return fmt.Errorf("--cloud-provider=%s --cloud-config=%s: %w", *cc.cloud, *cc.config, err)
-	}
-	if c == nil {
-		return fmt.Errorf("unknown --cloud-provider %q", *cc.cloud)
 	}
 	cfg, _, err := kubeConfig(*cc.kubeconfig)
 	if err != nil {

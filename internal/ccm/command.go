@@ -156,10 +156,7 @@ func (i *cloudInit) releaseLease() {
 // build makes the cloud; an invalid configuration is written to stderr, every
 // problem on a line, and returned as an Exit with ExitCodeConfig.
 func (i *cloudInit) build(name, configFile string) error {
-	cloud, err := cloudprovider.InitCloudProvider(name, configFile)
-	if err == nil && cloud == nil {
-		err = fmt.Errorf("unknown cloud provider (this binary serves: %v)", Providers())
-	}
+	cloud, err := provider.Init(name, configFile)
 	if err != nil {
 		fmt.Fprintf(i.stderr, "overcast-ccm: invalid --cloud-provider=%s --cloud-config=%s:\n%v\n", name, configFile, err)
 		return &Exit{Code: ExitCodeConfig, Err: err}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -170,6 +171,16 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func checkConfig(o Options) (cloudprovider.Interface, Result) {
 	r := Result{Check: "cloud config"}
+	if o.CloudConfig != "" {
+		f, err := os.Open(o.CloudConfig)
+		if err != nil {
+			// The framework would end the process with a stack trace.
+			r.Status, r.Detail = Fail, fmt.Sprintf("--cloud-config=%s: %v", o.CloudConfig, err)
+			r.Fix = "give the path of the cloud config the CCM reads (a readable file)"
+			return nil, r
+		}
+		_ = f.Close()
+	}
 	cloud, err := cloudprovider.InitCloudProvider(o.Cloud, o.CloudConfig)
 	switch {
 	case err != nil:
@@ -178,7 +189,7 @@ func checkConfig(o Options) (cloudprovider.Interface, Result) {
 		return nil, r
 	case cloud == nil:
 		r.Status, r.Detail = Fail, fmt.Sprintf("unknown --cloud-provider %q", o.Cloud)
-		r.Fix = "use one of the clouds overcast-ccm serves: openstack, local"
+		r.Fix = "use one of the clouds overcast-ccm serves"
 		return nil, r
 	}
 	r.Detail = fmt.Sprintf("%s parses (%s)", o.CloudConfig, o.Cloud)

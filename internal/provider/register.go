@@ -10,6 +10,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -193,4 +194,22 @@ func (b *Base) Kube() kubernetes.Interface {
 		return *p
 	}
 	return nil
+}
+
+// Init builds the cloud name from configFile as the framework's
+// InitCloudProvider does, but a file that cannot be opened is an error
+// naming it (the framework would exit the process with a stack trace), and
+// a name no cloud has is one naming the clouds served.
+func Init(name, configFile string) (cloudprovider.Interface, error) {
+	if !slices.Contains(Names(), name) {
+		return nil, fmt.Errorf("no cloud %q: this binary serves %s", name, strings.Join(Names(), ", "))
+	}
+	if configFile != "" {
+		f, err := os.Open(configFile)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the cloud config: %w", err)
+		}
+		_ = f.Close()
+	}
+	return cloudprovider.InitCloudProvider(name, configFile)
 }
