@@ -24,12 +24,12 @@ import (
 func DecodeYAML(data []byte, out any) error {
 	var root yaml3.Node
 	if err := yaml3.Unmarshal(data, &root); err != nil {
-		return fmt.Errorf("not valid YAML: %w", QuietYAMLError(err))
+		return &SyntaxError{fmt.Errorf("not valid YAML: %w", QuietYAMLError(err))}
 	}
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		// Its message may print a value unquoted (a null key's): not shown.
-		return errors.New("not valid YAML for a config: a key that is null, or a mapping as a key")
+		return &SyntaxError{errors.New("not valid YAML for a config: a key that is null, or a mapping as a key")}
 	}
 	w := &yamlWalk{lines: map[string]int{}}
 	if len(root.Content) > 0 {
@@ -44,6 +44,13 @@ func DecodeYAML(data []byte, out any) error {
 	}
 	return errors.Join(w.errs...)
 }
+
+// SyntaxError is a config that could not be parsed at all: nothing of it was
+// read, so no key can be said missing or wrong beside it.
+type SyntaxError struct{ err error }
+
+func (e *SyntaxError) Error() string { return e.err.Error() }
+func (e *SyntaxError) Unwrap() error { return e.err }
 
 // yamlWalk checks a document's keys against the struct it decodes into.
 type yamlWalk struct {

@@ -45,6 +45,9 @@ func Register[C any, I cloudprovider.Interface](name string, read func(io.Reader
 			}
 			return nil, readErr
 		}
+		if _, unparsed := errors.AsType[*cfgutil.SyntaxError](readErr); unparsed {
+			return nil, readErr // nothing was read: no key is missing
+		}
 		c, err := build(cfg)
 		if readErr != nil || err != nil {
 			return nil, errors.Join(readErr, err)
