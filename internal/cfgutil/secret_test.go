@@ -123,7 +123,7 @@ func TestYAMLProblemsNameTheirLine(t *testing.T) {
 		"auth:\n  region: a\n  regoin: b\n":                 "line 3: auth.regoin: unknown key",
 		"auth:\n  key: a\n  key: b\n":                       "line 3: auth.key is set twice (also on line 2)",
 		"auth:\n  key x: a\n":                               "line 2: auth: a key that is not a name",
-		"passphrase: [a]\n":                                 "line 1: passphrase: cannot use a array here, want a string",
+		"passphrase: [a]\n":                                 "line 1: passphrase: cannot use an array here, want a string",
 		"- a\n":                                             "line 1: the document must be a mapping",
 		"tags: {\"a b\": c}\n":                              "",
 		"auth: {key: \"a\\qb\"}\n":                          "not valid YAML",

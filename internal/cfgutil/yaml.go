@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,12 @@ func DecodeYAML(data []byte, out any) error {
 			return fmt.Errorf("line %d: the document must be a mapping of keys to values", doc.Line)
 		}
 		w.walk("", doc, reflect.TypeOf(out).Elem())
+		if w.cleared {
+			// Decode the rest: a value refused alone stops no other key.
+			if js, err = nodeJSON(&root); err != nil {
+				return errors.Join(append(w.errs, err)...)
+			}
+		}
 	}
 	if err := json.Unmarshal(js, out); err != nil {
 		w.errs = append(w.errs, w.typeError(err))
@@ -56,6 +63,44 @@ func (e *SyntaxError) Unwrap() error { return e.err }
 type yamlWalk struct {
 	errs  []error
 	lines map[string]int // a key's path (list indexes left out) → its line
+	// cleared: a value was refused and its key left out, so that the
+	// decoder goes on to the other keys (it stops at a value's own error).
+	cleared bool
+}
+
+// leaf checks the scalar n of a key of type t as the decoder would, alone:
+// a value it refuses is reported with its line, and false returned (its key
+// is then left out of what is decoded).
+func (w *yamlWalk) leaf(path string, n *yaml3.Node, t reflect.Type) bool {
+	// As the decoder reads it: the scalar alone, through the same YAML to
+	// JSON conversion (which takes yes for true, as YAML 1.1 does).
+	doc, err := yaml3.Marshal(n)
+	if err != nil {
+		return true
+	}
+	js, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return true // the decoder says why
+	}
+	err = json.Unmarshal(js, reflect.New(t).Interface())
+	if err == nil {
+		return true
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		err = fmt.Errorf("cannot use %s here, want %s", withArticle(te.Value), kindName(t))
+	}
+	w.add(n.Line, "%s: %v", path, err)
+	w.cleared = true
+	return false
+}
+
+// nodeJSON is the document root as JSON.
+func nodeJSON(root *yaml3.Node) ([]byte, error) {
+	data, err := yaml3.Marshal(root)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.YAMLToJSON(data)
 }
 
 func (w *yamlWalk) add(line int, format string, a ...any) {
@@ -92,6 +137,12 @@ func (w *yamlWalk) mapping(path string, n *yaml3.Node, t reflect.Type) {
 		fields = jsonFields(t)
 	}
 	seen := map[string]int{}
+	var refused []int // the keys whose value leaf refused, by index
+	defer func() {
+		for j := len(refused) - 1; j >= 0; j-- {
+			n.Content = slices.Delete(n.Content, refused[j], refused[j]+2)
+		}
+	}()
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml3.ScalarNode && k.Tag == "!!merge" {
@@ -121,6 +172,12 @@ func (w *yamlWalk) mapping(path string, n *yaml3.Node, t reflect.Type) {
 			w.add(k.Line, "%s: unknown key%s", p, suggest(k.Value, fields))
 			continue
 		}
+		if v.Kind == yaml3.ScalarNode && v.Tag != "!!null" {
+			if !w.leaf(p, v, ft) {
+				refused = append(refused, i)
+			}
+			continue
+		}
 		w.walk(p, v, ft)
 	}
 }
@@ -131,7 +188,7 @@ func (w *yamlWalk) typeError(err error) error {
 	if !ok {
 		return err
 	}
-	msg := fmt.Sprintf("%s: cannot use a %s here, want %s", te.Field, te.Value, kindName(te.Type))
+	msg := fmt.Sprintf("%s: cannot use %s here, want %s", te.Field, withArticle(te.Value), kindName(te.Type))
 	if line, ok := w.lines[noIndexes(te.Field)]; ok {
 		return fmt.Errorf("line %d: %s", line, msg)
 	}
@@ -184,8 +241,18 @@ func kindName(t reflect.Type) string {
 		return "true or false"
 	case reflect.Int, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
 		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
 	}
 	return "a " + t.Kind().String()
+}
+
+// withArticle is a JSON value's kind with its article: "an array", "a string".
+func withArticle(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 func join(path, k string) string {

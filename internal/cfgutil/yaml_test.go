@@ -82,3 +82,25 @@ type secretDoc struct {
 	doc
 	Token string `json:"token" secret:"true"`
 }
+
+// A value refused alone (a duration that is not one, a word for a number)
+// is said with its line, and stops no other key: each of them is said, and
+// the rest is decoded, so that no key is said missing that is there.
+func TestARefusedValueStopsNoOtherKey(t *testing.T) {
+	var out struct {
+		Interval Duration `json:"interval"`
+		Count    int      `json:"count"`
+		Enabled  bool     `json:"enabled"`
+		Name     string   `json:"name"`
+		Pools    []inner  `json:"pools"`
+	}
+	err := DecodeYAML([]byte("interval: soon\ncount: many\nenabled: yes\nname: x\npools:\n- name: p\n  addresses: [a]\n"), &out)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `line 1: interval: invalid duration "soon"`)
+	assert.Contains(t, err.Error(), "line 2: count: cannot use a string here, want a whole number")
+	assert.Len(t, strings.Split(err.Error(), "\n"), 2, "%v", err)
+	assert.True(t, out.Enabled, "yes is true, as the decoder reads it")
+	assert.Equal(t, "x", out.Name)
+	require.Len(t, out.Pools, 1)
+	assert.Equal(t, []string{"a"}, out.Pools[0].Addresses)
+}
