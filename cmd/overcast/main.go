@@ -52,49 +52,47 @@ func without(names []string, drop string) []string {
 	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == drop })
 }
 
+// commands are the CLI's commands, by name.
+var commands = map[string]func(args []string) error{
+	"dev":     runDev,
+	"emulate": runEmulate,
+	"doctor":  func(args []string) error { return runDoctor(args, os.Stdout) },
+	"clouds":  func(args []string) error { return runClouds(args, os.Stdout) },
+	"sweep":   func(args []string) error { return runSweep(args, os.Stdout) },
+	"explain": func(args []string) error { return runExplain(args, os.Stdout) },
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage())
 		os.Exit(2)
 	}
-	var err error
-	switch os.Args[1] {
-	case "dev":
-		err = runDev(os.Args[2:])
-	case "emulate":
-		err = runEmulate(os.Args[2:])
-	case "doctor":
-		err = runDoctor(os.Args[2:], os.Stdout)
-		if errors.Is(err, errChecksFailed) {
-			os.Exit(1)
-		}
-	case "clouds":
-		err = runClouds(os.Args[2:], os.Stdout)
-	case "sweep":
-		err = runSweep(os.Args[2:], os.Stdout)
-		if errors.Is(err, errLeftoversRemain) {
-			os.Exit(1)
-		}
-	case "explain":
-		err = runExplain(os.Args[2:], os.Stdout)
+	name := os.Args[1]
+	run, ok := commands[name]
+	switch {
+	case name == "-h" || name == "--help" || name == "help":
+		fmt.Print(usage())
+		return
+	case !ok:
+		fmt.Fprintf(os.Stderr, "overcast: unknown command %q\n\n%s", name, usage())
+		os.Exit(2)
+	}
+	err := run(os.Args[2:])
+	if name == "explain" {
 		if code := explainExit(err); code != 1 || errors.Is(err, errNothing) {
 			if code == 2 {
 				fmt.Fprintf(os.Stderr, "overcast explain: %v\n", err)
 			}
 			os.Exit(code)
 		}
-	case "-h", "--help", "help":
-		fmt.Print(usage())
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "overcast: unknown command %q\n\n%s", os.Args[1], usage())
-		os.Exit(2)
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		return // the flag set printed the command's usage
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "overcast %s: %v\n", os.Args[1], err)
+	case errors.Is(err, errChecksFailed), errors.Is(err, errLeftoversRemain):
+		os.Exit(1) // the command said what failed
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "overcast %s: %v\n", name, err)
 		os.Exit(1)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Taints and annotations a kubelet with --cloud-provider=external uses.
@@ -139,18 +140,11 @@ func (k *Kubelet) startHeartbeats() {
 		if k.env.HeartbeatInterval > 0 {
 			interval = k.env.HeartbeatInterval
 		}
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_ = k.setReady(ctx, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
-				cancel()
-			}
-		}
+		wait.Until(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = k.setReady(ctx, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
+		}, interval, stop)
 	}()
 }
 
@@ -289,19 +283,27 @@ func RequestTCP(src netip.Addr, dst netip.AddrPort) (string, error) {
 		d.LocalAddr = &net.TCPAddr{IP: src.AsSlice()}
 	}
 	c, err := d.Dial("tcp", dst.String())
+	return ask(c, err, 3*time.Second, "hello\n", func(c net.Conn) (string, error) {
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			return "", fmt.Errorf("reading the answer: %w", err)
+		}
+		return line[:len(line)-1], nil
+	})
+}
+
+// ask writes msg on the connection just dialled (unless dialling failed:
+// err) and reads the answer with read, all within timeout; it closes c.
+func ask(c net.Conn, err error, timeout time.Duration, msg string, read func(net.Conn) (string, error)) (string, error) {
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-	if _, err := c.Write([]byte("hello\n")); err != nil {
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte(msg)); err != nil {
 		return "", err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return "", fmt.Errorf("reading the answer: %w", err)
-	}
-	return line[:len(line)-1], nil
+	return read(c)
 }
 
 // RequestUDP sends one datagram from src to dst and returns the answer.
@@ -311,20 +313,11 @@ func RequestUDP(src netip.Addr, dst netip.AddrPort) (string, error) {
 		laddr = &net.UDPAddr{IP: src.AsSlice()}
 	}
 	c, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(dst))
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("hello")); err != nil {
-		return "", err
-	}
-	buf := make([]byte, 2048)
-	n, err := c.Read(buf)
-	if err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
+	return ask(c, err, 2*time.Second, "hello", func(c net.Conn) (string, error) {
+		buf := make([]byte, 2048)
+		n, err := c.Read(buf)
+		return string(buf[:n]), err
+	})
 }
 
 // Poll calls f every interval until it returns nil or timeout passes; it returns

@@ -3,6 +3,10 @@ package provider
 import (
 	"slices"
 	"sync"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 )
 
 // MemberSets are the sets of members the Services' specs lately held, by
@@ -47,6 +51,21 @@ func (m *MemberSets) Get(fp string) *[]string {
 		return nil
 	}
 	return &set
+}
+
+// Records is what knows each Service's record (a load-balancer cycle).
+type Records interface {
+	RecordOf(svc *v1.Service) (lbcycle.Record, bool)
+}
+
+// Last is the set the Service's load balancer was last converged to, by its
+// record, when it is kept; nil otherwise.
+func (m *MemberSets) Last(records Records, svc *v1.Service) *[]string {
+	rec, ok := records.RecordOf(svc)
+	if !ok {
+		return nil
+	}
+	return m.Get(rec.Members)
 }
 
 // OneAdded is the one member want has beyond last, when that is all that

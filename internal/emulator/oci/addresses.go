@@ -229,15 +229,22 @@ func sameAddress(filter, address string) bool {
 // one VNIC (one of subnetId, vnicId must be given), of an ipAddress when
 // it is given.
 func (e *Emulator) listPrivateIPs(w http.ResponseWriter, r *http.Request) {
+	e.listHeld(w, r, e.privateIPs, "One of subnetId, vnicId or vlanId is required.", viewPrivateIP)
+}
+
+// listHeld lists the addresses of st of the subnet or VNIC the query names
+// (one of them it must, else missing is the answer), of its ipAddress when
+// it names one.
+func (e *Emulator) listHeld(w http.ResponseWriter, r *http.Request, st *core.Store[*heldIP], missing string, view func(*heldIP) any) {
 	q := r.URL.Query()
 	subnetID, vnicID, ip := q.Get("subnetId"), q.Get("vnicId"), q.Get("ipAddress")
 	if subnetID == "" && vnicID == "" {
-		writeError(w, http.StatusBadRequest, "MissingParameter", "One of subnetId, vnicId or vlanId is required.")
+		writeError(w, http.StatusBadRequest, "MissingParameter", missing)
 		return
 	}
-	listPage(e, w, r, e.privateIPs, func(h *heldIP) bool {
+	listPage(e, w, r, st, func(h *heldIP) bool {
 		return (subnetID == "" || h.subnetID == subnetID) && (vnicID == "" || (h.vnic != nil && h.vnic.ID == vnicID)) && sameAddress(ip, h.address)
-	}, viewPrivateIP)
+	}, view)
 }
 
 // viewPrivateIP is a private IP as core.PrivateIp: a VNIC's its primary
@@ -260,15 +267,7 @@ func viewPrivateIP(h *heldIP) any {
 // the IPv6 addresses of a subnet, or of one VNIC (one of subnetId, vnicId
 // must be given; core.Ipv6), of an ipAddress when it is given.
 func (e *Emulator) listIPv6s(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	subnetID, vnicID, ip := q.Get("subnetId"), q.Get("vnicId"), q.Get("ipAddress")
-	if subnetID == "" && vnicID == "" {
-		writeError(w, http.StatusBadRequest, "MissingParameter", "One of subnetId or vnicId is required.")
-		return
-	}
-	listPage(e, w, r, e.ipv6s, func(h *heldIP) bool {
-		return (subnetID == "" || h.subnetID == subnetID) && (vnicID == "" || (h.vnic != nil && h.vnic.ID == vnicID)) && sameAddress(ip, h.address)
-	}, viewIPv6)
+	e.listHeld(w, r, e.ipv6s, "One of subnetId or vnicId is required.", viewIPv6)
 }
 
 // viewIPv6 is an IPv6 address as core.Ipv6.

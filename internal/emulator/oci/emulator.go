@@ -251,8 +251,8 @@ func (e *Emulator) Start(addr string) error {
 
 // Close stops what Start started.
 func (e *Emulator) Close() error {
-	e.stopWorkloadEndpoint()
-	e.stopIdentityDomain()
+	e.workload.stop()
+	e.domain.stop()
 	return e.Server.Close()
 }
 

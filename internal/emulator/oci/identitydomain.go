@@ -108,16 +108,10 @@ func (e *Emulator) startIdentityDomain(apiAddr string) error {
 	// before it reads the answer's body (federation_client.go,
 	// newTokenExchangeToken), which HTTP/2 loses about one time in five
 	// here (tlsserve.go). Whether a real domain speaks HTTP/2 is not known.
-	err := e.domain.serve(e, apiAddr, domainTokenPath, true, viaIdentityDomainKey{}, func(w http.ResponseWriter, _ *http.Request) {
+	return e.domain.serve(e, "identity domain", apiAddr, domainTokenPath, true, viaIdentityDomainKey{}, func(w http.ResponseWriter, _ *http.Request) {
 		writeOAuthError(w, http.StatusNotFound, "not_found", "The emulated identity domain serves "+domainTokenPath+" alone.")
 	})
-	if err != nil {
-		return fmt.Errorf("oci emulator: identity domain: %w", err)
-	}
-	return nil
 }
-
-func (e *Emulator) stopIdentityDomain() { e.domain.stop() }
 
 // IdentityDomainURL is the identity domain's URL, "https://127.0.0.1:PORT"
 // (what OCI_WORKLOAD_IDENTITY_DOMAIN_URL names), once started with
@@ -271,6 +265,11 @@ func publicKeyDER(s string) (*rsa.PublicKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	return rsaPublicKey(der)
+}
+
+// rsaPublicKey is the RSA public key of its DER (PKIX).
+func rsaPublicKey(der []byte) (*rsa.PublicKey, error) {
 	pub, err := x509.ParsePKIXPublicKey(der)
 	if err != nil {
 		return nil, err

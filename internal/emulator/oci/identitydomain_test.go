@@ -50,7 +50,7 @@ func callsWith(t *testing.T, e *Emulator, p common.ConfigurationProvider) {
 	c.Host = e.URL()
 	id, _ := e.AddMachine("node-a")
 	got, err := c.GetInstance(t.Context(), core.GetInstanceRequest{InstanceId: common.String(id)})
-	require.NoError(t, err, "a request signed with the session token and the session key")
+	require.NoError(t, err, "a request signed with the session token (an RPST) and the session key")
 	assert.Equal(t, "node-a", *got.DisplayName)
 }
 

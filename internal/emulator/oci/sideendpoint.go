@@ -2,6 +2,7 @@ package oci
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -20,11 +21,11 @@ type sideEndpoint struct {
 // serve starts it on another port of apiAddr's IP: path goes through the
 // emulator's core with via set in the context (counted as calls of its
 // service, and subject to the faults injected for it); any other path is
-// answered by notFound.
-func (s *sideEndpoint) serve(e *Emulator, apiAddr, path string, http1 bool, via any, notFound http.HandlerFunc) error {
+// answered by notFound. An error names the endpoint (what).
+func (s *sideEndpoint) serve(e *Emulator, what, apiAddr, path string, http1 bool, via any, notFound http.HandlerFunc) error {
 	host, _, err := net.SplitHostPort(apiAddr)
 	if err != nil {
-		return err
+		return fmt.Errorf("oci emulator: %s: %w", what, err)
 	}
 	serveTLS := core.ServeTLS
 	if http1 {
@@ -38,7 +39,7 @@ func (s *sideEndpoint) serve(e *Emulator, apiAddr, path string, http1 bool, via 
 		e.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), via, true)))
 	}))
 	if err != nil {
-		return err
+		return fmt.Errorf("oci emulator: %s: %w", what, err)
 	}
 	s.mu.Lock()
 	s.srv, s.url = srv, url

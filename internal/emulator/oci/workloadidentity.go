@@ -3,7 +3,6 @@ package oci
 import (
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -75,16 +74,10 @@ func viaWorkloadEndpoint(r *http.Request) bool {
 // startWorkloadEndpoint serves the workload identity endpoint on another
 // port of apiAddr's IP.
 func (e *Emulator) startWorkloadEndpoint(apiAddr string) error {
-	err := e.workload.serve(e, apiAddr, sessionTokensPath, false, viaWorkloadEndpointKey{}, func(w http.ResponseWriter, _ *http.Request) {
+	return e.workload.serve(e, "workload identity endpoint", apiAddr, sessionTokensPath, false, viaWorkloadEndpointKey{}, func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", "The workload identity endpoint serves "+sessionTokensPath+" alone.")
 	})
-	if err != nil {
-		return fmt.Errorf("oci emulator: workload identity endpoint: %w", err)
-	}
-	return nil
 }
-
-func (e *Emulator) stopWorkloadEndpoint() { e.workload.stop() }
 
 // WorkloadIdentityURL is the workload identity endpoint's base URL,
 // "https://127.0.0.1:PORT", once started with WorkloadIdentity; "" otherwise.
@@ -162,13 +155,5 @@ func podKey(s string) (*rsa.PublicKey, error) {
 	if b == nil || b.Type != "PUBLIC KEY" {
 		return nil, fmt.Errorf("not a PEM public key")
 	}
-	pub, err := x509.ParsePKIXPublicKey(b.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	key, ok := pub.(*rsa.PublicKey)
-	if !ok {
-		return nil, fmt.Errorf("not an RSA key")
-	}
-	return key, nil
+	return rsaPublicKey(b.Bytes)
 }

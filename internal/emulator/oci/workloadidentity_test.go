@@ -17,9 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oracle/oci-go-sdk/v65/common"
 	"github.com/oracle/oci-go-sdk/v65/common/auth"
-	"github.com/oracle/oci-go-sdk/v65/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -59,13 +57,7 @@ func TestTheSDKCallsAsAWorkload(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "us-ashburn-1", region)
 
-	c, err := core.NewComputeClientWithConfigurationProvider(p)
-	require.NoError(t, err)
-	c.Host = e.URL()
-	id, _ := e.AddMachine("node-a")
-	got, err := c.GetInstance(t.Context(), core.GetInstanceRequest{InstanceId: common.String(id)})
-	require.NoError(t, err, "a request signed with the RPST and the session key")
-	assert.Equal(t, "node-a", *got.DisplayName)
+	callsWith(t, e, p)
 	assert.Equal(t, 1, e.callsOf("workloadidentity"), "one exchange")
 }
 

@@ -121,7 +121,7 @@ func (c *Cloud) listMachines(ctx context.Context) ([]csapi.Machine, error) {
 	}
 	seen := map[string]bool{}
 	for _, m := range list {
-		if n := defaultNetwork(m); n != "" && !seen[n] {
+		if n := m.DefaultNIC().Network; n != "" && !seen[n] {
 			seen[n] = true
 			if _, err := c.lb.network(ctx, n); err != nil {
 				klog.FromContext(ctx).V(2).Info("Cannot look up a guest network yet", "network", n, "err", err.Error())

@@ -98,7 +98,7 @@ func (s *steps) describe(ctx context.Context, e *provider.ServiceExplanation, sv
 		for _, m := range machines {
 			mb := provider.Member{ID: m, Port: r.PrivatePort, Node: byMachine[m]}
 			if vm, found, err := s.machines.Get(ctx, "id/"+m); err == nil && found {
-				mb.Address = defaultIP(vm)
+				mb.Address = vm.DefaultNIC().IP
 			}
 			pool.Members = append(pool.Members, mb)
 		}
@@ -210,19 +210,6 @@ func machineNodes(nodes []*v1.Node) map[string]string {
 		}
 	}
 	return out
-}
-
-// defaultIP is the address of a machine's default NIC.
-func defaultIP(m csapi.Machine) string {
-	for _, n := range m.NICs {
-		if n.Default {
-			return n.IP
-		}
-	}
-	if len(m.NICs) > 0 {
-		return m.NICs[0].IP
-	}
-	return ""
 }
 
 // explainDrift is what Converge would change, found by its comparisons:

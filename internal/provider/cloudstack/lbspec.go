@@ -329,7 +329,7 @@ func (s *steps) machinesOf(ctx context.Context, nodes []*v1.Node) machinesOf {
 			continue
 		}
 		out.members = append(out.members, m.ID)
-		if net := defaultNetwork(m); net != "" {
+		if net := m.DefaultNIC().Network; net != "" {
 			networks[net] = append(networks[net], n.Name)
 		}
 	}
@@ -359,19 +359,6 @@ func oneNetwork(networks map[string][]string) (string, error) {
 			len(networks), strings.Join(parts, "; "))
 	}
 	return "", nil
-}
-
-// defaultNetwork is the network of a machine's default NIC.
-func defaultNetwork(m csapi.Machine) string {
-	for _, n := range m.NICs {
-		if n.Default {
-			return n.Network
-		}
-	}
-	if len(m.NICs) > 0 {
-		return m.NICs[0].Network
-	}
-	return ""
 }
 
 // configFingerprint covers everything but the members.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/providerid"
@@ -79,16 +80,7 @@ func (inv *inventory) run(stop <-chan struct{}) {
 		return
 	}
 	logger := klog.Background().WithName("local-inventory")
-	t := time.NewTicker(inv.cfg.ReloadInterval.Duration)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		inv.reload(logger)
-	}
+	wait.Until(func() { inv.reload(logger) }, inv.cfg.ReloadInterval.Duration, stop)
 }
 
 func (inv *inventory) reload(logger klog.Logger) {

@@ -6,10 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
 	"github.com/overcast-ccm/overcast/internal/outcome"
@@ -280,42 +278,9 @@ func (st *steps) replaceAssigned(ctx context.Context, svc *v1.Service, lb ociLB)
 		return "", nil // it had its addresses: it failed for another reason
 	}
 	key := spec.assigned4 + " " + spec.assigned6
-	if st.rebuilt.done(svc.UID, key) {
+	if st.rebuilt.Is(svc.UID, key) {
 		return "", outcome.Refuse(outcome.ReasonAddressUnavailable, "network load balancer %s is %s with no address again: OCI could not give it %s, though subnet %s lists nothing there (something it does not list may hold it); free it or ask for another, then delete the network load balancer to try again",
 			lb.ID, lb.Status, strings.TrimSpace(key), spec.subnets[0])
 	}
 	return key, nil
-}
-
-// rebuilds are, by Service, the assigned addresses a network load balancer
-// that failed with no address was last rebuilt for by this process.
-type rebuilds struct {
-	mu sync.Mutex
-	m  map[types.UID]string
-}
-
-// done says whether the Service's network load balancer was rebuilt for
-// key already.
-func (r *rebuilds) done(uid types.UID, key string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k, ok := r.m[uid]
-	return ok && k == key
-}
-
-// put records a rebuild for key.
-func (r *rebuilds) put(uid types.UID, key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = map[types.UID]string{}
-	}
-	r.m[uid] = key
-}
-
-// forget forgets the Service's rebuilds: its load balancer is serving.
-func (r *rebuilds) forget(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.m, uid)
 }

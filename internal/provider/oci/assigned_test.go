@@ -360,7 +360,7 @@ func TestANetworkLoadBalancerFailingAgainWithNoAddressIsNotRebuiltTwice(t *testi
 	assert.Equal(t, before, writes(fc.e), "not deleted")
 
 	// Serving again, a later failure is rebuilt again.
-	fc.c.lb.rebuilt.forget(svc.UID)
+	fc.c.lb.rebuilt.Forget(svc.UID)
 	_, err = s.Replace(t.Context(), svc, failedWithNoAddress("third"))
 	require.NoError(t, err)
 	assert.Equal(t, 2, calls(fc.e, deleteNLB))

@@ -57,22 +57,29 @@ func withCertNames(spec lbSpec, names map[string]string) lbSpec {
 	return spec
 }
 
+// certificatesInUse is the names of the load balancer's certificates a
+// listener or a backend set uses.
+func certificatesInUse(lb ociapi.LB) map[string]bool {
+	used := map[string]bool{}
+	for _, l := range lb.Listeners {
+		if l.SSLConfiguration != nil {
+			used[l.SSLConfiguration.CertificateName] = true
+		}
+	}
+	for _, bs := range lb.BackendSets {
+		if bs.SSLConfiguration != nil {
+			used[bs.SSLConfiguration.CertificateName] = true
+		}
+	}
+	return used
+}
+
 // staleCertificate is a certificate of the load balancer that no listener
 // or backend set uses and that was made of one of the spec's Secrets before
 // it was renewed (its name is the Secret's, or that with a hash): "" for
 // none. Other certificates are not this Service's to remove.
 func staleCertificate(have ociapi.LB, spec lbSpec, names map[string]string) string {
-	used := map[string]bool{}
-	for _, l := range have.Listeners {
-		if l.SSLConfiguration != nil {
-			used[l.SSLConfiguration.CertificateName] = true
-		}
-	}
-	for _, bs := range have.BackendSets {
-		if bs.SSLConfiguration != nil {
-			used[bs.SSLConfiguration.CertificateName] = true
-		}
-	}
+	used := certificatesInUse(have)
 	for _, name := range slices.Sorted(maps.Keys(have.Certificates)) {
 		if used[name] || slices.Contains(slices.Collect(maps.Values(names)), name) {
 			continue

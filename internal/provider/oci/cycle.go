@@ -83,9 +83,9 @@ type steps struct {
 	// managedNSGs are the backend NSGs known tagged ManagedBy (nsg.go).
 	managedNSGs sync.Map
 	lists       listWriter
-	// rebuilt are the network load balancers rebuilt after they failed
-	// for their assigned addresses (assigned.go).
-	rebuilt rebuilds
+	// rebuilt: by Service, the assigned addresses a network load balancer
+	// that failed with no address was last rebuilt for (assigned.go).
+	rebuilt lbcycle.Marks
 	// listPass: the drift check's reads of security lists (inventory.go);
 	// nsgPass its reads of NSG rules (nsginventory.go).
 	listPass listPass
@@ -207,7 +207,7 @@ func (st *steps) Replace(ctx context.Context, svc *v1.Service, lb ociLB) (string
 		return "", err
 	}
 	if rebuild != "" {
-		st.rebuilt.put(svc.UID, rebuild)
+		st.rebuilt.Set(svc.UID, rebuild)
 	}
 	st.wrs.done(svc, 0) // DELETING says it is busy
 	st.salts.bump(svc.UID, lb.Obj.Kind)

@@ -112,17 +112,7 @@ func ruleSetKeys(o ociapi.LB, spec lbSpec, valid bool) []string {
 			out = append(out, fmt.Sprintf("ruleset/%s rules %s", name, digest(rs.Items)))
 		}
 	}
-	inUse := map[string]bool{}
-	for _, l := range o.Listeners {
-		if l.SSLConfiguration != nil {
-			inUse[l.SSLConfiguration.CertificateName] = true
-		}
-	}
-	for _, bs := range o.BackendSets {
-		if bs.SSLConfiguration != nil {
-			inUse[bs.SSLConfiguration.CertificateName] = true
-		}
-	}
+	inUse := certificatesInUse(o)
 	for name, c := range o.Certificates {
 		if inUse[name] {
 			out = append(out, fmt.Sprintf("certificate/%s %s", name,

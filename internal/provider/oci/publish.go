@@ -107,7 +107,7 @@ func (st *steps) Publish(ctx context.Context, svc *v1.Service, spec lbSpec, lb o
 	if err := st.applyRules(ctx, svc, want, lists, !st.builtHere(lb.Obj)); err != nil {
 		return nil, "", err
 	}
-	st.rebuilt.forget(svc.UID) // serving: a later failure may be rebuilt again
+	st.rebuilt.Forget(svc.UID) // serving: a later failure may be rebuilt again
 	return status(addrs, spec.proxyMode), addrs[0], nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/overcast-ccm/overcast/internal/annotation"
+	"github.com/overcast-ccm/overcast/internal/lbcycle"
 	"github.com/overcast-ccm/overcast/internal/outcome"
 	"github.com/overcast-ccm/overcast/internal/provider/openstack/osapi"
 )
@@ -32,8 +33,10 @@ type tlsStore struct {
 	// seen by the drift check, which reads the Secret itself (secretRotated).
 	secrets map[string]readSecret
 	stored  map[types.UID]storedCert
-	swept   map[types.UID]string // the hash of the one certificate left of the Service in Barbican
-	checked map[types.UID]string // the named reference read in Barbican, per Service
+	// swept: the hash of the one certificate left of the Service in Barbican.
+	swept lbcycle.Marks
+	// checked: the named reference read in Barbican, per Service.
+	checked lbcycle.Marks
 }
 
 type storedCert struct{ hash, ref string }
@@ -71,7 +74,7 @@ func (t *tlsStore) dropSecret(ref string) {
 }
 
 func newTLSStore() *tlsStore {
-	return &tlsStore{secrets: map[string]readSecret{}, stored: map[types.UID]storedCert{}, swept: map[types.UID]string{}, checked: map[types.UID]string{}}
+	return &tlsStore{secrets: map[string]readSecret{}, stored: map[types.UID]storedCert{}}
 }
 
 func (t *tlsStore) get(uid types.UID) (storedCert, bool) {
@@ -85,42 +88,15 @@ func (t *tlsStore) set(uid types.UID, s storedCert) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stored[uid] = s
-	delete(t.swept, uid)
-}
-
-// sweptFor says whether only the certificate of hash is left of the Service.
-func (t *tlsStore) sweptFor(uid types.UID, hash string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	h, ok := t.swept[uid]
-	return ok && h == hash
-}
-
-func (t *tlsStore) setSwept(uid types.UID, hash string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.swept[uid] = hash
-}
-
-// checkedRef is the named reference read in Barbican for the Service.
-func (t *tlsStore) checkedRef(uid types.UID) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.checked[uid]
-}
-
-func (t *tlsStore) setChecked(uid types.UID, ref string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.checked[uid] = ref
+	t.swept.Forget(uid)
 }
 
 func (t *tlsStore) forget(uid types.UID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.stored, uid)
-	delete(t.swept, uid)
-	delete(t.checked, uid)
+	t.swept.Forget(uid)
+	t.checked.Forget(uid)
 }
 
 // storedPrefix starts the Barbican names of a Service's certificates.
@@ -177,7 +153,7 @@ func (st *steps) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) err
 	if !t.check {
 		return nil
 	}
-	if st.tlsCerts.checkedRef(svc.UID) == t.ref {
+	if st.tlsCerts.checked.Is(svc.UID, t.ref) {
 		return nil
 	}
 	if err := st.keyManager(ctx); err != nil {
@@ -198,7 +174,7 @@ func (st *steps) prepareTLS(ctx context.Context, svc *v1.Service, s *lbSpec) err
 	if err != nil {
 		return fmt.Errorf("reading TLS certificate %s in Barbican: %w", t.ref, err)
 	}
-	st.tlsCerts.setChecked(svc.UID, t.ref)
+	st.tlsCerts.checked.Set(svc.UID, t.ref)
 	return nil
 }
 
@@ -281,7 +257,7 @@ func (st *steps) putCertificate(ctx context.Context, name string, cert, key, cha
 // Service with no Secret of its own, and one swept in this process since its
 // last new certificate, costs nothing.
 func (st *steps) sweepCerts(ctx context.Context, svc *v1.Service, keepHash string) error {
-	if keepHash != "" && st.tlsCerts.sweptFor(svc.UID, keepHash) {
+	if keepHash != "" && st.tlsCerts.swept.Is(svc.UID, keepHash) {
 		return nil
 	}
 	if _, stored := st.tlsCerts.get(svc.UID); !stored && !annotation.OpenStackTLSSecret.IsSet(svc) {
@@ -321,7 +297,7 @@ func (st *steps) sweepCerts(ctx context.Context, svc *v1.Service, keepHash strin
 	if keepHash == "" {
 		st.tlsCerts.forget(svc.UID)
 	} else {
-		st.tlsCerts.setSwept(svc.UID, keepHash)
+		st.tlsCerts.swept.Set(svc.UID, keepHash)
 	}
 	return nil
 }

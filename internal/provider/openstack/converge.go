@@ -134,7 +134,7 @@ func (st *steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec
 		mine[i] = pool
 	}
 	reads := &treeReads{api: st.api, memo: st.memo}
-	last := st.lastMembers(svc)
+	last := st.memberSets.Last(st.cycle, svc)
 	wrote, more, err := st.updatePools(ctx, reads, mine, spec, last)
 	if err == nil && !wrote && reads.used {
 		// Nothing to change is said from fresh reads only (treereads.go).
@@ -159,16 +159,6 @@ func (st *steps) UpdateMembers(ctx context.Context, svc *v1.Service, spec lbSpec
 		}
 	}
 	return "", true, nil
-}
-
-// lastMembers is the addresses the Service's pools were last converged to,
-// by its record, when this process saw that set lately; nil otherwise.
-func (st *steps) lastMembers(svc *v1.Service) *[]string {
-	rec, ok := st.cycle.RecordOf(svc)
-	if !ok {
-		return nil
-	}
-	return st.memberSets.Get(rec.Members)
 }
 
 // updatePools updates the members of the first of the Service's pools

@@ -342,17 +342,7 @@ func TestASecondClusterWithTheSameNameLeavesTheFirstAlone(t *testing.T) {
 	other.StartCCMProcess(t, "other-cluster", opts)
 
 	ns := "os-twin-" + suffix()
-	var uids []types.UID
-	for _, e := range []*framework.Env{env, other} {
-		_, err := e.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		s, err := e.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: ns, Annotations: map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}},
-			Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		uids = append(uids, s.UID)
-	}
+	uids := twins(t, ns, env, other)
 	ingress := func(e *framework.Env) error {
 		s, err := e.Client.CoreV1().Services(ns).Get(context.Background(), "twin", metav1.GetOptions{})
 		if err != nil {
@@ -391,4 +381,22 @@ func TestASecondClusterWithTheSameNameLeavesTheFirstAlone(t *testing.T) {
 func ensurePasses(t *testing.T) float64 {
 	t.Helper()
 	return metricstest.Counter(t, "overcast_service_load_balancer_syncs_total", map[string]string{"operation": "ensure", "result": "done"})
+}
+
+// twins creates the Service twin (internal, TCP 80) in namespace ns of each
+// cluster: a Service of the same namespace and name in each, their UIDs in
+// that order.
+func twins(t *testing.T, ns string, clusters ...*framework.Env) []types.UID {
+	var uids []types.UID
+	for _, e := range clusters {
+		_, err := e.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		s, err := e.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: ns, Annotations: map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}},
+			Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		uids = append(uids, s.UID)
+	}
+	return uids
 }

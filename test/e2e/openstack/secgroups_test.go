@@ -184,17 +184,8 @@ func TestTwoClustersWithSecurityGroupsOnOneNetwork(t *testing.T) {
 	other.NewKubelet(t, b.Name, b.fixedIP())
 
 	ns := "os-sg2-" + suffix()
-	uids := map[*framework.Env]string{}
-	for _, e := range []*framework.Env{env, other} {
-		_, err := e.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		s, err := e.Client.CoreV1().Services(ns).Create(t.Context(), &v1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: ns, Annotations: map[string]string{"service.beta.kubernetes.io/openstack-internal-load-balancer": "true"}},
-			Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Protocol: v1.ProtocolTCP, Port: 80}}},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		uids[e] = string(s.UID)
-	}
+	twin := twins(t, ns, env, other)
+	uids := map[*framework.Env]string{env: string(twin[0]), other: string(twin[1])}
 	groupOn := func(e *framework.Env, server novaServer) error {
 		g := groupOf(t, network, uids[e])
 		if g == nil {

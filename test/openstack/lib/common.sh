@@ -154,10 +154,23 @@ start_daemon() {
   say "started $name (pid $pid, log $log)"
 }
 
+# prune_alive TICKS: drops from the caller's alive the groups that have
+# ended, waiting up to TICKS times 0.2 s for all to end.
+prune_alive() {
+  local i n
+  for ((i = 0; i < $1; i++)); do
+    local still=()
+    for n in "${alive[@]}"; do group_alive "$n" && still+=("$n"); done
+    alive=("${still[@]+"${still[@]}"}")
+    [[ ${#alive[@]} -gt 0 ]] || break
+    sleep 0.2
+  done
+}
+
 # stop_daemons TIMEOUT NAME... : TERM to every group, wait up to TIMEOUT seconds, then KILL.
 stop_daemons() {
   local timeout=$1; shift
-  local n alive=() i
+  local n alive=()
   for n in "$@"; do
     if group_alive "$n"; then
       signal_group "$n" TERM
@@ -168,23 +181,11 @@ stop_daemons() {
   done
   [[ ${#alive[@]} -gt 0 ]] || return 0
   say "sent TERM to: ${alive[*]}"
-  for ((i = 0; i < timeout * 5; i++)); do
-    local still=()
-    for n in "${alive[@]}"; do group_alive "$n" && still+=("$n"); done
-    alive=("${still[@]+"${still[@]}"}")
-    [[ ${#alive[@]} -gt 0 ]] || break
-    sleep 0.2
-  done
+  prune_alive $((timeout * 5))
   if [[ ${#alive[@]} -gt 0 ]]; then
     say "still running after ${timeout}s, sending KILL to: ${alive[*]}"
     for n in "${alive[@]}"; do signal_group "$n" KILL; done
-    for ((i = 0; i < 50; i++)); do
-      local still=()
-      for n in "${alive[@]}"; do group_alive "$n" && still+=("$n"); done
-      alive=("${still[@]+"${still[@]}"}")
-      [[ ${#alive[@]} -gt 0 ]] || break
-      sleep 0.2
-    done
+    prune_alive 50
     [[ ${#alive[@]} -eq 0 ]] || say "WARNING: could not stop: ${alive[*]}"
   fi
   for n in "$@"; do group_alive "$n" || rm -f "$PID_DIR/$n.pid"; done

@@ -46,6 +46,20 @@ type NIC struct {
 	Default bool   `json:"isdefault"`
 }
 
+// DefaultNIC is the machine's default NIC, else its first; none (zero) when
+// it has no NIC.
+func (m Machine) DefaultNIC() NIC {
+	for _, n := range m.NICs {
+		if n.Default {
+			return n
+		}
+	}
+	if len(m.NICs) > 0 {
+		return m.NICs[0]
+	}
+	return NIC{}
+}
+
 // params is a call's parameters, set as cloudstack-go's setters set them.
 type params url.Values
 

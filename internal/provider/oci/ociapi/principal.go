@@ -3,7 +3,6 @@ package ociapi
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -142,11 +141,7 @@ func (p *InstancePrincipal) exchange(ctx context.Context) (session, error) {
 	if tenancy == "" {
 		return session{}, errors.New("the instance's certificate names no tenancy (opc-tenant:)")
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return session{}, err
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	key, pub, err := sessionKey()
 	if err != nil {
 		return session{}, err
 	}

@@ -333,13 +333,19 @@ func (x *tokenExchange) client() (*http.Client, func(), error) {
 
 // roots is the pool of OCI_DEFAULT_CERTS_PATH's CAs.
 func (x *tokenExchange) roots() (*x509.CertPool, error) {
-	data, err := os.ReadFile(x.caBundle)
+	return pemPool(x.caBundle, "the CA bundle", EnvCABundle)
+}
+
+// pemPool is the pool of the PEM certificates of the file at path, what
+// (named by the environment variable env) in errors.
+func pemPool(path, what, env string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the CA bundle (%s): %w", EnvCABundle, err)
+		return nil, fmt.Errorf("reading %s (%s): %w", what, env, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("the CA bundle (%s, %s) holds no PEM certificate", EnvCABundle, x.caBundle)
+		return nil, fmt.Errorf("%s (%s, %s) holds no PEM certificate", what, env, path)
 	}
 	return pool, nil
 }

@@ -140,11 +140,7 @@ func (e *exchangeError) Error() string { return e.msg }
 // attempts: the SDK makes one for every renewal), trying again a failure
 // that may pass.
 func (w *WorkloadIdentity) exchange(ctx context.Context) (session, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return session{}, err
-	}
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	key, der, err := sessionKey()
 	if err != nil {
 		return session{}, err
 	}
@@ -153,6 +149,16 @@ func (w *WorkloadIdentity) exchange(ctx context.Context) (session, error) {
 		return session{}, err
 	}
 	return sessionOf(ctx, w.backoff, key, w.host(), func() (string, error) { return w.exchangeOnce(ctx, body) })
+}
+
+// sessionKey is a new session key and its public key (PKIX, DER).
+func sessionKey() (*rsa.PrivateKey, []byte, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	return key, pub, err
 }
 
 // sessionOf trades with once, tried as attempts says, and is the session of
@@ -260,15 +266,7 @@ func (w *WorkloadIdentity) serviceAccountToken(ctx context.Context) (string, err
 // clusterCA is the pool of the cluster's CA, the one the endpoint's
 // certificate is checked against.
 func (w *WorkloadIdentity) clusterCA() (*x509.CertPool, error) {
-	data, err := os.ReadFile(w.caPath)
-	if err != nil {
-		return nil, fmt.Errorf("reading the cluster's CA (%s): %w", EnvCAPath, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("the cluster's CA (%s) holds no PEM certificate", w.caPath)
-	}
-	return pool, nil
+	return pemPool(w.caPath, "the cluster's CA", EnvCAPath)
 }
 
 // host is the endpoint's host:port, for messages.

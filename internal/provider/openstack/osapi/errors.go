@@ -173,10 +173,13 @@ func hasStatus(err error, status int) bool { return gophercloud.ResponseCodeIs(e
 // MemberTaken says whether err is Octavia's DuplicateMemberEntry: a 409
 // "Another member on this pool is already using ip …" (octavia's
 // common/exceptions.py), not the 409 of a load balancer that is busy.
-func MemberTaken(err error) bool {
-	const says = "is already using"
+func MemberTaken(err error) bool { return answerSays(err, http.StatusConflict, "is already using") }
+
+// answerSays says whether err is the service's answer with that status whose
+// body (or message) says says.
+func answerSays(err error, status int, says string) bool {
 	var code gophercloud.ErrUnexpectedResponseCode
-	if !errors.As(err, &code) || code.Actual != http.StatusConflict {
+	if !errors.As(err, &code) || code.Actual != status {
 		return false
 	}
 	return bytes.Contains(code.Body, []byte(says)) || strings.Contains(err.Error(), says)
@@ -195,12 +198,7 @@ func StaleRevision(err error) bool { return hasStatus(err, http.StatusPreconditi
 // retrieve certificate": Octavia could not read a listener's certificate in
 // Barbican (tlsRefusal says why).
 func CertificateUnreadable(err error) bool {
-	const says = "Could not retrieve certificate"
-	var code gophercloud.ErrUnexpectedResponseCode
-	if !errors.As(err, &code) || code.Actual != http.StatusBadRequest {
-		return false
-	}
-	return bytes.Contains(code.Body, []byte(says)) || strings.Contains(err.Error(), says)
+	return answerSays(err, http.StatusBadRequest, "Could not retrieve certificate")
 }
 
 // OverQuota says whether err is Neutron's OverQuota (neutron_lib's OverQuota,

@@ -47,6 +47,33 @@ func allPages[T any](ctx context.Context, pager pagination.Pager, extract func(p
 	return out, nil
 }
 
+// mapped turns a list's answer into the CCM's view of each item (an error
+// as it is): mapped(asSubnet)(allPages(…)).
+func mapped[T, U any](as func(*T) U) func([]T, error) ([]U, error) {
+	return func(all []T, err error) ([]U, error) {
+		if err != nil {
+			return nil, err
+		}
+		out := make([]U, len(all))
+		for i := range all {
+			out[i] = as(&all[i])
+		}
+		return out, nil
+	}
+}
+
+// viewed turns an answer of one object into the CCM's view of it (an
+// error as it is).
+func viewed[T, U any](as func(*T) U) func(*T, error) (U, error) {
+	return func(o *T, err error) (U, error) {
+		if err != nil {
+			var none U
+			return none, err
+		}
+		return as(o), nil
+	}
+}
+
 // listAll GETs every page of a list under path (the items under key, the next
 // page in key_links) into T.
 func listAll[T any](ctx context.Context, client *gophercloud.ServiceClient, key string, query url.Values, path ...string) ([]T, error) {

@@ -86,15 +86,7 @@ func (gw *Client) GetLoadBalancer(ctx context.Context, id string) (*LoadBalancer
 // ListLoadBalancers lists the load balancers that carry tag.
 func (gw *Client) ListLoadBalancers(ctx context.Context, tag string) ([]LoadBalancer, error) {
 	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]LoadBalancer, error) {
-		lbs, err := allPages(ctx, loadbalancers.List(sc, loadbalancers.ListOpts{Tags: []string{tag}}), loadbalancers.ExtractLoadBalancers)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]LoadBalancer, len(lbs))
-		for i := range lbs {
-			out[i] = asLoadBalancer(&lbs[i])
-		}
-		return out, nil
+		return mapped(asLoadBalancer)(allPages(ctx, loadbalancers.List(sc, loadbalancers.ListOpts{Tags: []string{tag}}), loadbalancers.ExtractLoadBalancers))
 	})
 }
 
@@ -139,14 +131,14 @@ func (gw *Client) LoadBalancerStatuses(ctx context.Context, id string, into any)
 // ListListeners lists the load balancer's listeners.
 func (gw *Client) ListListeners(ctx context.Context, lbID string) ([]Listener, error) {
 	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Listener, error) {
-		return asListeners(allPages(ctx, listeners.List(sc, listeners.ListOpts{LoadbalancerID: lbID}), listeners.ExtractListeners))
+		return mapped(asListener)(allPages(ctx, listeners.List(sc, listeners.ListOpts{LoadbalancerID: lbID}), listeners.ExtractListeners))
 	})
 }
 
 // ListAllListeners lists every listener of the project.
 func (gw *Client) ListAllListeners(ctx context.Context) ([]Listener, error) {
 	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Listener, error) {
-		return asListeners(listAll[listeners.Listener](ctx, sc, "listeners", nil, "lbaas", "listeners"))
+		return mapped(asListener)(listAll[listeners.Listener](ctx, sc, "listeners", nil, "lbaas", "listeners"))
 	})
 }
 
@@ -173,7 +165,7 @@ func (gw *Client) DeleteListener(ctx context.Context, id string) error {
 // members.
 func (gw *Client) ListPools(ctx context.Context, lbID string) ([]Pool, error) {
 	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Pool, error) {
-		return asPools(listPools(ctx, sc, lbID))
+		return mapped(asPool)(listPools(ctx, sc, lbID))
 	})
 }
 
@@ -181,7 +173,7 @@ func (gw *Client) ListPools(ctx context.Context, lbID string) ([]Pool, error) {
 // check reads (their members' and health monitor's ids among them).
 func (gw *Client) ListAllPools(ctx context.Context) ([]Pool, error) {
 	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Pool, error) {
-		return asPools(listAll[leanPool](ctx, sc, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools"))
+		return mapped(asPool)(listAll[leanPool](ctx, sc, "pools", url.Values{"fields": {"id", "protocol", "lb_algorithm", "members", "healthmonitor_id", "listeners"}}, "lbaas", "pools"))
 	})
 }
 
@@ -230,11 +222,7 @@ func (gw *Client) AddMember(ctx context.Context, poolID string, m PoolMember) er
 // GetMonitor reads a health monitor: outcome.ErrNotFound when it is gone.
 func (gw *Client) GetMonitor(ctx context.Context, id string) (Monitor, error) {
 	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) (Monitor, error) {
-		m, err := monitors.Get(ctx, sc, id).Extract()
-		if err != nil {
-			return Monitor{}, err
-		}
-		return asMonitor(m), nil
+		return viewed(asMonitor)(monitors.Get(ctx, sc, id).Extract())
 	})
 }
 
@@ -242,15 +230,7 @@ func (gw *Client) GetMonitor(ctx context.Context, id string) (Monitor, error) {
 // check's: every field the CCM sends of one).
 func (gw *Client) ListAllMonitors(ctx context.Context) ([]Monitor, error) {
 	return call(ctx, gw, Octavia, func(sc *gophercloud.ServiceClient) ([]Monitor, error) {
-		all, err := listAll[monitors.Monitor](ctx, sc, "healthmonitors", nil, "lbaas", "healthmonitors")
-		if err != nil {
-			return nil, err
-		}
-		out := make([]Monitor, len(all))
-		for i := range all {
-			out[i] = asMonitor(&all[i])
-		}
-		return out, nil
+		return mapped(asMonitor)(listAll[monitors.Monitor](ctx, sc, "healthmonitors", nil, "lbaas", "healthmonitors"))
 	})
 }
 
@@ -339,40 +319,26 @@ func createLoadBalancer(ctx context.Context, octavia *gophercloud.ServiceClient,
 
 // What the CCM reads of Octavia's listeners and pools, from gophercloud's.
 
-// asListeners is the part of each listener the CCM reads (a list's answer).
-func asListeners(all []listeners.Listener, err error) ([]Listener, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Listener, len(all))
-	for i := range all {
-		l := &all[i]
-		out[i] = Listener{ID: l.ID, Name: l.Name, Protocol: l.Protocol, ProtocolPort: l.ProtocolPort,
-			DefaultPoolID: l.DefaultPoolID, DefaultTLSContainerRef: l.DefaultTlsContainerRef,
-			AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
-			TimeoutClientData: l.TimeoutClientData, TimeoutMemberConnect: l.TimeoutMemberConnect,
-			TimeoutMemberData: l.TimeoutMemberData, TimeoutTCPInspect: l.TimeoutTCPInspect, Tags: l.Tags, InsertHeaders: l.InsertHeaders}
-	}
-	return out, nil
+// asListener is the part of a listener the CCM reads.
+func asListener(l *listeners.Listener) Listener {
+	return Listener{ID: l.ID, Name: l.Name, Protocol: l.Protocol, ProtocolPort: l.ProtocolPort,
+		DefaultPoolID: l.DefaultPoolID, DefaultTLSContainerRef: l.DefaultTlsContainerRef,
+		AllowedCIDRs: l.AllowedCIDRs, ConnLimit: l.ConnLimit,
+		TimeoutClientData: l.TimeoutClientData, TimeoutMemberConnect: l.TimeoutMemberConnect,
+		TimeoutMemberData: l.TimeoutMemberData, TimeoutTCPInspect: l.TimeoutTCPInspect, Tags: l.Tags, InsertHeaders: l.InsertHeaders}
 }
 
-// asPools is the part of each pool the CCM reads (a list's answer); a pool
-// with no members has none (nil), as one that never had.
-func asPools(all []leanPool, err error) ([]Pool, error) {
-	if err != nil {
-		return nil, err
+// asPool is the part of a pool the CCM reads; a pool with no members has
+// none (nil), as one that never had.
+func asPool(p *leanPool) Pool {
+	out := Pool(*p)
+	if len(out.Members) == 0 {
+		out.Members = nil
 	}
-	out := make([]Pool, len(all))
-	for i, p := range all {
-		if len(p.Members) == 0 {
-			p.Members = nil
-		}
-		if len(p.Listeners) == 0 {
-			p.Listeners = nil
-		}
-		out[i] = Pool(p)
+	if len(out.Listeners) == 0 {
+		out.Listeners = nil
 	}
-	return out, nil
+	return out
 }
 
 // The CCM's options as gophercloud's: field for field, every pointer, nil

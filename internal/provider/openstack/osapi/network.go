@@ -31,15 +31,7 @@ func asFloatingIP(f *floatingips.FloatingIP) FloatingIP {
 func (gw *Client) ListFloatingIPs(ctx context.Context, q FloatingIPQuery) ([]FloatingIP, error) {
 	opts := floatingIPListOpts(q)
 	return call(ctx, gw, Neutron, func(sc *gophercloud.ServiceClient) ([]FloatingIP, error) {
-		all, err := allPages(ctx, floatingips.List(sc, opts), floatingips.ExtractFloatingIPs)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]FloatingIP, len(all))
-		for i := range all {
-			out[i] = asFloatingIP(&all[i])
-		}
-		return out, nil
+		return mapped(asFloatingIP)(allPages(ctx, floatingips.List(sc, opts), floatingips.ExtractFloatingIPs))
 	})
 }
 
@@ -47,11 +39,7 @@ func (gw *Client) ListFloatingIPs(ctx context.Context, q FloatingIPQuery) ([]Flo
 func (gw *Client) CreateFloatingIP(ctx context.Context, opts FloatingIPCreate) (FloatingIP, error) {
 	create := floatingIPCreateOpts(opts)
 	return call(ctx, gw, Neutron, func(sc *gophercloud.ServiceClient) (FloatingIP, error) {
-		f, err := floatingips.Create(ctx, sc, create).Extract()
-		if err != nil {
-			return FloatingIP{}, err
-		}
-		return asFloatingIP(f), nil
+		return viewed(asFloatingIP)(floatingips.Create(ctx, sc, create).Extract())
 	})
 }
 
@@ -112,11 +100,7 @@ func asSubnet(sn *subnets.Subnet) Subnet {
 // GetSubnet reads a subnet: outcome.ErrNotFound when it is gone.
 func (gw *Client) GetSubnet(ctx context.Context, id string) (Subnet, error) {
 	return call(ctx, gw, Neutron, func(sc *gophercloud.ServiceClient) (Subnet, error) {
-		sn, err := subnets.Get(ctx, sc, id).Extract()
-		if err != nil {
-			return Subnet{}, err
-		}
-		return asSubnet(sn), nil
+		return viewed(asSubnet)(subnets.Get(ctx, sc, id).Extract())
 	})
 }
 
@@ -124,15 +108,7 @@ func (gw *Client) GetSubnet(ctx context.Context, id string) (Subnet, error) {
 func (gw *Client) ListSubnets(ctx context.Context, q SubnetQuery) ([]Subnet, error) {
 	opts := subnetListOpts(q)
 	return call(ctx, gw, Neutron, func(sc *gophercloud.ServiceClient) ([]Subnet, error) {
-		all, err := allPages(ctx, subnets.List(sc, opts), subnets.ExtractSubnets)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]Subnet, len(all))
-		for i := range all {
-			out[i] = asSubnet(&all[i])
-		}
-		return out, nil
+		return mapped(asSubnet)(allPages(ctx, subnets.List(sc, opts), subnets.ExtractSubnets))
 	})
 }
 
@@ -167,12 +143,12 @@ type SecurityRule struct {
 func asSecurityGroup(g *groups.SecGroup) SecurityGroup {
 	out := SecurityGroup{ID: g.ID, Name: g.Name, Tags: g.Tags}
 	for _, r := range g.Rules {
-		out.Rules = append(out.Rules, asSecurityRule(r))
+		out.Rules = append(out.Rules, asSecurityRule(&r))
 	}
 	return out
 }
 
-func asSecurityRule(r rules.SecGroupRule) SecurityRule {
+func asSecurityRule(r *rules.SecGroupRule) SecurityRule {
 	return SecurityRule{ID: r.ID, SecGroupID: r.SecGroupID, Direction: r.Direction, EtherType: r.EtherType, Protocol: r.Protocol,
 		RemoteIPPrefix: r.RemoteIPPrefix, PortRangeMin: r.PortRangeMin, PortRangeMax: r.PortRangeMax}
 }
@@ -181,15 +157,7 @@ func asSecurityRule(r rules.SecGroupRule) SecurityRule {
 // any).
 func (gw *Client) ListSecurityGroups(ctx context.Context, name, tags string) ([]SecurityGroup, error) {
 	return call(ctx, gw, Neutron, func(sc *gophercloud.ServiceClient) ([]SecurityGroup, error) {
-		all, err := allPages(ctx, groups.List(sc, groups.ListOpts{Name: name, Tags: tags}), groups.ExtractGroups)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]SecurityGroup, len(all))
-		for i := range all {
-			out[i] = asSecurityGroup(&all[i])
-		}
-		return out, nil
+		return mapped(asSecurityGroup)(allPages(ctx, groups.List(sc, groups.ListOpts{Name: name, Tags: tags}), groups.ExtractGroups))
 	})
 }
 
@@ -221,15 +189,7 @@ func (gw *Client) DeleteSecurityGroup(ctx context.Context, id string) error {
 // ListRules lists every security group rule of the project.
 func (gw *Client) ListRules(ctx context.Context) ([]SecurityRule, error) {
 	return call(ctx, gw, Neutron, func(sc *gophercloud.ServiceClient) ([]SecurityRule, error) {
-		all, err := allPages(ctx, rules.List(sc, rules.ListOpts{}), rules.ExtractRules)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]SecurityRule, len(all))
-		for i, r := range all {
-			out[i] = asSecurityRule(r)
-		}
-		return out, nil
+		return mapped(asSecurityRule)(allPages(ctx, rules.List(sc, rules.ListOpts{}), rules.ExtractRules))
 	})
 }
 
