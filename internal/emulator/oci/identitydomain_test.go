@@ -41,6 +41,18 @@ func (i serviceAccountIssuer) GetToken() (string, error) {
 	return i.e.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", time.Hour), nil
 }
 
+// signsAsTheTenancy checks that p took the session token out of the
+// exchange's answer and reads the tenancy out of it (its tenant claim).
+func signsAsTheTenancy(t *testing.T, e *Emulator, p common.ConfigurationProvider) {
+	t.Helper()
+	keyID, err := p.KeyID()
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(keyID, "ST$ey"), "the SDK took the token out of the answer")
+	tenancy, err := p.TenancyOCID()
+	require.NoError(t, err)
+	assert.Equal(t, e.fx.TenancyID, tenancy, "the tenant claim")
+}
+
 // callsWith makes a request with the SDK's compute client signed by p, and
 // checks that the emulator takes the signature.
 func callsWith(t *testing.T, e *Emulator, p common.ConfigurationProvider) {
@@ -70,12 +82,7 @@ func TestTheSDKExchangesAServiceAccountTokenAtTheIdentityDomain(t *testing.T) {
 				DomainUrl: e.IdentityDomainURL(), ClientId: id, ClientSecret: secret, Region: "us-ashburn-1",
 				RequestedTokenType: requested, ResType: "k8sworkload", SubjectTokenType: "jwt"})
 			require.NoError(t, err)
-			keyID, err := p.KeyID()
-			require.NoError(t, err)
-			assert.True(t, strings.HasPrefix(keyID, "ST$ey"), "the SDK took the token out of the answer")
-			tenancy, err := p.TenancyOCID()
-			require.NoError(t, err)
-			assert.Equal(t, e.fx.TenancyID, tenancy, "the tenant claim")
+			signsAsTheTenancy(t, e, p)
 			user, err := p.UserOCID()
 			require.NoError(t, err)
 			assert.Equal(t, "system:serviceaccount:kube-system:oci-cloud-controller-manager", user)

@@ -43,13 +43,7 @@ func TestTheSDKCallsAsAWorkload(t *testing.T) {
 	p, err := auth.OkeWorkloadIdentityConfigurationProviderWithServiceAccountTokenProvider(
 		auth.NewDefaultServiceAccountTokenProvider().WithSaTokenPath(tokenPath))
 	require.NoError(t, err)
-
-	keyID, err := p.KeyID()
-	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(keyID, "ST$ey"), "the SDK took the token out of the answer")
-	tenancy, err := p.TenancyOCID()
-	require.NoError(t, err)
-	assert.Equal(t, e.fx.TenancyID, tenancy, "res_tenant")
+	signsAsTheTenancy(t, e, p)
 	compartment, err := p.GetClaim(auth.CompartmentOCIDClaimKey)
 	require.NoError(t, err)
 	assert.Equal(t, e.fx.CompartmentID, compartment)

@@ -76,9 +76,9 @@ func TestFaultOutageWindow(t *testing.T) {
 		return codeOf(err)
 	}
 	assert.Equal(t, 0, get(), "before the window")
-	ev.clock.Advance(90 * time.Second)
+	ev.clock.Step(90 * time.Second)
 	assert.Equal(t, 503, get(), "inside the window")
-	ev.clock.Advance(time.Minute)
+	ev.clock.Step(time.Minute)
 	assert.Equal(t, 0, get(), "after the window")
 }
 

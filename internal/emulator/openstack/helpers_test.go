@@ -3,7 +3,6 @@ package openstack
 import (
 	"errors"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,30 +10,13 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/pagination"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 )
-
-// fakeClock is a settable clock for tokens, provisioning and fault windows.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // env is a started emulator with authenticated gophercloud clients.
 type env struct {
 	e       *Emulator
-	clock   *fakeClock
+	clock   *clocktesting.FakeClock // tokens, provisioning and fault windows
 	fx      Fixture
 	pc      *gophercloud.ProviderClient
 	compute *gophercloud.ServiceClient
@@ -45,7 +27,7 @@ type env struct {
 func newEnv(t *testing.T, opts Options) *env {
 	t.Helper()
 	e := New(opts)
-	clock := &fakeClock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := clocktesting.NewFakeClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	e.mu.Lock()
 	e.clock = clock.Now
 	e.mu.Unlock()

@@ -109,7 +109,7 @@ func TestOctaviaTerminatedHTTPSListenersReadBarbican(t *testing.T) {
 	lb, err := loadbalancers.Create(ctx, octavia, loadbalancers.CreateOpts{VipSubnetID: ev.fx.SubnetID}).Extract()
 	require.NoError(t, err)
 	active := func() {
-		ev.clock.Advance(time.Minute)
+		ev.clock.Step(time.Minute)
 		_, _ = loadbalancers.Get(ctx, octavia, lb.ID).Extract()
 	}
 	active()

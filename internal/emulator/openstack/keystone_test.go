@@ -78,7 +78,7 @@ func TestTokenExpiry(t *testing.T) {
 	_, err = flavors.Get(t.Context(), compute, ev.fx.FlavorID).Extract()
 	require.NoError(t, err)
 
-	ev.clock.Advance(11 * time.Minute)
+	ev.clock.Step(11 * time.Minute)
 	_, err = flavors.Get(t.Context(), compute, ev.fx.FlavorID).Extract()
 	assert.Equal(t, http.StatusUnauthorized, codeOf(err))
 

@@ -100,7 +100,7 @@ func TestServerChangesSince(t *testing.T) {
 	ctx := t.Context()
 	kept, _ := ev.e.AddServer(ServerSpec{Name: "kept"})
 	gone, _ := ev.e.AddServer(ServerSpec{Name: "gone"})
-	ev.clock.Advance(time.Minute)
+	ev.clock.Step(time.Minute)
 	cut := ev.clock.Now().UTC().Format(time.RFC3339)
 	fresh, _ := ev.e.AddServer(ServerSpec{Name: "fresh"})
 	require.NoError(t, servers.Delete(ctx, ev.compute, gone).ExtractErr())

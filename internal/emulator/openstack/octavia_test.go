@@ -66,12 +66,12 @@ func checkPendingConflicts(t *testing.T, ev *env, lbID string) {
 	ctx := t.Context()
 	_, err := listeners.Create(ctx, ev.lb, listeners.CreateOpts{LoadbalancerID: lbID, Protocol: listeners.ProtocolTCP, ProtocolPort: 8080}).Extract()
 	assert.Equal(t, 409, codeOf(err))
-	ev.clock.Advance(lifecycleDelay / 2)
+	ev.clock.Step(lifecycleDelay / 2)
 	name := "renamed"
 	_, err = loadbalancers.Update(ctx, ev.lb, lbID, loadbalancers.UpdateOpts{Name: &name}).Extract()
 	assert.Equal(t, 409, codeOf(err))
 
-	ev.clock.Advance(lifecycleDelay / 2)
+	ev.clock.Step(lifecycleDelay / 2)
 	lb, err := loadbalancers.Get(ctx, ev.lb, lbID).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, "ACTIVE", lb.ProvisioningStatus)
@@ -108,7 +108,7 @@ func checkPoolMembersAndMonitor(t *testing.T, ev *env, lbID, listenerID string) 
 	assert.Equal(t, "PENDING_UPDATE", lb.ProvisioningStatus)
 	err = pools.BatchUpdateMembers(ctx, ev.lb, pool.ID, []pools.BatchUpdateMemberOpts{{Address: "10.0.0.5", ProtocolPort: 30080}}).ExtractErr()
 	assert.Equal(t, 409, codeOf(err), "the pool is pending")
-	ev.clock.Advance(lifecycleDelay)
+	ev.clock.Step(lifecycleDelay)
 
 	l, err := listeners.Get(ctx, ev.lb, listenerID).Extract()
 	require.NoError(t, err)
@@ -118,7 +118,7 @@ func checkPoolMembersAndMonitor(t *testing.T, ev *env, lbID, listenerID string) 
 	mon, err := monitors.Create(ctx, ev.lb, monitors.CreateOpts{PoolID: pool.ID, Type: monitors.TypeTCP, Delay: 10, Timeout: 5, MaxRetries: 3}).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, 3, mon.MaxRetriesDown)
-	ev.clock.Advance(lifecycleDelay)
+	ev.clock.Step(lifecycleDelay)
 	_, err = monitors.Create(ctx, ev.lb, monitors.CreateOpts{PoolID: pool.ID, Type: monitors.TypeTCP, Delay: 10, Timeout: 5, MaxRetries: 3}).Extract()
 	assert.Equal(t, 409, codeOf(err), "one monitor per pool")
 	p, err := pools.Get(ctx, ev.lb, pool.ID).Extract()
@@ -135,7 +135,7 @@ func checkBatchMembers(t *testing.T, ev *env, poolID string) {
 	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, poolID, []pools.BatchUpdateMemberOpts{
 		{Address: "10.0.0.5", ProtocolPort: 30080}, {Address: "10.0.0.6", ProtocolPort: 30080},
 	}).ExtractErr())
-	ev.clock.Advance(lifecycleDelay)
+	ev.clock.Step(lifecycleDelay)
 	require.NoError(t, pools.BatchUpdateMembers(ctx, ev.lb, poolID, []pools.BatchUpdateMemberOpts{
 		{Address: "10.0.0.6", ProtocolPort: 30080, Weight: &w}, {Address: "10.0.0.7", ProtocolPort: 30080},
 	}).ExtractErr())
@@ -144,7 +144,7 @@ func checkBatchMembers(t *testing.T, ev *env, poolID string) {
 		status[m.Address] = m.ProvisioningStatus
 	}
 	assert.Equal(t, map[string]string{"10.0.0.5": "PENDING_DELETE", "10.0.0.6": "PENDING_UPDATE", "10.0.0.7": "PENDING_CREATE"}, status)
-	ev.clock.Advance(lifecycleDelay)
+	ev.clock.Step(lifecycleDelay)
 	members := poolMembers(t, ev, poolID)
 	require.Len(t, members, 2)
 	for _, m := range members {
@@ -185,7 +185,7 @@ func checkCascadeDelete(t *testing.T, ev *env, lb *loadbalancers.LoadBalancer, l
 	got, err := loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
 	require.NoError(t, err)
 	assert.Equal(t, "PENDING_DELETE", got.ProvisioningStatus)
-	ev.clock.Advance(lifecycleDelay)
+	ev.clock.Step(lifecycleDelay)
 	_, err = loadbalancers.Get(ctx, ev.lb, lb.ID).Extract()
 	assert.Equal(t, 404, codeOf(err))
 	_, err = listeners.Get(ctx, ev.lb, listenerID).Extract()

@@ -23,6 +23,7 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/common/auth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
@@ -31,7 +32,7 @@ import (
 
 // exchangeOn is the self-managed workload identity of e's pod on clock, its
 // sessions, and a gateway signing with them; attempts are 10 ms apart.
-func exchangeOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*tokenExchange, *SessionCache, *Client) {
+func exchangeOn(t *testing.T, e *emulator.Emulator, clock *clocktesting.FakeClock) (*tokenExchange, *SessionCache, *Client) {
 	t.Helper()
 	x, err := newTokenExchange(Principal{Region: "us-ashburn-1"})
 	require.NoError(t, err)
@@ -55,7 +56,7 @@ func TestSelfManagedWorkloadIdentityRenewsAndReadsTheRotatedToken(t *testing.T) 
 
 	// The ServiceAccount token expires (the file not rotated): refused
 	// before asking, saying so, once the session token is gone too.
-	clock.Add(8 * time.Minute)
+	clock.Step(8 * time.Minute)
 	_, _, err := s.SigningKey()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.TokenPath+" expired")
@@ -63,7 +64,7 @@ func TestSelfManagedWorkloadIdentityRenewsAndReadsTheRotatedToken(t *testing.T) 
 
 	// The kubelet rotates it: the next exchange reads the new one.
 	p.Token(e.ServiceAccountToken("kube-system", "oci-cloud-controller-manager", time.Hour))
-	clock.Add(renewRetry)
+	clock.Step(renewRetry)
 	assert.NotEqual(t, second, key())
 	call()
 	assert.Equal(t, map[int]int{200: 3}, ocitest.CallsOf(e, "identitydomain"))

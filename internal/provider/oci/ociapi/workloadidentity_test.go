@@ -23,35 +23,19 @@ import (
 	"github.com/oracle/oci-go-sdk/v65/common/auth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	emucore "github.com/overcast-ccm/overcast/internal/emulator/core"
 	emulator "github.com/overcast-ccm/overcast/internal/emulator/oci"
 	"github.com/overcast-ccm/overcast/internal/emulator/oci/ocitest"
 )
 
-// testClock is a clock a test moves, shared by the emulator and the CCM.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newTestClock() *testClock { return &testClock{t: time.Now()} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newTestClock is a clock a test moves, shared by the emulator and the CCM.
+func newTestClock() *clocktesting.FakeClock { return clocktesting.NewFakeClock(time.Now()) }
 
 // workloadOn is the workload identity of e's pod on clock, its sessions,
 // and a gateway signing with them; attempts are 10 ms apart.
-func workloadOn(t *testing.T, e *emulator.Emulator, clock *testClock) (*WorkloadIdentity, *SessionCache, *Client) {
+func workloadOn(t *testing.T, e *emulator.Emulator, clock *clocktesting.FakeClock) (*WorkloadIdentity, *SessionCache, *Client) {
 	t.Helper()
 	w, err := newWorkloadIdentity(Principal{Region: "us-ashburn-1", WorkloadIdentity: e.WorkloadIdentityURL()})
 	require.NoError(t, err)
@@ -75,18 +59,18 @@ func TestWorkloadIdentityRenewsBeforeExpiryAndReadsTheRotatedToken(t *testing.T)
 
 	// The ServiceAccount token expires (the file not rotated): refused
 	// before asking, saying so, once the session token is gone too.
-	clock.Add(8 * time.Minute)
+	clock.Step(8 * time.Minute)
 	_, _, err := s.SigningKey()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ServiceAccount token in "+p.TokenPath+" expired")
 
-	clock.Add(time.Second)
+	clock.Step(time.Second)
 	_, _, again := s.SigningKey()
 	assert.Equal(t, err, again, "not asked again before renewRetry")
 
 	// The kubelet rotates it: the next exchange reads the new one.
 	p.Token(e.ServiceAccountToken("kube-system", "overcast-ccm", time.Hour))
-	clock.Add(renewRetry)
+	clock.Step(renewRetry)
 	assert.NotEqual(t, second, key())
 	call()
 	assert.Equal(t, map[int]int{200: 3}, ocitest.CallsOf(e, "workloadidentity"))
@@ -136,11 +120,11 @@ func TestWorkloadIdentityRefusalsSayWhyWithoutTheToken(t *testing.T) {
 	first, _, err := s.SigningKey()
 	require.NoError(t, err)
 	e.InjectFault(emucore.Fault{Service: "workloadidentity", Status: http.StatusServiceUnavailable})
-	clock.Add(16 * time.Minute)
+	clock.Step(16 * time.Minute)
 	again, _, err := s.SigningKey()
 	require.NoError(t, err)
 	assert.Equal(t, first, again)
-	clock.Add(5 * time.Minute)
+	clock.Step(5 * time.Minute)
 	_, _, err = s.SigningKey()
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "workload identity: the workload identity endpoint "+host+" answered 503"), err.Error())
@@ -240,7 +224,7 @@ func TestTheExchangeIsTheSDKs(t *testing.T) {
 // later and renewed past its half (2 minutes before it expires), and the
 // renewed one signs a call. It gives the call, the signing key's reader and
 // the renewed key.
-func renewedHalfWay(t *testing.T, e *emulator.Emulator, clock *testClock, s *SessionCache, g *Client) (call func(), key func() string, second string) {
+func renewedHalfWay(t *testing.T, e *emulator.Emulator, clock *clocktesting.FakeClock, s *SessionCache, g *Client) (call func(), key func() string, second string) {
 	t.Helper()
 	call = func() {
 		t.Helper()
@@ -255,9 +239,9 @@ func renewedHalfWay(t *testing.T, e *emulator.Emulator, clock *testClock, s *Ses
 	}
 	call()
 	first := key()
-	clock.Add(time.Minute)
+	clock.Step(time.Minute)
 	assert.Equal(t, first, key(), "not due yet")
-	clock.Add(time.Minute + time.Second)
+	clock.Step(time.Minute + time.Second)
 	second = key()
 	assert.NotEqual(t, first, second, "renewed 2 minutes before it expires")
 	call()
