@@ -387,6 +387,7 @@ func ensurePasses(t *testing.T) float64 {
 // cluster: a Service of the same namespace and name in each, their UIDs in
 // that order.
 func twins(t *testing.T, ns string, clusters ...*framework.Env) []types.UID {
+	t.Helper()
 	var uids []types.UID
 	for _, e := range clusters {
 		_, err := e.Client.CoreV1().Namespaces().Create(t.Context(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
